@@ -1,0 +1,208 @@
+/* core.h: what every module of the engine shares: errors, the bounds-checked
+ * cursor over untrusted bytes, the growable output buffer, datatypes, and
+ * the thin wrappers over the I/O interface. */
+#ifndef TDB_CORE_H
+#define TDB_CORE_H
+
+#include "tiledb_format.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* Caps on sizes taken from metadata before allocating. */
+#define TDB_MAX_TILE_BYTES (UINT64_C(1) << 36)   /* one decoded tile */
+#define TDB_MAX_NAME 4096                       /* a name in a schema */
+#define TDB_MAX_COUNT (UINT64_C(1) << 32)       /* a count of things */
+
+/* ----------------------------------------------------------------- errors */
+
+#if defined(__GNUC__)
+#define TDB_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TDB_PRINTF(a, b)
+#endif
+
+/* Sets err (if non-NULL) to code and the formatted message.
+ * @return code, so that `return tdb_err(err, TDB_E_CORRUPT, ...)` works. */
+int tdb_err(struct tdb_error *err, int code, const char *fmt, ...)
+    TDB_PRINTF(3, 4);
+
+/* Prepends "context: " to err's message (code unchanged). @return err->code
+ * (or `code` when err is NULL). */
+int tdb_err_ctx(struct tdb_error *err, int code, const char *fmt, ...)
+    TDB_PRINTF(3, 4);
+
+/* -------------------------------------------------------------- the cursor */
+
+/* A read-only, bounds-checked view over untrusted bytes.  Every reader
+ * returns 0 or -1 (and sets `bad`); after a failure the cursor stays bad,
+ * so a parser may read a group of fields and check once. */
+struct tdb_cursor {
+    const uint8_t *p;
+    size_t len;
+    size_t pos;
+    bool bad;
+};
+
+static inline void tdb_cur_init(struct tdb_cursor *c, const void *p, size_t len)
+{
+    c->p = (const uint8_t *)p;
+    c->len = len;
+    c->pos = 0;
+    c->bad = false;
+}
+
+static inline size_t tdb_cur_left(const struct tdb_cursor *c)
+{
+    return c->bad ? 0 : c->len - c->pos;
+}
+
+int tdb_cur_u8(struct tdb_cursor *c, uint8_t *v);
+int tdb_cur_u16(struct tdb_cursor *c, uint16_t *v);
+int tdb_cur_u32(struct tdb_cursor *c, uint32_t *v);
+int tdb_cur_u64(struct tdb_cursor *c, uint64_t *v);
+int tdb_cur_i32(struct tdb_cursor *c, int32_t *v);
+int tdb_cur_f64(struct tdb_cursor *c, double *v);
+/* Points *p at the next n bytes and skips them. */
+int tdb_cur_bytes(struct tdb_cursor *c, size_t n, const uint8_t **p);
+/* Copies the next n bytes. */
+int tdb_cur_copy(struct tdb_cursor *c, void *dst, size_t n);
+int tdb_cur_skip(struct tdb_cursor *c, size_t n);
+/* Reads a u32 (or u64) length then that many bytes into a new
+ * NUL-terminated string (capped at TDB_MAX_NAME). */
+int tdb_cur_str32(struct tdb_cursor *c, char **s);
+int tdb_cur_str64(struct tdb_cursor *c, char **s);
+
+/* Little-endian loads and stores on raw memory known to be large enough. */
+static inline uint16_t tdb_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static inline uint32_t tdb_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+static inline uint64_t tdb_le64(const uint8_t *p)
+{
+    return (uint64_t)tdb_le32(p) | (uint64_t)tdb_le32(p + 4) << 32;
+}
+static inline void tdb_st16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void tdb_st32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline void tdb_st64(uint8_t *p, uint64_t v)
+{
+    tdb_st32(p, (uint32_t)v);
+    tdb_st32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Checked arithmetic: @return false on overflow. */
+static inline bool tdb_add_ok(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_add_overflow(a, b, r);
+}
+static inline bool tdb_mul_ok(uint64_t a, uint64_t b, uint64_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+/* ------------------------------------------------------- the output buffer */
+
+/* A growable byte buffer; zero-initialise it ({0}) before use. */
+struct tdb_buf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+};
+
+int tdb_buf_reserve(struct tdb_buf *b, size_t extra);  /* cap >= len+extra */
+int tdb_buf_append(struct tdb_buf *b, const void *p, size_t n);
+int tdb_buf_put_u8(struct tdb_buf *b, uint8_t v);
+int tdb_buf_put_u32(struct tdb_buf *b, uint32_t v);
+int tdb_buf_put_u64(struct tdb_buf *b, uint64_t v);
+int tdb_buf_put_i32(struct tdb_buf *b, int32_t v);
+int tdb_buf_put_f64(struct tdb_buf *b, double v);
+/* Grows len by n (uninitialised bytes) and points *p at them. */
+int tdb_buf_grow(struct tdb_buf *b, size_t n, uint8_t **p);
+static inline void tdb_buf_reset(struct tdb_buf *b) { b->len = 0; }
+void tdb_buf_free(struct tdb_buf *b);
+/* Hands the bytes to the caller (who frees them) and empties b. */
+uint8_t *tdb_buf_take(struct tdb_buf *b, size_t *len);
+
+/* -------------------------------------------------------------- datatypes */
+
+/* TileDB's datatype numbers (tiledb_datatype_t). */
+enum tdb_datatype {
+    TDB_INT32 = 0, TDB_INT64 = 1, TDB_FLOAT32 = 2, TDB_FLOAT64 = 3,
+    TDB_CHAR = 4, TDB_INT8 = 5, TDB_UINT8 = 6, TDB_INT16 = 7,
+    TDB_UINT16 = 8, TDB_UINT32 = 9, TDB_UINT64 = 10,
+    TDB_STRING_ASCII = 11, TDB_STRING_UTF8 = 12, TDB_STRING_UTF16 = 13,
+    TDB_STRING_UTF32 = 14, TDB_STRING_UCS2 = 15, TDB_STRING_UCS4 = 16,
+    TDB_ANY = 17,
+    TDB_DATETIME_YEAR = 18, /* ... through */ TDB_DATETIME_AS = 30,
+    TDB_TIME_HR = 31, /* ... through */ TDB_TIME_AS = 39,
+    TDB_BLOB = 40, TDB_BOOL = 41, TDB_GEOM_WKB = 42, TDB_GEOM_WKT = 43,
+    TDB_DATATYPE_COUNT = 44
+};
+
+/* Size in bytes of one value; 0 for an unknown type. */
+unsigned tdb_dt_size(unsigned dt);
+/* TileDB's name ("FLOAT64"); NULL for an unknown type. */
+const char *tdb_dt_name(unsigned dt);
+/* Looks up a TileDB name; @return the type or -1. */
+int tdb_dt_from_name(const char *name);
+/* numpy's dtype string ("<f8", "|u1", "|S1", "<M8[ms]"). */
+const char *tdb_dt_numpy(unsigned dt);
+bool tdb_dt_is_signed_int(unsigned dt);  /* INT*, DATETIME_*, TIME_* */
+bool tdb_dt_is_unsigned_int(unsigned dt);/* UINT*, BOOL?no, BLOB?no */
+bool tdb_dt_is_integer(unsigned dt);     /* either of the above */
+bool tdb_dt_is_float(unsigned dt);
+bool tdb_dt_is_string(unsigned dt);      /* CHAR, STRING_* */
+bool tdb_dt_is_datetime(unsigned dt);    /* DATETIME_* and TIME_* */
+/* The default fill value of one value of dt (FORMAT-NOTES): writes
+ * tdb_dt_size(dt) bytes. */
+void tdb_dt_default_fill(unsigned dt, uint8_t *out);
+
+#define TDB_VAR_NUM UINT32_MAX  /* cell_val_num of a var-sized field */
+
+/* Array types and layouts (tiledb_array_type_t, tiledb_layout_t). */
+enum { TDB_DENSE = 0, TDB_SPARSE = 1 };
+enum { TDB_ROW_MAJOR = 0, TDB_COL_MAJOR = 1, TDB_GLOBAL_ORDER = 2,
+       TDB_UNORDERED = 3, TDB_HILBERT = 4 };
+enum { TDB_NO_ENCRYPTION = 0, TDB_AES_256_GCM = 1 };
+
+/* ------------------------------------------------------------- I/O helpers */
+
+/* Joins a and b with one '/' into a new string (NULL on ENOMEM). */
+char *tdb_path_join(const char *a, const char *b);
+/* Reads a whole file into a new buffer (capped at TDB_MAX_TILE_BYTES). */
+int tdb_io_read_file(const struct tdb_io *io, const char *path,
+                     uint8_t **data, uint64_t *size, struct tdb_error *err);
+int tdb_io_read(const struct tdb_io *io, const char *path, uint64_t off,
+                void *buf, size_t len, struct tdb_error *err);
+int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
+                struct tdb_error *err);
+bool tdb_io_exists(const struct tdb_io *io, const char *path);
+bool tdb_io_isdir(const struct tdb_io *io, const char *path);
+
+/* A list of names (a folder's entries), sorted bytewise. */
+struct tdb_names {
+    char **v;
+    bool *is_dir;
+    size_t n;
+};
+/* Lists folder `path`; a missing folder gives an empty list and 0. */
+int tdb_io_names(const struct tdb_io *io, const char *path,
+                 struct tdb_names *out, struct tdb_error *err);
+void tdb_names_free(struct tdb_names *n);
+
+#endif

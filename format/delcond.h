@@ -1,0 +1,37 @@
+/* delcond.h: delete commits (format_spec/delete_commit_file.md): the
+ * serialised query condition and its evaluation on one cell. */
+#ifndef TDB_DELCOND_H
+#define TDB_DELCOND_H
+
+#include "core.h"
+
+struct tdb_cond;
+
+/* Parses a .del file's decoded payload. */
+int tdb_cond_parse(const uint8_t *p, size_t size, const char *what,
+                   struct tdb_cond **out, struct tdb_error *err);
+
+/* Reads and parses a delete commit file (a generic tile). */
+int tdb_cond_load(const struct tdb_io *io, const char *path,
+                  const uint8_t *key, struct tdb_cond **out,
+                  struct tdb_error *err);
+
+void tdb_cond_free(struct tdb_cond *c);
+
+/* How the evaluator sees one cell: for field `name`, its value bytes
+ * (all cell_val_num values, or the var-sized value), its datatype, and
+ * whether it is null.  @return 0, or TDB_E_NOENT for an unknown field. */
+struct tdb_cell_view {
+    int (*get)(void *arg, const char *name, const uint8_t **val,
+               uint64_t *size, unsigned *type, bool *is_null);
+    void *arg;
+};
+
+/* @return 1 when the cell matches (is deleted), 0 when not, <0 on error. */
+int tdb_cond_eval(const struct tdb_cond *c, const struct tdb_cell_view *cell,
+                  struct tdb_error *err);
+
+/* Field names the condition reads (for callers that prefetch). */
+size_t tdb_cond_fields(const struct tdb_cond *c, const char ***names);
+
+#endif

@@ -1,0 +1,170 @@
+/* filter.h: the filter interface (format_spec/filter_pipeline.md, tile.md).
+ *
+ * Each filter lives in its own file format/filters/<name>.c and exports one
+ * `const struct tdb_filter_ops tdb_filter_<name>`; every other symbol there
+ * is static.  pipeline.c maps TileDB's filter type numbers to these ops.
+ *
+ * Data model.  A chunk on disk holds (metadata bytes, data bytes).  Reading
+ * runs the pipeline's filters last to first: each filter's decode receives
+ * the current (metadata, data) and produces the next (metadata, data).  A
+ * filter consumes its own header from the front of the input metadata and,
+ * unless it is a compressor (which stores the previous metadata inside its
+ * data), passes the rest of the input metadata through to the output
+ * metadata.  Encoding is the mirror image, first filter to last; an encoder
+ * treats its input as one part.
+ */
+#ifndef TDB_FILTER_H
+#define TDB_FILTER_H
+
+#include "../core.h"
+
+/* TileDB's filter type numbers (tiledb_filter_type_t). */
+enum tdb_filter_type {
+    TDB_FILTER_NONE = 0,
+    TDB_FILTER_GZIP = 1,
+    TDB_FILTER_ZSTD = 2,
+    TDB_FILTER_LZ4 = 3,
+    TDB_FILTER_RLE = 4,
+    TDB_FILTER_BZIP2 = 5,
+    TDB_FILTER_DOUBLE_DELTA = 6,
+    TDB_FILTER_BIT_WIDTH_REDUCTION = 7,
+    TDB_FILTER_BITSHUFFLE = 8,
+    TDB_FILTER_BYTESHUFFLE = 9,
+    TDB_FILTER_POSITIVE_DELTA = 10,
+    TDB_FILTER_AES_256_GCM = 11, /* internal: never serialised in a pipeline */
+    TDB_FILTER_CHECKSUM_MD5 = 12,
+    TDB_FILTER_CHECKSUM_SHA256 = 13,
+    TDB_FILTER_DICTIONARY = 14,
+    TDB_FILTER_SCALE_FLOAT = 15,
+    TDB_FILTER_XOR = 16,
+    TDB_FILTER_DEPRECATED = 17,
+    TDB_FILTER_WEBP = 18,
+    TDB_FILTER_DELTA = 19,
+    TDB_FILTER_TYPE_COUNT = 20
+};
+
+/* One filter of a pipeline with its options (the union of every filter's
+ * options; each filter reads the fields it owns). */
+struct tdb_filter {
+    uint8_t type;
+    const struct tdb_filter_ops *ops;
+    /* compressors: GZIP ZSTD LZ4 RLE BZIP2 DICTIONARY DELTA DOUBLE_DELTA */
+    uint8_t compressor;        /* the type byte stored in the options */
+    int32_t level;
+    uint8_t reinterpret_type;  /* DELTA/DOUBLE_DELTA; TDB_ANY when absent */
+    /* BIT_WIDTH_REDUCTION, POSITIVE_DELTA */
+    uint32_t max_window;
+    /* SCALE_FLOAT */
+    double scale, offset;
+    uint64_t byte_width;
+    /* options bytes of a filter we cannot run (WEBP), kept verbatim */
+    uint8_t *raw;
+    uint32_t raw_size;
+};
+
+/* A filter pipeline as serialised in a schema or a generic tile. */
+struct tdb_pipeline {
+    uint32_t max_chunk_size;
+    uint32_t n;
+    struct tdb_filter *f;
+};
+
+/* Everything a filter may need to know besides its options. */
+struct tdb_filter_call {
+    const struct tdb_filter *filter;
+    unsigned datatype;   /* the type of the values this filter sees */
+    uint64_t cell_size;  /* bytes per cell of the tile (TDB_VAR_NUM cells:
+                          * the value size) */
+    uint32_t version;    /* format version of the fragment / tile */
+    bool is_var;         /* the tile holds var-sized values */
+    /* Var-sized ASCII/UTF-8 strings whose offsets the filter stores itself
+     * (RLE since v12/v17, DICTIONARY since v13/v17): on decode the filter
+     * appends one uint64 offset per cell (relative, first 0) to `offsets`;
+     * on encode it reads them from `offsets` (n_offsets entries). */
+    bool strings_with_offsets;
+    struct tdb_buf *offsets;
+    const uint64_t *in_offsets;
+    uint64_t n_offsets;
+    const uint8_t *key;  /* AES-256-GCM: 32 bytes */
+    struct tdb_error *err;
+};
+
+struct tdb_filter_ops {
+    const char *name;   /* "GZIP" ... as TileDB spells the filter */
+    uint8_t type;
+    /* Parses the options that follow the filter's options-size field.
+     * `version` is the format version of the schema or tile. */
+    int (*read_options)(struct tdb_filter *f, struct tdb_cursor *c,
+                        uint32_t version, struct tdb_error *err);
+    /* Appends the options bytes (not the size) for format version 22. */
+    int (*write_options)(const struct tdb_filter *f, struct tdb_buf *out);
+    /* The datatype this filter hands on (forward direction) given the
+     * datatype it receives; NULL means unchanged. */
+    unsigned (*output_type)(const struct tdb_filter *f, unsigned in_type);
+    /* Reverse: (md, data) -> (md_out, data_out).  md is a cursor at the
+     * front of this filter's metadata. */
+    int (*decode)(const struct tdb_filter_call *call, struct tdb_cursor *md,
+                  const uint8_t *data, size_t size, struct tdb_buf *md_out,
+                  struct tdb_buf *data_out);
+    /* Forward: (md, data) -> (md_out, data_out). */
+    int (*encode)(const struct tdb_filter_call *call, const uint8_t *md,
+                  size_t md_size, const uint8_t *data, size_t size,
+                  struct tdb_buf *md_out, struct tdb_buf *data_out);
+};
+
+/* The table: NULL for types we do not know. */
+const struct tdb_filter_ops *tdb_filter_lookup(unsigned type);
+
+extern const struct tdb_filter_ops tdb_filter_gzip, tdb_filter_zstd,
+    tdb_filter_lz4, tdb_filter_rle, tdb_filter_bzip2,
+    tdb_filter_double_delta, tdb_filter_bit_width_reduction,
+    tdb_filter_bitshuffle, tdb_filter_byteshuffle,
+    tdb_filter_positive_delta, tdb_filter_aes256gcm,
+    tdb_filter_checksum_md5, tdb_filter_checksum_sha256,
+    tdb_filter_dictionary, tdb_filter_scale_float, tdb_filter_xor,
+    tdb_filter_delta, tdb_filter_webp, tdb_filter_noop;
+
+/* -------------------------------------------------------------- pipelines */
+
+/* Parses a serialised pipeline (filter_pipeline.md). */
+int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
+                      uint32_t version, struct tdb_error *err);
+int tdb_pipeline_write(const struct tdb_pipeline *p, struct tdb_buf *out);
+void tdb_pipeline_free(struct tdb_pipeline *p);
+int tdb_pipeline_copy(struct tdb_pipeline *dst, const struct tdb_pipeline *src);
+bool tdb_pipeline_has(const struct tdb_pipeline *p, unsigned type);
+
+/* How a tile is to be reversed: what the pipeline filters and how. */
+struct tdb_tile_desc {
+    unsigned datatype;     /* datatype of the tile's values */
+    uint64_t cell_size;    /* bytes per cell (fixed) or value size (var) */
+    uint32_t version;      /* the fragment's format version */
+    bool is_var;           /* a var-sized values tile */
+    const uint8_t *key;    /* AES-256-GCM key when the array is encrypted */
+    const char *what;      /* names file, field and tile for errors */
+};
+
+/* True when a var-sized tile of `datatype` under pipeline p stores its own
+ * offsets (FilterPipeline::skip_offsets_filtering). */
+bool tdb_pipeline_skips_offsets(const struct tdb_pipeline *p,
+                                unsigned datatype, uint32_t version);
+
+/* Reverses a filtered tile (tile.md: num chunks, chunks) of `size` bytes
+ * into `out` (appended).  When offsets is non-NULL and the pipeline stores
+ * the offsets itself, the cell offsets come out there (uint64 each, first
+ * 0, relative to the tile).  Errors name d->what. */
+int tdb_pipeline_decode(const struct tdb_pipeline *p,
+                        const struct tdb_tile_desc *d, const uint8_t *src,
+                        size_t size, struct tdb_buf *out,
+                        struct tdb_buf *offsets, struct tdb_error *err);
+
+/* Filters `size` bytes into a tile (tile.md) appended to `out`, chunking as
+ * TileDB does (cells never split).  For var-sized values pass the cell
+ * offsets (relative, first 0) so chunks hold whole cells. */
+int tdb_pipeline_encode(const struct tdb_pipeline *p,
+                        const struct tdb_tile_desc *d, const uint8_t *src,
+                        size_t size, const uint64_t *offsets,
+                        uint64_t n_offsets, struct tdb_buf *out,
+                        struct tdb_error *err);
+
+#endif

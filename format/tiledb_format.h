@@ -1,0 +1,204 @@
+/* tiledb_format.h: public interface of the tiledbfs format engine.
+ *
+ * The engine reads (and writes) the TileDB on-disk format, versions 1 to 23,
+ * and presents an array or a group as the file tree that ../LAYOUT.md of the
+ * project describes (the "mount contract").  It knows nothing of FUSE: the
+ * daemon in fuse/ and the command-line reader tiledbfs-cat are two thin
+ * front ends over the same calls below.
+ *
+ * Conventions
+ *  - Every function that can fail returns 0 or a negative TDB_E_* code and,
+ *    when given a non-NULL `struct tdb_error *`, fills it with a message that
+ *    names the file (and the field and tile where there is one).
+ *  - Handles are opaque; each *_open/_create has a matching *_close/_free,
+ *    and every free function accepts NULL.
+ *  - Buffers are passed as (dst, dst_capacity) and sizes are uint64_t or
+ *    size_t; the library never prints, never exits, keeps no global state.
+ *  - All file access goes through a `struct tdb_io` (POSIX and in-memory
+ *    backends are provided); fault injection and other backends plug in
+ *    there.
+ */
+#ifndef TILEDB_FORMAT_H
+#define TILEDB_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+enum tdb_status {
+    TDB_OK = 0,
+    TDB_E_IO = -1,          /* the I/O backend failed */
+    TDB_E_CORRUPT = -2,     /* bytes on disk do not follow the format */
+    TDB_E_NOMEM = -3,       /* allocation failed or a size cap was hit */
+    TDB_E_UNSUPPORTED = -4, /* valid format we do not handle (e.g. WEBP) */
+    TDB_E_CHECKSUM = -5,    /* an MD5/SHA-256 checksum filter mismatched */
+    TDB_E_AUTH = -6,        /* AES-256-GCM authentication failed (wrong key) */
+    TDB_E_INVAL = -7,       /* the caller's arguments are wrong */
+    TDB_E_NOENT = -8,       /* no such file, field, key or path */
+    TDB_E_NOTDIR = -9,      /* a path component is not a folder */
+    TDB_E_ISDIR = -10,      /* a folder where a file was wanted */
+    TDB_E_ROFS = -11,       /* a write to a read-only view */
+    TDB_E_NOKEY = -12,      /* the array is encrypted and no key was given */
+};
+
+#define TDB_ERROR_MSG_MAX 1024
+
+/* Caller-owned error report.  `code` is the TDB_E_* value, `msg` a
+ * NUL-terminated sentence naming what failed and where. */
+struct tdb_error {
+    int code;
+    char msg[TDB_ERROR_MSG_MAX];
+};
+
+/* @return a static English name of a TDB_E_* code ("corrupt data", ...). */
+const char *tdb_strerror(int code);
+
+/* @return the errno value a front end should report for a TDB_E_* code
+ * (EIO for corruption, checksum and authentication failures, ENOENT, ...). */
+int tdb_errno(int code);
+
+/* ---------------------------------------------------------------- the I/O */
+
+/* One folder entry, as given to a tdb_io_list_fn. */
+struct tdb_dirent {
+    const char *name;
+    bool is_dir;
+};
+
+typedef int (*tdb_io_list_fn)(void *arg, const struct tdb_dirent *ent);
+
+/* The only way the engine touches storage.  Paths are '/'-separated and
+ * relative to the backend's root (an absolute path is passed as is to
+ * backends that support it).  Every function returns 0 or a TDB_E_* code
+ * (TDB_E_NOENT when the path does not exist).  Functions a backend does not
+ * support may be NULL (a read-only backend has no write functions). */
+struct tdb_io_ops {
+    /* Read exactly `len` bytes at `off`; reading past the end is an error. */
+    int (*read_at)(void *ctx, const char *path, uint64_t off, void *buf,
+                   size_t len);
+    int (*size)(void *ctx, const char *path, uint64_t *size);
+    /* Calls fn for each entry of folder `path` (order unspecified); stops
+     * early and returns fn's value when fn returns non-zero. */
+    int (*list)(void *ctx, const char *path, tdb_io_list_fn fn, void *arg);
+    int (*is_dir)(void *ctx, const char *path, bool *is_dir);
+    /* Writers (NULL in read-only backends). */
+    int (*write_at)(void *ctx, const char *path, uint64_t off,
+                    const void *buf, size_t len); /* creates the file */
+    int (*mkdir)(void *ctx, const char *path);
+    int (*rename)(void *ctx, const char *from, const char *to);
+    int (*remove)(void *ctx, const char *path);
+    int (*sync)(void *ctx, const char *path);
+    void (*destroy)(void *ctx);
+};
+
+struct tdb_io {
+    const struct tdb_io_ops *ops;
+    void *ctx;
+};
+
+/* A POSIX backend rooted at folder `root`.  @return 0 or TDB_E_NOMEM.
+ * Release with tdb_io_free(). */
+int tdb_io_posix(struct tdb_io *io, const char *root);
+
+/* An in-memory backend, for tests: files are created with write_at. */
+int tdb_io_mem(struct tdb_io *io);
+
+/* Releases a backend's state (NULL ops is fine). */
+void tdb_io_free(struct tdb_io *io);
+
+/* ---------------------------------------------------------- the file tree */
+
+/* Options for opening a source (an array or a group folder). */
+struct tdb_open_options {
+    uint64_t ts_start;          /* open range, inclusive, ms since epoch */
+    uint64_t ts_end;            /* UINT64_MAX: now */
+    const uint8_t *key;         /* 32-byte AES-256-GCM key, or NULL */
+    uint64_t cache_bytes;       /* decoded-tile cache budget; 0: default */
+};
+
+#define TDB_DEFAULT_CACHE_BYTES (256ull << 20)
+
+/* Fills `o` with the defaults: the whole time range, no key, 256 MiB. */
+void tdb_open_options_init(struct tdb_open_options *o);
+
+/* Parses one "name=value" option of the mount contract (timestamp=T or
+ * T1:T2, cache_size=N[KMG]) into `o`.  key_file= is the front end's job
+ * (it reads the file and sets o->key).
+ * @return 0, TDB_E_INVAL for a bad value, TDB_E_NOENT for an unknown name. */
+int tdb_open_options_parse(struct tdb_open_options *o, const char *opt,
+                           struct tdb_error *err);
+
+/* An opened source presented as the tree of the mount contract. */
+struct tdb_fs;
+
+/* Opens the array or group at the root of `io`.  The tree (folders, file
+ * names, fixed sizes) is built here; tiles are decoded only on read.
+ * `io` must outlive the handle.  @return 0 or a TDB_E_* code; a folder that
+ * is neither a TileDB array nor a group gives TDB_E_INVAL. */
+int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
+                const struct tdb_open_options *opts, struct tdb_error *err);
+
+void tdb_fs_close(struct tdb_fs *fs);
+
+#define TDB_ROOT_INO 1
+
+/* What getattr reports of a node. */
+struct tdb_stat {
+    uint64_t ino;
+    bool is_dir;
+    uint64_t size;      /* bytes for files; entry count for folders */
+    uint64_t mtime_ms;  /* newest timestamp that shaped the node */
+};
+
+/* Finds entry `name` in folder `parent`. @return 0, TDB_E_NOENT or
+ * TDB_E_NOTDIR. */
+int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
+                  uint64_t *ino, struct tdb_error *err);
+
+/* Resolves a '/'-separated path ("" or "/" is the root). */
+int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
+                   struct tdb_error *err);
+
+/* Stats a node.  A var-sized field's size is computed on first call (its
+ * offsets tiles are decoded once) and remembered. */
+int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
+                struct tdb_error *err);
+
+/* Entry `index` (0-based) of folder `ino`; TDB_E_NOENT past the end.
+ * `*name` stays valid until tdb_fs_close. */
+int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
+                   const char **name, uint64_t *child,
+                   struct tdb_error *err);
+
+/* Reads up to `len` bytes of file `ino` at `off` into `buf`; `*got` is less
+ * than `len` only at the end of the file.  Decodes only the tiles the range
+ * touches.  Thread-safe. */
+int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
+                size_t len, size_t *got, struct tdb_error *err);
+
+/* Extended attributes of a data file (user.tiledb.datatype, .dtype,
+ * .shape, .cell_val_num).  tdb_fs_listxattr lists their names;
+ * tdb_fs_getxattr copies one value (not NUL-terminated) into buf and sets
+ * *size to its length; with buf NULL only *size is set.
+ * @return 0, TDB_E_NOENT (no such attribute) or TDB_E_INVAL (buf too small). */
+int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,
+                     const char **name);
+int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
+                    void *buf, size_t cap, size_t *size);
+
+/* Cache statistics, for tests and benchmarks. */
+struct tdb_cache_stats {
+    uint64_t budget, used, entries, hits, misses, decodes, evictions;
+};
+void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

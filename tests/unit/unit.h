@@ -1,0 +1,54 @@
+/* unit.h: the tiny harness of the C unit tests.  Each test binary defines
+ * test functions, lists them with RUN(), and ends with unit_done(), which
+ * prints "N passed, N failed" and returns the exit status. */
+#ifndef TDB_UNIT_H
+#define TDB_UNIT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int unit_passed, unit_failed, unit_cur_failed;
+static const char *unit_cur;
+
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "FAIL %s: %s:%d: %s\n", unit_cur, __FILE__,    \
+                    __LINE__, #cond);                                      \
+            unit_cur_failed = 1;                                           \
+        }                                                                  \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                 \
+    do {                                                                   \
+        long long unit_a = (long long)(a), unit_b = (long long)(b);        \
+        if (unit_a != unit_b) {                                            \
+            fprintf(stderr, "FAIL %s: %s:%d: %s == %lld, expected %lld\n", \
+                    unit_cur, __FILE__, __LINE__, #a, unit_a, unit_b);     \
+            unit_cur_failed = 1;                                           \
+        }                                                                  \
+    } while (0)
+
+#define CHECK_MEM(a, b, n) CHECK(memcmp((a), (b), (n)) == 0)
+
+#define RUN(fn)                                                            \
+    do {                                                                   \
+        unit_cur = #fn;                                                    \
+        unit_cur_failed = 0;                                               \
+        fn();                                                              \
+        if (unit_cur_failed) {                                             \
+            unit_failed++;                                                 \
+        } else {                                                           \
+            unit_passed++;                                                 \
+            printf("ok %s\n", #fn);                                        \
+        }                                                                  \
+    } while (0)
+
+static inline int unit_done(void)
+{
+    printf("%d passed, %d failed\n", unit_passed, unit_failed);
+    return unit_failed ? 1 : 0;
+}
+
+#endif
