@@ -1,0 +1,432 @@
+/* pipeline.c: filter pipelines (format_spec/filter_pipeline.md) and filtered
+ * tiles (tile.md: chunks), run in reverse to read and forward to write. */
+#include "filter.h"
+
+#include <stdlib.h>
+
+#define PIPELINE_MAX_FILTERS 64
+#define PIPELINE_CHUNK_BYTES 65536  /* TileDB's max tile chunk size */
+
+/* The one table from TileDB's filter type to our filter. */
+static const struct tdb_filter_ops *const pipeline_table[TDB_FILTER_TYPE_COUNT] = {
+    [TDB_FILTER_NONE] = &tdb_filter_noop,
+    [TDB_FILTER_GZIP] = &tdb_filter_gzip,
+    [TDB_FILTER_ZSTD] = &tdb_filter_zstd,
+    [TDB_FILTER_LZ4] = &tdb_filter_lz4,
+    [TDB_FILTER_RLE] = &tdb_filter_rle,
+    [TDB_FILTER_BZIP2] = &tdb_filter_bzip2,
+    [TDB_FILTER_DOUBLE_DELTA] = &tdb_filter_double_delta,
+    [TDB_FILTER_BIT_WIDTH_REDUCTION] = &tdb_filter_bit_width_reduction,
+    [TDB_FILTER_BITSHUFFLE] = &tdb_filter_bitshuffle,
+    [TDB_FILTER_BYTESHUFFLE] = &tdb_filter_byteshuffle,
+    [TDB_FILTER_POSITIVE_DELTA] = &tdb_filter_positive_delta,
+    [TDB_FILTER_AES_256_GCM] = &tdb_filter_aes256gcm,
+    [TDB_FILTER_CHECKSUM_MD5] = &tdb_filter_checksum_md5,
+    [TDB_FILTER_CHECKSUM_SHA256] = &tdb_filter_checksum_sha256,
+    [TDB_FILTER_DICTIONARY] = &tdb_filter_dictionary,
+    [TDB_FILTER_SCALE_FLOAT] = &tdb_filter_scale_float,
+    [TDB_FILTER_XOR] = &tdb_filter_xor,
+    [TDB_FILTER_WEBP] = &tdb_filter_webp,
+    [TDB_FILTER_DELTA] = &tdb_filter_delta,
+};
+
+const struct tdb_filter_ops *tdb_filter_lookup(unsigned type)
+{
+    return type < TDB_FILTER_TYPE_COUNT ? pipeline_table[type] : NULL;
+}
+
+/* ------------------------------------------------------------- (de)serial */
+
+int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
+                      uint32_t version, struct tdb_error *err)
+{
+    memset(p, 0, sizeof *p);
+    uint32_t n;
+    tdb_cur_u32(c, &p->max_chunk_size);
+    if (tdb_cur_u32(c, &n))
+        return tdb_err(err, TDB_E_CORRUPT, "filter pipeline truncated");
+    if (n > PIPELINE_MAX_FILTERS)
+        return tdb_err(err, TDB_E_CORRUPT, "filter pipeline of %u filters", n);
+    p->f = calloc(n ? n : 1, sizeof *p->f);
+    if (!p->f)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        struct tdb_filter *f = &p->f[i];
+        uint8_t type;
+        uint32_t osize;
+        const uint8_t *opts;
+        tdb_cur_u8(c, &type);
+        tdb_cur_u32(c, &osize);
+        if (tdb_cur_bytes(c, osize, &opts)) {
+            tdb_pipeline_free(p);
+            return tdb_err(err, TDB_E_CORRUPT, "filter %u truncated", i);
+        }
+        f->type = type;
+        f->reinterpret_type = TDB_ANY;
+        f->ops = tdb_filter_lookup(type);
+        p->n = i + 1;
+        if (!f->ops || type == TDB_FILTER_AES_256_GCM) {
+            tdb_pipeline_free(p);
+            return tdb_err(err, TDB_E_UNSUPPORTED, "unknown filter type %u",
+                           type);
+        }
+        struct tdb_cursor oc;
+        tdb_cur_init(&oc, opts, osize);
+        if (f->ops->read_options) {
+            int r = f->ops->read_options(f, &oc, version, err);
+            if (r) {
+                tdb_pipeline_free(p);
+                return tdb_err_ctx(err, r, "filter %s", f->ops->name);
+            }
+        }
+        /* A compressor whose options say "no compression" is a no-op. */
+        if (f->ops != &tdb_filter_noop && f->compressor == TDB_FILTER_NONE &&
+            osize >= 5 && (type == TDB_FILTER_GZIP || type == TDB_FILTER_ZSTD ||
+                           type == TDB_FILTER_LZ4 || type == TDB_FILTER_BZIP2 ||
+                           type == TDB_FILTER_RLE))
+            f->ops = &tdb_filter_noop;
+    }
+    p->n = n;
+    return 0;
+}
+
+int tdb_pipeline_write(const struct tdb_pipeline *p, struct tdb_buf *out)
+{
+    int r = tdb_buf_put_u32(out, p->max_chunk_size);
+    if (!r)
+        r = tdb_buf_put_u32(out, p->n);
+    for (uint32_t i = 0; !r && i < p->n; i++) {
+        const struct tdb_filter *f = &p->f[i];
+        struct tdb_buf o = {0};
+        if (f->ops && f->ops->write_options)
+            r = f->ops->write_options(f, &o);
+        else if (f->raw_size)
+            r = tdb_buf_append(&o, f->raw, f->raw_size);
+        if (!r)
+            r = tdb_buf_put_u8(out, f->type);
+        if (!r)
+            r = tdb_buf_put_u32(out, (uint32_t)o.len);
+        if (!r)
+            r = tdb_buf_append(out, o.data, o.len);
+        tdb_buf_free(&o);
+    }
+    return r;
+}
+
+void tdb_pipeline_free(struct tdb_pipeline *p)
+{
+    if (!p)
+        return;
+    for (uint32_t i = 0; p->f && i < p->n; i++)
+        free(p->f[i].raw);
+    free(p->f);
+    memset(p, 0, sizeof *p);
+}
+
+int tdb_pipeline_copy(struct tdb_pipeline *dst, const struct tdb_pipeline *src)
+{
+    *dst = *src;
+    dst->f = calloc(src->n ? src->n : 1, sizeof *dst->f);
+    if (!dst->f)
+        return TDB_E_NOMEM;
+    for (uint32_t i = 0; i < src->n; i++) {
+        dst->f[i] = src->f[i];
+        dst->f[i].raw = NULL;
+        if (src->f[i].raw_size) {
+            dst->f[i].raw = malloc(src->f[i].raw_size);
+            if (!dst->f[i].raw) {
+                dst->n = i;
+                tdb_pipeline_free(dst);
+                return TDB_E_NOMEM;
+            }
+            memcpy(dst->f[i].raw, src->f[i].raw, src->f[i].raw_size);
+        }
+    }
+    return 0;
+}
+
+bool tdb_pipeline_has(const struct tdb_pipeline *p, unsigned type)
+{
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->f[i].type == type)
+            return true;
+    return false;
+}
+
+bool tdb_pipeline_skips_offsets(const struct tdb_pipeline *p,
+                                unsigned datatype, uint32_t version)
+{
+    bool ascii = datatype == TDB_STRING_ASCII, utf8 = datatype == TDB_STRING_UTF8;
+    if (((version >= 12 && ascii) || (version >= 17 && utf8)) &&
+        tdb_pipeline_has(p, TDB_FILTER_RLE))
+        return true;
+    if (((version >= 13 && ascii) || (version >= 17 && utf8)) &&
+        tdb_pipeline_has(p, TDB_FILTER_DICTIONARY))
+        return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* The filters to run: the pipeline's plus, for an encrypted array, the
+ * internal AES-256-GCM filter last; and the datatype each one receives. */
+struct pipeline_plan {
+    uint32_t n;
+    const struct tdb_filter *f[PIPELINE_MAX_FILTERS + 1];
+    unsigned in_type[PIPELINE_MAX_FILTERS + 1];
+    struct tdb_filter aes;
+};
+
+static void pipeline_plan(const struct tdb_pipeline *p,
+                          const struct tdb_tile_desc *d,
+                          struct pipeline_plan *pl)
+{
+    unsigned t = d->datatype;
+    pl->n = 0;
+    for (uint32_t i = 0; p && i < p->n && i < PIPELINE_MAX_FILTERS; i++) {
+        const struct tdb_filter *f = &p->f[i];
+        pl->f[pl->n] = f;
+        pl->in_type[pl->n++] = t;
+        if (f->ops && f->ops->output_type)
+            t = f->ops->output_type(f, t);
+    }
+    if (d->key) {
+        memset(&pl->aes, 0, sizeof pl->aes);
+        pl->aes.type = TDB_FILTER_AES_256_GCM;
+        pl->aes.ops = &tdb_filter_aes256gcm;
+        pl->aes.reinterpret_type = TDB_ANY;
+        pl->f[pl->n] = &pl->aes;
+        pl->in_type[pl->n++] = t;
+    }
+}
+
+static void pipeline_call(struct tdb_filter_call *call,
+                          const struct pipeline_plan *pl, uint32_t i,
+                          const struct tdb_tile_desc *d, bool string_mode,
+                          struct tdb_error *err)
+{
+    memset(call, 0, sizeof *call);
+    call->filter = pl->f[i];
+    call->datatype = pl->in_type[i];
+    call->cell_size = d->cell_size;
+    call->version = d->version;
+    call->is_var = d->is_var;
+    call->key = d->key;
+    call->err = err;
+    unsigned t = pl->f[i]->type;
+    call->strings_with_offsets =
+        string_mode && (t == TDB_FILTER_RLE || t == TDB_FILTER_DICTIONARY);
+}
+
+int tdb_pipeline_decode(const struct tdb_pipeline *p,
+                        const struct tdb_tile_desc *d, const uint8_t *src,
+                        size_t size, struct tdb_buf *out,
+                        struct tdb_buf *offsets, struct tdb_error *err)
+{
+    struct pipeline_plan pl;
+    pipeline_plan(p, d, &pl);
+    bool string_mode = offsets && d->is_var && p &&
+                       tdb_pipeline_skips_offsets(p, d->datatype, d->version);
+    struct tdb_cursor c;
+    tdb_cur_init(&c, src, size);
+    uint64_t nchunks;
+    if (tdb_cur_u64(&c, &nchunks))
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile truncated (no chunk count)",
+                       d->what);
+    if (nchunks > size / 12 + 1)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile claims %llu chunks in %zu bytes",
+                       d->what, (unsigned long long)nchunks, size);
+    struct tdb_buf bufs[4] = {{0}};
+    int r = 0;
+    uint64_t total = 0;
+    for (uint64_t k = 0; k < nchunks && !r; k++) {
+        uint32_t orig, flen, mlen;
+        const uint8_t *md, *data;
+        tdb_cur_u32(&c, &orig);
+        tdb_cur_u32(&c, &flen);
+        tdb_cur_u32(&c, &mlen);
+        tdb_cur_bytes(&c, mlen, &md);
+        if (tdb_cur_bytes(&c, flen, &data)) {
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: chunk %llu truncated", d->what,
+                        (unsigned long long)k);
+            break;
+        }
+        if (!tdb_add_ok(total, orig, &total) || total > TDB_MAX_TILE_BYTES) {
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: tile larger than %llu bytes",
+                        d->what, (unsigned long long)TDB_MAX_TILE_BYTES);
+            break;
+        }
+        const uint8_t *cur_md = md, *cur_data = data;
+        size_t cur_mlen = mlen, cur_dlen = flen;
+        int which = 0;
+        for (uint32_t i = pl.n; i-- > 0;) {
+            struct tdb_buf *mo = &bufs[which * 2], *dout = &bufs[which * 2 + 1];
+            tdb_buf_reset(mo);
+            tdb_buf_reset(dout);
+            struct tdb_filter_call call;
+            pipeline_call(&call, &pl, i, d, string_mode, err);
+            call.offsets = offsets;
+            if (!pl.f[i]->ops || !pl.f[i]->ops->decode) {
+                r = tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot decode",
+                            pl.f[i]->type);
+                break;
+            }
+            struct tdb_cursor mc;
+            tdb_cur_init(&mc, cur_md, cur_mlen);
+            if (err)
+                err->code = 0;
+            r = pl.f[i]->ops->decode(&call, &mc, cur_data, cur_dlen, mo, dout);
+            if (r) {
+                if (!err || !err->code)
+                    tdb_err(err, r, "decode failed");
+                break;
+            }
+            cur_md = mo->data;
+            cur_mlen = mo->len;
+            cur_data = dout->data;
+            cur_dlen = dout->len;
+            which ^= 1;
+        }
+        if (r) {
+            tdb_err_ctx(err, r, "%s: chunk %llu", d->what, (unsigned long long)k);
+            break;
+        }
+        if (cur_dlen != orig) {
+            r = tdb_err(err, TDB_E_CORRUPT,
+                        "%s: chunk %llu decodes to %zu bytes, header says %u",
+                        d->what, (unsigned long long)k, cur_dlen, orig);
+            break;
+        }
+        r = tdb_buf_append(out, cur_data, cur_dlen);
+        if (r)
+            r = tdb_err(err, r, "%s: out of memory", d->what);
+    }
+    for (int i = 0; i < 4; i++)
+        tdb_buf_free(&bufs[i]);
+    return r;
+}
+
+/* TileDB's chunk boundaries for var-sized values: whole cells, a chunk may
+ * overflow to 150% of the chunk size (FilterPipeline::get_var_chunk_sizes). */
+static int pipeline_var_chunks(uint64_t chunk, const uint64_t *off, uint64_t n,
+                               uint64_t size, struct tdb_buf *bounds)
+{
+    uint64_t cur = 0, min_size = chunk / 2, max_size = chunk + chunk / 2;
+    int r = tdb_buf_put_u64(bounds, 0);
+    for (uint64_t c = 0; c < n && !r; c++) {
+        uint64_t cs = c == n - 1 ? size - off[c] : off[c + 1] - off[c];
+        uint64_t ns = cur + cs;
+        if (ns > chunk) {
+            if (cur <= min_size || ns <= max_size) {
+                r = tdb_buf_put_u64(bounds, off[c] + cs);
+                cur = 0;
+            } else {
+                r = tdb_buf_put_u64(bounds, off[c]);
+                if (cs > chunk) {
+                    if (c != n - 1 && !r)
+                        r = tdb_buf_put_u64(bounds, off[c] + cs);
+                    cur = 0;
+                } else {
+                    cur = cs;
+                }
+            }
+        } else {
+            cur += cs;
+        }
+    }
+    return r;
+}
+
+int tdb_pipeline_encode(const struct tdb_pipeline *p,
+                        const struct tdb_tile_desc *d, const uint8_t *src,
+                        size_t size, const uint64_t *offsets,
+                        uint64_t n_offsets, struct tdb_buf *out,
+                        struct tdb_error *err)
+{
+    struct pipeline_plan pl;
+    pipeline_plan(p, d, &pl);
+    bool string_mode = offsets && d->is_var && p &&
+                       tdb_pipeline_skips_offsets(p, d->datatype, d->version);
+    uint64_t cs = d->cell_size ? d->cell_size : 1;
+    bool chunking = p && p->max_chunk_size != 0 && !string_mode &&
+                    !tdb_pipeline_has(p, TDB_FILTER_WEBP);
+    uint64_t chunk = size;
+    if (chunking) {
+        chunk = size < PIPELINE_CHUNK_BYTES ? size : PIPELINE_CHUNK_BYTES;
+        chunk = chunk / cs * cs;
+        if (chunk < cs)
+            chunk = cs;
+    }
+    /* chunk boundaries */
+    struct tdb_buf bounds = {0};
+    int r = 0;
+    if (offsets && !string_mode && chunking && size != chunk) {
+        r = pipeline_var_chunks(chunk, offsets, n_offsets, size, &bounds);
+    } else if (offsets && (!chunking || size == chunk)) {
+        r = tdb_buf_put_u64(&bounds, 0);
+    } else if (size != chunk) {
+        for (uint64_t o = 0; o < size && !r; o += chunk)
+            r = tdb_buf_put_u64(&bounds, o);
+    } else {
+        r = tdb_buf_put_u64(&bounds, 0);
+    }
+    if (r) {
+        tdb_buf_free(&bounds);
+        return tdb_err(err, r, "%s: out of memory", d->what);
+    }
+    uint64_t nchunks = bounds.len / 8;
+    r = tdb_buf_put_u64(out, nchunks);
+    struct tdb_buf bufs[4] = {{0}};
+    for (uint64_t k = 0; k < nchunks && !r; k++) {
+        uint64_t start = tdb_le64(bounds.data + 8 * k);
+        uint64_t end = k + 1 < nchunks ? tdb_le64(bounds.data + 8 * (k + 1)) : size;
+        const uint8_t *cur_md = NULL, *cur_data = src + start;
+        size_t cur_mlen = 0, cur_dlen = (size_t)(end - start);
+        int which = 0;
+        for (uint32_t i = 0; i < pl.n; i++) {
+            struct tdb_buf *mo = &bufs[which * 2], *dout = &bufs[which * 2 + 1];
+            tdb_buf_reset(mo);
+            tdb_buf_reset(dout);
+            struct tdb_filter_call call;
+            pipeline_call(&call, &pl, i, d, string_mode, err);
+            call.in_offsets = offsets;
+            call.n_offsets = n_offsets;
+            if (!pl.f[i]->ops || !pl.f[i]->ops->encode) {
+                r = tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot encode",
+                            pl.f[i]->type);
+                break;
+            }
+            r = pl.f[i]->ops->encode(&call, cur_md, cur_mlen, cur_data,
+                                     cur_dlen, mo, dout);
+            if (r) {
+                tdb_err_ctx(err, r, "%s: encoding chunk %llu", d->what,
+                            (unsigned long long)k);
+                break;
+            }
+            cur_md = mo->data;
+            cur_mlen = mo->len;
+            cur_data = dout->data;
+            cur_dlen = dout->len;
+            which ^= 1;
+        }
+        if (r)
+            break;
+        if (cur_dlen > UINT32_MAX || cur_mlen > UINT32_MAX) {
+            r = tdb_err(err, TDB_E_INVAL, "%s: filtered chunk too large", d->what);
+            break;
+        }
+        r = tdb_buf_put_u32(out, (uint32_t)(end - start));
+        if (!r)
+            r = tdb_buf_put_u32(out, (uint32_t)cur_dlen);
+        if (!r)
+            r = tdb_buf_put_u32(out, (uint32_t)cur_mlen);
+        if (!r)
+            r = tdb_buf_append(out, cur_md, cur_mlen);
+        if (!r)
+            r = tdb_buf_append(out, cur_data, cur_dlen);
+    }
+    for (int i = 0; i < 4; i++)
+        tdb_buf_free(&bufs[i]);
+    tdb_buf_free(&bounds);
+    return r;
+}

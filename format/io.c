@@ -1,0 +1,712 @@
+/* io.c: the one I/O interface of the engine: a POSIX backend, an in-memory
+ * backend for tests, and the helpers every module reads through. */
+#include "core.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ----------------------------------------------------------------- paths */
+
+char *tdb_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    while (la > 0 && a[la - 1] == '/' && la > 1)
+        la--;
+    while (lb > 0 && b[0] == '/') {
+        b++;
+        lb--;
+    }
+    char *s = malloc(la + lb + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, a, la);
+    size_t n = la;
+    if (la && lb && a[la - 1] != '/')
+        s[n++] = '/';
+    memcpy(s + n, b, lb);
+    s[n + lb] = 0;
+    return s;
+}
+
+/* ----------------------------------------------------------------- POSIX */
+
+struct io_posix {
+    char *root;
+};
+
+static char *io_posix_path(struct io_posix *px, const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    if (!strncmp(path, "file://", 7))
+        return strdup(path + 7);
+    if (!path[0])
+        return strdup(px->root);
+    return tdb_path_join(px->root, path);
+}
+
+static int io_posix_errno(int e)
+{
+    return e == ENOENT || e == ENOTDIR ? TDB_E_NOENT
+           : e == ENOMEM              ? TDB_E_NOMEM
+                                      : TDB_E_IO;
+}
+
+static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
+                            void *buf, size_t len)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    free(p);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    size_t done = 0;
+    int r = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
+                          (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    return r;
+}
+
+static int io_posix_size(void *ctx, const char *path, uint64_t *size)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    struct stat st;
+    int r = stat(p, &st);
+    free(p);
+    if (r)
+        return io_posix_errno(errno);
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+static int io_posix_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    struct stat st;
+    int r = stat(p, &st);
+    free(p);
+    if (r)
+        return io_posix_errno(errno);
+    *is_dir = S_ISDIR(st.st_mode);
+    return 0;
+}
+
+static int io_posix_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                         void *arg)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    DIR *d = opendir(p);
+    if (!d) {
+        free(p);
+        return io_posix_errno(errno);
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        bool isdir = de->d_type == DT_DIR;
+        if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
+            struct stat st;
+            char *q = tdb_path_join(p, de->d_name);
+            if (!q) {
+                r = TDB_E_NOMEM;
+                break;
+            }
+            isdir = !stat(q, &st) && S_ISDIR(st.st_mode);
+            free(q);
+        }
+        struct tdb_dirent ent = {de->d_name, isdir};
+        if ((r = fn(arg, &ent)))
+            break;
+    }
+    closedir(d);
+    free(p);
+    return r;
+}
+
+static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
+                             const void *buf, size_t len)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    free(p);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    size_t done = 0;
+    int r = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done,
+                           (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (close(fd) && !r)
+        r = TDB_E_IO;
+    return r;
+}
+
+static int io_posix_mkdir(void *ctx, const char *path)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int r = mkdir(p, 0755);
+    int e = errno;
+    free(p);
+    return r && e != EEXIST ? io_posix_errno(e) : 0;
+}
+
+static int io_posix_rename(void *ctx, const char *from, const char *to)
+{
+    char *a = io_posix_path(ctx, from), *b = io_posix_path(ctx, to);
+    int r = a && b ? rename(a, b) : (errno = ENOMEM, -1);
+    int e = errno;
+    free(a);
+    free(b);
+    return r ? io_posix_errno(e) : 0;
+}
+
+static int io_posix_remove(void *ctx, const char *path)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int r = remove(p);
+    int e = errno;
+    free(p);
+    return r ? io_posix_errno(e) : 0;
+}
+
+static int io_posix_sync(void *ctx, const char *path)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    free(p);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    int r = fsync(fd);
+    close(fd);
+    return r ? TDB_E_IO : 0;
+}
+
+static void io_posix_destroy(void *ctx)
+{
+    struct io_posix *px = ctx;
+    free(px->root);
+    free(px);
+}
+
+static const struct tdb_io_ops io_posix_ops = {
+    .read_at = io_posix_read_at,
+    .size = io_posix_size,
+    .list = io_posix_list,
+    .is_dir = io_posix_is_dir,
+    .write_at = io_posix_write_at,
+    .mkdir = io_posix_mkdir,
+    .rename = io_posix_rename,
+    .remove = io_posix_remove,
+    .sync = io_posix_sync,
+    .destroy = io_posix_destroy,
+};
+
+int tdb_io_posix(struct tdb_io *io, const char *root)
+{
+    struct io_posix *px = calloc(1, sizeof *px);
+    if (!px || !(px->root = strdup(root))) {
+        free(px);
+        return TDB_E_NOMEM;
+    }
+    io->ops = &io_posix_ops;
+    io->ctx = px;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+struct io_mem_file {
+    char *path;
+    uint8_t *data;
+    size_t size;
+};
+
+struct io_mem {
+    pthread_mutex_t lock;
+    struct io_mem_file *f;
+    size_t n;
+    size_t ndirs;
+    char **dirs;
+};
+
+static const char *io_mem_norm(const char *path)
+{
+    while (path[0] == '/')
+        path++;
+    return path;
+}
+
+static struct io_mem_file *io_mem_find(struct io_mem *m, const char *path)
+{
+    path = io_mem_norm(path);
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->f[i].path, path))
+            return &m->f[i];
+    return NULL;
+}
+
+static int io_mem_read_at(void *ctx, const char *path, uint64_t off,
+                          void *buf, size_t len)
+{
+    struct io_mem *m = ctx;
+    pthread_mutex_lock(&m->lock);
+    struct io_mem_file *f = io_mem_find(m, path);
+    int r = !f ? TDB_E_NOENT
+            : off > f->size || len > f->size - off ? TDB_E_IO
+                                                   : 0;
+    if (!r && len)
+        memcpy(buf, f->data + off, len);
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct io_mem *m = ctx;
+    pthread_mutex_lock(&m->lock);
+    struct io_mem_file *f = io_mem_find(m, path);
+    if (f)
+        *size = f->size;
+    pthread_mutex_unlock(&m->lock);
+    return f ? 0 : TDB_E_NOENT;
+}
+
+/* Is `dir` a folder: an explicit one, or a prefix of some file's path? */
+static bool io_mem_has_dir(struct io_mem *m, const char *dir)
+{
+    size_t l = strlen(dir);
+    if (!l)
+        return true;
+    for (size_t i = 0; i < m->ndirs; i++)
+        if (!strcmp(m->dirs[i], dir))
+            return true;
+    for (size_t i = 0; i < m->n; i++)
+        if (!strncmp(m->f[i].path, dir, l) && m->f[i].path[l] == '/')
+            return true;
+    for (size_t i = 0; i < m->ndirs; i++)
+        if (!strncmp(m->dirs[i], dir, l) && m->dirs[i][l] == '/')
+            return true;
+    return false;
+}
+
+static int io_mem_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r = 0;
+    if (io_mem_find(m, path))
+        *is_dir = false;
+    else if (io_mem_has_dir(m, path))
+        *is_dir = true;
+    else
+        r = TDB_E_NOENT;
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+/* Calls fn once for each distinct child of dir among `paths`. */
+static int io_mem_children(const char *dir, char **paths, size_t n,
+                           size_t stride, struct tdb_names *seen,
+                           bool dirs_only, tdb_io_list_fn fn, void *arg)
+{
+    size_t l = strlen(dir);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = *(char **)((char *)paths + i * stride);
+        const char *rest;
+        if (l) {
+            if (strncmp(p, dir, l) || p[l] != '/')
+                continue;
+            rest = p + l + 1;
+        } else {
+            rest = p;
+        }
+        const char *slash = strchr(rest, '/');
+        size_t cl = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (!cl)
+            continue;
+        char name[TDB_MAX_NAME + 1];
+        if (cl > TDB_MAX_NAME)
+            continue;
+        memcpy(name, rest, cl);
+        name[cl] = 0;
+        bool dup = false;
+        for (size_t k = 0; k < seen->n && !dup; k++)
+            dup = !strcmp(seen->v[k], name);
+        if (dup)
+            continue;
+        char **nv = realloc(seen->v, (seen->n + 1) * sizeof *nv);
+        if (!nv)
+            return TDB_E_NOMEM;
+        seen->v = nv;
+        if (!(seen->v[seen->n] = strdup(name)))
+            return TDB_E_NOMEM;
+        seen->n++;
+        struct tdb_dirent ent = {name, slash != NULL || dirs_only};
+        int r = fn(arg, &ent);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int io_mem_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                       void *arg)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r;
+    struct tdb_names seen = {0};
+    if (!io_mem_has_dir(m, path) || io_mem_find(m, path)) {
+        r = TDB_E_NOENT;
+    } else {
+        r = io_mem_children(path, &m->f[0].path, m->n, sizeof *m->f, &seen,
+                            false, fn, arg);
+        if (!r)
+            r = io_mem_children(path, m->dirs, m->ndirs, sizeof *m->dirs,
+                                &seen, true, fn, arg);
+    }
+    pthread_mutex_unlock(&m->lock);
+    tdb_names_free(&seen);
+    return r;
+}
+
+static int io_mem_write_at(void *ctx, const char *path, uint64_t off,
+                           const void *buf, size_t len)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    uint64_t end;
+    if (!tdb_add_ok(off, len, &end) || end > SIZE_MAX)
+        return TDB_E_NOMEM;
+    pthread_mutex_lock(&m->lock);
+    int r = 0;
+    struct io_mem_file *f = io_mem_find(m, path);
+    if (!f) {
+        struct io_mem_file *nf = realloc(m->f, (m->n + 1) * sizeof *nf);
+        if (!nf) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        m->f = nf;
+        f = &m->f[m->n];
+        memset(f, 0, sizeof *f);
+        if (!(f->path = strdup(path))) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        m->n++;
+    }
+    if (end > f->size) {
+        uint8_t *d = realloc(f->data, end ? (size_t)end : 1);
+        if (!d) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        memset(d + f->size, 0, (size_t)end - f->size);
+        f->data = d;
+        f->size = (size_t)end;
+    }
+    if (len)
+        memcpy(f->data + off, buf, len);
+out:
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_mkdir(void *ctx, const char *path)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r = 0;
+    if (!io_mem_has_dir(m, path)) {
+        char **nd = realloc(m->dirs, (m->ndirs + 1) * sizeof *nd);
+        if (!nd || !(nd[m->ndirs] = strdup(path)))
+            r = TDB_E_NOMEM;
+        else
+            m->ndirs++;
+        if (nd)
+            m->dirs = nd;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+/* Renames a file, or every file and folder under a folder. */
+static int io_mem_rename(void *ctx, const char *from, const char *to)
+{
+    struct io_mem *m = ctx;
+    from = io_mem_norm(from);
+    to = io_mem_norm(to);
+    size_t lf = strlen(from);
+    pthread_mutex_lock(&m->lock);
+    int r = TDB_E_NOENT;
+    for (size_t pass = 0; pass < 2; pass++) {
+        size_t n = pass ? m->ndirs : m->n;
+        for (size_t i = 0; i < n; i++) {
+            char **p = pass ? &m->dirs[i] : &m->f[i].path;
+            if (strncmp(*p, from, lf) || ((*p)[lf] && (*p)[lf] != '/'))
+                continue;
+            char *np = malloc(strlen(to) + strlen(*p + lf) + 1);
+            if (!np) {
+                r = TDB_E_NOMEM;
+                goto out;
+            }
+            strcpy(np, to);
+            strcat(np, *p + lf);
+            free(*p);
+            *p = np;
+            r = 0;
+        }
+    }
+out:
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_remove(void *ctx, const char *path)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r = TDB_E_NOENT;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!strcmp(m->f[i].path, path)) {
+            free(m->f[i].path);
+            free(m->f[i].data);
+            m->f[i] = m->f[--m->n];
+            r = 0;
+            break;
+        }
+    }
+    for (size_t i = 0; r && i < m->ndirs; i++) {
+        if (!strcmp(m->dirs[i], path)) {
+            free(m->dirs[i]);
+            m->dirs[i] = m->dirs[--m->ndirs];
+            r = 0;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_sync(void *ctx, const char *path)
+{
+    return 0;
+}
+
+static void io_mem_destroy(void *ctx)
+{
+    struct io_mem *m = ctx;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->f[i].path);
+        free(m->f[i].data);
+    }
+    for (size_t i = 0; i < m->ndirs; i++)
+        free(m->dirs[i]);
+    free(m->dirs);
+    free(m->f);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+static const struct tdb_io_ops io_mem_ops = {
+    .read_at = io_mem_read_at,
+    .size = io_mem_size,
+    .list = io_mem_list,
+    .is_dir = io_mem_is_dir,
+    .write_at = io_mem_write_at,
+    .mkdir = io_mem_mkdir,
+    .rename = io_mem_rename,
+    .remove = io_mem_remove,
+    .sync = io_mem_sync,
+    .destroy = io_mem_destroy,
+};
+
+int tdb_io_mem(struct tdb_io *io)
+{
+    struct io_mem *m = calloc(1, sizeof *m);
+    if (!m)
+        return TDB_E_NOMEM;
+    pthread_mutex_init(&m->lock, NULL);
+    io->ops = &io_mem_ops;
+    io->ctx = m;
+    return 0;
+}
+
+void tdb_io_free(struct tdb_io *io)
+{
+    if (io && io->ops && io->ops->destroy)
+        io->ops->destroy(io->ctx);
+    if (io) {
+        io->ops = NULL;
+        io->ctx = NULL;
+    }
+}
+
+/* --------------------------------------------------------------- helpers */
+
+int tdb_io_read(const struct tdb_io *io, const char *path, uint64_t off,
+                void *buf, size_t len, struct tdb_error *err)
+{
+    int r = io->ops->read_at(io->ctx, path, off, buf, len);
+    if (r)
+        return tdb_err(err, r, "%s: cannot read %zu bytes at offset %llu: %s",
+                       path, len, (unsigned long long)off, tdb_strerror(r));
+    return 0;
+}
+
+int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
+                struct tdb_error *err)
+{
+    int r = io->ops->size(io->ctx, path, size);
+    if (r)
+        return tdb_err(err, r, "%s: %s", path, tdb_strerror(r));
+    return 0;
+}
+
+int tdb_io_read_file(const struct tdb_io *io, const char *path,
+                     uint8_t **data, uint64_t *size, struct tdb_error *err)
+{
+    *data = NULL;
+    int r = tdb_io_size(io, path, size, err);
+    if (r)
+        return r;
+    if (*size > TDB_MAX_TILE_BYTES)
+        return tdb_err(err, TDB_E_NOMEM, "%s: file of %llu bytes is too large",
+                       path, (unsigned long long)*size);
+    *data = malloc(*size ? (size_t)*size : 1);
+    if (!*data)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+    r = tdb_io_read(io, path, 0, *data, (size_t)*size, err);
+    if (r) {
+        free(*data);
+        *data = NULL;
+    }
+    return r;
+}
+
+bool tdb_io_exists(const struct tdb_io *io, const char *path)
+{
+    bool d;
+    return io->ops->is_dir(io->ctx, path, &d) == 0;
+}
+
+bool tdb_io_isdir(const struct tdb_io *io, const char *path)
+{
+    bool d = false;
+    return io->ops->is_dir(io->ctx, path, &d) == 0 && d;
+}
+
+static int io_names_add(void *arg, const struct tdb_dirent *ent)
+{
+    struct tdb_names *n = arg;
+    char **v = realloc(n->v, (n->n + 1) * sizeof *v);
+    if (!v)
+        return TDB_E_NOMEM;
+    n->v = v;
+    bool *d = realloc(n->is_dir, (n->n + 1) * sizeof *d);
+    if (!d)
+        return TDB_E_NOMEM;
+    n->is_dir = d;
+    if (!(n->v[n->n] = strdup(ent->name)))
+        return TDB_E_NOMEM;
+    n->is_dir[n->n] = ent->is_dir;
+    n->n++;
+    return 0;
+}
+
+struct io_name_pair {
+    char *name;
+    bool is_dir;
+};
+
+static int io_name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct io_name_pair *)a)->name,
+                  ((const struct io_name_pair *)b)->name);
+}
+
+int tdb_io_names(const struct tdb_io *io, const char *path,
+                 struct tdb_names *out, struct tdb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int r = io->ops->list(io->ctx, path, io_names_add, out);
+    if (r == TDB_E_NOENT)
+        return 0;
+    if (r) {
+        tdb_names_free(out);
+        return tdb_err(err, r, "%s: cannot list: %s", path, tdb_strerror(r));
+    }
+    struct io_name_pair *pairs = malloc((out->n ? out->n : 1) * sizeof *pairs);
+    if (!pairs) {
+        tdb_names_free(out);
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        pairs[i].name = out->v[i];
+        pairs[i].is_dir = out->is_dir[i];
+    }
+    qsort(pairs, out->n, sizeof *pairs, io_name_cmp);
+    for (size_t i = 0; i < out->n; i++) {
+        out->v[i] = pairs[i].name;
+        out->is_dir[i] = pairs[i].is_dir;
+    }
+    free(pairs);
+    return 0;
+}
+
+void tdb_names_free(struct tdb_names *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->n; i++)
+        free(n->v[i]);
+    free(n->v);
+    free(n->is_dir);
+    memset(n, 0, sizeof *n);
+}
