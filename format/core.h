@@ -194,6 +194,11 @@ int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
 bool tdb_io_exists(const struct tdb_io *io, const char *path);
 bool tdb_io_isdir(const struct tdb_io *io, const char *path);
 
+/* A backend that shows folder `prefix` of `parent` as its root (parent
+ * must outlive it).  Release with tdb_io_free. */
+int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
+               const char *prefix);
+
 /* A list of names (a folder's entries), sorted bytewise. */
 struct tdb_names {
     char **v;

@@ -18,16 +18,32 @@ int tdb_cond_load(const struct tdb_io *io, const char *path,
 
 void tdb_cond_free(struct tdb_cond *c);
 
+/* Reads the condition stored at byte `off` of `path` (a generic tile; a
+ * consolidated commits file holds delete conditions at offsets). */
+int tdb_cond_load_at(const struct tdb_io *io, const char *path, uint64_t off,
+                     const uint8_t *key, struct tdb_cond **out,
+                     struct tdb_error *err);
+
 /* How the evaluator sees one cell: for field `name`, its value bytes
  * (all cell_val_num values, or the var-sized value), its datatype, and
- * whether it is null.  @return 0, or TDB_E_NOENT for an unknown field. */
+ * whether it is null.  @return 0, or TDB_E_NOENT for an unknown field, or
+ * 1 when the field does not exist in the cell's fragment (added by schema
+ * evolution): the test on it is then false, as in TileDB.
+ * is_var (optional) tells whether a field is var-sized; it matters only
+ * for CHAR fields (fixed CHAR compares the first character as a signed
+ * char, var CHAR compares strings); NULL means var-sized. */
 struct tdb_cell_view {
     int (*get)(void *arg, const char *name, const uint8_t **val,
                uint64_t *size, unsigned *type, bool *is_null);
     void *arg;
+    bool (*is_var)(void *arg, const char *name);
 };
 
-/* @return 1 when the cell matches (is deleted), 0 when not, <0 on error. */
+/* TileDB stores the negation of the user's delete condition (the cells to
+ * keep); the evaluator applies the stored tree and negates the result.
+ * A cell is removed only if it is also no newer than the delete commit
+ * (cell timestamp <= the .del file's t1): that test is the caller's.
+ * @return 1 when the cell matches (is deleted), 0 when not, <0 on error. */
 int tdb_cond_eval(const struct tdb_cond *c, const struct tdb_cell_view *cell,
                   struct tdb_error *err);
 

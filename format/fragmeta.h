@@ -72,6 +72,18 @@ struct tdb_fragmeta {
     /* For legacy (< v3) metadata everything is loaded at once. */
     const uint8_t *key;
     const struct tdb_io *io;
+    /* Added by fragmeta.c (per field, nfields entries unless noted). */
+    uint32_t name_version;      /* version implied by the name (2, 4, v) */
+    uint32_t *disk;             /* index in the footer's per-field lists */
+    uint32_t *index;            /* attribute / dimension index in schema */
+    bool *is_var, *is_nullable;
+    char **file_var_names;      /* "a1_var.tdb"; NULL for fixed fields */
+    char **file_validity_names; /* "a2_validity.tdb"; NULL if not nullable */
+    char *meta_path;            /* path of __fragment_metadata.tdb */
+    uint64_t footer_offset, footer_size;    /* own file (0 when given) */
+    bool has_frag_mins_maxs;    /* gt_frag_mins_maxs is set (v12+) */
+    bool rtree_loaded;
+    uint8_t *rtree_data;        /* var-sized MBR bounds point in here */
 };
 
 /* The schemas an array has, for fragments to find theirs by name. */
@@ -114,9 +126,13 @@ int tdb_fragmeta_ts_field(const struct tdb_fragmeta *fm);
  * non-empty domain; sparse: (tiles-1) * capacity + last tile's cells). */
 uint64_t tdb_fragmeta_cell_num(const struct tdb_fragmeta *fm);
 
+/* Number of tiles of each field (dense: space tiles covering the non-empty
+ * domain; sparse: sparse_tile_num). */
+uint64_t tdb_fragmeta_tile_num(const struct tdb_fragmeta *fm);
+
 void tdb_fragmeta_free(struct tdb_fragmeta *fm);
 
-/* A consolidated fragment metadata file (__fragment_meta/*.meta): the
+/* A consolidated fragment metadata file (__fragment_meta/NAME.meta): the
  * footers of many fragments. */
 struct tdb_cons_fragmeta {
     size_t n;

@@ -710,3 +710,125 @@ void tdb_names_free(struct tdb_names *n)
     free(n->is_dir);
     memset(n, 0, sizeof *n);
 }
+
+/* ------------------------------------------------------------ sub-folder */
+
+/* A view of a parent backend rooted at one of its folders (a group's
+ * member array).  Absolute paths pass through unchanged. */
+struct io_sub {
+    const struct tdb_io *parent;
+    char *prefix;
+};
+
+static char *io_sub_path(struct io_sub *s, const char *path)
+{
+    if (path[0] == '/' || !strncmp(path, "file://", 7))
+        return strdup(path);
+    if (!path[0])
+        return strdup(s->prefix);
+    return tdb_path_join(s->prefix, path);
+}
+
+#define IO_SUB_CALL(expr)                                                   \
+    struct io_sub *s = ctx;                                                 \
+    char *p = io_sub_path(s, path);                                         \
+    if (!p)                                                                 \
+        return TDB_E_NOMEM;                                                 \
+    int r = (expr);                                                         \
+    free(p);                                                                \
+    return r
+
+static int io_sub_read_at(void *ctx, const char *path, uint64_t off,
+                          void *buf, size_t len)
+{
+    IO_SUB_CALL(s->parent->ops->read_at(s->parent->ctx, p, off, buf, len));
+}
+
+static int io_sub_size(void *ctx, const char *path, uint64_t *size)
+{
+    IO_SUB_CALL(s->parent->ops->size(s->parent->ctx, p, size));
+}
+
+static int io_sub_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                       void *arg)
+{
+    IO_SUB_CALL(s->parent->ops->list(s->parent->ctx, p, fn, arg));
+}
+
+static int io_sub_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    IO_SUB_CALL(s->parent->ops->is_dir(s->parent->ctx, p, is_dir));
+}
+
+static int io_sub_write_at(void *ctx, const char *path, uint64_t off,
+                           const void *buf, size_t len)
+{
+    IO_SUB_CALL(s->parent->ops->write_at
+                    ? s->parent->ops->write_at(s->parent->ctx, p, off, buf, len)
+                    : TDB_E_ROFS);
+}
+
+static int io_sub_mkdir(void *ctx, const char *path)
+{
+    IO_SUB_CALL(s->parent->ops->mkdir ? s->parent->ops->mkdir(s->parent->ctx, p)
+                                      : TDB_E_ROFS);
+}
+
+static int io_sub_remove(void *ctx, const char *path)
+{
+    IO_SUB_CALL(s->parent->ops->remove
+                    ? s->parent->ops->remove(s->parent->ctx, p)
+                    : TDB_E_ROFS);
+}
+
+static int io_sub_sync(void *ctx, const char *path)
+{
+    IO_SUB_CALL(s->parent->ops->sync ? s->parent->ops->sync(s->parent->ctx, p)
+                                     : 0);
+}
+
+static int io_sub_rename(void *ctx, const char *from, const char *to)
+{
+    struct io_sub *s = ctx;
+    if (!s->parent->ops->rename)
+        return TDB_E_ROFS;
+    char *a = io_sub_path(s, from), *b = io_sub_path(s, to);
+    int r = a && b ? s->parent->ops->rename(s->parent->ctx, a, b) : TDB_E_NOMEM;
+    free(a);
+    free(b);
+    return r;
+}
+
+static void io_sub_destroy(void *ctx)
+{
+    struct io_sub *s = ctx;
+    free(s->prefix);
+    free(s);
+}
+
+static const struct tdb_io_ops io_sub_ops = {
+    .read_at = io_sub_read_at,
+    .size = io_sub_size,
+    .list = io_sub_list,
+    .is_dir = io_sub_is_dir,
+    .write_at = io_sub_write_at,
+    .mkdir = io_sub_mkdir,
+    .rename = io_sub_rename,
+    .remove = io_sub_remove,
+    .sync = io_sub_sync,
+    .destroy = io_sub_destroy,
+};
+
+int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
+               const char *prefix)
+{
+    struct io_sub *s = calloc(1, sizeof *s);
+    if (!s || !(s->prefix = strdup(prefix))) {
+        free(s);
+        return TDB_E_NOMEM;
+    }
+    s->parent = parent;
+    io->ops = &io_sub_ops;
+    io->ctx = s;
+    return 0;
+}

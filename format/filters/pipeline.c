@@ -65,7 +65,7 @@ int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
         f->reinterpret_type = TDB_ANY;
         f->ops = tdb_filter_lookup(type);
         p->n = i + 1;
-        if (!f->ops || type == TDB_FILTER_AES_256_GCM) {
+        if (!f->ops) {
             tdb_pipeline_free(p);
             return tdb_err(err, TDB_E_UNSUPPORTED, "unknown filter type %u",
                            type);
@@ -75,8 +75,9 @@ int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
         if (f->ops->read_options) {
             int r = f->ops->read_options(f, &oc, version, err);
             if (r) {
+                const char *name = f->ops->name;
                 tdb_pipeline_free(p);
-                return tdb_err_ctx(err, r, "filter %s", f->ops->name);
+                return tdb_err_ctx(err, r, "filter %s", name);
             }
         }
         /* A compressor whose options say "no compression" is a no-op. */
@@ -190,7 +191,7 @@ static void pipeline_plan(const struct tdb_pipeline *p,
         if (f->ops && f->ops->output_type)
             t = f->ops->output_type(f, t);
     }
-    if (d->key) {
+    if (d->key && !(p && tdb_pipeline_has(p, TDB_FILTER_AES_256_GCM))) {
         memset(&pl->aes, 0, sizeof pl->aes);
         pl->aes.type = TDB_FILTER_AES_256_GCM;
         pl->aes.ops = &tdb_filter_aes256gcm;

@@ -1,0 +1,50 @@
+/* cache.h: the decoded-tile cache: a byte-budgeted LRU keyed by
+ * (fragment, field part, tile), with pins so that eviction never frees a
+ * tile in use and single-flight loading so that two threads never decode
+ * the same tile twice. */
+#ifndef TDB_CACHE_H
+#define TDB_CACHE_H
+
+#include "core.h"
+
+struct tdb_cache_key {
+    uint64_t frag;      /* fragment number within the opened array */
+    uint64_t part;      /* field * 4 + part (values, validity, ...) */
+    uint64_t tile;
+};
+
+/* A decoded tile: values, and for var-sized fields one uint64 offset per
+ * cell (relative to data, first 0). */
+struct tdb_tile {
+    uint8_t *data;
+    uint64_t size;
+    uint64_t *offsets;
+    uint64_t ncells;
+};
+
+void tdb_tile_free(struct tdb_tile *t);
+
+/* Fills *t for key; called with no lock held, at most once at a time per
+ * key.  @return 0 or a TDB_E_* code (with err filled). */
+typedef int (*tdb_cache_load_fn)(void *arg, const struct tdb_cache_key *key,
+                                 struct tdb_tile *t, struct tdb_error *err);
+
+struct tdb_cache;
+struct tdb_cache_entry;
+
+int tdb_cache_create(struct tdb_cache **out, uint64_t budget);
+void tdb_cache_free(struct tdb_cache *c);
+
+/* Finds or loads the tile for key and pins it; *tile points into the
+ * entry until tdb_cache_release.  A failed load is not cached: the next
+ * get tries again. */
+int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
+                  tdb_cache_load_fn load, void *arg,
+                  struct tdb_cache_entry **entry, const struct tdb_tile **tile,
+                  struct tdb_error *err);
+
+void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
+
+void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st);
+
+#endif

@@ -1,0 +1,197 @@
+/* bit_width_reduction.c: the BIT_WIDTH_REDUCTION filter (tile.md,
+ * "Bit Width Reduction Filter"; options in filter_pipeline.md).
+ *
+ * Metadata: u32 input bytes, u32 windows, then per window the window's
+ * minimum (as wide as the value), u8 bits (8, 16, 32 or 64) and u32 window
+ * bytes.  A window whose bits are not below the value width, or whose
+ * length is not whole values, is stored as is; otherwise each value is
+ * stored as (value - minimum) in bits/8 bytes, read back sign-extended for
+ * signed types.  The bits are those of range + 1 (range = max - min)
+ * rounded up to a C integer width; signed types count whether range + 1
+ * fits int8/16/32, and an overflowing range keeps the window as is. */
+#include "numeric_common.h"
+
+#define BWR_NAME "BIT_WIDTH_REDUCTION"
+
+static int bwr_decode(const struct tdb_filter_call *call,
+                      struct tdb_cursor *md, const uint8_t *data, size_t size,
+                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    struct tdb_numeric_int t;
+    if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
+        return tdb_numeric_passthrough(call, md, data, size, md_out,
+                                       data_out);
+    unsigned w = t.width;
+    uint32_t orig, nwin;
+    tdb_cur_u32(md, &orig);
+    if (tdb_cur_u32(md, &nwin))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": metadata truncated (no header)");
+    size_t start = data_out->len, pos = 0;
+    for (uint32_t i = 0; i < nwin; i++) {
+        const uint8_t *offp;
+        uint8_t bits;
+        uint32_t nbytes;
+        tdb_cur_bytes(md, w, &offp);
+        tdb_cur_u8(md, &bits);
+        if (tdb_cur_u32(md, &nbytes))
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           BWR_NAME ": metadata truncated at window %u of %u",
+                           i, nwin);
+        if (nbytes > orig - (data_out->len - start))
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           BWR_NAME ": window %u of %u bytes overruns the "
+                           "%u input bytes", i, nbytes, orig);
+        uint8_t *o = NULL;
+        if (nbytes && tdb_buf_grow(data_out, nbytes, &o))
+            return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+        if (bits >= 8 * w || nbytes % w != 0) {
+            if (nbytes > size - pos)
+                return tdb_err(call->err, TDB_E_CORRUPT,
+                               BWR_NAME ": window %u truncated", i);
+            if (nbytes)
+                memcpy(o, data + pos, nbytes);
+            pos += nbytes;
+            continue;
+        }
+        if (bits != 8 && bits != 16 && bits != 32)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           BWR_NAME ": window %u has bit width %u", i, bits);
+        unsigned cw = bits / 8;
+        size_t nv = nbytes / w;
+        if (nv * cw > size - pos)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           BWR_NAME ": window %u truncated", i);
+        uint64_t off = tdb_numeric_load(offp, w);
+        for (size_t j = 0; j < nv; j++) {
+            uint64_t v = tdb_numeric_load(data + pos, cw);
+            if (t.is_signed)
+                v = (uint64_t)tdb_numeric_sext(v, cw);
+            tdb_numeric_store(o + j * w, w, v + off);
+            pos += cw;
+        }
+    }
+    if (data_out->len - start != orig)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": windows hold %zu bytes, header says %u",
+                       data_out->len - start, orig);
+    if (pos != size)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": windows use %zu of %zu bytes of data", pos,
+                       size);
+    return tdb_numeric_passthrough(call, md, NULL, 0, md_out, data_out);
+}
+
+/* Bits TileDB gives a window of n values at p (and its minimum in *min);
+ * 8 * w when the window cannot be reduced. */
+static unsigned bwr_bits(const uint8_t *p, size_t n, struct tdb_numeric_int t,
+                         uint64_t *min)
+{
+    unsigned w = t.width;
+    *min = 0;
+    if (n == 0)
+        return 8 * w;
+    uint64_t range;
+    if (t.is_signed) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            int64_t v = tdb_numeric_load_signed(p + i * w, w);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        int64_t r;
+        int64_t tmax = (int64_t)(tdb_numeric_mask(w) >> 1);
+        if (__builtin_sub_overflow(hi, lo, &r) || r > tmax || r == tmax)
+            return 8 * w;  /* range or range + 1 overflows the type */
+        *min = (uint64_t)lo;
+        int64_t r1 = r + 1;
+        return r1 <= INT8_MAX ? 8 : r1 <= INT16_MAX ? 16
+                                   : r1 <= INT32_MAX ? 32 : 64;
+    }
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = tdb_numeric_load(p + i * w, w);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    range = hi - lo;
+    if (range == tdb_numeric_mask(w))
+        return 8 * w;
+    *min = lo;
+    uint64_t r1 = range + 1;
+    return r1 <= UINT8_MAX ? 8 : r1 <= UINT16_MAX ? 16
+                               : r1 <= UINT32_MAX ? 32 : 64;
+}
+
+static int bwr_encode(const struct tdb_filter_call *call, const uint8_t *md,
+                      size_t md_size, const uint8_t *data, size_t size,
+                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    struct tdb_numeric_int t;
+    if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
+        return tdb_numeric_passthrough_enc(call, md, md_size, data, size,
+                                           md_out, data_out);
+    unsigned w = t.width;
+    uint64_t window, nwin;
+    if (size > UINT32_MAX)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       BWR_NAME ": input of %zu bytes exceeds 4 GiB", size);
+    if (tdb_numeric_windows(size, call->filter->max_window, w, &window, &nwin))
+        return tdb_err(call->err, TDB_E_INVAL,
+                       BWR_NAME ": window of %u bytes holds no %u-byte value",
+                       call->filter->max_window, w);
+    if (tdb_buf_put_u32(md_out, (uint32_t)size) ||
+        tdb_buf_put_u32(md_out, (uint32_t)nwin))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < nwin; i++) {
+        size_t pos = (size_t)(i * window);
+        size_t nbytes = size - pos < window ? size - pos : (size_t)window;
+        size_t nv = nbytes / w;
+        uint64_t min;
+        unsigned bits = bwr_bits(data + pos, nv, t, &min);
+        uint8_t *m, *o;
+        if (tdb_buf_grow(md_out, w + 5, &m))
+            return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+        tdb_numeric_store(m, w, min);
+        m[w] = (uint8_t)bits;
+        tdb_st32(m + w + 1, (uint32_t)nbytes);
+        if (bits >= 8 * w || nbytes % w != 0) {
+            if (tdb_buf_append(data_out, data + pos, nbytes))
+                return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+            continue;
+        }
+        unsigned cw = bits / 8;
+        if (tdb_buf_grow(data_out, nv * cw, &o))
+            return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+        for (size_t j = 0; j < nv; j++)
+            tdb_numeric_store(o + j * cw, cw,
+                              tdb_numeric_load(data + pos + j * w, w) - min);
+    }
+    if (tdb_buf_append(md_out, md, md_size))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    return 0;
+}
+
+static int bwr_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+                            uint32_t version, struct tdb_error *err)
+{
+    (void)version;
+    if (tdb_cur_u32(c, &f->max_window))
+        return tdb_err(err, TDB_E_CORRUPT, BWR_NAME " options truncated");
+    return 0;
+}
+
+static int bwr_write_options(const struct tdb_filter *f, struct tdb_buf *out)
+{
+    return tdb_buf_put_u32(out, f->max_window);
+}
+
+const struct tdb_filter_ops tdb_filter_bit_width_reduction = {
+    .name = BWR_NAME,
+    .type = TDB_FILTER_BIT_WIDTH_REDUCTION,
+    .read_options = bwr_read_options,
+    .write_options = bwr_write_options,
+    .output_type = NULL,
+    .decode = bwr_decode,
+    .encode = bwr_encode,
+};

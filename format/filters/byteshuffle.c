@@ -1,0 +1,168 @@
+/* byteshuffle.c: the BYTESHUFFLE filter (tile.md, "Byteshuffle Filter"),
+ * plus the parts framing and passthrough the numeric filters share. */
+#include "numeric_common.h"
+
+#include <stdlib.h>
+
+/* ------------------------------------------------ shared: numeric_common.h */
+
+int tdb_numeric_passthrough(const struct tdb_filter_call *call,
+                            struct tdb_cursor *md, const uint8_t *data,
+                            size_t size, struct tdb_buf *md_out,
+                            struct tdb_buf *data_out)
+{
+    const uint8_t *rest;
+    size_t left = tdb_cur_left(md);
+    if (tdb_cur_bytes(md, left, &rest))
+        return tdb_err(call->err, TDB_E_CORRUPT, "metadata cursor is bad");
+    if (tdb_buf_append(md_out, rest, left) ||
+        tdb_buf_append(data_out, data, size))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    return 0;
+}
+
+int tdb_numeric_passthrough_enc(const struct tdb_filter_call *call,
+                                const uint8_t *md, size_t md_size,
+                                const uint8_t *data, size_t size,
+                                struct tdb_buf *md_out,
+                                struct tdb_buf *data_out)
+{
+    if (tdb_buf_append(md_out, md, md_size) ||
+        tdb_buf_append(data_out, data, size))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    return 0;
+}
+
+int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
+                             const char *name, struct tdb_cursor *md,
+                             const uint8_t *data, size_t size,
+                             struct tdb_buf *md_out, struct tdb_buf *data_out,
+                             tdb_numeric_part_fn fn, void *arg)
+{
+    uint32_t nparts;
+    if (tdb_cur_u32(md, &nparts))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "%s: metadata truncated (no part count)", name);
+    size_t off = 0;
+    for (uint32_t i = 0; i < nparts; i++) {
+        uint32_t psize;
+        if (tdb_cur_u32(md, &psize))
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "%s: metadata truncated at part %u of %u", name, i,
+                           nparts);
+        if (psize > size - off)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "%s: part %u of %u bytes overruns the %zu bytes of "
+                           "data", name, i, psize, size);
+        int r = fn(call, data + off, psize, data_out, arg);
+        if (r)
+            return r;
+        off += psize;
+    }
+    if (off != size)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "%s: parts cover %zu of %zu bytes of data", name, off,
+                       size);
+    return tdb_numeric_passthrough(call, md, NULL, 0, md_out, data_out);
+}
+
+int tdb_numeric_parts_header(const struct tdb_filter_call *call,
+                             const char *name, uint64_t part_bytes,
+                             const uint8_t *md, size_t md_size,
+                             struct tdb_buf *md_out)
+{
+    if (part_bytes > UINT32_MAX)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "%s: part of %llu bytes exceeds 4 GiB", name,
+                       (unsigned long long)part_bytes);
+    if (tdb_buf_put_u32(md_out, 1) ||
+        tdb_buf_put_u32(md_out, (uint32_t)part_bytes) ||
+        tdb_buf_append(md_out, md, md_size))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    return 0;
+}
+
+/* ------------------------------------------------------------ byteshuffle */
+
+/* The value width the shuffle works in: the size of the datatype. */
+static int byteshuffle_width(const struct tdb_filter_call *call, unsigned *w)
+{
+    *w = tdb_dt_size(call->datatype);
+    if (*w == 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "BYTESHUFFLE: unknown datatype %u", call->datatype);
+    return 0;
+}
+
+/* Gathers byte j of every value into row j; the bytes after the last whole
+ * value stay at the end unchanged.  Inverse when `un`. */
+static void byteshuffle_run(const uint8_t *in, size_t n, unsigned w,
+                            uint8_t *out, bool un)
+{
+    size_t nv = n / w, tail = n % w;
+    for (size_t i = 0; i < nv; i++)
+        for (unsigned j = 0; j < w; j++) {
+            if (un)
+                out[i * w + j] = in[j * nv + i];
+            else
+                out[j * nv + i] = in[i * w + j];
+        }
+    memcpy(out + n - tail, in + n - tail, tail);
+}
+
+static int byteshuffle_part(const struct tdb_filter_call *call,
+                            const uint8_t *in, size_t n, struct tdb_buf *out,
+                            void *arg)
+{
+    unsigned w = *(const unsigned *)arg;
+    uint8_t *o;
+    if (n == 0)
+        return 0;
+    if (tdb_buf_grow(out, n, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    byteshuffle_run(in, n, w, o, true);
+    return 0;
+}
+
+static int byteshuffle_decode(const struct tdb_filter_call *call,
+                              struct tdb_cursor *md, const uint8_t *data,
+                              size_t size, struct tdb_buf *md_out,
+                              struct tdb_buf *data_out)
+{
+    unsigned w;
+    int r = byteshuffle_width(call, &w);
+    if (r)
+        return r;
+    return tdb_numeric_parts_decode(call, "BYTESHUFFLE", md, data, size,
+                                    md_out, data_out, byteshuffle_part, &w);
+}
+
+static int byteshuffle_encode(const struct tdb_filter_call *call,
+                              const uint8_t *md, size_t md_size,
+                              const uint8_t *data, size_t size,
+                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    unsigned w;
+    int r = byteshuffle_width(call, &w);
+    if (r)
+        return r;
+    r = tdb_numeric_parts_header(call, "BYTESHUFFLE", size, md, md_size,
+                                 md_out);
+    if (r || size == 0)
+        return r;
+    uint8_t *o;
+    if (tdb_buf_grow(data_out, size, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    byteshuffle_run(data, size, w, o, false);
+    return 0;
+}
+
+const struct tdb_filter_ops tdb_filter_byteshuffle = {
+    .name = "BYTESHUFFLE",
+    .type = TDB_FILTER_BYTESHUFFLE,
+    .read_options = NULL,
+    .write_options = NULL,
+    .output_type = NULL,
+    .decode = byteshuffle_decode,
+    .encode = byteshuffle_encode,
+};

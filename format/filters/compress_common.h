@@ -1,0 +1,151 @@
+/* compress_common.h: what the compression and checksum filters share
+ * (tile.md, "Compression Filters" and "Checksum Filters").
+ *
+ * A compression filter stores, as its chunk metadata,
+ *     u32 number of metadata parts, u32 number of data parts,
+ *     per part (metadata parts first): u32 original length,
+ *                                      u32 compressed length,
+ * and as its data the compressed parts one after the other.  The previous
+ * filters' metadata travels compressed inside the data.  Every compressor
+ * (gzip, zstd, lz4, bzip2, fixed-size RLE) only supplies a codec below; the
+ * framing is written once, in gzip.c.
+ *
+ * The var-sized string forms of RLE and DICTIONARY (filter_pipeline.md,
+ * filters/dictionary_encoding.md) begin with the same two counts (always
+ * 0 and 1) followed by u32 string bytes, u32 encoded bytes and u32 offsets
+ * bytes (8 per cell); tdb_compress_strings_* read and write that prefix.
+ *
+ * The checksum filters (checksum_md5.c, checksum_sha256.c) share
+ * tdb_compress_checksum_*, written once in checksum_md5.c.
+ */
+#ifndef TDB_COMPRESS_COMMON_H
+#define TDB_COMPRESS_COMMON_H
+
+#include "filter.h"
+
+/* TileDB's compressor numbers, the first byte of a compressor's options
+ * (they differ from the filter type numbers for DICTIONARY and DELTA). */
+enum tdb_compressor {
+    TDB_COMPRESSOR_NONE = 0,
+    TDB_COMPRESSOR_GZIP = 1,
+    TDB_COMPRESSOR_ZSTD = 2,
+    TDB_COMPRESSOR_LZ4 = 3,
+    TDB_COMPRESSOR_RLE = 4,
+    TDB_COMPRESSOR_BZIP2 = 5,
+    TDB_COMPRESSOR_DOUBLE_DELTA = 6,
+    TDB_COMPRESSOR_DICTIONARY = 7,
+    TDB_COMPRESSOR_DELTA = 8
+};
+
+/* One compression algorithm.  Both functions report through call->err. */
+struct tdb_compress_codec {
+    const char *name;  /* "GZIP", ... for messages */
+    /* Decompresses src[0..n) into exactly dst_len bytes at dst (dst is
+     * never NULL, even when dst_len is 0); producing more or fewer bytes is
+     * TDB_E_CORRUPT. */
+    int (*decompress)(const struct tdb_filter_call *call, const uint8_t *src,
+                      size_t n, uint8_t *dst, size_t dst_len);
+    /* Optional: the most bytes src[0..n) can decompress to (UINT64_MAX
+     * when unknown), so that a corrupt original length is refused before
+     * anything is allocated. */
+    uint64_t (*max_out)(const struct tdb_filter_call *call,
+                        const uint8_t *src, size_t n);
+    /* Compresses src[0..n) and appends the result to out. */
+    int (*compress)(const struct tdb_filter_call *call, const uint8_t *src,
+                    size_t n, struct tdb_buf *out);
+};
+
+/* Reads a compressor's options (u8 compressor, i32 level; the same in every
+ * format version for these filters) into f, checking that the compressor
+ * byte is `expect` or 0 (no compression: TileDB then passes the data
+ * through; the pipeline runs NONE instead).  @return 0 or TDB_E_CORRUPT. */
+int tdb_compress_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+                              uint8_t expect, const char *name,
+                              struct tdb_error *err);
+
+/* Appends the options for compressor `compressor` with f->level. */
+int tdb_compress_write_options(const struct tdb_filter *f, uint8_t compressor,
+                               struct tdb_buf *out);
+
+/* The filter decode for a framed compressor: reads the framing from md,
+ * decompresses the metadata parts into md_out and the data parts into
+ * data_out (both appended).  Bytes of md after the framing are consumed and
+ * dropped, as TileDB does. */
+int tdb_compress_decode(const struct tdb_compress_codec *codec,
+                        const struct tdb_filter_call *call,
+                        struct tdb_cursor *md, const uint8_t *data,
+                        size_t size, struct tdb_buf *md_out,
+                        struct tdb_buf *data_out);
+
+/* The filter encode for a framed compressor: the input metadata (when not
+ * empty) and the input data (when not empty) are one part each. */
+int tdb_compress_encode(const struct tdb_compress_codec *codec,
+                        const struct tdb_filter_call *call, const uint8_t *md,
+                        size_t md_size, const uint8_t *data, size_t size,
+                        struct tdb_buf *md_out, struct tdb_buf *data_out);
+
+/* The fixed prefix of the var-sized string forms of RLE and DICTIONARY. */
+struct tdb_compress_strings_hdr {
+    uint32_t string_bytes;   /* decoded string bytes */
+    uint32_t encoded_bytes;  /* bytes of filtered data */
+    uint32_t offsets_bytes;  /* 8 x number of cells */
+};
+
+/* Reads the prefix (including the two part counts, which TileDB ignores). */
+int tdb_compress_strings_read_hdr(struct tdb_compress_strings_hdr *h,
+                                  struct tdb_cursor *md, const char *name,
+                                  struct tdb_error *err);
+int tdb_compress_strings_write_hdr(const struct tdb_compress_strings_hdr *h,
+                                   struct tdb_buf *out);
+
+/* Checks the input of a strings-form encode: offsets relative, first 0,
+ * non-decreasing and within size. */
+int tdb_compress_strings_check_input(const struct tdb_filter_call *call,
+                                     size_t md_size, size_t size,
+                                     const char *name);
+
+/* The checksum filters' decode and encode; digest is TDB_FILTER_CHECKSUM_MD5
+ * or TDB_FILTER_CHECKSUM_SHA256.  A mismatch is TDB_E_CHECKSUM. */
+int tdb_compress_checksum_decode(unsigned digest,
+                                 const struct tdb_filter_call *call,
+                                 struct tdb_cursor *md, const uint8_t *data,
+                                 size_t size, struct tdb_buf *md_out,
+                                 struct tdb_buf *data_out);
+int tdb_compress_checksum_encode(unsigned digest,
+                                 const struct tdb_filter_call *call,
+                                 const uint8_t *md, size_t md_size,
+                                 const uint8_t *data, size_t size,
+                                 struct tdb_buf *md_out,
+                                 struct tdb_buf *data_out);
+
+/* Big-endian load of a 1, 2, 4 or 8 byte unsigned integer. */
+static inline uint64_t tdb_compress_be(const uint8_t *p, unsigned w)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < w; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline void tdb_compress_st_be(uint8_t *p, unsigned w, uint64_t v)
+{
+    for (unsigned i = w; i-- > 0;) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+/* The width TileDB uses for a stored width byte w (w <= 1 -> 1, <= 2 -> 2,
+ * <= 4 -> 4, else 8); 0 for 0, which TileDB refuses. */
+static inline unsigned tdb_compress_width(uint8_t w)
+{
+    return w == 0 ? 0 : w <= 1 ? 1 : w <= 2 ? 2 : w <= 4 ? 4 : 8;
+}
+
+/* The smallest of 1, 2, 4, 8 bytes that holds v. */
+static inline uint8_t tdb_compress_bytesize(uint64_t v)
+{
+    return v <= UINT8_MAX ? 1 : v <= UINT16_MAX ? 2 : v <= UINT32_MAX ? 4 : 8;
+}
+
+#endif

@@ -1,0 +1,155 @@
+/* delta.c: the DELTA filter (format_spec/filters/delta.md; options in
+ * filter_pipeline.md, "Delta Compressor Options").
+ *
+ * A compressor: it uses the compression framing of compress_common.h, and
+ * every part (the previous metadata too) is delta-coded as
+ *     u64 n, first value, then n - 1 differences to the previous value,
+ * values and differences as wide as the working type (tdb_numeric_delta_int
+ * of the reinterpret datatype when set, else of the datatype received),
+ * modulo 2^width.  The reinterpret datatype option exists from format 19;
+ * it is also the type the filter hands on. */
+#include "compress_common.h"
+#include "numeric_common.h"
+
+#define DELTA_NAME "DELTA"
+
+static int delta_int(const struct tdb_filter_call *call,
+                     struct tdb_numeric_int *t)
+{
+    unsigned dt = tdb_numeric_delta_type(call);
+    if (!tdb_numeric_delta_int(dt, t))
+        return tdb_err(call->err, TDB_E_UNSUPPORTED,
+                       DELTA_NAME ": cannot work on datatype %u (%s)", dt,
+                       tdb_dt_name(dt) ? tdb_dt_name(dt) : "unknown");
+    return 0;
+}
+
+static int delta_decompress(const struct tdb_filter_call *call,
+                            const uint8_t *src, size_t n, uint8_t *dst,
+                            size_t dst_len)
+{
+    struct tdb_numeric_int t;
+    int r = delta_int(call, &t);
+    if (r)
+        return r;
+    unsigned w = t.width;
+    struct tdb_cursor c;
+    uint64_t num;
+    const uint8_t *vals;
+    tdb_cur_init(&c, src, n);
+    if (tdb_cur_u64(&c, &num))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       DELTA_NAME ": part truncated (no value count)");
+    if (num != dst_len / w)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       DELTA_NAME ": part holds %llu values, expected %zu",
+                       (unsigned long long)num, dst_len / w);
+    if (tdb_cur_bytes(&c, (size_t)num * w, &vals))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       DELTA_NAME ": part of %llu values truncated",
+                       (unsigned long long)num);
+    uint64_t v = 0;
+    for (size_t i = 0; i < num; i++) {
+        uint64_t d = tdb_numeric_load(vals + i * w, w);
+        v = i == 0 ? d : v + d;
+        tdb_numeric_store(dst + i * w, w, v);
+    }
+    /* Bytes after the last whole value: TileDB never writes them. */
+    memset(dst + num * w, 0, dst_len - num * w);
+    return 0;
+}
+
+static int delta_compress(const struct tdb_filter_call *call,
+                          const uint8_t *src, size_t n, struct tdb_buf *out)
+{
+    struct tdb_numeric_int t;
+    int r = delta_int(call, &t);
+    if (r)
+        return r;
+    unsigned w = t.width;
+    if (n % w != 0)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       DELTA_NAME ": part of %zu bytes is not whole %u-byte "
+                       "values", n, w);
+    size_t num = n / w;
+    uint8_t *o;
+    if (tdb_buf_put_u64(out, num))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    if (num == 0)
+        return 0;
+    if (tdb_buf_grow(out, n, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    uint64_t prev = 0;
+    for (size_t i = 0; i < num; i++) {
+        uint64_t v = tdb_numeric_load(src + i * w, w);
+        tdb_numeric_store(o + i * w, w, i == 0 ? v : v - prev);
+        prev = v;
+    }
+    return 0;
+}
+
+static const struct tdb_compress_codec delta_codec = {
+    .name = DELTA_NAME,
+    .decompress = delta_decompress,
+    .compress = delta_compress,
+};
+
+static int delta_decode(const struct tdb_filter_call *call,
+                        struct tdb_cursor *md, const uint8_t *data,
+                        size_t size, struct tdb_buf *md_out,
+                        struct tdb_buf *data_out)
+{
+    return tdb_compress_decode(&delta_codec, call, md, data, size, md_out,
+                               data_out);
+}
+
+static int delta_encode(const struct tdb_filter_call *call, const uint8_t *md,
+                        size_t md_size, const uint8_t *data, size_t size,
+                        struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    return tdb_compress_encode(&delta_codec, call, md, md_size, data, size,
+                               md_out, data_out);
+}
+
+static int delta_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+                              uint32_t version, struct tdb_error *err)
+{
+    int r = tdb_compress_read_options(f, c, TDB_COMPRESSOR_DELTA, DELTA_NAME,
+                                      err);
+    if (r)
+        return r;
+    f->reinterpret_type = TDB_ANY;
+    if (version >= 19) {
+        if (tdb_cur_u8(c, &f->reinterpret_type))
+            return tdb_err(err, TDB_E_CORRUPT,
+                           DELTA_NAME " options truncated (no reinterpret "
+                           "datatype)");
+        if (f->reinterpret_type >= TDB_DATATYPE_COUNT)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           DELTA_NAME " reinterpret datatype %u is unknown",
+                           f->reinterpret_type);
+    }
+    return 0;
+}
+
+static int delta_write_options(const struct tdb_filter *f,
+                               struct tdb_buf *out)
+{
+    int r = tdb_compress_write_options(f, TDB_COMPRESSOR_DELTA, out);
+    return r ? r : tdb_buf_put_u8(out, f->reinterpret_type);
+}
+
+static unsigned delta_output_type(const struct tdb_filter *f, unsigned in_type)
+{
+    return f->reinterpret_type != TDB_ANY ? f->reinterpret_type : in_type;
+}
+
+const struct tdb_filter_ops tdb_filter_delta = {
+    .name = DELTA_NAME,
+    .type = TDB_FILTER_DELTA,
+    .read_options = delta_read_options,
+    .write_options = delta_write_options,
+    .output_type = delta_output_type,
+    .decode = delta_decode,
+    .encode = delta_encode,
+};

@@ -1,0 +1,369 @@
+/* rle.c: the RLE filter, fixed values and var strings (tile.md). */
+#include "compress_common.h"
+
+/* Fixed-size form: each run is the value (cell_size bytes) followed by the
+ * run length as a big-endian u16 (runs of at most 65535). */
+
+#define RLE_MAX_RUN 65535u
+
+static int rle_value_size(const struct tdb_filter_call *call, size_t *vs)
+{
+    if (call->cell_size == 0 || call->cell_size > TDB_MAX_TILE_BYTES)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "RLE: invalid value size %llu",
+                       (unsigned long long)call->cell_size);
+    *vs = (size_t)call->cell_size;
+    return 0;
+}
+
+static int rle_decompress(const struct tdb_filter_call *call,
+                          const uint8_t *src, size_t n, uint8_t *dst,
+                          size_t dst_len)
+{
+    size_t vs, run_size, out = 0;
+    int rc = rle_value_size(call, &vs);
+
+    if (rc < 0)
+        return rc;
+    run_size = vs + 2;
+    if (n % run_size != 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: %zu bytes are not whole runs of %zu-byte "
+                       "values", n, vs);
+    for (size_t i = 0; i < n; i += run_size) {
+        const uint8_t *run = src + i;
+        size_t len = (size_t)run[vs] << 8 | run[vs + 1];
+        uint64_t bytes;
+
+        if (!tdb_mul_ok(len, vs, &bytes) || bytes > dst_len - out)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "RLE: runs decode to more than the recorded %zu "
+                           "bytes", dst_len);
+        for (size_t j = 0; j < len; j++, out += vs)
+            memcpy(dst + out, run, vs);
+    }
+    if (out != dst_len)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: part decoded to %zu bytes, expected %zu", out,
+                       dst_len);
+    return 0;
+}
+
+/* The exact size the runs decode to (0 when they are not whole runs). */
+static uint64_t rle_max_out(const struct tdb_filter_call *call,
+                            const uint8_t *src, size_t n)
+{
+    size_t vs = (size_t)call->cell_size, run_size;
+    uint64_t total = 0;
+
+    if (vs == 0 || call->cell_size > TDB_MAX_TILE_BYTES)
+        return UINT64_MAX; /* the decoder reports it */
+    run_size = vs + 2;
+    if (n % run_size != 0)
+        return UINT64_MAX;
+    for (size_t i = 0; i < n; i += run_size)
+        total += (uint64_t)(src[i + vs] << 8 | src[i + vs + 1]) * vs;
+    return total;
+}
+
+static int rle_put_run(struct tdb_buf *out, const uint8_t *v, size_t vs,
+                       unsigned len)
+{
+    uint8_t *p;
+    int rc = tdb_buf_grow(out, vs + 2, &p);
+
+    if (rc < 0)
+        return rc;
+    memcpy(p, v, vs);
+    p[vs] = (uint8_t)(len >> 8);
+    p[vs + 1] = (uint8_t)len;
+    return 0;
+}
+
+static int rle_compress(const struct tdb_filter_call *call,
+                        const uint8_t *src, size_t n, struct tdb_buf *out)
+{
+    size_t vs, nvals;
+    const uint8_t *prev;
+    unsigned run = 1;
+    int rc = rle_value_size(call, &vs);
+
+    if (rc < 0)
+        return rc;
+    if (n % vs != 0)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "RLE: %zu bytes are not whole %zu-byte values", n, vs);
+    nvals = n / vs;
+    if (nvals == 0)
+        return 0;
+    prev = src;
+    for (size_t i = 1; i < nvals; i++) {
+        const uint8_t *cur = src + i * vs;
+        if (run < RLE_MAX_RUN && memcmp(cur, prev, vs) == 0) {
+            run++;
+            continue;
+        }
+        if (rle_put_run(out, prev, vs, run) < 0)
+            return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+        prev = cur;
+        run = 1;
+    }
+    if (rle_put_run(out, prev, vs, run) < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+    return 0;
+}
+
+static const struct tdb_compress_codec rle_codec = {
+    .name = "RLE",
+    .decompress = rle_decompress,
+    .max_out = rle_max_out,
+    .compress = rle_compress,
+};
+
+/* Var-sized string form (format 12+ for STRING_ASCII, 17+ for UTF-8):
+ * metadata is the strings prefix (compress_common.h) then u8 run-length
+ * width and u8 string-length width; the data is a sequence of runs, each a
+ * big-endian run length, a big-endian string length and the string bytes.
+ * Every cell of a run gets its own offset. */
+
+/* Walks the runs: checks them and counts bytes and cells (dst == NULL), or
+ * writes the strings to dst and the offsets to off. */
+static int rle_strings_walk(const struct tdb_filter_call *call,
+                            const uint8_t *data, size_t n, unsigned rw,
+                            unsigned sw, uint64_t max_bytes,
+                            uint64_t max_cells, uint8_t *dst, uint8_t *off,
+                            uint64_t *bytes_out, uint64_t *cells_out)
+{
+    uint64_t out = 0, cells = 0;
+    size_t in = 0;
+
+    while (in < n) {
+        uint64_t run, slen, bytes;
+
+        if (n - in < (size_t)rw + sw)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "RLE: string run header truncated at byte %zu of "
+                           "%zu", in, n);
+        run = tdb_compress_be(data + in, rw);
+        slen = tdb_compress_be(data + in + rw, sw);
+        in += rw + sw;
+        if (slen > n - in)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "RLE: string of %llu bytes overruns the %zu "
+                           "encoded bytes", (unsigned long long)slen, n);
+        if (run > max_cells - cells)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "RLE: runs hold more cells than the %llu recorded",
+                           (unsigned long long)max_cells);
+        if (!tdb_mul_ok(run, slen, &bytes) || bytes > max_bytes - out)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "RLE: runs decode to more than the recorded %llu "
+                           "string bytes", (unsigned long long)max_bytes);
+        if (dst || off) {
+            for (uint64_t j = 0; j < run; j++) {
+                if (slen > 0)
+                    memcpy(dst + out + j * slen, data + in, (size_t)slen);
+                tdb_st64(off + (cells + j) * 8, out + j * slen);
+            }
+        }
+        out += bytes;
+        cells += run;
+        in += (size_t)slen;
+    }
+    *bytes_out = out;
+    *cells_out = cells;
+    return 0;
+}
+
+static int rle_strings_decode(const struct tdb_filter_call *call,
+                              struct tdb_cursor *md, const uint8_t *data,
+                              size_t size, struct tdb_buf *data_out)
+{
+    struct tdb_compress_strings_hdr h;
+    uint8_t rw8 = 0, sw8 = 0, dummy = 0;
+    unsigned rw, sw;
+    uint64_t bytes = 0, cells = 0, max_cells;
+    uint8_t *dst = &dummy, *off = &dummy;
+    int rc;
+
+    if (!call->offsets)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "RLE: string tile decoded without an offsets buffer");
+    rc = tdb_compress_strings_read_hdr(&h, md, "RLE", call->err);
+    if (rc < 0)
+        return rc;
+    tdb_cur_u8(md, &rw8);
+    tdb_cur_u8(md, &sw8);
+    if (md->bad)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: string metadata truncated (widths)");
+    tdb_cur_skip(md, tdb_cur_left(md));
+    if (h.encoded_bytes > size)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: metadata records %u encoded bytes but the chunk "
+                       "holds %zu", h.encoded_bytes, size);
+    if (h.offsets_bytes % 8 != 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: offsets size %u is not a multiple of 8",
+                       h.offsets_bytes);
+    max_cells = h.offsets_bytes / 8;
+    rw = tdb_compress_width(rw8);
+    sw = tdb_compress_width(sw8);
+    if (h.encoded_bytes > 0 && (!rw || !sw))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: zero run or string length width");
+    /* First pass checks everything; nothing is allocated before. */
+    rc = rle_strings_walk(call, data, h.encoded_bytes, rw, sw, h.string_bytes,
+                          max_cells, NULL, NULL, &bytes, &cells);
+    if (rc < 0)
+        return rc;
+    if (bytes != h.string_bytes || cells != max_cells)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: strings decode to %llu bytes in %llu cells, "
+                       "metadata records %u bytes in %llu cells",
+                       (unsigned long long)bytes, (unsigned long long)cells,
+                       h.string_bytes, (unsigned long long)max_cells);
+    if (bytes > 0 && tdb_buf_grow(data_out, (size_t)bytes, &dst) < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+    if (cells > 0 && tdb_buf_grow(call->offsets, (size_t)cells * 8, &off) < 0) {
+        data_out->len -= (size_t)bytes;
+        return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+    }
+    return rle_strings_walk(call, data, h.encoded_bytes, rw, sw, bytes, cells,
+                            dst, off, &bytes, &cells);
+}
+
+/* The string of cell i of the encode input. */
+static void rle_cell(const struct tdb_filter_call *call, const uint8_t *data,
+                     size_t size, uint64_t i, const uint8_t **s, size_t *len)
+{
+    uint64_t b = call->in_offsets[i];
+    uint64_t e = i + 1 < call->n_offsets ? call->in_offsets[i + 1] : size;
+    *s = data + b;
+    *len = (size_t)(e - b);
+}
+
+static bool rle_same(const uint8_t *a, size_t alen, const uint8_t *b,
+                     size_t blen)
+{
+    return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
+}
+
+static int rle_strings_encode(const struct tdb_filter_call *call,
+                              const uint8_t *data, size_t size,
+                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    struct tdb_compress_strings_hdr h = {0};
+    uint64_t n = call->n_offsets, max_run = 0, max_len = 0, run = 0;
+    uint64_t enc = 0, nruns = 0;
+    const uint8_t *prev = NULL, *s;
+    size_t prev_len = 0, len;
+    uint8_t rw, sw;
+    int rc;
+
+    /* First pass: widths and the encoded size. */
+    for (uint64_t i = 0; i < n; i++) {
+        rle_cell(call, data, size, i, &s, &len);
+        if (i > 0 && rle_same(s, len, prev, prev_len)) {
+            run++;
+        } else {
+            if (i > 0)
+                enc += prev_len;
+            nruns++;
+            run = 1;
+            prev = s;
+            prev_len = len;
+        }
+        if (run > max_run)
+            max_run = run;
+        if (len > max_len)
+            max_len = len;
+    }
+    if (n > 0)
+        enc += prev_len;
+    rw = tdb_compress_bytesize(max_run);
+    sw = tdb_compress_bytesize(max_len);
+    enc += nruns * (uint64_t)(rw + sw);
+    if (enc > UINT32_MAX || size > UINT32_MAX || n > UINT32_MAX / 8)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "RLE: string tile too large for the format");
+    h.string_bytes = (uint32_t)size;
+    h.encoded_bytes = (uint32_t)enc;
+    h.offsets_bytes = (uint32_t)(n * 8);
+    rc = tdb_compress_strings_write_hdr(&h, md_out);
+    if (rc == 0)
+        rc = tdb_buf_put_u8(md_out, rw);
+    if (rc == 0)
+        rc = tdb_buf_put_u8(md_out, sw);
+    if (rc == 0)
+        rc = tdb_buf_reserve(data_out, (size_t)enc);
+    if (rc < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+
+    /* Second pass: the runs. */
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i + 1;
+        uint8_t *p;
+
+        rle_cell(call, data, size, i, &prev, &prev_len);
+        for (; j < n; j++) {
+            rle_cell(call, data, size, j, &s, &len);
+            if (!rle_same(s, len, prev, prev_len))
+                break;
+        }
+        tdb_buf_grow(data_out, (size_t)rw + sw + prev_len, &p); /* reserved */
+        tdb_compress_st_be(p, rw, j - i);
+        tdb_compress_st_be(p + rw, sw, prev_len);
+        if (prev_len > 0)
+            memcpy(p + rw + sw, prev, prev_len);
+        i = j;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------- the ops */
+
+static int rle_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+                            uint32_t version, struct tdb_error *err)
+{
+    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_RLE, "RLE", err);
+}
+
+static int rle_write_options(const struct tdb_filter *f, struct tdb_buf *out)
+{
+    return tdb_compress_write_options(f, TDB_COMPRESSOR_RLE, out);
+}
+
+static int rle_decode(const struct tdb_filter_call *call,
+                      struct tdb_cursor *md, const uint8_t *data, size_t size,
+                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    if (call->strings_with_offsets)
+        return rle_strings_decode(call, md, data, size, data_out);
+    return tdb_compress_decode(&rle_codec, call, md, data, size, md_out,
+                               data_out);
+}
+
+static int rle_encode(const struct tdb_filter_call *call, const uint8_t *md,
+                      size_t md_size, const uint8_t *data, size_t size,
+                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    if (call->strings_with_offsets) {
+        int rc = tdb_compress_strings_check_input(call, md_size, size, "RLE");
+        if (rc < 0)
+            return rc;
+        return rle_strings_encode(call, data, size, md_out, data_out);
+    }
+    return tdb_compress_encode(&rle_codec, call, md, md_size, data, size,
+                               md_out, data_out);
+}
+
+const struct tdb_filter_ops tdb_filter_rle = {
+    .name = "RLE",
+    .type = TDB_FILTER_RLE,
+    .read_options = rle_read_options,
+    .write_options = rle_write_options,
+    .output_type = NULL,
+    .decode = rle_decode,
+    .encode = rle_encode,
+};

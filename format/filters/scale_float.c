@@ -1,0 +1,192 @@
+/* scale_float.c: the SCALE_FLOAT filter (format_spec/filters/float_scale.md;
+ * options in filter_pipeline.md, "Float Scale Filter Reduction Options").
+ *
+ * The values it receives are floats as wide as the datatype (4: float,
+ * 8: double, whatever the datatype's name); it stores each as a signed
+ * integer of byte_width bytes, round((x - offset) / scale) computed in the
+ * float's own precision, and hands on INT8/16/32/64.  Reading gives
+ * (float type)(scale * (double)(float type)stored + offset).  The framing is
+ * the parts framing of numeric_common.h, part lengths counting stored
+ * bytes.  (Built with -std=c11, so no fused multiply-add is formed: TileDB's
+ * portable builds do not form one either.) */
+#include "numeric_common.h"
+
+#include <math.h>
+
+struct scale_float_state {
+    unsigned fw;  /* 4 or 8: the float width */
+    unsigned iw;  /* 1, 2, 4 or 8: the stored integer width */
+    double scale, offset;
+};
+
+static int scale_float_state(const struct tdb_filter_call *call,
+                             struct scale_float_state *s)
+{
+    const struct tdb_filter *f = call->filter;
+    s->fw = tdb_dt_size(call->datatype);
+    if (s->fw != 4 && s->fw != 8)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "SCALE_FLOAT: datatype %u is not 4 or 8 bytes wide",
+                       call->datatype);
+    if (f->byte_width != 1 && f->byte_width != 2 && f->byte_width != 4 &&
+        f->byte_width != 8)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "SCALE_FLOAT: byte width %llu is not 1, 2, 4 or 8",
+                       (unsigned long long)f->byte_width);
+    s->iw = (unsigned)f->byte_width;
+    s->scale = f->scale;
+    s->offset = f->offset;
+    return 0;
+}
+
+static int scale_float_part(const struct tdb_filter_call *call,
+                            const uint8_t *in, size_t n, struct tdb_buf *out,
+                            void *arg)
+{
+    const struct scale_float_state *s = arg;
+    if (n % s->iw != 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "SCALE_FLOAT: part of %zu bytes is not whole %u-byte "
+                       "integers", n, s->iw);
+    size_t nv = n / s->iw;
+    uint64_t bytes;
+    if (!tdb_mul_ok(nv, s->fw, &bytes) || bytes > TDB_MAX_TILE_BYTES)
+        return tdb_err(call->err, TDB_E_NOMEM,
+                       "SCALE_FLOAT: part decodes to too many bytes");
+    uint8_t *o;
+    if (nv == 0)
+        return 0;
+    if (tdb_buf_grow(out, (size_t)bytes, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < nv; i++) {
+        int64_t v = tdb_numeric_load_signed(in + i * s->iw, s->iw);
+        if (s->fw == 4) {
+            float x = (float)v;
+            float y = (float)(s->scale * (double)x + s->offset);
+            uint32_t u;
+            memcpy(&u, &y, 4);
+            tdb_st32(o + i * 4, u);
+        } else {
+            double y = s->scale * (double)v + s->offset;
+            uint64_t u;
+            memcpy(&u, &y, 8);
+            tdb_st64(o + i * 8, u);
+        }
+    }
+    return 0;
+}
+
+static int scale_float_decode(const struct tdb_filter_call *call,
+                              struct tdb_cursor *md, const uint8_t *data,
+                              size_t size, struct tdb_buf *md_out,
+                              struct tdb_buf *data_out)
+{
+    struct scale_float_state s;
+    int r = scale_float_state(call, &s);
+    if (r)
+        return r;
+    return tdb_numeric_parts_decode(call, "SCALE_FLOAT", md, data, size,
+                                    md_out, data_out, scale_float_part, &s);
+}
+
+/* A rounded value converted to a signed integer of w bytes the way x86-64
+ * converts out-of-range values (the "integer indefinite" minimum; narrow
+ * types go through a 32-bit conversion). */
+static uint64_t scale_float_to_int(double v, unsigned w)
+{
+    if (w == 8) {
+        if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+            return (uint64_t)INT64_MIN;
+        return (uint64_t)(int64_t)v;
+    }
+    if (!(v >= -2147483648.0 && v < 2147483648.0))
+        return (uint64_t)(int64_t)INT32_MIN;
+    return (uint64_t)(int64_t)(int32_t)v;
+}
+
+static int scale_float_encode(const struct tdb_filter_call *call,
+                              const uint8_t *md, size_t md_size,
+                              const uint8_t *data, size_t size,
+                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    struct scale_float_state s;
+    int r = scale_float_state(call, &s);
+    if (r)
+        return r;
+    if (size % s.fw != 0)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "SCALE_FLOAT: input of %zu bytes is not whole %u-byte "
+                       "floats", size, s.fw);
+    size_t nv = size / s.fw;
+    r = tdb_numeric_parts_header(call, "SCALE_FLOAT", (uint64_t)nv * s.iw, md,
+                                 md_size, md_out);
+    if (r || nv == 0)
+        return r;
+    uint8_t *o;
+    if (tdb_buf_grow(data_out, nv * s.iw, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < nv; i++) {
+        double q;
+        if (s.fw == 4) {
+            float x;
+            uint32_t u = tdb_le32(data + i * 4);
+            memcpy(&x, &u, 4);
+            q = roundf((x - (float)s.offset) / (float)s.scale);
+        } else {
+            double x;
+            uint64_t u = tdb_le64(data + i * 8);
+            memcpy(&x, &u, 8);
+            q = round((x - s.offset) / s.scale);
+        }
+        tdb_numeric_store(o + i * s.iw, s.iw, scale_float_to_int(q, s.iw));
+    }
+    return 0;
+}
+
+static int scale_float_read_options(struct tdb_filter *f,
+                                    struct tdb_cursor *c, uint32_t version,
+                                    struct tdb_error *err)
+{
+    (void)version;
+    tdb_cur_f64(c, &f->scale);
+    tdb_cur_f64(c, &f->offset);
+    if (tdb_cur_u64(c, &f->byte_width))
+        return tdb_err(err, TDB_E_CORRUPT, "SCALE_FLOAT options truncated");
+    if (f->byte_width != 1 && f->byte_width != 2 && f->byte_width != 4 &&
+        f->byte_width != 8)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "SCALE_FLOAT byte width %llu is not 1, 2, 4 or 8",
+                       (unsigned long long)f->byte_width);
+    return 0;
+}
+
+static int scale_float_write_options(const struct tdb_filter *f,
+                                     struct tdb_buf *out)
+{
+    if (tdb_buf_put_f64(out, f->scale) || tdb_buf_put_f64(out, f->offset) ||
+        tdb_buf_put_u64(out, f->byte_width))
+        return TDB_E_NOMEM;
+    return 0;
+}
+
+static unsigned scale_float_output_type(const struct tdb_filter *f,
+                                        unsigned in_type)
+{
+    switch (f->byte_width) {
+    case 1: return TDB_INT8;
+    case 2: return TDB_INT16;
+    case 4: return TDB_INT32;
+    case 8: return TDB_INT64;
+    default: return in_type;  /* read_options refuses other widths */
+    }
+}
+
+const struct tdb_filter_ops tdb_filter_scale_float = {
+    .name = "SCALE_FLOAT",
+    .type = TDB_FILTER_SCALE_FLOAT,
+    .read_options = scale_float_read_options,
+    .write_options = scale_float_write_options,
+    .output_type = scale_float_output_type,
+    .decode = scale_float_decode,
+    .encode = scale_float_encode,
+};

@@ -1,0 +1,96 @@
+/* xor.c: the XOR filter (format_spec/filters/xor.md).
+ *
+ * Values are integers as wide as the datatype (1, 2, 4 or 8 bytes); the
+ * first value of a part is stored as is and every later one XORed with the
+ * value before it.  The filter hands on the signed integer type of that
+ * width.  Bytes after the last whole value (which TileDB never writes)
+ * are kept as they are. */
+#include "numeric_common.h"
+
+static int xor_width(const struct tdb_filter_call *call, unsigned *w)
+{
+    *w = tdb_dt_size(call->datatype);
+    if (*w != 1 && *w != 2 && *w != 4 && *w != 8)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "XOR: datatype %u is not 1, 2, 4 or 8 bytes wide",
+                       call->datatype);
+    return 0;
+}
+
+static void xor_run(const uint8_t *in, size_t n, unsigned w, uint8_t *out,
+                    bool un)
+{
+    size_t nv = n / w;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < nv; i++) {
+        uint64_t v = tdb_numeric_load(in + i * w, w);
+        uint64_t o = v ^ prev;
+        tdb_numeric_store(out + i * w, w, o);
+        prev = un ? o : v;
+    }
+    memcpy(out + nv * w, in + nv * w, n - nv * w);
+}
+
+static int xor_part(const struct tdb_filter_call *call, const uint8_t *in,
+                    size_t n, struct tdb_buf *out, void *arg)
+{
+    unsigned w = *(const unsigned *)arg;
+    uint8_t *o;
+    if (n == 0)
+        return 0;
+    if (tdb_buf_grow(out, n, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    xor_run(in, n, w, o, true);
+    return 0;
+}
+
+static int xor_decode(const struct tdb_filter_call *call,
+                      struct tdb_cursor *md, const uint8_t *data, size_t size,
+                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    unsigned w;
+    int r = xor_width(call, &w);
+    if (r)
+        return r;
+    return tdb_numeric_parts_decode(call, "XOR", md, data, size, md_out,
+                                    data_out, xor_part, &w);
+}
+
+static int xor_encode(const struct tdb_filter_call *call, const uint8_t *md,
+                      size_t md_size, const uint8_t *data, size_t size,
+                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    unsigned w;
+    int r = xor_width(call, &w);
+    if (!r)
+        r = tdb_numeric_parts_header(call, "XOR", size, md, md_size, md_out);
+    if (r || size == 0)
+        return r;
+    uint8_t *o;
+    if (tdb_buf_grow(data_out, size, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    xor_run(data, size, w, o, false);
+    return 0;
+}
+
+static unsigned xor_output_type(const struct tdb_filter *f, unsigned in_type)
+{
+    (void)f;
+    switch (tdb_dt_size(in_type)) {
+    case 1: return TDB_INT8;
+    case 2: return TDB_INT16;
+    case 4: return TDB_INT32;
+    case 8: return TDB_INT64;
+    default: return in_type;  /* decode reports the bad width */
+    }
+}
+
+const struct tdb_filter_ops tdb_filter_xor = {
+    .name = "XOR",
+    .type = TDB_FILTER_XOR,
+    .read_options = NULL,
+    .write_options = NULL,
+    .output_type = xor_output_type,
+    .decode = xor_decode,
+    .encode = xor_encode,
+};

@@ -1,0 +1,396 @@
+/* view.c: the data files of the mount contract (values, .offsets,
+ * .validity) read over a sequence of cells, decoding only the tiles a byte
+ * range touches (LAYOUT.md "An array"). */
+#include "view.h"
+
+#include <stdlib.h>
+
+#define VIEW_RUNS 256
+
+/* A window [off, end) of the file being produced, and where we are. */
+struct view_win {
+    uint8_t *dst;
+    uint64_t pos, off, end;
+};
+
+static void view_put(struct view_win *w, const uint8_t *src, uint64_t n)
+{
+    uint64_t a = w->pos, b = w->pos + n;
+    if (b > w->off && a < w->end) {
+        uint64_t s = a > w->off ? a : w->off, e = b < w->end ? b : w->end;
+        memcpy(w->dst + (s - w->off), src + (s - a), (size_t)(e - s));
+    }
+    w->pos = b;
+}
+
+/* Repeats an n-byte value `count` times into the window. */
+static void view_put_rep(struct view_win *w, const uint8_t *v, uint64_t n,
+                         uint64_t count)
+{
+    if (!n)
+        return;
+    if (w->pos + n * count <= w->off || w->pos >= w->end) {
+        w->pos += n * count;
+        return;
+    }
+    if (w->pos < w->off) {
+        uint64_t skip = (w->off - w->pos) / n;
+        w->pos += skip * n;
+        count -= skip;
+    }
+    while (count-- && w->pos < w->end)
+        view_put(w, v, n);
+    if (count != UINT64_MAX)
+        w->pos += n * (count + 1);
+}
+
+int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
+                       struct tdb_array *a, const struct tdb_schema *s,
+                       bool is_dim, uint32_t idx, enum tdb_field_part part)
+{
+    memset(ff, 0, sizeof *ff);
+    ff->cells = cells;
+    ff->arr = a;
+    ff->is_dim = is_dim;
+    ff->idx = idx;
+    ff->part = part;
+    ff->schema = s;
+    pthread_mutex_init(&ff->lock, NULL);
+    if (is_dim) {
+        const struct tdb_dim *d = &s->dims[idx];
+        ff->type = d->type;
+        ff->cell_val_num = d->cell_val_num;
+    } else {
+        const struct tdb_attr *at = &s->attrs[idx];
+        ff->type = at->type;
+        ff->cell_val_num = at->cell_val_num;
+        ff->nullable = at->nullable;
+        ff->fill = at->fill;
+        ff->fill_size = at->fill_size;
+        ff->fill_validity = at->fill_validity;
+    }
+    ff->var = ff->cell_val_num == TDB_VAR_NUM;
+    ff->cell_size = ff->var ? 0
+                            : (uint64_t)tdb_dt_size(ff->type) * ff->cell_val_num;
+    return 0;
+}
+
+void tdb_fieldfile_destroy(struct tdb_fieldfile *ff)
+{
+    if (!ff)
+        return;
+    free(ff->ckpt);
+    pthread_mutex_destroy(&ff->lock);
+}
+
+/* The fragment field (and cache part) that holds this field in f; -1 when
+ * the fragment does not have it (schema evolution). */
+static int view_frag_field(const struct tdb_fieldfile *ff,
+                           const struct tdb_frag *f, unsigned *part)
+{
+    *part = ff->part == TDB_FILE_VALIDITY ? TDB_PART_VALIDITY : TDB_PART_VALUES;
+    if (!ff->is_dim) {
+        if (ff->schema == f->fs)
+            return (int)ff->idx;
+        return f->attr_field[ff->idx];
+    }
+    if (f->legacy_coords) {
+        *part = TDB_PART_LEGACY_DIM + ff->idx;
+        return f->dim_field[0] >= 0 ? f->dim_field[0] : (int)f->fs->nattrs;
+    }
+    return f->dim_field[ff->idx];
+}
+
+/* Fixed-size bytes (values or validity) of cells [c0, c1) into w. */
+static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                      struct view_win *w, struct tdb_error *err)
+{
+    bool validity = ff->part == TDB_FILE_VALIDITY;
+    uint64_t cs = validity ? 1 : ff->cell_size;
+    const uint8_t *fill = validity ? &ff->fill_validity : ff->fill;
+    uint64_t fill_size = validity ? 1 : ff->fill_size;
+    struct tdb_run runs[VIEW_RUNS];
+    while (c0 < c1) {
+        size_t nr;
+        int r = ff->cells->ops->runs(ff->cells, c0, c1 - c0, runs, VIEW_RUNS,
+                                     &nr, err);
+        if (r)
+            return r;
+        if (!nr)
+            return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
+                           (unsigned long long)c0);
+        for (size_t i = 0; i < nr; i++) {
+            struct tdb_run *ru = &runs[i];
+            c0 += ru->count;
+            unsigned part;
+            int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
+            if (field < 0) {
+                if (fill_size == cs)
+                    view_put_rep(w, fill, cs, ru->count);
+                else /* fill shorter than a cell (cell_val_num > 1) */
+                    for (uint64_t k = 0; k < ru->count; k++)
+                        for (uint64_t b = 0; b < cs; b += fill_size)
+                            view_put(w, fill, fill_size);
+                continue;
+            }
+            uint64_t fc = ru->fcell, left = ru->count;
+            while (left) {
+                if (w->pos >= w->end)
+                    return 0;
+                uint64_t first;
+                uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
+                uint64_t tc = tdb_frag_tile_cells(ru->frag, t);
+                uint64_t n = tc - (fc - first);
+                if (n > left)
+                    n = left;
+                if (w->pos + n * cs <= w->off) {
+                    w->pos += n * cs;
+                } else {
+                    struct tdb_cache_entry *e;
+                    const struct tdb_tile *tile;
+                    r = tdb_frag_tile(ru->frag, field, part, t, &e, &tile, err);
+                    if (r)
+                        return r;
+                    uint64_t at = (fc - first) * cs;
+                    if (at + n * cs > tile->size) {
+                        tdb_cache_release(ru->frag->arr->cache, e);
+                        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
+                                       ru->frag->fm->path, (unsigned long long)t);
+                    }
+                    view_put(w, tile->data + at, n * cs);
+                    tdb_cache_release(ru->frag->arr->cache, e);
+                }
+                fc += n;
+                left -= n;
+            }
+        }
+        if (w->pos >= w->end)
+            return 0;
+    }
+    return 0;
+}
+
+/* Calls fn(arg, bytes, size) for each var-sized cell of [c0, c1); fn
+ * returns non-zero to stop. */
+typedef int (*view_var_fn)(void *arg, const uint8_t *p, uint64_t n);
+
+static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                    view_var_fn fn, void *arg, struct tdb_error *err)
+{
+    struct tdb_run runs[VIEW_RUNS];
+    while (c0 < c1) {
+        size_t nr;
+        int r = ff->cells->ops->runs(ff->cells, c0, c1 - c0, runs, VIEW_RUNS,
+                                     &nr, err);
+        if (r)
+            return r;
+        if (!nr)
+            return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
+                           (unsigned long long)c0);
+        for (size_t i = 0; i < nr; i++) {
+            struct tdb_run *ru = &runs[i];
+            c0 += ru->count;
+            unsigned part;
+            int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
+            if (field < 0) {
+                for (uint64_t k = 0; k < ru->count; k++)
+                    if (fn(arg, ff->fill, ff->fill_size))
+                        return 0;
+                continue;
+            }
+            uint64_t fc = ru->fcell, left = ru->count;
+            while (left) {
+                uint64_t first;
+                uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
+                uint64_t tc = tdb_frag_tile_cells(ru->frag, t);
+                uint64_t n = tc - (fc - first);
+                if (n > left)
+                    n = left;
+                struct tdb_cache_entry *e;
+                const struct tdb_tile *tile;
+                r = tdb_frag_tile(ru->frag, field, part, t, &e, &tile, err);
+                if (r)
+                    return r;
+                int stop = 0;
+                for (uint64_t k = fc - first; k < fc - first + n && !stop; k++) {
+                    uint64_t a = tile->offsets[k];
+                    uint64_t b = k + 1 < tile->ncells ? tile->offsets[k + 1]
+                                                      : tile->size;
+                    stop = fn(arg, tile->data + a, b - a);
+                }
+                tdb_cache_release(ru->frag->arr->cache, e);
+                if (stop)
+                    return 0;
+                fc += n;
+                left -= n;
+            }
+        }
+    }
+    return 0;
+}
+
+struct view_sizer {
+    uint64_t total, cell;
+    uint64_t *ckpt;
+};
+
+static int view_size_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_sizer *s = arg;
+    if (s->cell % TDB_CKPT == 0)
+        s->ckpt[s->cell / TDB_CKPT] = s->total;
+    s->total += n;
+    s->cell++;
+    return 0;
+}
+
+/* One pass over the var-sized cells: total bytes and checkpoints. */
+static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
+{
+    if (ff->sized)
+        return 0;
+    pthread_mutex_lock(&ff->lock);
+    int r = 0;
+    if (!ff->sized) {
+        uint64_t n = ff->cells->ncells;
+        uint64_t nck = n / TDB_CKPT + 1;
+        struct view_sizer s = {0, 0, calloc(nck, sizeof(uint64_t))};
+        if (!s.ckpt) {
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        } else {
+            r = view_var(ff, 0, n, view_size_cb, &s, err);
+            if (r) {
+                free(s.ckpt);
+            } else {
+                ff->ckpt = s.ckpt;
+                ff->nckpt = nck;
+                ff->var_total = s.total;
+                ff->sized = true;
+            }
+        }
+    }
+    pthread_mutex_unlock(&ff->lock);
+    return r;
+}
+
+bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff)
+{
+    return ff->cells->ready && (!ff->var || ff->part != TDB_FILE_VALUES ||
+                                ff->sized);
+}
+
+int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
+                       struct tdb_error *err)
+{
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (r)
+        return r;
+    uint64_t n = ff->cells->ncells;
+    switch (ff->part) {
+    case TDB_FILE_VALIDITY: *size = n; return 0;
+    case TDB_FILE_OFFSETS: *size = n * 8; return 0;
+    default: break;
+    }
+    if (!ff->var) {
+        *size = n * ff->cell_size;
+        return 0;
+    }
+    r = view_var_sized(ff, err);
+    if (!r)
+        *size = ff->var_total;
+    return r;
+}
+
+struct view_offs {
+    struct view_win *w;
+    uint64_t cum;
+};
+
+static int view_offs_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_offs *o = arg;
+    uint8_t b[8];
+    tdb_st64(b, o->cum);
+    view_put(o->w, b, 8);
+    o->cum += n;
+    return o->w->pos >= o->w->end;
+}
+
+struct view_skip {
+    uint64_t target, cum, cell;
+};
+
+static int view_skip_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_skip *s = arg;
+    if (s->cell >= s->target)
+        return 1;
+    s->cum += n;
+    s->cell++;
+    return 0;
+}
+
+static int view_vals_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_win *w = arg;
+    view_put(w, p, n);
+    return w->pos >= w->end;
+}
+
+int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err)
+{
+    uint64_t size;
+    *got = 0;
+    int r = tdb_fieldfile_size(ff, &size, err);
+    if (r)
+        return r;
+    if (off >= size || !len)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    struct view_win w = {buf, 0, off, off + len};
+    uint64_t n = ff->cells->ncells;
+    if (ff->part == TDB_FILE_VALIDITY || !ff->var) {
+        uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+        uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
+        if (c1 > n)
+            c1 = n;
+        w.pos = c0 * cs;
+        r = view_fixed(ff, c0, c1, &w, err);
+    } else {
+        if ((r = view_var_sized(ff, err)))
+            return r;
+        uint64_t c0, c1, k;
+        struct view_skip sk;
+        if (ff->part == TDB_FILE_OFFSETS) {
+            c0 = off / 8;
+            c1 = (off + len + 7) / 8;
+            if (c1 > n)
+                c1 = n;
+            k = c0 / TDB_CKPT;
+            sk = (struct view_skip){c0, ff->ckpt[k], k * TDB_CKPT};
+            if ((r = view_var(ff, sk.cell, c0, view_skip_cb, &sk, err)))
+                return r;
+            struct view_offs o = {&w, sk.cum};
+            w.pos = c0 * 8;
+            r = view_var(ff, c0, c1, view_offs_cb, &o, err);
+        } else {
+            /* the checkpoint at or before off, then walk to it */
+            size_t lo = 0, hi = (size_t)ff->nckpt;
+            while (hi - lo > 1) {
+                size_t mid = (lo + hi) / 2;
+                if (mid * (uint64_t)TDB_CKPT < n && ff->ckpt[mid] <= off)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            c0 = (uint64_t)lo * TDB_CKPT;
+            w.pos = ff->ckpt[lo];
+            r = view_var(ff, c0, n, view_vals_cb, &w, err);
+        }
+    }
+    if (!r)
+        *got = len;
+    return r;
+}

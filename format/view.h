@@ -1,0 +1,115 @@
+/* view.h: views of an array as sequences of cells (the mount contract's
+ * data files): the dense view region in row-major order, a dense fragment
+ * over its non-empty domain, merged sparse cells in global order, one
+ * sparse fragment; and the field files read over such a sequence. */
+#ifndef TDB_VIEW_H
+#define TDB_VIEW_H
+
+#include "array.h"
+#include <pthread.h>
+
+/* `count` consecutive cells of a view that come from consecutive cells
+ * fcell.. of fragment `frag`, or are never-written cells (frag NULL). */
+struct tdb_run {
+    struct tdb_frag *frag;
+    uint64_t fcell;
+    uint64_t count;
+};
+
+struct tdb_cells;
+struct tdb_cells_ops {
+    /* Fills out[] with runs covering cells [first, first+n) (or a prefix
+     * of them, at least one cell), *nout runs. */
+    int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
+                struct tdb_run *out, size_t cap, size_t *nout,
+                struct tdb_error *err);
+    /* Computes ncells if not known yet (sparse merges). */
+    int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
+    void (*destroy)(struct tdb_cells *c);
+};
+
+struct tdb_cells {
+    const struct tdb_cells_ops *ops;
+    struct tdb_array *arr;
+    uint64_t ncells;
+    bool ready;
+    pthread_mutex_t lock;
+};
+
+/* Dense: the cells of region [lo[d], hi[d]] (offsets from the domain's low
+ * bound) in row-major order; fragments frags[0..n) with newest last. */
+int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
+                    const uint64_t *lo, const uint64_t *hi,
+                    struct tdb_frag **frags, size_t n, struct tdb_error *err);
+
+/* Sparse: the cells of frags[0..n) merged in global order, at [t0, t1]:
+ * duplicates dropped unless the schema allows them (newest wins), deleted
+ * cells dropped.  The merge runs on first use. */
+int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
+                     struct tdb_frag **frags, size_t n, uint64_t t0,
+                     uint64_t t1, struct tdb_error *err);
+
+int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err);
+void tdb_cells_free(struct tdb_cells *c);
+
+/* What a field file shows. */
+enum tdb_field_part { TDB_FILE_VALUES, TDB_FILE_OFFSETS, TDB_FILE_VALIDITY };
+
+struct tdb_fieldfile {
+    struct tdb_cells *cells;    /* not owned */
+    struct tdb_array *arr;
+    const struct tdb_schema *schema;    /* idx refers to this schema */
+    bool is_dim;
+    uint32_t idx;               /* attribute or dimension index */
+    enum tdb_field_part part;
+    unsigned type;
+    uint32_t cell_val_num;
+    bool var, nullable;
+    uint64_t cell_size;         /* fixed fields */
+    const uint8_t *fill;
+    uint64_t fill_size;
+    uint8_t fill_validity;
+    /* var-sized: total bytes and checkpoints (byte offset of every
+     * TDB_CKPT-th cell), computed once */
+    pthread_mutex_t lock;
+    bool sized;
+    uint64_t var_total;
+    uint64_t *ckpt;
+    uint64_t nckpt;
+};
+
+#define TDB_CKPT 4096
+
+int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
+                       struct tdb_array *a, const struct tdb_schema *s,
+                       bool is_dim, uint32_t idx,
+                       enum tdb_field_part part);
+void tdb_fieldfile_destroy(struct tdb_fieldfile *ff);
+
+/* Exact size in bytes; var-sized values need one pass over the offsets. */
+int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
+                       struct tdb_error *err);
+/* True when the size is known without decoding any tile. */
+bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
+
+int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err);
+
+/* Global order (order.c) */
+
+/* One cell's coordinates: per dimension a pointer and a size. */
+struct tdb_coords {
+    const uint8_t *v[TDB_MAX_DIMS];
+    uint64_t n[TDB_MAX_DIMS];
+};
+
+/* Compares two cells in the schema's global order (tile order, then cell
+ * order; Hilbert where the cell order says so).  hilbert values are passed
+ * in when the schema uses Hilbert order (compute with tdb_hilbert). */
+int tdb_order_cmp(const struct tdb_schema *s, const struct tdb_coords *a,
+                  uint64_t ha, const struct tdb_coords *b, uint64_t hb);
+bool tdb_coords_equal(const struct tdb_schema *s, const struct tdb_coords *a,
+                      const struct tdb_coords *b);
+uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c);
+
+#endif

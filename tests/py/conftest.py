@@ -1,0 +1,228 @@
+"""conftest.py: fixtures of the Python suite: the build, the reference corpus, its cases, and FUSE mounts (the mount contract end to end)."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.abspath(os.environ.get('TILEDBFS_BUILD') or REPO)
+CORPUS = os.path.abspath(os.environ.get('TILEDBFS_CORPUS') or
+                         os.path.join(REPO, '..', 'shared', 'corpus'))
+NO_CORPUS = f'corpus not found at {CORPUS} (set TILEDBFS_CORPUS)'
+
+CAT_TIMEOUT = 60      # seconds for one tiledbfs-cat run
+MOUNT_TIMEOUT = 20    # seconds to wait for a mount to appear or go away
+
+
+# ------------------------------------------------------------------ corpus
+
+class Case:
+    """One corpus case: CORPUS/NAME/{array,expected,case.json}."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dir = os.path.join(CORPUS, name)
+        self.array = os.path.join(self.dir, 'array')
+        with open(os.path.join(self.dir, 'case.json')) as f:
+            self.info = json.load(f)
+        self.expected_paths = list(self.info.get('expected', []))
+
+    def expected(self, path):
+        with open(os.path.join(self.dir, 'expected', path), 'rb') as f:
+            return f.read()
+
+    @property
+    def dense(self):
+        return self.info.get('kind') == 'array' and self.info.get('array_type') == 'dense'
+
+    def fields(self):
+        return self.info.get('fields', {})
+
+    def __repr__(self):
+        return f'Case({self.name})'
+
+
+def case_names():
+    """Every folder of the corpus that holds a case.json, sorted."""
+    if not os.path.isdir(CORPUS):
+        return []
+    return sorted(n for n in os.listdir(CORPUS)
+                  if os.path.isfile(os.path.join(CORPUS, n, 'case.json')))
+
+
+def pytest_generate_tests(metafunc):
+    """Parametrises a test that takes `case` over every corpus case; without
+    a corpus, one skipped instance says where it looked."""
+    if 'case' in metafunc.fixturenames:
+        names = case_names()
+        if names:
+            metafunc.parametrize('case', names, indirect=True)
+        else:
+            metafunc.parametrize('case', [pytest.param(None, marks=pytest.mark.skip(reason=NO_CORPUS))],
+                                 indirect=True, ids=['no-corpus'])
+
+
+@pytest.fixture
+def case(request):
+    return Case(request.param)
+
+
+@pytest.fixture(scope='session')
+def corpus():
+    """Path of the corpus; skips the test when it is absent."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip(NO_CORPUS)
+    return CORPUS
+
+
+def get_case(name):
+    """A named case, or a skip when the corpus (or the case) is missing."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip(NO_CORPUS)
+    if not os.path.isfile(os.path.join(CORPUS, name, 'case.json')):
+        pytest.skip(f'case {name} not in corpus {CORPUS}')
+    return Case(name)
+
+
+def case_options(case, tmpdir, key_hex=None):
+    """The -o options of a case: its mount_options, plus key_file= pointing
+    at a file holding the 32 key bytes (case.json key_hex, or `key_hex`)."""
+    opts = [o for o in [case.info.get('mount_options', '')] if o]
+    key = key_hex if key_hex is not None else case.info.get('key_hex')
+    if key:
+        kf = os.path.join(str(tmpdir), f'{case.name}.key')
+        with open(kf, 'wb') as f:
+            f.write(bytes.fromhex(key))
+        opts.append('key_file=' + kf)
+    return opts
+
+
+def o_args(opts):
+    return ['-o', ','.join(opts)] if opts else []
+
+
+# ------------------------------------------------------------------ programs
+
+def find_program(rel):
+    path = os.path.join(BUILD, rel)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        pytest.fail(f'{rel} is not built in {BUILD} (run make, or set TILEDBFS_BUILD)')
+    return path
+
+
+@pytest.fixture(scope='session')
+def build_dir():
+    return BUILD
+
+
+@pytest.fixture(scope='session')
+def cat_prog():
+    return find_program(os.path.join('tools', 'tiledbfs-cat'))
+
+
+@pytest.fixture(scope='session')
+def fs_prog():
+    return find_program(os.path.join('fuse', 'tiledbfs'))
+
+
+def run_cat(prog, source, path, opts=(), timeout=CAT_TIMEOUT, extra=()):
+    """Runs tiledbfs-cat; returns the CompletedProcess (bytes)."""
+    cmd = [prog] + o_args(list(opts)) + list(extra) + [source, path]
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout)
+
+
+# --------------------------------------------------------------------- FUSE
+
+def fuse_missing():
+    """Why FUSE mounts cannot work here, or None."""
+    if not os.path.exists('/dev/fuse'):
+        return '/dev/fuse does not exist'
+    if not os.access('/dev/fuse', os.R_OK | os.W_OK):
+        return '/dev/fuse is not readable and writable'
+    if shutil.which('fusermount3') is None:
+        return 'fusermount3 is not installed'
+    return None
+
+
+class Mounts:
+    """Starts `tiledbfs -f` in the background and unmounts at teardown."""
+
+    def __init__(self, prog, tmpdir):
+        self.prog = prog
+        self.tmpdir = str(tmpdir)
+        self.active = []   # (mountpoint, process, stderr path)
+
+    def __call__(self, source, opts=(), extra=()):
+        n = len(self.active)
+        mnt = os.path.join(self.tmpdir, f'mnt{n}')
+        os.makedirs(mnt, exist_ok=True)
+        errpath = os.path.join(self.tmpdir, f'mnt{n}.stderr')
+        err = open(errpath, 'wb')
+        cmd = [self.prog, '-f'] + o_args(list(opts)) + list(extra) + [source, mnt]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        err.close()
+        deadline = time.monotonic() + MOUNT_TIMEOUT
+        while not os.path.ismount(mnt):
+            if proc.poll() is not None:
+                pytest.fail(f'tiledbfs exited with {proc.returncode} before mounting '
+                            f'{source}: {self._stderr(errpath)}')
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                pytest.fail(f'{source} not mounted after {MOUNT_TIMEOUT} s: {self._stderr(errpath)}')
+            time.sleep(0.05)
+        self.active.append((mnt, proc, errpath))
+        return mnt
+
+    @staticmethod
+    def _stderr(path):
+        try:
+            with open(path, 'rb') as f:
+                return f.read().decode(errors='replace').strip()[-2000:]
+        except OSError:
+            return ''
+
+    def unmount(self, mnt):
+        """Unmounts `mnt`, waits for its daemon; returns the failures."""
+        problems = []
+        for i, (m, proc, errpath) in enumerate(self.active):
+            if m != mnt:
+                continue
+            del self.active[i]
+            r = subprocess.run(['fusermount3', '-u', mnt], capture_output=True)
+            if r.returncode != 0:
+                problems.append(f'fusermount3 -u {mnt}: {r.stderr.decode(errors="replace").strip()}')
+                subprocess.run(['fusermount3', '-u', '-z', mnt], capture_output=True)
+            try:
+                proc.wait(timeout=MOUNT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                problems.append(f'tiledbfs did not exit within {MOUNT_TIMEOUT} s of the unmount')
+            if proc.returncode != 0:
+                problems.append(f'tiledbfs exited with {proc.returncode}: {self._stderr(errpath)}')
+            return problems
+        return [f'{mnt} is not mounted by this fixture']
+
+    def close(self):
+        problems = []
+        while self.active:
+            problems += self.unmount(self.active[-1][0])
+        return problems
+
+
+@pytest.fixture
+def mount(fs_prog, tmp_path):
+    """A function mount(source, opts=()) -> mountpoint.  Every mount made is
+    unmounted with fusermount3 -u at teardown, and the daemon must exit 0."""
+    why = fuse_missing()
+    if why:
+        pytest.skip(f'no FUSE here: {why}')
+    mounts = Mounts(fs_prog, tmp_path)
+    yield mounts
+    problems = mounts.close()
+    assert not problems, '; '.join(problems)

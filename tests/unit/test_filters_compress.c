@@ -1,0 +1,881 @@
+/* test_filters_compress.c: unit tests of the compression, checksum and
+ * encryption filters (tile.md), calling each filter's ops directly. */
+#include "unit.h"
+
+#include "../../format/filters/compress_common.h"
+
+#include <bzlib.h>
+#include <lz4.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+struct fx {
+    struct tdb_filter f;
+    struct tdb_filter_call call;
+    struct tdb_error err;
+    struct tdb_buf md_out, data_out, offsets;
+};
+
+static void fx_init(struct fx *x, const struct tdb_filter_ops *ops,
+                    uint8_t compressor, int32_t level, uint64_t cell_size)
+{
+    memset(x, 0, sizeof *x);
+    x->f.type = ops->type;
+    x->f.ops = ops;
+    x->f.compressor = compressor;
+    x->f.level = level;
+    x->f.reinterpret_type = TDB_ANY;
+    x->call.filter = &x->f;
+    x->call.datatype = TDB_UINT8;
+    x->call.cell_size = cell_size;
+    x->call.version = 22;
+    x->call.err = &x->err;
+    x->call.offsets = &x->offsets;
+}
+
+static void fx_reset(struct fx *x)
+{
+    tdb_buf_reset(&x->md_out);
+    tdb_buf_reset(&x->data_out);
+    tdb_buf_reset(&x->offsets);
+    x->err.code = 0;
+    x->err.msg[0] = 0;
+}
+
+static void fx_free(struct fx *x)
+{
+    tdb_buf_free(&x->md_out);
+    tdb_buf_free(&x->data_out);
+    tdb_buf_free(&x->offsets);
+}
+
+static int fx_decode(struct fx *x, const void *md, size_t md_len,
+                     const void *data, size_t size)
+{
+    struct tdb_cursor c;
+    int rc;
+
+    fx_reset(x);
+    tdb_cur_init(&c, md, md_len);
+    rc = x->f.ops->decode(&x->call, &c, data, size, &x->md_out, &x->data_out);
+    if (rc < 0) {
+        /* a failed call always explains itself */
+        CHECK_EQ_INT(x->err.code, rc);
+        CHECK(x->err.msg[0] != 0);
+    }
+    return rc;
+}
+
+/* Encodes (md, data), decodes the result and checks both come back. */
+static void fx_roundtrip(struct fx *x, const uint8_t *md, size_t md_len,
+                         const uint8_t *data, size_t size)
+{
+    struct tdb_buf emd = {0}, edata = {0};
+    int rc;
+
+    fx_reset(x);
+    rc = x->f.ops->encode(&x->call, md, md_len, data, size, &emd, &edata);
+    CHECK_EQ_INT(rc, 0);
+    rc = fx_decode(x, emd.data, emd.len, edata.data, edata.len);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(x->md_out.len, md_len);
+    CHECK_EQ_INT(x->data_out.len, size);
+    if (rc == 0 && x->md_out.len == md_len && md_len)
+        CHECK_MEM(x->md_out.data, md, md_len);
+    if (rc == 0 && x->data_out.len == size && size)
+        CHECK_MEM(x->data_out.data, data, size);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+}
+
+/* Every truncation of md and of data, and every single-byte corruption of
+ * md (and many of data), must give an error or (for corruptions a codec
+ * cannot see) a result, never a crash; truncations of md must always
+ * fail. */
+static void fx_abuse(struct fx *x, const uint8_t *md, size_t md_len,
+                     const uint8_t *data, size_t size, bool data_cut_fails)
+{
+    uint8_t *copy = malloc(md_len + size + 1);
+
+    for (size_t cut = 0; cut < md_len; cut++)
+        CHECK(fx_decode(x, md, cut, data, size) < 0);
+    size_t step = size / 150 + 1; /* bound the work on large inputs */
+
+    for (size_t cut = 0; cut < size; cut += step) {
+        int rc = fx_decode(x, md, md_len, data, cut);
+        if (data_cut_fails)
+            CHECK(rc < 0);
+    }
+    for (size_t i = 0; i < md_len; i++) {
+        memcpy(copy, md, md_len);
+        copy[i] ^= 0x5a;
+        (void)fx_decode(x, copy, md_len, data, size);
+    }
+    for (size_t i = 0; i < size; i += step) {
+        memcpy(copy, data, size);
+        copy[i] ^= 0xa5;
+        (void)fx_decode(x, md, md_len, copy, size);
+    }
+    free(copy);
+}
+
+static void put32(uint8_t *p, size_t *n, uint32_t v)
+{
+    tdb_st32(p + *n, v);
+    *n += 4;
+}
+
+/* A test input: many values with runs and some noise. */
+static uint8_t *make_values(size_t n)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    uint32_t s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        p[i] = (i / 64) % 3 == 0 ? (uint8_t)(s >> 24) : (uint8_t)(i / 16);
+    }
+    return p;
+}
+
+/* ---------------------------------------------- the generic compressors */
+
+/* Compresses with the library directly, as the test's reference. */
+static size_t ref_compress(unsigned type, const uint8_t *src, size_t n,
+                           uint8_t *dst, size_t cap)
+{
+    switch (type) {
+    case TDB_FILTER_GZIP: {
+        uLongf len = cap;
+        return compress2(dst, &len, src, n, 6) == Z_OK ? len : 0;
+    }
+    case TDB_FILTER_ZSTD: {
+        size_t r = ZSTD_compress(dst, cap, src, n, 3);
+        return ZSTD_isError(r) ? 0 : r;
+    }
+    case TDB_FILTER_LZ4: {
+        int r = LZ4_compress_default((const char *)src, (char *)dst, (int)n,
+                                     (int)cap);
+        return r > 0 ? (size_t)r : 0;
+    }
+    case TDB_FILTER_BZIP2: {
+        unsigned int len = (unsigned int)cap;
+        return BZ2_bzBuffToBuffCompress((char *)dst, &len, (char *)src,
+                                        (unsigned int)n, 9, 0, 0) == BZ_OK
+                   ? len
+                   : 0;
+    }
+    }
+    return 0;
+}
+
+struct codec_case {
+    const struct tdb_filter_ops *ops;
+    uint8_t compressor;
+};
+
+static const struct codec_case codecs[] = {
+    {&tdb_filter_gzip, TDB_COMPRESSOR_GZIP},
+    {&tdb_filter_zstd, TDB_COMPRESSOR_ZSTD},
+    {&tdb_filter_lz4, TDB_COMPRESSOR_LZ4},
+    {&tdb_filter_bzip2, TDB_COMPRESSOR_BZIP2},
+};
+
+/* Framing built by hand: one metadata part and one data part, each a
+ * stream made by the library itself. */
+static void test_compressors_hand_vector(void)
+{
+    const char *meta = "previous filter metadata";
+    const char *text = "hello hello hello hello tiledb tiledb tiledb";
+    for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++) {
+        struct fx x;
+        uint8_t cm[256], cd[256], data[512], md[64];
+        size_t mlen = strlen(meta), tlen = strlen(text), n = 0;
+        size_t cml = ref_compress(codecs[k].ops->type, (const uint8_t *)meta,
+                                  mlen, cm, sizeof cm);
+        size_t cdl = ref_compress(codecs[k].ops->type, (const uint8_t *)text,
+                                  tlen, cd, sizeof cd);
+        CHECK(cml > 0 && cdl > 0);
+        fx_init(&x, codecs[k].ops, codecs[k].compressor, -1, 1);
+        put32(md, &n, 1);
+        put32(md, &n, 1);
+        put32(md, &n, (uint32_t)mlen);
+        put32(md, &n, (uint32_t)cml);
+        put32(md, &n, (uint32_t)tlen);
+        put32(md, &n, (uint32_t)cdl);
+        memcpy(data, cm, cml);
+        memcpy(data + cml, cd, cdl);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, cml + cdl), 0);
+        CHECK_EQ_INT(x.md_out.len, mlen);
+        CHECK_EQ_INT(x.data_out.len, tlen);
+        if (x.md_out.len == mlen && x.data_out.len == tlen) {
+            CHECK_MEM(x.md_out.data, meta, mlen);
+            CHECK_MEM(x.data_out.data, text, tlen);
+        }
+
+        /* A wrong original length is corruption, either way. */
+        tdb_st32(md + 16, (uint32_t)tlen + 1);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, cml + cdl), TDB_E_CORRUPT);
+        tdb_st32(md + 16, (uint32_t)tlen - 1);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, cml + cdl), TDB_E_CORRUPT);
+        tdb_st32(md + 16, (uint32_t)tlen);
+        /* A compressed length past the data. */
+        tdb_st32(md + 20, (uint32_t)cdl + 1);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, cml + cdl), TDB_E_CORRUPT);
+        tdb_st32(md + 20, (uint32_t)cdl);
+        /* Absurd part counts. */
+        tdb_st32(md, 0xffffffffu);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, cml + cdl), TDB_E_CORRUPT);
+        tdb_st32(md, 1);
+        /* Every truncation fails; corruptions never crash. */
+        fx_abuse(&x, md, n, data, cml + cdl, true);
+        fx_free(&x);
+    }
+}
+
+static void test_compressors_roundtrip(void)
+{
+    size_t sizes[] = {0, 1, 2, 100, 65536, 200000};
+    uint8_t meta[40];
+    for (size_t i = 0; i < sizeof meta; i++)
+        meta[i] = (uint8_t)(i * 7);
+    for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++) {
+        int32_t levels[] = {-1, 1, 9};
+        for (size_t l = 0; l < 3; l++) {
+            struct fx x;
+            fx_init(&x, codecs[k].ops, codecs[k].compressor, levels[l], 1);
+            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+                uint8_t *v = make_values(sizes[s]);
+                fx_roundtrip(&x, NULL, 0, v, sizes[s]);
+                fx_roundtrip(&x, meta, sizeof meta, v, sizes[s]);
+                free(v);
+            }
+            fx_free(&x);
+        }
+    }
+}
+
+/* An encoded chunk, then every truncation and every corrupted byte. */
+static void test_compressors_corrupt(void)
+{
+    uint8_t *v = make_values(3000);
+    for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++) {
+        struct fx x;
+        struct tdb_buf md = {0}, data = {0};
+        fx_init(&x, codecs[k].ops, codecs[k].compressor, -1, 1);
+        CHECK_EQ_INT(x.f.ops->encode(&x.call, (const uint8_t *)"abcd", 4, v,
+                                     3000, &md, &data),
+                     0);
+        fx_abuse(&x, md.data, md.len, data.data, data.len, true);
+        /* Garbage where a stream should be. */
+        memset(data.data, 0xee, data.len);
+        CHECK(fx_decode(&x, md.data, md.len, data.data, data.len) < 0);
+        tdb_buf_free(&md);
+        tdb_buf_free(&data);
+        fx_free(&x);
+    }
+    free(v);
+}
+
+static void test_compressor_options(void)
+{
+    static const uint8_t gz[] = {1, 5, 0, 0, 0};
+    static const uint8_t zs[] = {2, 0xf9, 0xff, 0xff, 0xff}; /* level -7 */
+    static const uint8_t dict[] = {7, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t wrong[] = {2, 5, 0, 0, 0};
+    struct tdb_filter f = {0};
+    struct tdb_error err = {0};
+    struct tdb_cursor c;
+    struct tdb_buf out = {0};
+
+    tdb_cur_init(&c, gz, sizeof gz);
+    CHECK_EQ_INT(tdb_filter_gzip.read_options(&f, &c, 22, &err), 0);
+    CHECK_EQ_INT(f.compressor, 1);
+    CHECK_EQ_INT(f.level, 5);
+    CHECK_EQ_INT(tdb_filter_gzip.write_options(&f, &out), 0);
+    CHECK_EQ_INT(out.len, sizeof gz);
+    CHECK_MEM(out.data, gz, sizeof gz);
+
+    tdb_cur_init(&c, zs, sizeof zs);
+    CHECK_EQ_INT(tdb_filter_zstd.read_options(&f, &c, 1, &err), 0);
+    CHECK_EQ_INT(f.level, -7);
+
+    tdb_cur_init(&c, dict, sizeof dict);
+    CHECK_EQ_INT(tdb_filter_dictionary.read_options(&f, &c, 13, &err), 0);
+    CHECK_EQ_INT(f.compressor, 7);
+    CHECK_EQ_INT(f.level, -1);
+    tdb_buf_reset(&out);
+    CHECK_EQ_INT(tdb_filter_dictionary.write_options(&f, &out), 0);
+    CHECK_MEM(out.data, dict, sizeof dict);
+
+    tdb_cur_init(&c, wrong, sizeof wrong);
+    CHECK_EQ_INT(tdb_filter_gzip.read_options(&f, &c, 22, &err),
+                 TDB_E_CORRUPT);
+    for (size_t cut = 0; cut < sizeof gz; cut++) {
+        tdb_cur_init(&c, gz, cut);
+        CHECK_EQ_INT(tdb_filter_lz4.read_options(&f, &c, 22, &err),
+                     TDB_E_CORRUPT);
+    }
+    /* Compressor 0 (no compression) is accepted for any compressor. */
+    {
+        static const uint8_t none[] = {0, 0xff, 0xff, 0xff, 0xff};
+        tdb_cur_init(&c, none, sizeof none);
+        CHECK_EQ_INT(tdb_filter_bzip2.read_options(&f, &c, 5, &err), 0);
+        CHECK_EQ_INT(f.compressor, 0);
+    }
+    tdb_buf_free(&out);
+}
+
+/* ------------------------------------------------------------------- RLE */
+
+static void test_rle_fixed_hand_vector(void)
+{
+    /* int32 values 7 7 7 9: runs (07000000, 0003) (09000000, 0001). */
+    static const uint8_t vals[] = {7, 0, 0, 0, 7, 0, 0, 0,
+                                   7, 0, 0, 0, 9, 0, 0, 0};
+    static const uint8_t runs[] = {7, 0, 0, 0, 0, 3, 9, 0, 0, 0, 0, 1};
+    uint8_t md[16];
+    size_t n = 0;
+    struct fx x;
+    struct tdb_buf emd = {0}, edata = {0};
+
+    fx_init(&x, &tdb_filter_rle, TDB_COMPRESSOR_RLE, -1, 4);
+    put32(md, &n, 0);
+    put32(md, &n, 1);
+    put32(md, &n, sizeof vals);
+    put32(md, &n, sizeof runs);
+    CHECK_EQ_INT(fx_decode(&x, md, n, runs, sizeof runs), 0);
+    CHECK_EQ_INT(x.data_out.len, sizeof vals);
+    CHECK_MEM(x.data_out.data, vals, sizeof vals);
+    CHECK_EQ_INT(x.md_out.len, 0);
+
+    /* The encoder writes exactly these bytes. */
+    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0, vals, sizeof vals,
+                                       &emd, &edata),
+                 0);
+    CHECK_EQ_INT(emd.len, n);
+    CHECK_MEM(emd.data, md, n);
+    CHECK_EQ_INT(edata.len, sizeof runs);
+    CHECK_MEM(edata.data, runs, sizeof runs);
+
+    /* Runs not a whole number of (value, length) pairs. */
+    CHECK_EQ_INT(fx_decode(&x, md, n, runs, sizeof runs - 1), TDB_E_CORRUPT);
+    fx_abuse(&x, md, n, runs, sizeof runs, true);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+    fx_free(&x);
+}
+
+static void test_rle_fixed_long_runs(void)
+{
+    /* 70000 equal bytes: a run of 65535 then one of 4465 (0x1171). */
+    size_t n = 70000;
+    uint8_t *v = malloc(n);
+    struct fx x;
+    struct tdb_buf emd = {0}, edata = {0};
+    static const uint8_t want[] = {0x42, 0xff, 0xff, 0x42, 0x11, 0x71};
+
+    memset(v, 0x42, n);
+    fx_init(&x, &tdb_filter_rle, TDB_COMPRESSOR_RLE, -1, 1);
+    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0, v, n, &emd, &edata),
+                 0);
+    CHECK_EQ_INT(edata.len, sizeof want);
+    CHECK_MEM(edata.data, want, sizeof want);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+    fx_roundtrip(&x, NULL, 0, v, n);
+    free(v);
+
+    /* Round trips of several value sizes, with metadata of whole values. */
+    uint64_t cs[] = {1, 2, 8, 12};
+    for (size_t k = 0; k < 4; k++) {
+        uint8_t meta[24];
+        size_t sizes[] = {0, (size_t)cs[k], 10 * (size_t)cs[k], 24000};
+        memset(meta, 3, sizeof meta);
+        x.call.cell_size = cs[k];
+        for (size_t s = 0; s < 4; s++) {
+            uint8_t *w = make_values(sizes[s]);
+            fx_roundtrip(&x, NULL, 0, w, sizes[s]);
+            fx_roundtrip(&x, meta, sizeof meta, w, sizes[s]);
+            free(w);
+        }
+    }
+    /* Input that is not whole values cannot be encoded. */
+    x.call.cell_size = 4;
+    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0,
+                                       (const uint8_t *)"abcde", 5, &emd,
+                                       &edata),
+                 TDB_E_INVAL);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+    fx_free(&x);
+}
+
+/* Strings "aa" "aa" "b" "" "" "": runs (2,"aa") (1,"b") (3,""). */
+static void test_rle_strings_hand_vector(void)
+{
+    static const uint8_t enc[] = {2, 2, 'a', 'a', 1, 1, 'b', 3, 0};
+    static const uint64_t want_off[] = {0, 2, 4, 5, 5, 5};
+    uint8_t md[32];
+    size_t n = 0;
+    struct fx x;
+    struct tdb_buf emd = {0}, edata = {0};
+
+    fx_init(&x, &tdb_filter_rle, TDB_COMPRESSOR_RLE, -1, 1);
+    x.call.datatype = TDB_STRING_ASCII;
+    x.call.is_var = true;
+    x.call.strings_with_offsets = true;
+    put32(md, &n, 0);
+    put32(md, &n, 1);
+    put32(md, &n, 5);
+    put32(md, &n, sizeof enc);
+    put32(md, &n, 6 * 8);
+    md[n++] = 1;
+    md[n++] = 1;
+    CHECK_EQ_INT(fx_decode(&x, md, n, enc, sizeof enc), 0);
+    CHECK_EQ_INT(x.data_out.len, 5);
+    CHECK_MEM(x.data_out.data, "aaaab", 5);
+    CHECK_EQ_INT(x.offsets.len, sizeof want_off);
+    for (size_t i = 0; i < 6 && x.offsets.len == sizeof want_off; i++)
+        CHECK_EQ_INT(tdb_le64(x.offsets.data + 8 * i), want_off[i]);
+
+    /* The encoder writes exactly these bytes. */
+    x.call.in_offsets = want_off;
+    x.call.n_offsets = 6;
+    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0,
+                                       (const uint8_t *)"aaaab", 5, &emd,
+                                       &edata),
+                 0);
+    CHECK_EQ_INT(emd.len, n);
+    CHECK_MEM(emd.data, md, n);
+    CHECK_EQ_INT(edata.len, sizeof enc);
+    CHECK_MEM(edata.data, enc, sizeof enc);
+
+    /* A cell count that disagrees with the runs. */
+    tdb_st32(md + 16, 5 * 8);
+    CHECK_EQ_INT(fx_decode(&x, md, n, enc, sizeof enc), TDB_E_CORRUPT);
+    tdb_st32(md + 16, 6 * 8);
+    /* A string running past the data. */
+    {
+        uint8_t bad[sizeof enc];
+        memcpy(bad, enc, sizeof enc);
+        bad[5] = 9;
+        CHECK_EQ_INT(fx_decode(&x, md, n, bad, sizeof bad), TDB_E_CORRUPT);
+    }
+    /* No offsets buffer is a caller error. */
+    x.call.offsets = NULL;
+    CHECK_EQ_INT(fx_decode(&x, md, n, enc, sizeof enc), TDB_E_INVAL);
+    x.call.offsets = &x.offsets;
+    fx_abuse(&x, md, n, enc, sizeof enc, true);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+    fx_free(&x);
+}
+
+/* Round trips of strings; widths grow with long strings and long runs. */
+static void test_rle_dict_strings_roundtrip(void)
+{
+    const struct tdb_filter_ops *ops[] = {&tdb_filter_rle,
+                                          &tdb_filter_dictionary};
+    uint8_t comp[] = {TDB_COMPRESSOR_RLE, TDB_COMPRESSOR_DICTIONARY};
+    size_t ncell = 1000;
+    uint64_t *off = malloc(ncell * sizeof *off);
+    uint8_t *s = malloc(ncell * 400);
+
+    for (size_t k = 0; k < 2; k++) {
+        struct fx x;
+        fx_init(&x, ops[k], comp[k], -1, 1);
+        x.call.datatype = TDB_STRING_UTF8;
+        x.call.is_var = true;
+        x.call.strings_with_offsets = true;
+        for (int variant = 0; variant < 5; variant++) {
+            size_t cells = variant == 0 ? 0 : variant == 1 ? 1 : ncell;
+            size_t len = 0;
+            for (size_t i = 0; i < cells; i++) {
+                size_t l;
+                off[i] = len;
+                if (variant == 3)      /* one long string: 2-byte lengths */
+                    l = i == 500 ? 300 : 3;
+                else if (variant == 4) /* a run of 600: 2-byte run length */
+                    l = i < 600 ? 0 : 1 + i % 5;
+                else
+                    l = (i / 7) % 6;
+                for (size_t j = 0; j < l; j++)
+                    s[len + j] = (uint8_t)('a' + (i / 7 + j) % 26);
+                len += l;
+            }
+            x.call.in_offsets = off;
+            x.call.n_offsets = cells;
+            {
+                struct tdb_buf emd = {0}, edata = {0};
+                int rc = ops[k]->encode(&x.call, NULL, 0, s, len, &emd,
+                                        &edata);
+                CHECK_EQ_INT(rc, 0);
+                rc = fx_decode(&x, emd.data, emd.len, edata.data, edata.len);
+                CHECK_EQ_INT(rc, 0);
+                CHECK_EQ_INT(x.data_out.len, len);
+                if (len && x.data_out.len == len)
+                    CHECK_MEM(x.data_out.data, s, len);
+                CHECK_EQ_INT(x.offsets.len, cells * 8);
+                for (size_t i = 0; i < cells && x.offsets.len == cells * 8;
+                     i++)
+                    CHECK_EQ_INT(tdb_le64(x.offsets.data + 8 * i), off[i]);
+                if (variant == 3 && k == 0)
+                    CHECK_EQ_INT(emd.data[21], 2); /* string length width */
+                if (variant == 4 && k == 0)
+                    CHECK_EQ_INT(emd.data[20], 2); /* run length width */
+                if (variant == 2 && k == 1) {
+                    CHECK_EQ_INT(emd.data[20], 2); /* 1000 ids */
+                    CHECK_EQ_INT(emd.data[21], 1);
+                }
+                if (variant == 2)
+                    fx_abuse(&x, emd.data, emd.len, edata.data, edata.len,
+                             false);
+                tdb_buf_free(&emd);
+                tdb_buf_free(&edata);
+            }
+        }
+        /* Offsets out of order cannot be encoded. */
+        {
+            uint64_t bad[] = {0, 3, 2};
+            struct tdb_buf emd = {0}, edata = {0};
+            x.call.in_offsets = bad;
+            x.call.n_offsets = 3;
+            CHECK_EQ_INT(ops[k]->encode(&x.call, NULL, 0,
+                                        (const uint8_t *)"abcd", 4, &emd,
+                                        &edata),
+                         TDB_E_INVAL);
+            tdb_buf_free(&emd);
+            tdb_buf_free(&edata);
+        }
+        fx_free(&x);
+    }
+    free(off);
+    free(s);
+}
+
+/* ------------------------------------------------------------ DICTIONARY */
+
+/* "HG54" "A" "HG54" "HG54": dictionary [04 HG54][01 A], ids 00 01 00 00. */
+static void test_dictionary_hand_vector(void)
+{
+    static const uint8_t ids[] = {0, 1, 0, 0};
+    static const uint8_t dict[] = {4, 'H', 'G', '5', '4', 1, 'A'};
+    static const uint64_t want_off[] = {0, 4, 5, 9};
+    const char *want = "HG54AHG54HG54";
+    uint8_t md[64];
+    size_t n = 0;
+    struct fx x;
+    struct tdb_buf emd = {0}, edata = {0};
+
+    fx_init(&x, &tdb_filter_dictionary, TDB_COMPRESSOR_DICTIONARY, -1, 1);
+    x.call.datatype = TDB_STRING_ASCII;
+    x.call.is_var = true;
+    x.call.strings_with_offsets = true;
+    put32(md, &n, 0);
+    put32(md, &n, 1);
+    put32(md, &n, 13);
+    put32(md, &n, sizeof ids);
+    put32(md, &n, 4 * 8);
+    md[n++] = 1;
+    md[n++] = 1;
+    put32(md, &n, sizeof dict);
+    memcpy(md + n, dict, sizeof dict);
+    n += sizeof dict;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ids, sizeof ids), 0);
+    CHECK_EQ_INT(x.data_out.len, 13);
+    CHECK_MEM(x.data_out.data, want, 13);
+    CHECK_EQ_INT(x.offsets.len, 32);
+    for (size_t i = 0; i < 4 && x.offsets.len == 32; i++)
+        CHECK_EQ_INT(tdb_le64(x.offsets.data + 8 * i), want_off[i]);
+    CHECK_EQ_INT(x.md_out.len, 0);
+
+    x.call.in_offsets = want_off;
+    x.call.n_offsets = 4;
+    CHECK_EQ_INT(tdb_filter_dictionary.encode(&x.call, NULL, 0,
+                                              (const uint8_t *)want, 13,
+                                              &emd, &edata),
+                 0);
+    CHECK_EQ_INT(emd.len, n);
+    CHECK_MEM(emd.data, md, n);
+    CHECK_EQ_INT(edata.len, sizeof ids);
+    CHECK_MEM(edata.data, ids, sizeof ids);
+
+    /* An id past the dictionary. */
+    {
+        static const uint8_t bad[] = {0, 2, 0, 0};
+        CHECK_EQ_INT(fx_decode(&x, md, n, bad, sizeof bad), TDB_E_CORRUPT);
+    }
+    fx_abuse(&x, md, n, ids, sizeof ids, true);
+
+    /* Fixed-size data is not something DICTIONARY can hold. */
+    x.call.strings_with_offsets = false;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ids, sizeof ids), TDB_E_UNSUPPORTED);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+    fx_free(&x);
+}
+
+/* -------------------------------------------------------------- checksums */
+
+static void test_checksums(void)
+{
+    const struct tdb_filter_ops *ops[] = {&tdb_filter_checksum_md5,
+                                          &tdb_filter_checksum_sha256};
+    const char *tail = "earlier filters' metadata";
+    const char *text = "the chunk's data bytes";
+    for (size_t k = 0; k < 2; k++) {
+        const EVP_MD *evp = k == 0 ? EVP_md5() : EVP_sha256();
+        size_t dl = k == 0 ? 16 : 32, n = 0;
+        size_t tl = strlen(tail), xl = strlen(text);
+        uint8_t md[256], data[64];
+        unsigned int hl;
+        struct fx x;
+
+        fx_init(&x, ops[k], 0, 0, 1);
+        put32(md, &n, 1);
+        put32(md, &n, 1);
+        tdb_st64(md + n, tl);
+        n += 8;
+        EVP_Digest(tail, tl, md + n, &hl, evp, NULL);
+        n += dl;
+        tdb_st64(md + n, xl);
+        n += 8;
+        EVP_Digest(text, xl, md + n, &hl, evp, NULL);
+        n += dl;
+        memcpy(md + n, tail, tl);
+        n += tl;
+        memcpy(data, text, xl);
+
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), 0);
+        CHECK_EQ_INT(x.md_out.len, tl);
+        CHECK_MEM(x.md_out.data, tail, tl);
+        CHECK_EQ_INT(x.data_out.len, xl);
+        CHECK_MEM(x.data_out.data, text, xl);
+
+        /* The encoder writes exactly these bytes. */
+        {
+            struct tdb_buf emd = {0}, edata = {0};
+            CHECK_EQ_INT(ops[k]->encode(&x.call, (const uint8_t *)tail, tl,
+                                        data, xl, &emd, &edata),
+                         0);
+            CHECK_EQ_INT(emd.len, n);
+            CHECK_MEM(emd.data, md, n);
+            CHECK_EQ_INT(edata.len, xl);
+            tdb_buf_free(&emd);
+            tdb_buf_free(&edata);
+        }
+
+        /* A flipped data byte, a flipped metadata byte, a wrong digest. */
+        data[3] ^= 1;
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), TDB_E_CHECKSUM);
+        data[3] ^= 1;
+        md[n - 1] ^= 1;
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), TDB_E_CHECKSUM);
+        md[n - 1] ^= 1;
+        md[8 + 8] ^= 0x80;
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), TDB_E_CHECKSUM);
+        md[8 + 8] ^= 0x80;
+        /* Checksummed lengths past the bytes there are. */
+        tdb_st64(md + 8 + 8 + dl, xl + 1);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), TDB_E_CORRUPT);
+        tdb_st64(md + 8 + 8 + dl, xl);
+        CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), 0);
+        /* Truncations: the header fails as corrupt, the data as checksum. */
+        for (size_t cut = 0; cut < 8 + 2 * (8 + dl); cut++)
+            CHECK_EQ_INT(fx_decode(&x, md, cut, data, xl), TDB_E_CORRUPT);
+        for (size_t cut = 0; cut < xl; cut++)
+            CHECK(fx_decode(&x, md, n, data, cut) < 0);
+        fx_abuse(&x, md, n, data, xl, true);
+
+        {
+            uint8_t *v = make_values(100000);
+            fx_roundtrip(&x, NULL, 0, NULL, 0);
+            fx_roundtrip(&x, NULL, 0, v, 1);
+            fx_roundtrip(&x, v + 7, 33, v, 100000);
+            free(v);
+        }
+        fx_free(&x);
+    }
+}
+
+/* ------------------------------------------------------------ AES-256-GCM */
+
+static void test_aes256gcm(void)
+{
+    uint8_t key[32], bad_key[32], iv[12], tag[16], ct[64], md[128];
+    const char *text = "secret tile bytes, 33 bytes long.";
+    size_t tl = strlen(text), n = 0;
+    int outl = 0, fl = 0;
+    struct fx x;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+
+    for (int i = 0; i < 32; i++) {
+        key[i] = (uint8_t)i;
+        bad_key[i] = (uint8_t)i;
+    }
+    bad_key[31] ^= 1;
+    for (int i = 0; i < 12; i++)
+        iv[i] = (uint8_t)(0xa0 + i);
+    EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, iv);
+    EVP_EncryptUpdate(ctx, ct, &outl, (const uint8_t *)text, (int)tl);
+    EVP_EncryptFinal_ex(ctx, ct + outl, &fl);
+    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag);
+    EVP_CIPHER_CTX_free(ctx);
+    CHECK_EQ_INT(outl + fl, tl);
+
+    fx_init(&x, &tdb_filter_aes256gcm, 0, 0, 1);
+    x.call.key = key;
+    put32(md, &n, 0);
+    put32(md, &n, 1);
+    put32(md, &n, (uint32_t)tl);
+    put32(md, &n, (uint32_t)tl);
+    memcpy(md + n, iv, 12);
+    n += 12;
+    memcpy(md + n, tag, 16);
+    n += 16;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), 0);
+    CHECK_EQ_INT(x.data_out.len, tl);
+    CHECK_MEM(x.data_out.data, text, tl);
+    CHECK_EQ_INT(x.md_out.len, 0);
+
+    /* Wrong key, tampered ciphertext, tampered tag, tampered IV. */
+    x.call.key = bad_key;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_AUTH);
+    CHECK_EQ_INT(x.data_out.len, 0); /* no unauthenticated plaintext */
+    x.call.key = key;
+    ct[5] ^= 1;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_AUTH);
+    ct[5] ^= 1;
+    md[n - 1] ^= 1;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_AUTH);
+    md[n - 1] ^= 1;
+    md[16] ^= 1;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_AUTH);
+    md[16] ^= 1;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), 0);
+    /* No key at all. */
+    x.call.key = NULL;
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_NOKEY);
+    x.call.key = key;
+    /* Lengths that disagree or overrun. */
+    tdb_st32(md + 12, (uint32_t)tl + 1);
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_CORRUPT);
+    tdb_st32(md + 8, (uint32_t)tl + 1);
+    CHECK_EQ_INT(fx_decode(&x, md, n, ct, tl), TDB_E_CORRUPT);
+    tdb_st32(md + 8, (uint32_t)tl);
+    tdb_st32(md + 12, (uint32_t)tl);
+    fx_abuse(&x, md, n, ct, tl, true);
+
+    /* Round trips; the metadata comes back decrypted, never in clear. */
+    {
+        uint8_t *v = make_values(50000);
+        struct tdb_buf emd = {0}, edata = {0};
+        fx_roundtrip(&x, NULL, 0, NULL, 0);
+        fx_roundtrip(&x, NULL, 0, v, 1);
+        fx_roundtrip(&x, v + 100, 60, v, 50000);
+        fx_reset(&x);
+        CHECK_EQ_INT(x.f.ops->encode(&x.call, (const uint8_t *)"PLAINMETA", 9,
+                                     v, 100, &emd, &edata),
+                     0);
+        CHECK_EQ_INT(emd.len, 8 + 2 * 36);
+        CHECK_EQ_INT(edata.len, 109);
+        CHECK(memmem(edata.data, edata.len, "PLAINMETA", 9) == NULL);
+        x.call.key = bad_key;
+        CHECK_EQ_INT(fx_decode(&x, emd.data, emd.len, edata.data, edata.len),
+                     TDB_E_AUTH);
+        x.call.key = NULL;
+        CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, v, 100, &emd, &edata),
+                     TDB_E_NOKEY);
+        tdb_buf_free(&emd);
+        tdb_buf_free(&edata);
+        free(v);
+    }
+    CHECK_EQ_INT(tdb_filter_aes256gcm.output_type(&x.f, TDB_INT32), TDB_BLOB);
+    fx_free(&x);
+}
+
+/* ------------------------------------------------------------ NONE, WEBP */
+
+static void test_noop(void)
+{
+    struct fx x;
+    fx_init(&x, &tdb_filter_noop, 0, 0, 1);
+    CHECK_EQ_INT(fx_decode(&x, "mdmd", 4, "data!", 5), 0);
+    CHECK_EQ_INT(x.md_out.len, 4);
+    CHECK_MEM(x.md_out.data, "mdmd", 4);
+    CHECK_EQ_INT(x.data_out.len, 5);
+    CHECK_MEM(x.data_out.data, "data!", 5);
+    fx_roundtrip(&x, NULL, 0, NULL, 0);
+    fx_roundtrip(&x, (const uint8_t *)"m", 1, (const uint8_t *)"d", 1);
+    CHECK_EQ_INT(tdb_filter_noop.type, TDB_FILTER_NONE);
+    fx_free(&x);
+}
+
+static void test_webp(void)
+{
+    /* quality 100.0f, format RGB (1), lossless 1, extents 16 and 48. */
+    static const uint8_t opts[] = {0x00, 0x00, 0xc8, 0x42, 1, 1,
+                                   16, 0, 48, 0, 0, 0};
+    struct tdb_filter f = {0};
+    struct tdb_error err = {0};
+    struct tdb_cursor c;
+    struct tdb_buf out = {0};
+    struct fx x;
+
+    tdb_cur_init(&c, opts, sizeof opts);
+    CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err), 0);
+    CHECK_EQ_INT(f.raw_size, sizeof opts);
+    CHECK(f.raw && memcmp(f.raw, opts, sizeof opts) == 0);
+    CHECK_EQ_INT(tdb_filter_webp.write_options(&f, &out), 0);
+    CHECK_EQ_INT(out.len, sizeof opts);
+    CHECK_MEM(out.data, opts, sizeof opts);
+    free(f.raw);
+    tdb_buf_free(&out);
+    tdb_cur_init(&c, opts, 0);
+    CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
+                 TDB_E_CORRUPT);
+
+    fx_init(&x, &tdb_filter_webp, 0, 0, 1);
+    CHECK_EQ_INT(fx_decode(&x, "", 0, "abc", 3), TDB_E_UNSUPPORTED);
+    CHECK(strstr(x.err.msg, "WEBP") != NULL);
+    fx_free(&x);
+}
+
+static void test_names_and_types(void)
+{
+    CHECK_EQ_INT(tdb_filter_gzip.type, TDB_FILTER_GZIP);
+    CHECK_EQ_INT(tdb_filter_zstd.type, TDB_FILTER_ZSTD);
+    CHECK_EQ_INT(tdb_filter_lz4.type, TDB_FILTER_LZ4);
+    CHECK_EQ_INT(tdb_filter_bzip2.type, TDB_FILTER_BZIP2);
+    CHECK_EQ_INT(tdb_filter_rle.type, TDB_FILTER_RLE);
+    CHECK_EQ_INT(tdb_filter_dictionary.type, TDB_FILTER_DICTIONARY);
+    CHECK_EQ_INT(tdb_filter_checksum_md5.type, TDB_FILTER_CHECKSUM_MD5);
+    CHECK_EQ_INT(tdb_filter_checksum_sha256.type, TDB_FILTER_CHECKSUM_SHA256);
+    CHECK_EQ_INT(tdb_filter_aes256gcm.type, TDB_FILTER_AES_256_GCM);
+    CHECK_EQ_INT(tdb_filter_webp.type, TDB_FILTER_WEBP);
+    CHECK(strcmp(tdb_filter_checksum_sha256.name, "CHECKSUM_SHA256") == 0);
+    CHECK(tdb_filter_gzip.output_type == NULL);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    RUN(test_compressors_hand_vector);
+    RUN(test_compressors_roundtrip);
+    RUN(test_compressors_corrupt);
+    RUN(test_compressor_options);
+    RUN(test_rle_fixed_hand_vector);
+    RUN(test_rle_fixed_long_runs);
+    RUN(test_rle_strings_hand_vector);
+    RUN(test_rle_dict_strings_roundtrip);
+    RUN(test_dictionary_hand_vector);
+    RUN(test_checksums);
+    RUN(test_aes256gcm);
+    RUN(test_noop);
+    RUN(test_webp);
+    RUN(test_names_and_types);
+    return unit_done();
+}

@@ -1,0 +1,201 @@
+/* tiledbfs-cat.c: the whole mount contract without FUSE: prints what the mount shows at one path. */
+/*
+ *   tiledbfs-cat [-o OPTIONS] [-x] SOURCE PATH
+ *
+ * A file: its bytes on stdout, exactly what `cat MOUNT/PATH` gives.
+ * A folder: its entries, one name per line.
+ * -x: instead, the extended attributes of PATH, one "name=value" per line.
+ * Errors: one line on stderr, exit status 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void tdbcat_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [-o OPTIONS] [-x] SOURCE PATH\n"
+            "Prints the bytes that tiledbfs shows at PATH of a mounted SOURCE\n"
+            "(a TileDB array or group folder); a folder's entries one a line.\n"
+            "  -x          print PATH's extended attributes as name=value\n"
+            "  -o OPTIONS  comma-separated: timestamp=T|T1:T2, cache_size=N[KMG],\n"
+            "              key_file=PATH, rw, staging_dir=PATH\n",
+            program_invocation_short_name);
+}
+
+/* Writes all of buf to stdout.  @return 0 or -1 after printing an error. */
+static int tdbcat_write(const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(STDOUT_FILENO, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fprintf(stderr, "%s: write error: %s\n",
+                    program_invocation_short_name, strerror(errno));
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int tdbcat_file(struct tdb_fs *fs, const char *path, uint64_t ino)
+{
+    struct tdb_error err;
+    uint64_t off = 0;
+    char *buf = malloc(TDBCLI_READ_MAX);
+    int rc = -1;
+
+    if (!buf) {
+        tdbcli_report(path, TDB_E_NOMEM, NULL);
+        return -1;
+    }
+    for (;;) {
+        size_t got = 0;
+        int st;
+
+        tdbcli_error_clear(&err);
+        st = tdb_fs_read(fs, ino, off, buf, TDBCLI_READ_MAX, &got, &err);
+        if (st < 0) {
+            tdbcli_report(path, st, &err);
+            goto out;
+        }
+        if (got > 0 && tdbcat_write(buf, got) < 0)
+            goto out;
+        if (got < TDBCLI_READ_MAX)
+            break;
+        off += got;
+    }
+    rc = 0;
+out:
+    free(buf);
+    return rc;
+}
+
+static int tdbcat_folder(struct tdb_fs *fs, const char *path, uint64_t ino)
+{
+    struct tdb_error err;
+
+    for (uint64_t i = 0;; i++) {
+        const char *name;
+        uint64_t child;
+        int st;
+
+        tdbcli_error_clear(&err);
+        st = tdb_fs_readdir(fs, ino, i, &name, &child, &err);
+        if (st == TDB_E_NOENT)
+            return 0;
+        if (st < 0) {
+            tdbcli_report(path, st, &err);
+            return -1;
+        }
+        if (tdbcat_write(name, strlen(name)) < 0 || tdbcat_write("\n", 1) < 0)
+            return -1;
+    }
+}
+
+static int tdbcat_xattrs(struct tdb_fs *fs, const char *path, uint64_t ino)
+{
+    for (size_t i = 0;; i++) {
+        const char *name;
+        size_t size;
+        char *val;
+        int st;
+
+        if (tdb_fs_listxattr(fs, ino, i, &name) < 0)
+            return 0; /* past the last one (a folder has none) */
+        st = tdb_fs_getxattr(fs, ino, name, NULL, 0, &size);
+        if (st < 0) {
+            tdbcli_report(path, st, NULL);
+            return -1;
+        }
+        val = malloc(size + 1);
+        if (!val) {
+            tdbcli_report(path, TDB_E_NOMEM, NULL);
+            return -1;
+        }
+        st = tdb_fs_getxattr(fs, ino, name, val, size, &size);
+        if (st < 0) {
+            tdbcli_report(path, st, NULL);
+        } else {
+            /* name=value: the values are short ASCII strings */
+            val[size] = '\n';
+            if (tdbcat_write(name, strlen(name)) < 0 ||
+                tdbcat_write("=", 1) < 0 || tdbcat_write(val, size + 1) < 0)
+                st = -1;
+        }
+        free(val);
+        if (st < 0)
+            return -1;
+    }
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbcli_options opts;
+    struct tdbcli_source src;
+    struct tdb_error err;
+    struct tdb_stat st;
+    const char *path;
+    uint64_t ino;
+    bool xattrs = false;
+    int c, rc, ret = 1;
+
+    tdbcli_options_init(&opts);
+    memset(&src, 0, sizeof src);
+    while ((c = getopt(argc, argv, "o:xh")) != -1) {
+        switch (c) {
+        case 'o':
+            if (tdbcli_option_list(&opts, optarg) < 0)
+                goto out;
+            break;
+        case 'x':
+            xattrs = true;
+            break;
+        case 'h':
+            tdbcat_usage(stdout);
+            ret = 0;
+            goto out;
+        default:
+            tdbcat_usage(stderr);
+            goto out;
+        }
+    }
+    if (argc - optind != 2) {
+        tdbcat_usage(stderr);
+        goto out;
+    }
+    path = argv[optind + 1];
+
+    if (tdbcli_open(&src, argv[optind], &opts) < 0)
+        goto out;
+    tdbcli_error_clear(&err);
+    rc = tdb_fs_resolve(src.fs, path, &ino, &err);
+    if (rc == 0)
+        rc = tdb_fs_stat(src.fs, ino, &st, &err);
+    if (rc < 0) {
+        tdbcli_report(path, rc, &err);
+        goto out_close;
+    }
+    if (xattrs)
+        rc = tdbcat_xattrs(src.fs, path, ino);
+    else if (st.is_dir)
+        rc = tdbcat_folder(src.fs, path, ino);
+    else
+        rc = tdbcat_file(src.fs, path, ino);
+    ret = rc < 0;
+out_close:
+    tdbcli_close(&src);
+out:
+    tdbcli_options_free(&opts);
+    return ret;
+}
