@@ -403,9 +403,10 @@ static int io_mem_list(void *ctx, const char *path, tdb_io_list_fn fn,
     if (!io_mem_has_dir(m, path) || io_mem_find(m, path)) {
         r = TDB_E_NOENT;
     } else {
-        r = io_mem_children(path, &m->f[0].path, m->n, sizeof *m->f, &seen,
-                            false, fn, arg);
-        if (!r)
+        r = m->n ? io_mem_children(path, &m->f[0].path, m->n, sizeof *m->f,
+                                   &seen, false, fn, arg)
+                 : 0;
+        if (!r && m->ndirs)
             r = io_mem_children(path, m->dirs, m->ndirs, sizeof *m->dirs,
                                 &seen, true, fn, arg);
     }
