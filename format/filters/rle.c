@@ -20,7 +20,7 @@ static int rle_decompress(const struct tdb_filter_call *call,
                           const uint8_t *src, size_t n, uint8_t *dst,
                           size_t dst_len)
 {
-    size_t vs, run_size, out = 0;
+    size_t vs = 0, run_size, out = 0;
     int rc = rle_value_size(call, &vs);
 
     if (rc < 0)
@@ -49,7 +49,8 @@ static int rle_decompress(const struct tdb_filter_call *call,
     return 0;
 }
 
-/* The exact size the runs decode to (0 when they are not whole runs). */
+/* The exact size the runs decode to (UINT64_MAX, no bound, when they are
+ * not whole runs: the decoder then reports that). */
 static uint64_t rle_max_out(const struct tdb_filter_call *call,
                             const uint8_t *src, size_t n)
 {
@@ -83,7 +84,7 @@ static int rle_put_run(struct tdb_buf *out, const uint8_t *v, size_t vs,
 static int rle_compress(const struct tdb_filter_call *call,
                         const uint8_t *src, size_t n, struct tdb_buf *out)
 {
-    size_t vs, nvals;
+    size_t vs = 0, nvals;
     const uint8_t *prev;
     unsigned run = 1;
     int rc = rle_value_size(call, &vs);
