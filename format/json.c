@@ -276,6 +276,8 @@ void tdb_json_schema(struct tdb_json *j, const struct tdb_schema *s)
         tdb_json_close(j, '}');
     }
     tdb_json_close(j, ']');
+    tdb_json_key(j, "current_domain");
+    tdb_json_ranges(j, s, s->has_current_domain ? s->current_domain : NULL);
     json_pipeline(j, "coords_filters", &s->coords_filters);
     json_pipeline(j, "offsets_filters", &s->offsets_filters);
     json_pipeline(j, "validity_filters", &s->validity_filters);

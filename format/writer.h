@@ -1,0 +1,99 @@
+/* writer.h: writing TileDB arrays at format version 22 (what TileDB 2.29
+ * writes): creating an array from a schema, writing a fragment from staged
+ * files, writing array metadata; and the builder of fragment metadata. */
+#ifndef TDB_WRITER_H
+#define TDB_WRITER_H
+
+#include "core.h"
+#include "schema.h"
+
+#define TDB_WRITE_VERSION 22
+
+/* ------------------------------------------- fragment metadata (v22) */
+
+/* A __fragment_metadata.tdb being built (fragmeta_write.c).  Fields are
+ * numbered as in the fragment: attributes of `s` in order, then its
+ * dimensions. */
+struct tdb_fmw;
+
+int tdb_fmw_create(struct tdb_fmw **out, const struct tdb_schema *s,
+                   const char *schema_name, bool dense,
+                   struct tdb_error *err);
+void tdb_fmw_free(struct tdb_fmw *w);
+
+/* Records the next tile of field `field`: where its filtered bytes start
+ * in the field's files (values or offsets file `off`; var file `var_off`
+ * and decoded var size `var_size`; validity file `validity_off`), and its
+ * decoded contents, from which the tile's min, max, sum and null count are
+ * computed as TileDB computes them.  `offsets` (var-sized fields: one per
+ * cell, relative, first 0) and `validity` (nullable) may be NULL. */
+int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
+                     uint64_t var_off, uint64_t var_size,
+                     uint64_t validity_off, const uint8_t *data,
+                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
+                     const uint8_t *validity, struct tdb_error *err);
+
+/* The final sizes of field `field`'s files. */
+int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,
+                           uint64_t var_size, uint64_t validity_size);
+
+/* The fragment's non-empty domain (schema->ndims ranges; var-sized dims
+ * use vlo/vhi). */
+int tdb_fmw_set_ned(struct tdb_fmw *w, const struct tdb_range *ned,
+                    struct tdb_error *err);
+
+/* Sparse fragments: the MBR of the next tile (ndims ranges), in tile
+ * order, and the tile count / cells of the last tile. */
+int tdb_fmw_add_mbr(struct tdb_fmw *w, const struct tdb_range *mbr,
+                    struct tdb_error *err);
+void tdb_fmw_set_sparse_tiles(struct tdb_fmw *w, uint64_t ntiles,
+                              uint64_t last_tile_cells);
+
+/* The whole __fragment_metadata.tdb (generic tiles then the footer),
+ * encrypted with key when non-NULL. */
+int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
+                      struct tdb_buf *out, struct tdb_error *err);
+
+/* ------------------------------------------------------------ arrays */
+
+/* Parses the "schema" object of __array.json (json.c writes it) into a
+ * schema; names the offending key on error. */
+int tdb_schema_from_json(const char *text, size_t len,
+                         struct tdb_schema **out, struct tdb_error *err);
+
+/* Creates an empty array at the root of io (which must be an empty or
+ * missing folder): __schema/<timestamped name>, __fragments, __commits,
+ * __meta, __fragment_meta.  key non-NULL: an AES-256-GCM array. */
+int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
+                     const uint8_t *key, uint64_t timestamp_ms,
+                     struct tdb_error *err);
+
+/* Writes one array (or group) metadata file in folder `meta_dir`: a put of
+ * `count` values of `type`, or a deletion when del is true. */
+int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
+                   const char *name, unsigned type, uint32_t count,
+                   const void *value, bool del, const uint8_t *key,
+                   uint64_t timestamp_ms, struct tdb_error *err);
+
+/* ---------------------------------------------------------- fragments */
+
+/* Writes one fragment into the array at the root of `io` from the files in
+ * folder `staged_dir` of `staged` (named as the mount names data files:
+ * values, NAME.offsets, NAME.validity, and for sparse arrays the dimension
+ * files; dense arrays may add __subarray.json, the region as
+ * [[lo, hi], ...], default the whole view region), with the schema's
+ * filters, at timestamp_ms (0: now).  The commit file is written last, so
+ * the fragment is wholly there or not at all.  On bad input returns
+ * TDB_E_INVAL with err naming the staged file and why, and the array is
+ * unchanged.  *name receives the new fragment's name (caller frees). */
+int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, const uint8_t *key,
+                       uint64_t timestamp_ms, char **name,
+                       struct tdb_error *err);
+
+/* A new timestamped name __t_t_<32 hex uuid>_22 (uuid from /dev/urandom
+ * via the caller-supplied 16 random bytes). */
+void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
+                     const uint8_t rnd[16], bool with_version);
+
+#endif
