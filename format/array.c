@@ -479,12 +479,10 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
             goto fail;
         a->schemas.n++;
     }
-    /* the schema in force: the newest written at or before ts_end, else
-     * the oldest */
-    a->schema = a->schemas.v[0];
-    for (size_t i = 0; i < a->schemas.n; i++)
-        if (a->schemas.v[i]->t1 <= a->ts_end)
-            a->schema = a->schemas.v[i];
+    /* the schema in force at ts_end (arraydir applies TileDB's rule) */
+    a->schema = a->schemas.v[a->dir->schema_latest < a->schemas.n
+                                 ? a->dir->schema_latest
+                                 : 0];
     a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
     if ((r = tdb_arraydir_select(a->dir, a->schema->array_type == TDB_SPARSE,
                                  err)))
@@ -513,7 +511,8 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         const struct tdb_dir_entry *fe = &a->dir->frags[i];
         const uint8_t *footer = NULL;
         size_t footer_size = 0;
-        for (size_t c = ncons; c-- > 0 && !footer;) {
+        /* the first consolidated file that lists it wins, as in TileDB */
+        for (size_t c = 0; c < ncons && !footer; c++) {
             for (size_t k = 0; k < cons[c]->n; k++) {
                 if (!strcmp(cons[c]->names[k], fe->name)) {
                     footer = cons[c]->data + cons[c]->offsets[k];
@@ -549,8 +548,9 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         }
         a->cond_ents = a->dir->deletes;
         for (size_t i = 0; i < a->dir->ndeletes; i++) {
-            r = tdb_cond_load(&a->io, a->dir->deletes[i].path, key, &a->conds[i],
-                              err);
+            r = tdb_cond_load_at(&a->io, a->dir->deletes[i].path,
+                                 a->dir->deletes[i].offset, key, &a->conds[i],
+                                 err);
             if (r)
                 goto fail;
             a->nconds++;

@@ -113,6 +113,7 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
     dc->base.ops = &dense_ops;
     dc->base.arr = a;
     dc->base.ready = true;
+    dc->base.counted = true;
     pthread_mutex_init(&dc->base.lock, NULL);
     dc->nd = a->schema->ndims;
     uint64_t cells = 1;
@@ -143,7 +144,7 @@ int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
     pthread_mutex_lock(&c->lock);
     int r = c->ready ? 0 : c->ops->prepare(c, err);
     if (!r)
-        c->ready = true;
+        c->ready = c->counted = true;
     pthread_mutex_unlock(&c->lock);
     return r;
 }

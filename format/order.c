@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-static int order_cmp_value(unsigned type, const uint8_t *a, uint64_t na,
+int tdb_value_cmp(unsigned type, const uint8_t *a, uint64_t na,
                            const uint8_t *b, uint64_t nb)
 {
     if (tdb_dt_is_string(type) || na != nb || na > 8) {
@@ -71,7 +71,7 @@ static int order_cmp_dims(const struct tdb_schema *s,
 {
     for (uint32_t k = 0; k < s->ndims; k++) {
         uint32_t d = col ? s->ndims - 1 - k : k;
-        int c = order_cmp_value(s->dims[d].type, a->v[d], a->n[d], b->v[d],
+        int c = tdb_value_cmp(s->dims[d].type, a->v[d], a->n[d], b->v[d],
                                 b->n[d]);
         if (c)
             return c;

@@ -408,6 +408,42 @@ static const struct tdb_cells_ops sparse_ops = {
     .destroy = sparse_destroy,
 };
 
+/* Do the non-empty domains of two fragments intersect? */
+static bool sparse_overlap(const struct tdb_schema *s, const struct tdb_fragmeta *x,
+                           const struct tdb_fragmeta *y)
+{
+    if (x->ned_null || y->ned_null)
+        return false;
+    for (uint32_t d = 0; d < s->ndims; d++) {
+        const struct tdb_dim *dim = &s->dims[d];
+        const struct tdb_range *a = &x->ned[d], *b = &y->ned[d];
+        int c1, c2;
+        if (dim->cell_val_num == TDB_VAR_NUM) {
+            c1 = tdb_value_cmp(dim->type, a->vlo, a->vlo_size, b->vhi, b->vhi_size);
+            c2 = tdb_value_cmp(dim->type, b->vlo, b->vlo_size, a->vhi, a->vhi_size);
+        } else {
+            unsigned vs = tdb_dt_size(dim->type);
+            c1 = tdb_value_cmp(dim->type, a->lo, vs, b->hi, vs);
+            c2 = tdb_value_cmp(dim->type, b->lo, vs, a->hi, vs);
+        }
+        if (c1 > 0 || c2 > 0)
+            return false;
+    }
+    return true;
+}
+
+static bool sparse_disjoint(const struct tdb_array *a, struct tdb_frag **frags,
+                            size_t n)
+{
+    if (n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (sparse_overlap(a->schema, frags[i]->fm, frags[j]->fm))
+                return false;
+    return true;
+}
+
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
                      struct tdb_frag **frags, size_t n, uint64_t t0,
                      uint64_t t1, struct tdb_error *err)
@@ -428,13 +464,16 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     sc->t0 = t0;
     sc->t1 = t1;
     /* The count is known without decoding when no merge can drop a cell:
-     * one fragment (or duplicates allowed), no timestamps, no deletes. */
-    bool simple = !a->nconds && (n <= 1 || a->schema->allows_dups);
+     * one fragment, duplicates allowed, or fragments whose non-empty
+     * domains do not overlap; and no timestamps, no deletes. */
+    bool simple = !a->nconds &&
+                  (n <= 1 || a->schema->allows_dups || sparse_disjoint(a, frags, n));
     for (size_t i = 0; i < n && simple; i++)
         simple = !frags[i]->fm->has_timestamps;
     if (simple) {
         for (size_t i = 0; i < n; i++)
             sc->base.ncells += frags[i]->ncells;
+        sc->base.counted = true;
         if (n <= 1) {
             sc->base.ready = true;
             if (n == 1 && frags[0]->ncells) {

@@ -275,14 +275,16 @@ static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
 
 bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff)
 {
-    return ff->cells->ready && (!ff->var || ff->part != TDB_FILE_VALUES ||
-                                ff->sized);
+    return ff->cells->counted && (!ff->var || ff->part != TDB_FILE_VALUES ||
+                                  ff->sized);
 }
 
 int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
                        struct tdb_error *err)
 {
-    int r = tdb_cells_prepare(ff->cells, err);
+    bool cheap = ff->cells->counted &&
+                 (ff->part != TDB_FILE_VALUES || !ff->var);
+    int r = cheap ? 0 : tdb_cells_prepare(ff->cells, err);
     if (r)
         return r;
     uint64_t n = ff->cells->ncells;
@@ -342,7 +344,9 @@ int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
 {
     uint64_t size;
     *got = 0;
-    int r = tdb_fieldfile_size(ff, &size, err);
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (!r)
+        r = tdb_fieldfile_size(ff, &size, err);
     if (r)
         return r;
     if (off >= size || !len)

@@ -32,7 +32,8 @@ struct tdb_cells {
     const struct tdb_cells_ops *ops;
     struct tdb_array *arr;
     uint64_t ncells;
-    bool ready;
+    bool counted;               /* ncells known (stat needs no decoding) */
+    bool ready;                 /* runs can be served */
     pthread_mutex_t lock;
 };
 
@@ -108,6 +109,9 @@ struct tdb_coords {
  * in when the schema uses Hilbert order (compute with tdb_hilbert). */
 int tdb_order_cmp(const struct tdb_schema *s, const struct tdb_coords *a,
                   uint64_t ha, const struct tdb_coords *b, uint64_t hb);
+/* Compares two values of a datatype (strings bytewise, shorter first). */
+int tdb_value_cmp(unsigned type, const uint8_t *a, uint64_t na,
+                  const uint8_t *b, uint64_t nb);
 bool tdb_coords_equal(const struct tdb_schema *s, const struct tdb_coords *a,
                       const struct tdb_coords *b);
 uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c);

@@ -708,7 +708,7 @@ static void test_corpus(void)
 {
     const char *root = getenv("TILEDBFS_CORPUS");
     if (!root)
-        root = "/work/shared/corpus";
+        root = "../shared/corpus";
     DIR *dir = opendir(root);
     if (!dir) {
         printf("skip test_corpus: no corpus at %s (set TILEDBFS_CORPUS)\n",
@@ -812,7 +812,7 @@ static void test_corpus_details(void)
 {
     const char *root = getenv("TILEDBFS_CORPUS");
     if (!root)
-        root = "/work/shared/corpus";
+        root = "../shared/corpus";
     char path[4096];
     snprintf(path, sizeof path, "%s/sparse_delete/array/__commits", root);
     DIR *probe = opendir(path);

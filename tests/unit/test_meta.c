@@ -45,7 +45,7 @@ static bool is_dir(const char *path)
 static const char *corpus_dir(void)
 {
     const char *c = getenv("TILEDBFS_CORPUS");
-    return c && *c ? c : "/work/shared/corpus";
+    return c && *c ? c : "../shared/corpus";
 }
 
 /* Writes `size` bytes as one generic tile at `path` of an in-memory io. */

@@ -1,0 +1,212 @@
+/* test_tree.c: the file tree over corpus arrays without a mount: stat of
+ * fixed-size files decodes no tile, any byte range reads the same bytes as
+ * a whole read, and a tiny cache budget changes nothing but the hit rate. */
+#include "tiledb_format.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+static const char *corpus;
+
+static struct tdb_fs *open_case(const char *name, uint64_t cache, struct tdb_io *io)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    if (cache)
+        o.cache_bytes = cache;
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    if (tdb_io_posix(io, path))
+        return NULL;
+    if (tdb_fs_open(&fs, io, &o, &err)) {
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+        tdb_io_free(io);
+        return NULL;
+    }
+    return fs;
+}
+
+static uint8_t *read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
+{
+    struct tdb_stat st;
+    struct tdb_error err = {0};
+    if (tdb_fs_stat(fs, ino, &st, &err))
+        return NULL;
+    uint8_t *b = malloc(st.size + 1);
+    size_t got;
+    if (tdb_fs_read(fs, ino, 0, b, st.size, &got, &err) || got != st.size) {
+        free(b);
+        return NULL;
+    }
+    *size = st.size;
+    return b;
+}
+
+static void stat_decodes_nothing(const char *name, const char *const *files)
+{
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case(name, 0, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    struct tdb_error err = {0};
+    for (int i = 0; files[i]; i++) {
+        uint64_t ino;
+        struct tdb_stat st;
+        CHECK_EQ_INT(tdb_fs_resolve(fs, files[i], &ino, &err), 0);
+        CHECK_EQ_INT(tdb_fs_stat(fs, ino, &st, &err), 0);
+        CHECK(st.size > 0);
+    }
+    struct tdb_cache_stats cs;
+    tdb_fs_cache_stats(fs, &cs);
+    CHECK_EQ_INT(cs.decodes, 0);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+static void test_stat_without_decoding(void)
+{
+    static const char *const dense[] = {"i8", "f64", "flag", NULL};
+    static const char *const var[] = {"n_str.offsets", "n_i32", "n_u8.validity", NULL};
+    static const char *const sparse[] = {"a", "x", "s.offsets", NULL};
+    stat_decodes_nothing("dense_2d_all_types", dense);
+    stat_decodes_nothing("dense_var_nullable", var);
+    stat_decodes_nothing("sparse_dups", sparse);
+}
+
+static void ranges_match(const char *name, const char *file, uint64_t cache)
+{
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case(name, cache, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    struct tdb_error err = {0};
+    uint64_t ino, size = 0;
+    CHECK_EQ_INT(tdb_fs_resolve(fs, file, &ino, &err), 0);
+    uint8_t *all = read_all(fs, ino, &size);
+    CHECK(all != NULL && size > 0);
+    /* the expected bytes from the corpus */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/expected/%s", corpus, name, file);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f && all) {
+        uint8_t *exp = malloc(size + 1);
+        size_t n = fread(exp, 1, size + 1, f);
+        CHECK_EQ_INT(n, size);
+        CHECK(n == size && !memcmp(exp, all, size));
+        free(exp);
+    }
+    if (f)
+        fclose(f);
+    unsigned seed = 12345;
+    uint8_t *buf = malloc(size + 1);
+    for (int i = 0; all && i < 300; i++) {
+        seed = seed * 1103515245u + 12345u;
+        uint64_t off = (seed >> 4) % size;
+        seed = seed * 1103515245u + 12345u;
+        uint64_t len = 1 + (seed >> 4) % (size - off);
+        size_t got;
+        CHECK_EQ_INT(tdb_fs_read(fs, ino, off, buf, len, &got, &err), 0);
+        CHECK_EQ_INT(got, len);
+        CHECK(!memcmp(buf, all + off, len));
+    }
+    /* past the end: nothing */
+    size_t got = 7;
+    CHECK_EQ_INT(tdb_fs_read(fs, ino, size, buf, 10, &got, &err), 0);
+    CHECK_EQ_INT(got, 0);
+    free(buf);
+    free(all);
+    struct tdb_cache_stats cs;
+    tdb_fs_cache_stats(fs, &cs);
+    CHECK(cs.used <= cs.budget || cs.entries <= 1);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+static void test_random_ranges(void)
+{
+    ranges_match("dense_var_nullable", "n_str", 0);
+    ranges_match("dense_var_nullable", "s_utf8.offsets", 0);
+    ranges_match("dense_2d_all_types", "f64", 0);
+    ranges_match("sparse_string_dim", "key", 0);
+    ranges_match("sparse_hilbert", "a", 0);
+}
+
+static void test_tiny_cache(void)
+{
+    ranges_match("dense_var_nullable", "s_ascii", 1);
+    ranges_match("filter_chains", "a", 1);
+    ranges_match("sparse_dups", "a", 1);
+}
+
+static void test_paths(void)
+{
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case("dense_1d_basic", 0, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    struct tdb_error err = {0};
+    uint64_t ino;
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "nope", &ino, &err), TDB_E_NOENT);
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "a/x", &ino, &err), TDB_E_NOTDIR);
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "/__meta/../a", &ino, &err), 0);
+    char buf[64];
+    size_t n;
+    CHECK_EQ_INT(tdb_fs_getxattr(fs, ino, "user.tiledb.datatype", buf, sizeof buf, &n), 0);
+    CHECK_EQ_INT(tdb_fs_getxattr(fs, ino, "user.none", buf, sizeof buf, &n), TDB_E_NOENT);
+    CHECK_EQ_INT(tdb_fs_getxattr(fs, ino, "user.tiledb.datatype", buf, 1, &n), TDB_E_INVAL);
+    size_t got;
+    CHECK_EQ_INT(tdb_fs_read(fs, TDB_ROOT_INO, 0, buf, 1, &got, &err), TDB_E_ISDIR);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+    /* a folder that is no array */
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    CHECK_EQ_INT(tdb_io_posix(&io, corpus), 0);
+    CHECK_EQ_INT(tdb_fs_open(&fs, &io, &o, &err), TDB_E_INVAL);
+    tdb_io_free(&io);
+}
+
+static void test_options(void)
+{
+    struct tdb_open_options o;
+    struct tdb_error err = {0};
+    tdb_open_options_init(&o);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=5", &err), 0);
+    CHECK(o.ts_start == 0 && o.ts_end == 5);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=2:3", &err), 0);
+    CHECK(o.ts_start == 2 && o.ts_end == 3);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=3:2", &err), TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=x", &err), TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "cache_size=64M", &err), 0);
+    CHECK_EQ_INT(o.cache_bytes, 64ull << 20);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "cache_size=1Q", &err), TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_open_options_parse(&o, "bogus=1", &err), TDB_E_NOENT);
+}
+
+int main(void)
+{
+    RUN(test_options);
+    corpus = getenv("TILEDBFS_CORPUS");
+    if (!corpus)
+        corpus = "../shared/corpus";
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
+    FILE *f = fopen(probe, "r");
+    if (!f) {
+        printf("SKIP corpus tests: corpus not found at %s (set TILEDBFS_CORPUS)\n",
+               corpus);
+        return unit_done();
+    }
+    fclose(f);
+    RUN(test_stat_without_decoding);
+    RUN(test_random_ranges);
+    RUN(test_tiny_cache);
+    RUN(test_paths);
+    return unit_done();
+}
