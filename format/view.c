@@ -101,14 +101,22 @@ static int view_frag_field(const struct tdb_fieldfile *ff,
     return f->dim_field[ff->idx];
 }
 
-/* Fixed-size bytes (values or validity) of cells [c0, c1) into w. */
-static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
-                      struct view_win *w, struct tdb_error *err)
+/* What a walk over cells does with them: fill cells (no fragment holds
+ * them, or the fragment lacks the field), cells that may be passed over
+ * without decoding, and cells of a decoded tile.  Each returns 0 to go on,
+ * 1 to stop, or a negative error. */
+struct view_visit {
+    int (*fill)(struct view_visit *v, uint64_t n);
+    bool (*skip)(struct view_visit *v, uint64_t n);
+    int (*tile)(struct view_visit *v, const struct tdb_frag *f, uint64_t t,
+                const struct tdb_tile *tile, uint64_t i, uint64_t n,
+                struct tdb_error *err);
+};
+
+/* Walks cells [c0, c1) of ff's view, tile by tile. */
+static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                     struct view_visit *v, struct tdb_error *err)
 {
-    bool validity = ff->part == TDB_FILE_VALIDITY;
-    uint64_t cs = validity ? 1 : ff->cell_size;
-    const uint8_t *fill = validity ? &ff->fill_validity : ff->fill;
-    uint64_t fill_size = validity ? 1 : ff->fill_size;
     struct tdb_run runs[VIEW_RUNS];
     while (c0 < c1) {
         size_t nr;
@@ -125,108 +133,133 @@ static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
             unsigned part;
             int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
             if (field < 0) {
-                if (fill_size == cs)
-                    view_put_rep(w, fill, cs, ru->count);
-                else /* fill shorter than a cell (cell_val_num > 1) */
-                    for (uint64_t k = 0; k < ru->count; k++)
-                        for (uint64_t b = 0; b < cs; b += fill_size)
-                            view_put(w, fill, fill_size);
+                if ((r = v->fill(v, ru->count)))
+                    return r < 0 ? r : 0;
                 continue;
             }
             uint64_t fc = ru->fcell, left = ru->count;
             while (left) {
-                if (w->pos >= w->end)
-                    return 0;
                 uint64_t first;
                 uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
-                uint64_t tc = tdb_frag_tile_cells(ru->frag, t);
-                uint64_t n = tc - (fc - first);
+                uint64_t n = tdb_frag_tile_cells(ru->frag, t) - (fc - first);
                 if (n > left)
                     n = left;
-                if (w->pos + n * cs <= w->off) {
-                    w->pos += n * cs;
-                } else {
+                if (!v->skip || !v->skip(v, n)) {
                     struct tdb_cache_entry *e;
                     const struct tdb_tile *tile;
                     r = tdb_frag_tile(ru->frag, field, part, t, &e, &tile, err);
                     if (r)
                         return r;
-                    uint64_t at = (fc - first) * cs;
-                    if (at + n * cs > tile->size) {
-                        tdb_cache_release(ru->frag->arr->cache, e);
-                        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
-                                       ru->frag->fm->path, (unsigned long long)t);
-                    }
-                    view_put(w, tile->data + at, n * cs);
+                    r = v->tile(v, ru->frag, t, tile, fc - first, n, err);
                     tdb_cache_release(ru->frag->arr->cache, e);
+                    if (r)
+                        return r < 0 ? r : 0;
                 }
                 fc += n;
                 left -= n;
             }
         }
-        if (w->pos >= w->end)
-            return 0;
     }
     return 0;
+}
+
+/* Fixed-size bytes (values or validity) into a window. */
+struct view_fixed {
+    struct view_visit v;
+    struct view_win *w;
+    uint64_t cs;
+    const uint8_t *fill;
+    uint64_t fill_size;
+};
+
+static int view_fixed_fill(struct view_visit *v, uint64_t n)
+{
+    struct view_fixed *x = (struct view_fixed *)v;
+    if (x->fill_size == x->cs)
+        view_put_rep(x->w, x->fill, x->cs, n);
+    else /* fill shorter than a cell (cell_val_num > 1) */
+        for (uint64_t k = 0; k < n; k++)
+            for (uint64_t b = 0; b < x->cs; b += x->fill_size)
+                view_put(x->w, x->fill, x->fill_size);
+    return x->w->pos >= x->w->end;
+}
+
+static bool view_fixed_skip(struct view_visit *v, uint64_t n)
+{
+    struct view_fixed *x = (struct view_fixed *)v;
+    if (x->w->pos + n * x->cs > x->w->off)
+        return false;
+    x->w->pos += n * x->cs;
+    return true;
+}
+
+static int view_fixed_tile(struct view_visit *v, const struct tdb_frag *f,
+                           uint64_t t, const struct tdb_tile *tile, uint64_t i,
+                           uint64_t n, struct tdb_error *err)
+{
+    struct view_fixed *x = (struct view_fixed *)v;
+    if ((i + n) * x->cs > tile->size)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
+                       f->fm->path, (unsigned long long)t);
+    view_put(x->w, tile->data + i * x->cs, n * x->cs);
+    return x->w->pos >= x->w->end;
+}
+
+static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                      struct view_win *w, struct tdb_error *err)
+{
+    bool validity = ff->part == TDB_FILE_VALIDITY;
+    struct view_fixed x = {
+        {view_fixed_fill, view_fixed_skip, view_fixed_tile}, w,
+        validity ? 1 : ff->cell_size,
+        validity ? &ff->fill_validity : ff->fill,
+        validity ? 1 : ff->fill_size,
+    };
+    return view_walk(ff, c0, c1, &x.v, err);
 }
 
 /* Calls fn(arg, bytes, size) for each var-sized cell of [c0, c1); fn
  * returns non-zero to stop. */
 typedef int (*view_var_fn)(void *arg, const uint8_t *p, uint64_t n);
 
+struct view_var {
+    struct view_visit v;
+    struct tdb_fieldfile *ff;
+    view_var_fn fn;
+    void *arg;
+};
+
+static int view_var_fill(struct view_visit *v, uint64_t n)
+{
+    struct view_var *x = (struct view_var *)v;
+    for (uint64_t k = 0; k < n; k++)
+        if (x->fn(x->arg, x->ff->fill, x->ff->fill_size))
+            return 1;
+    return 0;
+}
+
+static int view_var_tile(struct view_visit *v, const struct tdb_frag *f,
+                         uint64_t t, const struct tdb_tile *tile, uint64_t i,
+                         uint64_t n, struct tdb_error *err)
+{
+    struct view_var *x = (struct view_var *)v;
+    if (!tile->offsets || i + n > tile->ncells)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: var tile %llu has no offsets",
+                       f->fm->path, (unsigned long long)t);
+    for (uint64_t k = i; k < i + n; k++) {
+        uint64_t a = tile->offsets[k];
+        uint64_t b = k + 1 < tile->ncells ? tile->offsets[k + 1] : tile->size;
+        if (x->fn(x->arg, tile->data + a, b - a))
+            return 1;
+    }
+    return 0;
+}
+
 static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     view_var_fn fn, void *arg, struct tdb_error *err)
 {
-    struct tdb_run runs[VIEW_RUNS];
-    while (c0 < c1) {
-        size_t nr;
-        int r = ff->cells->ops->runs(ff->cells, c0, c1 - c0, runs, VIEW_RUNS,
-                                     &nr, err);
-        if (r)
-            return r;
-        if (!nr)
-            return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
-                           (unsigned long long)c0);
-        for (size_t i = 0; i < nr; i++) {
-            struct tdb_run *ru = &runs[i];
-            c0 += ru->count;
-            unsigned part;
-            int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
-            if (field < 0) {
-                for (uint64_t k = 0; k < ru->count; k++)
-                    if (fn(arg, ff->fill, ff->fill_size))
-                        return 0;
-                continue;
-            }
-            uint64_t fc = ru->fcell, left = ru->count;
-            while (left) {
-                uint64_t first;
-                uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
-                uint64_t tc = tdb_frag_tile_cells(ru->frag, t);
-                uint64_t n = tc - (fc - first);
-                if (n > left)
-                    n = left;
-                struct tdb_cache_entry *e;
-                const struct tdb_tile *tile;
-                r = tdb_frag_tile(ru->frag, field, part, t, &e, &tile, err);
-                if (r)
-                    return r;
-                int stop = 0;
-                for (uint64_t k = fc - first; k < fc - first + n && !stop; k++) {
-                    uint64_t a = tile->offsets[k];
-                    uint64_t b = k + 1 < tile->ncells ? tile->offsets[k + 1]
-                                                      : tile->size;
-                    stop = fn(arg, tile->data + a, b - a);
-                }
-                tdb_cache_release(ru->frag->arr->cache, e);
-                if (stop)
-                    return 0;
-                fc += n;
-                left -= n;
-            }
-        }
-    }
-    return 0;
+    struct view_var x = {{view_var_fill, NULL, view_var_tile}, ff, fn, arg};
+    return view_walk(ff, c0, c1, &x.v, err);
 }
 
 struct view_sizer {
