@@ -40,15 +40,22 @@ struct io_posix {
     char *root;
 };
 
-static char *io_posix_path(struct io_posix *px, const char *path)
+/* `path` under folder `root`; absolute paths and file:// URIs pass through
+ * (the shared path rule of the POSIX and sub-folder backends). */
+static char *io_under(const char *root, const char *path)
 {
     if (path[0] == '/')
         return strdup(path);
     if (!strncmp(path, "file://", 7))
         return strdup(path + 7);
     if (!path[0])
-        return strdup(px->root);
-    return tdb_path_join(px->root, path);
+        return strdup(root);
+    return tdb_path_join(root, path);
+}
+
+static char *io_posix_path(struct io_posix *px, const char *path)
+{
+    return io_under(px->root, path);
 }
 
 static int io_posix_errno(int e)
@@ -723,11 +730,9 @@ struct io_sub {
 
 static char *io_sub_path(struct io_sub *s, const char *path)
 {
-    if (path[0] == '/' || !strncmp(path, "file://", 7))
-        return strdup(path);
-    if (!path[0])
-        return strdup(s->prefix);
-    return tdb_path_join(s->prefix, path);
+    if (!strncmp(path, "file://", 7))
+        return strdup(path);    /* the parent resolves URIs */
+    return io_under(s->prefix, path);
 }
 
 #define IO_SUB_CALL(expr)                                                   \
