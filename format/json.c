@@ -35,12 +35,35 @@ void tdb_json_close(struct tdb_json *j, char c)
     j->need_comma = true;
 }
 
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t json_utf8_len(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                 : s[0] >= 0xe0                ? 3
+                 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+                                               : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
 static void json_str_nosep(struct tdb_json *j, const char *s, size_t n)
 {
+    const unsigned char *u = (const unsigned char *)s;
     tdb_json_raw(j, "\"");
     for (size_t i = 0; i < n && !j->err; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = u[i];
         char e[8];
+        size_t ul;
+        if (c >= 0x80 && (ul = json_utf8_len(u + i, n - i))) {
+            /* valid UTF-8 goes through as it is */
+            j->err = tdb_buf_append(&j->b, u + i, ul);
+            i += ul - 1;
+            continue;
+        }
         if (c == '"' || c == '\\') {
             e[0] = '\\';
             e[1] = (char)c;
@@ -190,6 +213,12 @@ static void json_pipeline(struct tdb_json *j, const char *key,
         tdb_json_close(j, '}');
     }
     tdb_json_close(j, ']');
+    if (p->max_chunk_size != 65536) {
+        char k[64];
+        snprintf(k, sizeof k, "%s_max_chunk_size", key);
+        tdb_json_key(j, k);
+        tdb_json_u64(j, p->max_chunk_size);
+    }
 }
 
 static void json_hex(struct tdb_json *j, const uint8_t *p, uint64_t n)

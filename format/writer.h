@@ -42,6 +42,12 @@ int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,
 int tdb_fmw_set_ned(struct tdb_fmw *w, const struct tdb_range *ned,
                     struct tdb_error *err);
 
+/* Dense fragments: the order of the cells as written (TDB_ROW_MAJOR, the
+ * default, or TDB_COL_MAJOR: a subarray write, whose tiles TileDB's metadata
+ * covers slab by slab inside the region; TDB_GLOBAL_ORDER: whole tiles, as
+ * global-order writes and consolidation do).  @return 0 or TDB_E_INVAL. */
+int tdb_fmw_set_dense_layout(struct tdb_fmw *w, unsigned layout);
+
 /* Sparse fragments: the MBR of the next tile (ndims ranges), in tile
  * order, and the tile count / cells of the last tile. */
 int tdb_fmw_add_mbr(struct tdb_fmw *w, const struct tdb_range *mbr,
@@ -60,6 +66,12 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
  * schema; names the offending key on error. */
 int tdb_schema_from_json(const char *text, size_t len,
                          struct tdb_schema **out, struct tdb_error *err);
+
+/* Checks a schema as TileDB checks a new one (schema_json.c): dimensions
+ * (datatypes, domains, tile extents), dense-array rules, unique and
+ * unreserved names, fill values, the current domain.  @return 0 or
+ * TDB_E_INVAL with err naming the dimension or attribute and why. */
+int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err);
 
 /* Creates an empty array at the root of io (which must be an empty or
  * missing folder): __schema/<timestamped name>, __fragments, __commits,

@@ -1,0 +1,1346 @@
+/* writer.c: writing one fragment at format version 22 from staged files (format_spec/fragment.md data files and tiles; LAYOUT.md "Writing"). */
+#include "writer.h"
+#include "array.h"
+#include "arraydir.h"
+#include "view.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WR_NONE UINT64_MAX             /* a tile cell the write does not cover */
+#define WR_GAP 4096                    /* staged reads closer than this merge */
+#define WR_READ_MAX (UINT64_C(4) << 20)/* bytes of one merged staged read */
+#define WR_CHECK_BLOCK 8192            /* offsets / validity checked per read */
+#define WR_JSON_MAX (1u << 20)         /* size of __subarray.json */
+#define WR_REGION_MAX (UINT64_C(1) << 48)
+
+enum { WR_VALUES = 0, WR_OFFSETS = 1, WR_VALIDITY = 2 };
+enum { WR_OUT_FIXED = 0, WR_OUT_VAR = 1, WR_OUT_VALIDITY = 2 };
+
+/* One field of the fragment and its staged files. */
+struct wr_field {
+    bool is_dim;
+    uint32_t idx;               /* attribute or dimension index */
+    uint32_t fid;               /* field number in the fragment */
+    const char *name;
+    unsigned type;
+    bool var, nullable;
+    uint64_t vsize;             /* bytes of one value */
+    uint64_t cell_size;         /* fixed: bytes per cell; var: vsize */
+    const struct tdb_pipeline *filters;
+    bool skip_offsets;
+    char *sname[3];             /* staged names: values, .offsets, .validity */
+    char *spath[3];             /* staged paths, NULL when not staged */
+    uint64_t ssize[3];
+    bool want[3];
+    char *out[3];               /* a0.tdb, a0_var.tdb, a0_validity.tdb */
+    uint64_t osize[3];
+    bool created[3];
+    /* sparse dimensions: the staged bytes in memory */
+    uint8_t *mem[3];            /* values, offsets (little-endian); never
+                                 * validity */
+};
+
+struct wr {
+    const struct tdb_io *io, *staged;
+    const char *sdir;
+    struct tdb_array *arr;
+    const struct tdb_schema *s;
+    const uint8_t *key;         /* data key (NULL unless encrypted) */
+    bool dense;
+    uint32_t nf;
+    struct wr_field *f;
+    uint64_t ncells;            /* staged cells */
+    struct tdb_error *err;
+    /* dense: the region as offsets from the domain's low bounds */
+    uint64_t rlo[TDB_MAX_DIMS], rhi[TDB_MAX_DIMS];
+    /* sparse: global order */
+    uint64_t *perm;
+    uint64_t *hil;
+    /* output */
+    char name[128];
+    char *fragdir;
+    struct tdb_fmw *fmw;
+    struct tdb_buf enc;
+    struct tdb_buf tmp;         /* merged staged reads */
+    bool dir_made;
+    char *meta_path, *tmp_commit;
+    bool meta_made, tmp_made;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+/* '/' and '%' percent-encoded, the empty name "__attr" (as the mount). */
+static char *wr_mount_name(const char *name, const char *suffix)
+{
+    size_t n = strlen(name);
+    char *s = malloc(3 * n + strlen(suffix) + 8);
+    if (!s)
+        return NULL;
+    char *o = s;
+    if (!n) {
+        memcpy(o, "__attr", 6);
+        o += 6;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (name[i] == '/' || name[i] == '%') {
+            snprintf(o, 4, "%%%02X", (unsigned char)name[i]);
+            o += 3;
+        } else {
+            *o++ = name[i];
+        }
+    }
+    strcpy(o, suffix);
+    return s;
+}
+
+static int64_t wr_i64(unsigned type, const uint8_t *v)
+{
+    switch (tdb_dt_size(type)) {
+    case 1: return (int8_t)v[0];
+    case 2: return (int16_t)tdb_le16(v);
+    case 4: return (int32_t)tdb_le32(v);
+    default: return (int64_t)tdb_le64(v);
+    }
+}
+
+static uint64_t wr_u64(unsigned type, const uint8_t *v)
+{
+    switch (tdb_dt_size(type)) {
+    case 1: return v[0];
+    case 2: return tdb_le16(v);
+    case 4: return tdb_le32(v);
+    default: return tdb_le64(v);
+    }
+}
+
+static bool wr_isnan(unsigned type, const uint8_t *v)
+{
+    if (type == TDB_FLOAT32) {
+        float x;
+        memcpy(&x, v, 4);
+        return x != x;
+    }
+    if (type == TDB_FLOAT64) {
+        double x;
+        memcpy(&x, v, 8);
+        return x != x;
+    }
+    return false;
+}
+
+static uint64_t wr_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int wr_random(uint8_t rnd[16], struct tdb_error *err)
+{
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tdb_err(err, TDB_E_IO, "/dev/urandom: %s", strerror(errno));
+    size_t got = 0;
+    while (got < 16) {
+        ssize_t n = read(fd, rnd + got, 16 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got == 16 ? 0 : tdb_err(err, TDB_E_IO, "/dev/urandom: short read");
+}
+
+/* Reads staged bytes [off, off+len) of part p of f. */
+static int wr_sread(struct wr *w, const struct wr_field *f, int p, uint64_t off,
+                    void *buf, size_t len)
+{
+    if (w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf, len))
+        return tdb_err(w->err, TDB_E_IO, "%s: cannot read %zu bytes at offset "
+                       "%llu", f->sname[p], len, (unsigned long long)off);
+    return 0;
+}
+
+/* One piece of a tile: `len` bytes at `from` of a staged part go to `to`. */
+struct wr_piece {
+    uint64_t from, len, to;
+};
+
+static int wr_piece_cmp(const void *a, const void *b)
+{
+    const struct wr_piece *x = a, *y = b;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* Copies the pieces of part p of field f into out: from memory for a
+ * sparse dimension, else by merged reads of the staged file. */
+static int wr_gather(struct wr *w, const struct wr_field *f, int p,
+                     struct wr_piece *pc, size_t n, uint8_t *out)
+{
+    if (f->mem[p]) {
+        for (size_t i = 0; i < n; i++)
+            if (pc[i].len)
+                memcpy(out + pc[i].to, f->mem[p] + pc[i].from, (size_t)pc[i].len);
+        return 0;
+    }
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = pc[i - 1].from <= pc[i].from;
+    if (!sorted)
+        qsort(pc, n, sizeof *pc, wr_piece_cmp);
+    size_t i = 0;
+    while (i < n) {
+        if (!pc[i].len) {
+            i++;
+            continue;
+        }
+        uint64_t start = pc[i].from, end = pc[i].from + pc[i].len;
+        size_t j = i + 1;
+        for (; j < n; j++) {
+            if (pc[j].from > end + WR_GAP)
+                break;
+            uint64_t e = pc[j].from + pc[j].len;
+            if (e < end)
+                e = end;
+            if (e - start > WR_READ_MAX)
+                break;
+            end = e;
+        }
+        size_t len = (size_t)(end - start);
+        tdb_buf_reset(&w->tmp);
+        if (tdb_buf_reserve(&w->tmp, len))
+            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+        int r = wr_sread(w, f, p, start, w->tmp.data, len);
+        if (r)
+            return r;
+        for (size_t k = i; k < j; k++)
+            if (pc[k].len)
+                memcpy(out + pc[k].to, w->tmp.data + (pc[k].from - start),
+                       (size_t)pc[k].len);
+        i = j;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the fields */
+
+static void wr_fields_free(struct wr *w)
+{
+    for (uint32_t i = 0; w->f && i < w->nf; i++) {
+        for (int p = 0; p < 3; p++) {
+            free(w->f[i].sname[p]);
+            free(w->f[i].spath[p]);
+            free(w->f[i].out[p]);
+        }
+        free(w->f[i].mem[0]);
+        free(w->f[i].mem[1]);
+    }
+    free(w->f);
+    w->f = NULL;
+}
+
+static int wr_fields_init(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
+    w->nf = s->nattrs + (w->dense ? 0 : s->ndims);
+    w->f = calloc(w->nf ? w->nf : 1, sizeof *w->f);
+    if (!w->f)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < w->nf; i++) {
+        struct wr_field *f = &w->f[i];
+        bool dim = i >= s->nattrs;
+        uint32_t cvn;
+        char base[32];
+        f->is_dim = dim;
+        f->fid = i;
+        if (dim) {
+            const struct tdb_dim *d = &s->dims[i - s->nattrs];
+            f->idx = i - s->nattrs;
+            f->name = d->name;
+            f->type = d->type;
+            cvn = d->cell_val_num;
+            f->filters = d->filters.n ? &d->filters : &s->coords_filters;
+            snprintf(base, sizeof base, "d%u", f->idx);
+        } else {
+            const struct tdb_attr *a = &s->attrs[i];
+            f->idx = i;
+            f->name = a->name;
+            f->type = a->type;
+            cvn = a->cell_val_num;
+            f->nullable = a->nullable;
+            f->filters = &a->filters;
+            snprintf(base, sizeof base, "a%u", i);
+        }
+        f->vsize = tdb_dt_size(f->type);
+        if (!f->vsize)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "field '%s': datatype %u "
+                           "unknown", f->name, f->type);
+        f->var = cvn == TDB_VAR_NUM;
+        if (!f->var && (!cvn || !tdb_mul_ok(f->vsize, cvn, &f->cell_size)))
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "field '%s': cell_val_num "
+                           "%u", f->name, cvn);
+        if (f->var)
+            f->cell_size = f->vsize;
+        f->skip_offsets = f->var && tdb_pipeline_skips_offsets(
+                                        f->filters, f->type, TDB_WRITE_VERSION);
+        f->want[WR_VALUES] = true;
+        f->want[WR_OFFSETS] = f->var;
+        f->want[WR_VALIDITY] = f->nullable;
+        static const char *const suffix[3] = {"", ".offsets", ".validity"};
+        static const char *const osuffix[3] = {".tdb", "_var.tdb",
+                                               "_validity.tdb"};
+        for (int p = 0; p < 3; p++) {
+            if (!(f->sname[p] = wr_mount_name(f->name, suffix[p])))
+                return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+            char o[48];
+            snprintf(o, sizeof o, "%s%s", base, osuffix[p]);
+            if (!(f->out[p] = strdup(o)))
+                return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+        }
+    }
+    return 0;
+}
+
+/* Matches the staged folder's entries to the fields' files. */
+static int wr_match_staged(struct wr *w, bool *has_subarray)
+{
+    struct tdb_names n;
+    int r = tdb_io_names(w->staged, w->sdir, &n, w->err);
+    if (r)
+        return r;
+    *has_subarray = false;
+    for (size_t i = 0; i < n.n && !r; i++) {
+        const char *nm = n.v[i];
+        bool found = false;
+        if (!strcmp(nm, "__error"))
+            continue;
+        if (!strcmp(nm, "__subarray.json") && !n.is_dir[i]) {
+            *has_subarray = true;
+            continue;
+        }
+        for (uint32_t k = 0; k < w->nf && !found; k++) {
+            struct wr_field *f = &w->f[k];
+            for (int p = 0; p < 3 && !found; p++) {
+                if (!f->want[p] || strcmp(f->sname[p], nm))
+                    continue;
+                found = true;
+                if (n.is_dir[i]) {
+                    r = tdb_err(w->err, TDB_E_INVAL, "%s: a folder, not a file",
+                                nm);
+                    break;
+                }
+                if (!(f->spath[p] = tdb_path_join(w->sdir, nm))) {
+                    r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+                    break;
+                }
+                if (w->staged->ops->size(w->staged->ctx, f->spath[p],
+                                         &f->ssize[p]))
+                    r = tdb_err(w->err, TDB_E_IO, "%s: cannot get its size", nm);
+            }
+        }
+        if (!found && !r)
+            r = tdb_err(w->err, TDB_E_INVAL, "%s: not a field of the array%s",
+                        nm, w->dense ? "" : " (sparse arrays take every "
+                        "attribute and dimension)");
+    }
+    tdb_names_free(&n);
+    static const char *const what[3] = {"values", "offsets", "validity"};
+    for (uint32_t k = 0; k < w->nf && !r; k++) {
+        struct wr_field *f = &w->f[k];
+        for (int p = 0; p < 3 && !r; p++)
+            if (f->want[p] && !f->spath[p])
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: missing (the %s of %s "
+                            "'%s')", f->sname[p], what[p],
+                            f->is_dim ? "dimension" : "attribute", f->name);
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------ validation */
+
+/* Checks the offsets of a var-sized field over n cells: first 0,
+ * ascending, multiples of the value size, the last within the values. */
+static int wr_check_offsets(struct wr *w, const struct wr_field *f, uint64_t n)
+{
+    const char *nm = f->sname[WR_OFFSETS];
+    uint64_t vsz = f->ssize[WR_VALUES], need;
+    if (!tdb_mul_ok(n, 8, &need) || f->ssize[WR_OFFSETS] != need)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
+                       "(8 per cell, %llu cells)", nm,
+                       (unsigned long long)f->ssize[WR_OFFSETS],
+                       (unsigned long long)(n * 8), (unsigned long long)n);
+    if (vsz % f->vsize)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, not a multiple of "
+                       "the value size %llu", f->sname[WR_VALUES],
+                       (unsigned long long)vsz, (unsigned long long)f->vsize);
+    uint8_t *blk = f->mem[WR_OFFSETS];
+    uint8_t *own = NULL;
+    if (!blk && !(own = malloc(WR_CHECK_BLOCK * 8)))
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    uint64_t prev = 0;
+    int r = 0;
+    for (uint64_t i0 = 0; i0 < n && !r; i0 += WR_CHECK_BLOCK) {
+        uint64_t m = n - i0 < WR_CHECK_BLOCK ? n - i0 : WR_CHECK_BLOCK;
+        const uint8_t *p;
+        if (own) {
+            if ((r = wr_sread(w, f, WR_OFFSETS, i0 * 8, own, (size_t)(m * 8))))
+                break;
+            p = own;
+        } else {
+            p = blk + i0 * 8;
+        }
+        for (uint64_t k = 0; k < m; k++) {
+            uint64_t o = tdb_le64(p + 8 * k), i = i0 + k;
+            if (i == 0 && o != 0) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: the first offset is %llu, "
+                            "must be 0", nm, (unsigned long long)o);
+                break;
+            }
+            if (o < prev) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: offsets not ascending at "
+                            "cell %llu (%llu after %llu)", nm,
+                            (unsigned long long)i, (unsigned long long)o,
+                            (unsigned long long)prev);
+                break;
+            }
+            if (o > vsz) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: offset %llu of cell %llu "
+                            "is past the end of %s (%llu bytes)", nm,
+                            (unsigned long long)o, (unsigned long long)i,
+                            f->sname[WR_VALUES], (unsigned long long)vsz);
+                break;
+            }
+            if (o % f->vsize) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: offset %llu of cell %llu "
+                            "is not a multiple of the value size %llu", nm,
+                            (unsigned long long)o, (unsigned long long)i,
+                            (unsigned long long)f->vsize);
+                break;
+            }
+            prev = o;
+        }
+    }
+    free(own);
+    return r;
+}
+
+static int wr_check_validity(struct wr *w, const struct wr_field *f, uint64_t n)
+{
+    const char *nm = f->sname[WR_VALIDITY];
+    if (f->ssize[WR_VALIDITY] != n)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu (one "
+                       "per cell)", nm, (unsigned long long)f->ssize[WR_VALIDITY],
+                       (unsigned long long)n);
+    uint8_t *blk = malloc(WR_CHECK_BLOCK * 8);
+    if (!blk)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    int r = 0;
+    for (uint64_t i0 = 0; i0 < n && !r; i0 += WR_CHECK_BLOCK * 8) {
+        uint64_t m = n - i0 < WR_CHECK_BLOCK * 8 ? n - i0 : WR_CHECK_BLOCK * 8;
+        if ((r = wr_sread(w, f, WR_VALIDITY, i0, blk, (size_t)m)))
+            break;
+        for (uint64_t k = 0; k < m; k++)
+            if (blk[k] > 1) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: byte %llu is %u, must be "
+                            "0 (null) or 1 (valid)", nm,
+                            (unsigned long long)(i0 + k), blk[k]);
+                break;
+            }
+    }
+    free(blk);
+    return r;
+}
+
+/* Checks the sizes of f's staged files against n cells. */
+static int wr_check_field(struct wr *w, const struct wr_field *f, uint64_t n)
+{
+    int r;
+    if (f->var) {
+        r = wr_check_offsets(w, f, n);
+    } else {
+        uint64_t need;
+        if (!tdb_mul_ok(n, f->cell_size, &need) || f->ssize[WR_VALUES] != need)
+            return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
+                           "(%llu cells of %llu bytes)", f->sname[WR_VALUES],
+                           (unsigned long long)f->ssize[WR_VALUES],
+                           (unsigned long long)(n * f->cell_size),
+                           (unsigned long long)n,
+                           (unsigned long long)f->cell_size);
+        r = 0;
+    }
+    if (!r && f->nullable)
+        r = wr_check_validity(w, f, n);
+    return r;
+}
+
+/* A signed or unsigned JSON integer bound of dim d as an offset from the
+ * domain's low bound, checked against the domain and current domain. */
+static int wr_region_bound(struct wr *w, uint32_t d, json_t *v, uint64_t *off)
+{
+    const struct tdb_dim *dim = &w->s->dims[d];
+    const char *nm = "__subarray.json";
+    if (!json_is_integer(v))
+        return tdb_err(w->err, TDB_E_INVAL, "%s: dimension '%s': bounds must "
+                       "be integers", nm, dim->name);
+    json_int_t x = json_integer_value(v);
+    const uint8_t *lo = dim->lo, *hi = dim->hi;
+    const uint8_t *clo = NULL, *chi = NULL;
+    if (w->s->has_current_domain && w->s->current_domain) {
+        clo = w->s->current_domain[d].lo;
+        chi = w->s->current_domain[d].hi;
+    }
+    bool in;
+    if (tdb_dt_is_signed_int(dim->type)) {
+        int64_t v64 = (int64_t)x;
+        in = v64 >= wr_i64(dim->type, lo) && v64 <= wr_i64(dim->type, hi);
+        if (in && clo)
+            in = v64 >= wr_i64(dim->type, clo) && v64 <= wr_i64(dim->type, chi);
+        if (in)
+            *off = (uint64_t)v64 - (uint64_t)wr_i64(dim->type, lo);
+    } else {
+        in = x >= 0 && (uint64_t)x >= wr_u64(dim->type, lo) &&
+             (uint64_t)x <= wr_u64(dim->type, hi);
+        if (in && clo)
+            in = (uint64_t)x >= wr_u64(dim->type, clo) &&
+                 (uint64_t)x <= wr_u64(dim->type, chi);
+        if (in)
+            *off = (uint64_t)x - wr_u64(dim->type, lo);
+    }
+    if (!in)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: dimension '%s': %lld is "
+                       "outside the %sdomain", nm, dim->name, (long long)x,
+                       clo ? "current " : "");
+    return 0;
+}
+
+static int wr_region_json(struct wr *w)
+{
+    const char *nm = "__subarray.json";
+    char *path = tdb_path_join(w->sdir, nm);
+    if (!path)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    uint64_t size = 0;
+    char *text = NULL;
+    int r = 0;
+    if (w->staged->ops->size(w->staged->ctx, path, &size))
+        r = tdb_err(w->err, TDB_E_IO, "%s: cannot get its size", nm);
+    else if (size > WR_JSON_MAX)
+        r = tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, too large", nm,
+                    (unsigned long long)size);
+    else if (!(text = malloc((size_t)size + 1)))
+        r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    else if (w->staged->ops->read_at(w->staged->ctx, path, 0, text,
+                                     (size_t)size))
+        r = tdb_err(w->err, TDB_E_IO, "%s: cannot read", nm);
+    free(path);
+    if (r) {
+        free(text);
+        return r;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(text, (size_t)size, 0, &je);
+    free(text);
+    if (!root)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: line %d: %s", nm, je.line,
+                       je.text);
+    uint32_t nd = w->s->ndims;
+    if (!json_is_array(root) || json_array_size(root) != nd) {
+        json_decref(root);
+        return tdb_err(w->err, TDB_E_INVAL, "%s: want [[lo, hi], ...] with one "
+                       "pair per dimension (%u)", nm, nd);
+    }
+    for (uint32_t d = 0; d < nd && !r; d++) {
+        json_t *pair = json_array_get(root, d);
+        if (!json_is_array(pair) || json_array_size(pair) != 2) {
+            r = tdb_err(w->err, TDB_E_INVAL, "%s: dimension '%s': want [lo, hi]",
+                        nm, w->s->dims[d].name);
+            break;
+        }
+        if ((r = wr_region_bound(w, d, json_array_get(pair, 0), &w->rlo[d])) ||
+            (r = wr_region_bound(w, d, json_array_get(pair, 1), &w->rhi[d])))
+            break;
+        if (w->rlo[d] > w->rhi[d])
+            r = tdb_err(w->err, TDB_E_INVAL, "%s: dimension '%s': lo > hi", nm,
+                        w->s->dims[d].name);
+    }
+    json_decref(root);
+    return r;
+}
+
+/* The dense region: __subarray.json, else the view region (current domain,
+ * else the domain); and the cell count. */
+static int wr_region(struct wr *w, bool has_subarray)
+{
+    const struct tdb_schema *s = w->s;
+    if (s->ndims > TDB_MAX_DIMS || !s->ndims)
+        return tdb_err(w->err, TDB_E_UNSUPPORTED, "%u dimensions", s->ndims);
+    for (uint32_t d = 0; d < s->ndims; d++)
+        if (!tdb_dt_is_integer(s->dims[d].type) ||
+            s->dims[d].cell_val_num == TDB_VAR_NUM)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "dense dimension '%s' "
+                           "is not an integer", s->dims[d].name);
+    int r = 0;
+    if (has_subarray) {
+        r = wr_region_json(w);
+    } else {
+        for (uint32_t d = 0; d < s->ndims; d++) {
+            const struct tdb_dim *dim = &s->dims[d];
+            if (s->has_current_domain && s->current_domain) {
+                w->rlo[d] = tdb_dim_offset(dim, s->current_domain[d].lo);
+                w->rhi[d] = tdb_dim_offset(dim, s->current_domain[d].hi);
+            } else {
+                w->rlo[d] = 0;
+                w->rhi[d] = tdb_dim_offset(dim, dim->hi);
+            }
+        }
+    }
+    if (r)
+        return r;
+    uint64_t cells = 1;
+    for (uint32_t d = 0; d < s->ndims; d++) {
+        uint64_t span = w->rhi[d] - w->rlo[d];
+        if (span == UINT64_MAX || !tdb_mul_ok(cells, span + 1, &cells) ||
+            cells > WR_REGION_MAX)
+            return tdb_err(w->err, TDB_E_INVAL, "__subarray.json: %s more than "
+                           "2^48 cells; give a smaller region",
+                           has_subarray ? "the region has" : "missing, and the "
+                           "domain has");
+    }
+    w->ncells = cells;
+    return 0;
+}
+
+/* ----------------------------------------------------- sparse coordinates */
+
+static void wr_coords(const struct wr *w, uint64_t c, struct tdb_coords *out)
+{
+    for (uint32_t j = 0; j < w->s->ndims; j++) {
+        const struct wr_field *f = &w->f[w->s->nattrs + j];
+        if (f->var) {
+            uint64_t st = tdb_le64(f->mem[WR_OFFSETS] + 8 * c);
+            uint64_t en = c + 1 < w->ncells
+                              ? tdb_le64(f->mem[WR_OFFSETS] + 8 * (c + 1))
+                              : f->ssize[WR_VALUES];
+            out->v[j] = f->mem[WR_VALUES] + st;
+            out->n[j] = en - st;
+        } else {
+            out->v[j] = f->mem[WR_VALUES] + c * f->vsize;
+            out->n[j] = f->vsize;
+        }
+    }
+}
+
+static int wr_cell_cmp(const struct wr *w, uint64_t a, uint64_t b)
+{
+    struct tdb_coords ca, cb;
+    wr_coords(w, a, &ca);
+    wr_coords(w, b, &cb);
+    return tdb_order_cmp(w->s, &ca, w->hil ? w->hil[a] : 0, &cb,
+                         w->hil ? w->hil[b] : 0);
+}
+
+/* Stable bottom-up merge sort of w->perm in global order. */
+static int wr_sort(struct wr *w)
+{
+    uint64_t n = w->ncells;
+    bool sorted = true;
+    for (uint64_t i = 1; i < n && sorted; i++)
+        sorted = wr_cell_cmp(w, w->perm[i - 1], w->perm[i]) <= 0;
+    if (sorted)
+        return 0;
+    uint64_t *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    uint64_t *a = w->perm, *b = tmp;
+    for (uint64_t width = 1; width < n; width *= 2) {
+        for (uint64_t lo = 0; lo < n; lo += 2 * width) {
+            uint64_t mid = lo + width < n ? lo + width : n;
+            uint64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                b[k++] = wr_cell_cmp(w, a[j], a[i]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[k++] = a[i++];
+            while (j < hi)
+                b[k++] = a[j++];
+        }
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != w->perm)
+        memcpy(w->perm, a, (size_t)n * sizeof *a);
+    free(tmp);
+    return 0;
+}
+
+/* Checks coordinate c of dimension j against the domain (and the current
+ * domain); string dimensions have no domain. */
+static int wr_check_coord(struct wr *w, uint32_t j, uint64_t c,
+                          const struct tdb_coords *co)
+{
+    const struct tdb_dim *d = &w->s->dims[j];
+    const struct wr_field *f = &w->f[w->s->nattrs + j];
+    const struct tdb_range *cd = w->s->has_current_domain && w->s->current_domain
+                                     ? &w->s->current_domain[j]
+                                     : NULL;
+    const uint8_t *v = co->v[j];
+    if (f->var) {
+        if (cd && cd->vlo && cd->vhi &&
+            (tdb_value_cmp(d->type, v, co->n[j], cd->vlo, cd->vlo_size) < 0 ||
+             tdb_value_cmp(d->type, v, co->n[j], cd->vhi, cd->vhi_size) > 0))
+            return tdb_err(w->err, TDB_E_INVAL, "%s: the coordinate of cell %llu "
+                           "is outside the current domain", f->sname[WR_VALUES],
+                           (unsigned long long)c);
+        return 0;
+    }
+    unsigned n = (unsigned)f->vsize;
+    bool out = wr_isnan(d->type, v) ||
+               tdb_value_cmp(d->type, v, n, d->lo, n) < 0 ||
+               tdb_value_cmp(d->type, v, n, d->hi, n) > 0;
+    bool out_cd = !out && cd &&
+                  (tdb_value_cmp(d->type, v, n, cd->lo, n) < 0 ||
+                   tdb_value_cmp(d->type, v, n, cd->hi, n) > 0);
+    if (out || out_cd) {
+        char val[64] = "";
+        if (tdb_dt_is_signed_int(d->type))
+            snprintf(val, sizeof val, " (%lld)", (long long)wr_i64(d->type, v));
+        else if (tdb_dt_is_integer(d->type))
+            snprintf(val, sizeof val, " (%llu)",
+                     (unsigned long long)wr_u64(d->type, v));
+        return tdb_err(w->err, TDB_E_INVAL, "%s: the coordinate of cell %llu%s "
+                       "is outside the %sdomain", f->sname[WR_VALUES],
+                       (unsigned long long)c, val, out_cd ? "current " : "");
+    }
+    return 0;
+}
+
+/* Loads the dimensions' staged files, checks them, sorts the cells into
+ * global order and checks for duplicates. */
+static int wr_sparse_prepare(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
+    if (s->ndims > TDB_MAX_DIMS || !s->ndims)
+        return tdb_err(w->err, TDB_E_UNSUPPORTED, "%u dimensions", s->ndims);
+    /* the cell count, from the first dimension's file */
+    struct wr_field *f0 = &w->f[s->nattrs];
+    uint64_t unit = f0->var ? 8 : f0->vsize;
+    const char *nm0 = f0->sname[f0->var ? WR_OFFSETS : WR_VALUES];
+    uint64_t sz0 = f0->ssize[f0->var ? WR_OFFSETS : WR_VALUES];
+    if (sz0 % unit)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, not a whole number "
+                       "of %llu-byte cells", nm0, (unsigned long long)sz0,
+                       (unsigned long long)unit);
+    w->ncells = sz0 / unit;
+    if (!w->ncells)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: no cells to write", nm0);
+    if (w->ncells > TDB_MAX_COUNT)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu cells, more than one "
+                       "fragment may take", nm0, (unsigned long long)w->ncells);
+    int r = 0;
+    /* load and check the dimensions */
+    for (uint32_t j = 0; j < s->ndims && !r; j++) {
+        struct wr_field *f = &w->f[s->nattrs + j];
+        if (!f->var && (r = wr_check_field(w, f, w->ncells)))
+            break;
+        if (f->var) {
+            uint64_t need = w->ncells * 8;
+            if (f->ssize[WR_OFFSETS] != need) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
+                            "(8 per cell, %llu cells)", f->sname[WR_OFFSETS],
+                            (unsigned long long)f->ssize[WR_OFFSETS],
+                            (unsigned long long)need,
+                            (unsigned long long)w->ncells);
+                break;
+            }
+            if (f->ssize[WR_VALUES] > TDB_MAX_TILE_BYTES) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: too large",
+                            f->sname[WR_VALUES]);
+                break;
+            }
+        }
+        for (int p = 0; p < 2 && !r; p++) {
+            if (p == WR_OFFSETS && !f->var)
+                continue;
+            size_t len = (size_t)f->ssize[p];
+            if (!(f->mem[p] = malloc(len ? len : 1)))
+                r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+            else
+                r = wr_sread(w, f, p, 0, f->mem[p], len);
+        }
+        if (!r && f->var)
+            r = wr_check_offsets(w, f, w->ncells);
+    }
+    if (r)
+        return r;
+    /* coordinates inside the domain */
+    for (uint64_t c = 0; c < w->ncells && !r; c++) {
+        struct tdb_coords co;
+        wr_coords(w, c, &co);
+        for (uint32_t j = 0; j < s->ndims && !r; j++)
+            r = wr_check_coord(w, j, c, &co);
+    }
+    /* the attributes */
+    for (uint32_t i = 0; i < s->nattrs && !r; i++)
+        r = wr_check_field(w, &w->f[i], w->ncells);
+    if (r)
+        return r;
+    /* global order */
+    w->perm = malloc((size_t)w->ncells * sizeof *w->perm);
+    if (!w->perm)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    for (uint64_t c = 0; c < w->ncells; c++)
+        w->perm[c] = c;
+    if (s->cell_order == TDB_HILBERT) {
+        w->hil = malloc((size_t)w->ncells * sizeof *w->hil);
+        if (!w->hil)
+            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+        for (uint64_t c = 0; c < w->ncells; c++) {
+            struct tdb_coords co;
+            wr_coords(w, c, &co);
+            w->hil[c] = tdb_hilbert(s, &co);
+        }
+    }
+    if ((r = wr_sort(w)))
+        return r;
+    if (!s->allows_dups) {
+        for (uint64_t i = 1; i < w->ncells; i++) {
+            struct tdb_coords a, b;
+            wr_coords(w, w->perm[i - 1], &a);
+            wr_coords(w, w->perm[i], &b);
+            if (tdb_coords_equal(s, &a, &b)) {
+                uint64_t x = w->perm[i - 1], y = w->perm[i];
+                return tdb_err(w->err, TDB_E_INVAL, "%s: cells %llu and %llu "
+                               "have the same coordinates, and the array does "
+                               "not allow duplicates", nm0,
+                               (unsigned long long)(x < y ? x : y),
+                               (unsigned long long)(x < y ? y : x));
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- output */
+
+
+/* Appends n bytes to output file o of f; *at receives where they start. */
+static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
+                     size_t n, uint64_t *at)
+{
+    char *path = tdb_path_join(w->fragdir, f->out[o]);
+    if (!path)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    int r = w->io->ops->write_at(w->io->ctx, path, f->osize[o], p, n);
+    free(path);
+    if (r)
+        return tdb_err(w->err, r, "%s/%s: cannot write %zu bytes: %s",
+                       w->fragdir, f->out[o], n, tdb_strerror(r));
+    f->created[o] = true;
+    *at = f->osize[o];
+    f->osize[o] += n;
+    return 0;
+}
+
+/* Filters `size` bytes into one tile appended to output file o of f. */
+static int wr_emit(struct wr *w, struct wr_field *f, int o,
+                   const struct tdb_pipeline *p, unsigned type, uint64_t cs,
+                   bool is_var, const uint8_t *data, size_t size,
+                   const uint64_t *offs, uint64_t noffs, uint64_t t,
+                   uint64_t *at)
+{
+    char what[512];
+    snprintf(what, sizeof what, "%s/%s: tile %llu", w->fragdir, f->out[o],
+             (unsigned long long)t);
+    struct tdb_tile_desc d = {
+        .datatype = type,
+        .cell_size = cs,
+        .version = TDB_WRITE_VERSION,
+        .is_var = is_var,
+        .key = w->key,
+        .what = what,
+    };
+    tdb_buf_reset(&w->enc);
+    int r = tdb_pipeline_encode(p, &d, data, size, offs, noffs, &w->enc, w->err);
+    if (r)
+        return r;
+    return wr_append(w, f, o, w->enc.data, w->enc.len, at);
+}
+
+/* The validity tile of f: one byte per tile cell, 0 where not written. */
+static int wr_validity_tile(struct wr *w, struct wr_field *f, const uint64_t *src,
+                            uint64_t m, uint64_t t, struct wr_piece *pc,
+                            uint8_t **out, uint64_t *at)
+{
+    uint8_t *v = calloc((size_t)m ? (size_t)m : 1, 1);
+    if (!v)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    size_t np = 0;
+    for (uint64_t k = 0; k < m; k++)
+        if (src[k] != WR_NONE)
+            pc[np++] = (struct wr_piece){src[k], 1, k};
+    int r = wr_gather(w, f, WR_VALIDITY, pc, np, v);
+    if (!r)
+        r = wr_emit(w, f, WR_OUT_VALIDITY, &w->s->validity_filters, TDB_UINT8, 1,
+                    false, v, (size_t)m, NULL, 0, t, at);
+    if (r) {
+        free(v);
+        return r;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Tile t of field f: cell k of the tile is staged cell src[k] (WR_NONE:
+ * not written: zero bytes, one zero value when var-sized, validity 0). */
+static int wr_field_tile(struct wr *w, struct wr_field *f, const uint64_t *src,
+                         uint64_t m, uint64_t t, struct wr_piece *pc)
+{
+    uint8_t *data = NULL, *valid = NULL, *ob = NULL;
+    uint64_t *rel = NULL;
+    uint64_t at = 0, vat = 0, valat = 0, size = 0;
+    int r = 0;
+    if (!f->var) {
+        if (!tdb_mul_ok(m, f->cell_size, &size) || size > TDB_MAX_TILE_BYTES)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "%s: tiles of %llu cells "
+                           "of %llu bytes are too large", f->out[0],
+                           (unsigned long long)m,
+                           (unsigned long long)f->cell_size);
+        if (!(data = calloc((size_t)size ? (size_t)size : 1, 1)))
+            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+        size_t np = 0;
+        for (uint64_t k = 0; k < m; k++)
+            if (src[k] != WR_NONE)
+                pc[np++] = (struct wr_piece){src[k] * f->cell_size,
+                                             f->cell_size, k * f->cell_size};
+        r = wr_gather(w, f, WR_VALUES, pc, np, data);
+        if (!r)
+            r = wr_emit(w, f, WR_OUT_FIXED, f->filters, f->type, f->cell_size,
+                        false, data, (size_t)size, NULL, 0, t, &at);
+    } else {
+        /* start and end of each cell's value */
+        uint8_t *se = malloc((size_t)m * 16 + 1);
+        rel = malloc((size_t)m * sizeof *rel + 1);
+        ob = malloc((size_t)m * 8 + 1);
+        if (!se || !rel || !ob) {
+            free(se);
+            r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+            goto out;
+        }
+        size_t np = 0;
+        for (uint64_t k = 0; k < m; k++) {
+            if (src[k] == WR_NONE)
+                continue;
+            pc[np++] = (struct wr_piece){src[k] * 8, 8, 16 * k};
+            if (src[k] + 1 < w->ncells)
+                pc[np++] = (struct wr_piece){(src[k] + 1) * 8, 8, 16 * k + 8};
+            else
+                tdb_st64(se + 16 * k + 8, f->ssize[WR_VALUES]);
+        }
+        r = wr_gather(w, f, WR_OFFSETS, pc, np, se);
+        np = 0;
+        for (uint64_t k = 0; k < m && !r; k++) {
+            uint64_t len = f->vsize;
+            rel[k] = size;
+            if (src[k] != WR_NONE) {
+                uint64_t st = tdb_le64(se + 16 * k), en = tdb_le64(se + 16 * k + 8);
+                len = en - st;
+                if (len)
+                    pc[np++] = (struct wr_piece){st, len, size};
+            }
+            tdb_st64(ob + 8 * k, size);
+            if (!tdb_add_ok(size, len, &size) || size > TDB_MAX_TILE_BYTES)
+                r = tdb_err(w->err, TDB_E_UNSUPPORTED, "%s: tile %llu is larger "
+                            "than %llu bytes", f->out[WR_OUT_VAR],
+                            (unsigned long long)t,
+                            (unsigned long long)TDB_MAX_TILE_BYTES);
+        }
+        free(se);
+        if (r)
+            goto out;
+        if (!(data = calloc((size_t)size ? (size_t)size : 1, 1))) {
+            r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+            goto out;
+        }
+        r = wr_gather(w, f, WR_VALUES, pc, np, data);
+        if (!r && f->skip_offsets) {
+            /* the filter stores the offsets: an empty tile (no chunks) */
+            uint8_t zero[8] = {0};
+            r = wr_append(w, f, WR_OUT_FIXED, zero, 8, &at);
+        } else if (!r) {
+            r = wr_emit(w, f, WR_OUT_FIXED, &w->s->offsets_filters, TDB_UINT64,
+                        8, false, ob, (size_t)m * 8, NULL, 0, t, &at);
+        }
+        if (!r)
+            r = wr_emit(w, f, WR_OUT_VAR, f->filters, f->type, f->vsize, true,
+                        data, (size_t)size, rel, m, t, &vat);
+    }
+    if (!r && f->nullable)
+        r = wr_validity_tile(w, f, src, m, t, pc, &valid, &valat);
+    if (!r)
+        r = tdb_fmw_add_tile(w->fmw, f->fid, at, f->var ? vat : 0,
+                             f->var ? size : 0, valat, data, size, rel, m, valid,
+                             w->err);
+out:
+    free(data);
+    free(valid);
+    free(rel);
+    free(ob);
+    return r;
+}
+
+static int wr_tile(struct wr *w, const uint64_t *src, uint64_t m, uint64_t t,
+                   struct wr_piece *pc)
+{
+    int r = 0;
+    for (uint32_t i = 0; i < w->nf && !r; i++)
+        r = wr_field_tile(w, &w->f[i], src, m, t, pc);
+    return r;
+}
+
+/* Dense: the space tiles covering the region in tile order, the cells of
+ * each in cell order. */
+static int wr_dense_write(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
+    uint32_t nd = s->ndims;
+    uint64_t ext[TDB_MAX_DIMS], tlo[TDB_MAX_DIMS], ntl[TDB_MAX_DIMS];
+    uint64_t stride[TDB_MAX_DIMS];
+    uint64_t ntiles = 1, tcells = 1;
+    for (uint32_t d = 0; d < nd; d++) {
+        ext[d] = tdb_dim_extent(&s->dims[d]);
+        if (!ext[d])
+            ext[d] = tdb_dim_span(&s->dims[d]);
+        if (!ext[d] || ext[d] == UINT64_MAX)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "dimension '%s': no "
+                           "usable tile extent", s->dims[d].name);
+        tlo[d] = w->rlo[d] / ext[d];
+        ntl[d] = w->rhi[d] / ext[d] - tlo[d] + 1;
+        if (!tdb_mul_ok(ntiles, ntl[d], &ntiles) ||
+            !tdb_mul_ok(tcells, ext[d], &tcells) || tcells > TDB_MAX_COUNT)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "space tiles of more than "
+                           "%llu cells", (unsigned long long)TDB_MAX_COUNT);
+    }
+    stride[nd - 1] = 1;
+    for (uint32_t d = nd - 1; d-- > 0;)
+        stride[d] = stride[d + 1] * (w->rhi[d + 1] - w->rlo[d + 1] + 1);
+    /* the non-empty domain is the region; the builder needs it first */
+    struct tdb_range ned[TDB_MAX_DIMS];
+    memset(ned, 0, sizeof ned);
+    for (uint32_t d = 0; d < nd; d++) {
+        tdb_dim_value(&s->dims[d], w->rlo[d], ned[d].lo);
+        tdb_dim_value(&s->dims[d], w->rhi[d], ned[d].hi);
+    }
+    int r = tdb_fmw_set_ned(w->fmw, ned, w->err);
+    if (r)
+        return r;
+    uint64_t *src = malloc((size_t)tcells * sizeof *src);
+    struct wr_piece *pc = malloc((size_t)tcells * 2 * sizeof *pc);
+    if (!src || !pc)
+        r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    bool tcol = s->tile_order == TDB_COL_MAJOR;
+    bool ccol = s->cell_order == TDB_COL_MAJOR;
+    for (uint64_t t = 0; t < ntiles && !r; t++) {
+        uint64_t tc[TDB_MAX_DIMS], rest = t;
+        for (uint32_t k = 0; k < nd; k++) {
+            uint32_t d = tcol ? k : nd - 1 - k;
+            tc[d] = tlo[d] + rest % ntl[d];
+            rest /= ntl[d];
+        }
+        for (uint64_t c = 0; c < tcells; c++) {
+            uint64_t idx = 0, cr = c;
+            bool in = true;
+            for (uint32_t k = 0; k < nd; k++) {
+                uint32_t d = ccol ? k : nd - 1 - k;
+                uint64_t o = tc[d] * ext[d] + cr % ext[d];
+                cr /= ext[d];
+                if (o < w->rlo[d] || o > w->rhi[d])
+                    in = false;
+                else
+                    idx += (o - w->rlo[d]) * stride[d];
+            }
+            src[c] = in ? idx : WR_NONE;
+        }
+        r = wr_tile(w, src, tcells, t, pc);
+    }
+    free(src);
+    free(pc);
+    return r;
+}
+
+/* Grows range r to hold coordinate j of co. */
+static void wr_range_grow(const struct wr *w, struct tdb_range *r, uint32_t j,
+                          const struct tdb_coords *co, bool first)
+{
+    const struct tdb_dim *d = &w->s->dims[j];
+    const uint8_t *v = co->v[j];
+    uint64_t n = co->n[j];
+    if (d->cell_val_num == TDB_VAR_NUM) {
+        if (first || tdb_value_cmp(d->type, v, n, r->vlo, r->vlo_size) < 0) {
+            r->vlo = (uint8_t *)(uintptr_t)v;
+            r->vlo_size = n;
+        }
+        if (first || tdb_value_cmp(d->type, v, n, r->vhi, r->vhi_size) > 0) {
+            r->vhi = (uint8_t *)(uintptr_t)v;
+            r->vhi_size = n;
+        }
+        return;
+    }
+    if (first || tdb_value_cmp(d->type, v, n, r->lo, n) < 0)
+        memcpy(r->lo, v, (size_t)n);
+    if (first || tdb_value_cmp(d->type, v, n, r->hi, n) > 0)
+        memcpy(r->hi, v, (size_t)n);
+}
+
+/* Sparse: tiles of `capacity` cells in global order, an MBR per tile. */
+static int wr_sparse_write(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
+    uint32_t nd = s->ndims;
+    uint64_t cap = s->capacity ? s->capacity : 1;
+    if (cap > TDB_MAX_COUNT)
+        cap = TDB_MAX_COUNT;
+    uint64_t n = w->ncells;
+    uint64_t ntiles = n / cap + (n % cap != 0);
+    uint64_t per = n < cap ? n : cap;
+    struct wr_piece *pc = malloc((size_t)per * 2 * sizeof *pc);
+    if (!pc)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    tdb_fmw_set_sparse_tiles(w->fmw, ntiles, n - (ntiles - 1) * cap);
+    struct tdb_range ned[TDB_MAX_DIMS], mbr[TDB_MAX_DIMS];
+    memset(ned, 0, sizeof ned);
+    int r = 0;
+    for (uint64_t t = 0; t < ntiles && !r; t++) {
+        uint64_t first = t * cap, m = n - first < cap ? n - first : cap;
+        memset(mbr, 0, sizeof mbr);
+        for (uint64_t k = 0; k < m; k++) {
+            struct tdb_coords co;
+            wr_coords(w, w->perm[first + k], &co);
+            for (uint32_t j = 0; j < nd; j++) {
+                wr_range_grow(w, &mbr[j], j, &co, k == 0);
+                wr_range_grow(w, &ned[j], j, &co, t == 0 && k == 0);
+            }
+        }
+        r = wr_tile(w, w->perm + first, m, t, pc);
+        if (!r)
+            r = tdb_fmw_add_mbr(w->fmw, mbr, w->err);
+    }
+    free(pc);
+    return r ? r : tdb_fmw_set_ned(w->fmw, ned, w->err);
+}
+
+/* --------------------------------------------------------------- commit */
+
+static int wr_sync(struct wr *w, const char *path)
+{
+    if (!w->io->ops->sync)
+        return 0;
+    int r = w->io->ops->sync(w->io->ctx, path);
+    return r ? tdb_err(w->err, r, "%s: cannot sync: %s", path, tdb_strerror(r))
+             : 0;
+}
+
+/* Syncs the fragment's files, then publishes it: an empty commit file
+ * written under a temporary name in the fragment's folder and renamed into
+ * __commits (the rename is the commit). */
+static int wr_commit(struct wr *w)
+{
+    int r = 0;
+    for (uint32_t i = 0; i < w->nf && !r; i++)
+        for (int o = 0; o < 3 && !r; o++) {
+            if (!w->f[i].created[o])
+                continue;
+            char *p = tdb_path_join(w->fragdir, w->f[i].out[o]);
+            r = p ? wr_sync(w, p) : tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+            free(p);
+        }
+    if (!r)
+        r = wr_sync(w, w->meta_path);
+    if (!r)
+        r = wr_sync(w, w->fragdir);
+    if (r)
+        return r;
+    if (!(w->tmp_commit = tdb_path_join(w->fragdir, "__commit.tmp")))
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    char wrt[192];
+    snprintf(wrt, sizeof wrt, "__commits/%s.wrt", w->name);
+    r = w->io->ops->write_at(w->io->ctx, w->tmp_commit, 0, "", 0);
+    if (r)
+        return tdb_err(w->err, r, "%s: cannot create: %s", w->tmp_commit,
+                       tdb_strerror(r));
+    w->tmp_made = true;
+    if ((r = wr_sync(w, w->tmp_commit)))
+        return r;
+    r = w->io->ops->rename(w->io->ctx, w->tmp_commit, wrt);
+    if (r)
+        return tdb_err(w->err, r, "%s: cannot rename to %s: %s", w->tmp_commit,
+                       wrt, tdb_strerror(r));
+    w->tmp_made = false;
+    /* committed: a failed sync of the folder no longer undoes it */
+    if (w->io->ops->sync)
+        w->io->ops->sync(w->io->ctx, "__commits");
+    return 0;
+}
+
+/* Removes what a failed write left (best effort). */
+static void wr_cleanup(struct wr *w)
+{
+    if (!w->dir_made || !w->io->ops->remove)
+        return;
+    for (uint32_t i = 0; i < w->nf; i++)
+        for (int o = 0; o < 3; o++) {
+            if (!w->f[i].created[o])
+                continue;
+            char *p = tdb_path_join(w->fragdir, w->f[i].out[o]);
+            if (p)
+                w->io->ops->remove(w->io->ctx, p);
+            free(p);
+        }
+    if (w->meta_made)
+        w->io->ops->remove(w->io->ctx, w->meta_path);
+    if (w->tmp_made)
+        w->io->ops->remove(w->io->ctx, w->tmp_commit);
+    w->io->ops->remove(w->io->ctx, w->fragdir);
+}
+
+/* The fragment's timestamp: ts (0: now), but after every committed
+ * fragment so that the new one wins, and not before its schema. */
+static uint64_t wr_timestamp(const struct wr *w, uint64_t ts)
+{
+    uint64_t t = ts ? ts : wr_now_ms();
+    const struct tdb_arraydir *dir = w->arr->dir;
+    uint64_t newest = 0;
+    for (size_t i = 0; i < dir->ncands; i++)
+        if (dir->cands[i].ts.t2 > newest)
+            newest = dir->cands[i].ts.t2;
+    for (size_t i = 0; i < dir->nfrags; i++)
+        if (dir->frags[i].ts.t2 > newest)
+            newest = dir->frags[i].ts.t2;
+    if (dir->nfrags + dir->ncands && t <= newest && newest < UINT64_MAX)
+        t = newest + 1;
+    if (t < w->s->t2)
+        t = w->s->t2;
+    return t;
+}
+
+static int wr_write(struct wr *w, uint64_t ts)
+{
+    const struct tdb_io_ops *ops = w->io->ops;
+    uint8_t rnd[16];
+    int r = wr_random(rnd, w->err);
+    if (r)
+        return r;
+    uint64_t t = wr_timestamp(w, ts);
+    tdb_tsname_make(w->name, sizeof w->name, t, t, rnd, true);
+    if (!(w->fragdir = tdb_path_join("__fragments", w->name)) ||
+        !(w->meta_path = tdb_path_join(w->fragdir, "__fragment_metadata.tdb")))
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    static const char *const dirs[] = {"__fragments", "__commits"};
+    for (size_t i = 0; i < 2; i++)
+        if ((r = ops->mkdir(w->io->ctx, dirs[i])))
+            return tdb_err(w->err, r, "%s: cannot create: %s", dirs[i],
+                           tdb_strerror(r));
+    if (tdb_io_exists(w->io, w->fragdir))
+        return tdb_err(w->err, TDB_E_IO, "%s: already exists", w->fragdir);
+    if ((r = ops->mkdir(w->io->ctx, w->fragdir)))
+        return tdb_err(w->err, r, "%s: cannot create: %s", w->fragdir,
+                       tdb_strerror(r));
+    w->dir_made = true;
+    if ((r = tdb_fmw_create(&w->fmw, w->s, w->s->name, w->dense, w->err)))
+        return r;
+    r = w->dense ? wr_dense_write(w) : wr_sparse_write(w);
+    for (uint32_t i = 0; i < w->nf && !r; i++)
+        r = tdb_fmw_set_file_sizes(w->fmw, w->f[i].fid, w->f[i].osize[0],
+                                   w->f[i].osize[1], w->f[i].osize[2]);
+    if (r)
+        return r;
+    struct tdb_buf meta = {0};
+    r = tdb_fmw_serialize(w->fmw, w->key, &meta, w->err);
+    if (!r) {
+        r = ops->write_at(w->io->ctx, w->meta_path, 0, meta.data, meta.len);
+        if (r)
+            tdb_err(w->err, r, "%s: cannot write: %s", w->meta_path,
+                    tdb_strerror(r));
+        else
+            w->meta_made = true;
+    }
+    tdb_buf_free(&meta);
+    return r ? r : wr_commit(w);
+}
+
+int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, const uint8_t *key,
+                       uint64_t timestamp_ms, char **name,
+                       struct tdb_error *err)
+{
+    *name = NULL;
+    const struct tdb_io_ops *ops = io->ops;
+    if (!ops->write_at || !ops->mkdir || !ops->rename)
+        return tdb_err(err, TDB_E_ROFS, "the array's storage is read-only");
+    struct wr w;
+    memset(&w, 0, sizeof w);
+    w.io = io;
+    w.staged = staged;
+    w.sdir = staged_dir;
+    w.err = err;
+    struct tdb_cache *cache = NULL;
+    int r = tdb_cache_create(&cache, UINT64_C(1) << 20);
+    if (r)
+        return tdb_err(err, r, "out of memory");
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    o.key = key;
+    if ((r = tdb_array_open(&w.arr, io, "", &o, cache, 0, err)))
+        goto done;
+    w.s = w.arr->schema;
+    w.dense = w.s->array_type == TDB_DENSE;
+    if (w.arr->encrypted && !key) {
+        r = tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is needed");
+        goto done;
+    }
+    w.key = tdb_array_key(w.arr);
+    if (!tdb_io_isdir(staged, staged_dir)) {
+        r = tdb_err(err, TDB_E_INVAL, "%s: not a folder", staged_dir);
+        goto done;
+    }
+    /* everything is checked before anything is written */
+    bool has_subarray = false;
+    if ((r = wr_fields_init(&w)) || (r = wr_match_staged(&w, &has_subarray)))
+        goto done;
+    if (w.dense) {
+        if ((r = wr_region(&w, has_subarray)))
+            goto done;
+        for (uint32_t i = 0; i < w.nf && !r; i++)
+            r = wr_check_field(&w, &w.f[i], w.ncells);
+    } else {
+        r = wr_sparse_prepare(&w);
+    }
+    if (r)
+        goto done;
+    r = wr_write(&w, timestamp_ms);
+    if (r)
+        wr_cleanup(&w);
+    else if (!(*name = strdup(w.name)))
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+done:
+    tdb_fmw_free(w.fmw);
+    tdb_buf_free(&w.enc);
+    tdb_buf_free(&w.tmp);
+    wr_fields_free(&w);
+    free(w.perm);
+    free(w.hil);
+    free(w.fragdir);
+    free(w.meta_path);
+    free(w.tmp_commit);
+    tdb_array_close(w.arr);
+    tdb_cache_free(cache);
+    return r;
+}

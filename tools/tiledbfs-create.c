@@ -1,0 +1,175 @@
+/* tiledbfs-create.c: creates an empty TileDB array (format version 22) from a schema JSON, the "schema" of __array.json. */
+/*
+ *   tiledbfs-create [-o key_file=PATH] SCHEMA.json ARRAY
+ *
+ * SCHEMA.json is the "schema" object of a mounted array's __array.json, or
+ * the whole __array.json ("-" reads standard input).  ARRAY must not exist
+ * or be an empty folder.  With key_file= the array is encrypted with that
+ * AES-256-GCM key.  Errors: one line on stderr, exit status 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "writer.h"
+
+#define TDBCREATE_JSON_MAX (64u << 20)  /* a schema JSON is small */
+
+static void tdbcreate_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [-o key_file=PATH] SCHEMA.json ARRAY\n"
+            "Creates an empty TileDB array at ARRAY (a missing or empty "
+            "folder)\n"
+            "from SCHEMA.json: the \"schema\" object of a mounted array's\n"
+            "__array.json, or the whole __array.json (\"-\": standard "
+            "input).\n"
+            "  -o key_file=PATH  encrypt the array with this 32-byte "
+            "AES-256-GCM key\n",
+            program_invocation_short_name);
+}
+
+/* Prints "PROG: WHAT: message" on one line. */
+static void tdbcreate_say(const char *what, const char *msg)
+{
+    struct tdb_error e;
+    e.code = TDB_E_INVAL;
+    snprintf(e.msg, sizeof e.msg, "%s", msg);
+    tdbcli_report(what, TDB_E_INVAL, &e);
+}
+
+/* True when every option of the -o list is key_file=...; else says why. */
+static bool tdbcreate_only_key_file(const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n < 9 || strncmp(p, "key_file=", 9)) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "unknown option %.*s (only key_file= "
+                     "applies when creating an array)",
+                     (int)(n > 60 ? 60 : n), p);
+            tdbcreate_say(NULL, msg);
+            return false;
+        }
+        p += n + (p[n] == ',');
+    }
+    return true;
+}
+
+/* Reads all of `path` ("-": stdin).  @return 0 or -1 after an error. */
+static int tdbcreate_slurp(const char *path, char **out, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    size_t cap = 0, n = 0;
+    char *b = NULL;
+
+    if (!f) {
+        tdbcreate_say(path, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        if (n == cap) {
+            char *nb;
+            cap = cap ? cap * 2 : 4096;
+            if (cap > TDBCREATE_JSON_MAX || !(nb = realloc(b, cap + 1))) {
+                tdbcreate_say(path, cap > TDBCREATE_JSON_MAX
+                                        ? "larger than 64 MiB: not a schema"
+                                        : strerror(ENOMEM));
+                goto fail;
+            }
+            b = nb;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                tdbcreate_say(path, strerror(errno ? errno : EIO));
+                goto fail;
+            }
+            break;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    b[n] = '\0';
+    *out = b;
+    *len = n;
+    return 0;
+fail:
+    if (f != stdin)
+        fclose(f);
+    free(b);
+    return -1;
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbcli_options opts;
+    struct tdb_schema *schema = NULL;
+    struct tdb_error err;
+    struct tdb_io io = {0};
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    int c, rc, ret = 1;
+
+    tdbcli_options_init(&opts);
+    while ((c = getopt(argc, argv, "o:h")) != -1) {
+        switch (c) {
+        case 'o':
+            /* Only key_file applies; the shared parser reads the key. */
+            if (!tdbcreate_only_key_file(optarg) ||
+                tdbcli_option_list(&opts, optarg) < 0)
+                goto out;
+            break;
+        case 'h':
+            tdbcreate_usage(stdout);
+            ret = 0;
+            goto out;
+        default:
+            tdbcreate_usage(stderr);
+            goto out;
+        }
+    }
+    if (argc - optind != 2) {
+        tdbcreate_usage(stderr);
+        goto out;
+    }
+    const char *json_path = argv[optind], *array = argv[optind + 1];
+
+    if (tdbcreate_slurp(json_path, &text, &len) < 0)
+        goto out;
+    tdbcli_error_clear(&err);
+    rc = tdb_schema_from_json(text, len, &schema, &err);
+    if (rc < 0) {
+        tdbcli_report(json_path, rc, &err);
+        goto out;
+    }
+    if (stat(array, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        tdbcreate_say(array, "exists and is not a folder");
+        goto out;
+    }
+    if (tdb_io_posix(&io, array) < 0) {
+        tdbcreate_say(array, strerror(ENOMEM));
+        goto out;
+    }
+    tdbcli_error_clear(&err);
+    rc = tdb_array_create(&io, schema, opts.open.key, 0, &err);
+    if (rc < 0) {
+        tdbcli_report(array, rc, &err);
+        goto out;
+    }
+    ret = 0;
+out:
+    tdb_io_free(&io);
+    tdb_schema_free(schema);
+    free(text);
+    tdbcli_options_free(&opts);
+    return ret;
+}
