@@ -1,0 +1,648 @@
+/* staging.c: the mount contract's "Writing" area: MOUNT/__staging/NAME/FILE kept as real files under staging_dir. */
+#include "staging.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One inode number handed to the kernel.  `path` is relative to the
+ * folder ("NAME" or "NAME/FILE"); NULL once the name it stood for is gone
+ * (unlinked, renamed over, committed), so that a new file of the same name
+ * gets a new number. */
+struct staging_ent {
+    uint64_t ino;
+    char *path;
+    uint64_t nlookup;
+};
+
+struct tdbfs_staging {
+    char *dir;
+    int dirfd;
+    pthread_mutex_t lock;
+    struct staging_ent *ents;
+    size_t n, cap;
+    uint64_t next;
+};
+
+int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir)
+{
+    struct tdbfs_staging *st;
+    int e;
+
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    st->dir = strdup(dir);
+    if (!st->dir) {
+        free(st);
+        return -ENOMEM;
+    }
+    st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st->dirfd < 0) {
+        e = -errno;
+        free(st->dir);
+        free(st);
+        return e;
+    }
+    pthread_mutex_init(&st->lock, NULL);
+    st->next = 2;
+    *out = st;
+    return 0;
+}
+
+void tdbfs_staging_close(struct tdbfs_staging *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < st->n; i++)
+        free(st->ents[i].path);
+    free(st->ents);
+    close(st->dirfd);
+    pthread_mutex_destroy(&st->lock);
+    free(st->dir);
+    free(st);
+}
+
+const char *tdbfs_staging_dir(const struct tdbfs_staging *st)
+{
+    return st->dir;
+}
+
+/* ------------------------------------------------------- the table */
+
+static struct staging_ent *staging_find_ino(struct tdbfs_staging *st,
+                                            uint64_t ino)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (st->ents[i].ino == ino)
+            return &st->ents[i];
+    return NULL;
+}
+
+static struct staging_ent *staging_find_path(struct tdbfs_staging *st,
+                                             const char *path)
+{
+    for (size_t i = 0; i < st->n; i++)
+        if (st->ents[i].path && strcmp(st->ents[i].path, path) == 0)
+            return &st->ents[i];
+    return NULL;
+}
+
+/* The relative path of `ino` ("" for the root), or NULL when it is gone. */
+static const char *staging_path(struct tdbfs_staging *st, uint64_t ino)
+{
+    struct staging_ent *e;
+
+    if (ino == TDBFS_STAGING_ROOT)
+        return "";
+    e = staging_find_ino(st, ino);
+    return e ? e->path : NULL;
+}
+
+/* 0 for the root, 1 for a staged folder, 2 for a file in one. */
+static int staging_depth(const char *path)
+{
+    if (!path[0])
+        return 0;
+    return strchr(path, '/') ? 2 : 1;
+}
+
+static bool staging_name_ok(const char *name)
+{
+    return name[0] && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+           !strchr(name, '/') && strlen(name) < NAME_MAX;
+}
+
+/* parent/name into buf.  @return 0 or -errno. */
+static int staging_join(struct tdbfs_staging *st, uint64_t parent,
+                        const char *name, char *buf, size_t cap,
+                        int *parent_depth)
+{
+    const char *p = staging_path(st, parent);
+    int n;
+
+    if (!p)
+        return -ENOENT;
+    if (!staging_name_ok(name))
+        return -EINVAL;
+    *parent_depth = staging_depth(p);
+    if (*parent_depth >= 2)
+        return -ENOTDIR;
+    n = p[0] ? snprintf(buf, cap, "%s/%s", p, name)
+             : snprintf(buf, cap, "%s", name);
+    if (n < 0 || (size_t)n >= cap)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* The entry for `path`, made when missing; counts one lookup. */
+static int staging_ref(struct tdbfs_staging *st, const char *path,
+                       uint64_t *ino)
+{
+    struct staging_ent *e = staging_find_path(st, path);
+
+    if (!e) {
+        if (st->n == st->cap) {
+            size_t cap = st->cap ? 2 * st->cap : 16;
+            struct staging_ent *v = realloc(st->ents, cap * sizeof *v);
+            if (!v)
+                return -ENOMEM;
+            st->ents = v;
+            st->cap = cap;
+        }
+        e = &st->ents[st->n];
+        e->path = strdup(path);
+        if (!e->path)
+            return -ENOMEM;
+        e->ino = TDBFS_STAGING_BIT | st->next++;
+        e->nlookup = 0;
+        st->n++;
+    }
+    e->nlookup++;
+    *ino = e->ino;
+    return 0;
+}
+
+/* Forgets the names `path` and everything under it (they are gone). */
+static void staging_detach(struct tdbfs_staging *st, const char *path)
+{
+    size_t len = strlen(path);
+
+    for (size_t i = 0; i < st->n; i++) {
+        char *p = st->ents[i].path;
+        if (p && strncmp(p, path, len) == 0 &&
+            (p[len] == '\0' || p[len] == '/')) {
+            free(p);
+            st->ents[i].path = NULL;
+        }
+    }
+}
+
+/* Renames the entries `from` and under it to `to`. */
+static int staging_move(struct tdbfs_staging *st, const char *from,
+                        const char *to)
+{
+    size_t len = strlen(from);
+
+    for (size_t i = 0; i < st->n; i++) {
+        char *p = st->ents[i].path, *np;
+        if (!p || strncmp(p, from, len) != 0 ||
+            (p[len] != '\0' && p[len] != '/'))
+            continue;
+        if (asprintf(&np, "%s%s", to, p + len) < 0)
+            return -ENOMEM;
+        free(p);
+        st->ents[i].path = np;
+    }
+    return 0;
+}
+
+static int staging_fstat(struct tdbfs_staging *st, const char *path,
+                         uint64_t ino, struct stat *out)
+{
+    if (path[0] ? fstatat(st->dirfd, path, out, AT_SYMLINK_NOFOLLOW) != 0
+                : fstat(st->dirfd, out) != 0)
+        return -errno;
+    out->st_ino = ino;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the calls */
+
+int tdbfs_staging_stat(struct tdbfs_staging *st, uint64_t ino,
+                       struct stat *out)
+{
+    const char *p;
+    int rc;
+
+    pthread_mutex_lock(&st->lock);
+    p = staging_path(st, ino);
+    rc = p ? staging_fstat(st, p, ino, out) : -ENOENT;
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int tdbfs_staging_lookup(struct tdbfs_staging *st, uint64_t parent,
+                         const char *name, uint64_t *ino, struct stat *out)
+{
+    char path[PATH_MAX];
+    int depth, rc;
+
+    pthread_mutex_lock(&st->lock);
+    rc = staging_join(st, parent, name, path, sizeof path, &depth);
+    if (rc == -EINVAL)
+        rc = -ENOENT;
+    if (rc == 0 && fstatat(st->dirfd, path, out, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = staging_ref(st, path, ino);
+    if (rc == 0)
+        out->st_ino = *ino;
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+void tdbfs_staging_forget(struct tdbfs_staging *st, uint64_t ino, uint64_t n)
+{
+    struct staging_ent *e;
+
+    pthread_mutex_lock(&st->lock);
+    e = staging_find_ino(st, ino);
+    if (e) {
+        e->nlookup = e->nlookup > n ? e->nlookup - n : 0;
+        if (e->nlookup == 0) {
+            free(e->path);
+            *e = st->ents[--st->n];
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
+int tdbfs_staging_mkdir(struct tdbfs_staging *st, uint64_t parent,
+                        const char *name, mode_t mode, uint64_t *ino,
+                        struct stat *out)
+{
+    char path[PATH_MAX];
+    int depth, rc;
+
+    pthread_mutex_lock(&st->lock);
+    rc = staging_join(st, parent, name, path, sizeof path, &depth);
+    if (rc == 0 && depth != 0)
+        rc = -EPERM; /* a staged fragment is one flat folder of files */
+    if (rc == 0 && mkdirat(st->dirfd, path, (mode & 07777) | 0700) != 0)
+        rc = -errno;
+    if (rc == 0) {
+        staging_detach(st, path);
+        rc = staging_ref(st, path, ino);
+    }
+    if (rc == 0)
+        rc = staging_fstat(st, path, *ino, out);
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+/* Removes every file of folder `path`; with only_error, only when
+ * __error is all there is (then it goes). */
+static int staging_empty(struct tdbfs_staging *st, const char *path,
+                         bool only_error)
+{
+    int fd = openat(st->dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct dirent *d;
+    DIR *dir;
+    int rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    dir = fdopendir(fd);
+    if (!dir) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (only_error) {
+        bool other = false, err = false;
+        while ((d = readdir(dir)) != NULL) {
+            if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+                continue;
+            if (!strcmp(d->d_name, TDBFS_STAGING_ERROR))
+                err = true;
+            else
+                other = true;
+        }
+        if (err && !other &&
+            unlinkat(dirfd(dir), TDBFS_STAGING_ERROR, 0) != 0)
+            rc = -errno;
+    } else {
+        while ((d = readdir(dir)) != NULL) {
+            if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+                continue;
+            if (unlinkat(dirfd(dir), d->d_name, 0) != 0 && rc == 0)
+                rc = -errno;
+        }
+    }
+    closedir(dir);
+    return rc;
+}
+
+int tdbfs_staging_rmdir(struct tdbfs_staging *st, uint64_t parent,
+                        const char *name)
+{
+    char path[PATH_MAX];
+    int depth, rc;
+
+    pthread_mutex_lock(&st->lock);
+    rc = staging_join(st, parent, name, path, sizeof path, &depth);
+    if (rc == 0 && depth == 0)
+        staging_empty(st, path, true);
+    if (rc == 0 && unlinkat(st->dirfd, path, AT_REMOVEDIR) != 0)
+        rc = -errno;
+    if (rc == 0)
+        staging_detach(st, path);
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int tdbfs_staging_create(struct tdbfs_staging *st, uint64_t parent,
+                         const char *name, int flags, mode_t mode,
+                         uint64_t *ino, struct stat *out, int *fd)
+{
+    char path[PATH_MAX];
+    int depth, rc;
+
+    *fd = -1;
+    pthread_mutex_lock(&st->lock);
+    rc = staging_join(st, parent, name, path, sizeof path, &depth);
+    if (rc == 0 && depth != 1)
+        rc = -EPERM; /* files go into a staged folder */
+    if (rc == 0) {
+        struct stat old;
+        bool existed = fstatat(st->dirfd, path, &old,
+                               AT_SYMLINK_NOFOLLOW) == 0;
+        *fd = openat(st->dirfd, path,
+                     (flags & ~O_NOFOLLOW) | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                     mode & 07777);
+        if (*fd < 0)
+            rc = -errno;
+        else if (!existed)
+            staging_detach(st, path);
+    }
+    if (rc == 0)
+        rc = staging_ref(st, path, ino);
+    if (rc == 0 && fstat(*fd, out) != 0)
+        rc = -errno;
+    if (rc == 0)
+        out->st_ino = *ino;
+    pthread_mutex_unlock(&st->lock);
+    if (rc < 0 && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
+int tdbfs_staging_open_file(struct tdbfs_staging *st, uint64_t ino,
+                            int flags, int *fd)
+{
+    const char *p;
+    int rc = 0;
+
+    pthread_mutex_lock(&st->lock);
+    p = staging_path(st, ino);
+    if (!p)
+        rc = -ENOENT;
+    else if (staging_depth(p) == 0)
+        rc = -EISDIR;
+    if (rc == 0) {
+        *fd = openat(st->dirfd, p,
+                     (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC | O_NOFOLLOW);
+        if (*fd < 0)
+            rc = -errno;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int tdbfs_staging_unlink(struct tdbfs_staging *st, uint64_t parent,
+                         const char *name)
+{
+    char path[PATH_MAX];
+    int depth, rc;
+
+    pthread_mutex_lock(&st->lock);
+    rc = staging_join(st, parent, name, path, sizeof path, &depth);
+    if (rc == 0 && unlinkat(st->dirfd, path, 0) != 0)
+        rc = -errno;
+    if (rc == 0)
+        staging_detach(st, path);
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int tdbfs_staging_rename(struct tdbfs_staging *st, uint64_t parent,
+                         const char *name, uint64_t newparent,
+                         const char *newname, unsigned flags)
+{
+    char from[PATH_MAX], to[PATH_MAX];
+    int d1, d2, rc;
+    struct stat sb;
+
+    pthread_mutex_lock(&st->lock);
+    rc = staging_join(st, parent, name, from, sizeof from, &d1);
+    if (rc == 0)
+        rc = staging_join(st, newparent, newname, to, sizeof to, &d2);
+    if (rc == 0 && fstatat(st->dirfd, from, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = -errno;
+    /* Folders stay at the top, files inside folders. */
+    if (rc == 0 && S_ISDIR(sb.st_mode) && d2 != 0)
+        rc = -EPERM;
+    if (rc == 0 && !S_ISDIR(sb.st_mode) && d2 != 1)
+        rc = -EPERM;
+    if (rc == 0 &&
+        renameat2(st->dirfd, from, st->dirfd, to, flags) != 0)
+        rc = -errno;
+    if (rc == 0 && strcmp(from, to) != 0) {
+        staging_detach(st, to);
+        rc = staging_move(st, from, to);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
+                          const struct stat *attr, unsigned valid,
+                          struct stat *out)
+{
+    const char *p;
+    int rc = 0;
+
+    pthread_mutex_lock(&st->lock);
+    p = staging_path(st, ino);
+    if (!p) {
+        rc = -ENOENT;
+        goto out;
+    }
+    if (valid & TDBFS_SET_MODE) {
+        if ((fd >= 0 ? fchmod(fd, attr->st_mode & 07777)
+                     : (p[0] ? fchmodat(st->dirfd, p, attr->st_mode & 07777, 0)
+                             : fchmod(st->dirfd, attr->st_mode & 07777))) != 0) {
+            rc = -errno;
+            goto out;
+        }
+    }
+    if (valid & TDBFS_SET_SIZE) {
+        int tfd = fd;
+        if (tfd < 0) {
+            tfd = openat(st->dirfd, p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+            if (tfd < 0) {
+                rc = -errno;
+                goto out;
+            }
+        }
+        if (ftruncate(tfd, attr->st_size) != 0)
+            rc = -errno;
+        if (tfd != fd)
+            close(tfd);
+        if (rc)
+            goto out;
+    }
+    if (valid & (TDBFS_SET_ATIME | TDBFS_SET_MTIME)) {
+        struct timespec tv[2];
+        tv[0].tv_sec = 0;
+        tv[0].tv_nsec = UTIME_OMIT;
+        tv[1] = tv[0];
+        if (valid & TDBFS_SET_ATIME_NOW)
+            tv[0].tv_nsec = UTIME_NOW;
+        else if (valid & TDBFS_SET_ATIME)
+            tv[0] = attr->st_atim;
+        if (valid & TDBFS_SET_MTIME_NOW)
+            tv[1].tv_nsec = UTIME_NOW;
+        else if (valid & TDBFS_SET_MTIME)
+            tv[1] = attr->st_mtim;
+        if ((fd >= 0 ? futimens(fd, tv)
+                     : utimensat(st->dirfd, p[0] ? p : ".", tv,
+                                 AT_SYMLINK_NOFOLLOW)) != 0) {
+            rc = -errno;
+            goto out;
+        }
+    }
+    rc = staging_fstat(st, p, ino, out);
+out:
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+static int staging_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tdbfs_staging_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+int tdbfs_staging_list(struct tdbfs_staging *st, uint64_t ino, char ***names,
+                       size_t *n)
+{
+    char **v = NULL;
+    size_t cnt = 0, cap = 0;
+    struct dirent *d;
+    const char *p;
+    DIR *dir = NULL;
+    int fd, rc = 0;
+
+    pthread_mutex_lock(&st->lock);
+    p = staging_path(st, ino);
+    if (!p) {
+        pthread_mutex_unlock(&st->lock);
+        return -ENOENT;
+    }
+    fd = openat(st->dirfd, p[0] ? p : ".",
+                O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    pthread_mutex_unlock(&st->lock);
+    if (fd < 0)
+        return -errno;
+    dir = fdopendir(fd);
+    if (!dir) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    while ((d = readdir(dir)) != NULL) {
+        if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+            continue;
+        if (cnt == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            char **nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                rc = -ENOMEM;
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        if (!(v[cnt] = strdup(d->d_name))) {
+            rc = -ENOMEM;
+            break;
+        }
+        cnt++;
+    }
+    closedir(dir);
+    if (rc) {
+        tdbfs_staging_names_free(v, cnt);
+        return rc;
+    }
+    if (cnt)
+        qsort(v, cnt, sizeof *v, staging_cmp);
+    *names = v;
+    *n = cnt;
+    return 0;
+}
+
+int tdbfs_staging_check_commit(struct tdbfs_staging *st, uint64_t parent,
+                               const char *name)
+{
+    struct stat sb;
+
+    if (parent != TDBFS_STAGING_ROOT)
+        return -EINVAL;
+    if (!staging_name_ok(name))
+        return -ENOENT;
+    if (fstatat(st->dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return -errno;
+    return S_ISDIR(sb.st_mode) ? 0 : -ENOTDIR;
+}
+
+int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
+                            const char *msg)
+{
+    char path[PATH_MAX];
+    size_t len = strlen(msg), done = 0;
+    int fd, rc = 0;
+
+    if (snprintf(path, sizeof path, "%s/%s", name, TDBFS_STAGING_ERROR) >=
+        (int)sizeof path)
+        return -ENAMETOOLONG;
+    fd = openat(st->dirfd, path,
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return -errno;
+    while (rc == 0 && done <= len) {
+        const char *p = done < len ? msg + done : "\n";
+        size_t want = done < len ? len - done : 1;
+        ssize_t w = write(fd, p, want);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            rc = -errno;
+        else
+            done += (size_t)w;
+    }
+    close(fd);
+    return rc;
+}
+
+int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name)
+{
+    int rc;
+
+    if (!staging_name_ok(name))
+        return -EINVAL;
+    pthread_mutex_lock(&st->lock);
+    rc = staging_empty(st, name, false);
+    if (rc == 0 && unlinkat(st->dirfd, name, AT_REMOVEDIR) != 0)
+        rc = -errno;
+    staging_detach(st, name);
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
