@@ -431,6 +431,8 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
         r = j.err;
     if (!r)
         r = tree_add_bytes(fs, root, "__array.json", j.b.data, j.b.len, &ino);
+    if (!r)
+        fs->nodes[ino - 1].mtime_ms = a->newest_ts;
     tdb_buf_free(&j.b);
     if (!r)
         r = tree_meta(fs, root, a->meta, a->newest_ts);
@@ -438,6 +440,8 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
     uint64_t fdir = 0;
     if (!r)
         r = tree_add(fs, root, "__fragments", TREE_DIR, &fdir);
+    if (!r)
+        fs->nodes[fdir - 1].mtime_ms = a->newest_ts;
     for (size_t i = 0; !r && i < a->nfrags; i++) {
         struct tdb_frag *f = &a->frags[i];
         uint64_t dir;
@@ -449,6 +453,8 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
             break;
         r = tree_add_bytes(fs, dir, "__fragment.json", fj.data, fj.len, &ino);
         tdb_buf_free(&fj);
+        if (!r)
+            fs->nodes[ino - 1].mtime_ms = f->fm->t2;
         if (r)
             break;
         struct tdb_cells *fc = NULL;
@@ -535,6 +541,8 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
         uint64_t ino;
         r = j.err ? j.err
                   : tree_add_bytes(fs, root, "__group.json", j.b.data, j.b.len, &ino);
+        if (!r && m)
+            fs->nodes[ino - 1].mtime_ms = m->newest_ts;
     }
     tdb_buf_free(&j.b);
     if (!r)
