@@ -162,8 +162,7 @@ static int tree_add_bytes(struct tdb_fs *fs, uint64_t parent, const char *name,
     return 0;
 }
 
-/* '/' and '%' percent-encoded; the empty name is "__attr". */
-static char *tree_name(const char *name, const char *suffix)
+char *tdb_mount_name(const char *name, const char *suffix)
 {
     size_t n = strlen(name);
     char *s = malloc(3 * n + strlen(suffix) + 8);
@@ -214,7 +213,7 @@ static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
             continue;
         if (p == 2 && !nullable)
             continue;
-        char *fname = tree_name(name, suffix[p]);
+        char *fname = tdb_mount_name(name, suffix[p]);
         if (!fname)
             return TDB_E_NOMEM;
         uint64_t ino;
@@ -258,7 +257,7 @@ static int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *
     int r = tree_add(fs, parent, "__meta", TREE_DIR, &dir);
     for (size_t i = 0; !r && m && i < m->n; i++) {
         const struct tdb_meta_item *it = &m->v[i];
-        char *name = tree_name(it->key, "");
+        char *name = tdb_mount_name(it->key, "");
         if (!name)
             return TDB_E_NOMEM;
         uint64_t ino;
@@ -549,7 +548,7 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
         r = tree_meta(fs, root, m, m ? m->newest_ts : 0);
     for (size_t i = 0; !r && g && i < g->n; i++) {
         char *mp = tdb_group_member_path(&g->v[i], path);
-        char *name = tree_name(g->v[i].name, "");
+        char *name = tdb_mount_name(g->v[i].name, "");
         uint64_t dir;
         r = !mp || !name ? TDB_E_NOMEM : tree_add(fs, root, name, TREE_DIR, &dir);
         if (!r)

@@ -96,6 +96,10 @@ bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
 int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                        size_t len, size_t *got, struct tdb_error *err);
 
+/* The name a field or key has in the mount: '/' and '%' percent-encoded,
+ * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */
+char *tdb_mount_name(const char *name, const char *suffix);
+
 /* Global order (order.c) */
 
 /* One cell's coordinates: per dimension a pointer and a size. */

@@ -75,29 +75,6 @@ struct wr {
 
 /* ------------------------------------------------------------- helpers */
 
-/* '/' and '%' percent-encoded, the empty name "__attr" (as the mount). */
-static char *wr_mount_name(const char *name, const char *suffix)
-{
-    size_t n = strlen(name);
-    char *s = malloc(3 * n + strlen(suffix) + 8);
-    if (!s)
-        return NULL;
-    char *o = s;
-    if (!n) {
-        memcpy(o, "__attr", 6);
-        o += 6;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (name[i] == '/' || name[i] == '%') {
-            snprintf(o, 4, "%%%02X", (unsigned char)name[i]);
-            o += 3;
-        } else {
-            *o++ = name[i];
-        }
-    }
-    strcpy(o, suffix);
-    return s;
-}
 
 static int64_t wr_i64(unsigned type, const uint8_t *v)
 {
@@ -298,7 +275,7 @@ static int wr_fields_init(struct wr *w)
         static const char *const osuffix[3] = {".tdb", "_var.tdb",
                                                "_validity.tdb"};
         for (int p = 0; p < 3; p++) {
-            if (!(f->sname[p] = wr_mount_name(f->name, suffix[p])))
+            if (!(f->sname[p] = tdb_mount_name(f->name, suffix[p])))
                 return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
             char o[48];
             snprintf(o, sizeof o, "%s%s", base, osuffix[p]);

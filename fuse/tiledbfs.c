@@ -1127,6 +1127,24 @@ static int tdbfs_dir_entry(struct tdbfs_handle *h, uint64_t i,
 
 /* Offsets: 0 ".", 1 "..", then 2 + the entry index; each entry carries
  * the offset of the next one. */
+/* Checks the offset and handle of a read or readdir request and allocates
+ * its reply buffer (at most TDBFS_IO_MAX bytes); on failure replies with
+ * the error and returns NULL. */
+static char *tdbfs_req_buf(fuse_req_t req, off_t off,
+                           const struct tdbfs_handle *h, size_t *size)
+{
+    if (off < 0 || !h) {
+        fuse_reply_err(req, EINVAL);
+        return NULL;
+    }
+    if (*size > TDBFS_IO_MAX)
+        *size = TDBFS_IO_MAX;
+    char *buf = malloc(*size ? *size : 1);
+    if (!buf)
+        fuse_reply_err(req, ENOMEM);
+    return buf;
+}
+
 static void tdbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
                           off_t off, struct fuse_file_info *fi)
 {
@@ -1135,17 +1153,8 @@ static void tdbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
     size_t pos = 0;
     char *buf;
 
-    if (off < 0 || !h) {
-        fuse_reply_err(req, EINVAL);
+    if (!(buf = tdbfs_req_buf(req, off, h, &size)))
         return;
-    }
-    if (size > TDBFS_IO_MAX)
-        size = TDBFS_IO_MAX;
-    buf = malloc(size ? size : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
     for (uint64_t i = (uint64_t)off;; i++) {
         const char *name;
         fuse_ino_t child = ino;
@@ -1354,17 +1363,8 @@ static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
     char *buf;
     int rc;
 
-    if (off < 0 || !h) {
-        fuse_reply_err(req, EINVAL);
+    if (!(buf = tdbfs_req_buf(req, off, h, &size)))
         return;
-    }
-    if (size > TDBFS_IO_MAX)
-        size = TDBFS_IO_MAX;
-    buf = malloc(size ? size : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
     switch (h->kind) {
     case TDBFS_H_STG: {
         ssize_t n = pread(h->fd, buf, size, off);

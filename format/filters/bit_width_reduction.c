@@ -172,16 +172,16 @@ static int bwr_encode(const struct tdb_filter_call *call, const uint8_t *md,
     return 0;
 }
 
-static int bwr_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+int tdb_numeric_read_window(struct tdb_filter *f, struct tdb_cursor *c,
                             uint32_t version, struct tdb_error *err)
 {
     (void)version;
     if (tdb_cur_u32(c, &f->max_window))
-        return tdb_err(err, TDB_E_CORRUPT, BWR_NAME " options truncated");
+        return tdb_err(err, TDB_E_CORRUPT, "max window option truncated");
     return 0;
 }
 
-static int bwr_write_options(const struct tdb_filter *f, struct tdb_buf *out)
+int tdb_numeric_write_window(const struct tdb_filter *f, struct tdb_buf *out)
 {
     return tdb_buf_put_u32(out, f->max_window);
 }
@@ -189,8 +189,8 @@ static int bwr_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 const struct tdb_filter_ops tdb_filter_bit_width_reduction = {
     .name = BWR_NAME,
     .type = TDB_FILTER_BIT_WIDTH_REDUCTION,
-    .read_options = bwr_read_options,
-    .write_options = bwr_write_options,
+    .read_options = tdb_numeric_read_window,
+    .write_options = tdb_numeric_write_window,
     .output_type = NULL,
     .decode = bwr_decode,
     .encode = bwr_encode,

@@ -19,6 +19,12 @@
 
 #include "filter.h"
 
+/* The options of BIT_WIDTH_REDUCTION and POSITIVE_DELTA: u32 max window
+ * (bit_width_reduction.c). */
+int tdb_numeric_read_window(struct tdb_filter *f, struct tdb_cursor *c,
+                            uint32_t version, struct tdb_error *err);
+int tdb_numeric_write_window(const struct tdb_filter *f, struct tdb_buf *out);
+
 /* An integer as a numeric filter sees it. */
 struct tdb_numeric_int {
     unsigned width;  /* bytes: 1, 2, 4 or 8 */

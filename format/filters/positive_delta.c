@@ -113,25 +113,11 @@ static int pd_encode(const struct tdb_filter_call *call, const uint8_t *md,
     return 0;
 }
 
-static int pd_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                           uint32_t version, struct tdb_error *err)
-{
-    (void)version;
-    if (tdb_cur_u32(c, &f->max_window))
-        return tdb_err(err, TDB_E_CORRUPT, PD_NAME " options truncated");
-    return 0;
-}
-
-static int pd_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    return tdb_buf_put_u32(out, f->max_window);
-}
-
 const struct tdb_filter_ops tdb_filter_positive_delta = {
     .name = PD_NAME,
     .type = TDB_FILTER_POSITIVE_DELTA,
-    .read_options = pd_read_options,
-    .write_options = pd_write_options,
+    .read_options = tdb_numeric_read_window,
+    .write_options = tdb_numeric_write_window,
     .output_type = NULL,
     .decode = pd_decode,
     .encode = pd_encode,
