@@ -289,10 +289,12 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
                             "%llu cells", what, offsets.len,
                             (unsigned long long)ncells);
         }
+        /* offsets alone: the values' size comes from the metadata */
+        bool only_offsets = part == TDB_PART_OFFSETS && !skip && ft->var_sizes;
         char *file = arr_file_variant(fm->file_names[ff], "_var");
         if (!r && !file)
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        if (!r) {
+        if (!r && !only_offsets) {
             snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
                      file, fi.name, (unsigned long long)t);
             r = ft->var_offsets
@@ -303,7 +305,8 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
                     : tdb_err(err, TDB_E_CORRUPT, "%s: no var tiles", what);
         }
         free(file);
-        if (!r && ft->var_sizes && data.len != ft->var_sizes[t])
+        uint64_t var_len = only_offsets ? ft->var_sizes[t] : data.len;
+        if (!r && !only_offsets && ft->var_sizes && data.len != ft->var_sizes[t])
             r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu bytes, metadata says %llu",
                         what, data.len, (unsigned long long)ft->var_sizes[t]);
         if (!r && offsets.len != ncells * 8)
@@ -314,11 +317,11 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
             uint64_t base = ncells ? tdb_le64(offsets.data) : 0, prev = 0;
             for (uint64_t i = 0; i < ncells && !r; i++) {
                 uint64_t o = tdb_le64(offsets.data + 8 * i) - base;
-                if (o < prev || o > data.len)
+                if (o < prev || o > var_len)
                     r = tdb_err(err, TDB_E_CORRUPT, "%s: offset %llu of cell %llu "
-                                "out of order or past %zu bytes", what,
+                                "out of order or past %llu bytes", what,
                                 (unsigned long long)o, (unsigned long long)i,
-                                data.len);
+                                (unsigned long long)var_len);
                 tdb_st64(offsets.data + 8 * i, o);
                 prev = o;
             }
@@ -359,6 +362,8 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
         return r;
     }
     tile->size = data.len;
+    if (fi.var && part == TDB_PART_OFFSETS && !data.len && ft->var_sizes)
+        tile->size = ft->var_sizes[t];  /* offsets alone */
     tile->data = tdb_buf_take(&data, NULL);
     tile->ncells = ncells;
     tile->offsets = offsets.len ? (uint64_t *)tdb_buf_take(&offsets, NULL) : NULL;

@@ -15,7 +15,10 @@
 #define TDB_MAX_DIMS 32
 
 /* Parts of a field's tile in the cache key (key.part = field << 8 | part). */
-enum { TDB_PART_VALUES = 0, TDB_PART_VALIDITY = 1, TDB_PART_LEGACY_DIM = 16 };
+/* TDB_PART_OFFSETS: a var-sized field's offsets alone (the values are not
+ * decoded; tile->size is the values' size from the fragment metadata). */
+enum { TDB_PART_VALUES = 0, TDB_PART_VALIDITY = 1, TDB_PART_OFFSETS = 2,
+       TDB_PART_LEGACY_DIM = 16 };
 
 struct tdb_array;
 

@@ -106,6 +106,7 @@ static int view_frag_field(const struct tdb_fieldfile *ff,
  * without decoding, and cells of a decoded tile.  Each returns 0 to go on,
  * 1 to stop, or a negative error. */
 struct view_visit {
+    bool offsets_only;          /* var-sized: cell sizes are enough */
     int (*fill)(struct view_visit *v, uint64_t n);
     bool (*skip)(struct view_visit *v, uint64_t n);
     int (*tile)(struct view_visit *v, const struct tdb_frag *f, uint64_t t,
@@ -132,6 +133,8 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
             c0 += ru->count;
             unsigned part;
             int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
+            if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
+                part = TDB_PART_OFFSETS;
             if (field < 0) {
                 if ((r = v->fill(v, ru->count)))
                     return r < 0 ? r : 0;
@@ -210,7 +213,7 @@ static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
     struct view_fixed x = {
-        {view_fixed_fill, view_fixed_skip, view_fixed_tile}, w,
+        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile}, w,
         validity ? 1 : ff->cell_size,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
@@ -249,16 +252,19 @@ static int view_var_tile(struct view_visit *v, const struct tdb_frag *f,
     for (uint64_t k = i; k < i + n; k++) {
         uint64_t a = tile->offsets[k];
         uint64_t b = k + 1 < tile->ncells ? tile->offsets[k + 1] : tile->size;
-        if (x->fn(x->arg, tile->data + a, b - a))
+        if (x->fn(x->arg, tile->data ? tile->data + a : NULL, b - a))
             return 1;
     }
     return 0;
 }
 
+/* sizes_only: fn may get NULL bytes (only the sizes are decoded). */
 static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
-                    view_var_fn fn, void *arg, struct tdb_error *err)
+                    bool sizes_only, view_var_fn fn, void *arg,
+                    struct tdb_error *err)
 {
-    struct view_var x = {{view_var_fill, NULL, view_var_tile}, ff, fn, arg};
+    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile}, ff,
+                         fn, arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
 
@@ -291,7 +297,7 @@ static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
         if (!s.ckpt) {
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         } else {
-            r = view_var(ff, 0, n, view_size_cb, &s, err);
+            r = view_var(ff, 0, n, true, view_size_cb, &s, err);
             if (r) {
                 free(s.ckpt);
             } else {
@@ -407,11 +413,11 @@ int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                 c1 = n;
             k = c0 / TDB_CKPT;
             sk = (struct view_skip){c0, ff->ckpt[k], k * TDB_CKPT};
-            if ((r = view_var(ff, sk.cell, c0, view_skip_cb, &sk, err)))
+            if ((r = view_var(ff, sk.cell, c0, true, view_skip_cb, &sk, err)))
                 return r;
             struct view_offs o = {&w, sk.cum};
             w.pos = c0 * 8;
-            r = view_var(ff, c0, c1, view_offs_cb, &o, err);
+            r = view_var(ff, c0, c1, true, view_offs_cb, &o, err);
         } else {
             /* the checkpoint at or before off, then walk to it */
             size_t lo = 0, hi = (size_t)ff->nckpt;
@@ -424,7 +430,7 @@ int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
             }
             c0 = (uint64_t)lo * TDB_CKPT;
             w.pos = ff->ckpt[lo];
-            r = view_var(ff, c0, n, view_vals_cb, &w, err);
+            r = view_var(ff, c0, n, false, view_vals_cb, &w, err);
         }
     }
     if (!r)
