@@ -17,6 +17,10 @@
 #define WR_READ_MAX (UINT64_C(4) << 20)/* bytes of one merged staged read */
 #define WR_CHECK_BLOCK 8192            /* offsets / validity checked per read */
 #define WR_JSON_MAX (1u << 20)         /* size of __subarray.json */
+/* Written into the staged folder just before the commit: the fragment's
+ * name, so that committing the same folder again (after a crash between the
+ * commit and the removal of the staged files) does not write it twice. */
+#define WR_MARKER "__fragment"
 #define WR_REGION_MAX (UINT64_C(1) << 48)
 
 enum { WR_VALUES = 0, WR_OFFSETS = 1, WR_VALIDITY = 2 };
@@ -297,7 +301,7 @@ static int wr_match_staged(struct wr *w, bool *has_subarray)
     for (size_t i = 0; i < n.n && !r; i++) {
         const char *nm = n.v[i];
         bool found = false;
-        if (!strcmp(nm, "__error"))
+        if (!strcmp(nm, "__error") || !strcmp(nm, WR_MARKER))
             continue;
         if (!strcmp(nm, "__subarray.json") && !n.is_dir[i]) {
             *has_subarray = true;
@@ -1125,6 +1129,47 @@ static int wr_sync(struct wr *w, const char *path)
              : 0;
 }
 
+/* Records the fragment's name in the staged folder (WR_MARKER). */
+static int wr_mark_staged(struct wr *w)
+{
+    const struct tdb_io *st = w->staged;
+    if (!st->ops->write_at)
+        return 0;
+    char *p = tdb_path_join(w->sdir, WR_MARKER);
+    if (!p)
+        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    if (st->ops->remove)
+        st->ops->remove(st->ctx, p);
+    int r = st->ops->write_at(st->ctx, p, 0, w->name, strlen(w->name));
+    if (!r && st->ops->sync)
+        r = st->ops->sync(st->ctx, p);
+    if (r)
+        tdb_err(w->err, r, "%s: cannot write: %s", p, tdb_strerror(r));
+    free(p);
+    return r;
+}
+
+/* The name in the staged folder's marker when that fragment is already
+ * committed (a repeated commit), else NULL. */
+static char *wr_already_committed(const struct tdb_io *io,
+                                  const struct tdb_io *staged, const char *sdir)
+{
+    char *p = tdb_path_join(sdir, WR_MARKER), *name = NULL;
+    uint8_t *data = NULL;
+    uint64_t size = 0;
+    if (p && !tdb_io_read_file(staged, p, &data, &size, NULL) && size &&
+        size < 128 && !memchr(data, '/', (size_t)size) &&
+        !memchr(data, 0, (size_t)size)) {
+        char wrt[192];
+        snprintf(wrt, sizeof wrt, "__commits/%.*s.wrt", (int)size, (char *)data);
+        if (tdb_io_exists(io, wrt))
+            name = strndup((char *)data, (size_t)size);
+    }
+    free(data);
+    free(p);
+    return name;
+}
+
 /* Syncs the fragment's files, then publishes it: an empty commit file
  * written under a temporary name in the fragment's folder and renamed into
  * __commits (the rename is the commit). */
@@ -1155,6 +1200,8 @@ static int wr_commit(struct wr *w)
                        tdb_strerror(r));
     w->tmp_made = true;
     if ((r = wr_sync(w, w->tmp_commit)))
+        return r;
+    if ((r = wr_mark_staged(w)))
         return r;
     r = w->io->ops->rename(w->io->ctx, w->tmp_commit, wrt);
     if (r)
@@ -1288,6 +1335,9 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
         r = tdb_err(err, TDB_E_INVAL, "%s: not a folder", staged_dir);
         goto done;
     }
+    /* committed before, and the staged files not yet removed: done */
+    if ((*name = wr_already_committed(io, staged, staged_dir)))
+        goto done;
     /* everything is checked before anything is written */
     bool has_subarray = false;
     if ((r = wr_fields_init(&w)) || (r = wr_match_staged(&w, &has_subarray)))

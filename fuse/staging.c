@@ -308,17 +308,22 @@ static int staging_empty(struct tdbfs_staging *st, const char *path,
         return rc;
     }
     if (only_error) {
-        bool other = false, err = false;
+        /* the files the daemon and the writer leave (__error, and the
+         * writer's __fragment marker) do not keep a folder from rmdir */
+        bool other = false, err = false, mark = false;
         while ((d = readdir(dir)) != NULL) {
             if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
                 continue;
             if (!strcmp(d->d_name, TDBFS_STAGING_ERROR))
                 err = true;
+            else if (!strcmp(d->d_name, "__fragment"))
+                mark = true;
             else
                 other = true;
         }
-        if (err && !other &&
-            unlinkat(dirfd(dir), TDBFS_STAGING_ERROR, 0) != 0)
+        if (!other && err && unlinkat(dirfd(dir), TDBFS_STAGING_ERROR, 0) != 0)
+            rc = -errno;
+        if (!other && !rc && mark && unlinkat(dirfd(dir), "__fragment", 0) != 0)
             rc = -errno;
     } else {
         while ((d = readdir(dir)) != NULL) {

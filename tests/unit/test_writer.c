@@ -664,10 +664,46 @@ static void test_timestamp_after_newest(void)
     free(got);
     /* no timestamp: now, and still after the newest */
     char *n3 = NULL;
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "one", NULL, 0, &n3, &err), 0);
+    stage_dense_1d(&stg, "three", 300);
+    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "three", NULL, 0, &n3, &err), 0);
     struct tdb_tsname t3;
     CHECK(n3 && !tdb_tsname_parse(n3, &t3) && t3.t1 > 1600000000000ull);
     tdb_fs_close(fs);
+    free(n1);
+    free(n2);
+    free(n3);
+    tdb_io_free(&stg);
+    tdb_io_free(&arr);
+}
+
+/* Committing the same staged folder again (a crash after the commit, before
+ * the staged files were removed) writes nothing new and names the same
+ * fragment; the marker does not count as a staged field. */
+static void test_commit_twice(void)
+{
+    struct tdb_io arr, stg;
+    CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stage_dense_1d(&stg, "s", 7);
+    char *n1 = NULL, *n2 = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n1, &err), 0);
+    struct tdb_names before, after;
+    CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &before, &err), 0);
+    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n2, &err), 0);
+    CHECK(n1 && n2 && !strcmp(n1, n2));
+    CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &after, &err), 0);
+    CHECK_EQ_INT(after.n, before.n);
+    /* a marker naming a fragment that was never committed: a new write */
+    put(&stg, "s/__fragment", "__1_1_00000000000000000000000000000000_22", 41);
+    char *n3 = NULL;
+    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n3, &err), 0);
+    CHECK(n3 && strcmp(n3, n1));
+    tdb_names_free(&after);
+    CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &after, &err), 0);
+    CHECK_EQ_INT(after.n, before.n + 1);
+    tdb_names_free(&before);
+    tdb_names_free(&after);
     free(n1);
     free(n2);
     free(n3);
@@ -1004,6 +1040,7 @@ int main(void)
     RUN(test_dense_partial_region);
     RUN(test_timestamp_after_newest);
     RUN(test_posix_commit);
+    RUN(test_commit_twice);
     RUN(test_bad_dense);
     RUN(test_bad_sparse);
     RUN(test_sparse_dups_kept);
