@@ -485,9 +485,14 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         a->schemas.n++;
     }
     /* the schema in force at ts_end (arraydir applies TileDB's rule) */
-    a->schema = a->schemas.v[a->dir->schema_latest < a->schemas.n
-                                 ? a->dir->schema_latest
-                                 : 0];
+    struct tdb_schema *in_force =
+        a->schemas.v[a->dir->schema_latest < a->schemas.n ? a->dir->schema_latest
+                                                           : 0];
+    a->schema = in_force;
+    /* its enumerations' values (shown in __array.json) */
+    for (uint32_t i = 0; i < in_force->nenums; i++)
+        if ((r = tdb_enumeration_load(&a->io, &in_force->enums[i], key, err)))
+            goto fail;
     a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
     if ((r = tdb_arraydir_select(a->dir, a->schema->array_type == TDB_SPARSE,
                                  err)))

@@ -149,6 +149,32 @@ static char *create_join(const char *dir, const char *name)
 
 /* ------------------------------------------------------------------ arrays */
 
+/* One enumeration file, __schema/__enumerations/<its file name>. */
+static int create_enumeration(const struct tdb_io *io,
+                              const struct tdb_enumeration *e,
+                              const uint8_t *key, struct tdb_error *err)
+{
+    struct tdb_buf payload = {0}, file = {0};
+    const char *f = e->path ? strrchr(e->path, '/') : NULL;
+    f = f ? f + 1 : e->path;
+    char *final = f ? create_join("__schema/__enumerations", f) : NULL;
+    char tmp[CREATE_NAME_MAX + 16];
+    int rc;
+    if (!final)
+        return tdb_err(err, TDB_E_INVAL, "enumeration '%s' has no file name",
+                       e->name ? e->name : "");
+    snprintf(tmp, sizeof tmp, ".%.80s.tmp", f);
+    if ((rc = tdb_enumeration_serialize(e, &payload)))
+        rc = tdb_err(err, rc, "enumeration '%s': cannot serialise it",
+                     e->name ? e->name : "");
+    else if (!(rc = create_generic_tile(&payload, key, &file, err)))
+        rc = create_publish(io, tmp, final, &file, err);
+    tdb_buf_free(&payload);
+    tdb_buf_free(&file);
+    free(final);
+    return rc;
+}
+
 int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
                      const uint8_t *key, uint64_t timestamp_ms,
                      struct tdb_error *err)
@@ -168,9 +194,6 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
     if (!s)
         return tdb_err(err, TDB_E_INVAL, "cannot create an array without a "
                        "schema");
-    if (s->nenums)
-        return tdb_err(err, TDB_E_UNSUPPORTED, "cannot create an array with "
-                       "enumerations");
     if (s->nlabels)
         return tdb_err(err, TDB_E_UNSUPPORTED, "cannot create an array with "
                        "dimension labels");
@@ -221,10 +244,23 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
         rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
-    rc = create_publish(io, tmp, final, &file, err);
+    /* enumerations first: the schema file, written last, names them */
+    for (uint32_t i = 0; !rc && i < s->nenums; i++)
+        rc = create_enumeration(io, &s->enums[i], key, err);
+    if (!rc)
+        rc = create_publish(io, tmp, final, &file, err);
 
 out:
     if (rc && io && io->ops && io->ops->remove) {
+        for (uint32_t i = 0; i < s->nenums && made > 1; i++) {
+            const char *f = s->enums[i].path ? strrchr(s->enums[i].path, '/')
+                                             : NULL;
+            f = f ? f + 1 : s->enums[i].path;
+            char *ep = f ? create_join("__schema/__enumerations", f) : NULL;
+            if (ep)
+                io->ops->remove(io->ctx, ep);
+            free(ep);
+        }
         /* Undo what we made, as TileDB removes a half-made array. */
         while (made > 0)
             io->ops->remove(io->ctx, create_dirs[--made]);

@@ -305,6 +305,33 @@ void tdb_json_schema(struct tdb_json *j, const struct tdb_schema *s)
         tdb_json_close(j, '}');
     }
     tdb_json_close(j, ']');
+    if (s->nenums) {
+        tdb_json_key(j, "enumerations");
+        tdb_json_open(j, '[');
+        for (uint32_t i = 0; i < s->nenums; i++) {
+            const struct tdb_enumeration *e = &s->enums[i];
+            tdb_json_open(j, '{');
+            tdb_json_key(j, "name");
+            tdb_json_cstr(j, e->name);
+            tdb_json_key(j, "datatype");
+            tdb_json_cstr(j, tdb_dt_name(e->type) ? tdb_dt_name(e->type) : "?");
+            tdb_json_key(j, "cell_val_num");
+            if (e->cell_val_num == TDB_VAR_NUM)
+                tdb_json_cstr(j, "var");
+            else
+                tdb_json_u64(j, e->cell_val_num);
+            tdb_json_key(j, "ordered");
+            tdb_json_bool(j, e->ordered);
+            tdb_json_key(j, "data_hex");
+            json_hex(j, e->data, e->data_size);
+            if (e->cell_val_num == TDB_VAR_NUM) {
+                tdb_json_key(j, "offsets_hex");
+                json_hex(j, e->offsets, e->offsets_size);
+            }
+            tdb_json_close(j, '}');
+        }
+        tdb_json_close(j, ']');
+    }
     tdb_json_key(j, "current_domain");
     tdb_json_ranges(j, s, s->has_current_domain ? s->current_domain : NULL);
     json_pipeline(j, "coords_filters", &s->coords_filters);

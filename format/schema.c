@@ -838,6 +838,41 @@ int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,
     return rc;
 }
 
+static int schema_put_str32(struct tdb_buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n > UINT32_MAX)
+        return TDB_E_INVAL;
+    int rc = tdb_buf_put_u32(b, (uint32_t)n);
+    return rc ? rc : tdb_buf_append(b, s, n);
+}
+
+int tdb_enumeration_serialize(const struct tdb_enumeration *e,
+                              struct tdb_buf *out)
+{
+    const char *file = e->path ? strrchr(e->path, '/') : NULL;
+    file = file ? file + 1 : e->path;
+    bool var = e->cell_val_num == TDB_VAR_NUM;
+    int rc;
+    if (!e->name || !file || !schema_safe_filename(file) ||
+        (e->data_size && !e->data) || (var && e->offsets_size % 8))
+        return TDB_E_INVAL;
+    if ((rc = tdb_buf_put_u32(out, SCHEMA_ENUMERATION_VERSION)) ||
+        (rc = schema_put_str32(out, e->name)) ||
+        (rc = schema_put_str32(out, file)) ||
+        (rc = tdb_buf_put_u8(out, (uint8_t)e->type)) ||
+        (rc = tdb_buf_put_u32(out, e->cell_val_num)) ||
+        (rc = tdb_buf_put_u8(out, e->ordered ? 1 : 0)) ||
+        (rc = tdb_buf_put_u64(out, e->data_size)) ||
+        (rc = tdb_buf_append(out, e->data, (size_t)e->data_size)))
+        return rc;
+    if (!var)
+        return 0;
+    if ((rc = tdb_buf_put_u64(out, e->offsets_size)))
+        return rc;
+    return tdb_buf_append(out, e->offsets, (size_t)e->offsets_size);
+}
+
 /* ---------------------------------------------------------------- lookups */
 
 int tdb_schema_attr_index(const struct tdb_schema *s, const char *name)
@@ -858,14 +893,6 @@ int tdb_schema_dim_index(const struct tdb_schema *s, const char *name)
 
 /* ---------------------------------------------------------- serialisation */
 
-static int schema_put_str32(struct tdb_buf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n > UINT32_MAX)
-        return TDB_E_INVAL;
-    int rc = tdb_buf_put_u32(b, (uint32_t)n);
-    return rc ? rc : tdb_buf_append(b, s, n);
-}
 
 static int schema_write_dim(const struct tdb_dim *d, struct tdb_buf *b)
 {

@@ -98,6 +98,11 @@ void tdb_schema_free(struct tdb_schema *s);
 int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,
                          const uint8_t *key, struct tdb_error *err);
 
+/* The payload of enumeration e's file (enumeration.md; to be wrapped in a
+ * generic tile): its values must be loaded. */
+int tdb_enumeration_serialize(const struct tdb_enumeration *e,
+                              struct tdb_buf *out);
+
 /* @return the index of attribute `name`, or -1. */
 int tdb_schema_attr_index(const struct tdb_schema *s, const char *name);
 int tdb_schema_dim_index(const struct tdb_schema *s, const char *name);

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include <jansson.h>
+#include <sys/random.h>
 
 /* TileDB's defaults for what a schema JSON may leave out. */
 #define SJ_CHUNK 65536          /* pipeline max chunk size */
@@ -671,10 +672,12 @@ static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
     if ((rc = sj_datatype(o, w, &a->type, err)))
         return rc;
     sj_at(&k, w, "enumeration");
-    if ((v = json_object_get(o, "enumeration")) && !json_is_null(v))
-        return sj_bad(err, TDB_E_UNSUPPORTED, &k, "attributes with "
-                      "enumerations cannot be created (the enumeration's "
-                      "values are not in the JSON)");
+    if ((v = json_object_get(o, "enumeration")) && !json_is_null(v)) {
+        if (!json_is_string(v))
+            return sj_bad(err, TDB_E_INVAL, &k, "expected a string");
+        if (!(a->enumeration = strdup(json_string_value(v))))
+            return sj_nomem(err);
+    }
     a->cell_val_num = 1;
     sj_at(&k, w, "cell_val_num");
     if ((v = json_object_get(o, "cell_val_num")) && !json_is_null(v)) {
@@ -810,6 +813,106 @@ static int sj_layout(json_t *obj, const char *key, bool cell,
     return 0;
 }
 
+/* "enumerations": [{"name", "datatype", "cell_val_num", "ordered",
+ * "data_hex", "offsets_hex"}] as json.c writes them; each gets a new file
+ * name __<32 hex>_0 under __schema/__enumerations, as TileDB names them.
+ * Every attribute's "enumeration" must name one of them. */
+static int sj_enumerations(json_t *o, const struct sj_where *w,
+                           struct tdb_schema *s, struct tdb_error *err)
+{
+    static const char *const known[] = {"name", "datatype", "cell_val_num",
+                                        "ordered", "data_hex", "offsets_hex",
+                                        NULL};
+    size_t n = o && !json_is_null(o) ? json_array_size(o) : 0;
+    int rc;
+    if (o && !json_is_null(o) && !json_is_array(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an array");
+    if (n > UINT16_MAX)
+        return sj_bad(err, TDB_E_INVAL, w, "too many enumerations");
+    if (n && !(s->enums = calloc(n, sizeof *s->enums)))
+        return sj_nomem(err);
+    s->nenums = (uint32_t)n;
+    for (uint32_t i = 0; i < s->nenums; i++) {
+        json_t *e = json_array_get(o, i);
+        struct tdb_enumeration *en = &s->enums[i];
+        struct sj_where ew, k;
+        const char *name, *hex;
+        sj_at(&ew, w, "[%u]", i);
+        if (!json_is_object(e))
+            return sj_bad(err, TDB_E_INVAL, &ew, "expected an object");
+        if ((rc = sj_known_keys(e, known, &ew, err)) ||
+            (rc = sj_str(e, "name", true, &ew, &name, err)) ||
+            (rc = sj_datatype(e, &ew, &en->type, err)) ||
+            (rc = sj_bool(e, "ordered", false, &ew, &en->ordered, err)))
+            return rc;
+        if (!(en->name = strdup(name)))
+            return sj_nomem(err);
+        uint8_t rnd[16];
+        char file[64];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+            return tdb_err(err, TDB_E_IO, "no random bytes for a file name");
+        snprintf(file, sizeof file, "__");
+        for (int b = 0; b < 16; b++)
+            snprintf(file + 2 + 2 * b, 3, "%02x", rnd[b]);
+        strcat(file, "_0");
+        if (!(en->path = strdup(file)))
+            return sj_nomem(err);
+        en->cell_val_num = 1;
+        json_t *v = json_object_get(e, "cell_val_num");
+        sj_at(&k, &ew, "cell_val_num");
+        if (v && json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+            en->cell_val_num = TDB_VAR_NUM;
+        } else if (v && !json_is_null(v)) {
+            uint64_t cv;
+            if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &cv, err)))
+                return rc;
+            if (!cv)
+                return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1");
+            en->cell_val_num = (uint32_t)cv;
+        }
+        if ((rc = sj_str(e, "data_hex", true, &ew, &hex, err)))
+            return rc;
+        sj_at(&k, &ew, "data_hex");
+        if (sj_hex(hex, &en->data, &en->data_size))
+            return sj_bad(err, TDB_E_INVAL, &k, "not hexadecimal bytes");
+        if (en->cell_val_num == TDB_VAR_NUM) {
+            if ((rc = sj_str(e, "offsets_hex", true, &ew, &hex, err)))
+                return rc;
+            sj_at(&k, &ew, "offsets_hex");
+            if (sj_hex(hex, &en->offsets, &en->offsets_size) ||
+                en->offsets_size % 8)
+                return sj_bad(err, TDB_E_INVAL, &k, "not uint64 offsets");
+            for (uint64_t j = 0; j < en->offsets_size / 8; j++) {
+                uint64_t off = tdb_le64(en->offsets + 8 * j);
+                if (off > en->data_size ||
+                    (j && off < tdb_le64(en->offsets + 8 * (j - 1))))
+                    return sj_bad(err, TDB_E_INVAL, &k, "offset %llu of value "
+                                  "%llu out of order or past the data",
+                                  (unsigned long long)off,
+                                  (unsigned long long)j);
+            }
+        } else {
+            uint64_t cell = (uint64_t)tdb_dt_size(en->type) * en->cell_val_num;
+            if (!cell || en->data_size % cell)
+                return sj_bad(err, TDB_E_INVAL, &k, "not whole values");
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(s->enums[j].name, en->name))
+                return sj_bad(err, TDB_E_INVAL, &ew, "a second enumeration "
+                              "named '%s'", en->name);
+    }
+    for (uint32_t a = 0; a < s->nattrs; a++) {
+        const char *en = s->attrs[a].enumeration;
+        bool found = false;
+        for (uint32_t j = 0; en && j < s->nenums && !found; j++)
+            found = !strcmp(s->enums[j].name, en);
+        if (en && !found)
+            return tdb_err(err, TDB_E_INVAL, "attrs[%u].enumeration: no "
+                           "enumeration named '%s' in \"enumerations\"", a, en);
+    }
+    return 0;
+}
+
 static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
 {
     static const char *const known[] = {
@@ -817,7 +920,7 @@ static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
         "allows_duplicates", "dims", "attrs", "current_domain",
         "coords_filters", "offsets_filters", "validity_filters", "version",
         "coords_filters_max_chunk_size", "offsets_filters_max_chunk_size",
-        "validity_filters_max_chunk_size", NULL};
+        "validity_filters_max_chunk_size", "enumerations", NULL};
     struct sj_where top = {""}, w;
     const char *at;
     json_t *v;
@@ -894,6 +997,9 @@ static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
         if ((rc = sj_attr(json_array_get(attrs, i), &aw, &s->attrs[i], err)))
             return rc;
     }
+    sj_at(&w, &top, "enumerations");
+    if ((rc = sj_enumerations(json_object_get(o, "enumerations"), &w, s, err)))
+        return rc;
     sj_at(&w, &top, "current_domain");
     return sj_current_domain(json_object_get(o, "current_domain"), &w, s,
                              err);
