@@ -154,8 +154,24 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
                             struct tdb_buf *out, struct tdb_error *err)
 {
     struct tdb_buf pipe = {0}, tile = {0};
-    struct tdb_pipeline none = {0};
+    struct tdb_pipeline none = {0}, with_aes = {0};
     const struct tdb_pipeline *pp = p ? p : &none;
+    /* TileDB lists the AES-256-GCM filter in an encrypted generic tile's
+     * own pipeline (and refuses a tile without it) */
+    struct tdb_filter fs[65];
+    if (key && !tdb_pipeline_has(pp, TDB_FILTER_AES_256_GCM)) {
+        if (pp->n >= 64)
+            return tdb_err(err, TDB_E_INVAL, "generic tile: too many filters");
+        memcpy(fs, pp->f, pp->n * sizeof *fs);
+        memset(&fs[pp->n], 0, sizeof fs[pp->n]);
+        fs[pp->n].type = TDB_FILTER_AES_256_GCM;
+        fs[pp->n].ops = &tdb_filter_aes256gcm;
+        fs[pp->n].reinterpret_type = TDB_ANY;
+        with_aes.max_chunk_size = pp->max_chunk_size;
+        with_aes.n = pp->n + 1;
+        with_aes.f = fs;
+        pp = &with_aes;
+    }
     struct tdb_tile_desc d = {
         .datatype = datatype,
         .cell_size = cell_size ? cell_size : 1,

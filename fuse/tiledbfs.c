@@ -682,10 +682,10 @@ static int tdbfs_meta_commit(struct tdbfs_mount *m, struct tdbfs_metarec *r)
 
     pthread_mutex_lock(&m->commit);
     pthread_mutex_lock(&m->lock);
-    /* Nothing to write, or nothing yet: a shell's `> FILE` closes a
-     * duplicate of the descriptor before the first write, and TileDB keeps
-     * no empty values. */
-    if (!r->dirty || r->len == 0) {
+    /* Nothing changed since the last flush.  An empty value is a value
+     * (TileDB stores it with count 0); a shell's `> FILE` may flush one
+     * before its first write, and the later flush then replaces it. */
+    if (!r->dirty) {
         r->hidden = true;
         pthread_mutex_unlock(&m->lock);
         pthread_mutex_unlock(&m->commit);
@@ -1636,6 +1636,10 @@ static void tdbfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                 r->dirty = true;
             }
         }
+        /* a refused type on a still empty file: nothing is stored for it
+         * unless bytes follow */
+        if (err == EINVAL && r->len == 0)
+            r->dirty = false;
     }
     pthread_mutex_unlock(&m->lock);
     fuse_reply_err(req, err);
