@@ -94,7 +94,7 @@ static void create_gt_pipeline(struct tdb_pipeline *p, struct tdb_filter f[2],
     f[1].type = TDB_FILTER_AES_256_GCM;
     f[1].ops = tdb_filter_lookup(TDB_FILTER_AES_256_GCM);
     f[1].reinterpret_type = TDB_ANY;
-    p->max_chunk_size = 0;
+    p->max_chunk_size = 65536;     /* as TileDB 2.29 writes it */
     p->n = key ? 2 : 1;
     p->f = f;
 }
