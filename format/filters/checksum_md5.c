@@ -163,19 +163,6 @@ int tdb_compress_checksum_encode(unsigned digest,
     return 0;
 }
 
-static int checksum_md5_read_options(struct tdb_filter *f,
-                                     struct tdb_cursor *c, uint32_t version,
-                                     struct tdb_error *err)
-{
-    return 0; /* no options */
-}
-
-static int checksum_md5_write_options(const struct tdb_filter *f,
-                                      struct tdb_buf *out)
-{
-    return 0;
-}
-
 static int checksum_md5_decode(const struct tdb_filter_call *call,
                                struct tdb_cursor *md, const uint8_t *data,
                                size_t size, struct tdb_buf *md_out,
@@ -199,8 +186,8 @@ static int checksum_md5_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_checksum_md5 = {
     .name = "CHECKSUM_MD5",
     .type = TDB_FILTER_CHECKSUM_MD5,
-    .read_options = checksum_md5_read_options,
-    .write_options = checksum_md5_write_options,
+    .read_options = NULL,   /* no options */
+    .write_options = NULL,
     .output_type = NULL,
     .decode = checksum_md5_decode,
     .encode = checksum_md5_encode,

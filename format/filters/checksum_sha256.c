@@ -1,20 +1,6 @@
 /* checksum_sha256.c: the CHECKSUM_SHA256 filter (tile.md, "Checksum"). */
 #include "compress_common.h"
 
-static int checksum_sha256_read_options(struct tdb_filter *f,
-                                        struct tdb_cursor *c,
-                                        uint32_t version,
-                                        struct tdb_error *err)
-{
-    return 0; /* no options */
-}
-
-static int checksum_sha256_write_options(const struct tdb_filter *f,
-                                         struct tdb_buf *out)
-{
-    return 0;
-}
-
 static int checksum_sha256_decode(const struct tdb_filter_call *call,
                                   struct tdb_cursor *md, const uint8_t *data,
                                   size_t size, struct tdb_buf *md_out,
@@ -38,8 +24,8 @@ static int checksum_sha256_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_checksum_sha256 = {
     .name = "CHECKSUM_SHA256",
     .type = TDB_FILTER_CHECKSUM_SHA256,
-    .read_options = checksum_sha256_read_options,
-    .write_options = checksum_sha256_write_options,
+    .read_options = NULL,   /* no options */
+    .write_options = NULL,
     .output_type = NULL,
     .decode = checksum_sha256_decode,
     .encode = checksum_sha256_encode,
