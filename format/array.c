@@ -62,6 +62,12 @@ uint64_t tdb_dim_span(const struct tdb_dim *d)
     return s == UINT64_MAX ? UINT64_MAX : s + 1;
 }
 
+uint64_t tdb_dim_tile_span(const struct tdb_dim *d)
+{
+    uint64_t e = tdb_dim_extent(d);
+    return e ? e : tdb_dim_span(d);
+}
+
 /* ----------------------------------------------------------------- tiles */
 
 uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t)
@@ -89,11 +95,9 @@ uint64_t tdb_frag_dense_cell(const struct tdb_frag *f, const uint64_t *o)
     const struct tdb_schema *s = f->fs;
     uint32_t nd = s->ndims;
     uint64_t tix = 0, pos = 0;
-    uint64_t tc[TDB_MAX_DIMS], in[TDB_MAX_DIMS], ext[TDB_MAX_DIMS];
+    uint64_t tc[TDB_MAX_DIMS], in[TDB_MAX_DIMS];
+    const uint64_t *ext = f->ext;
     for (uint32_t d = 0; d < nd; d++) {
-        ext[d] = tdb_dim_extent(&s->dims[d]);
-        if (!ext[d])
-            ext[d] = tdb_dim_span(&s->dims[d]);
         tc[d] = o[d] / ext[d] - f->tile_lo[d];
         in[d] = o[d] % ext[d];
     }
@@ -418,9 +422,7 @@ static int arr_frag_setup(struct tdb_array *a, struct tdb_frag *f,
         uint64_t cells = 1;
         for (uint32_t d = 0; d < s->ndims; d++) {
             const struct tdb_dim *dim = &s->dims[d];
-            uint64_t ext = tdb_dim_extent(dim);
-            if (!ext)
-                ext = tdb_dim_span(dim);
+            uint64_t ext = f->ext[d] = tdb_dim_tile_span(dim);
             if (!ext || fm->ned_null)
                 return tdb_err(err, TDB_E_CORRUPT, "%s: dense fragment without a "
                                "usable domain", fm->path);

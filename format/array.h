@@ -30,6 +30,7 @@ struct tdb_frag {
     const struct tdb_schema *fs;/* the fragment's own schema */
     /* dense geometry: space tiles covering the non-empty domain */
     uint64_t tile_cells;
+    uint64_t ext[TDB_MAX_DIMS];  /* cells of a space tile along each dim */
     uint64_t ned_lo[TDB_MAX_DIMS], ned_hi[TDB_MAX_DIMS];   /* offsets */
     uint64_t tile_lo[TDB_MAX_DIMS], ntiles[TDB_MAX_DIMS];
     uint64_t ncells;            /* cells stored */
@@ -78,6 +79,9 @@ void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v);
 uint64_t tdb_dim_extent(const struct tdb_dim *d);
 /* Number of cells in the domain of d (saturating at UINT64_MAX). */
 uint64_t tdb_dim_span(const struct tdb_dim *d);
+/* Cells of a space tile along d: the extent, or the whole domain when d
+ * has none (integer dims). */
+uint64_t tdb_dim_tile_span(const struct tdb_dim *d);
 
 /* Number of cells in tile t of fragment f. */
 uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t);

@@ -72,9 +72,7 @@ static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
             uint64_t cnt = 1;
             if (owner->fs->cell_order != TDB_COL_MAJOR || nd == 1) {
                 /* consecutive until the end of the space tile along last */
-                uint64_t ext = tdb_dim_extent(&owner->fs->dims[last]);
-                if (!ext)
-                    ext = tdb_dim_span(&owner->fs->dims[last]);
+                uint64_t ext = owner->ext[last];
                 uint64_t tile_end = (x / ext + 1) * ext;
                 uint64_t lim = tile_end < stop ? tile_end : stop;
                 cnt = lim - x;

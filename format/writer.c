@@ -997,9 +997,7 @@ static int wr_dense_write(struct wr *w)
     uint64_t stride[TDB_MAX_DIMS];
     uint64_t ntiles = 1, tcells = 1;
     for (uint32_t d = 0; d < nd; d++) {
-        ext[d] = tdb_dim_extent(&s->dims[d]);
-        if (!ext[d])
-            ext[d] = tdb_dim_span(&s->dims[d]);
+        ext[d] = tdb_dim_tile_span(&s->dims[d]);
         if (!ext[d] || ext[d] == UINT64_MAX)
             return tdb_err(w->err, TDB_E_UNSUPPORTED, "dimension '%s': no "
                            "usable tile extent", s->dims[d].name);
