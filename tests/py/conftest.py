@@ -128,6 +128,11 @@ def fs_prog():
     return find_program(os.path.join('fuse', 'tiledbfs'))
 
 
+@pytest.fixture(scope='session')
+def create_prog():
+    return find_program(os.path.join('tools', 'tiledbfs-create'))
+
+
 def run_cat(prog, source, path, opts=(), timeout=CAT_TIMEOUT, extra=()):
     """Runs tiledbfs-cat; returns the CompletedProcess (bytes)."""
     cmd = [prog] + o_args(list(opts)) + list(extra) + [source, path]

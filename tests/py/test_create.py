@@ -5,14 +5,9 @@ import subprocess
 
 import pytest
 
-from conftest import case_options, find_program, get_case, o_args, run_cat
+from conftest import case_options, get_case, o_args, run_cat
 
 TIMEOUT = 60
-
-
-@pytest.fixture(scope='session')
-def create_prog():
-    return find_program(os.path.join('tools', 'tiledbfs-create'))
 
 
 def run_create(prog, args, stdin=None):

@@ -6,55 +6,18 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import numpy
 import pytest
 
-from conftest import (BUILD, CAT_TIMEOUT, MOUNT_TIMEOUT, Mounts, case_options, fuse_missing,
-                      get_case, o_args, run_cat)
+from conftest import (CAT_TIMEOUT, MOUNT_TIMEOUT, case_options, fuse_missing, get_case,
+                      o_args, run_cat)
 
 STAGING = '__staging'
 
 
 # ----------------------------------------------------------------- helpers
-
-def program(rel):
-    """A built program, or a skip naming what is missing."""
-    path = os.path.join(BUILD, rel)
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        pytest.skip(f'{rel} is not built in {BUILD} (run make, or set TILEDBFS_BUILD)')
-    return path
-
-
-@pytest.fixture(scope='session')
-def create_prog():
-    return program(os.path.join('tools', 'tiledbfs-create'))
-
-
-@pytest.fixture(scope='session')
-def cat_tool():
-    return program(os.path.join('tools', 'tiledbfs-cat'))
-
-
-@pytest.fixture(scope='session')
-def daemon():
-    return program(os.path.join('fuse', 'tiledbfs'))
-
-
-@pytest.fixture
-def rw_mount(daemon, tmp_path):
-    """Like conftest's mount, but skipping (not failing) when the daemon is
-    not built.  Every mount is unmounted at teardown; the daemon must exit 0."""
-    why = fuse_missing()
-    if why:
-        pytest.skip(f'no FUSE here: {why}')
-    mounts = Mounts(daemon, tmp_path)
-    yield mounts
-    problems = mounts.close()
-    assert not problems, '; '.join(problems)
-
 
 def key_opts(case, tmp_path):
     """key_file= of an encrypted case (never its timestamp: a twin is
@@ -137,7 +100,7 @@ def top_level(case):
 
 # --------------------------------------------------------- twins of the corpus
 
-def test_twin_commit(case, create_prog, cat_tool, rw_mount, tmp_path):
+def test_twin_commit(case, create_prog, cat_prog, mount, tmp_path):
     """An empty twin of the case's array, the case's expected files staged
     and committed: the twin then shows the same bytes through the mount."""
     if case.info.get('kind') != 'array':
@@ -148,14 +111,14 @@ def test_twin_commit(case, create_prog, cat_tool, rw_mount, tmp_path):
     cat_opts = case_options(case, tmp_path)
     key = key_opts(case, tmp_path)
     twin = str(tmp_path / 'twin')
-    made = make_twin(create_prog, cat_tool, case.array, twin, tmp_path, cat_opts, key)
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path, cat_opts, key)
     if made.returncode != 0:
         err = made.stderr.decode(errors='replace').strip()
         if case.name.startswith('legacy_'):
             pytest.skip(f'a legacy schema that cannot be written at format version 22: {err}')
         pytest.fail(f'tiledbfs-create: {err}')
-    info = array_json(cat_tool, case.array, cat_opts)
-    mnt = rw_mount(twin, key + ['rw'])
+    info = array_json(cat_prog, case.array, cat_opts)
+    mnt = mount(twin, key + ['rw'])
 
     staged = {p: case.expected(p) for p in files}
     if case.dense:
@@ -190,11 +153,11 @@ def test_twin_commit(case, create_prog, cat_tool, rw_mount, tmp_path):
 
 # ------------------------------------------------------------------ bad input
 
-def twin_of(name, create_prog, cat_tool, tmp_path):
+def twin_of(name, create_prog, cat_prog, tmp_path):
     """(case, twin path) of an empty twin of a corpus case."""
     case = get_case(name)
     twin = str(tmp_path / f'twin-{name}')
-    made = make_twin(create_prog, cat_tool, case.array, twin, tmp_path)
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
     assert made.returncode == 0, f'tiledbfs-create: {made.stderr.decode(errors="replace")}'
     return case, twin
 
@@ -287,17 +250,17 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize('what,case_name,spoil', BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
-def test_bad_input(what, case_name, spoil, create_prog, cat_tool, rw_mount, tmp_path):
+def test_bad_input(what, case_name, spoil, create_prog, cat_prog, mount, tmp_path):
     """mv fails with EINVAL, __error names the file, the staged files and
     the array are unchanged."""
-    case, twin = twin_of(case_name, create_prog, cat_tool, tmp_path)
+    case, twin = twin_of(case_name, create_prog, cat_prog, tmp_path)
     if case_name == 'sparse_int64_2d':
-        info = array_json(cat_tool, case.array)
+        info = array_json(cat_prog, case.array)
         assert not info['schema']['allows_duplicates']
     files, culprit = spoil(case)
     staging_dir = str(tmp_path / 'staging')
-    mnt = rw_mount(twin, ['rw', 'staging_dir=' + staging_dir])
-    before_json = array_json(cat_tool, twin)
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging_dir])
+    before_json = array_json(cat_prog, twin)
     before_disk = tree_listing(twin)
 
     folder = stage(mnt, 'bad', files)
@@ -313,7 +276,7 @@ def test_bad_input(what, case_name, spoil, create_prog, cat_tool, rw_mount, tmp_
     assert digests(folder) == hashes, 'staged files changed (through the mount)'
     assert digests(os.path.join(staging_dir, 'bad')) == hashes, 'staged files changed (on disk)'
     assert os.listdir(os.path.join(mnt, '__fragments')) == []
-    assert array_json(cat_tool, twin) == before_json, 'the array changed'
+    assert array_json(cat_prog, twin) == before_json, 'the array changed'
     assert tree_listing(twin) == before_disk, 'files appeared in the array folder'
 
     # A second try fails the same way; fixed, the same folder commits.
@@ -322,7 +285,7 @@ def test_bad_input(what, case_name, spoil, create_prog, cat_tool, rw_mount, tmp_
         os.unlink(os.path.join(folder, name))
     good = dense_files(case) if case.dense else sparse_files(case)
     if case.dense:
-        good['__subarray.json'] = json.dumps(array_json(cat_tool, case.array)['view_region']).encode()
+        good['__subarray.json'] = json.dumps(array_json(cat_prog, case.array)['view_region']).encode()
     for name, data in good.items():
         write_file(os.path.join(folder, name), data)
     e = commit(mnt, 'bad', 'anything')
@@ -334,12 +297,12 @@ def test_bad_input(what, case_name, spoil, create_prog, cat_tool, rw_mount, tmp_
 
 # ----------------------------------------------------------- the staging area
 
-def test_staging_area(create_prog, cat_tool, rw_mount, tmp_path):
+def test_staging_area(create_prog, cat_prog, mount, tmp_path):
     """__staging/ behaves like a folder of real files under staging_dir, whose
     default is SOURCE/../.NAME.tiledbfs-staging; they survive a restart."""
-    case, twin = twin_of('dense_1d_basic', create_prog, cat_tool, tmp_path)
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
     default_dir = os.path.join(os.path.dirname(twin), '.' + os.path.basename(twin) + '.tiledbfs-staging')
-    mnt = rw_mount(twin, ['rw'])
+    mnt = mount(twin, ['rw'])
     assert STAGING in os.listdir(mnt)
     folder = os.path.join(mnt, STAGING, 'x')
     os.mkdir(folder)
@@ -368,8 +331,8 @@ def test_staging_area(create_prog, cat_tool, rw_mount, tmp_path):
         assert e.value.errno == errno.EROFS, what
 
     # A restart keeps the staged bytes; the commit then works.
-    assert not rw_mount.unmount(mnt)
-    mnt = rw_mount(twin, ['rw'])
+    assert not mount.unmount(mnt)
+    mnt = mount(twin, ['rw'])
     folder = os.path.join(mnt, STAGING, 'x')
     assert read_file(os.path.join(folder, 'a')) == case.expected('a')
     write_file(os.path.join(folder, 'b'), case.expected('b'))
@@ -380,20 +343,20 @@ def test_staging_area(create_prog, cat_tool, rw_mount, tmp_path):
     assert os.listdir(default_dir) == []
 
 
-def test_group_has_no_staging(cat_tool, rw_mount, tmp_path):
+def test_group_has_no_staging(cat_prog, mount, tmp_path):
     case = get_case('group_basic')
-    mnt = rw_mount(case.array, ['rw'])
+    mnt = mount(case.array, ['rw'])
     assert STAGING not in os.listdir(mnt)
     with pytest.raises(OSError) as e:
         os.mkdir(os.path.join(mnt, STAGING))
     assert e.value.errno == errno.EROFS
 
 
-def test_open_file_survives_commit(create_prog, cat_tool, rw_mount, tmp_path):
+def test_open_file_survives_commit(create_prog, cat_prog, mount, tmp_path):
     """A file opened before a commit keeps its bytes; a new open sees the
     new view (the kernel was told)."""
-    case, twin = twin_of('dense_1d_basic', create_prog, cat_tool, tmp_path)
-    mnt = rw_mount(twin, ['rw'])
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mnt = mount(twin, ['rw'])
     old = read_file(os.path.join(mnt, 'a'))
     f = open(os.path.join(mnt, 'a'), 'rb')
     os.stat(os.path.join(mnt, '__fragments'))
@@ -406,12 +369,12 @@ def test_open_file_survives_commit(create_prog, cat_tool, rw_mount, tmp_path):
     assert len(os.listdir(os.path.join(mnt, '__fragments'))) == 1
 
 
-def test_rw_refuses_timestamp(daemon, tmp_path):
+def test_rw_refuses_timestamp(fs_prog, tmp_path):
     """A write is made now: -o rw with timestamp= is a start-up error."""
     case = get_case('dense_1d_basic')
     mnt = tmp_path / 'mnt'
     mnt.mkdir()
-    r = subprocess.run([daemon, '-f', '-o', 'rw,timestamp=1', case.array, str(mnt)],
+    r = subprocess.run([fs_prog, '-f', '-o', 'rw,timestamp=1', case.array, str(mnt)],
                        capture_output=True, timeout=MOUNT_TIMEOUT)
     if os.path.ismount(str(mnt)):
         subprocess.run(['fusermount3', '-u', '-z', str(mnt)], capture_output=True)
@@ -422,14 +385,14 @@ def test_rw_refuses_timestamp(daemon, tmp_path):
 
 # ------------------------------------------------------------------- metadata
 
-def test_meta_write(create_prog, cat_tool, rw_mount, tmp_path):
-    case, twin = twin_of('dense_1d_basic', create_prog, cat_tool, tmp_path)
-    mnt = rw_mount(twin, ['rw'])
+def test_meta_write(create_prog, cat_prog, mount, tmp_path):
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mnt = mount(twin, ['rw'])
     meta = os.path.join(mnt, '__meta')
 
     # A string key, written the shell's way.
     subprocess.run(['sh', '-c', f'printf "hello, world" > "{meta}/greeting"'], check=True)
-    assert cat_bytes(cat_tool, twin, '__meta/greeting') == b'hello, world'
+    assert cat_bytes(cat_prog, twin, '__meta/greeting') == b'hello, world'
     assert read_file(os.path.join(meta, 'greeting')) == b'hello, world'
     assert os.getxattr(os.path.join(meta, 'greeting'), 'user.tiledb.datatype') == b'STRING_UTF8'
 
@@ -438,22 +401,22 @@ def test_meta_write(create_prog, cat_tool, rw_mount, tmp_path):
     with open(path, 'wb') as f:
         os.setxattr(path, 'user.tiledb.datatype', b'INT32')
         f.write(numpy.array([3, -1, 70000], dtype='<i4').tobytes())
-    assert cat_bytes(cat_tool, twin, '__meta/sizes') == numpy.array([3, -1, 70000], dtype='<i4').tobytes()
-    x = run_cat(cat_tool, twin, '__meta/sizes', extra=['-x'])
+    assert cat_bytes(cat_prog, twin, '__meta/sizes') == numpy.array([3, -1, 70000], dtype='<i4').tobytes()
+    x = run_cat(cat_prog, twin, '__meta/sizes', extra=['-x'])
     assert b'user.tiledb.datatype=INT32' in x.stdout, x
     assert os.getxattr(path, 'user.tiledb.datatype') == b'INT32'
     assert os.getxattr(path, 'user.tiledb.shape') == b'3'
 
     # A key with '/' in it, and a rewrite of an existing key.
     write_file(os.path.join(meta, 'a%2Fb'), b'slash')
-    assert cat_bytes(cat_tool, twin, '__meta/a%2Fb') == b'slash'
+    assert cat_bytes(cat_prog, twin, '__meta/a%2Fb') == b'slash'
     write_file(os.path.join(meta, 'greeting'), b'bye')
     assert read_file(os.path.join(meta, 'greeting')) == b'bye'
 
     # rm deletes the key; each change is one more file in __meta.
     os.unlink(os.path.join(meta, 'greeting'))
     assert sorted(os.listdir(meta)) == ['a%2Fb', 'sizes']
-    assert run_cat(cat_tool, twin, '__meta/greeting').returncode != 0
+    assert run_cat(cat_prog, twin, '__meta/greeting').returncode != 0
     # 6 changes (with the empty key); the shell may flush its empty file once before writing
     # (an empty put that the next one replaces)
     assert len(os.listdir(os.path.join(twin, '__meta'))) in (6, 7)
@@ -461,7 +424,7 @@ def test_meta_write(create_prog, cat_tool, rw_mount, tmp_path):
     # An empty value is a value (stored with count 0), as TileDB keeps it.
     open(os.path.join(meta, 'empty'), 'wb').close()
     assert 'empty' in os.listdir(meta)
-    assert cat_bytes(cat_tool, twin, '__meta/empty') == b''
+    assert cat_bytes(cat_prog, twin, '__meta/empty') == b''
     assert os.path.getsize(os.path.join(meta, 'empty')) == 0
 
     # The wrong type: refused when set, or when the size does not fit it.
@@ -486,9 +449,9 @@ def test_meta_write(create_prog, cat_tool, rw_mount, tmp_path):
     assert e.value.errno == errno.ENOENT
 
 
-def test_meta_read_only_without_rw(cat_tool, rw_mount, tmp_path):
+def test_meta_read_only_without_rw(cat_prog, mount, tmp_path):
     case = get_case('metadata_types')
-    mnt = rw_mount(case.array, case_options(case, tmp_path))
+    mnt = mount(case.array, case_options(case, tmp_path))
     meta = os.path.join(mnt, '__meta')
     key = sorted(os.listdir(meta))[0]
     for fn in [lambda: open(os.path.join(meta, key), 'wb').close(),
@@ -564,7 +527,7 @@ def committed_fragments(twin):
     return done, [f for f in frags if f not in done]
 
 
-def test_sigkill_during_commit(daemon, create_prog, cat_tool, tmp_path):
+def test_sigkill_during_commit(fs_prog, create_prog, cat_prog, tmp_path):
     """SIGKILL in the middle of a large commit: after a remount the array is
     as before (or, when the commit had finished, whole and right) and the
     staged files are intact."""
@@ -584,7 +547,7 @@ def test_sigkill_during_commit(daemon, create_prog, cat_tool, tmp_path):
     mnt = str(tmp_path / 'mnt')
     log = str(tmp_path / 'daemon.log')
 
-    d = Daemon(daemon, twin, mnt, opts, log)
+    d = Daemon(fs_prog, twin, mnt, opts, log)
     try:
         stage(mnt, 'big', {'v': values})
     finally:
@@ -594,7 +557,7 @@ def test_sigkill_during_commit(daemon, create_prog, cat_tool, tmp_path):
     outcomes = []
     seen_partial = []
     for delay in [0.02, 0.05, 0.1, 0.2, 0.35, 0.6, 1.0, 1.6]:
-        d = Daemon(daemon, twin, mnt, opts, log)
+        d = Daemon(fs_prog, twin, mnt, opts, log)
         try:
             before = sorted(os.listdir(os.path.join(mnt, '__fragments')))
             mover = subprocess.Popen([sys.executable, '-c',
@@ -611,7 +574,7 @@ def test_sigkill_during_commit(daemon, create_prog, cat_tool, tmp_path):
         done, partial = committed_fragments(twin)
         partial, seen = [p for p in partial if p not in seen_partial], partial
         seen_partial = seen
-        d = Daemon(daemon, twin, mnt, opts, log)
+        d = Daemon(fs_prog, twin, mnt, opts, log)
         try:
             listed = sorted(os.listdir(os.path.join(mnt, '__fragments')))
             assert listed == done, f'listed {listed}, committed on disk {done}'
