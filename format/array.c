@@ -443,10 +443,23 @@ static int arr_frag_setup(struct tdb_array *a, struct tdb_frag *f,
     return 0;
 }
 
+/* The cache's number for fragment folder `frag` of the array at `path`. */
+static int arr_frag_id(struct tdb_array *a, const char *path,
+                       const char *frag, uint64_t *id, struct tdb_error *err)
+{
+    size_t n = strlen(path) + strlen(frag) + 2;
+    char *ident = malloc(n);
+    if (!ident)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    snprintf(ident, n, "%s%s%s", path, path[0] ? "/" : "", frag);
+    int r = tdb_cache_frag_id(a->cache, ident, id);
+    free(ident);
+    return r ? tdb_err(err, r, "out of memory") : 0;
+}
+
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
-                   struct tdb_cache *cache, uint64_t uid_base,
-                   struct tdb_error *err)
+                   struct tdb_cache *cache, struct tdb_error *err)
 {
     struct tdb_array *a = calloc(1, sizeof *a);
     if (!a)
@@ -459,7 +472,6 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
     a->ts_start = o->ts_start;
     a->ts_end = o->ts_end;
     a->cache = cache;
-    a->uid_base = uid_base;
     if (o->key) {
         memcpy(a->key, o->key, 32);
         a->has_key = true;
@@ -536,7 +548,9 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         struct tdb_frag *f = &a->frags[a->nfrags];
         f->arr = a;
         f->index = a->nfrags;
-        f->uid = uid_base + a->nfrags;
+        r = arr_frag_id(a, path, fe->path, &f->uid, err);
+        if (r)
+            goto fail;
         r = tdb_fragmeta_load(&a->io, fe->path, fe->name, &a->schemas, key,
                               footer, footer_size, &f->fm, err);
         if (r)

@@ -24,7 +24,7 @@ struct tdb_array;
 
 struct tdb_frag {
     struct tdb_array *arr;
-    uint64_t uid;               /* cache key: unique within the mount */
+    uint64_t uid;               /* cache key: tdb_cache_frag_id of its path */
     size_t index;               /* position in arr->frags (oldest first) */
     struct tdb_fragmeta *fm;
     const struct tdb_schema *fs;/* the fragment's own schema */
@@ -56,16 +56,15 @@ struct tdb_array {
     struct tdb_cond **conds;
     struct tdb_dir_entry *cond_ents;    /* names and timestamps */
     struct tdb_cache *cache;    /* shared, not owned */
-    uint64_t uid_base;
     uint64_t newest_ts;
 };
 
 /* Opens the array at folder `path` of `parent` (""), using `cache` for
- * tiles; fragment uids start at uid_base. */
+ * tiles: a fragment's tiles are keyed by its folder's path from the root of
+ * `parent`, so arrays opened again over the same source share them. */
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
-                   struct tdb_cache *cache, uint64_t uid_base,
-                   struct tdb_error *err);
+                   struct tdb_cache *cache, struct tdb_error *err);
 void tdb_array_close(struct tdb_array *a);
 
 /* The key to use for data tiles (NULL unless encrypted). */

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { CACHE_LOADING, CACHE_READY, CACHE_FAILED };
 
@@ -28,6 +29,11 @@ struct tdb_cache {
     struct tdb_cache_entry **buckets;
     struct tdb_cache_entry *lru_head, *lru_tail; /* head: most recent */
     uint64_t hits, misses, decodes, evictions;
+    /* fragment identities (tdb_cache_frag_id): open addressing, the id of
+     * names[i] is ids[i]; a slot is free when names[i] is NULL */
+    size_t nids, idcap;
+    char **id_names;
+    uint64_t *ids;
 };
 
 void tdb_tile_free(struct tdb_tile *t)
@@ -236,10 +242,72 @@ void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st)
     pthread_mutex_unlock(&c->lock);
 }
 
+static uint64_t cache_str_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Grows the identity table to twice its size (c->lock held). */
+static int cache_ids_grow(struct tdb_cache *c)
+{
+    size_t cap = c->idcap ? c->idcap * 2 : 64;
+    char **names = calloc(cap, sizeof *names);
+    uint64_t *ids = calloc(cap, sizeof *ids);
+    if (!names || !ids) {
+        free(names);
+        free(ids);
+        return TDB_E_NOMEM;
+    }
+    for (size_t i = 0; i < c->idcap; i++) {
+        if (!c->id_names[i])
+            continue;
+        size_t j = (size_t)(cache_str_hash(c->id_names[i]) % cap);
+        while (names[j])
+            j = (j + 1) % cap;
+        names[j] = c->id_names[i];
+        ids[j] = c->ids[i];
+    }
+    free(c->id_names);
+    free(c->ids);
+    c->id_names = names;
+    c->ids = ids;
+    c->idcap = cap;
+    return 0;
+}
+
+int tdb_cache_frag_id(struct tdb_cache *c, const char *identity, uint64_t *id)
+{
+    int r = 0;
+    pthread_mutex_lock(&c->lock);
+    if ((c->nids + 1) * 2 > c->idcap && (r = cache_ids_grow(c)))
+        goto out;
+    size_t j = (size_t)(cache_str_hash(identity) % c->idcap);
+    while (c->id_names[j] && strcmp(c->id_names[j], identity))
+        j = (j + 1) % c->idcap;
+    if (!c->id_names[j]) {
+        if (!(c->id_names[j] = strdup(identity))) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        c->ids[j] = c->nids++;
+    }
+    *id = c->ids[j];
+out:
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
 void tdb_cache_free(struct tdb_cache *c)
 {
     if (!c)
         return;
+    for (size_t i = 0; i < c->idcap; i++)
+        free(c->id_names[i]);
+    free(c->id_names);
+    free(c->ids);
     for (size_t i = 0; i < c->nbuckets; i++) {
         struct tdb_cache_entry *e = c->buckets[i];
         while (e) {

@@ -8,7 +8,7 @@
 #include "core.h"
 
 struct tdb_cache_key {
-    uint64_t frag;      /* fragment number within the opened array */
+    uint64_t frag;      /* the fragment's id (tdb_cache_frag_id) */
     uint64_t part;      /* field * 4 + part (values, validity, ...) */
     uint64_t tile;
 };
@@ -32,8 +32,16 @@ typedef int (*tdb_cache_load_fn)(void *arg, const struct tdb_cache_key *key,
 struct tdb_cache;
 struct tdb_cache_entry;
 
-int tdb_cache_create(struct tdb_cache **out, uint64_t budget);
-void tdb_cache_free(struct tdb_cache *c);
+/* tdb_cache_create and tdb_cache_free are in tiledb_format.h. */
+
+/* The number that stands for fragment `identity` (its folder's path from
+ * the root of the I/O backend) in this cache's keys: the same identity
+ * always gets the same number, so trees opened one after another over the
+ * same source (a mount reopened after each write) share the tiles they
+ * decoded.  Fragment folders never change once committed.
+ * @return 0 or TDB_E_NOMEM. */
+int tdb_cache_frag_id(struct tdb_cache *c, const char *identity,
+                      uint64_t *id);
 
 /* Finds or loads the tile for key and pins it; *tile points into the
  * entry until tdb_cache_release.  A failed load is not cached: the next

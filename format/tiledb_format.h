@@ -114,17 +114,33 @@ void tdb_io_free(struct tdb_io *io);
 
 /* ---------------------------------------------------------- the file tree */
 
+/* The decoded-tile cache: a byte budget, least recently used tiles go
+ * first.  One cache can serve every tree opened over one source (a mount
+ * reopens its tree after each write): tiles are keyed by the fragment's
+ * folder, so a reopened tree finds the tiles decoded before, and the memory
+ * of all of them together stays within one budget.  Do not share one cache
+ * between different sources (their fragment paths could coincide).
+ * Thread-safe.  @return 0 or TDB_E_NOMEM. */
+struct tdb_cache;
+int tdb_cache_create(struct tdb_cache **out, uint64_t budget_bytes);
+/* Frees the cache; every tree using it must be closed first. */
+void tdb_cache_free(struct tdb_cache *c);
+
 /* Options for opening a source (an array or a group folder). */
 struct tdb_open_options {
     uint64_t ts_start;          /* open range, inclusive, ms since epoch */
     uint64_t ts_end;            /* UINT64_MAX: now */
     const uint8_t *key;         /* 32-byte AES-256-GCM key, or NULL */
     uint64_t cache_bytes;       /* decoded-tile cache budget; 0: default */
+    struct tdb_cache *cache;    /* a shared cache (not owned; cache_bytes is
+                                 * then unused), or NULL: the tree makes its
+                                 * own */
 };
 
 #define TDB_DEFAULT_CACHE_BYTES (256ull << 20)
 
-/* Fills `o` with the defaults: the whole time range, no key, 256 MiB. */
+/* Fills `o` with the defaults: the whole time range, no key, a cache of
+ * its own of 256 MiB. */
 void tdb_open_options_init(struct tdb_open_options *o);
 
 /* Parses one "name=value" option of the mount contract (timestamp=T or

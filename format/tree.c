@@ -34,13 +34,13 @@ struct tdb_fs {
     struct tdb_open_options opts;
     uint8_t key[32];
     struct tdb_cache *cache;
+    bool own_cache;             /* made here (opts.cache was NULL) */
     struct tree_node *nodes;    /* ino = index + 1 */
     size_t nnodes, capnodes;
     struct tdb_array **arrays;
     size_t narrays;
     struct tdb_cells **cells;
     size_t ncells;
-    uint64_t next_uid;
 };
 
 static const char *const tree_xattrs[] = {
@@ -571,10 +571,9 @@ static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
         struct tdb_open_options o = fs->opts;
         if (o.key)
             o.key = fs->key;
-        int r = tdb_array_open(&a, fs->io, path, &o, fs->cache, fs->next_uid, err);
+        int r = tdb_array_open(&a, fs->io, path, &o, fs->cache, err);
         if (r)
             return r;
-        fs->next_uid += a->nfrags + 1;
         struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
         if (!v) {
             tdb_array_close(a);
@@ -606,11 +605,17 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
         fs->opts.key = fs->key;
     }
     uint64_t root;
-    int r = tdb_cache_create(&fs->cache, opts->cache_bytes ? opts->cache_bytes
-                                                            : TDB_DEFAULT_CACHE_BYTES);
-    if (r) {
-        free(fs);
-        return tdb_err(err, r, "out of memory");
+    int r = 0;
+    fs->cache = opts->cache;
+    if (!fs->cache) {
+        r = tdb_cache_create(&fs->cache, opts->cache_bytes
+                                             ? opts->cache_bytes
+                                             : TDB_DEFAULT_CACHE_BYTES);
+        if (r) {
+            free(fs);
+            return tdb_err(err, r, "out of memory");
+        }
+        fs->own_cache = true;
     }
     r = tree_add(fs, 0, "", TREE_DIR, &root);
     if (!r)
@@ -645,7 +650,8 @@ void tdb_fs_close(struct tdb_fs *fs)
     for (size_t i = 0; i < fs->narrays; i++)
         tdb_array_close(fs->arrays[i]);
     free(fs->arrays);
-    tdb_cache_free(fs->cache);
+    if (fs->own_cache)
+        tdb_cache_free(fs->cache);
     memset(fs->key, 0, sizeof fs->key);
     free(fs);
 }

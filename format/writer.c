@@ -1320,7 +1320,7 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     o.key = key;
-    if ((r = tdb_array_open(&w.arr, io, "", &o, cache, 0, err)))
+    if ((r = tdb_array_open(&w.arr, io, "", &o, cache, err)))
         goto done;
     w.s = w.arr->schema;
     w.dense = w.s->array_type == TDB_DENSE;

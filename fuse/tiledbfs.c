@@ -71,14 +71,21 @@ _Static_assert(TDB_ROOT_INO == FUSE_ROOT_ID,
 #define TDBFS_META_MAX (UINT64_C(1) << 30) /* bytes of one metadata value */
 #define TDBFS_DATATYPE_XATTR "user.tiledb.datatype"
 
-/* One opened tree.  `refs` counts the kernel's lookups of its inodes, the
- * requests under way and the open files and folders. */
+/* One opened tree.  `pins` counts the requests under way and the open
+ * files and folders, `lookups` the kernel's lookups of its inodes.  A tree
+ * that a write replaced (retired) is closed as soon as nothing pins it:
+ * the kernel may keep its inode numbers for long after the entries were
+ * invalidated (unused dentries stay in its cache until memory is short), so
+ * waiting for the last forget would keep every old tree's memory.  Its
+ * numbers then answer ESTALE, on which the kernel looks the path up again
+ * in the current tree; the small record itself goes with the last forget. */
 struct tdbfs_tree {
     struct tdbfs_tree *next;
-    struct tdb_fs *fs;
+    struct tdb_fs *fs;  /* NULL once a retired tree is closed */
     uint64_t gen;
-    uint64_t refs;
-    bool retired;       /* no longer current: closed when refs reach 0 */
+    uint64_t pins;
+    uint64_t lookups;
+    bool retired;       /* no longer current */
     uint64_t meta_dir;  /* engine inode of the root's __meta, or 0 */
     uint64_t frag_dir;  /* engine inode of the root's __fragments, or 0 */
 };
@@ -249,8 +256,54 @@ static void tdbfs_tree_free(struct tdbfs_tree *t)
     }
 }
 
-/* The tree of `ino` with one more reference, and the engine inode in it;
- * NULL when the tree is gone (the kernel used a forgotten number). */
+/* What a retired tree no longer needs (m->lock held): *fs receives the
+ * engine tree to close when nothing pins it, and *gone is true when the
+ * record itself can go (then it is unlinked here). */
+static void tdbfs_tree_settle(struct tdbfs_mount *m, struct tdbfs_tree *t,
+                              struct tdb_fs **fs, bool *gone)
+{
+    *fs = NULL;
+    *gone = false;
+    if (!t->retired || t->pins)
+        return;
+    *fs = t->fs;
+    t->fs = NULL;
+    if (t->lookups == 0) {
+        tdbfs_tree_unlink(m, t);
+        *gone = true;
+    }
+}
+
+/* Changes t's counts by (dpins, dlookups), then closes what is no longer
+ * needed.  Counts never go below 0. */
+static void tdbfs_tree_count(struct tdbfs_mount *m, struct tdbfs_tree *t,
+                             int64_t dpins, int64_t dlookups)
+{
+    struct tdb_fs *fs;
+    bool gone;
+
+    if (!t)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (dpins < 0)
+        t->pins = t->pins > (uint64_t)-dpins ? t->pins - (uint64_t)-dpins : 0;
+    else
+        t->pins += (uint64_t)dpins;
+    if (dlookups < 0)
+        t->lookups = t->lookups > (uint64_t)-dlookups
+                         ? t->lookups - (uint64_t)-dlookups : 0;
+    else
+        t->lookups += (uint64_t)dlookups;
+    tdbfs_tree_settle(m, t, &fs, &gone);
+    pthread_mutex_unlock(&m->lock);
+    tdb_fs_close(fs);
+    if (gone)
+        free(t);
+}
+
+/* The tree of `ino` with one more pin, and the engine inode in it; NULL
+ * when the tree is closed (a number the kernel kept from before a write)
+ * or gone. */
 static struct tdbfs_tree *tdbfs_tree_pin(struct tdbfs_mount *m,
                                          fuse_ino_t ino, uint64_t *tino)
 {
@@ -268,36 +321,32 @@ static struct tdbfs_tree *tdbfs_tree_pin(struct tdbfs_mount *m,
             ;
         *tino = ino & TDBFS_TINO_MASK;
     }
+    if (t && !t->fs)
+        t = NULL;
     if (t)
-        t->refs++;
+        t->pins++;
     pthread_mutex_unlock(&m->lock);
     return t;
 }
 
-/* Drops `n` references of t; closes it when retired and unused. */
+/* Drops `n` pins of t. */
 static void tdbfs_tree_unpin(struct tdbfs_mount *m, struct tdbfs_tree *t,
                              uint64_t n)
 {
-    bool gone = false;
-
-    if (!t)
-        return;
-    pthread_mutex_lock(&m->lock);
-    t->refs = t->refs > n ? t->refs - n : 0;
-    if (t->retired && t->refs == 0) {
-        tdbfs_tree_unlink(m, t);
-        gone = true;
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (gone)
-        tdbfs_tree_free(t);
+    tdbfs_tree_count(m, t, -(int64_t)n, 0);
 }
 
+/* Counts one more lookup of one of t's inodes by the kernel. */
 static void tdbfs_tree_ref(struct tdbfs_mount *m, struct tdbfs_tree *t)
 {
-    pthread_mutex_lock(&m->lock);
-    t->refs++;
-    pthread_mutex_unlock(&m->lock);
+    tdbfs_tree_count(m, t, 0, 1);
+}
+
+/* Takes back `n` lookups of t's inodes (the kernel forgot them). */
+static void tdbfs_tree_forget(struct tdbfs_mount *m, struct tdbfs_tree *t,
+                              uint64_t n)
+{
+    tdbfs_tree_count(m, t, 0, -(int64_t)n);
 }
 
 /* The name of engine inode `tino` when it is a key file of the root's
@@ -632,8 +681,8 @@ static int tdbfs_reload(struct tdbfs_mount *m, char ***names, size_t *n)
 {
     struct tdbfs_tree *t, *old;
     struct tdb_error err;
-    struct tdb_fs *fs;
-    bool gone = false;
+    struct tdb_fs *fs, *oldfs;
+    bool gone;
     int rc;
 
     *names = NULL;
@@ -658,13 +707,11 @@ static int tdbfs_reload(struct tdbfs_mount *m, char ***names, size_t *n)
     m->trees = t;
     m->cur = t;
     old->retired = true;
-    if (old->refs == 0) {
-        tdbfs_tree_unlink(m, old);
-        gone = true;
-    }
+    tdbfs_tree_settle(m, old, &oldfs, &gone);
     pthread_mutex_unlock(&m->lock);
+    tdb_fs_close(oldfs);
     if (gone)
-        tdbfs_tree_free(old);
+        free(old);
     return 0;
 }
 
@@ -924,10 +971,16 @@ static void tdbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     e.attr_timeout = tdbfs_attr_timeout(m, e.ino);
     e.entry_timeout = TDBFS_TIMEOUT;
     tdbfs_fill_stat(m, t, ino, &ts, &e.attr);
-    /* The pin becomes the kernel's lookup reference unless the reply is
-     * lost (the root is not counted: it is always there). */
-    if (fuse_reply_entry(req, &e) != 0 || e.ino == FUSE_ROOT_ID)
+    /* The pin becomes the kernel's lookup reference, taken back if the
+     * reply is lost (the root is not counted: it is always there). */
+    if (e.ino == FUSE_ROOT_ID) {
+        fuse_reply_entry(req, &e);
         tdbfs_tree_unpin(m, t, 1);
+        return;
+    }
+    tdbfs_tree_count(m, t, -1, 1);
+    if (fuse_reply_entry(req, &e) != 0)
+        tdbfs_tree_forget(m, t, 1);
 }
 
 static void tdbfs_forget_one(struct tdbfs_mount *m, fuse_ino_t ino,
@@ -943,7 +996,7 @@ static void tdbfs_forget_one(struct tdbfs_mount *m, fuse_ino_t ino,
         for (t = m->trees; t && t->gen != gen; t = t->next)
             ;
         pthread_mutex_unlock(&m->lock);
-        tdbfs_tree_unpin(m, t, nlookup);
+        tdbfs_tree_forget(m, t, nlookup);
     }
 }
 
@@ -1963,7 +2016,7 @@ static void tdbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
     fi->direct_io = 1;
     if (fuse_reply_create(req, &e, fi) != 0) {
         if (t)
-            tdbfs_tree_unpin(m, t, 1);
+            tdbfs_tree_forget(m, t, 1);
         tdbfs_handle_free(m, h);
     }
 }
@@ -2165,6 +2218,7 @@ int main(int argc, char *argv[])
     struct tdbcli_source src;
     struct tdbfs_mount m;
     struct fuse_session *se = NULL;
+    struct tdb_cache *cache = NULL;
     uint64_t ino;
     int ret = 1;
 
@@ -2203,6 +2257,15 @@ int main(int argc, char *argv[])
     }
     if (tdbfs_apply(&cl, &opts) != 0)
         goto out_args;
+    /* One tile cache for the mount: every tree a write opens shares it. */
+    if (tdb_cache_create(&cache, opts.open.cache_bytes
+                                     ? opts.open.cache_bytes
+                                     : TDB_DEFAULT_CACHE_BYTES) != 0) {
+        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
+                strerror(ENOMEM));
+        goto out_args;
+    }
+    opts.open.cache = cache;
     if (tdbcli_open(&src, cl.source, &opts) != 0)
         goto out_args;
 
@@ -2302,6 +2365,7 @@ out_close:
     tdbfs_staging_close(m.staging);
     tdbcli_close(&src);
 out_args:
+    tdb_cache_free(cache);
     tdbcli_options_free(&opts);
     free(cl.source);
     free(cl.timestamp);
