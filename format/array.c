@@ -380,8 +380,16 @@ int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
                   struct tdb_cache_entry **e, const struct tdb_tile **tile,
                   struct tdb_error *err)
 {
+    return tdb_frag_tile_flags(f, field, part, t, 0, e, tile, err);
+}
+
+int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
+                        uint64_t t, unsigned flags, struct tdb_cache_entry **e,
+                        const struct tdb_tile **tile, struct tdb_error *err)
+{
     struct tdb_cache_key k = {f->uid, ((uint64_t)field << 8) | part, t};
-    return tdb_cache_get(f->arr->cache, &k, arr_tile_load, f, e, tile, err);
+    return tdb_cache_get_flags(f->arr->cache, &k, arr_tile_load, f, flags, e,
+                               tile, err);
 }
 
 /* ------------------------------------------------------------ opening */

@@ -92,6 +92,10 @@ uint64_t tdb_frag_tile_of(const struct tdb_frag *f, uint64_t c,
 int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
                   struct tdb_cache_entry **e, const struct tdb_tile **tile,
                   struct tdb_error *err);
+/* The same with TDB_CACHE_* flags (cache.h): 1 when nothing was pinned. */
+int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
+                        uint64_t t, unsigned flags, struct tdb_cache_entry **e,
+                        const struct tdb_tile **tile, struct tdb_error *err);
 
 /* Dense fragments: fragment cell number of the cell at offsets o[] (inside
  * the fragment's tile box). */

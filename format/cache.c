@@ -140,11 +140,27 @@ int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
                   struct tdb_cache_entry **entry, const struct tdb_tile **tile,
                   struct tdb_error *err)
 {
+    return tdb_cache_get_flags(c, key, load, arg, 0, entry, tile, err);
+}
+
+int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
+                        tdb_cache_load_fn load, void *arg, unsigned flags,
+                        struct tdb_cache_entry **entry,
+                        const struct tdb_tile **tile, struct tdb_error *err)
+{
     pthread_mutex_lock(&c->lock);
     size_t b = cache_hash(c, key);
     struct tdb_cache_entry *e = c->buckets[b];
     while (e && !cache_key_eq(&e->key, key))
         e = e->hnext;
+    if (e && e->state == CACHE_LOADING && (flags & TDB_CACHE_NOWAIT)) {
+        pthread_mutex_unlock(&c->lock);
+        return 1;
+    }
+    if (!e && (flags & TDB_CACHE_PEEK)) {
+        pthread_mutex_unlock(&c->lock);
+        return 1;
+    }
     if (e) {
         e->refs++;
         cache_lru_remove(c, e);

@@ -51,6 +51,16 @@ int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
                   struct tdb_cache_entry **entry, const struct tdb_tile **tile,
                   struct tdb_error *err);
 
+/* tdb_cache_get with flags: TDB_CACHE_NOWAIT returns 1 (nothing pinned)
+ * instead of waiting for another thread's load of the tile, TDB_CACHE_PEEK
+ * returns 1 instead of loading a tile that is not there. */
+#define TDB_CACHE_NOWAIT 1u
+#define TDB_CACHE_PEEK 2u
+int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
+                        tdb_cache_load_fn load, void *arg, unsigned flags,
+                        struct tdb_cache_entry **entry,
+                        const struct tdb_tile **tile, struct tdb_error *err);
+
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
 
 void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st);

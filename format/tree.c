@@ -3,6 +3,7 @@
  * group's __group.json, __meta/ and members.  Both the daemon and
  * tiledbfs-cat read through these calls. */
 #include "json.h"
+#include "reader.h"
 #include "view.h"
 
 #include <errno.h>
@@ -35,6 +36,9 @@ struct tdb_fs {
     uint8_t key[32];
     struct tdb_cache *cache;
     bool own_cache;             /* made here (opts.cache was NULL) */
+    pthread_mutex_t pool_lock;
+    struct tdb_pool *pool;      /* decoding threads, started on first use */
+    bool pool_tried;
     struct tree_node *nodes;    /* ino = index + 1 */
     size_t nnodes, capnodes;
     struct tdb_array **arrays;
@@ -106,6 +110,15 @@ int tdb_open_options_parse(struct tdb_open_options *o, const char *opt,
         if (*e || (sh && n > (UINT64_MAX >> sh)))
             return tdb_err(err, TDB_E_INVAL, "cache_size=%s: not a size", v);
         o->cache_bytes = n << sh;
+        return 0;
+    }
+    if (!strncmp(opt, "threads=", 8)) {
+        v = opt + 8;
+        uint64_t n;
+        if (tree_parse_u64(v, &n, &e) || *e || n > 256)
+            return tdb_err(err, TDB_E_INVAL, "threads=%s: not a number of "
+                           "threads (0 to 256)", v);
+        o->threads = (unsigned)n;
         return 0;
     }
     return tdb_err(err, TDB_E_NOENT, "unknown option '%s'", opt);
@@ -600,6 +613,7 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     fs->io = io;
     fs->opts = *opts;
+    pthread_mutex_init(&fs->pool_lock, NULL);
     if (opts->key) {
         memcpy(fs->key, opts->key, 32);
         fs->opts.key = fs->key;
@@ -650,6 +664,8 @@ void tdb_fs_close(struct tdb_fs *fs)
     for (size_t i = 0; i < fs->narrays; i++)
         tdb_array_close(fs->arrays[i]);
     free(fs->arrays);
+    tdb_pool_free(fs->pool);
+    pthread_mutex_destroy(&fs->pool_lock);
     if (fs->own_cache)
         tdb_cache_free(fs->cache);
     memset(fs->key, 0, sizeof fs->key);
@@ -770,6 +786,27 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
         return tdb_fieldfile_read(n->ff, off, buf, len, got, err);
     }
     return 0;
+}
+
+struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs)
+{
+    pthread_mutex_lock(&fs->pool_lock);
+    if (!fs->pool_tried) {
+        fs->pool_tried = true;
+        /* threads=1: the reading thread alone decodes */
+        if (fs->opts.threads != 1 &&
+            tdb_pool_create(&fs->pool, fs->opts.threads) != 0)
+            fs->pool = NULL;
+    }
+    struct tdb_pool *p = fs->pool;
+    pthread_mutex_unlock(&fs->pool_lock);
+    return p;
+}
+
+struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino)
+{
+    struct tree_node *n = tree_get(fs, ino);
+    return n && n->kind == TREE_FIELD ? n->ff : NULL;
 }
 
 int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,

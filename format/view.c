@@ -112,6 +112,10 @@ struct view_visit {
     int (*tile)(struct view_visit *v, const struct tdb_frag *f, uint64_t t,
                 const struct tdb_tile *tile, uint64_t i, uint64_t n,
                 struct tdb_error *err);
+    /* When set, called for each tile the walk would decode, instead of
+     * decoding it (tdb_fieldfile_tiles). */
+    int (*plan)(struct view_visit *v, struct tdb_frag *f, int field,
+                unsigned part, uint64_t t, uint64_t cell, uint64_t n);
 };
 
 /* Walks cells [c0, c1) of ff's view, tile by tile. */
@@ -147,7 +151,11 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                 uint64_t n = tdb_frag_tile_cells(ru->frag, t) - (fc - first);
                 if (n > left)
                     n = left;
-                if (!v->skip || !v->skip(v, n)) {
+                if (v->plan) {
+                    uint64_t cell = c0 - left;
+                    if ((r = v->plan(v, ru->frag, field, part, t, cell, n)))
+                        return r < 0 ? r : 0;
+                } else if (!v->skip || !v->skip(v, n)) {
                     struct tdb_cache_entry *e;
                     const struct tdb_tile *tile;
                     r = tdb_frag_tile(ru->frag, field, part, t, &e, &tile, err);
@@ -213,7 +221,7 @@ static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
     struct view_fixed x = {
-        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile}, w,
+        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL}, w,
         validity ? 1 : ff->cell_size,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
@@ -263,7 +271,7 @@ static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     bool sizes_only, view_var_fn fn, void *arg,
                     struct tdb_error *err)
 {
-    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile}, ff,
+    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile, NULL}, ff,
                          fn, arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
@@ -436,4 +444,50 @@ int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
     if (!r)
         *got = len;
     return r;
+}
+
+/* Planning walk: the tiles bytes [off, off + len) of a fixed-size file
+ * touch, in the order a read decodes them. */
+struct view_plan {
+    struct view_visit v;
+    tdb_tile_plan_fn fn;
+    void *arg;
+    uint64_t cs;
+};
+
+static int view_plan_fill(struct view_visit *v, uint64_t n)
+{
+    (void)v;
+    (void)n;
+    return 0;
+}
+
+static int view_plan_tile(struct view_visit *v, struct tdb_frag *f, int field,
+                          unsigned part, uint64_t t, uint64_t cell,
+                          uint64_t n)
+{
+    struct view_plan *p = (struct view_plan *)v;
+    return p->fn(p->arg, f, field, part, t, cell * p->cs, (cell + n) * p->cs);
+}
+
+int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
+                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err)
+{
+    if (ff->var && ff->part != TDB_FILE_VALIDITY)
+        return TDB_E_UNSUPPORTED;
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (r)
+        return r;
+    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+    uint64_t n = ff->cells->ncells;
+    if (!cs || !len)
+        return 0;
+    uint64_t c0 = off / cs, c1 = off / cs + (len + cs - 1) / cs + 1;
+    if (c1 > n)
+        c1 = n;
+    if (c0 >= c1)
+        return 0;
+    struct view_plan p = {
+        {false, view_plan_fill, NULL, NULL, view_plan_tile}, fn, arg, cs};
+    return view_walk(ff, c0, c1, &p.v, err);
 }

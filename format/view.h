@@ -96,6 +96,19 @@ bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
 int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                        size_t len, size_t *got, struct tdb_error *err);
 
+/* Calls fn for each piece of a tile that reading bytes [off, off + len) of
+ * a fixed-size file (values or validity) uses, in reading order, without
+ * decoding any: the tile, and the file's bytes [from, to) it gives there
+ * (a tile gives many pieces: one per row of the view it crosses).  fn
+ * returns 0 to go on, 1 to stop, or a negative error.  @return 0, the
+ * error, or TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
+ * positions need the offsets). */
+typedef int (*tdb_tile_plan_fn)(void *arg, struct tdb_frag *f, int field,
+                                unsigned part, uint64_t t, uint64_t from,
+                                uint64_t to);
+int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
+                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err);
+
 /* The name a field or key has in the mount: '/' and '%' percent-encoded,
  * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */
 char *tdb_mount_name(const char *name, const char *suffix);

@@ -158,6 +158,7 @@ struct tdbfs_handle {
     char **names;               /* STGDIR */
     size_t nnames;
     struct tdbfs_metarec *rec;  /* META */
+    struct tdb_reader *rd;      /* TREE: reads, decoding ahead */
 };
 
 static struct tdbfs_mount *tdbfs_mount_of(fuse_req_t req)
@@ -1075,6 +1076,7 @@ static void tdbfs_handle_free(struct tdbfs_mount *m, struct tdbfs_handle *h)
         tdbfs_staging_names_free(h->names, h->nnames);
     if (h->rec)
         tdbfs_rec_close(m, h->rec);
+    tdb_reader_close(h->rd); /* before the tree it reads may close */
     if (h->tree)
         tdbfs_tree_unpin(m, h->tree, 1);
     free(h);
@@ -1389,6 +1391,7 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
         h->tino = tino;
         fi->direct_io = 1;
     } else {
+        struct tdb_error err;
         h = tdbfs_handle_new(TDBFS_H_TREE);
         if (!h) {
             tdbfs_tree_unpin(m, t, 1);
@@ -1397,6 +1400,13 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
         }
         h->tree = t;
         h->tino = tino;
+        tdbcli_error_clear(&err);
+        rc = tdb_reader_open(&h->rd, t->fs, tino, &err);
+        if (rc < 0) {
+            tdbfs_handle_free(m, h);
+            tdbfs_reply_fail(req, "open", ino, rc, &err);
+            return;
+        }
         fi->keep_cache = 1;
         fi->direct_io = 0;
         fi->noflush = 1; /* nothing to flush on close */
@@ -1440,8 +1450,7 @@ static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
         break;
     case TDBFS_H_TREE:
         tdbcli_error_clear(&err);
-        rc = tdb_fs_read(h->tree->fs, h->tino, (uint64_t)off, buf, size, &got,
-                         &err);
+        rc = tdb_reader_read(h->rd, (uint64_t)off, buf, size, &got, &err);
         if (rc < 0) {
             if (tdbfs_worth_logging(rc))
                 tdbfs_log(m, "read inode %llu at %lld+%zu: %s",

@@ -51,20 +51,23 @@ static int tdbcat_write(const void *buf, size_t len)
 static int tdbcat_file(struct tdb_fs *fs, const char *path, uint64_t ino)
 {
     struct tdb_error err;
+    struct tdb_reader *rd = NULL;
     uint64_t off = 0;
     char *buf = malloc(TDBCLI_READ_MAX);
     int rc = -1;
+    int st;
 
-    if (!buf) {
-        tdbcli_report(path, TDB_E_NOMEM, NULL);
+    tdbcli_error_clear(&err);
+    if (!buf || (st = tdb_reader_open(&rd, fs, ino, &err)) < 0) {
+        tdbcli_report(path, buf ? st : TDB_E_NOMEM, buf ? &err : NULL);
+        free(buf);
         return -1;
     }
     for (;;) {
         size_t got = 0;
-        int st;
 
         tdbcli_error_clear(&err);
-        st = tdb_fs_read(fs, ino, off, buf, TDBCLI_READ_MAX, &got, &err);
+        st = tdb_reader_read(rd, off, buf, TDBCLI_READ_MAX, &got, &err);
         if (st < 0) {
             tdbcli_report(path, st, &err);
             goto out;
@@ -77,6 +80,7 @@ static int tdbcat_file(struct tdb_fs *fs, const char *path, uint64_t ino)
     }
     rc = 0;
 out:
+    tdb_reader_close(rd);
     free(buf);
     return rc;
 }

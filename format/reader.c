@@ -1,0 +1,405 @@
+/* reader.c: reading one file of the mount contract on every core: the
+ * tiles a read touches are decoded in parallel, and while a file is read
+ * from start to end the tiles ahead of the reader are decoded by the tree's
+ * pool of threads.  A reader keeps the tiles of its last reads and the ones
+ * decoded ahead pinned in the cache, so that even a cache smaller than a
+ * row of tiles decodes each tile once per pass (no thrashing); the pinned
+ * bytes are bounded (RD_AHEAD_BYTES ahead, plus what the last reads
+ * touched). */
+#include "reader.h"
+#include "tiledb_format.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RD_AHEAD_BYTES (8u << 20)   /* decoded bytes pinned ahead */
+#define RD_AHEAD_VIEW (256u << 20)  /* how far ahead in the file to look */
+#define RD_MAX_PINS 512
+#define RD_SEQ_SLACK (4u << 20)     /* a read this close to the last one's
+                                     * end goes on reading sequentially */
+
+struct rd_tile {
+    struct tdb_frag *f;
+    int field;
+    unsigned part;
+    uint64_t t;
+};
+
+struct rd_pin {
+    struct rd_tile k;
+    struct tdb_cache_entry *e;  /* NULL while its job is queued or running */
+    uint64_t epoch;             /* the last read that wanted it */
+    uint64_t last;              /* the file's bytes it gives end there */
+    uint64_t bytes;             /* its decoded size */
+};
+
+struct pool_job {
+    struct pool_job *next;
+    struct tdb_reader *rd;
+    struct rd_tile k;
+};
+
+struct tdb_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    struct pool_job *head, *tail;
+    bool stop;
+    unsigned n;
+    pthread_t *th;
+};
+
+struct tdb_reader {
+    struct tdb_fs *fs;
+    uint64_t ino;
+    struct tdb_fieldfile *ff;   /* NULL: plain reads */
+    struct tdb_pool *pool;      /* NULL: no decoding ahead */
+    uint64_t cs;                /* bytes per cell of the file */
+    pthread_mutex_t lock;
+    pthread_cond_t idle;
+    struct rd_pin *pins;
+    size_t npins;
+    uint64_t pinned;            /* bytes of the pins */
+    unsigned pending;           /* its jobs queued or running */
+    uint64_t epoch;
+    uint64_t next_off;          /* where a sequential read goes on */
+    uint64_t ahead_pos;         /* decoding ahead was planned up to here */
+};
+
+static bool rd_same(const struct rd_tile *a, const struct rd_tile *b)
+{
+    return a->t == b->t && a->f == b->f && a->field == b->field &&
+           a->part == b->part;
+}
+
+static struct rd_pin *rd_find(struct tdb_reader *rd, const struct rd_tile *k)
+{
+    for (size_t i = rd->npins; i-- > 0;)
+        if (rd_same(&rd->pins[i].k, k))
+            return &rd->pins[i];
+    return NULL;
+}
+
+/* Forgets pin p (its entry released or never pinned); rd->lock held. */
+static void rd_drop(struct tdb_reader *rd, struct rd_pin *p)
+{
+    if (p->e)
+        tdb_cache_release(p->k.f->arr->cache, p->e);
+    rd->pinned -= p->bytes;
+    *p = rd->pins[--rd->npins];
+}
+
+/* --------------------------------------------------------------- the pool */
+
+/* A job is done: its tile is pinned by e (NULL: nothing pinned, it was
+ * being loaded by another thread or failed; the reader decodes it then). */
+static void rd_job_done(struct tdb_reader *rd, const struct rd_tile *k,
+                        struct tdb_cache_entry *e)
+{
+    pthread_mutex_lock(&rd->lock);
+    struct rd_pin *p = rd_find(rd, k);
+    if (p && !p->e && e) {
+        p->e = e;
+        e = NULL;
+    } else if (p && !p->e) {
+        rd_drop(rd, p);
+    }
+    if (e)
+        tdb_cache_release(k->f->arr->cache, e); /* pinned twice */
+    if (--rd->pending == 0)
+        pthread_cond_broadcast(&rd->idle);
+    pthread_mutex_unlock(&rd->lock);
+}
+
+static void *pool_main(void *arg)
+{
+    struct tdb_pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->head && !p->stop)
+            pthread_cond_wait(&p->work, &p->lock);
+        if (!p->head)
+            break;
+        struct pool_job *j = p->head;
+        p->head = j->next;
+        if (!p->head)
+            p->tail = NULL;
+        pthread_mutex_unlock(&p->lock);
+        struct tdb_cache_entry *e = NULL;
+        const struct tdb_tile *tile;
+        int r = tdb_frag_tile_flags(j->k.f, j->k.field, j->k.part, j->k.t,
+                                    TDB_CACHE_NOWAIT, &e, &tile, NULL);
+        rd_job_done(j->rd, &j->k, r == 0 ? e : NULL);
+        free(j);
+        pthread_mutex_lock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+int tdb_pool_create(struct tdb_pool **out, unsigned nthreads)
+{
+    struct tdb_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return TDB_E_NOMEM;
+    if (!nthreads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        nthreads = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+    }
+    p->th = calloc(nthreads, sizeof *p->th);
+    if (!p->th) {
+        free(p);
+        return TDB_E_NOMEM;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    for (unsigned i = 0; i < nthreads; i++) {
+        if (pthread_create(&p->th[i], NULL, pool_main, p) != 0)
+            break;
+        p->n++;
+    }
+    if (!p->n) {
+        tdb_pool_free(p);
+        return TDB_E_NOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+void tdb_pool_free(struct tdb_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 0; i < p->n; i++)
+        pthread_join(p->th[i], NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->work);
+    free(p->th);
+    free(p);
+}
+
+/* Takes back rd's jobs that no thread has started (rd->lock held). */
+static void pool_cancel(struct tdb_pool *p, struct tdb_reader *rd)
+{
+    pthread_mutex_lock(&p->lock);
+    struct pool_job **pp = &p->head, *last = NULL;
+    while (*pp) {
+        struct pool_job *j = *pp;
+        if (j->rd == rd) {
+            *pp = j->next;
+            struct rd_pin *pin = rd_find(rd, &j->k);
+            if (pin && !pin->e)
+                rd_drop(rd, pin);
+            rd->pending--;
+            free(j);
+        } else {
+            last = j;
+            pp = &j->next;
+        }
+    }
+    p->tail = last;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------------------ the reader */
+
+/* Wants tile k, whose bytes in the file end at `last` here, for read
+ * `epoch`: already pinned, pinned now if in the cache, else (submit)
+ * queued for the pool. */
+static void rd_want(struct tdb_reader *rd, const struct rd_tile *k,
+                    uint64_t epoch, uint64_t last, bool submit)
+{
+    pthread_mutex_lock(&rd->lock);
+    struct rd_pin *p = rd_find(rd, k);
+    if (p) {
+        p->epoch = epoch;
+        if (last > p->last)
+            p->last = last;
+        pthread_mutex_unlock(&rd->lock);
+        return;
+    }
+    if (rd->npins == RD_MAX_PINS) {
+        pthread_mutex_unlock(&rd->lock);
+        return;
+    }
+    struct tdb_cache_entry *e = NULL;
+    const struct tdb_tile *tile;
+    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
+                                TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
+                                NULL);
+    struct pool_job *j = NULL;
+    if (r != 0 && (!submit || !rd->pool || !(j = calloc(1, sizeof *j)))) {
+        pthread_mutex_unlock(&rd->lock);
+        return;
+    }
+    uint64_t bytes = tdb_frag_tile_cells(k->f, k->t) * rd->cs;
+    rd->pins[rd->npins++] =
+        (struct rd_pin){*k, r == 0 ? e : NULL, epoch, last, bytes};
+    rd->pinned += bytes;
+    if (j) {
+        j->rd = rd;
+        j->k = *k;
+        rd->pending++;
+        struct tdb_pool *pl = rd->pool;
+        pthread_mutex_lock(&pl->lock);
+        if (pl->tail)
+            pl->tail->next = j;
+        else
+            pl->head = j;
+        pl->tail = j;
+        pthread_cond_signal(&pl->work);
+        pthread_mutex_unlock(&pl->lock);
+    }
+    pthread_mutex_unlock(&rd->lock);
+}
+
+struct rd_plan {
+    struct tdb_reader *rd;
+    uint64_t epoch;
+    unsigned seen;      /* tiles of the read so far */
+    uint64_t limit;     /* decoding ahead stops at these pinned bytes */
+    uint64_t pos;       /* end of the last piece planned */
+};
+
+/* The tiles of the read itself: all but the first (the caller starts
+ * with it) go to the pool, so a read over several tiles decodes them on
+ * every core. */
+static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
+                        unsigned part, uint64_t t, uint64_t from, uint64_t to)
+{
+    struct rd_plan *pl = arg;
+    struct rd_tile k = {f, field, part, t};
+    rd_want(pl->rd, &k, pl->epoch, to, pl->seen++ > 0);
+    (void)from;
+    return 0;
+}
+
+/* The tiles after the read, until RD_AHEAD_BYTES more are pinned. */
+static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
+                         unsigned part, uint64_t t, uint64_t from, uint64_t to)
+{
+    struct rd_plan *pl = arg;
+    struct rd_tile k = {f, field, part, t};
+    (void)from;
+    pl->pos = to;
+    rd_want(pl->rd, &k, pl->epoch, to, true);
+    pthread_mutex_lock(&pl->rd->lock);
+    bool full = pl->rd->pinned >= pl->limit;
+    pthread_mutex_unlock(&pl->rd->lock);
+    return full;
+}
+
+/* Unpins what the reader no longer needs: reading on (seq), the tiles
+ * whose bytes all lie before `off`; else those this read did not want. */
+static void rd_trim(struct tdb_reader *rd, uint64_t epoch, bool seq,
+                    uint64_t off)
+{
+    pthread_mutex_lock(&rd->lock);
+    for (size_t i = 0; i < rd->npins;) {
+        struct rd_pin *p = &rd->pins[i];
+        bool old = seq ? p->last <= off : p->epoch != epoch;
+        if (p->e && old)
+            rd_drop(rd, p);
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&rd->lock);
+}
+
+int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
+                    struct tdb_error *err)
+{
+    struct tdb_stat st;
+    int r = tdb_fs_stat(fs, ino, &st, err);
+    if (r)
+        return r;
+    if (st.is_dir)
+        return tdb_err(err, TDB_E_ISDIR, "inode %llu: a folder",
+                       (unsigned long long)ino);
+    struct tdb_reader *rd = calloc(1, sizeof *rd);
+    if (!rd)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    rd->fs = fs;
+    rd->ino = ino;
+    rd->ff = tdb_fs_fieldfile(fs, ino);
+    if (rd->ff && (!rd->ff->var || rd->ff->part == TDB_FILE_VALIDITY)) {
+        rd->cs = rd->ff->part == TDB_FILE_VALIDITY ? 1 : rd->ff->cell_size;
+        rd->pins = calloc(RD_MAX_PINS, sizeof *rd->pins);
+        if (!rd->pins) {
+            free(rd);
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
+        }
+        rd->pool = tdb_fs_pool(fs);
+    } else {
+        rd->ff = NULL; /* var-sized: positions need the offsets */
+    }
+    pthread_mutex_init(&rd->lock, NULL);
+    pthread_cond_init(&rd->idle, NULL);
+    *out = rd;
+    return 0;
+}
+
+int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
+                    size_t len, size_t *got, struct tdb_error *err)
+{
+    if (!rd->ff)
+        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    pthread_mutex_lock(&rd->lock);
+    uint64_t epoch = ++rd->epoch;
+    /* the kernel's read-ahead may send a few requests out of order */
+    bool seq = off + RD_SEQ_SLACK >= rd->next_off &&
+               off <= rd->next_off + RD_SEQ_SLACK;
+    if (!seq || off + len > rd->next_off)
+        rd->next_off = off + len;
+    if (!seq)
+        rd->ahead_pos = 0;
+    uint64_t ahead = rd->ahead_pos > off + len ? rd->ahead_pos : off + len;
+    pthread_mutex_unlock(&rd->lock);
+    struct rd_plan pl = {rd, epoch, 0, 0, 0};
+    /* errors are the read's to report: a plan is only a hint */
+    tdb_fieldfile_tiles(rd->ff, off, len, rd_plan_read, &pl, NULL);
+    if (seq && rd->pool) {
+        pthread_mutex_lock(&rd->lock);
+        uint64_t cur = 0;
+        for (size_t i = 0; i < rd->npins; i++)
+            if (rd->pins[i].epoch == epoch)
+                cur += rd->pins[i].bytes;
+        pl.limit = cur + RD_AHEAD_BYTES;
+        bool room = rd->pinned < pl.limit;
+        pthread_mutex_unlock(&rd->lock);
+        pl.pos = ahead;
+        if (room)
+            tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead,
+                                &pl, NULL);
+        pthread_mutex_lock(&rd->lock);
+        if (pl.pos > rd->ahead_pos)
+            rd->ahead_pos = pl.pos;
+        pthread_mutex_unlock(&rd->lock);
+    }
+    int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    rd_trim(rd, epoch, seq, off);
+    return r;
+}
+
+void tdb_reader_close(struct tdb_reader *rd)
+{
+    if (!rd)
+        return;
+    pthread_mutex_lock(&rd->lock);
+    if (rd->pool)
+        pool_cancel(rd->pool, rd);
+    while (rd->pending)
+        pthread_cond_wait(&rd->idle, &rd->lock);
+    while (rd->npins)
+        rd_drop(rd, &rd->pins[rd->npins - 1]);
+    pthread_mutex_unlock(&rd->lock);
+    pthread_mutex_destroy(&rd->lock);
+    pthread_cond_destroy(&rd->idle);
+    free(rd->pins);
+    free(rd);
+}
