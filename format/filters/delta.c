@@ -59,6 +59,20 @@ static int delta_decompress(const struct tdb_filter_call *call,
     return 0;
 }
 
+/* The most bytes a part of n bytes decodes to: its values and fewer than
+ * one value of zeros after them. */
+static uint64_t delta_max_out(const struct tdb_filter_call *call,
+                              const uint8_t *src, size_t n)
+{
+    struct tdb_numeric_int t;
+    unsigned dt = tdb_numeric_delta_type(call);
+    if (!tdb_numeric_delta_int(dt, &t))
+        return UINT64_MAX;  /* the decoder reports it */
+    if (n < 8)
+        return 0;
+    return (uint64_t)(n - 8) / t.width * t.width + t.width - 1;
+}
+
 static int delta_compress(const struct tdb_filter_call *call,
                           const uint8_t *src, size_t n, struct tdb_buf *out)
 {
@@ -91,6 +105,7 @@ static int delta_compress(const struct tdb_filter_call *call,
 static const struct tdb_compress_codec delta_codec = {
     .name = DELTA_NAME,
     .decompress = delta_decompress,
+    .max_out = delta_max_out,
     .compress = delta_compress,
 };
 

@@ -208,6 +208,14 @@ static int rle_strings_decode(const struct tdb_filter_call *call,
                        "RLE: offsets size %u is not a multiple of 8",
                        h.offsets_bytes);
     max_cells = h.offsets_bytes / 8;
+    if (h.string_bytes > tdb_filter_max_data(call) ||
+        max_cells > tdb_filter_max_cells(call))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: metadata records %u string bytes in %llu cells, "
+                       "more than the tile allows (%llu bytes, %llu cells)",
+                       h.string_bytes, (unsigned long long)max_cells,
+                       (unsigned long long)tdb_filter_max_data(call),
+                       (unsigned long long)tdb_filter_max_cells(call));
     rw = tdb_compress_width(rw8);
     sw = tdb_compress_width(sw8);
     if (h.encoded_bytes > 0 && (!rw || !sw))
