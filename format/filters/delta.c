@@ -67,7 +67,7 @@ static uint64_t delta_max_out(const struct tdb_filter_call *call,
     struct tdb_numeric_int t;
     unsigned dt = tdb_numeric_delta_type(call);
     if (!tdb_numeric_delta_int(dt, &t))
-        return UINT64_MAX;  /* the decoder reports it */
+        return 0;  /* the decode refuses the type first */
     if (n < 8)
         return 0;
     return (uint64_t)(n - 8) / t.width * t.width + t.width - 1;
@@ -114,6 +114,10 @@ static int delta_decode(const struct tdb_filter_call *call,
                         size_t size, struct tdb_buf *md_out,
                         struct tdb_buf *data_out)
 {
+    struct tdb_numeric_int t;
+    int r = delta_int(call, &t);  /* before anything is allocated */
+    if (r)
+        return r;
     return tdb_compress_decode(&delta_codec, call, md, data, size, md_out,
                                data_out);
 }

@@ -132,7 +132,7 @@ static uint64_t dd_max_out(const struct tdb_filter_call *call,
     struct tdb_numeric_int t;
     unsigned dt = tdb_numeric_delta_type(call);
     if (!tdb_numeric_delta_int(dt, &t))
-        return UINT64_MAX;  /* the decoder reports it */
+        return 0;  /* the decode refuses the type first */
     if (n < 9)
         return 0;
     unsigned w = t.width, bitsize = src[0];
@@ -283,6 +283,10 @@ static int dd_decode(const struct tdb_filter_call *call,
                      struct tdb_cursor *md, const uint8_t *data, size_t size,
                      struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
+    struct tdb_numeric_int t;
+    int r = dd_int(call, &t);  /* before anything is allocated */
+    if (r)
+        return r;
     return tdb_compress_decode(&dd_codec, call, md, data, size, md_out,
                                data_out);
 }
