@@ -237,6 +237,7 @@ static int arr_decode(struct tdb_frag *f, const struct tdb_pipeline *p,
         .is_var = is_var,
         .key = tdb_array_key(f->arr),
         .what = what,
+        .ncells = tdb_frag_tile_cells(f, t), /* bounds string offsets */
     };
     r = tdb_pipeline_decode(p, &d, raw, len, out, offsets, err);
     free(raw);

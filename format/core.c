@@ -88,7 +88,8 @@ static int cur_take(struct tdb_cursor *c, size_t n, const uint8_t **p)
         c->bad = true;
         return -1;
     }
-    *p = c->p + c->pos;
+    /* no arithmetic on a NULL base (an empty cursor): UB even for + 0 */
+    *p = c->p ? c->p + c->pos : c->p;
     c->pos += n;
     return 0;
 }

@@ -84,7 +84,7 @@ static int delcond_read_value(struct tdb_cursor *c, struct delcond_node *n,
     n->op = op;
     if (tdb_cur_u32(c, &flen) || tdb_cur_bytes(c, flen, &fp))
         return delcond_trunc(err, what, at);
-    if (flen > TDB_MAX_NAME || memchr(fp, 0, flen))
+    if (flen == 0 || flen > TDB_MAX_NAME || memchr(fp, 0, flen))
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: delete condition node at byte %zu has a bad "
                        "field name", what, at);
@@ -169,20 +169,16 @@ static int delcond_read_node(struct tdb_cursor *c, unsigned depth,
         return delcond_trunc(err, what, at);
     }
     n->op = op;
-    if (op == DELCOND_NOT) {
-        delcond_node_free(n);
-        return tdb_err(err, TDB_E_UNSUPPORTED,
-                       "%s: delete condition uses NOT, which TileDB does "
-                       "not apply", what);
-    }
-    if (op != DELCOND_AND && op != DELCOND_OR) {
+    if (op != DELCOND_AND && op != DELCOND_OR && op != DELCOND_NOT) {
         delcond_node_free(n);
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: delete condition node at byte %zu has unknown "
                        "combination %u", what, at, op);
     }
-    /* Each child takes at least one byte; TileDB wants two or more. */
-    if (count < 2 || count > tdb_cur_left(c)) {
+    /* NOT negates its one child; AND and OR take two or more (as TileDB
+     * checks a tree); each child takes at least one byte. */
+    if ((op == DELCOND_NOT ? count != 1 : count < 2) ||
+        count > tdb_cur_left(c)) {
         delcond_node_free(n);
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: delete condition node at byte %zu has %llu "
@@ -487,8 +483,20 @@ static int delcond_eval_node(const struct delcond_node *n,
                              const struct tdb_cell_view *cell, bool *res,
                              struct tdb_error *err)
 {
-    if (!n->is_expr)
-        return delcond_eval_value(n, cell, res, err);
+    if (!n->is_expr) {
+        int r = delcond_eval_value(n, cell, res, err);
+        /* The value was compared: the view may let go of it. */
+        if (cell->release)
+            cell->release(cell->arg);
+        return r;
+    }
+    if (n->op == DELCOND_NOT) {
+        bool v;
+        int r = delcond_eval_node(n->child[0], cell, &v, err);
+        *res = !v;
+        return r;
+    }
+    /* AND stops at the first false child, OR at the first true one. */
     bool is_and = n->op == DELCOND_AND;
     *res = is_and;
     for (size_t i = 0; i < n->nchild; i++) {

@@ -181,6 +181,15 @@ static bool sp_cell_is_var(void *arg, const char *name)
     return a < 0 || s->attrs[a].cell_val_num == TDB_VAR_NUM;
 }
 
+/* The condition is done with the values it read: unpin their tiles. */
+static void sp_cell_release(void *arg)
+{
+    struct sp_cellview *cv = arg;
+    for (int h = 0; h < cv->nheld; h++)
+        tdb_cache_release(cv->k->cache, cv->held[h]);
+    cv->nheld = 0;
+}
+
 static bool sp_processed(const struct tdb_fragmeta *fm, const char *name)
 {
     for (uint64_t i = 0; i < fm->nprocessed; i++) {
@@ -210,10 +219,10 @@ static int sp_dropped(struct sparse_cells *sc, struct sp_cur *k,
             continue;
         struct sp_cellview cv = {.k = k, .err = err};
         struct tdb_cell_view view = {.get = sp_cell_get, .arg = &cv,
-                                     .is_var = sp_cell_is_var};
+                                     .is_var = sp_cell_is_var,
+                                     .release = sp_cell_release};
         int m = tdb_cond_eval(a->conds[i], &view, err);
-        for (int h = 0; h < cv.nheld; h++)
-            tdb_cache_release(k->cache, cv.held[h]);
+        sp_cell_release(&cv);
         if (m < 0)
             return tdb_err_ctx(err, m, "delete condition %s", de->name);
         if (m)

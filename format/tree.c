@@ -361,6 +361,53 @@ static uint64_t tree_frag_bytes(struct tdb_fs *fs, struct tdb_array *a,
     return total;
 }
 
+/* The text of __array.json (dense: the view region lo..hi and its source;
+ * nothing when empty). */
+static int tree_array_json(const struct tdb_array *a, const char *source,
+                           bool empty, const uint64_t *lo, const uint64_t *hi,
+                           struct tdb_buf *out)
+{
+    const struct tdb_schema *s = a->schema;
+    bool dense = s->array_type == TDB_DENSE;
+    struct tdb_jb jb = {0};
+    json_t *o = tdb_jb_object(&jb);
+    tdb_jb_set(&jb, o, "type", tdb_json_cstr("array"));
+    tdb_jb_set(&jb, o, "array_type", tdb_json_cstr(dense ? "dense" : "sparse"));
+    tdb_jb_set(&jb, o, "schema", tdb_json_schema(s));
+    if (dense) {
+        tdb_jb_set(&jb, o, "view_source", tdb_json_cstr(source));
+        json_t *region = tdb_jb_array(&jb), *shape = tdb_jb_array(&jb);
+        for (uint32_t d = 0; !empty && d < s->ndims; d++) {
+            uint8_t v[8];
+            unsigned vs = tdb_dt_size(s->dims[d].type);
+            json_t *pair = tdb_jb_array(&jb);
+            tdb_dim_value(&s->dims[d], lo[d], v);
+            tdb_jb_push(&jb, pair, tdb_json_value(s->dims[d].type, v, vs));
+            tdb_dim_value(&s->dims[d], hi[d], v);
+            tdb_jb_push(&jb, pair, tdb_json_value(s->dims[d].type, v, vs));
+            tdb_jb_push(&jb, region, pair);
+            tdb_jb_push(&jb, shape, tdb_json_u64(hi[d] - lo[d] + 1));
+        }
+        tdb_jb_set(&jb, o, "view_region", region);
+        tdb_jb_set(&jb, o, "view_shape", shape);
+    }
+    json_t *names = tdb_jb_array(&jb), *versions = tdb_jb_array(&jb);
+    for (size_t i = 0; i < a->nfrags; i++) {
+        tdb_jb_push(&jb, names, tdb_json_cstr(a->frags[i].fm->name));
+        tdb_jb_push(&jb, versions, tdb_json_u64(a->frags[i].fm->version));
+    }
+    tdb_jb_set(&jb, o, "fragments", names);
+    tdb_jb_set(&jb, o, "format_versions", versions);
+    tdb_jb_set(&jb, o, "schema_name", tdb_json_cstr(s->name ? s->name : ""));
+    json_t *ts = tdb_jb_array(&jb);
+    tdb_jb_push(&jb, ts, tdb_json_u64(a->ts_start));
+    tdb_jb_push(&jb, ts, tdb_json_u64(a->ts_end));
+    tdb_jb_set(&jb, o, "timestamp", ts);
+    int r = jb.rc ? jb.rc : tdb_json_dump(o, out);
+    json_decref(o);
+    return r;
+}
+
 static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
                       struct tdb_error *err)
 {
@@ -389,63 +436,16 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
     if (!r && view && (r = tree_keep_cells(fs, view)))
         tdb_cells_free(view);
     /* __array.json */
-    struct tdb_json j = {{0}, 0, false};
-    tdb_json_open(&j, '{');
-    tdb_json_key(&j, "type");
-    tdb_json_cstr(&j, "array");
-    tdb_json_key(&j, "array_type");
-    tdb_json_cstr(&j, dense ? "dense" : "sparse");
-    tdb_json_key(&j, "schema");
-    tdb_json_schema(&j, s);
-    if (dense) {
-        tdb_json_key(&j, "view_source");
-        tdb_json_cstr(&j, source);
-        tdb_json_key(&j, "view_region");
-        tdb_json_open(&j, '[');
-        for (uint32_t d = 0; !empty && d < s->ndims; d++) {
-            uint8_t v[8];
-            unsigned vs = tdb_dt_size(s->dims[d].type);
-            tdb_json_open(&j, '[');
-            tdb_dim_value(&s->dims[d], lo[d], v);
-            tdb_json_value(&j, s->dims[d].type, v, vs);
-            tdb_dim_value(&s->dims[d], hi[d], v);
-            tdb_json_value(&j, s->dims[d].type, v, vs);
-            tdb_json_close(&j, ']');
-        }
-        tdb_json_close(&j, ']');
-        tdb_json_key(&j, "view_shape");
-        tdb_json_open(&j, '[');
-        for (uint32_t d = 0; !empty && d < s->ndims; d++)
-            tdb_json_u64(&j, hi[d] - lo[d] + 1);
-        tdb_json_close(&j, ']');
-    }
-    tdb_json_key(&j, "fragments");
-    tdb_json_open(&j, '[');
-    for (size_t i = 0; i < a->nfrags; i++)
-        tdb_json_cstr(&j, a->frags[i].fm->name);
-    tdb_json_close(&j, ']');
-    tdb_json_key(&j, "format_versions");
-    tdb_json_open(&j, '[');
-    for (size_t i = 0; i < a->nfrags; i++)
-        tdb_json_u64(&j, a->frags[i].fm->version);
-    tdb_json_close(&j, ']');
-    tdb_json_key(&j, "schema_name");
-    tdb_json_cstr(&j, s->name ? s->name : "");
-    tdb_json_key(&j, "timestamp");
-    tdb_json_open(&j, '[');
-    tdb_json_u64(&j, a->ts_start);
-    tdb_json_u64(&j, a->ts_end);
-    tdb_json_close(&j, ']');
-    tdb_json_close(&j, '}');
-    tdb_json_raw(&j, "\n");
+    struct tdb_buf jtext = {0};
+    if (!r)
+        r = tree_array_json(a, source, empty, lo, hi, &jtext);
     uint64_t ino;
     if (!r)
-        r = j.err;
-    if (!r)
-        r = tree_add_bytes(fs, root, "__array.json", j.b.data, j.b.len, &ino);
+        r = tree_add_bytes(fs, root, "__array.json", jtext.data, jtext.len,
+                           &ino);
     if (!r)
         fs->nodes[ino - 1].mtime_ms = a->newest_ts;
-    tdb_buf_free(&j.b);
+    tdb_buf_free(&jtext);
     if (!r)
         r = tree_meta(fs, root, a->meta, a->newest_ts);
     /* __fragments */
@@ -510,6 +510,32 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
 static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
                        int depth, struct tdb_error *err);
 
+/* The text of __group.json. */
+static int tree_group_json(const struct tdb_group *g, const struct tdb_meta *m,
+                           struct tdb_buf *out)
+{
+    struct tdb_jb jb = {0};
+    json_t *o = tdb_jb_object(&jb);
+    tdb_jb_set(&jb, o, "type", tdb_json_cstr("group"));
+    json_t *members = tdb_jb_array(&jb);
+    for (size_t i = 0; i < g->n; i++) {
+        json_t *mo = tdb_jb_object(&jb);
+        tdb_jb_set(&jb, mo, "name", tdb_json_cstr(g->v[i].name));
+        tdb_jb_set(&jb, mo, "uri", tdb_json_cstr(g->v[i].uri));
+        tdb_jb_set(&jb, mo, "type",
+                   tdb_json_cstr(g->v[i].type == 1 ? "group" : "array"));
+        tdb_jb_push(&jb, members, mo);
+    }
+    tdb_jb_set(&jb, o, "members", members);
+    json_t *keys = tdb_jb_array(&jb);
+    for (size_t i = 0; m && i < m->n; i++)
+        tdb_jb_push(&jb, keys, tdb_json_cstr(m->v[i].key));
+    tdb_jb_set(&jb, o, "metadata_keys", keys);
+    int r = jb.rc ? jb.rc : tdb_json_dump(o, out);
+    json_decref(o);
+    return r;
+}
+
 static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
                       int depth, struct tdb_error *err)
 {
@@ -525,38 +551,17 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
         r = tdb_meta_load(fs->io, metadir, fs->opts.ts_start, fs->opts.ts_end,
                           key, &m, err);
     free(metadir);
-    struct tdb_json j = {{0}, 0, false};
+    struct tdb_buf jtext = {0};
+    if (!r)
+        r = tree_group_json(g, m, &jtext);
     if (!r) {
-        tdb_json_open(&j, '{');
-        tdb_json_key(&j, "type");
-        tdb_json_cstr(&j, "group");
-        tdb_json_key(&j, "members");
-        tdb_json_open(&j, '[');
-        for (size_t i = 0; i < g->n; i++) {
-            tdb_json_open(&j, '{');
-            tdb_json_key(&j, "name");
-            tdb_json_cstr(&j, g->v[i].name);
-            tdb_json_key(&j, "uri");
-            tdb_json_cstr(&j, g->v[i].uri);
-            tdb_json_key(&j, "type");
-            tdb_json_cstr(&j, g->v[i].type == 1 ? "group" : "array");
-            tdb_json_close(&j, '}');
-        }
-        tdb_json_close(&j, ']');
-        tdb_json_key(&j, "metadata_keys");
-        tdb_json_open(&j, '[');
-        for (size_t i = 0; m && i < m->n; i++)
-            tdb_json_cstr(&j, m->v[i].key);
-        tdb_json_close(&j, ']');
-        tdb_json_close(&j, '}');
-        tdb_json_raw(&j, "\n");
         uint64_t ino;
-        r = j.err ? j.err
-                  : tree_add_bytes(fs, root, "__group.json", j.b.data, j.b.len, &ino);
+        r = tree_add_bytes(fs, root, "__group.json", jtext.data, jtext.len,
+                           &ino);
         if (!r && m)
             fs->nodes[ino - 1].mtime_ms = m->newest_ts;
     }
-    tdb_buf_free(&j.b);
+    tdb_buf_free(&jtext);
     if (!r)
         r = tree_meta(fs, root, m, m ? m->newest_ts : 0);
     for (size_t i = 0; !r && g && i < g->n; i++) {

@@ -27,6 +27,11 @@ static int bwr_decode(const struct tdb_filter_call *call,
     if (tdb_cur_u32(md, &nwin))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": metadata truncated (no header)");
+    if (orig > tdb_filter_max_data(call))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": header says %u bytes, more than the %llu "
+                       "the chunk's declared size allows", orig,
+                       (unsigned long long)tdb_filter_max_data(call));
     size_t start = data_out->len, pos = 0;
     for (uint32_t i = 0; i < nwin; i++) {
         const uint8_t *offp;
@@ -42,26 +47,26 @@ static int bwr_decode(const struct tdb_filter_call *call,
             return tdb_err(call->err, TDB_E_CORRUPT,
                            BWR_NAME ": window %u of %u bytes overruns the "
                            "%u input bytes", i, nbytes, orig);
+        /* check the window's bytes are there before allocating */
+        bool as_is = bits >= 8 * w || nbytes % w != 0;
+        if (!as_is && bits != 8 && bits != 16 && bits != 32)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           BWR_NAME ": window %u has bit width %u", i, bits);
+        unsigned cw = as_is ? w : bits / 8;
+        size_t nv = nbytes / w;
+        if ((as_is ? nbytes : nv * cw) > size - pos)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           BWR_NAME ": window %u of %u bytes truncated "
+                           "(%zu bytes of data left)", i, nbytes, size - pos);
         uint8_t *o = NULL;
         if (nbytes && tdb_buf_grow(data_out, nbytes, &o))
             return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-        if (bits >= 8 * w || nbytes % w != 0) {
-            if (nbytes > size - pos)
-                return tdb_err(call->err, TDB_E_CORRUPT,
-                               BWR_NAME ": window %u truncated", i);
+        if (as_is) {
             if (nbytes)
                 memcpy(o, data + pos, nbytes);
             pos += nbytes;
             continue;
         }
-        if (bits != 8 && bits != 16 && bits != 32)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           BWR_NAME ": window %u has bit width %u", i, bits);
-        unsigned cw = bits / 8;
-        size_t nv = nbytes / w;
-        if (nv * cw > size - pos)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           BWR_NAME ": window %u truncated", i);
         uint64_t off = tdb_numeric_load(offp, w);
         for (size_t j = 0; j < nv; j++) {
             uint64_t v = tdb_numeric_load(data + pos, cw);

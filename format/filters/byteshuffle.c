@@ -54,7 +54,8 @@ int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
             return tdb_err(call->err, TDB_E_CORRUPT,
                            "%s: part %u of %u bytes overruns the %zu bytes of "
                            "data", name, i, psize, size);
-        int r = fn(call, data + off, psize, data_out, arg);
+        /* data is NULL when size is 0: no arithmetic on it */
+        int r = fn(call, psize ? data + off : data, psize, data_out, arg);
         if (r)
             return r;
         off += psize;

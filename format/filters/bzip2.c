@@ -4,32 +4,82 @@
 #include <bzlib.h>
 #include <limits.h>
 
-static int bzip2_decompress(const struct tdb_filter_call *call,
-                            const uint8_t *src, size_t n, uint8_t *dst,
-                            size_t dst_len)
+/* The output grows by at most this much before bytes fill it. */
+#define BZIP2_STEP (UINT64_C(1) << 20)
+
+static int bzip2_decompress_buf(const struct tdb_filter_call *call,
+                                const uint8_t *src, size_t n,
+                                struct tdb_buf *out, size_t dst_len)
 {
-    unsigned int out_len = (unsigned int)dst_len;
+    size_t base = out->len, done = 0;
+    bz_stream bz;
+    uint8_t extra;
     int rc;
 
     if (n > UINT_MAX || dst_len > UINT_MAX)
         return tdb_err(call->err, TDB_E_CORRUPT, "BZIP2: part too large");
-    rc = BZ2_bzBuffToBuffDecompress((char *)dst, &out_len,
-                                    (char *)(uintptr_t)src, (unsigned int)n,
-                                    0, 0);
-    if (rc == BZ_MEM_ERROR)
-        return tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
-    if (rc == BZ_OUTBUFF_FULL)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "BZIP2: part decompresses to more than the recorded "
-                       "%zu bytes", dst_len);
+    memset(&bz, 0, sizeof bz);
+    rc = BZ2_bzDecompressInit(&bz, 0, 0);
     if (rc != BZ_OK)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "BZIP2: corrupt or truncated stream (error %d)", rc);
-    if (out_len != dst_len)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "BZIP2: part decompressed to %u bytes, expected %zu",
-                       out_len, dst_len);
-    return 0;
+        return tdb_err(call->err, rc == BZ_MEM_ERROR ? TDB_E_NOMEM
+                                                     : TDB_E_CORRUPT,
+                       "BZIP2: cannot start the decompressor (error %d)", rc);
+    bz.next_in = (char *)(uintptr_t)src;
+    bz.avail_in = (unsigned int)n;
+    for (;;) {
+        /* room for what may come next: as much again as came out so far,
+         * at least BZIP2_STEP, never past dst_len; then one spare byte to
+         * see whether the stream holds more than recorded */
+        size_t step = done > BZIP2_STEP ? done : (size_t)BZIP2_STEP;
+        uint8_t *dst = &extra;
+        if (step > dst_len - done)
+            step = dst_len - done;
+        if (step > 0 && tdb_buf_reserve(out, step) < 0) {
+            rc = tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
+            break;
+        }
+        if (step > 0)
+            dst = out->data + base + done;
+        bz.next_out = (char *)dst;
+        bz.avail_out = step > 0 ? (unsigned int)step : 1;
+        unsigned int before = bz.avail_out;
+        rc = BZ2_bzDecompress(&bz);
+        size_t got = before - bz.avail_out;
+        if (step == 0 && got > 0) {
+            rc = tdb_err(call->err, TDB_E_CORRUPT,
+                         "BZIP2: part decompresses to more than the "
+                         "recorded %zu bytes", dst_len);
+            break;
+        }
+        done += got;
+        out->len = base + done;
+        if (rc == BZ_STREAM_END) {
+            rc = done == dst_len
+                     ? 0
+                     : tdb_err(call->err, TDB_E_CORRUPT,
+                               "BZIP2: part decompressed to %zu bytes, "
+                               "expected %zu", done, dst_len);
+            break;
+        }
+        if (rc == BZ_MEM_ERROR) {
+            rc = tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
+            break;
+        }
+        if (rc != BZ_OK) {
+            rc = tdb_err(call->err, TDB_E_CORRUPT,
+                         "BZIP2: corrupt stream (error %d)", rc);
+            break;
+        }
+        if (got == 0 && bz.avail_in == 0) {
+            rc = tdb_err(call->err, TDB_E_CORRUPT,
+                         "BZIP2: stream truncated after %zu bytes", done);
+            break;
+        }
+    }
+    BZ2_bzDecompressEnd(&bz);
+    if (rc < 0)
+        out->len = base;
+    return rc;
 }
 
 static int bzip2_compress(const struct tdb_filter_call *call,
@@ -65,7 +115,7 @@ static int bzip2_compress(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_codec bzip2_codec = {
     .name = "BZIP2",
-    .decompress = bzip2_decompress,
+    .decompress_buf = bzip2_decompress_buf,
     .compress = bzip2_compress,
 };
 

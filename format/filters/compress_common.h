@@ -45,6 +45,14 @@ struct tdb_compress_codec {
      * TDB_E_CORRUPT. */
     int (*decompress)(const struct tdb_filter_call *call, const uint8_t *src,
                       size_t n, uint8_t *dst, size_t dst_len);
+    /* Optional, used instead of decompress: appends exactly dst_len bytes
+     * decompressed from src[0..n) to out, growing out only as bytes come
+     * out (for formats whose expansion ratio gives no useful bound, so
+     * that a corrupt original length allocates nothing up front).  On
+     * error out->len is as it was. */
+    int (*decompress_buf)(const struct tdb_filter_call *call,
+                          const uint8_t *src, size_t n, struct tdb_buf *out,
+                          size_t dst_len);
     /* Optional: the most bytes src[0..n) can decompress to (UINT64_MAX
      * when unknown), so that a corrupt original length is refused before
      * anything is allocated. */

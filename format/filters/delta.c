@@ -59,6 +59,20 @@ static int delta_decompress(const struct tdb_filter_call *call,
     return 0;
 }
 
+/* The most bytes a part of n bytes decodes to: its values and fewer than
+ * one value of zeros after them. */
+static uint64_t delta_max_out(const struct tdb_filter_call *call,
+                              const uint8_t *src, size_t n)
+{
+    struct tdb_numeric_int t;
+    unsigned dt = tdb_numeric_delta_type(call);
+    if (!tdb_numeric_delta_int(dt, &t))
+        return 0;  /* the decode refuses the type first */
+    if (n < 8)
+        return 0;
+    return (uint64_t)(n - 8) / t.width * t.width + t.width - 1;
+}
+
 static int delta_compress(const struct tdb_filter_call *call,
                           const uint8_t *src, size_t n, struct tdb_buf *out)
 {
@@ -91,6 +105,7 @@ static int delta_compress(const struct tdb_filter_call *call,
 static const struct tdb_compress_codec delta_codec = {
     .name = DELTA_NAME,
     .decompress = delta_decompress,
+    .max_out = delta_max_out,
     .compress = delta_compress,
 };
 
@@ -99,6 +114,10 @@ static int delta_decode(const struct tdb_filter_call *call,
                         size_t size, struct tdb_buf *md_out,
                         struct tdb_buf *data_out)
 {
+    struct tdb_numeric_int t;
+    int r = delta_int(call, &t);  /* before anything is allocated */
+    if (r)
+        return r;
     return tdb_compress_decode(&delta_codec, call, md, data, size, md_out,
                                data_out);
 }

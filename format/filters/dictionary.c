@@ -104,6 +104,14 @@ static int dictionary_decode(const struct tdb_filter_call *call,
                        "DICTIONARY: offsets size %u is not a multiple of 8",
                        h.offsets_bytes);
     cells = h.offsets_bytes / 8;
+    if (h.string_bytes > tdb_filter_max_data(call) ||
+        cells > tdb_filter_max_cells(call))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: metadata records %u string bytes in %llu "
+                       "cells, more than the tile allows (%llu bytes, %llu "
+                       "cells)", h.string_bytes, (unsigned long long)cells,
+                       (unsigned long long)tdb_filter_max_data(call),
+                       (unsigned long long)tdb_filter_max_cells(call));
     if (h.encoded_bytes == 0) {
         if (h.string_bytes != 0 || cells != 0)
             return tdb_err(call->err, TDB_E_CORRUPT,

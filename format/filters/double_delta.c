@@ -123,6 +123,25 @@ static int dd_decompress(const struct tdb_filter_call *call,
     return 0;
 }
 
+/* The most bytes a part of n bytes decodes to: stored as is, the bytes
+ * after the header; else two values and one value per record of
+ * bitsize + 1 bits, and fewer than one value of zeros after them. */
+static uint64_t dd_max_out(const struct tdb_filter_call *call,
+                           const uint8_t *src, size_t n)
+{
+    struct tdb_numeric_int t;
+    unsigned dt = tdb_numeric_delta_type(call);
+    if (!tdb_numeric_delta_int(dt, &t))
+        return 0;  /* the decode refuses the type first */
+    if (n < 9)
+        return 0;
+    unsigned w = t.width, bitsize = src[0];
+    uint64_t rest = (uint64_t)n - 9;
+    if (bitsize >= 8 * w - 1)
+        return rest;
+    return (2 + rest * 8 / (bitsize + 1)) * w + w - 1;
+}
+
 /* v[i] - v[i-1] as TileDB's checked int64 subtraction; false when the
  * difference does not fit. */
 static bool dd_sub(const uint8_t *p, size_t i, struct tdb_numeric_int t,
@@ -256,6 +275,7 @@ static int dd_compress(const struct tdb_filter_call *call,
 static const struct tdb_compress_codec dd_codec = {
     .name = DD_NAME,
     .decompress = dd_decompress,
+    .max_out = dd_max_out,
     .compress = dd_compress,
 };
 
@@ -263,6 +283,10 @@ static int dd_decode(const struct tdb_filter_call *call,
                      struct tdb_cursor *md, const uint8_t *data, size_t size,
                      struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
+    struct tdb_numeric_int t;
+    int r = dd_int(call, &t);  /* before anything is allocated */
+    if (r)
+        return r;
     return tdb_compress_decode(&dd_codec, call, md, data, size, md_out,
                                data_out);
 }

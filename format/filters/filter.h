@@ -87,7 +87,30 @@ struct tdb_filter_call {
     uint64_t n_offsets;
     const uint8_t *key;  /* AES-256-GCM: 32 bytes */
     struct tdb_error *err;
+    /* Decoding: the most bytes of data and of metadata this filter may
+     * produce (what the chunk's declared original size allows at this
+     * stage of the pipeline, pipeline.c) and, for the string forms, the
+     * most cells.  A decoder checks a size it reads from untrusted bytes
+     * against these (and against what its input can hold) before it
+     * allocates.  When `bounded` is false (a filter called on its own)
+     * every limit is TDB_MAX_TILE_BYTES. */
+    bool bounded;
+    uint64_t max_data, max_md, max_cells;
 };
+
+/* The limits of a decode call (see struct tdb_filter_call). */
+static inline uint64_t tdb_filter_max_data(const struct tdb_filter_call *c)
+{
+    return c->bounded ? c->max_data : TDB_MAX_TILE_BYTES;
+}
+static inline uint64_t tdb_filter_max_md(const struct tdb_filter_call *c)
+{
+    return c->bounded ? c->max_md : TDB_MAX_TILE_BYTES;
+}
+static inline uint64_t tdb_filter_max_cells(const struct tdb_filter_call *c)
+{
+    return c->bounded ? c->max_cells : TDB_MAX_TILE_BYTES / 8;
+}
 
 struct tdb_filter_ops {
     const char *name;   /* "GZIP" ... as TileDB spells the filter */
@@ -142,7 +165,15 @@ struct tdb_tile_desc {
     bool is_var;           /* a var-sized values tile */
     const uint8_t *key;    /* AES-256-GCM key when the array is encrypted */
     const char *what;      /* names file, field and tile for errors */
+    /* Cells in the tile when the caller knows them (0: unknown).  Bounds
+     * the offsets the string forms of RLE and DICTIONARY produce; when 0
+     * they are bounded by TDB_PIPELINE_MAX_CELLS. */
+    uint64_t ncells;
 };
+
+/* The most cells of a string tile whose cell count the caller did not
+ * give (struct tdb_tile_desc): 2^24 (128 MiB of offsets). */
+#define TDB_PIPELINE_MAX_CELLS (UINT64_C(1) << 24)
 
 /* True when a var-sized tile of `datatype` under pipeline p stores its own
  * offsets (FilterPipeline::skip_offsets_filtering). */

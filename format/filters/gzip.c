@@ -40,13 +40,16 @@ int tdb_compress_write_options(const struct tdb_filter *f, uint8_t compressor,
 }
 
 /* Decompresses `nparts` parts described in md, taking their bytes from the
- * data cursor, into out. */
+ * data cursor, into out; together they may hold at most `limit` bytes (the
+ * caller's bound, struct tdb_filter_call), checked before allocating. */
 static int gzip_frame_parts(const struct tdb_compress_codec *codec,
                             const struct tdb_filter_call *call,
                             struct tdb_cursor *md, struct tdb_cursor *data,
                             uint32_t nparts, const char *kind,
-                            uint64_t *total, struct tdb_buf *out)
+                            uint64_t limit, struct tdb_buf *out)
 {
+    uint64_t total = 0;
+
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t orig = 0, comp = 0;
         const uint8_t *src = NULL;
@@ -63,10 +66,12 @@ static int gzip_frame_parts(const struct tdb_compress_codec *codec,
                            "%s: %s part %u claims %u compressed bytes but "
                            "only %zu remain",
                            codec->name, kind, i, comp, tdb_cur_left(data));
-        if (!tdb_add_ok(*total, orig, total) || *total > TDB_MAX_TILE_BYTES)
-            return tdb_err(call->err, TDB_E_NOMEM,
-                           "%s: decompressed parts exceed the tile size cap",
-                           codec->name);
+        if (!tdb_add_ok(total, orig, &total) || total > limit)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "%s: %s part %u records %u bytes, more than the "
+                           "%llu the chunk's declared size allows",
+                           codec->name, kind, i, orig,
+                           (unsigned long long)limit);
         if (orig == 0 && comp == 0)
             continue;
         if (codec->max_out && orig > codec->max_out(call, src, comp))
@@ -74,6 +79,13 @@ static int gzip_frame_parts(const struct tdb_compress_codec *codec,
                            "%s: %s part %u records %u bytes, more than its "
                            "%u compressed bytes can hold",
                            codec->name, kind, i, orig, comp);
+        if (codec->decompress_buf) {
+            int rc = codec->decompress_buf(call, src ? src : &dummy, comp,
+                                           out, orig);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
         if (orig > 0) {
             int rc = tdb_buf_grow(out, orig, &dst);
             if (rc < 0)
@@ -100,7 +112,7 @@ int tdb_compress_decode(const struct tdb_compress_codec *codec,
                         struct tdb_buf *data_out)
 {
     uint32_t nmd = 0, ndata = 0;
-    uint64_t need = 0, total = 0;
+    uint64_t need = 0;
     struct tdb_cursor dc;
     int rc;
 
@@ -118,11 +130,11 @@ int tdb_compress_decode(const struct tdb_compress_codec *codec,
                        "metadata bytes", codec->name, nmd, ndata,
                        tdb_cur_left(md));
     tdb_cur_init(&dc, data, size);
-    rc = gzip_frame_parts(codec, call, md, &dc, nmd, "metadata", &total,
-                          md_out);
+    rc = gzip_frame_parts(codec, call, md, &dc, nmd, "metadata",
+                          tdb_filter_max_md(call), md_out);
     if (rc == 0)
-        rc = gzip_frame_parts(codec, call, md, &dc, ndata, "data", &total,
-                              data_out);
+        rc = gzip_frame_parts(codec, call, md, &dc, ndata, "data",
+                              tdb_filter_max_data(call), data_out);
     if (rc == 0)
         tdb_cur_skip(md, tdb_cur_left(md));
     return rc;

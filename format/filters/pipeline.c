@@ -219,6 +219,114 @@ static void pipeline_call(struct tdb_filter_call *call,
         string_mode && (t == TDB_FILTER_RLE || t == TDB_FILTER_DICTIONARY);
 }
 
+/* ----------------------------------------------------------------- bounds */
+
+/* Sizes here saturate at TDB_MAX_TILE_BYTES: nothing larger is ever read. */
+static uint64_t bound_add(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return tdb_add_ok(a, b, &r) && r < TDB_MAX_TILE_BYTES ? r
+                                                          : TDB_MAX_TILE_BYTES;
+}
+
+static uint64_t bound_mul(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return tdb_mul_ok(a, b, &r) && r < TDB_MAX_TILE_BYTES ? r
+                                                          : TDB_MAX_TILE_BYTES;
+}
+
+/* The most a general-purpose compressor (gzip, zstd, lz4, bzip2) writes for
+ * n bytes: above each library's compressBound. */
+static uint64_t bound_comp(uint64_t n)
+{
+    return bound_add(n, bound_add(n / 8, 1024));
+}
+
+/* The most bytes of data (*x) and metadata (*m) filter f can write when it
+ * is given at most *x and *m bytes (forward direction).  Generous: these
+ * bound what a decoder may allocate, they do not check the format. */
+static void bound_forward(const struct tdb_filter *f, bool string_form,
+                          uint64_t cells, uint64_t *x, uint64_t *m)
+{
+    uint64_t d = *x, md = *m;
+    if (f->ops == &tdb_filter_noop)
+        return;
+    switch (f->type) {
+    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
+    case TDB_FILTER_BZIP2:
+        *x = bound_add(bound_comp(md), bound_comp(d));
+        *m = 24;
+        return;
+    case TDB_FILTER_RLE:
+        if (string_form) {
+            /* runs: one header of at most 16 bytes per cell, the strings */
+            *x = bound_add(bound_mul(cells, 16), d);
+            *m = bound_add(md, 32);
+        } else {
+            /* runs of one value of at least one byte and 2 bytes of length */
+            *x = bound_add(bound_mul(bound_add(md, d), 3), 128);
+            *m = 24;
+        }
+        return;
+    case TDB_FILTER_DICTIONARY:
+        if (string_form) {
+            /* ids of at most 8 bytes; the dictionary in the metadata */
+            *x = bound_mul(cells, 8);
+            *m = bound_add(bound_add(md, 64),
+                           bound_add(d, bound_mul(cells, 8)));
+        }
+        return;
+    case TDB_FILTER_DELTA: case TDB_FILTER_DOUBLE_DELTA:
+        /* each part gains a header and its last word of padding */
+        *x = bound_add(bound_add(md, d), 64);
+        *m = 24;
+        return;
+    case TDB_FILTER_BIT_WIDTH_REDUCTION: case TDB_FILTER_POSITIVE_DELTA:
+        /* a window of at least one value: at most 13 bytes each */
+        *m = bound_add(md, bound_add(bound_mul(d, 13), 64));
+        return;
+    case TDB_FILTER_BITSHUFFLE: case TDB_FILTER_BYTESHUFFLE:
+    case TDB_FILTER_XOR:
+        *m = bound_add(md, 16);
+        return;
+    case TDB_FILTER_SCALE_FLOAT:
+        /* float32 to int64 doubles the data */
+        *x = bound_add(bound_mul(d, 2), 16);
+        *m = bound_add(md, 16);
+        return;
+    case TDB_FILTER_CHECKSUM_MD5: case TDB_FILTER_CHECKSUM_SHA256:
+        *m = bound_add(md, 96);
+        return;
+    case TDB_FILTER_AES_256_GCM:
+        *x = bound_add(md, d);
+        *m = 96;
+        return;
+    default:
+        *x = *m = TDB_MAX_TILE_BYTES;
+        return;
+    }
+}
+
+/* The most data and metadata each stage of a chunk that declares `orig`
+ * bytes can hold: stage 0 is the chunk itself, stage i + 1 what filter i
+ * writes; the decoder of filter i may produce at most stage i. */
+static void pipeline_bounds(const struct pipeline_plan *pl, bool string_mode,
+                            uint64_t orig, uint64_t cells, uint64_t *x,
+                            uint64_t *m)
+{
+    x[0] = orig;
+    m[0] = 0;
+    for (uint32_t i = 0; i < pl->n; i++) {
+        unsigned t = pl->f[i]->type;
+        bool sf = string_mode &&
+                  (t == TDB_FILTER_RLE || t == TDB_FILTER_DICTIONARY);
+        x[i + 1] = x[i];
+        m[i + 1] = m[i];
+        bound_forward(pl->f[i], sf, cells, &x[i + 1], &m[i + 1]);
+    }
+}
+
 int tdb_pipeline_decode(const struct tdb_pipeline *p,
                         const struct tdb_tile_desc *d, const uint8_t *src,
                         size_t size, struct tdb_buf *out,
@@ -237,6 +345,9 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
     if (nchunks > size / 12 + 1)
         return tdb_err(err, TDB_E_CORRUPT, "%s: tile claims %llu chunks in %zu bytes",
                        d->what, (unsigned long long)nchunks, size);
+    uint64_t cells = d->ncells ? d->ncells : TDB_PIPELINE_MAX_CELLS;
+    size_t off0 = offsets ? offsets->len : 0;
+    uint64_t bx[PIPELINE_MAX_FILTERS + 2], bm[PIPELINE_MAX_FILTERS + 2];
     struct tdb_buf bufs[4] = {{0}};
     int r = 0;
     uint64_t total = 0;
@@ -257,6 +368,11 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
                         d->what, (unsigned long long)TDB_MAX_TILE_BYTES);
             break;
         }
+        /* the cells the earlier chunks have not used */
+        uint64_t cells_left = cells - (offsets ? (offsets->len - off0) / 8 : 0);
+        if (offsets && (offsets->len - off0) / 8 > cells)
+            cells_left = 0;
+        pipeline_bounds(&pl, string_mode, orig, cells_left, bx, bm);
         const uint8_t *cur_md = md, *cur_data = data;
         size_t cur_mlen = mlen, cur_dlen = flen;
         int which = 0;
@@ -267,6 +383,10 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
             struct tdb_filter_call call;
             pipeline_call(&call, &pl, i, d, string_mode, err);
             call.offsets = offsets;
+            call.bounded = true;
+            call.max_data = bx[i];
+            call.max_md = bm[i];
+            call.max_cells = cells_left;
             if (!pl.f[i]->ops || !pl.f[i]->ops->decode) {
                 r = tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot decode",
                             pl.f[i]->type);
@@ -276,10 +396,23 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
             tdb_cur_init(&mc, cur_md, cur_mlen);
             if (err)
                 err->code = 0;
+            size_t off_before = offsets ? offsets->len : 0;
             r = pl.f[i]->ops->decode(&call, &mc, cur_data, cur_dlen, mo, dout);
             if (r) {
                 if (!err || !err->code)
                     tdb_err(err, r, "decode failed");
+                break;
+            }
+            /* every decoder checks before allocating; this catches one
+             * that would hand on more */
+            if (dout->len > bx[i] || mo->len > bm[i] ||
+                (offsets && (offsets->len - off_before) / 8 > cells_left)) {
+                r = tdb_err(err, TDB_E_CORRUPT,
+                            "%s decoded %zu data and %zu metadata bytes, more "
+                            "than a chunk of %u bytes allows (%llu, %llu)",
+                            pl.f[i]->ops->name, dout->len, mo->len, orig,
+                            (unsigned long long)bx[i],
+                            (unsigned long long)bm[i]);
                 break;
             }
             cur_md = mo->data;

@@ -49,8 +49,8 @@ static int rle_decompress(const struct tdb_filter_call *call,
     return 0;
 }
 
-/* The exact size the runs decode to (UINT64_MAX, no bound, when they are
- * not whole runs: the decoder then reports that). */
+/* The exact size the runs decode to; 0 when they are not whole runs (or
+ * the value size is invalid), so that nothing is allocated for them. */
 static uint64_t rle_max_out(const struct tdb_filter_call *call,
                             const uint8_t *src, size_t n)
 {
@@ -58,10 +58,10 @@ static uint64_t rle_max_out(const struct tdb_filter_call *call,
     uint64_t total = 0;
 
     if (vs == 0 || call->cell_size > TDB_MAX_TILE_BYTES)
-        return UINT64_MAX; /* the decoder reports it */
+        return 0;
     run_size = vs + 2;
     if (n % run_size != 0)
-        return UINT64_MAX;
+        return 0;
     for (size_t i = 0; i < n; i += run_size)
         total += (uint64_t)(src[i + vs] << 8 | src[i + vs + 1]) * vs;
     return total;
@@ -208,6 +208,14 @@ static int rle_strings_decode(const struct tdb_filter_call *call,
                        "RLE: offsets size %u is not a multiple of 8",
                        h.offsets_bytes);
     max_cells = h.offsets_bytes / 8;
+    if (h.string_bytes > tdb_filter_max_data(call) ||
+        max_cells > tdb_filter_max_cells(call))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "RLE: metadata records %u string bytes in %llu cells, "
+                       "more than the tile allows (%llu bytes, %llu cells)",
+                       h.string_bytes, (unsigned long long)max_cells,
+                       (unsigned long long)tdb_filter_max_data(call),
+                       (unsigned long long)tdb_filter_max_cells(call));
     rw = tdb_compress_width(rw8);
     sw = tdb_compress_width(sw8);
     if (h.encoded_bytes > 0 && (!rw || !sw))

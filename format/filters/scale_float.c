@@ -50,9 +50,13 @@ static int scale_float_part(const struct tdb_filter_call *call,
                        "integers", n, s->iw);
     size_t nv = n / s->iw;
     uint64_t bytes;
-    if (!tdb_mul_ok(nv, s->fw, &bytes) || bytes > TDB_MAX_TILE_BYTES)
-        return tdb_err(call->err, TDB_E_NOMEM,
-                       "SCALE_FLOAT: part decodes to too many bytes");
+    uint64_t limit = tdb_filter_max_data(call);
+    if (!tdb_mul_ok(nv, s->fw, &bytes) || bytes > limit ||
+        out->len > limit - bytes)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "SCALE_FLOAT: part decodes to more than the %llu "
+                       "bytes the chunk's declared size allows",
+                       (unsigned long long)limit);
     uint8_t *o;
     if (nv == 0)
         return 0;

@@ -1,6 +1,7 @@
 /* zstd.c: the ZSTD filter (tile.md, "Compression Filters"). */
 #include "compress_common.h"
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_decompressBound */
 #include <zstd.h>
 
 static int zstd_decompress(const struct tdb_filter_call *call,
@@ -20,7 +21,8 @@ static int zstd_decompress(const struct tdb_filter_call *call,
     return 0;
 }
 
-/* TileDB writes one frame that records its content size. */
+/* TileDB writes one frame that records its content size; otherwise the
+ * most its blocks can hold. */
 static uint64_t zstd_max_out(const struct tdb_filter_call *call,
                              const uint8_t *src, size_t n)
 {
@@ -29,12 +31,10 @@ static uint64_t zstd_max_out(const struct tdb_filter_call *call,
 
     if (ZSTD_isError(fs))
         return 0; /* not even one whole frame: nothing can come out */
-    if (fs != n)
-        return UINT64_MAX;
-    cs = ZSTD_getFrameContentSize(src, n);
+    cs = fs == n ? ZSTD_getFrameContentSize(src, n) : ZSTD_CONTENTSIZE_UNKNOWN;
     if (cs == ZSTD_CONTENTSIZE_UNKNOWN || cs == ZSTD_CONTENTSIZE_ERROR)
-        return UINT64_MAX;
-    return cs;
+        cs = ZSTD_decompressBound(src, n);
+    return cs == ZSTD_CONTENTSIZE_ERROR ? 0 : cs;
 }
 
 static int zstd_compress(const struct tdb_filter_call *call,

@@ -105,15 +105,20 @@ static char *newest_schema(const struct tdb_io *io)
 
 static char *schema_json_text(const struct tdb_schema *s, size_t *len)
 {
-    struct tdb_json j = {{0}, 0, false};
-    tdb_json_schema(&j, s);
-    tdb_buf_put_u8(&j.b, 0);
-    if (j.err) {
-        tdb_buf_free(&j.b);
+    struct tdb_buf b = {0};
+    json_t *j = tdb_json_schema(s);
+    int rc = j ? tdb_json_dump(j, &b) : TDB_E_NOMEM;
+    json_decref(j);
+    if (!rc) {
+        b.len--;                        /* the text without its "\n" */
+        rc = tdb_buf_put_u8(&b, 0);
+    }
+    if (rc) {
+        tdb_buf_free(&b);
         return NULL;
     }
-    *len = j.b.len - 1;
-    return (char *)j.b.data;
+    *len = b.len - 1;
+    return (char *)b.data;
 }
 
 /* The whole of file `path` of an opened tree. */

@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include "../../format/filters/compress_common.h"
+#include "capped.h"
 
 #include <bzlib.h>
 #include <lz4.h>
@@ -860,9 +861,72 @@ static void test_names_and_types(void)
     CHECK(tdb_filter_gzip.output_type == NULL);
 }
 
+
+/* ---------------------------------------- damaged tiles: bounded decoders */
+
+static struct tdb_filter capped_filter(unsigned type, uint8_t compressor)
+{
+    struct tdb_filter f;
+    memset(&f, 0, sizeof f);
+    f.type = (uint8_t)type;
+    f.ops = tdb_filter_lookup(type);
+    f.compressor = compressor;
+    f.reinterpret_type = TDB_ANY;
+    return f;
+}
+
+/* BZIP2: a part of 12 bytes declaring 4 GiB - 8 bytes was allocated whole
+ * before bzip2 looked at it. */
+static void test_bzip2_damaged_bounded(void)
+{
+    struct tdb_filter f = capped_filter(TDB_FILTER_BZIP2, 5);
+    uint8_t md[16];
+    tdb_st32(md, 0);
+    tdb_st32(md + 4, 1);
+    tdb_st32(md + 8, 0xfffffff8);
+    tdb_st32(md + 12, 12);
+    const uint8_t data[12] = {'B', 'Z', 'h', '9', 1, 2, 3, 4, 5, 6, 7, 8};
+    struct tdb_buf t = {0};
+    capped_tile(&t, 0xfffffff8, md, sizeof md, data, sizeof data);
+    CHECK_CAPPED(&f, TDB_INT32, false, &t, "BZIP2");
+    capped_tile(&t, 64, md, sizeof md, data, sizeof data);
+    CHECK_CAPPED(&f, TDB_INT32, false, &t, "more than the 64 the chunk's "
+                 "declared size allows");
+    tdb_buf_free(&t);
+}
+
+/* RLE strings: one run of 2^29 - 1 copies of an 8-byte string, 39 bytes
+ * declaring 4 GiB of strings and 4 GiB of offsets, both allocated. */
+static void test_rle_strings_damaged_bounded(void)
+{
+    struct tdb_filter f = capped_filter(TDB_FILTER_RLE, 4);
+    uint8_t md[22];
+    tdb_st32(md, 0);
+    tdb_st32(md + 4, 1);
+    tdb_st32(md + 8, 0xfffffff8);  /* string bytes */
+    tdb_st32(md + 12, 17);         /* encoded bytes */
+    tdb_st32(md + 16, 0xfffffff8); /* offsets bytes */
+    md[20] = 8;                    /* run length width */
+    md[21] = 1;                    /* string length width */
+    const uint8_t data[17] = {0, 0, 0, 0, 0x1f, 0xff, 0xff, 0xff, 8,
+                              'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+    struct tdb_buf t = {0};
+    /* the chunk declares 48 bytes of strings */
+    capped_tile(&t, 48, md, sizeof md, data, sizeof data);
+    CHECK_CAPPED(&f, TDB_STRING_ASCII, true, &t, "RLE: metadata records "
+                 "4294967288 string bytes");
+    /* the chunk declares 4 GiB: the cells are too many for any tile */
+    capped_tile(&t, 0xfffffff8, md, sizeof md, data, sizeof data);
+    CHECK_CAPPED(&f, TDB_STRING_ASCII, true, &t, "536870911 cells, more than "
+                 "the tile allows");
+    tdb_buf_free(&t);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
+    RUN(test_bzip2_damaged_bounded);
+    RUN(test_rle_strings_damaged_bounded);
     RUN(test_compressors_hand_vector);
     RUN(test_compressors_roundtrip);
     RUN(test_compressors_corrupt);

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include "../../format/filters/filter.h"
+#include "capped.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -1126,8 +1127,70 @@ static void test_dd_roundtrip(void)
     fuzz_encoded(&tdb_filter_double_delta, &c, 3);
 }
 
+
+/* ---------------------------------------- damaged tiles: bounded decoders */
+
+static struct tdb_filter mkop(unsigned type, uint8_t compressor)
+{
+    struct tdb_filter f = mkfilter(type);
+    f.ops = tdb_filter_lookup(type);
+    f.compressor = compressor;
+    return f;
+}
+
+/* BIT_WIDTH_REDUCTION: a window claiming 4 GiB - 4 bytes, 4 bytes of data.
+ * Before, the window was allocated before its bytes were looked for. */
+static void test_bwr_damaged_bounded(void)
+{
+    struct tdb_filter f = mkop(TDB_FILTER_BIT_WIDTH_REDUCTION, 0);
+    uint8_t md[17];
+    tdb_st32(md, 0xfffffffc);     /* input bytes */
+    tdb_st32(md + 4, 1);          /* windows */
+    tdb_st32(md + 8, 0);          /* minimum */
+    md[12] = 8;                   /* bits */
+    tdb_st32(md + 13, 0xfffffffc);/* window bytes */
+    struct tdb_buf t = {0};
+    /* the chunk declares 4 GiB too: the window's bytes are missing */
+    capped_tile(&t, 0xfffffffc, md, sizeof md, (const uint8_t *)"abcd", 4);
+    CHECK_CAPPED(&f, TDB_INT32, false, &t, "window 0 of 4294967292 bytes "
+                 "truncated");
+    /* the chunk declares 16 bytes: the header's 4 GiB is refused */
+    capped_tile(&t, 16, md, sizeof md, (const uint8_t *)"abcd", 4);
+    CHECK_CAPPED(&f, TDB_INT32, false, &t, "BIT_WIDTH_REDUCTION: header says "
+                 "4294967292 bytes");
+    tdb_buf_free(&t);
+}
+
+/* DELTA and DOUBLE_DELTA: a compressed part of 12 bytes declaring
+ * 4 GiB - 8 decompressed bytes was allocated whole before decoding. */
+static void test_delta_damaged_bounded(void)
+{
+    static const unsigned types[] = {TDB_FILTER_DELTA,
+                                     TDB_FILTER_DOUBLE_DELTA};
+    static const uint8_t comp[] = {8, 6};
+    uint8_t md[16];
+    tdb_st32(md, 0);              /* metadata parts */
+    tdb_st32(md + 4, 1);          /* data parts */
+    tdb_st32(md + 8, 0xfffffff8); /* original */
+    tdb_st32(md + 12, 12);        /* compressed */
+    const uint8_t data[12] = {0xff, 0xff, 0xff, 0x1f, 0, 0, 0, 0, 1, 2, 3, 4};
+    struct tdb_buf t = {0};
+    for (int i = 0; i < 2; i++) {
+        struct tdb_filter f = mkop(types[i], comp[i]);
+        capped_tile(&t, 0xfffffff8, md, sizeof md, data, sizeof data);
+        CHECK_CAPPED(&f, TDB_INT32, false, &t, "data part 0 records "
+                     "4294967288 bytes, more than its 12 compressed bytes");
+        capped_tile(&t, 64, md, sizeof md, data, sizeof data);
+        CHECK_CAPPED(&f, TDB_INT32, false, &t, "more than the 64 the chunk's "
+                     "declared size allows");
+    }
+    tdb_buf_free(&t);
+}
+
 int main(void)
 {
+    RUN(test_bwr_damaged_bounded);
+    RUN(test_delta_damaged_bounded);
     RUN(test_byteshuffle_vector);
     RUN(test_byteshuffle_roundtrip);
     RUN(test_bitshuffle_vector);

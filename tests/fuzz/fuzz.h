@@ -1,0 +1,34 @@
+/* fuzz.h: what the fuzz targets share.  Each target defines
+ * LLVMFuzzerTestOneInput; built with --enable-fuzz it links with libFuzzer,
+ * otherwise with replay.c, which runs it over the seed corpus in make check.
+ * The targets check nothing themselves: the sanitizers and the allocation
+ * limits of the fuzzer do. */
+#ifndef TDB_FUZZ_H
+#define TDB_FUZZ_H
+
+#include "../../format/core.h"
+
+#include <stdint.h>
+#include <stddef.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The AES-256-GCM key of the encrypted corpus array ("0123456789abcdeF"
+ * twice, the key_hex
+ * of the corpus case encrypted_aes256gcm) so that its seeds decode. */
+static const uint8_t fuzz_key[32] = {
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd',
+    'e', 'F', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b',
+    'c', 'd', 'e', 'F'};
+
+/* An in-memory backend holding one file `path` with the given bytes. */
+static inline int fuzz_mem_file(struct tdb_io *io, const char *path,
+                                const uint8_t *data, size_t size)
+{
+    if (!io->ops && tdb_io_mem(io))
+        return -1;
+    return io->ops->write_at(io->ctx, path, 0, size ? (const void *)data : "",
+                             size);
+}
+
+#endif
