@@ -176,8 +176,8 @@ static void arr_field_info(const struct tdb_frag *f, int ff,
  * offs[] and which ends at file_size. */
 static int arr_read_tile_bytes(struct tdb_frag *f, const char *file,
                                const uint64_t *offs, uint64_t ntiles,
-                               uint64_t t, uint64_t file_size, uint8_t **buf,
-                               size_t *len, const char *what,
+                               uint64_t t, uint64_t file_size,
+                               struct tdb_buf *buf, const char *what,
                                struct tdb_error *err)
 {
     uint64_t start = offs[t];
@@ -189,15 +189,14 @@ static int arr_read_tile_bytes(struct tdb_frag *f, const char *file,
     char *path = tdb_path_join(f->fm->path, file);
     if (!path)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    *len = (size_t)(end - start);
-    *buf = malloc(*len ? *len : 1);
-    int r = *buf ? tdb_io_read(&f->arr->io, path, start, *buf, *len, err)
-                 : tdb_err(err, TDB_E_NOMEM, "out of memory");
-    if (r) {
+    size_t len = (size_t)(end - start);
+    tdb_buf_reset(buf);
+    uint8_t *dst;
+    int r = tdb_buf_grow(buf, len, &dst) == 0
+                ? tdb_io_read(&f->arr->io, path, start, dst, len, err)
+                : tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (r)
         tdb_err_ctx(err, r, "%s", what);
-        free(*buf);
-        *buf = NULL;
-    }
     free(path);
     return r;
 }
@@ -224,12 +223,15 @@ static int arr_decode(struct tdb_frag *f, const struct tdb_pipeline *p,
                       struct tdb_buf *out, struct tdb_buf *offsets,
                       struct tdb_error *err)
 {
-    uint8_t *raw = NULL;
-    size_t len = 0;
-    int r = arr_read_tile_bytes(f, file, offs, ntiles, t, file_size, &raw, &len,
+    struct tdb_scratch *sc = tdb_cache_scratch_get(f->arr->cache);
+    struct tdb_buf own = {0}, *raw = sc ? &sc->raw : &own;
+    int r = arr_read_tile_bytes(f, file, offs, ntiles, t, file_size, raw,
                                 what, err);
-    if (r)
+    if (r) {
+        tdb_buf_free(&own);
+        tdb_cache_scratch_put(f->arr->cache, sc);
         return r;
+    }
     struct tdb_tile_desc d = {
         .datatype = type,
         .cell_size = cell_size,
@@ -238,9 +240,11 @@ static int arr_decode(struct tdb_frag *f, const struct tdb_pipeline *p,
         .key = tdb_array_key(f->arr),
         .what = what,
         .ncells = tdb_frag_tile_cells(f, t), /* bounds string offsets */
+        .scratch = sc,
     };
-    r = tdb_pipeline_decode(p, &d, raw, len, out, offsets, err);
-    free(raw);
+    r = tdb_pipeline_decode(p, &d, raw->data, raw->len, out, offsets, err);
+    tdb_buf_free(&own);
+    tdb_cache_scratch_put(f->arr->cache, sc);
     return r;
 }
 

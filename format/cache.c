@@ -1,6 +1,7 @@
 /* cache.c: the decoded-tile cache (the mount's bounded LRU): hash table,
  * LRU list of unpinned entries, pins, single-flight loads. */
 #include "cache.h"
+#include "filters/filter.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,6 +22,8 @@ struct tdb_cache_entry {
     bool in_lru;
 };
 
+#define CACHE_SCRATCH_KEEP (8u << 20)
+
 struct tdb_cache {
     pthread_mutex_t lock;
     pthread_cond_t loaded;
@@ -34,6 +37,7 @@ struct tdb_cache {
     size_t nids, idcap;
     char **id_names;
     uint64_t *ids;
+    struct tdb_scratch *scratch;    /* free list */
 };
 
 void tdb_tile_free(struct tdb_tile *t)
@@ -235,12 +239,26 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
 
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e)
 {
+    tdb_cache_release_flags(c, e, 0);
+}
+
+void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
+                             unsigned flags)
+{
     if (!e)
         return;
     pthread_mutex_lock(&c->lock);
     if (--e->refs == 0) {
-        cache_lru_push(c, e);
-        cache_evict(c);
+        if (flags & TDB_CACHE_DROP) {
+            /* in the table and READY: it is no one else's */
+            cache_lru_push(c, e);
+            cache_unlink(c, e);
+            cache_entry_free(e);
+            c->evictions++;
+        } else {
+            cache_lru_push(c, e);
+            cache_evict(c);
+        }
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -316,10 +334,41 @@ out:
     return r;
 }
 
+struct tdb_scratch *tdb_cache_scratch_get(struct tdb_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    struct tdb_scratch *s = c->scratch;
+    if (s)
+        c->scratch = s->next;
+    pthread_mutex_unlock(&c->lock);
+    return s ? s : calloc(1, sizeof *s);
+}
+
+void tdb_cache_scratch_put(struct tdb_cache *c, struct tdb_scratch *s)
+{
+    if (!s)
+        return;
+    /* keep working memory of ordinary tiles, not of a huge one */
+    if (s->raw.cap > CACHE_SCRATCH_KEEP)
+        tdb_buf_free(&s->raw);
+    for (int i = 0; i < 4; i++)
+        if (s->bufs[i].cap > CACHE_SCRATCH_KEEP)
+            tdb_buf_free(&s->bufs[i]);
+    pthread_mutex_lock(&c->lock);
+    s->next = c->scratch;
+    c->scratch = s;
+    pthread_mutex_unlock(&c->lock);
+}
+
 void tdb_cache_free(struct tdb_cache *c)
 {
     if (!c)
         return;
+    while (c->scratch) {
+        struct tdb_scratch *s = c->scratch;
+        c->scratch = s->next;
+        tdb_scratch_free(s);
+    }
     for (size_t i = 0; i < c->idcap; i++)
         free(c->id_names[i]);
     free(c->id_names);

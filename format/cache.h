@@ -62,6 +62,19 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
                         const struct tdb_tile **tile, struct tdb_error *err);
 
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
+/* With TDB_CACHE_DROP the tile is freed at once when no one else holds it
+ * (a sequential reader has passed it: keeping it would only push out
+ * tiles that may be read again). */
+#define TDB_CACHE_DROP 1u
+void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
+                             unsigned flags);
+
+/* Working memory for one decode (filters/filter.h), from the cache's free
+ * list (NULL when out of memory: decode without); give it back with
+ * tdb_cache_scratch_put. */
+struct tdb_scratch;
+struct tdb_scratch *tdb_cache_scratch_get(struct tdb_cache *c);
+void tdb_cache_scratch_put(struct tdb_cache *c, struct tdb_scratch *s);
 
 void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st);
 

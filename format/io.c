@@ -36,9 +36,103 @@ char *tdb_path_join(const char *a, const char *b)
 
 /* ----------------------------------------------------------------- POSIX */
 
+/* Open files kept for reading: a read of a tile would otherwise open and
+ * close its file each time (most of the time of small tiles).  A write,
+ * rename or removal through the backend forgets them all. */
+#define IO_FDS 32
+
+struct io_fd {
+    char *path;         /* NULL: a free slot */
+    int fd;
+    unsigned refs;      /* reads under way */
+    bool stale;         /* close when the last read ends */
+    uint64_t used;
+};
+
 struct io_posix {
     char *root;
+    pthread_mutex_t lock;
+    struct io_fd fds[IO_FDS];
+    uint64_t tick;
 };
+
+static void io_fd_close(struct io_fd *f)
+{
+    close(f->fd);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+}
+
+/* An open descriptor of `p` for reading: *slot is its cache slot (NULL:
+ * not cached, the caller closes it).  @return the fd or -1 (errno set). */
+static int io_fd_get(struct io_posix *px, const char *p, struct io_fd **slot)
+{
+    *slot = NULL;
+    pthread_mutex_lock(&px->lock);
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &px->fds[i];
+        if (f->path && !f->stale && !strcmp(f->path, p)) {
+            f->refs++;
+            f->used = ++px->tick;
+            *slot = f;
+            pthread_mutex_unlock(&px->lock);
+            return f->fd;
+        }
+    }
+    pthread_mutex_unlock(&px->lock);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    pthread_mutex_lock(&px->lock);
+    struct io_fd *victim = NULL;
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &px->fds[i];
+        if (!f->path) {
+            victim = f;
+            break;
+        }
+        if (!f->refs && (!victim || f->used < victim->used))
+            victim = f;
+    }
+    char *copy = victim ? strdup(p) : NULL;
+    if (copy) {
+        if (victim->path)
+            io_fd_close(victim);
+        *victim = (struct io_fd){copy, fd, 1, false, ++px->tick};
+        *slot = victim;
+    }
+    pthread_mutex_unlock(&px->lock);
+    return fd;
+}
+
+static void io_fd_put(struct io_posix *px, struct io_fd *slot, int fd)
+{
+    if (!slot) {
+        close(fd);
+        return;
+    }
+    pthread_mutex_lock(&px->lock);
+    if (--slot->refs == 0 && slot->stale)
+        io_fd_close(slot);
+    pthread_mutex_unlock(&px->lock);
+}
+
+/* Something changed on disk through the backend: open files are closed
+ * (once their reads end). */
+static void io_fd_forget(struct io_posix *px)
+{
+    pthread_mutex_lock(&px->lock);
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &px->fds[i];
+        if (!f->path)
+            continue;
+        if (f->refs)
+            f->stale = true;
+        else
+            io_fd_close(f);
+    }
+    pthread_mutex_unlock(&px->lock);
+}
 
 /* `path` under folder `root`; absolute paths and file:// URIs pass through
  * (the shared path rule of the POSIX and sub-folder backends). */
@@ -68,10 +162,12 @@ static int io_posix_errno(int e)
 static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
                             void *buf, size_t len)
 {
+    struct io_posix *px = ctx;
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    struct io_fd *slot;
+    int fd = io_fd_get(px, p, &slot);
     free(p);
     if (fd < 0)
         return io_posix_errno(errno);
@@ -88,7 +184,7 @@ static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
         }
         done += (size_t)n;
     }
-    close(fd);
+    io_fd_put(px, slot, fd);
     return r;
 }
 
@@ -159,6 +255,7 @@ static int io_posix_list(void *ctx, const char *path, tdb_io_list_fn fn,
 static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
                              const void *buf, size_t len)
 {
+    io_fd_forget(ctx);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -186,6 +283,7 @@ static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
 
 static int io_posix_mkdir(void *ctx, const char *path)
 {
+    io_fd_forget(ctx);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -197,6 +295,7 @@ static int io_posix_mkdir(void *ctx, const char *path)
 
 static int io_posix_rename(void *ctx, const char *from, const char *to)
 {
+    io_fd_forget(ctx);
     char *a = io_posix_path(ctx, from), *b = io_posix_path(ctx, to);
     int r = a && b ? rename(a, b) : (errno = ENOMEM, -1);
     int e = errno;
@@ -207,6 +306,7 @@ static int io_posix_rename(void *ctx, const char *from, const char *to)
 
 static int io_posix_remove(void *ctx, const char *path)
 {
+    io_fd_forget(ctx);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -233,6 +333,8 @@ static int io_posix_sync(void *ctx, const char *path)
 static void io_posix_destroy(void *ctx)
 {
     struct io_posix *px = ctx;
+    io_fd_forget(px);
+    pthread_mutex_destroy(&px->lock);
     free(px->root);
     free(px);
 }
@@ -257,6 +359,7 @@ int tdb_io_posix(struct tdb_io *io, const char *root)
         free(px);
         return TDB_E_NOMEM;
     }
+    pthread_mutex_init(&px->lock, NULL);
     io->ops = &io_posix_ops;
     io->ctx = px;
     return 0;

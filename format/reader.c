@@ -29,7 +29,8 @@ struct rd_tile {
 
 struct rd_pin {
     struct rd_tile k;
-    struct tdb_cache_entry *e;  /* NULL while its job is queued or running */
+    struct tdb_cache_entry *e;  /* NULL until the tile is pinned */
+    bool queued;                /* a job for it is queued or running */
     uint64_t epoch;             /* the last read that wanted it */
     uint64_t last;              /* the file's bytes it gives end there */
     uint64_t bytes;             /* its decoded size */
@@ -81,24 +82,33 @@ static struct rd_pin *rd_find(struct tdb_reader *rd, const struct rd_tile *k)
     return NULL;
 }
 
-/* Forgets pin p (its entry released or never pinned); rd->lock held. */
-static void rd_drop(struct tdb_reader *rd, struct rd_pin *p)
+/* Forgets pin p (its entry released or never pinned; with `passed`, a
+ * tile the reader read through: not kept in the cache); rd->lock held. */
+static void rd_drop_tile(struct tdb_reader *rd, struct rd_pin *p, bool passed)
 {
     if (p->e)
-        tdb_cache_release(p->k.f->arr->cache, p->e);
+        tdb_cache_release_flags(p->k.f->arr->cache, p->e,
+                                passed ? TDB_CACHE_DROP : 0);
     rd->pinned -= p->bytes;
     *p = rd->pins[--rd->npins];
 }
 
+static void rd_drop(struct tdb_reader *rd, struct rd_pin *p)
+{
+    rd_drop_tile(rd, p, false);
+}
+
 /* --------------------------------------------------------------- the pool */
 
-/* A job is done: its tile is pinned by e (NULL: nothing pinned, it was
- * being loaded by another thread or failed; the reader decodes it then). */
+/* A job is done: its tile is pinned by e (NULL: the decode failed; the
+ * read reports it). */
 static void rd_job_done(struct tdb_reader *rd, const struct rd_tile *k,
                         struct tdb_cache_entry *e)
 {
     pthread_mutex_lock(&rd->lock);
     struct rd_pin *p = rd_find(rd, k);
+    if (p)
+        p->queued = false;
     if (p && !p->e && e) {
         p->e = e;
         e = NULL;
@@ -128,8 +138,8 @@ static void *pool_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         struct tdb_cache_entry *e = NULL;
         const struct tdb_tile *tile;
-        int r = tdb_frag_tile_flags(j->k.f, j->k.field, j->k.part, j->k.t,
-                                    TDB_CACHE_NOWAIT, &e, &tile, NULL);
+        int r = tdb_frag_tile(j->k.f, j->k.field, j->k.part, j->k.t, &e,
+                              &tile, NULL);
         rd_job_done(j->rd, &j->k, r == 0 ? e : NULL);
         free(j);
         pthread_mutex_lock(&p->lock);
@@ -183,19 +193,23 @@ void tdb_pool_free(struct tdb_pool *p)
     free(p);
 }
 
-/* Takes back rd's jobs that no thread has started (rd->lock held). */
-static void pool_cancel(struct tdb_pool *p, struct tdb_reader *rd)
+/* Takes back rd's jobs that no thread has started (only the one for k
+ * when k is not NULL); rd->lock held.  @return how many. */
+static unsigned pool_cancel(struct tdb_pool *p, struct tdb_reader *rd,
+                            const struct rd_tile *k)
 {
+    unsigned n = 0;
     pthread_mutex_lock(&p->lock);
     struct pool_job **pp = &p->head, *last = NULL;
     while (*pp) {
         struct pool_job *j = *pp;
-        if (j->rd == rd) {
+        if (j->rd == rd && (!k || rd_same(&j->k, k))) {
             *pp = j->next;
             struct rd_pin *pin = rd_find(rd, &j->k);
-            if (pin && !pin->e)
-                rd_drop(rd, pin);
+            if (pin)
+                pin->queued = false;
             rd->pending--;
+            n++;
             free(j);
         } else {
             last = j;
@@ -204,28 +218,31 @@ static void pool_cancel(struct tdb_pool *p, struct tdb_reader *rd)
     }
     p->tail = last;
     pthread_mutex_unlock(&p->lock);
+    return n;
 }
 
 /* ------------------------------------------------------------ the reader */
 
 /* Wants tile k, whose bytes in the file end at `last` here, for read
- * `epoch`: already pinned, pinned now if in the cache, else (submit)
- * queued for the pool. */
-static void rd_want(struct tdb_reader *rd, const struct rd_tile *k,
+ * `epoch`: pinned now if in the cache, else recorded (to be decoded by the
+ * reader) and, with `submit`, queued for the pool.  @return true when the
+ * tile is not pinned yet (the first time this read wants it). */
+static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
                     uint64_t epoch, uint64_t last, bool submit)
 {
     pthread_mutex_lock(&rd->lock);
     struct rd_pin *p = rd_find(rd, k);
     if (p) {
+        bool unpinned = p->epoch != epoch && !p->e;
         p->epoch = epoch;
         if (last > p->last)
             p->last = last;
         pthread_mutex_unlock(&rd->lock);
-        return;
+        return unpinned;
     }
     if (rd->npins == RD_MAX_PINS) {
         pthread_mutex_unlock(&rd->lock);
-        return;
+        return false;
     }
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
@@ -233,13 +250,11 @@ static void rd_want(struct tdb_reader *rd, const struct rd_tile *k,
                                 TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
                                 NULL);
     struct pool_job *j = NULL;
-    if (r != 0 && (!submit || !rd->pool || !(j = calloc(1, sizeof *j)))) {
-        pthread_mutex_unlock(&rd->lock);
-        return;
-    }
+    if (r != 0 && submit && rd->pool)
+        j = calloc(1, sizeof *j);
     uint64_t bytes = tdb_frag_tile_cells(k->f, k->t) * rd->cs;
     rd->pins[rd->npins++] =
-        (struct rd_pin){*k, r == 0 ? e : NULL, epoch, last, bytes};
+        (struct rd_pin){*k, r == 0 ? e : NULL, j != NULL, epoch, last, bytes};
     rd->pinned += bytes;
     if (j) {
         j->rd = rd;
@@ -256,12 +271,43 @@ static void rd_want(struct tdb_reader *rd, const struct rd_tile *k,
         pthread_mutex_unlock(&pl->lock);
     }
     pthread_mutex_unlock(&rd->lock);
+    return true;
 }
+
+/* Pins tile k in the calling thread (decoding it unless a job is already
+ * doing so: the read then waits for that one). */
+static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
+{
+    pthread_mutex_lock(&rd->lock);
+    struct rd_pin *p = rd_find(rd, k);
+    bool mine = p && !p->e &&
+                (!p->queued || pool_cancel(rd->pool, rd, k) == 1);
+    pthread_mutex_unlock(&rd->lock);
+    if (!mine)
+        return;
+    struct tdb_cache_entry *e = NULL;
+    const struct tdb_tile *tile;
+    /* an error is the read's to report */
+    if (tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tile, NULL) != 0)
+        return;
+    pthread_mutex_lock(&rd->lock);
+    p = rd_find(rd, k);
+    if (p && !p->e) {
+        p->e = e;
+        e = NULL;
+    }
+    if (e)
+        tdb_cache_release(k->f->arr->cache, e);
+    pthread_mutex_unlock(&rd->lock);
+}
+
+#define RD_MAX_CUR 256
 
 struct rd_plan {
     struct tdb_reader *rd;
     uint64_t epoch;
-    unsigned seen;      /* tiles of the read so far */
+    unsigned ncur;      /* tiles of the read so far */
+    struct rd_tile cur[RD_MAX_CUR];
     uint64_t limit;     /* decoding ahead stops at these pinned bytes */
     uint64_t pos;       /* end of the last piece planned */
 };
@@ -274,8 +320,10 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
 {
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
-    rd_want(pl->rd, &k, pl->epoch, to, pl->seen++ > 0);
     (void)from;
+    if (rd_want(pl->rd, &k, pl->epoch, to, pl->ncur > 0) &&
+        pl->ncur < RD_MAX_CUR)
+        pl->cur[pl->ncur++] = k;
     return 0;
 }
 
@@ -303,8 +351,8 @@ static void rd_trim(struct tdb_reader *rd, uint64_t epoch, bool seq,
     for (size_t i = 0; i < rd->npins;) {
         struct rd_pin *p = &rd->pins[i];
         bool old = seq ? p->last <= off : p->epoch != epoch;
-        if (p->e && old)
-            rd_drop(rd, p);
+        if (old && !p->queued)
+            rd_drop_tile(rd, p, seq);
         else
             i++;
     }
@@ -360,7 +408,11 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
         rd->ahead_pos = 0;
     uint64_t ahead = rd->ahead_pos > off + len ? rd->ahead_pos : off + len;
     pthread_mutex_unlock(&rd->lock);
-    struct rd_plan pl = {rd, epoch, 0, 0, 0};
+    struct rd_plan pl;
+    pl.rd = rd;
+    pl.epoch = epoch;
+    pl.ncur = 0;
+    pl.limit = pl.pos = 0;
     /* errors are the read's to report: a plan is only a hint */
     tdb_fieldfile_tiles(rd->ff, off, len, rd_plan_read, &pl, NULL);
     if (seq && rd->pool) {
@@ -381,6 +433,11 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
             rd->ahead_pos = pl.pos;
         pthread_mutex_unlock(&rd->lock);
     }
+    /* the read's own tiles, from its end back (the pool takes them from
+     * the front): pinned before the read, so that a cache smaller than
+     * the read still decodes each once */
+    for (unsigned i = pl.ncur; i-- > 0;)
+        rd_pin_now(rd, &pl.cur[i]);
     int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
     rd_trim(rd, epoch, seq, off);
     return r;
@@ -392,7 +449,7 @@ void tdb_reader_close(struct tdb_reader *rd)
         return;
     pthread_mutex_lock(&rd->lock);
     if (rd->pool)
-        pool_cancel(rd->pool, rd);
+        pool_cancel(rd->pool, rd, NULL);
     while (rd->pending)
         pthread_cond_wait(&rd->idle, &rd->lock);
     while (rd->npins)

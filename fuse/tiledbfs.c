@@ -2082,6 +2082,7 @@ struct tdbfs_cmdline {
     char *source;
     char *timestamp;
     char *cache_size;
+    char *threads;
     char *key_file;
     char *staging_dir;
     int rw;
@@ -2092,6 +2093,7 @@ struct tdbfs_cmdline {
 static const struct fuse_opt tdbfs_opts[] = {
     TDBFS_OPT("timestamp=%s", timestamp),
     TDBFS_OPT("cache_size=%s", cache_size),
+    TDBFS_OPT("threads=%s", threads),
     TDBFS_OPT("key_file=%s", key_file),
     TDBFS_OPT("staging_dir=%s", staging_dir),
     TDBFS_OPT("rw", rw),
@@ -2121,6 +2123,8 @@ static void tdbfs_usage(const char *prog)
            "    -o timestamp=T|T1:T2   open as of T (ms since epoch)\n"
            "    -o cache_size=N[KMG]   decoded-tile cache budget "
            "(default 256M)\n"
+           "    -o threads=N           decoding threads (default: one per "
+           "CPU)\n"
            "    -o key_file=PATH       32-byte AES-256-GCM key\n"
            "    -o rw                  enable __staging/ and __meta/ "
            "writes\n"
@@ -2137,6 +2141,8 @@ static int tdbfs_apply(const struct tdbfs_cmdline *cl,
     if (cl->timestamp && tdbcli_option(o, "timestamp", cl->timestamp) != 0)
         return -1;
     if (cl->cache_size && tdbcli_option(o, "cache_size", cl->cache_size) != 0)
+        return -1;
+    if (cl->threads && tdbcli_option(o, "threads", cl->threads) != 0)
         return -1;
     if (cl->key_file && tdbcli_option(o, "key_file", cl->key_file) != 0)
         return -1;
@@ -2379,6 +2385,7 @@ out_args:
     free(cl.source);
     free(cl.timestamp);
     free(cl.cache_size);
+    free(cl.threads);
     free(cl.key_file);
     free(cl.staging_dir);
     free(fopts.mountpoint);

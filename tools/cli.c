@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -135,6 +136,7 @@ int tdbcli_option(struct tdbcli_options *o, const char *name,
         takes_value = false;
     else if (strcmp(name, "timestamp") != 0 &&
              strcmp(name, "cache_size") != 0 &&
+             strcmp(name, "threads") != 0 &&
              strcmp(name, "key_file") != 0 &&
              strcmp(name, "staging_dir") != 0)
         return 1;
@@ -165,7 +167,7 @@ int tdbcli_option(struct tdbcli_options *o, const char *name,
         return 0;
     }
 
-    /* timestamp and cache_size: the engine parses the values. */
+    /* timestamp, cache_size and threads: the engine parses the values. */
     if (asprintf(&opt, "%s=%s", name, value) < 0) {
         tdbcli_say(NULL, "%s", strerror(ENOMEM));
         return -1;
@@ -195,12 +197,22 @@ int tdbcli_option_list(struct tdbcli_options *o, const char *list)
         rc = tdbcli_option(o, tok, eq ? eq + 1 : NULL);
         if (rc == 1) {
             tdbcli_say(NULL, "unknown option %s (known: timestamp, "
-                       "cache_size, key_file, rw, staging_dir)", tok);
+                       "cache_size, threads, key_file, rw, staging_dir)", tok);
             rc = -1;
         }
     }
     free(copy);
     return rc;
+}
+
+/* Tiles are allocated and freed by the thousand, each 1 MiB or so: glibc
+ * would map and unmap each one (and the kernel zero its pages every time).
+ * Keeping them in the heap, and freed memory there for the next tile, costs
+ * no more memory than the cache budget already allows. */
+static void tdbcli_tune_malloc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
 int tdbcli_open(struct tdbcli_source *s, const char *source,
@@ -211,6 +223,7 @@ int tdbcli_open(struct tdbcli_source *s, const char *source,
     int rc;
 
     memset(s, 0, sizeof *s);
+    tdbcli_tune_malloc();
     s->path = realpath(source, NULL);
     if (!s->path) {
         tdbcli_say(source, "%s", strerror(errno));

@@ -69,6 +69,22 @@ struct tdb_pipeline {
     struct tdb_filter *f;
 };
 
+/* Working memory that one decode at a time reuses (a free list of them
+ * lives in the tile cache): the pipeline's stage buffers, a tile's bytes
+ * as read, and the ZSTD decoding context, so that decoding a tile
+ * allocates nothing but its result. */
+struct tdb_scratch {
+    struct tdb_scratch *next;
+    struct tdb_buf raw;
+    struct tdb_buf bufs[4];
+    void *zstd_dctx;            /* zstd.c: a ZSTD_DCtx, made on first use */
+};
+
+/* Frees a scratch and what it holds (NULL is fine). */
+void tdb_scratch_free(struct tdb_scratch *s);
+/* zstd.c: frees a ZSTD_DCtx of a scratch. */
+void tdb_zstd_dctx_free(void *dctx);
+
 /* Everything a filter may need to know besides its options. */
 struct tdb_filter_call {
     const struct tdb_filter *filter;
@@ -96,6 +112,7 @@ struct tdb_filter_call {
      * every limit is TDB_MAX_TILE_BYTES. */
     bool bounded;
     uint64_t max_data, max_md, max_cells;
+    struct tdb_scratch *scratch;    /* decoding: reusable memory, or NULL */
 };
 
 /* The limits of a decode call (see struct tdb_filter_call). */
@@ -169,6 +186,7 @@ struct tdb_tile_desc {
      * the offsets the string forms of RLE and DICTIONARY produce; when 0
      * they are bounded by TDB_PIPELINE_MAX_CELLS. */
     uint64_t ncells;
+    struct tdb_scratch *scratch;    /* reusable memory, or NULL */
 };
 
 /* The most cells of a string tile whose cell count the caller did not

@@ -348,9 +348,27 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
     uint64_t cells = d->ncells ? d->ncells : TDB_PIPELINE_MAX_CELLS;
     size_t off0 = offsets ? offsets->len : 0;
     uint64_t bx[PIPELINE_MAX_FILTERS + 2], bm[PIPELINE_MAX_FILTERS + 2];
-    struct tdb_buf bufs[4] = {{0}};
+    struct tdb_buf own[4] = {{0}};
+    struct tdb_buf *bufs = d->scratch ? d->scratch->bufs : own;
     int r = 0;
     uint64_t total = 0;
+    /* the declared size, to allocate the result once (within what the
+     * tile's bytes can plausibly give: damaged headers allocate nothing) */
+    {
+        struct tdb_cursor h = c;
+        uint64_t want = 0;
+        uint32_t orig, flen, mlen;
+        const uint8_t *skip;
+        for (uint64_t k = 0; k < nchunks; k++) {
+            if (tdb_cur_u32(&h, &orig) || tdb_cur_u32(&h, &flen) ||
+                tdb_cur_u32(&h, &mlen) ||
+                tdb_cur_bytes(&h, (size_t)flen + mlen, &skip))
+                break;
+            want += orig;
+        }
+        if (want <= (uint64_t)size * 64 + (1u << 20))
+            tdb_buf_reserve(out, (size_t)want); /* a hint: may fail */
+    }
     for (uint64_t k = 0; k < nchunks && !r; k++) {
         uint32_t orig, flen, mlen;
         const uint8_t *md, *data;
@@ -387,6 +405,7 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
             call.max_data = bx[i];
             call.max_md = bm[i];
             call.max_cells = cells_left;
+            call.scratch = d->scratch;
             if (!pl.f[i]->ops || !pl.f[i]->ops->decode) {
                 r = tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot decode",
                             pl.f[i]->type);
@@ -436,8 +455,20 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
             r = tdb_err(err, r, "%s: out of memory", d->what);
     }
     for (int i = 0; i < 4; i++)
-        tdb_buf_free(&bufs[i]);
+        tdb_buf_free(&own[i]);
     return r;
+}
+
+void tdb_scratch_free(struct tdb_scratch *s)
+{
+    if (!s)
+        return;
+    tdb_buf_free(&s->raw);
+    for (int i = 0; i < 4; i++)
+        tdb_buf_free(&s->bufs[i]);
+    if (s->zstd_dctx)
+        tdb_zstd_dctx_free(s->zstd_dctx);
+    free(s);
 }
 
 /* TileDB's chunk boundaries for var-sized values: whole cells, a chunk may

@@ -8,7 +8,15 @@ static int zstd_decompress(const struct tdb_filter_call *call,
                            const uint8_t *src, size_t n, uint8_t *dst,
                            size_t dst_len)
 {
-    size_t ret = ZSTD_decompress(dst, dst_len, src, n);
+    size_t ret;
+    struct tdb_scratch *sc = call->scratch;
+
+    if (sc && !sc->zstd_dctx)
+        sc->zstd_dctx = ZSTD_createDCtx();
+    if (sc && sc->zstd_dctx)
+        ret = ZSTD_decompressDCtx(sc->zstd_dctx, dst, dst_len, src, n);
+    else
+        ret = ZSTD_decompress(dst, dst_len, src, n);
 
     if (ZSTD_isError(ret))
         return tdb_err(call->err, TDB_E_CORRUPT,
@@ -100,3 +108,8 @@ const struct tdb_filter_ops tdb_filter_zstd = {
     .decode = zstd_decode,
     .encode = zstd_encode,
 };
+
+void tdb_zstd_dctx_free(void *dctx)
+{
+    ZSTD_freeDCtx(dctx);
+}

@@ -1,0 +1,240 @@
+/* test_reader.c: readers (tdb_reader_*) show the bytes tdb_fs_read shows,
+ * for every data file of corpus arrays, read in order and at random, with
+ * or without decoding threads and whatever the cache budget; and a reader
+ * going through a file decodes each tile once even with a cache far
+ * smaller than a row of tiles (where plain reads decode a tile again for
+ * every row of the view). */
+#include "tiledb_format.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+static const char *corpus;
+
+static struct tdb_fs *open_array(const char *name, struct tdb_io *io,
+                                 uint64_t cache, unsigned threads)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    o.cache_bytes = cache;
+    o.threads = threads;
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    if (tdb_io_posix(io, path))
+        return NULL;
+    if (tdb_fs_open(&fs, io, &o, &err)) {
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+        tdb_io_free(io);
+        return NULL;
+    }
+    return fs;
+}
+
+/* The whole file through tdb_fs_read in one call. */
+static uint8_t *plain_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
+{
+    struct tdb_stat st;
+    struct tdb_error err = {0};
+    if (tdb_fs_stat(fs, ino, &st, &err))
+        return NULL;
+    uint8_t *b = malloc(st.size + 1);
+    size_t got;
+    if (!b || tdb_fs_read(fs, ino, 0, b, st.size, &got, &err) ||
+        got != st.size) {
+        free(b);
+        return NULL;
+    }
+    *size = st.size;
+    return b;
+}
+
+/* The whole file through a reader, `chunk` bytes a call. */
+static uint8_t *reader_all(struct tdb_fs *fs, uint64_t ino, uint64_t size,
+                           size_t chunk)
+{
+    struct tdb_reader *rd = NULL;
+    struct tdb_error err = {0};
+    uint8_t *b = malloc(size + chunk);
+    if (!b || tdb_reader_open(&rd, fs, ino, &err)) {
+        free(b);
+        return NULL;
+    }
+    uint64_t off = 0;
+    for (;;) {
+        size_t got = 0;
+        if (tdb_reader_read(rd, off, b + off, chunk, &got, &err)) {
+            fprintf(stderr, "reader: %s\n", err.msg);
+            free(b);
+            b = NULL;
+            break;
+        }
+        off += got;
+        if (got < chunk)
+            break;
+    }
+    if (b && off != size) {
+        free(b);
+        b = NULL;
+    }
+    tdb_reader_close(rd);
+    return b;
+}
+
+/* Every data file of `name` (below the root and its __fragments folders),
+ * read by readers of several chunk sizes and at random offsets, compared
+ * with plain reads. */
+static void same_bytes(const char *name, uint64_t cache, unsigned threads)
+{
+    struct tdb_io io;
+    struct tdb_fs *fs = open_array(name, &io, cache, threads);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    struct tdb_error err = {0};
+    const char *name_i;
+    uint64_t child;
+    unsigned files = 0;
+    for (uint64_t i = 0;
+         tdb_fs_readdir(fs, TDB_ROOT_INO, i, &name_i, &child, &err) == 0; i++) {
+        struct tdb_stat st;
+        if (tdb_fs_stat(fs, child, &st, &err) || st.is_dir)
+            continue;
+        uint64_t size = 0;
+        uint8_t *want = plain_all(fs, child, &size);
+        CHECK(want != NULL);
+        if (!want)
+            continue;
+        files++;
+        static const size_t chunks[] = {1, 7, 4096, 131072, 1 << 20};
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+            if (chunks[c] == 1 && size > 20000)
+                continue;
+            uint8_t *got = reader_all(fs, child, size, chunks[c]);
+            CHECK(got != NULL);
+            if (got && memcmp(got, want, size) != 0) {
+                fprintf(stderr, "%s/%s: reader (chunk %zu) differs\n", name,
+                        name_i, chunks[c]);
+                CHECK(0);
+            }
+            free(got);
+        }
+        /* random ranges through one reader */
+        struct tdb_reader *rd = NULL;
+        CHECK_EQ_INT(tdb_reader_open(&rd, fs, child, &err), 0);
+        uint8_t buf[5000];
+        srand(7);
+        for (int k = 0; rd && k < 200 && size; k++) {
+            uint64_t off = (uint64_t)rand() % size;
+            size_t len = (size_t)(rand() % (int)sizeof buf), got = 0;
+            CHECK_EQ_INT(tdb_reader_read(rd, off, buf, len, &got, &err), 0);
+            size_t expect = off + len > size ? (size_t)(size - off) : len;
+            CHECK_EQ_INT(got, expect);
+            if (memcmp(buf, want + off, got) != 0) {
+                fprintf(stderr, "%s/%s: reader differs at %llu+%zu\n", name,
+                        name_i, (unsigned long long)off, len);
+                CHECK(0);
+                break;
+            }
+        }
+        tdb_reader_close(rd);
+        free(want);
+    }
+    CHECK(files > 0);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+static void test_same_bytes(void)
+{
+    static const char *const cases[] = {
+        "dense_2d_all_types", "dense_3d", "dense_2d_colmajor",
+        "dense_fragments_overlap", "dense_var_nullable", "chunked_tiles",
+        "filter_chains", "sparse_dups", "sparse_hilbert", "sparse_delete",
+        "consolidated_dense", "dense_current_domain", NULL};
+    for (int i = 0; cases[i]; i++) {
+        same_bytes(cases[i], 0, 0);         /* default cache, threads */
+        same_bytes(cases[i], 1, 3);         /* a 1-byte cache, 3 threads */
+        same_bytes(cases[i], 1 << 20, 1);   /* no decoding threads */
+    }
+}
+
+/* Tiles decoded to read `file` from start to end in 4 KiB reads. */
+static uint64_t decodes_of(const char *name, const char *file, uint64_t cache,
+                           bool reader)
+{
+    struct tdb_io io;
+    struct tdb_fs *fs = open_array(name, &io, cache, 2);
+    if (!fs)
+        return 0;
+    struct tdb_error err = {0};
+    uint64_t ino, size;
+    struct tdb_stat st;
+    uint64_t decodes = 0;
+    if (tdb_fs_resolve(fs, file, &ino, &err) == 0 &&
+        tdb_fs_stat(fs, ino, &st, &err) == 0) {
+        size = st.size;
+        struct tdb_reader *rd = NULL;
+        if (reader)
+            tdb_reader_open(&rd, fs, ino, &err);
+        uint8_t buf[4096];
+        for (uint64_t off = 0; off < size; off += sizeof buf) {
+            size_t got;
+            int r = reader ? tdb_reader_read(rd, off, buf, sizeof buf, &got, &err)
+                           : tdb_fs_read(fs, ino, off, buf, sizeof buf, &got, &err);
+            if (r)
+                break;
+        }
+        tdb_reader_close(rd);
+        struct tdb_cache_stats cs;
+        tdb_fs_cache_stats(fs, &cs);
+        decodes = cs.decodes;
+    }
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+    return decodes;
+}
+
+static void test_small_cache_no_thrash(void)
+{
+    /* tiles hold several rows of the view: a plain read with a 1-byte
+     * cache decodes a tile again for each row, a reader once */
+    static const char *const cases[][2] = {
+        {"dense_2d_all_types", "i32"}, {"dense_fragments_overlap", "a"},
+        {"dense_3d", "v"}, {NULL, NULL}};
+    bool some_thrash = false;
+    for (int i = 0; cases[i][0]; i++) {
+        uint64_t once = decodes_of(cases[i][0], cases[i][1], 1 << 30, false);
+        uint64_t rd = decodes_of(cases[i][0], cases[i][1], 1, true);
+        uint64_t plain = decodes_of(cases[i][0], cases[i][1], 1, false);
+        printf("%s/%s: tiles %llu, reader with a 1-byte cache %llu, plain "
+               "reads %llu\n", cases[i][0], cases[i][1],
+               (unsigned long long)once, (unsigned long long)rd,
+               (unsigned long long)plain);
+        CHECK(once > 0);
+        CHECK_EQ_INT(rd, once);
+        if (plain > once)
+            some_thrash = true;
+    }
+    CHECK(some_thrash); /* the case the reader is for */
+}
+
+int main(void)
+{
+    corpus = getenv("TILEDBFS_CORPUS");
+    if (!corpus)
+        corpus = "../shared/corpus";
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
+    FILE *f = fopen(probe, "r");
+    if (!f) {
+        printf("SKIP: corpus not found at %s (set TILEDBFS_CORPUS): the "
+               "reader tests need it\n", corpus);
+        return 77;
+    }
+    fclose(f);
+    RUN(test_same_bytes);
+    RUN(test_small_cache_no_thrash);
+    return unit_done();
+}
