@@ -1,0 +1,306 @@
+/* tiledbfs-decode-bench.c: the in-process decoder limit of scripts/bench: one mounted file read through the engine alone, no FUSE. */
+/*
+ *   tiledbfs-decode-bench [-t THREADS] [-r RANGE] [-s REQUEST] [-l LIMIT]
+ *                         [-n PASSES] [-o OPTIONS] SOURCE PATH
+ *
+ * Opens SOURCE with tdb_fs_open (public API only: format/tiledb_format.h)
+ * and reads file PATH of the tree from THREADS threads (default: the
+ * online CPUs).  The file is cut into RANGE-byte ranges (default 16 MiB);
+ * thread k reads ranges k, k + THREADS, k + 2 * THREADS, ... with
+ * tdb_fs_read calls of REQUEST bytes (default: RANGE) into a buffer of its
+ * own.  -l reads only the first LIMIT bytes of the file.  The same tree
+ * (and its decoded-tile cache) serves every pass.
+ * -o takes cache_size=N[KMG] and timestamp=T|T1:T2.
+ *
+ * Prints one line per pass, "key=value" separated by spaces:
+ *   pass=1 threads=2 bytes=... seconds=... mbps=... decodes=... hits=...
+ *   misses=... evictions=... decodes_per_mib=...
+ * (mbps is 10^6 bytes per second; the cache counters are those of the
+ * pass alone).  Errors: one line on stderr, exit status 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tiledb_format.h"
+
+#define DBENCH_MAX_THREADS 256
+
+struct dbench {
+    struct tdb_fs *fs;
+    uint64_t ino, size, range, request, limit;
+    unsigned threads;
+};
+
+struct dbench_worker {
+    struct dbench *b;
+    unsigned index;
+    pthread_t tid;
+    uint64_t bytes;
+    int code;
+    struct tdb_error err;
+};
+
+static void dbench_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [-t THREADS] [-r RANGE] [-s REQUEST] [-l LIMIT]\n"
+            "       [-n PASSES] [-o OPTIONS] SOURCE PATH\n"
+            "Reads file PATH of SOURCE's tree with tdb_fs_read from THREADS\n"
+            "threads over interleaved RANGE-byte ranges (REQUEST bytes per call)\n"
+            "and prints bytes, seconds, MB/s and the cache counters per pass.\n"
+            "  -t THREADS  default: the online CPUs\n"
+            "  -r RANGE    bytes per range, N[KMG] (default 16M)\n"
+            "  -s REQUEST  bytes per tdb_fs_read, N[KMG] (default: RANGE)\n"
+            "  -l LIMIT    read only the first LIMIT bytes, N[KMG]\n"
+            "  -n PASSES   default 1\n"
+            "  -o OPTIONS  cache_size=N[KMG], timestamp=T|T1:T2\n",
+            program_invocation_short_name);
+}
+
+/* Parses N[KMG] (binary multiples) into *v.  @return 0 or -1. */
+static int dbench_size(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    unsigned shift = 0;
+
+    if (errno || end == s || s[0] == '-')
+        return -1;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || x == 0 || x > (UINT64_MAX >> shift))
+        return -1;
+    *v = (uint64_t)x << shift;
+    return 0;
+}
+
+static double dbench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *dbench_run(void *arg)
+{
+    struct dbench_worker *w = arg;
+    struct dbench *b = w->b;
+    char *buf = malloc(b->request);
+
+    if (!buf) {
+        w->code = TDB_E_NOMEM;
+        snprintf(w->err.msg, sizeof w->err.msg, "no memory for a buffer");
+        return NULL;
+    }
+    for (uint64_t r = w->index; r * b->range < b->size; r += b->threads) {
+        uint64_t off = r * b->range;
+        uint64_t end = off + b->range < b->size ? off + b->range : b->size;
+        while (off < end) {
+            uint64_t want = end - off < b->request ? end - off : b->request;
+            size_t got = 0;
+            int st;
+
+            w->err.code = 0;
+            w->err.msg[0] = 0;
+            st = tdb_fs_read(b->fs, b->ino, off, buf, (size_t)want, &got,
+                             &w->err);
+            if (st < 0) {
+                w->code = st;
+                goto out;
+            }
+            if (got == 0)
+                goto out;
+            w->bytes += got;
+            off += got;
+        }
+    }
+out:
+    free(buf);
+    return NULL;
+}
+
+static void dbench_report(const char *what, int code,
+                          const struct tdb_error *err)
+{
+    fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
+            err && err->msg[0] ? err->msg : tdb_strerror(code));
+}
+
+int main(int argc, char **argv)
+{
+    struct dbench b = {.range = 16u << 20};
+    struct tdb_open_options opts;
+    struct tdb_error err = {0};
+    struct tdb_io io = {0};
+    struct dbench_worker *w = NULL;
+    unsigned long passes = 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int c, st, rc = 1;
+
+    b.threads = ncpu > 0 ? (unsigned)ncpu : 1;
+    tdb_open_options_init(&opts);
+    while ((c = getopt(argc, argv, "t:r:s:l:n:o:h")) != -1) {
+        char *end, *list, *save = NULL;
+        switch (c) {
+        case 't':
+            b.threads = (unsigned)strtoul(optarg, &end, 10);
+            if (*end || b.threads == 0 || b.threads > DBENCH_MAX_THREADS) {
+                fprintf(stderr, "%s: bad -t %s\n",
+                        program_invocation_short_name, optarg);
+                return 1;
+            }
+            break;
+        case 'r':
+        case 's':
+        case 'l':
+            if (dbench_size(optarg, c == 'r'   ? &b.range
+                                    : c == 's' ? &b.request
+                                               : &b.limit) < 0) {
+                fprintf(stderr, "%s: bad -%c %s\n",
+                        program_invocation_short_name, c, optarg);
+                return 1;
+            }
+            break;
+        case 'n':
+            passes = strtoul(optarg, &end, 10);
+            if (*end || passes == 0 || passes > 1000) {
+                fprintf(stderr, "%s: bad -n %s\n",
+                        program_invocation_short_name, optarg);
+                return 1;
+            }
+            break;
+        case 'o':
+            list = strdup(optarg);
+            if (!list) {
+                dbench_report("-o", TDB_E_NOMEM, NULL);
+                return 1;
+            }
+            for (char *o = strtok_r(list, ",", &save); o;
+                 o = strtok_r(NULL, ",", &save)) {
+                st = tdb_open_options_parse(&opts, o, &err);
+                if (st < 0) {
+                    dbench_report(o, st, &err);
+                    free(list);
+                    return 1;
+                }
+            }
+            free(list);
+            break;
+        case 'h':
+            dbench_usage(stdout);
+            return 0;
+        default:
+            dbench_usage(stderr);
+            return 1;
+        }
+    }
+    if (argc - optind != 2) {
+        dbench_usage(stderr);
+        return 1;
+    }
+    if (b.request == 0 || b.request > b.range)
+        b.request = b.range;
+
+    const char *source = argv[optind], *path = argv[optind + 1];
+    struct tdb_stat sb;
+    st = tdb_io_posix(&io, source);
+    if (st < 0) {
+        dbench_report(source, st, NULL);
+        return 1;
+    }
+    st = tdb_fs_open(&b.fs, &io, &opts, &err);
+    if (st < 0) {
+        dbench_report(source, st, &err);
+        goto done;
+    }
+    st = tdb_fs_resolve(b.fs, path, &b.ino, &err);
+    if (st == 0)
+        st = tdb_fs_stat(b.fs, b.ino, &sb, &err);
+    if (st == 0 && sb.is_dir) {
+        st = TDB_E_ISDIR;
+        err.msg[0] = 0;
+    }
+    if (st < 0) {
+        dbench_report(path, st, &err);
+        goto done;
+    }
+    b.size = b.limit && b.limit < sb.size ? b.limit : sb.size;
+    w = calloc(b.threads, sizeof *w);
+    if (!w) {
+        dbench_report(path, TDB_E_NOMEM, NULL);
+        goto done;
+    }
+
+    for (unsigned long p = 1; p <= passes; p++) {
+        struct tdb_cache_stats s0, s1;
+        uint64_t bytes = 0;
+        unsigned started = 0;
+        bool failed = false;
+
+        tdb_fs_cache_stats(b.fs, &s0);
+        double t0 = dbench_now();
+        for (unsigned k = 0; k < b.threads; k++) {
+            memset(&w[k], 0, sizeof w[k]);
+            w[k].b = &b;
+            w[k].index = k;
+            if (pthread_create(&w[k].tid, NULL, dbench_run, &w[k]) != 0) {
+                fprintf(stderr, "%s: cannot start a thread\n",
+                        program_invocation_short_name);
+                failed = true;
+                break;
+            }
+            started++;
+        }
+        for (unsigned k = 0; k < started; k++) {
+            pthread_join(w[k].tid, NULL);
+            bytes += w[k].bytes;
+            if (w[k].code < 0) {
+                dbench_report(path, w[k].code, &w[k].err);
+                failed = true;
+            }
+        }
+        double secs = dbench_now() - t0;
+        if (failed)
+            goto done;
+        if (bytes != b.size) {
+            fprintf(stderr, "%s: %s: read %llu bytes of %llu\n",
+                    program_invocation_short_name, path,
+                    (unsigned long long)bytes, (unsigned long long)b.size);
+            goto done;
+        }
+        tdb_fs_cache_stats(b.fs, &s1);
+        uint64_t decodes = s1.decodes - s0.decodes;
+        printf("pass=%lu threads=%u range=%llu request=%llu bytes=%llu "
+               "seconds=%.6f mbps=%.1f decodes=%llu hits=%llu misses=%llu "
+               "evictions=%llu decodes_per_mib=%.2f cache_budget=%llu\n",
+               p, b.threads, (unsigned long long)b.range,
+               (unsigned long long)b.request, (unsigned long long)bytes,
+               secs, secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
+               (unsigned long long)decodes,
+               (unsigned long long)(s1.hits - s0.hits),
+               (unsigned long long)(s1.misses - s0.misses),
+               (unsigned long long)(s1.evictions - s0.evictions),
+               bytes ? (double)decodes / ((double)bytes / 1048576.0) : 0.0,
+               (unsigned long long)s1.budget);
+        fflush(stdout);
+    }
+    rc = 0;
+done:
+    free(w);
+    tdb_fs_close(b.fs);
+    tdb_io_free(&io);
+    return rc;
+}
