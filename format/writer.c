@@ -1252,7 +1252,11 @@ int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
             free(p);
         }
         tdb_names_free(&n);
-        if (!r && (r = io->ops->remove(io->ctx, dir)))
+        /* (a backend whose folders exist only through their files has
+         * none left to remove) */
+        if (!r && (r = io->ops->remove(io->ctx, dir)) == TDB_E_NOENT)
+            r = 0;
+        if (r)
             tdb_err(err, r, "%s: cannot remove: %s", dir, tdb_strerror(r));
         if (!r && removed) {
             *removed = name;
