@@ -199,6 +199,30 @@ bool tdb_io_isdir(const struct tdb_io *io, const char *path);
 int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
                const char *prefix);
 
+/* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
+ * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
+ * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a
+ * link, FIFO, socket or device (or a folder where a file is read) is
+ * TDB_E_INVAL, refused before it is opened.  Files it creates are 0600,
+ * folders 0700; ".." is refused.  For input that others may have planted
+ * (staged files).  Release with tdb_io_free. */
+int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd);
+
+/* Fault injection, for tests: a view of `inner` (which must outlive it)
+ * whose mutating calls (write_at, mkdir, rename, remove, sync) are counted
+ * in f->count, 1 for the first.  The call numbered fail_at (0: none)
+ * fails with TDB_E_IO without reaching inner; with `crash`, so does every
+ * later one, as if the process had been killed there.  f->failed counts
+ * the calls refused. */
+struct tdb_io_fault {
+    uint64_t fail_at;
+    bool crash;
+    uint64_t count;
+    uint64_t failed;
+};
+int tdb_io_faulty(struct tdb_io *io, const struct tdb_io *inner,
+                  struct tdb_io_fault *f);
+
 /* A list of names (a folder's entries), sorted bytewise. */
 struct tdb_names {
     char **v;

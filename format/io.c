@@ -941,3 +941,448 @@ int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
     io->ctx = s;
     return 0;
 }
+
+/* ------------------------------------------------------ POSIX, no-follow */
+
+/* A POSIX backend rooted at a folder descriptor that never follows a
+ * symbolic link: every folder of a path is opened with O_NOFOLLOW |
+ * O_DIRECTORY relative to the one before, the last name with O_NOFOLLOW,
+ * and anything but a regular file or a folder is refused (TDB_E_INVAL)
+ * before it is opened, so that a FIFO cannot block and a device is never
+ * touched.  Paths are relative; ".." is refused. */
+struct io_nf {
+    int dirfd;
+};
+
+static int io_nf_errno(int e)
+{
+    return e == ELOOP ? TDB_E_INVAL : io_posix_errno(e);
+}
+
+/* Opens the folder holding `path`'s last name; *leaf points into path at
+ * that name ("." for the root).  @return a descriptor to close, or a
+ * negative TDB_E_* code. */
+static int io_nf_parent(struct io_nf *nf, const char *path, const char **leaf)
+{
+    int fd = dup(nf->dirfd);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    *leaf = ".";
+    const char *p = path;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return fd;
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *next = p + n;
+        while (*next == '/')
+            next++;
+        if (n > TDB_MAX_NAME || (n == 2 && !memcmp(p, "..", 2))) {
+            close(fd);
+            return TDB_E_INVAL;
+        }
+        if (!*next) {           /* the last name */
+            *leaf = n == 1 && *p == '.' ? "." : p;
+            if (end) {          /* "NAME/": keep it a folder name */
+                static _Thread_local char buf[TDB_MAX_NAME + 1];
+                memcpy(buf, p, n);
+                buf[n] = 0;
+                *leaf = buf;
+            }
+            return fd;
+        }
+        if (n == 1 && *p == '.') {
+            p = next;
+            continue;
+        }
+        char name[TDB_MAX_NAME + 1];
+        memcpy(name, p, n);
+        name[n] = 0;
+        int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                       O_CLOEXEC);
+        int e = errno;
+        close(fd);
+        if (sub < 0)
+            return io_nf_errno(e);
+        fd = sub;
+        p = next;
+    }
+}
+
+/* Opens regular file `path` with `flags` (O_NOFOLLOW added); a folder,
+ * link or special file is TDB_E_INVAL, checked before and after the open.
+ * With O_CREAT a missing file is made, mode 0600. */
+static int io_nf_open(struct io_nf *nf, const char *path, int flags, int *out)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(nf, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    struct stat st;
+    int r = 0;
+    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISREG(st.st_mode))
+            r = TDB_E_INVAL;
+    } else if (errno != ENOENT || !(flags & O_CREAT)) {
+        r = io_nf_errno(errno);
+    }
+    int fd = -1;
+    if (!r) {
+        fd = openat(pfd, leaf, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                    0600);
+        if (fd < 0)
+            r = io_nf_errno(errno);
+        else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+            r = TDB_E_INVAL;
+    }
+    close(pfd);
+    if (r && fd >= 0)
+        close(fd);
+    *out = fd;
+    return r;
+}
+
+static int io_nf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+                         size_t len)
+{
+    int fd, r = io_nf_open(ctx, path, O_RDONLY, &fd);
+    if (r)
+        return r;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
+                          (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    return r;
+}
+
+static int io_nf_stat(struct io_nf *nf, const char *path, struct stat *st)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(nf, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int r = fstatat(pfd, leaf, st, AT_SYMLINK_NOFOLLOW) ? io_nf_errno(errno)
+                                                        : 0;
+    close(pfd);
+    return r;
+}
+
+static int io_nf_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct stat st;
+    int r = io_nf_stat(ctx, path, &st);
+    if (!r && !S_ISREG(st.st_mode))
+        r = TDB_E_INVAL;
+    if (!r)
+        *size = (uint64_t)st.st_size;
+    return r;
+}
+
+/* A link or special file exists and is not a folder. */
+static int io_nf_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct stat st;
+    int r = io_nf_stat(ctx, path, &st);
+    if (!r)
+        *is_dir = S_ISDIR(st.st_mode);
+    return r;
+}
+
+static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                      void *arg)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(ctx, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(pfd);
+    if (fd < 0)
+        return io_nf_errno(e);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        e = errno;
+        close(fd);
+        return io_posix_errno(e);
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        bool isdir = de->d_type == DT_DIR;
+        if (de->d_type == DT_UNKNOWN) {
+            struct stat st;
+            isdir = !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+                    S_ISDIR(st.st_mode);
+        }
+        struct tdb_dirent ent = {de->d_name, isdir};
+        if ((r = fn(arg, &ent)))
+            break;
+    }
+    closedir(d);
+    return r;
+}
+
+static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
+                          const void *buf, size_t len)
+{
+    int fd, r = io_nf_open(ctx, path, O_WRONLY | O_CREAT, &fd);
+    if (r)
+        return r;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done,
+                           (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (close(fd) && !r)
+        r = TDB_E_IO;
+    return r;
+}
+
+static int io_nf_mkdir(void *ctx, const char *path)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(ctx, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int r = mkdirat(pfd, leaf, 0700) && errno != EEXIST ? io_nf_errno(errno)
+                                                        : 0;
+    close(pfd);
+    return r;
+}
+
+static int io_nf_rename(void *ctx, const char *from, const char *to)
+{
+    const char *la, *lb;
+    int a = io_nf_parent(ctx, from, &la);
+    if (a < 0)
+        return a;
+    /* io_nf_parent's name buffer is per thread: keep the first one */
+    char *sa = strdup(la);
+    int b = sa ? io_nf_parent(ctx, to, &lb) : TDB_E_NOMEM;
+    int r = b < 0 ? b : renameat(a, sa, b, lb) ? io_nf_errno(errno) : 0;
+    free(sa);
+    close(a);
+    if (b >= 0)
+        close(b);
+    return r;
+}
+
+static int io_nf_remove(void *ctx, const char *path)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(ctx, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int r = unlinkat(pfd, leaf, 0);
+    if (r && (errno == EISDIR || errno == EPERM))
+        r = unlinkat(pfd, leaf, AT_REMOVEDIR);
+    r = r ? io_nf_errno(errno) : 0;
+    close(pfd);
+    return r;
+}
+
+static int io_nf_sync(void *ctx, const char *path)
+{
+    struct stat st;
+    int r = io_nf_stat(ctx, path, &st);
+    if (r)
+        return r;
+    int fd;
+    if (S_ISDIR(st.st_mode)) {
+        const char *leaf;
+        int pfd = io_nf_parent(ctx, path, &leaf);
+        if (pfd < 0)
+            return pfd;
+        fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? io_nf_errno(errno) : 0;
+        close(pfd);
+    } else {
+        r = io_nf_open(ctx, path, O_RDONLY, &fd);
+    }
+    if (r)
+        return r;
+    r = fsync(fd) ? TDB_E_IO : 0;
+    close(fd);
+    return r;
+}
+
+static void io_nf_destroy(void *ctx)
+{
+    struct io_nf *nf = ctx;
+    close(nf->dirfd);
+    free(nf);
+}
+
+static const struct tdb_io_ops io_nf_ops = {
+    .read_at = io_nf_read_at,
+    .size = io_nf_size,
+    .list = io_nf_list,
+    .is_dir = io_nf_is_dir,
+    .write_at = io_nf_write_at,
+    .mkdir = io_nf_mkdir,
+    .rename = io_nf_rename,
+    .remove = io_nf_remove,
+    .sync = io_nf_sync,
+    .destroy = io_nf_destroy,
+};
+
+int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd)
+{
+    struct io_nf *nf = calloc(1, sizeof *nf);
+    if (!nf)
+        return TDB_E_NOMEM;
+    nf->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (nf->dirfd < 0) {
+        int e = errno;
+        free(nf);
+        return io_posix_errno(e);
+    }
+    io->ops = &io_nf_ops;
+    io->ctx = nf;
+    return 0;
+}
+
+/* ------------------------------------------------------ fault injection */
+
+struct io_faulty {
+    const struct tdb_io *inner;
+    struct tdb_io_fault *f;
+};
+
+/* Counts one mutating call; true when it is to fail. */
+static bool io_faulty_hit(struct io_faulty *q)
+{
+    struct tdb_io_fault *f = q->f;
+    f->count++;
+    if (!f->fail_at)
+        return false;
+    if (f->count == f->fail_at || (f->crash && f->count > f->fail_at)) {
+        f->failed++;
+        return true;
+    }
+    return false;
+}
+
+static int io_faulty_read_at(void *ctx, const char *path, uint64_t off,
+                             void *buf, size_t len)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->read_at(q->inner->ctx, path, off, buf, len);
+}
+
+static int io_faulty_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->size(q->inner->ctx, path, size);
+}
+
+static int io_faulty_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                          void *arg)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->list(q->inner->ctx, path, fn, arg);
+}
+
+static int io_faulty_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->is_dir(q->inner->ctx, path, is_dir);
+}
+
+static int io_faulty_write_at(void *ctx, const char *path, uint64_t off,
+                              const void *buf, size_t len)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->write_at)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->write_at(q->inner->ctx, path, off,
+                                                      buf, len);
+}
+
+static int io_faulty_mkdir(void *ctx, const char *path)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->mkdir)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->mkdir(q->inner->ctx, path);
+}
+
+static int io_faulty_rename(void *ctx, const char *from, const char *to)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->rename)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->rename(q->inner->ctx, from, to);
+}
+
+static int io_faulty_remove(void *ctx, const char *path)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->remove)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->remove(q->inner->ctx, path);
+}
+
+static int io_faulty_sync(void *ctx, const char *path)
+{
+    struct io_faulty *q = ctx;
+    if (io_faulty_hit(q))
+        return TDB_E_IO;
+    return q->inner->ops->sync ? q->inner->ops->sync(q->inner->ctx, path) : 0;
+}
+
+static void io_faulty_destroy(void *ctx)
+{
+    free(ctx);
+}
+
+static const struct tdb_io_ops io_faulty_ops = {
+    .read_at = io_faulty_read_at,
+    .size = io_faulty_size,
+    .list = io_faulty_list,
+    .is_dir = io_faulty_is_dir,
+    .write_at = io_faulty_write_at,
+    .mkdir = io_faulty_mkdir,
+    .rename = io_faulty_rename,
+    .remove = io_faulty_remove,
+    .sync = io_faulty_sync,
+    .destroy = io_faulty_destroy,
+};
+
+int tdb_io_faulty(struct tdb_io *io, const struct tdb_io *inner,
+                  struct tdb_io_fault *f)
+{
+    struct io_faulty *q = calloc(1, sizeof *q);
+    if (!q)
+        return TDB_E_NOMEM;
+    q->inner = inner;
+    q->f = f;
+    io->ops = &io_faulty_ops;
+    io->ctx = q;
+    return 0;
+}

@@ -17,9 +17,12 @@
 #define WR_READ_MAX (UINT64_C(4) << 20)/* bytes of one merged staged read */
 #define WR_CHECK_BLOCK 8192            /* offsets / validity checked per read */
 #define WR_JSON_MAX (1u << 20)         /* size of __subarray.json */
-/* Written into the staged folder just before the commit: the fragment's
- * name, so that committing the same folder again (after a crash between the
- * commit and the removal of the staged files) does not write it twice. */
+/* Written into the staged folder before anything goes into the array: the
+ * new fragment's name.  Committing the same folder again after a crash
+ * then either finds that fragment committed (and writes nothing: the crash
+ * came between the commit and the removal of the staged files) or removes
+ * the fragment's uncommitted folder before writing a new one; and the
+ * removal of a committed staged folder takes the marker last. */
 #define WR_MARKER "__fragment"
 #define WR_REGION_MAX (UINT64_C(1) << 48)
 
@@ -60,6 +63,7 @@ struct wr {
     uint32_t nf;
     struct wr_field *f;
     uint64_t ncells;            /* staged cells */
+    char nfrom[TDB_MAX_NAME + 64];  /* where ncells comes from */
     struct tdb_error *err;
     /* dense: the region as offsets from the domain's low bounds */
     uint64_t rlo[TDB_MAX_DIMS], rhi[TDB_MAX_DIMS];
@@ -290,6 +294,24 @@ static int wr_fields_init(struct wr *w)
     return 0;
 }
 
+/* The size of staged file `nm` (at `path`): a folder, or anything the
+ * staged backend refuses as not a regular file (a symbolic link, FIFO,
+ * socket or device under tdb_io_posix_nofollow), is an error. */
+static int wr_ssize(struct wr *w, const char *nm, const char *path,
+                    bool is_dir, uint64_t *size)
+{
+    if (is_dir)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: a folder, not a file", nm);
+    int r = w->staged->ops->size(w->staged->ctx, path, size);
+    if (r == TDB_E_INVAL)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: not a regular file (symbolic "
+                       "links, FIFOs, sockets and devices are refused; copy "
+                       "the bytes in instead)", nm);
+    return r ? tdb_err(w->err, TDB_E_IO, "%s: cannot get its size: %s", nm,
+                       tdb_strerror(r))
+             : 0;
+}
+
 /* Matches the staged folder's entries to the fields' files. */
 static int wr_match_staged(struct wr *w, bool *has_subarray)
 {
@@ -303,8 +325,19 @@ static int wr_match_staged(struct wr *w, bool *has_subarray)
         bool found = false;
         if (!strcmp(nm, "__error") || !strcmp(nm, WR_MARKER))
             continue;
-        if (!strcmp(nm, "__subarray.json") && !n.is_dir[i]) {
-            *has_subarray = true;
+        if (!strcmp(nm, "__subarray.json")) {
+            if (!w->dense) {
+                r = tdb_err(w->err, TDB_E_INVAL, "%s: a sparse array takes no "
+                            "region (its cells are where the dimension files "
+                            "say); remove it", nm);
+                break;
+            }
+            uint64_t sz;
+            char *sp = tdb_path_join(w->sdir, nm);
+            r = sp ? wr_ssize(w, nm, sp, n.is_dir[i], &sz)
+                   : tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+            free(sp);
+            *has_subarray = !r;
             continue;
         }
         for (uint32_t k = 0; k < w->nf && !found; k++) {
@@ -313,18 +346,11 @@ static int wr_match_staged(struct wr *w, bool *has_subarray)
                 if (!f->want[p] || strcmp(f->sname[p], nm))
                     continue;
                 found = true;
-                if (n.is_dir[i]) {
-                    r = tdb_err(w->err, TDB_E_INVAL, "%s: a folder, not a file",
-                                nm);
-                    break;
-                }
                 if (!(f->spath[p] = tdb_path_join(w->sdir, nm))) {
                     r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
                     break;
                 }
-                if (w->staged->ops->size(w->staged->ctx, f->spath[p],
-                                         &f->ssize[p]))
-                    r = tdb_err(w->err, TDB_E_IO, "%s: cannot get its size", nm);
+                r = wr_ssize(w, nm, f->spath[p], n.is_dir[i], &f->ssize[p]);
             }
         }
         if (!found && !r)
@@ -347,21 +373,13 @@ static int wr_match_staged(struct wr *w, bool *has_subarray)
 
 /* ------------------------------------------------------------ validation */
 
-/* Checks the offsets of a var-sized field over n cells: first 0,
- * ascending, multiples of the value size, the last within the values. */
+/* Checks the offsets of a var-sized field over n cells (their sizes were
+ * checked): first 0, ascending, multiples of the value size, the last
+ * within the values. */
 static int wr_check_offsets(struct wr *w, const struct wr_field *f, uint64_t n)
 {
     const char *nm = f->sname[WR_OFFSETS];
-    uint64_t vsz = f->ssize[WR_VALUES], need;
-    if (!tdb_mul_ok(n, 8, &need) || f->ssize[WR_OFFSETS] != need)
-        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
-                       "(8 per cell, %llu cells)", nm,
-                       (unsigned long long)f->ssize[WR_OFFSETS],
-                       (unsigned long long)(n * 8), (unsigned long long)n);
-    if (vsz % f->vsize)
-        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, not a multiple of "
-                       "the value size %llu", f->sname[WR_VALUES],
-                       (unsigned long long)vsz, (unsigned long long)f->vsize);
+    uint64_t vsz = f->ssize[WR_VALUES];
     uint8_t *blk = f->mem[WR_OFFSETS];
     uint8_t *own = NULL;
     if (!blk && !(own = malloc(WR_CHECK_BLOCK * 8)))
@@ -416,10 +434,6 @@ static int wr_check_offsets(struct wr *w, const struct wr_field *f, uint64_t n)
 static int wr_check_validity(struct wr *w, const struct wr_field *f, uint64_t n)
 {
     const char *nm = f->sname[WR_VALIDITY];
-    if (f->ssize[WR_VALIDITY] != n)
-        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu (one "
-                       "per cell)", nm, (unsigned long long)f->ssize[WR_VALIDITY],
-                       (unsigned long long)n);
     uint8_t *blk = malloc(WR_CHECK_BLOCK * 8);
     if (!blk)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
@@ -440,23 +454,46 @@ static int wr_check_validity(struct wr *w, const struct wr_field *f, uint64_t n)
     return r;
 }
 
-/* Checks the sizes of f's staged files against n cells. */
-static int wr_check_field(struct wr *w, const struct wr_field *f, uint64_t n)
+/* Checks the sizes of f's staged files against n cells, from the sizes
+ * alone (nothing is read): a wrong count costs no I/O however large the
+ * files.  w->nfrom says where n comes from. */
+static int wr_check_sizes(struct wr *w, const struct wr_field *f, uint64_t n)
 {
-    int r;
+    uint64_t need;
+    const char *why = w->nfrom;
     if (f->var) {
-        r = wr_check_offsets(w, f, n);
-    } else {
-        uint64_t need;
-        if (!tdb_mul_ok(n, f->cell_size, &need) || f->ssize[WR_VALUES] != need)
+        if (!tdb_mul_ok(n, 8, &need) || f->ssize[WR_OFFSETS] != need)
             return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
-                           "(%llu cells of %llu bytes)", f->sname[WR_VALUES],
+                           "(8 per cell, %llu cells: %s)", f->sname[WR_OFFSETS],
+                           (unsigned long long)f->ssize[WR_OFFSETS],
+                           (unsigned long long)(n * 8), (unsigned long long)n,
+                           why);
+        if (f->ssize[WR_VALUES] % f->vsize)
+            return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, not a multiple "
+                           "of the value size %llu", f->sname[WR_VALUES],
                            (unsigned long long)f->ssize[WR_VALUES],
-                           (unsigned long long)(n * f->cell_size),
-                           (unsigned long long)n,
-                           (unsigned long long)f->cell_size);
-        r = 0;
+                           (unsigned long long)f->vsize);
+    } else if (!tdb_mul_ok(n, f->cell_size, &need) ||
+               f->ssize[WR_VALUES] != need) {
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
+                       "(%llu cells of %llu bytes: %s)", f->sname[WR_VALUES],
+                       (unsigned long long)f->ssize[WR_VALUES],
+                       (unsigned long long)(n * f->cell_size),
+                       (unsigned long long)n, (unsigned long long)f->cell_size,
+                       why);
     }
+    if (f->nullable && f->ssize[WR_VALIDITY] != n)
+        return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu (one "
+                       "per cell: %s)", f->sname[WR_VALIDITY],
+                       (unsigned long long)f->ssize[WR_VALIDITY],
+                       (unsigned long long)n, why);
+    return 0;
+}
+
+/* Checks the contents of f's offsets and validity files (sizes checked). */
+static int wr_check_content(struct wr *w, const struct wr_field *f, uint64_t n)
+{
+    int r = f->var ? wr_check_offsets(w, f, n) : 0;
     if (!r && f->nullable)
         r = wr_check_validity(w, f, n);
     return r;
@@ -726,28 +763,24 @@ static int wr_sparse_prepare(struct wr *w)
     if (w->ncells > TDB_MAX_COUNT)
         return tdb_err(w->err, TDB_E_INVAL, "%s: %llu cells, more than one "
                        "fragment may take", nm0, (unsigned long long)w->ncells);
+    snprintf(w->nfrom, sizeof w->nfrom, "the count of %s, %llu bytes", nm0,
+             (unsigned long long)sz0);
+    /* every file's size first: nothing is read until they agree */
     int r = 0;
+    for (uint32_t i = 0; i < w->nf && !r; i++)
+        r = wr_check_sizes(w, &w->f[i], w->ncells);
+    for (uint32_t j = 0; j < s->ndims && !r; j++) {
+        const struct wr_field *f = &w->f[s->nattrs + j];
+        if (f->var && f->ssize[WR_VALUES] > TDB_MAX_TILE_BYTES)
+            r = tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, too large",
+                        f->sname[WR_VALUES],
+                        (unsigned long long)f->ssize[WR_VALUES]);
+    }
+    if (r)
+        return r;
     /* load and check the dimensions */
     for (uint32_t j = 0; j < s->ndims && !r; j++) {
         struct wr_field *f = &w->f[s->nattrs + j];
-        if (!f->var && (r = wr_check_field(w, f, w->ncells)))
-            break;
-        if (f->var) {
-            uint64_t need = w->ncells * 8;
-            if (f->ssize[WR_OFFSETS] != need) {
-                r = tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, expected %llu "
-                            "(8 per cell, %llu cells)", f->sname[WR_OFFSETS],
-                            (unsigned long long)f->ssize[WR_OFFSETS],
-                            (unsigned long long)need,
-                            (unsigned long long)w->ncells);
-                break;
-            }
-            if (f->ssize[WR_VALUES] > TDB_MAX_TILE_BYTES) {
-                r = tdb_err(w->err, TDB_E_INVAL, "%s: too large",
-                            f->sname[WR_VALUES]);
-                break;
-            }
-        }
         for (int p = 0; p < 2 && !r; p++) {
             if (p == WR_OFFSETS && !f->var)
                 continue;
@@ -769,9 +802,9 @@ static int wr_sparse_prepare(struct wr *w)
         for (uint32_t j = 0; j < s->ndims && !r; j++)
             r = wr_check_coord(w, j, c, &co);
     }
-    /* the attributes */
+    /* the attributes' offsets and validity */
     for (uint32_t i = 0; i < s->nattrs && !r; i++)
-        r = wr_check_field(w, &w->f[i], w->ncells);
+        r = wr_check_content(w, &w->f[i], w->ncells);
     if (r)
         return r;
     /* global order */
@@ -1147,25 +1180,128 @@ static int wr_mark_staged(struct wr *w)
     return r;
 }
 
+/* The fragment name in the staged folder's marker (a new string), or NULL
+ * when there is none or it is not a fragment name this writer makes. */
+static char *wr_marker_name(const struct tdb_io *staged, const char *sdir)
+{
+    char *p = tdb_path_join(sdir, WR_MARKER), *name = NULL;
+    uint64_t size = 0;
+    char buf[128];
+    struct tdb_tsname ts;
+    if (p && !staged->ops->size(staged->ctx, p, &size) && size &&
+        size < sizeof buf &&
+        !staged->ops->read_at(staged->ctx, p, 0, buf, (size_t)size) &&
+        !memchr(buf, '/', (size_t)size) && !memchr(buf, 0, (size_t)size)) {
+        buf[size] = 0;
+        if (buf[0] == '_' && !tdb_tsname_parse(buf, &ts))
+            name = strdup(buf);
+    }
+    free(p);
+    return name;
+}
+
+static bool wr_is_committed(const struct tdb_io *io, const char *name)
+{
+    char wrt[192];
+    snprintf(wrt, sizeof wrt, "__commits/%s.wrt", name);
+    return tdb_io_exists(io, wrt);
+}
+
 /* The name in the staged folder's marker when that fragment is already
  * committed (a repeated commit), else NULL. */
 static char *wr_already_committed(const struct tdb_io *io,
                                   const struct tdb_io *staged, const char *sdir)
 {
-    char *p = tdb_path_join(sdir, WR_MARKER), *name = NULL;
-    uint8_t *data = NULL;
-    uint64_t size = 0;
-    if (p && !tdb_io_read_file(staged, p, &data, &size, NULL) && size &&
-        size < 128 && !memchr(data, '/', (size_t)size) &&
-        !memchr(data, 0, (size_t)size)) {
-        char wrt[192];
-        snprintf(wrt, sizeof wrt, "__commits/%.*s.wrt", (int)size, (char *)data);
-        if (tdb_io_exists(io, wrt))
-            name = strndup((char *)data, (size_t)size);
+    char *name = wr_marker_name(staged, sdir);
+    if (name && !wr_is_committed(io, name)) {
+        free(name);
+        name = NULL;
     }
-    free(data);
-    free(p);
     return name;
+}
+
+int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, char **removed,
+                       struct tdb_error *err)
+{
+    if (removed)
+        *removed = NULL;
+    char *name = wr_marker_name(staged, staged_dir);
+    if (!name || wr_is_committed(io, name) || !io->ops->remove) {
+        free(name);
+        return 0;
+    }
+    char *dir = tdb_path_join("__fragments", name);
+    if (!dir) {
+        free(name);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    int r = 0;
+    if (tdb_io_isdir(io, dir)) {
+        struct tdb_names n;
+        r = tdb_io_names(io, dir, &n, err);
+        for (size_t i = 0; i < n.n && !r; i++) {
+            char *p = tdb_path_join(dir, n.v[i]);
+            /* a fragment folder is flat: a sub-folder is not ours */
+            r = !p ? tdb_err(err, TDB_E_NOMEM, "out of memory")
+                : n.is_dir[i] ? tdb_err(err, TDB_E_IO, "%s: a folder in an "
+                                        "uncommitted fragment; left alone", p)
+                              : io->ops->remove(io->ctx, p);
+            if (r && p && !n.is_dir[i])
+                tdb_err(err, r, "%s: cannot remove: %s", p, tdb_strerror(r));
+            free(p);
+        }
+        tdb_names_free(&n);
+        /* (a backend whose folders exist only through their files has
+         * none left to remove) */
+        if (!r && (r = io->ops->remove(io->ctx, dir)) == TDB_E_NOENT)
+            r = 0;
+        if (r)
+            tdb_err(err, r, "%s: cannot remove: %s", dir, tdb_strerror(r));
+        if (!r && removed) {
+            *removed = name;
+            name = NULL;
+        }
+    }
+    free(dir);
+    free(name);
+    return r;
+}
+
+int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
+                      struct tdb_error *err)
+{
+    if (!staged->ops->remove)
+        return tdb_err(err, TDB_E_ROFS, "%s: read-only", staged_dir);
+    struct tdb_names n;
+    int r = tdb_io_names(staged, staged_dir, &n, err);
+    bool mark = false;
+    for (size_t i = 0; i < n.n && !r; i++) {
+        if (!strcmp(n.v[i], WR_MARKER)) {
+            mark = true;
+            continue;
+        }
+        char *p = tdb_path_join(staged_dir, n.v[i]);
+        r = p ? staged->ops->remove(staged->ctx, p) : TDB_E_NOMEM;
+        if (r)
+            tdb_err(err, r, "%s: cannot remove: %s", p ? p : n.v[i],
+                    tdb_strerror(r));
+        free(p);
+    }
+    tdb_names_free(&n);
+    /* the marker last: while any staged file is left, so is the record
+     * that the folder was committed */
+    if (!r && mark) {
+        char *p = tdb_path_join(staged_dir, WR_MARKER);
+        r = p ? staged->ops->remove(staged->ctx, p) : TDB_E_NOMEM;
+        if (r)
+            tdb_err(err, r, "%s: cannot remove: %s", p ? p : WR_MARKER,
+                    tdb_strerror(r));
+        free(p);
+    }
+    if (!r && (r = staged->ops->remove(staged->ctx, staged_dir)))
+        tdb_err(err, r, "%s: cannot remove: %s", staged_dir, tdb_strerror(r));
+    return r;
 }
 
 /* Syncs the fragment's files, then publishes it: an empty commit file
@@ -1198,8 +1334,6 @@ static int wr_commit(struct wr *w)
                        tdb_strerror(r));
     w->tmp_made = true;
     if ((r = wr_sync(w, w->tmp_commit)))
-        return r;
-    if ((r = wr_mark_staged(w)))
         return r;
     r = w->io->ops->rename(w->io->ctx, w->tmp_commit, wrt);
     if (r)
@@ -1272,6 +1406,8 @@ static int wr_write(struct wr *w, uint64_t ts)
                            tdb_strerror(r));
     if (tdb_io_exists(w->io, w->fragdir))
         return tdb_err(w->err, TDB_E_IO, "%s: already exists", w->fragdir);
+    if ((r = wr_mark_staged(w)))
+        return r;
     if ((r = ops->mkdir(w->io->ctx, w->fragdir)))
         return tdb_err(w->err, r, "%s: cannot create: %s", w->fragdir,
                        tdb_strerror(r));
@@ -1343,11 +1479,17 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
     if (w.dense) {
         if ((r = wr_region(&w, has_subarray)))
             goto done;
+        snprintf(w.nfrom, sizeof w.nfrom, "the cells of the region");
         for (uint32_t i = 0; i < w.nf && !r; i++)
-            r = wr_check_field(&w, &w.f[i], w.ncells);
+            r = wr_check_sizes(&w, &w.f[i], w.ncells);
+        for (uint32_t i = 0; i < w.nf && !r; i++)
+            r = wr_check_content(&w, &w.f[i], w.ncells);
     } else {
         r = wr_sparse_prepare(&w);
     }
+    /* an earlier attempt that did not commit: its folder goes */
+    if (!r)
+        r = tdb_fragment_clean(io, staged, staged_dir, NULL, err);
     if (r)
         goto done;
     r = wr_write(&w, timestamp_ms);

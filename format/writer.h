@@ -97,11 +97,43 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
  * filters, at timestamp_ms (0: now).  The commit file is written last, so
  * the fragment is wholly there or not at all.  On bad input returns
  * TDB_E_INVAL with err naming the staged file and why, and the array is
- * unchanged.  *name receives the new fragment's name (caller frees). */
+ * unchanged.  *name receives the new fragment's name (caller frees).
+ *
+ * Every staged file's size is checked against the others and the schema
+ * before any content is read.  Memory: a dense commit streams, one space
+ * tile of one field at a time (plus staged reads of at most 4 MiB); a
+ * sparse commit holds every dimension file in memory (to sort the cells
+ * into global order) plus 8 bytes per cell (16 with a Hilbert order), and
+ * one tile of `capacity` cells per field at a time.
+ *
+ * Crash safety: the staged folder gets a marker naming the fragment before
+ * anything is written to the array; the commit file comes last.  Running
+ * the commit again on the same folder after a crash at any point writes
+ * the fragment exactly once (see tdb_fragment_clean, tdb_staged_remove).
+ * Staged files that others could plant should be read through
+ * tdb_io_posix_nofollow. */
 int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
                        const char *staged_dir, const uint8_t *key,
                        uint64_t timestamp_ms, char **name,
                        struct tdb_error *err);
+
+/* Removes the uncommitted fragment folder (its files, then itself) named
+ * by the marker that tdb_fragment_write leaves in staged folder
+ * `staged_dir`: what a commit killed before its commit file was written
+ * left behind.  Only a folder whose name this writer recorded is touched;
+ * any other fragment folder without a commit file may be another writer's
+ * work in progress and is left alone.  *removed (when non-NULL) receives
+ * the removed fragment's name, or NULL.  @return 0 or an error. */
+int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, char **removed,
+                       struct tdb_error *err);
+
+/* Removes committed staged folder `staged_dir` and its files, the marker
+ * last, so that a removal cut short at any point still names the committed
+ * fragment (a repeated commit writes nothing) or leaves nothing to commit.
+ * Stops at the first failure.  @return 0 or an error. */
+int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
+                      struct tdb_error *err);
 
 /* A new timestamped name __t_t_<32 hex uuid>_22 (uuid from /dev/urandom
  * via the caller-supplied 16 random bytes). */

@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include "core.h"
+#include "writer.h"
 
 /* One inode number handed to the kernel.  `path` is relative to the
  * folder ("NAME" or "NAME/FILE"); NULL once the name it stood for is gone
@@ -30,32 +34,83 @@ struct tdbfs_staging {
     uint64_t next;
 };
 
-int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir)
+int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir,
+                       char *why, size_t cap)
 {
     struct tdbfs_staging *st;
-    int e;
+    struct stat sb;
+    int fd, e;
 
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return -errno;
+    snprintf(why, cap, "%s", "");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        e = errno;
+        snprintf(why, cap, "cannot create it: %s", strerror(e));
+        return -e;
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        e = errno;
+        if (e == ELOOP || e == ENOTDIR)
+            snprintf(why, cap, "not a folder (a symbolic link or a file); "
+                     "refused");
+        else
+            snprintf(why, cap, "%s", strerror(e));
+        return -e;
+    }
+    if (fstat(fd, &sb) != 0) {
+        e = errno;
+        snprintf(why, cap, "%s", strerror(e));
+        close(fd);
+        return -e;
+    }
+    if (sb.st_uid != geteuid()) {
+        snprintf(why, cap, "owned by uid %lu, not by us (uid %lu); refused: "
+                 "whoever owns it could read or plant staged files",
+                 (unsigned long)sb.st_uid, (unsigned long)geteuid());
+        close(fd);
+        return -EPERM;
+    }
+    if (sb.st_mode & 022) {
+        snprintf(why, cap, "writable by group or others (mode %04o); "
+                 "refused: make it 0700", (unsigned)(sb.st_mode & 07777));
+        close(fd);
+        return -EPERM;
+    }
+    /* ours: staged bytes are private to us */
+    if ((sb.st_mode & 07777) != 0700 && fchmod(fd, 0700) != 0) {
+        e = errno;
+        snprintf(why, cap, "cannot make it mode 0700: %s", strerror(e));
+        close(fd);
+        return -e;
+    }
+    /* one daemon per staging folder: a second one could remove what the
+     * first is committing */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        e = errno;
+        snprintf(why, cap, "%s", e == EWOULDBLOCK
+                                     ? "in use by another tiledbfs (give each "
+                                       "writable mount its own staging_dir)"
+                                     : strerror(e));
+        close(fd);
+        return e == EWOULDBLOCK ? -EBUSY : -e;
+    }
     st = calloc(1, sizeof *st);
-    if (!st)
-        return -ENOMEM;
-    st->dir = strdup(dir);
-    if (!st->dir) {
+    if (!st || !(st->dir = strdup(dir))) {
         free(st);
+        close(fd);
+        snprintf(why, cap, "%s", strerror(ENOMEM));
         return -ENOMEM;
     }
-    st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (st->dirfd < 0) {
-        e = -errno;
-        free(st->dir);
-        free(st);
-        return e;
-    }
+    st->dirfd = fd;
     pthread_mutex_init(&st->lock, NULL);
     st->next = 2;
     *out = st;
     return 0;
+}
+
+int tdbfs_staging_fd(const struct tdbfs_staging *st)
+{
+    return st->dirfd;
 }
 
 void tdbfs_staging_close(struct tdbfs_staging *st)
@@ -205,6 +260,17 @@ static int staging_move(struct tdbfs_staging *st, const char *from,
     return 0;
 }
 
+/* Staged entries are private to the daemon's user: whatever mode bits an
+ * entry has on disk (made by an older version, or by hand), the mount shows
+ * and grants only the owner's, so that the kernel's permission checks
+ * (default_permissions) let no one else in. */
+#define STAGING_MODE_MASK 0700
+
+static void staging_private(struct stat *out)
+{
+    out->st_mode &= (mode_t)(S_IFMT | STAGING_MODE_MASK);
+}
+
 static int staging_fstat(struct tdbfs_staging *st, const char *path,
                          uint64_t ino, struct stat *out)
 {
@@ -212,6 +278,7 @@ static int staging_fstat(struct tdbfs_staging *st, const char *path,
                 : fstat(st->dirfd, out) != 0)
         return -errno;
     out->st_ino = ino;
+    staging_private(out);
     return 0;
 }
 
@@ -244,8 +311,10 @@ int tdbfs_staging_lookup(struct tdbfs_staging *st, uint64_t parent,
         rc = -errno;
     if (rc == 0)
         rc = staging_ref(st, path, ino);
-    if (rc == 0)
+    if (rc == 0) {
         out->st_ino = *ino;
+        staging_private(out);
+    }
     pthread_mutex_unlock(&st->lock);
     return rc;
 }
@@ -277,7 +346,7 @@ int tdbfs_staging_mkdir(struct tdbfs_staging *st, uint64_t parent,
     rc = staging_join(st, parent, name, path, sizeof path, &depth);
     if (rc == 0 && depth != 0)
         rc = -EPERM; /* a staged fragment is one flat folder of files */
-    if (rc == 0 && mkdirat(st->dirfd, path, (mode & 07777) | 0700) != 0)
+    if (rc == 0 && mkdirat(st->dirfd, path, 0700) != 0)
         rc = -errno;
     if (rc == 0) {
         staging_detach(st, path);
@@ -373,7 +442,7 @@ int tdbfs_staging_create(struct tdbfs_staging *st, uint64_t parent,
                                AT_SYMLINK_NOFOLLOW) == 0;
         *fd = openat(st->dirfd, path,
                      (flags & ~O_NOFOLLOW) | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                     mode & 07777);
+                     (mode & STAGING_MODE_MASK) | S_IRUSR | S_IWUSR);
         if (*fd < 0)
             rc = -errno;
         else if (!existed)
@@ -383,8 +452,12 @@ int tdbfs_staging_create(struct tdbfs_staging *st, uint64_t parent,
         rc = staging_ref(st, path, ino);
     if (rc == 0 && fstat(*fd, out) != 0)
         rc = -errno;
-    if (rc == 0)
+    if (rc == 0 && !S_ISREG(out->st_mode))
+        rc = -EPERM;
+    if (rc == 0) {
         out->st_ino = *ino;
+        staging_private(out);
+    }
     pthread_mutex_unlock(&st->lock);
     if (rc < 0 && *fd >= 0) {
         close(*fd);
@@ -475,9 +548,14 @@ int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
         goto out;
     }
     if (valid & TDBFS_SET_MODE) {
-        if ((fd >= 0 ? fchmod(fd, attr->st_mode & 07777)
-                     : (p[0] ? fchmodat(st->dirfd, p, attr->st_mode & 07777, 0)
-                             : fchmod(st->dirfd, attr->st_mode & 07777))) != 0) {
+        /* the owner's bits only: group and other bits (and set-id, sticky)
+         * are dropped, never granted; a folder keeps rwx for its owner */
+        mode_t md = attr->st_mode & STAGING_MODE_MASK;
+        if (staging_depth(p) < 2)
+            md = 0700;
+        if ((fd >= 0 ? fchmod(fd, md)
+                     : (p[0] ? fchmodat(st->dirfd, p, md, 0)
+                             : fchmod(st->dirfd, md))) != 0) {
             rc = -errno;
             goto out;
         }
@@ -611,17 +689,23 @@ int tdbfs_staging_check_commit(struct tdbfs_staging *st, uint64_t parent,
 int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
                             const char *msg)
 {
-    char path[PATH_MAX];
     size_t len = strlen(msg), done = 0;
-    int fd, rc = 0;
+    int dfd, fd, rc = 0;
 
-    if (snprintf(path, sizeof path, "%s/%s", name, TDBFS_STAGING_ERROR) >=
-        (int)sizeof path)
-        return -ENAMETOOLONG;
-    fd = openat(st->dirfd, path,
-                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
+    if (!staging_name_ok(name))
+        return -EINVAL;
+    dfd = openat(st->dirfd, name,
+                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
         return -errno;
+    fd = openat(dfd, TDBFS_STAGING_ERROR,
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW |
+                    O_NONBLOCK,
+                0600);
+    rc = fd < 0 ? -errno : 0;
+    close(dfd);
+    if (rc)
+        return rc;
     while (rc == 0 && done <= len) {
         const char *p = done < len ? msg + done : "\n";
         size_t want = done < len ? len - done : 1;
@@ -637,17 +721,26 @@ int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
     return rc;
 }
 
-int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name)
+int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name,
+                         char *why, size_t cap)
 {
+    struct tdb_error err;
+    struct tdb_io io;
     int rc;
 
+    snprintf(why, cap, "%s", "");
     if (!staging_name_ok(name))
         return -EINVAL;
+    memset(&err, 0, sizeof err);
     pthread_mutex_lock(&st->lock);
-    rc = staging_empty(st, name, false);
-    if (rc == 0 && unlinkat(st->dirfd, name, AT_REMOVEDIR) != 0)
-        rc = -errno;
+    rc = tdb_io_posix_nofollow(&io, st->dirfd);
+    if (rc == 0) {
+        rc = tdb_staged_remove(&io, name, &err);
+        tdb_io_free(&io);
+    }
+    if (rc)
+        snprintf(why, cap, "%s", err.msg[0] ? err.msg : tdb_strerror(rc));
     staging_detach(st, name);
     pthread_mutex_unlock(&st->lock);
-    return rc;
+    return rc ? -EIO : 0;
 }

@@ -11,6 +11,12 @@
  * still open keeps its own.  Each number counts the kernel's lookups and is
  * dropped when tdbfs_staging_forget brings the count to zero.
  *
+ * Permissions: staged entries are private to the daemon's user.  Folders
+ * are 0700; files keep only their owner bits (a chmod asking for group or
+ * other bits gets the owner's alone), and stat shows only the owner bits
+ * whatever is on disk, so that with default_permissions (always set) the
+ * kernel lets no other user read, list, change or commit them.
+ *
  * This module includes no FUSE header; every function returns 0 or a
  * negative errno, and is safe to call from several threads.
  */
@@ -29,13 +35,20 @@
 
 struct tdbfs_staging;
 
-/* Opens (creating it, mode 0700, when missing) the folder `dir`.
- * @return 0 or -errno. */
-int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir);
+/* Opens (creating it, mode 0700, when missing) the folder `dir`, which
+ * must be a real folder (not a symbolic link) owned by the effective user
+ * and not writable by group or others (other read bits are taken away:
+ * it becomes 0700), and locks it (flock) so that no other daemon uses it
+ * at the same time.  @return 0 or -errno with a sentence in why[cap]. */
+int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir,
+                       char *why, size_t cap);
 void tdbfs_staging_close(struct tdbfs_staging *st);
 
 /* The absolute path of the folder (valid until close). */
 const char *tdbfs_staging_dir(const struct tdbfs_staging *st);
+
+/* The folder's descriptor (valid until close; for tdb_io_posix_nofollow). */
+int tdbfs_staging_fd(const struct tdbfs_staging *st);
 
 static inline bool tdbfs_staging_owns(uint64_t ino)
 {
@@ -109,8 +122,11 @@ int tdbfs_staging_check_commit(struct tdbfs_staging *st, uint64_t parent,
 int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
                             const char *msg);
 
-/* Removes the staged folder NAME and every file in it, after a commit;
- * the names' inode numbers are detached. */
-int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name);
+/* Removes the staged folder NAME and every file in it, after a commit,
+ * through tdb_staged_remove (no link followed; the commit marker last);
+ * the names' inode numbers are detached.  @return 0, or -EIO with the
+ * reason in why[cap]. */
+int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name,
+                         char *why, size_t cap);
 
 #endif

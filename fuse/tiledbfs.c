@@ -806,8 +806,16 @@ static int tdbfs_meta_delete(struct tdbfs_mount *m, const char *key)
     return rc;
 }
 
-/* Commits staged folder `name` as a new fragment.  @return 0 or -errno;
- * on bad input -EINVAL with the reason in NAME/__error. */
+/* The errno of a commit refused for its staged input: `mv` prints "Bad
+ * message" (EINVAL would print "cannot move ... to a subdirectory of
+ * itself"); the reason is in NAME/__error. */
+#define TDBFS_COMMIT_REFUSED EBADMSG
+
+/* Commits staged folder `name` as a new fragment.  Staged files are read
+ * without following any link (tdb_io_posix_nofollow): a link or special
+ * file planted in the staging folder is refused, never read.  @return 0
+ * or -errno; on bad input -TDBFS_COMMIT_REFUSED with the reason in
+ * NAME/__error. */
 static int tdbfs_commit(struct tdbfs_mount *m, const char *name)
 {
     struct tdb_error err;
@@ -819,7 +827,7 @@ static int tdbfs_commit(struct tdbfs_mount *m, const char *name)
 
     memset(&sio, 0, sizeof sio);
     pthread_mutex_lock(&m->commit);
-    rc = tdb_io_posix(&sio, tdbfs_staging_dir(m->staging));
+    rc = tdb_io_posix_nofollow(&sio, tdbfs_staging_fd(m->staging));
     if (rc < 0) {
         rc = -tdb_errno(rc);
         goto out;
@@ -835,13 +843,15 @@ static int tdbfs_commit(struct tdbfs_mount *m, const char *name)
                       strerror(-e));
         if (rc != TDB_E_INVAL)
             tdbfs_log(m, "commit of __staging/%s: %s", name, why);
-        rc = rc == TDB_E_INVAL ? -EINVAL : -tdb_errno(rc);
+        rc = rc == TDB_E_INVAL ? -TDBFS_COMMIT_REFUSED : -tdb_errno(rc);
         goto out;
     }
-    rc = tdbfs_staging_remove(m->staging, name);
-    if (rc < 0)
-        tdbfs_log(m, "committed __staging/%s as %s, but removing it: %s",
-                  name, frag ? frag : "?", strerror(-rc));
+    {
+        char why[TDB_ERROR_MSG_MAX];
+        if (tdbfs_staging_remove(m->staging, name, why, sizeof why) < 0)
+            tdbfs_log(m, "committed __staging/%s as %s, but removing it: %s",
+                      name, frag ? frag : "?", why);
+    }
     rc = 0;
     tdbfs_reload(m, &names, &n);
 out:
@@ -2160,15 +2170,20 @@ static int tdbfs_apply(const struct tdbfs_cmdline *cl,
     return 0;
 }
 
-/* Mount options FUSE gets from us: read-only unless rw, 1 MiB reads, and
- * SOURCE as the name `mount` shows. */
+/* Mount options FUSE gets from us: read-only unless rw, permissions
+ * checked by the kernel, 1 MiB reads, and SOURCE as the name `mount`
+ * shows. */
 static int tdbfs_mount_args(struct fuse_args *args, const char *source,
                             bool rw)
 {
     char *opts = NULL;
     int rc = -1;
 
+    /* default_permissions: the kernel checks every access against the
+     * modes and owners we report (staged entries are private to us), so
+     * that allow_other lets others read the array, not our staged files */
     if (fuse_opt_add_opt(&opts, rw ? "rw" : "ro") != 0 ||
+        fuse_opt_add_opt(&opts, "default_permissions") != 0 ||
         fuse_opt_add_opt(&opts, "max_read=1048576") != 0 ||
         fuse_opt_add_opt(&opts, "subtype=tiledbfs") != 0)
         goto out;
@@ -2190,6 +2205,41 @@ out:
     return rc;
 }
 
+/* Removes the fragment folders that commits of this staging folder began
+ * and never committed (killed before the commit file): each staged folder's
+ * marker names the fragment its last commit started.  Fragment folders
+ * without a commit file that no marker names are left alone: another
+ * writer (TileDB itself) may be writing them.  The staging folder is
+ * locked, so no other daemon is committing from it. */
+static void tdbfs_clean_orphans(struct tdbfs_mount *m)
+{
+    struct tdb_error err;
+    struct tdb_names n;
+    struct tdb_io sio;
+
+    if (tdb_io_posix_nofollow(&sio, tdbfs_staging_fd(m->staging)) != 0)
+        return;
+    tdbcli_error_clear(&err);
+    if (tdb_io_names(&sio, "", &n, &err) == 0) {
+        for (size_t i = 0; i < n.n; i++) {
+            char *gone = NULL;
+            if (!n.is_dir[i])
+                continue;
+            tdbcli_error_clear(&err);
+            if (tdb_fragment_clean(m->io, &sio, n.v[i], &gone, &err) != 0)
+                fprintf(stderr, "%s: __staging/%s: %s\n",
+                        program_invocation_short_name, n.v[i], err.msg);
+            else if (gone)
+                fprintf(stderr, "%s: removed __fragments/%s, left uncommitted "
+                        "by an unfinished commit of __staging/%s\n",
+                        program_invocation_short_name, gone, n.v[i]);
+            free(gone);
+        }
+        tdb_names_free(&n);
+    }
+    tdb_io_free(&sio);
+}
+
 /* The staging folder: staging_dir=, else SOURCE/../.NAME.tiledbfs-staging.
  * @return 0, or -1 after printing an error. */
 static int tdbfs_open_staging(struct tdbfs_mount *m, const char *source,
@@ -2207,12 +2257,18 @@ static int tdbfs_open_staging(struct tdbfs_mount *m, const char *source,
         dir = NULL;
     if (!dir)
         goto out;
-    rc = tdbfs_staging_open(&m->staging, dir);
-    if (rc < 0) {
-        fprintf(stderr, "%s: staging_dir %s: %s\n",
-                program_invocation_short_name, dir, strerror(-rc));
-        rc = -1;
+    {
+        char why[512];
+        rc = tdbfs_staging_open(&m->staging, dir, why, sizeof why);
+        if (rc < 0) {
+            fprintf(stderr, "%s: staging_dir %s: %s\n",
+                    program_invocation_short_name, dir,
+                    why[0] ? why : strerror(-rc));
+            rc = -1;
+        }
     }
+    if (rc == 0)
+        tdbfs_clean_orphans(m);
 out:
     if (rc < 0 && (!a || !b || !dir))
         fprintf(stderr, "%s: %s\n", program_invocation_short_name,

@@ -1,5 +1,7 @@
 /* cli.c: the mount contract's "Command" section: options and SOURCE, shared by tiledbfs and tiledbfs-cat. */
 #include "cli.h"
+#include "arraydir.h"
+#include "schema.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,6 +217,37 @@ static void tdbcli_tune_malloc(void)
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
+/* A key given for an array whose schema (in force now) is not encrypted is
+ * a mistake worth stopping for: the key would be silently unused (and a
+ * writable mount would write plain tiles).  Groups are not checked (their
+ * members may be encrypted).  @return 0, or -1 after printing. */
+static int tdbcli_check_key(struct tdbcli_source *s, const char *source,
+                            const struct tdbcli_options *o)
+{
+    struct tdb_arraydir *d = NULL;
+    struct tdb_schema *sc = NULL;
+    struct tdb_error err;
+    int rc = 0;
+
+    if (!o->open.key || !tdb_is_array(&s->io, ""))
+        return 0;
+    tdbcli_error_clear(&err);
+    if (tdb_arraydir_load(&s->io, 0, UINT64_MAX, &d, &err) == 0 &&
+        d->nschemas &&
+        tdb_schema_load(&s->io,
+                        d->schemas[d->schema_latest < d->nschemas
+                                       ? d->schema_latest : 0].path,
+                        o->open.key, &sc, &err) == 0 &&
+        sc->encryption != TDB_AES_256_GCM) {
+        tdbcli_say(source, "key_file given, but the array is not encrypted "
+                   "(drop key_file)");
+        rc = -1;
+    }
+    tdb_schema_free(sc);
+    tdb_arraydir_free(d);
+    return rc;
+}
+
 int tdbcli_open(struct tdbcli_source *s, const char *source,
                 const struct tdbcli_options *o)
 {
@@ -249,6 +282,8 @@ int tdbcli_open(struct tdbcli_source *s, const char *source,
         s->fs = NULL;
         goto fail;
     }
+    if (tdbcli_check_key(s, source, o) != 0)
+        goto fail;
     return 0;
 fail:
     tdbcli_close(s);

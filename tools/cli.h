@@ -52,7 +52,8 @@ int tdbcli_option_list(struct tdbcli_options *o, const char *list);
 
 /* Opens SOURCE (an array or group folder) with a POSIX backend rooted at
  * its absolute path.  `o` must outlive the source (the engine may keep
- * o->open.key).  @return 0, or -1 after printing "PROG: SOURCE: message". */
+ * o->open.key).  A key_file given for an array that is not encrypted is
+ * an error.  @return 0, or -1 after printing "PROG: SOURCE: message". */
 int tdbcli_open(struct tdbcli_source *s, const char *source,
                 const struct tdbcli_options *o);
 

@@ -157,3 +157,25 @@ def test_damaged_schema(corpus, cat_prog, tmp_path):
     assert_clean_failure(proc, case.expected('a'), [os.path.basename(schema[0])],
                          'a truncated schema file')
     assert proc.stdout == b''
+
+
+def test_key_on_unencrypted_array(corpus, cat_prog, fs_prog, tmp_path):
+    """key_file= for an array that is not encrypted is an error at start-up,
+    for tiledbfs-cat and for tiledbfs (before it mounts anything)."""
+    case = get_case('dense_1d_basic')
+    key = 'ab' * 32
+    proc = cat(cat_prog, case, case.array, 'a', tmp_path, key_hex=key)
+    err = proc.stderr.decode(errors='replace')
+    assert proc.returncode != 0 and proc.stdout == b'', f'tiledbfs-cat accepted the key: {err!r}'
+    assert 'not encrypted' in err and 'key_file' in err, err
+    assert key not in err
+    mnt = tmp_path / 'mnt'
+    mnt.mkdir()
+    opts = case_options(case, tmp_path, key_hex=key)
+    for extra in ([], ['rw']):
+        fs = subprocess.run([fs_prog, '-f', '-o', ','.join(opts + extra), case.array, str(mnt)],
+                            capture_output=True, timeout=TIMEOUT)
+        err = fs.stderr.decode(errors='replace')
+        assert fs.returncode != 0, f'tiledbfs -o {",".join(opts + extra)} started'
+        assert 'not encrypted' in err and 'key_file' in err, err
+        assert not os.path.ismount(str(mnt))

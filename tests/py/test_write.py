@@ -56,10 +56,11 @@ def read_file(path):
 
 
 def digests(folder):
-    """{name: sha256} of the files of a folder (not __error)."""
+    """{name: sha256} of the files of a folder (not __error, nor the commit's
+    __fragment marker: what the writer leaves)."""
     out = {}
     for name in sorted(os.listdir(folder)):
-        if name == '__error':
+        if name in ('__error', '__fragment'):
             continue
         out[name] = hashlib.sha256(read_file(os.path.join(folder, name))).hexdigest()
     return out
@@ -238,6 +239,12 @@ def bad_duplicates(case):
     return files, ('x', 'y')
 
 
+def bad_sparse_subarray(case):
+    files = sparse_files(case)
+    files['__subarray.json'] = b'not json at all {'   # a sparse array takes no region
+    return files, '__subarray.json'
+
+
 BAD_INPUTS = [
     ('missing_field', 'dense_1d_basic', bad_dense_missing),
     ('wrong_size', 'dense_1d_basic', bad_dense_size),
@@ -246,13 +253,16 @@ BAD_INPUTS = [
     ('offsets_past_end', 'dense_current_domain', bad_offsets_past_end),
     ('coords_outside_domain', 'sparse_int64_2d', bad_coords_outside),
     ('duplicates_not_allowed', 'sparse_int64_2d', bad_duplicates),
+    ('sparse_subarray_json', 'sparse_int64_2d', bad_sparse_subarray),
 ]
 
 
 @pytest.mark.parametrize('what,case_name,spoil', BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_bad_input(what, case_name, spoil, create_prog, cat_prog, mount, tmp_path):
-    """mv fails with EINVAL, __error names the file, the staged files and
-    the array are unchanged."""
+    """mv fails with EBADMSG ("Bad message": the staged input is refused;
+    not EINVAL, which mv reports as "cannot move ... to a subdirectory of
+    itself"), __error names the file, the staged files and the array are
+    unchanged."""
     case, twin = twin_of(case_name, create_prog, cat_prog, tmp_path)
     if case_name == 'sparse_int64_2d':
         info = array_json(cat_prog, case.array)
@@ -268,7 +278,7 @@ def test_bad_input(what, case_name, spoil, create_prog, cat_prog, mount, tmp_pat
     assert hashes == digests(folder)
 
     e = commit(mnt, 'bad')
-    assert e == errno.EINVAL, f'mv: {errno.errorcode.get(e, e) if e else "succeeded"}, expected EINVAL'
+    assert e == errno.EBADMSG, f'mv: {errno.errorcode.get(e, e) if e else "succeeded"}, expected EBADMSG'
     why = read_file(os.path.join(folder, '__error')).decode()
     assert why.strip(), '__error is empty'
     names = culprit if isinstance(culprit, tuple) else (culprit,)
@@ -280,7 +290,7 @@ def test_bad_input(what, case_name, spoil, create_prog, cat_prog, mount, tmp_pat
     assert tree_listing(twin) == before_disk, 'files appeared in the array folder'
 
     # A second try fails the same way; fixed, the same folder commits.
-    assert commit(mnt, 'bad') == errno.EINVAL
+    assert commit(mnt, 'bad') == errno.EBADMSG
     for name in os.listdir(folder):
         os.unlink(os.path.join(folder, name))
     good = dense_files(case) if case.dense else sparse_files(case)

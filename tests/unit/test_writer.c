@@ -7,8 +7,11 @@
 #include "arraydir.h"
 #include "unit.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *corpus;
@@ -992,6 +995,74 @@ static void test_bad_sparse(void)
     tdb_io_free(&arr);
 }
 
+/* A sparse staged folder on disk whose dimension files are 256 MiB holes
+ * (truncate -s) and whose attribute has 40 bytes: refused from the sizes
+ * alone, naming the files and their sizes, without reading the holes (the
+ * process's peak RSS grows by less than 64 MiB). */
+static void test_sizes_checked_first(void)
+{
+    char tmpl[] = "/tmp/tdbsizesXXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/w", tmpl);
+    CHECK_EQ_INT(mkdir(p, 0700), 0);
+    static const struct {
+        const char *name;
+        off_t size;
+    } files[] = {
+        {"x", (off_t)256 << 20}, {"y", (off_t)256 << 20}, {"a", 40},
+        {"s", 8}, {"s.offsets", 64}, {"n", 64}, {"n.validity", 8},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/w/%s", tmpl, files[i].name);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        CHECK(fd >= 0);
+        CHECK_EQ_INT(ftruncate(fd, files[i].size), 0);
+        close(fd);
+    }
+    struct tdb_io arr, stg;
+    CHECK_EQ_INT(array_from_case("sparse_int64_2d", &arr), 0);
+    CHECK_EQ_INT(tdb_io_posix(&stg, tmpl), 0);
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    char *nm = NULL;
+    struct tdb_error err = {0};
+    int r = tdb_fragment_write(&arr, &stg, "w", NULL, 1, &nm, &err);
+    getrusage(RUSAGE_SELF, &ru1);
+    CHECK_EQ_INT(r, TDB_E_INVAL);
+    CHECK(nm == NULL);
+    CHECK(strstr(err.msg, "a: 40 bytes, expected 134217728") == err.msg);
+    CHECK(strstr(err.msg, "x, 268435456 bytes") != NULL);
+    long grew_kib = ru1.ru_maxrss - ru0.ru_maxrss;
+    if (grew_kib >= 64 * 1024 || r != TDB_E_INVAL)
+        fprintf(stderr, "  peak RSS grew by %ld KiB: %s\n", grew_kib, err.msg);
+    CHECK(grew_kib < 64 * 1024);
+    CHECK(!tdb_io_exists(&arr, "__fragments"));
+    tdb_io_free(&arr);
+    tdb_io_free(&stg);
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+/* A __subarray.json in a sparse staged folder is refused (a sparse array
+ * takes no region), whatever it holds. */
+static void test_sparse_subarray_refused(void)
+{
+    struct tdb_io arr, stg;
+    CHECK_EQ_INT(array_from_case("sparse_int64_2d", &arr), 0);
+    int64_t x[4] = {5, -3, 1000, -1000}, y[4] = {1, 2, 3, 4};
+    stage_small_sparse(&stg, x, y, 4);
+    put(&stg, "w/__subarray.json", "garbage{", 8);
+    expect_inval(&arr, &stg, "__subarray.json", "sparse array takes no region");
+    tdb_io_free(&stg);
+    stage_small_sparse(&stg, x, y, 4);
+    put(&stg, "w/__subarray.json", "[[0, 1], [0, 1]]", 16);
+    expect_inval(&arr, &stg, "__subarray.json", "sparse");
+    tdb_io_free(&stg);
+    tdb_io_free(&arr);
+}
+
 /* sparse_dups allows duplicates: equal coordinates are all kept, in the
  * staged order. */
 static void test_sparse_dups_kept(void)
@@ -1037,6 +1108,8 @@ int main(void)
         printf("skip: no corpus at %s (set TILEDBFS_CORPUS)\n", corpus);
         return 77;
     }
+    RUN(test_sizes_checked_first); /* first: it measures the peak RSS */
+    RUN(test_sparse_subarray_refused);
     RUN(test_dense_partial_region);
     RUN(test_timestamp_after_newest);
     RUN(test_posix_commit);

@@ -1,0 +1,222 @@
+"""test_security.py: the README's "Security model" of the writable mount: default_permissions always, staged data private to the mounting user, commits that never follow links or read special files, the staging folder's checks, and orphan fragment folders cleaned at mount."""
+import errno
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import CAT_TIMEOUT, Mounts, fuse_missing
+from test_write import STAGING, commit, read_file, stage, twin_of, write_file, dense_files
+
+NOBODY = 65534
+
+
+def mount_options(mnt):
+    """The options field of `mnt`'s line in /proc/self/mountinfo."""
+    with open('/proc/self/mountinfo') as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == mnt:
+                return fields[5].split(','), line.split(' - ')[1].split()[2].split(',')
+    pytest.fail(f'{mnt} is not in /proc/self/mountinfo')
+
+
+def as_nobody(code, *args):
+    """Runs python `code` as uid/gid 65534 with no groups; returns
+    (exit status, stdout)."""
+    if os.geteuid() != 0:
+        pytest.skip('switching to another user needs root')
+    setpriv = shutil.which('setpriv')
+    if setpriv is None:
+        pytest.skip('setpriv is not installed')
+    r = subprocess.run([setpriv, f'--reuid={NOBODY}', f'--regid={NOBODY}', '--clear-groups',
+                        '/usr/bin/python3', '-c', code] + list(args),
+                       capture_output=True, timeout=CAT_TIMEOUT)
+    return r.returncode, r.stdout.decode(errors='replace') + r.stderr.decode(errors='replace')
+
+
+def test_default_permissions(create_prog, cat_prog, mount, tmp_path):
+    """Every mount, read-only or rw, has default_permissions (the kernel
+    checks modes and owners)."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    for opts in ([], ['rw', 'staging_dir=' + str(tmp_path / 'staging')]):
+        mnt = mount(twin, opts)
+        _, super_opts = mount_options(mnt)
+        assert 'default_permissions' in super_opts, super_opts
+        mount.unmount(mnt)
+
+
+ATTACKER = r'''
+import errno, os, sys
+mnt = sys.argv[1]
+out = []
+def attempt(what, fn):
+    try:
+        fn()
+        out.append(what + ' ok')
+    except OSError as e:
+        out.append(what + ' ' + errno.errorcode.get(e.errno, str(e.errno)))
+stg = os.path.join(mnt, '__staging')
+attempt('read-array', lambda: open(os.path.join(mnt, 'a'), 'rb').read())
+attempt('list-staging', lambda: os.listdir(stg))
+attempt('read-staged', lambda: open(os.path.join(stg, 's', 'a'), 'rb').read())
+attempt('chmod-folder', lambda: os.chmod(os.path.join(stg, 's'), 0o777))
+attempt('chmod-staging', lambda: os.chmod(stg, 0o777))
+attempt('chmod-file', lambda: os.chmod(os.path.join(stg, 's', 'a'), 0o666))
+attempt('mkdir', lambda: os.mkdir(os.path.join(stg, 'mine')))
+attempt('commit', lambda: os.rename(os.path.join(stg, 's'), os.path.join(mnt, '__fragments', 's')))
+print('\n'.join(out))
+'''
+
+
+def test_other_users_cannot_touch_staged_data(create_prog, cat_prog, fs_prog, mount, tmp_path):
+    """With allow_other, another user reads the array but cannot list, read,
+    chmod or commit the mounting user's staged files."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    # a mountpoint the other user can reach (pytest's folders are 0700)
+    top = tempfile.mkdtemp(prefix='tiledbfs-security-')
+    os.chmod(top, 0o755)
+    mounts = Mounts(fs_prog, top)
+    try:
+        mnt = mounts(twin, ['rw', 'allow_other', 'staging_dir=' + str(tmp_path / 'staging')])
+        files = dense_files(case)
+        folder = stage(mnt, 's', files)
+        # even a staged file made readable by all on disk stays private
+        os.chmod(os.path.join(str(tmp_path / 'staging'), 's', 'a'), 0o644)
+        assert stat.S_IMODE(os.stat(os.path.join(folder, 'a')).st_mode) & 0o077 == 0
+        # the owner's chmod cannot open it up either
+        os.chmod(os.path.join(folder, 'a'), 0o666)
+        os.chmod(folder, 0o777)
+        assert stat.S_IMODE(os.stat(os.path.join(folder, 'a')).st_mode) & 0o077 == 0
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        rc, out = as_nobody(ATTACKER, mnt)
+        assert rc == 0, out
+        got = dict(line.split(' ', 1) for line in out.strip().split('\n'))
+        assert got['read-array'] == 'ok', out
+        for what in ('list-staging', 'read-staged', 'chmod-folder', 'chmod-staging',
+                     'chmod-file', 'mkdir', 'commit'):
+            assert got[what] in ('EACCES', 'EPERM'), f'{what}: {got[what]}'
+        assert os.listdir(os.path.join(mnt, '__fragments')) == []
+        assert read_file(os.path.join(folder, 'a')) == files['a']
+    finally:
+        problems = mounts.close()
+        shutil.rmtree(top, ignore_errors=True)
+    assert not problems, '; '.join(problems)
+
+
+def planted(create_prog, cat_prog, mount, tmp_path, plant):
+    """A staged folder whose file `a` is replaced on disk by plant(path);
+    the commit must fail with EBADMSG, __error naming `a`, no fragment."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    staging = str(tmp_path / 'staging')
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    folder = stage(mnt, 's', dense_files(case))
+    disk = os.path.join(staging, 's', 'a')
+    os.unlink(disk)
+    plant(disk)
+    e = commit(mnt, 's')
+    assert e == errno.EBADMSG, f'mv: {errno.errorcode.get(e, e) if e else "succeeded"}'
+    why = read_file(os.path.join(staging, 's', '__error')).decode()
+    assert why.startswith('a: '), why
+    assert os.listdir(os.path.join(mnt, '__fragments')) == []
+    assert not os.path.isdir(os.path.join(twin, '__fragments')) or \
+        os.listdir(os.path.join(twin, '__fragments')) == []
+    return why, mnt, case
+
+
+def test_symlink_to_secret_refused(create_prog, cat_prog, mount, tmp_path):
+    """A link to a file outside, planted in the on-disk staging folder, is
+    refused: the secret never becomes a fragment."""
+    secret = tmp_path / 'secret'
+    secret.write_bytes(b'SECRET!!' * 25)      # 200 bytes: a's size
+    why, mnt, case = planted(create_prog, cat_prog, mount, tmp_path,
+                             lambda p: os.symlink(str(secret), p))
+    assert 'not a regular file' in why, why
+    assert read_file(os.path.join(mnt, 'a')) != secret.read_bytes()
+
+
+def test_fifo_refused(create_prog, cat_prog, mount, tmp_path):
+    """A FIFO in place of a field file is refused (and the commit does not
+    hang on it)."""
+    why, _, _ = planted(create_prog, cat_prog, mount, tmp_path, lambda p: os.mkfifo(p, 0o600))
+    assert 'not a regular file' in why, why
+
+
+def test_folder_refused(create_prog, cat_prog, mount, tmp_path):
+    why, _, _ = planted(create_prog, cat_prog, mount, tmp_path, lambda p: os.mkdir(p, 0o700))
+    assert 'a folder' in why, why
+
+
+def start_fails(fs_prog, twin, mnt, opts):
+    r = subprocess.run([fs_prog, '-f', '-o', ','.join(opts), twin, mnt],
+                       capture_output=True, timeout=CAT_TIMEOUT)
+    assert r.returncode != 0, f'tiledbfs -o {",".join(opts)} started'
+    assert not os.path.ismount(mnt)
+    return r.stderr.decode(errors='replace')
+
+
+def test_staging_dir_checks(create_prog, cat_prog, fs_prog, mount, tmp_path):
+    """The staging folder must be ours, a real folder, not group- or
+    world-writable; it is made 0700; two daemons cannot share it."""
+    why = fuse_missing()
+    if why:
+        pytest.skip(f'no FUSE here: {why}')
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mnt = str(tmp_path / 'm')
+    os.mkdir(mnt)
+    real = tmp_path / 'real'
+    real.mkdir(mode=0o700)
+    link = tmp_path / 'link'
+    link.symlink_to(real)
+    err = start_fails(fs_prog, twin, mnt, ['rw', f'staging_dir={link}'])
+    assert 'symbolic link' in err, err
+    open_ = tmp_path / 'open'
+    open_.mkdir()
+    os.chmod(str(open_), 0o777)
+    err = start_fails(fs_prog, twin, mnt, ['rw', f'staging_dir={open_}'])
+    assert 'writable by group or others' in err, err
+    if os.geteuid() == 0:
+        theirs = tmp_path / 'theirs'
+        theirs.mkdir(mode=0o700)
+        os.chown(str(theirs), NOBODY, NOBODY)
+        err = start_fails(fs_prog, twin, mnt, ['rw', f'staging_dir={theirs}'])
+        assert 'owned by uid 65534' in err, err
+    readable = tmp_path / 'readable'
+    readable.mkdir()
+    os.chmod(str(readable), 0o755)
+    m1 = mount(twin, ['rw', f'staging_dir={readable}'])
+    assert stat.S_IMODE(os.stat(str(readable)).st_mode) == 0o700
+    err = start_fails(fs_prog, twin, mnt, ['rw', f'staging_dir={readable}'])
+    assert 'in use by another tiledbfs' in err, err
+    mount.unmount(m1)
+
+
+def test_orphan_fragment_cleaned_at_mount(create_prog, cat_prog, mount, tmp_path):
+    """At a rw mount, the uncommitted fragment folder named by a staged
+    folder's __fragment marker (a commit killed before its commit file) is
+    removed; another uncommitted folder (maybe another writer's, in
+    progress) is left alone; the staged folder then commits once."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    staging = str(tmp_path / 'staging')
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    stage(mnt, 's', dense_files(case))
+    mount.unmount(mnt)
+    ours = '__5_5_0123456789abcdef0123456789abcdef_22'
+    theirs = '__6_6_fedcba9876543210fedcba9876543210_22'
+    os.makedirs(os.path.join(twin, '__fragments', ours))
+    os.makedirs(os.path.join(twin, '__fragments', theirs))
+    write_file(os.path.join(twin, '__fragments', ours, 'a0.tdb'), b'partial')
+    write_file(os.path.join(twin, '__fragments', theirs, 'a0.tdb'), b'in progress')
+    write_file(os.path.join(staging, 's', '__fragment'), ours.encode())
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    assert not os.path.exists(os.path.join(twin, '__fragments', ours))
+    assert os.path.isdir(os.path.join(twin, '__fragments', theirs))
+    assert os.listdir(os.path.join(mnt, '__fragments')) == []
+    assert commit(mnt, 's') is None
+    assert len(os.listdir(os.path.join(mnt, '__fragments'))) == 1
+    assert read_file(os.path.join(mnt, 'a')) == case.expected('a')
+    assert sorted(os.listdir(os.path.join(twin, '__fragments'))) == \
+        sorted(os.listdir(os.path.join(mnt, '__fragments')) + [theirs])
