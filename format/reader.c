@@ -302,6 +302,14 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
 }
 
 #define RD_MAX_CUR 256
+#define RD_MEMO 64
+
+/* A tile a plan has seen, and the end of its last piece so far. */
+struct rd_memo {
+    struct rd_tile k;
+    uint64_t to;
+    bool used;
+};
 
 struct rd_plan {
     struct tdb_reader *rd;
@@ -310,7 +318,52 @@ struct rd_plan {
     struct rd_tile cur[RD_MAX_CUR];
     uint64_t limit;     /* decoding ahead stops at these pinned bytes */
     uint64_t pos;       /* end of the last piece planned */
+    /* a tile gives a piece per row of the view (per cell, in a sparse
+     * merge): the tiles seen lately, so that a piece of one of them costs
+     * no lock */
+    struct rd_memo memo[RD_MEMO];
 };
+
+/* Raises the end of tile k's bytes to `to` (its pin, if any). */
+static void rd_set_last(struct tdb_reader *rd, const struct rd_tile *k,
+                        uint64_t to)
+{
+    pthread_mutex_lock(&rd->lock);
+    struct rd_pin *p = rd_find(rd, k);
+    if (p && to > p->last)
+        p->last = to;
+    pthread_mutex_unlock(&rd->lock);
+}
+
+/* True when the plan saw tile k lately (its end is raised to `to`); else
+ * it is remembered now, and the caller wants it. */
+static bool rd_memo_seen(struct rd_plan *pl, const struct rd_tile *k,
+                         uint64_t to)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)k->f >> 4) * 0x9E3779B97F4A7C15ull;
+    h ^= (uint64_t)k->field * 31 + k->part * 7 + k->t * 0xC2B2AE3D27D4EB4Full;
+    struct rd_memo *m = &pl->memo[(h ^ (h >> 29)) % RD_MEMO];
+    if (m->used && rd_same(&m->k, k)) {
+        if (to > m->to)
+            m->to = to;
+        return true;
+    }
+    if (m->used)
+        rd_set_last(pl->rd, &m->k, m->to);
+    *m = (struct rd_memo){*k, to, true};
+    return false;
+}
+
+/* Hands the ends the memo gathered to the pins. */
+static void rd_memo_flush(struct rd_plan *pl)
+{
+    for (unsigned i = 0; i < RD_MEMO; i++) {
+        struct rd_memo *m = &pl->memo[i];
+        if (m->used)
+            rd_set_last(pl->rd, &m->k, m->to);
+        m->used = false;
+    }
+}
 
 /* The tiles of the read itself: all but the first (the caller starts
  * with it) go to the pool, so a read over several tiles decodes them on
@@ -321,6 +374,8 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
     (void)from;
+    if (rd_memo_seen(pl, &k, to))
+        return 0;
     if (rd_want(pl->rd, &k, pl->epoch, to, pl->ncur > 0) &&
         pl->ncur < RD_MAX_CUR)
         pl->cur[pl->ncur++] = k;
@@ -335,7 +390,8 @@ static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
     struct rd_tile k = {f, field, part, t};
     (void)from;
     pl->pos = to;
-    rd_want(pl->rd, &k, pl->epoch, to, true);
+    if (rd_memo_seen(pl, &k, to) || !rd_want(pl->rd, &k, pl->epoch, to, true))
+        return 0;
     pthread_mutex_lock(&pl->rd->lock);
     bool full = pl->rd->pinned >= pl->limit;
     pthread_mutex_unlock(&pl->rd->lock);
@@ -413,8 +469,10 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
     pl.epoch = epoch;
     pl.ncur = 0;
     pl.limit = pl.pos = 0;
+    memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
     tdb_fieldfile_tiles(rd->ff, off, len, rd_plan_read, &pl, NULL);
+    rd_memo_flush(&pl);
     if (seq && rd->pool) {
         pthread_mutex_lock(&rd->lock);
         uint64_t cur = 0;
@@ -428,6 +486,7 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
         if (room)
             tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead,
                                 &pl, NULL);
+        rd_memo_flush(&pl);
         pthread_mutex_lock(&rd->lock);
         if (pl.pos > rd->ahead_pos)
             rd->ahead_pos = pl.pos;

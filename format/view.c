@@ -118,9 +118,64 @@ struct view_visit {
                 unsigned part, uint64_t t, uint64_t cell, uint64_t n);
 };
 
+/* The tiles a walk keeps pinned: a view alternates between a few tiles
+ * (one per fragment in a sparse merge, one per tile column in a dense
+ * row), and looking each up in the cache again for every run is most of
+ * the cost of short runs. */
+#define VIEW_HELD 32
+
+struct view_held {
+    struct tdb_frag *f;
+    int field;
+    unsigned part;
+    uint64_t t;
+    struct tdb_cache_entry *e;
+    const struct tdb_tile *tile;
+};
+
+struct view_pins {
+    struct view_held h[VIEW_HELD];
+    unsigned n, next;
+};
+
+static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
+                    unsigned part, uint64_t t, const struct tdb_tile **tile,
+                    struct tdb_error *err)
+{
+    for (unsigned i = 0; i < vp->n; i++) {
+        struct view_held *h = &vp->h[i];
+        if (h->t == t && h->f == f && h->field == field && h->part == part) {
+            *tile = h->tile;
+            return 0;
+        }
+    }
+    struct tdb_cache_entry *e;
+    int r = tdb_frag_tile(f, field, part, t, &e, tile, err);
+    if (r)
+        return r;
+    struct view_held *h;
+    if (vp->n < VIEW_HELD) {
+        h = &vp->h[vp->n++];
+    } else {
+        h = &vp->h[vp->next];
+        vp->next = (vp->next + 1) % VIEW_HELD;
+        tdb_cache_release(h->f->arr->cache, h->e);
+    }
+    *h = (struct view_held){f, field, part, t, e, *tile};
+    return 0;
+}
+
+static void view_unpin_all(struct view_pins *vp)
+{
+    for (unsigned i = 0; i < vp->n; i++)
+        tdb_cache_release(vp->h[i].f->arr->cache, vp->h[i].e);
+    vp->n = vp->next = 0;
+}
+
 /* Walks cells [c0, c1) of ff's view, tile by tile. */
-static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
-                     struct view_visit *v, struct tdb_error *err)
+static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
+                            uint64_t c1, struct view_visit *v,
+                            struct view_pins *vp, struct tdb_error *err)
 {
     struct tdb_run runs[VIEW_RUNS];
     while (c0 < c1) {
@@ -156,13 +211,11 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     if ((r = v->plan(v, ru->frag, field, part, t, cell, n)))
                         return r < 0 ? r : 0;
                 } else if (!v->skip || !v->skip(v, n)) {
-                    struct tdb_cache_entry *e;
                     const struct tdb_tile *tile;
-                    r = tdb_frag_tile(ru->frag, field, part, t, &e, &tile, err);
+                    r = view_pin(vp, ru->frag, field, part, t, &tile, err);
                     if (r)
                         return r;
                     r = v->tile(v, ru->frag, t, tile, fc - first, n, err);
-                    tdb_cache_release(ru->frag->arr->cache, e);
                     if (r)
                         return r < 0 ? r : 0;
                 }
@@ -172,6 +225,16 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
         }
     }
     return 0;
+}
+
+static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                     struct view_visit *v, struct tdb_error *err)
+{
+    struct view_pins vp;
+    vp.n = vp.next = 0;
+    int r = view_walk_pinned(ff, c0, c1, v, &vp, err);
+    view_unpin_all(&vp);
+    return r;
 }
 
 /* Fixed-size bytes (values or validity) into a window. */

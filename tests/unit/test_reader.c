@@ -160,7 +160,8 @@ static void test_same_bytes(void)
     }
 }
 
-/* Tiles decoded to read `file` from start to end in 4 KiB reads. */
+/* Tiles decoded to read `file` from start to end in 64-byte reads (each
+ * smaller than a tile's share of a row of the view). */
 static uint64_t decodes_of(const char *name, const char *file, uint64_t cache,
                            bool reader)
 {
@@ -178,7 +179,7 @@ static uint64_t decodes_of(const char *name, const char *file, uint64_t cache,
         struct tdb_reader *rd = NULL;
         if (reader)
             tdb_reader_open(&rd, fs, ino, &err);
-        uint8_t buf[4096];
+        uint8_t buf[64];
         for (uint64_t off = 0; off < size; off += sizeof buf) {
             size_t got;
             int r = reader ? tdb_reader_read(rd, off, buf, sizeof buf, &got, &err)
@@ -198,8 +199,8 @@ static uint64_t decodes_of(const char *name, const char *file, uint64_t cache,
 
 static void test_small_cache_no_thrash(void)
 {
-    /* tiles hold several rows of the view: a plain read with a 1-byte
-     * cache decodes a tile again for each row, a reader once */
+    /* tiles hold several rows of the view: plain reads with a 1-byte cache
+     * decode a tile again for each read that touches it, a reader once */
     static const char *const cases[][2] = {
         {"dense_2d_all_types", "i32"}, {"dense_fragments_overlap", "a"},
         {"dense_3d", "v"}, {NULL, NULL}};
