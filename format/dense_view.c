@@ -110,8 +110,8 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     dc->base.ops = &dense_ops;
     dc->base.arr = a;
-    dc->base.ready = true;
-    dc->base.counted = true;
+    atomic_init(&dc->base.ready, true);
+    atomic_init(&dc->base.counted, true);
     pthread_mutex_init(&dc->base.lock, NULL);
     dc->nd = a->schema->ndims;
     uint64_t cells = 1;
@@ -137,12 +137,16 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
 
 int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
 {
-    if (c->ready)
+    if (atomic_load_explicit(&c->ready, memory_order_acquire))
         return 0;
     pthread_mutex_lock(&c->lock);
-    int r = c->ready ? 0 : c->ops->prepare(c, err);
-    if (!r)
-        c->ready = c->counted = true;
+    int r = atomic_load_explicit(&c->ready, memory_order_relaxed)
+                ? 0
+                : c->ops->prepare(c, err);
+    if (!r) {
+        atomic_store_explicit(&c->counted, true, memory_order_release);
+        atomic_store_explicit(&c->ready, true, memory_order_release);
+    }
     pthread_mutex_unlock(&c->lock);
     return r;
 }

@@ -15,6 +15,7 @@ struct sparse_cells {
     size_t nruns, capruns;
     struct tdb_run *runs;
     uint64_t *starts;
+    uint64_t merged;            /* cells the merge kept so far */
 };
 
 /* A cursor over one fragment's cells in stored order. */
@@ -257,7 +258,7 @@ static int sp_emit(struct sparse_cells *sc, struct tdb_frag *f, uint64_t cell)
         struct tdb_run *l = &sc->runs[sc->nruns - 1];
         if (l->frag == f && l->fcell + l->count == cell) {
             l->count++;
-            sc->base.ncells++;
+            sc->merged++;
             return 0;
         }
     }
@@ -274,9 +275,9 @@ static int sp_emit(struct sparse_cells *sc, struct tdb_frag *f, uint64_t cell)
         sc->capruns = cap;
     }
     sc->runs[sc->nruns] = (struct tdb_run){f, cell, 1};
-    sc->starts[sc->nruns] = sc->base.ncells;
+    sc->starts[sc->nruns] = sc->merged;
     sc->nruns++;
-    sc->base.ncells++;
+    sc->merged++;
     return 0;
 }
 
@@ -299,7 +300,10 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
     if (!cur)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     int r = 0;
-    c->ncells = 0;
+    /* ncells stays as it is until the merge is whole: a view counted from
+     * the metadata is being stat'ed by other threads meanwhile */
+    sc->merged = 0;
+    sc->nruns = 0;
     for (size_t i = 0; i < n && !r; i++) {
         cur[i].f = sc->frags[i];
         cur[i].cache = a->cache;
@@ -371,6 +375,16 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
     for (size_t i = 0; i < n; i++)
         sp_unpin(&cur[i]);
     free(cur);
+    /* a view counted from the metadata keeps its count (others read it
+     * meanwhile); else the count is published by tdb_cells_prepare */
+    bool counted = atomic_load_explicit(&c->counted, memory_order_relaxed);
+    if (!r && counted && sc->merged != c->ncells)
+        r = tdb_err(err, TDB_E_CORRUPT, "sparse merge kept %llu cells where "
+                    "the fragments' metadata counts %llu",
+                    (unsigned long long)sc->merged,
+                    (unsigned long long)c->ncells);
+    if (!r && !counted)
+        c->ncells = sc->merged;
     return r;
 }
 
@@ -482,9 +496,9 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     if (simple) {
         for (size_t i = 0; i < n; i++)
             sc->base.ncells += frags[i]->ncells;
-        sc->base.counted = true;
+        atomic_init(&sc->base.counted, true);
         if (n <= 1) {
-            sc->base.ready = true;
+            atomic_init(&sc->base.ready, true);
             if (n == 1 && frags[0]->ncells) {
                 sc->runs = malloc(sizeof *sc->runs);
                 sc->starts = malloc(sizeof *sc->starts);

@@ -357,11 +357,11 @@ static int view_size_cb(void *arg, const uint8_t *p, uint64_t n)
 /* One pass over the var-sized cells: total bytes and checkpoints. */
 static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
 {
-    if (ff->sized)
+    if (atomic_load_explicit(&ff->sized, memory_order_acquire))
         return 0;
     pthread_mutex_lock(&ff->lock);
     int r = 0;
-    if (!ff->sized) {
+    if (!atomic_load_explicit(&ff->sized, memory_order_relaxed)) {
         uint64_t n = ff->cells->ncells;
         uint64_t nck = n / TDB_CKPT + 1;
         struct view_sizer s = {0, 0, calloc(nck, sizeof(uint64_t))};
@@ -375,7 +375,7 @@ static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
                 ff->ckpt = s.ckpt;
                 ff->nckpt = nck;
                 ff->var_total = s.total;
-                ff->sized = true;
+                atomic_store_explicit(&ff->sized, true, memory_order_release);
             }
         }
     }
@@ -385,15 +385,18 @@ static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
 
 bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff)
 {
-    return ff->cells->counted && (!ff->var || ff->part != TDB_FILE_VALUES ||
-                                  ff->sized);
+    struct tdb_fieldfile *f = (struct tdb_fieldfile *)ff; /* atomics */
+    return atomic_load_explicit(&f->cells->counted, memory_order_acquire) &&
+           (!ff->var || ff->part != TDB_FILE_VALUES ||
+            atomic_load_explicit(&f->sized, memory_order_acquire));
 }
 
 int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
                        struct tdb_error *err)
 {
-    bool cheap = ff->cells->counted &&
-                 (ff->part != TDB_FILE_VALUES || !ff->var);
+    bool cheap =
+        atomic_load_explicit(&ff->cells->counted, memory_order_acquire) &&
+        (ff->part != TDB_FILE_VALUES || !ff->var);
     int r = cheap ? 0 : tdb_cells_prepare(ff->cells, err);
     if (r)
         return r;

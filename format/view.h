@@ -7,6 +7,7 @@
 
 #include "array.h"
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* `count` consecutive cells of a view that come from consecutive cells
  * fcell.. of fragment `frag`, or are never-written cells (frag NULL). */
@@ -32,8 +33,11 @@ struct tdb_cells {
     const struct tdb_cells_ops *ops;
     struct tdb_array *arr;
     uint64_t ncells;
-    bool counted;               /* ncells known (stat needs no decoding) */
-    bool ready;                 /* runs can be served */
+    /* Set once, under `lock`, with release order after ncells and the runs
+     * are final; read with acquire order (any thread may stat or read while
+     * another prepares). */
+    atomic_bool counted;        /* ncells known (stat needs no decoding) */
+    atomic_bool ready;          /* runs can be served */
     pthread_mutex_t lock;
 };
 
@@ -73,7 +77,7 @@ struct tdb_fieldfile {
     /* var-sized: total bytes and checkpoints (byte offset of every
      * TDB_CKPT-th cell), computed once */
     pthread_mutex_t lock;
-    bool sized;
+    atomic_bool sized;          /* var_total and ckpt are final (release) */
     uint64_t var_total;
     uint64_t *ckpt;
     uint64_t nckpt;
