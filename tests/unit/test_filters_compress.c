@@ -4,6 +4,9 @@
 
 #include "../../format/filters/compress_common.h"
 #include "capped.h"
+#include "../../format/json.h"
+#include "../../format/schema.h"
+#include "../../format/writer.h"
 
 #include <bzlib.h>
 #include <lz4.h>
@@ -1222,6 +1225,188 @@ static void test_webp_damaged(void)
     WebPFree(webp);
 }
 
+/* Schema JSON with a WEBP filter, the array created, a fragment written by
+ * our writer and read back; the schema's JSON form round-trips. */
+static void test_webp_array(void)
+{
+    static const char json[] =
+        "{\"array_type\": \"dense\", \"dims\": ["
+        "{\"name\": \"y\", \"datatype\": \"UINT32\", \"domain\": [1, 8], "
+        "\"tile_extent\": 4}, "
+        "{\"name\": \"x\", \"datatype\": \"UINT32\", \"domain\": [1, 48], "
+        "\"tile_extent\": 24}], "
+        "\"attrs\": [{\"name\": \"rgba\", \"datatype\": \"UINT8\", "
+        "\"filters\": [{\"type\": \"WEBP\", \"format\": \"RGBA\", "
+        "\"lossless\": true}]}]}";
+    struct tdb_schema *s = NULL, *back = NULL;
+    struct tdb_error err = {0};
+    int rc = tdb_schema_from_json(json, strlen(json), &s, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.msg);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        return;
+    const struct tdb_filter *f = &s->attrs[0].filters.f[0];
+    CHECK_EQ_INT(f->type, TDB_FILTER_WEBP);
+    CHECK(f->webp_quality == 100.0f);
+    CHECK_EQ_INT(f->webp_format, TDB_WEBP_RGBA);
+    CHECK_EQ_INT(f->webp_lossless, 1);
+    CHECK_EQ_INT(f->webp_y_extent, 4);
+    CHECK_EQ_INT(f->webp_x_extent, 24);
+
+    /* the JSON form prints the options and reads back the same */
+    json_t *j = tdb_json_schema(s);
+    struct tdb_buf text = {0};
+    CHECK(j && tdb_json_dump(j, &text) == 0);
+    json_decref(j);
+    tdb_buf_put_u8(&text, 0);
+    CHECK(strstr((char *)text.data, "{\"type\": \"WEBP\", \"quality\": 100, "
+                 "\"format\": \"RGBA\", \"lossless\": true}") != NULL);
+    CHECK_EQ_INT(tdb_schema_from_json((char *)text.data, text.len - 1, &back,
+                                      &err),
+                 0);
+    if (back) {
+        const struct tdb_filter *g = &back->attrs[0].filters.f[0];
+        CHECK(g->webp_quality == 100.0f && g->webp_format == TDB_WEBP_RGBA &&
+              g->webp_lossless == 1 && g->webp_y_extent == 4 &&
+              g->webp_x_extent == 24);
+        tdb_schema_free(back);
+    }
+    tdb_buf_free(&text);
+
+    /* create, stage the whole domain, commit, read back */
+    struct tdb_io arr, stg;
+    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    rc = tdb_array_create(&arr, s, NULL, 1000, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.msg);
+    CHECK_EQ_INT(rc, 0);
+    const size_t n = 8 * 48;
+    uint8_t *cells = webp_noise(n, 4, 77);
+    stg.ops->mkdir(stg.ctx, "w");
+    CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "w/rgba", 0, cells, n), 0);
+    char *frag = NULL;
+    rc = tdb_fragment_write(&arr, &stg, "w", NULL, 2000, &frag, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.msg);
+    CHECK_EQ_INT(rc, 0);
+    if (frag) {
+        /* the attribute's tiles are WebP files */
+        char path[512];
+        uint8_t *raw = NULL;
+        uint64_t rn = 0;
+        snprintf(path, sizeof path, "__fragments/%s/a0.tdb", frag);
+        CHECK_EQ_INT(tdb_io_read_file(&arr, path, &raw, &rn, NULL), 0);
+        CHECK(raw && memmem(raw, (size_t)rn, "WEBPVP8L", 8) != NULL);
+        free(raw);
+    }
+    struct tdb_open_options o;
+    struct tdb_fs *fs = NULL;
+    tdb_open_options_init(&o);
+    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    uint64_t ino = 0;
+    struct tdb_stat st;
+    if (fs && !tdb_fs_resolve(fs, "rgba", &ino, &err) &&
+        !tdb_fs_stat(fs, ino, &st, &err)) {
+        uint8_t *got = malloc(st.size + 1);
+        size_t gn = 0;
+        CHECK_EQ_INT(tdb_fs_read(fs, ino, 0, got, (size_t)st.size, &gn, &err),
+                     0);
+        CHECK_EQ_INT(gn, n);
+        if (gn == n)
+            CHECK_MEM(got, cells, n);
+        free(got);
+    } else {
+        CHECK(!"rgba readable");
+    }
+    /* the mount's __array.json shows the filter as the JSON gave it */
+    if (fs && !tdb_fs_resolve(fs, "__array.json", &ino, &err) &&
+        !tdb_fs_stat(fs, ino, &st, &err)) {
+        char *got = calloc(1, st.size + 1);
+        size_t gn = 0;
+        CHECK_EQ_INT(tdb_fs_read(fs, ino, 0, got, (size_t)st.size, &gn, &err),
+                     0);
+        CHECK(strstr(got, "\"format\": \"RGBA\", \"lossless\": true") !=
+              NULL);
+        free(got);
+    } else {
+        CHECK(!"__array.json readable");
+    }
+    tdb_fs_close(fs);
+    free(frag);
+    free(cells);
+    tdb_io_free(&stg);
+    tdb_io_free(&arr);
+    tdb_schema_free(s);
+}
+
+/* What TileDB refuses of a schema with a WEBP filter, and bad options. */
+static void test_webp_schema_refused(void)
+{
+    static const struct {
+        const char *attr, *filter, *dims, *type, *needle;
+    } bad[] = {
+        {"INT32", "\"format\": \"RGB\"", NULL, "dense", "UINT8 attributes"},
+        {"UINT8", "\"format\": \"RGB\"", NULL, "sparse", "dense arrays only"},
+        {"UINT8", "\"format\": \"RGBA\"", NULL, "dense",
+         "not a multiple of it"},
+        {"UINT8", "\"format\": \"RGB\"",
+         "{\"name\": \"y\", \"datatype\": \"UINT32\", \"domain\": [1, 8], "
+         "\"tile_extent\": 4}",
+         "dense", "exactly 2 integral dimensions"},
+        {"UINT8", "\"format\": \"RGB\"",
+         "{\"name\": \"y\", \"datatype\": \"UINT32\", \"domain\": [1, 20000],"
+         " \"tile_extent\": 16384}, {\"name\": \"x\", \"datatype\": "
+         "\"UINT32\", \"domain\": [1, 30], \"tile_extent\": 30}",
+         "dense", "at most 16383 x 16383"},
+        {"UINT8", "\"lossless\": true", NULL, "dense", "format: missing"},
+        {"UINT8", "\"format\": \"RGBX\"", NULL, "dense",
+         "\"RGBX\" is not RGB, BGR, RGBA or BGRA"},
+        {"UINT8", "\"format\": \"RGB\", \"quality\": 101", NULL, "dense",
+         "quality: 101 is not in [0, 100]"},
+        {"UINT8", "\"format\": \"RGB\", \"effort\": 3", NULL, "dense",
+         "unknown key \"effort\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"array_type\": \"%s\", \"dims\": [%s], \"attrs\": "
+                 "[{\"name\": \"a\", \"datatype\": \"%s\", \"filters\": "
+                 "[{\"type\": \"WEBP\", %s}]}]}",
+                 bad[i].type,
+                 bad[i].dims ? bad[i].dims
+                             : "{\"name\": \"y\", \"datatype\": \"UINT32\", "
+                               "\"domain\": [1, 8], \"tile_extent\": 4}, "
+                               "{\"name\": \"x\", \"datatype\": \"UINT32\", "
+                               "\"domain\": [1, 30], \"tile_extent\": 30}",
+                 bad[i].attr, bad[i].filter);
+        struct tdb_schema *s = NULL;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(tdb_schema_from_json(json, strlen(json), &s, &err),
+                     TDB_E_INVAL);
+        CHECK(s == NULL);
+        if (!strstr(err.msg, bad[i].needle)) {
+            fprintf(stderr, "  case %zu: '%s' lacks '%s'\n", i, err.msg,
+                    bad[i].needle);
+            CHECK(!"message");
+        }
+    }
+    /* a WEBP filter off the attributes */
+    static const char coords[] =
+        "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"y\", "
+        "\"datatype\": \"UINT32\", \"domain\": [1, 8], \"tile_extent\": 4, "
+        "\"filters\": [{\"type\": \"WEBP\", \"format\": \"RGB\"}]}, "
+        "{\"name\": \"x\", \"datatype\": \"UINT32\", \"domain\": [1, 30], "
+        "\"tile_extent\": 30}], \"attrs\": [{\"name\": \"a\", "
+        "\"datatype\": \"UINT8\"}]}";
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(coords, strlen(coords), &s, &err),
+                 TDB_E_INVAL);
+    CHECK(strstr(err.msg, "attribute values only") != NULL);
+}
+
 static void test_names_and_types(void)
 {
     CHECK_EQ_INT(tdb_filter_gzip.type, TDB_FILTER_GZIP);
@@ -1311,6 +1496,8 @@ int main(void)
     RUN(test_webp_encode_refused);
     RUN(test_webp_tiledb_tile);
     RUN(test_webp_damaged);
+    RUN(test_webp_array);
+    RUN(test_webp_schema_refused);
     RUN(test_names_and_types);
     return unit_done();
 }
