@@ -288,6 +288,14 @@ static void json_pipeline(struct tdb_jb *jb, json_t *o, const char *key,
             tdb_jb_set(jb, fo, "offset", tdb_json_double(f->offset));
             tdb_jb_set(jb, fo, "byte_width", tdb_json_u64(f->byte_width));
             break;
+        case TDB_FILTER_WEBP: {
+            /* the tile extents are the schema's, not printed */
+            const char *fmt = tdb_webp_format_name(f->webp_format);
+            tdb_jb_set(jb, fo, "quality", tdb_json_double(f->webp_quality));
+            tdb_jb_set(jb, fo, "format", tdb_json_cstr(fmt ? fmt : "NONE"));
+            tdb_jb_set(jb, fo, "lossless", json_boolean(f->webp_lossless));
+            break;
+        }
         default:
             break;
         }

@@ -382,6 +382,8 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
     static const char *const k_window[] = {"type", "max_window", NULL};
     static const char *const k_scale[] = {"type", "scale", "offset",
                                           "byte_width", NULL};
+    static const char *const k_webp[] = {"type", "quality", "format",
+                                         "lossless", NULL};
     const char *name;
     struct sj_where k;
     json_t *v;
@@ -402,9 +404,6 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
     if (t == TDB_FILTER_AES_256_GCM)
         return sj_bad(err, TDB_E_INVAL, &k, "AES_256_GCM is not a filter of "
                       "a schema (give the key when creating the array)");
-    if (t == TDB_FILTER_WEBP)
-        return sj_bad(err, TDB_E_UNSUPPORTED, &k, "WEBP filters cannot be "
-                      "written");
     memset(f, 0, sizeof *f);
     f->type = (uint8_t)t;
     f->ops = tdb_filter_lookup(t);
@@ -476,6 +475,33 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
             return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
                           "4 or 8", bw);
         f->byte_width = bw;
+        break;
+    }
+    case TDB_FILTER_WEBP: {
+        /* the tile extents come from the schema (sj_webp_extents) */
+        double q = 100.0;
+        const char *fmt;
+        bool lossless;
+        known = k_webp;
+        sj_at(&k, w, "quality");
+        if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
+            (rc = sj_double(v, &k, &q, err)))
+            return rc;
+        if (!(q >= 0.0 && q <= 100.0))
+            return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
+        f->webp_quality = (float)q;
+        if ((rc = sj_str(o, "format", true, w, &fmt, err)))
+            return rc;
+        for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
+            if (!strcasecmp(fmt, tdb_webp_format_name(i)))
+                f->webp_format = (uint8_t)i;
+        sj_at(&k, w, "format");
+        if (!f->webp_format)
+            return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
+                          "RGBA or BGRA", fmt);
+        if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
+            return rc;
+        f->webp_lossless = lossless;
         break;
     }
     default:
@@ -1202,6 +1228,121 @@ static int sj_check_attr(const struct tdb_attr *a, struct tdb_error *err)
     return 0;
 }
 
+/* ------------------------------------------------------------------ WEBP */
+
+/* libwebp's largest image side (TileDB checks it at schema creation). */
+#define SJ_WEBP_MAX_SIDE 16383
+
+/* The tile extents of dimensions 0 (Y: rows) and 1 (X: bytes of a row) of
+ * a two-dimensional schema with integral dimensions, as TileDB's WEBP
+ * filter takes them; false when the schema has no such extents. */
+static bool sj_webp_dims(const struct tdb_schema *s, uint64_t *y, uint64_t *x)
+{
+    if (s->ndims != 2)
+        return false;
+    for (uint32_t i = 0; i < 2; i++) {
+        const struct tdb_dim *d = &s->dims[i];
+        switch (d->type) {
+        case TDB_INT8: case TDB_UINT8: case TDB_INT16: case TDB_UINT16:
+        case TDB_INT32: case TDB_UINT32: case TDB_INT64: case TDB_UINT64:
+            break;
+        default:
+            return false;
+        }
+        if (d->cell_val_num != 1 || !d->has_extent)
+            return false;
+        __int128 e = sj_wide(sj_load(d->type, d->extent));
+        if (e <= 0)
+            return false;
+        *(i ? x : y) = e > UINT32_MAX ? UINT32_MAX : (uint64_t)e;
+    }
+    return true;
+}
+
+/* TileDB copies the schema's tile extents into each WEBP filter's options
+ * when it checks a new schema; so does this. */
+static void sj_webp_extents(struct tdb_schema *s)
+{
+    uint64_t y, x;
+    if (s->array_type != TDB_DENSE || !sj_webp_dims(s, &y, &x) ||
+        y > UINT16_MAX || x > UINT16_MAX)
+        return;     /* tdb_schema_check says why */
+    for (uint32_t i = 0; i < s->nattrs; i++)
+        for (uint32_t j = 0; j < s->attrs[i].filters.n; j++) {
+            struct tdb_filter *f = &s->attrs[i].filters.f[j];
+            if (f->type == TDB_FILTER_WEBP) {
+                f->webp_y_extent = (uint16_t)y;
+                f->webp_x_extent = (uint16_t)x;
+            }
+        }
+}
+
+/* What TileDB asks of a schema with WEBP filters: UINT8 attributes of a
+ * dense array of two integral dimensions whose tiles are images of whole
+ * pixels at most 16383 a side; and here also one value a cell, the filter
+ * on attributes only, its options complete. */
+static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
+{
+    if (tdb_pipeline_has(&s->coords_filters, TDB_FILTER_WEBP) ||
+        tdb_pipeline_has(&s->offsets_filters, TDB_FILTER_WEBP) ||
+        tdb_pipeline_has(&s->validity_filters, TDB_FILTER_WEBP))
+        return tdb_err(err, TDB_E_INVAL, "a WEBP filter filters attribute "
+                       "values only, not coordinates, offsets or validity");
+    for (uint32_t i = 0; i < s->ndims; i++)
+        if (tdb_pipeline_has(&s->dims[i].filters, TDB_FILTER_WEBP))
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': a WEBP filter "
+                           "filters attribute values only", s->dims[i].name);
+    for (uint32_t i = 0; i < s->nattrs; i++) {
+        const struct tdb_attr *a = &s->attrs[i];
+        for (uint32_t j = 0; j < a->filters.n; j++) {
+            const struct tdb_filter *f = &a->filters.f[j];
+            unsigned bpp = tdb_webp_pixel_bytes(f->webp_format);
+            uint64_t y = 0, x = 0;
+            if (f->type != TDB_FILTER_WEBP)
+                continue;
+            if (a->type != TDB_UINT8 || a->cell_val_num != 1)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter takes UINT8 attributes of one value "
+                               "a cell", a->name);
+            if (s->array_type != TDB_DENSE)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter is for dense arrays only", a->name);
+            if (!sj_webp_dims(s, &y, &x))
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter needs exactly 2 integral dimensions "
+                               "(Y, X) with tile extents", a->name);
+            if (!bpp)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's format is not set (RGB, BGR, RGBA "
+                               "or BGRA)", a->name);
+            if (!(f->webp_quality >= 0.0f && f->webp_quality <= 100.0f) ||
+                f->webp_lossless > 1)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's quality is in [0, 100], its "
+                               "lossless flag 0 or 1", a->name);
+            if (x % bpp)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's format has %u bytes a pixel; the "
+                               "tile extent of dimension '%s' (%llu) is not "
+                               "a multiple of it", a->name, bpp,
+                               s->dims[1].name, (unsigned long long)x);
+            if (y > SJ_WEBP_MAX_SIDE || x / bpp > SJ_WEBP_MAX_SIDE)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': tiles of "
+                               "%llu x %llu pixels; a WebP image has at most "
+                               "%d x %d", a->name, (unsigned long long)y,
+                               (unsigned long long)(x / bpp),
+                               SJ_WEBP_MAX_SIDE, SJ_WEBP_MAX_SIDE);
+            if (f->webp_y_extent != y || f->webp_x_extent != x)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's tile extents (%u, %u) are not the "
+                               "schema's (%llu, %llu)", a->name,
+                               f->webp_y_extent, f->webp_x_extent,
+                               (unsigned long long)y, (unsigned long long)x);
+        }
+    }
+    return 0;
+}
+
 int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
 {
     int rc;
@@ -1293,7 +1434,7 @@ int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
             return tdb_err(err, TDB_E_INVAL, "current domain of '%s' lies "
                            "outside the dimension's domain", d->name);
     }
-    return 0;
+    return sj_check_webp(s, err);
 }
 
 int tdb_schema_from_json(const char *text, size_t len,
@@ -1327,6 +1468,8 @@ int tdb_schema_from_json(const char *text, size_t len,
         rc = sj_schema(o, s, err);
         if (!rc && s->array_type == TDB_DENSE)
             rc = sj_fill_extents(s, err);
+        if (!rc)
+            sj_webp_extents(s);
         if (!rc && (rc = tdb_schema_check(s, err)))
             tdb_err_ctx(err, rc, "schema JSON");
     }

@@ -57,10 +57,42 @@ struct tdb_filter {
     /* SCALE_FLOAT */
     double scale, offset;
     uint64_t byte_width;
-    /* options bytes of a filter we cannot run (WEBP), kept verbatim */
+    /* WEBP (webp.c): quality 0..100 (lossy), input format (enum
+     * tdb_webp_format), lossless 0 or 1, and the tile extents of
+     * dimension 0 (rows of the image) and dimension 1 (bytes of a row),
+     * which TileDB copies from the schema into the options. */
+    float webp_quality;
+    uint8_t webp_format, webp_lossless;
+    uint16_t webp_y_extent, webp_x_extent;
+    /* options bytes of a filter we cannot run, kept verbatim */
     uint8_t *raw;
     uint32_t raw_size;
 };
+
+/* The pixel layouts of the WEBP filter (TileDB's tiledb_filter_webp_format_t):
+ * 3 bytes a pixel below TDB_WEBP_RGBA, 4 from it. */
+enum tdb_webp_format {
+    TDB_WEBP_NONE = 0,
+    TDB_WEBP_RGB = 1,
+    TDB_WEBP_BGR = 2,
+    TDB_WEBP_RGBA = 3,
+    TDB_WEBP_BGRA = 4
+};
+
+/* "RGB", "BGR", "RGBA", "BGRA", "NONE" for 0; NULL past TDB_WEBP_BGRA. */
+static inline const char *tdb_webp_format_name(unsigned fmt)
+{
+    static const char *const names[] = {"NONE", "RGB", "BGR", "RGBA", "BGRA"};
+    return fmt <= TDB_WEBP_BGRA ? names[fmt] : NULL;
+}
+
+/* Bytes a pixel of format fmt: 3, 4, or 0 when fmt is not a format. */
+static inline unsigned tdb_webp_pixel_bytes(unsigned fmt)
+{
+    return fmt == TDB_WEBP_RGB || fmt == TDB_WEBP_BGR     ? 3
+           : fmt == TDB_WEBP_RGBA || fmt == TDB_WEBP_BGRA ? 4
+                                                          : 0;
+}
 
 /* A filter pipeline as serialised in a schema or a generic tile. */
 struct tdb_pipeline {

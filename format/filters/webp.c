@@ -1,56 +1,282 @@
-/* webp.c: the WEBP filter: options only, no codec (filters/webp.md). */
+/* webp.c: the WEBP filter (filters/webp.md), through libwebp.
+ *
+ * Options: TileDB writes its WebpFilter::FilterConfig struct as it lies in
+ * memory, 12 bytes: float quality, u8 input format, u8 lossless, u16 tile
+ * extent of dimension 0 (the image's rows), u16 tile extent of dimension 1
+ * (the bytes of a row: pixels times 3 or 4), 2 bytes of padding.  TileDB
+ * fills the extents in from the schema when the schema is checked.
+ *
+ * A chunk (TileDB makes each tile one chunk) is one image of y_extent rows
+ * of x_extent bytes.  Metadata: u32 number of parts, then u32 encoded size
+ * of each part, then the metadata of the filters before; data: the parts'
+ * WebP files one after the other.  Decoding gives width * height * pixel
+ * bytes per part, in the option's pixel format. */
 #include "filter.h"
 
-#include <stdlib.h>
+#include <string.h>
+#include <webp/decode.h>
+#include <webp/encode.h>
 
-/* TileDB serialises its WebpFilter::FilterConfig struct as is (float
- * quality, u8 input format, u8 lossless, u16 y extent, u16 x extent and
- * padding: 12 bytes on the platforms it runs on).  We keep whatever the
- * options hold, verbatim, so that a schema round-trips. */
-#define WEBP_OPTIONS_MAX 4096
+#define WEBP_OPTIONS_SIZE 12
+/* libwebp's largest image side (WEBP_MAX_DIMENSION), as TileDB checks. */
+#define WEBP_MAX_SIDE 16383
+/* The effort of lossless encoding, as libwebp's simple API gives it. */
+#define WEBP_LOSSLESS_EFFORT 70.0f
 
 static int webp_read_options(struct tdb_filter *f, struct tdb_cursor *c,
                              uint32_t version, struct tdb_error *err)
 {
+    const uint8_t *p;
     size_t n = tdb_cur_left(c);
-    uint8_t *raw;
+    uint32_t qbits;
+    float q;
 
-    if (n == 0 || n > WEBP_OPTIONS_MAX)
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "WEBP filter options of %zu bytes (expected 12)", n);
-    raw = malloc(n);
-    if (!raw)
-        return tdb_err(err, TDB_E_NOMEM, "WEBP: out of memory");
-    tdb_cur_copy(c, raw, n);
-    free(f->raw);
-    f->raw = raw;
-    f->raw_size = (uint32_t)n;
+    (void)version;
+    if (n != WEBP_OPTIONS_SIZE || tdb_cur_bytes(c, n, &p))
+        return tdb_err(err, TDB_E_CORRUPT, "WEBP filter options of %zu bytes "
+                       "(expected %d)", n, WEBP_OPTIONS_SIZE);
+    qbits = tdb_le32(p);
+    memcpy(&q, &qbits, sizeof q);
+    if (!(q >= 0.0f && q <= 100.0f))
+        return tdb_err(err, TDB_E_CORRUPT, "WEBP filter options: quality %g "
+                       "is not in [0, 100]", (double)q);
+    if (p[4] > TDB_WEBP_BGRA)
+        return tdb_err(err, TDB_E_CORRUPT, "WEBP filter options: unknown "
+                       "input format %u", p[4]);
+    if (p[5] > 1)
+        return tdb_err(err, TDB_E_CORRUPT, "WEBP filter options: lossless "
+                       "flag %u is not 0 or 1", p[5]);
+    f->webp_quality = q;
+    f->webp_format = p[4];
+    f->webp_lossless = p[5];
+    f->webp_y_extent = tdb_le16(p + 6);
+    f->webp_x_extent = tdb_le16(p + 8);
     return 0;
 }
 
 static int webp_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 {
-    if (!f->raw || f->raw_size == 0)
-        return TDB_E_INVAL;
-    return tdb_buf_append(out, f->raw, f->raw_size);
+    uint8_t o[WEBP_OPTIONS_SIZE] = {0};
+    uint32_t qbits;
+
+    memcpy(&qbits, &f->webp_quality, sizeof qbits);
+    tdb_st32(o, qbits);
+    o[4] = f->webp_format;
+    o[5] = f->webp_lossless;
+    tdb_st16(o + 6, f->webp_y_extent);
+    tdb_st16(o + 8, f->webp_x_extent);
+    return tdb_buf_append(out, o, sizeof o);
+}
+
+/* Decodes one WebP file into `dst` (room for exactly w * h * bpp bytes).
+ * @return dst, or NULL when libwebp refuses the file. */
+static uint8_t *webp_decode_into(unsigned fmt, const uint8_t *src, size_t n,
+                                 uint8_t *dst, size_t room, int stride)
+{
+    switch (fmt) {
+    case TDB_WEBP_RGB: return WebPDecodeRGBInto(src, n, dst, room, stride);
+    case TDB_WEBP_BGR: return WebPDecodeBGRInto(src, n, dst, room, stride);
+    case TDB_WEBP_RGBA: return WebPDecodeRGBAInto(src, n, dst, room, stride);
+    case TDB_WEBP_BGRA: return WebPDecodeBGRAInto(src, n, dst, room, stride);
+    default: return NULL;
+    }
 }
 
 static int webp_decode(const struct tdb_filter_call *call,
                        struct tdb_cursor *md, const uint8_t *data, size_t size,
                        struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    return tdb_err(call->err, TDB_E_UNSUPPORTED,
-                   "WEBP: decoding WebP-compressed tiles is not supported "
-                   "(built without libwebp)");
+    const struct tdb_filter *f = call->filter;
+    unsigned fmt = f ? f->webp_format : TDB_WEBP_NONE;
+    unsigned bpp = tdb_webp_pixel_bytes(fmt);
+    uint64_t limit = tdb_filter_max_data(call), made = 0;
+    size_t base = data_out->len, used = 0;
+    const uint8_t *rest;
+    uint32_t nparts;
+
+    if (!bpp)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: the filter's input "
+                       "format is not set (RGB, BGR, RGBA or BGRA)");
+    if (call->datatype != TDB_UINT8)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: filters UINT8 "
+                       "values only, not %s",
+                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
+                                                   : "?");
+    if (tdb_cur_u32(md, &nparts))
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: metadata truncated "
+                       "(no part count)");
+    if (nparts > tdb_cur_left(md) / 4)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: metadata of %zu "
+                       "bytes cannot hold %u part sizes", tdb_cur_left(md),
+                       nparts);
+    for (uint32_t i = 0; i < nparts; i++) {
+        uint32_t len;
+        int w = 0, h = 0;
+        uint64_t n;
+        uint8_t *dst;
+
+        tdb_cur_u32(md, &len);
+        if (len > size - used) {
+            data_out->len = base;
+            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u of %u "
+                           "bytes overruns the %zu data bytes", i, len,
+                           size - used);
+        }
+        if (!WebPGetInfo(data + used, len, &w, &h) || w <= 0 || h <= 0) {
+            data_out->len = base;
+            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u (%u "
+                           "bytes) is not a WebP image", i, len);
+        }
+        n = (uint64_t)w * (uint64_t)h * bpp;
+        if (n > limit - made || n > SIZE_MAX) {
+            data_out->len = base;
+            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u is a "
+                           "%dx%d image of %llu bytes, more than the %llu "
+                           "the chunk's declared size allows", i, w, h,
+                           (unsigned long long)n,
+                           (unsigned long long)(limit - made));
+        }
+        if (tdb_buf_grow(data_out, (size_t)n, &dst) < 0) {
+            data_out->len = base;
+            return tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
+        }
+        if (!webp_decode_into(fmt, data + used, len, dst, (size_t)n,
+                              w * (int)bpp)) {
+            data_out->len = base;
+            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u: "
+                           "damaged WebP image (%dx%d, %u bytes)", i, w, h,
+                           len);
+        }
+        made += n;
+        used += len;
+    }
+    if (used != size) {
+        data_out->len = base;
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: %zu data bytes "
+                       "after the %u parts", size - used, nparts);
+    }
+    size_t left = tdb_cur_left(md);
+    if (left > tdb_filter_max_md(call) || tdb_cur_bytes(md, left, &rest)) {
+        data_out->len = base;
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: %zu bytes of "
+                       "metadata to hand on, more than the chunk allows",
+                       left);
+    }
+    if (tdb_buf_append(md_out, rest, left) < 0) {
+        data_out->len = base;
+        return tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
+    }
+    return 0;
+}
+
+static int webp_import(unsigned fmt, WebPPicture *pic, const uint8_t *src,
+                       int stride)
+{
+    switch (fmt) {
+    case TDB_WEBP_RGB: return WebPPictureImportRGB(pic, src, stride);
+    case TDB_WEBP_BGR: return WebPPictureImportBGR(pic, src, stride);
+    case TDB_WEBP_RGBA: return WebPPictureImportRGBA(pic, src, stride);
+    case TDB_WEBP_BGRA: return WebPPictureImportBGRA(pic, src, stride);
+    default: return 0;
+    }
+}
+
+/* Encodes an image of h rows of stride bytes, w pixels each, appending the
+ * WebP file to out. */
+static int webp_encode_image(const struct tdb_filter_call *call,
+                             const uint8_t *src, int w, int h, int stride,
+                             struct tdb_buf *out, size_t *len)
+{
+    const struct tdb_filter *f = call->filter;
+    WebPConfig config;
+    WebPPicture pic;
+    WebPMemoryWriter wr;
+    int rc = 0;
+
+    /* Lossless keeps every byte, the colour under transparent pixels too
+     * ("exact"; libwebp's simple lossless API would change it). */
+    if (!WebPConfigPreset(&config, WEBP_PRESET_DEFAULT,
+                          f->webp_lossless ? WEBP_LOSSLESS_EFFORT
+                                           : f->webp_quality) ||
+        !WebPPictureInit(&pic))
+        return tdb_err(call->err, TDB_E_INVAL, "WEBP: libwebp version "
+                       "mismatch");
+    config.lossless = f->webp_lossless;
+    config.exact = f->webp_lossless;
+    if (!WebPValidateConfig(&config))
+        return tdb_err(call->err, TDB_E_INVAL, "WEBP: libwebp refuses "
+                       "quality %g", (double)f->webp_quality);
+    pic.use_argb = f->webp_lossless;
+    pic.width = w;
+    pic.height = h;
+    WebPMemoryWriterInit(&wr);
+    pic.writer = WebPMemoryWrite;
+    pic.custom_ptr = &wr;
+    if (!webp_import(f->webp_format, &pic, src, stride))
+        rc = tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
+    else if (!WebPEncode(&config, &pic))
+        rc = tdb_err(call->err, pic.error_code == VP8_ENC_ERROR_OUT_OF_MEMORY
+                                    ? TDB_E_NOMEM
+                                    : TDB_E_INVAL,
+                     "WEBP: libwebp cannot encode the %dx%d image (error "
+                     "%d)", w, h, (int)pic.error_code);
+    else if (wr.size > UINT32_MAX)
+        rc = tdb_err(call->err, TDB_E_INVAL, "WEBP: the encoded image is "
+                     "larger than 4 GiB");
+    else if (tdb_buf_append(out, wr.mem, wr.size) < 0)
+        rc = tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
+    *len = wr.size;
+    WebPPictureFree(&pic);
+    WebPMemoryWriterClear(&wr);
+    return rc;
 }
 
 static int webp_encode(const struct tdb_filter_call *call, const uint8_t *md,
                        size_t md_size, const uint8_t *data, size_t size,
                        struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    return tdb_err(call->err, TDB_E_UNSUPPORTED,
-                   "WEBP: encoding WebP tiles is not supported (built "
-                   "without libwebp)");
+    const struct tdb_filter *f = call->filter;
+    unsigned bpp = f ? tdb_webp_pixel_bytes(f->webp_format) : 0;
+    size_t base = data_out->len, len = 0;
+    unsigned y, x;
+    int rc;
+
+    if (!bpp)
+        return tdb_err(call->err, TDB_E_INVAL, "WEBP: the filter's input "
+                       "format is not set (RGB, BGR, RGBA or BGRA)");
+    if (call->datatype != TDB_UINT8)
+        return tdb_err(call->err, TDB_E_INVAL, "WEBP: filters UINT8 values "
+                       "only, not %s",
+                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
+                                                   : "?");
+    y = f->webp_y_extent;
+    x = f->webp_x_extent;
+    if (y == 0 || x == 0 || x % bpp || y > WEBP_MAX_SIDE ||
+        x / bpp > WEBP_MAX_SIDE)
+        return tdb_err(call->err, TDB_E_INVAL, "WEBP: the filter's tile "
+                       "extents (%u rows of %u bytes) are not an image of "
+                       "%u-byte pixels of at most %d x %d", y, x, bpp,
+                       WEBP_MAX_SIDE, WEBP_MAX_SIDE);
+    if (size != (size_t)y * x)
+        return tdb_err(call->err, TDB_E_INVAL, "WEBP: a chunk of %zu bytes "
+                       "is not one tile of %u rows of %u bytes", size, y, x);
+    rc = webp_encode_image(call, data, (int)(x / bpp), (int)y, (int)x,
+                           data_out, &len);
+    if (!rc && (tdb_buf_put_u32(md_out, 1) < 0 ||
+                tdb_buf_put_u32(md_out, (uint32_t)len) < 0 ||
+                tdb_buf_append(md_out, md, md_size) < 0))
+        rc = tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
+    if (rc)
+        data_out->len = base;
+    return rc;
+}
+
+/* What comes out is compressed bytes. */
+static unsigned webp_output_type(const struct tdb_filter *f, unsigned in_type)
+{
+    (void)f;
+    (void)in_type;
+    return TDB_BLOB;
 }
 
 const struct tdb_filter_ops tdb_filter_webp = {
@@ -58,7 +284,7 @@ const struct tdb_filter_ops tdb_filter_webp = {
     .type = TDB_FILTER_WEBP,
     .read_options = webp_read_options,
     .write_options = webp_write_options,
-    .output_type = NULL,
+    .output_type = webp_output_type,
     .decode = webp_decode,
     .encode = webp_encode,
 };
