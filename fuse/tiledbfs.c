@@ -119,7 +119,7 @@ struct tdbfs_mount {
     struct fuse_session *se;
     bool rw;
     bool is_array;
-    bool foreground; /* log to stderr, else to syslog */
+    bool log_stderr; /* -o log=: stderr, else syslog */
     bool singlethread;
     uid_t uid;
     gid_t gid;
@@ -184,7 +184,7 @@ static void tdbfs_log(const struct tdbfs_mount *m, const char *fmt, ...)
     for (char *p = line; *p; p++)
         if ((unsigned char)*p < 0x20)
             *p = '?';
-    if (m->foreground)
+    if (m->log_stderr)
         fprintf(stderr, "tiledbfs: %s\n", line);
     else
         syslog(LOG_ERR, "%s", line);
@@ -2095,7 +2095,12 @@ struct tdbfs_cmdline {
     char *threads;
     char *key_file;
     char *staging_dir;
+    char *log;
     int rw;
+    int writable;
+    int ro;
+    int has_dev;  /* dev or nodev given */
+    int has_suid; /* suid or nosuid given */
 };
 
 #define TDBFS_OPT(t, field) { t, offsetof(struct tdbfs_cmdline, field), 1 }
@@ -2107,6 +2112,31 @@ static const struct fuse_opt tdbfs_opts[] = {
     TDBFS_OPT("key_file=%s", key_file),
     TDBFS_OPT("staging_dir=%s", staging_dir),
     TDBFS_OPT("rw", rw),
+    TDBFS_OPT("writable", writable),
+    TDBFS_OPT("ro", ro),
+    TDBFS_OPT("log=%s", log),
+    /* noted, and kept for FUSE (kernel mount flags) */
+    TDBFS_OPT("dev", has_dev), FUSE_OPT_KEY("dev", FUSE_OPT_KEY_KEEP),
+    TDBFS_OPT("nodev", has_dev), FUSE_OPT_KEY("nodev", FUSE_OPT_KEY_KEEP),
+    TDBFS_OPT("suid", has_suid), FUSE_OPT_KEY("suid", FUSE_OPT_KEY_KEEP),
+    TDBFS_OPT("nosuid", has_suid), FUSE_OPT_KEY("nosuid", FUSE_OPT_KEY_KEEP),
+    /* generic mount(8) options that mount.fuse3 hands on and libfuse does
+     * not know; none matters to a filesystem whose files never change
+     * unless written through it and that has no links, locks or i_version */
+    FUSE_OPT_KEY("relatime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("norelatime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("strictatime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nostrictatime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("lazytime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nolazytime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("diratime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nodiratime", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("iversion", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("noiversion", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("mand", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nomand", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("symfollow", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nosymfollow", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_END
 };
 
@@ -2138,10 +2168,34 @@ static void tdbfs_usage(const char *prog)
            "    -o key_file=PATH       32-byte AES-256-GCM key\n"
            "    -o rw                  enable __staging/ and __meta/ "
            "writes\n"
+           "    -o writable            the same as rw, also through "
+           "mount(8)\n"
+           "    -o ro                  read-only (the default)\n"
            "    -o staging_dir=PATH    where staged bytes are kept "
            "(default\n"
-           "                           SOURCE/../.NAME.tiledbfs-staging)\n\n",
+           "                           SOURCE/../.NAME.tiledbfs-staging)\n"
+           "    -o log=syslog|stderr   where the daemon logs (default: "
+           "syslog,\n"
+           "                           stderr with -f or -d)\n\n"
+           "Through mount(8) (mount -t fuse.tiledbfs, or fstab), mount.fuse3 "
+           "starts\n"
+           "tiledbfs with dev or nodev, suid or nosuid, and rw unless ro "
+           "was given;\n"
+           "given those, rw is mount(8)'s default and the mount stays "
+           "read-only:\n"
+           "ask for writes with writable.\n\n",
            prog);
+}
+
+/* Whether the mount takes writes: writable, or rw where it is not merely
+ * mount(8)'s default.  mount.fuse3 (mount -t fuse.tiledbfs, fstab) always
+ * hands on dev or nodev and suid or nosuid, and mount(8) gives it rw
+ * unless ro was asked for, so from there rw cannot mean "writes". */
+static bool tdbfs_writes(const struct tdbfs_cmdline *cl)
+{
+    bool from_mount_helper = cl->has_dev && cl->has_suid;
+
+    return cl->writable || (cl->rw && !from_mount_helper);
 }
 
 /* Hands the contract's options to the shared parser. */
@@ -2159,9 +2213,15 @@ static int tdbfs_apply(const struct tdbfs_cmdline *cl,
     if (cl->staging_dir &&
         tdbcli_option(o, "staging_dir", cl->staging_dir) != 0)
         return -1;
-    if (cl->rw && tdbcli_option(o, "rw", NULL) != 0)
+    if (tdbfs_writes(cl) && cl->ro) {
+        fprintf(stderr, "%s: ro and %s do not go together\n",
+                program_invocation_short_name,
+                cl->writable ? "writable" : "rw");
         return -1;
-    if (cl->rw && cl->timestamp) {
+    }
+    if (tdbfs_writes(cl) && tdbcli_option(o, "rw", NULL) != 0)
+        return -1;
+    if (tdbfs_writes(cl) && cl->timestamp) {
         fprintf(stderr, "%s: -o rw and timestamp= do not go together (a "
                 "write is made now, outside the opened range)\n",
                 program_invocation_short_name);
@@ -2291,6 +2351,7 @@ int main(int argc, char *argv[])
     struct fuse_session *se = NULL;
     struct tdb_cache *cache = NULL;
     uint64_t ino;
+    int errfd = -1;
     int ret = 1;
 
     memset(&fopts, 0, sizeof fopts);
@@ -2328,6 +2389,16 @@ int main(int argc, char *argv[])
     }
     if (tdbfs_apply(&cl, &opts) != 0)
         goto out_args;
+    m.log_stderr = fopts.foreground;
+    if (cl.log && strcmp(cl.log, "stderr") == 0) {
+        m.log_stderr = true;
+    } else if (cl.log && strcmp(cl.log, "syslog") == 0) {
+        m.log_stderr = false;
+    } else if (cl.log) {
+        fprintf(stderr, "%s: log=%s: not syslog or stderr\n",
+                program_invocation_short_name, cl.log);
+        goto out_args;
+    }
     /* One tile cache for the mount: every tree a write opens shares it. */
     if (tdb_cache_create(&cache, opts.open.cache_bytes
                                      ? opts.open.cache_bytes
@@ -2356,7 +2427,6 @@ int main(int argc, char *argv[])
     m.rw = opts.rw;
     m.is_array = tdb_fs_lookup(m.cur->fs, TDB_ROOT_INO, "__array.json", &ino,
                                NULL) == 0;
-    m.foreground = fopts.foreground;
     m.singlethread = fopts.singlethread;
     m.uid = getuid();
     m.gid = getgid();
@@ -2377,9 +2447,19 @@ int main(int argc, char *argv[])
         goto out_session;
     if (fuse_session_mount(se, fopts.mountpoint) != 0)
         goto out_signals;
-    if (!fopts.foreground)
+    /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
+    if (m.log_stderr && !fopts.foreground) {
+        errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (errfd < 0)
+            m.log_stderr = false;
+    }
+    if (!m.log_stderr)
         openlog("tiledbfs", LOG_PID, LOG_DAEMON);
     fuse_daemonize(fopts.foreground);
+    if (errfd >= 0) {
+        dup2(errfd, STDERR_FILENO);
+        close(errfd);
+    }
 
     /* After fuse_daemonize: threads do not survive its fork. */
     if (m.rw && fopts.singlethread) {
@@ -2444,6 +2524,7 @@ out_args:
     free(cl.threads);
     free(cl.key_file);
     free(cl.staging_dir);
+    free(cl.log);
     free(fopts.mountpoint);
     fuse_opt_free_args(&args);
     pthread_cond_destroy(&m.qcond);

@@ -16,6 +16,10 @@
 
 #include "cli.h"
 
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "(unknown version)"
+#endif
+
 static void tdbcat_usage(FILE *f)
 {
     fprintf(f,
@@ -24,7 +28,9 @@ static void tdbcat_usage(FILE *f)
             "(a TileDB array or group folder); a folder's entries one a line.\n"
             "  -x          print PATH's extended attributes as name=value\n"
             "  -o OPTIONS  comma-separated: timestamp=T|T1:T2, cache_size=N[KMG],\n"
-            "              key_file=PATH, rw, staging_dir=PATH\n",
+            "              key_file=PATH, rw, staging_dir=PATH\n"
+            "  -h, --help     this text\n"
+            "  -V, --version  print the version\n",
             program_invocation_short_name);
 }
 
@@ -143,6 +149,12 @@ static int tdbcat_xattrs(struct tdb_fs *fs, const char *path, uint64_t ino)
     }
 }
 
+static const struct option tdbcat_longopts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
 int main(int argc, char *argv[])
 {
     struct tdbcli_options opts;
@@ -156,7 +168,7 @@ int main(int argc, char *argv[])
 
     tdbcli_options_init(&opts);
     memset(&src, 0, sizeof src);
-    while ((c = getopt(argc, argv, "o:xh")) != -1) {
+    while ((c = getopt_long(argc, argv, "o:xhV", tdbcat_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             if (tdbcli_option_list(&opts, optarg) < 0)
@@ -165,6 +177,10 @@ int main(int argc, char *argv[])
         case 'x':
             xattrs = true;
             break;
+        case 'V':
+            printf("tiledbfs-cat " PACKAGE_VERSION "\n");
+            ret = 0;
+            goto out;
         case 'h':
             tdbcat_usage(stdout);
             ret = 0;

@@ -18,6 +18,10 @@
 #include "cli.h"
 #include "writer.h"
 
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "(unknown version)"
+#endif
+
 #define TDBCREATE_JSON_MAX (64u << 20)  /* a schema JSON is small */
 
 static void tdbcreate_usage(FILE *f)
@@ -30,7 +34,9 @@ static void tdbcreate_usage(FILE *f)
             "__array.json, or the whole __array.json (\"-\": standard "
             "input).\n"
             "  -o key_file=PATH  encrypt the array with this 32-byte "
-            "AES-256-GCM key\n",
+            "AES-256-GCM key\n"
+            "  -h, --help        this text\n"
+            "  -V, --version     print the version\n",
             program_invocation_short_name);
 }
 
@@ -108,6 +114,12 @@ fail:
     return -1;
 }
 
+static const struct option tdbcreate_longopts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
 int main(int argc, char *argv[])
 {
     struct tdbcli_options opts;
@@ -120,7 +132,7 @@ int main(int argc, char *argv[])
     int c, rc, ret = 1;
 
     tdbcli_options_init(&opts);
-    while ((c = getopt(argc, argv, "o:h")) != -1) {
+    while ((c = getopt_long(argc, argv, "o:hV", tdbcreate_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             /* Only key_file applies; the shared parser reads the key. */
@@ -128,6 +140,10 @@ int main(int argc, char *argv[])
                 tdbcli_option_list(&opts, optarg) < 0)
                 goto out;
             break;
+        case 'V':
+            printf("tiledbfs-create " PACKAGE_VERSION "\n");
+            ret = 0;
+            goto out;
         case 'h':
             tdbcreate_usage(stdout);
             ret = 0;
