@@ -135,6 +135,39 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
     return 0;
 }
 
+bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,
+                           uint64_t *shape)
+{
+    if (c->ops != &dense_ops)
+        return false;
+    const struct dense_cells *dc = (const struct dense_cells *)c;
+    *nd = dc->nd;
+    for (uint32_t d = 0; d < dc->nd; d++)
+        shape[d] = dc->shape[d];
+    return true;
+}
+
+int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
+                        const uint64_t *from, const uint64_t *to,
+                        struct tdb_error *err)
+{
+    if (c->ops != &dense_ops)
+        return tdb_err(err, TDB_E_INVAL, "not a dense view");
+    const struct dense_cells *dc = (const struct dense_cells *)c;
+    uint64_t lo[TDB_MAX_DIMS], hi[TDB_MAX_DIMS];
+    for (uint32_t d = 0; d < dc->nd; d++) {
+        if (from[d] >= to[d] || to[d] > dc->shape[d])
+            return tdb_err(err, TDB_E_INVAL, "dimension %u: [%llu, %llu) is "
+                           "not inside [0, %llu)", d,
+                           (unsigned long long)from[d],
+                           (unsigned long long)to[d],
+                           (unsigned long long)dc->shape[d]);
+        lo[d] = dc->lo[d] + from[d];
+        hi[d] = dc->lo[d] + to[d] - 1;
+    }
+    return tdb_cells_dense(out, c->arr, lo, hi, dc->frags, dc->nfrags, err);
+}
+
 int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
 {
     if (atomic_load_explicit(&c->ready, memory_order_acquire))

@@ -65,6 +65,7 @@ struct tdb_reader {
     unsigned pending;           /* its jobs queued or running */
     uint64_t epoch;
     uint64_t next_off;          /* where a sequential read goes on */
+    uint64_t head;              /* bytes before the field's (.npy header) */
     uint64_t ahead_pos;         /* decoding ahead was planned up to here */
 };
 
@@ -430,7 +431,7 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     rd->fs = fs;
     rd->ino = ino;
-    rd->ff = tdb_fs_fieldfile(fs, ino);
+    rd->ff = tdb_fs_fieldfile(fs, ino, &rd->head);
     if (rd->ff && (!rd->ff->var || rd->ff->part == TDB_FILE_VALIDITY)) {
         rd->cs = rd->ff->part == TDB_FILE_VALIDITY ? 1 : rd->ff->cell_size;
         rd->pins = calloc(RD_MAX_PINS, sizeof *rd->pins);
@@ -448,21 +449,42 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
     return 0;
 }
 
+static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           uint64_t off, void *buf, size_t len, size_t *got,
+                           struct tdb_error *err);
+
 int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
                     size_t len, size_t *got, struct tdb_error *err)
 {
     if (!rd->ff)
         return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    if (rd->head) {
+        /* plan in the field's own offsets; the tree adds the header */
+        uint64_t skip = off < rd->head ? rd->head - off : 0;
+        if (skip >= len)
+            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+        return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
+                               buf, len, got, err);
+    }
+    return rd_read_planned(rd, off, len, off, buf, len, got, err);
+}
+
+/* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
+ * file's bytes [off, off + len). */
+static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           uint64_t off, void *buf, size_t len, size_t *got,
+                           struct tdb_error *err)
+{
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
     /* the kernel's read-ahead may send a few requests out of order */
-    bool seq = off + RD_SEQ_SLACK >= rd->next_off &&
-               off <= rd->next_off + RD_SEQ_SLACK;
-    if (!seq || off + len > rd->next_off)
-        rd->next_off = off + len;
+    bool seq = poff + RD_SEQ_SLACK >= rd->next_off &&
+               poff <= rd->next_off + RD_SEQ_SLACK;
+    if (!seq || poff + plen > rd->next_off)
+        rd->next_off = poff + plen;
     if (!seq)
         rd->ahead_pos = 0;
-    uint64_t ahead = rd->ahead_pos > off + len ? rd->ahead_pos : off + len;
+    uint64_t ahead = rd->ahead_pos > poff + plen ? rd->ahead_pos : poff + plen;
     pthread_mutex_unlock(&rd->lock);
     struct rd_plan pl;
     pl.rd = rd;
@@ -471,7 +493,7 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
     pl.limit = pl.pos = 0;
     memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
-    tdb_fieldfile_tiles(rd->ff, off, len, rd_plan_read, &pl, NULL);
+    tdb_fieldfile_tiles(rd->ff, poff, plen, rd_plan_read, &pl, NULL);
     rd_memo_flush(&pl);
     if (seq && rd->pool) {
         pthread_mutex_lock(&rd->lock);
@@ -498,7 +520,7 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
     for (unsigned i = pl.ncur; i-- > 0;)
         rd_pin_now(rd, &pl.cur[i]);
     int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    rd_trim(rd, epoch, seq, off);
+    rd_trim(rd, epoch, seq, poff);
     return r;
 }
 

@@ -15,8 +15,10 @@ void tdb_pool_free(struct tdb_pool *p);
 
 /* tree.c: the pool of fs (started on first use; NULL when threads=1 or
  * it could not start: readers then decode in the calling thread), and the
- * field file of node ino (NULL for folders and JSON files). */
+ * field file of node ino (NULL for folders and JSON files) and the bytes
+ * before it in the file (*head: a .npy header). */
 struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs);
-struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino);
+struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino,
+                                       uint64_t *head);
 
 #endif

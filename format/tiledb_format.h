@@ -201,6 +201,14 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
 int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
                 size_t len, size_t *got, struct tdb_error *err);
 
+/* lseek's SEEK_DATA (data true) and SEEK_HOLE: the first offset at or
+ * after `off` of written data / of a hole.  Holes are the cells of a dense
+ * array no fragment wrote (they read as fill values); the end of a file is
+ * a hole.  @return 0, TDB_E_NOENT when off is at or past the end (or, for
+ * SEEK_DATA, no data follows), or another error. */
+int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
+                uint64_t *out, struct tdb_error *err);
+
 /* A reader of one file: tdb_fs_read's bytes, faster.  The tiles one read
  * touches are decoded on every core, and while the file is read from start
  * to end (each read starting where the last ended) the tiles ahead are

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum tree_kind { TREE_DIR, TREE_BYTES, TREE_FIELD };
+/* TREE_NPY: a .npy file: a header (bytes, size) and then the bytes of a
+ * field file (ff). */
+enum tree_kind { TREE_DIR, TREE_BYTES, TREE_FIELD, TREE_NPY };
 
 struct tree_node {
     char *name;
@@ -21,7 +23,10 @@ struct tree_node {
     size_t nkids, capkids;
     uint8_t *bytes;             /* TREE_BYTES */
     uint64_t size;
-    struct tdb_fieldfile *ff;   /* TREE_FIELD */
+    struct tdb_fieldfile *ff;   /* TREE_FIELD, TREE_NPY */
+    bool ff_shared;             /* TREE_NPY of a data file: not ours */
+    struct tdb_cells *cells;    /* a slice's own view (owned) */
+    bool is_slice_dir;          /* __slice: names are made on lookup */
     const char *datatype;       /* xattrs */
     const char *dtype;
     char *shape_prefix;         /* dense: "23,17"; NULL: the cell count */
@@ -45,7 +50,14 @@ struct tdb_fs {
     size_t narrays;
     struct tdb_cells **cells;
     size_t ncells;
+    /* slices made on lookup in __slice/ (inode TREE_SLICE_INO + index) */
+    pthread_mutex_t slice_lock;
+    struct tree_node **slices;
+    size_t nslices;
 };
+
+#define TREE_SLICE_INO (UINT64_C(1) << 39)
+#define TREE_MAX_SLICES 65536
 
 static const char *const tree_xattrs[] = {
     "user.tiledb.datatype", "user.tiledb.dtype", "user.tiledb.shape",
@@ -260,6 +272,94 @@ static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
                 return TDB_E_NOMEM;
         }
     }
+    return 0;
+}
+
+/* The header of a .npy file (format version 1.0) of `dtype` and shape
+ * dims[0..nd) (then cvn as a last axis when above 1), padded so that the
+ * data starts at a multiple of 64 bytes. */
+static int tree_npy_header(const char *dtype, uint32_t nd,
+                           const uint64_t *dims, uint32_t cvn,
+                           struct tdb_buf *out)
+{
+    char shape[600];
+    size_t o = 0;
+    shape[0] = 0;
+    for (uint32_t d = 0; d < nd && o < sizeof shape; d++)
+        o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%" PRIu64,
+                              d ? ", " : "", dims[d]);
+    if (cvn > 1 && o < sizeof shape)
+        o += (size_t)snprintf(shape + o, sizeof shape - o, ", %u", cvn);
+    else if (nd == 1 && o < sizeof shape)
+        o += (size_t)snprintf(shape + o, sizeof shape - o, ",");
+    if (o >= sizeof shape)
+        return TDB_E_NOMEM;
+    char dict[800];
+    int n = snprintf(dict, sizeof dict,
+                     "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+                     dtype, shape);
+    if (n < 0 || (size_t)n >= sizeof dict - 70)
+        return TDB_E_NOMEM;
+    size_t total = 10 + (size_t)n + 1;
+    size_t pad = (64 - total % 64) % 64;
+    uint8_t head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+    uint16_t hl = (uint16_t)(n + pad + 1);
+    head[8] = (uint8_t)(hl & 0xff);
+    head[9] = (uint8_t)(hl >> 8);
+    int r = tdb_buf_append(out, head, 10);
+    if (!r)
+        r = tdb_buf_append(out, dict, (size_t)n);
+    for (size_t i = 0; !r && i < pad; i++)
+        r = tdb_buf_put_u8(out, ' ');
+    if (!r)
+        r = tdb_buf_put_u8(out, '\n');
+    return r;
+}
+
+/* The numpy dtype of a field's values in a .npy header (strings: S1). */
+static const char *tree_npy_dtype(unsigned type)
+{
+    const char *d = tdb_dt_numpy(type);
+    return d ? d : "|u1";
+}
+
+/* NAME.npy next to data file `vino` (fixed-size values of a dense view of
+ * shape dims), unless the name is taken. */
+static int tree_npy(struct tdb_fs *fs, uint64_t dir, uint64_t vino,
+                    uint32_t nd, const uint64_t *dims)
+{
+    struct tree_node *v = &fs->nodes[vino - 1];
+    size_t l = strlen(v->name);
+    char *name = malloc(l + 5);
+    if (!name)
+        return TDB_E_NOMEM;
+    memcpy(name, v->name, l);
+    strcpy(name + l, ".npy");
+    struct tree_node *p = &fs->nodes[dir - 1];
+    for (size_t i = 0; i < p->nkids; i++) {
+        if (!strcmp(fs->nodes[p->kids[i] - 1].name, name)) {
+            free(name);
+            return 0; /* a field is called NAME.npy */
+        }
+    }
+    struct tdb_buf h = {0};
+    int r = tree_npy_header(tree_npy_dtype(v->ff->type), nd, dims,
+                            v->ff->cell_val_num, &h);
+    uint64_t ino;
+    if (!r)
+        r = tree_add(fs, dir, name, TREE_NPY, &ino);
+    free(name);
+    if (r) {
+        tdb_buf_free(&h);
+        return r;
+    }
+    struct tree_node *n = &fs->nodes[ino - 1];
+    v = &fs->nodes[vino - 1];
+    n->size = h.len;
+    n->bytes = tdb_buf_take(&h, NULL);
+    n->ff = v->ff;
+    n->ff_shared = true;
+    n->mtime_ms = v->mtime_ms;
     return 0;
 }
 
@@ -500,6 +600,26 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
                        a->newest_ts);
     for (uint32_t k = 0; !r && view && !dense && k < s->ndims; k++)
         r = tree_field(fs, root, a, s, view, true, k, NULL, a->newest_ts);
+    /* numpy's files: NAME.npy for each fixed-size attribute of a dense
+     * view, and __slice/NAME[a:b,c:d].npy made on lookup */
+    uint32_t vnd;
+    uint64_t vshape[TDB_MAX_DIMS];
+    if (!r && view && dense && tdb_cells_dense_shape(view, &vnd, vshape)) {
+        struct tree_node *rt = &fs->nodes[root - 1];
+        size_t nk = rt->nkids;
+        for (size_t i = 0; !r && i < nk; i++) {
+            uint64_t kid = fs->nodes[root - 1].kids[i];
+            struct tree_node *k = &fs->nodes[kid - 1];
+            if (k->kind == TREE_FIELD && k->ff->cells == view &&
+                k->ff->part == TDB_FILE_VALUES && !k->ff->var)
+                r = tree_npy(fs, root, kid, vnd, vshape);
+        }
+        uint64_t sdir;
+        if (!r && !(r = tree_add(fs, root, "__slice", TREE_DIR, &sdir))) {
+            fs->nodes[sdir - 1].is_slice_dir = true;
+            fs->nodes[sdir - 1].mtime_ms = a->newest_ts;
+        }
+    }
     free(all);
     if (r && err && !err->code)
         tdb_err(err, r, "building the tree: %s", tdb_strerror(r));
@@ -619,6 +739,7 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
     fs->io = io;
     fs->opts = *opts;
     pthread_mutex_init(&fs->pool_lock, NULL);
+    pthread_mutex_init(&fs->slice_lock, NULL);
     if (opts->key) {
         memcpy(fs->key, opts->key, 32);
         fs->opts.key = fs->key;
@@ -657,12 +778,23 @@ void tdb_fs_close(struct tdb_fs *fs)
         free(n->kids);
         free(n->bytes);
         free(n->shape_prefix);
-        if (n->ff) {
+        if (n->ff && !n->ff_shared) {
             tdb_fieldfile_destroy(n->ff);
             free(n->ff);
         }
     }
     free(fs->nodes);
+    for (size_t i = 0; i < fs->nslices; i++) {
+        struct tree_node *n = fs->slices[i];
+        free(n->name);
+        free(n->bytes);
+        tdb_fieldfile_destroy(n->ff);
+        free(n->ff);
+        tdb_cells_free(n->cells);
+        free(n);
+    }
+    free(fs->slices);
+    pthread_mutex_destroy(&fs->slice_lock);
     for (size_t i = 0; i < fs->ncells; i++)
         tdb_cells_free(fs->cells[i]);
     free(fs->cells);
@@ -681,7 +813,138 @@ void tdb_fs_close(struct tdb_fs *fs)
 
 static struct tree_node *tree_get(struct tdb_fs *fs, uint64_t ino)
 {
+    if (ino >= TREE_SLICE_INO) {
+        struct tree_node *n = NULL;
+        pthread_mutex_lock(&fs->slice_lock);
+        if (ino - TREE_SLICE_INO < fs->nslices)
+            n = fs->slices[ino - TREE_SLICE_INO];
+        pthread_mutex_unlock(&fs->slice_lock);
+        return n;
+    }
     return ino >= 1 && ino <= fs->nnodes ? &fs->nodes[ino - 1] : NULL;
+}
+
+/* Parses "[a:b,c:d]" (one a:b per dimension, half-open, a or b may be left
+ * out) against a view of shape[0..nd).  @return true when valid. */
+static bool tree_slice_parse(const char *s, uint32_t nd, const uint64_t *shape,
+                             uint64_t *from, uint64_t *to)
+{
+    if (*s++ != '[')
+        return false;
+    for (uint32_t d = 0; d < nd; d++) {
+        char *e;
+        from[d] = 0;
+        to[d] = shape[d];
+        if (*s >= '0' && *s <= '9') {
+            from[d] = strtoull(s, &e, 10);
+            s = e;
+        }
+        if (*s++ != ':')
+            return false;
+        if (*s >= '0' && *s <= '9') {
+            to[d] = strtoull(s, &e, 10);
+            s = e;
+        }
+        if (*s++ != (d + 1 < nd ? ',' : ']'))
+            return false;
+        if (to[d] > shape[d] || from[d] >= to[d])
+            return false;
+    }
+    return !strcmp(s, ".npy");
+}
+
+/* Finds or makes __slice/NAME (a .npy of part of a data file's view). */
+static int tree_slice(struct tdb_fs *fs, struct tree_node *dir,
+                      const char *name, uint64_t *ino, struct tdb_error *err)
+{
+    const char *br = strrchr(name, '[');
+    struct tree_node *root = dir->parent ? tree_get(fs, dir->parent) : NULL;
+    struct tree_node *v = NULL;
+    for (size_t i = 0; br && root && i < root->nkids && !v; i++) {
+        struct tree_node *k = &fs->nodes[root->kids[i] - 1];
+        if (k->kind == TREE_FIELD && k->ff->part == TDB_FILE_VALUES &&
+            !k->ff->var && strlen(k->name) == (size_t)(br - name) &&
+            !strncmp(k->name, name, (size_t)(br - name)))
+            v = k;
+    }
+    uint32_t nd;
+    uint64_t shape[TDB_MAX_DIMS], from[TDB_MAX_DIMS], to[TDB_MAX_DIMS];
+    if (!v || !tdb_cells_dense_shape(v->ff->cells, &nd, shape) ||
+        !tree_slice_parse(br, nd, shape, from, to))
+        return tdb_err(err, TDB_E_NOENT, "__slice/%s: not FIELD[a:b,...].npy "
+                       "of a fixed-size field, one a:b per dimension inside "
+                       "the view", name);
+    pthread_mutex_lock(&fs->slice_lock);
+    for (size_t i = 0; i < fs->nslices; i++) {
+        if (!strcmp(fs->slices[i]->name, name)) {
+            *ino = TREE_SLICE_INO + i;
+            pthread_mutex_unlock(&fs->slice_lock);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&fs->slice_lock);
+    struct tree_node *n = calloc(1, sizeof *n);
+    struct tdb_buf h = {0};
+    uint64_t dims[TDB_MAX_DIMS];
+    for (uint32_t d = 0; d < nd; d++)
+        dims[d] = to[d] - from[d];
+    int r = n ? 0 : TDB_E_NOMEM;
+    if (!r && !(n->name = strdup(name)))
+        r = TDB_E_NOMEM;
+    if (!r)
+        r = tdb_cells_dense_sub(&n->cells, v->ff->cells, from, to, err);
+    if (!r && !(n->ff = calloc(1, sizeof *n->ff)))
+        r = TDB_E_NOMEM;
+    if (!r)
+        r = tdb_fieldfile_init(n->ff, n->cells, v->ff->arr, v->ff->schema,
+                               v->ff->is_dim, v->ff->idx, TDB_FILE_VALUES);
+    if (!r)
+        r = tree_npy_header(tree_npy_dtype(v->ff->type), nd, dims,
+                            v->ff->cell_val_num, &h);
+    if (!r) {
+        n->kind = TREE_NPY;
+        n->size = h.len;
+        n->bytes = tdb_buf_take(&h, NULL);
+        n->mtime_ms = v->mtime_ms;
+        pthread_mutex_lock(&fs->slice_lock);
+        /* another thread may have made it meanwhile: keep the first */
+        for (size_t i = 0; i < fs->nslices; i++) {
+            if (!strcmp(fs->slices[i]->name, name)) {
+                *ino = TREE_SLICE_INO + i;
+                pthread_mutex_unlock(&fs->slice_lock);
+                r = 1;
+                break;
+            }
+        }
+        if (!r) {
+            struct tree_node **t = fs->nslices < TREE_MAX_SLICES
+                ? realloc(fs->slices, (fs->nslices + 1) * sizeof *t) : NULL;
+            if (t) {
+                fs->slices = t;
+                fs->slices[fs->nslices] = n;
+                *ino = TREE_SLICE_INO + fs->nslices++;
+                n = NULL;
+            } else {
+                r = tdb_err(err, TDB_E_NOMEM, "__slice: too many slices");
+            }
+            pthread_mutex_unlock(&fs->slice_lock);
+        }
+    }
+    tdb_buf_free(&h);
+    if (n) {
+        free(n->name);
+        free(n->bytes);
+        if (n->ff)
+            tdb_fieldfile_destroy(n->ff);
+        free(n->ff);
+        tdb_cells_free(n->cells);
+        free(n);
+    }
+    if (r == 1)
+        r = 0;
+    if (r && err && !err->code)
+        tdb_err(err, r, "__slice/%s: out of memory", name);
+    return r;
 }
 
 int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
@@ -698,6 +961,8 @@ int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
             return 0;
         }
     }
+    if (p->is_slice_dir)
+        return tree_slice(fs, p, name, ino, err);
     return tdb_err(err, TDB_E_NOENT, "%s: no such file", name);
 }
 
@@ -752,6 +1017,11 @@ int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
         return 0;
     case TREE_FIELD:
         return tdb_fieldfile_size(n->ff, &st->size, err);
+    case TREE_NPY: {
+        int r = tdb_fieldfile_size(n->ff, &st->size, err);
+        st->size += n->size;
+        return r;
+    }
     }
     return 0;
 }
@@ -789,8 +1059,51 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
         return 0;
     case TREE_FIELD:
         return tdb_fieldfile_read(n->ff, off, buf, len, got, err);
+    case TREE_NPY: {
+        size_t h = 0;
+        if (off < n->size) {
+            h = len < n->size - off ? len : (size_t)(n->size - off);
+            memcpy(buf, n->bytes + off, h);
+        }
+        size_t more = 0;
+        int r = 0;
+        if (h < len)
+            r = tdb_fieldfile_read(n->ff, off + h - n->size,
+                                   (uint8_t *)buf + h, len - h, &more, err);
+        *got = r ? 0 : h + more;
+        return r;
+    }
     }
     return 0;
+}
+
+int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
+                uint64_t *out, struct tdb_error *err)
+{
+    struct tree_node *n = tree_get(fs, ino);
+    if (!n)
+        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
+    if (n->kind == TREE_DIR)
+        return tdb_err(err, TDB_E_ISDIR, "%s: is a folder", n->name);
+    struct tdb_stat st;
+    int r = tdb_fs_stat(fs, ino, &st, err);
+    if (r)
+        return r;
+    if (off >= st.size)
+        return TDB_E_NOENT;
+    if (n->kind == TREE_BYTES) {
+        *out = data ? off : st.size;
+        return 0;
+    }
+    uint64_t head = n->kind == TREE_NPY ? n->size : 0;
+    if (off < head && data) {
+        *out = off; /* the header is data */
+        return 0;
+    }
+    r = tdb_fieldfile_seek(n->ff, off < head ? 0 : off - head, data, out, err);
+    if (!r)
+        *out += head;
+    return r;
 }
 
 struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs)
@@ -808,10 +1121,12 @@ struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs)
     return p;
 }
 
-struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino)
+struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino,
+                                       uint64_t *head)
 {
     struct tree_node *n = tree_get(fs, ino);
-    return n && n->kind == TREE_FIELD ? n->ff : NULL;
+    *head = n && n->kind == TREE_NPY ? n->size : 0;
+    return n && (n->kind == TREE_FIELD || n->kind == TREE_NPY) ? n->ff : NULL;
 }
 
 int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,

@@ -557,3 +557,48 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
         {false, view_plan_fill, NULL, NULL, view_plan_tile}, fn, arg, cs};
     return view_walk(ff, c0, c1, &p.v, err);
 }
+
+int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
+                       uint64_t *out, struct tdb_error *err)
+{
+    uint64_t size;
+    int r = tdb_fieldfile_size(ff, &size, err);
+    if (r)
+        return r;
+    if (off >= size)
+        return TDB_E_NOENT;
+    uint32_t nd;
+    uint64_t shape[TDB_MAX_DIMS];
+    bool holes = (!ff->var || ff->part == TDB_FILE_VALIDITY) &&
+                 tdb_cells_dense_shape(ff->cells, &nd, shape);
+    if (!holes) {
+        *out = data ? off : size;
+        return 0;
+    }
+    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+    uint64_t c = off / cs, n = ff->cells->ncells;
+    struct tdb_run runs[VIEW_RUNS];
+    while (c < n) {
+        size_t nr;
+        if ((r = ff->cells->ops->runs(ff->cells, c, n - c, runs, VIEW_RUNS,
+                                      &nr, err)))
+            return r;
+        if (!nr)
+            break;
+        for (size_t i = 0; i < nr; i++) {
+            unsigned part;
+            bool written = runs[i].frag &&
+                           view_frag_field(ff, runs[i].frag, &part) >= 0;
+            if (written == data) {
+                uint64_t at = c * cs;
+                *out = at > off ? at : off;
+                return 0;
+            }
+            c += runs[i].count;
+        }
+    }
+    if (data)
+        return TDB_E_NOENT;
+    *out = size;
+    return 0;
+}

@@ -54,6 +54,15 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
                      struct tdb_frag **frags, size_t n, uint64_t t0,
                      uint64_t t1, struct tdb_error *err);
 
+/* A dense view's shape (false for other views). */
+bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,
+                           uint64_t *shape);
+/* The cells of box [from[d], to[d]) (offsets in view c, half-open) of a
+ * dense view, as a dense view of their own. */
+int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
+                        const uint64_t *from, const uint64_t *to,
+                        struct tdb_error *err);
+
 int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err);
 void tdb_cells_free(struct tdb_cells *c);
 
@@ -99,6 +108,13 @@ bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
 
 int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                        size_t len, size_t *got, struct tdb_error *err);
+
+/* SEEK_DATA (data true) / SEEK_HOLE: the first offset at or after `off`
+ * in written cells / in cells no fragment wrote (fill values).  Only fixed
+ * -size files of dense views have holes; the end of a file is a hole.
+ * @return 0, or TDB_E_NOENT when there is no data at or after off. */
+int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
+                       uint64_t *out, struct tdb_error *err);
 
 /* Calls fn for each piece of a tile that reading bytes [off, off + len) of
  * a fixed-size file (values or validity) uses, in reading order, without
