@@ -1,64 +1,26 @@
-/* cli.h: the mount contract's "Command" section, shared by tiledbfs and tiledbfs-cat. */
+/* cli.h: the printing side of the mount contract's "Command" section, for tiledbfs-cat and tiledbfs-create. */
 /*
- * Both front ends accept the same options (-o timestamp=T|T1:T2,
- * cache_size=N[KMG], key_file=PATH, rw, staging_dir=PATH) and open SOURCE
- * the same way; this module does both, and prints every error as one line
- * "PROGRAM: WHAT: message" on stderr.  It includes no FUSE header.
- *
- * The key read from key_file is kept in struct tdbcli_options, never printed,
- * and wiped by tdbcli_options_free().
+ * The options and SOURCE are parsed and opened by the mount layer
+ * (../mount/mount.h: one typed option table for every front end); this
+ * module prints every error as one line "PROGRAM: WHAT: message" on
+ * stderr.  It includes no FUSE header.
  */
 #ifndef TDBCLI_H
 #define TDBCLI_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
 #include "tiledb_format.h"
+#include "../mount/mount.h"
 
-#define TDBCLI_KEY_BYTES 32
-#define TDBCLI_READ_MAX (1u << 20) /* bytes per tdb_fs_read of a front end */
-
-struct tdbcli_options {
-    struct tdb_open_options open; /* open.key points to key[] once set */
-    uint8_t key[TDBCLI_KEY_BYTES];
-    bool rw;                      /* -o rw: enable __staging/ */
-    char *staging_dir;            /* absolute, owned; NULL: none given */
-};
-
-/* An opened SOURCE. */
-struct tdbcli_source {
-    char *path;       /* absolute path of SOURCE, owned */
-    struct tdb_io io;
-    struct tdb_fs *fs;
-};
-
-/* Defaults: whole time range, no key, default cache, read-only. */
-void tdbcli_options_init(struct tdbcli_options *o);
-
-/* Wipes the key and frees what the options own.  Accepts a zeroed struct. */
-void tdbcli_options_free(struct tdbcli_options *o);
-
-/* Applies one option of the contract, `name` with `value` (NULL for a flag
- * such as rw).  @return 0; 1 when `name` is not an option of the contract
- * (nothing printed: the caller may hand it on, e.g. to FUSE); -1 after
- * printing a one-line error. */
-int tdbcli_option(struct tdbcli_options *o, const char *name,
-                  const char *value);
+#define TDBCLI_READ_MAX TDBM_IO_MAX /* bytes per read of a front end */
 
 /* Applies a comma-separated list "name[=value],..." (one -o argument);
  * an unknown name is an error.  @return 0 or -1 after printing an error. */
-int tdbcli_option_list(struct tdbcli_options *o, const char *list);
+int tdbcli_option_list(struct tdbm_options *o, const char *list);
 
-/* Opens SOURCE (an array or group folder) with a POSIX backend rooted at
- * its absolute path.  `o` must outlive the source (the engine may keep
- * o->open.key).  A key_file given for an array that is not encrypted is
- * an error.  @return 0, or -1 after printing "PROG: SOURCE: message". */
-int tdbcli_open(struct tdbcli_source *s, const char *source,
-                const struct tdbcli_options *o);
-
-/* Closes what tdbcli_open opened; accepts a zeroed struct. */
-void tdbcli_close(struct tdbcli_source *s);
+/* tdbm_source_open, printing "PROG: SOURCE: message" on failure.
+ * @return 0 or -1. */
+int tdbcli_open(struct tdbm_source *s, const char *source,
+                const struct tdbm_options *o);
 
 /* Resets an error report before a call. */
 void tdbcli_error_clear(struct tdb_error *err);
@@ -69,5 +31,9 @@ const char *tdbcli_error_text(int code, const struct tdb_error *err);
 
 /* Prints "PROG: WHAT: message" on stderr for a failed engine call. */
 void tdbcli_report(const char *what, int code, const struct tdb_error *err);
+
+/* Prints "PROG: WHAT: message" (WHAT may be NULL) for a failed call of
+ * the mount layer (a negative errno). */
+void tdbcli_report_errno(const char *what, int neg_errno);
 
 #endif

@@ -157,8 +157,8 @@ static const struct option tdbcat_longopts[] = {
 
 int main(int argc, char *argv[])
 {
-    struct tdbcli_options opts;
-    struct tdbcli_source src;
+    struct tdbm_options opts;
+    struct tdbm_source src;
     struct tdb_error err;
     struct tdb_stat st;
     const char *path;
@@ -166,7 +166,7 @@ int main(int argc, char *argv[])
     bool xattrs = false;
     int c, rc, ret = 1;
 
-    tdbcli_options_init(&opts);
+    tdbm_options_init(&opts);
     memset(&src, 0, sizeof src);
     while ((c = getopt_long(argc, argv, "o:xhV", tdbcat_longopts, NULL)) != -1) {
         switch (c) {
@@ -214,8 +214,8 @@ int main(int argc, char *argv[])
         rc = tdbcat_file(src.fs, path, ino);
     ret = rc < 0;
 out_close:
-    tdbcli_close(&src);
+    tdbm_source_close(&src);
 out:
-    tdbcli_options_free(&opts);
+    tdbm_options_free(&opts);
     return ret;
 }

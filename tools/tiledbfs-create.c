@@ -122,7 +122,7 @@ static const struct option tdbcreate_longopts[] = {
 
 int main(int argc, char *argv[])
 {
-    struct tdbcli_options opts;
+    struct tdbm_options opts;
     struct tdb_schema *schema = NULL;
     struct tdb_error err;
     struct tdb_io io = {0};
@@ -131,7 +131,7 @@ int main(int argc, char *argv[])
     size_t len = 0;
     int c, rc, ret = 1;
 
-    tdbcli_options_init(&opts);
+    tdbm_options_init(&opts);
     while ((c = getopt_long(argc, argv, "o:hV", tdbcreate_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
@@ -186,6 +186,6 @@ out:
     tdb_io_free(&io);
     tdb_schema_free(schema);
     free(text);
-    tdbcli_options_free(&opts);
+    tdbm_options_free(&opts);
     return ret;
 }

@@ -25,7 +25,7 @@ struct staging_ent {
     uint64_t nlookup;
 };
 
-struct tdbfs_staging {
+struct tdbm_staging {
     char *dir;
     int dirfd;
     pthread_mutex_t lock;
@@ -34,10 +34,10 @@ struct tdbfs_staging {
     uint64_t next;
 };
 
-int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir,
+int tdbm_staging_open(struct tdbm_staging **out, const char *dir,
                        char *why, size_t cap)
 {
-    struct tdbfs_staging *st;
+    struct tdbm_staging *st;
     struct stat sb;
     int fd, e;
 
@@ -108,12 +108,12 @@ int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir,
     return 0;
 }
 
-int tdbfs_staging_fd(const struct tdbfs_staging *st)
+int tdbm_staging_fd(const struct tdbm_staging *st)
 {
     return st->dirfd;
 }
 
-void tdbfs_staging_close(struct tdbfs_staging *st)
+void tdbm_staging_close(struct tdbm_staging *st)
 {
     if (!st)
         return;
@@ -126,14 +126,14 @@ void tdbfs_staging_close(struct tdbfs_staging *st)
     free(st);
 }
 
-const char *tdbfs_staging_dir(const struct tdbfs_staging *st)
+const char *tdbm_staging_dir(const struct tdbm_staging *st)
 {
     return st->dir;
 }
 
 /* ------------------------------------------------------- the table */
 
-static struct staging_ent *staging_find_ino(struct tdbfs_staging *st,
+static struct staging_ent *staging_find_ino(struct tdbm_staging *st,
                                             uint64_t ino)
 {
     for (size_t i = 0; i < st->n; i++)
@@ -142,7 +142,7 @@ static struct staging_ent *staging_find_ino(struct tdbfs_staging *st,
     return NULL;
 }
 
-static struct staging_ent *staging_find_path(struct tdbfs_staging *st,
+static struct staging_ent *staging_find_path(struct tdbm_staging *st,
                                              const char *path)
 {
     for (size_t i = 0; i < st->n; i++)
@@ -152,11 +152,11 @@ static struct staging_ent *staging_find_path(struct tdbfs_staging *st,
 }
 
 /* The relative path of `ino` ("" for the root), or NULL when it is gone. */
-static const char *staging_path(struct tdbfs_staging *st, uint64_t ino)
+static const char *staging_path(struct tdbm_staging *st, uint64_t ino)
 {
     struct staging_ent *e;
 
-    if (ino == TDBFS_STAGING_ROOT)
+    if (ino == TDBM_STAGING_ROOT)
         return "";
     e = staging_find_ino(st, ino);
     return e ? e->path : NULL;
@@ -177,7 +177,7 @@ static bool staging_name_ok(const char *name)
 }
 
 /* parent/name into buf.  @return 0 or -errno. */
-static int staging_join(struct tdbfs_staging *st, uint64_t parent,
+static int staging_join(struct tdbm_staging *st, uint64_t parent,
                         const char *name, char *buf, size_t cap,
                         int *parent_depth)
 {
@@ -199,7 +199,7 @@ static int staging_join(struct tdbfs_staging *st, uint64_t parent,
 }
 
 /* The entry for `path`, made when missing; counts one lookup. */
-static int staging_ref(struct tdbfs_staging *st, const char *path,
+static int staging_ref(struct tdbm_staging *st, const char *path,
                        uint64_t *ino)
 {
     struct staging_ent *e = staging_find_path(st, path);
@@ -217,7 +217,7 @@ static int staging_ref(struct tdbfs_staging *st, const char *path,
         e->path = strdup(path);
         if (!e->path)
             return -ENOMEM;
-        e->ino = TDBFS_STAGING_BIT | st->next++;
+        e->ino = TDBM_STAGING_BIT | st->next++;
         e->nlookup = 0;
         st->n++;
     }
@@ -227,7 +227,7 @@ static int staging_ref(struct tdbfs_staging *st, const char *path,
 }
 
 /* Forgets the names `path` and everything under it (they are gone). */
-static void staging_detach(struct tdbfs_staging *st, const char *path)
+static void staging_detach(struct tdbm_staging *st, const char *path)
 {
     size_t len = strlen(path);
 
@@ -242,7 +242,7 @@ static void staging_detach(struct tdbfs_staging *st, const char *path)
 }
 
 /* Renames the entries `from` and under it to `to`. */
-static int staging_move(struct tdbfs_staging *st, const char *from,
+static int staging_move(struct tdbm_staging *st, const char *from,
                         const char *to)
 {
     size_t len = strlen(from);
@@ -271,7 +271,7 @@ static void staging_private(struct stat *out)
     out->st_mode &= (mode_t)(S_IFMT | STAGING_MODE_MASK);
 }
 
-static int staging_fstat(struct tdbfs_staging *st, const char *path,
+static int staging_fstat(struct tdbm_staging *st, const char *path,
                          uint64_t ino, struct stat *out)
 {
     if (path[0] ? fstatat(st->dirfd, path, out, AT_SYMLINK_NOFOLLOW) != 0
@@ -284,7 +284,7 @@ static int staging_fstat(struct tdbfs_staging *st, const char *path,
 
 /* ------------------------------------------------------------ the calls */
 
-int tdbfs_staging_stat(struct tdbfs_staging *st, uint64_t ino,
+int tdbm_staging_stat(struct tdbm_staging *st, uint64_t ino,
                        struct stat *out)
 {
     const char *p;
@@ -297,7 +297,7 @@ int tdbfs_staging_stat(struct tdbfs_staging *st, uint64_t ino,
     return rc;
 }
 
-int tdbfs_staging_lookup(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_lookup(struct tdbm_staging *st, uint64_t parent,
                          const char *name, uint64_t *ino, struct stat *out)
 {
     char path[PATH_MAX];
@@ -319,7 +319,7 @@ int tdbfs_staging_lookup(struct tdbfs_staging *st, uint64_t parent,
     return rc;
 }
 
-void tdbfs_staging_forget(struct tdbfs_staging *st, uint64_t ino, uint64_t n)
+void tdbm_staging_forget(struct tdbm_staging *st, uint64_t ino, uint64_t n)
 {
     struct staging_ent *e;
 
@@ -335,7 +335,7 @@ void tdbfs_staging_forget(struct tdbfs_staging *st, uint64_t ino, uint64_t n)
     pthread_mutex_unlock(&st->lock);
 }
 
-int tdbfs_staging_mkdir(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_mkdir(struct tdbm_staging *st, uint64_t parent,
                         const char *name, mode_t mode, uint64_t *ino,
                         struct stat *out)
 {
@@ -360,7 +360,7 @@ int tdbfs_staging_mkdir(struct tdbfs_staging *st, uint64_t parent,
 
 /* Removes every file of folder `path`; with only_error, only when
  * __error is all there is (then it goes). */
-static int staging_empty(struct tdbfs_staging *st, const char *path,
+static int staging_empty(struct tdbm_staging *st, const char *path,
                          bool only_error)
 {
     int fd = openat(st->dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -383,14 +383,14 @@ static int staging_empty(struct tdbfs_staging *st, const char *path,
         while ((d = readdir(dir)) != NULL) {
             if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
                 continue;
-            if (!strcmp(d->d_name, TDBFS_STAGING_ERROR))
+            if (!strcmp(d->d_name, TDBM_STAGING_ERROR))
                 err = true;
             else if (!strcmp(d->d_name, "__fragment"))
                 mark = true;
             else
                 other = true;
         }
-        if (!other && err && unlinkat(dirfd(dir), TDBFS_STAGING_ERROR, 0) != 0)
+        if (!other && err && unlinkat(dirfd(dir), TDBM_STAGING_ERROR, 0) != 0)
             rc = -errno;
         if (!other && !rc && mark && unlinkat(dirfd(dir), "__fragment", 0) != 0)
             rc = -errno;
@@ -406,7 +406,7 @@ static int staging_empty(struct tdbfs_staging *st, const char *path,
     return rc;
 }
 
-int tdbfs_staging_rmdir(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_rmdir(struct tdbm_staging *st, uint64_t parent,
                         const char *name)
 {
     char path[PATH_MAX];
@@ -424,7 +424,7 @@ int tdbfs_staging_rmdir(struct tdbfs_staging *st, uint64_t parent,
     return rc;
 }
 
-int tdbfs_staging_create(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_create(struct tdbm_staging *st, uint64_t parent,
                          const char *name, int flags, mode_t mode,
                          uint64_t *ino, struct stat *out, int *fd)
 {
@@ -466,7 +466,7 @@ int tdbfs_staging_create(struct tdbfs_staging *st, uint64_t parent,
     return rc;
 }
 
-int tdbfs_staging_open_file(struct tdbfs_staging *st, uint64_t ino,
+int tdbm_staging_open_file(struct tdbm_staging *st, uint64_t ino,
                             int flags, int *fd)
 {
     const char *p;
@@ -488,7 +488,7 @@ int tdbfs_staging_open_file(struct tdbfs_staging *st, uint64_t ino,
     return rc;
 }
 
-int tdbfs_staging_unlink(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_unlink(struct tdbm_staging *st, uint64_t parent,
                          const char *name)
 {
     char path[PATH_MAX];
@@ -504,7 +504,7 @@ int tdbfs_staging_unlink(struct tdbfs_staging *st, uint64_t parent,
     return rc;
 }
 
-int tdbfs_staging_rename(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_rename(struct tdbm_staging *st, uint64_t parent,
                          const char *name, uint64_t newparent,
                          const char *newname, unsigned flags)
 {
@@ -534,7 +534,7 @@ int tdbfs_staging_rename(struct tdbfs_staging *st, uint64_t parent,
     return rc;
 }
 
-int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
+int tdbm_staging_setattr(struct tdbm_staging *st, uint64_t ino, int fd,
                           const struct stat *attr, unsigned valid,
                           struct stat *out)
 {
@@ -547,7 +547,7 @@ int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
         rc = -ENOENT;
         goto out;
     }
-    if (valid & TDBFS_SET_MODE) {
+    if (valid & TDBM_SET_MODE) {
         /* the owner's bits only: group and other bits (and set-id, sticky)
          * are dropped, never granted; a folder keeps rwx for its owner */
         mode_t md = attr->st_mode & STAGING_MODE_MASK;
@@ -560,7 +560,7 @@ int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
             goto out;
         }
     }
-    if (valid & TDBFS_SET_SIZE) {
+    if (valid & TDBM_SET_SIZE) {
         int tfd = fd;
         if (tfd < 0) {
             tfd = openat(st->dirfd, p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -576,18 +576,18 @@ int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
         if (rc)
             goto out;
     }
-    if (valid & (TDBFS_SET_ATIME | TDBFS_SET_MTIME)) {
+    if (valid & (TDBM_SET_ATIME | TDBM_SET_MTIME)) {
         struct timespec tv[2];
         tv[0].tv_sec = 0;
         tv[0].tv_nsec = UTIME_OMIT;
         tv[1] = tv[0];
-        if (valid & TDBFS_SET_ATIME_NOW)
+        if (valid & TDBM_SET_ATIME_NOW)
             tv[0].tv_nsec = UTIME_NOW;
-        else if (valid & TDBFS_SET_ATIME)
+        else if (valid & TDBM_SET_ATIME)
             tv[0] = attr->st_atim;
-        if (valid & TDBFS_SET_MTIME_NOW)
+        if (valid & TDBM_SET_MTIME_NOW)
             tv[1].tv_nsec = UTIME_NOW;
-        else if (valid & TDBFS_SET_MTIME)
+        else if (valid & TDBM_SET_MTIME)
             tv[1] = attr->st_mtim;
         if ((fd >= 0 ? futimens(fd, tv)
                      : utimensat(st->dirfd, p[0] ? p : ".", tv,
@@ -607,14 +607,14 @@ static int staging_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void tdbfs_staging_names_free(char **names, size_t n)
+void tdbm_staging_names_free(char **names, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
 }
 
-int tdbfs_staging_list(struct tdbfs_staging *st, uint64_t ino, char ***names,
+int tdbm_staging_list(struct tdbm_staging *st, uint64_t ino, char ***names,
                        size_t *n)
 {
     char **v = NULL;
@@ -662,7 +662,7 @@ int tdbfs_staging_list(struct tdbfs_staging *st, uint64_t ino, char ***names,
     }
     closedir(dir);
     if (rc) {
-        tdbfs_staging_names_free(v, cnt);
+        tdbm_staging_names_free(v, cnt);
         return rc;
     }
     if (cnt)
@@ -672,12 +672,12 @@ int tdbfs_staging_list(struct tdbfs_staging *st, uint64_t ino, char ***names,
     return 0;
 }
 
-int tdbfs_staging_check_commit(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_check_commit(struct tdbm_staging *st, uint64_t parent,
                                const char *name)
 {
     struct stat sb;
 
-    if (parent != TDBFS_STAGING_ROOT)
+    if (parent != TDBM_STAGING_ROOT)
         return -EINVAL;
     if (!staging_name_ok(name))
         return -ENOENT;
@@ -686,7 +686,7 @@ int tdbfs_staging_check_commit(struct tdbfs_staging *st, uint64_t parent,
     return S_ISDIR(sb.st_mode) ? 0 : -ENOTDIR;
 }
 
-int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
+int tdbm_staging_set_error(struct tdbm_staging *st, const char *name,
                             const char *msg)
 {
     size_t len = strlen(msg), done = 0;
@@ -698,7 +698,7 @@ int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -errno;
-    fd = openat(dfd, TDBFS_STAGING_ERROR,
+    fd = openat(dfd, TDBM_STAGING_ERROR,
                 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW |
                     O_NONBLOCK,
                 0600);
@@ -721,7 +721,7 @@ int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
     return rc;
 }
 
-int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name,
+int tdbm_staging_remove(struct tdbm_staging *st, const char *name,
                          char *why, size_t cap)
 {
     struct tdb_error err;

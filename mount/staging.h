@@ -1,7 +1,7 @@
 /* staging.h: the mount contract's "Writing" area: MOUNT/__staging/NAME/FILE kept as real files under staging_dir. */
 /*
  * The staging area is two levels deep: the folder itself (inode
- * TDBFS_STAGING_ROOT), one subfolder per fragment being staged, and regular
+ * TDBM_STAGING_ROOT), one subfolder per fragment being staged, and regular
  * files inside those.  Everything is a real file under staging_dir, opened
  * relative to one folder descriptor, so staged bytes live on disk and
  * survive a restart of the daemon.
@@ -9,7 +9,7 @@
  * Inode numbers of staged entries have bit 62 set and are never reused: an
  * entry gets a new number each time a name is created, so an unlinked file
  * still open keeps its own.  Each number counts the kernel's lookups and is
- * dropped when tdbfs_staging_forget brings the count to zero.
+ * dropped when tdbm_staging_forget brings the count to zero.
  *
  * Permissions: staged entries are private to the daemon's user.  Folders
  * are 0700; files keep only their owner bits (a chmod asking for group or
@@ -20,113 +20,99 @@
  * This module includes no FUSE header; every function returns 0 or a
  * negative errno, and is safe to call from several threads.
  */
-#ifndef TDBFS_STAGING_H
-#define TDBFS_STAGING_H
+#ifndef TDBM_STAGING_H
+#define TDBM_STAGING_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/stat.h>
-#include <sys/types.h>
+#include "mount.h"
 
-#define TDBFS_STAGING_BIT (UINT64_C(1) << 62)
-#define TDBFS_STAGING_ROOT (TDBFS_STAGING_BIT | 1)
-#define TDBFS_STAGING_NAME "__staging"
-#define TDBFS_STAGING_ERROR "__error" /* why the last commit failed */
-
-struct tdbfs_staging;
+struct tdbm_staging;
 
 /* Opens (creating it, mode 0700, when missing) the folder `dir`, which
  * must be a real folder (not a symbolic link) owned by the effective user
  * and not writable by group or others (other read bits are taken away:
  * it becomes 0700), and locks it (flock) so that no other daemon uses it
  * at the same time.  @return 0 or -errno with a sentence in why[cap]. */
-int tdbfs_staging_open(struct tdbfs_staging **out, const char *dir,
+int tdbm_staging_open(struct tdbm_staging **out, const char *dir,
                        char *why, size_t cap);
-void tdbfs_staging_close(struct tdbfs_staging *st);
+void tdbm_staging_close(struct tdbm_staging *st);
 
 /* The absolute path of the folder (valid until close). */
-const char *tdbfs_staging_dir(const struct tdbfs_staging *st);
+const char *tdbm_staging_dir(const struct tdbm_staging *st);
 
 /* The folder's descriptor (valid until close; for tdb_io_posix_nofollow). */
-int tdbfs_staging_fd(const struct tdbfs_staging *st);
+int tdbm_staging_fd(const struct tdbm_staging *st);
 
-static inline bool tdbfs_staging_owns(uint64_t ino)
+static inline bool tdbm_staging_owns(uint64_t ino)
 {
-    return (ino & TDBFS_STAGING_BIT) != 0;
+    return (ino & TDBM_STAGING_BIT) != 0;
 }
 
 /* Stats an entry; st_ino is its inode number. */
-int tdbfs_staging_stat(struct tdbfs_staging *st, uint64_t ino,
+int tdbm_staging_stat(struct tdbm_staging *st, uint64_t ino,
                        struct stat *out);
 
 /* Finds `name` in folder `parent` and counts one lookup of the result. */
-int tdbfs_staging_lookup(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_lookup(struct tdbm_staging *st, uint64_t parent,
                          const char *name, uint64_t *ino, struct stat *out);
 
 /* Takes back `n` lookups of `ino`. */
-void tdbfs_staging_forget(struct tdbfs_staging *st, uint64_t ino, uint64_t n);
+void tdbm_staging_forget(struct tdbm_staging *st, uint64_t ino, uint64_t n);
 
 /* Makes folder `name` in the root (the only place folders may be made:
  * -EPERM elsewhere); counts one lookup. */
-int tdbfs_staging_mkdir(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_mkdir(struct tdbm_staging *st, uint64_t parent,
                         const char *name, mode_t mode, uint64_t *ino,
                         struct stat *out);
 
 /* Removes folder `name` of the root; a leftover __error alone does not
  * keep it from going. */
-int tdbfs_staging_rmdir(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_rmdir(struct tdbm_staging *st, uint64_t parent,
                         const char *name);
 
 /* Creates (or opens, per `flags`) regular file `name` in a staged folder;
  * *fd receives an open descriptor the caller closes.  Counts one lookup. */
-int tdbfs_staging_create(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_create(struct tdbm_staging *st, uint64_t parent,
                          const char *name, int flags, mode_t mode,
                          uint64_t *ino, struct stat *out, int *fd);
 
 /* Opens an existing regular file; *fd is the caller's to close. */
-int tdbfs_staging_open_file(struct tdbfs_staging *st, uint64_t ino,
+int tdbm_staging_open_file(struct tdbm_staging *st, uint64_t ino,
                             int flags, int *fd);
 
-int tdbfs_staging_unlink(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_unlink(struct tdbm_staging *st, uint64_t parent,
                          const char *name);
 
 /* Renames within the staging area (RENAME_NOREPLACE honoured). */
-int tdbfs_staging_rename(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_rename(struct tdbm_staging *st, uint64_t parent,
                          const char *name, uint64_t newparent,
                          const char *newname, unsigned flags);
 
 /* Changes size, mode or times of `ino` (through `fd` when >= 0).
- * `valid` holds TDBFS_SET_* bits. */
-#define TDBFS_SET_SIZE 1u
-#define TDBFS_SET_MODE 2u
-#define TDBFS_SET_ATIME 4u
-#define TDBFS_SET_MTIME 8u
-#define TDBFS_SET_ATIME_NOW 16u
-#define TDBFS_SET_MTIME_NOW 32u
-int tdbfs_staging_setattr(struct tdbfs_staging *st, uint64_t ino, int fd,
+ * `valid` holds TDBM_SET_* bits (mount.h). */
+int tdbm_staging_setattr(struct tdbm_staging *st, uint64_t ino, int fd,
                           const struct stat *attr, unsigned valid,
                           struct stat *out);
 
 /* The entries of folder `ino` (not "." and ".."), sorted: *names is an
- * array of *n strings the caller frees with tdbfs_staging_names_free. */
-int tdbfs_staging_list(struct tdbfs_staging *st, uint64_t ino, char ***names,
+ * array of *n strings the caller frees with tdbm_staging_names_free. */
+int tdbm_staging_list(struct tdbm_staging *st, uint64_t ino, char ***names,
                        size_t *n);
-void tdbfs_staging_names_free(char **names, size_t n);
+void tdbm_staging_names_free(char **names, size_t n);
 
 /* The staged folder `name` of `parent` for a commit: -ENOENT when missing,
  * -ENOTDIR when not a folder, -EINVAL when parent is not the root. */
-int tdbfs_staging_check_commit(struct tdbfs_staging *st, uint64_t parent,
+int tdbm_staging_check_commit(struct tdbm_staging *st, uint64_t parent,
                                const char *name);
 
 /* Writes `msg` (and a newline) into NAME/__error, replacing it. */
-int tdbfs_staging_set_error(struct tdbfs_staging *st, const char *name,
+int tdbm_staging_set_error(struct tdbm_staging *st, const char *name,
                             const char *msg);
 
 /* Removes the staged folder NAME and every file in it, after a commit,
  * through tdb_staged_remove (no link followed; the commit marker last);
  * the names' inode numbers are detached.  @return 0, or -EIO with the
  * reason in why[cap]. */
-int tdbfs_staging_remove(struct tdbfs_staging *st, const char *name,
+int tdbm_staging_remove(struct tdbm_staging *st, const char *name,
                          char *why, size_t cap);
 
 #endif

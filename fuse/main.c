@@ -1,0 +1,356 @@
+/* main.c: the mount contract's daemon: `tiledbfs [-o OPTIONS] SOURCE MOUNTPOINT`: command line, session and loop. */
+#include "tiledbfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "(unknown version)"
+#endif
+
+/* What the command line gives besides FUSE's own options. */
+struct tdbfs_cmdline {
+    char *source;
+    char **opts;        /* the contract's -o options, "name[=value]" */
+    size_t nopts;
+    char *log;          /* -o log=syslog|stderr */
+    bool has_dev;       /* dev or nodev given (kept for FUSE) */
+    bool has_suid;      /* suid or nosuid given (kept for FUSE) */
+};
+
+/* Generic mount(8) options that mount.fuse3 hands on and libfuse does not
+ * know; none matters to a filesystem whose files never change unless
+ * written through it and that has no links, locks or i_version. */
+static const char *const tdbfs_ignored[] = {
+    "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime",
+    "nolazytime", "diratime", "nodiratime", "iversion", "noiversion", "mand",
+    "nomand", "symfollow", "nosymfollow", NULL};
+
+/* One log line of the mount layer: on stderr until the daemon runs in
+ * the background, then to syslog. */
+void tdbfs_log_line(void *arg, const char *line)
+{
+    const struct tdbfs_daemon *d = arg;
+
+    if (!d->daemonized)
+        fprintf(stderr, "%s: %s\n", program_invocation_short_name, line);
+    else if (d->log_stderr)
+        fprintf(stderr, "tiledbfs: %s\n", line);
+    else
+        syslog(LOG_ERR, "%s", line);
+}
+
+/* The first argument that is not an option is SOURCE; the next one is the
+ * mount point, left for fuse_parse_cmdline.  The contract's -o options
+ * are kept (and removed from what FUSE sees); others go to FUSE. */
+static int tdbfs_opt_proc(void *data, const char *arg, int key,
+                          struct fuse_args *outargs)
+{
+    struct tdbfs_cmdline *cl = data;
+
+    if (key == FUSE_OPT_KEY_NONOPT && !cl->source) {
+        cl->source = strdup(arg);
+        return cl->source ? 0 : -1;
+    }
+    if (key == FUSE_OPT_KEY_OPT) {
+        for (int i = 0; tdbfs_ignored[i]; i++)
+            if (!strcmp(arg, tdbfs_ignored[i]))
+                return 0;
+        if (!strcmp(arg, "dev") || !strcmp(arg, "nodev")) {
+            cl->has_dev = true;
+            return 1; /* FUSE's too */
+        }
+        if (!strcmp(arg, "suid") || !strcmp(arg, "nosuid")) {
+            cl->has_suid = true;
+            return 1;
+        }
+        if (!strncmp(arg, "log=", 4)) {
+            free(cl->log);
+            cl->log = strdup(arg + 4);
+            return cl->log ? 0 : -1;
+        }
+    }
+    if (key == FUSE_OPT_KEY_OPT) {
+        const char *eq = strchr(arg, '=');
+        char name[64];
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const struct tdbm_option *t;
+        char **v;
+
+        if (len >= sizeof name)
+            return 1;
+        memcpy(name, arg, len);
+        name[len] = '\0';
+        t = tdbm_option_find(name);
+        if (!t || (t->kind == TDBM_OPT_BOOL) != !eq)
+            return 1;
+        v = realloc(cl->opts, (cl->nopts + 1) * sizeof *v);
+        if (!v)
+            return -1;
+        cl->opts = v;
+        if (!(v[cl->nopts] = strdup(arg)))
+            return -1;
+        cl->nopts++;
+        return 0;
+    }
+    return 1;
+}
+
+static void tdbfs_usage(const char *prog)
+{
+    printf("usage: %s [-o OPTIONS] SOURCE MOUNTPOINT\n"
+           "Mounts a TileDB array or group folder SOURCE at MOUNTPOINT, "
+           "read-only unless -o rw.\n\n"
+           "tiledbfs options:\n", prog);
+    printf("    -o %-20s%s\n", "log=syslog|stderr",
+           "where the daemon logs (default: syslog,\n"
+           "                           stderr with -f or -d)");
+    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
+        printf("    -o %-20s", t->usage);
+        for (const char *p = t->help; *p; p++) {
+            putchar(*p);
+            if (*p == '\n')
+                printf("%27s", "");
+        }
+        putchar('\n');
+    }
+    printf("\nThrough mount(8) (mount -t fuse.tiledbfs, or fstab), mount.fuse3 "
+           "starts\ntiledbfs with dev or nodev, suid or nosuid, and rw unless "
+           "ro was given;\ngiven those, rw is mount(8)'s default and the mount "
+           "stays read-only:\nask for writes with writable.\n\n");
+}
+
+/* Prints "PROG: why" on stderr, control characters as '?'. */
+static void tdbfs_say(char *why)
+{
+    for (char *p = why; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    fprintf(stderr, "%s: %s\n", program_invocation_short_name, why);
+}
+
+/* Applies the contract's options through the typed table.  @return 0 or
+ * -1 after printing an error. */
+static int tdbfs_apply(const struct tdbfs_cmdline *cl, struct tdbm_options *o)
+{
+    char why[TDB_ERROR_MSG_MAX + 256];
+
+    for (size_t i = 0; i < cl->nopts; i++) {
+        char *eq = strchr(cl->opts[i], '=');
+        if (eq)
+            *eq = '\0';
+        if (tdbm_option(o, cl->opts[i], eq ? eq + 1 : NULL, why,
+                        sizeof why) != 0)
+            goto fail;
+    }
+    /* mount.fuse3 (mount -t fuse.tiledbfs, fstab) always hands on dev or
+     * nodev and suid or nosuid, and mount(8) gives it rw unless ro was
+     * asked for: from there rw is mount's default, not a wish to write */
+    if (cl->has_dev && cl->has_suid && o->rw && !o->writable)
+        o->rw = false;
+    if (o->writable)
+        o->rw = true;
+    if (tdbm_options_check(o, why, sizeof why) == 0)
+        return 0;
+fail:
+    tdbfs_say(why);
+    return -1;
+}
+
+/* Mount options FUSE gets from us: read-only unless rw, permissions
+ * checked by the kernel, 1 MiB reads, and SOURCE as the name `mount`
+ * shows. */
+static int tdbfs_mount_args(struct fuse_args *args, const char *source,
+                            bool rw)
+{
+    char *opts = NULL, *fsname = NULL;
+    int rc = -1;
+
+    /* default_permissions: the kernel checks every access against the
+     * modes and owners we report (staged entries are private to us), so
+     * that allow_other lets others read the array, not our staged files */
+    if (fuse_opt_add_opt(&opts, rw ? "rw" : "ro") != 0 ||
+        fuse_opt_add_opt(&opts, "default_permissions") != 0 ||
+        fuse_opt_add_opt(&opts, "max_read=1048576") != 0 ||
+        fuse_opt_add_opt(&opts, "subtype=tiledbfs") != 0 ||
+        asprintf(&fsname, "fsname=%s", source) < 0)
+        goto out;
+    if (fuse_opt_add_opt_escaped(&opts, fsname) == 0 &&
+        fuse_opt_add_arg(args, "-o") == 0 && fuse_opt_add_arg(args, opts) == 0)
+        rc = 0;
+out:
+    free(fsname);
+    free(opts);
+    return rc;
+}
+
+static int tdbfs_loop(struct fuse_session *se,
+                      const struct fuse_cmdline_opts *fopts)
+{
+    struct fuse_loop_config *config;
+    int ret;
+
+    if (fopts->singlethread)
+        return fuse_session_loop(se);
+    config = fuse_loop_cfg_create();
+    if (!config)
+        return -1;
+    fuse_loop_cfg_set_clone_fd(config, (unsigned)fopts->clone_fd);
+    fuse_loop_cfg_set_max_threads(config, fopts->max_threads);
+    if (fopts->max_idle_threads != UINT_MAX)
+        fuse_loop_cfg_set_idle_threads(config, fopts->max_idle_threads);
+    ret = fuse_session_loop_mt(se, config);
+    fuse_loop_cfg_destroy(config);
+    return ret;
+}
+
+int main(int argc, char *argv[])
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct fuse_cmdline_opts fopts;
+    struct tdbfs_cmdline cl;
+    struct tdbm_options opts;
+    struct tdbm_source src;
+    struct tdbm_config cfg;
+    struct tdbfs_daemon d;
+    struct fuse_session *se = NULL;
+    struct tdb_cache *cache = NULL;
+    char why[TDB_ERROR_MSG_MAX + 256];
+    int errfd = -1;
+    int ret = 1;
+
+    memset(&fopts, 0, sizeof fopts);
+    memset(&cl, 0, sizeof cl);
+    memset(&src, 0, sizeof src);
+    memset(&d, 0, sizeof d);
+    pthread_mutex_init(&d.qlock, NULL);
+    pthread_cond_init(&d.qcond, NULL);
+    tdbm_options_init(&opts);
+
+    if (fuse_opt_parse(&args, &cl, NULL, tdbfs_opt_proc) != 0)
+        goto out_args;
+    if (fuse_parse_cmdline(&args, &fopts) != 0)
+        goto out_args;
+    if (fopts.show_help) {
+        tdbfs_usage(argv[0]);
+        fuse_cmdline_help();
+        fuse_lowlevel_help();
+        ret = 0;
+        goto out_args;
+    }
+    if (fopts.show_version) {
+        printf("tiledbfs " PACKAGE_VERSION "\n");
+        fflush(stdout);
+        fuse_lowlevel_version();
+        ret = 0;
+        goto out_args;
+    }
+    if (!cl.source || !fopts.mountpoint) {
+        fprintf(stderr, "usage: %s [-o OPTIONS] SOURCE MOUNTPOINT "
+                "(%s --help for more)\n", argv[0], argv[0]);
+        goto out_args;
+    }
+    if (tdbfs_apply(&cl, &opts) != 0)
+        goto out_args;
+    d.log_stderr = fopts.foreground;
+    if (cl.log && strcmp(cl.log, "stderr") == 0) {
+        d.log_stderr = true;
+    } else if (cl.log && strcmp(cl.log, "syslog") == 0) {
+        d.log_stderr = false;
+    } else if (cl.log) {
+        fprintf(stderr, "%s: log=%s: not syslog or stderr\n",
+                program_invocation_short_name, cl.log);
+        goto out_args;
+    }
+    /* One tile cache for the mount: every tree a write opens shares it. */
+    if (tdb_cache_create(&cache, opts.open.cache_bytes
+                                     ? opts.open.cache_bytes
+                                     : TDB_DEFAULT_CACHE_BYTES) != 0) {
+        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
+                strerror(ENOMEM));
+        goto out_args;
+    }
+    opts.open.cache = cache;
+    if (tdbm_source_open(&src, cl.source, &opts, why, sizeof why) != 0) {
+        tdbfs_say(why);
+        goto out_args;
+    }
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.rw = opts.rw;
+    cfg.uid = getuid();
+    cfg.gid = getgid();
+    cfg.log = tdbfs_log_line;
+    cfg.inval = tdbfs_invalidate_soon;
+    cfg.arg = &d;
+    d.rw = opts.rw;
+    if (tdbm_mount_new(&d.m, &src, &opts, &cfg) != 0) {
+        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
+                strerror(ENOMEM));
+        goto out_close;
+    }
+    if (tdbm_mount_staging(d.m, why, sizeof why) != 0) {
+        tdbfs_say(why);
+        goto out_close;
+    }
+    if (tdbfs_mount_args(&args, src.path, opts.rw) != 0) {
+        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
+                strerror(ENOMEM));
+        goto out_close;
+    }
+
+    se = fuse_session_new(&args, &tdbfs_ops, sizeof tdbfs_ops, &d);
+    if (!se)
+        goto out_close;
+    d.se = se;
+    if (fuse_set_signal_handlers(se) != 0)
+        goto out_session;
+    if (fuse_session_mount(se, fopts.mountpoint) != 0)
+        goto out_signals;
+    /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
+    if (d.log_stderr && !fopts.foreground) {
+        errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (errfd < 0)
+            d.log_stderr = false;
+    }
+    if (!d.log_stderr)
+        openlog("tiledbfs", LOG_PID, LOG_DAEMON);
+    fuse_daemonize(fopts.foreground);
+    if (errfd >= 0) {
+        dup2(errfd, STDERR_FILENO);
+        close(errfd);
+    }
+    d.daemonized = true;
+
+    if (d.rw && fopts.singlethread)
+        tdbfs_notifier_start(&d);
+    ret = tdbfs_loop(se, &fopts) != 0;
+    tdbfs_notifier_stop(&d);
+    fuse_session_unmount(se);
+out_signals:
+    fuse_remove_signal_handlers(se);
+out_session:
+    fuse_session_destroy(se);
+out_close:
+    tdbm_mount_free(d.m);
+    tdbm_source_close(&src);
+out_args:
+    tdb_cache_free(cache);
+    tdbm_options_free(&opts);
+    free(cl.source);
+    free(cl.log);
+    for (size_t i = 0; i < cl.nopts; i++)
+        free(cl.opts[i]);
+    free(cl.opts);
+    free(fopts.mountpoint);
+    fuse_opt_free_args(&args);
+    pthread_cond_destroy(&d.qcond);
+    pthread_mutex_destroy(&d.qlock);
+    return ret;
+}

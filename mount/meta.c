@@ -1,0 +1,456 @@
+/* meta.c: the metadata files of __meta/: buffers, their datatype, and storing or deleting a value. */
+/*
+ * A file of __meta/ opened for writing is buffered in memory (one record
+ * per inode, shared by its open files); flush, which close() waits for,
+ * writes it as one metadata put and reports a bad value to close().  Files
+ * created in __meta/ get inode numbers with TDBM_META_BIT set.
+ */
+#include "priv.h"
+#include "core.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct tdbm_metarec *tdbm_rec_find(struct tdbm_mount *m, uint64_t ino)
+{
+    for (struct tdbm_metarec *r = m->recs; r; r = r->next)
+        if (r->ino == ino)
+            return r;
+    return NULL;
+}
+
+/* The record of `ino` with one more open file, made (holding `init`)
+ * when missing.  @return 0, 1 for an existing record (the caller keeps
+ * its bytes), or -errno. */
+static int tdbm_rec_open(struct tdbm_mount *m, uint64_t ino, const char *name,
+                         const uint8_t *init, size_t init_len, bool dirty,
+                         struct tdbm_metarec **out)
+{
+    struct tdbm_metarec *r;
+    char *key;
+
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    if (r) {
+        r->refs++;
+        pthread_mutex_unlock(&m->lock);
+        *out = r;
+        return 1;
+    }
+    pthread_mutex_unlock(&m->lock);
+
+    key = tdbm_name_decode(name);
+    if (!key)
+        return -errno;
+    r = calloc(1, sizeof *r);
+    if (!r) {
+        free(key);
+        return -ENOMEM;
+    }
+    r->fname = strdup(name);
+    if (!r->fname) {
+        free(key);
+        free(r);
+        return -ENOMEM;
+    }
+    r->ino = ino;
+    r->key = key;
+    r->type = -1;
+    r->dirty = dirty;
+    r->refs = 1;
+    if (init_len) {
+        r->buf = malloc(init_len);
+        if (!r->buf) {
+            free(r->fname);
+            free(key);
+            free(r);
+            return -ENOMEM;
+        }
+        memcpy(r->buf, init, init_len);
+        r->len = r->cap = init_len;
+    }
+    pthread_mutex_lock(&m->lock);
+    r->next = m->recs;
+    m->recs = r;
+    pthread_mutex_unlock(&m->lock);
+    *out = r;
+    return 0;
+}
+
+void tdbm_rec_close(struct tdbm_mount *m, struct tdbm_metarec *r)
+{
+    bool gone = false;
+
+    pthread_mutex_lock(&m->lock);
+    if (--r->refs == 0) {
+        for (struct tdbm_metarec **pp = &m->recs; *pp; pp = &(*pp)->next) {
+            if (*pp == r) {
+                *pp = r->next;
+                break;
+            }
+        }
+        gone = true;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (gone) {
+        free(r->buf);
+        free(r->key);
+        free(r->fname);
+        free(r);
+    }
+}
+
+/* Sets the record's length (zero-filling growth).  m->lock held. */
+int tdbm_rec_resize(struct tdbm_metarec *r, uint64_t len)
+{
+    if (len > TDBM_META_MAX)
+        return -EFBIG;
+    if (len > r->cap) {
+        size_t cap = r->cap ? r->cap : 64;
+        while (cap < len)
+            cap *= 2;
+        uint8_t *b = realloc(r->buf, cap);
+        if (!b)
+            return -ENOMEM;
+        r->buf = b;
+        r->cap = cap;
+    }
+    if (len > r->len)
+        memset(r->buf + r->len, 0, (size_t)len - r->len);
+    r->len = (size_t)len;
+    r->dirty = true;
+    return 0;
+}
+
+void tdbm_rec_stat(const struct tdbm_mount *m, const struct tdbm_metarec *r,
+                   struct stat *st)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    memset(st, 0, sizeof *st);
+    st->st_ino = (ino_t)r->ino;
+    st->st_mode = S_IFREG | 0644;
+    st->st_nlink = 1;
+    st->st_uid = m->cfg.uid;
+    st->st_gid = m->cfg.gid;
+    st->st_size = (off_t)r->len;
+    st->st_blksize = TDBM_IO_MAX;
+    st->st_blocks = (blkcnt_t)((r->len + 511) / 512);
+    st->st_mtim = now;
+    st->st_atim = now;
+    st->st_ctim = now;
+}
+
+/* The entry of a metadata file created under __meta/ and still open. */
+bool tdbm_lookup_created(struct tdbm_mount *m, const char *name,
+                         struct tdbm_entry *e)
+{
+    struct tdbm_metarec *r;
+
+    pthread_mutex_lock(&m->lock);
+    for (r = m->recs; r; r = r->next)
+        if ((r->ino & TDBM_META_BIT) && !r->hidden &&
+            strcmp(r->fname, name) == 0)
+            break;
+    if (r) {
+        memset(e, 0, sizeof *e);
+        e->ino = r->ino;
+        e->generation = 1;
+        tdbm_rec_stat(m, r, &e->attr);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return r != NULL;
+}
+
+/* The name of engine inode `tino` when it is a key file of the root's
+ * __meta, else NULL (valid while t is pinned). */
+const char *tdbm_meta_name(const struct tdbm_tree *t, uint64_t tino)
+{
+    const char *name;
+    uint64_t child;
+
+    if (!t->meta_dir || tino == t->meta_dir)
+        return NULL;
+    for (uint64_t i = 0;
+         tdb_fs_readdir(t->fs, t->meta_dir, i, &name, &child, NULL) == 0; i++)
+        if (child == tino)
+            return name;
+    return NULL;
+}
+
+/* Opens a metadata file for writing: a record holding its bytes (none
+ * with O_TRUNC). */
+int tdbm_open_meta(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t tino,
+                   uint64_t ino, const char *name, int flags,
+                   struct tdbm_handle **out)
+{
+    struct tdbm_handle *h = tdbm_handle_new(TDBM_H_META);
+    struct tdb_stat ts;
+    uint8_t *init = NULL;
+    size_t got = 0;
+    int rc;
+
+    if (!h)
+        return -ENOMEM;
+    if (!(flags & O_TRUNC) && t && tdb_fs_stat(t->fs, tino, &ts, NULL) == 0 &&
+        ts.size) {
+        if (ts.size > TDBM_META_MAX) {
+            free(h);
+            return -EFBIG;
+        }
+        init = malloc((size_t)ts.size);
+        if (!init || tdb_fs_read(t->fs, tino, 0, init, (size_t)ts.size, &got,
+                                 NULL) != 0) {
+            free(init);
+            free(h);
+            return -EIO;
+        }
+    }
+    rc = tdbm_rec_open(m, ino, name, init, got, (flags & O_TRUNC) != 0,
+                       &h->rec);
+    free(init);
+    if (rc < 0) {
+        free(h);
+        return rc;
+    }
+    if (rc == 1 && (flags & O_TRUNC)) {
+        pthread_mutex_lock(&m->lock);
+        tdbm_rec_resize(h->rec, 0);
+        pthread_mutex_unlock(&m->lock);
+    }
+    *out = h;
+    return 0;
+}
+
+/* Opens a metadata file created and not yet closed (bit 61). */
+int tdbm_open_created(struct tdbm_mount *m, uint64_t ino, int flags,
+                      struct tdbm_handle **out)
+{
+    struct tdbm_metarec *r;
+    struct tdbm_handle *h;
+
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    if (r) {
+        r->refs++;
+        if (flags & O_TRUNC)
+            tdbm_rec_resize(r, 0);
+    }
+    pthread_mutex_unlock(&m->lock);
+    h = r ? tdbm_handle_new(TDBM_H_META) : NULL;
+    if (!h) {
+        if (r)
+            tdbm_rec_close(m, r);
+        return r ? -ENOMEM : -ENOENT;
+    }
+    h->rec = r;
+    *out = h;
+    return 0;
+}
+
+/* Creates (or opens, when the key exists) metadata file `name` of the
+ * root's __meta folder `parent`. */
+int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
+                     int flags, struct tdbm_entry *e,
+                     struct tdbm_handle **out)
+{
+    struct tdbm_handle *h = NULL;
+    struct tdbm_tree *t;
+    uint64_t tino, child;
+    int rc;
+
+    t = tdbm_tree_pin(m, parent, &tino);
+    if (!t)
+        return -ESTALE;
+    memset(e, 0, sizeof *e);
+    e->generation = 1;
+    if (tdb_fs_lookup(t->fs, tino, name, &child, NULL) == 0) {
+        /* The key exists: open it for writing. */
+        if (flags & O_EXCL) {
+            tdbm_tree_unpin(m, t, 1);
+            return -EEXIST;
+        }
+        e->ino = t->gen << TDBM_GEN_SHIFT | child;
+        rc = tdbm_open_meta(m, t, child, e->ino, name, flags, &h);
+        if (rc == 0) {
+            h->tree = t;
+            h->tino = child;
+            tdbm_tree_ref(m, t); /* the kernel's lookup of e->ino */
+        }
+    } else {
+        tdbm_tree_unpin(m, t, 1);
+        pthread_mutex_lock(&m->lock);
+        e->ino = TDBM_META_BIT | m->next_meta_ino++;
+        pthread_mutex_unlock(&m->lock);
+        rc = tdbm_open_meta(m, NULL, 0, e->ino, name, O_TRUNC, &h);
+        t = NULL;
+    }
+    if (rc < 0) {
+        tdbm_tree_unpin(m, t, 1);
+        return rc;
+    }
+    pthread_mutex_lock(&m->lock);
+    tdbm_rec_stat(m, h->rec, &e->attr);
+    pthread_mutex_unlock(&m->lock);
+    e->attr.st_ino = (ino_t)e->ino;
+    e->attr_timeout = 0.0;
+    e->entry_timeout = 0.0; /* lookups find it until its first flush */
+    *out = h;
+    return 0;
+}
+
+/* Writes a record as one metadata put (m->commit not held).
+ * @return 0 or -errno. */
+int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r)
+{
+    struct tdb_error err;
+    char **names = NULL;
+    size_t n = 0;
+    unsigned type, tsize;
+    uint8_t *val = NULL;
+    size_t len;
+    int rc;
+
+    pthread_mutex_lock(&m->commit);
+    pthread_mutex_lock(&m->lock);
+    /* Nothing changed since the last flush.  An empty value is a value
+     * (TileDB stores it with count 0); a shell's `> FILE` may flush one
+     * before its first write, and the later flush then replaces it. */
+    if (!r->dirty) {
+        r->hidden = true;
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_unlock(&m->commit);
+        return 0;
+    }
+    type = r->type < 0 ? TDB_STRING_UTF8 : (unsigned)r->type;
+    tsize = tdb_dt_size(type);
+    len = r->len;
+    val = malloc(len ? len : 1);
+    if (val)
+        memcpy(val, r->buf, len);
+    r->dirty = false;
+    pthread_mutex_unlock(&m->lock);
+    if (!val) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (!tsize || len % tsize != 0 || len / tsize > UINT32_MAX) {
+        pthread_mutex_lock(&m->lock);
+        r->hidden = true;
+        pthread_mutex_unlock(&m->lock);
+        tdbm_log(m, "__meta/%s: %zu bytes are not a whole number of %s "
+                 "values", r->key, len, tdb_dt_name(type));
+        rc = -EINVAL;
+        goto out;
+    }
+    tdbm_error_clear(&err);
+    rc = tdb_meta_write(m->io, TDBM_META_DIR, r->key, type,
+                        (uint32_t)(len / tsize), val, false, m->open->key,
+                        tdbm_next_ts(m), &err);
+    if (rc < 0) {
+        pthread_mutex_lock(&m->lock);
+        r->hidden = true;
+        pthread_mutex_unlock(&m->lock);
+        tdbm_log(m, "__meta/%s: %s", r->key, tdbm_error_text(rc, &err));
+        rc = -tdb_errno(rc);
+        goto out;
+    }
+    rc = 0;
+    tdbm_reload(m, &names, &n);
+out:
+    pthread_mutex_unlock(&m->commit);
+    free(val);
+    if (names)
+        tdbm_invalidate(m, names, n);
+    return rc;
+}
+
+/* Deletes metadata key `key` (decoded).  @return 0 or -errno. */
+int tdbm_meta_delete(struct tdbm_mount *m, const char *key)
+{
+    struct tdb_error err;
+    char **names = NULL;
+    size_t n = 0;
+    int rc;
+
+    pthread_mutex_lock(&m->commit);
+    tdbm_error_clear(&err);
+    rc = tdb_meta_write(m->io, TDBM_META_DIR, key, TDB_STRING_UTF8, 0, NULL,
+                        true, m->open->key, tdbm_next_ts(m), &err);
+    if (rc < 0) {
+        tdbm_log(m, "__meta/%s: %s", key, tdbm_error_text(rc, &err));
+        rc = -tdb_errno(rc);
+    } else {
+        rc = 0;
+        tdbm_reload(m, &names, &n);
+    }
+    pthread_mutex_unlock(&m->commit);
+    if (names)
+        tdbm_invalidate(m, names, n);
+    return rc;
+}
+
+/* user.tiledb.datatype on a metadata file being written sets the type of
+ * its value. */
+int tdbm_setxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
+                  const char *value, size_t size, bool create_only)
+{
+    struct tdbm_metarec *r;
+    char tname[64];
+    int dt, err = 0;
+
+    if (!m->rw || (ino & TDBM_STAGING_BIT))
+        return m->rw ? -ENOTSUP : -EROFS;
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    if (!r) {
+        err = EROFS; /* only a metadata file open for writing takes one */
+    } else if (strcmp(name, TDBM_DATATYPE_XATTR) != 0) {
+        err = ENOTSUP;
+    } else {
+        while (size && value[size - 1] == '\0')
+            size--;
+        if (size == 0 || size >= sizeof tname) {
+            err = EINVAL;
+        } else {
+            memcpy(tname, value, size);
+            tname[size] = '\0';
+            dt = tdb_dt_from_name(tname);
+            if (dt < 0 || tdb_dt_size((unsigned)dt) == 0)
+                err = EINVAL;
+            else if (create_only && r->type >= 0)
+                err = EEXIST;
+            else {
+                r->type = dt;
+                r->dirty = true;
+            }
+        }
+        /* a refused type on a still empty file: nothing is stored for it
+         * unless bytes follow */
+        if (err == EINVAL && r->len == 0)
+            r->dirty = false;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return -err;
+}
+
+int tdbm_removexattr(struct tdbm_mount *m, uint64_t ino, const char *name)
+{
+    struct tdbm_metarec *r;
+    int err = EROFS;
+
+    pthread_mutex_lock(&m->lock);
+    r = m->rw ? tdbm_rec_find(m, ino) : NULL;
+    if (r && strcmp(name, TDBM_DATATYPE_XATTR) == 0) {
+        err = r->type >= 0 ? 0 : ENODATA;
+        r->type = -1;
+        r->dirty = true;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return -err;
+}

@@ -1,0 +1,1055 @@
+/* mount.c: the trees of a mount, their inode numbers, and the requests that read them. */
+#include "priv.h"
+#include "core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One log line through the front end; the engine's messages name file,
+ * field and tile and never hold the key. */
+void tdbm_log(const struct tdbm_mount *m, const char *fmt, ...)
+{
+    char line[TDB_ERROR_MSG_MAX + 128];
+    va_list ap;
+
+    if (!m->cfg.log)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    for (char *p = line; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
+    m->cfg.log(m->cfg.arg, line);
+}
+
+void tdbm_error_clear(struct tdb_error *err)
+{
+    err->code = 0;
+    err->msg[0] = '\0';
+}
+
+const char *tdbm_error_text(int code, const struct tdb_error *err)
+{
+    return err && err->msg[0] ? err->msg : tdb_strerror(code);
+}
+
+/* Whether a failure is the engine's (bad bytes, I/O, memory, key), worth a
+ * log line, rather than the caller's (no such name, not a folder...). */
+static bool tdbm_worth_logging(int code)
+{
+    return code != TDB_E_NOENT && code != TDB_E_NOTDIR &&
+           code != TDB_E_ISDIR && code != TDB_E_INVAL && code != TDB_E_ROFS;
+}
+
+/* The -errno of a failed engine call, logging engine failures. */
+static int tdbm_fail(struct tdbm_mount *m, const char *op, uint64_t ino,
+                     int code, const struct tdb_error *err)
+{
+    if (tdbm_worth_logging(code))
+        tdbm_log(m, "%s inode %llu: %s", op, (unsigned long long)ino,
+                 tdbm_error_text(code, err));
+    return -tdb_errno(code);
+}
+
+void tdbm_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* --------------------------------------------------------------- trees */
+
+static uint64_t tdbm_ino(const struct tdbm_tree *t, uint64_t tino)
+{
+    if (tino == TDB_ROOT_INO)
+        return TDBM_ROOT_INO;
+    return t->gen << TDBM_GEN_SHIFT | tino;
+}
+
+static bool tdbm_staging_ino(uint64_t ino)
+{
+    return (ino & TDBM_STAGING_BIT) != 0;
+}
+
+static bool tdbm_is_tree_ino(uint64_t ino)
+{
+    return !tdbm_staging_ino(ino) && !(ino & TDBM_META_BIT);
+}
+
+/* A new tree over `fs`, not yet in the list. */
+struct tdbm_tree *tdbm_tree_new(struct tdb_fs *fs)
+{
+    struct tdbm_tree *t = calloc(1, sizeof *t);
+    uint64_t ino;
+
+    if (!t)
+        return NULL;
+    t->fs = fs;
+    if (tdb_fs_lookup(fs, TDB_ROOT_INO, TDBM_META_DIR, &ino, NULL) == 0)
+        t->meta_dir = ino;
+    if (tdb_fs_lookup(fs, TDB_ROOT_INO, TDBM_FRAG_DIR, &ino, NULL) == 0)
+        t->frag_dir = ino;
+    return t;
+}
+
+/* Unlinks t from the list (m->lock held). */
+static void tdbm_tree_unlink(struct tdbm_mount *m, struct tdbm_tree *t)
+{
+    for (struct tdbm_tree **pp = &m->trees; *pp; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            return;
+        }
+    }
+}
+
+/* What a retired tree no longer needs (m->lock held): *fs receives the
+ * engine tree to close when nothing pins it, and *gone is true when the
+ * record itself can go (then it is unlinked here). */
+void tdbm_tree_settle(struct tdbm_mount *m, struct tdbm_tree *t,
+                      struct tdb_fs **fs, bool *gone)
+{
+    *fs = NULL;
+    *gone = false;
+    if (!t->retired || t->pins)
+        return;
+    *fs = t->fs;
+    t->fs = NULL;
+    if (t->lookups == 0) {
+        tdbm_tree_unlink(m, t);
+        *gone = true;
+    }
+}
+
+/* Changes t's counts by (dpins, dlookups), then closes what is no longer
+ * needed.  Counts never go below 0. */
+static void tdbm_tree_count(struct tdbm_mount *m, struct tdbm_tree *t,
+                            int64_t dpins, int64_t dlookups)
+{
+    struct tdb_fs *fs;
+    bool gone;
+
+    if (!t)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (dpins < 0)
+        t->pins = t->pins > (uint64_t)-dpins ? t->pins - (uint64_t)-dpins : 0;
+    else
+        t->pins += (uint64_t)dpins;
+    if (dlookups < 0)
+        t->lookups = t->lookups > (uint64_t)-dlookups
+                         ? t->lookups - (uint64_t)-dlookups : 0;
+    else
+        t->lookups += (uint64_t)dlookups;
+    tdbm_tree_settle(m, t, &fs, &gone);
+    pthread_mutex_unlock(&m->lock);
+    tdb_fs_close(fs);
+    if (gone)
+        free(t);
+}
+
+/* The tree of `ino` with one more pin, and the engine inode in it; NULL
+ * when the tree is closed (a number the kernel kept from before a write)
+ * or gone. */
+struct tdbm_tree *tdbm_tree_pin(struct tdbm_mount *m, uint64_t ino,
+                                uint64_t *tino)
+{
+    struct tdbm_tree *t = NULL;
+
+    if (!tdbm_is_tree_ino(ino))
+        return NULL;
+    pthread_mutex_lock(&m->lock);
+    if (ino == TDBM_ROOT_INO) {
+        t = m->cur;
+        *tino = TDB_ROOT_INO;
+    } else {
+        uint64_t gen = ino >> TDBM_GEN_SHIFT;
+        for (t = m->trees; t && t->gen != gen; t = t->next)
+            ;
+        *tino = ino & TDBM_TINO_MASK;
+    }
+    if (t && !t->fs)
+        t = NULL;
+    if (t)
+        t->pins++;
+    pthread_mutex_unlock(&m->lock);
+    return t;
+}
+
+/* Drops `n` pins of t. */
+void tdbm_tree_unpin(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t n)
+{
+    tdbm_tree_count(m, t, -(int64_t)n, 0);
+}
+
+/* Counts one more lookup of one of t's inodes by the kernel. */
+void tdbm_tree_ref(struct tdbm_mount *m, struct tdbm_tree *t)
+{
+    tdbm_tree_count(m, t, 0, 1);
+}
+
+/* Takes back `n` lookups of t's inodes (the kernel forgot them). */
+static void tdbm_tree_forget(struct tdbm_mount *m, struct tdbm_tree *t,
+                             uint64_t n)
+{
+    tdbm_tree_count(m, t, 0, -(int64_t)n);
+}
+
+/* The names of the root of t, for invalidation (NULL when out of memory). */
+char **tdbm_root_names(const struct tdbm_tree *t, size_t *n)
+{
+    const char *name;
+    uint64_t child;
+    size_t cnt = 0;
+    char **v;
+
+    while (tdb_fs_readdir(t->fs, TDB_ROOT_INO, cnt, &name, &child, NULL) == 0)
+        cnt++;
+    v = calloc(cnt ? cnt : 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < cnt; i++) {
+        if (tdb_fs_readdir(t->fs, TDB_ROOT_INO, i, &name, &child, NULL) != 0 ||
+            !(v[i] = strdup(name))) {
+            tdbm_names_free(v, i);
+            return NULL;
+        }
+    }
+    *n = cnt;
+    return v;
+}
+
+static void tdbm_fill_stat(const struct tdbm_mount *m,
+                           const struct tdbm_tree *t, uint64_t tino,
+                           const struct tdb_stat *ts, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_ino = tdbm_ino(t, tino);
+    /* A folder's link count is 1, "unknown" to find and fts: counting its
+     * subfolders would stat every child. */
+    if (ts->is_dir)
+        st->st_mode = S_IFDIR | (m->rw ? 0755 : 0555);
+    else if (m->rw && tdbm_meta_name(t, tino))
+        st->st_mode = S_IFREG | 0644;
+    else
+        st->st_mode = S_IFREG | 0444;
+    st->st_nlink = 1;
+    st->st_uid = m->cfg.uid;
+    st->st_gid = m->cfg.gid;
+    st->st_size = (off_t)ts->size;
+    st->st_blksize = TDBM_IO_MAX;
+    st->st_blocks = (blkcnt_t)((ts->size + 511) / 512);
+    st->st_mtim.tv_sec = (time_t)(ts->mtime_ms / 1000);
+    st->st_mtim.tv_nsec = (long)(ts->mtime_ms % 1000) * 1000000L;
+    st->st_atim = st->st_mtim;
+    st->st_ctim = st->st_mtim;
+}
+
+/* The attribute timeout of a tree node: the root changes with each
+ * commit (its attributes are not invalidated in time for every reader). */
+static double tdbm_attr_timeout(const struct tdbm_mount *m, uint64_t ino)
+{
+    return m->rw && ino == TDBM_ROOT_INO ? 0.0 : TDBM_TIMEOUT;
+}
+
+/* ---------------------------------------------------------------- mount */
+
+int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
+                   const struct tdbm_options *o,
+                   const struct tdbm_config *cfg)
+{
+    struct tdbm_mount *m = calloc(1, sizeof *m);
+    uint64_t ino;
+
+    *out = NULL;
+    if (!m)
+        return -ENOMEM;
+    m->cur = tdbm_tree_new(src->fs);
+    if (!m->cur) {
+        free(m);
+        return -ENOMEM;
+    }
+    src->fs = NULL; /* the tree owns it now */
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->commit, NULL);
+    m->io = &src->io;
+    m->open = &o->open;
+    m->opts = o;
+    m->source = src->path;
+    m->cfg = *cfg;
+    m->cur->gen = 1;
+    m->trees = m->cur;
+    m->next_gen = 2;
+    m->next_meta_ino = 1;
+    m->rw = cfg->rw;
+    m->is_array = tdb_fs_lookup(m->cur->fs, TDB_ROOT_INO, TDBM_ARRAY_JSON,
+                                &ino, NULL) == 0;
+    *out = m;
+    return 0;
+}
+
+void tdbm_mount_free(struct tdbm_mount *m)
+{
+    if (!m)
+        return;
+    while (m->trees) {
+        struct tdbm_tree *t = m->trees;
+        m->trees = t->next;
+        tdb_fs_close(t->fs);
+        free(t);
+    }
+    while (m->recs) {
+        struct tdbm_metarec *r = m->recs;
+        m->recs = r->next;
+        free(r->buf);
+        free(r->key);
+        free(r->fname);
+        free(r);
+    }
+    tdbm_staging_close(m->staging);
+    pthread_mutex_destroy(&m->commit);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+bool tdbm_is_array(const struct tdbm_mount *m)
+{
+    return m->is_array;
+}
+
+const char *tdbm_staging_path(const struct tdbm_mount *m)
+{
+    return m->staging ? tdbm_staging_dir(m->staging) : NULL;
+}
+
+/* -------------------------------------------------------------- lookups */
+
+static void tdbm_staging_entry(const struct stat *st, uint64_t ino,
+                               struct tdbm_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    e->ino = ino;
+    e->generation = 1;
+    e->attr = *st;
+    e->attr.st_ino = (ino_t)ino;
+    e->attr_timeout = 0.0;
+    e->entry_timeout = 0.0;
+}
+
+int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
+                struct tdbm_entry *e)
+{
+    struct tdbm_tree *t;
+    struct tdb_error err;
+    struct tdb_stat ts;
+    uint64_t tino, ino;
+    int rc;
+
+    memset(e, 0, sizeof *e);
+    if (tdbm_staging_ino(parent)) {
+        struct stat st;
+        rc = m->staging ? tdbm_staging_lookup(m->staging, parent, name, &ino,
+                                              &st)
+                        : -ENOENT;
+        if (rc == 0)
+            tdbm_staging_entry(&st, ino, e);
+        return rc;
+    }
+    if (parent & TDBM_META_BIT)
+        return -ENOTDIR;
+    if (parent == TDBM_ROOT_INO && m->staging &&
+        strcmp(name, TDBM_STAGING_NAME) == 0) {
+        struct stat st;
+        rc = tdbm_staging_stat(m->staging, TDBM_STAGING_ROOT, &st);
+        if (rc == 0)
+            tdbm_staging_entry(&st, TDBM_STAGING_ROOT, e);
+        return rc;
+    }
+    t = tdbm_tree_pin(m, parent, &tino);
+    if (!t)
+        return -ESTALE;
+    tdbm_error_clear(&err);
+    rc = tdb_fs_lookup(t->fs, tino, name, &ino, &err);
+    if (rc == TDB_E_NOENT && m->rw && tino == t->meta_dir &&
+        tdbm_lookup_created(m, name, e)) {
+        /* A metadata file created and not yet closed. */
+        tdbm_tree_unpin(m, t, 1);
+        return 0;
+    }
+    if (rc == TDB_E_NOENT && !m->rw) {
+        /* A negative entry the kernel may keep: the tree never changes. */
+        e->ino = 0;
+        e->entry_timeout = TDBM_TIMEOUT;
+        tdbm_tree_unpin(m, t, 1);
+        return 0;
+    }
+    if (rc == 0)
+        rc = tdb_fs_stat(t->fs, ino, &ts, &err);
+    if (rc < 0) {
+        rc = tdbm_fail(m, "lookup", parent, rc, &err);
+        tdbm_tree_unpin(m, t, 1);
+        return rc;
+    }
+    e->ino = tdbm_ino(t, ino);
+    e->generation = 1;
+    e->attr_timeout = tdbm_attr_timeout(m, e->ino);
+    e->entry_timeout = TDBM_TIMEOUT;
+    tdbm_fill_stat(m, t, ino, &ts, &e->attr);
+    /* The pin becomes the kernel's lookup reference, taken back if the
+     * reply is lost (the root is not counted: it is always there). */
+    if (e->ino == TDBM_ROOT_INO)
+        tdbm_tree_unpin(m, t, 1);
+    else
+        tdbm_tree_count(m, t, -1, 1);
+    return 0;
+}
+
+void tdbm_forget(struct tdbm_mount *m, uint64_t ino, uint64_t n)
+{
+    if (tdbm_staging_ino(ino)) {
+        if (m->staging && ino != TDBM_STAGING_ROOT)
+            tdbm_staging_forget(m->staging, ino, n);
+    } else if (!(ino & TDBM_META_BIT) && ino != TDBM_ROOT_INO && ino != 0) {
+        struct tdbm_tree *t;
+        uint64_t gen = ino >> TDBM_GEN_SHIFT;
+        pthread_mutex_lock(&m->lock);
+        for (t = m->trees; t && t->gen != gen; t = t->next)
+            ;
+        pthread_mutex_unlock(&m->lock);
+        tdbm_tree_forget(m, t, n);
+    }
+}
+
+int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
+                 double *timeout)
+{
+    struct tdbm_metarec *r;
+    struct tdbm_tree *t;
+    struct tdb_error err;
+    struct tdb_stat ts;
+    uint64_t tino;
+    int rc;
+
+    *timeout = 0.0;
+    if (tdbm_staging_ino(ino))
+        return m->staging ? tdbm_staging_stat(m->staging, ino, st) : -ENOENT;
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    if (r)
+        tdbm_rec_stat(m, r, st);
+    pthread_mutex_unlock(&m->lock);
+    if (r)
+        return 0;
+    if (ino & TDBM_META_BIT)
+        return -ENOENT; /* written, closed and forgotten */
+    t = tdbm_tree_pin(m, ino, &tino);
+    if (!t)
+        return -ESTALE;
+    tdbm_error_clear(&err);
+    rc = tdb_fs_stat(t->fs, tino, &ts, &err);
+    if (rc < 0) {
+        rc = tdbm_fail(m, "getattr", ino, rc, &err);
+    } else {
+        tdbm_fill_stat(m, t, tino, &ts, st);
+        *timeout = tdbm_attr_timeout(m, ino);
+    }
+    tdbm_tree_unpin(m, t, 1);
+    return rc;
+}
+
+int tdbm_resolve(struct tdbm_mount *m, const char *path, uint64_t *ino,
+                 struct stat *st)
+{
+    struct tdbm_entry e;
+    uint64_t cur = TDBM_ROOT_INO;
+    double timeout;
+    char *copy = strdup(path), *save = NULL;
+    int rc = 0;
+
+    if (!copy)
+        return -ENOMEM;
+    for (char *c = strtok_r(copy, "/", &save); c;
+         c = strtok_r(NULL, "/", &save)) {
+        rc = tdbm_lookup(m, cur, c, &e);
+        if (rc == 0 && e.ino == 0)
+            rc = -ENOENT;
+        tdbm_forget(m, cur, 1);
+        if (rc < 0) {
+            cur = TDBM_ROOT_INO;
+            break;
+        }
+        cur = e.ino;
+    }
+    free(copy);
+    if (rc == 0)
+        rc = tdbm_getattr(m, cur, st, &timeout);
+    if (rc < 0) {
+        tdbm_forget(m, cur, 1);
+        return rc;
+    }
+    *ino = cur;
+    return 0;
+}
+
+/* ------------------------------------------------------------- handles */
+
+struct tdbm_handle *tdbm_handle_new(enum tdbm_hkind kind)
+{
+    struct tdbm_handle *h = calloc(1, sizeof *h);
+
+    if (h) {
+        h->kind = kind;
+        h->fd = -1;
+    }
+    return h;
+}
+
+void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h)
+{
+    if (!h)
+        return;
+    if (h->fd >= 0)
+        close(h->fd);
+    if (h->names)
+        tdbm_staging_names_free(h->names, h->nnames);
+    if (h->rec)
+        tdbm_rec_close(m, h->rec);
+    tdb_reader_close(h->rd); /* before the tree it reads may close */
+    if (h->tree)
+        tdbm_tree_unpin(m, h->tree, 1);
+    free(h);
+}
+
+int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
+                 struct tdbm_open_info *oi)
+{
+    struct tdbm_handle *h;
+    int rc;
+
+    memset(oi, 0, sizeof *oi);
+    *out = NULL;
+    if (tdbm_staging_ino(ino)) {
+        h = tdbm_handle_new(TDBM_H_STGDIR);
+        if (!h)
+            return -ENOMEM;
+        rc = m->staging ? tdbm_staging_list(m->staging, ino, &h->names,
+                                            &h->nnames)
+                        : -ENOENT;
+        if (rc < 0) {
+            tdbm_release(m, h);
+            return rc;
+        }
+    } else {
+        const char *name;
+        uint64_t child;
+        h = tdbm_handle_new(TDBM_H_DIR);
+        if (!h)
+            return -ENOMEM;
+        h->tree = tdbm_tree_pin(m, ino, &h->tino);
+        if (!h->tree) {
+            tdbm_release(m, h);
+            return (ino & TDBM_META_BIT) ? -ENOTDIR : -ESTALE;
+        }
+        h->with_staging = ino == TDBM_ROOT_INO && m->staging;
+        while (h->with_staging &&
+               tdb_fs_readdir(h->tree->fs, h->tino, h->ntree, &name, &child,
+                              NULL) == 0)
+            h->ntree++;
+        /* A tree's folders never change; the root of a writable mount
+         * gains nothing either, but its __staging entry is ours. */
+        oi->cache_readdir = !m->rw;
+        oi->keep_cache = !m->rw;
+    }
+    *out = h;
+    return 0;
+}
+
+int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+                   uint64_t i, const char **name, uint64_t *child,
+                   bool report)
+{
+    struct tdb_error err;
+    uint64_t c;
+    int rc;
+
+    if (h->kind == TDBM_H_STGDIR) {
+        if (i >= h->nnames)
+            return 1;
+        *name = h->names[i];
+        *child = TDBM_STAGING_BIT; /* not 0: some tools skip d_ino 0 */
+        return 0;
+    }
+    if (h->kind != TDBM_H_DIR)
+        return -ENOTDIR;
+    if (h->with_staging && i == h->ntree) {
+        *name = TDBM_STAGING_NAME;
+        *child = TDBM_STAGING_ROOT;
+        return 0;
+    }
+    tdbm_error_clear(&err);
+    rc = tdb_fs_readdir(h->tree->fs, h->tino, i, name, &c, &err);
+    if (rc == TDB_E_NOENT)
+        return 1;
+    if (rc < 0)
+        return report ? tdbm_fail(m, "readdir", ino, rc, &err)
+                      : -tdb_errno(rc);
+    *child = tdbm_ino(h->tree, c);
+    return 0;
+}
+
+/* Opens staged file `ino` through a descriptor of our own. */
+static int tdbm_open_staged(struct tdbm_mount *m, uint64_t ino, int flags,
+                            struct tdbm_handle **out)
+{
+    struct tdbm_handle *h = tdbm_handle_new(TDBM_H_STG);
+    int rc;
+
+    if (!h)
+        return -ENOMEM;
+    rc = m->staging ? tdbm_staging_open_file(m->staging, ino,
+                                             flags & ~O_APPEND, &h->fd)
+                    : -ENOENT;
+    if (rc < 0) {
+        tdbm_release(m, h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
+              struct tdbm_handle **out, struct tdbm_open_info *oi)
+{
+    bool writing = (flags & O_ACCMODE) != O_RDONLY;
+    struct tdbm_handle *h = NULL;
+    struct tdbm_metarec *r;
+    struct tdbm_tree *t;
+    uint64_t tino;
+    int rc;
+
+    memset(oi, 0, sizeof *oi);
+    *out = NULL;
+    if (tdbm_staging_ino(ino))
+        return tdbm_open_staged(m, ino, flags, out);
+    if (writing && !m->rw)
+        return -EROFS;
+    if (ino & TDBM_META_BIT) {
+        /* A metadata file created and not yet closed. */
+        rc = tdbm_open_created(m, ino, flags, out);
+        oi->direct_io = rc == 0;
+        return rc;
+    }
+    t = tdbm_tree_pin(m, ino, &tino);
+    if (!t)
+        return -ESTALE;
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    pthread_mutex_unlock(&m->lock);
+    if (writing || r) {
+        /* Writable only: a key of the root's __meta; an open record of it
+         * serves readers too, so that they see what was written. */
+        const char *name = tdbm_meta_name(t, tino);
+        if (!name) {
+            tdbm_tree_unpin(m, t, 1);
+            return -EROFS;
+        }
+        rc = tdbm_open_meta(m, t, tino, ino, name, writing ? flags : 0, &h);
+        if (rc < 0) {
+            tdbm_tree_unpin(m, t, 1);
+            return rc;
+        }
+        h->tree = t;
+        h->tino = tino;
+        oi->direct_io = true;
+    } else {
+        struct tdb_error err;
+        h = tdbm_handle_new(TDBM_H_TREE);
+        if (!h) {
+            tdbm_tree_unpin(m, t, 1);
+            return -ENOMEM;
+        }
+        h->tree = t;
+        h->tino = tino;
+        tdbm_error_clear(&err);
+        rc = tdb_reader_open(&h->rd, t->fs, tino, &err);
+        if (rc < 0) {
+            tdbm_release(m, h);
+            return tdbm_fail(m, "open", ino, rc, &err);
+        }
+        oi->keep_cache = true;
+        oi->direct_io = false;
+        oi->noflush = true; /* nothing to flush on close */
+    }
+    *out = h;
+    return 0;
+}
+
+int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+              uint64_t off, void *buf, size_t size, size_t *got)
+{
+    struct tdb_error err;
+    int rc;
+
+    *got = 0;
+    switch (h->kind) {
+    case TDBM_H_STG: {
+        ssize_t n = pread(h->fd, buf, size, (off_t)off);
+        if (n < 0)
+            return -errno;
+        *got = (size_t)n;
+        return 0;
+    }
+    case TDBM_H_META:
+        pthread_mutex_lock(&m->lock);
+        if (off < h->rec->len) {
+            *got = h->rec->len - (size_t)off;
+            if (*got > size)
+                *got = size;
+            memcpy(buf, h->rec->buf + off, *got);
+        }
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+    case TDBM_H_TREE:
+        tdbm_error_clear(&err);
+        rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
+        if (rc < 0) {
+            if (tdbm_worth_logging(rc))
+                tdbm_log(m, "read inode %llu at %lld+%zu: %s",
+                         (unsigned long long)ino, (long long)off, size,
+                         tdbm_error_text(rc, &err));
+            return -tdb_errno(rc);
+        }
+        return 0;
+    default:
+        return -EISDIR;
+    }
+}
+
+/* ------------------------------------------------------------- xattrs */
+
+/* The names of the xattrs, each NUL-terminated, into buf (NULL: size only).
+ * @return the bytes they need. */
+static size_t tdbm_xattr_names(struct tdb_fs *fs, uint64_t tino, char *buf)
+{
+    size_t need = 0;
+    const char *name;
+
+    for (size_t i = 0; tdb_fs_listxattr(fs, tino, i, &name) == 0; i++) {
+        size_t len = strlen(name) + 1;
+        if (buf)
+            memcpy(buf + need, name, len);
+        need += len;
+    }
+    return need;
+}
+
+static int tdbm_xattr_copy(const void *v, size_t len, char **out,
+                           size_t *outlen)
+{
+    *out = NULL;
+    *outlen = len;
+    if (!len)
+        return 0;
+    if (!(*out = malloc(len)))
+        return -ENOMEM;
+    memcpy(*out, v, len);
+    return 0;
+}
+
+int tdbm_listxattr(struct tdbm_mount *m, uint64_t ino, char **buf,
+                   size_t *len)
+{
+    struct tdbm_metarec *r;
+    struct tdbm_tree *t;
+    uint64_t tino;
+    bool typed;
+
+    *buf = NULL;
+    *len = 0;
+    if (tdbm_staging_ino(ino))
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    typed = r && r->type >= 0;
+    pthread_mutex_unlock(&m->lock);
+    if (ino & TDBM_META_BIT)
+        return tdbm_xattr_copy(TDBM_DATATYPE_XATTR,
+                               typed ? sizeof TDBM_DATATYPE_XATTR : 0, buf,
+                               len);
+    t = tdbm_tree_pin(m, ino, &tino);
+    if (!t)
+        return -ESTALE;
+    *len = tdbm_xattr_names(t->fs, tino, NULL);
+    if (*len && !(*buf = malloc(*len))) {
+        tdbm_tree_unpin(m, t, 1);
+        return -ENOMEM;
+    }
+    if (*len)
+        tdbm_xattr_names(t->fs, tino, *buf);
+    tdbm_tree_unpin(m, t, 1);
+    return 0;
+}
+
+int tdbm_getxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
+                  char **val, size_t *len)
+{
+    struct tdbm_metarec *r;
+    struct tdbm_tree *t;
+    const char *dt = NULL;
+    size_t need = 0;
+    uint64_t tino;
+    int rc;
+
+    *val = NULL;
+    *len = 0;
+    if (tdbm_staging_ino(ino))
+        return -ENODATA;
+    /* A metadata file being written reports the type it will get. */
+    pthread_mutex_lock(&m->lock);
+    r = tdbm_rec_find(m, ino);
+    if (r && r->type >= 0)
+        dt = tdb_dt_name((unsigned)r->type);
+    pthread_mutex_unlock(&m->lock);
+    if (dt && strcmp(name, TDBM_DATATYPE_XATTR) == 0)
+        return tdbm_xattr_copy(dt, strlen(dt), val, len);
+    if (ino & TDBM_META_BIT)
+        return -ENODATA;
+    t = tdbm_tree_pin(m, ino, &tino);
+    if (!t)
+        return -ESTALE;
+    rc = tdb_fs_getxattr(t->fs, tino, name, NULL, 0, &need);
+    if (rc == 0 && !(*val = malloc(need ? need : 1)))
+        rc = TDB_E_NOMEM;
+    if (rc == 0)
+        rc = tdb_fs_getxattr(t->fs, tino, name, *val, need, &need);
+    tdbm_tree_unpin(m, t, 1);
+    if (rc < 0) {
+        free(*val);
+        *val = NULL;
+        return rc == TDB_E_NOENT ? -ENODATA : -tdb_errno(rc);
+    }
+    *len = need;
+    return 0;
+}
+
+void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv)
+{
+    memset(sv, 0, sizeof *sv);
+    if (m->staging)
+        statvfs(tdbm_staging_dir(m->staging), sv);
+    sv->f_bsize = TDBM_IO_MAX;
+    sv->f_namemax = 255;
+    sv->f_flag = (m->rw ? 0 : ST_RDONLY) | ST_NOSUID | ST_NODEV;
+    if (!m->staging)
+        sv->f_frsize = 512;
+}
+
+/* ------------------------------------------------------------- writes */
+
+int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
+               size_t size, uint64_t off, size_t *done)
+{
+    uint64_t end;
+    int rc;
+
+    *done = 0;
+    if (h->kind == TDBM_H_STG) {
+        ssize_t n = pwrite(h->fd, buf, size, (off_t)off);
+        if (n < 0)
+            return -errno;
+        *done = (size_t)n;
+        return 0;
+    }
+    if (h->kind != TDBM_H_META)
+        return -EROFS;
+    end = off + size;
+    pthread_mutex_lock(&m->lock);
+    rc = end > h->rec->len ? tdbm_rec_resize(h->rec, end) : 0;
+    if (rc == 0) {
+        memcpy(h->rec->buf + off, buf, size);
+        h->rec->dirty = true;
+        h->rec->hidden = false;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (rc == 0)
+        *done = size;
+    return rc;
+}
+
+int tdbm_flush(struct tdbm_mount *m, struct tdbm_handle *h)
+{
+    return h && h->kind == TDBM_H_META ? tdbm_meta_store(m, h->rec) : 0;
+}
+
+int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync)
+{
+    if (h && h->kind == TDBM_H_STG)
+        return (datasync ? fdatasync(h->fd) : fsync(h->fd)) != 0 ? -errno : 0;
+    if (h && h->kind == TDBM_H_META)
+        return tdbm_meta_store(m, h->rec);
+    return 0;
+}
+
+int tdbm_fallocate(struct tdbm_handle *h, int mode, uint64_t off,
+                   uint64_t len)
+{
+    if (!h || h->kind != TDBM_H_STG)
+        return -EROFS;
+    return fallocate(h->fd, mode, (off_t)off, (off_t)len) != 0 ? -errno : 0;
+}
+
+/* Whether `ino` is the root's __meta (or __fragments) folder of its tree;
+ * pins nothing. */
+static bool tdbm_is_root_dir(struct tdbm_mount *m, uint64_t ino, bool frag)
+{
+    struct tdbm_tree *t;
+    uint64_t tino;
+    bool yes;
+
+    if (!m->rw || ino == TDBM_ROOT_INO)
+        return false;
+    t = tdbm_tree_pin(m, ino, &tino);
+    if (!t)
+        return false;
+    yes = tino == (frag ? t->frag_dir : t->meta_dir) && tino != 0;
+    tdbm_tree_unpin(m, t, 1);
+    return yes;
+}
+
+int tdbm_setattr(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle *h,
+                 const struct stat *attr, unsigned valid, struct stat *st)
+{
+    struct tdbm_metarec *r;
+    int rc = 0;
+
+    if (tdbm_staging_ino(ino) && m->staging) {
+        if (valid & (TDBM_SET_UID | TDBM_SET_GID))
+            return -EPERM;
+        return tdbm_staging_setattr(m->staging, ino,
+                                    h && h->kind == TDBM_H_STG ? h->fd : -1,
+                                    attr, valid & ~(TDBM_SET_UID |
+                                                    TDBM_SET_GID), st);
+    }
+    /* A metadata file being written: its size may change (truncation);
+     * times are accepted and forgotten. */
+    pthread_mutex_lock(&m->lock);
+    r = h && h->kind == TDBM_H_META ? h->rec : tdbm_rec_find(m, ino);
+    if (r && (valid & (TDBM_SET_UID | TDBM_SET_GID | TDBM_SET_MODE)))
+        rc = -EPERM;
+    else if (r && (valid & TDBM_SET_SIZE))
+        rc = attr->st_size < 0 ? -EINVAL
+                               : tdbm_rec_resize(r, (uint64_t)attr->st_size);
+    if (r && rc == 0)
+        tdbm_rec_stat(m, r, st);
+    pthread_mutex_unlock(&m->lock);
+    return r ? rc : -EROFS;
+}
+
+int tdbm_mkdir(struct tdbm_mount *m, uint64_t parent, const char *name,
+               mode_t mode, struct tdbm_entry *e)
+{
+    struct stat st;
+    uint64_t ino;
+    int rc;
+
+    if (!tdbm_staging_ino(parent) || !m->staging)
+        return parent == TDBM_ROOT_INO && m->staging &&
+                       strcmp(name, TDBM_STAGING_NAME) == 0
+                   ? -EEXIST : -EROFS;
+    rc = tdbm_staging_mkdir(m->staging, parent, name, mode, &ino, &st);
+    if (rc == 0)
+        tdbm_staging_entry(&st, ino, e);
+    return rc;
+}
+
+int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
+{
+    struct tdbm_tree *t;
+    uint64_t tino, child;
+    char *key;
+    int rc;
+
+    if (tdbm_staging_ino(parent) && m->staging)
+        return tdbm_staging_unlink(m->staging, parent, name);
+    if (!tdbm_is_root_dir(m, parent, false))
+        return -EROFS;
+    /* rm __meta/KEY: a deletion of the key. */
+    t = tdbm_tree_pin(m, parent, &tino);
+    rc = t && tdb_fs_lookup(t->fs, tino, name, &child, NULL) == 0 ? 0
+                                                                 : -ENOENT;
+    tdbm_tree_unpin(m, t, 1);
+    if (rc == 0) {
+        key = tdbm_name_decode(name);
+        rc = key ? tdbm_meta_delete(m, key) : -errno;
+        free(key);
+    }
+    return rc;
+}
+
+int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
+{
+    if (tdbm_staging_ino(parent) && m->staging)
+        return tdbm_staging_rmdir(m->staging, parent, name);
+    return -EROFS;
+}
+
+int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
+                uint64_t newparent, const char *newname, unsigned flags)
+{
+    int rc;
+
+    if (!m->staging || !tdbm_staging_ino(parent))
+        return -EROFS;
+    if (tdbm_staging_ino(newparent))
+        return tdbm_staging_rename(m->staging, parent, name, newparent,
+                                   newname, flags);
+    if (!tdbm_is_root_dir(m, newparent, true))
+        return -EROFS;
+    if (flags & ~(unsigned)RENAME_NOREPLACE)
+        return -EINVAL;
+    rc = tdbm_staging_check_commit(m->staging, parent, name);
+    if (rc == -EINVAL)
+        rc = -EROFS; /* a file, not a staged folder, into __fragments */
+    if (rc == 0)
+        rc = tdbm_commit(m, name);
+    return rc;
+}
+
+int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
+                int flags, mode_t mode, struct tdbm_entry *e,
+                struct tdbm_handle **out, struct tdbm_open_info *oi)
+{
+    struct tdbm_handle *h;
+    struct stat st;
+    uint64_t ino;
+    int rc;
+
+    memset(oi, 0, sizeof *oi);
+    *out = NULL;
+    if (tdbm_staging_ino(parent) && m->staging) {
+        h = tdbm_handle_new(TDBM_H_STG);
+        if (!h)
+            return -ENOMEM;
+        rc = tdbm_staging_create(m->staging, parent, name, flags & ~O_APPEND,
+                                 mode, &ino, &st, &h->fd);
+        if (rc < 0) {
+            tdbm_release(m, h);
+            return rc;
+        }
+        tdbm_staging_entry(&st, ino, e);
+        *out = h;
+        return 0;
+    }
+    if (!tdbm_is_root_dir(m, parent, false))
+        return -EROFS;
+    rc = tdbm_meta_create(m, parent, name, flags, e, out);
+    oi->direct_io = rc == 0;
+    return rc;
+}

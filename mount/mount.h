@@ -1,0 +1,307 @@
+/* mount.h: the mount layer: the file tree that tiledbfs and tiledbfs-cat serve, without FUSE. */
+/*
+ * One mount (struct tdbm_mount) is an opened source presented as the tree
+ * of the mount contract (../LAYOUT.md), plus, with -o rw, what writes add
+ * to it: __staging/ (real files under staging_dir), metadata files of
+ * __meta/ buffered until flushed, and commits of staged folders.  A front
+ * end (fuse/ for the daemon, tools/ for tiledbfs-cat) only translates its
+ * requests into the calls below and their results into replies.
+ *
+ * Inode numbers.  The root is TDBM_ROOT_INO (1) and always the current
+ * tree's.  A node of a tree is (generation << 40) | engine inode; a staged
+ * entry has bit 62 set (TDBM_STAGING_BIT), a metadata file created and not
+ * yet stored bit 61 (TDBM_META_BIT).  Numbers are never reused.
+ *
+ * Trees.  An opened source is a tree (struct tdb_fs) that never changes.
+ * A write (a commit, or a metadata value stored or deleted) opens a new
+ * tree, which becomes current; the old one lives on while a request or an
+ * open handle uses it (so an open file keeps reading the bytes it opened)
+ * and its numbers answer -ESTALE afterwards.  After each such swap the
+ * mount calls the front end's `inval` callback with the old root's entry
+ * names, with no lock of the mount held.
+ *
+ * Conventions.  Every call returns 0 or a negative errno (a few return 1
+ * as documented).  The mount never prints: a failure of the engine (bad
+ * bytes, I/O, memory, key) is reported as one line through the `log`
+ * callback, control characters replaced by '?'.  Thread-safe.
+ *
+ * Options.  One typed table (tdbm_option_table) lists the options of the
+ * mount contract; both front ends parse "-o a=b,c" through it.
+ */
+#ifndef TDBM_MOUNT_H
+#define TDBM_MOUNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "tiledb_format.h"
+
+#define TDBM_ROOT_INO 1
+#define TDBM_IO_MAX (1u << 20) /* bytes per read or write request */
+#define TDBM_TIMEOUT 86400.0   /* seconds an entry of a tree stays valid */
+#define TDBM_GEN_SHIFT 40
+#define TDBM_TINO_MASK ((UINT64_C(1) << TDBM_GEN_SHIFT) - 1)
+#define TDBM_STAGING_BIT (UINT64_C(1) << 62)
+#define TDBM_STAGING_ROOT (TDBM_STAGING_BIT | 1)
+#define TDBM_META_BIT (UINT64_C(1) << 61)
+#define TDBM_META_MAX (UINT64_C(1) << 30) /* bytes of one metadata value */
+#define TDBM_STAGING_NAME "__staging"
+#define TDBM_STAGING_ERROR "__error" /* why the last commit failed */
+#define TDBM_META_DIR "__meta"
+#define TDBM_FRAG_DIR "__fragments"
+#define TDBM_ARRAY_JSON "__array.json"
+#define TDBM_DATATYPE_XATTR "user.tiledb.datatype"
+#define TDBM_KEY_BYTES 32
+
+_Static_assert(TDBM_ROOT_INO == TDB_ROOT_INO,
+               "the mount and the engine agree on the root inode");
+
+/* ------------------------------------------------------------- options */
+
+/* The options of the mount contract, typed. */
+struct tdbm_options {
+    struct tdb_open_options open; /* open.key points to key[] once set */
+    uint8_t key[TDBM_KEY_BYTES];
+    bool rw;                       /* -o rw: __staging/ and __meta/ writes */
+    bool writable;                 /* -o writable: rw, also through mount(8) */
+    bool ro;                       /* -o ro: read-only (the default) */
+    bool timestamp_set;            /* timestamp= was given */
+    char *staging_dir;             /* absolute, owned; NULL: none given */
+};
+
+enum tdbm_opt_kind {
+    TDBM_OPT_BOOL,      /* a flag: name alone */
+    TDBM_OPT_SIZE,      /* N[KMG] bytes, uint64_t */
+    TDBM_OPT_STRING,    /* a path made absolute, char * (owned) */
+    TDBM_OPT_TIMESTAMP, /* T or T1:T2 ms, into open.ts_start/ts_end */
+    TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
+    TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
+};
+
+struct tdbm_option {
+    const char *name;
+    enum tdbm_opt_kind kind;
+    size_t offset;      /* of the field in struct tdbm_options */
+    const char *usage;  /* "timestamp=T|T1:T2" */
+    const char *help;
+};
+
+/* The table, ended by an entry with a NULL name. */
+extern const struct tdbm_option tdbm_option_table[];
+
+/* The entry of option `name`, or NULL. */
+const struct tdbm_option *tdbm_option_find(const char *name);
+
+/* Defaults: whole time range, no key, default cache, read-only. */
+void tdbm_options_init(struct tdbm_options *o);
+
+/* Wipes the key and frees what the options own.  Accepts a zeroed struct. */
+void tdbm_options_free(struct tdbm_options *o);
+
+/* Applies option `name` with `value` (NULL for a flag).  @return 0; 1 when
+ * `name` is no option of the contract (why untouched: the caller may hand
+ * it on); -1 with a sentence in why[cap]. */
+int tdbm_option(struct tdbm_options *o, const char *name, const char *value,
+                char *why, size_t cap);
+
+/* Applies "name[=value],..." (one -o argument); an unknown name is an
+ * error.  @return 0 or -1 with a sentence in why[cap]. */
+int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
+                     size_t cap);
+
+/* The checks between options of a mount (rw excludes timestamp=).
+ * @return 0 or -1 with a sentence in why[cap]. */
+int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap);
+
+/* -------------------------------------------------------------- source */
+
+/* An opened SOURCE. */
+struct tdbm_source {
+    char *path;       /* absolute path of SOURCE, owned */
+    struct tdb_io io;
+    struct tdb_fs *fs;
+};
+
+/* Opens SOURCE (an array or group folder) with a POSIX backend rooted at
+ * its absolute path.  `o` must outlive the source (the engine may keep
+ * o->open.key).  A key_file given for an array that is not encrypted is an
+ * error.  @return 0, or -1 with "SOURCE: message" in why[cap]. */
+int tdbm_source_open(struct tdbm_source *s, const char *source,
+                     const struct tdbm_options *o, char *why, size_t cap);
+
+/* Closes what tdbm_source_open opened; accepts a zeroed struct. */
+void tdbm_source_close(struct tdbm_source *s);
+
+/* ---------------------------------------------------------------- names */
+
+/* The name a key (metadata key, field or member name) has in the tree:
+ * '/' and '%' percent-encoded ("%2F", "%25"), "" as "__attr".  @return a
+ * new string, or NULL when out of memory. */
+char *tdbm_name_encode(const char *key);
+
+/* The key of a name of the tree: "%2F" (or "%2f") '/', "%25" '%'; any
+ * other '%' is an error.  @return a new string, or NULL (errno EINVAL or
+ * ENOMEM). */
+char *tdbm_name_decode(const char *name);
+
+/* --------------------------------------------------------------- mount */
+
+struct tdbm_mount;
+struct tdbm_handle;
+
+struct tdbm_config {
+    bool rw;
+    uid_t uid, gid;     /* the owner every entry shows */
+    /* One log line (no newline).  May be NULL. */
+    void (*log)(void *arg, const char *line);
+    /* The root changed: `names` (n of them) are its old entries, stale now
+     * (and everything below them).  Takes the names: free them with
+     * tdbm_names_free.  May be NULL (the names are freed). */
+    void (*inval)(void *arg, char **names, size_t n);
+    void *arg;
+};
+
+/* A mount of `src` (which must outlive it; its tree becomes the mount's:
+ * src->fs is set to NULL).  `o` must outlive the mount.  @return 0 or
+ * -ENOMEM. */
+int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
+                   const struct tdbm_options *o,
+                   const struct tdbm_config *cfg);
+
+/* Closes the mount, its trees and staging folder. */
+void tdbm_mount_free(struct tdbm_mount *m);
+
+/* Whether the source is an array (has __array.json). */
+bool tdbm_is_array(const struct tdbm_mount *m);
+
+/* With rw on an array: opens the staging folder (staging_dir=, else
+ * SOURCE/../.NAME.tiledbfs-staging; see mount/staging.h) and removes the
+ * fragment folders that killed commits left (logged).  Nothing to do
+ * otherwise.  @return 0 or -1 with a sentence in why[cap]. */
+int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap);
+
+/* The path of the staging folder, or NULL. */
+const char *tdbm_staging_path(const struct tdbm_mount *m);
+
+void tdbm_names_free(char **names, size_t n);
+
+/* What a lookup, mkdir or create gives the kernel. */
+struct tdbm_entry {
+    uint64_t ino;           /* 0: a negative entry (no such name) */
+    uint64_t generation;
+    struct stat attr;
+    double attr_timeout, entry_timeout;
+};
+
+/* How an open handle wants the front end's caches. */
+struct tdbm_open_info {
+    bool keep_cache, direct_io, noflush, cache_readdir;
+};
+
+/* Finds `name` in `parent`.  On success the result is counted as one
+ * lookup of e->ino by the front end (give it back with tdbm_forget when
+ * the reply is lost); e->ino 0 is a negative entry to keep entry_timeout
+ * seconds.  -ESTALE: `parent` is of a tree closed since. */
+int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
+                struct tdbm_entry *e);
+
+/* Takes back `n` lookups of `ino`. */
+void tdbm_forget(struct tdbm_mount *m, uint64_t ino, uint64_t n);
+
+int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
+                 double *timeout);
+
+/* Opens a folder; entry `i` (0-based, no "." and "..") by tdbm_dir_entry,
+ * which returns 0, 1 past the end, or -errno (logged as "readdir inode
+ * INO" when `report`). */
+int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **h,
+                 struct tdbm_open_info *oi);
+int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+                   uint64_t i, const char **name, uint64_t *child,
+                   bool report);
+
+/* Opens a file with open(2) `flags`.  A tree file is read through a
+ * tdb_reader of its own; a metadata file opened for writing (or with a
+ * writer open) through the value's buffer. */
+int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
+              struct tdbm_handle **h, struct tdbm_open_info *oi);
+
+/* Closes a handle of tdbm_open, tdbm_opendir or tdbm_create (NULL ok). */
+void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
+
+/* Reads up to `size` bytes at `off` (fewer only at the end); -EISDIR for
+ * a folder. */
+int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+              uint64_t off, void *buf, size_t size, size_t *got);
+
+/* Writes to a staged file or a metadata value's buffer; -EROFS else. */
+int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
+               size_t size, uint64_t off, size_t *done);
+
+/* A metadata value is stored by its flush (close waits for it): a value
+ * that is no whole number of its type's values gives -EINVAL. */
+int tdbm_flush(struct tdbm_mount *m, struct tdbm_handle *h);
+int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync);
+int tdbm_fallocate(struct tdbm_handle *h, int mode, uint64_t off,
+                   uint64_t len);
+
+/* Extended attributes.  listxattr: *buf (malloc'd, *len bytes of
+ * NUL-terminated names; NULL when *len is 0).  getxattr: *val (malloc'd,
+ * *len bytes) or -ENODATA.  setxattr/removexattr: user.tiledb.datatype of
+ * a metadata file being written, its value a datatype name. */
+int tdbm_listxattr(struct tdbm_mount *m, uint64_t ino, char **buf,
+                   size_t *len);
+int tdbm_getxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
+                  char **val, size_t *len);
+int tdbm_setxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
+                  const char *value, size_t size, bool create_only);
+int tdbm_removexattr(struct tdbm_mount *m, uint64_t ino, const char *name);
+
+void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv);
+
+/* setattr's `valid` bits. */
+#define TDBM_SET_SIZE 1u
+#define TDBM_SET_MODE 2u
+#define TDBM_SET_ATIME 4u
+#define TDBM_SET_MTIME 8u
+#define TDBM_SET_ATIME_NOW 16u
+#define TDBM_SET_MTIME_NOW 32u
+#define TDBM_SET_UID 64u
+#define TDBM_SET_GID 128u
+
+/* Changes a staged entry, or the size of a metadata value being written
+ * (through `h` when given); *st receives the new attributes. */
+int tdbm_setattr(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle *h,
+                 const struct stat *attr, unsigned valid, struct stat *st);
+
+/* Makes a staged folder (only in __staging/). */
+int tdbm_mkdir(struct tdbm_mount *m, uint64_t parent, const char *name,
+               mode_t mode, struct tdbm_entry *e);
+
+/* Removes a staged file, or deletes metadata key `name` (rm __meta/KEY). */
+int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name);
+int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name);
+
+/* Renames inside __staging/, or commits: __staging/NAME -> __fragments/X
+ * (X is any name: the fragment gets its own timestamped one).  A commit
+ * refused for its staged input gives -EBADMSG with the reason in
+ * __staging/NAME/__error. */
+int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
+                uint64_t newparent, const char *newname, unsigned flags);
+
+/* Creates a staged file, or a metadata file of the root's __meta, open
+ * with open(2) `flags`; counts one lookup of e->ino. */
+int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
+                int flags, mode_t mode, struct tdbm_entry *e,
+                struct tdbm_handle **h, struct tdbm_open_info *oi);
+
+/* Resolves a '/'-separated path from the root with tdbm_lookup (each
+ * lookup but the last given back); *ino is counted as one lookup. */
+int tdbm_resolve(struct tdbm_mount *m, const char *path, uint64_t *ino,
+                 struct stat *st);
+
+#endif

@@ -1,0 +1,276 @@
+/* options.c: the mount contract's options, one typed table parsed once for both front ends. */
+#include "mount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TDBM_OPT(n, k, f, u, h) \
+    { n, k, offsetof(struct tdbm_options, f), u, h }
+
+const struct tdbm_option tdbm_option_table[] = {
+    TDBM_OPT("timestamp", TDBM_OPT_TIMESTAMP, open, "timestamp=T|T1:T2",
+             "open as of T (ms since epoch)"),
+    TDBM_OPT("cache_size", TDBM_OPT_SIZE, open.cache_bytes,
+             "cache_size=N[KMG]", "decoded-tile cache budget (default 256M)"),
+    TDBM_OPT("threads", TDBM_OPT_COUNT, open.threads, "threads=N",
+             "decoding threads (default: one per CPU)"),
+    TDBM_OPT("key_file", TDBM_OPT_KEYFILE, key, "key_file=PATH",
+             "32-byte AES-256-GCM key"),
+    TDBM_OPT("rw", TDBM_OPT_BOOL, rw, "rw",
+             "enable __staging/ and __meta/ writes"),
+    TDBM_OPT("writable", TDBM_OPT_BOOL, writable, "writable",
+             "the same as rw, also through mount(8)"),
+    TDBM_OPT("ro", TDBM_OPT_BOOL, ro, "ro", "read-only (the default)"),
+    TDBM_OPT("staging_dir", TDBM_OPT_STRING, staging_dir, "staging_dir=PATH",
+             "where staged bytes are kept (default\n"
+             "SOURCE/../.NAME.tiledbfs-staging)"),
+    {NULL, TDBM_OPT_BOOL, 0, NULL, NULL}};
+
+static int tdbm_why(char *why, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cap) {
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+void tdbm_options_init(struct tdbm_options *o)
+{
+    memset(o, 0, sizeof *o);
+    tdb_open_options_init(&o->open);
+}
+
+void tdbm_options_free(struct tdbm_options *o)
+{
+    explicit_bzero(o->key, sizeof o->key);
+    o->open.key = NULL;
+    free(o->staging_dir);
+    o->staging_dir = NULL;
+}
+
+/* A decimal number at s; *end after it.  @return 0 or -1. */
+static int tdbm_parse_u64(const char *s, uint64_t *v, const char **end)
+{
+    char *e;
+    unsigned long long x;
+
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    x = strtoull(s, &e, 10);
+    if (errno)
+        return -1;
+    *v = x;
+    *end = e;
+    return 0;
+}
+
+/* Reads exactly TDBM_KEY_BYTES from `path` into o->key.  The key bytes
+ * appear in no message. */
+static int tdbm_read_key(struct tdbm_options *o, const char *path, char *why,
+                         size_t cap)
+{
+    uint8_t tmp[TDBM_KEY_BYTES + 1];
+    size_t got = 0;
+    int fd, rc = -1;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tdbm_why(why, cap, "key_file: %s: %s", path, strerror(errno));
+    while (got < sizeof tmp) {
+        ssize_t n = read(fd, tmp + got, sizeof tmp - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            tdbm_why(why, cap, "key_file: %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got != TDBM_KEY_BYTES) {
+        tdbm_why(why, cap, "key_file: %s: holds %s%zu bytes; an AES-256-GCM "
+                 "key is exactly %d", path,
+                 got > TDBM_KEY_BYTES ? "more than " : "",
+                 got > TDBM_KEY_BYTES ? (size_t)TDBM_KEY_BYTES : got,
+                 TDBM_KEY_BYTES);
+        goto out;
+    }
+    memcpy(o->key, tmp, TDBM_KEY_BYTES);
+    o->open.key = o->key;
+    rc = 0;
+out:
+    explicit_bzero(tmp, sizeof tmp);
+    close(fd);
+    return rc;
+}
+
+/* A copy of `path` made absolute against the current folder (the daemon
+ * leaves it when it goes to the background). */
+static char *tdbm_absolute(const char *path)
+{
+    char *cwd, *abs;
+
+    if (path[0] == '/')
+        return strdup(path);
+    cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return NULL;
+    if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+        abs = NULL;
+    free(cwd);
+    return abs;
+}
+
+/* Parses the value of a timestamp, size or count option into its field. */
+static int tdbm_parse_value(struct tdbm_options *o,
+                            const struct tdbm_option *t, const char *v,
+                            char *why, size_t cap)
+{
+    char *field = (char *)o + t->offset;
+    const char *e;
+    uint64_t a, b;
+    unsigned sh = 0;
+
+    switch (t->kind) {
+    case TDBM_OPT_TIMESTAMP:
+        if (tdbm_parse_u64(v, &a, &e))
+            goto nan;
+        if (*e == ':') {
+            if (tdbm_parse_u64(e + 1, &b, &e) || *e || b < a)
+                return tdbm_why(why, cap, "timestamp=%s: timestamp=%s: want "
+                                "T or T1:T2 with T1 <= T2", v, v);
+            o->open.ts_start = a;
+            o->open.ts_end = b;
+        } else if (*e) {
+            goto nan;
+        } else {
+            o->open.ts_start = 0;
+            o->open.ts_end = a;
+        }
+        o->timestamp_set = true;
+        return 0;
+    nan:
+        return tdbm_why(why, cap, "timestamp=%s: timestamp=%s: not a number",
+                        v, v);
+    case TDBM_OPT_SIZE:
+        if (tdbm_parse_u64(v, &a, &e) == 0) {
+            switch (*e) {
+            case 'k': case 'K': sh = 10; e++; break;
+            case 'm': case 'M': sh = 20; e++; break;
+            case 'g': case 'G': sh = 30; e++; break;
+            default: break;
+            }
+            if (!*e && !(sh && a > (UINT64_MAX >> sh))) {
+                uint64_t n = a << sh;
+                memcpy(field, &n, sizeof n);
+                return 0;
+            }
+        }
+        return tdbm_why(why, cap, "%s=%s: %s=%s: not a size", t->name, v,
+                        t->name, v);
+    case TDBM_OPT_COUNT:
+        if (tdbm_parse_u64(v, &a, &e) || *e || a > 256)
+            return tdbm_why(why, cap, "%s=%s: %s=%s: not a number of "
+                            "threads (0 to 256)", t->name, v, t->name, v);
+        {
+            unsigned n = (unsigned)a;
+            memcpy(field, &n, sizeof n);
+        }
+        return 0;
+    default:
+        return tdbm_why(why, cap, "option %s: no parser", t->name);
+    }
+}
+
+const struct tdbm_option *tdbm_option_find(const char *name)
+{
+    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+int tdbm_option(struct tdbm_options *o, const char *name, const char *value,
+                char *why, size_t cap)
+{
+    const struct tdbm_option *t = tdbm_option_find(name);
+
+    if (!t)
+        return 1;
+    if (t->kind == TDBM_OPT_BOOL) {
+        if (value)
+            return tdbm_why(why, cap, "option %s takes no value", name);
+        *(bool *)((char *)o + t->offset) = true;
+        return 0;
+    }
+    if (!value || !value[0])
+        return tdbm_why(why, cap, "option %s needs a value (%s=...)", name,
+                        name);
+    switch (t->kind) {
+    case TDBM_OPT_KEYFILE:
+        return tdbm_read_key(o, value, why, cap);
+    case TDBM_OPT_STRING: {
+        char **field = (char **)((char *)o + t->offset);
+        char *abs = tdbm_absolute(value);
+        if (!abs)
+            return tdbm_why(why, cap, "%s: %s: %s", name, value,
+                            strerror(errno));
+        free(*field);
+        *field = abs;
+        return 0;
+    }
+    default:
+        return tdbm_parse_value(o, t, value, why, cap);
+    }
+}
+
+int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
+                     size_t cap)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+
+    if (!copy)
+        return tdbm_why(why, cap, "%s", strerror(ENOMEM));
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (eq)
+            *eq = '\0';
+        rc = tdbm_option(o, tok, eq ? eq + 1 : NULL, why, cap);
+        if (rc == 1) {
+            char known[256] = "";
+            size_t k = 0;
+            for (const struct tdbm_option *t = tdbm_option_table; t->name;
+                 t++)
+                k += (size_t)snprintf(known + k, sizeof known - k, "%s%s",
+                                      k ? ", " : "", t->name);
+            tdbm_why(why, cap, "unknown option %s (known: %s)", tok, known);
+            rc = -1;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
+{
+    if (o->ro && (o->rw || o->writable))
+        return tdbm_why(why, cap, "ro and %s do not go together",
+                        o->writable ? "writable" : "rw");
+    if (o->rw && o->timestamp_set)
+        return tdbm_why(why, cap, "-o rw and timestamp= do not go together "
+                        "(a write is made now, outside the opened range)");
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* source.c: opening SOURCE the same way for both front ends. */
+#include "mount.h"
+#include "arraydir.h"
+#include "schema.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int tdbm_src_why(char *why, size_t cap, const char *source,
+                        const char *fmt, ...)
+{
+    char msg[TDB_ERROR_MSG_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (cap)
+        snprintf(why, cap, "%s: %s", source, msg);
+    return -1;
+}
+
+/* Tiles are allocated and freed by the thousand, each 1 MiB or so: glibc
+ * would map and unmap each one (and the kernel zero its pages every time).
+ * Keeping them in the heap, and freed memory there for the next tile, costs
+ * no more memory than the cache budget already allows. */
+static void tdbm_tune_malloc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 128 << 20);
+}
+
+/* A key given for an array whose schema (in force now) is not encrypted is
+ * a mistake worth stopping for: the key would be silently unused (and a
+ * writable mount would write plain tiles).  Groups are not checked (their
+ * members may be encrypted).  @return 0 or -1 with why set. */
+static int tdbm_check_key(struct tdbm_source *s, const char *source,
+                          const struct tdbm_options *o, char *why, size_t cap)
+{
+    struct tdb_arraydir *d = NULL;
+    struct tdb_schema *sc = NULL;
+    struct tdb_error err;
+    int rc = 0;
+
+    if (!o->open.key || !tdb_is_array(&s->io, ""))
+        return 0;
+    err.code = 0;
+    err.msg[0] = '\0';
+    if (tdb_arraydir_load(&s->io, 0, UINT64_MAX, &d, &err) == 0 &&
+        d->nschemas &&
+        tdb_schema_load(&s->io,
+                        d->schemas[d->schema_latest < d->nschemas
+                                       ? d->schema_latest : 0].path,
+                        o->open.key, &sc, &err) == 0 &&
+        sc->encryption != TDB_AES_256_GCM)
+        rc = tdbm_src_why(why, cap, source, "key_file given, but the array "
+                          "is not encrypted (drop key_file)");
+    tdb_schema_free(sc);
+    tdb_arraydir_free(d);
+    return rc;
+}
+
+int tdbm_source_open(struct tdbm_source *s, const char *source,
+                     const struct tdbm_options *o, char *why, size_t cap)
+{
+    struct tdb_error err;
+    struct stat st;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    tdbm_tune_malloc();
+    s->path = realpath(source, NULL);
+    if (!s->path)
+        return tdbm_src_why(why, cap, source, "%s", strerror(errno));
+    if (stat(s->path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        tdbm_src_why(why, cap, source, "not a folder (SOURCE is a TileDB "
+                     "array or group folder)");
+        goto fail;
+    }
+    rc = tdb_io_posix(&s->io, s->path);
+    if (rc < 0) {
+        tdbm_src_why(why, cap, source, "%s", tdb_strerror(rc));
+        goto fail;
+    }
+    err.code = 0;
+    err.msg[0] = '\0';
+    rc = tdb_fs_open(&s->fs, &s->io, &o->open, &err);
+    if (rc < 0) {
+        if (rc == TDB_E_INVAL && !err.msg[0])
+            tdbm_src_why(why, cap, source, "not a TileDB array or group");
+        else
+            tdbm_src_why(why, cap, source, "%s",
+                         err.msg[0] ? err.msg : tdb_strerror(rc));
+        s->fs = NULL;
+        goto fail;
+    }
+    if (tdbm_check_key(s, source, o, why, cap) != 0)
+        goto fail;
+    return 0;
+fail:
+    tdbm_source_close(s);
+    return -1;
+}
+
+void tdbm_source_close(struct tdbm_source *s)
+{
+    tdb_fs_close(s->fs);
+    s->fs = NULL;
+    tdb_io_free(&s->io);
+    memset(&s->io, 0, sizeof s->io);
+    free(s->path);
+    s->path = NULL;
+}

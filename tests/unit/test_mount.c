@@ -1,0 +1,526 @@
+/* test_mount.c: the mount layer (mount/mount.h) without FUSE: metadata
+ * files (typed values, bad sizes, deletion), commits of staged folders
+ * (dense, sparse, refused input with its reason in __error), the reload
+ * after a write (a handle of the old tree keeps its bytes; old numbers
+ * answer ESTALE), inode numbering, the typed options and the names. */
+#include "../mount/mount.h"
+#include "core.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *corpus;
+static char logbuf[8192];
+static int invals;
+
+static void on_log(void *arg, const char *line)
+{
+    size_t n = strlen(logbuf);
+    snprintf(logbuf + n, sizeof logbuf - n, "%s\n", line);
+}
+
+static void on_inval(void *arg, char **names, size_t n)
+{
+    invals++;
+    tdbm_names_free(names, n);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static int copy_tree(const struct tdb_io *src, const char *sp,
+                     const struct tdb_io *dst, const char *dp)
+{
+    struct tdb_names n;
+    int r = tdb_io_names(src, sp, &n, NULL);
+    if (r)
+        return r;
+    dst->ops->mkdir(dst->ctx, dp);
+    for (size_t i = 0; i < n.n && !r; i++) {
+        char *a = tdb_path_join(sp, n.v[i]), *b = tdb_path_join(dp, n.v[i]);
+        if (n.is_dir[i]) {
+            r = copy_tree(src, a, dst, b);
+        } else {
+            uint8_t *data = NULL;
+            uint64_t size = 0;
+            r = tdb_io_read_file(src, a, &data, &size, NULL);
+            if (!r)
+                r = dst->ops->write_at(dst->ctx, b, 0, data, (size_t)size);
+            free(data);
+        }
+        free(a);
+        free(b);
+    }
+    tdb_names_free(&n);
+    return r;
+}
+
+struct fixture {
+    char dir[64];
+    char arr[128];
+    struct tdbm_options opts;
+    struct tdbm_source src;
+    struct tdbm_mount *m;
+};
+
+/* An empty array on disk with the schema of a corpus case, mounted rw. */
+static int fx_open(struct fixture *f, const char *name)
+{
+    char path[1024], why[1200], opt[256];
+    struct tdb_io src, dst;
+    struct tdbm_config cfg;
+
+    memset(f, 0, sizeof *f);
+    logbuf[0] = '\0';
+    invals = 0;
+    strcpy(f->dir, "/tmp/test_mount.XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->arr, sizeof f->arr, "%s/arr", f->dir);
+    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
+    if (tdb_io_posix(&src, path) || tdb_io_posix(&dst, f->arr))
+        return -1;
+    mkdir(f->arr, 0700);
+    int r = copy_tree(&src, "__schema", &dst, "__schema");
+    dst.ops->mkdir(dst.ctx, "__fragments");
+    dst.ops->mkdir(dst.ctx, "__commits");
+    dst.ops->mkdir(dst.ctx, "__meta");
+    tdb_io_free(&src);
+    tdb_io_free(&dst);
+    if (r)
+        return -1;
+    tdbm_options_init(&f->opts);
+    snprintf(opt, sizeof opt, "rw,staging_dir=%s/stg", f->dir);
+    if (tdbm_option_list(&f->opts, opt, why, sizeof why) ||
+        tdbm_source_open(&f->src, f->arr, &f->opts, why, sizeof why))
+        return -1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.rw = true;
+    cfg.uid = getuid();
+    cfg.gid = getgid();
+    cfg.log = on_log;
+    cfg.inval = on_inval;
+    if (tdbm_mount_new(&f->m, &f->src, &f->opts, &cfg) ||
+        tdbm_mount_staging(f->m, why, sizeof why))
+        return -1;
+    return 0;
+}
+
+static void fx_close(struct fixture *f)
+{
+    char cmd[128];
+    tdbm_mount_free(f->m);
+    tdbm_source_close(&f->src);
+    tdbm_options_free(&f->opts);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
+/* The inode of `name` in `parent` (0 when missing), counted as a lookup. */
+static uint64_t look(struct tdbm_mount *m, uint64_t parent, const char *name)
+{
+    struct tdbm_entry e;
+    return tdbm_lookup(m, parent, name, &e) == 0 ? e.ino : 0;
+}
+
+/* All the bytes of file `ino` through a handle of its own. */
+static size_t slurp(struct tdbm_mount *m, uint64_t ino, void *buf, size_t cap)
+{
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    size_t got = 0;
+    if (tdbm_open(m, ino, O_RDONLY, &h, &oi) != 0)
+        return (size_t)-1;
+    if (tdbm_read(m, h, ino, 0, buf, cap, &got) != 0)
+        got = (size_t)-1;
+    tdbm_release(m, h);
+    return got;
+}
+
+/* Creates staged file dir/name holding `len` bytes. */
+static void stage(struct tdbm_mount *m, uint64_t dir, const char *name,
+                  const void *p, size_t len)
+{
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    size_t done = 0;
+    CHECK_EQ_INT(tdbm_create(m, dir, name, O_WRONLY | O_CREAT | O_TRUNC,
+                             0600, &e, &h, &oi), 0);
+    CHECK(e.ino & TDBM_STAGING_BIT);
+    CHECK_EQ_INT(tdbm_write(m, h, p, len, 0, &done), 0);
+    CHECK_EQ_INT(done, len);
+    tdbm_release(m, h);
+    tdbm_forget(m, e.ino, 1);
+}
+
+/* A metadata file __meta/name written with `len` bytes of type `type`
+ * (NULL: none set); @return the flush's result. */
+static int meta_put(struct tdbm_mount *m, const char *name, const char *type,
+                    const void *p, size_t len)
+{
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    size_t done = 0;
+    uint64_t meta = look(m, TDBM_ROOT_INO, "__meta");
+    int rc = tdbm_create(m, meta, name, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+                         &e, &h, &oi);
+    tdbm_forget(m, meta, 1);
+    if (rc)
+        return rc;
+    CHECK(oi.direct_io);
+    if (type)
+        CHECK_EQ_INT(tdbm_setxattr(m, e.ino, TDBM_DATATYPE_XATTR, type,
+                                   strlen(type), false), 0);
+    CHECK_EQ_INT(tdbm_write(m, h, p, len, 0, &done), 0);
+    rc = tdbm_flush(m, h);
+    tdbm_release(m, h);
+    tdbm_forget(m, e.ino, 1);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_meta(void)
+{
+    struct fixture f;
+    int32_t v[2] = {7, -9}, got[4];
+    char *val;
+    size_t len;
+    uint64_t meta, k;
+
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    /* a typed value, a key with '/' */
+    CHECK_EQ_INT(meta_put(f.m, "k%2Fv", "INT32", v, sizeof v), 0);
+    CHECK_EQ_INT(invals, 1);
+    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(meta >> TDBM_GEN_SHIFT, 2); /* the tree of the write */
+    k = look(f.m, meta, "k%2Fv");
+    CHECK(k != 0);
+    CHECK_EQ_INT(slurp(f.m, k, got, sizeof got), sizeof v);
+    CHECK_MEM(got, v, sizeof v);
+    CHECK_EQ_INT(tdbm_getxattr(f.m, k, TDBM_DATATYPE_XATTR, &val, &len), 0);
+    CHECK(len == 5 && memcmp(val, "INT32", 5) == 0);
+    free(val);
+    tdbm_forget(f.m, k, 1);
+    /* no type: a string */
+    CHECK_EQ_INT(meta_put(f.m, "s", NULL, "hello", 5), 0);
+    tdbm_forget(f.m, meta, 1);
+    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    k = look(f.m, meta, "s");
+    CHECK_EQ_INT(tdbm_getxattr(f.m, k, TDBM_DATATYPE_XATTR, &val, &len), 0);
+    CHECK(len == 11 && memcmp(val, "STRING_UTF8", 11) == 0);
+    free(val);
+    tdbm_forget(f.m, k, 1);
+    /* 3 bytes are no whole INT32: refused, logged, nothing stored */
+    invals = 0;
+    CHECK_EQ_INT(meta_put(f.m, "bad", "INT32", "abc", 3), -EINVAL);
+    CHECK(strstr(logbuf, "__meta/bad: 3 bytes are not a whole number of "
+                         "INT32 values") != NULL);
+    CHECK_EQ_INT(invals, 0);
+    CHECK_EQ_INT(look(f.m, meta, "bad"), 0);
+    /* an unknown type and a bad name */
+    {
+        struct tdbm_open_info oi;
+        struct tdbm_handle *h;
+        struct tdbm_entry e;
+        CHECK_EQ_INT(tdbm_create(f.m, meta, "t", O_WRONLY | O_CREAT, 0644,
+                                 &e, &h, &oi), 0);
+        CHECK(e.ino & TDBM_META_BIT);
+        CHECK_EQ_INT(tdbm_setxattr(f.m, e.ino, TDBM_DATATYPE_XATTR, "NOPE",
+                                   4, false), -EINVAL);
+        CHECK_EQ_INT(tdbm_flush(f.m, h), 0); /* nothing written: no value */
+        tdbm_release(f.m, h);
+        CHECK_EQ_INT(tdbm_create(f.m, meta, "a%zz", O_WRONLY | O_CREAT, 0644,
+                                 &e, &h, &oi), -EINVAL);
+    }
+    /* rm __meta/KEY deletes the key */
+    invals = 0;
+    CHECK_EQ_INT(tdbm_unlink(f.m, meta, "k%2Fv"), 0);
+    CHECK_EQ_INT(invals, 1);
+    tdbm_forget(f.m, meta, 1);
+    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(look(f.m, meta, "k%2Fv"), 0);
+    CHECK(look(f.m, meta, "s") != 0);
+    CHECK_EQ_INT(tdbm_unlink(f.m, meta, "nokey"), -ENOENT);
+    fx_close(&f);
+}
+
+static void test_commit_dense(void)
+{
+    struct fixture f;
+    int32_t a[50], before[50], old[50], now[50];
+    double b[50];
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    struct stat st;
+    double timeout;
+    size_t got;
+    uint64_t ia, stg, frag;
+
+    for (int i = 0; i < 50; i++) {
+        a[i] = 1000 + 7 * i;
+        b[i] = i * 0.25;
+    }
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    /* a handle on the first tree's a */
+    ia = look(f.m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(ia >> TDBM_GEN_SHIFT, 1);
+    CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &h, &oi), 0);
+    CHECK(oi.keep_cache && oi.noflush && !oi.direct_io);
+    CHECK_EQ_INT(tdbm_read(f.m, h, ia, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(got, sizeof before);
+
+    stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(stg, TDBM_STAGING_ROOT);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0700, &e), 0);
+    stage(f.m, e.ino, "a", a, sizeof a);
+    stage(f.m, e.ino, "b", b, sizeof b);
+    tdbm_forget(f.m, e.ino, 1);
+    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(tdbm_rename(f.m, stg, "s", frag, "x", 0), 0);
+    CHECK_EQ_INT(invals, 1);
+    CHECK_EQ_INT(look(f.m, stg, "s"), 0); /* the staged folder is gone */
+
+    /* the old handle reads the old bytes; the path, the new ones */
+    CHECK_EQ_INT(tdbm_read(f.m, h, ia, 0, old, sizeof old, &got), 0);
+    CHECK_EQ_INT(got, sizeof old);
+    CHECK_MEM(old, before, sizeof old);
+    CHECK(memcmp(before, a, sizeof a) != 0);
+    {
+        uint64_t na = look(f.m, TDBM_ROOT_INO, "a");
+        CHECK_EQ_INT(na >> TDBM_GEN_SHIFT, 2);
+        CHECK_EQ_INT(slurp(f.m, na, now, sizeof now), sizeof now);
+        CHECK_MEM(now, a, sizeof a);
+        tdbm_forget(f.m, na, 1);
+    }
+    /* the old tree closes with its last handle: its numbers are stale */
+    CHECK_EQ_INT(tdbm_getattr(f.m, ia, &st, &timeout), 0);
+    tdbm_release(f.m, h);
+    CHECK_EQ_INT(tdbm_getattr(f.m, ia, &st, &timeout), -ESTALE);
+    tdbm_forget(f.m, ia, 1);
+    CHECK_EQ_INT(tdbm_getattr(f.m, TDBM_ROOT_INO, &st, &timeout), 0);
+    CHECK(S_ISDIR(st.st_mode) && timeout == 0.0); /* rw: root not cached */
+    fx_close(&f);
+}
+
+static void test_commit_refused(void)
+{
+    struct fixture f;
+    struct tdbm_entry e;
+    char buf[2048];
+    uint64_t stg, frag, err, fa;
+    size_t n;
+
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "w", 0700, &e), 0);
+    stage(f.m, e.ino, "a", "0123456789", 10); /* not 50 INT32 */
+    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(tdbm_rename(f.m, stg, "w", frag, "x", 0), -EBADMSG);
+    CHECK_EQ_INT(invals, 0);
+    err = look(f.m, e.ino, TDBM_STAGING_ERROR);
+    CHECK(err != 0);
+    n = slurp(f.m, err, buf, sizeof buf - 1);
+    CHECK(n > 1 && n < sizeof buf);
+    if (n < sizeof buf) {
+        buf[n] = '\0';
+        CHECK(strstr(buf, "a") != NULL && buf[n - 1] == '\n');
+    }
+    fa = look(f.m, e.ino, "a"); /* the staged file is intact */
+    CHECK_EQ_INT(slurp(f.m, fa, buf, sizeof buf), 10);
+    CHECK_MEM(buf, "0123456789", 10);
+    /* a file, not a folder, cannot be committed */
+    CHECK_EQ_INT(tdbm_rename(f.m, e.ino, "a", frag, "y", 0), -EROFS);
+    fx_close(&f);
+}
+
+static void test_commit_sparse(void)
+{
+    struct fixture f;
+    struct tdbm_entry e;
+    int64_t x = 5, y = -7, gx = 0, gy = 0;
+    int32_t a = 42, ga = 0;
+    uint64_t off = 0;
+    double n = 1.5;
+    char s[8];
+    uint64_t stg, frag;
+
+    CHECK_EQ_INT(fx_open(&f, "sparse_int64_2d"), 0);
+    stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "w", 0700, &e), 0);
+    stage(f.m, e.ino, "x", &x, 8);
+    stage(f.m, e.ino, "y", &y, 8);
+    stage(f.m, e.ino, "a", &a, 4);
+    stage(f.m, e.ino, "s", "q", 1);
+    stage(f.m, e.ino, "s.offsets", &off, 8);
+    stage(f.m, e.ino, "n", &n, 8);
+    stage(f.m, e.ino, "n.validity", "\1", 1);
+    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(tdbm_rename(f.m, stg, "w", frag, "f", 0), 0);
+    CHECK_EQ_INT(slurp(f.m, look(f.m, TDBM_ROOT_INO, "x"), &gx, 8), 8);
+    CHECK_EQ_INT(slurp(f.m, look(f.m, TDBM_ROOT_INO, "y"), &gy, 8), 8);
+    CHECK_EQ_INT(slurp(f.m, look(f.m, TDBM_ROOT_INO, "a"), &ga, 4), 4);
+    CHECK_EQ_INT(slurp(f.m, look(f.m, TDBM_ROOT_INO, "s"), s, sizeof s), 1);
+    CHECK(gx == 5 && gy == -7 && ga == 42 && s[0] == 'q');
+    fx_close(&f);
+}
+
+static void test_inodes(void)
+{
+    struct fixture f;
+    struct tdbm_entry e;
+    struct stat st;
+    uint64_t ino, meta;
+
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    CHECK_EQ_INT(tdbm_lookup(f.m, TDBM_ROOT_INO, "a", &e), 0);
+    CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 1);
+    CHECK(!(e.ino & (TDBM_STAGING_BIT | TDBM_META_BIT)));
+    CHECK_EQ_INT(e.attr.st_ino, e.ino);
+    CHECK_EQ_INT(e.entry_timeout, TDBM_TIMEOUT);
+    CHECK_EQ_INT(e.attr.st_mode, S_IFREG | 0444);
+    CHECK_EQ_INT(tdbm_resolve(f.m, "/a", &ino, &st), 0);
+    CHECK_EQ_INT(ino, e.ino);
+    CHECK_EQ_INT(st.st_size, 200);
+    CHECK_EQ_INT(tdbm_resolve(f.m, "nope/a", &ino, &st), -ENOENT);
+    CHECK_EQ_INT(tdbm_lookup(f.m, TDBM_ROOT_INO, "nope", &e), -ENOENT);
+    CHECK_EQ_INT(tdbm_lookup(f.m, e.ino | TDBM_META_BIT, "x", &e), -ENOTDIR);
+    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(tdbm_lookup(f.m, TDBM_STAGING_ROOT, "none", &e), -ENOENT);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME, 0700, &e),
+                 -EEXIST);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, meta, "d", 0700, &e), -EROFS);
+    /* a number of no tree */
+    CHECK_EQ_INT(tdbm_lookup(f.m, UINT64_C(9) << TDBM_GEN_SHIFT | 2, "a", &e),
+                 -ESTALE);
+    fx_close(&f);
+}
+
+static void test_options(void)
+{
+    struct tdbm_options o;
+    char why[1400], path[64], opt[128];
+    uint8_t key[33];
+    int fd;
+
+    tdbm_options_init(&o);
+    CHECK_EQ_INT(tdbm_option_list(&o, "timestamp=5,cache_size=2M,threads=4,rw",
+                                  why, sizeof why), 0);
+    CHECK(o.open.ts_start == 0 && o.open.ts_end == 5 && o.timestamp_set);
+    CHECK(o.open.cache_bytes == 2u << 20 && o.open.threads == 4 && o.rw);
+    CHECK_EQ_INT(tdbm_options_check(&o, why, sizeof why), -1);
+    CHECK(strcmp(why, "-o rw and timestamp= do not go together (a write is "
+                 "made now, outside the opened range)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "timestamp", "3:9", why, sizeof why), 0);
+    CHECK(o.open.ts_start == 3 && o.open.ts_end == 9);
+    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "7k", why, sizeof why), 0);
+    CHECK(o.open.cache_bytes == 7 << 10);
+    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "1G", why, sizeof why), 0);
+    CHECK(o.open.cache_bytes == 1u << 30);
+    CHECK_EQ_INT(tdbm_option(&o, "nope", "1", why, sizeof why), 1);
+
+    CHECK_EQ_INT(tdbm_option(&o, "timestamp", "9:3", why, sizeof why), -1);
+    CHECK(strcmp(why, "timestamp=9:3: timestamp=9:3: want T or T1:T2 with "
+                 "T1 <= T2") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "timestamp", "x", why, sizeof why), -1);
+    CHECK(strcmp(why, "timestamp=x: timestamp=x: not a number") == 0);
+    CHECK(o.open.ts_start == 3 && o.open.ts_end == 9); /* unchanged */
+    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "5T", why, sizeof why), -1);
+    CHECK(strcmp(why, "cache_size=5T: cache_size=5T: not a size") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "18446744073709551615G", why,
+                             sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option(&o, "threads", "257", why, sizeof why), -1);
+    CHECK(strcmp(why, "threads=257: threads=257: not a number of threads "
+                 "(0 to 256)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "rw", "1", why, sizeof why), -1);
+    CHECK(strcmp(why, "option rw takes no value") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "timestamp", NULL, why, sizeof why), -1);
+    CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
+    CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
+    CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
+                 "threads, key_file, rw, writable, ro, staging_dir)") == 0);
+
+    /* staging_dir is made absolute */
+    CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),
+                 0);
+    {
+        char *cwd = getcwd(NULL, 0), want[4200];
+        snprintf(want, sizeof want, "%s/rel/dir", cwd);
+        CHECK(o.staging_dir && strcmp(o.staging_dir, want) == 0);
+        free(cwd);
+    }
+    /* key_file: exactly 32 bytes */
+    strcpy(path, "/tmp/test_mount_key.XXXXXX");
+    fd = mkstemp(path);
+    CHECK(fd >= 0);
+    for (int i = 0; i < 33; i++)
+        key[i] = (uint8_t)(i * 5 + 1);
+    CHECK_EQ_INT(write(fd, key, 31), 31);
+    snprintf(opt, sizeof opt, "key_file=%s", path);
+    CHECK_EQ_INT(tdbm_option_list(&o, opt, why, sizeof why), -1);
+    {
+        char want[200];
+        snprintf(want, sizeof want, "key_file: %s: holds 31 bytes; an "
+                 "AES-256-GCM key is exactly 32", path);
+        CHECK(strcmp(why, want) == 0);
+    }
+    CHECK(o.open.key == NULL);
+    CHECK_EQ_INT(write(fd, key + 31, 1), 1);
+    CHECK_EQ_INT(tdbm_option_list(&o, opt, why, sizeof why), 0);
+    CHECK(o.open.key == o.key);
+    CHECK_MEM(o.key, key, 32);
+    CHECK_EQ_INT(write(fd, key + 32, 1), 1);
+    CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, sizeof why), -1);
+    CHECK(strstr(why, "holds more than 32 bytes") != NULL);
+    close(fd);
+    unlink(path);
+    CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, sizeof why), -1);
+    CHECK(strstr(why, "No such file or directory") != NULL);
+    /* every option of the table is parsed by tdbm_option */
+    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++)
+        CHECK(tdbm_option(&o, t->name, "", why, sizeof why) == -1);
+    tdbm_options_free(&o);
+    CHECK(o.open.key == NULL && o.staging_dir == NULL);
+}
+
+static void test_names(void)
+{
+    const char *keys[] = {"plain", "a/b", "100%", "%2F/%25", "x%y/z", NULL};
+    for (int i = 0; keys[i]; i++) {
+        char *enc = tdbm_name_encode(keys[i]);
+        char *dec = enc ? tdbm_name_decode(enc) : NULL;
+        CHECK(enc && !strchr(enc, '/'));
+        CHECK(dec && strcmp(dec, keys[i]) == 0);
+        free(enc);
+        free(dec);
+    }
+    char *e = tdbm_name_encode("a/b%c");
+    CHECK(e && strcmp(e, "a%2Fb%25c") == 0);
+    free(e);
+    e = tdbm_name_decode("%2f");
+    CHECK(e && strcmp(e, "/") == 0);
+    free(e);
+    errno = 0;
+    CHECK(tdbm_name_decode("%41") == NULL && errno == EINVAL);
+    CHECK(tdbm_name_decode("end%") == NULL);
+}
+
+int main(void)
+{
+    corpus = getenv("TILEDBFS_CORPUS");
+    if (!corpus)
+        corpus = "../shared/corpus";
+    RUN(test_options);
+    RUN(test_names);
+    RUN(test_inodes);
+    RUN(test_meta);
+    RUN(test_commit_dense);
+    RUN(test_commit_refused);
+    RUN(test_commit_sparse);
+    return unit_done();
+}
