@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { CACHE_LOADING, CACHE_READY, CACHE_FAILED };
 
@@ -32,6 +33,7 @@ struct tdb_cache {
     struct tdb_cache_entry **buckets;
     struct tdb_cache_entry *lru_head, *lru_tail; /* head: most recent */
     uint64_t hits, misses, decodes, evictions;
+    uint64_t decoded_bytes, decode_ns;
     /* fragment identities (tdb_cache_frag_id): open addressing, the id of
      * names[i] is ids[i]; a slot is free when names[i] is NULL */
     size_t nids, idcap;
@@ -200,7 +202,10 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
     pthread_mutex_unlock(&c->lock);
 
     struct tdb_error lerr = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int r = load(arg, key, &e->tile, &lerr);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
 
     pthread_mutex_lock(&c->lock);
     if (r) {
@@ -229,6 +234,9 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
     e->state = CACHE_READY;
     c->used += e->bytes;
     c->decodes++;
+    c->decoded_bytes += e->tile.size;
+    c->decode_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+                    (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
     pthread_cond_broadcast(&c->loaded);
     cache_evict(c);
     pthread_mutex_unlock(&c->lock);
@@ -273,6 +281,8 @@ void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st)
     st->misses = c->misses;
     st->decodes = c->decodes;
     st->evictions = c->evictions;
+    st->decoded_bytes = c->decoded_bytes;
+    st->decode_ns = c->decode_ns;
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -224,7 +224,11 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
                     size_t len, size_t *got, struct tdb_error *err);
 void tdb_reader_close(struct tdb_reader *rd);
 
-/* Extended attributes of a data file (user.tiledb.datatype, .dtype,
+/* The root folder has one extended attribute, user.tiledbfs.stats: one
+ * line "hits=N misses=N decodes=N decoded_bytes=N decode_ms=N
+ * evictions=N cache_used=N cache_budget=N entries=N" of the tile cache.
+ *
+ * Extended attributes of a data file (user.tiledb.datatype, .dtype,
  * .shape, .cell_val_num).  tdb_fs_listxattr lists their names;
  * tdb_fs_getxattr copies one value (not NUL-terminated) into buf and sets
  * *size to its length; with buf NULL only *size is set.
@@ -237,6 +241,8 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
 /* Cache statistics, for tests and benchmarks. */
 struct tdb_cache_stats {
     uint64_t budget, used, entries, hits, misses, decodes, evictions;
+    uint64_t decoded_bytes;     /* bytes the decodes produced */
+    uint64_t decode_ns;         /* time spent decoding (all threads) */
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
 

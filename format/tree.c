@@ -1129,9 +1129,17 @@ struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino,
     return n && (n->kind == TREE_FIELD || n->kind == TREE_NPY) ? n->ff : NULL;
 }
 
+#define TREE_STATS_XATTR "user.tiledbfs.stats"
+
 int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,
                      const char **name)
 {
+    if (ino == TDB_ROOT_INO) {
+        if (index)
+            return TDB_E_NOENT;
+        *name = TREE_STATS_XATTR;
+        return 0;
+    }
     struct tree_node *n = tree_get(fs, ino);
     if (!n || !n->has_xattrs || index >= 4)
         return TDB_E_NOENT;
@@ -1143,11 +1151,23 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
                     void *buf, size_t cap, size_t *size)
 {
     struct tree_node *n = tree_get(fs, ino);
-    if (!n || !n->has_xattrs)
-        return TDB_E_NOENT;
     char tmp[600];
     const char *v = NULL;
-    if (!strcmp(name, tree_xattrs[0])) {
+    if (ino == TDB_ROOT_INO && !strcmp(name, TREE_STATS_XATTR)) {
+        struct tdb_cache_stats cs;
+        tdb_cache_stats(fs->cache, &cs);
+        snprintf(tmp, sizeof tmp,
+                 "hits=%" PRIu64 " misses=%" PRIu64 " decodes=%" PRIu64
+                 " decoded_bytes=%" PRIu64 " decode_ms=%" PRIu64
+                 " evictions=%" PRIu64 " cache_used=%" PRIu64
+                 " cache_budget=%" PRIu64 " entries=%" PRIu64,
+                 cs.hits, cs.misses, cs.decodes, cs.decoded_bytes,
+                 cs.decode_ns / 1000000, cs.evictions, cs.used, cs.budget,
+                 cs.entries);
+        v = tmp;
+    } else if (!n || !n->has_xattrs) {
+        return TDB_E_NOENT;
+    } else if (!strcmp(name, tree_xattrs[0])) {
         v = n->datatype;
     } else if (!strcmp(name, tree_xattrs[1])) {
         v = n->dtype;

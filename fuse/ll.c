@@ -2,6 +2,7 @@
 #include "tiledbfs.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -66,6 +67,7 @@ static void tdbfs_reply_entry(fuse_req_t req, const struct tdbm_entry *te)
 
 static void tdbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+    tdbfs_readahead_once(fuse_req_userdata(req));
     struct tdbm_entry e;
     int rc = tdbm_lookup(tdbfs_mount_of(req), parent, name, &e);
 
@@ -94,6 +96,7 @@ static void tdbfs_forget_multi(fuse_req_t req, size_t count,
 static void tdbfs_getattr(fuse_req_t req, fuse_ino_t ino,
                           struct fuse_file_info *fi)
 {
+    tdbfs_readahead_once(fuse_req_userdata(req));
     struct stat st;
     double timeout;
     int rc = tdbm_getattr(tdbfs_mount_of(req), ino, &st, &timeout);
@@ -107,6 +110,7 @@ static void tdbfs_getattr(fuse_req_t req, fuse_ino_t ino,
 static void tdbfs_opendir(fuse_req_t req, fuse_ino_t ino,
                           struct fuse_file_info *fi)
 {
+    tdbfs_readahead_once(fuse_req_userdata(req));
     struct tdbm_mount *m = tdbfs_mount_of(req);
     struct tdbm_open_info oi;
     struct tdbm_handle *h;
@@ -200,6 +204,7 @@ static void tdbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
 {
+    tdbfs_readahead_once(fuse_req_userdata(req));
     struct tdbm_mount *m = tdbfs_mount_of(req);
     struct tdbm_open_info oi;
     struct tdbm_handle *h;
@@ -231,6 +236,27 @@ static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
     else
         fuse_reply_buf(req, buf, got);
     free(buf);
+}
+
+/* SEEK_DATA and SEEK_HOLE (the kernel answers SEEK_SET, _CUR and _END
+ * itself). */
+static void tdbfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                        struct fuse_file_info *fi)
+{
+    uint64_t out;
+    int rc;
+
+    (void)ino;
+    if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    rc = tdbm_lseek(tdbfs_mount_of(req), tdbfs_handle_of(fi), (uint64_t)off,
+                    whence == SEEK_DATA, &out);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_lseek(req, (off_t)out);
 }
 
 static void tdbfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
@@ -440,6 +466,7 @@ const struct fuse_lowlevel_ops tdbfs_ops = {
     .releasedir = tdbfs_release,
     .open = tdbfs_open,
     .read = tdbfs_read,
+    .lseek = tdbfs_lseek,
     .write = tdbfs_write,
     .flush = tdbfs_flush,
     .release = tdbfs_release,

@@ -20,6 +20,7 @@ struct tdbfs_cmdline {
     char **opts;        /* the contract's -o options, "name[=value]" */
     size_t nopts;
     char *log;          /* -o log=syslog|stderr */
+    char *readahead;    /* -o readahead=KiB */
     bool has_dev;       /* dev or nodev given (kept for FUSE) */
     bool has_suid;      /* suid or nosuid given (kept for FUSE) */
 };
@@ -70,6 +71,11 @@ static int tdbfs_opt_proc(void *data, const char *arg, int key,
             cl->has_suid = true;
             return 1;
         }
+        if (!strncmp(arg, "readahead=", 10)) {
+            free(cl->readahead);
+            cl->readahead = strdup(arg + 10);
+            return cl->readahead ? 0 : -1;
+        }
         if (!strncmp(arg, "log=", 4)) {
             free(cl->log);
             cl->log = strdup(arg + 4);
@@ -108,6 +114,9 @@ static void tdbfs_usage(const char *prog)
            "Mounts a TileDB array or group folder SOURCE at MOUNTPOINT, "
            "read-only unless -o rw.\n\n"
            "tiledbfs options:\n", prog);
+    printf("    -o %-20s%s\n", "readahead=KiB",
+           "the kernel's read-ahead for the mount (root only;\n"
+           "                           default 1024, 0: the kernel's)");
     printf("    -o %-20s%s\n", "log=syslog|stderr",
            "where the daemon logs (default: syslog,\n"
            "                           stderr with -f or -d)");
@@ -124,6 +133,44 @@ static void tdbfs_usage(const char *prog)
            "starts\ntiledbfs with dev or nodev, suid or nosuid, and rw unless "
            "ro was given;\ngiven those, rw is mount(8)'s default and the mount "
            "stays read-only:\nask for writes with writable.\n\n");
+}
+
+/* The kernel's read-ahead of the mount at `mnt` (the kernel starts FUSE
+ * mounts at 128 KiB, so sequential reads come as 128 KiB requests; 1 MiB
+ * requests cost less per byte).  Best effort: only root may write the
+ * setting, and a failure changes nothing else.  The session is not running
+ * yet, so the mount is found in /proc/self/mountinfo, not by stat (which
+ * would wait for us); the setting is written on the first request, after
+ * the kernel took our INIT reply (which would lower it again). */
+static void tdbfs_find_bdi(struct tdbfs_daemon *d, const char *mnt)
+{
+    char *real = realpath(mnt, NULL), line[4096], dev[64] = "";
+    FILE *f = real ? fopen("/proc/self/mountinfo", "re") : NULL;
+
+    while (f && fgets(line, sizeof line, f)) {
+        char majmin[64], point[4096];
+        /* ID PARENT MAJ:MIN ROOT POINT ... (POINT octal-escaped) */
+        if (sscanf(line, "%*s %*s %63s %*s %4095s", majmin, point) == 2 &&
+            strcmp(point, real) == 0)
+            snprintf(dev, sizeof dev, "%s", majmin); /* the last one wins */
+    }
+    if (f)
+        fclose(f);
+    free(real);
+    if (dev[0])
+        snprintf(d->bdi_ra, sizeof d->bdi_ra,
+                 "/sys/class/bdi/%s/read_ahead_kb", dev);
+}
+
+void tdbfs_readahead_once(struct tdbfs_daemon *d)
+{
+    if (!d->bdi_ra[0] || atomic_exchange(&d->ra_done, true))
+        return;
+    FILE *ra = fopen(d->bdi_ra, "we");
+    if (ra) {
+        fprintf(ra, "%lu\n", d->readahead_kib);
+        fclose(ra);
+    }
 }
 
 /* Prints "PROG: why" on stderr, control characters as '?'. */
@@ -258,6 +305,18 @@ int main(int argc, char *argv[])
     }
     if (tdbfs_apply(&cl, &opts) != 0)
         goto out_args;
+    unsigned long readahead = 1024;
+    if (cl.readahead) {
+        char *e;
+        errno = 0;
+        readahead = strtoul(cl.readahead, &e, 10);
+        if (errno || *e || e == cl.readahead || readahead > (1ul << 20)) {
+            fprintf(stderr, "%s: readahead=%s: not a number of KiB (0 to "
+                    "1048576)\n", program_invocation_short_name,
+                    cl.readahead);
+            goto out_args;
+        }
+    }
     d.log_stderr = fopts.foreground;
     if (cl.log && strcmp(cl.log, "stderr") == 0) {
         d.log_stderr = true;
@@ -313,6 +372,9 @@ int main(int argc, char *argv[])
         goto out_session;
     if (fuse_session_mount(se, fopts.mountpoint) != 0)
         goto out_signals;
+    d.readahead_kib = readahead;
+    if (readahead)
+        tdbfs_find_bdi(&d, fopts.mountpoint);
     /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
     if (d.log_stderr && !fopts.foreground) {
         errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -345,6 +407,7 @@ out_args:
     tdbm_options_free(&opts);
     free(cl.source);
     free(cl.log);
+    free(cl.readahead);
     for (size_t i = 0; i < cl.nopts; i++)
         free(cl.opts[i]);
     free(cl.opts);

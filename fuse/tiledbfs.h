@@ -12,6 +12,7 @@
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "tiledb_format.h"
@@ -30,6 +31,9 @@ struct tdbfs_daemon {
     struct fuse_session *se;
     bool rw;
     bool log_stderr;  /* -o log= (default: -f): stderr, else syslog */
+    unsigned long readahead_kib;    /* -o readahead= */
+    char bdi_ra[128];               /* its sysfs file, "" if unknown */
+    atomic_bool ra_done;
     bool daemonized;  /* the session runs: log lines go to syslog unless
                        * foreground */
 
@@ -52,5 +56,8 @@ void tdbfs_invalidate_soon(void *arg, char **names, size_t n);
  * its fork). */
 void tdbfs_notifier_start(struct tdbfs_daemon *d);
 void tdbfs_notifier_stop(struct tdbfs_daemon *d);
+
+/* main.c: sets the mount's read-ahead, once (called from requests). */
+void tdbfs_readahead_once(struct tdbfs_daemon *d);
 
 #endif

@@ -732,6 +732,46 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     }
 }
 
+int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+               bool data, uint64_t *out)
+{
+    struct tdb_error err;
+    int rc;
+
+    switch (h->kind) {
+    case TDBM_H_STG: {
+        off_t r = lseek(h->fd, (off_t)off, data ? SEEK_DATA : SEEK_HOLE);
+        if (r < 0)
+            return -errno;
+        *out = (uint64_t)r;
+        return 0;
+    }
+    case TDBM_H_META: {
+        size_t len;
+        pthread_mutex_lock(&m->lock);
+        len = h->rec->len;
+        pthread_mutex_unlock(&m->lock);
+        if (off >= len)
+            return -ENXIO;
+        *out = data ? off : len;
+        return 0;
+    }
+    case TDBM_H_TREE:
+        tdbm_error_clear(&err);
+        rc = tdb_fs_seek(h->tree->fs, h->tino, off, data, out, &err);
+        if (rc == TDB_E_NOENT)
+            return -ENXIO;
+        if (rc < 0) {
+            if (tdbm_worth_logging(rc))
+                tdbm_log(m, "lseek: %s", tdbm_error_text(rc, &err));
+            return -tdb_errno(rc);
+        }
+        return 0;
+    default:
+        return -EISDIR;
+    }
+}
+
 /* ------------------------------------------------------------- xattrs */
 
 /* The names of the xattrs, each NUL-terminated, into buf (NULL: size only).

@@ -238,6 +238,13 @@ void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
 int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
               uint64_t off, void *buf, size_t size, size_t *got);
 
+/* lseek's SEEK_DATA (data true) or SEEK_HOLE from `off` in an open file:
+ * holes are the never-written cells of a dense array (tdb_fs_seek) and
+ * staged files' own holes.  @return 0 or -errno (-ENXIO: off is past the
+ * end, or no data follows). */
+int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+               bool data, uint64_t *out);
+
 /* Writes to a staged file or a metadata value's buffer; -EROFS else. */
 int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
                size_t size, uint64_t off, size_t *done);
