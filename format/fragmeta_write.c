@@ -338,6 +338,206 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
     }
 }
 
+/* The numeric min/max and sum loops of fmw_slab_fixed for one value type
+ * (cell = one value, as has_mm and has_sum require): the same comparisons
+ * and additions as fmw_lt and fmw_sum_add on the values of the class,
+ * without converting every value through fmw_load.  The min and max keep
+ * the bytes of the cell they came from. */
+#define FMW_TYPED(SUF, T, LOAD, ACC, ADD, CLS)                                  \
+    static void fmw_mm_##SUF(struct fmw_gen *g, uint64_t start,               \
+                             uint64_t end)                                    \
+    {                                                                         \
+        const uint8_t *d = g->data, *val = g->validity;                       \
+        bool nullable = g->f->nullable;                                       \
+        const uint8_t *pmin = NULL, *pmax = NULL;                             \
+        T mn = LOAD(g->nmin), mx = LOAD(g->nmax);                             \
+        uint64_t nulls = 0;                                                   \
+        for (uint64_t c = start; c < end; c++) {                              \
+            if (nullable && val[c] == 0) {                                    \
+                nulls++;                                                      \
+                continue;                                                     \
+            }                                                                 \
+            const uint8_t *p = d + c * sizeof(T);                             \
+            T v = LOAD(p);                                                    \
+            if (!((ACC)mn < (ACC)v)) {                                        \
+                mn = v;                                                       \
+                pmin = p;                                                     \
+            }                                                                 \
+            if (!((ACC)v < (ACC)mx)) {                                        \
+                mx = v;                                                       \
+                pmax = p;                                                     \
+            }                                                                 \
+        }                                                                     \
+        if (pmin)                                                             \
+            memcpy(g->nmin, pmin, sizeof(T));                                 \
+        if (pmax)                                                             \
+            memcpy(g->nmax, pmax, sizeof(T));                                 \
+        g->nulls += nulls;                                                    \
+    }                                                                         \
+    static void fmw_sum_##SUF(struct fmw_gen *g, uint64_t start,              \
+                              uint64_t end)                                   \
+    {                                                                         \
+        const uint8_t *d = g->data, *val = g->validity;                       \
+        bool nullable = g->f->nullable;                                       \
+        struct fmw_num acc = {0, 0, 0};                                       \
+        uint64_t u = tdb_le64(g->sum);                                        \
+        acc.u = u;                                                            \
+        acc.i = (int64_t)u;                                                   \
+        memcpy(&acc.d, &u, 8);                                                \
+        for (uint64_t c = start; c < end; c++) {                              \
+            if (nullable && val[c] == 0)                                      \
+                continue;                                                     \
+            T v = LOAD(d + c * sizeof(T));                                    \
+            if (!ADD(&acc, v))                                                \
+                break;                                                        \
+        }                                                                     \
+        tdb_st64(g->sum, fmw_num_bits(&acc, CLS));                            \
+    }
+
+/* The 8 bytes of sum `s` of class cls (fmw_sum_class). */
+static inline uint64_t fmw_num_bits(const struct fmw_num *s, int cls)
+{
+    uint64_t u;
+    if (cls == 2)
+        memcpy(&u, &s->d, 8);
+    else
+        u = cls == 1 ? s->u : (uint64_t)s->i;
+    return u;
+}
+
+/* fmw_sum_add's three classes on a running sum held in registers. */
+static inline bool fmw_add_i(struct fmw_num *s, int64_t b)
+{
+    int64_t a = s->i;
+    if (a > 0 && b > 0 && a > INT64_MAX - b) {
+        s->i = INT64_MAX;
+        return false;
+    }
+    if (a < 0 && b < 0 && a < INT64_MIN - b) {
+        s->i = INT64_MIN;
+        return false;
+    }
+    s->i = (int64_t)((uint64_t)a + (uint64_t)b);
+    return true;
+}
+
+static inline bool fmw_add_u(struct fmw_num *s, uint64_t b)
+{
+    if (s->u > UINT64_MAX - b) {
+        s->u = UINT64_MAX;
+        return false;
+    }
+    s->u += b;
+    return true;
+}
+
+static inline bool fmw_add_d(struct fmw_num *s, double b)
+{
+    double a = s->d;
+    if ((a < 0.0) == (b < 0.0) && fabs(a) > DBL_MAX - fabs(b)) {
+        s->d = a < 0.0 ? -DBL_MAX : DBL_MAX;
+        return false;
+    }
+    s->d = a + b;
+    return true;
+}
+
+static inline float fmw_ld_f32(const uint8_t *p)
+{
+    uint32_t u = tdb_le32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline double fmw_ld_f64(const uint8_t *p)
+{
+    uint64_t u = tdb_le64(p);
+    double f;
+    memcpy(&f, &u, 8);
+    return f;
+}
+
+#define FMW_LD_I8(p) ((int8_t)(p)[0])
+#define FMW_LD_I16(p) ((int16_t)tdb_le16(p))
+#define FMW_LD_I32(p) ((int32_t)tdb_le32(p))
+#define FMW_LD_I64(p) ((int64_t)tdb_le64(p))
+#define FMW_LD_U8(p) ((p)[0])
+#define FMW_LD_U16(p) (tdb_le16(p))
+#define FMW_LD_U32(p) (tdb_le32(p))
+#define FMW_LD_U64(p) (tdb_le64(p))
+
+FMW_TYPED(f32, float, fmw_ld_f32, double, fmw_add_d, 2)
+FMW_TYPED(f64, double, fmw_ld_f64, double, fmw_add_d, 2)
+FMW_TYPED(i8, int8_t, FMW_LD_I8, int64_t, fmw_add_i, 0)
+FMW_TYPED(i16, int16_t, FMW_LD_I16, int64_t, fmw_add_i, 0)
+FMW_TYPED(i32, int32_t, FMW_LD_I32, int64_t, fmw_add_i, 0)
+FMW_TYPED(i64, int64_t, FMW_LD_I64, int64_t, fmw_add_i, 0)
+FMW_TYPED(u8, uint8_t, FMW_LD_U8, uint64_t, fmw_add_u, 1)
+FMW_TYPED(u16, uint16_t, FMW_LD_U16, uint64_t, fmw_add_u, 1)
+FMW_TYPED(u32, uint32_t, FMW_LD_U32, uint64_t, fmw_add_u, 1)
+FMW_TYPED(u64, uint64_t, FMW_LD_U64, uint64_t, fmw_add_u, 1)
+
+/* The typed loops for f (NULL: none, use the generic ones). */
+struct fmw_typed {
+    void (*mm)(struct fmw_gen *, uint64_t, uint64_t);
+    void (*sum)(struct fmw_gen *, uint64_t, uint64_t);
+};
+
+static struct fmw_typed fmw_typed_of(const struct fmw_field *f)
+{
+    struct fmw_typed t = {NULL, NULL};
+    if (f->cell_size != f->vsize)
+        return t;
+#define FMW_PICK(SUF) (t = (struct fmw_typed){fmw_mm_##SUF, fmw_sum_##SUF})
+    switch (f->kind) {
+    case FMW_FLOAT:
+        if (f->vsize == 4)
+            FMW_PICK(f32);
+        else if (f->vsize == 8)
+            FMW_PICK(f64);
+        break;
+    case FMW_SIGNED:
+        switch (f->vsize) {
+        case 1: FMW_PICK(i8); break;
+        case 2: FMW_PICK(i16); break;
+        case 4: FMW_PICK(i32); break;
+        case 8: FMW_PICK(i64); break;
+        }
+        break;
+    case FMW_UNSIGNED:
+        switch (f->vsize) {
+        case 1: FMW_PICK(u8); break;
+        case 2: FMW_PICK(u16); break;
+        case 4: FMW_PICK(u32); break;
+        case 8: FMW_PICK(u64); break;
+        }
+        break;
+    default:
+        break;
+    }
+#undef FMW_PICK
+    return t;
+}
+
+static bool fmw_minmax_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
+{
+    struct fmw_typed t = fmw_typed_of(g->f);
+    if (!t.mm)
+        return false;
+    t.mm(g, start, end);
+    return true;
+}
+
+static bool fmw_sum_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
+{
+    struct fmw_typed t = fmw_typed_of(g->f);
+    if (!t.sum)
+        return false;
+    t.sum(g, start, end);
+    return true;
+}
+
 static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
 {
     const struct fmw_field *f = g->f;
@@ -383,6 +583,8 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             fmw_type_limits(f->type, g->nmin, g->nmax);
             g->num_init = true;
         }
+        if (fmw_minmax_typed(g, start, end))
+            goto sum;
         unsigned vs = f->vsize;
         for (uint64_t c = start; c < end; c++) {
             const uint8_t *v = g->data + c * cs;
@@ -400,7 +602,7 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             g->nulls += g->validity[c] == 0;
     }
 sum:
-    if (f->has_sum) {
+    if (f->has_sum && !fmw_sum_typed(g, start, end)) {
         int cls = fmw_sum_class(f->type);
         for (uint64_t c = start; c < end; c++) {
             if (f->nullable && g->validity[c] == 0)
