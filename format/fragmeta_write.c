@@ -908,7 +908,8 @@ void tdb_fmw_free(struct tdb_fmw *w)
 }
 
 /* API field number -> index in w->f (disk order). */
-static struct fmw_field *fmw_field(struct tdb_fmw *w, uint32_t field)
+static const struct fmw_field *fmw_field_c(const struct tdb_fmw *w,
+                                           uint32_t field)
 {
     const struct tdb_schema *s = w->s;
     if (field < s->nattrs)
@@ -916,6 +917,11 @@ static struct fmw_field *fmw_field(struct tdb_fmw *w, uint32_t field)
     if (field - s->nattrs < s->ndims)
         return &w->f[field + 1];
     return NULL;
+}
+
+static struct fmw_field *fmw_field(struct tdb_fmw *w, uint32_t field)
+{
+    return (struct fmw_field *)(uintptr_t)fmw_field_c(w, field);
 }
 
 static const char *fmw_field_name(const struct tdb_fmw *w, uint32_t field)
@@ -930,13 +936,13 @@ static const char *fmw_field_name(const struct tdb_fmw *w, uint32_t field)
 
 /* ------------------------------------------------------------- add tile */
 
-int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
-                     uint64_t var_off, uint64_t var_size,
-                     uint64_t validity_off, const uint8_t *data,
-                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
-                     const uint8_t *validity, struct tdb_error *err)
+int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
+                       const uint8_t *data, uint64_t size,
+                       const uint64_t *offsets, uint64_t ncells,
+                       const uint8_t *validity, struct tdb_fmw_stats *st,
+                       struct tdb_error *err)
 {
-    struct fmw_field *f = w ? fmw_field(w, field) : NULL;
+    const struct fmw_field *f = w ? fmw_field_c(w, field) : NULL;
     if (!f)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: no field %u",
                        field);
@@ -950,13 +956,13 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
         (f->var && ncells && !offsets) || (f->nullable && ncells && !validity))
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s tile "
                        "%llu: missing data, offsets or validity", name,
-                       (unsigned long long)f->ntiles);
+                       (unsigned long long)tile);
     if (!f->var) {
         uint64_t need;
         if (!tdb_mul_ok(ncells, f->cell_size, &need) || need > size)
             return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
                            "tile %llu: %llu bytes hold fewer than %llu cells",
-                           name, (unsigned long long)f->ntiles,
+                           name, (unsigned long long)tile,
                            (unsigned long long)size,
                            (unsigned long long)ncells);
     } else {
@@ -965,7 +971,7 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
                 return tdb_err(err, TDB_E_INVAL, "fragment metadata: field "
                                "%s tile %llu: offset %llu of cell %llu is "
                                "descending or past the %llu value bytes",
-                               name, (unsigned long long)f->ntiles,
+                               name, (unsigned long long)tile,
                                (unsigned long long)offsets[c],
                                (unsigned long long)c,
                                (unsigned long long)size);
@@ -984,14 +990,14 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
         int rc = fmw_dense_geometry(w, &geo, err);
         if (rc)
             return rc;
-        if (f->ntiles >= geo.tiles)
+        if (tile >= geo.tiles)
             return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s: "
                            "more than the %llu tiles of the non-empty "
                            "domain", name, (unsigned long long)geo.tiles);
         if (ncells != geo.cells_per_tile)
             return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
                            "tile %llu has %llu cells, a dense tile %llu",
-                           name, (unsigned long long)f->ntiles,
+                           name, (unsigned long long)tile,
                            (unsigned long long)ncells,
                            (unsigned long long)geo.cells_per_tile);
         if (w->sub_layout == TDB_GLOBAL_ORDER) {
@@ -1000,14 +1006,38 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
             else
                 fmw_slab_fixed(&g, 0, ncells);
         } else {
-            fmw_dense_slabs(w, &geo, f->ntiles, &g, f->var);
+            fmw_dense_slabs(w, &geo, tile, &g, f->var);
         }
     } else if (f->var) {
         fmw_slab_var(&g, 0, ncells);
     } else {
         fmw_slab_fixed(&g, 0, ncells);
     }
+    memset(st, 0, sizeof *st);
+    st->field = field;
+    st->tile = tile;
+    st->min = g.min;
+    st->max = g.max;
+    st->min_size = g.min_size;
+    st->max_size = g.max_size;
+    memcpy(st->nmin, g.nmin, 8);
+    memcpy(st->nmax, g.nmax, 8);
+    memcpy(st->sum, g.sum, 8);
+    st->nulls = g.nulls;
+    return 0;
+}
 
+int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
+                           uint64_t var_size, uint64_t validity_off,
+                           const struct tdb_fmw_stats *st,
+                           struct tdb_error *err)
+{
+    struct fmw_field *f = w ? fmw_field(w, st->field) : NULL;
+    if (!f || !f->stores_tiles || st->tile != f->ntiles)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s: "
+                       "tile %llu recorded out of order",
+                       w ? fmw_field_name(w, st->field) : "?",
+                       (unsigned long long)st->tile);
     int rc = fmw_push(&f->offs, off);
     if (!rc)
         rc = fmw_push(&f->var_offs, f->var ? var_off : 0);
@@ -1016,20 +1046,20 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
     if (!rc)
         rc = fmw_push(&f->val_offs, f->nullable ? validity_off : 0);
     if (!rc && f->nullable)
-        rc = fmw_push(&f->nulls, g.nulls);
+        rc = fmw_push(&f->nulls, st->nulls);
     /* null counts are always kept (0 for non-nullable fields): the rule
      * that an all-null tile has no min/max needs them */
     if (!rc && !f->nullable)
         rc = fmw_push(&f->nulls, 0);
     if (!rc && f->has_md && f->has_mm) {
         if (f->var) {
-            rc = fmw_push(&f->min_sizes, g.min ? g.min_size : 0);
+            rc = fmw_push(&f->min_sizes, st->min ? st->min_size : 0);
             if (!rc)
-                rc = fmw_push(&f->max_sizes, g.max ? g.max_size : 0);
-            if (!rc && g.min)
-                rc = tdb_buf_append(&f->mins, g.min, (size_t)g.min_size);
-            if (!rc && g.max)
-                rc = tdb_buf_append(&f->maxs, g.max, (size_t)g.max_size);
+                rc = fmw_push(&f->max_sizes, st->max ? st->max_size : 0);
+            if (!rc && st->min)
+                rc = tdb_buf_append(&f->mins, st->min, (size_t)st->min_size);
+            if (!rc && st->max)
+                rc = tdb_buf_append(&f->maxs, st->max, (size_t)st->max_size);
         } else {
             uint8_t *pmin, *pmax;
             rc = tdb_buf_grow(&f->mins, (size_t)f->cell_size, &pmin);
@@ -1039,23 +1069,40 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
                 memset(pmin, 0, (size_t)f->cell_size);
                 memset(pmax, 0, (size_t)f->cell_size);
                 if (f->kind == FMW_CHAR) {
-                    if (g.min)
-                        memcpy(pmin, g.min, (size_t)f->cell_size);
-                    if (g.max)
-                        memcpy(pmax, g.max, (size_t)f->cell_size);
+                    if (st->min)
+                        memcpy(pmin, st->min, (size_t)f->cell_size);
+                    if (st->max)
+                        memcpy(pmax, st->max, (size_t)f->cell_size);
                 } else {
-                    memcpy(pmin, g.nmin, f->vsize);
-                    memcpy(pmax, g.nmax, f->vsize);
+                    memcpy(pmin, st->nmin, f->vsize);
+                    memcpy(pmax, st->nmax, f->vsize);
                 }
             }
         }
     }
     if (!rc && f->has_md && f->has_sum && !f->var)
-        rc = tdb_buf_append(&f->sums, g.sum, 8);
+        rc = tdb_buf_append(&f->sums, st->sum, 8);
     if (rc)
         return tdb_err(err, TDB_E_NOMEM, "fragment metadata: out of memory");
     f->ntiles++;
     return 0;
+}
+
+int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
+                     uint64_t var_off, uint64_t var_size,
+                     uint64_t validity_off, const uint8_t *data,
+                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
+                     const uint8_t *validity, struct tdb_error *err)
+{
+    struct fmw_field *f = w ? fmw_field(w, field) : NULL;
+    if (!f)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: no field %u",
+                       field);
+    struct tdb_fmw_stats st;
+    int rc = tdb_fmw_tile_stats(w, field, f->ntiles, data, size, offsets,
+                                ncells, validity, &st, err);
+    return rc ? rc : tdb_fmw_add_tile_stats(w, off, var_off, var_size,
+                                            validity_off, &st, err);
 }
 
 int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,

@@ -33,6 +33,34 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
                      uint64_t size, const uint64_t *offsets, uint64_t ncells,
                      const uint8_t *validity, struct tdb_error *err);
 
+/* tdb_fmw_add_tile in two steps, so that threads can compute the metadata
+ * of different tiles at once while one thread records them in order:
+ * tdb_fmw_tile_stats checks tile `tile` of `field` (the arguments as for
+ * tdb_fmw_add_tile) and computes its min, max, sum and null count into
+ * *st; it only reads w (dense fragments: after tdb_fmw_set_ned), and for
+ * CHAR and var-sized fields st->min / st->max point into data, which must
+ * stay until the tile is recorded.  tdb_fmw_add_tile_stats records it with
+ * its file offsets; tiles of a field are recorded in order (else
+ * TDB_E_INVAL). */
+struct tdb_fmw_stats {
+    uint32_t field;
+    uint64_t tile;
+    const uint8_t *min, *max;
+    uint64_t min_size, max_size;
+    uint8_t nmin[8], nmax[8], sum[8];
+    uint64_t nulls;
+};
+
+int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
+                       const uint8_t *data, uint64_t size,
+                       const uint64_t *offsets, uint64_t ncells,
+                       const uint8_t *validity, struct tdb_fmw_stats *st,
+                       struct tdb_error *err);
+int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
+                           uint64_t var_size, uint64_t validity_off,
+                           const struct tdb_fmw_stats *st,
+                           struct tdb_error *err);
+
 /* The final sizes of field `field`'s files. */
 int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,
                            uint64_t var_size, uint64_t validity_size);
