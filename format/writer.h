@@ -128,11 +128,13 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
  * unchanged.  *name receives the new fragment's name (caller frees).
  *
  * Every staged file's size is checked against the others and the schema
- * before any content is read.  Memory: a dense commit streams, one space
- * tile of one field at a time (plus staged reads of at most 4 MiB); a
- * sparse commit holds every dimension file in memory (to sort the cells
- * into global order) plus 8 bytes per cell (16 with a Hilbert order), and
- * one tile of `capacity` cells per field at a time.
+ * before any content is read.  The tile work runs on one thread per
+ * online CPU (tdb_fragment_write_threads).  Memory: a dense commit streams,
+ * one space tile of one field per job (plus staged reads of at most
+ * 4 MiB), at most 2 jobs per thread at once; a sparse commit holds every
+ * dimension file in memory (to sort the cells into global order) plus 8
+ * bytes per cell (16 with a Hilbert order), and jobs of one tile of
+ * `capacity` cells of one field, at most 2 per thread at once.
  *
  * Crash safety: the staged folder gets a marker naming the fragment before
  * anything is written to the array; the commit file comes last.  Running
@@ -144,6 +146,20 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
                        const char *staged_dir, const uint8_t *key,
                        uint64_t timestamp_ms, char **name,
                        struct tdb_error *err);
+
+/* tdb_fragment_write with the tile work (staged reads, tile metadata,
+ * filters) on `threads` threads (0, as tdb_fragment_write does: one per
+ * online CPU; 1: none, all in the calling thread) while the calling thread
+ * appends the filtered tiles to the fragment's files in order.  Whatever
+ * the count, the fragment's files are byte for byte the same and the
+ * array's storage sees the same calls in the same order.  Memory: at most
+ * 2 * threads jobs (one tile of one field each: its contents and filtered
+ * bytes) at once, plus per thread the scratch of one tile. */
+int tdb_fragment_write_threads(const struct tdb_io *io,
+                               const struct tdb_io *staged,
+                               const char *staged_dir, const uint8_t *key,
+                               uint64_t timestamp_ms, unsigned threads,
+                               char **name, struct tdb_error *err);
 
 /* Removes the uncommitted fragment folder (its files, then itself) named
  * by the marker that tdb_fragment_write leaves in staged folder

@@ -294,6 +294,39 @@ static bool compare_expected(struct tdb_fs *fs, const char *name,
 
 /* -------------------------------------------------- corpus round trips */
 
+/* Stages fragment i of corpus case `name` (case.json c) in folder dir of
+ * stg: the files the mount shows for it, sparse cells shuffled unless
+ * duplicates are allowed, dense ones with their region. */
+static void stage_case_frag(json_t *c, const char *name, size_t i,
+                            struct tdb_io *stg, const char *dir)
+{
+    bool dense = !strcmp(json_string_value(json_object_get(c, "array_type")),
+                         "dense");
+    bool dups = json_is_true(json_object_get(c, "allows_duplicates"));
+    const char *fr = json_string_value(
+        json_array_get(json_object_get(c, "fragments"), i));
+    json_t *fi = json_object_get(json_object_get(c, "fragment_info"), fr);
+    uint64_t n = (uint64_t)json_integer_value(json_object_get(fi, "cell_count"));
+    struct sfiles s = {.n = 0};
+    CHECK_EQ_INT(load_expected_frag(name, fr, &s), 0);
+    if (!dense && !dups)
+        shuffle_cells(&s, n, 1234 + i);
+    stg->ops->mkdir(stg->ctx, dir);
+    for (size_t k = 0; k < s.n; k++) {
+        char *p = tdb_path_join(dir, s.v[k].name);
+        put(stg, p, s.v[k].data, (size_t)s.v[k].size);
+        free(p);
+    }
+    if (dense) {
+        char *text = json_dumps(json_object_get(fi, "non_empty_domain"), 0);
+        char *p = tdb_path_join(dir, "__subarray.json");
+        put(stg, p, text, strlen(text));
+        free(p);
+        free(text);
+    }
+    sfiles_free(&s);
+}
+
 /* Re-writes every fragment of corpus case `name` from the files the mount
  * shows for it (sparse cells shuffled unless duplicates are allowed), then
  * checks that the mount shows what TileDB read from the original: the
@@ -307,9 +340,6 @@ static void roundtrip(const char *name, bool same_files)
         return;
     uint8_t keyb[32];
     const uint8_t *key = case_key(c, keyb) ? keyb : NULL;
-    bool dense = !strcmp(json_string_value(json_object_get(c, "array_type")),
-                         "dense");
-    bool dups = json_is_true(json_object_get(c, "allows_duplicates"));
     struct tdb_io arr, stg;
     CHECK_EQ_INT(array_from_case(name, &arr), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
@@ -322,27 +352,9 @@ static void roundtrip(const char *name, bool same_files)
         json_t *fi = json_object_get(info, fr);
         uint64_t ts = (uint64_t)json_integer_value(
             json_array_get(json_object_get(fi, "timestamps"), 1));
-        uint64_t n = (uint64_t)json_integer_value(json_object_get(fi, "cell_count"));
-        struct sfiles s = {.n = 0};
-        CHECK_EQ_INT(load_expected_frag(name, fr, &s), 0);
-        if (!dense && !dups)
-            shuffle_cells(&s, n, 1234 + i);
         char dir[32];
         snprintf(dir, sizeof dir, "s%zu", i);
-        stg.ops->mkdir(stg.ctx, dir);
-        for (size_t k = 0; k < s.n; k++) {
-            char *p = tdb_path_join(dir, s.v[k].name);
-            put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
-            free(p);
-        }
-        if (dense) {
-            char *text = json_dumps(json_object_get(fi, "non_empty_domain"), 0);
-            char *p = tdb_path_join(dir, "__subarray.json");
-            put(&stg, p, text, strlen(text));
-            free(p);
-            free(text);
-        }
-        sfiles_free(&s);
+        stage_case_frag(c, name, i, &stg, dir);
         struct tdb_error err = {0};
         int r = tdb_fragment_write(&arr, &stg, dir, key, ts, &names[i], &err);
         if (r)
@@ -465,29 +477,14 @@ static void test_roundtrip_encrypted(void)
 
 /* ----------------------------------------------------- hand-made writes */
 
-/* dense_var_nullable's schema (12 x 14, 3 x 3 tiles): a region of 7 x 11
- * cells that no tile boundary divides, every attribute (var strings with
- * empty cells, nullable, fixed CHAR x4).  The fragment shows exactly the
- * staged bytes; the view shows them inside the region and fills outside. */
-static void test_dense_partial_region(void)
+/* Staged files of n cells for every attribute of a case's "fields":
+ * random fixed values, var strings of 0-4 values (every fifth empty),
+ * validity 0 every third cell. */
+static void make_attr_files(json_t *fields, uint64_t n, uint64_t seed,
+                            struct sfiles *s)
 {
-    const char *name = "dense_var_nullable";
-    json_t *c = load_case(name);
-    CHECK(c != NULL);
-    if (!c)
-        return;
-    struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case(name, &arr), 0);
-    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
-    stg.ops->mkdir(stg.ctx, "w");
-    const uint64_t R = 12, C = 14, r0 = 1, r1 = 7, c0 = 2, c1 = 12;
-    const uint64_t n = (r1 - r0 + 1) * (c1 - c0 + 1);
-    put(&stg, "w/__subarray.json", "[[1, 7], [2, 12]]", 17);
-    json_t *fields = json_object_get(c, "fields");
     const char *fname;
     json_t *fd;
-    uint64_t seed = 42;
-    struct sfiles s = {.n = 0};
     json_object_foreach(fields, fname, fd) {
         if (strcmp(json_string_value(json_object_get(fd, "role")), "attr"))
             continue;
@@ -495,10 +492,10 @@ static void test_dense_partial_region(void)
         unsigned vs = tdb_dt_size((unsigned)dt);
         json_t *cvn = json_object_get(fd, "cell_val_num");
         bool var = json_is_string(cvn);
-        struct sfile *v = &s.v[s.n++];
+        struct sfile *v = &s->v[s->n++];
         v->name = strdup(fname);
         if (var) {
-            struct sfile *o = &s.v[s.n++];
+            struct sfile *o = &s->v[s->n++];
             char on[300];
             snprintf(on, sizeof on, "%s.offsets", fname);
             o->name = strdup(on);
@@ -522,7 +519,7 @@ static void test_dense_partial_region(void)
                 v->data[b] = (uint8_t)rng_next(&seed);
         }
         if (json_is_true(json_object_get(fd, "nullable"))) {
-            struct sfile *m = &s.v[s.n++];
+            struct sfile *m = &s->v[s->n++];
             char vn[300];
             snprintf(vn, sizeof vn, "%s.validity", fname);
             m->name = strdup(vn);
@@ -532,6 +529,32 @@ static void test_dense_partial_region(void)
                 m->data[k] = (uint8_t)(k % 3 != 0);
         }
     }
+}
+
+
+/* dense_var_nullable's schema (12 x 14, 3 x 3 tiles): a region of 7 x 11
+ * cells that no tile boundary divides, every attribute (var strings with
+ * empty cells, nullable, fixed CHAR x4).  The fragment shows exactly the
+ * staged bytes; the view shows them inside the region and fills outside. */
+static void test_dense_partial_region(void)
+{
+    const char *name = "dense_var_nullable";
+    json_t *c = load_case(name);
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    struct tdb_io arr, stg;
+    CHECK_EQ_INT(array_from_case(name, &arr), 0);
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    const uint64_t R = 12, C = 14, r0 = 1, r1 = 7, c0 = 2, c1 = 12;
+    const uint64_t n = (r1 - r0 + 1) * (c1 - c0 + 1);
+    put(&stg, "w/__subarray.json", "[[1, 7], [2, 12]]", 17);
+    json_t *fields = json_object_get(c, "fields");
+    const char *fname;
+    json_t *fd;
+    struct sfiles s = {.n = 0};
+    make_attr_files(fields, n, 42, &s);
     for (size_t k = 0; k < s.n; k++) {
         char *p = tdb_path_join("w", s.v[k].name);
         put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
@@ -1097,6 +1120,131 @@ static void test_sparse_dups_kept(void)
     tdb_io_free(&arr);
 }
 
+/* ------------------------------------------------------------- threads */
+
+/* The fragment folders fa of array a and fb of array b hold the same files
+ * with the same bytes. */
+static bool same_fragment(const struct tdb_io *a, const char *fa,
+                          const struct tdb_io *b, const char *fb,
+                          const char *what)
+{
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "__fragments/%s", fa);
+    snprintf(pb, sizeof pb, "__fragments/%s", fb);
+    struct tdb_names na = {0}, nb = {0};
+    bool ok = !tdb_io_names(a, pa, &na, NULL) && !tdb_io_names(b, pb, &nb, NULL) &&
+              na.n == nb.n && na.n > 1;
+    if (!ok)
+        fprintf(stderr, "  %s: %zu files, expected %zu\n", what, nb.n, na.n);
+    for (size_t i = 0; ok && i < na.n; i++) {
+        char *x = tdb_path_join(pa, na.v[i]), *y = tdb_path_join(pb, na.v[i]);
+        uint8_t *da = NULL, *db = NULL;
+        uint64_t sa = 0, sb = 0;
+        char w[1200];
+        snprintf(w, sizeof w, "%s: %s", what, na.v[i]);
+        ok = !tdb_io_read_file(a, x, &da, &sa, NULL) &&
+             !tdb_io_read_file(b, y, &db, &sb, NULL) &&
+             same_bytes(w, db, sb, da, sa);
+        if (!ok)
+            fprintf(stderr, "  %s differs or is missing\n", w);
+        free(da);
+        free(db);
+        free(x);
+        free(y);
+    }
+    tdb_names_free(&na);
+    tdb_names_free(&nb);
+    return ok;
+}
+
+/* Commits staged folder `dir` of stg into a with 1 thread and into b with
+ * `threads`, at timestamp ts: the two fragments are the same bytes. */
+static void commit_both(struct tdb_io *a, struct tdb_io *b, struct tdb_io *stg,
+                        const char *dir, const uint8_t *key, uint64_t ts,
+                        unsigned threads, const char *what)
+{
+    char *na = NULL, *nb = NULL;
+    struct tdb_error err = {0};
+    int r = tdb_fragment_write_threads(a, stg, dir, key, ts, 1, &na, &err);
+    if (r)
+        fprintf(stderr, "  %s, 1 thread: %s\n", what, err.msg);
+    CHECK_EQ_INT(r, 0);
+    /* the staged folder's marker names the first commit: not in b */
+    r = tdb_fragment_write_threads(b, stg, dir, key, ts, threads, &nb, &err);
+    if (r)
+        fprintf(stderr, "  %s, %u threads: %s\n", what, threads, err.msg);
+    CHECK_EQ_INT(r, 0);
+    CHECK(na && nb && strcmp(na, nb) != 0);
+    if (na && nb)
+        CHECK(same_fragment(a, na, b, nb, what));
+    free(na);
+    free(nb);
+}
+
+/* Every fragment of corpus cases (dense in every tile and cell order,
+ * sparse with Hilbert order and string dimensions, var-sized, nullable,
+ * filter chains, chunked tiles) and a dense write of 20 tiles of 4
+ * attributes (80 jobs, many more than the 2 per thread in flight),
+ * committed with threads=1 and threads=2, 3, 8: every file of the fragment
+ * folders is the same, byte for byte.  (Not the encrypted case: AES-GCM
+ * draws a new IV per tile.) */
+static void test_threads_same_bytes(void)
+{
+    static const char *const cases[] = {
+        "dense_var_nullable", "dense_2d_all_types", "dense_3d",
+        "dense_2d_colmajor", "dense_2d_tile_row_cell_col", "chunked_tiles",
+        "filter_chains", "sparse_hilbert", "sparse_string_dim",
+        "sparse_mixed_dims", "sparse_dups", NULL};
+    static const unsigned threads[] = {2, 3, 8};
+    for (int i = 0; cases[i]; i++) {
+        json_t *c = load_case(cases[i]);
+        CHECK(c != NULL);
+        if (!c)
+            continue;
+        struct tdb_io a, b, stg;
+        CHECK_EQ_INT(array_from_case(cases[i], &a), 0);
+        CHECK_EQ_INT(array_from_case(cases[i], &b), 0);
+        CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+        json_t *frags = json_object_get(c, "fragments");
+        for (size_t k = 0; k < json_array_size(frags); k++) {
+            char dir[32], what[300];
+            snprintf(dir, sizeof dir, "s%zu", k);
+            snprintf(what, sizeof what, "%s fragment %zu", cases[i], k);
+            stage_case_frag(c, cases[i], k, &stg, dir);
+            commit_both(&a, &b, &stg, dir, NULL, 10 + k, threads[k % 3], what);
+        }
+        tdb_io_free(&stg);
+        tdb_io_free(&a);
+        tdb_io_free(&b);
+        json_decref(c);
+    }
+    /* dense_var_nullable (12 x 14, tiles 3 x 3): the whole domain */
+    json_t *c = load_case("dense_var_nullable");
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    struct tdb_io a, b, stg;
+    CHECK_EQ_INT(array_from_case("dense_var_nullable", &a), 0);
+    CHECK_EQ_INT(array_from_case("dense_var_nullable", &b), 0);
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    struct sfiles s = {.n = 0};
+    make_attr_files(json_object_get(c, "fields"), 12 * 14, 7, &s);
+    for (size_t k = 0; k < s.n; k++) {
+        char *p = tdb_path_join("w", s.v[k].name);
+        put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
+        free(p);
+    }
+    sfiles_free(&s);
+    for (size_t k = 0; k < 3; k++)
+        commit_both(&a, &b, &stg, "w", NULL, 20 + k, threads[k],
+                    "dense_var_nullable, whole domain");
+    tdb_io_free(&stg);
+    tdb_io_free(&a);
+    tdb_io_free(&b);
+    json_decref(c);
+}
+
 int main(void)
 {
     corpus = getenv("TILEDBFS_CORPUS");
@@ -1121,5 +1269,6 @@ int main(void)
     RUN(test_roundtrip_sparse);
     RUN(test_roundtrip_filters);
     RUN(test_roundtrip_encrypted);
+    RUN(test_threads_same_bytes);
     return unit_done();
 }
