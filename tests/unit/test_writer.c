@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1122,6 +1123,23 @@ static void test_sparse_dups_kept(void)
 
 /* ------------------------------------------------------------- threads */
 
+/* The whole domain of dense_var_nullable (20 tiles of 4 attributes, 80
+ * jobs) staged in folder "w" of stg. */
+static void stage_var_nullable_domain(json_t *c, struct tdb_io *stg)
+{
+    CHECK_EQ_INT(tdb_io_mem(stg), 0);
+    stg->ops->mkdir(stg->ctx, "w");
+    struct sfiles s = {.n = 0};
+    make_attr_files(json_object_get(c, "fields"), 12 * 14, 7, &s);
+    for (size_t k = 0; k < s.n; k++) {
+        char *p = tdb_path_join("w", s.v[k].name);
+        put(stg, p, s.v[k].data, (size_t)s.v[k].size);
+        free(p);
+    }
+    sfiles_free(&s);
+}
+
+
 /* The fragment folders fa of array a and fb of array b hold the same files
  * with the same bytes. */
 static bool same_fragment(const struct tdb_io *a, const char *fa,
@@ -1226,22 +1244,208 @@ static void test_threads_same_bytes(void)
     struct tdb_io a, b, stg;
     CHECK_EQ_INT(array_from_case("dense_var_nullable", &a), 0);
     CHECK_EQ_INT(array_from_case("dense_var_nullable", &b), 0);
-    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
-    stg.ops->mkdir(stg.ctx, "w");
-    struct sfiles s = {.n = 0};
-    make_attr_files(json_object_get(c, "fields"), 12 * 14, 7, &s);
-    for (size_t k = 0; k < s.n; k++) {
-        char *p = tdb_path_join("w", s.v[k].name);
-        put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
-        free(p);
-    }
-    sfiles_free(&s);
+    stage_var_nullable_domain(c, &stg);
     for (size_t k = 0; k < 3; k++)
         commit_both(&a, &b, &stg, "w", NULL, 20 + k, threads[k],
                     "dense_var_nullable, whole domain");
     tdb_io_free(&stg);
     tdb_io_free(&a);
     tdb_io_free(&b);
+    json_decref(c);
+}
+
+/* A view of a backend that logs its mutating calls, one line each (the
+ * call, the path, the offset, the length, a hash of the bytes). */
+struct rec {
+    const struct tdb_io *inner;
+    struct tdb_buf log;
+};
+
+static void rec_line(struct rec *r, const char *fmt, ...)
+{
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    tdb_buf_append(&r->log, line, (size_t)n);
+}
+
+static int rec_read_at(void *c, const char *path, uint64_t off, void *buf,
+                       size_t len)
+{
+    const struct tdb_io *in = ((struct rec *)c)->inner;
+    return in->ops->read_at(in->ctx, path, off, buf, len);
+}
+
+static int rec_size(void *c, const char *path, uint64_t *size)
+{
+    const struct tdb_io *in = ((struct rec *)c)->inner;
+    return in->ops->size(in->ctx, path, size);
+}
+
+static int rec_list(void *c, const char *path, tdb_io_list_fn fn, void *arg)
+{
+    const struct tdb_io *in = ((struct rec *)c)->inner;
+    return in->ops->list(in->ctx, path, fn, arg);
+}
+
+static int rec_is_dir(void *c, const char *path, bool *is_dir)
+{
+    const struct tdb_io *in = ((struct rec *)c)->inner;
+    return in->ops->is_dir(in->ctx, path, is_dir);
+}
+
+static int rec_write_at(void *c, const char *path, uint64_t off,
+                        const void *buf, size_t len)
+{
+    struct rec *r = c;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ ((const uint8_t *)buf)[i]) * 1099511628211ull;
+    rec_line(r, "write %s %llu %zu %016llx\n", path, (unsigned long long)off,
+             len, (unsigned long long)h);
+    return r->inner->ops->write_at(r->inner->ctx, path, off, buf, len);
+}
+
+static int rec_mkdir(void *c, const char *path)
+{
+    struct rec *r = c;
+    rec_line(r, "mkdir %s\n", path);
+    return r->inner->ops->mkdir(r->inner->ctx, path);
+}
+
+static int rec_rename(void *c, const char *from, const char *to)
+{
+    struct rec *r = c;
+    rec_line(r, "rename %s %s\n", from, to);
+    return r->inner->ops->rename(r->inner->ctx, from, to);
+}
+
+static int rec_remove(void *c, const char *path)
+{
+    struct rec *r = c;
+    rec_line(r, "remove %s\n", path);
+    return r->inner->ops->remove(r->inner->ctx, path);
+}
+
+static int rec_sync(void *c, const char *path)
+{
+    struct rec *r = c;
+    rec_line(r, "sync %s\n", path);
+    return r->inner->ops->sync ? r->inner->ops->sync(r->inner->ctx, path) : 0;
+}
+
+static const struct tdb_io_ops rec_ops = {
+    .read_at = rec_read_at, .size = rec_size, .list = rec_list,
+    .is_dir = rec_is_dir, .write_at = rec_write_at, .mkdir = rec_mkdir,
+    .rename = rec_rename, .remove = rec_remove, .sync = rec_sync,
+};
+
+/* The log with every occurrence of `name` replaced by "F" (a new string). */
+static char *rec_text(const struct rec *r, const char *name)
+{
+    size_t n = r->log.len, k = strlen(name);
+    char *out = malloc(n + 1), *o = out;
+    const char *p = (const char *)r->log.data, *end = p + n;
+    while (p < end) {
+        if (k && (size_t)(end - p) >= k && !memcmp(p, name, k)) {
+            *o++ = 'F';
+            p += k;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* With threads=4 the array's storage sees the very calls of threads=1, in
+ * the same order, with the same bytes; and a commit whose n-th call fails,
+ * for every n, with jobs still in flight, makes as many calls as with one
+ * thread (it stops at the failure and cleans up), returns the error (or,
+ * failing past the commit, commits) and leaves no fragment folder and no
+ * commit file. */
+static void test_threads_same_calls(void)
+{
+    json_t *c = load_case("dense_var_nullable");
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    struct tdb_io stg;
+    stage_var_nullable_domain(c, &stg);
+    char *logs[2] = {NULL, NULL};
+    static const unsigned threads[2] = {1, 4};
+    for (int i = 0; i < 2; i++) {
+        struct tdb_io arr;
+        CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
+        struct rec r = {&arr, {0}};
+        struct tdb_io io = {&rec_ops, &r};
+        char *nm = NULL;
+        struct tdb_error err = {0};
+        int rc = tdb_fragment_write_threads(&io, &stg, "w", NULL, 9, threads[i],
+                                            &nm, &err);
+        if (rc)
+            fprintf(stderr, "  %u threads: %s\n", threads[i], err.msg);
+        CHECK_EQ_INT(rc, 0);
+        logs[i] = rec_text(&r, nm ? nm : "?");
+        tdb_buf_free(&r.log);
+        free(nm);
+        tdb_io_free(&arr);
+    }
+    size_t writes = 0;
+    for (const char *p = logs[0]; (p = strstr(p, "write ")); p++)
+        writes++;
+    CHECK(writes >= 80);
+    if (strcmp(logs[0], logs[1]))
+        fprintf(stderr, "  1 thread:\n%s  4 threads:\n%s", logs[0], logs[1]);
+    CHECK(!strcmp(logs[0], logs[1]));
+    size_t calls = 0;
+    for (const char *p = logs[0]; *p; p++)
+        calls += *p == '\n';
+    free(logs[0]);
+    free(logs[1]);
+    size_t committed = 0;
+    uint64_t count1 = 0;
+    for (uint64_t n = 1; n <= 2 * calls; n++) {
+        /* odd runs: 1 thread, even: 4 threads, the same call failing */
+        unsigned th = n % 2 ? 1 : 4;
+        uint64_t at = (n + 1) / 2;
+        struct tdb_io arr, fa;
+        CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
+        struct tdb_io_fault f = {at, false, 0, 0};
+        CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
+        char *nm = NULL;
+        struct tdb_error err = {0};
+        int rc = tdb_fragment_write_threads(&fa, &stg, "w", NULL, 9, th, &nm,
+                                            &err);
+        CHECK_EQ_INT(f.failed, 1);
+        /* as many calls (the cleanup's included) as with 1 thread */
+        if (th == 1)
+            count1 = f.count;
+        else
+            CHECK_EQ_INT(f.count, count1);
+        struct tdb_names fr = {0}, cm = {0};
+        tdb_io_names(&arr, "__fragments", &fr, NULL);
+        tdb_io_names(&arr, "__commits", &cm, NULL);
+        if (rc) {
+            CHECK(nm == NULL);
+            CHECK_EQ_INT(fr.n, 0);
+            CHECK_EQ_INT(cm.n, 0);
+        } else {
+            committed++;
+            CHECK_EQ_INT(fr.n, 1);
+            CHECK_EQ_INT(cm.n, 1);
+        }
+        tdb_names_free(&fr);
+        tdb_names_free(&cm);
+        free(nm);
+        tdb_io_free(&fa);
+        tdb_io_free(&arr);
+    }
+    /* only a failure after the rename into __commits still commits */
+    CHECK(committed <= 2);
+    tdb_io_free(&stg);
     json_decref(c);
 }
 
@@ -1270,5 +1474,6 @@ int main(void)
     RUN(test_roundtrip_filters);
     RUN(test_roundtrip_encrypted);
     RUN(test_threads_same_bytes);
+    RUN(test_threads_same_calls);
     return unit_done();
 }
