@@ -343,7 +343,7 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
  * and additions as fmw_lt and fmw_sum_add on the values of the class,
  * without converting every value through fmw_load.  The min and max keep
  * the bytes of the cell they came from. */
-#define FMW_TYPED(SUF, T, LOAD, ACC, ADD, CLS)                                  \
+#define FMW_TYPED(SUF, T, LOAD, ACC, ADD)                                     \
     static void fmw_mm_##SUF(struct fmw_gen *g, uint64_t start,               \
                              uint64_t end)                                    \
     {                                                                         \
@@ -379,11 +379,9 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
     {                                                                         \
         const uint8_t *d = g->data, *val = g->validity;                       \
         bool nullable = g->f->nullable;                                       \
-        struct fmw_num acc = {0, 0, 0};                                       \
         uint64_t u = tdb_le64(g->sum);                                        \
-        acc.u = u;                                                            \
-        acc.i = (int64_t)u;                                                   \
-        memcpy(&acc.d, &u, 8);                                                \
+        ACC acc;                                                              \
+        memcpy(&acc, &u, 8);                                                  \
         for (uint64_t c = start; c < end; c++) {                              \
             if (nullable && val[c] == 0)                                      \
                 continue;                                                     \
@@ -391,54 +389,46 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             if (!ADD(&acc, v))                                                \
                 break;                                                        \
         }                                                                     \
-        tdb_st64(g->sum, fmw_num_bits(&acc, CLS));                            \
+        memcpy(&u, &acc, 8);                                                  \
+        tdb_st64(g->sum, u);                                                  \
     }
 
-/* The 8 bytes of sum `s` of class cls (fmw_sum_class). */
-static inline uint64_t fmw_num_bits(const struct fmw_num *s, int cls)
-{
-    uint64_t u;
-    if (cls == 2)
-        memcpy(&u, &s->d, 8);
-    else
-        u = cls == 1 ? s->u : (uint64_t)s->i;
-    return u;
-}
-
 /* fmw_sum_add's three classes on a running sum held in registers. */
-static inline bool fmw_add_i(struct fmw_num *s, int64_t b)
+static inline bool fmw_add_i(int64_t *s, int64_t b)
 {
-    int64_t a = s->i;
+    int64_t a = *s;
     if (a > 0 && b > 0 && a > INT64_MAX - b) {
-        s->i = INT64_MAX;
+        *s = INT64_MAX;
         return false;
     }
     if (a < 0 && b < 0 && a < INT64_MIN - b) {
-        s->i = INT64_MIN;
+        *s = INT64_MIN;
         return false;
     }
-    s->i = (int64_t)((uint64_t)a + (uint64_t)b);
+    *s = (int64_t)((uint64_t)a + (uint64_t)b);
     return true;
 }
 
-static inline bool fmw_add_u(struct fmw_num *s, uint64_t b)
+static inline bool fmw_add_u(uint64_t *s, uint64_t b)
 {
-    if (s->u > UINT64_MAX - b) {
-        s->u = UINT64_MAX;
+    if (*s > UINT64_MAX - b) {
+        *s = UINT64_MAX;
         return false;
     }
-    s->u += b;
+    *s += b;
     return true;
 }
 
-static inline bool fmw_add_d(struct fmw_num *s, double b)
+static inline bool fmw_add_d(double *s, double b)
 {
-    double a = s->d;
-    if ((a < 0.0) == (b < 0.0) && fabs(a) > DBL_MAX - fabs(b)) {
-        s->d = a < 0.0 ? -DBL_MAX : DBL_MAX;
+    double a = *s;
+    /* fmw_sum_add's test with its two halves swapped (neither has effects):
+     * the rare one first, a branch on the signs would mispredict */
+    if (fabs(a) > DBL_MAX - fabs(b) && (a < 0.0) == (b < 0.0)) {
+        *s = a < 0.0 ? -DBL_MAX : DBL_MAX;
         return false;
     }
-    s->d = a + b;
+    *s = a + b;
     return true;
 }
 
@@ -467,16 +457,16 @@ static inline double fmw_ld_f64(const uint8_t *p)
 #define FMW_LD_U32(p) (tdb_le32(p))
 #define FMW_LD_U64(p) (tdb_le64(p))
 
-FMW_TYPED(f32, float, fmw_ld_f32, double, fmw_add_d, 2)
-FMW_TYPED(f64, double, fmw_ld_f64, double, fmw_add_d, 2)
-FMW_TYPED(i8, int8_t, FMW_LD_I8, int64_t, fmw_add_i, 0)
-FMW_TYPED(i16, int16_t, FMW_LD_I16, int64_t, fmw_add_i, 0)
-FMW_TYPED(i32, int32_t, FMW_LD_I32, int64_t, fmw_add_i, 0)
-FMW_TYPED(i64, int64_t, FMW_LD_I64, int64_t, fmw_add_i, 0)
-FMW_TYPED(u8, uint8_t, FMW_LD_U8, uint64_t, fmw_add_u, 1)
-FMW_TYPED(u16, uint16_t, FMW_LD_U16, uint64_t, fmw_add_u, 1)
-FMW_TYPED(u32, uint32_t, FMW_LD_U32, uint64_t, fmw_add_u, 1)
-FMW_TYPED(u64, uint64_t, FMW_LD_U64, uint64_t, fmw_add_u, 1)
+FMW_TYPED(f32, float, fmw_ld_f32, double, fmw_add_d)
+FMW_TYPED(f64, double, fmw_ld_f64, double, fmw_add_d)
+FMW_TYPED(i8, int8_t, FMW_LD_I8, int64_t, fmw_add_i)
+FMW_TYPED(i16, int16_t, FMW_LD_I16, int64_t, fmw_add_i)
+FMW_TYPED(i32, int32_t, FMW_LD_I32, int64_t, fmw_add_i)
+FMW_TYPED(i64, int64_t, FMW_LD_I64, int64_t, fmw_add_i)
+FMW_TYPED(u8, uint8_t, FMW_LD_U8, uint64_t, fmw_add_u)
+FMW_TYPED(u16, uint16_t, FMW_LD_U16, uint64_t, fmw_add_u)
+FMW_TYPED(u32, uint32_t, FMW_LD_U32, uint64_t, fmw_add_u)
+FMW_TYPED(u64, uint64_t, FMW_LD_U64, uint64_t, fmw_add_u)
 
 /* The typed loops for f (NULL: none, use the generic ones). */
 struct fmw_typed {
