@@ -338,6 +338,196 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
     }
 }
 
+/* The numeric min/max and sum loops of fmw_slab_fixed for one value type
+ * (cell = one value, as has_mm and has_sum require): the same comparisons
+ * and additions as fmw_lt and fmw_sum_add on the values of the class,
+ * without converting every value through fmw_load.  The min and max keep
+ * the bytes of the cell they came from. */
+#define FMW_TYPED(SUF, T, LOAD, ACC, ADD)                                     \
+    static void fmw_mm_##SUF(struct fmw_gen *g, uint64_t start,               \
+                             uint64_t end)                                    \
+    {                                                                         \
+        const uint8_t *d = g->data, *val = g->validity;                       \
+        bool nullable = g->f->nullable;                                       \
+        const uint8_t *pmin = NULL, *pmax = NULL;                             \
+        T mn = LOAD(g->nmin), mx = LOAD(g->nmax);                             \
+        uint64_t nulls = 0;                                                   \
+        for (uint64_t c = start; c < end; c++) {                              \
+            if (nullable && val[c] == 0) {                                    \
+                nulls++;                                                      \
+                continue;                                                     \
+            }                                                                 \
+            const uint8_t *p = d + c * sizeof(T);                             \
+            T v = LOAD(p);                                                    \
+            if (!((ACC)mn < (ACC)v)) {                                        \
+                mn = v;                                                       \
+                pmin = p;                                                     \
+            }                                                                 \
+            if (!((ACC)v < (ACC)mx)) {                                        \
+                mx = v;                                                       \
+                pmax = p;                                                     \
+            }                                                                 \
+        }                                                                     \
+        if (pmin)                                                             \
+            memcpy(g->nmin, pmin, sizeof(T));                                 \
+        if (pmax)                                                             \
+            memcpy(g->nmax, pmax, sizeof(T));                                 \
+        g->nulls += nulls;                                                    \
+    }                                                                         \
+    static void fmw_sum_##SUF(struct fmw_gen *g, uint64_t start,              \
+                              uint64_t end)                                   \
+    {                                                                         \
+        const uint8_t *d = g->data, *val = g->validity;                       \
+        bool nullable = g->f->nullable;                                       \
+        uint64_t u = tdb_le64(g->sum);                                        \
+        ACC acc;                                                              \
+        memcpy(&acc, &u, 8);                                                  \
+        for (uint64_t c = start; c < end; c++) {                              \
+            if (nullable && val[c] == 0)                                      \
+                continue;                                                     \
+            T v = LOAD(d + c * sizeof(T));                                    \
+            if (!ADD(&acc, v))                                                \
+                break;                                                        \
+        }                                                                     \
+        memcpy(&u, &acc, 8);                                                  \
+        tdb_st64(g->sum, u);                                                  \
+    }
+
+/* fmw_sum_add's three classes on a running sum held in registers. */
+static inline bool fmw_add_i(int64_t *s, int64_t b)
+{
+    int64_t a = *s;
+    if (a > 0 && b > 0 && a > INT64_MAX - b) {
+        *s = INT64_MAX;
+        return false;
+    }
+    if (a < 0 && b < 0 && a < INT64_MIN - b) {
+        *s = INT64_MIN;
+        return false;
+    }
+    *s = (int64_t)((uint64_t)a + (uint64_t)b);
+    return true;
+}
+
+static inline bool fmw_add_u(uint64_t *s, uint64_t b)
+{
+    if (*s > UINT64_MAX - b) {
+        *s = UINT64_MAX;
+        return false;
+    }
+    *s += b;
+    return true;
+}
+
+static inline bool fmw_add_d(double *s, double b)
+{
+    double a = *s;
+    /* fmw_sum_add's test with its two halves swapped (neither has effects):
+     * the rare one first, a branch on the signs would mispredict */
+    if (fabs(a) > DBL_MAX - fabs(b) && (a < 0.0) == (b < 0.0)) {
+        *s = a < 0.0 ? -DBL_MAX : DBL_MAX;
+        return false;
+    }
+    *s = a + b;
+    return true;
+}
+
+static inline float fmw_ld_f32(const uint8_t *p)
+{
+    uint32_t u = tdb_le32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline double fmw_ld_f64(const uint8_t *p)
+{
+    uint64_t u = tdb_le64(p);
+    double f;
+    memcpy(&f, &u, 8);
+    return f;
+}
+
+#define FMW_LD_I8(p) ((int8_t)(p)[0])
+#define FMW_LD_I16(p) ((int16_t)tdb_le16(p))
+#define FMW_LD_I32(p) ((int32_t)tdb_le32(p))
+#define FMW_LD_I64(p) ((int64_t)tdb_le64(p))
+#define FMW_LD_U8(p) ((p)[0])
+#define FMW_LD_U16(p) (tdb_le16(p))
+#define FMW_LD_U32(p) (tdb_le32(p))
+#define FMW_LD_U64(p) (tdb_le64(p))
+
+FMW_TYPED(f32, float, fmw_ld_f32, double, fmw_add_d)
+FMW_TYPED(f64, double, fmw_ld_f64, double, fmw_add_d)
+FMW_TYPED(i8, int8_t, FMW_LD_I8, int64_t, fmw_add_i)
+FMW_TYPED(i16, int16_t, FMW_LD_I16, int64_t, fmw_add_i)
+FMW_TYPED(i32, int32_t, FMW_LD_I32, int64_t, fmw_add_i)
+FMW_TYPED(i64, int64_t, FMW_LD_I64, int64_t, fmw_add_i)
+FMW_TYPED(u8, uint8_t, FMW_LD_U8, uint64_t, fmw_add_u)
+FMW_TYPED(u16, uint16_t, FMW_LD_U16, uint64_t, fmw_add_u)
+FMW_TYPED(u32, uint32_t, FMW_LD_U32, uint64_t, fmw_add_u)
+FMW_TYPED(u64, uint64_t, FMW_LD_U64, uint64_t, fmw_add_u)
+
+/* The typed loops for f (NULL: none, use the generic ones). */
+struct fmw_typed {
+    void (*mm)(struct fmw_gen *, uint64_t, uint64_t);
+    void (*sum)(struct fmw_gen *, uint64_t, uint64_t);
+};
+
+static struct fmw_typed fmw_typed_of(const struct fmw_field *f)
+{
+    struct fmw_typed t = {NULL, NULL};
+    if (f->cell_size != f->vsize)
+        return t;
+#define FMW_PICK(SUF) (t = (struct fmw_typed){fmw_mm_##SUF, fmw_sum_##SUF})
+    switch (f->kind) {
+    case FMW_FLOAT:
+        if (f->vsize == 4)
+            FMW_PICK(f32);
+        else if (f->vsize == 8)
+            FMW_PICK(f64);
+        break;
+    case FMW_SIGNED:
+        switch (f->vsize) {
+        case 1: FMW_PICK(i8); break;
+        case 2: FMW_PICK(i16); break;
+        case 4: FMW_PICK(i32); break;
+        case 8: FMW_PICK(i64); break;
+        }
+        break;
+    case FMW_UNSIGNED:
+        switch (f->vsize) {
+        case 1: FMW_PICK(u8); break;
+        case 2: FMW_PICK(u16); break;
+        case 4: FMW_PICK(u32); break;
+        case 8: FMW_PICK(u64); break;
+        }
+        break;
+    default:
+        break;
+    }
+#undef FMW_PICK
+    return t;
+}
+
+static bool fmw_minmax_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
+{
+    struct fmw_typed t = fmw_typed_of(g->f);
+    if (!t.mm)
+        return false;
+    t.mm(g, start, end);
+    return true;
+}
+
+static bool fmw_sum_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
+{
+    struct fmw_typed t = fmw_typed_of(g->f);
+    if (!t.sum)
+        return false;
+    t.sum(g, start, end);
+    return true;
+}
+
 static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
 {
     const struct fmw_field *f = g->f;
@@ -383,6 +573,8 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             fmw_type_limits(f->type, g->nmin, g->nmax);
             g->num_init = true;
         }
+        if (fmw_minmax_typed(g, start, end))
+            goto sum;
         unsigned vs = f->vsize;
         for (uint64_t c = start; c < end; c++) {
             const uint8_t *v = g->data + c * cs;
@@ -400,7 +592,7 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             g->nulls += g->validity[c] == 0;
     }
 sum:
-    if (f->has_sum) {
+    if (f->has_sum && !fmw_sum_typed(g, start, end)) {
         int cls = fmw_sum_class(f->type);
         for (uint64_t c = start; c < end; c++) {
             if (f->nullable && g->validity[c] == 0)
@@ -706,7 +898,8 @@ void tdb_fmw_free(struct tdb_fmw *w)
 }
 
 /* API field number -> index in w->f (disk order). */
-static struct fmw_field *fmw_field(struct tdb_fmw *w, uint32_t field)
+static const struct fmw_field *fmw_field_c(const struct tdb_fmw *w,
+                                           uint32_t field)
 {
     const struct tdb_schema *s = w->s;
     if (field < s->nattrs)
@@ -714,6 +907,11 @@ static struct fmw_field *fmw_field(struct tdb_fmw *w, uint32_t field)
     if (field - s->nattrs < s->ndims)
         return &w->f[field + 1];
     return NULL;
+}
+
+static struct fmw_field *fmw_field(struct tdb_fmw *w, uint32_t field)
+{
+    return (struct fmw_field *)(uintptr_t)fmw_field_c(w, field);
 }
 
 static const char *fmw_field_name(const struct tdb_fmw *w, uint32_t field)
@@ -728,13 +926,13 @@ static const char *fmw_field_name(const struct tdb_fmw *w, uint32_t field)
 
 /* ------------------------------------------------------------- add tile */
 
-int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
-                     uint64_t var_off, uint64_t var_size,
-                     uint64_t validity_off, const uint8_t *data,
-                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
-                     const uint8_t *validity, struct tdb_error *err)
+int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
+                       const uint8_t *data, uint64_t size,
+                       const uint64_t *offsets, uint64_t ncells,
+                       const uint8_t *validity, struct tdb_fmw_stats *st,
+                       struct tdb_error *err)
 {
-    struct fmw_field *f = w ? fmw_field(w, field) : NULL;
+    const struct fmw_field *f = w ? fmw_field_c(w, field) : NULL;
     if (!f)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: no field %u",
                        field);
@@ -748,13 +946,13 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
         (f->var && ncells && !offsets) || (f->nullable && ncells && !validity))
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s tile "
                        "%llu: missing data, offsets or validity", name,
-                       (unsigned long long)f->ntiles);
+                       (unsigned long long)tile);
     if (!f->var) {
         uint64_t need;
         if (!tdb_mul_ok(ncells, f->cell_size, &need) || need > size)
             return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
                            "tile %llu: %llu bytes hold fewer than %llu cells",
-                           name, (unsigned long long)f->ntiles,
+                           name, (unsigned long long)tile,
                            (unsigned long long)size,
                            (unsigned long long)ncells);
     } else {
@@ -763,7 +961,7 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
                 return tdb_err(err, TDB_E_INVAL, "fragment metadata: field "
                                "%s tile %llu: offset %llu of cell %llu is "
                                "descending or past the %llu value bytes",
-                               name, (unsigned long long)f->ntiles,
+                               name, (unsigned long long)tile,
                                (unsigned long long)offsets[c],
                                (unsigned long long)c,
                                (unsigned long long)size);
@@ -782,14 +980,14 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
         int rc = fmw_dense_geometry(w, &geo, err);
         if (rc)
             return rc;
-        if (f->ntiles >= geo.tiles)
+        if (tile >= geo.tiles)
             return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s: "
                            "more than the %llu tiles of the non-empty "
                            "domain", name, (unsigned long long)geo.tiles);
         if (ncells != geo.cells_per_tile)
             return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
                            "tile %llu has %llu cells, a dense tile %llu",
-                           name, (unsigned long long)f->ntiles,
+                           name, (unsigned long long)tile,
                            (unsigned long long)ncells,
                            (unsigned long long)geo.cells_per_tile);
         if (w->sub_layout == TDB_GLOBAL_ORDER) {
@@ -798,14 +996,38 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
             else
                 fmw_slab_fixed(&g, 0, ncells);
         } else {
-            fmw_dense_slabs(w, &geo, f->ntiles, &g, f->var);
+            fmw_dense_slabs(w, &geo, tile, &g, f->var);
         }
     } else if (f->var) {
         fmw_slab_var(&g, 0, ncells);
     } else {
         fmw_slab_fixed(&g, 0, ncells);
     }
+    memset(st, 0, sizeof *st);
+    st->field = field;
+    st->tile = tile;
+    st->min = g.min;
+    st->max = g.max;
+    st->min_size = g.min_size;
+    st->max_size = g.max_size;
+    memcpy(st->nmin, g.nmin, 8);
+    memcpy(st->nmax, g.nmax, 8);
+    memcpy(st->sum, g.sum, 8);
+    st->nulls = g.nulls;
+    return 0;
+}
 
+int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
+                           uint64_t var_size, uint64_t validity_off,
+                           const struct tdb_fmw_stats *st,
+                           struct tdb_error *err)
+{
+    struct fmw_field *f = w ? fmw_field(w, st->field) : NULL;
+    if (!f || !f->stores_tiles || st->tile != f->ntiles)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s: "
+                       "tile %llu recorded out of order",
+                       w ? fmw_field_name(w, st->field) : "?",
+                       (unsigned long long)st->tile);
     int rc = fmw_push(&f->offs, off);
     if (!rc)
         rc = fmw_push(&f->var_offs, f->var ? var_off : 0);
@@ -814,20 +1036,20 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
     if (!rc)
         rc = fmw_push(&f->val_offs, f->nullable ? validity_off : 0);
     if (!rc && f->nullable)
-        rc = fmw_push(&f->nulls, g.nulls);
+        rc = fmw_push(&f->nulls, st->nulls);
     /* null counts are always kept (0 for non-nullable fields): the rule
      * that an all-null tile has no min/max needs them */
     if (!rc && !f->nullable)
         rc = fmw_push(&f->nulls, 0);
     if (!rc && f->has_md && f->has_mm) {
         if (f->var) {
-            rc = fmw_push(&f->min_sizes, g.min ? g.min_size : 0);
+            rc = fmw_push(&f->min_sizes, st->min ? st->min_size : 0);
             if (!rc)
-                rc = fmw_push(&f->max_sizes, g.max ? g.max_size : 0);
-            if (!rc && g.min)
-                rc = tdb_buf_append(&f->mins, g.min, (size_t)g.min_size);
-            if (!rc && g.max)
-                rc = tdb_buf_append(&f->maxs, g.max, (size_t)g.max_size);
+                rc = fmw_push(&f->max_sizes, st->max ? st->max_size : 0);
+            if (!rc && st->min)
+                rc = tdb_buf_append(&f->mins, st->min, (size_t)st->min_size);
+            if (!rc && st->max)
+                rc = tdb_buf_append(&f->maxs, st->max, (size_t)st->max_size);
         } else {
             uint8_t *pmin, *pmax;
             rc = tdb_buf_grow(&f->mins, (size_t)f->cell_size, &pmin);
@@ -837,23 +1059,40 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
                 memset(pmin, 0, (size_t)f->cell_size);
                 memset(pmax, 0, (size_t)f->cell_size);
                 if (f->kind == FMW_CHAR) {
-                    if (g.min)
-                        memcpy(pmin, g.min, (size_t)f->cell_size);
-                    if (g.max)
-                        memcpy(pmax, g.max, (size_t)f->cell_size);
+                    if (st->min)
+                        memcpy(pmin, st->min, (size_t)f->cell_size);
+                    if (st->max)
+                        memcpy(pmax, st->max, (size_t)f->cell_size);
                 } else {
-                    memcpy(pmin, g.nmin, f->vsize);
-                    memcpy(pmax, g.nmax, f->vsize);
+                    memcpy(pmin, st->nmin, f->vsize);
+                    memcpy(pmax, st->nmax, f->vsize);
                 }
             }
         }
     }
     if (!rc && f->has_md && f->has_sum && !f->var)
-        rc = tdb_buf_append(&f->sums, g.sum, 8);
+        rc = tdb_buf_append(&f->sums, st->sum, 8);
     if (rc)
         return tdb_err(err, TDB_E_NOMEM, "fragment metadata: out of memory");
     f->ntiles++;
     return 0;
+}
+
+int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
+                     uint64_t var_off, uint64_t var_size,
+                     uint64_t validity_off, const uint8_t *data,
+                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
+                     const uint8_t *validity, struct tdb_error *err)
+{
+    struct fmw_field *f = w ? fmw_field(w, field) : NULL;
+    if (!f)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: no field %u",
+                       field);
+    struct tdb_fmw_stats st;
+    int rc = tdb_fmw_tile_stats(w, field, f->ntiles, data, size, offsets,
+                                ncells, validity, &st, err);
+    return rc ? rc : tdb_fmw_add_tile_stats(w, off, var_off, var_size,
+                                            validity_off, &st, err);
 }
 
 int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,

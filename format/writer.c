@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -25,6 +26,7 @@
  * removal of a committed staged folder takes the marker last. */
 #define WR_MARKER "__fragment"
 #define WR_REGION_MAX (UINT64_C(1) << 48)
+#define WR_THREADS_MAX 256u            /* threads of the tile work */
 
 enum { WR_VALUES = 0, WR_OFFSETS = 1, WR_VALIDITY = 2 };
 enum { WR_OUT_FIXED = 0, WR_OUT_VAR = 1, WR_OUT_VALIDITY = 2 };
@@ -53,6 +55,16 @@ struct wr_field {
                                  * validity */
 };
 
+/* Dense: the space tiles covering the region. */
+struct wr_dense {
+    uint32_t nd;
+    uint64_t ext[TDB_MAX_DIMS];     /* tile extents (cells) */
+    uint64_t tlo[TDB_MAX_DIMS];     /* the first tile along each dim */
+    uint64_t ntl[TDB_MAX_DIMS];     /* tiles along each dim */
+    uint64_t stride[TDB_MAX_DIMS];  /* of the region's staged cells */
+    uint64_t tcells;                /* cells of a tile */
+};
+
 struct wr {
     const struct tdb_io *io, *staged;
     const char *sdir;
@@ -67,15 +79,18 @@ struct wr {
     struct tdb_error *err;
     /* dense: the region as offsets from the domain's low bounds */
     uint64_t rlo[TDB_MAX_DIMS], rhi[TDB_MAX_DIMS];
-    /* sparse: global order */
+    /* dense: the space tiles (wr_dense_write) */
+    struct wr_dense dg;
+    /* sparse: global order; cells per tile; the non-empty domain */
     uint64_t *perm;
     uint64_t *hil;
+    uint64_t cap;
+    struct tdb_range sned[TDB_MAX_DIMS];
+    unsigned threads;           /* threads of the tile work (1: none) */
     /* output */
     char name[128];
     char *fragdir;
     struct tdb_fmw *fmw;
-    struct tdb_buf enc;
-    struct tdb_buf tmp;         /* merged staged reads */
     bool dir_made;
     char *meta_path, *tmp_commit;
     bool meta_made, tmp_made;
@@ -145,13 +160,20 @@ static int wr_random(uint8_t rnd[16], struct tdb_error *err)
 }
 
 /* Reads staged bytes [off, off+len) of part p of f. */
+static int wr_sread_e(const struct wr *w, const struct wr_field *f, int p,
+                      uint64_t off, void *buf, size_t len,
+                      struct tdb_error *err)
+{
+    if (w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf, len))
+        return tdb_err(err, TDB_E_IO, "%s: cannot read %zu bytes at offset "
+                       "%llu", f->sname[p], len, (unsigned long long)off);
+    return 0;
+}
+
 static int wr_sread(struct wr *w, const struct wr_field *f, int p, uint64_t off,
                     void *buf, size_t len)
 {
-    if (w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf, len))
-        return tdb_err(w->err, TDB_E_IO, "%s: cannot read %zu bytes at offset "
-                       "%llu", f->sname[p], len, (unsigned long long)off);
-    return 0;
+    return wr_sread_e(w, f, p, off, buf, len, w->err);
 }
 
 /* One piece of a tile: `len` bytes at `from` of a staged part go to `to`. */
@@ -165,11 +187,68 @@ static int wr_piece_cmp(const void *a, const void *b)
     return x->from < y->from ? -1 : x->from > y->from;
 }
 
-/* Copies the pieces of part p of field f into out: from memory for a
- * sparse dimension, else by merged reads of the staged file. */
-static int wr_gather(struct wr *w, const struct wr_field *f, int p,
-                     struct wr_piece *pc, size_t n, uint8_t *out)
+/* Scratch memory of one thread doing tile work. */
+struct wr_scratch {
+    struct tdb_buf tmp;         /* merged staged reads */
+    struct wr_piece *pc;
+    size_t pc_cap;
+    uint64_t *src;              /* dense: the staged cell of each tile cell */
+    uint64_t src_tile;          /* the tile src is for (UINT64_MAX: none) */
+};
+
+static void wr_scratch_init(struct wr_scratch *sc)
 {
+    memset(sc, 0, sizeof *sc);
+    sc->src_tile = UINT64_MAX;
+}
+
+static void wr_scratch_free(struct wr_scratch *sc)
+{
+    tdb_buf_free(&sc->tmp);
+    free(sc->pc);
+    free(sc->src);
+    wr_scratch_init(sc);
+}
+
+/* Room for n pieces in sc->pc. */
+static int wr_pieces(struct wr_scratch *sc, uint64_t n, struct tdb_error *err)
+{
+    if (n <= sc->pc_cap)
+        return 0;
+    size_t cap = sc->pc_cap ? sc->pc_cap : 256;
+    while (cap < n)
+        cap *= 2;
+    struct wr_piece *pc = realloc(sc->pc, cap * sizeof *pc);
+    if (!pc)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    sc->pc = pc;
+    sc->pc_cap = cap;
+    return 0;
+}
+
+/* Appends piece (from, len, to) to the np pieces of sc, merged into the
+ * last one when it continues it in the staged file and in the tile. */
+static void wr_piece_add(struct wr_scratch *sc, size_t *np, uint64_t from,
+                         uint64_t len, uint64_t to)
+{
+    if (*np) {
+        struct wr_piece *l = &sc->pc[*np - 1];
+        if (l->from + l->len == from && l->to + l->len == to) {
+            l->len += len;
+            return;
+        }
+    }
+    sc->pc[(*np)++] = (struct wr_piece){from, len, to};
+}
+
+/* Copies the pieces of part p of field f into out: from memory for a
+ * sparse dimension, else by merged reads of the staged file (a read of a
+ * single piece goes straight to out). */
+static int wr_gather(const struct wr *w, struct wr_scratch *sc,
+                     const struct wr_field *f, int p, size_t n, uint8_t *out,
+                     struct tdb_error *err)
+{
+    struct wr_piece *pc = sc->pc;
     if (f->mem[p]) {
         for (size_t i = 0; i < n; i++)
             if (pc[i].len)
@@ -200,15 +279,23 @@ static int wr_gather(struct wr *w, const struct wr_field *f, int p,
             end = e;
         }
         size_t len = (size_t)(end - start);
-        tdb_buf_reset(&w->tmp);
-        if (tdb_buf_reserve(&w->tmp, len))
-            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-        int r = wr_sread(w, f, p, start, w->tmp.data, len);
+        int r;
+        if (j == i + 1) {
+            r = wr_sread_e(w, f, p, start, out + pc[i].to, len, err);
+            if (r)
+                return r;
+            i = j;
+            continue;
+        }
+        tdb_buf_reset(&sc->tmp);
+        if (tdb_buf_reserve(&sc->tmp, len))
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
+        r = wr_sread_e(w, f, p, start, sc->tmp.data, len, err);
         if (r)
             return r;
         for (size_t k = i; k < j; k++)
             if (pc[k].len)
-                memcpy(out + pc[k].to, w->tmp.data + (pc[k].from - start),
+                memcpy(out + pc[k].to, sc->tmp.data + (pc[k].from - start),
                        (size_t)pc[k].len);
         i = j;
     }
@@ -845,6 +932,53 @@ static int wr_sparse_prepare(struct wr *w)
 
 /* ---------------------------------------------------------------- output */
 
+/* The tile work (staged reads, tile metadata, filters) of one tile of one
+ * field is a job; jobs run on the pool's threads (or in the calling thread
+ * when there is none) and the calling thread appends their filtered tiles
+ * to the fragment's files and records their metadata strictly in job
+ * order, tile by tile and field by field: the same write calls, in the
+ * same order, with the same bytes, as one thread doing it all. */
+
+/* A filtered tile for output file o. */
+struct wr_out {
+    int o;
+    struct tdb_buf b;
+};
+
+enum { WR_JOB_FREE, WR_JOB_QUEUED, WR_JOB_DONE };
+
+struct wr_job {
+    uint64_t t;                 /* tile */
+    uint32_t fi;                /* field (index in w->f) */
+    const uint64_t *src;        /* sparse: the tile's cells; dense: NULL */
+    uint64_t m;                 /* cells of the tile */
+    /* results: the tiles to append, in order, then rc (and err) */
+    struct wr_out out[3];
+    unsigned nout;
+    uint8_t *data, *valid;      /* the tile's contents (st points in) */
+    uint64_t *rel;
+    uint64_t size;
+    struct tdb_fmw_stats st;
+    int rc;
+    struct tdb_error err;
+    int state;
+};
+
+static void wr_job_clear(struct wr_job *job)
+{
+    free(job->data);
+    free(job->valid);
+    free(job->rel);
+    job->data = job->valid = NULL;
+    job->rel = NULL;
+}
+
+static void wr_job_free(struct wr_job *job)
+{
+    wr_job_clear(job);
+    for (int k = 0; k < 3; k++)
+        tdb_buf_free(&job->out[k].b);
+}
 
 /* Appends n bytes to output file o of f; *at receives where they start. */
 static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
@@ -864,16 +998,17 @@ static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
     return 0;
 }
 
-/* Filters `size` bytes into one tile appended to output file o of f. */
-static int wr_emit(struct wr *w, struct wr_field *f, int o,
+/* The next output of job: `size` bytes filtered into a tile for output
+ * file o of its field. */
+static int wr_emit(const struct wr *w, struct wr_job *job, int o,
                    const struct tdb_pipeline *p, unsigned type, uint64_t cs,
                    bool is_var, const uint8_t *data, size_t size,
-                   const uint64_t *offs, uint64_t noffs, uint64_t t,
-                   uint64_t *at)
+                   const uint64_t *offs, uint64_t noffs)
 {
+    const struct wr_field *f = &w->f[job->fi];
     char what[512];
     snprintf(what, sizeof what, "%s/%s: tile %llu", w->fragdir, f->out[o],
-             (unsigned long long)t);
+             (unsigned long long)job->t);
     struct tdb_tile_desc d = {
         .datatype = type,
         .cell_size = cs,
@@ -882,84 +1017,169 @@ static int wr_emit(struct wr *w, struct wr_field *f, int o,
         .key = w->key,
         .what = what,
     };
-    tdb_buf_reset(&w->enc);
-    int r = tdb_pipeline_encode(p, &d, data, size, offs, noffs, &w->enc, w->err);
+    struct wr_out *out = &job->out[job->nout];
+    tdb_buf_reset(&out->b);
+    int r = tdb_pipeline_encode(p, &d, data, size, offs, noffs, &out->b,
+                                &job->err);
     if (r)
         return r;
-    return wr_append(w, f, o, w->enc.data, w->enc.len, at);
-}
-
-/* The validity tile of f: one byte per tile cell, 0 where not written. */
-static int wr_validity_tile(struct wr *w, struct wr_field *f, const uint64_t *src,
-                            uint64_t m, uint64_t t, struct wr_piece *pc,
-                            uint8_t **out, uint64_t *at)
-{
-    uint8_t *v = calloc((size_t)m ? (size_t)m : 1, 1);
-    if (!v)
-        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-    size_t np = 0;
-    for (uint64_t k = 0; k < m; k++)
-        if (src[k] != WR_NONE)
-            pc[np++] = (struct wr_piece){src[k], 1, k};
-    int r = wr_gather(w, f, WR_VALIDITY, pc, np, v);
-    if (!r)
-        r = wr_emit(w, f, WR_OUT_VALIDITY, &w->s->validity_filters, TDB_UINT8, 1,
-                    false, v, (size_t)m, NULL, 0, t, at);
-    if (r) {
-        free(v);
-        return r;
-    }
-    *out = v;
+    out->o = o;
+    job->nout++;
     return 0;
 }
 
-/* Tile t of field f: cell k of the tile is staged cell src[k] (WR_NONE:
- * not written: zero bytes, one zero value when var-sized, validity 0). */
-static int wr_field_tile(struct wr *w, struct wr_field *f, const uint64_t *src,
-                         uint64_t m, uint64_t t, struct wr_piece *pc)
+/* The validity tile of the job's field: one byte per tile cell, 0 where
+ * not written. */
+static int wr_validity_tile(const struct wr *w, struct wr_scratch *sc,
+                            struct wr_job *job, const uint64_t *src)
 {
-    uint8_t *data = NULL, *valid = NULL, *ob = NULL;
-    uint64_t *rel = NULL;
-    uint64_t at = 0, vat = 0, valat = 0, size = 0;
+    const struct wr_field *f = &w->f[job->fi];
+    uint64_t m = job->m;
+    uint8_t *v = calloc((size_t)m ? (size_t)m : 1, 1);
+    if (!v)
+        return tdb_err(&job->err, TDB_E_NOMEM, "out of memory");
+    job->valid = v;
+    int r = wr_pieces(sc, m, &job->err);
+    if (r)
+        return r;
+    size_t np = 0;
+    for (uint64_t k = 0, e; k < m; k = e) {
+        e = k + 1;
+        if (src[k] == WR_NONE)
+            continue;
+        while (e < m && src[e] == src[e - 1] + 1)
+            e++;
+        wr_piece_add(sc, &np, src[k], e - k, k);
+    }
+    r = wr_gather(w, sc, f, WR_VALIDITY, np, v, &job->err);
+    if (!r)
+        r = wr_emit(w, job, WR_OUT_VALIDITY, &w->s->validity_filters,
+                    TDB_UINT8, 1, false, v, (size_t)m, NULL, 0);
+    return r;
+}
+
+/* Dense: the staged cell of each cell of space tile t (WR_NONE: outside
+ * the region), in the tile's cell order. */
+static void wr_dense_src(const struct wr *w, uint64_t t, uint64_t *src)
+{
+    const struct wr_dense *g = &w->dg;
+    uint32_t nd = g->nd;
+    bool tcol = w->s->tile_order == TDB_COL_MAJOR;
+    bool ccol = w->s->cell_order == TDB_COL_MAJOR;
+    uint64_t tc[TDB_MAX_DIMS] = {0}, rest = t;
+    for (uint32_t k = 0; k < nd; k++) {
+        uint32_t d = tcol ? k : nd - 1 - k;
+        tc[d] = g->tlo[d] + rest % g->ntl[d];
+        rest /= g->ntl[d];
+    }
+    /* dk[0] varies fastest in the cell order; cnt[k] counts along dk[k] */
+    uint32_t dk[TDB_MAX_DIMS] = {0};
+    uint64_t cnt[TDB_MAX_DIMS];
+    for (uint32_t k = 0; k < nd; k++) {
+        dk[k] = ccol ? k : nd - 1 - k;
+        cnt[k] = 0;
+    }
+    uint32_t d0 = dk[0];
+    uint64_t o0 = tc[d0] * g->ext[d0], c = 0;
+    for (;;) {
+        bool in = true;
+        uint64_t base = 0;
+        for (uint32_t k = 1; k < nd; k++) {
+            uint32_t d = dk[k];
+            uint64_t o = tc[d] * g->ext[d] + cnt[k];
+            if (o < w->rlo[d] || o > w->rhi[d])
+                in = false;
+            else
+                base += (o - w->rlo[d]) * g->stride[d];
+        }
+        /* the cells [jlo, jhi) of this row are in the region */
+        uint64_t e = g->ext[d0], jlo = e, jhi = e;
+        if (in && o0 + e - 1 >= w->rlo[d0] && o0 <= w->rhi[d0]) {
+            jlo = w->rlo[d0] > o0 ? w->rlo[d0] - o0 : 0;
+            jhi = w->rhi[d0] - o0 + 1 < e ? w->rhi[d0] - o0 + 1 : e;
+        }
+        uint64_t j = 0;
+        for (; j < jlo; j++)
+            src[c++] = WR_NONE;
+        uint64_t v = base + (o0 + j - w->rlo[d0]) * g->stride[d0];
+        for (; j < jhi; j++, v += g->stride[d0])
+            src[c++] = v;
+        for (; j < e; j++)
+            src[c++] = WR_NONE;
+        uint32_t k = 1;
+        while (k < nd && ++cnt[k] == g->ext[dk[k]])
+            cnt[k++] = 0;
+        if (k >= nd)
+            break;
+    }
+}
+
+/* The job's tile of its field: cell k of the tile is staged cell src[k]
+ * (WR_NONE: not written: zero bytes, one zero value when var-sized,
+ * validity 0); its filtered tiles and metadata. */
+static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
+                       struct wr_job *job)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    struct tdb_error *err = &job->err;
+    const uint64_t *src = job->src;
+    uint64_t m = job->m, size = 0;
+    if (!src) {
+        if (sc->src_tile != job->t) {
+            if (!sc->src && !(sc->src = malloc((size_t)w->dg.tcells *
+                                               sizeof *sc->src)))
+                return tdb_err(err, TDB_E_NOMEM, "out of memory");
+            wr_dense_src(w, job->t, sc->src);
+            sc->src_tile = job->t;
+        }
+        src = sc->src;
+    }
     int r = 0;
     if (!f->var) {
         if (!tdb_mul_ok(m, f->cell_size, &size) || size > TDB_MAX_TILE_BYTES)
-            return tdb_err(w->err, TDB_E_UNSUPPORTED, "%s: tiles of %llu cells "
+            return tdb_err(err, TDB_E_UNSUPPORTED, "%s: tiles of %llu cells "
                            "of %llu bytes are too large", f->out[0],
                            (unsigned long long)m,
                            (unsigned long long)f->cell_size);
-        if (!(data = calloc((size_t)size ? (size_t)size : 1, 1)))
-            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+        if (!(job->data = calloc((size_t)size ? (size_t)size : 1, 1)))
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
+        if ((r = wr_pieces(sc, m, err)))
+            return r;
         size_t np = 0;
-        for (uint64_t k = 0; k < m; k++)
-            if (src[k] != WR_NONE)
-                pc[np++] = (struct wr_piece){src[k] * f->cell_size,
-                                             f->cell_size, k * f->cell_size};
-        r = wr_gather(w, f, WR_VALUES, pc, np, data);
+        uint64_t cs = f->cell_size;
+        for (uint64_t k = 0, e; k < m; k = e) {
+            e = k + 1;
+            if (src[k] == WR_NONE)
+                continue;
+            while (e < m && src[e] == src[e - 1] + 1)
+                e++;
+            wr_piece_add(sc, &np, src[k] * cs, (e - k) * cs, k * cs);
+        }
+        r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
         if (!r)
-            r = wr_emit(w, f, WR_OUT_FIXED, f->filters, f->type, f->cell_size,
-                        false, data, (size_t)size, NULL, 0, t, &at);
+            r = wr_emit(w, job, WR_OUT_FIXED, f->filters, f->type,
+                        f->cell_size, false, job->data, (size_t)size, NULL, 0);
     } else {
         /* start and end of each cell's value */
         uint8_t *se = malloc((size_t)m * 16 + 1);
-        rel = malloc((size_t)m * sizeof *rel + 1);
-        ob = malloc((size_t)m * 8 + 1);
-        if (!se || !rel || !ob) {
+        uint64_t *rel = job->rel = malloc((size_t)m * sizeof *rel + 1);
+        uint8_t *ob = malloc((size_t)m * 8 + 1);
+        if (!se || !rel || !ob || wr_pieces(sc, 2 * m, err)) {
             free(se);
-            r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-            goto out;
+            free(ob);
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
         }
         size_t np = 0;
         for (uint64_t k = 0; k < m; k++) {
             if (src[k] == WR_NONE)
                 continue;
-            pc[np++] = (struct wr_piece){src[k] * 8, 8, 16 * k};
+            wr_piece_add(sc, &np, src[k] * 8, 8, 16 * k);
             if (src[k] + 1 < w->ncells)
-                pc[np++] = (struct wr_piece){(src[k] + 1) * 8, 8, 16 * k + 8};
+                wr_piece_add(sc, &np, (src[k] + 1) * 8, 8, 16 * k + 8);
             else
                 tdb_st64(se + 16 * k + 8, f->ssize[WR_VALUES]);
         }
-        r = wr_gather(w, f, WR_OFFSETS, pc, np, se);
+        r = wr_gather(w, sc, f, WR_OFFSETS, np, se, err);
         np = 0;
         for (uint64_t k = 0; k < m && !r; k++) {
             uint64_t len = f->vsize;
@@ -968,127 +1188,98 @@ static int wr_field_tile(struct wr *w, struct wr_field *f, const uint64_t *src,
                 uint64_t st = tdb_le64(se + 16 * k), en = tdb_le64(se + 16 * k + 8);
                 len = en - st;
                 if (len)
-                    pc[np++] = (struct wr_piece){st, len, size};
+                    wr_piece_add(sc, &np, st, len, size);
             }
             tdb_st64(ob + 8 * k, size);
             if (!tdb_add_ok(size, len, &size) || size > TDB_MAX_TILE_BYTES)
-                r = tdb_err(w->err, TDB_E_UNSUPPORTED, "%s: tile %llu is larger "
+                r = tdb_err(err, TDB_E_UNSUPPORTED, "%s: tile %llu is larger "
                             "than %llu bytes", f->out[WR_OUT_VAR],
-                            (unsigned long long)t,
+                            (unsigned long long)job->t,
                             (unsigned long long)TDB_MAX_TILE_BYTES);
         }
         free(se);
-        if (r)
-            goto out;
-        if (!(data = calloc((size_t)size ? (size_t)size : 1, 1))) {
-            r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-            goto out;
-        }
-        r = wr_gather(w, f, WR_VALUES, pc, np, data);
+        if (!r && !(job->data = calloc((size_t)size ? (size_t)size : 1, 1)))
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        if (!r)
+            r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
         if (!r && f->skip_offsets) {
             /* the filter stores the offsets: an empty tile (no chunks) */
-            uint8_t zero[8] = {0};
-            r = wr_append(w, f, WR_OUT_FIXED, zero, 8, &at);
+            static const uint8_t zero[8] = {0};
+            struct wr_out *out = &job->out[job->nout];
+            tdb_buf_reset(&out->b);
+            if (tdb_buf_append(&out->b, zero, 8)) {
+                r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+            } else {
+                out->o = WR_OUT_FIXED;
+                job->nout++;
+            }
         } else if (!r) {
-            r = wr_emit(w, f, WR_OUT_FIXED, &w->s->offsets_filters, TDB_UINT64,
-                        8, false, ob, (size_t)m * 8, NULL, 0, t, &at);
+            r = wr_emit(w, job, WR_OUT_FIXED, &w->s->offsets_filters,
+                        TDB_UINT64, 8, false, ob, (size_t)m * 8, NULL, 0);
         }
+        free(ob);
         if (!r)
-            r = wr_emit(w, f, WR_OUT_VAR, f->filters, f->type, f->vsize, true,
-                        data, (size_t)size, rel, m, t, &vat);
+            r = wr_emit(w, job, WR_OUT_VAR, f->filters, f->type, f->vsize,
+                        true, job->data, (size_t)size, rel, m);
     }
     if (!r && f->nullable)
-        r = wr_validity_tile(w, f, src, m, t, pc, &valid, &valat);
+        r = wr_validity_tile(w, sc, job, src);
+    job->size = size;
     if (!r)
-        r = tdb_fmw_add_tile(w->fmw, f->fid, at, f->var ? vat : 0,
-                             f->var ? size : 0, valat, data, size, rel, m, valid,
-                             w->err);
-out:
-    free(data);
-    free(valid);
-    free(rel);
-    free(ob);
+        r = tdb_fmw_tile_stats(w->fmw, f->fid, job->t, job->data, size,
+                               job->rel, m, job->valid, &job->st, err);
     return r;
 }
 
-static int wr_tile(struct wr *w, const uint64_t *src, uint64_t m, uint64_t t,
-                   struct wr_piece *pc)
+static void wr_job_run(const struct wr *w, struct wr_scratch *sc,
+                       struct wr_job *job)
 {
+    job->nout = 0;
+    job->rc = 0;
+    memset(&job->err, 0, sizeof job->err);
+    job->rc = wr_job_work(w, sc, job);
+}
+
+/* Appends the job's filtered tiles, then (done) records its metadata. */
+static int wr_job_record(struct wr *w, struct wr_job *job)
+{
+    struct wr_field *f = &w->f[job->fi];
+    uint64_t at[3] = {0, 0, 0};
     int r = 0;
-    for (uint32_t i = 0; i < w->nf && !r; i++)
-        r = wr_field_tile(w, &w->f[i], src, m, t, pc);
+    for (unsigned k = 0; k < job->nout && !r; k++)
+        r = wr_append(w, f, job->out[k].o, job->out[k].b.data,
+                      job->out[k].b.len, &at[job->out[k].o]);
+    if (!r && job->rc) {
+        r = job->rc;
+        if (w->err)
+            *w->err = job->err;
+    }
+    if (!r)
+        r = tdb_fmw_add_tile_stats(w->fmw, at[WR_OUT_FIXED],
+                                   f->var ? at[WR_OUT_VAR] : 0,
+                                   f->var ? job->size : 0,
+                                   at[WR_OUT_VALIDITY], &job->st, w->err);
+    wr_job_clear(job);
     return r;
 }
 
-/* Dense: the space tiles covering the region in tile order, the cells of
- * each in cell order. */
-static int wr_dense_write(struct wr *w)
+/* Job number s: tile s / nf, field s % nf. */
+static void wr_job_init(const struct wr *w, struct wr_job *job, uint64_t s)
 {
-    const struct tdb_schema *s = w->s;
-    uint32_t nd = s->ndims;
-    uint64_t ext[TDB_MAX_DIMS], tlo[TDB_MAX_DIMS], ntl[TDB_MAX_DIMS];
-    uint64_t stride[TDB_MAX_DIMS];
-    uint64_t ntiles = 1, tcells = 1;
-    for (uint32_t d = 0; d < nd; d++) {
-        ext[d] = tdb_dim_tile_span(&s->dims[d]);
-        if (!ext[d] || ext[d] == UINT64_MAX)
-            return tdb_err(w->err, TDB_E_UNSUPPORTED, "dimension '%s': no "
-                           "usable tile extent", s->dims[d].name);
-        tlo[d] = w->rlo[d] / ext[d];
-        ntl[d] = w->rhi[d] / ext[d] - tlo[d] + 1;
-        if (!tdb_mul_ok(ntiles, ntl[d], &ntiles) ||
-            !tdb_mul_ok(tcells, ext[d], &tcells) || tcells > TDB_MAX_COUNT)
-            return tdb_err(w->err, TDB_E_UNSUPPORTED, "space tiles of more than "
-                           "%llu cells", (unsigned long long)TDB_MAX_COUNT);
+    job->t = s / w->nf;
+    job->fi = (uint32_t)(s % w->nf);
+    if (w->dense) {
+        job->src = NULL;
+        job->m = w->dg.tcells;
+    } else {
+        uint64_t first = job->t * w->cap, n = w->ncells;
+        job->src = w->perm + first;
+        job->m = n - first < w->cap ? n - first : w->cap;
     }
-    stride[nd - 1] = 1;
-    for (uint32_t d = nd - 1; d-- > 0;)
-        stride[d] = stride[d + 1] * (w->rhi[d + 1] - w->rlo[d + 1] + 1);
-    /* the non-empty domain is the region; the builder needs it first */
-    struct tdb_range ned[TDB_MAX_DIMS];
-    memset(ned, 0, sizeof ned);
-    for (uint32_t d = 0; d < nd; d++) {
-        tdb_dim_value(&s->dims[d], w->rlo[d], ned[d].lo);
-        tdb_dim_value(&s->dims[d], w->rhi[d], ned[d].hi);
-    }
-    int r = tdb_fmw_set_ned(w->fmw, ned, w->err);
-    if (r)
-        return r;
-    uint64_t *src = malloc((size_t)tcells * sizeof *src);
-    struct wr_piece *pc = malloc((size_t)tcells * 2 * sizeof *pc);
-    if (!src || !pc)
-        r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-    bool tcol = s->tile_order == TDB_COL_MAJOR;
-    bool ccol = s->cell_order == TDB_COL_MAJOR;
-    for (uint64_t t = 0; t < ntiles && !r; t++) {
-        uint64_t tc[TDB_MAX_DIMS], rest = t;
-        for (uint32_t k = 0; k < nd; k++) {
-            uint32_t d = tcol ? k : nd - 1 - k;
-            tc[d] = tlo[d] + rest % ntl[d];
-            rest /= ntl[d];
-        }
-        for (uint64_t c = 0; c < tcells; c++) {
-            uint64_t idx = 0, cr = c;
-            bool in = true;
-            for (uint32_t k = 0; k < nd; k++) {
-                uint32_t d = ccol ? k : nd - 1 - k;
-                uint64_t o = tc[d] * ext[d] + cr % ext[d];
-                cr /= ext[d];
-                if (o < w->rlo[d] || o > w->rhi[d])
-                    in = false;
-                else
-                    idx += (o - w->rlo[d]) * stride[d];
-            }
-            src[c] = in ? idx : WR_NONE;
-        }
-        r = wr_tile(w, src, tcells, t, pc);
-    }
-    free(src);
-    free(pc);
-    return r;
 }
 
-/* Grows range r to hold coordinate j of co. */
+/* Sparse: after the last field of tile t, its MBR (and the non-empty
+ * domain so far). */
 static void wr_range_grow(const struct wr *w, struct tdb_range *r, uint32_t j,
                           const struct tdb_coords *co, bool first)
 {
@@ -1112,41 +1303,224 @@ static void wr_range_grow(const struct wr *w, struct tdb_range *r, uint32_t j,
         memcpy(r->hi, v, (size_t)n);
 }
 
+static int wr_sparse_mbr(struct wr *w, uint64_t t)
+{
+    uint32_t nd = w->s->ndims;
+    uint64_t first = t * w->cap, n = w->ncells;
+    uint64_t m = n - first < w->cap ? n - first : w->cap;
+    struct tdb_range mbr[TDB_MAX_DIMS];
+    memset(mbr, 0, sizeof mbr);
+    for (uint64_t k = 0; k < m; k++) {
+        struct tdb_coords co;
+        wr_coords(w, w->perm[first + k], &co);
+        for (uint32_t j = 0; j < nd; j++) {
+            wr_range_grow(w, &mbr[j], j, &co, k == 0);
+            wr_range_grow(w, &w->sned[j], j, &co, t == 0 && k == 0);
+        }
+    }
+    return tdb_fmw_add_mbr(w->fmw, mbr, w->err);
+}
+
+/* Records job s (and after a sparse tile's last field, its MBR). */
+static int wr_job_done(struct wr *w, struct wr_job *job)
+{
+    int r = wr_job_record(w, job);
+    if (!r && !w->dense && job->fi == w->nf - 1)
+        r = wr_sparse_mbr(w, job->t);
+    return r;
+}
+
+/* The pool: workers take queued jobs in order; the calling thread queues
+ * up to q jobs ahead of the one it writes next. */
+struct wr_pool {
+    const struct wr *w;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    struct wr_job *jobs;
+    unsigned q;
+    uint64_t queued, taken;     /* jobs [0, queued) queued; taken: next */
+    bool stop;
+};
+
+struct wr_worker {
+    struct wr_pool *p;
+    struct wr_scratch sc;
+    pthread_t th;
+};
+
+static void *wr_worker_main(void *arg)
+{
+    struct wr_worker *k = arg;
+    struct wr_pool *p = k->p;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->taken == p->queued)
+            pthread_cond_wait(&p->work, &p->mu);
+        if (p->stop)
+            break;
+        struct wr_job *job = &p->jobs[p->taken++ % p->q];
+        pthread_mutex_unlock(&p->mu);
+        wr_job_run(p->w, &k->sc, job);
+        pthread_mutex_lock(&p->mu);
+        job->state = WR_JOB_DONE;
+        pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* All the jobs in the calling thread. */
+static int wr_jobs_serial(struct wr *w, uint64_t total)
+{
+    struct wr_scratch sc;
+    struct wr_job job;
+    wr_scratch_init(&sc);
+    memset(&job, 0, sizeof job);
+    int r = 0;
+    for (uint64_t s = 0; s < total && !r; s++) {
+        wr_job_init(w, &job, s);
+        wr_job_run(w, &sc, &job);
+        r = wr_job_done(w, &job);
+    }
+    wr_job_free(&job);
+    wr_scratch_free(&sc);
+    return r;
+}
+
+/* The jobs on nth threads; false in *ran when none could start. */
+static int wr_jobs_pool(struct wr *w, uint64_t total, unsigned nth, bool *ran)
+{
+    struct wr_pool p;
+    memset(&p, 0, sizeof p);
+    p.w = w;
+    p.q = 2 * nth;
+    p.jobs = calloc(p.q, sizeof *p.jobs);
+    struct wr_worker *k = calloc(nth, sizeof *k);
+    *ran = false;
+    if (!p.jobs || !k) {
+        free(p.jobs);
+        free(k);
+        return 0;
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.work, NULL);
+    pthread_cond_init(&p.done, NULL);
+    unsigned started = 0;
+    for (; started < nth; started++) {
+        k[started].p = &p;
+        wr_scratch_init(&k[started].sc);
+        if (pthread_create(&k[started].th, NULL, wr_worker_main, &k[started]))
+            break;
+    }
+    int r = 0;
+    if (started) {
+        *ran = true;
+        for (uint64_t s = 0; s < total && !r; s++) {
+            struct wr_job *job = &p.jobs[s % p.q];
+            pthread_mutex_lock(&p.mu);
+            bool more = false;
+            while (p.queued < total && p.queued - s < p.q) {
+                struct wr_job *nj = &p.jobs[p.queued % p.q];
+                wr_job_init(w, nj, p.queued);
+                nj->state = WR_JOB_QUEUED;
+                p.queued++;
+                more = true;
+            }
+            if (more)
+                pthread_cond_broadcast(&p.work);
+            while (job->state != WR_JOB_DONE)
+                pthread_cond_wait(&p.done, &p.mu);
+            pthread_mutex_unlock(&p.mu);
+            r = wr_job_done(w, job);
+            job->state = WR_JOB_FREE;
+        }
+    }
+    pthread_mutex_lock(&p.mu);
+    p.stop = true;
+    pthread_cond_broadcast(&p.work);
+    pthread_mutex_unlock(&p.mu);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(k[i].th, NULL);
+    for (unsigned i = 0; i < nth; i++)
+        wr_scratch_free(&k[i].sc);
+    for (unsigned i = 0; i < p.q; i++)
+        wr_job_free(&p.jobs[i]);
+    pthread_cond_destroy(&p.done);
+    pthread_cond_destroy(&p.work);
+    pthread_mutex_destroy(&p.mu);
+    free(p.jobs);
+    free(k);
+    return r;
+}
+
+/* The tiles' jobs: ntiles tiles of every field. */
+static int wr_jobs(struct wr *w, uint64_t ntiles)
+{
+    uint64_t total;
+    if (!tdb_mul_ok(ntiles, w->nf, &total))
+        return tdb_err(w->err, TDB_E_UNSUPPORTED, "%llu tiles of %u fields",
+                       (unsigned long long)ntiles, w->nf);
+    unsigned nth = w->threads;
+    if (nth > total)
+        nth = (unsigned)total;
+    if (nth > 1) {
+        bool ran;
+        int r = wr_jobs_pool(w, total, nth, &ran);
+        if (ran)
+            return r;
+    }
+    return wr_jobs_serial(w, total);
+}
+
+/* Dense: the space tiles covering the region in tile order, the cells of
+ * each in cell order. */
+static int wr_dense_write(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
+    struct wr_dense *g = &w->dg;
+    uint32_t nd = g->nd = s->ndims;
+    uint64_t ntiles = 1;
+    g->tcells = 1;
+    for (uint32_t d = 0; d < nd; d++) {
+        g->ext[d] = tdb_dim_tile_span(&s->dims[d]);
+        if (!g->ext[d] || g->ext[d] == UINT64_MAX)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "dimension '%s': no "
+                           "usable tile extent", s->dims[d].name);
+        g->tlo[d] = w->rlo[d] / g->ext[d];
+        g->ntl[d] = w->rhi[d] / g->ext[d] - g->tlo[d] + 1;
+        if (!tdb_mul_ok(ntiles, g->ntl[d], &ntiles) ||
+            !tdb_mul_ok(g->tcells, g->ext[d], &g->tcells) ||
+            g->tcells > TDB_MAX_COUNT)
+            return tdb_err(w->err, TDB_E_UNSUPPORTED, "space tiles of more than "
+                           "%llu cells", (unsigned long long)TDB_MAX_COUNT);
+    }
+    g->stride[nd - 1] = 1;
+    for (uint32_t d = nd - 1; d-- > 0;)
+        g->stride[d] = g->stride[d + 1] * (w->rhi[d + 1] - w->rlo[d + 1] + 1);
+    /* the non-empty domain is the region; the builder needs it first */
+    struct tdb_range ned[TDB_MAX_DIMS];
+    memset(ned, 0, sizeof ned);
+    for (uint32_t d = 0; d < nd; d++) {
+        tdb_dim_value(&s->dims[d], w->rlo[d], ned[d].lo);
+        tdb_dim_value(&s->dims[d], w->rhi[d], ned[d].hi);
+    }
+    int r = tdb_fmw_set_ned(w->fmw, ned, w->err);
+    return r ? r : wr_jobs(w, ntiles);
+}
+
 /* Sparse: tiles of `capacity` cells in global order, an MBR per tile. */
 static int wr_sparse_write(struct wr *w)
 {
-    const struct tdb_schema *s = w->s;
-    uint32_t nd = s->ndims;
-    uint64_t cap = s->capacity ? s->capacity : 1;
+    uint64_t cap = w->s->capacity ? w->s->capacity : 1;
     if (cap > TDB_MAX_COUNT)
         cap = TDB_MAX_COUNT;
+    w->cap = cap;
     uint64_t n = w->ncells;
     uint64_t ntiles = n / cap + (n % cap != 0);
-    uint64_t per = n < cap ? n : cap;
-    struct wr_piece *pc = malloc((size_t)per * 2 * sizeof *pc);
-    if (!pc)
-        return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     tdb_fmw_set_sparse_tiles(w->fmw, ntiles, n - (ntiles - 1) * cap);
-    struct tdb_range ned[TDB_MAX_DIMS], mbr[TDB_MAX_DIMS];
-    memset(ned, 0, sizeof ned);
-    int r = 0;
-    for (uint64_t t = 0; t < ntiles && !r; t++) {
-        uint64_t first = t * cap, m = n - first < cap ? n - first : cap;
-        memset(mbr, 0, sizeof mbr);
-        for (uint64_t k = 0; k < m; k++) {
-            struct tdb_coords co;
-            wr_coords(w, w->perm[first + k], &co);
-            for (uint32_t j = 0; j < nd; j++) {
-                wr_range_grow(w, &mbr[j], j, &co, k == 0);
-                wr_range_grow(w, &ned[j], j, &co, t == 0 && k == 0);
-            }
-        }
-        r = wr_tile(w, w->perm + first, m, t, pc);
-        if (!r)
-            r = tdb_fmw_add_mbr(w->fmw, mbr, w->err);
-    }
-    free(pc);
-    return r ? r : tdb_fmw_set_ned(w->fmw, ned, w->err);
+    memset(w->sned, 0, sizeof w->sned);
+    int r = wr_jobs(w, ntiles);
+    return r ? r : tdb_fmw_set_ned(w->fmw, w->sned, w->err);
 }
 
 /* --------------------------------------------------------------- commit */
@@ -1439,6 +1813,16 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
                        uint64_t timestamp_ms, char **name,
                        struct tdb_error *err)
 {
+    return tdb_fragment_write_threads(io, staged, staged_dir, key,
+                                      timestamp_ms, 0, name, err);
+}
+
+int tdb_fragment_write_threads(const struct tdb_io *io,
+                               const struct tdb_io *staged,
+                               const char *staged_dir, const uint8_t *key,
+                               uint64_t timestamp_ms, unsigned threads,
+                               char **name, struct tdb_error *err)
+{
     *name = NULL;
     const struct tdb_io_ops *ops = io->ops;
     if (!ops->write_at || !ops->mkdir || !ops->rename)
@@ -1449,6 +1833,11 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
     w.staged = staged;
     w.sdir = staged_dir;
     w.err = err;
+    if (!threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n < 1 ? 1 : n > WR_THREADS_MAX ? WR_THREADS_MAX : (unsigned)n;
+    }
+    w.threads = threads > WR_THREADS_MAX ? WR_THREADS_MAX : threads;
     struct tdb_cache *cache = NULL;
     int r = tdb_cache_create(&cache, UINT64_C(1) << 20);
     if (r)
@@ -1499,8 +1888,6 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
 done:
     tdb_fmw_free(w.fmw);
-    tdb_buf_free(&w.enc);
-    tdb_buf_free(&w.tmp);
     wr_fields_free(&w);
     free(w.perm);
     free(w.hil);

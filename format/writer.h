@@ -33,6 +33,34 @@ int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
                      uint64_t size, const uint64_t *offsets, uint64_t ncells,
                      const uint8_t *validity, struct tdb_error *err);
 
+/* tdb_fmw_add_tile in two steps, so that threads can compute the metadata
+ * of different tiles at once while one thread records them in order:
+ * tdb_fmw_tile_stats checks tile `tile` of `field` (the arguments as for
+ * tdb_fmw_add_tile) and computes its min, max, sum and null count into
+ * *st; it only reads w (dense fragments: after tdb_fmw_set_ned), and for
+ * CHAR and var-sized fields st->min / st->max point into data, which must
+ * stay until the tile is recorded.  tdb_fmw_add_tile_stats records it with
+ * its file offsets; tiles of a field are recorded in order (else
+ * TDB_E_INVAL). */
+struct tdb_fmw_stats {
+    uint32_t field;
+    uint64_t tile;
+    const uint8_t *min, *max;
+    uint64_t min_size, max_size;
+    uint8_t nmin[8], nmax[8], sum[8];
+    uint64_t nulls;
+};
+
+int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
+                       const uint8_t *data, uint64_t size,
+                       const uint64_t *offsets, uint64_t ncells,
+                       const uint8_t *validity, struct tdb_fmw_stats *st,
+                       struct tdb_error *err);
+int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
+                           uint64_t var_size, uint64_t validity_off,
+                           const struct tdb_fmw_stats *st,
+                           struct tdb_error *err);
+
 /* The final sizes of field `field`'s files. */
 int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,
                            uint64_t var_size, uint64_t validity_size);
@@ -100,11 +128,13 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
  * unchanged.  *name receives the new fragment's name (caller frees).
  *
  * Every staged file's size is checked against the others and the schema
- * before any content is read.  Memory: a dense commit streams, one space
- * tile of one field at a time (plus staged reads of at most 4 MiB); a
- * sparse commit holds every dimension file in memory (to sort the cells
- * into global order) plus 8 bytes per cell (16 with a Hilbert order), and
- * one tile of `capacity` cells per field at a time.
+ * before any content is read.  The tile work runs on one thread per
+ * online CPU (tdb_fragment_write_threads).  Memory: a dense commit streams,
+ * one space tile of one field per job (plus staged reads of at most
+ * 4 MiB), at most 2 jobs per thread at once; a sparse commit holds every
+ * dimension file in memory (to sort the cells into global order) plus 8
+ * bytes per cell (16 with a Hilbert order), and jobs of one tile of
+ * `capacity` cells of one field, at most 2 per thread at once.
  *
  * Crash safety: the staged folder gets a marker naming the fragment before
  * anything is written to the array; the commit file comes last.  Running
@@ -116,6 +146,20 @@ int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
                        const char *staged_dir, const uint8_t *key,
                        uint64_t timestamp_ms, char **name,
                        struct tdb_error *err);
+
+/* tdb_fragment_write with the tile work (staged reads, tile metadata,
+ * filters) on `threads` threads (0, as tdb_fragment_write does: one per
+ * online CPU; 1: none, all in the calling thread) while the calling thread
+ * appends the filtered tiles to the fragment's files in order.  Whatever
+ * the count, the fragment's files are byte for byte the same and the
+ * array's storage sees the same calls in the same order.  Memory: at most
+ * 2 * threads jobs (one tile of one field each: its contents and filtered
+ * bytes) at once, plus per thread the scratch of one tile. */
+int tdb_fragment_write_threads(const struct tdb_io *io,
+                               const struct tdb_io *staged,
+                               const char *staged_dir, const uint8_t *key,
+                               uint64_t timestamp_ms, unsigned threads,
+                               char **name, struct tdb_error *err);
 
 /* Removes the uncommitted fragment folder (its files, then itself) named
  * by the marker that tdb_fragment_write leaves in staged folder
