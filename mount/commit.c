@@ -106,8 +106,9 @@ int tdbm_commit(struct tdbm_mount *m, const char *name)
         goto out;
     }
     tdbm_error_clear(&err);
-    rc = tdb_fragment_write(m->io, &sio, name, m->open->key,
-                            tdbm_next_ts(m), &frag, &err);
+    rc = tdb_fragment_write_threads(m->io, &sio, name, m->open->key,
+                                    tdbm_next_ts(m), m->open->threads, &frag,
+                                    &err);
     if (rc < 0) {
         const char *why = tdbm_error_text(rc, &err);
         int e = tdbm_staging_set_error(m->staging, name, why);
