@@ -5,7 +5,7 @@
  * it was. */
 #include "writer.h"
 #include "arraydir.h"
-#include "unit.h"
+#include "support.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -17,39 +17,6 @@
 static const char *corpus;
 
 /* ---------------------------------------------------------------- helpers */
-
-static int copy_tree(const struct tdb_io *src, const char *sp,
-                     const struct tdb_io *dst, const char *dp)
-{
-    struct tdb_names n;
-    int r = tdb_io_names(src, sp, &n, NULL);
-    if (r)
-        return r;
-    dst->ops->mkdir(dst->ctx, dp);
-    for (size_t i = 0; i < n.n && !r; i++) {
-        char *a = tdb_path_join(sp, n.v[i]), *b = tdb_path_join(dp, n.v[i]);
-        if (n.is_dir[i]) {
-            r = copy_tree(src, a, dst, b);
-        } else {
-            uint8_t *data = NULL;
-            uint64_t size = 0;
-            r = tdb_io_read_file(src, a, &data, &size, NULL);
-            if (!r)
-                r = dst->ops->write_at(dst->ctx, b, 0, data, (size_t)size);
-            free(data);
-        }
-        free(a);
-        free(b);
-    }
-    tdb_names_free(&n);
-    return r;
-}
-
-static void put(const struct tdb_io *io, const char *path, const void *p,
-                size_t n)
-{
-    CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, p, n), 0);
-}
 
 /* Every file under path with its size, one per line. */
 static void snapshot(const struct tdb_io *io, const char *path,
@@ -88,45 +55,6 @@ static struct tdb_fs *fs_open(const struct tdb_io *io, const uint8_t *key)
     return fs;
 }
 
-/* The bytes of file `path` of the mount (NULL when absent). */
-static uint8_t *fs_file(struct tdb_fs *fs, const char *path, uint64_t *size)
-{
-    uint64_t ino;
-    struct tdb_stat st;
-    struct tdb_error err = {0};
-    if (tdb_fs_resolve(fs, path, &ino, &err) || tdb_fs_stat(fs, ino, &st, &err)) {
-        fprintf(stderr, "  %s: %s\n", path, err.msg);
-        return NULL;
-    }
-    uint8_t *b = malloc(st.size + 1);
-    size_t got = 0;
-    if (tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, &err) ||
-        got != st.size) {
-        fprintf(stderr, "  %s: %s\n", path, err.msg);
-        free(b);
-        return NULL;
-    }
-    *size = st.size;
-    return b;
-}
-
-static bool same_bytes(const char *what, const uint8_t *a, uint64_t na,
-                       const uint8_t *b, uint64_t nb)
-{
-    if (na != nb) {
-        fprintf(stderr, "  %s: %llu bytes, expected %llu\n", what,
-                (unsigned long long)na, (unsigned long long)nb);
-        return false;
-    }
-    for (uint64_t i = 0; i < na; i++)
-        if (a[i] != b[i]) {
-            fprintf(stderr, "  %s: byte %llu is %02x, expected %02x\n", what,
-                    (unsigned long long)i, a[i], b[i]);
-            return false;
-        }
-    return true;
-}
-
 static json_t *load_case(const char *name)
 {
     char path[1024];
@@ -149,19 +77,6 @@ static bool case_key(json_t *c, uint8_t key[32])
         key[i] = (uint8_t)v;
     }
     return true;
-}
-
-/* An in-memory array holding the schemas of corpus case `name`. */
-static int array_from_case(const char *name, struct tdb_io *mem)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
-    struct tdb_io src;
-    if (tdb_io_posix(&src, path) || tdb_io_mem(mem))
-        return -1;
-    int r = copy_tree(&src, "__schema", mem, "__schema");
-    tdb_io_free(&src);
-    return r;
 }
 
 /* A tiny deterministic generator. */
@@ -282,11 +197,11 @@ static bool compare_expected(struct tdb_fs *fs, const char *name,
     bool ok = !tdb_io_read_file(&io, path, &want, &nw, NULL);
     tdb_io_free(&io);
     if (ok)
-        ok = (got = fs_file(fs, rel, &ng)) != NULL;
+        ok = (got = unit_fs_file(fs, rel, &ng)) != NULL;
     char what[1200];
     snprintf(what, sizeof what, "%s: %s", name, rel);
     if (ok)
-        ok = same_bytes(what, got, ng, want, nw);
+        ok = unit_same_bytes(what, got, ng, want, nw);
     free(want);
     free(got);
     return ok;
@@ -311,7 +226,7 @@ static void roundtrip(const char *name, bool same_files)
                          "dense");
     bool dups = json_is_true(json_object_get(c, "allows_duplicates"));
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case(name, &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case(name, &arr), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     json_t *frags = json_object_get(c, "fragments");
     json_t *info = json_object_get(c, "fragment_info");
@@ -332,13 +247,13 @@ static void roundtrip(const char *name, bool same_files)
         stg.ops->mkdir(stg.ctx, dir);
         for (size_t k = 0; k < s.n; k++) {
             char *p = tdb_path_join(dir, s.v[k].name);
-            put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
+            unit_put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
             free(p);
         }
         if (dense) {
             char *text = json_dumps(json_object_get(fi, "non_empty_domain"), 0);
             char *p = tdb_path_join(dir, "__subarray.json");
-            put(&stg, p, text, strlen(text));
+            unit_put(&stg, p, text, strlen(text));
             free(p);
             free(text);
         }
@@ -400,10 +315,10 @@ static void roundtrip(const char *name, bool same_files)
                 fprintf(stderr, "  %s: missing\n", what);
                 CHECK(0);
             } else if (!strcmp(fn.v[k], "__fragment_metadata.tdb")) {
-                if (!same_bytes(what, a, na, b, nb))
+                if (!unit_same_bytes(what, a, na, b, nb))
                     fprintf(stderr, "  (note: fragment metadata differs)\n");
             } else {
-                CHECK(same_bytes(what, a, na, b, nb));
+                CHECK(unit_same_bytes(what, a, na, b, nb));
             }
             free(a);
             free(b);
@@ -477,12 +392,12 @@ static void test_dense_partial_region(void)
     if (!c)
         return;
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case(name, &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case(name, &arr), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stg.ops->mkdir(stg.ctx, "w");
     const uint64_t R = 12, C = 14, r0 = 1, r1 = 7, c0 = 2, c1 = 12;
     const uint64_t n = (r1 - r0 + 1) * (c1 - c0 + 1);
-    put(&stg, "w/__subarray.json", "[[1, 7], [2, 12]]", 17);
+    unit_put(&stg, "w/__subarray.json", "[[1, 7], [2, 12]]", 17);
     json_t *fields = json_object_get(c, "fields");
     const char *fname;
     json_t *fd;
@@ -534,7 +449,7 @@ static void test_dense_partial_region(void)
     }
     for (size_t k = 0; k < s.n; k++) {
         char *p = tdb_path_join("w", s.v[k].name);
-        put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
+        unit_put(&stg, p, s.v[k].data, (size_t)s.v[k].size);
         free(p);
     }
     char *fragname = NULL;
@@ -552,8 +467,9 @@ static void test_dense_partial_region(void)
         char rel[600];
         uint64_t got_n = 0;
         snprintf(rel, sizeof rel, "__fragments/%s/%s", fragname, s.v[k].name);
-        uint8_t *got = fs_file(fs, rel, &got_n);
-        CHECK(got && same_bytes(rel, got, got_n, s.v[k].data, s.v[k].size));
+        uint8_t *got = unit_fs_file(fs, rel, &got_n);
+        CHECK(got && unit_same_bytes(rel, got, got_n, s.v[k].data,
+                                     s.v[k].size));
         free(got);
     }
     /* the view: staged cells inside the region, fills elsewhere */
@@ -600,17 +516,17 @@ static void test_dense_partial_region(void)
                     tdb_buf_put_u8(&wval, sm->data[k]);
             }
         uint64_t gn = 0;
-        uint8_t *got = fs_file(fs, fname, &gn);
-        CHECK(got && same_bytes(fname, got, gn, want.data, want.len));
+        uint8_t *got = unit_fs_file(fs, fname, &gn);
+        CHECK(got && unit_same_bytes(fname, got, gn, want.data, want.len));
         free(got);
         if (var) {
-            got = fs_file(fs, on, &gn);
-            CHECK(got && same_bytes(on, got, gn, woff.data, woff.len));
+            got = unit_fs_file(fs, on, &gn);
+            CHECK(got && unit_same_bytes(on, got, gn, woff.data, woff.len));
             free(got);
         }
         if (nullable) {
-            got = fs_file(fs, vn, &gn);
-            CHECK(got && same_bytes(vn, got, gn, wval.data, wval.len));
+            got = unit_fs_file(fs, vn, &gn);
+            CHECK(got && unit_same_bytes(vn, got, gn, wval.data, wval.len));
             free(got);
         }
         tdb_buf_free(&want);
@@ -639,9 +555,9 @@ static void stage_dense_1d(const struct tdb_io *stg, const char *dir,
     char p[64];
     stg->ops->mkdir(stg->ctx, dir);
     snprintf(p, sizeof p, "%s/a", dir);
-    put(stg, p, a, sizeof a);
+    unit_put(stg, p, a, sizeof a);
     snprintf(p, sizeof p, "%s/b", dir);
-    put(stg, p, b, sizeof b);
+    unit_put(stg, p, b, sizeof b);
 }
 
 /* Two writes at the same timestamp: the second is moved after the first,
@@ -649,7 +565,7 @@ static void stage_dense_1d(const struct tdb_io *stg, const char *dir,
 static void test_timestamp_after_newest(void)
 {
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stage_dense_1d(&stg, "one", 100);
     stage_dense_1d(&stg, "two", 200);
@@ -662,7 +578,7 @@ static void test_timestamp_after_newest(void)
     CHECK(n1 && n2 && t1.t1 == 5 && t2.t1 == 6 && t2.t2 == 6);
     struct tdb_fs *fs = fs_open(&arr, NULL);
     uint64_t gn = 0;
-    uint8_t *got = fs ? fs_file(fs, "a", &gn) : NULL;
+    uint8_t *got = fs ? unit_fs_file(fs, "a", &gn) : NULL;
     CHECK(got && gn == 200 && tdb_le32(got) == 200 && tdb_le32(got + 196) == 249);
     free(got);
     /* no timestamp: now, and still after the newest */
@@ -685,7 +601,7 @@ static void test_timestamp_after_newest(void)
 static void test_commit_twice(void)
 {
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stage_dense_1d(&stg, "s", 7);
     char *n1 = NULL, *n2 = NULL;
@@ -698,7 +614,8 @@ static void test_commit_twice(void)
     CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &after, &err), 0);
     CHECK_EQ_INT(after.n, before.n);
     /* a marker naming a fragment that was never committed: a new write */
-    put(&stg, "s/__fragment", "__1_1_00000000000000000000000000000000_22", 41);
+    unit_put(&stg, "s/__fragment",
+             "__1_1_00000000000000000000000000000000_22", 41);
     char *n3 = NULL;
     CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n3, &err), 0);
     CHECK(n3 && strcmp(n3, n1));
@@ -725,7 +642,7 @@ static void test_posix_commit(void)
     struct tdb_io from, arr, stg;
     CHECK_EQ_INT(tdb_io_posix(&from, src), 0);
     CHECK_EQ_INT(tdb_io_posix(&arr, tmpl), 0);
-    CHECK_EQ_INT(copy_tree(&from, "__schema", &arr, "__schema"), 0);
+    CHECK_EQ_INT(unit_copy_tree(&from, "__schema", &arr, "__schema"), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stage_dense_1d(&stg, "w", 7);
     char *nm = NULL;
@@ -746,7 +663,7 @@ static void test_posix_commit(void)
     tdb_names_free(&fn);
     struct tdb_fs *fs = fs_open(&arr, NULL);
     uint64_t gn = 0;
-    uint8_t *got = fs ? fs_file(fs, "b", &gn) : NULL;
+    uint8_t *got = fs ? unit_fs_file(fs, "b", &gn) : NULL;
     double b7;
     if (got)
         memcpy(&b7, got + 8 * 7, 8);
@@ -804,27 +721,27 @@ static void stage_small_dense(struct tdb_io *stg)
     for (int i = 0; i < 4; i++) {
         char p[64];
         snprintf(p, sizeof p, "w/%s", var[i]);
-        put(stg, p, "aabbccddeeff", 12);
+        unit_put(stg, p, "aabbccddeeff", 12);
         snprintf(p, sizeof p, "w/%s.offsets", var[i]);
-        put(stg, p, off, sizeof off);
+        unit_put(stg, p, off, sizeof off);
     }
-    put(stg, "w/fixchar", bytes, 6 * 4);
-    put(stg, "w/n_i32", bytes, 6 * 4);
-    put(stg, "w/n_f64x2", bytes, 6 * 16);
-    put(stg, "w/n_u8", bytes, 6);
+    unit_put(stg, "w/fixchar", bytes, 6 * 4);
+    unit_put(stg, "w/n_i32", bytes, 6 * 4);
+    unit_put(stg, "w/n_f64x2", bytes, 6 * 16);
+    unit_put(stg, "w/n_u8", bytes, 6);
     static const char *const nul[] = {"n_i32", "n_str", "n_f64x2", "n_u8"};
     for (int i = 0; i < 4; i++) {
         char p[64];
         snprintf(p, sizeof p, "w/%s.validity", nul[i]);
-        put(stg, p, bytes, 6);
+        unit_put(stg, p, bytes, 6);
     }
-    put(stg, "w/__subarray.json", "[[0,1],[0,2]]", 13);
+    unit_put(stg, "w/__subarray.json", "[[0,1],[0,2]]", 13);
 }
 
 static void test_bad_dense(void)
 {
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("dense_var_nullable", &arr), 0);
     /* the valid write works (and makes the array non-empty) */
     stage_small_dense(&stg);
     char *nm = NULL;
@@ -851,67 +768,67 @@ static void test_bad_dense(void)
 
     stage_small_dense(&stg);        /* wrong size */
     stg.ops->remove(stg.ctx, "w/n_i32");
-    put(&stg, "w/n_i32", "abcdefgh", 8);
+    unit_put(&stg, "w/n_i32", "abcdefgh", 8);
     expect_inval(&arr, &stg, "n_i32", "expected 24");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* offsets not ascending */
     for (int i = 0; i < 6; i++)
         tdb_st64((uint8_t *)&off[i], (uint64_t)(i == 3 ? 1 : i * 2));
-    put(&stg, "w/c_char.offsets", off, sizeof off);
+    unit_put(&stg, "w/c_char.offsets", off, sizeof off);
     expect_inval(&arr, &stg, "c_char.offsets", "not ascending");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* offsets past the end */
     for (int i = 0; i < 6; i++)
         tdb_st64((uint8_t *)&off[i], (uint64_t)(i * 3));
-    put(&stg, "w/n_str.offsets", off, sizeof off);
+    unit_put(&stg, "w/n_str.offsets", off, sizeof off);
     expect_inval(&arr, &stg, "n_str.offsets", "past the end");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* first offset not 0 */
     for (int i = 0; i < 6; i++)
         tdb_st64((uint8_t *)&off[i], (uint64_t)(i + 1));
-    put(&stg, "w/s_ascii.offsets", off, sizeof off);
+    unit_put(&stg, "w/s_ascii.offsets", off, sizeof off);
     expect_inval(&arr, &stg, "s_ascii.offsets", "must be 0");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* offsets file of the wrong size */
     stg.ops->remove(stg.ctx, "w/s_ascii.offsets");
-    put(&stg, "w/s_ascii.offsets", off, 40);
+    unit_put(&stg, "w/s_ascii.offsets", off, 40);
     expect_inval(&arr, &stg, "s_ascii.offsets", "expected 48");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* validity not 0/1 */
-    put(&stg, "w/n_i32.validity", two, 6);
+    unit_put(&stg, "w/n_i32.validity", two, 6);
     expect_inval(&arr, &stg, "n_i32.validity", "must be 0");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* region outside the domain */
     stg.ops->remove(stg.ctx, "w/__subarray.json");
-    put(&stg, "w/__subarray.json", "[[11,12],[0,2]]", 15);
+    unit_put(&stg, "w/__subarray.json", "[[11,12],[0,2]]", 15);
     expect_inval(&arr, &stg, "__subarray.json", "outside the domain");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* region lo > hi */
     stg.ops->remove(stg.ctx, "w/__subarray.json");
-    put(&stg, "w/__subarray.json", "[[1,0],[0,2]]", 13);
+    unit_put(&stg, "w/__subarray.json", "[[1,0],[0,2]]", 13);
     expect_inval(&arr, &stg, "__subarray.json", "lo > hi");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* not JSON */
     stg.ops->remove(stg.ctx, "w/__subarray.json");
-    put(&stg, "w/__subarray.json", "[[0,1],", 7);
+    unit_put(&stg, "w/__subarray.json", "[[0,1],", 7);
     expect_inval(&arr, &stg, "__subarray.json", NULL);
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* unknown file */
-    put(&stg, "w/colour", "x", 1);
+    unit_put(&stg, "w/colour", "x", 1);
     expect_inval(&arr, &stg, "colour", "not a field");
     tdb_io_free(&stg);
 
     stage_small_dense(&stg);        /* __error is allowed */
-    put(&stg, "w/__error", "old", 3);
+    unit_put(&stg, "w/__error", "old", 3);
     nm = NULL;
     CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "w", NULL, 2, &nm, &err), 0);
     free(nm);
@@ -926,24 +843,24 @@ static void stage_small_sparse(struct tdb_io *stg, const int64_t *x,
 {
     tdb_io_mem(stg);
     stg->ops->mkdir(stg->ctx, "w");
-    put(stg, "w/x", x, (size_t)n * 8);
-    put(stg, "w/y", y, (size_t)n * 8);
+    unit_put(stg, "w/x", x, (size_t)n * 8);
+    unit_put(stg, "w/y", y, (size_t)n * 8);
     int32_t a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     double d[8] = {0};
     uint64_t off[8];
     for (int i = 0; i < 8; i++)
         off[i] = (uint64_t)i;
-    put(stg, "w/a", a, (size_t)n * 4);
-    put(stg, "w/s", "abcdefgh", (size_t)n);
-    put(stg, "w/s.offsets", off, (size_t)n * 8);
-    put(stg, "w/n", d, (size_t)n * 8);
-    put(stg, "w/n.validity", "\1\1\1\1\1\1\1\1", (size_t)n);
+    unit_put(stg, "w/a", a, (size_t)n * 4);
+    unit_put(stg, "w/s", "abcdefgh", (size_t)n);
+    unit_put(stg, "w/s.offsets", off, (size_t)n * 8);
+    unit_put(stg, "w/n", d, (size_t)n * 8);
+    unit_put(stg, "w/n.validity", "\1\1\1\1\1\1\1\1", (size_t)n);
 }
 
 static void test_bad_sparse(void)
 {
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("sparse_int64_2d", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("sparse_int64_2d", &arr), 0);
     int64_t x[4] = {5, -3, 1000, -1000}, y[4] = {1, 2, 3, 4};
     stage_small_sparse(&stg, x, y, 4);
     char *nm = NULL;
@@ -972,13 +889,13 @@ static void test_bad_sparse(void)
 
     stage_small_sparse(&stg, x, y, 4);  /* a dimension file too short */
     stg.ops->remove(stg.ctx, "w/y");
-    put(&stg, "w/y", y, 24);
+    unit_put(&stg, "w/y", y, 24);
     expect_inval(&arr, &stg, "y", "expected 32");
     tdb_io_free(&stg);
 
     stage_small_sparse(&stg, x, y, 4);  /* an attribute with another count */
     stg.ops->remove(stg.ctx, "w/a");
-    put(&stg, "w/a", y, 20);
+    unit_put(&stg, "w/a", y, 20);
     expect_inval(&arr, &stg, "a", "expected 16");
     tdb_io_free(&stg);
 
@@ -989,7 +906,7 @@ static void test_bad_sparse(void)
 
     stage_small_sparse(&stg, x, y, 4);  /* no cells */
     stg.ops->remove(stg.ctx, "w/x");
-    put(&stg, "w/x", x, 0);
+    unit_put(&stg, "w/x", x, 0);
     expect_inval(&arr, &stg, "x", "no cells");
     tdb_io_free(&stg);
     tdb_io_free(&arr);
@@ -1021,7 +938,7 @@ static void test_sizes_checked_first(void)
         close(fd);
     }
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("sparse_int64_2d", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("sparse_int64_2d", &arr), 0);
     CHECK_EQ_INT(tdb_io_posix(&stg, tmpl), 0);
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
@@ -1050,14 +967,14 @@ static void test_sizes_checked_first(void)
 static void test_sparse_subarray_refused(void)
 {
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("sparse_int64_2d", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("sparse_int64_2d", &arr), 0);
     int64_t x[4] = {5, -3, 1000, -1000}, y[4] = {1, 2, 3, 4};
     stage_small_sparse(&stg, x, y, 4);
-    put(&stg, "w/__subarray.json", "garbage{", 8);
+    unit_put(&stg, "w/__subarray.json", "garbage{", 8);
     expect_inval(&arr, &stg, "__subarray.json", "sparse array takes no region");
     tdb_io_free(&stg);
     stage_small_sparse(&stg, x, y, 4);
-    put(&stg, "w/__subarray.json", "[[0, 1], [0, 1]]", 16);
+    unit_put(&stg, "w/__subarray.json", "[[0, 1], [0, 1]]", 16);
     expect_inval(&arr, &stg, "__subarray.json", "sparse");
     tdb_io_free(&stg);
     tdb_io_free(&arr);
@@ -1068,28 +985,29 @@ static void test_sparse_subarray_refused(void)
 static void test_sparse_dups_kept(void)
 {
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("sparse_dups", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("sparse_dups", &arr), 0);
     tdb_io_mem(&stg);
     stg.ops->mkdir(stg.ctx, "w");
     int32_t x[5] = {50, 3, 50, 3, 50}, y[5] = {2, 7, 2, 7, 2};
     int32_t a[5] = {0, 1, 2, 3, 4};
     uint64_t off[5] = {0, 1, 2, 3, 4};
-    put(&stg, "w/x", x, sizeof x);
-    put(&stg, "w/y", y, sizeof y);
-    put(&stg, "w/a", a, sizeof a);
-    put(&stg, "w/s", "vwxyz", 5);
-    put(&stg, "w/s.offsets", off, sizeof off);
+    unit_put(&stg, "w/x", x, sizeof x);
+    unit_put(&stg, "w/y", y, sizeof y);
+    unit_put(&stg, "w/a", a, sizeof a);
+    unit_put(&stg, "w/s", "vwxyz", 5);
+    unit_put(&stg, "w/s.offsets", off, sizeof off);
     char *nm = NULL;
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "w", NULL, 1, &nm, &err), 0);
     struct tdb_fs *fs = fs_open(&arr, NULL);
     uint64_t gn = 0;
-    uint8_t *got = fs ? fs_file(fs, "a", &gn) : NULL;
+    uint8_t *got = fs ? unit_fs_file(fs, "a", &gn) : NULL;
     int32_t want[5] = {1, 3, 0, 2, 4};   /* (3,7) twice, then (50,2) thrice */
-    CHECK(got && same_bytes("a", got, gn, (const uint8_t *)want, sizeof want));
+    CHECK(got && unit_same_bytes("a", got, gn, (const uint8_t *)want,
+                                 sizeof want));
     free(got);
-    got = fs ? fs_file(fs, "s", &gn) : NULL;
-    CHECK(got && same_bytes("s", got, gn, (const uint8_t *)"wyvxz", 5));
+    got = fs ? unit_fs_file(fs, "s", &gn) : NULL;
+    CHECK(got && unit_same_bytes("s", got, gn, (const uint8_t *)"wyvxz", 5));
     free(got);
     tdb_fs_close(fs);
     free(nm);
@@ -1099,27 +1017,19 @@ static void test_sparse_dups_kept(void)
 
 int main(void)
 {
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    if (access(probe, R_OK)) {
-        printf("skip: no corpus at %s (set TILEDBFS_CORPUS)\n", corpus);
-        return 77;
-    }
-    RUN(test_sizes_checked_first); /* first: it measures the peak RSS */
-    RUN(test_sparse_subarray_refused);
-    RUN(test_dense_partial_region);
-    RUN(test_timestamp_after_newest);
-    RUN(test_posix_commit);
-    RUN(test_commit_twice);
-    RUN(test_bad_dense);
-    RUN(test_bad_sparse);
-    RUN(test_sparse_dups_kept);
-    RUN(test_roundtrip_dense);
-    RUN(test_roundtrip_sparse);
-    RUN(test_roundtrip_filters);
-    RUN(test_roundtrip_encrypted);
+    corpus = unit_corpus();
+    RUN_CORPUS(test_sizes_checked_first); /* first: it measures the peak RSS */
+    RUN_CORPUS(test_sparse_subarray_refused);
+    RUN_CORPUS(test_dense_partial_region);
+    RUN_CORPUS(test_timestamp_after_newest);
+    RUN_CORPUS(test_posix_commit);
+    RUN_CORPUS(test_commit_twice);
+    RUN_CORPUS(test_bad_dense);
+    RUN_CORPUS(test_bad_sparse);
+    RUN_CORPUS(test_sparse_dups_kept);
+    RUN_CORPUS(test_roundtrip_dense);
+    RUN_CORPUS(test_roundtrip_sparse);
+    RUN_CORPUS(test_roundtrip_filters);
+    RUN_CORPUS(test_roundtrip_encrypted);
     return unit_done();
 }
