@@ -26,16 +26,23 @@ bool unit_corpus_found(void)
     snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", root);
     found = access(probe, R_OK) == 0;
     if (!found) {
-        char cwd[PATH_MAX] = "?";
+        char cwd[PATH_MAX] = "?", line[2 * PATH_MAX + 512];
         const char *env = getenv("TILEDBFS_CORPUS");
         if (!getcwd(cwd, sizeof cwd))
             snprintf(cwd, sizeof cwd, "(cwd: %s)", strerror(errno));
-        printf("SKIP corpus: no reference corpus at %s%s%s (%s): the corpus "
-               "tests of this binary did not run; set TILEDBFS_CORPUS=DIR\n",
-               root[0] == '/' ? "" : cwd, root[0] == '/' ? "" : "/", root,
-               env && *env ? "from TILEDBFS_CORPUS"
-                           : "the default, TILEDBFS_CORPUS is not set");
+        snprintf(line, sizeof line,
+                 "SKIP corpus: %s: no reference corpus at %s%s%s (%s): its "
+                 "corpus tests did not run; set TILEDBFS_CORPUS=DIR\n",
+                 program_invocation_short_name, root[0] == '/' ? "" : cwd,
+                 root[0] == '/' ? "" : "/", root,
+                 env && *env ? "from TILEDBFS_CORPUS"
+                             : "the default; TILEDBFS_CORPUS is not set");
+        fputs(line, stdout);
         fflush(stdout);
+        /* make check: also on the console (AM_TESTS_FD_REDIRECT) */
+        const char *con = getenv("TILEDBFS_TEST_CONSOLE");
+        if (con && *con)
+            dprintf(atoi(con), "%s", line);
     }
     return found;
 }
