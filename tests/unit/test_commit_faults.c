@@ -1,9 +1,9 @@
-/* test_commit_faults.c: a commit (LAYOUT.md "Writing") cut short at every
- * mutating I/O call, through tdb_io_faulty: the array shows the old data or
- * the whole new fragment, never part of one, and committing the same staged
- * folder again gives exactly one fragment; the same for the removal of a
- * committed staged folder (its marker goes last); and the no-follow POSIX
- * backend refuses links and special files. */
+/* test_commit_faults.c: a commit (docs/LAYOUT.md "Writing") cut short at
+ * every mutating I/O call, through tdb_io_faulty: the array shows the old
+ * data or the whole new fragment, never part of one, and committing the
+ * same staged folder again gives exactly one fragment; the same for the
+ * removal of a committed staged folder (its marker goes last); and the
+ * no-follow POSIX backend refuses links and special files. */
 #include "writer.h"
 #include "arraydir.h"
 #include "support.h"

@@ -1,8 +1,8 @@
-/* test_writer.c: writing fragments from staged files (LAYOUT.md "Writing"):
- * corpus fragments re-written from the files the mount shows for them read
- * back byte-exactly (sparse ones from shuffled cells), hand-made dense and
- * sparse writes, and one test per bad input, which must leave the array as
- * it was. */
+/* test_writer.c: writing fragments from staged files (docs/LAYOUT.md
+ * "Writing"): corpus fragments re-written from the files the mount shows
+ * for them read back byte-exactly (sparse ones from shuffled cells),
+ * hand-made dense and sparse writes, and one test per bad input, which must
+ * leave the array as it was. */
 #include "writer.h"
 #include "arraydir.h"
 #include "support.h"
