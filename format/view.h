@@ -6,6 +6,7 @@
 #define TDB_VIEW_H
 
 #include "array.h"
+#include "order.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -132,25 +133,5 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
 /* The name a field or key has in the mount: '/' and '%' percent-encoded,
  * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */
 char *tdb_mount_name(const char *name, const char *suffix);
-
-/* Global order (order.c) */
-
-/* One cell's coordinates: per dimension a pointer and a size. */
-struct tdb_coords {
-    const uint8_t *v[TDB_MAX_DIMS];
-    uint64_t n[TDB_MAX_DIMS];
-};
-
-/* Compares two cells in the schema's global order (tile order, then cell
- * order; Hilbert where the cell order says so).  hilbert values are passed
- * in when the schema uses Hilbert order (compute with tdb_hilbert). */
-int tdb_order_cmp(const struct tdb_schema *s, const struct tdb_coords *a,
-                  uint64_t ha, const struct tdb_coords *b, uint64_t hb);
-/* Compares two values of a datatype (strings bytewise, shorter first). */
-int tdb_value_cmp(unsigned type, const uint8_t *a, uint64_t na,
-                  const uint8_t *b, uint64_t nb);
-bool tdb_coords_equal(const struct tdb_schema *s, const struct tdb_coords *a,
-                      const struct tdb_coords *b);
-uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c);
 
 #endif

@@ -2,7 +2,7 @@
  * (format/arraydir.c): timestamped names, commits, .con/.ign, .vac, .del,
  * schemas at a timestamp, and every case of the reference corpus. */
 #include "../../format/arraydir.h"
-#include "unit.h"
+#include "support.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -11,16 +11,9 @@
 
 /* ------------------------------------------------------------- helpers */
 
-static void put(struct tdb_io *io, const char *path, const void *data,
-                size_t len)
-{
-    int r = io->ops->write_at(io->ctx, path, 0, data, len);
-    CHECK_EQ_INT(r, 0);
-}
-
 static void puts_(struct tdb_io *io, const char *path, const char *text)
 {
-    put(io, path, text, strlen(text));
+    unit_put(io, path, text, strlen(text));
 }
 
 /* "__" + 32 copies of c + suffix */
@@ -267,13 +260,13 @@ static void build_array(struct tdb_io *io, const struct names *n,
     /* the .con and the .ign */
     uint8_t con[2048];
     size_t clen = build_con(n, con, sizeof con, del_off);
-    put(io, "__commits/__10_16_cccccccccccccccccccccccccccccccc_22.con", con,
-        clen);
+    unit_put(io, "__commits/__10_16_cccccccccccccccccccccccccccccccc_22.con",
+             con, clen);
     snprintf(p, sizeof p, "__commits/%s.wrt\n", n->K);
     puts_(io, "__commits/__11_11_dddddddddddddddddddddddddddddddd_22.ign", p);
     /* a delete commit */
     snprintf(p, sizeof p, "__commits/%s.del", n->del15);
-    put(io, p, "\x16\0\0\0tile", 8);
+    unit_put(io, p, "\x16\0\0\0tile", 8);
     /* malformed commits: ignored */
     puts_(io, "__commits/__x.wrt", "");
     puts_(io, "junk.wrt", "");
@@ -507,8 +500,8 @@ static void test_con_truncated(void)
         struct tdb_io io;
         CHECK_EQ_INT(tdb_io_mem(&io), 0);
         puts_(&io, "__schema/__1_1_00000000000000000000000000000000", "s");
-        put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.con",
-            con, cut);
+        unit_put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.con",
+                 con, cut);
         struct tdb_arraydir *d = NULL;
         struct tdb_error err = {0};
         int r = tdb_arraydir_load(&io, 0, MAXTS, &d, &err);
@@ -532,15 +525,15 @@ static void test_con_truncated(void)
     uint8_t bad[128];
     int m = snprintf((char *)bad, sizeof bad, "__commits/%s.del\n", n.del16);
     memcpy(bad + m, "\xff\xff\xff\xff\xff\xff\xff\xff", 8);
-    put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.con", bad,
-        (size_t)m + 8);
+    unit_put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.con",
+             bad, (size_t)m + 8);
     struct tdb_arraydir *d = NULL;
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_arraydir_load(&io, 0, MAXTS, &d, &err), TDB_E_CORRUPT);
     CHECK(strstr(err.msg, "truncated") != NULL);
     /* a NUL inside an entry name */
-    put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.con",
-        "__co\0mmits/x.wrt\n", 17);
+    unit_put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.con",
+             "__co\0mmits/x.wrt\n", 17);
     CHECK_EQ_INT(tdb_arraydir_load(&io, 0, MAXTS, &d, &err), TDB_E_CORRUPT);
     tdb_io_free(&io);
 }
@@ -556,14 +549,14 @@ static void test_junk_lists(void)
     snprintf(p, sizeof p, "__commits/%s.wrt", a);
     puts_(&io, p, "");
     static const char junk[] = "\n\n\0\0\x01\xff/\n//\nno-slash\n";
-    put(&io, "__commits/__1_1_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb_22.vac", junk,
-        sizeof junk - 1);
-    put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.ign",
-        "\0\n\n\xff", 4);
+    unit_put(&io, "__commits/__1_1_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb_22.vac",
+             junk, sizeof junk - 1);
+    unit_put(&io, "__commits/__1_1_cccccccccccccccccccccccccccccccc_22.ign",
+             "\0\n\n\xff", 4);
     static char huge[5000];
     memset(huge, 'x', sizeof huge);
-    put(&io, "__commits/__1_1_dddddddddddddddddddddddddddddddd_22.vac", huge,
-        sizeof huge);
+    unit_put(&io, "__commits/__1_1_dddddddddddddddddddddddddddddddd_22.vac",
+             huge, sizeof huge);
     struct tdb_arraydir *d = NULL;
     struct tdb_error err;
     CHECK_EQ_INT(tdb_arraydir_load(&io, 0, MAXTS, &d, &err), 0);
@@ -662,43 +655,6 @@ static size_t json_frags(const char *text, char names[][128], size_t cap)
     return n;
 }
 
-static void parse_range(const char *opts, uint64_t *s, uint64_t *e)
-{
-    *s = 0;
-    *e = MAXTS;
-    const char *t = strstr(opts, "timestamp=");
-    if (!t)
-        return;
-    t += strlen("timestamp=");
-    char *end;
-    uint64_t a = strtoull(t, &end, 10);
-    if (*end == ':') {
-        *s = a;
-        *e = strtoull(end + 1, NULL, 10);
-    } else {
-        *e = a;
-    }
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static int corpus_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -706,15 +662,11 @@ static int corpus_cmp(const void *a, const void *b)
 
 static void test_corpus(void)
 {
-    const char *root = getenv("TILEDBFS_CORPUS");
-    if (!root)
-        root = "../shared/corpus";
+    const char *root = unit_corpus();
     DIR *dir = opendir(root);
-    if (!dir) {
-        printf("skip test_corpus: no corpus at %s (set TILEDBFS_CORPUS)\n",
-               root);
+    CHECK(dir != NULL);
+    if (!dir)
         return;
-    }
     char *cases[512];
     size_t ncases = 0;
     struct dirent *de;
@@ -727,7 +679,7 @@ static void test_corpus(void)
     for (size_t c = 0; c < ncases; c++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s/case.json", root, cases[c]);
-        char *json = slurp(path);
+        char *json = unit_slurp(path, NULL);
         if (!json)
             continue;
         char kind[32] = "", type[32] = "", opts[256] = "";
@@ -750,7 +702,7 @@ static void test_corpus(void)
         size_t nwant = json_frags(json, want, 256);
         CHECK(nwant != (size_t)-1);
         uint64_t s, e;
-        parse_range(opts, &s, &e);
+        unit_timestamp_range(opts, &s, &e);
         struct tdb_arraydir *d = NULL;
         struct tdb_error err = {0};
         int r = tdb_arraydir_load(&io, s, e, &d, &err);
@@ -810,17 +762,9 @@ static struct tdb_arraydir *corpus_load(struct tdb_io *io, const char *root,
 
 static void test_corpus_details(void)
 {
-    const char *root = getenv("TILEDBFS_CORPUS");
-    if (!root)
-        root = "../shared/corpus";
-    char path[4096];
-    snprintf(path, sizeof path, "%s/sparse_delete/array/__commits", root);
-    DIR *probe = opendir(path);
-    if (!probe) {
-        printf("skip test_corpus_details: no corpus at %s\n", root);
+    const char *root = unit_corpus();
+    if (!unit_corpus_case("sparse_delete"))
         return;
-    }
-    closedir(probe);
     struct tdb_io io;
     struct tdb_arraydir *d;
 
@@ -906,7 +850,7 @@ int main(void)
     RUN(test_junk_lists);
     RUN(test_io_error);
     RUN(test_object_kinds);
-    RUN(test_corpus);
-    RUN(test_corpus_details);
+    RUN_CORPUS(test_corpus);
+    RUN_CORPUS(test_corpus_details);
     return unit_done();
 }

@@ -1,67 +1,19 @@
-/* test_commit_faults.c: a commit (LAYOUT.md "Writing") cut short at every
- * mutating I/O call, through tdb_io_faulty: the array shows the old data or
- * the whole new fragment, never part of one, and committing the same staged
- * folder again gives exactly one fragment; the same for the removal of a
- * committed staged folder (its marker goes last); and the no-follow POSIX
- * backend refuses links and special files. */
+/* test_commit_faults.c: a commit (docs/LAYOUT.md "Writing") cut short at
+ * every mutating I/O call, through tdb_io_faulty: the array shows the old
+ * data or the whole new fragment, never part of one, and committing the
+ * same staged folder again gives exactly one fragment; the same for the
+ * removal of a committed staged folder (its marker goes last); and the
+ * no-follow POSIX backend refuses links and special files. */
 #include "writer.h"
 #include "arraydir.h"
-#include "unit.h"
+#include "support.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *corpus;
-
 /* ---------------------------------------------------------------- helpers */
-
-static int copy_tree(const struct tdb_io *src, const char *sp,
-                     const struct tdb_io *dst, const char *dp)
-{
-    struct tdb_names n;
-    int r = tdb_io_names(src, sp, &n, NULL);
-    if (r)
-        return r;
-    dst->ops->mkdir(dst->ctx, dp);
-    for (size_t i = 0; i < n.n && !r; i++) {
-        char *a = tdb_path_join(sp, n.v[i]), *b = tdb_path_join(dp, n.v[i]);
-        if (n.is_dir[i]) {
-            r = copy_tree(src, a, dst, b);
-        } else {
-            uint8_t *data = NULL;
-            uint64_t size = 0;
-            r = tdb_io_read_file(src, a, &data, &size, NULL);
-            if (!r)
-                r = dst->ops->write_at(dst->ctx, b, 0, data, (size_t)size);
-            free(data);
-        }
-        free(a);
-        free(b);
-    }
-    tdb_names_free(&n);
-    return r;
-}
-
-/* An empty in-memory array with the schema of a corpus case. */
-static int array_from_case(const char *name, struct tdb_io *mem)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
-    struct tdb_io src;
-    if (tdb_io_posix(&src, path) || tdb_io_mem(mem))
-        return -1;
-    int r = copy_tree(&src, "__schema", mem, "__schema");
-    tdb_io_free(&src);
-    return r;
-}
-
-static void put(const struct tdb_io *io, const char *path, const void *p,
-                size_t n)
-{
-    CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, p, n), 0);
-}
 
 /* dense_1d_basic (x in [1, 50]; INT32 a, FLOAT64 b): staged folder "s". */
 static void stage_dense(struct tdb_io *stg, int32_t a[50])
@@ -73,8 +25,8 @@ static void stage_dense(struct tdb_io *stg, int32_t a[50])
     }
     CHECK_EQ_INT(tdb_io_mem(stg), 0);
     stg->ops->mkdir(stg->ctx, "s");
-    put(stg, "s/a", a, 50 * 4);
-    put(stg, "s/b", b, sizeof b);
+    unit_put(stg, "s/a", a, 50 * 4);
+    unit_put(stg, "s/b", b, sizeof b);
 }
 
 /* The bytes of file `path` of the array as the mount shows it (NULL when
@@ -86,20 +38,11 @@ static uint8_t *view_file(const struct tdb_io *arr, const char *path,
     tdb_open_options_init(&o);
     struct tdb_fs *fs = NULL;
     struct tdb_error err = {0};
-    uint64_t ino;
-    struct tdb_stat st;
-    uint8_t *b = NULL;
-    size_t got = 0;
-    if (tdb_fs_open(&fs, arr, &o, &err) || tdb_fs_resolve(fs, path, &ino, &err) ||
-        tdb_fs_stat(fs, ino, &st, &err) || !(b = malloc(st.size + 1)) ||
-        tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, &err) ||
-        got != st.size) {
+    if (tdb_fs_open(&fs, arr, &o, &err)) {
         fprintf(stderr, "  %s: %s\n", path, err.msg);
-        free(b);
-        b = NULL;
-    } else {
-        *size = st.size;
+        return NULL;
     }
+    uint8_t *b = unit_fs_file(fs, path, size);
     tdb_fs_close(fs);
     return b;
 }
@@ -144,7 +87,7 @@ static void commit_cut_at_every_call(bool crash)
 {
     int32_t a[50];
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
     stage_dense(&stg, a);
     uint64_t old_n = 0;
     uint8_t *old = view_file(&arr, "a", &old_n);
@@ -158,7 +101,7 @@ static void commit_cut_at_every_call(bool crash)
     CHECK(total >= 8); /* marker, folders, data, metadata, syncs, commit */
 
     for (uint64_t n = 1; n <= total; n++) {
-        CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+        CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
         stage_dense(&stg, a);
         uint64_t calls = 0;
         char *first = NULL;
@@ -240,9 +183,9 @@ static void test_staged_removal_killed(void)
     uint64_t total = 0;
     for (uint64_t n = 1; n == 1 || n <= total; n++) {
         struct tdb_io arr, stg, fs;
-        CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+        CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
         stage_dense(&stg, a);
-        put(&stg, "s/__error", "an earlier failure\n", 19);
+        unit_put(&stg, "s/__error", "an earlier failure\n", 19);
         char *first = NULL;
         struct tdb_error err = {0};
         CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 3, &first, &err),
@@ -254,7 +197,7 @@ static void test_staged_removal_killed(void)
             struct tdb_io_fault g = {0, false, 0, 0};
             struct tdb_io cp, fc;
             CHECK_EQ_INT(tdb_io_mem(&cp), 0);
-            CHECK_EQ_INT(copy_tree(&stg, "s", &cp, "s"), 0);
+            CHECK_EQ_INT(unit_copy_tree(&stg, "s", &cp, "s"), 0);
             CHECK_EQ_INT(tdb_io_faulty(&fc, &cp, &g), 0);
             CHECK_EQ_INT(tdb_staged_remove(&fc, "s", &err), 0);
             CHECK(!tdb_io_exists(&cp, "s"));
@@ -295,15 +238,17 @@ static void test_clean_orphan(void)
 {
     int32_t a[50];
     struct tdb_io arr, stg;
-    CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
     stage_dense(&stg, a);
     static const char ours[] = "__5_5_0123456789abcdef0123456789abcdef_22";
     static const char theirs[] = "__6_6_fedcba9876543210fedcba9876543210_22";
-    put(&stg, "s/__fragment", ours, strlen(ours));
-    put(&arr, "__fragments/__5_5_0123456789abcdef0123456789abcdef_22/a0.tdb",
-        "xx", 2);
-    put(&arr, "__fragments/__6_6_fedcba9876543210fedcba9876543210_22/a0.tdb",
-        "yy", 2);
+    unit_put(&stg, "s/__fragment", ours, strlen(ours));
+    unit_put(&arr,
+             "__fragments/__5_5_0123456789abcdef0123456789abcdef_22/a0.tdb",
+             "xx", 2);
+    unit_put(&arr,
+             "__fragments/__6_6_fedcba9876543210fedcba9876543210_22/a0.tdb",
+             "yy", 2);
     char *gone = NULL;
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_fragment_clean(&arr, &stg, "s", &gone, &err), 0);
@@ -315,7 +260,7 @@ static void test_clean_orphan(void)
     CHECK(tdb_io_isdir(&arr, keep));
     /* a marker that is not a fragment name touches nothing */
     stg.ops->remove(stg.ctx, "s/__fragment");
-    put(&stg, "s/__fragment", "../../x", 7);
+    unit_put(&stg, "s/__fragment", "../../x", 7);
     gone = NULL;
     CHECK_EQ_INT(tdb_fragment_clean(&arr, &stg, "s", &gone, &err), 0);
     CHECK(gone == NULL);
@@ -379,7 +324,7 @@ static void test_nofollow(void)
     CHECK(!d);
 
     /* the commit refuses the link, and names it */
-    CHECK_EQ_INT(array_from_case("dense_1d_basic", &arr), 0);
+    CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
     char *nm = NULL;
     struct tdb_error err = {0};
     int r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
@@ -433,19 +378,10 @@ static void test_nofollow(void)
 
 int main(void)
 {
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    if (access(probe, R_OK)) {
-        printf("skip: no corpus at %s (set TILEDBFS_CORPUS)\n", corpus);
-        return 77;
-    }
-    RUN(test_commit_killed);
-    RUN(test_commit_one_failure);
-    RUN(test_staged_removal_killed);
-    RUN(test_clean_orphan);
-    RUN(test_nofollow);
+    RUN_CORPUS(test_commit_killed);
+    RUN_CORPUS(test_commit_one_failure);
+    RUN_CORPUS(test_staged_removal_killed);
+    RUN_CORPUS(test_clean_orphan);
+    RUN_CORPUS(test_nofollow);
     return unit_done();
 }

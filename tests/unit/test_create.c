@@ -1,5 +1,5 @@
 /* test_create.c: creating arrays and writing metadata (format/schema_json.c, format/create.c): every corpus schema through JSON and back byte for byte, created arrays read back, metadata files, and refused schemas. */
-#include "unit.h"
+#include "support.h"
 
 #include "../../format/arraydir.h"
 #include "../../format/generic_tile.h"
@@ -17,12 +17,6 @@
 #include <jansson.h>
 
 /* ---------------------------------------------------------------- helpers */
-
-static const char *corpus_dir(void)
-{
-    const char *c = getenv("TILEDBFS_CORPUS");
-    return c && c[0] ? c : "/work/shared/corpus";
-}
 
 static int rm_one(const char *p, const struct stat *st, int flag,
                   struct FTW *ftw)
@@ -47,12 +41,6 @@ static char *temp_dir(void)
         return NULL;
     }
     return t;
-}
-
-static bool path_is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* The 32-byte key of a corpus case (case.json key_hex), if any. */
@@ -121,26 +109,6 @@ static char *schema_json_text(const struct tdb_schema *s, size_t *len)
     return (char *)b.data;
 }
 
-/* The whole of file `path` of an opened tree. */
-static char *fs_slurp(struct tdb_fs *fs, const char *path, size_t *len)
-{
-    uint64_t ino;
-    struct tdb_stat st;
-    struct tdb_error err = {0};
-    if (tdb_fs_resolve(fs, path, &ino, &err) ||
-        tdb_fs_stat(fs, ino, &st, &err))
-        return NULL;
-    char *b = malloc(st.size + 1);
-    size_t got = 0;
-    if (!b || tdb_fs_read(fs, ino, 0, b, st.size, &got, &err)) {
-        free(b);
-        return NULL;
-    }
-    b[got] = 0;
-    *len = got;
-    return b;
-}
-
 /* A JSON schema object without its "version" (the created array is v22
  * whatever the original's version). */
 static json_t *schema_sans_version(json_t *j)
@@ -198,6 +166,7 @@ static int round_trip_case(const char *cdir, const char *name, char *tmp)
     const uint8_t *key = case_key(cdir, keyb) ? keyb : NULL;
     char *spath = NULL, *text = NULL, *aj = NULL;
     size_t len = 0;
+    uint64_t aj_len = 0;
     int tested = 0;
 
     snprintf(apath, sizeof apath, "%s/array", cdir);
@@ -275,7 +244,7 @@ static int round_trip_case(const char *cdir, const char *name, char *tmp)
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
         char p[1400];
         snprintf(p, sizeof p, "%s/%s", dst, dirs[i]);
-        CHECK(path_is_dir(p));
+        CHECK(unit_is_dir(p));
     }
     struct tdb_open_options o;
     tdb_open_options_init(&o);
@@ -286,7 +255,7 @@ static int round_trip_case(const char *cdir, const char *name, char *tmp)
         fprintf(stderr, "  %s: open: %s\n", name, err.msg);
         goto out;
     }
-    aj = fs_slurp(fs, "__array.json", &len);
+    aj = (char *)unit_fs_file(fs, "__array.json", &aj_len);
     CHECK(aj != NULL);
     if (aj) {
         /* __array.json's "timestamp" holds UINT64_MAX, beyond jansson's
@@ -351,20 +320,18 @@ static int name_cmp(const void *a, const void *b)
 
 static void test_corpus_round_trip(void)
 {
-    const char *corpus = corpus_dir();
+    const char *corpus = unit_corpus();
     DIR *d = opendir(corpus);
-    if (!d) {
-        printf("  skip: corpus not found at %s (set TILEDBFS_CORPUS)\n",
-               corpus);
+    CHECK(d != NULL);
+    if (!d)
         return;
-    }
     char *names[512];
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 512) {
         char p[1024];
         snprintf(p, sizeof p, "%s/%s/array", corpus, e->d_name);
-        if (e->d_name[0] != '.' && path_is_dir(p))
+        if (e->d_name[0] != '.' && unit_is_dir(p))
             names[n++] = strdup(e->d_name);
     }
     closedir(d);
@@ -630,7 +597,7 @@ static void test_create_refuses(void)
     CHECK_EQ_INT(rc, TDB_E_INVAL);
     CHECK(strstr(err.msg, "not empty") != NULL);
     snprintf(p, sizeof p, "%s/__schema", tmp);
-    CHECK(!path_is_dir(p));             /* nothing was made */
+    CHECK(!unit_is_dir(p));             /* nothing was made */
     tdb_io_free(&io);
 
     /* A missing folder is made; an existing empty one is used. */
@@ -665,7 +632,7 @@ static void test_create_refuses(void)
     snprintf(p, sizeof p, "%s/enum", tmp);
     tdb_io_posix(&io, p);
     CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), TDB_E_INVAL);
-    CHECK(!path_is_dir(p));
+    CHECK(!unit_is_dir(p));
     s->nenums = 0;
     s->enums = NULL;
     tdb_io_free(&io);
@@ -829,6 +796,6 @@ int main(void)
     RUN(test_json_values);
     RUN(test_create_refuses);
     RUN(test_meta_write);
-    RUN(test_corpus_round_trip);
+    RUN_CORPUS(test_corpus_round_trip);
     return unit_done();
 }

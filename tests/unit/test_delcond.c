@@ -19,7 +19,7 @@
 #include "generic_tile.h"
 #include "tiledb_format.h"
 #include "writer.h"
-#include "unit.h"
+#include "support.h"
 
 #include <math.h>
 
@@ -622,29 +622,6 @@ static void put_file(const struct tdb_io *io, const char *path,
     CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, p, n), 0);
 }
 
-/* The bytes of file `path` of the mount (NULL when absent). */
-static uint8_t *fs_file(struct tdb_fs *fs, const char *path, uint64_t *size)
-{
-    uint64_t ino;
-    struct tdb_stat st;
-    struct tdb_error err = {0};
-    if (tdb_fs_resolve(fs, path, &ino, &err) ||
-        tdb_fs_stat(fs, ino, &st, &err)) {
-        fprintf(stderr, "  %s: %s\n", path, err.msg);
-        return NULL;
-    }
-    uint8_t *b = malloc(st.size + 1);
-    size_t got = 0;
-    if (tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, &err) ||
-        got != st.size) {
-        fprintf(stderr, "  %s: %s\n", path, err.msg);
-        free(b);
-        return NULL;
-    }
-    *size = st.size;
-    return b;
-}
-
 #define NCELLS 40
 
 static void test_delete_through_tree(void)
@@ -743,19 +720,19 @@ static void test_delete_through_tree(void)
         fprintf(stderr, "  open: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
     uint64_t gn = 0;
-    uint8_t *got = fs ? fs_file(fs, "x", &gn) : NULL;
+    uint8_t *got = fs ? unit_fs_file(fs, "x", &gn) : NULL;
     CHECK(got && gn == (uint64_t)n * 8 && !memcmp(got, wx, gn));
     free(got);
-    got = fs ? fs_file(fs, "a", &gn) : NULL;
+    got = fs ? unit_fs_file(fs, "a", &gn) : NULL;
     CHECK(got && gn == (uint64_t)n * 4 && !memcmp(got, wa, gn));
     free(got);
-    got = fs ? fs_file(fs, "a.validity", &gn) : NULL;
+    got = fs ? unit_fs_file(fs, "a.validity", &gn) : NULL;
     CHECK(got && gn == (uint64_t)n && !memcmp(got, wv, gn));
     free(got);
     /* The fragment alone (its range ends before the delete) keeps all. */
     char path[256];
     snprintf(path, sizeof path, "__fragments/%s/x", name ? name : "?");
-    got = fs ? fs_file(fs, path, &gn) : NULL;
+    got = fs ? unit_fs_file(fs, path, &gn) : NULL;
     CHECK(got && gn == NCELLS * 8);
     free(got);
     free(name);

@@ -3,7 +3,7 @@
  * hand-built bytes and the reference corpus. */
 #include "fragmeta.h"
 #include "generic_tile.h"
-#include "unit.h"
+#include "support.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -666,27 +666,6 @@ static void test_cons_built(void)
 
 /* ------------------------------------------------------------ the corpus */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        fclose(f);
-        return NULL;
-    }
-    p[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return p;
-}
-
 /* Targeted look-ups in case.json (not a JSON parser): the object that
  * follows `"<key>": {`, and numbers after `"<field>": ` inside it. */
 static const char *json_obj(const char *text, const char *key)
@@ -1102,15 +1081,11 @@ static void walk(const char *dir, const char *json, const uint8_t *key,
 
 static void test_corpus(void)
 {
-    const char *corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
+    const char *corpus = unit_corpus();
     DIR *d = opendir(corpus);
-    if (!d) {
-        printf("skip test_corpus: no corpus at %s (set TILEDBFS_CORPUS)\n",
-               corpus);
+    CHECK(d != NULL);
+    if (!d)
         return;
-    }
     struct corpus_stats st = {0};
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -1118,7 +1093,7 @@ static void test_corpus(void)
             continue;
         char p[4096];
         fmt(p, sizeof p, "%s/%s/case.json", corpus, de->d_name);
-        char *json = slurp(p, NULL);
+        char *json = unit_slurp(p, NULL);
         if (!json)
             continue;
         uint8_t key[32], *kp = NULL;
@@ -1147,9 +1122,7 @@ static void test_corpus(void)
  * an error, never a crash. */
 static void test_corpus_truncated(void)
 {
-    const char *corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
+    const char *corpus = unit_corpus();
     const char *cases[3][2] = {
         {"legacy_non_split_coords_v1_4_0",
          "__5dc2cc9cce204a189f825fd4919d0c55_1541540586869"},
@@ -1162,10 +1135,8 @@ static void test_corpus_truncated(void)
         char arr[4096], p[4096];
         fmt(arr, sizeof arr, "%s/%s/array", corpus, cases[c][0]);
         struct tdb_io io;
-        DIR *dd = opendir(arr);
-        if (!dd)
+        if (!unit_corpus_case(cases[c][0]))
             continue;
-        closedir(dd);
         tdb_io_posix(&io, arr);
         char fname[512], fdir[600];
         if (cases[c][1]) {
@@ -1235,8 +1206,7 @@ static void test_corpus_truncated(void)
             tdb_schema_free(sv[i]);
         tdb_io_free(&io);
     }
-    if (!done)
-        printf("skip test_corpus_truncated: no corpus at %s\n", corpus);
+    CHECK_EQ_INT(done, 3);
 }
 
 int main(void)
@@ -1246,7 +1216,7 @@ int main(void)
     RUN(test_dense_cell_num_and_names);
     RUN(test_v8_names);
     RUN(test_cons_built);
-    RUN(test_corpus);
-    RUN(test_corpus_truncated);
+    RUN_CORPUS(test_corpus);
+    RUN_CORPUS(test_corpus_truncated);
     return unit_done();
 }

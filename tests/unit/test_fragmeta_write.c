@@ -4,7 +4,7 @@
 #include "fragmeta.h"
 #include "generic_tile.h"
 #include "writer.h"
-#include "unit.h"
+#include "support.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -18,12 +18,6 @@ static void fmt(char *dst, size_t cap, const char *f, ...)
     va_start(ap, f);
     vsnprintf(dst, cap, f, ap);
     va_end(ap);
-}
-
-static const char *corpus_root(void)
-{
-    const char *r = getenv("TILEDBFS_CORPUS");
-    return r && *r ? r : "/work/shared/corpus";
 }
 
 /* --------------------------------------------- corpus: byte comparison */
@@ -215,7 +209,7 @@ done:
 static int rebuild_case(const char *name, int *same)
 {
     char arr[512], fr[600];
-    fmt(arr, sizeof arr, "%s/%s/array", corpus_root(), name);
+    fmt(arr, sizeof arr, "%s/%s/array", unit_corpus(), name);
     fmt(fr, sizeof fr, "%s/__fragments", arr);
     DIR *dir = opendir(fr);
     if (!dir)
@@ -247,12 +241,6 @@ static int rebuild_case(const char *name, int *same)
 
 static void test_corpus_identical(void)
 {
-    struct stat st;
-    if (stat(corpus_root(), &st) != 0) {
-        printf("skip test_corpus_identical: no corpus at %s (set "
-               "TILEDBFS_CORPUS)\n", corpus_root());
-        return;
-    }
     /* cases whose every fragment must come out byte-identical */
     static const char *const must[] = {
         "dense_1d_basic", "sparse_int64_2d", "dense_2d_all_types",
@@ -262,11 +250,9 @@ static void test_corpus_identical(void)
         "sparse_hilbert", "chunked_tiles", "filter_rle", "filter_dictionary",
     };
     for (size_t i = 0; i < sizeof must / sizeof *must; i++) {
-        int same = 0, diff = rebuild_case(must[i], &same);
-        if (diff < 0) {
-            printf("skip %s: not in the corpus\n", must[i]);
+        if (!unit_corpus_case(must[i]))
             continue;
-        }
+        int same = 0, diff = rebuild_case(must[i], &same);
         CHECK_EQ_INT(diff, 0);
         CHECK(same > 0);
     }
@@ -692,7 +678,7 @@ static void test_errors(void)
 
 int main(void)
 {
-    RUN(test_corpus_identical);
+    RUN_CORPUS(test_corpus_identical);
     RUN(test_roundtrip_dense);
     RUN(test_roundtrip_sparse);
     RUN(test_encrypted);

@@ -1,7 +1,7 @@
 /* test_meta.c: array/group metadata, group members and delete conditions
  * (format/meta.c, format/group.c, format/delcond.c) against the corpus and
  * hand-built inputs. */
-#include "unit.h"
+#include "support.h"
 
 #include "../../format/arraydir.h"
 #include "../../format/delcond.h"
@@ -14,39 +14,6 @@
 #include <sys/stat.h>
 
 /* ---------------------------------------------------------------- helpers */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b)
-        b[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return b;
-}
-
-static bool is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static const char *corpus_dir(void)
-{
-    const char *c = getenv("TILEDBFS_CORPUS");
-    return c && *c ? c : "../shared/corpus";
-}
 
 /* Writes `size` bytes as one generic tile at `path` of an in-memory io. */
 static void put_tile(struct tdb_io *io, const char *path, const void *p,
@@ -250,7 +217,7 @@ static void check_meta(const struct tdb_io *io, const char *dir,
         pct_encode(m->v[i].key, m->v[i].key_len, enc, sizeof enc);
         snprintf(path, sizeof path, "%s/%s", expected_meta, enc);
         size_t len;
-        char *want = slurp(path, &len);
+        char *want = unit_slurp(path, &len);
         CHECK(want != NULL);
         if (!want) {
             fprintf(stderr, "  %s: no expected file %s\n", what, path);
@@ -265,24 +232,6 @@ static void check_meta(const struct tdb_io *io, const char *dir,
             CHECK(strcmp(m->v[i - 1].key, m->v[i].key) < 0);
     }
     tdb_meta_free(m);
-}
-
-static void parse_mount_range(const char *opts, uint64_t *t0, uint64_t *t1)
-{
-    *t0 = 0;
-    *t1 = UINT64_MAX;
-    const char *p = strstr(opts, "timestamp=");
-    if (!p)
-        return;
-    p += strlen("timestamp=");
-    char *end;
-    uint64_t a = strtoull(p, &end, 10);
-    if (*end == ':') {
-        *t0 = a;
-        *t1 = strtoull(end + 1, NULL, 10);
-    } else {
-        *t1 = a;
-    }
 }
 
 static int hexval(char c)
@@ -351,12 +300,7 @@ static void check_group_tree(const struct tdb_io *io, const char *dir,
 
 static void test_corpus_metadata(void)
 {
-    const char *root = corpus_dir();
-    if (!is_dir(root)) {
-        printf("skip test_corpus_metadata: no corpus at %s "
-               "(set TILEDBFS_CORPUS)\n", root);
-        return;
-    }
+    const char *root = unit_corpus();
     DIR *d = opendir(root);
     int cases = 0;
     files_checked = 0;
@@ -365,7 +309,7 @@ static void test_corpus_metadata(void)
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s/case.json", root, e->d_name);
-        char *json = slurp(path, NULL);
+        char *json = unit_slurp(path, NULL);
         if (!json)
             continue;
         char opts[256] = "", kind[32] = "", keyhex[128] = "";
@@ -384,7 +328,7 @@ static void test_corpus_metadata(void)
             key[i] = (uint8_t)(hexval(keyhex[2 * i]) << 4 |
                                hexval(keyhex[2 * i + 1]));
         uint64_t t0, t1;
-        parse_mount_range(opts, &t0, &t1);
+        unit_timestamp_range(opts, &t0, &t1);
 
         char arr[4096], exp[4096];
         snprintf(arr, sizeof arr, "%s/%s/array", root, e->d_name);
@@ -415,12 +359,9 @@ static void test_corpus_metadata(void)
 static void test_corpus_group_members(void)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/group_basic/array", corpus_dir());
-    if (!is_dir(path)) {
-        printf("skip test_corpus_group_members: no group_basic in %s\n",
-               corpus_dir());
+    snprintf(path, sizeof path, "%s/group_basic/array", unit_corpus());
+    if (!unit_corpus_case("group_basic"))
         return;
-    }
     struct tdb_io io;
     struct tdb_error err = {0};
     struct tdb_group *g = NULL;
@@ -438,8 +379,8 @@ static void test_corpus_group_members(void)
             /* The expected tree has a folder per member. */
             char ep[4200];
             snprintf(ep, sizeof ep, "%s/group_basic/expected/%s",
-                     corpus_dir(), g->v[i].name);
-            CHECK(is_dir(ep));
+                     unit_corpus(), g->v[i].name);
+            CHECK(unit_is_dir(ep));
         }
         if (g->n == 3) {
             CHECK_EQ_INT(g->v[2].type, 1);
@@ -478,15 +419,15 @@ static bool load_frag(const char *dir, struct frag_cells *f)
     char p[4200];
     size_t lx, ly, la, lo;
     snprintf(p, sizeof p, "%s/x", dir);
-    f->x = (int32_t *)slurp(p, &lx);
+    f->x = (int32_t *)unit_slurp(p, &lx);
     snprintf(p, sizeof p, "%s/y", dir);
-    f->y = (int32_t *)slurp(p, &ly);
+    f->y = (int32_t *)unit_slurp(p, &ly);
     snprintf(p, sizeof p, "%s/a", dir);
-    f->a = (int32_t *)slurp(p, &la);
+    f->a = (int32_t *)unit_slurp(p, &la);
     snprintf(p, sizeof p, "%s/s.offsets", dir);
-    f->off = (uint64_t *)slurp(p, &lo);
+    f->off = (uint64_t *)unit_slurp(p, &lo);
     snprintf(p, sizeof p, "%s/s", dir);
-    f->s = slurp(p, &f->s_len);
+    f->s = unit_slurp(p, &f->s_len);
     f->n = lx / 4;
     return f->x && f->y && f->a && f->off && f->s && ly == lx && la == lx &&
            lo == f->n * 8;
@@ -548,15 +489,12 @@ static bool cell_same(const struct frag_cells *f, size_t i,
 static void test_corpus_delete(void)
 {
     char root[4096];
-    snprintf(root, sizeof root, "%s/sparse_delete", corpus_dir());
-    if (!is_dir(root)) {
-        printf("skip test_corpus_delete: no sparse_delete in %s\n",
-               corpus_dir());
+    snprintf(root, sizeof root, "%s/sparse_delete", unit_corpus());
+    if (!unit_corpus_case("sparse_delete"))
         return;
-    }
     char p[8192];
     snprintf(p, sizeof p, "%s/case.json", root);
-    char *json = slurp(p, NULL);
+    char *json = unit_slurp(p, NULL);
     CHECK(json != NULL);
     if (!json)
         return;
@@ -1285,8 +1223,8 @@ int main(void)
     RUN(test_group_truncated);
     RUN(test_cond_eval);
     RUN(test_cond_truncated);
-    RUN(test_corpus_metadata);
-    RUN(test_corpus_group_members);
-    RUN(test_corpus_delete);
+    RUN_CORPUS(test_corpus_metadata);
+    RUN_CORPUS(test_corpus_group_members);
+    RUN_CORPUS(test_corpus_delete);
     return unit_done();
 }

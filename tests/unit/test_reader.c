@@ -5,49 +5,18 @@
  * smaller than a row of tiles (where plain reads decode a tile again for
  * every row of the view). */
 #include "tiledb_format.h"
-#include "unit.h"
+#include "support.h"
 
 #include <stdlib.h>
-
-static const char *corpus;
 
 static struct tdb_fs *open_array(const char *name, struct tdb_io *io,
                                  uint64_t cache, unsigned threads)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     o.cache_bytes = cache;
     o.threads = threads;
-    struct tdb_fs *fs = NULL;
-    struct tdb_error err = {0};
-    if (tdb_io_posix(io, path))
-        return NULL;
-    if (tdb_fs_open(&fs, io, &o, &err)) {
-        fprintf(stderr, "open %s: %s\n", name, err.msg);
-        tdb_io_free(io);
-        return NULL;
-    }
-    return fs;
-}
-
-/* The whole file through tdb_fs_read in one call. */
-static uint8_t *plain_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
-{
-    struct tdb_stat st;
-    struct tdb_error err = {0};
-    if (tdb_fs_stat(fs, ino, &st, &err))
-        return NULL;
-    uint8_t *b = malloc(st.size + 1);
-    size_t got;
-    if (!b || tdb_fs_read(fs, ino, 0, b, st.size, &got, &err) ||
-        got != st.size) {
-        free(b);
-        return NULL;
-    }
-    *size = st.size;
-    return b;
+    return unit_open_case(name, &o, io);
 }
 
 /* The whole file through a reader, `chunk` bytes a call. */
@@ -102,7 +71,7 @@ static void same_bytes(const char *name, uint64_t cache, unsigned threads)
         if (tdb_fs_stat(fs, child, &st, &err) || st.is_dir)
             continue;
         uint64_t size = 0;
-        uint8_t *want = plain_all(fs, child, &size);
+        uint8_t *want = unit_fs_read_all(fs, child, &size);
         CHECK(want != NULL);
         if (!want)
             continue;
@@ -227,19 +196,7 @@ static void test_small_cache_no_thrash(void)
 
 int main(void)
 {
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    FILE *f = fopen(probe, "r");
-    if (!f) {
-        printf("SKIP: corpus not found at %s (set TILEDBFS_CORPUS): the "
-               "reader tests need it\n", corpus);
-        return 77;
-    }
-    fclose(f);
-    RUN(test_same_bytes);
-    RUN(test_small_cache_no_thrash);
+    RUN_CORPUS(test_same_bytes);
+    RUN_CORPUS(test_small_cache_no_thrash);
     return unit_done();
 }

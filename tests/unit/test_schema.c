@@ -2,7 +2,7 @@
  * every format version, the version-22 serialisation byte for byte, round
  * trips, truncated and corrupt input, enumeration files, and every schema of
  * the reference corpus against its case.json. */
-#include "unit.h"
+#include "support.h"
 #include "schema.h"
 #include "generic_tile.h"
 
@@ -1278,20 +1278,13 @@ static void corpus_walk(const struct tdb_io *io, const char *dir, int depth,
 
 static void test_corpus(void)
 {
-    const char *root = getenv("TILEDBFS_CORPUS");
-    if (!root)
-        root = "../shared/corpus";
+    const char *root = unit_corpus();
     struct tdb_io io;
     struct tdb_names cases = {0};
     struct tdb_error err = {0};
     if (tdb_io_posix(&io, root)) {
-        printf("skip test_corpus: cannot open %s\n", root);
-        return;
-    }
-    if (!tdb_io_isdir(&io, "") && !tdb_io_isdir(&io, ".")) {
-        printf("skip test_corpus: no corpus at %s (set TILEDBFS_CORPUS)\n",
-               root);
-        tdb_io_free(&io);
+        fprintf(stderr, "  test_corpus: cannot open %s\n", root);
+        CHECK(0);
         return;
     }
     if (system("python3 -c 'import json,struct' >/dev/null 2>&1") != 0) {
@@ -1326,10 +1319,7 @@ static void test_corpus(void)
     }
     tdb_names_free(&cases);
     tdb_io_free(&io);
-    if (ncases == 0) {
-        printf("skip test_corpus: no cases under %s\n", root);
-        return;
-    }
+    CHECK(ncases > 0);
     printf("corpus: %d cases, %d arrays, %d schemas, %d enumerations\n",
            ncases, cnt.arrays, cnt.schemas, cnt.enums);
     CHECK(cnt.schemas >= cnt.arrays);
@@ -1343,6 +1333,6 @@ int main(void)
     RUN(test_roundtrip_built);
     RUN(test_bad_values);
     RUN(test_load_and_enumeration);
-    RUN(test_corpus);
+    RUN_CORPUS(test_corpus);
     return unit_done();
 }

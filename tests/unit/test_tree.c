@@ -2,46 +2,20 @@
  * fixed-size files decodes no tile, any byte range reads the same bytes as
  * a whole read, and a tiny cache budget changes nothing but the hit rate. */
 #include "tiledb_format.h"
-#include "unit.h"
+#include "support.h"
 
 #include <stdlib.h>
 
 static const char *corpus;
 
-static struct tdb_fs *open_case(const char *name, uint64_t cache, struct tdb_io *io)
+static struct tdb_fs *open_case(const char *name, uint64_t cache,
+                                struct tdb_io *io)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     if (cache)
         o.cache_bytes = cache;
-    struct tdb_fs *fs = NULL;
-    struct tdb_error err = {0};
-    if (tdb_io_posix(io, path))
-        return NULL;
-    if (tdb_fs_open(&fs, io, &o, &err)) {
-        fprintf(stderr, "open %s: %s\n", name, err.msg);
-        tdb_io_free(io);
-        return NULL;
-    }
-    return fs;
-}
-
-static uint8_t *read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
-{
-    struct tdb_stat st;
-    struct tdb_error err = {0};
-    if (tdb_fs_stat(fs, ino, &st, &err))
-        return NULL;
-    uint8_t *b = malloc(st.size + 1);
-    size_t got;
-    if (tdb_fs_read(fs, ino, 0, b, st.size, &got, &err) || got != st.size) {
-        free(b);
-        return NULL;
-    }
-    *size = st.size;
-    return b;
+    return unit_open_case(name, &o, io);
 }
 
 static void stat_decodes_nothing(const char *name, const char *const *files)
@@ -86,7 +60,7 @@ static void ranges_match(const char *name, const char *file, uint64_t cache)
     struct tdb_error err = {0};
     uint64_t ino, size = 0;
     CHECK_EQ_INT(tdb_fs_resolve(fs, file, &ino, &err), 0);
-    uint8_t *all = read_all(fs, ino, &size);
+    uint8_t *all = unit_fs_read_all(fs, ino, &size);
     CHECK(all != NULL && size > 0);
     /* the expected bytes from the corpus */
     char path[1024];
@@ -196,13 +170,13 @@ static void test_shared_cache(void)
     uint64_t ino1, ino2, n1 = 0, n2 = 0;
     CHECK_EQ_INT(tdb_fs_resolve(fs1, "a", &ino1, &err), 0);
     CHECK_EQ_INT(tdb_fs_resolve(fs2, "a", &ino2, &err), 0);
-    uint8_t *b1 = read_all(fs1, ino1, &n1);
+    uint8_t *b1 = unit_fs_read_all(fs1, ino1, &n1);
     struct tdb_cache_stats before, after;
     tdb_fs_cache_stats(fs1, &before);
     CHECK(before.decodes > 0);
     tdb_fs_close(fs1);
     fs1 = NULL;
-    uint8_t *b2 = read_all(fs2, ino2, &n2);
+    uint8_t *b2 = unit_fs_read_all(fs2, ino2, &n2);
     tdb_fs_cache_stats(fs2, &after);
     CHECK(b1 && b2 && n1 == n2 && n1 > 0);
     if (b1 && b2 && n1 == n2)
@@ -238,22 +212,11 @@ static void test_options(void)
 int main(void)
 {
     RUN(test_options);
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    FILE *f = fopen(probe, "r");
-    if (!f) {
-        printf("SKIP corpus tests: corpus not found at %s (set TILEDBFS_CORPUS)\n",
-               corpus);
-        return unit_done();
-    }
-    fclose(f);
-    RUN(test_stat_without_decoding);
-    RUN(test_random_ranges);
-    RUN(test_tiny_cache);
-    RUN(test_paths);
-    RUN(test_shared_cache);
+    corpus = unit_corpus();
+    RUN_CORPUS(test_stat_without_decoding);
+    RUN_CORPUS(test_random_ranges);
+    RUN_CORPUS(test_tiny_cache);
+    RUN_CORPUS(test_paths);
+    RUN_CORPUS(test_shared_cache);
     return unit_done();
 }

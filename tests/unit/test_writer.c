@@ -5,7 +5,7 @@
  * it was. */
 #include "writer.h"
 #include "arraydir.h"
-#include "unit.h"
+#include "support.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -1451,15 +1451,9 @@ static void test_threads_same_calls(void)
 
 int main(void)
 {
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    if (access(probe, R_OK)) {
-        printf("skip: no corpus at %s (set TILEDBFS_CORPUS)\n", corpus);
-        return 77;
-    }
+    corpus = unit_corpus();
+    if (!unit_corpus_found())
+        return 77; /* every test here needs it (the line is printed) */
     RUN(test_sizes_checked_first); /* first: it measures the peak RSS */
     RUN(test_sparse_subarray_refused);
     RUN(test_dense_partial_region);

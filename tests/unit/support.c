@@ -1,0 +1,214 @@
+/* support.c: the shared helpers of the unit tests (see support.h). */
+#include "support.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- the corpus */
+
+const char *unit_corpus(void)
+{
+    const char *c = getenv("TILEDBFS_CORPUS");
+    return c && *c ? c : "../shared/corpus";
+}
+
+bool unit_corpus_found(void)
+{
+    static int found = -1;
+    if (found >= 0)
+        return found;
+    const char *root = unit_corpus();
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", root);
+    found = access(probe, R_OK) == 0;
+    if (!found) {
+        char cwd[PATH_MAX] = "?", line[2 * PATH_MAX + 512];
+        const char *env = getenv("TILEDBFS_CORPUS");
+        if (!getcwd(cwd, sizeof cwd))
+            snprintf(cwd, sizeof cwd, "(cwd: %s)", strerror(errno));
+        snprintf(line, sizeof line,
+                 "SKIP corpus: %s: no reference corpus at %s%s%s (%s): its "
+                 "corpus tests did not run; set TILEDBFS_CORPUS=DIR\n",
+                 program_invocation_short_name, root[0] == '/' ? "" : cwd,
+                 root[0] == '/' ? "" : "/", root,
+                 env && *env ? "from TILEDBFS_CORPUS"
+                             : "the default; TILEDBFS_CORPUS is not set");
+        fputs(line, stdout);
+        fflush(stdout);
+        /* make check: also on the console (AM_TESTS_FD_REDIRECT) */
+        const char *con = getenv("TILEDBFS_TEST_CONSOLE");
+        if (con && *con)
+            dprintf(atoi(con), "%s", line);
+    }
+    return found;
+}
+
+void unit_timestamp_range(const char *opts, uint64_t *t0, uint64_t *t1)
+{
+    *t0 = 0;
+    *t1 = UINT64_MAX;
+    const char *p = strstr(opts, "timestamp=");
+    if (!p)
+        return;
+    p += strlen("timestamp=");
+    char *end;
+    uint64_t a = strtoull(p, &end, 10);
+    if (*end == ':') {
+        *t0 = a;
+        *t1 = strtoull(end + 1, NULL, 10);
+    } else {
+        *t1 = a;
+    }
+}
+
+/* ------------------------------------------------------------------ files */
+
+char *unit_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *b = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
+        fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1)) &&
+        fread(b, 1, (size_t)n, f) == (size_t)n) {
+        b[n] = 0;
+        if (len)
+            *len = (size_t)n;
+    } else {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    return b;
+}
+
+bool unit_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int unit_copy_tree(const struct tdb_io *src, const char *sp,
+                   const struct tdb_io *dst, const char *dp)
+{
+    struct tdb_names n;
+    int r = tdb_io_names(src, sp, &n, NULL);
+    if (r)
+        return r;
+    dst->ops->mkdir(dst->ctx, dp);
+    for (size_t i = 0; i < n.n && !r; i++) {
+        char *a = tdb_path_join(sp, n.v[i]), *b = tdb_path_join(dp, n.v[i]);
+        if (n.is_dir[i]) {
+            r = unit_copy_tree(src, a, dst, b);
+        } else {
+            uint8_t *data = NULL;
+            uint64_t size = 0;
+            r = tdb_io_read_file(src, a, &data, &size, NULL);
+            if (!r)
+                r = dst->ops->write_at(dst->ctx, b, 0, data, (size_t)size);
+            free(data);
+        }
+        free(a);
+        free(b);
+    }
+    tdb_names_free(&n);
+    return r;
+}
+
+int unit_array_from_case(const char *name, struct tdb_io *mem)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    struct tdb_io src;
+    if (tdb_io_posix(&src, path))
+        return -1;
+    if (tdb_io_mem(mem)) {
+        tdb_io_free(&src);
+        return -1;
+    }
+    int r = unit_copy_tree(&src, "__schema", mem, "__schema");
+    tdb_io_free(&src);
+    return r;
+}
+
+bool unit_same_bytes(const char *what, const uint8_t *a, uint64_t na,
+                     const uint8_t *b, uint64_t nb)
+{
+    if (na != nb) {
+        fprintf(stderr, "  %s: %llu bytes, expected %llu\n", what,
+                (unsigned long long)na, (unsigned long long)nb);
+        return false;
+    }
+    for (uint64_t i = 0; i < na; i++)
+        if (a[i] != b[i]) {
+            fprintf(stderr, "  %s: byte %llu is %02x, expected %02x\n", what,
+                    (unsigned long long)i, a[i], b[i]);
+            return false;
+        }
+    return true;
+}
+
+/* ------------------------------------------------------ the tree (tdb_fs) */
+
+struct tdb_fs *unit_open_case(const char *name,
+                              const struct tdb_open_options *o,
+                              struct tdb_io *io)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    struct tdb_open_options def;
+    if (!o) {
+        tdb_open_options_init(&def);
+        o = &def;
+    }
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    if (tdb_io_posix(io, path)) {
+        fprintf(stderr, "open %s: cannot open %s\n", name, path);
+        return NULL;
+    }
+    if (tdb_fs_open(&fs, io, o, &err)) {
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+        tdb_io_free(io);
+        return NULL;
+    }
+    return fs;
+}
+
+uint8_t *unit_fs_read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
+{
+    struct tdb_stat st;
+    struct tdb_error err = {0};
+    if (tdb_fs_stat(fs, ino, &st, &err))
+        return NULL;
+    uint8_t *b = malloc(st.size + 1);
+    size_t got = 0;
+    if (!b || tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, &err) ||
+        got != st.size) {
+        free(b);
+        return NULL;
+    }
+    b[got] = 0;
+    *size = st.size;
+    return b;
+}
+
+uint8_t *unit_fs_file(struct tdb_fs *fs, const char *path, uint64_t *size)
+{
+    uint64_t ino;
+    struct tdb_error err = {0};
+    if (tdb_fs_resolve(fs, path, &ino, &err)) {
+        fprintf(stderr, "  %s: %s\n", path, err.msg);
+        return NULL;
+    }
+    uint8_t *b = unit_fs_read_all(fs, ino, size);
+    if (!b)
+        fprintf(stderr, "  %s: cannot be read whole\n", path);
+    return b;
+}

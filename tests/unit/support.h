@@ -1,0 +1,107 @@
+/* support.h: what the unit tests share beyond unit.h: where the reference
+ * corpus is and how a corpus test is skipped without it (loudly, and with
+ * exit status 77 when nothing else ran), and helpers over files, tdb_io
+ * and tdb_fs that several tests need.  The functions live in support.c;
+ * the few that report through CHECK are static inline here, since the
+ * harness keeps its counts per test binary. */
+#ifndef TDB_UNIT_SUPPORT_H
+#define TDB_UNIT_SUPPORT_H
+
+#include "unit.h"
+
+#include "core.h"
+#include "tiledb_format.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------- the corpus */
+
+/* The corpus folder: $TILEDBFS_CORPUS when set and not empty (make check
+ * sets it), else ../shared/corpus from the working directory. */
+const char *unit_corpus(void);
+
+/* True when the corpus is there (its dense_1d_basic/case.json can be
+ * read).  The first time it is not, prints one line starting "SKIP
+ * corpus:" with the binary, the folder looked at (absolute) and where that
+ * name came from; to stdout, and also to file descriptor
+ * $TILEDBFS_TEST_CONSOLE when that is set (make check: the console). */
+bool unit_corpus_found(void);
+
+/* RUN(fn) when the corpus is there; otherwise fn is counted as skipped.
+ * A binary whose every test was skipped exits 77 (see unit_done). */
+#define RUN_CORPUS(fn)                                                     \
+    do {                                                                   \
+        if (unit_corpus_found())                                           \
+            RUN(fn);                                                       \
+        else                                                               \
+            UNIT_SKIP(fn, "no reference corpus");                          \
+    } while (0)
+
+/* True when `path` is a folder (links followed). */
+bool unit_is_dir(const char *path);
+
+/* In a test run by RUN_CORPUS: true when case `name` of the corpus has its
+ * array folder; a found corpus that lacks the case fails the test. */
+static inline bool unit_corpus_case(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    bool there = unit_is_dir(path);
+    if (!there)
+        fprintf(stderr, "  corpus case %s missing: no folder %s\n", name,
+                path);
+    CHECK(there);
+    return there;
+}
+
+/* The time range of a case's mount options ("timestamp=T" or
+ * "timestamp=T0:T1" somewhere in opts): [0, UINT64_MAX] without one. */
+void unit_timestamp_range(const char *opts, uint64_t *t0, uint64_t *t1);
+
+/* ------------------------------------------------------------------ files */
+
+/* The whole file at `path`, NUL-terminated (*len, if not NULL, gets its
+ * size without the NUL); NULL when it cannot be read.  Caller frees. */
+char *unit_slurp(const char *path, size_t *len);
+
+/* Writes `n` bytes as the whole file `path` of io; a failure fails the
+ * running test. */
+static inline void unit_put(const struct tdb_io *io, const char *path,
+                            const void *p, size_t n)
+{
+    CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, p, n), 0);
+}
+
+/* Copies folder sp of src, with everything under it, to dp of dst.
+ * @return 0 or the first error. */
+int unit_copy_tree(const struct tdb_io *src, const char *sp,
+                   const struct tdb_io *dst, const char *dp);
+
+/* An in-memory array (*mem, freed by the caller) holding the schemas
+ * (__schema) of corpus case `name`.  @return 0 or an error. */
+int unit_array_from_case(const char *name, struct tdb_io *mem);
+
+/* True when a[0..na) and b[0..nb) are the same bytes; otherwise prints
+ * (to stderr, naming `what`) the sizes or the first byte that differs. */
+bool unit_same_bytes(const char *what, const uint8_t *a, uint64_t na,
+                     const uint8_t *b, uint64_t nb);
+
+/* ------------------------------------------------------ the tree (tdb_fs) */
+
+/* Opens the array of corpus case `name` (CORPUS/name/array) through a
+ * POSIX io (*io, freed by the caller after tdb_fs_close) with options o
+ * (NULL: the defaults).  @return the tree, or NULL after printing why. */
+struct tdb_fs *unit_open_case(const char *name,
+                              const struct tdb_open_options *o,
+                              struct tdb_io *io);
+
+/* The whole of file `ino` in one tdb_fs_read, NUL-terminated; *size gets
+ * its size.  NULL on any error.  Caller frees. */
+uint8_t *unit_fs_read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size);
+
+/* The whole of file `path` of the tree, as unit_fs_read_all; NULL, after
+ * printing why to stderr, when it is absent or cannot be read. */
+uint8_t *unit_fs_file(struct tdb_fs *fs, const char *path, uint64_t *size);
+
+#endif
