@@ -248,6 +248,33 @@ static int tdbcli_check_key(struct tdbcli_source *s, const char *source,
     return rc;
 }
 
+/* An s3:// SOURCE (tdb_io_open_url; credentials as the AWS tools find
+ * them).  Staged files of -o rw stay local: staging_dir= is required.
+ * @return 0, or -1 after printing. */
+static int tdbcli_open_url(struct tdbcli_source *s, const char *source,
+                           const struct tdbcli_options *o)
+{
+    struct tdb_error err;
+    int rc;
+
+    if (o->rw && !o->staging_dir) {
+        tdbcli_say(source, "-o rw on an object store needs staging_dir=PATH "
+                   "(a local folder for the staged files)");
+        return -1;
+    }
+    if (tdb_s3_global_init() != 0 || !(s->path = strdup(source))) {
+        tdbcli_say(source, "%s", strerror(ENOMEM));
+        return -1;
+    }
+    tdbcli_error_clear(&err);
+    rc = tdb_io_open_url(&s->io, source, &err);
+    if (rc < 0) {
+        tdbcli_report(source, rc, &err);
+        return -1;
+    }
+    return 0;
+}
+
 int tdbcli_open(struct tdbcli_source *s, const char *source,
                 const struct tdbcli_options *o)
 {
@@ -257,6 +284,11 @@ int tdbcli_open(struct tdbcli_source *s, const char *source,
 
     memset(s, 0, sizeof *s);
     tdbcli_tune_malloc();
+    if (tdb_io_is_url(source)) {
+        if (tdbcli_open_url(s, source, o) != 0)
+            goto fail;
+        goto opened;
+    }
     s->path = realpath(source, NULL);
     if (!s->path) {
         tdbcli_say(source, "%s", strerror(errno));
@@ -272,6 +304,7 @@ int tdbcli_open(struct tdbcli_source *s, const char *source,
         tdbcli_say(source, "%s", tdb_strerror(rc));
         goto fail;
     }
+opened:
     tdbcli_error_clear(&err);
     rc = tdb_fs_open(&s->fs, &s->io, &o->open, &err);
     if (rc < 0) {

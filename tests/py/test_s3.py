@@ -1,0 +1,351 @@
+"""test_s3.py: s3:// sources (format/io_s3.c) against a real S3-compatible server, s3rver, started on 127.0.0.1: every corpus file byte for byte through tiledbfs-cat, FUSE mounts, commits of -o rw, concurrent writers."""
+import datetime
+import hashlib
+import hmac
+import http.client
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import CORPUS, REPO, case_names, case_options, get_case, o_args, run_cat
+from test_corpus_cat import describe
+from test_write import STAGING, commit, make_twin, read_file, stage, top_level
+
+S3_DIR = os.path.join(REPO, 'tests', 's3')
+S3RVER = os.path.join(S3_DIR, 'node_modules', '.bin', 's3rver')
+BUCKET = 'tiledbfs'
+KEY_ID = SECRET = 'S3RVER'   # the account s3rver knows
+REGION = 'us-east-1'
+
+
+# ---------------------------------------------------------------- a client
+
+class S3:
+    """A small S3 client over http.client, signed with Signature Version 4
+    (written here independently of io_s3.c), to set up and inspect the
+    bucket."""
+
+    def __init__(self, host, port):
+        self.host, self.port = host, port
+
+    def _sign(self, method, path, query, headers, payload_hash):
+        now = datetime.datetime.now(datetime.timezone.utc)
+        date = now.strftime('%Y%m%dT%H%M%SZ')
+        headers = dict(headers, host=f'{self.host}:{self.port}', **{
+            'x-amz-date': date, 'x-amz-content-sha256': payload_hash})
+        names = sorted(k.lower() for k in headers)
+        lower = {k.lower(): str(v).strip() for k, v in headers.items()}
+        creq = '\n'.join([method, path, query] + [f'{n}:{lower[n]}' for n in names] +
+                         ['', ';'.join(names), payload_hash])
+        scope = f'{date[:8]}/{REGION}/s3/aws4_request'
+        sts = '\n'.join(['AWS4-HMAC-SHA256', date, scope,
+                         hashlib.sha256(creq.encode()).hexdigest()])
+        k = ('AWS4' + SECRET).encode()
+        for part in (date[:8], REGION, 's3', 'aws4_request'):
+            k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+        sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+        headers['Authorization'] = (f'AWS4-HMAC-SHA256 Credential={KEY_ID}/{scope}, '
+                                    f'SignedHeaders={";".join(names)}, Signature={sig}')
+        return headers
+
+    def request(self, method, key, body=b'', params=None):
+        path = '/' + BUCKET + ('/' + urllib.parse.quote(key, safe='/~') if key is not None else '')
+        query = '&'.join(f'{urllib.parse.quote(k, safe="~")}={urllib.parse.quote(v, safe="~")}'
+                         for k, v in sorted((params or {}).items()))
+        headers = self._sign(method, path, query, {}, hashlib.sha256(body).hexdigest())
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            conn.request(method, path + ('?' + query if query else ''), body=body, headers=headers)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def put(self, key, data):
+        status, body = self.request('PUT', key, data)
+        assert status == 200, f'PUT {key}: {status} {body[:300]!r}'
+
+    def get(self, key):
+        status, body = self.request('GET', key)
+        return body if status == 200 else None
+
+    def keys(self, prefix):
+        """Every key under prefix."""
+        out, token = [], None
+        while True:
+            params = {'list-type': '2', 'prefix': prefix}
+            if token:
+                params['continuation-token'] = token
+            status, body = self.request('GET', None, params=params)
+            assert status == 200, body
+            root = ET.fromstring(body)
+            ns = root.tag[:root.tag.index('}') + 1] if root.tag.startswith('{') else ''
+            out += [c.find(ns + 'Key').text for c in root.findall(ns + 'Contents')]
+            token = root.findtext(ns + 'NextContinuationToken')
+            if root.findtext(ns + 'IsTruncated') != 'true' or not token:
+                return out
+
+    def upload_tree(self, folder, prefix):
+        for dirpath, _, files in os.walk(folder):
+            for f in files:
+                full = os.path.join(dirpath, f)
+                rel = os.path.relpath(full, folder).replace(os.sep, '/')
+                with open(full, 'rb') as fh:
+                    self.put(prefix + '/' + rel, fh.read())
+
+
+# ---------------------------------------------------------------- fixtures
+
+def s3rver_missing():
+    """Why s3rver cannot run here, or None."""
+    if shutil.which('node') is None:
+        return 'node is not installed (scripts/install-deps installs nodejs and npm)'
+    if not os.access(S3RVER, os.X_OK):
+        return (f'{S3RVER} is missing: run scripts/install-deps '
+                '(npm ci --prefix tests/s3)')
+    return None
+
+
+@pytest.fixture(scope='session')
+def s3server(tmp_path_factory):
+    """s3rver on 127.0.0.1 (a free port it picks), its data in a temporary
+    folder, with the bucket BUCKET; yields an S3 client of it.  The
+    environment of the programs run by the tests points at it."""
+    why = s3rver_missing()
+    if why:
+        pytest.skip(f'NO S3 SERVER, S3 TESTS SKIPPED: {why}')
+    data = tmp_path_factory.mktemp('s3rver')
+    log = open(data / 'log', 'w+b')
+    proc = subprocess.Popen([S3RVER, '-d', str(data / 'store'), '-a', '127.0.0.1', '-p', '0',
+                             '--no-vhost-buckets', '--configure-bucket', BUCKET],
+                            stdout=log, stderr=subprocess.STDOUT,
+                            # s3rver's continuation tokens use DES, which
+                            # node's OpenSSL 3 keeps in its legacy provider
+                            env=dict(os.environ, NODE_OPTIONS='--openssl-legacy-provider'))
+    port = None
+    deadline = time.monotonic() + 30
+    while port is None:
+        log.seek(0)
+        m = re.search(rb'listening on 127\.0\.0\.1:(\d+)', log.read())
+        if m:
+            port = int(m.group(1))
+        elif proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            log.seek(0)
+            pytest.fail(f's3rver did not start: {log.read().decode(errors="replace")[-2000:]}')
+        else:
+            time.sleep(0.05)
+    saved = {k: os.environ.get(k) for k in S3_ENV_KEYS}
+    os.environ.update({
+        'AWS_ACCESS_KEY_ID': KEY_ID, 'AWS_SECRET_ACCESS_KEY': SECRET,
+        'AWS_REGION': REGION, 'AWS_ENDPOINT_URL': f'http://127.0.0.1:{port}'})
+    for k in ('AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_ENDPOINT_URL_S3'):
+        os.environ.pop(k, None)
+    try:
+        yield S3('127.0.0.1', port)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+S3_ENV_KEYS = ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_REGION',
+               'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_PROFILE')
+
+
+@pytest.fixture(scope='session')
+def s3corpus(s3server):
+    """Every corpus case's array uploaded as s3://BUCKET/corpus/CASE/array."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip(f'corpus not found at {CORPUS}')
+    for name in case_names():
+        s3server.upload_tree(os.path.join(CORPUS, name, 'array'), f'corpus/{name}/array')
+    return s3server
+
+
+def s3url(name):
+    return f's3://{BUCKET}/corpus/{name}/array'
+
+
+# ------------------------------------------------------------------- reads
+
+def test_s3_cat_matches_expected(case, cat_prog, s3corpus, tmp_path):
+    """Every expected file of the case, byte for byte, read through range
+    GETs of the uploaded array."""
+    opts = case_options(case, tmp_path)
+    fails = []
+    for path in case.expected_paths:
+        exp = case.expected(path)
+        try:
+            proc = run_cat(cat_prog, s3url(case.name), path, opts)
+        except subprocess.TimeoutExpired:
+            fails.append(describe(path, None, exp, None))
+            continue
+        assert proc.returncode >= 0, f'{path}: tiledbfs-cat killed by signal {-proc.returncode}'
+        if proc.returncode != 0 or proc.stdout != exp:
+            fails.append(describe(path, proc.stdout, exp, proc))
+    assert not fails, (f'{case.name}: {len(fails)} of {len(case.expected_paths)} files differ '
+                       f'over S3:\n  ' + '\n  '.join(fails))
+
+
+MOUNT_CASES = ['dense_var_nullable', 'sparse_string_dim', 'filter_chains', 'group_basic',
+               'encrypted_aes256gcm', 'time_travel_t2_3']
+
+
+@pytest.mark.parametrize('name', MOUNT_CASES)
+def test_s3_mount_reads_expected(name, s3corpus, mount, tmp_path):
+    case = get_case(name)
+    mnt = mount(s3url(name), case_options(case, tmp_path))
+    for path in case.expected_paths:
+        with open(os.path.join(mnt, path), 'rb') as f:
+            got = f.read()
+        assert got == case.expected(path), f'{name}/{path}: differs over an S3 mount'
+
+
+def test_s3_errors(cat_prog, s3corpus, tmp_path):
+    """A prefix without objects, a missing bucket, a wrong secret, no server:
+    one line naming the URL and the reason, exit 1."""
+    def cat(url, env=None):
+        return subprocess.run([cat_prog, url, ''], capture_output=True, timeout=60,
+                              env=dict(os.environ, **(env or {})))
+
+    r = cat(f's3://{BUCKET}/no/such/array')
+    assert r.returncode == 1 and b'no objects under this prefix' in r.stderr, r.stderr
+    r = cat('s3://no-such-bucket/array')
+    assert r.returncode == 1 and b'NoSuchBucket' in r.stderr, r.stderr
+    # (s3rver checks the key id of a Signature Version 4, not the signature:
+    # tests/unit/test_s3.c checks ours against AWS's worked examples)
+    r = cat(s3url('dense_1d_basic'), {'AWS_ACCESS_KEY_ID': 'WRONG'})
+    assert r.returncode == 1 and b'HTTP 403' in r.stderr and b'InvalidAccessKeyId' in r.stderr, \
+        r.stderr
+    r = cat(s3url('dense_1d_basic'), {'AWS_ENDPOINT_URL': 'http://127.0.0.1:1'})
+    assert r.returncode == 1 and b'connect' in r.stderr.lower(), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_s3_credentials_from_aws_files(cat_prog, s3corpus, tmp_path):
+    """Without the variables, the profile's keys in ~/.aws/credentials and
+    the endpoint in ~/.aws/config are used."""
+    aws = tmp_path / '.aws'
+    aws.mkdir()
+    (aws / 'credentials').write_text('[default]\naws_access_key_id = nobody\n'
+                                     'aws_secret_access_key = nothing\n'
+                                     f'[t]\naws_access_key_id = {KEY_ID}\n'
+                                     f'aws_secret_access_key = {SECRET}\n')
+    endpoint = os.environ['AWS_ENDPOINT_URL']
+    (aws / 'config').write_text(f'[default]\nendpoint_url = {endpoint}\n'
+                                f'[profile t]\nendpoint_url = {endpoint}\nregion = {REGION}\n')
+    env = {k: v for k, v in os.environ.items() if k not in S3_ENV_KEYS}
+    env.update(HOME=str(tmp_path), AWS_PROFILE='t')
+    case = get_case('dense_1d_basic')
+    path = case.expected_paths[0]
+    r = subprocess.run([cat_prog, s3url(case.name), path], capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == case.expected(path)
+    env['AWS_PROFILE'] = 'default'   # its keys are not the server's
+    r = subprocess.run([cat_prog, s3url(case.name), path], capture_output=True, env=env, timeout=60)
+    assert r.returncode == 1 and b'HTTP 403' in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ writes
+
+def s3_twin(s3, name, create_prog, cat_prog, tmp_path):
+    """An empty twin of corpus case `name`, made by tiledbfs-create in a
+    local folder and uploaded as s3://BUCKET/w/NAME/array; (case, url)."""
+    case = get_case(name)
+    twin = str(tmp_path / f'twin-{name}')
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
+    assert made.returncode == 0, f'tiledbfs-create: {made.stderr.decode(errors="replace")}'
+    prefix = f'w/{tmp_path.name}/{name}/array'
+    s3.upload_tree(twin, prefix)
+    return case, f's3://{BUCKET}/{prefix}', prefix
+
+
+def committed(s3, prefix):
+    """The fragment names of __commits/*.wrt in the bucket."""
+    return sorted(k.rsplit('/', 1)[1][:-4] for k in s3.keys(prefix + '/__commits/')
+                  if k.endswith('.wrt'))
+
+
+def test_s3_commit(s3corpus, create_prog, cat_prog, mount, tmp_path):
+    """-o rw on an S3 array: files staged locally and committed become one
+    fragment in the bucket (its files, then its commit file, nothing
+    temporary left), read back byte for byte through the mount and by a
+    separate reader of the bucket."""
+    s3 = s3corpus
+    case, url, prefix = s3_twin(s3, 'dense_1d_basic', create_prog, cat_prog, tmp_path)
+    files = {p: case.expected(p) for p in top_level(case)}
+    mnt = mount(url, ['rw', f'staging_dir={tmp_path / "staging"}'])
+    stage(mnt, 't', files)
+    e = commit(mnt, 't')
+    assert e is None, f'commit: {e}: {read_file(os.path.join(mnt, STAGING, "t", "__error"))!r}'
+    frags = committed(s3, prefix)
+    assert len(frags) == 1, frags
+    keys = s3.keys(prefix + '/__fragments/')
+    assert sorted(k.rsplit('/', 1)[1] for k in keys) == \
+        ['__fragment_metadata.tdb', 'a0.tdb', 'a1.tdb'], keys
+    assert all(f'/__fragments/{frags[0]}/' in k for k in keys)
+    for path, data in files.items():
+        assert read_file(os.path.join(mnt, path)) == data, f'{path} over the mount'
+        r = run_cat(cat_prog, url, path)
+        assert r.returncode == 0 and r.stdout == data, f'{path}: {r.stderr!r}'
+    assert os.listdir(os.path.join(mnt, '__fragments')) == frags
+
+
+def test_s3_rw_needs_staging_dir(s3corpus, fs_prog, tmp_path):
+    r = subprocess.run([fs_prog, '-f', '-o', 'rw', s3url('dense_1d_basic'), str(tmp_path)],
+                       capture_output=True, timeout=60)
+    assert r.returncode != 0 and b'staging_dir' in r.stderr, r.stderr
+
+
+def test_s3_concurrent_writers(s3corpus, create_prog, cat_prog, mount, tmp_path):
+    """Two mounts of one S3 array (as on two machines: each its own staging
+    folder, no coordination) commit at the same time: two fragments with
+    distinct names, both whole, and the array shows one writer's cells."""
+    s3 = s3corpus
+    case, url, prefix = s3_twin(s3, 'dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mine = {p: case.expected(p) for p in top_level(case)}
+    theirs = {p: bytes(reversed(d)) for p, d in mine.items()}
+    mnts = [mount(url, ['rw', f'staging_dir={tmp_path / f"staging{i}"}']) for i in range(2)]
+    for mnt, files in zip(mnts, (mine, theirs)):
+        stage(mnt, 't', files)
+    results = [None, None]
+    go = threading.Barrier(2)
+
+    def run(i):
+        go.wait()
+        results[i] = commit(mnts[i], 't')
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert results == [None, None], results
+    frags = committed(s3, prefix)
+    assert len(frags) == 2 and frags[0] != frags[1], frags
+    for f in frags:
+        names = sorted(k.rsplit('/', 1)[1] for k in s3.keys(f'{prefix}/__fragments/{f}/'))
+        assert names == ['__fragment_metadata.tdb', 'a0.tdb', 'a1.tdb'], (f, names)
+    shown = {p: run_cat(cat_prog, url, p).stdout for p in mine}
+    assert shown in (mine, theirs), 'the array shows a mix of the two writes'
+    # each fragment holds its writer's cells whole
+    seen = []
+    for f in frags:
+        seen.append({p: run_cat(cat_prog, url, f'__fragments/{f}/{p}').stdout for p in mine})
+    assert sorted(map(repr, seen)) == sorted(map(repr, (mine, theirs)))
