@@ -1266,13 +1266,15 @@ static int s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
         n += x.n;
         x.n = 0;
         free(token);
-        token = x.truncated && x.token && !max ? x.token : NULL;
-        if (token)
-            x.token = NULL;
-        bool more = x.truncated && token;
-        if (x.truncated && !x.token && !max)
+        token = NULL;
+        bool more = x.truncated && !max;
+        if (more && !x.token)
             r = tdb_err(err, TDB_E_CORRUPT, "s3://%s/%s: list: truncated "
                         "without a continuation token", s->bucket, kprefix);
+        else if (more) {
+            token = x.token;
+            x.token = NULL;
+        }
         s3_xml_free(&x);
         if (!more)
             break;
