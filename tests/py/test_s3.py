@@ -193,6 +193,10 @@ class VerifyingProxy:
         self.checked = 0
         self.pages = 0
         self.methods = []
+        self.fail_first = False   # answer 503 to the first try of each request
+        self.failed = 0
+        self.seen = set()
+        self.lock = threading.Lock()
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = 'HTTP/1.1'
@@ -206,14 +210,21 @@ class VerifyingProxy:
                 n = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(n) if n else b''
                 path, _, query = self.path.partition('?')
+                if proxy.fail_first:
+                    what = (self.command, self.path, self.headers.get('Range'))
+                    with proxy.lock:
+                        first = what not in proxy.seen
+                        proxy.seen.add(what)
+                    if first:
+                        proxy.failed += 1
+                        self._reply(503, b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+                                         b'SlowDown</Code></Error>')
+                        return
                 if not proxy.signature_ok(self.command, path, query, self.headers, body):
                     out = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
                            b'SignatureDoesNotMatch</Code><Message>checked by the test proxy'
                            b'</Message></Error>')
-                    self.send_response(403)
-                    self.send_header('Content-Length', str(len(out)))
-                    self.end_headers()
-                    self.wfile.write(out)
+                    self._reply(403, out)
                     return
                 params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
                 if params.get('list-type') == '2' and self.command == 'GET':
@@ -240,7 +251,8 @@ class VerifyingProxy:
                 self.send_response(status)
                 self.send_header('Content-Length', str(len(out)))
                 self.end_headers()
-                self.wfile.write(out)
+                if self.command != 'HEAD':
+                    self.wfile.write(out)
 
             do_GET = do_PUT = do_HEAD = do_DELETE = _any
 
@@ -541,3 +553,16 @@ def test_s3_wrong_secret(cat_prog, verified):
     r = subprocess.run([cat_prog, s3url('dense_1d_basic'), ''], capture_output=True, timeout=60,
                        env=dict(os.environ, AWS_SECRET_ACCESS_KEY='not-' + SECRET))
     assert r.returncode == 1 and b'HTTP 403 SignatureDoesNotMatch' in r.stderr, r.stderr
+
+
+def test_s3_retries(cat_prog, verified, tmp_path):
+    """Every request first answered 503 SlowDown: each is tried again, and
+    the case reads byte for byte."""
+    verified.fail_first = True
+    case = get_case('filter_chains')
+    opts = case_options(case, tmp_path)
+    for path in case.expected_paths[:6]:
+        r = run_cat(cat_prog, s3url(case.name), path, opts)
+        assert r.returncode == 0 and r.stdout == case.expected(path), \
+            f'{path}: {r.stderr.decode(errors="replace")}'
+    assert verified.failed >= 6
