@@ -112,6 +112,62 @@ int tdb_io_mem(struct tdb_io *io);
 /* Releases a backend's state (NULL ops is fine). */
 void tdb_io_free(struct tdb_io *io);
 
+/* ------------------------------------------------------- object storage */
+
+/* Where and as whom an S3 backend connects.  Strings are owned by the
+ * struct when filled by tdb_s3_config_load (tdb_s3_config_free frees
+ * them); a caller filling it by hand keeps ownership (tdb_io_s3 copies). */
+struct tdb_s3_config {
+    char *access_key;     /* NULL (with secret_key NULL): unsigned requests */
+    char *secret_key;
+    char *session_token;  /* NULL: none */
+    char *region;         /* NULL: us-east-1 */
+    char *endpoint;       /* NULL: https://s3.REGION.amazonaws.com with the
+                           * bucket in the host name; else a URL such as
+                           * http://127.0.0.1:9000, addressed path-style
+                           * (http://HOST/BUCKET/KEY) */
+};
+
+/* Fills cfg as the AWS tools do: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * AWS_SESSION_TOKEN; else the profile AWS_PROFILE (default "default") of
+ * ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE) and ~/.aws/config
+ * (AWS_CONFIG_FILE, section "profile NAME"); region from AWS_REGION,
+ * AWS_DEFAULT_REGION or the config file; endpoint from
+ * AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the config file's
+ * endpoint_url.  Missing files are fine.  @return 0 or TDB_E_NOMEM. */
+int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err);
+void tdb_s3_config_free(struct tdb_s3_config *cfg);
+
+/* libcurl's process-wide set-up (curl_global_init).  A front end calls it
+ * once from main, before its threads start and before tdb_io_s3 or
+ * tdb_io_open_url; later calls do nothing more.  @return 0 or TDB_E_IO. */
+int tdb_s3_global_init(void);
+
+/* An S3 backend over `url`, "s3://BUCKET[/PREFIX]": paths are keys under
+ * PREFIX/.  Reads are range GETs, sizes HEADs (or the sizes a listing
+ * gave), folders ListObjectsV2 with delimiter '/'.  S3 has no partial
+ * writes: write_at keeps the object in a temporary file (TMPDIR) until
+ * sync (or rename) PUTs it whole; until then list and is_dir do not show
+ * it.  mkdir does nothing (folders are key prefixes), rename is a
+ * server-side copy then a DELETE (of each key under a folder), remove a
+ * DELETE.  Errors: TDB_E_NOENT for 404, else TDB_E_IO; 5xx answers and
+ * failed connections are retried (4 tries).  Thread-safe.
+ * @return 0, TDB_E_INVAL (not such a URL) or TDB_E_NOMEM. */
+int tdb_io_s3(struct tdb_io *io, const char *url,
+              const struct tdb_s3_config *cfg, struct tdb_error *err);
+
+/* Is `source` a URL that tdb_io_open_url opens with an object store
+ * backend ("s3://...")? */
+bool tdb_io_is_url(const char *source);
+
+/* Opens a source: "s3://BUCKET/PREFIX" with tdb_io_s3 and the
+ * configuration of tdb_s3_config_load, checking that the bucket answers
+ * and that PREFIX holds objects (TDB_E_NOENT if not); anything else as a
+ * POSIX folder (tdb_io_posix).  err names the URL, and the HTTP status or
+ * S3 error code when the server refused.  @return 0 or a TDB_E_* code. */
+int tdb_io_open_url(struct tdb_io *io, const char *source,
+                    struct tdb_error *err);
+
 /* ---------------------------------------------------------- the file tree */
 
 /* The decoded-tile cache: a byte budget, least recently used tiles go

@@ -70,6 +70,31 @@ static int tdbm_check_key(struct tdbm_source *s, const char *source,
     return rc;
 }
 
+/* An s3:// SOURCE (tdb_io_open_url; credentials as the AWS tools find
+ * them).  Staged files of -o rw stay local: staging_dir= is required.
+ * @return 0, or -1 with why set. */
+static int tdbm_source_url(struct tdbm_source *s, const char *source,
+                           const struct tdbm_options *o, char *why,
+                           size_t cap)
+{
+    struct tdb_error err;
+    int rc;
+
+    if (o->rw && !o->staging_dir)
+        return tdbm_src_why(why, cap, source, "-o rw on an object store "
+                            "needs staging_dir=PATH (a local folder for the "
+                            "staged files)");
+    if (tdb_s3_global_init() != 0 || !(s->path = strdup(source)))
+        return tdbm_src_why(why, cap, source, "%s", strerror(ENOMEM));
+    err.code = 0;
+    err.msg[0] = '\0';
+    rc = tdb_io_open_url(&s->io, source, &err);
+    if (rc < 0)
+        return tdbm_src_why(why, cap, source, "%s",
+                            err.msg[0] ? err.msg : tdb_strerror(rc));
+    return 0;
+}
+
 int tdbm_source_open(struct tdbm_source *s, const char *source,
                      const struct tdbm_options *o, char *why, size_t cap)
 {
@@ -79,6 +104,11 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
 
     memset(s, 0, sizeof *s);
     tdbm_tune_malloc();
+    if (tdb_io_is_url(source)) {
+        if (tdbm_source_url(s, source, o, why, cap) != 0)
+            goto fail;
+        goto opened;
+    }
     s->path = realpath(source, NULL);
     if (!s->path)
         return tdbm_src_why(why, cap, source, "%s", strerror(errno));
@@ -92,6 +122,7 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
         tdbm_src_why(why, cap, source, "%s", tdb_strerror(rc));
         goto fail;
     }
+opened:
     err.code = 0;
     err.msg[0] = '\0';
     rc = tdb_fs_open(&s->fs, &s->io, &o->open, &err);
