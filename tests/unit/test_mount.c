@@ -5,7 +5,7 @@
  * answer ESTALE), inode numbering, the typed options and the names. */
 #include "../mount/mount.h"
 #include "core.h"
-#include "unit.h"
+#include "support.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,33 +29,6 @@ static void on_inval(void *arg, char **names, size_t n)
 }
 
 /* ---------------------------------------------------------------- helpers */
-
-static int copy_tree(const struct tdb_io *src, const char *sp,
-                     const struct tdb_io *dst, const char *dp)
-{
-    struct tdb_names n;
-    int r = tdb_io_names(src, sp, &n, NULL);
-    if (r)
-        return r;
-    dst->ops->mkdir(dst->ctx, dp);
-    for (size_t i = 0; i < n.n && !r; i++) {
-        char *a = tdb_path_join(sp, n.v[i]), *b = tdb_path_join(dp, n.v[i]);
-        if (n.is_dir[i]) {
-            r = copy_tree(src, a, dst, b);
-        } else {
-            uint8_t *data = NULL;
-            uint64_t size = 0;
-            r = tdb_io_read_file(src, a, &data, &size, NULL);
-            if (!r)
-                r = dst->ops->write_at(dst->ctx, b, 0, data, (size_t)size);
-            free(data);
-        }
-        free(a);
-        free(b);
-    }
-    tdb_names_free(&n);
-    return r;
-}
 
 struct fixture {
     char dir[64];
@@ -83,7 +56,7 @@ static int fx_open(struct fixture *f, const char *name)
     if (tdb_io_posix(&src, path) || tdb_io_posix(&dst, f->arr))
         return -1;
     mkdir(f->arr, 0700);
-    int r = copy_tree(&src, "__schema", &dst, "__schema");
+    int r = unit_copy_tree(&src, "__schema", &dst, "__schema");
     dst.ops->mkdir(dst.ctx, "__fragments");
     dst.ops->mkdir(dst.ctx, "__commits");
     dst.ops->mkdir(dst.ctx, "__meta");

@@ -19,33 +19,6 @@ static const char *corpus;
 
 /* ---------------------------------------------------------------- helpers */
 
-static int copy_tree(const struct tdb_io *src, const char *sp,
-                     const struct tdb_io *dst, const char *dp)
-{
-    struct tdb_names n;
-    int r = tdb_io_names(src, sp, &n, NULL);
-    if (r)
-        return r;
-    dst->ops->mkdir(dst->ctx, dp);
-    for (size_t i = 0; i < n.n && !r; i++) {
-        char *a = tdb_path_join(sp, n.v[i]), *b = tdb_path_join(dp, n.v[i]);
-        if (n.is_dir[i]) {
-            r = copy_tree(src, a, dst, b);
-        } else {
-            uint8_t *data = NULL;
-            uint64_t size = 0;
-            r = tdb_io_read_file(src, a, &data, &size, NULL);
-            if (!r)
-                r = dst->ops->write_at(dst->ctx, b, 0, data, (size_t)size);
-            free(data);
-        }
-        free(a);
-        free(b);
-    }
-    tdb_names_free(&n);
-    return r;
-}
-
 static void put(const struct tdb_io *io, const char *path, const void *p,
                 size_t n)
 {
@@ -160,7 +133,7 @@ static int array_from_case(const char *name, struct tdb_io *mem)
     struct tdb_io src;
     if (tdb_io_posix(&src, path) || tdb_io_mem(mem))
         return -1;
-    int r = copy_tree(&src, "__schema", mem, "__schema");
+    int r = unit_copy_tree(&src, "__schema", mem, "__schema");
     tdb_io_free(&src);
     return r;
 }
@@ -749,7 +722,7 @@ static void test_posix_commit(void)
     struct tdb_io from, arr, stg;
     CHECK_EQ_INT(tdb_io_posix(&from, src), 0);
     CHECK_EQ_INT(tdb_io_posix(&arr, tmpl), 0);
-    CHECK_EQ_INT(copy_tree(&from, "__schema", &arr, "__schema"), 0);
+    CHECK_EQ_INT(unit_copy_tree(&from, "__schema", &arr, "__schema"), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stage_dense_1d(&stg, "w", 7);
     char *nm = NULL;
