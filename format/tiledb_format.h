@@ -1,7 +1,7 @@
 /* tiledb_format.h: public interface of the tiledbfs format engine.
  *
  * The engine reads (and writes) the TileDB on-disk format, versions 1 to 23,
- * and presents an array or a group as the file tree that ../LAYOUT.md of the
+ * and presents an array or a group as the file tree that docs/LAYOUT.md of the
  * project describes (the "mount contract").  It knows nothing of FUSE: the
  * daemon in fuse/ and the command-line reader tiledbfs-cat are two thin
  * front ends over the same calls below.

@@ -1,7 +1,7 @@
 /* commit.c: writes to the array (a staged folder committed as a fragment), the reload after each, and the staging folder's set-up. */
 #include "priv.h"
-#include "core.h"
-#include "writer.h"
+#include "core/core.h"
+#include "write/writer.h"
 
 #include <errno.h>
 #include <libgen.h>

@@ -6,8 +6,8 @@
  * created in __meta/ get inode numbers with TDBM_META_BIT set.
  */
 #include "priv.h"
-#include "core.h"
-#include "writer.h"
+#include "core/core.h"
+#include "write/writer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* mount.h: the mount layer: the file tree that tiledbfs and tiledbfs-cat serve, without FUSE. */
 /*
  * One mount (struct tdbm_mount) is an opened source presented as the tree
- * of the mount contract (../LAYOUT.md), plus, with -o rw, what writes add
+ * of the mount contract (docs/LAYOUT.md), plus, with -o rw, what writes add
  * to it: __staging/ (real files under staging_dir), metadata files of
  * __meta/ buffered until flushed, and commits of staged folders.  A front
  * end (fuse/ for the daemon, tools/ for tiledbfs-cat) only translates its

@@ -1,7 +1,7 @@
 /* source.c: opening SOURCE the same way for both front ends. */
 #include "mount.h"
-#include "arraydir.h"
-#include "schema.h"
+#include "read/arraydir.h"
+#include "read/schema.h"
 
 #include <errno.h>
 #include <malloc.h>

@@ -12,8 +12,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "writer.h"
+#include "core/core.h"
+#include "write/writer.h"
 
 /* One inode number handed to the kernel.  `path` is relative to the
  * folder ("NAME" or "NAME/FILE"); NULL once the name it stood for is gone

@@ -16,7 +16,7 @@
 #ifndef TDB_FILTER_H
 #define TDB_FILTER_H
 
-#include "../core.h"
+#include "core/core.h"
 
 /* TileDB's filter type numbers (tiledb_filter_type_t). */
 enum tdb_filter_type {

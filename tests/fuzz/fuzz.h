@@ -6,7 +6,7 @@
 #ifndef TDB_FUZZ_H
 #define TDB_FUZZ_H
 
-#include "../../format/core.h"
+#include "core/core.h"
 
 #include <stdint.h>
 #include <stddef.h>

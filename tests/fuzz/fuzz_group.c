@@ -1,8 +1,8 @@
-/* fuzz_group.c: group details files (format/group.c, tdb_group_apply):
+/* fuzz_group.c: group details files (format/read/group.c, tdb_group_apply):
  * the input as a __group file (a generic tile) and as a decoded payload. */
 #include "fuzz.h"
-#include "../../format/generic_tile.h"
-#include "../../format/meta.h"
+#include "core/generic_tile.h"
+#include "read/meta.h"
 
 #include <stdlib.h>
 

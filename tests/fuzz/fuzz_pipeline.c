@@ -4,7 +4,7 @@
  * u16 cell size (0: the datatype's), u16 cells (0: unknown), then a
  * serialised filter pipeline and the filtered tile. */
 #include "fuzz.h"
-#include "../../format/filters/filter.h"
+#include "filters/filter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

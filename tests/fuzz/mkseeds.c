@@ -5,7 +5,7 @@
  * Not built by make; scripts/fuzz --seeds builds and runs it:
  *   cc -I format tests/fuzz/mkseeds.c format/libtdbformat.a ... */
 #include "fuzz.h"
-#include "../../format/filters/filter.h"
+#include "filters/filter.h"
 
 #include <stdio.h>
 #include <stdlib.h>

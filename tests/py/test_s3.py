@@ -1,4 +1,4 @@
-"""test_s3.py: s3:// sources (format/io_s3.c) against a real S3-compatible server, s3rver, started on 127.0.0.1: every corpus file byte for byte through tiledbfs-cat, FUSE mounts, commits of -o rw, concurrent writers."""
+"""test_s3.py: s3:// sources (format/core/io_s3.c) against a real S3-compatible server, s3rver, started on 127.0.0.1: every corpus file byte for byte through tiledbfs-cat, FUSE mounts, commits of -o rw, concurrent writers."""
 import datetime
 import http.server
 import hashlib

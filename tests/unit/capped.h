@@ -4,7 +4,7 @@
 #define TDB_TEST_CAPPED_H
 
 #include "unit.h"
-#include "../../format/filters/filter.h"
+#include "filters/filter.h"
 
 /* ------------------------------------------ bounded allocation (issue #7) */
 

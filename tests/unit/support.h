@@ -9,7 +9,7 @@
 
 #include "unit.h"
 
-#include "core.h"
+#include "core/core.h"
 #include "tiledb_format.h"
 
 #include <stdbool.h>

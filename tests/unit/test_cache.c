@@ -1,6 +1,6 @@
 /* test_cache.c: the decoded-tile cache: hits, the byte budget (LRU order),
  * pins that survive eviction, failed loads not cached, single-flight. */
-#include "cache.h"
+#include "read/cache.h"
 #include "unit.h"
 
 #include <pthread.h>

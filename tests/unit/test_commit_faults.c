@@ -4,8 +4,8 @@
  * same staged folder again gives exactly one fragment; the same for the
  * removal of a committed staged folder (its marker goes last); and the
  * no-follow POSIX backend refuses links and special files. */
-#include "writer.h"
-#include "arraydir.h"
+#include "write/writer.h"
+#include "read/arraydir.h"
 #include "support.h"
 
 #include <fcntl.h>

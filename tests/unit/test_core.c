@@ -1,5 +1,5 @@
 /* test_core.c: the cursor, buffers, datatypes and the I/O backends. */
-#include "core.h"
+#include "core/core.h"
 #include "unit.h"
 
 #include <stdlib.h>

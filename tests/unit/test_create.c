@@ -1,11 +1,11 @@
-/* test_create.c: creating arrays and writing metadata (format/schema_json.c, format/create.c): every corpus schema through JSON and back byte for byte, created arrays read back, metadata files, and refused schemas. */
+/* test_create.c: creating arrays and writing metadata (format/write/schema_json.c, format/write/create.c): every corpus schema through JSON and back byte for byte, created arrays read back, metadata files, and refused schemas. */
 #include "support.h"
 
-#include "../../format/arraydir.h"
-#include "../../format/generic_tile.h"
-#include "../../format/json.h"
-#include "../../format/meta.h"
-#include "../../format/writer.h"
+#include "read/arraydir.h"
+#include "core/generic_tile.h"
+#include "read/json.h"
+#include "read/meta.h"
+#include "write/writer.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -15,10 +15,10 @@
  * stored tree rejects (deleted).  Then every operator, combination, null
  * and string case on single cells, damaged and truncated trees, and a
  * delete commit in a sparse array read through the tree. */
-#include "delcond.h"
-#include "generic_tile.h"
+#include "read/delcond.h"
+#include "core/generic_tile.h"
 #include "tiledb_format.h"
-#include "writer.h"
+#include "write/writer.h"
 #include "support.h"
 
 #include <math.h>

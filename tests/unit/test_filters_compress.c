@@ -2,11 +2,11 @@
  * encryption filters (tile.md), calling each filter's ops directly. */
 #include "unit.h"
 
-#include "../../format/filters/compress_common.h"
+#include "filters/compress_common.h"
 #include "capped.h"
-#include "../../format/json.h"
-#include "../../format/schema.h"
-#include "../../format/writer.h"
+#include "read/json.h"
+#include "read/schema.h"
+#include "write/writer.h"
 
 #include <bzlib.h>
 #include <lz4.h>

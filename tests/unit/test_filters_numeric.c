@@ -4,7 +4,7 @@
  * chunks, round trips and truncated or corrupt input. */
 #include "unit.h"
 
-#include "../../format/filters/filter.h"
+#include "filters/filter.h"
 #include "capped.h"
 
 #include <math.h>

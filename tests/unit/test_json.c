@@ -3,9 +3,9 @@
  * level and a reinterpret datatype (once printed as invalid JSON) giving
  * valid JSON that reads back through tdb_schema_from_json, alone and in
  * __array.json of a created array. */
-#include "json.h"
+#include "read/json.h"
 #include "tiledb_format.h"
-#include "writer.h"
+#include "write/writer.h"
 #include "unit.h"
 
 #include <math.h>

@@ -1,12 +1,12 @@
 /* test_meta.c: array/group metadata, group members and delete conditions
- * (format/meta.c, format/group.c, format/delcond.c) against the corpus and
+ * (format/read/meta.c, format/read/group.c, format/read/delcond.c) against the corpus and
  * hand-built inputs. */
 #include "support.h"
 
-#include "../../format/arraydir.h"
-#include "../../format/delcond.h"
-#include "../../format/generic_tile.h"
-#include "../../format/meta.h"
+#include "read/arraydir.h"
+#include "read/delcond.h"
+#include "core/generic_tile.h"
+#include "read/meta.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -4,7 +4,7 @@
  * after a write (a handle of the old tree keeps its bytes; old numbers
  * answer ESTALE), inode numbering, the typed options and the names. */
 #include "../mount/mount.h"
-#include "core.h"
+#include "core/core.h"
 #include "support.h"
 
 #include <errno.h>

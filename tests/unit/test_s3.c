@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io_s3.h"
+#include "core/io_s3.h"
 
 /* The example account of AWS's S3 Signature Version 4 documentation
  * ("Examples: Signature Calculations"): its requests are dated

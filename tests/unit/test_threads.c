@@ -7,8 +7,8 @@
  * sparse cells, the var-sized checkpoints).  Arrays this test writes itself
  * always run; the corpus arrays run when the corpus is there. */
 #include "tiledb_format.h"
-#include "schema.h"
-#include "writer.h"
+#include "read/schema.h"
+#include "write/writer.h"
 #include "unit.h"
 
 #include <pthread.h>

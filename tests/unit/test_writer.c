@@ -3,8 +3,8 @@
  * back byte-exactly (sparse ones from shuffled cells), hand-made dense and
  * sparse writes, and one test per bad input, which must leave the array as
  * it was. */
-#include "writer.h"
-#include "arraydir.h"
+#include "write/writer.h"
+#include "read/arraydir.h"
 #include "support.h"
 
 #include <fcntl.h>

@@ -1,0 +1,37 @@
+/* generic_tile.h: generic tiles (format_spec/generic_tile.md), the
+ * self-describing container of schemas, fragment metadata sections, array
+ * metadata, group details and vacuum-style lists. */
+#ifndef TDB_GENERIC_TILE_H
+#define TDB_GENERIC_TILE_H
+
+#include "core/core.h"
+
+/* Decodes the generic tile that starts at `off` in `src` (of `size` bytes)
+ * into `out` (appended).  `*next` receives the offset just past the tile.
+ * `key` is the array's AES-256-GCM key (used when the tile says it is
+ * encrypted; NULL then gives TDB_E_NOKEY).  `what` names the file for
+ * errors. */
+int tdb_generic_tile_decode(const uint8_t *src, size_t size, uint64_t off,
+                            const uint8_t *key, const char *what,
+                            struct tdb_buf *out, uint64_t *next,
+                            struct tdb_error *err);
+
+/* Reads and decodes the generic tile at `off` of file `path`. */
+int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
+                          uint64_t off, const uint8_t *key,
+                          struct tdb_buf *out, uint64_t *next,
+                          struct tdb_error *err);
+
+/* Tells whether the generic tile at the start of `src` is encrypted. */
+int tdb_generic_tile_encryption(const uint8_t *src, size_t size,
+                                uint8_t *enc_type);
+
+/* Writes `size` bytes as one generic tile (format version 22) filtered by
+ * `p` (NULL: no filters), encrypted when key is non-NULL.  Appends to out. */
+struct tdb_pipeline;
+int tdb_generic_tile_encode(const uint8_t *src, size_t size,
+                            const struct tdb_pipeline *p, unsigned datatype,
+                            uint64_t cell_size, const uint8_t *key,
+                            struct tdb_buf *out, struct tdb_error *err);
+
+#endif

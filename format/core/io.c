@@ -1,0 +1,1388 @@
+/* io.c: the one I/O interface of the engine: a POSIX backend, an in-memory
+ * backend for tests, and the helpers every module reads through. */
+#include "core/core.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ----------------------------------------------------------------- paths */
+
+char *tdb_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    while (la > 0 && a[la - 1] == '/' && la > 1)
+        la--;
+    while (lb > 0 && b[0] == '/') {
+        b++;
+        lb--;
+    }
+    char *s = malloc(la + lb + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, a, la);
+    size_t n = la;
+    if (la && lb && a[la - 1] != '/')
+        s[n++] = '/';
+    memcpy(s + n, b, lb);
+    s[n + lb] = 0;
+    return s;
+}
+
+/* ----------------------------------------------------------------- POSIX */
+
+/* Open files kept for reading: a read of a tile would otherwise open and
+ * close its file each time (most of the time of small tiles).  A write,
+ * rename or removal through the backend forgets them all. */
+#define IO_FDS 32
+
+struct io_fd {
+    char *path;         /* NULL: a free slot */
+    int fd;
+    unsigned refs;      /* reads under way */
+    bool stale;         /* close when the last read ends */
+    uint64_t used;
+};
+
+struct io_posix {
+    char *root;
+    pthread_mutex_t lock;
+    struct io_fd fds[IO_FDS];
+    uint64_t tick;
+};
+
+static void io_fd_close(struct io_fd *f)
+{
+    close(f->fd);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+}
+
+/* An open descriptor of `p` for reading: *slot is its cache slot (NULL:
+ * not cached, the caller closes it).  @return the fd or -1 (errno set). */
+static int io_fd_get(struct io_posix *px, const char *p, struct io_fd **slot)
+{
+    *slot = NULL;
+    pthread_mutex_lock(&px->lock);
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &px->fds[i];
+        if (f->path && !f->stale && !strcmp(f->path, p)) {
+            f->refs++;
+            f->used = ++px->tick;
+            *slot = f;
+            pthread_mutex_unlock(&px->lock);
+            return f->fd;
+        }
+    }
+    pthread_mutex_unlock(&px->lock);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    pthread_mutex_lock(&px->lock);
+    struct io_fd *victim = NULL;
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &px->fds[i];
+        if (!f->path) {
+            victim = f;
+            break;
+        }
+        if (!f->refs && (!victim || f->used < victim->used))
+            victim = f;
+    }
+    char *copy = victim ? strdup(p) : NULL;
+    if (copy) {
+        if (victim->path)
+            io_fd_close(victim);
+        *victim = (struct io_fd){copy, fd, 1, false, ++px->tick};
+        *slot = victim;
+    }
+    pthread_mutex_unlock(&px->lock);
+    return fd;
+}
+
+static void io_fd_put(struct io_posix *px, struct io_fd *slot, int fd)
+{
+    if (!slot) {
+        close(fd);
+        return;
+    }
+    pthread_mutex_lock(&px->lock);
+    if (--slot->refs == 0 && slot->stale)
+        io_fd_close(slot);
+    pthread_mutex_unlock(&px->lock);
+}
+
+/* Something changed on disk through the backend: open files are closed
+ * (once their reads end). */
+static void io_fd_forget(struct io_posix *px)
+{
+    pthread_mutex_lock(&px->lock);
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &px->fds[i];
+        if (!f->path)
+            continue;
+        if (f->refs)
+            f->stale = true;
+        else
+            io_fd_close(f);
+    }
+    pthread_mutex_unlock(&px->lock);
+}
+
+/* `path` under folder `root`; absolute paths and file:// URIs pass through
+ * (the shared path rule of the POSIX and sub-folder backends). */
+static char *io_under(const char *root, const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    if (!strncmp(path, "file://", 7))
+        return strdup(path + 7);
+    if (!path[0])
+        return strdup(root);
+    return tdb_path_join(root, path);
+}
+
+static char *io_posix_path(struct io_posix *px, const char *path)
+{
+    return io_under(px->root, path);
+}
+
+static int io_posix_errno(int e)
+{
+    return e == ENOENT || e == ENOTDIR ? TDB_E_NOENT
+           : e == ENOMEM              ? TDB_E_NOMEM
+                                      : TDB_E_IO;
+}
+
+static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
+                            void *buf, size_t len)
+{
+    struct io_posix *px = ctx;
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    struct io_fd *slot;
+    int fd = io_fd_get(px, p, &slot);
+    free(p);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    size_t done = 0;
+    int r = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
+                          (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    io_fd_put(px, slot, fd);
+    return r;
+}
+
+static int io_posix_size(void *ctx, const char *path, uint64_t *size)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    struct stat st;
+    int r = stat(p, &st);
+    free(p);
+    if (r)
+        return io_posix_errno(errno);
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+static int io_posix_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    struct stat st;
+    int r = stat(p, &st);
+    free(p);
+    if (r)
+        return io_posix_errno(errno);
+    *is_dir = S_ISDIR(st.st_mode);
+    return 0;
+}
+
+static int io_posix_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                         void *arg)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    DIR *d = opendir(p);
+    if (!d) {
+        free(p);
+        return io_posix_errno(errno);
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        bool isdir = de->d_type == DT_DIR;
+        if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
+            struct stat st;
+            char *q = tdb_path_join(p, de->d_name);
+            if (!q) {
+                r = TDB_E_NOMEM;
+                break;
+            }
+            isdir = !stat(q, &st) && S_ISDIR(st.st_mode);
+            free(q);
+        }
+        struct tdb_dirent ent = {de->d_name, isdir};
+        if ((r = fn(arg, &ent)))
+            break;
+    }
+    closedir(d);
+    free(p);
+    return r;
+}
+
+static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
+                             const void *buf, size_t len)
+{
+    io_fd_forget(ctx);
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    free(p);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    size_t done = 0;
+    int r = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done,
+                           (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (close(fd) && !r)
+        r = TDB_E_IO;
+    return r;
+}
+
+static int io_posix_mkdir(void *ctx, const char *path)
+{
+    io_fd_forget(ctx);
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int r = mkdir(p, 0755);
+    int e = errno;
+    free(p);
+    return r && e != EEXIST ? io_posix_errno(e) : 0;
+}
+
+static int io_posix_rename(void *ctx, const char *from, const char *to)
+{
+    io_fd_forget(ctx);
+    char *a = io_posix_path(ctx, from), *b = io_posix_path(ctx, to);
+    int r = a && b ? rename(a, b) : (errno = ENOMEM, -1);
+    int e = errno;
+    free(a);
+    free(b);
+    return r ? io_posix_errno(e) : 0;
+}
+
+static int io_posix_remove(void *ctx, const char *path)
+{
+    io_fd_forget(ctx);
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int r = remove(p);
+    int e = errno;
+    free(p);
+    return r ? io_posix_errno(e) : 0;
+}
+
+static int io_posix_sync(void *ctx, const char *path)
+{
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    free(p);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    int r = fsync(fd);
+    close(fd);
+    return r ? TDB_E_IO : 0;
+}
+
+static void io_posix_destroy(void *ctx)
+{
+    struct io_posix *px = ctx;
+    io_fd_forget(px);
+    pthread_mutex_destroy(&px->lock);
+    free(px->root);
+    free(px);
+}
+
+static const struct tdb_io_ops io_posix_ops = {
+    .read_at = io_posix_read_at,
+    .size = io_posix_size,
+    .list = io_posix_list,
+    .is_dir = io_posix_is_dir,
+    .write_at = io_posix_write_at,
+    .mkdir = io_posix_mkdir,
+    .rename = io_posix_rename,
+    .remove = io_posix_remove,
+    .sync = io_posix_sync,
+    .destroy = io_posix_destroy,
+};
+
+int tdb_io_posix(struct tdb_io *io, const char *root)
+{
+    struct io_posix *px = calloc(1, sizeof *px);
+    if (!px || !(px->root = strdup(root))) {
+        free(px);
+        return TDB_E_NOMEM;
+    }
+    pthread_mutex_init(&px->lock, NULL);
+    io->ops = &io_posix_ops;
+    io->ctx = px;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+struct io_mem_file {
+    char *path;
+    uint8_t *data;
+    size_t size;
+};
+
+struct io_mem {
+    pthread_mutex_t lock;
+    struct io_mem_file *f;
+    size_t n;
+    size_t ndirs;
+    char **dirs;
+};
+
+static const char *io_mem_norm(const char *path)
+{
+    while (path[0] == '/')
+        path++;
+    return path;
+}
+
+static struct io_mem_file *io_mem_find(struct io_mem *m, const char *path)
+{
+    path = io_mem_norm(path);
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->f[i].path, path))
+            return &m->f[i];
+    return NULL;
+}
+
+static int io_mem_read_at(void *ctx, const char *path, uint64_t off,
+                          void *buf, size_t len)
+{
+    struct io_mem *m = ctx;
+    pthread_mutex_lock(&m->lock);
+    struct io_mem_file *f = io_mem_find(m, path);
+    int r = !f ? TDB_E_NOENT
+            : off > f->size || len > f->size - off ? TDB_E_IO
+                                                   : 0;
+    if (!r && len)
+        memcpy(buf, f->data + off, len);
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct io_mem *m = ctx;
+    pthread_mutex_lock(&m->lock);
+    struct io_mem_file *f = io_mem_find(m, path);
+    if (f)
+        *size = f->size;
+    pthread_mutex_unlock(&m->lock);
+    return f ? 0 : TDB_E_NOENT;
+}
+
+/* Is `dir` a folder: an explicit one, or a prefix of some file's path? */
+static bool io_mem_has_dir(struct io_mem *m, const char *dir)
+{
+    size_t l = strlen(dir);
+    if (!l)
+        return true;
+    for (size_t i = 0; i < m->ndirs; i++)
+        if (!strcmp(m->dirs[i], dir))
+            return true;
+    for (size_t i = 0; i < m->n; i++)
+        if (!strncmp(m->f[i].path, dir, l) && m->f[i].path[l] == '/')
+            return true;
+    for (size_t i = 0; i < m->ndirs; i++)
+        if (!strncmp(m->dirs[i], dir, l) && m->dirs[i][l] == '/')
+            return true;
+    return false;
+}
+
+static int io_mem_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r = 0;
+    if (io_mem_find(m, path))
+        *is_dir = false;
+    else if (io_mem_has_dir(m, path))
+        *is_dir = true;
+    else
+        r = TDB_E_NOENT;
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+/* Calls fn once for each distinct child of dir among `paths`. */
+static int io_mem_children(const char *dir, char **paths, size_t n,
+                           size_t stride, struct tdb_names *seen,
+                           bool dirs_only, tdb_io_list_fn fn, void *arg)
+{
+    size_t l = strlen(dir);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = *(char **)((char *)paths + i * stride);
+        const char *rest;
+        if (l) {
+            if (strncmp(p, dir, l) || p[l] != '/')
+                continue;
+            rest = p + l + 1;
+        } else {
+            rest = p;
+        }
+        const char *slash = strchr(rest, '/');
+        size_t cl = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (!cl)
+            continue;
+        char name[TDB_MAX_NAME + 1];
+        if (cl > TDB_MAX_NAME)
+            continue;
+        memcpy(name, rest, cl);
+        name[cl] = 0;
+        bool dup = false;
+        for (size_t k = 0; k < seen->n && !dup; k++)
+            dup = !strcmp(seen->v[k], name);
+        if (dup)
+            continue;
+        char **nv = realloc(seen->v, (seen->n + 1) * sizeof *nv);
+        if (!nv)
+            return TDB_E_NOMEM;
+        seen->v = nv;
+        if (!(seen->v[seen->n] = strdup(name)))
+            return TDB_E_NOMEM;
+        seen->n++;
+        struct tdb_dirent ent = {name, slash != NULL || dirs_only};
+        int r = fn(arg, &ent);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int io_mem_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                       void *arg)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r;
+    struct tdb_names seen = {0};
+    if (!io_mem_has_dir(m, path) || io_mem_find(m, path)) {
+        r = TDB_E_NOENT;
+    } else {
+        r = m->n ? io_mem_children(path, &m->f[0].path, m->n, sizeof *m->f,
+                                   &seen, false, fn, arg)
+                 : 0;
+        if (!r && m->ndirs)
+            r = io_mem_children(path, m->dirs, m->ndirs, sizeof *m->dirs,
+                                &seen, true, fn, arg);
+    }
+    pthread_mutex_unlock(&m->lock);
+    tdb_names_free(&seen);
+    return r;
+}
+
+static int io_mem_write_at(void *ctx, const char *path, uint64_t off,
+                           const void *buf, size_t len)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    uint64_t end;
+    if (!tdb_add_ok(off, len, &end) || end > SIZE_MAX)
+        return TDB_E_NOMEM;
+    pthread_mutex_lock(&m->lock);
+    int r = 0;
+    struct io_mem_file *f = io_mem_find(m, path);
+    if (!f) {
+        struct io_mem_file *nf = realloc(m->f, (m->n + 1) * sizeof *nf);
+        if (!nf) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        m->f = nf;
+        f = &m->f[m->n];
+        memset(f, 0, sizeof *f);
+        if (!(f->path = strdup(path))) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        m->n++;
+    }
+    if (end > f->size) {
+        uint8_t *d = realloc(f->data, end ? (size_t)end : 1);
+        if (!d) {
+            r = TDB_E_NOMEM;
+            goto out;
+        }
+        memset(d + f->size, 0, (size_t)end - f->size);
+        f->data = d;
+        f->size = (size_t)end;
+    }
+    if (len)
+        memcpy(f->data + off, buf, len);
+out:
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_mkdir(void *ctx, const char *path)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r = 0;
+    if (!io_mem_has_dir(m, path)) {
+        char **nd = realloc(m->dirs, (m->ndirs + 1) * sizeof *nd);
+        if (!nd || !(nd[m->ndirs] = strdup(path)))
+            r = TDB_E_NOMEM;
+        else
+            m->ndirs++;
+        if (nd)
+            m->dirs = nd;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+/* Renames a file, or every file and folder under a folder. */
+static int io_mem_rename(void *ctx, const char *from, const char *to)
+{
+    struct io_mem *m = ctx;
+    from = io_mem_norm(from);
+    to = io_mem_norm(to);
+    size_t lf = strlen(from);
+    pthread_mutex_lock(&m->lock);
+    int r = TDB_E_NOENT;
+    for (size_t pass = 0; pass < 2; pass++) {
+        size_t n = pass ? m->ndirs : m->n;
+        for (size_t i = 0; i < n; i++) {
+            char **p = pass ? &m->dirs[i] : &m->f[i].path;
+            if (strncmp(*p, from, lf) || ((*p)[lf] && (*p)[lf] != '/'))
+                continue;
+            char *np = malloc(strlen(to) + strlen(*p + lf) + 1);
+            if (!np) {
+                r = TDB_E_NOMEM;
+                goto out;
+            }
+            strcpy(np, to);
+            strcat(np, *p + lf);
+            free(*p);
+            *p = np;
+            r = 0;
+        }
+    }
+out:
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_remove(void *ctx, const char *path)
+{
+    struct io_mem *m = ctx;
+    path = io_mem_norm(path);
+    pthread_mutex_lock(&m->lock);
+    int r = TDB_E_NOENT;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!strcmp(m->f[i].path, path)) {
+            free(m->f[i].path);
+            free(m->f[i].data);
+            m->f[i] = m->f[--m->n];
+            r = 0;
+            break;
+        }
+    }
+    for (size_t i = 0; r && i < m->ndirs; i++) {
+        if (!strcmp(m->dirs[i], path)) {
+            free(m->dirs[i]);
+            m->dirs[i] = m->dirs[--m->ndirs];
+            r = 0;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return r;
+}
+
+static int io_mem_sync(void *ctx, const char *path)
+{
+    return 0;
+}
+
+static void io_mem_destroy(void *ctx)
+{
+    struct io_mem *m = ctx;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->f[i].path);
+        free(m->f[i].data);
+    }
+    for (size_t i = 0; i < m->ndirs; i++)
+        free(m->dirs[i]);
+    free(m->dirs);
+    free(m->f);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+static const struct tdb_io_ops io_mem_ops = {
+    .read_at = io_mem_read_at,
+    .size = io_mem_size,
+    .list = io_mem_list,
+    .is_dir = io_mem_is_dir,
+    .write_at = io_mem_write_at,
+    .mkdir = io_mem_mkdir,
+    .rename = io_mem_rename,
+    .remove = io_mem_remove,
+    .sync = io_mem_sync,
+    .destroy = io_mem_destroy,
+};
+
+int tdb_io_mem(struct tdb_io *io)
+{
+    struct io_mem *m = calloc(1, sizeof *m);
+    if (!m)
+        return TDB_E_NOMEM;
+    pthread_mutex_init(&m->lock, NULL);
+    io->ops = &io_mem_ops;
+    io->ctx = m;
+    return 0;
+}
+
+void tdb_io_free(struct tdb_io *io)
+{
+    if (io && io->ops && io->ops->destroy)
+        io->ops->destroy(io->ctx);
+    if (io) {
+        io->ops = NULL;
+        io->ctx = NULL;
+    }
+}
+
+/* --------------------------------------------------------------- helpers */
+
+int tdb_io_read(const struct tdb_io *io, const char *path, uint64_t off,
+                void *buf, size_t len, struct tdb_error *err)
+{
+    int r = io->ops->read_at(io->ctx, path, off, buf, len);
+    if (r)
+        return tdb_err(err, r, "%s: cannot read %zu bytes at offset %llu: %s",
+                       path, len, (unsigned long long)off, tdb_strerror(r));
+    return 0;
+}
+
+int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
+                struct tdb_error *err)
+{
+    int r = io->ops->size(io->ctx, path, size);
+    if (r)
+        return tdb_err(err, r, "%s: %s", path, tdb_strerror(r));
+    return 0;
+}
+
+int tdb_io_read_file(const struct tdb_io *io, const char *path,
+                     uint8_t **data, uint64_t *size, struct tdb_error *err)
+{
+    *data = NULL;
+    int r = tdb_io_size(io, path, size, err);
+    if (r)
+        return r;
+    if (*size > TDB_MAX_TILE_BYTES)
+        return tdb_err(err, TDB_E_NOMEM, "%s: file of %llu bytes is too large",
+                       path, (unsigned long long)*size);
+    *data = malloc(*size ? (size_t)*size : 1);
+    if (!*data)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+    r = tdb_io_read(io, path, 0, *data, (size_t)*size, err);
+    if (r) {
+        free(*data);
+        *data = NULL;
+    }
+    return r;
+}
+
+bool tdb_io_exists(const struct tdb_io *io, const char *path)
+{
+    bool d;
+    return io->ops->is_dir(io->ctx, path, &d) == 0;
+}
+
+bool tdb_io_isdir(const struct tdb_io *io, const char *path)
+{
+    bool d = false;
+    return io->ops->is_dir(io->ctx, path, &d) == 0 && d;
+}
+
+static int io_names_add(void *arg, const struct tdb_dirent *ent)
+{
+    struct tdb_names *n = arg;
+    char **v = realloc(n->v, (n->n + 1) * sizeof *v);
+    if (!v)
+        return TDB_E_NOMEM;
+    n->v = v;
+    bool *d = realloc(n->is_dir, (n->n + 1) * sizeof *d);
+    if (!d)
+        return TDB_E_NOMEM;
+    n->is_dir = d;
+    if (!(n->v[n->n] = strdup(ent->name)))
+        return TDB_E_NOMEM;
+    n->is_dir[n->n] = ent->is_dir;
+    n->n++;
+    return 0;
+}
+
+struct io_name_pair {
+    char *name;
+    bool is_dir;
+};
+
+static int io_name_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct io_name_pair *)a)->name,
+                  ((const struct io_name_pair *)b)->name);
+}
+
+int tdb_io_names(const struct tdb_io *io, const char *path,
+                 struct tdb_names *out, struct tdb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int r = io->ops->list(io->ctx, path, io_names_add, out);
+    if (r == TDB_E_NOENT)
+        return 0;
+    if (r) {
+        tdb_names_free(out);
+        return tdb_err(err, r, "%s: cannot list: %s", path, tdb_strerror(r));
+    }
+    struct io_name_pair *pairs = malloc((out->n ? out->n : 1) * sizeof *pairs);
+    if (!pairs) {
+        tdb_names_free(out);
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        pairs[i].name = out->v[i];
+        pairs[i].is_dir = out->is_dir[i];
+    }
+    qsort(pairs, out->n, sizeof *pairs, io_name_cmp);
+    for (size_t i = 0; i < out->n; i++) {
+        out->v[i] = pairs[i].name;
+        out->is_dir[i] = pairs[i].is_dir;
+    }
+    free(pairs);
+    return 0;
+}
+
+void tdb_names_free(struct tdb_names *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->n; i++)
+        free(n->v[i]);
+    free(n->v);
+    free(n->is_dir);
+    memset(n, 0, sizeof *n);
+}
+
+/* ------------------------------------------------------------ sub-folder */
+
+/* A view of a parent backend rooted at one of its folders (a group's
+ * member array).  Absolute paths pass through unchanged. */
+struct io_sub {
+    const struct tdb_io *parent;
+    char *prefix;
+};
+
+static char *io_sub_path(struct io_sub *s, const char *path)
+{
+    if (!strncmp(path, "file://", 7))
+        return strdup(path);    /* the parent resolves URIs */
+    return io_under(s->prefix, path);
+}
+
+#define IO_SUB_CALL(expr)                                                   \
+    struct io_sub *s = ctx;                                                 \
+    char *p = io_sub_path(s, path);                                         \
+    if (!p)                                                                 \
+        return TDB_E_NOMEM;                                                 \
+    int r = (expr);                                                         \
+    free(p);                                                                \
+    return r
+
+static int io_sub_read_at(void *ctx, const char *path, uint64_t off,
+                          void *buf, size_t len)
+{
+    IO_SUB_CALL(s->parent->ops->read_at(s->parent->ctx, p, off, buf, len));
+}
+
+static int io_sub_size(void *ctx, const char *path, uint64_t *size)
+{
+    IO_SUB_CALL(s->parent->ops->size(s->parent->ctx, p, size));
+}
+
+static int io_sub_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                       void *arg)
+{
+    IO_SUB_CALL(s->parent->ops->list(s->parent->ctx, p, fn, arg));
+}
+
+static int io_sub_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    IO_SUB_CALL(s->parent->ops->is_dir(s->parent->ctx, p, is_dir));
+}
+
+static int io_sub_write_at(void *ctx, const char *path, uint64_t off,
+                           const void *buf, size_t len)
+{
+    IO_SUB_CALL(s->parent->ops->write_at
+                    ? s->parent->ops->write_at(s->parent->ctx, p, off, buf, len)
+                    : TDB_E_ROFS);
+}
+
+static int io_sub_mkdir(void *ctx, const char *path)
+{
+    IO_SUB_CALL(s->parent->ops->mkdir ? s->parent->ops->mkdir(s->parent->ctx, p)
+                                      : TDB_E_ROFS);
+}
+
+static int io_sub_remove(void *ctx, const char *path)
+{
+    IO_SUB_CALL(s->parent->ops->remove
+                    ? s->parent->ops->remove(s->parent->ctx, p)
+                    : TDB_E_ROFS);
+}
+
+static int io_sub_sync(void *ctx, const char *path)
+{
+    IO_SUB_CALL(s->parent->ops->sync ? s->parent->ops->sync(s->parent->ctx, p)
+                                     : 0);
+}
+
+static int io_sub_rename(void *ctx, const char *from, const char *to)
+{
+    struct io_sub *s = ctx;
+    if (!s->parent->ops->rename)
+        return TDB_E_ROFS;
+    char *a = io_sub_path(s, from), *b = io_sub_path(s, to);
+    int r = a && b ? s->parent->ops->rename(s->parent->ctx, a, b) : TDB_E_NOMEM;
+    free(a);
+    free(b);
+    return r;
+}
+
+static void io_sub_destroy(void *ctx)
+{
+    struct io_sub *s = ctx;
+    free(s->prefix);
+    free(s);
+}
+
+static const struct tdb_io_ops io_sub_ops = {
+    .read_at = io_sub_read_at,
+    .size = io_sub_size,
+    .list = io_sub_list,
+    .is_dir = io_sub_is_dir,
+    .write_at = io_sub_write_at,
+    .mkdir = io_sub_mkdir,
+    .rename = io_sub_rename,
+    .remove = io_sub_remove,
+    .sync = io_sub_sync,
+    .destroy = io_sub_destroy,
+};
+
+int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
+               const char *prefix)
+{
+    struct io_sub *s = calloc(1, sizeof *s);
+    if (!s || !(s->prefix = strdup(prefix))) {
+        free(s);
+        return TDB_E_NOMEM;
+    }
+    s->parent = parent;
+    io->ops = &io_sub_ops;
+    io->ctx = s;
+    return 0;
+}
+
+/* ------------------------------------------------------ POSIX, no-follow */
+
+/* A POSIX backend rooted at a folder descriptor that never follows a
+ * symbolic link: every folder of a path is opened with O_NOFOLLOW |
+ * O_DIRECTORY relative to the one before, the last name with O_NOFOLLOW,
+ * and anything but a regular file or a folder is refused (TDB_E_INVAL)
+ * before it is opened, so that a FIFO cannot block and a device is never
+ * touched.  Paths are relative; ".." is refused. */
+struct io_nf {
+    int dirfd;
+};
+
+static int io_nf_errno(int e)
+{
+    return e == ELOOP ? TDB_E_INVAL : io_posix_errno(e);
+}
+
+/* Opens the folder holding `path`'s last name; *leaf points into path at
+ * that name ("." for the root).  @return a descriptor to close, or a
+ * negative TDB_E_* code. */
+static int io_nf_parent(struct io_nf *nf, const char *path, const char **leaf)
+{
+    int fd = dup(nf->dirfd);
+    if (fd < 0)
+        return io_posix_errno(errno);
+    *leaf = ".";
+    const char *p = path;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return fd;
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *next = p + n;
+        while (*next == '/')
+            next++;
+        if (n > TDB_MAX_NAME || (n == 2 && !memcmp(p, "..", 2))) {
+            close(fd);
+            return TDB_E_INVAL;
+        }
+        if (!*next) {           /* the last name */
+            *leaf = n == 1 && *p == '.' ? "." : p;
+            if (end) {          /* "NAME/": keep it a folder name */
+                static _Thread_local char buf[TDB_MAX_NAME + 1];
+                memcpy(buf, p, n);
+                buf[n] = 0;
+                *leaf = buf;
+            }
+            return fd;
+        }
+        if (n == 1 && *p == '.') {
+            p = next;
+            continue;
+        }
+        char name[TDB_MAX_NAME + 1];
+        memcpy(name, p, n);
+        name[n] = 0;
+        int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                       O_CLOEXEC);
+        int e = errno;
+        close(fd);
+        if (sub < 0)
+            return io_nf_errno(e);
+        fd = sub;
+        p = next;
+    }
+}
+
+/* Opens regular file `path` with `flags` (O_NOFOLLOW added); a folder,
+ * link or special file is TDB_E_INVAL, checked before and after the open.
+ * With O_CREAT a missing file is made, mode 0600. */
+static int io_nf_open(struct io_nf *nf, const char *path, int flags, int *out)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(nf, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    struct stat st;
+    int r = 0;
+    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISREG(st.st_mode))
+            r = TDB_E_INVAL;
+    } else if (errno != ENOENT || !(flags & O_CREAT)) {
+        r = io_nf_errno(errno);
+    }
+    int fd = -1;
+    if (!r) {
+        fd = openat(pfd, leaf, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                    0600);
+        if (fd < 0)
+            r = io_nf_errno(errno);
+        else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+            r = TDB_E_INVAL;
+    }
+    close(pfd);
+    if (r && fd >= 0)
+        close(fd);
+    *out = fd;
+    return r;
+}
+
+static int io_nf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+                         size_t len)
+{
+    int fd, r = io_nf_open(ctx, path, O_RDONLY, &fd);
+    if (r)
+        return r;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
+                          (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    return r;
+}
+
+static int io_nf_stat(struct io_nf *nf, const char *path, struct stat *st)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(nf, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int r = fstatat(pfd, leaf, st, AT_SYMLINK_NOFOLLOW) ? io_nf_errno(errno)
+                                                        : 0;
+    close(pfd);
+    return r;
+}
+
+static int io_nf_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct stat st;
+    int r = io_nf_stat(ctx, path, &st);
+    if (!r && !S_ISREG(st.st_mode))
+        r = TDB_E_INVAL;
+    if (!r)
+        *size = (uint64_t)st.st_size;
+    return r;
+}
+
+/* A link or special file exists and is not a folder. */
+static int io_nf_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct stat st;
+    int r = io_nf_stat(ctx, path, &st);
+    if (!r)
+        *is_dir = S_ISDIR(st.st_mode);
+    return r;
+}
+
+static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                      void *arg)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(ctx, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(pfd);
+    if (fd < 0)
+        return io_nf_errno(e);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        e = errno;
+        close(fd);
+        return io_posix_errno(e);
+    }
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        bool isdir = de->d_type == DT_DIR;
+        if (de->d_type == DT_UNKNOWN) {
+            struct stat st;
+            isdir = !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+                    S_ISDIR(st.st_mode);
+        }
+        struct tdb_dirent ent = {de->d_name, isdir};
+        if ((r = fn(arg, &ent)))
+            break;
+    }
+    closedir(d);
+    return r;
+}
+
+static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
+                          const void *buf, size_t len)
+{
+    int fd, r = io_nf_open(ctx, path, O_WRONLY | O_CREAT, &fd);
+    if (r)
+        return r;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done,
+                           (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (close(fd) && !r)
+        r = TDB_E_IO;
+    return r;
+}
+
+static int io_nf_mkdir(void *ctx, const char *path)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(ctx, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int r = mkdirat(pfd, leaf, 0700) && errno != EEXIST ? io_nf_errno(errno)
+                                                        : 0;
+    close(pfd);
+    return r;
+}
+
+static int io_nf_rename(void *ctx, const char *from, const char *to)
+{
+    const char *la, *lb;
+    int a = io_nf_parent(ctx, from, &la);
+    if (a < 0)
+        return a;
+    /* io_nf_parent's name buffer is per thread: keep the first one */
+    char *sa = strdup(la);
+    int b = sa ? io_nf_parent(ctx, to, &lb) : TDB_E_NOMEM;
+    int r = b < 0 ? b : renameat(a, sa, b, lb) ? io_nf_errno(errno) : 0;
+    free(sa);
+    close(a);
+    if (b >= 0)
+        close(b);
+    return r;
+}
+
+static int io_nf_remove(void *ctx, const char *path)
+{
+    const char *leaf;
+    int pfd = io_nf_parent(ctx, path, &leaf);
+    if (pfd < 0)
+        return pfd;
+    int r = unlinkat(pfd, leaf, 0);
+    if (r && (errno == EISDIR || errno == EPERM))
+        r = unlinkat(pfd, leaf, AT_REMOVEDIR);
+    r = r ? io_nf_errno(errno) : 0;
+    close(pfd);
+    return r;
+}
+
+static int io_nf_sync(void *ctx, const char *path)
+{
+    struct stat st;
+    int r = io_nf_stat(ctx, path, &st);
+    if (r)
+        return r;
+    int fd;
+    if (S_ISDIR(st.st_mode)) {
+        const char *leaf;
+        int pfd = io_nf_parent(ctx, path, &leaf);
+        if (pfd < 0)
+            return pfd;
+        fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? io_nf_errno(errno) : 0;
+        close(pfd);
+    } else {
+        r = io_nf_open(ctx, path, O_RDONLY, &fd);
+    }
+    if (r)
+        return r;
+    r = fsync(fd) ? TDB_E_IO : 0;
+    close(fd);
+    return r;
+}
+
+static void io_nf_destroy(void *ctx)
+{
+    struct io_nf *nf = ctx;
+    close(nf->dirfd);
+    free(nf);
+}
+
+static const struct tdb_io_ops io_nf_ops = {
+    .read_at = io_nf_read_at,
+    .size = io_nf_size,
+    .list = io_nf_list,
+    .is_dir = io_nf_is_dir,
+    .write_at = io_nf_write_at,
+    .mkdir = io_nf_mkdir,
+    .rename = io_nf_rename,
+    .remove = io_nf_remove,
+    .sync = io_nf_sync,
+    .destroy = io_nf_destroy,
+};
+
+int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd)
+{
+    struct io_nf *nf = calloc(1, sizeof *nf);
+    if (!nf)
+        return TDB_E_NOMEM;
+    nf->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (nf->dirfd < 0) {
+        int e = errno;
+        free(nf);
+        return io_posix_errno(e);
+    }
+    io->ops = &io_nf_ops;
+    io->ctx = nf;
+    return 0;
+}
+
+/* ------------------------------------------------------ fault injection */
+
+struct io_faulty {
+    const struct tdb_io *inner;
+    struct tdb_io_fault *f;
+};
+
+/* Counts one mutating call; true when it is to fail. */
+static bool io_faulty_hit(struct io_faulty *q)
+{
+    struct tdb_io_fault *f = q->f;
+    f->count++;
+    if (!f->fail_at)
+        return false;
+    if (f->count == f->fail_at || (f->crash && f->count > f->fail_at)) {
+        f->failed++;
+        return true;
+    }
+    return false;
+}
+
+static int io_faulty_read_at(void *ctx, const char *path, uint64_t off,
+                             void *buf, size_t len)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->read_at(q->inner->ctx, path, off, buf, len);
+}
+
+static int io_faulty_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->size(q->inner->ctx, path, size);
+}
+
+static int io_faulty_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                          void *arg)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->list(q->inner->ctx, path, fn, arg);
+}
+
+static int io_faulty_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct io_faulty *q = ctx;
+    return q->inner->ops->is_dir(q->inner->ctx, path, is_dir);
+}
+
+static int io_faulty_write_at(void *ctx, const char *path, uint64_t off,
+                              const void *buf, size_t len)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->write_at)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->write_at(q->inner->ctx, path, off,
+                                                      buf, len);
+}
+
+static int io_faulty_mkdir(void *ctx, const char *path)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->mkdir)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->mkdir(q->inner->ctx, path);
+}
+
+static int io_faulty_rename(void *ctx, const char *from, const char *to)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->rename)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->rename(q->inner->ctx, from, to);
+}
+
+static int io_faulty_remove(void *ctx, const char *path)
+{
+    struct io_faulty *q = ctx;
+    if (!q->inner->ops->remove)
+        return TDB_E_ROFS;
+    return io_faulty_hit(q) ? TDB_E_IO
+                            : q->inner->ops->remove(q->inner->ctx, path);
+}
+
+static int io_faulty_sync(void *ctx, const char *path)
+{
+    struct io_faulty *q = ctx;
+    if (io_faulty_hit(q))
+        return TDB_E_IO;
+    return q->inner->ops->sync ? q->inner->ops->sync(q->inner->ctx, path) : 0;
+}
+
+static void io_faulty_destroy(void *ctx)
+{
+    free(ctx);
+}
+
+static const struct tdb_io_ops io_faulty_ops = {
+    .read_at = io_faulty_read_at,
+    .size = io_faulty_size,
+    .list = io_faulty_list,
+    .is_dir = io_faulty_is_dir,
+    .write_at = io_faulty_write_at,
+    .mkdir = io_faulty_mkdir,
+    .rename = io_faulty_rename,
+    .remove = io_faulty_remove,
+    .sync = io_faulty_sync,
+    .destroy = io_faulty_destroy,
+};
+
+int tdb_io_faulty(struct tdb_io *io, const struct tdb_io *inner,
+                  struct tdb_io_fault *f)
+{
+    struct io_faulty *q = calloc(1, sizeof *q);
+    if (!q)
+        return TDB_E_NOMEM;
+    q->inner = inner;
+    q->f = f;
+    io->ops = &io_faulty_ops;
+    io->ctx = q;
+    return 0;
+}

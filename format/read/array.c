@@ -1,0 +1,630 @@
+/* array.c: opening an array at a timestamp range (schemas, live fragments,
+ * metadata, delete commits) and decoding one fragment's tiles on demand
+ * (format_spec/fragment.md: data files, var-sized and validity tiles, the
+ * legacy __coords file). */
+#include "read/array.h"
+#include "core/generic_tile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------ dimensions */
+
+static int64_t arr_i64(const struct tdb_dim *d, const uint8_t *v)
+{
+    switch (tdb_dt_size(d->type)) {
+    case 1: return (int8_t)v[0];
+    case 2: return (int16_t)tdb_le16(v);
+    case 4: return (int32_t)tdb_le32(v);
+    default: return (int64_t)tdb_le64(v);
+    }
+}
+
+static uint64_t arr_u64(const struct tdb_dim *d, const uint8_t *v)
+{
+    switch (tdb_dt_size(d->type)) {
+    case 1: return v[0];
+    case 2: return tdb_le16(v);
+    case 4: return tdb_le32(v);
+    default: return tdb_le64(v);
+    }
+}
+
+uint64_t tdb_dim_offset(const struct tdb_dim *d, const uint8_t *v)
+{
+    if (tdb_dt_is_signed_int(d->type))
+        return (uint64_t)arr_i64(d, v) - (uint64_t)arr_i64(d, d->lo);
+    return arr_u64(d, v) - arr_u64(d, d->lo);
+}
+
+void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v)
+{
+    unsigned n = tdb_dt_size(d->type);
+    uint64_t x = tdb_dt_is_signed_int(d->type)
+                     ? (uint64_t)arr_i64(d, d->lo) + off
+                     : arr_u64(d, d->lo) + off;
+    uint8_t t[8];
+    tdb_st64(t, x);
+    memcpy(v, t, n);
+}
+
+uint64_t tdb_dim_extent(const struct tdb_dim *d)
+{
+    if (!d->has_extent || !tdb_dt_is_integer(d->type))
+        return 0;
+    return tdb_dt_is_signed_int(d->type) ? (uint64_t)arr_i64(d, d->extent)
+                                         : arr_u64(d, d->extent);
+}
+
+uint64_t tdb_dim_span(const struct tdb_dim *d)
+{
+    uint64_t s = tdb_dim_offset(d, d->hi);
+    return s == UINT64_MAX ? UINT64_MAX : s + 1;
+}
+
+uint64_t tdb_dim_tile_span(const struct tdb_dim *d)
+{
+    uint64_t e = tdb_dim_extent(d);
+    return e ? e : tdb_dim_span(d);
+}
+
+/* ----------------------------------------------------------------- tiles */
+
+uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t)
+{
+    if (f->fm->dense)
+        return f->tile_cells;
+    uint64_t cap = f->fs->capacity ? f->fs->capacity : 1;
+    uint64_t n = f->fm->sparse_tile_num;
+    if (n && t == n - 1 && f->fm->last_tile_cell_num)
+        return f->fm->last_tile_cell_num;
+    return cap;
+}
+
+uint64_t tdb_frag_tile_of(const struct tdb_frag *f, uint64_t c, uint64_t *first)
+{
+    uint64_t per = f->fm->dense ? f->tile_cells
+                                : (f->fs->capacity ? f->fs->capacity : 1);
+    uint64_t t = c / per;
+    *first = t * per;
+    return t;
+}
+
+uint64_t tdb_frag_dense_cell(const struct tdb_frag *f, const uint64_t *o)
+{
+    const struct tdb_schema *s = f->fs;
+    uint32_t nd = s->ndims;
+    uint64_t tix = 0, pos = 0;
+    uint64_t tc[TDB_MAX_DIMS], in[TDB_MAX_DIMS];
+    const uint64_t *ext = f->ext;
+    for (uint32_t d = 0; d < nd; d++) {
+        tc[d] = o[d] / ext[d] - f->tile_lo[d];
+        in[d] = o[d] % ext[d];
+    }
+    if (s->tile_order == TDB_COL_MAJOR) {
+        for (uint32_t d = nd; d-- > 0;)
+            tix = tix * f->ntiles[d] + tc[d];
+    } else {
+        for (uint32_t d = 0; d < nd; d++)
+            tix = tix * f->ntiles[d] + tc[d];
+    }
+    if (s->cell_order == TDB_COL_MAJOR) {
+        for (uint32_t d = nd; d-- > 0;)
+            pos = pos * ext[d] + in[d];
+    } else {
+        for (uint32_t d = 0; d < nd; d++)
+            pos = pos * ext[d] + in[d];
+    }
+    return tix * f->tile_cells + pos;
+}
+
+/* What reading field `ff` of fragment f needs: its pipeline, datatype,
+ * cell size, var-ness and name for errors. */
+struct arr_field {
+    const struct tdb_pipeline *filters;
+    unsigned type;
+    uint32_t cell_val_num;
+    bool var, nullable;
+    const char *name;
+};
+
+static void arr_field_info(const struct tdb_frag *f, int ff,
+                           struct arr_field *out)
+{
+    const struct tdb_schema *s = f->fs;
+    const struct tdb_fragmeta *fm = f->fm;
+    memset(out, 0, sizeof *out);
+    switch (fm->kinds[ff]) {
+    case TDB_FIELD_ATTR: {
+        const struct tdb_attr *a = &s->attrs[ff];
+        out->filters = &a->filters;
+        out->type = a->type;
+        out->cell_val_num = a->cell_val_num;
+        out->var = a->cell_val_num == TDB_VAR_NUM;
+        out->nullable = a->nullable;
+        out->name = a->name;
+        break;
+    }
+    case TDB_FIELD_DIM: {
+        const struct tdb_dim *d = &s->dims[ff - (int)s->nattrs];
+        out->filters = d->filters.n || s->version < 5 ? &d->filters
+                                                      : &s->coords_filters;
+        out->type = d->type;
+        out->cell_val_num = d->cell_val_num;
+        out->var = d->cell_val_num == TDB_VAR_NUM;
+        out->name = d->name;
+        break;
+    }
+    case TDB_FIELD_COORDS:
+        out->filters = &s->coords_filters;
+        out->type = s->dims[0].type;
+        out->cell_val_num = s->ndims;
+        out->name = "__coords";
+        break;
+    default:
+        out->filters = &s->coords_filters;
+        out->type = TDB_UINT64;
+        out->cell_val_num = 1;
+        out->name = fm->kinds[ff] == TDB_FIELD_TIMESTAMPS ? "__timestamps"
+                    : fm->kinds[ff] == TDB_FIELD_DELETE_TS ? "__delete_timestamps"
+                                                           : "__delete_condition_index";
+        break;
+    }
+}
+
+/* Reads the filtered bytes of tile t of a data file whose tiles start at
+ * offs[] and which ends at file_size. */
+static int arr_read_tile_bytes(struct tdb_frag *f, const char *file,
+                               const uint64_t *offs, uint64_t ntiles,
+                               uint64_t t, uint64_t file_size,
+                               struct tdb_buf *buf, const char *what,
+                               struct tdb_error *err)
+{
+    uint64_t start = offs[t];
+    uint64_t end = t + 1 < ntiles ? offs[t + 1] : file_size;
+    if (end < start || end - start > TDB_MAX_TILE_BYTES)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile offsets out of order "
+                       "(%llu..%llu)", what, (unsigned long long)start,
+                       (unsigned long long)end);
+    char *path = tdb_path_join(f->fm->path, file);
+    if (!path)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    size_t len = (size_t)(end - start);
+    tdb_buf_reset(buf);
+    uint8_t *dst;
+    int r = tdb_buf_grow(buf, len, &dst) == 0
+                ? tdb_io_read(&f->arr->io, path, start, dst, len, err)
+                : tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (r)
+        tdb_err_ctx(err, r, "%s", what);
+    free(path);
+    return r;
+}
+
+/* "a0.tdb" -> "a0_var.tdb" / "a0_validity.tdb" */
+static char *arr_file_variant(const char *name, const char *suffix)
+{
+    size_t n = strlen(name);
+    if (n > 4 && !strcmp(name + n - 4, ".tdb"))
+        n -= 4;
+    char *s = malloc(n + strlen(suffix) + 5);
+    if (!s)
+        return NULL;
+    memcpy(s, name, n);
+    strcpy(s + n, suffix);
+    strcat(s, ".tdb");
+    return s;
+}
+
+static int arr_decode(struct tdb_frag *f, const struct tdb_pipeline *p,
+                      unsigned type, uint64_t cell_size, bool is_var,
+                      const char *file, const uint64_t *offs, uint64_t ntiles,
+                      uint64_t t, uint64_t file_size, const char *what,
+                      struct tdb_buf *out, struct tdb_buf *offsets,
+                      struct tdb_error *err)
+{
+    struct tdb_scratch *sc = tdb_cache_scratch_get(f->arr->cache);
+    struct tdb_buf own = {0}, *raw = sc ? &sc->raw : &own;
+    int r = arr_read_tile_bytes(f, file, offs, ntiles, t, file_size, raw,
+                                what, err);
+    if (r) {
+        tdb_buf_free(&own);
+        tdb_cache_scratch_put(f->arr->cache, sc);
+        return r;
+    }
+    struct tdb_tile_desc d = {
+        .datatype = type,
+        .cell_size = cell_size,
+        .version = f->fm->version,
+        .is_var = is_var,
+        .key = tdb_array_key(f->arr),
+        .what = what,
+        .ncells = tdb_frag_tile_cells(f, t), /* bounds string offsets */
+        .scratch = sc,
+    };
+    r = tdb_pipeline_decode(p, &d, raw->data, raw->len, out, offsets, err);
+    tdb_buf_free(&own);
+    tdb_cache_scratch_put(f->arr->cache, sc);
+    return r;
+}
+
+static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
+                         struct tdb_tile *tile, struct tdb_error *err)
+{
+    struct tdb_frag *f = arg;
+    struct tdb_fragmeta *fm = f->fm;
+    const struct tdb_schema *s = f->fs;
+    int ff = (int)(key->part >> 8);
+    unsigned part = (unsigned)(key->part & 0xff);
+    uint64_t t = key->tile;
+    int r = tdb_fragmeta_load_field(fm, (uint32_t)ff, err);
+    if (r)
+        return r;
+    struct tdb_field_tiles *ft = &fm->tiles[ff];
+    struct arr_field fi;
+    arr_field_info(f, ff, &fi);
+    char what[768];
+    snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
+             fm->file_names[ff], fi.name, (unsigned long long)t);
+    if (t >= ft->ntiles)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: the fragment has %llu tiles",
+                       what, (unsigned long long)ft->ntiles);
+    uint64_t ncells = tdb_frag_tile_cells(f, t);
+    struct tdb_buf data = {0}, offsets = {0};
+    unsigned vs = tdb_dt_size(fi.type);
+    if (part == TDB_PART_VALIDITY) {
+        char *file = arr_file_variant(fm->file_names[ff], "_validity");
+        if (!file)
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
+        snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
+                 file, fi.name, (unsigned long long)t);
+        r = ft->validity_offsets
+                ? arr_decode(f, &s->validity_filters, TDB_UINT8, 1, false, file,
+                             ft->validity_offsets, ft->ntiles, t,
+                             fm->file_validity_sizes[ff], what, &data, NULL, err)
+                : tdb_err(err, TDB_E_CORRUPT, "%s: no validity tiles", what);
+        free(file);
+        if (!r && data.len != ncells)
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu validity values, expected "
+                        "%llu", what, data.len, (unsigned long long)ncells);
+    } else if (fi.var) {
+        bool skip = tdb_pipeline_skips_offsets(fi.filters, fi.type, fm->version);
+        if (!skip) {
+            r = arr_decode(f, &s->offsets_filters, TDB_UINT64, 8, false,
+                           fm->file_names[ff], ft->offsets, ft->ntiles, t,
+                           fm->file_sizes[ff], what, &offsets, NULL, err);
+            if (!r && offsets.len != ncells * 8)
+                r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu offsets bytes, expected "
+                            "%llu cells", what, offsets.len,
+                            (unsigned long long)ncells);
+        }
+        /* offsets alone: the values' size comes from the metadata */
+        bool only_offsets = part == TDB_PART_OFFSETS && !skip && ft->var_sizes;
+        char *file = arr_file_variant(fm->file_names[ff], "_var");
+        if (!r && !file)
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        if (!r && !only_offsets) {
+            snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
+                     file, fi.name, (unsigned long long)t);
+            r = ft->var_offsets
+                    ? arr_decode(f, fi.filters, fi.type, vs, true, file,
+                                 ft->var_offsets, ft->ntiles, t,
+                                 fm->file_var_sizes[ff], what, &data,
+                                 skip ? &offsets : NULL, err)
+                    : tdb_err(err, TDB_E_CORRUPT, "%s: no var tiles", what);
+        }
+        free(file);
+        uint64_t var_len = only_offsets ? ft->var_sizes[t] : data.len;
+        if (!r && !only_offsets && ft->var_sizes && data.len != ft->var_sizes[t])
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu bytes, metadata says %llu",
+                        what, data.len, (unsigned long long)ft->var_sizes[t]);
+        if (!r && offsets.len != ncells * 8)
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu offsets for %llu cells", what,
+                        offsets.len / 8, (unsigned long long)ncells);
+        if (!r) {
+            /* make offsets relative to the tile, check they ascend */
+            uint64_t base = ncells ? tdb_le64(offsets.data) : 0, prev = 0;
+            for (uint64_t i = 0; i < ncells && !r; i++) {
+                uint64_t o = tdb_le64(offsets.data + 8 * i) - base;
+                if (o < prev || o > var_len)
+                    r = tdb_err(err, TDB_E_CORRUPT, "%s: offset %llu of cell %llu "
+                                "out of order or past %llu bytes", what,
+                                (unsigned long long)o, (unsigned long long)i,
+                                (unsigned long long)var_len);
+                tdb_st64(offsets.data + 8 * i, o);
+                prev = o;
+            }
+        }
+    } else if (part >= TDB_PART_LEGACY_DIM) {
+        /* one dimension out of the legacy coordinates tile */
+        unsigned j = part - TDB_PART_LEGACY_DIM;
+        struct tdb_buf all = {0};
+        r = arr_decode(f, fi.filters, fi.type, (uint64_t)vs * s->ndims, false,
+                       fm->file_names[ff], ft->offsets, ft->ntiles, t,
+                       fm->file_sizes[ff], what, &all, NULL, err);
+        uint64_t need = ncells * vs * s->ndims;
+        if (!r && all.len != need)
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu coordinate bytes, expected "
+                        "%llu", what, all.len, (unsigned long long)need);
+        if (!r)
+            r = tdb_buf_reserve(&data, (size_t)(ncells * vs));
+        for (uint64_t i = 0; !r && i < ncells; i++) {
+            const uint8_t *src = f->zipped
+                                     ? all.data + (i * s->ndims + j) * vs
+                                     : all.data + (j * ncells + i) * vs;
+            tdb_buf_append(&data, src, vs);
+        }
+        tdb_buf_free(&all);
+    } else {
+        uint64_t cs = (uint64_t)vs * fi.cell_val_num;
+        r = arr_decode(f, fi.filters, fi.type, cs, false, fm->file_names[ff],
+                       ft->offsets, ft->ntiles, t, fm->file_sizes[ff], what,
+                       &data, NULL, err);
+        if (!r && data.len != ncells * cs)
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu bytes, expected %llu cells "
+                        "of %llu bytes", what, data.len, (unsigned long long)ncells,
+                        (unsigned long long)cs);
+    }
+    if (r) {
+        tdb_buf_free(&data);
+        tdb_buf_free(&offsets);
+        return r;
+    }
+    tile->size = data.len;
+    if (fi.var && part == TDB_PART_OFFSETS && !data.len && ft->var_sizes)
+        tile->size = ft->var_sizes[t];  /* offsets alone */
+    tile->data = tdb_buf_take(&data, NULL);
+    tile->ncells = ncells;
+    tile->offsets = offsets.len ? (uint64_t *)tdb_buf_take(&offsets, NULL) : NULL;
+    /* offsets were stored little-endian in place; on LE hosts they are
+     * already native */
+    return 0;
+}
+
+int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
+                  struct tdb_cache_entry **e, const struct tdb_tile **tile,
+                  struct tdb_error *err)
+{
+    return tdb_frag_tile_flags(f, field, part, t, 0, e, tile, err);
+}
+
+int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
+                        uint64_t t, unsigned flags, struct tdb_cache_entry **e,
+                        const struct tdb_tile **tile, struct tdb_error *err)
+{
+    struct tdb_cache_key k = {f->uid, ((uint64_t)field << 8) | part, t};
+    return tdb_cache_get_flags(f->arr->cache, &k, arr_tile_load, f, flags, e,
+                               tile, err);
+}
+
+/* ------------------------------------------------------------ opening */
+
+const uint8_t *tdb_array_key(const struct tdb_array *a)
+{
+    return a->encrypted && a->has_key ? a->key : NULL;
+}
+
+static int arr_frag_setup(struct tdb_array *a, struct tdb_frag *f,
+                          struct tdb_error *err)
+{
+    struct tdb_fragmeta *fm = f->fm;
+    const struct tdb_schema *s = fm->schema ? fm->schema : a->schema;
+    f->fs = s;
+    if (s->ndims > TDB_MAX_DIMS)
+        return tdb_err(err, TDB_E_UNSUPPORTED, "%s: %u dimensions", fm->path,
+                       s->ndims);
+    f->attr_field = calloc(a->schema->nattrs ? a->schema->nattrs : 1,
+                           sizeof *f->attr_field);
+    if (!f->attr_field)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < a->schema->nattrs; i++)
+        f->attr_field[i] = tdb_fragmeta_attr_field(fm, a->schema, i);
+    f->legacy_coords = fm->version < 5 && !fm->dense;
+    for (uint32_t j = 0; j < s->ndims; j++)
+        f->dim_field[j] = tdb_fragmeta_dim_field(fm, j);
+    if (f->legacy_coords) {
+        bool compressed = false;
+        static const unsigned comp[] = {TDB_FILTER_GZIP, TDB_FILTER_ZSTD,
+                                        TDB_FILTER_LZ4, TDB_FILTER_RLE,
+                                        TDB_FILTER_BZIP2, TDB_FILTER_DOUBLE_DELTA};
+        for (size_t i = 0; i < sizeof comp / sizeof comp[0]; i++)
+            compressed |= tdb_pipeline_has(&s->coords_filters, comp[i]);
+        f->zipped = fm->version < 2 && !compressed;
+    }
+    if (fm->dense) {
+        uint64_t cells = 1;
+        for (uint32_t d = 0; d < s->ndims; d++) {
+            const struct tdb_dim *dim = &s->dims[d];
+            uint64_t ext = f->ext[d] = tdb_dim_tile_span(dim);
+            if (!ext || fm->ned_null)
+                return tdb_err(err, TDB_E_CORRUPT, "%s: dense fragment without a "
+                               "usable domain", fm->path);
+            f->ned_lo[d] = tdb_dim_offset(dim, fm->ned[d].lo);
+            f->ned_hi[d] = tdb_dim_offset(dim, fm->ned[d].hi);
+            if (f->ned_hi[d] < f->ned_lo[d])
+                return tdb_err(err, TDB_E_CORRUPT, "%s: empty non-empty domain",
+                               fm->path);
+            f->tile_lo[d] = f->ned_lo[d] / ext;
+            f->ntiles[d] = f->ned_hi[d] / ext - f->tile_lo[d] + 1;
+            if (!tdb_mul_ok(cells, ext, &cells))
+                return tdb_err(err, TDB_E_UNSUPPORTED, "%s: tiles too large",
+                               fm->path);
+        }
+        f->tile_cells = cells;
+    }
+    f->ncells = tdb_fragmeta_cell_num(fm);
+    return 0;
+}
+
+/* The cache's number for fragment folder `frag` of the array at `path`. */
+static int arr_frag_id(struct tdb_array *a, const char *path,
+                       const char *frag, uint64_t *id, struct tdb_error *err)
+{
+    size_t n = strlen(path) + strlen(frag) + 2;
+    char *ident = malloc(n);
+    if (!ident)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    snprintf(ident, n, "%s%s%s", path, path[0] ? "/" : "", frag);
+    int r = tdb_cache_frag_id(a->cache, ident, id);
+    free(ident);
+    return r ? tdb_err(err, r, "out of memory") : 0;
+}
+
+int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
+                   const char *path, const struct tdb_open_options *o,
+                   struct tdb_cache *cache, struct tdb_error *err)
+{
+    struct tdb_array *a = calloc(1, sizeof *a);
+    if (!a)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    int r = tdb_io_sub(&a->io, parent, path);
+    if (r) {
+        free(a);
+        return tdb_err(err, r, "out of memory");
+    }
+    a->ts_start = o->ts_start;
+    a->ts_end = o->ts_end;
+    a->cache = cache;
+    if (o->key) {
+        memcpy(a->key, o->key, 32);
+        a->has_key = true;
+    }
+    const uint8_t *key = a->has_key ? a->key : NULL;
+    struct tdb_cons_fragmeta **cons = NULL;
+    size_t ncons = 0;
+    if ((r = tdb_arraydir_load(&a->io, a->ts_start, a->ts_end, &a->dir, err)))
+        goto fail;
+    if (!a->dir->nschemas) {
+        r = tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array (no schema)",
+                    path[0] ? path : ".");
+        goto fail;
+    }
+    a->schemas.v = calloc(a->dir->nschemas, sizeof *a->schemas.v);
+    if (!a->schemas.v) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < a->dir->nschemas; i++) {
+        r = tdb_schema_load(&a->io, a->dir->schemas[i].path, key,
+                            &a->schemas.v[i], err);
+        if (r)
+            goto fail;
+        a->schemas.n++;
+    }
+    /* the schema in force at ts_end (arraydir applies TileDB's rule) */
+    struct tdb_schema *in_force =
+        a->schemas.v[a->dir->schema_latest < a->schemas.n ? a->dir->schema_latest
+                                                           : 0];
+    a->schema = in_force;
+    /* its enumerations' values (shown in __array.json) */
+    for (uint32_t i = 0; i < in_force->nenums; i++)
+        if ((r = tdb_enumeration_load(&a->io, &in_force->enums[i], key, err)))
+            goto fail;
+    a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
+    if ((r = tdb_arraydir_select(a->dir, a->schema->array_type == TDB_SPARSE,
+                                 err)))
+        goto fail;
+    /* consolidated fragment metadata */
+    if (a->dir->nfragmeta) {
+        cons = calloc(a->dir->nfragmeta, sizeof *cons);
+        if (!cons) {
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+            goto fail;
+        }
+        for (size_t i = 0; i < a->dir->nfragmeta; i++) {
+            r = tdb_cons_fragmeta_load(&a->io, a->dir->fragmeta[i].path, key,
+                                       &cons[i], err);
+            if (r)
+                goto fail;
+            ncons++;
+        }
+    }
+    a->frags = calloc(a->dir->nfrags ? a->dir->nfrags : 1, sizeof *a->frags);
+    if (!a->frags) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < a->dir->nfrags; i++) {
+        const struct tdb_dir_entry *fe = &a->dir->frags[i];
+        const uint8_t *footer = NULL;
+        size_t footer_size = 0;
+        /* the first consolidated file that lists it wins, as in TileDB */
+        for (size_t c = 0; c < ncons && !footer; c++) {
+            for (size_t k = 0; k < cons[c]->n; k++) {
+                if (!strcmp(cons[c]->names[k], fe->name)) {
+                    footer = cons[c]->data + cons[c]->offsets[k];
+                    footer_size = (size_t)cons[c]->sizes[k];
+                    break;
+                }
+            }
+        }
+        struct tdb_frag *f = &a->frags[a->nfrags];
+        f->arr = a;
+        f->index = a->nfrags;
+        r = arr_frag_id(a, path, fe->path, &f->uid, err);
+        if (r)
+            goto fail;
+        r = tdb_fragmeta_load(&a->io, fe->path, fe->name, &a->schemas, key,
+                              footer, footer_size, &f->fm, err);
+        if (r)
+            goto fail;
+        a->nfrags++;
+        if ((r = arr_frag_setup(a, f, err)))
+            goto fail;
+        if (fe->ts.t2 > a->newest_ts)
+            a->newest_ts = fe->ts.t2;
+    }
+    if ((r = tdb_meta_load(&a->io, "__meta", a->ts_start, a->ts_end, key,
+                           &a->meta, err)))
+        goto fail;
+    if (a->meta && a->meta->newest_ts > a->newest_ts)
+        a->newest_ts = a->meta->newest_ts;
+    if (a->dir->ndeletes) {
+        a->conds = calloc(a->dir->ndeletes, sizeof *a->conds);
+        if (!a->conds) {
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+            goto fail;
+        }
+        a->cond_ents = a->dir->deletes;
+        for (size_t i = 0; i < a->dir->ndeletes; i++) {
+            r = tdb_cond_load_at(&a->io, a->dir->deletes[i].path,
+                                 a->dir->deletes[i].offset, key, &a->conds[i],
+                                 err);
+            if (r)
+                goto fail;
+            a->nconds++;
+        }
+    }
+    for (size_t c = 0; c < ncons; c++)
+        tdb_cons_fragmeta_free(cons[c]);
+    free(cons);
+    *out = a;
+    return 0;
+fail:
+    for (size_t c = 0; c < ncons; c++)
+        tdb_cons_fragmeta_free(cons[c]);
+    free(cons);
+    tdb_array_close(a);
+    return r;
+}
+
+void tdb_array_close(struct tdb_array *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->nfrags; i++) {
+        tdb_fragmeta_free(a->frags[i].fm);
+        free(a->frags[i].attr_field);
+    }
+    free(a->frags);
+    for (size_t i = 0; i < a->nconds; i++)
+        tdb_cond_free(a->conds[i]);
+    free(a->conds);
+    tdb_meta_free(a->meta);
+    for (size_t i = 0; i < a->schemas.n; i++)
+        tdb_schema_free(a->schemas.v[i]);
+    free(a->schemas.v);
+    tdb_arraydir_free(a->dir);
+    tdb_io_free(&a->io);
+    free(a);
+}

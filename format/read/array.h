@@ -1,0 +1,104 @@
+/* array.h: an opened array (schemas, live fragments, metadata, delete
+ * commits at an open timestamp range) and access to one fragment's tiles
+ * through the tile cache (format_spec/fragment.md: data files). */
+#ifndef TDB_ARRAY_H
+#define TDB_ARRAY_H
+
+#include "core/core.h"
+#include "read/arraydir.h"
+#include "read/cache.h"
+#include "read/delcond.h"
+#include "read/fragmeta.h"
+#include "read/meta.h"
+#include "read/schema.h"
+
+#define TDB_MAX_DIMS 32
+
+/* Parts of a field's tile in the cache key (key.part = field << 8 | part). */
+/* TDB_PART_OFFSETS: a var-sized field's offsets alone (the values are not
+ * decoded; tile->size is the values' size from the fragment metadata). */
+enum { TDB_PART_VALUES = 0, TDB_PART_VALIDITY = 1, TDB_PART_OFFSETS = 2,
+       TDB_PART_LEGACY_DIM = 16 };
+
+struct tdb_array;
+
+struct tdb_frag {
+    struct tdb_array *arr;
+    uint64_t uid;               /* cache key: tdb_cache_frag_id of its path */
+    size_t index;               /* position in arr->frags (oldest first) */
+    struct tdb_fragmeta *fm;
+    const struct tdb_schema *fs;/* the fragment's own schema */
+    /* dense geometry: space tiles covering the non-empty domain */
+    uint64_t tile_cells;
+    uint64_t ext[TDB_MAX_DIMS];  /* cells of a space tile along each dim */
+    uint64_t ned_lo[TDB_MAX_DIMS], ned_hi[TDB_MAX_DIMS];   /* offsets */
+    uint64_t tile_lo[TDB_MAX_DIMS], ntiles[TDB_MAX_DIMS];
+    uint64_t ncells;            /* cells stored */
+    int *attr_field;            /* per array attribute: fragment field, -1 */
+    int dim_field[TDB_MAX_DIMS];
+    bool legacy_coords;         /* < v5: one __coords field */
+    bool zipped;                /* legacy coords zipped */
+};
+
+struct tdb_array {
+    struct tdb_io io;           /* rooted at the array folder */
+    uint8_t key[32];
+    bool has_key;
+    uint64_t ts_start, ts_end;
+    struct tdb_arraydir *dir;
+    struct tdb_schema_set schemas;
+    const struct tdb_schema *schema;    /* the schema in force */
+    bool encrypted;
+    size_t nfrags;
+    struct tdb_frag *frags;     /* live, oldest first (newest wins) */
+    struct tdb_meta *meta;
+    size_t nconds;
+    struct tdb_cond **conds;
+    struct tdb_dir_entry *cond_ents;    /* names and timestamps */
+    struct tdb_cache *cache;    /* shared, not owned */
+    uint64_t newest_ts;
+};
+
+/* Opens the array at folder `path` of `parent` (""), using `cache` for
+ * tiles: a fragment's tiles are keyed by its folder's path from the root of
+ * `parent`, so arrays opened again over the same source share them. */
+int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
+                   const char *path, const struct tdb_open_options *o,
+                   struct tdb_cache *cache, struct tdb_error *err);
+void tdb_array_close(struct tdb_array *a);
+
+/* The key to use for data tiles (NULL unless encrypted). */
+const uint8_t *tdb_array_key(const struct tdb_array *a);
+
+/* Offset of value v (tdb_dt_size(dim->type) bytes) from the domain's low
+ * bound, for integer dims; and back. */
+uint64_t tdb_dim_offset(const struct tdb_dim *d, const uint8_t *v);
+void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v);
+/* Extent as a count of cells (integer dims), 0 when the dim has none. */
+uint64_t tdb_dim_extent(const struct tdb_dim *d);
+/* Number of cells in the domain of d (saturating at UINT64_MAX). */
+uint64_t tdb_dim_span(const struct tdb_dim *d);
+/* Cells of a space tile along d: the extent, or the whole domain when d
+ * has none (integer dims). */
+uint64_t tdb_dim_tile_span(const struct tdb_dim *d);
+
+/* Number of cells in tile t of fragment f. */
+uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t);
+/* The fragment tile holding cell c, and its first cell. */
+uint64_t tdb_frag_tile_of(const struct tdb_frag *f, uint64_t c,
+                          uint64_t *first);
+
+/* Pins the decoded tile of fragment field `field`, part `part`. */
+int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
+                  struct tdb_cache_entry **e, const struct tdb_tile **tile,
+                  struct tdb_error *err);
+/* The same with TDB_CACHE_* flags (cache.h): 1 when nothing was pinned. */
+int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
+                        uint64_t t, unsigned flags, struct tdb_cache_entry **e,
+                        const struct tdb_tile **tile, struct tdb_error *err);
+
+/* Dense fragments: fragment cell number of the cell at offsets o[] (inside
+ * the fragment's tile box). */
+uint64_t tdb_frag_dense_cell(const struct tdb_frag *f, const uint64_t *o);
+
+#endif

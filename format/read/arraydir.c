@@ -1,0 +1,916 @@
+/* arraydir.c: the array folder and time travel (array_file_hierarchy.md). */
+#include "read/arraydir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Text lists (.con, .ign, .vac) larger than this are refused. */
+#define ARRAYDIR_MAX_LIST (UINT64_C(1) << 28)
+
+#define ARRAYDIR_LEGACY_SCHEMA "__array_schema.tdb"
+#define ARRAYDIR_FRAG_META "__fragment_metadata.tdb"
+
+/* ------------------------------------------------------- timestamped names */
+
+/* Parses a whole field of decimal digits into *v (no sign, no overflow). */
+static bool arraydir_parse_u64(const char *s, size_t n, uint64_t *v)
+{
+    if (!n)
+        return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        if (!tdb_mul_ok(x, 10, &x) ||
+            !tdb_add_ok(x, (uint64_t)(s[i] - '0'), &x))
+            return false;
+    }
+    *v = x;
+    return true;
+}
+
+static bool arraydir_set_uuid(struct tdb_tsname *out, const char *s, size_t n)
+{
+    if (!n || n >= sizeof out->uuid)
+        return false;
+    memcpy(out->uuid, s, n);
+    out->uuid[n] = 0;
+    return true;
+}
+
+int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!name)
+        return TDB_E_CORRUPT;
+    /* The last path component, without trailing slashes. */
+    size_t len = strlen(name);
+    while (len > 0 && name[len - 1] == '/')
+        len--;
+    size_t start = len;
+    while (start > 0 && name[start - 1] != '/')
+        start--;
+    const char *s = name + start;
+    len -= start;
+    /* Without the extension (from the last '.'). */
+    for (size_t i = len; i > 0; i--) {
+        if (s[i - 1] == '.') {
+            len = i - 1;
+            break;
+        }
+    }
+    if (len < 2 || s[0] != '_' || s[1] != '_')
+        return TDB_E_CORRUPT;
+
+    /* Split what follows "__" into '_'-separated fields. */
+    const char *f[4];
+    size_t fl[4], nf = 0, under = 2;
+    size_t i = 2, b = 2;
+    for (; i <= len; i++) {
+        if (i == len || s[i] == '_') {
+            if (i < len)
+                under++;
+            if (nf == 4)
+                return TDB_E_CORRUPT;
+            f[nf] = s + b;
+            fl[nf] = i - b;
+            nf++;
+            b = i + 1;
+        }
+    }
+    for (size_t k = 0; k < nf; k++)
+        if (!fl[k])
+            return TDB_E_CORRUPT;
+
+    bool ok;
+    if (under == 5) {
+        /* __t1_t2_uuid_v (format 5 and later) */
+        uint64_t v = 0;
+        out->era = 3;
+        ok = nf == 4 && arraydir_parse_u64(f[0], fl[0], &out->t1) &&
+             arraydir_parse_u64(f[1], fl[1], &out->t2) &&
+             arraydir_set_uuid(out, f[2], fl[2]) &&
+             arraydir_parse_u64(f[3], fl[3], &v) && v <= UINT32_MAX;
+        out->version = (uint32_t)v;
+    } else if (fl[nf - 1] == 32) {
+        /* __t1_t2_uuid (formats 3 and 4; also schema and metadata names) */
+        out->era = 2;
+        ok = nf == 3 && arraydir_parse_u64(f[0], fl[0], &out->t1) &&
+             arraydir_parse_u64(f[1], fl[1], &out->t2) &&
+             arraydir_set_uuid(out, f[2], fl[2]);
+    } else {
+        /* __uuid_t1[_t2] (formats 1 and 2): TileDB reads the last field as
+         * the timestamp, start and end alike. */
+        out->era = 1;
+        ok = (nf == 2 || nf == 3) && arraydir_set_uuid(out, f[0], fl[0]) &&
+             arraydir_parse_u64(f[nf - 1], fl[nf - 1], &out->t1);
+        if (ok && nf == 3) {
+            uint64_t ignored;
+            ok = arraydir_parse_u64(f[1], fl[1], &ignored);
+        }
+        out->t2 = out->t1;
+    }
+    if (!ok || out->t1 > out->t2) {
+        memset(out, 0, sizeof *out);
+        return TDB_E_CORRUPT;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ string sets */
+
+struct arraydir_strs {
+    char **v;
+    size_t n, cap;
+};
+
+static void *arraydir_grow(void *v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return v;
+    size_t nc = *cap ? *cap * 2 : 8;
+    if (nc < n + 1 || nc > SIZE_MAX / size)
+        return NULL;
+    void *p = realloc(v, nc * size);
+    if (p)
+        *cap = nc;
+    return p;
+}
+
+static int arraydir_strs_add(struct arraydir_strs *s, const char *p, size_t n)
+{
+    char **v = arraydir_grow(s->v, s->n, &s->cap, sizeof *s->v);
+    if (!v)
+        return TDB_E_NOMEM;
+    s->v = v;
+    char *c = malloc(n + 1);
+    if (!c)
+        return TDB_E_NOMEM;
+    memcpy(c, p, n);
+    c[n] = 0;
+    s->v[s->n++] = c;
+    return 0;
+}
+
+static int arraydir_strcmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void arraydir_strs_sort(struct arraydir_strs *s)
+{
+    if (s->n > 1)
+        qsort(s->v, s->n, sizeof *s->v, arraydir_strcmp);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (k && !strcmp(s->v[k - 1], s->v[i]))
+            free(s->v[i]);
+        else
+            s->v[k++] = s->v[i];
+    }
+    s->n = k;
+}
+
+/* s must be sorted. */
+static bool arraydir_strs_has(const struct arraydir_strs *s, const char *str)
+{
+    if (!s->n)
+        return false;
+    return bsearch(&str, s->v, s->n, sizeof *s->v, arraydir_strcmp) != NULL;
+}
+
+static void arraydir_strs_free(struct arraydir_strs *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* tdb_names is sorted bytewise by tdb_io_names. */
+static bool arraydir_names_has(const struct tdb_names *n, const char *str)
+{
+    if (!n->n)
+        return false;
+    return bsearch(&str, n->v, n->n, sizeof *n->v, arraydir_strcmp) != NULL;
+}
+
+/* ------------------------------------------------------------------ lines */
+
+/* Steps over the next line of a text list as std::getline does (a last
+ * line without '\n' counts; nothing after a final '\n'). */
+static bool arraydir_next_line(const uint8_t *buf, size_t len, size_t *pos,
+                               const char **line, size_t *llen)
+{
+    if (*pos >= len)
+        return false;
+    const uint8_t *p = buf + *pos;
+    const uint8_t *nl = memchr(p, '\n', len - *pos);
+    *line = (const char *)p;
+    *llen = nl ? (size_t)(nl - p) : len - *pos;
+    *pos = nl ? (size_t)(nl - buf) + 1 : len;
+    return true;
+}
+
+static bool arraydir_ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t l = strlen(suffix);
+    return n >= l && !memcmp(s + n - l, suffix, l);
+}
+
+static bool arraydir_line_ok(const char *s, size_t n)
+{
+    return n > 0 && n <= TDB_MAX_NAME && !memchr(s, 0, n);
+}
+
+/* Reads a whole text list (.con, .ign, .vac), capped. */
+static int arraydir_read_list(const struct tdb_io *io, const char *path,
+                              uint8_t **data, size_t *len,
+                              struct tdb_error *err)
+{
+    uint64_t size;
+    *data = NULL;
+    int r = tdb_io_size(io, path, &size, err);
+    if (r)
+        return r;
+    if (size > ARRAYDIR_MAX_LIST)
+        return tdb_err(err, TDB_E_NOMEM, "%s: list of %llu bytes is too large",
+                       path, (unsigned long long)size);
+    *data = malloc(size ? (size_t)size : 1);
+    if (!*data)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+    r = tdb_io_read(io, path, 0, *data, (size_t)size, err);
+    if (r) {
+        free(*data);
+        *data = NULL;
+        return r;
+    }
+    *len = (size_t)size;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- entries */
+
+static void arraydir_entry_clear(struct tdb_dir_entry *e)
+{
+    free(e->name);
+    free(e->path);
+    memset(e, 0, sizeof *e);
+}
+
+static void arraydir_entries_free(struct tdb_dir_entry *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        arraydir_entry_clear(&v[i]);
+    free(v);
+}
+
+static int arraydir_entry_init(struct tdb_dir_entry *e, const char *name,
+                               size_t name_len, const char *dir,
+                               const char *file, const struct tdb_tsname *ts,
+                               uint64_t offset)
+{
+    memset(e, 0, sizeof *e);
+    e->name = malloc(name_len + 1);
+    e->path = dir ? tdb_path_join(dir, file) : strdup(file);
+    if (!e->name || !e->path) {
+        arraydir_entry_clear(e);
+        return TDB_E_NOMEM;
+    }
+    memcpy(e->name, name, name_len);
+    e->name[name_len] = 0;
+    if (ts)
+        e->ts = *ts;
+    e->offset = offset;
+    return 0;
+}
+
+static int arraydir_entry_copy(struct tdb_dir_entry *dst,
+                               const struct tdb_dir_entry *src)
+{
+    return arraydir_entry_init(dst, src->name, strlen(src->name), NULL,
+                               src->path, &src->ts, src->offset);
+}
+
+/* ------------------------------------------------------------ the loading */
+
+struct arraydir_load {
+    const struct tdb_io *io;
+    struct tdb_error *err;
+    struct tdb_arraydir *d;
+    size_t cap_schemas, cap_cands, cap_vacs, cap_deletes, cap_fragmeta;
+    struct tdb_names root, schema, commits, fmeta;
+    struct arraydir_strs ignore;    /* lines of every .ign */
+    struct arraydir_strs con;       /* live entries of every .con */
+};
+
+/* Adds an entry to one of d's lists; `n` and `v` are the list's fields. */
+static int arraydir_push(struct arraydir_load *L, struct tdb_dir_entry **v,
+                         size_t *n, size_t *cap, const char *name,
+                         size_t name_len, const char *dir, const char *file,
+                         const struct tdb_tsname *ts, uint64_t offset)
+{
+    struct tdb_dir_entry *nv = arraydir_grow(*v, *n, cap, sizeof **v);
+    if (!nv)
+        return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
+    *v = nv;
+    if (arraydir_entry_init(&nv[*n], name, name_len, dir, file, ts, offset))
+        return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
+    (*n)++;
+    return 0;
+}
+
+static bool arraydir_in_range(const struct tdb_tsname *ts, uint64_t start,
+                              uint64_t end, bool any_overlap)
+{
+    if (any_overlap)
+        return ts->t1 <= end && start <= ts->t2;
+    return ts->t1 >= start && ts->t2 <= end;
+}
+
+/* Schemas: the legacy __array_schema.tdb first, then __schema/ in listing
+ * order; the one in force is the last whose t2 <= ts_end, else the
+ * first. */
+static int arraydir_load_schemas(struct arraydir_load *L)
+{
+    struct tdb_arraydir *d = L->d;
+    int r;
+    if (arraydir_names_has(&L->root, ARRAYDIR_LEGACY_SCHEMA) &&
+        !tdb_io_isdir(L->io, ARRAYDIR_LEGACY_SCHEMA)) {
+        r = arraydir_push(L, &d->schemas, &d->nschemas, &L->cap_schemas,
+                          ARRAYDIR_LEGACY_SCHEMA,
+                          strlen(ARRAYDIR_LEGACY_SCHEMA), NULL,
+                          ARRAYDIR_LEGACY_SCHEMA, NULL, 0);
+        if (r)
+            return r;
+    }
+    bool have_latest = false;
+    for (size_t i = 0; i < L->schema.n; i++) {
+        const char *nm = L->schema.v[i];
+        struct tdb_tsname ts;
+        if (L->schema.is_dir[i] || !strcmp(nm, "__enumerations") ||
+            tdb_tsname_parse(nm, &ts))
+            continue;
+        r = arraydir_push(L, &d->schemas, &d->nschemas, &L->cap_schemas, nm,
+                          strlen(nm), "__schema", nm, &ts, 0);
+        if (r)
+            return r;
+        if (ts.t2 <= d->ts_end) {
+            d->schema_latest = d->nschemas - 1;
+            have_latest = true;
+        }
+    }
+    if (!have_latest)
+        d->schema_latest = 0;
+    if (!d->nschemas)
+        return tdb_err(L->err, TDB_E_INVAL,
+                       "array folder: not a TileDB array (no __schema/ "
+                       "entry and no __array_schema.tdb)");
+    return 0;
+}
+
+/* Every .ign of __commits: the relative commit paths to leave out of the
+ * .con files. */
+static int arraydir_load_ignores(struct arraydir_load *L)
+{
+    for (size_t i = 0; i < L->commits.n; i++) {
+        const char *nm = L->commits.v[i];
+        if (L->commits.is_dir[i] ||
+            !arraydir_ends_with(nm, strlen(nm), ".ign"))
+            continue;
+        char *path = tdb_path_join("__commits", nm);
+        if (!path)
+            return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
+        uint8_t *buf;
+        size_t len, pos = 0;
+        int r = arraydir_read_list(L->io, path, &buf, &len, L->err);
+        free(path);
+        if (r)
+            return r;
+        const char *line;
+        size_t ll;
+        while (!r && arraydir_next_line(buf, len, &pos, &line, &ll))
+            if (arraydir_line_ok(line, ll))
+                r = arraydir_strs_add(&L->ignore, line, ll);
+        free(buf);
+        if (r)
+            return tdb_err(L->err, r, "array folder: out of memory");
+    }
+    arraydir_strs_sort(&L->ignore);
+    return 0;
+}
+
+/* One .con file: lines naming commits (.wrt, .ok), and deletes (.del) and
+ * updates (.upd) each followed by a uint64 size and a condition tile. */
+static int arraydir_load_con(struct arraydir_load *L, const char *path)
+{
+    struct tdb_arraydir *d = L->d;
+    uint8_t *buf;
+    size_t len, pos = 0;
+    int r = arraydir_read_list(L->io, path, &buf, &len, L->err);
+    if (r)
+        return r;
+    const char *line;
+    size_t ll;
+    while (!r && arraydir_next_line(buf, len, &pos, &line, &ll)) {
+        if (!ll)
+            continue;
+        if (!arraydir_line_ok(line, ll)) {
+            r = tdb_err(L->err, TDB_E_CORRUPT,
+                        "%s: malformed entry at offset %zu", path,
+                        (size_t)(line - (const char *)buf));
+            break;
+        }
+        char *marker = malloc(ll + 1);
+        if (!marker) {
+            r = tdb_err(L->err, TDB_E_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        memcpy(marker, line, ll);
+        marker[ll] = 0;
+        if (!arraydir_strs_has(&L->ignore, marker))
+            r = arraydir_strs_add(&L->con, line, ll);
+        if (r) {
+            free(marker);
+            r = tdb_err(L->err, r, "%s: out of memory", path);
+            break;
+        }
+        bool is_del = arraydir_ends_with(line, ll, ".del");
+        if (is_del || arraydir_ends_with(line, ll, ".upd")) {
+            struct tdb_cursor c;
+            uint64_t size;
+            tdb_cur_init(&c, buf + pos, len - pos);
+            if (tdb_cur_u64(&c, &size) || size > len - pos - 8) {
+                r = tdb_err(L->err, TDB_E_CORRUPT,
+                            "%s: condition tile of %s is truncated", path,
+                            marker);
+                free(marker);
+                break;
+            }
+            uint64_t tile_off = pos + 8;
+            struct tdb_tsname ts;
+            /* As TileDB does, a delete is applied even when an .ign names
+             * it; only its time range decides. */
+            if (is_del && !tdb_tsname_parse(marker, &ts) &&
+                arraydir_in_range(&ts, d->ts_start, d->ts_end, false)) {
+                const char *base = strrchr(marker, '/');
+                base = base ? base + 1 : marker;
+                size_t bl = strlen(base) - 4;
+                r = arraydir_push(L, &d->deletes, &d->ndeletes,
+                                  &L->cap_deletes, base, bl, NULL, path, &ts,
+                                  tile_off);
+            }
+            pos = (size_t)(tile_off + size);
+        }
+        free(marker);
+    }
+    free(buf);
+    return r;
+}
+
+static int arraydir_load_cons(struct arraydir_load *L)
+{
+    for (size_t i = 0; i < L->commits.n; i++) {
+        const char *nm = L->commits.v[i];
+        if (L->commits.is_dir[i] ||
+            !arraydir_ends_with(nm, strlen(nm), ".con"))
+            continue;
+        char *path = tdb_path_join("__commits", nm);
+        if (!path)
+            return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
+        int r = arraydir_load_con(L, path);
+        free(path);
+        if (r)
+            return r;
+    }
+    arraydir_strs_sort(&L->con);
+    return 0;
+}
+
+/* Makes one line of a vacuum file relative to the array root as TileDB
+ * does: from "__fragments" on, else from "__meta" on, else the last path
+ * component.  Absolute URIs (before format 19) and relative ones alike. */
+static const char *arraydir_vac_item(const char *line)
+{
+    const char *p = strstr(line, "__fragments");
+    if (p)
+        return p;
+    if ((p = strstr(line, "__meta")))
+        return p;
+    p = strrchr(line, '/');
+    return p ? p + 1 : line;
+}
+
+static int arraydir_load_vac(struct arraydir_load *L, const char *dir,
+                             const char *file, const struct tdb_tsname *ts)
+{
+    struct tdb_arraydir *d = L->d;
+    struct tdb_arraydir_vac *nv =
+        arraydir_grow(d->vacs, d->nvacs, &L->cap_vacs, sizeof *d->vacs);
+    if (!nv)
+        return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
+    d->vacs = nv;
+    struct tdb_arraydir_vac *v = &nv[d->nvacs];
+    memset(v, 0, sizeof *v);
+    size_t fl = strlen(file);
+    if (arraydir_entry_init(&v->e, file, fl - 4, dir, file, ts, 0))
+        return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
+    d->nvacs++;
+
+    uint8_t *buf;
+    size_t len, pos = 0;
+    int r = arraydir_read_list(L->io, v->e.path, &buf, &len, L->err);
+    if (r)
+        return r;
+    struct arraydir_strs items = {0};
+    const char *line;
+    size_t ll;
+    char tmp[TDB_MAX_NAME + 1];
+    while (!r && arraydir_next_line(buf, len, &pos, &line, &ll)) {
+        if (!arraydir_line_ok(line, ll))
+            continue;
+        memcpy(tmp, line, ll);
+        while (ll > 1 && tmp[ll - 1] == '/')
+            ll--;
+        tmp[ll] = 0;
+        const char *it = arraydir_vac_item(tmp);
+        r = arraydir_strs_add(&items, it, strlen(it));
+    }
+    free(buf);
+    v->items = items.v;
+    v->nitems = items.n;
+    if (r)
+        return tdb_err(L->err, r, "%s: out of memory", v->e.path);
+    return 0;
+}
+
+static bool arraydir_is_known_dir(const char *nm)
+{
+    static const char *const known[] = {
+        "__schema", "__commits", "__meta", "__fragments", "__fragment_meta",
+        "__labels"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (!strcmp(nm, known[i]))
+            return true;
+    return false;
+}
+
+/* The root folder (formats 1 to 11): fragment folders committed by a
+ * sibling NAME.ok (or an .ok entry of a .con; before format 5 by their
+ * __fragment_metadata.tdb), vacuum files and consolidated fragment
+ * metadata files. */
+static int arraydir_load_root(struct arraydir_load *L)
+{
+    struct tdb_arraydir *d = L->d;
+    char tmp[TDB_MAX_NAME + 8];
+    int r;
+    for (size_t i = 0; i < L->root.n; i++) {
+        const char *nm = L->root.v[i];
+        size_t nl = strlen(nm);
+        struct tdb_tsname ts;
+        if (nl > TDB_MAX_NAME)
+            continue;
+        if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".vac")) {
+            if (!tdb_tsname_parse(nm, &ts) &&
+                (r = arraydir_load_vac(L, NULL, nm, &ts)))
+                return r;
+            continue;
+        }
+        if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".meta")) {
+            if (tdb_tsname_parse(nm, &ts))
+                memset(&ts, 0, sizeof ts);
+            r = arraydir_push(L, &d->fragmeta, &d->nfragmeta,
+                              &L->cap_fragmeta, nm, nl - 5, NULL, nm, &ts, 0);
+            if (r)
+                return r;
+            continue;
+        }
+        if (strchr(nm, '.') || arraydir_is_known_dir(nm) ||
+            tdb_tsname_parse(nm, &ts))
+            continue;
+        memcpy(tmp, nm, nl);
+        memcpy(tmp + nl, ".ok", 4);
+        bool committed = arraydir_names_has(&L->root, tmp) ||
+                         arraydir_strs_has(&L->con, tmp);
+        if (!committed && ts.version < 5) {
+            char *mp = tdb_path_join(nm, ARRAYDIR_FRAG_META);
+            if (!mp)
+                return tdb_err(L->err, TDB_E_NOMEM,
+                               "array folder: out of memory");
+            committed = tdb_io_exists(L->io, mp) && !tdb_io_isdir(L->io, mp);
+            free(mp);
+        }
+        if (!committed)
+            continue;
+        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, nm, nl,
+                          NULL, nm, &ts, 0);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* Format 12 on: fragments committed by a .wrt named in a .con, then by a
+ * .wrt in __commits not already in a .con; vacuum files; delete commits. */
+static int arraydir_load_commits(struct arraydir_load *L)
+{
+    struct tdb_arraydir *d = L->d;
+    struct tdb_tsname ts;
+    int r;
+    for (size_t i = 0; i < L->con.n; i++) {
+        const char *m = L->con.v[i];
+        size_t ml = strlen(m);
+        if (!arraydir_ends_with(m, ml, ".wrt"))
+            continue;
+        const char *base = strrchr(m, '/');
+        base = base ? base + 1 : m;
+        size_t bl = strlen(base) - 4;
+        char tmp[TDB_MAX_NAME + 1];
+        memcpy(tmp, base, bl);
+        tmp[bl] = 0;
+        if (tdb_tsname_parse(tmp, &ts))
+            continue;
+        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, tmp, bl,
+                          "__fragments", tmp, &ts, 0);
+        if (r)
+            return r;
+    }
+    for (size_t i = 0; i < L->commits.n; i++) {
+        const char *nm = L->commits.v[i];
+        size_t nl = strlen(nm);
+        if (L->commits.is_dir[i] || nl > TDB_MAX_NAME ||
+            tdb_tsname_parse(nm, &ts))
+            continue;
+        char rel[TDB_MAX_NAME + 16];
+        snprintf(rel, sizeof rel, "__commits/%s", nm);
+        if (arraydir_ends_with(nm, nl, ".wrt")) {
+            if (arraydir_strs_has(&L->con, rel))
+                continue;
+            char tmp[TDB_MAX_NAME + 1];
+            memcpy(tmp, nm, nl - 4);
+            tmp[nl - 4] = 0;
+            r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, tmp,
+                              nl - 4, "__fragments", tmp, &ts, 0);
+        } else if (arraydir_ends_with(nm, nl, ".vac")) {
+            r = arraydir_load_vac(L, "__commits", nm, &ts);
+        } else if (arraydir_ends_with(nm, nl, ".del")) {
+            if (!arraydir_in_range(&ts, d->ts_start, d->ts_end, false) ||
+                arraydir_strs_has(&L->con, rel))
+                continue;
+            r = arraydir_push(L, &d->deletes, &d->ndeletes, &L->cap_deletes,
+                              nm, nl - 4, "__commits", nm, &ts, 0);
+        } else {
+            continue;
+        }
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int arraydir_load_fragmeta(struct arraydir_load *L)
+{
+    struct tdb_arraydir *d = L->d;
+    for (size_t i = 0; i < L->fmeta.n; i++) {
+        const char *nm = L->fmeta.v[i];
+        size_t nl = strlen(nm);
+        struct tdb_tsname ts;
+        if (L->fmeta.is_dir[i])
+            continue;
+        if (tdb_tsname_parse(nm, &ts))
+            memset(&ts, 0, sizeof ts);
+        size_t stem = arraydir_ends_with(nm, nl, ".meta") ? nl - 5 : nl;
+        int r = arraydir_push(L, &d->fragmeta, &d->nfragmeta,
+                              &L->cap_fragmeta, nm, stem, "__fragment_meta",
+                              nm, &ts, 0);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* Orders entries by t1, ties keeping their index (a stable sort). */
+struct arraydir_order {
+    uint64_t t1;
+    size_t index;
+};
+
+static int arraydir_order_cmp(const void *a, const void *b)
+{
+    const struct arraydir_order *x = a, *y = b;
+    if (x->t1 != y->t1)
+        return x->t1 < y->t1 ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int arraydir_sort_t1(struct tdb_dir_entry *v, size_t n)
+{
+    if (n < 2)
+        return 0;
+    struct arraydir_order *o = malloc(n * sizeof *o);
+    struct tdb_dir_entry *tmp = malloc(n * sizeof *tmp);
+    if (!o || !tmp) {
+        free(o);
+        free(tmp);
+        return TDB_E_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        o[i].t1 = v[i].ts.t1;
+        o[i].index = i;
+    }
+    qsort(o, n, sizeof *o, arraydir_order_cmp);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = v[o[i].index];
+    memcpy(v, tmp, n * sizeof *v);
+    free(o);
+    free(tmp);
+    return 0;
+}
+
+int tdb_arraydir_load(const struct tdb_io *io, uint64_t ts_start,
+                      uint64_t ts_end, struct tdb_arraydir **out,
+                      struct tdb_error *err)
+{
+    *out = NULL;
+    struct arraydir_load L = {.io = io, .err = err};
+    L.d = calloc(1, sizeof *L.d);
+    if (!L.d)
+        return tdb_err(err, TDB_E_NOMEM, "array folder: out of memory");
+    L.d->ts_start = ts_start;
+    L.d->ts_end = ts_end;
+    int r = tdb_io_names(io, "", &L.root, err);
+    if (!r)
+        r = tdb_io_names(io, "__schema", &L.schema, err);
+    if (!r)
+        r = tdb_io_names(io, "__commits", &L.commits, err);
+    if (!r)
+        r = tdb_io_names(io, "__fragment_meta", &L.fmeta, err);
+    if (!r)
+        r = arraydir_load_schemas(&L);
+    if (!r)
+        r = arraydir_load_ignores(&L);
+    if (!r)
+        r = arraydir_load_cons(&L);
+    if (!r)
+        r = arraydir_load_root(&L);
+    if (!r)
+        r = arraydir_load_commits(&L);
+    if (!r)
+        r = arraydir_load_fragmeta(&L);
+    if (!r && arraydir_sort_t1(L.d->deletes, L.d->ndeletes))
+        r = tdb_err(err, TDB_E_NOMEM, "array folder: out of memory");
+    if (!r)
+        r = tdb_arraydir_select(L.d, false, err);
+    tdb_names_free(&L.root);
+    tdb_names_free(&L.schema);
+    tdb_names_free(&L.commits);
+    tdb_names_free(&L.fmeta);
+    arraydir_strs_free(&L.ignore);
+    arraydir_strs_free(&L.con);
+    if (r) {
+        tdb_arraydir_free(L.d);
+        return r;
+    }
+    *out = L.d;
+    return 0;
+}
+
+/* ---------------------------------------------------------- the selection */
+
+/* TileDB's rule: a fragment or vacuum file of format 15 or later counts
+ * when it merely overlaps the range if the array is sparse; anything else
+ * must lie wholly inside it. */
+static bool arraydir_counts(const struct tdb_arraydir *d,
+                            const struct tdb_tsname *ts, bool sparse)
+{
+    bool any = sparse && ts->era == 3 && ts->version >= 15;
+    return arraydir_in_range(ts, d->ts_start, d->ts_end, any);
+}
+
+/* Candidate indices sorted by path, to look up the items of .vac files. */
+struct arraydir_bypath {
+    const char *path;
+    size_t index;
+};
+
+static int arraydir_bypath_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct arraydir_bypath *)a)->path,
+                  ((const struct arraydir_bypath *)b)->path);
+}
+
+int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
+                        struct tdb_error *err)
+{
+    arraydir_entries_free(d->frags, d->nfrags);
+    d->frags = NULL;
+    d->nfrags = 0;
+    if (!d->ncands)
+        return 0;
+    uint8_t *keep = malloc(d->ncands);
+    struct arraydir_bypath *by = malloc(d->ncands * sizeof *by);
+    if (!keep || !by) {
+        free(keep);
+        free(by);
+        return tdb_err(err, TDB_E_NOMEM, "array folder: out of memory");
+    }
+    for (size_t i = 0; i < d->ncands; i++) {
+        keep[i] = arraydir_counts(d, &d->cands[i].ts, sparse);
+        by[i].path = d->cands[i].path;
+        by[i].index = i;
+    }
+    qsort(by, d->ncands, sizeof *by, arraydir_bypath_cmp);
+    /* A live vacuum file drops the fragments it lists that are in range
+     * (they were merged into the fragment that bears its name). */
+    for (size_t v = 0; v < d->nvacs; v++) {
+        const struct tdb_arraydir_vac *vac = &d->vacs[v];
+        if (!arraydir_counts(d, &vac->e.ts, sparse))
+            continue;
+        for (size_t k = 0; k < vac->nitems; k++) {
+            struct arraydir_bypath key = {vac->items[k], 0};
+            const struct arraydir_bypath *hit =
+                bsearch(&key, by, d->ncands, sizeof *by, arraydir_bypath_cmp);
+            /* paths are unique, but be exact if they were not */
+            for (; hit && hit > by && !strcmp(hit[-1].path, key.path); hit--)
+                ;
+            for (; hit && hit < by + d->ncands && !strcmp(hit->path, key.path);
+                 hit++)
+                if (keep[hit->index] == 1)
+                    keep[hit->index] = 2;
+        }
+    }
+    free(by);
+    size_t n = 0;
+    for (size_t i = 0; i < d->ncands; i++)
+        n += keep[i] == 1;
+    int r = 0;
+    if (n) {
+        d->frags = calloc(n, sizeof *d->frags);
+        if (!d->frags)
+            r = TDB_E_NOMEM;
+        for (size_t i = 0; !r && i < d->ncands; i++) {
+            if (keep[i] != 1)
+                continue;
+            r = arraydir_entry_copy(&d->frags[d->nfrags], &d->cands[i]);
+            if (!r)
+                d->nfrags++;
+        }
+        if (!r)
+            r = arraydir_sort_t1(d->frags, d->nfrags);
+    }
+    free(keep);
+    if (r) {
+        arraydir_entries_free(d->frags, d->nfrags);
+        d->frags = NULL;
+        d->nfrags = 0;
+        return tdb_err(err, r, "array folder: out of memory");
+    }
+    return 0;
+}
+
+void tdb_arraydir_free(struct tdb_arraydir *d)
+{
+    if (!d)
+        return;
+    arraydir_entries_free(d->schemas, d->nschemas);
+    arraydir_entries_free(d->frags, d->nfrags);
+    arraydir_entries_free(d->deletes, d->ndeletes);
+    arraydir_entries_free(d->fragmeta, d->nfragmeta);
+    arraydir_entries_free(d->meta, d->nmeta);
+    arraydir_entries_free(d->cands, d->ncands);
+    for (size_t i = 0; i < d->nvacs; i++) {
+        arraydir_entry_clear(&d->vacs[i].e);
+        for (size_t k = 0; k < d->vacs[i].nitems; k++)
+            free(d->vacs[i].items[k]);
+        free(d->vacs[i].items);
+    }
+    free(d->vacs);
+    free(d);
+}
+
+/* ----------------------------------------------------------- object kinds */
+
+static bool arraydir_has(const struct tdb_io *io, const char *path,
+                         const char *name, bool want_dir)
+{
+    char *p = tdb_path_join(path ? path : "", name);
+    if (!p)
+        return false;
+    bool is_dir = false;
+    bool found =
+        io->ops->is_dir(io->ctx, p, &is_dir) == 0 && is_dir == want_dir;
+    free(p);
+    return found;
+}
+
+bool tdb_is_array(const struct tdb_io *io, const char *path)
+{
+    return arraydir_has(io, path, "__schema", true) ||
+           arraydir_has(io, path, ARRAYDIR_LEGACY_SCHEMA, false);
+}
+
+bool tdb_is_group(const struct tdb_io *io, const char *path)
+{
+    return arraydir_has(io, path, "__group", true) ||
+           arraydir_has(io, path, "__tiledb_group.tdb", false);
+}

@@ -1,0 +1,97 @@
+/* arraydir.h: the array folder (format_spec/array_file_hierarchy.md,
+ * timestamped_name.md, consolidated_commits_file.md, ignore_file.md,
+ * vacuum_file.md, delete_commit_file.md): which schemas, fragments,
+ * delete commits and metadata files are live at an open timestamp range. */
+#ifndef TDB_ARRAYDIR_H
+#define TDB_ARRAYDIR_H
+
+#include "core/core.h"
+
+/* A parsed timestamped name: __t1_t2_uuid_v (v5+), __t1_t2_uuid (v3-4),
+ * __uuid_t1[_t2] (v1-2).  version is 0 where the name has none. */
+struct tdb_tsname {
+    uint64_t t1, t2;
+    uint32_t version;
+    char uuid[64];
+    unsigned era;   /* 1: __uuid_t (v1-2), 2: __t1_t2_uuid, 3: with _v */
+};
+/* Parses the last path component of `name` (an extension after its last
+ * '.' is ignored), deciding the era as TileDB's FragmentID does: five '_'
+ * make era 3; otherwise a 32-character last field makes era 2; otherwise
+ * era 1, whose last field is both t1 and t2.
+ * @return 0, or TDB_E_CORRUPT for a malformed name (out is then zeroed). */
+int tdb_tsname_parse(const char *name, struct tdb_tsname *out);
+
+struct tdb_dir_entry {
+    char *name;                 /* timestamped name, no extension */
+    char *path;                 /* relative to the array root */
+    struct tdb_tsname ts;
+    uint64_t offset;            /* deletes: offset of the condition's
+                                 * generic tile in path (0 for a .del file,
+                                 * inside the file for a .con) */
+};
+
+/* A vacuum file (.vac) and the fragment paths it lists, each made
+ * relative to the array root ("__fragments/NAME" or, for legacy
+ * fragments, "NAME"). */
+struct tdb_arraydir_vac {
+    struct tdb_dir_entry e;
+    size_t nitems;
+    char **items;
+};
+
+struct tdb_arraydir {
+    /* Schemas, oldest first ("__array_schema.tdb" first when present). */
+    size_t nschemas;
+    struct tdb_dir_entry *schemas;
+    /* Index in schemas of the schema in force at ts_end: the last one
+     * (in listing order) whose t2 <= ts_end; 0 when none is. */
+    size_t schema_latest;
+    /* Live fragments in TileDB's order: sorted by t1 only, ties keeping
+     * the listing order (legacy root fragments by name, then those of
+     * .con files, then the .wrt files of __commits by name); later ones win. */
+    size_t nfrags;
+    struct tdb_dir_entry *frags;
+    /* Delete commits (.del) within the range, in timestamp order. */
+    size_t ndeletes;
+    struct tdb_dir_entry *deletes;
+    /* Consolidated fragment metadata files (.meta), oldest first. */
+    size_t nfragmeta;
+    struct tdb_dir_entry *fragmeta;
+    /* Array metadata files (__meta/) within the range, oldest first, after
+     * vacuum files are applied. */
+    size_t nmeta;
+    struct tdb_dir_entry *meta;
+
+    /* What tdb_arraydir_select works from (filled by load). */
+    uint64_t ts_start, ts_end;
+    size_t ncands;                      /* committed fragments, unfiltered */
+    struct tdb_dir_entry *cands;
+    size_t nvacs;                       /* vacuum files, all */
+    struct tdb_arraydir_vac *vacs;
+};
+
+/* Lists the array folder at the root of io and selects what is live for
+ * [ts_start, ts_end].  `sparse` selects TileDB's rule for fragments: sparse
+ * arrays keep fragments that overlap the range (and filter cells by
+ * timestamp), dense arrays those wholly inside it; fragments and .vac files
+ * older than format 15 always need to be wholly inside.  Call first with
+ * sparse=false to find the schemas, then again once the type is known, or
+ * use tdb_arraydir_select on the result. */
+int tdb_arraydir_load(const struct tdb_io *io, uint64_t ts_start,
+                      uint64_t ts_end, struct tdb_arraydir **out,
+                      struct tdb_error *err);
+
+/* Applies the fragment rule for the array type to a loaded directory
+ * (drops fragments outside the range, uncommitted or vacuumed ones);
+ * load applies the dense rule.  May be called again (recomputes frags). */
+int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
+                        struct tdb_error *err);
+
+void tdb_arraydir_free(struct tdb_arraydir *d);
+
+/* True when the folder at the root of io looks like an array / a group. */
+bool tdb_is_array(const struct tdb_io *io, const char *path);
+bool tdb_is_group(const struct tdb_io *io, const char *path);
+
+#endif

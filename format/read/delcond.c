@@ -1,0 +1,525 @@
+/* delcond.c: delete commit files (format_spec/delete_commit_file.md): the
+ * serialised query condition tree and its evaluation on one cell. */
+#include "read/delcond.h"
+#include "core/generic_tile.h"
+
+#include <stdlib.h>
+
+/* Deepest expression nesting we accept (guards the recursion). */
+#define DELCOND_MAX_DEPTH 128
+
+enum { DELCOND_EXPR = 0, DELCOND_VALUE = 1 };
+enum { DELCOND_AND = 0, DELCOND_OR = 1, DELCOND_NOT = 2 };
+enum {
+    DELCOND_LT = 0, DELCOND_LE = 1, DELCOND_GT = 2, DELCOND_GE = 3,
+    DELCOND_EQ = 4, DELCOND_NE = 5, DELCOND_IN = 6, DELCOND_NOT_IN = 7,
+    DELCOND_ALWAYS_TRUE = 253, DELCOND_ALWAYS_FALSE = 254
+};
+
+struct delcond_node {
+    bool is_expr;
+    uint8_t op;                  /* comparison or combination op */
+    /* value nodes */
+    char *field;
+    uint8_t *data;
+    uint64_t size;
+    uint64_t *starts;            /* IN / NOT_IN: member start offsets */
+    uint64_t nmembers;
+    /* expression nodes */
+    size_t nchild;
+    struct delcond_node **child;
+};
+
+struct tdb_cond {
+    struct delcond_node *root;
+    size_t nfields;
+    const char **fields;
+};
+
+static void delcond_node_free(struct delcond_node *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->nchild; i++)
+        delcond_node_free(n->child[i]);
+    free(n->child);
+    free(n->field);
+    free(n->data);
+    free(n->starts);
+    free(n);
+}
+
+void tdb_cond_free(struct tdb_cond *c)
+{
+    if (!c)
+        return;
+    delcond_node_free(c->root);
+    free(c->fields);
+    free(c);
+}
+
+static int delcond_trunc(struct tdb_error *err, const char *what, size_t at)
+{
+    return tdb_err(err, TDB_E_CORRUPT,
+                   "%s: delete condition node at byte %zu is truncated",
+                   what, at);
+}
+
+static int delcond_read_value(struct tdb_cursor *c, struct delcond_node *n,
+                              const char *what, size_t at,
+                              struct tdb_error *err)
+{
+    uint8_t op;
+    uint32_t flen;
+    uint64_t dsize;
+    const uint8_t *fp, *dp;
+
+    if (tdb_cur_u8(c, &op))
+        return delcond_trunc(err, what, at);
+    if (op > DELCOND_NOT_IN && op != DELCOND_ALWAYS_TRUE &&
+        op != DELCOND_ALWAYS_FALSE)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition node at byte %zu has unknown "
+                       "operator %u", what, at, op);
+    n->op = op;
+    if (tdb_cur_u32(c, &flen) || tdb_cur_bytes(c, flen, &fp))
+        return delcond_trunc(err, what, at);
+    if (flen == 0 || flen > TDB_MAX_NAME || memchr(fp, 0, flen))
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition node at byte %zu has a bad "
+                       "field name", what, at);
+    if (tdb_cur_u64(c, &dsize) || dsize > tdb_cur_left(c) ||
+        tdb_cur_bytes(c, (size_t)dsize, &dp))
+        return delcond_trunc(err, what, at);
+    n->field = malloc((size_t)flen + 1);
+    n->data = malloc(dsize ? (size_t)dsize : 1);
+    if (!n->field || !n->data)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    memcpy(n->field, fp, flen);
+    n->field[flen] = 0;
+    if (dsize)
+        memcpy(n->data, dp, (size_t)dsize);
+    n->size = dsize;
+    if (op != DELCOND_IN && op != DELCOND_NOT_IN)
+        return 0;
+
+    /* Set members: uint64 start offsets into the data. */
+    uint64_t osize;
+    const uint8_t *op_bytes;
+    if (tdb_cur_u64(c, &osize) || osize > tdb_cur_left(c) ||
+        tdb_cur_bytes(c, (size_t)osize, &op_bytes))
+        return delcond_trunc(err, what, at);
+    if (osize % 8 != 0 || dsize == 0 || osize == 0)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition set at byte %zu has %llu bytes "
+                       "of values and %llu bytes of offsets", what, at,
+                       (unsigned long long)dsize,
+                       (unsigned long long)osize);
+    n->nmembers = osize / 8;
+    n->starts = malloc((size_t)osize);
+    if (!n->starts)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    for (uint64_t i = 0; i < n->nmembers; i++) {
+        n->starts[i] = tdb_le64(op_bytes + 8 * i);
+        if ((i && n->starts[i] < n->starts[i - 1]) || n->starts[i] > dsize)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "%s: delete condition set at byte %zu has bad "
+                           "offset %llu", what, at,
+                           (unsigned long long)n->starts[i]);
+    }
+    return 0;
+}
+
+static int delcond_read_node(struct tdb_cursor *c, unsigned depth,
+                             struct delcond_node **out, const char *what,
+                             struct tdb_error *err)
+{
+    size_t at = c->pos;
+    uint8_t type;
+    int r;
+
+    *out = NULL;
+    if (depth > DELCOND_MAX_DEPTH)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition nested deeper than %d", what,
+                       DELCOND_MAX_DEPTH);
+    if (tdb_cur_u8(c, &type))
+        return delcond_trunc(err, what, at);
+    if (type != DELCOND_EXPR && type != DELCOND_VALUE)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition node at byte %zu has unknown "
+                       "type %u", what, at, type);
+    struct delcond_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    if (type == DELCOND_VALUE) {
+        if ((r = delcond_read_value(c, n, what, at, err))) {
+            delcond_node_free(n);
+            return r;
+        }
+        *out = n;
+        return 0;
+    }
+
+    n->is_expr = true;
+    uint8_t op;
+    uint64_t count;
+    if (tdb_cur_u8(c, &op) || tdb_cur_u64(c, &count)) {
+        delcond_node_free(n);
+        return delcond_trunc(err, what, at);
+    }
+    n->op = op;
+    if (op != DELCOND_AND && op != DELCOND_OR && op != DELCOND_NOT) {
+        delcond_node_free(n);
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition node at byte %zu has unknown "
+                       "combination %u", what, at, op);
+    }
+    /* NOT negates its one child; AND and OR take two or more (as TileDB
+     * checks a tree); each child takes at least one byte. */
+    if ((op == DELCOND_NOT ? count != 1 : count < 2) ||
+        count > tdb_cur_left(c)) {
+        delcond_node_free(n);
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition node at byte %zu has %llu "
+                       "children", what, at, (unsigned long long)count);
+    }
+    n->child = calloc((size_t)count, sizeof *n->child);
+    if (!n->child) {
+        delcond_node_free(n);
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        if ((r = delcond_read_node(c, depth + 1, &n->child[i], what, err))) {
+            delcond_node_free(n);
+            return r;
+        }
+        n->nchild++;
+    }
+    *out = n;
+    return 0;
+}
+
+static int delcond_collect(struct tdb_cond *c, const struct delcond_node *n)
+{
+    if (n->is_expr) {
+        for (size_t i = 0; i < n->nchild; i++)
+            if (delcond_collect(c, n->child[i]))
+                return -1;
+        return 0;
+    }
+    for (size_t i = 0; i < c->nfields; i++)
+        if (strcmp(c->fields[i], n->field) == 0)
+            return 0;
+    const char **v = realloc(c->fields, (c->nfields + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    c->fields = v;
+    v[c->nfields++] = n->field;
+    return 0;
+}
+
+int tdb_cond_parse(const uint8_t *p, size_t size, const char *what,
+                   struct tdb_cond **out, struct tdb_error *err)
+{
+    struct tdb_cursor cur;
+    int r;
+
+    *out = NULL;
+    struct tdb_cond *c = calloc(1, sizeof *c);
+    if (!c)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    tdb_cur_init(&cur, p, size);
+    if ((r = delcond_read_node(&cur, 0, &c->root, what, err))) {
+        tdb_cond_free(c);
+        return r;
+    }
+    /* Bytes after the tree (update values in .upd files) are not ours. */
+    if (delcond_collect(c, c->root)) {
+        tdb_cond_free(c);
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    }
+    *out = c;
+    return 0;
+}
+
+int tdb_cond_load_at(const struct tdb_io *io, const char *path, uint64_t off,
+                     const uint8_t *key, struct tdb_cond **out,
+                     struct tdb_error *err)
+{
+    struct tdb_buf buf = {0};
+    uint64_t next;
+    *out = NULL;
+    int r = tdb_generic_tile_read(io, path, off, key, &buf, &next, err);
+    if (r == 0)
+        r = tdb_cond_parse(buf.data, buf.len, path, out, err);
+    tdb_buf_free(&buf);
+    return r;
+}
+
+int tdb_cond_load(const struct tdb_io *io, const char *path,
+                  const uint8_t *key, struct tdb_cond **out,
+                  struct tdb_error *err)
+{
+    return tdb_cond_load_at(io, path, 0, key, out, err);
+}
+
+size_t tdb_cond_fields(const struct tdb_cond *c, const char ***names)
+{
+    *names = c ? c->fields : NULL;
+    return c ? c->nfields : 0;
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+/* How a field's values compare (query_condition.cc picks by datatype). */
+enum delcond_kind {
+    DELCOND_K_STRING, DELCOND_K_I8, DELCOND_K_U8, DELCOND_K_I16,
+    DELCOND_K_U16, DELCOND_K_I32, DELCOND_K_U32, DELCOND_K_I64,
+    DELCOND_K_U64, DELCOND_K_F32, DELCOND_K_F64, DELCOND_K_NONE
+};
+
+static enum delcond_kind delcond_kind_of(unsigned type, bool var)
+{
+    switch (type) {
+    case TDB_STRING_ASCII:
+    case TDB_STRING_UTF8:
+        return DELCOND_K_STRING;
+    case TDB_CHAR:
+        return var ? DELCOND_K_STRING : DELCOND_K_I8;
+    case TDB_INT8: return DELCOND_K_I8;
+    case TDB_UINT8:
+    case TDB_BOOL: return DELCOND_K_U8;
+    case TDB_INT16: return DELCOND_K_I16;
+    case TDB_UINT16: return DELCOND_K_U16;
+    case TDB_INT32: return DELCOND_K_I32;
+    case TDB_UINT32: return DELCOND_K_U32;
+    case TDB_INT64: return DELCOND_K_I64;
+    case TDB_UINT64: return DELCOND_K_U64;
+    case TDB_FLOAT32: return DELCOND_K_F32;
+    case TDB_FLOAT64: return DELCOND_K_F64;
+    default:
+        if (tdb_dt_is_datetime(type))
+            return DELCOND_K_I64;
+        return DELCOND_K_NONE;
+    }
+}
+
+static const unsigned delcond_kind_size[] = {
+    [DELCOND_K_STRING] = 0, [DELCOND_K_I8] = 1, [DELCOND_K_U8] = 1,
+    [DELCOND_K_I16] = 2, [DELCOND_K_U16] = 2, [DELCOND_K_I32] = 4,
+    [DELCOND_K_U32] = 4, [DELCOND_K_I64] = 8, [DELCOND_K_U64] = 8,
+    [DELCOND_K_F32] = 4, [DELCOND_K_F64] = 8, [DELCOND_K_NONE] = 0,
+};
+
+/* Three-way comparison of the first value of a and b (both long enough);
+ * *unordered is set for a NaN. */
+static int delcond_cmp_num(enum delcond_kind k, const uint8_t *a,
+                           const uint8_t *b, bool *unordered)
+{
+#define DELCOND_CMP(T)                                                     \
+    do {                                                                   \
+        T x, y;                                                            \
+        memcpy(&x, a, sizeof x);                                           \
+        memcpy(&y, b, sizeof y);                                           \
+        if (x < y)                                                         \
+            return -1;                                                     \
+        if (x > y)                                                         \
+            return 1;                                                      \
+        if (x == y)                                                        \
+            return 0;                                                      \
+        *unordered = true;                                                 \
+        return 0;                                                          \
+    } while (0)
+    *unordered = false;
+    switch (k) {
+    case DELCOND_K_I8: DELCOND_CMP(int8_t);
+    case DELCOND_K_U8: DELCOND_CMP(uint8_t);
+    case DELCOND_K_I16: DELCOND_CMP(int16_t);
+    case DELCOND_K_U16: DELCOND_CMP(uint16_t);
+    case DELCOND_K_I32: DELCOND_CMP(int32_t);
+    case DELCOND_K_U32: DELCOND_CMP(uint32_t);
+    case DELCOND_K_I64: DELCOND_CMP(int64_t);
+    case DELCOND_K_U64: DELCOND_CMP(uint64_t);
+    case DELCOND_K_F32: DELCOND_CMP(float);
+    case DELCOND_K_F64: DELCOND_CMP(double);
+    default:
+        return 0;
+    }
+#undef DELCOND_CMP
+}
+
+/* Bytewise comparison, shorter first on a common prefix. */
+static int delcond_cmp_bytes(const uint8_t *a, uint64_t an, const uint8_t *b,
+                             uint64_t bn)
+{
+    uint64_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, (size_t)m) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return an < bn ? -1 : an > bn;
+}
+
+static bool delcond_in_set(const struct delcond_node *n, const uint8_t *v,
+                           uint64_t size)
+{
+    for (uint64_t i = 0; i < n->nmembers; i++) {
+        uint64_t s = n->starts[i];
+        uint64_t e = i + 1 < n->nmembers ? n->starts[i + 1] : n->size;
+        if (e - s == size && (size == 0 || memcmp(n->data + s, v, size) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* One value node; *res gets its truth. */
+static int delcond_eval_value(const struct delcond_node *n,
+                              const struct tdb_cell_view *cell, bool *res,
+                              struct tdb_error *err)
+{
+    const uint8_t *val = NULL;
+    uint64_t size = 0;
+    unsigned type = 0;
+    bool is_null = false;
+
+    *res = false;
+    if (n->op == DELCOND_ALWAYS_TRUE || n->op == DELCOND_ALWAYS_FALSE) {
+        *res = n->op == DELCOND_ALWAYS_TRUE;
+        return 0;
+    }
+    int r = cell->get(cell->arg, n->field, &val, &size, &type, &is_null);
+    if (r == 1)
+        return 0;                   /* field absent in this fragment */
+    if (r < 0)
+        return tdb_err(err, r, "delete condition: cannot read field '%s'",
+                       n->field);
+    if (!val && !is_null && size)
+        return tdb_err(err, TDB_E_INVAL,
+                       "delete condition: field '%s' has no value",
+                       n->field);
+    bool var = cell->is_var ? cell->is_var(cell->arg, n->field) : true;
+    enum delcond_kind k = delcond_kind_of(type, var);
+    const uint8_t *lhs = is_null ? NULL : (val ? val : (const uint8_t *)"");
+
+    /* Sets: the whole cell's bytes against each member. */
+    if (n->op == DELCOND_IN || n->op == DELCOND_NOT_IN) {
+        if (k == DELCOND_K_NONE)
+            goto unsupported;
+        if (!lhs)
+            return 0;
+        bool in = delcond_in_set(n, lhs, size);
+        *res = n->op == DELCOND_IN ? in : !in;
+        return 0;
+    }
+
+    /* A value-less node: strings compare with "" (as TileDB reads it back);
+     * other types take it as a null test. */
+    const uint8_t *rhs = n->data;
+    if (n->size == 0 && k != DELCOND_K_STRING) {
+        if (n->op != DELCOND_EQ && n->op != DELCOND_NE)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "delete condition on '%s': empty value with an "
+                           "ordering operator", n->field);
+        rhs = NULL;
+    } else if (k == DELCOND_K_NONE) {
+        goto unsupported;
+    }
+
+    switch (n->op) {
+    case DELCOND_EQ:
+        if (!lhs || !rhs) {
+            *res = !lhs && !rhs;
+            return 0;
+        }
+        break;
+    case DELCOND_NE:
+        if (!lhs || !rhs) {
+            *res = lhs && !rhs;
+            return 0;
+        }
+        break;
+    default:
+        if (!lhs)
+            return 0;
+        break;
+    }
+
+    int c;
+    bool unordered = false;
+    if (k == DELCOND_K_STRING) {
+        c = delcond_cmp_bytes(lhs, size, rhs, n->size);
+    } else {
+        unsigned need = delcond_kind_size[k];
+        if (n->size < need)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "delete condition on '%s': value of %llu bytes "
+                           "for a %u-byte type", n->field,
+                           (unsigned long long)n->size, need);
+        if (size < need)
+            return tdb_err(err, TDB_E_INVAL,
+                           "delete condition: field '%s' has a %llu-byte "
+                           "value", n->field, (unsigned long long)size);
+        c = delcond_cmp_num(k, lhs, rhs, &unordered);
+    }
+    switch (n->op) {
+    case DELCOND_LT: *res = !unordered && c < 0; break;
+    case DELCOND_LE: *res = !unordered && c <= 0; break;
+    case DELCOND_GT: *res = !unordered && c > 0; break;
+    case DELCOND_GE: *res = !unordered && c >= 0; break;
+    case DELCOND_EQ: *res = !unordered && c == 0; break;
+    case DELCOND_NE: *res = unordered || c != 0; break;
+    default: *res = false; break;
+    }
+    return 0;
+
+unsupported:
+    return tdb_err(err, TDB_E_UNSUPPORTED,
+                   "delete condition: field '%s' has datatype %s, which "
+                   "conditions cannot compare", n->field,
+                   tdb_dt_name(type) ? tdb_dt_name(type) : "unknown");
+}
+
+static int delcond_eval_node(const struct delcond_node *n,
+                             const struct tdb_cell_view *cell, bool *res,
+                             struct tdb_error *err)
+{
+    if (!n->is_expr) {
+        int r = delcond_eval_value(n, cell, res, err);
+        /* The value was compared: the view may let go of it. */
+        if (cell->release)
+            cell->release(cell->arg);
+        return r;
+    }
+    if (n->op == DELCOND_NOT) {
+        bool v;
+        int r = delcond_eval_node(n->child[0], cell, &v, err);
+        *res = !v;
+        return r;
+    }
+    /* AND stops at the first false child, OR at the first true one. */
+    bool is_and = n->op == DELCOND_AND;
+    *res = is_and;
+    for (size_t i = 0; i < n->nchild; i++) {
+        bool v;
+        int r = delcond_eval_node(n->child[i], cell, &v, err);
+        if (r)
+            return r;
+        if (is_and ? !v : v) {
+            *res = v;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+int tdb_cond_eval(const struct tdb_cond *c, const struct tdb_cell_view *cell,
+                  struct tdb_error *err)
+{
+    if (!c || !c->root || !cell || !cell->get)
+        return tdb_err(err, TDB_E_INVAL, "delete condition: bad arguments");
+    bool keep;
+    int r = delcond_eval_node(c->root, cell, &keep, err);
+    if (r)
+        return r;
+    return keep ? 0 : 1;
+}

@@ -1,0 +1,202 @@
+/* order.c: the global order of sparse cells (tile order, then cell order,
+ * or the Hilbert curve), as FORMAT-NOTES describes TileDB's behaviour. */
+#include "read/view.h"
+
+#include <math.h>
+
+int tdb_value_cmp(unsigned type, const uint8_t *a, uint64_t na,
+                           const uint8_t *b, uint64_t nb)
+{
+    if (tdb_dt_is_string(type) || na != nb || na > 8) {
+        uint64_t n = na < nb ? na : nb;
+        int c = n ? memcmp(a, b, (size_t)n) : 0;
+        if (c)
+            return c < 0 ? -1 : 1;
+        return na < nb ? -1 : na > nb;
+    }
+    if (type == TDB_FLOAT32) {
+        float x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        return x < y ? -1 : x > y;
+    }
+    if (type == TDB_FLOAT64) {
+        double x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return x < y ? -1 : x > y;
+    }
+    uint8_t ta[8] = {0}, tb[8] = {0};
+    memcpy(ta, a, (size_t)na);
+    memcpy(tb, b, (size_t)nb);
+    if (tdb_dt_is_signed_int(type)) {
+        int64_t x = (int64_t)tdb_le64(ta), y = (int64_t)tdb_le64(tb);
+        if (na < 8) { /* sign-extend */
+            unsigned sh = (unsigned)(64 - 8 * na);
+            x = (int64_t)((uint64_t)x << sh) >> sh;
+            y = (int64_t)((uint64_t)y << sh) >> sh;
+        }
+        return x < y ? -1 : x > y;
+    }
+    uint64_t x = tdb_le64(ta), y = tdb_le64(tb);
+    return x < y ? -1 : x > y;
+}
+
+/* Tile index of a fixed-size value along dim d: (v - lo) / extent. */
+static uint64_t order_tile(const struct tdb_dim *d, const uint8_t *v)
+{
+    if (!d->has_extent || d->cell_val_num == TDB_VAR_NUM)
+        return 0;
+    if (d->type == TDB_FLOAT32) {
+        float x, lo, e;
+        memcpy(&x, v, 4);
+        memcpy(&lo, d->lo, 4);
+        memcpy(&e, d->extent, 4);
+        return e > 0 ? (uint64_t)((x - lo) / e) : 0;
+    }
+    if (d->type == TDB_FLOAT64) {
+        double x, lo, e;
+        memcpy(&x, v, 8);
+        memcpy(&lo, d->lo, 8);
+        memcpy(&e, d->extent, 8);
+        return e > 0 ? (uint64_t)((x - lo) / e) : 0;
+    }
+    uint64_t e = tdb_dim_extent(d);
+    return e ? tdb_dim_offset(d, v) / e : 0;
+}
+
+static int order_cmp_dims(const struct tdb_schema *s,
+                          const struct tdb_coords *a,
+                          const struct tdb_coords *b, bool col)
+{
+    for (uint32_t k = 0; k < s->ndims; k++) {
+        uint32_t d = col ? s->ndims - 1 - k : k;
+        int c = tdb_value_cmp(s->dims[d].type, a->v[d], a->n[d], b->v[d],
+                                b->n[d]);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+int tdb_order_cmp(const struct tdb_schema *s, const struct tdb_coords *a,
+                  uint64_t ha, const struct tdb_coords *b, uint64_t hb)
+{
+    if (s->cell_order == TDB_HILBERT) {
+        if (ha != hb)
+            return ha < hb ? -1 : 1;
+        return order_cmp_dims(s, a, b, false);
+    }
+    bool tcol = s->tile_order == TDB_COL_MAJOR;
+    for (uint32_t k = 0; k < s->ndims; k++) {
+        uint32_t d = tcol ? s->ndims - 1 - k : k;
+        const struct tdb_dim *dim = &s->dims[d];
+        if (!dim->has_extent || dim->cell_val_num == TDB_VAR_NUM)
+            continue;
+        uint64_t ta = order_tile(dim, a->v[d]), tb = order_tile(dim, b->v[d]);
+        if (ta != tb)
+            return ta < tb ? -1 : 1;
+    }
+    return order_cmp_dims(s, a, b, s->cell_order == TDB_COL_MAJOR);
+}
+
+bool tdb_coords_equal(const struct tdb_schema *s, const struct tdb_coords *a,
+                      const struct tdb_coords *b)
+{
+    for (uint32_t d = 0; d < s->ndims; d++)
+        if (a->n[d] != b->n[d] ||
+            (a->n[d] && memcmp(a->v[d], b->v[d], (size_t)a->n[d])))
+            return false;
+    return true;
+}
+
+/* One coordinate mapped to [0, 2^bits) as TileDB maps it for the curve. */
+static uint64_t order_hilbert_coord(const struct tdb_dim *d, const uint8_t *v,
+                                    uint64_t n, int bits)
+{
+    if (d->cell_val_num == TDB_VAR_NUM || tdb_dt_is_string(d->type)) {
+        uint64_t r = 0;
+        for (uint64_t i = 0; i < 8; i++) {
+            r <<= 8;
+            if (i < n)
+                r |= (uint64_t)(int64_t)(int8_t)v[i];
+        }
+        return r >> (64 - bits);
+    }
+    double x, lo, hi;
+    unsigned t = d->type;
+    uint64_t maxv = ((uint64_t)1 << bits) - 1;
+#define ORDER_AS_DOUBLE(T, LOAD)                                            \
+    do {                                                                    \
+        T xv, lv, hv;                                                       \
+        memcpy(&xv, v, sizeof xv);                                          \
+        memcpy(&lv, d->lo, sizeof lv);                                      \
+        memcpy(&hv, d->hi, sizeof hv);                                      \
+        x = (double)xv;                                                     \
+        lo = (double)lv;                                                    \
+        hi = (double)hv;                                                    \
+    } while (0)
+    switch (t) {
+    case TDB_INT8: ORDER_AS_DOUBLE(int8_t, 0); break;
+    case TDB_UINT8: case TDB_BOOL: ORDER_AS_DOUBLE(uint8_t, 0); break;
+    case TDB_INT16: ORDER_AS_DOUBLE(int16_t, 0); break;
+    case TDB_UINT16: ORDER_AS_DOUBLE(uint16_t, 0); break;
+    case TDB_INT32: ORDER_AS_DOUBLE(int32_t, 0); break;
+    case TDB_UINT32: ORDER_AS_DOUBLE(uint32_t, 0); break;
+    case TDB_UINT64: ORDER_AS_DOUBLE(uint64_t, 0); break;
+    case TDB_FLOAT32: ORDER_AS_DOUBLE(float, 0); break;
+    case TDB_FLOAT64: ORDER_AS_DOUBLE(double, 0); break;
+    default: ORDER_AS_DOUBLE(int64_t, 0); break; /* INT64, DATETIME, TIME */
+    }
+#undef ORDER_AS_DOUBLE
+    double r = (x - lo) / (hi - lo) * (double)maxv;
+    if (!(r >= 0))
+        return 0;
+    if (r >= 18446744073709551615.0)
+        return UINT64_MAX;
+    return (uint64_t)r;
+}
+
+/* Skilling's transform of axes to the transposed Hilbert index, in place. */
+static void order_axes_to_transpose(uint64_t *x, int b, int n)
+{
+    for (uint64_t q = (uint64_t)1 << (b - 1); q > 1; q >>= 1) {
+        uint64_t p = q - 1;
+        for (int i = 0; i < n; i++) {
+            if (x[i] & q) {
+                x[0] ^= p;
+            } else {
+                uint64_t t = (x[0] ^ x[i]) & p;
+                x[0] ^= t;
+                x[i] ^= t;
+            }
+        }
+    }
+    for (int i = 1; i < n; i++)
+        x[i] ^= x[i - 1];
+    uint64_t t = 0;
+    for (uint64_t q = (uint64_t)1 << (b - 1); q > 1; q >>= 1)
+        if (x[n - 1] & q)
+            t ^= q - 1;
+    for (int i = 0; i < n; i++)
+        x[i] ^= t;
+}
+
+uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c)
+{
+    int n = (int)s->ndims;
+    if (n < 1 || n > 16)
+        return 0;
+    int bits = 63 / n;
+    uint64_t x[TDB_MAX_DIMS];
+    for (int d = 0; d < n; d++)
+        x[d] = order_hilbert_coord(&s->dims[d], c->v[d], c->n[d], bits);
+    order_axes_to_transpose(x, bits, n);
+    uint64_t h = 0, bit = 1;
+    for (int j = 0; j < bits; j++) {
+        for (int d = n - 1; d >= 0; d--, bit <<= 1)
+            if (x[d] & ((uint64_t)1 << j))
+                h |= bit;
+    }
+    return h;
+}

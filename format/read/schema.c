@@ -1,0 +1,1063 @@
+/* schema.c: array schemas, format versions 1-23 (format_spec/array_schema.md,
+ * enumeration.md, current_domain.md), their enumeration files, and the
+ * version-22 serialisation. */
+#include "read/schema.h"
+#include "core/generic_tile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Minimum serialised sizes, used to cap counts read from the file before
+ * allocating (a count larger than the bytes left can only be corrupt). */
+#define SCHEMA_MIN_DIM 5        /* name length + null-extent flag */
+#define SCHEMA_MIN_ATTR 17      /* name length, type, cvn, empty pipeline */
+#define SCHEMA_MIN_LABEL 27
+#define SCHEMA_MIN_ENUM 8
+/* Largest cell (fill value) we accept. */
+#define SCHEMA_MAX_CELL (UINT64_C(1) << 28)
+
+#define SCHEMA_CURRENT_DOMAIN_VERSION 0
+#define SCHEMA_ENUMERATION_VERSION 0
+#define SCHEMA_NDRECTANGLE 0
+#define SCHEMA_MAX_VERSION 23
+#define SCHEMA_WRITE_VERSION 22
+
+/* Parsing state: the cursor over the payload and what to name in errors. */
+struct schema_ctx {
+    struct tdb_cursor c;
+    const char *what;
+    uint32_t version;
+    struct tdb_error *err;
+    char part[80];              /* "dimension 2 ", ... or "" */
+};
+
+static int schema_trunc(struct schema_ctx *x, const char *field)
+{
+    if (x->version == 0)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: array schema truncated reading %s", x->what,
+                       field);
+    return tdb_err(x->err, TDB_E_CORRUPT,
+                   "%s: array schema (version %u) truncated reading %s%s",
+                   x->what, x->version, x->part, field);
+}
+
+static int schema_corrupt(struct schema_ctx *x, const char *field,
+                          unsigned long long value)
+{
+    return tdb_err(x->err, TDB_E_CORRUPT,
+                   "%s: array schema (version %u) has an invalid %s%s (%llu)",
+                   x->what, x->version, x->part, field, value);
+}
+
+static void schema_part(struct schema_ctx *x, const char *kind, uint32_t i)
+{
+    if (kind)
+        snprintf(x->part, sizeof x->part, "%s %u: ", kind, i);
+    else
+        x->part[0] = '\0';
+}
+
+static int schema_u8(struct schema_ctx *x, uint8_t *v, const char *field)
+{
+    return tdb_cur_u8(&x->c, v) ? schema_trunc(x, field) : 0;
+}
+
+static int schema_u32(struct schema_ctx *x, uint32_t *v, const char *field)
+{
+    return tdb_cur_u32(&x->c, v) ? schema_trunc(x, field) : 0;
+}
+
+static int schema_u64(struct schema_ctx *x, uint64_t *v, const char *field)
+{
+    return tdb_cur_u64(&x->c, v) ? schema_trunc(x, field) : 0;
+}
+
+static int schema_bool(struct schema_ctx *x, bool *v, const char *field)
+{
+    uint8_t b;
+    int rc = schema_u8(x, &b, field);
+    if (rc)
+        return rc;
+    if (b > 1)
+        return schema_corrupt(x, field, b);
+    *v = b != 0;
+    return 0;
+}
+
+/* Reads `len` bytes into a new NUL-terminated string (capped). */
+static int schema_str(struct schema_ctx *x, uint64_t len, uint64_t cap,
+                      char **out, const char *field)
+{
+    const uint8_t *p;
+    if (len > cap)
+        return schema_corrupt(x, field, len);
+    if (len > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)len, &p))
+        return schema_trunc(x, field);
+    char *s = malloc((size_t)len + 1);
+    if (!s)
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    if (len)
+        memcpy(s, p, (size_t)len);
+    s[len] = '\0';
+    *out = s;
+    return 0;
+}
+
+static int schema_str32(struct schema_ctx *x, char **out, const char *field)
+{
+    uint32_t len;
+    int rc = schema_u32(x, &len, field);
+    return rc ? rc : schema_str(x, len, TDB_MAX_NAME, out, field);
+}
+
+static int schema_pipeline(struct schema_ctx *x, struct tdb_pipeline *p,
+                           const char *field)
+{
+    int rc = tdb_pipeline_read(p, &x->c, x->version, x->err);
+    if (rc)
+        return tdb_err_ctx(x->err, rc, "%s: %s%s", x->what, x->part, field);
+    return 0;
+}
+
+/* Checks a count read from the file against the bytes that are left. */
+static int schema_count(struct schema_ctx *x, uint32_t n, size_t min_each,
+                        const char *field)
+{
+    if ((uint64_t)n > tdb_cur_left(&x->c) / min_each)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: array schema (version %u) truncated or corrupt: "
+                       "%s is %u, more than the %zu bytes left can hold",
+                       x->what, x->version, field, n, tdb_cur_left(&x->c));
+    return 0;
+}
+
+static void *schema_calloc(struct schema_ctx *x, size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    return p;
+}
+
+/* ------------------------------------------------------------- dimensions */
+
+static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
+                           unsigned domain_type,
+                           const struct tdb_pipeline *coords)
+{
+    int rc = schema_str32(x, &d->name, "dimension name");
+    if (rc)
+        return rc;
+    if (x->version >= 5) {
+        uint8_t t;
+        if ((rc = schema_u8(x, &t, "dimension datatype")) ||
+            (rc = schema_u32(x, &d->cell_val_num, "dimension cell_val_num")))
+            return rc;
+        d->type = t;
+        if ((rc = schema_pipeline(x, &d->filters, "dimension filters")))
+            return rc;
+    } else {
+        d->type = domain_type;
+        d->cell_val_num = tdb_dt_is_string(domain_type) ? TDB_VAR_NUM : 1;
+    }
+    unsigned sz = tdb_dt_size(d->type);
+    if (sz == 0 || sz > 8 || d->type == TDB_ANY)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: dimension '%s' has an invalid datatype %u",
+                       x->what, d->name, d->type);
+    bool var = d->cell_val_num == TDB_VAR_NUM;
+    if (d->cell_val_num != 1 && !(var && tdb_dt_is_string(d->type)))
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: dimension '%s' has an invalid cell_val_num %u",
+                       x->what, d->name, d->cell_val_num);
+    /* TileDB gives a dimension without filters of its own the coordinate
+     * filters; so do we, so that readers need look in one place. */
+    if (d->filters.n == 0 && coords->n > 0) {
+        tdb_pipeline_free(&d->filters);
+        if (tdb_pipeline_copy(&d->filters, coords))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+    }
+
+    uint64_t dom_size = 2 * (uint64_t)sz;
+    if (x->version >= 5 &&
+        (rc = schema_u64(x, &dom_size, "dimension domain size")))
+        return rc;
+    const uint8_t *p;
+    if (var) {
+        /* String dimensions have no domain (size 0 since version 5). */
+        if (dom_size > tdb_cur_left(&x->c) ||
+            tdb_cur_bytes(&x->c, (size_t)dom_size, &p))
+            return schema_trunc(x, "dimension domain");
+    } else {
+        if (dom_size != 2 * (uint64_t)sz)
+            return tdb_err(x->err, TDB_E_CORRUPT,
+                           "%s: dimension '%s' has a domain of %llu bytes, "
+                           "expected %u", x->what, d->name,
+                           (unsigned long long)dom_size, 2 * sz);
+        if (tdb_cur_bytes(&x->c, 2 * sz, &p))
+            return schema_trunc(x, "dimension domain");
+        memcpy(d->lo, p, sz);
+        memcpy(d->hi, p + sz, sz);
+    }
+    uint8_t null_extent;
+    if ((rc = schema_u8(x, &null_extent, "dimension null tile extent flag")))
+        return rc;
+    if (null_extent == 0) {
+        if (tdb_cur_bytes(&x->c, sz, &p))
+            return schema_trunc(x, "dimension tile extent");
+        memcpy(d->extent, p, sz);
+        d->has_extent = true;
+    }
+    return 0;
+}
+
+static int schema_read_domain(struct schema_ctx *x, struct tdb_schema *s)
+{
+    int rc;
+    unsigned domain_type = TDB_INT32;
+    if (x->version < 5) {
+        uint8_t t;
+        if ((rc = schema_u8(x, &t, "domain datatype")))
+            return rc;
+        domain_type = t;
+    }
+    uint32_t n;
+    if ((rc = schema_u32(x, &n, "number of dimensions")) ||
+        (rc = schema_count(x, n, SCHEMA_MIN_DIM, "number of dimensions")))
+        return rc;
+    if (n == 0)
+        return schema_corrupt(x, "number of dimensions", 0);
+    if (!(s->dims = schema_calloc(x, n, sizeof *s->dims)))
+        return TDB_E_NOMEM;
+    s->ndims = n;
+    for (uint32_t i = 0; i < n; i++) {
+        schema_part(x, "dimension", i);
+        if ((rc = schema_read_dim(x, &s->dims[i], domain_type,
+                                  &s->coords_filters)))
+            return rc;
+    }
+    schema_part(x, NULL, 0);
+    return 0;
+}
+
+/* ------------------------------------------------------------- attributes */
+
+/* The fill TileDB gives an attribute whose schema has none: the type's
+ * default value, once per value of a fixed cell, once for a var cell. */
+static int schema_default_fill(unsigned type, uint32_t cell_val_num,
+                               uint8_t **fill, uint64_t *size)
+{
+    unsigned sz = tdb_dt_size(type);
+    uint64_t n = cell_val_num == TDB_VAR_NUM ? 1 : cell_val_num, total;
+    if (sz == 0 || !tdb_mul_ok(n, sz, &total) || total > SCHEMA_MAX_CELL)
+        return TDB_E_NOMEM;
+    uint8_t *f = malloc((size_t)total);
+    if (!f)
+        return TDB_E_NOMEM;
+    for (uint64_t i = 0; i < n; i++)
+        tdb_dt_default_fill(type, f + i * sz);
+    *fill = f;
+    *size = total;
+    return 0;
+}
+
+static int schema_read_attr(struct schema_ctx *x, struct tdb_attr *a)
+{
+    int rc;
+    uint8_t t;
+    if ((rc = schema_str32(x, &a->name, "attribute name")) ||
+        (rc = schema_u8(x, &t, "attribute datatype")) ||
+        (rc = schema_u32(x, &a->cell_val_num, "attribute cell_val_num")))
+        return rc;
+    a->type = t;
+    unsigned sz = tdb_dt_size(t);
+    if (sz == 0)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: attribute '%s' has an unknown datatype %u",
+                       x->what, a->name, t);
+    if (a->cell_val_num == 0)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: attribute '%s' has cell_val_num 0", x->what,
+                       a->name);
+    if ((rc = schema_pipeline(x, &a->filters, "attribute filters")))
+        return rc;
+    bool var = a->cell_val_num == TDB_VAR_NUM;
+    uint64_t cell = 0;
+    if (!var && (!tdb_mul_ok(a->cell_val_num, sz, &cell) ||
+                 cell > SCHEMA_MAX_CELL))
+        return tdb_err(x->err, TDB_E_NOMEM,
+                       "%s: attribute '%s' cells are too large (%u values)",
+                       x->what, a->name, a->cell_val_num);
+    if (x->version >= 6) {
+        uint64_t n;
+        const uint8_t *p;
+        if ((rc = schema_u64(x, &n, "attribute fill value size")))
+            return rc;
+        if (n == 0 || (!var && n != cell))
+            return tdb_err(x->err, TDB_E_CORRUPT,
+                           "%s: attribute '%s' has a fill value of %llu "
+                           "bytes", x->what, a->name, (unsigned long long)n);
+        if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
+            return schema_trunc(x, "attribute fill value");
+        if (!(a->fill = malloc((size_t)n)))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+        memcpy(a->fill, p, (size_t)n);
+        a->fill_size = n;
+    } else if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
+                                   &a->fill_size)) {
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    }
+    if (x->version >= 7) {
+        if ((rc = schema_bool(x, &a->nullable, "attribute nullable flag")) ||
+            (rc = schema_u8(x, &a->fill_validity,
+                            "attribute fill value validity")))
+            return rc;
+    }
+    if (x->version >= 17) {
+        if ((rc = schema_u8(x, &a->order, "attribute order")))
+            return rc;
+        if (a->order > 2)
+            return schema_corrupt(x, "attribute order", a->order);
+    }
+    if (x->version >= 20) {
+        uint32_t len;
+        if ((rc = schema_u32(x, &len, "attribute enumeration name length")))
+            return rc;
+        if (len > 0 && (rc = schema_str(x, len, TDB_MAX_NAME,
+                                        &a->enumeration,
+                                        "attribute enumeration name")))
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------- dimension labels */
+
+static int schema_read_label(struct schema_ctx *x, struct tdb_label *l,
+                             uint32_t ndims)
+{
+    /* The layout TileDB writes (dimension_label.cc) since version 18; the
+     * table in array_schema.md describes an earlier, experimental one. */
+    int rc;
+    uint64_t uri_len;
+    uint8_t t;
+    if ((rc = schema_u32(x, &l->dim, "dimension label dimension index")) ||
+        (rc = schema_str32(x, &l->name, "dimension label name")) ||
+        (rc = schema_bool(x, &l->relative, "dimension label relative flag")) ||
+        (rc = schema_u64(x, &uri_len, "dimension label URI length")) ||
+        (rc = schema_str(x, uri_len, TDB_MAX_NAME, &l->uri,
+                         "dimension label URI")) ||
+        (rc = schema_str32(x, &l->attr_name,
+                           "dimension label attribute name")) ||
+        (rc = schema_u8(x, &l->order, "dimension label order")) ||
+        (rc = schema_u8(x, &t, "dimension label datatype")) ||
+        (rc = schema_u32(x, &l->cell_val_num,
+                         "dimension label cell_val_num")) ||
+        (rc = schema_bool(x, &l->external, "dimension label external flag")))
+        return rc;
+    l->type = t;
+    if (l->dim >= ndims)
+        return schema_corrupt(x, "dimension label dimension index", l->dim);
+    if (tdb_dt_size(t) == 0)
+        return schema_corrupt(x, "dimension label datatype", t);
+    return 0;
+}
+
+/* ----------------------------------------------------------- enumerations */
+
+static bool schema_safe_filename(const char *s)
+{
+    return s[0] && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') &&
+           !strchr(s, '\\');
+}
+
+static int schema_read_enum(struct schema_ctx *x, struct tdb_enumeration *e)
+{
+    char *file = NULL;
+    int rc;
+    if ((rc = schema_str32(x, &e->name, "enumeration name")) ||
+        (rc = schema_str32(x, &file, "enumeration file name")))
+        return rc;
+    if (!schema_safe_filename(file)) {
+        rc = tdb_err(x->err, TDB_E_CORRUPT,
+                     "%s: enumeration '%s' has an invalid file name '%s'",
+                     x->what, e->name, file);
+        free(file);
+        return rc;
+    }
+    e->path = tdb_path_join("__schema/__enumerations", file);
+    free(file);
+    if (!e->path)
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    return 0;
+}
+
+/* --------------------------------------------------------- current domain */
+
+static int schema_read_current_domain(struct schema_ctx *x,
+                                      struct tdb_schema *s)
+{
+    uint32_t cd_version;
+    bool empty;
+    uint8_t type;
+    int rc;
+    if ((rc = schema_u32(x, &cd_version, "current domain version")))
+        return rc;
+    if (cd_version > SCHEMA_CURRENT_DOMAIN_VERSION)
+        return tdb_err(x->err, TDB_E_UNSUPPORTED,
+                       "%s: current domain version %u is newer than %d",
+                       x->what, cd_version, SCHEMA_CURRENT_DOMAIN_VERSION);
+    if ((rc = schema_bool(x, &empty, "current domain empty flag")))
+        return rc;
+    if (empty)
+        return 0;
+    if ((rc = schema_u8(x, &type, "current domain type")))
+        return rc;
+    if (type != SCHEMA_NDRECTANGLE)
+        return tdb_err(x->err, TDB_E_UNSUPPORTED,
+                       "%s: current domain type %u is not an NDRectangle",
+                       x->what, type);
+    if (!(s->current_domain =
+              schema_calloc(x, s->ndims, sizeof *s->current_domain)))
+        return TDB_E_NOMEM;
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        const struct tdb_dim *d = &s->dims[i];
+        struct tdb_range *r = &s->current_domain[i];
+        const uint8_t *p;
+        if (d->cell_val_num != TDB_VAR_NUM) {
+            unsigned sz = tdb_dt_size(d->type);
+            if (tdb_cur_bytes(&x->c, 2 * sz, &p))
+                return schema_trunc(x, "current domain range");
+            memcpy(r->lo, p, sz);
+            memcpy(r->hi, p + sz, sz);
+            continue;
+        }
+        uint64_t size, start;
+        if ((rc = schema_u64(x, &size, "current domain range size")) ||
+            (rc = schema_u64(x, &start, "current domain range start size")))
+            return rc;
+        if (start > size)
+            return schema_corrupt(x, "current domain range start size",
+                                  start);
+        if (size > tdb_cur_left(&x->c) ||
+            tdb_cur_bytes(&x->c, (size_t)size, &p))
+            return schema_trunc(x, "current domain range");
+        r->vlo_size = start;
+        r->vhi_size = size - start;
+        r->vlo = malloc(start ? (size_t)start : 1);
+        r->vhi = malloc(size - start ? (size_t)(size - start) : 1);
+        if (!r->vlo || !r->vhi)
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+        if (start)
+            memcpy(r->vlo, p, (size_t)start);
+        if (size - start)
+            memcpy(r->vhi, p + start, (size_t)(size - start));
+    }
+    s->has_current_domain = true;
+    return 0;
+}
+
+/* ----------------------------------------------------------------- schema */
+
+static int schema_parse_body(struct schema_ctx *x, struct tdb_schema *s)
+{
+    int rc;
+    uint8_t b;
+    uint32_t n;
+    if ((rc = schema_u32(x, &s->version, "the format version")))
+        return rc;
+    x->version = s->version;
+    if (s->version == 0 || s->version > SCHEMA_MAX_VERSION)
+        return tdb_err(x->err, TDB_E_UNSUPPORTED,
+                       "%s: array schema format version %u is not supported "
+                       "(1 to %d are)", x->what, s->version,
+                       SCHEMA_MAX_VERSION);
+    if (s->version >= 5 &&
+        (rc = schema_bool(x, &s->allows_dups, "allows_dups flag")))
+        return rc;
+    if ((rc = schema_u8(x, &b, "array type")))
+        return rc;
+    if (b != TDB_DENSE && b != TDB_SPARSE)
+        return schema_corrupt(x, "array type", b);
+    s->array_type = b;
+    if ((rc = schema_u8(x, &b, "tile order")))
+        return rc;
+    if (b != TDB_ROW_MAJOR && b != TDB_COL_MAJOR)
+        return schema_corrupt(x, "tile order", b);
+    s->tile_order = b;
+    if ((rc = schema_u8(x, &b, "cell order")))
+        return rc;
+    if (b > TDB_HILBERT)
+        return schema_corrupt(x, "cell order", b);
+    s->cell_order = b;
+    if ((rc = schema_u64(x, &s->capacity, "capacity")) ||
+        (rc = schema_pipeline(x, &s->coords_filters, "coords filters")) ||
+        (rc = schema_pipeline(x, &s->offsets_filters, "offsets filters")))
+        return rc;
+    if (s->version >= 7 &&
+        (rc = schema_pipeline(x, &s->validity_filters, "validity filters")))
+        return rc;
+    if ((rc = schema_read_domain(x, s)))
+        return rc;
+
+    if ((rc = schema_u32(x, &n, "number of attributes")) ||
+        (rc = schema_count(x, n, SCHEMA_MIN_ATTR, "number of attributes")))
+        return rc;
+    if (!(s->attrs = schema_calloc(x, n, sizeof *s->attrs)))
+        return TDB_E_NOMEM;
+    s->nattrs = n;
+    for (uint32_t i = 0; i < n; i++) {
+        schema_part(x, "attribute", i);
+        if ((rc = schema_read_attr(x, &s->attrs[i])))
+            return rc;
+    }
+    schema_part(x, NULL, 0);
+    if (s->array_type == TDB_DENSE && n == 0)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: dense array schema without attributes", x->what);
+
+    if (s->version >= 18) {
+        if ((rc = schema_u32(x, &n, "number of dimension labels")) ||
+            (rc = schema_count(x, n, SCHEMA_MIN_LABEL,
+                               "number of dimension labels")))
+            return rc;
+        if (!(s->labels = schema_calloc(x, n, sizeof *s->labels)))
+            return TDB_E_NOMEM;
+        s->nlabels = n;
+        for (uint32_t i = 0; i < n; i++) {
+            schema_part(x, "dimension label", i);
+            if ((rc = schema_read_label(x, &s->labels[i], s->ndims)))
+                return rc;
+        }
+        schema_part(x, NULL, 0);
+    }
+
+    if (s->version >= 20) {
+        if ((rc = schema_u32(x, &n, "number of enumerations")) ||
+            (rc = schema_count(x, n, SCHEMA_MIN_ENUM,
+                               "number of enumerations")))
+            return rc;
+        if (!(s->enums = schema_calloc(x, n, sizeof *s->enums)))
+            return TDB_E_NOMEM;
+        s->nenums = n;
+        for (uint32_t i = 0; i < n; i++) {
+            schema_part(x, "enumeration", i);
+            if ((rc = schema_read_enum(x, &s->enums[i])))
+                return rc;
+        }
+        schema_part(x, NULL, 0);
+        for (uint32_t i = 0; i < s->nattrs; i++) {
+            const char *en = s->attrs[i].enumeration;
+            uint32_t j = 0;
+            while (en && j < s->nenums && strcmp(s->enums[j].name, en))
+                j++;
+            if (en && j == s->nenums)
+                return tdb_err(x->err, TDB_E_CORRUPT,
+                               "%s: attribute '%s' refers to enumeration "
+                               "'%s', which the schema does not list",
+                               x->what, s->attrs[i].name, en);
+        }
+    }
+
+    if (s->version >= 22 && (rc = schema_read_current_domain(x, s)))
+        return rc;
+    return 0;
+}
+
+int tdb_schema_parse(const uint8_t *p, size_t size, const char *what,
+                     struct tdb_schema **out, struct tdb_error *err)
+{
+    struct schema_ctx x = {.what = what ? what : "array schema", .err = err};
+    *out = NULL;
+    tdb_cur_init(&x.c, p, size);
+    struct tdb_schema *s = calloc(1, sizeof *s);
+    if (!s)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", x.what);
+    int rc = schema_parse_body(&x, s);
+    if (rc) {
+        tdb_schema_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+/* "__t1_t2_uuid[_v]" -> t1, t2; false for any other name. */
+static bool schema_parse_tsname(const char *name, uint64_t *t1, uint64_t *t2)
+{
+    uint64_t v[2] = {0, 0};
+    const char *q = name;
+    if (strncmp(q, "__", 2))
+        return false;
+    q += 2;
+    for (int i = 0; i < 2; i++) {
+        if (*q < '0' || *q > '9')
+            return false;
+        while (*q >= '0' && *q <= '9') {
+            if (!tdb_mul_ok(v[i], 10, &v[i]) ||
+                !tdb_add_ok(v[i], (uint64_t)(*q - '0'), &v[i]))
+                return false;
+            q++;
+        }
+        if (*q++ != '_')
+            return false;
+    }
+    *t1 = v[0];
+    *t2 = v[1];
+    return true;
+}
+
+/* Reads the encryption type of the generic tile at the start of `path`. */
+static int schema_encryption(const struct tdb_io *io, const char *path,
+                             uint8_t *enc, struct tdb_error *err)
+{
+    uint8_t head[64];
+    uint64_t size;
+    int rc = tdb_io_size(io, path, &size, err);
+    if (rc)
+        return rc;
+    size_t n = size < sizeof head ? (size_t)size : sizeof head;
+    if ((rc = tdb_io_read(io, path, 0, head, n, err)))
+        return rc;
+    if ((rc = tdb_generic_tile_encryption(head, n, enc)))
+        return tdb_err(err, rc, "%s: cannot read the generic tile header",
+                       path);
+    return 0;
+}
+
+/* Prefixes each enumeration path with the folder that holds __schema. */
+static int schema_root_enum_paths(struct tdb_schema *s, const char *path,
+                                  struct tdb_error *err)
+{
+    /* path is ".../__schema/NAME" or ".../__array_schema.tdb". */
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) : 0;
+    static const char sdir[] = "__schema";
+    size_t root = dir;
+    if (dir >= sizeof sdir - 1 &&
+        !memcmp(path + dir - (sizeof sdir - 1), sdir, sizeof sdir - 1) &&
+        (dir == sizeof sdir - 1 || path[dir - sizeof sdir] == '/'))
+        root = dir > sizeof sdir - 1 ? dir - sizeof sdir : 0;
+    if (root == 0)
+        return 0;
+    for (uint32_t i = 0; i < s->nenums; i++) {
+        char *prefix = strndup(path, root);
+        char *full = prefix ? tdb_path_join(prefix, s->enums[i].path) : NULL;
+        free(prefix);
+        if (!full)
+            return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+        free(s->enums[i].path);
+        s->enums[i].path = full;
+    }
+    return 0;
+}
+
+int tdb_schema_load(const struct tdb_io *io, const char *path,
+                    const uint8_t *key, struct tdb_schema **out,
+                    struct tdb_error *err)
+{
+    struct tdb_buf buf = {0};
+    uint64_t next;
+    uint8_t enc = TDB_NO_ENCRYPTION;
+    struct tdb_schema *s = NULL;
+    *out = NULL;
+    int rc = schema_encryption(io, path, &enc, err);
+    if (!rc)
+        rc = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+    if (!rc)
+        rc = tdb_schema_parse(buf.data, buf.len, path, &s, err);
+    tdb_buf_free(&buf);
+    if (rc)
+        return rc;
+    s->encryption = enc;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!(s->name = strdup(base))) {
+        tdb_schema_free(s);
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
+    }
+    if (!schema_parse_tsname(base, &s->t1, &s->t2))
+        s->t1 = s->t2 = 0;
+    if ((rc = schema_root_enum_paths(s, path, err))) {
+        tdb_schema_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+static void schema_enum_clear_data(struct tdb_enumeration *e)
+{
+    free(e->data);
+    free(e->offsets);
+    e->data = e->offsets = NULL;
+    e->data_size = e->offsets_size = 0;
+}
+
+void tdb_schema_free(struct tdb_schema *s)
+{
+    if (!s)
+        return;
+    free(s->name);
+    tdb_pipeline_free(&s->coords_filters);
+    tdb_pipeline_free(&s->offsets_filters);
+    tdb_pipeline_free(&s->validity_filters);
+    for (uint32_t i = 0; s->dims && i < s->ndims; i++) {
+        free(s->dims[i].name);
+        tdb_pipeline_free(&s->dims[i].filters);
+    }
+    free(s->dims);
+    for (uint32_t i = 0; s->attrs && i < s->nattrs; i++) {
+        free(s->attrs[i].name);
+        tdb_pipeline_free(&s->attrs[i].filters);
+        free(s->attrs[i].fill);
+        free(s->attrs[i].enumeration);
+    }
+    free(s->attrs);
+    for (uint32_t i = 0; s->labels && i < s->nlabels; i++) {
+        free(s->labels[i].name);
+        free(s->labels[i].uri);
+        free(s->labels[i].attr_name);
+    }
+    free(s->labels);
+    for (uint32_t i = 0; s->enums && i < s->nenums; i++) {
+        free(s->enums[i].name);
+        free(s->enums[i].path);
+        schema_enum_clear_data(&s->enums[i]);
+    }
+    free(s->enums);
+    for (uint32_t i = 0; s->current_domain && i < s->ndims; i++) {
+        free(s->current_domain[i].vlo);
+        free(s->current_domain[i].vhi);
+    }
+    free(s->current_domain);
+    free(s);
+}
+
+/* ------------------------------------------------------ enumeration files */
+
+static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
+{
+    uint32_t ver, name_len, path_len;
+    uint8_t t;
+    const uint8_t *name, *p;
+    uint64_t n;
+    int rc;
+    if ((rc = schema_u32(x, &ver, "enumeration version")))
+        return rc;
+    if (ver > SCHEMA_ENUMERATION_VERSION)
+        return tdb_err(x->err, TDB_E_UNSUPPORTED,
+                       "%s: enumeration version %u is newer than %d",
+                       x->what, ver, SCHEMA_ENUMERATION_VERSION);
+    /* The file repeats the enumeration's name and file name (the table in
+     * enumeration.md omits them). */
+    if ((rc = schema_u32(x, &name_len, "enumeration name length")))
+        return rc;
+    if (tdb_cur_bytes(&x->c, name_len, &name))
+        return schema_trunc(x, "enumeration name");
+    if (e->name && (strlen(e->name) != name_len ||
+                    memcmp(e->name, name, name_len)))
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: holds enumeration '%.*s', the schema expects "
+                       "'%s'", x->what, (int)(name_len > 256 ? 256 : name_len),
+                       (const char *)name, e->name);
+    if ((rc = schema_u32(x, &path_len, "enumeration path length")))
+        return rc;
+    if (tdb_cur_skip(&x->c, path_len))
+        return schema_trunc(x, "enumeration path");
+    if ((rc = schema_u8(x, &t, "enumeration datatype")) ||
+        (rc = schema_u32(x, &e->cell_val_num, "enumeration cell_val_num")) ||
+        (rc = schema_bool(x, &e->ordered, "enumeration ordered flag")))
+        return rc;
+    e->type = t;
+    if (tdb_dt_size(t) == 0)
+        return schema_corrupt(x, "enumeration datatype", t);
+    if (e->cell_val_num == 0)
+        return schema_corrupt(x, "enumeration cell_val_num", 0);
+    if ((rc = schema_u64(x, &n, "enumeration data size")))
+        return rc;
+    if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
+        return schema_trunc(x, "enumeration data");
+    if (n && !(e->data = malloc((size_t)n)))
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    if (n)
+        memcpy(e->data, p, (size_t)n);
+    e->data_size = n;
+    if (e->cell_val_num != TDB_VAR_NUM) {
+        uint64_t cell;
+        if (!tdb_mul_ok(e->cell_val_num, tdb_dt_size(t), &cell) ||
+            n % cell)
+            return tdb_err(x->err, TDB_E_CORRUPT,
+                           "%s: enumeration data of %llu bytes is not whole "
+                           "cells", x->what, (unsigned long long)n);
+        return 0;
+    }
+    if ((rc = schema_u64(x, &n, "enumeration offsets size")))
+        return rc;
+    if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
+        return schema_trunc(x, "enumeration offsets");
+    if (n % 8)
+        return schema_corrupt(x, "enumeration offsets size", n);
+    for (uint64_t i = 0; i < n / 8; i++) {
+        uint64_t o = tdb_le64(p + i * 8);
+        if (o > e->data_size ||
+            (i > 0 && o < tdb_le64(p + (i - 1) * 8)))
+            return schema_corrupt(x, "enumeration offset", o);
+    }
+    if (n && !(e->offsets = malloc((size_t)n)))
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    if (n)
+        memcpy(e->offsets, p, (size_t)n);
+    e->offsets_size = n;
+    return 0;
+}
+
+int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,
+                         const uint8_t *key, struct tdb_error *err)
+{
+    if (!e || !e->path)
+        return tdb_err(err, TDB_E_INVAL, "enumeration without a file");
+    struct tdb_buf buf = {0};
+    uint64_t next;
+    schema_enum_clear_data(e);
+    int rc = tdb_generic_tile_read(io, e->path, 0, key, &buf, &next, err);
+    if (rc) {
+        tdb_buf_free(&buf);
+        return rc;
+    }
+    struct schema_ctx x = {.what = e->path, .version = 0, .err = err};
+    tdb_cur_init(&x.c, buf.data, buf.len);
+    rc = schema_parse_enum(&x, e);
+    tdb_buf_free(&buf);
+    if (rc)
+        schema_enum_clear_data(e);
+    return rc;
+}
+
+static int schema_put_str32(struct tdb_buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n > UINT32_MAX)
+        return TDB_E_INVAL;
+    int rc = tdb_buf_put_u32(b, (uint32_t)n);
+    return rc ? rc : tdb_buf_append(b, s, n);
+}
+
+int tdb_enumeration_serialize(const struct tdb_enumeration *e,
+                              struct tdb_buf *out)
+{
+    const char *file = e->path ? strrchr(e->path, '/') : NULL;
+    file = file ? file + 1 : e->path;
+    bool var = e->cell_val_num == TDB_VAR_NUM;
+    int rc;
+    if (!e->name || !file || !schema_safe_filename(file) ||
+        (e->data_size && !e->data) || (var && e->offsets_size % 8))
+        return TDB_E_INVAL;
+    if ((rc = tdb_buf_put_u32(out, SCHEMA_ENUMERATION_VERSION)) ||
+        (rc = schema_put_str32(out, e->name)) ||
+        (rc = schema_put_str32(out, file)) ||
+        (rc = tdb_buf_put_u8(out, (uint8_t)e->type)) ||
+        (rc = tdb_buf_put_u32(out, e->cell_val_num)) ||
+        (rc = tdb_buf_put_u8(out, e->ordered ? 1 : 0)) ||
+        (rc = tdb_buf_put_u64(out, e->data_size)) ||
+        (rc = tdb_buf_append(out, e->data, (size_t)e->data_size)))
+        return rc;
+    if (!var)
+        return 0;
+    if ((rc = tdb_buf_put_u64(out, e->offsets_size)))
+        return rc;
+    return tdb_buf_append(out, e->offsets, (size_t)e->offsets_size);
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+int tdb_schema_attr_index(const struct tdb_schema *s, const char *name)
+{
+    for (uint32_t i = 0; s && name && i < s->nattrs; i++)
+        if (s->attrs[i].name && !strcmp(s->attrs[i].name, name))
+            return (int)i;
+    return -1;
+}
+
+int tdb_schema_dim_index(const struct tdb_schema *s, const char *name)
+{
+    for (uint32_t i = 0; s && name && i < s->ndims; i++)
+        if (s->dims[i].name && !strcmp(s->dims[i].name, name))
+            return (int)i;
+    return -1;
+}
+
+/* ---------------------------------------------------------- serialisation */
+
+
+static int schema_write_dim(const struct tdb_dim *d, struct tdb_buf *b)
+{
+    unsigned sz = tdb_dt_size(d->type);
+    bool var = d->cell_val_num == TDB_VAR_NUM;
+    int rc;
+    if (sz == 0 || sz > 8)
+        return TDB_E_INVAL;
+    if ((rc = schema_put_str32(b, d->name)) ||
+        (rc = tdb_buf_put_u8(b, (uint8_t)d->type)) ||
+        (rc = tdb_buf_put_u32(b, d->cell_val_num)) ||
+        (rc = tdb_pipeline_write(&d->filters, b)) ||
+        (rc = tdb_buf_put_u64(b, var ? 0 : 2 * (uint64_t)sz)))
+        return rc;
+    if (!var && ((rc = tdb_buf_append(b, d->lo, sz)) ||
+                 (rc = tdb_buf_append(b, d->hi, sz))))
+        return rc;
+    if ((rc = tdb_buf_put_u8(b, d->has_extent ? 0 : 1)))
+        return rc;
+    return d->has_extent ? tdb_buf_append(b, d->extent, sz) : 0;
+}
+
+static int schema_write_attr(const struct tdb_attr *a, struct tdb_buf *b)
+{
+    uint8_t *def = NULL;
+    uint64_t def_size = 0;
+    const uint8_t *fill = a->fill;
+    uint64_t fill_size = a->fill_size;
+    int rc;
+    if (!fill || fill_size == 0) {
+        if (schema_default_fill(a->type, a->cell_val_num, &def, &def_size))
+            return TDB_E_NOMEM;
+        fill = def;
+        fill_size = def_size;
+    }
+    if (!(rc = schema_put_str32(b, a->name)) &&
+        !(rc = tdb_buf_put_u8(b, (uint8_t)a->type)) &&
+        !(rc = tdb_buf_put_u32(b, a->cell_val_num)) &&
+        !(rc = tdb_pipeline_write(&a->filters, b)) &&
+        !(rc = tdb_buf_put_u64(b, fill_size)) &&
+        !(rc = tdb_buf_append(b, fill, (size_t)fill_size)) &&
+        !(rc = tdb_buf_put_u8(b, a->nullable ? 1 : 0)) &&
+        !(rc = tdb_buf_put_u8(b, a->fill_validity)) &&
+        !(rc = tdb_buf_put_u8(b, a->order)))
+        rc = schema_put_str32(b, a->enumeration);
+    free(def);
+    return rc;
+}
+
+static int schema_write_label(const struct tdb_label *l, struct tdb_buf *b)
+{
+    size_t ulen = l->uri ? strlen(l->uri) : 0;
+    int rc;
+    if ((rc = tdb_buf_put_u32(b, l->dim)) ||
+        (rc = schema_put_str32(b, l->name)) ||
+        (rc = tdb_buf_put_u8(b, l->relative ? 1 : 0)) ||
+        (rc = tdb_buf_put_u64(b, ulen)) ||
+        (rc = tdb_buf_append(b, l->uri, ulen)) ||
+        (rc = schema_put_str32(b, l->attr_name)) ||
+        (rc = tdb_buf_put_u8(b, l->order)) ||
+        (rc = tdb_buf_put_u8(b, (uint8_t)l->type)) ||
+        (rc = tdb_buf_put_u32(b, l->cell_val_num)))
+        return rc;
+    return tdb_buf_put_u8(b, l->external ? 1 : 0);
+}
+
+static int schema_write_current_domain(const struct tdb_schema *s,
+                                       struct tdb_buf *b)
+{
+    bool empty = !s->has_current_domain || !s->current_domain;
+    int rc;
+    if ((rc = tdb_buf_put_u32(b, SCHEMA_CURRENT_DOMAIN_VERSION)) ||
+        (rc = tdb_buf_put_u8(b, empty ? 1 : 0)))
+        return rc;
+    if (empty)
+        return 0;
+    if ((rc = tdb_buf_put_u8(b, SCHEMA_NDRECTANGLE)))
+        return rc;
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        const struct tdb_range *r = &s->current_domain[i];
+        if (s->dims[i].cell_val_num != TDB_VAR_NUM) {
+            unsigned sz = tdb_dt_size(s->dims[i].type);
+            if ((rc = tdb_buf_append(b, r->lo, sz)) ||
+                (rc = tdb_buf_append(b, r->hi, sz)))
+                return rc;
+            continue;
+        }
+        uint64_t total;
+        if (!tdb_add_ok(r->vlo_size, r->vhi_size, &total) ||
+            total > SIZE_MAX)
+            return TDB_E_INVAL;
+        if ((rc = tdb_buf_put_u64(b, total)) ||
+            (rc = tdb_buf_put_u64(b, r->vlo_size)) ||
+            (rc = tdb_buf_append(b, r->vlo, (size_t)r->vlo_size)) ||
+            (rc = tdb_buf_append(b, r->vhi, (size_t)r->vhi_size)))
+            return rc;
+    }
+    return 0;
+}
+
+static int schema_serialize_body(const struct tdb_schema *s,
+                                 struct tdb_buf *b, const char **part)
+{
+    int rc;
+    *part = "header";
+    if ((rc = tdb_buf_put_u32(b, SCHEMA_WRITE_VERSION)) ||
+        (rc = tdb_buf_put_u8(b, s->allows_dups ? 1 : 0)) ||
+        (rc = tdb_buf_put_u8(b, (uint8_t)s->array_type)) ||
+        (rc = tdb_buf_put_u8(b, (uint8_t)s->tile_order)) ||
+        (rc = tdb_buf_put_u8(b, (uint8_t)s->cell_order)) ||
+        (rc = tdb_buf_put_u64(b, s->capacity)) ||
+        (rc = tdb_pipeline_write(&s->coords_filters, b)) ||
+        (rc = tdb_pipeline_write(&s->offsets_filters, b)) ||
+        (rc = tdb_pipeline_write(&s->validity_filters, b)))
+        return rc;
+    *part = "a dimension";
+    if ((rc = tdb_buf_put_u32(b, s->ndims)))
+        return rc;
+    for (uint32_t i = 0; i < s->ndims; i++)
+        if ((rc = schema_write_dim(&s->dims[i], b)))
+            return rc;
+    *part = "an attribute";
+    if ((rc = tdb_buf_put_u32(b, s->nattrs)))
+        return rc;
+    for (uint32_t i = 0; i < s->nattrs; i++)
+        if ((rc = schema_write_attr(&s->attrs[i], b)))
+            return rc;
+    *part = "a dimension label";
+    if ((rc = tdb_buf_put_u32(b, s->nlabels)))
+        return rc;
+    for (uint32_t i = 0; i < s->nlabels; i++)
+        if ((rc = schema_write_label(&s->labels[i], b)))
+            return rc;
+    *part = "an enumeration";
+    if ((rc = tdb_buf_put_u32(b, s->nenums)))
+        return rc;
+    for (uint32_t i = 0; i < s->nenums; i++) {
+        const struct tdb_enumeration *e = &s->enums[i];
+        const char *file = e->path ? strrchr(e->path, '/') : NULL;
+        file = file ? file + 1 : e->path;
+        if (!e->name || !file || !schema_safe_filename(file))
+            return TDB_E_INVAL;
+        if ((rc = schema_put_str32(b, e->name)) ||
+            (rc = schema_put_str32(b, file)))
+            return rc;
+    }
+    *part = "the current domain";
+    return schema_write_current_domain(s, b);
+}
+
+int tdb_schema_serialize(const struct tdb_schema *s, struct tdb_buf *out,
+                         struct tdb_error *err)
+{
+    if (!s || !out || s->ndims == 0 || !s->dims ||
+        (s->nattrs && !s->attrs) || (s->nlabels && !s->labels) ||
+        (s->nenums && !s->enums))
+        return tdb_err(err, TDB_E_INVAL, "cannot serialise an array schema "
+                       "without dimensions");
+    size_t start = out->len;
+    const char *part = "header";
+    int rc = schema_serialize_body(s, out, &part);
+    if (rc) {
+        out->len = start;
+        return tdb_err(err, rc, "cannot serialise %s of array schema '%s'",
+                       part, s->name ? s->name : "(unnamed)");
+    }
+    return 0;
+}

@@ -1,0 +1,604 @@
+/* view.c: the data files of the mount contract (values, .offsets,
+ * .validity) read over a sequence of cells, decoding only the tiles a byte
+ * range touches (docs/LAYOUT.md "An array"). */
+#include "read/view.h"
+
+#include <stdlib.h>
+
+#define VIEW_RUNS 256
+
+/* A window [off, end) of the file being produced, and where we are. */
+struct view_win {
+    uint8_t *dst;
+    uint64_t pos, off, end;
+};
+
+static void view_put(struct view_win *w, const uint8_t *src, uint64_t n)
+{
+    uint64_t a = w->pos, b = w->pos + n;
+    if (b > w->off && a < w->end) {
+        uint64_t s = a > w->off ? a : w->off, e = b < w->end ? b : w->end;
+        memcpy(w->dst + (s - w->off), src + (s - a), (size_t)(e - s));
+    }
+    w->pos = b;
+}
+
+/* Repeats an n-byte value `count` times into the window. */
+static void view_put_rep(struct view_win *w, const uint8_t *v, uint64_t n,
+                         uint64_t count)
+{
+    if (!n)
+        return;
+    if (w->pos + n * count <= w->off || w->pos >= w->end) {
+        w->pos += n * count;
+        return;
+    }
+    if (w->pos < w->off) {
+        uint64_t skip = (w->off - w->pos) / n;
+        w->pos += skip * n;
+        count -= skip;
+    }
+    while (count-- && w->pos < w->end)
+        view_put(w, v, n);
+    if (count != UINT64_MAX)
+        w->pos += n * (count + 1);
+}
+
+int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
+                       struct tdb_array *a, const struct tdb_schema *s,
+                       bool is_dim, uint32_t idx, enum tdb_field_part part)
+{
+    memset(ff, 0, sizeof *ff);
+    ff->cells = cells;
+    ff->arr = a;
+    ff->is_dim = is_dim;
+    ff->idx = idx;
+    ff->part = part;
+    ff->schema = s;
+    pthread_mutex_init(&ff->lock, NULL);
+    if (is_dim) {
+        const struct tdb_dim *d = &s->dims[idx];
+        ff->type = d->type;
+        ff->cell_val_num = d->cell_val_num;
+    } else {
+        const struct tdb_attr *at = &s->attrs[idx];
+        ff->type = at->type;
+        ff->cell_val_num = at->cell_val_num;
+        ff->nullable = at->nullable;
+        ff->fill = at->fill;
+        ff->fill_size = at->fill_size;
+        ff->fill_validity = at->fill_validity;
+    }
+    ff->var = ff->cell_val_num == TDB_VAR_NUM;
+    ff->cell_size = ff->var ? 0
+                            : (uint64_t)tdb_dt_size(ff->type) * ff->cell_val_num;
+    return 0;
+}
+
+void tdb_fieldfile_destroy(struct tdb_fieldfile *ff)
+{
+    if (!ff)
+        return;
+    free(ff->ckpt);
+    pthread_mutex_destroy(&ff->lock);
+}
+
+/* The fragment field (and cache part) that holds this field in f; -1 when
+ * the fragment does not have it (schema evolution). */
+static int view_frag_field(const struct tdb_fieldfile *ff,
+                           const struct tdb_frag *f, unsigned *part)
+{
+    *part = ff->part == TDB_FILE_VALIDITY ? TDB_PART_VALIDITY : TDB_PART_VALUES;
+    if (!ff->is_dim) {
+        if (ff->schema == f->fs)
+            return (int)ff->idx;
+        return f->attr_field[ff->idx];
+    }
+    if (f->legacy_coords) {
+        *part = TDB_PART_LEGACY_DIM + ff->idx;
+        return f->dim_field[0] >= 0 ? f->dim_field[0] : (int)f->fs->nattrs;
+    }
+    return f->dim_field[ff->idx];
+}
+
+/* What a walk over cells does with them: fill cells (no fragment holds
+ * them, or the fragment lacks the field), cells that may be passed over
+ * without decoding, and cells of a decoded tile.  Each returns 0 to go on,
+ * 1 to stop, or a negative error. */
+struct view_visit {
+    bool offsets_only;          /* var-sized: cell sizes are enough */
+    int (*fill)(struct view_visit *v, uint64_t n);
+    bool (*skip)(struct view_visit *v, uint64_t n);
+    int (*tile)(struct view_visit *v, const struct tdb_frag *f, uint64_t t,
+                const struct tdb_tile *tile, uint64_t i, uint64_t n,
+                struct tdb_error *err);
+    /* When set, called for each tile the walk would decode, instead of
+     * decoding it (tdb_fieldfile_tiles). */
+    int (*plan)(struct view_visit *v, struct tdb_frag *f, int field,
+                unsigned part, uint64_t t, uint64_t cell, uint64_t n);
+};
+
+/* The tiles a walk keeps pinned: a view alternates between a few tiles
+ * (one per fragment in a sparse merge, one per tile column in a dense
+ * row), and looking each up in the cache again for every run is most of
+ * the cost of short runs. */
+#define VIEW_HELD 32
+
+struct view_held {
+    struct tdb_frag *f;
+    int field;
+    unsigned part;
+    uint64_t t;
+    struct tdb_cache_entry *e;
+    const struct tdb_tile *tile;
+};
+
+struct view_pins {
+    struct view_held h[VIEW_HELD];
+    unsigned n, next;
+};
+
+static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
+                    unsigned part, uint64_t t, const struct tdb_tile **tile,
+                    struct tdb_error *err)
+{
+    for (unsigned i = 0; i < vp->n; i++) {
+        struct view_held *h = &vp->h[i];
+        if (h->t == t && h->f == f && h->field == field && h->part == part) {
+            *tile = h->tile;
+            return 0;
+        }
+    }
+    struct tdb_cache_entry *e;
+    int r = tdb_frag_tile(f, field, part, t, &e, tile, err);
+    if (r)
+        return r;
+    struct view_held *h;
+    if (vp->n < VIEW_HELD) {
+        h = &vp->h[vp->n++];
+    } else {
+        h = &vp->h[vp->next];
+        vp->next = (vp->next + 1) % VIEW_HELD;
+        tdb_cache_release(h->f->arr->cache, h->e);
+    }
+    *h = (struct view_held){f, field, part, t, e, *tile};
+    return 0;
+}
+
+static void view_unpin_all(struct view_pins *vp)
+{
+    for (unsigned i = 0; i < vp->n; i++)
+        tdb_cache_release(vp->h[i].f->arr->cache, vp->h[i].e);
+    vp->n = vp->next = 0;
+}
+
+/* Walks cells [c0, c1) of ff's view, tile by tile. */
+static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
+                            uint64_t c1, struct view_visit *v,
+                            struct view_pins *vp, struct tdb_error *err)
+{
+    struct tdb_run runs[VIEW_RUNS];
+    while (c0 < c1) {
+        size_t nr;
+        int r = ff->cells->ops->runs(ff->cells, c0, c1 - c0, runs, VIEW_RUNS,
+                                     &nr, err);
+        if (r)
+            return r;
+        if (!nr)
+            return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
+                           (unsigned long long)c0);
+        for (size_t i = 0; i < nr; i++) {
+            struct tdb_run *ru = &runs[i];
+            c0 += ru->count;
+            unsigned part;
+            int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
+            if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
+                part = TDB_PART_OFFSETS;
+            if (field < 0) {
+                if ((r = v->fill(v, ru->count)))
+                    return r < 0 ? r : 0;
+                continue;
+            }
+            uint64_t fc = ru->fcell, left = ru->count;
+            while (left) {
+                uint64_t first;
+                uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
+                uint64_t n = tdb_frag_tile_cells(ru->frag, t) - (fc - first);
+                if (n > left)
+                    n = left;
+                if (v->plan) {
+                    uint64_t cell = c0 - left;
+                    if ((r = v->plan(v, ru->frag, field, part, t, cell, n)))
+                        return r < 0 ? r : 0;
+                } else if (!v->skip || !v->skip(v, n)) {
+                    const struct tdb_tile *tile;
+                    r = view_pin(vp, ru->frag, field, part, t, &tile, err);
+                    if (r)
+                        return r;
+                    r = v->tile(v, ru->frag, t, tile, fc - first, n, err);
+                    if (r)
+                        return r < 0 ? r : 0;
+                }
+                fc += n;
+                left -= n;
+            }
+        }
+    }
+    return 0;
+}
+
+static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                     struct view_visit *v, struct tdb_error *err)
+{
+    struct view_pins vp;
+    vp.n = vp.next = 0;
+    int r = view_walk_pinned(ff, c0, c1, v, &vp, err);
+    view_unpin_all(&vp);
+    return r;
+}
+
+/* Fixed-size bytes (values or validity) into a window. */
+struct view_fixed {
+    struct view_visit v;
+    struct view_win *w;
+    uint64_t cs;
+    const uint8_t *fill;
+    uint64_t fill_size;
+};
+
+static int view_fixed_fill(struct view_visit *v, uint64_t n)
+{
+    struct view_fixed *x = (struct view_fixed *)v;
+    if (x->fill_size == x->cs)
+        view_put_rep(x->w, x->fill, x->cs, n);
+    else /* fill shorter than a cell (cell_val_num > 1) */
+        for (uint64_t k = 0; k < n; k++)
+            for (uint64_t b = 0; b < x->cs; b += x->fill_size)
+                view_put(x->w, x->fill, x->fill_size);
+    return x->w->pos >= x->w->end;
+}
+
+static bool view_fixed_skip(struct view_visit *v, uint64_t n)
+{
+    struct view_fixed *x = (struct view_fixed *)v;
+    if (x->w->pos + n * x->cs > x->w->off)
+        return false;
+    x->w->pos += n * x->cs;
+    return true;
+}
+
+static int view_fixed_tile(struct view_visit *v, const struct tdb_frag *f,
+                           uint64_t t, const struct tdb_tile *tile, uint64_t i,
+                           uint64_t n, struct tdb_error *err)
+{
+    struct view_fixed *x = (struct view_fixed *)v;
+    if ((i + n) * x->cs > tile->size)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
+                       f->fm->path, (unsigned long long)t);
+    view_put(x->w, tile->data + i * x->cs, n * x->cs);
+    return x->w->pos >= x->w->end;
+}
+
+static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                      struct view_win *w, struct tdb_error *err)
+{
+    bool validity = ff->part == TDB_FILE_VALIDITY;
+    struct view_fixed x = {
+        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL}, w,
+        validity ? 1 : ff->cell_size,
+        validity ? &ff->fill_validity : ff->fill,
+        validity ? 1 : ff->fill_size,
+    };
+    return view_walk(ff, c0, c1, &x.v, err);
+}
+
+/* Calls fn(arg, bytes, size) for each var-sized cell of [c0, c1); fn
+ * returns non-zero to stop. */
+typedef int (*view_var_fn)(void *arg, const uint8_t *p, uint64_t n);
+
+struct view_var {
+    struct view_visit v;
+    struct tdb_fieldfile *ff;
+    view_var_fn fn;
+    void *arg;
+};
+
+static int view_var_fill(struct view_visit *v, uint64_t n)
+{
+    struct view_var *x = (struct view_var *)v;
+    for (uint64_t k = 0; k < n; k++)
+        if (x->fn(x->arg, x->ff->fill, x->ff->fill_size))
+            return 1;
+    return 0;
+}
+
+static int view_var_tile(struct view_visit *v, const struct tdb_frag *f,
+                         uint64_t t, const struct tdb_tile *tile, uint64_t i,
+                         uint64_t n, struct tdb_error *err)
+{
+    struct view_var *x = (struct view_var *)v;
+    if (!tile->offsets || i + n > tile->ncells)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: var tile %llu has no offsets",
+                       f->fm->path, (unsigned long long)t);
+    for (uint64_t k = i; k < i + n; k++) {
+        uint64_t a = tile->offsets[k];
+        uint64_t b = k + 1 < tile->ncells ? tile->offsets[k + 1] : tile->size;
+        if (x->fn(x->arg, tile->data ? tile->data + a : NULL, b - a))
+            return 1;
+    }
+    return 0;
+}
+
+/* sizes_only: fn may get NULL bytes (only the sizes are decoded). */
+static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
+                    bool sizes_only, view_var_fn fn, void *arg,
+                    struct tdb_error *err)
+{
+    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile, NULL}, ff,
+                         fn, arg};
+    return view_walk(ff, c0, c1, &x.v, err);
+}
+
+struct view_sizer {
+    uint64_t total, cell;
+    uint64_t *ckpt;
+};
+
+static int view_size_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_sizer *s = arg;
+    if (s->cell % TDB_CKPT == 0)
+        s->ckpt[s->cell / TDB_CKPT] = s->total;
+    s->total += n;
+    s->cell++;
+    return 0;
+}
+
+/* One pass over the var-sized cells: total bytes and checkpoints. */
+static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
+{
+    if (atomic_load_explicit(&ff->sized, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&ff->lock);
+    int r = 0;
+    if (!atomic_load_explicit(&ff->sized, memory_order_relaxed)) {
+        uint64_t n = ff->cells->ncells;
+        uint64_t nck = n / TDB_CKPT + 1;
+        struct view_sizer s = {0, 0, calloc(nck, sizeof(uint64_t))};
+        if (!s.ckpt) {
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        } else {
+            r = view_var(ff, 0, n, true, view_size_cb, &s, err);
+            if (r) {
+                free(s.ckpt);
+            } else {
+                ff->ckpt = s.ckpt;
+                ff->nckpt = nck;
+                ff->var_total = s.total;
+                atomic_store_explicit(&ff->sized, true, memory_order_release);
+            }
+        }
+    }
+    pthread_mutex_unlock(&ff->lock);
+    return r;
+}
+
+bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff)
+{
+    struct tdb_fieldfile *f = (struct tdb_fieldfile *)ff; /* atomics */
+    return atomic_load_explicit(&f->cells->counted, memory_order_acquire) &&
+           (!ff->var || ff->part != TDB_FILE_VALUES ||
+            atomic_load_explicit(&f->sized, memory_order_acquire));
+}
+
+int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
+                       struct tdb_error *err)
+{
+    bool cheap =
+        atomic_load_explicit(&ff->cells->counted, memory_order_acquire) &&
+        (ff->part != TDB_FILE_VALUES || !ff->var);
+    int r = cheap ? 0 : tdb_cells_prepare(ff->cells, err);
+    if (r)
+        return r;
+    uint64_t n = ff->cells->ncells;
+    switch (ff->part) {
+    case TDB_FILE_VALIDITY: *size = n; return 0;
+    case TDB_FILE_OFFSETS: *size = n * 8; return 0;
+    default: break;
+    }
+    if (!ff->var) {
+        *size = n * ff->cell_size;
+        return 0;
+    }
+    r = view_var_sized(ff, err);
+    if (!r)
+        *size = ff->var_total;
+    return r;
+}
+
+struct view_offs {
+    struct view_win *w;
+    uint64_t cum;
+};
+
+static int view_offs_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_offs *o = arg;
+    uint8_t b[8];
+    tdb_st64(b, o->cum);
+    view_put(o->w, b, 8);
+    o->cum += n;
+    return o->w->pos >= o->w->end;
+}
+
+struct view_skip {
+    uint64_t target, cum, cell;
+};
+
+static int view_skip_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_skip *s = arg;
+    if (s->cell >= s->target)
+        return 1;
+    s->cum += n;
+    s->cell++;
+    return 0;
+}
+
+static int view_vals_cb(void *arg, const uint8_t *p, uint64_t n)
+{
+    struct view_win *w = arg;
+    view_put(w, p, n);
+    return w->pos >= w->end;
+}
+
+int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err)
+{
+    uint64_t size;
+    *got = 0;
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (!r)
+        r = tdb_fieldfile_size(ff, &size, err);
+    if (r)
+        return r;
+    if (off >= size || !len)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    struct view_win w = {buf, 0, off, off + len};
+    uint64_t n = ff->cells->ncells;
+    if (ff->part == TDB_FILE_VALIDITY || !ff->var) {
+        uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+        uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
+        if (c1 > n)
+            c1 = n;
+        w.pos = c0 * cs;
+        r = view_fixed(ff, c0, c1, &w, err);
+    } else {
+        if ((r = view_var_sized(ff, err)))
+            return r;
+        uint64_t c0, c1, k;
+        struct view_skip sk;
+        if (ff->part == TDB_FILE_OFFSETS) {
+            c0 = off / 8;
+            c1 = (off + len + 7) / 8;
+            if (c1 > n)
+                c1 = n;
+            k = c0 / TDB_CKPT;
+            sk = (struct view_skip){c0, ff->ckpt[k], k * TDB_CKPT};
+            if ((r = view_var(ff, sk.cell, c0, true, view_skip_cb, &sk, err)))
+                return r;
+            struct view_offs o = {&w, sk.cum};
+            w.pos = c0 * 8;
+            r = view_var(ff, c0, c1, true, view_offs_cb, &o, err);
+        } else {
+            /* the checkpoint at or before off, then walk to it */
+            size_t lo = 0, hi = (size_t)ff->nckpt;
+            while (hi - lo > 1) {
+                size_t mid = (lo + hi) / 2;
+                if (mid * (uint64_t)TDB_CKPT < n && ff->ckpt[mid] <= off)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            c0 = (uint64_t)lo * TDB_CKPT;
+            w.pos = ff->ckpt[lo];
+            r = view_var(ff, c0, n, false, view_vals_cb, &w, err);
+        }
+    }
+    if (!r)
+        *got = len;
+    return r;
+}
+
+/* Planning walk: the tiles bytes [off, off + len) of a fixed-size file
+ * touch, in the order a read decodes them. */
+struct view_plan {
+    struct view_visit v;
+    tdb_tile_plan_fn fn;
+    void *arg;
+    uint64_t cs;
+};
+
+static int view_plan_fill(struct view_visit *v, uint64_t n)
+{
+    (void)v;
+    (void)n;
+    return 0;
+}
+
+static int view_plan_tile(struct view_visit *v, struct tdb_frag *f, int field,
+                          unsigned part, uint64_t t, uint64_t cell,
+                          uint64_t n)
+{
+    struct view_plan *p = (struct view_plan *)v;
+    return p->fn(p->arg, f, field, part, t, cell * p->cs, (cell + n) * p->cs);
+}
+
+int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
+                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err)
+{
+    if (ff->var && ff->part != TDB_FILE_VALIDITY)
+        return TDB_E_UNSUPPORTED;
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (r)
+        return r;
+    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+    uint64_t n = ff->cells->ncells;
+    if (!cs || !len)
+        return 0;
+    uint64_t c0 = off / cs, c1 = off / cs + (len + cs - 1) / cs + 1;
+    if (c1 > n)
+        c1 = n;
+    if (c0 >= c1)
+        return 0;
+    struct view_plan p = {
+        {false, view_plan_fill, NULL, NULL, view_plan_tile}, fn, arg, cs};
+    return view_walk(ff, c0, c1, &p.v, err);
+}
+
+int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
+                       uint64_t *out, struct tdb_error *err)
+{
+    uint64_t size;
+    int r = tdb_fieldfile_size(ff, &size, err);
+    if (r)
+        return r;
+    if (off >= size)
+        return TDB_E_NOENT;
+    uint32_t nd;
+    uint64_t shape[TDB_MAX_DIMS];
+    bool holes = (!ff->var || ff->part == TDB_FILE_VALIDITY) &&
+                 tdb_cells_dense_shape(ff->cells, &nd, shape);
+    if (!holes) {
+        *out = data ? off : size;
+        return 0;
+    }
+    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+    uint64_t c = off / cs, n = ff->cells->ncells;
+    struct tdb_run runs[VIEW_RUNS];
+    while (c < n) {
+        size_t nr;
+        if ((r = ff->cells->ops->runs(ff->cells, c, n - c, runs, VIEW_RUNS,
+                                      &nr, err)))
+            return r;
+        if (!nr)
+            break;
+        for (size_t i = 0; i < nr; i++) {
+            unsigned part;
+            bool written = runs[i].frag &&
+                           view_frag_field(ff, runs[i].frag, &part) >= 0;
+            if (written == data) {
+                uint64_t at = c * cs;
+                *out = at > off ? at : off;
+                return 0;
+            }
+            c += runs[i].count;
+        }
+    }
+    if (data)
+        return TDB_E_NOENT;
+    *out = size;
+    return 0;
+}

@@ -1,0 +1,137 @@
+/* view.h: views of an array as sequences of cells (the mount contract's
+ * data files): the dense view region in row-major order, a dense fragment
+ * over its non-empty domain, merged sparse cells in global order, one
+ * sparse fragment; and the field files read over such a sequence. */
+#ifndef TDB_VIEW_H
+#define TDB_VIEW_H
+
+#include "read/array.h"
+#include "read/order.h"
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* `count` consecutive cells of a view that come from consecutive cells
+ * fcell.. of fragment `frag`, or are never-written cells (frag NULL). */
+struct tdb_run {
+    struct tdb_frag *frag;
+    uint64_t fcell;
+    uint64_t count;
+};
+
+struct tdb_cells;
+struct tdb_cells_ops {
+    /* Fills out[] with runs covering cells [first, first+n) (or a prefix
+     * of them, at least one cell), *nout runs. */
+    int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
+                struct tdb_run *out, size_t cap, size_t *nout,
+                struct tdb_error *err);
+    /* Computes ncells if not known yet (sparse merges). */
+    int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
+    void (*destroy)(struct tdb_cells *c);
+};
+
+struct tdb_cells {
+    const struct tdb_cells_ops *ops;
+    struct tdb_array *arr;
+    uint64_t ncells;
+    /* Set once, under `lock`, with release order after ncells and the runs
+     * are final; read with acquire order (any thread may stat or read while
+     * another prepares). */
+    atomic_bool counted;        /* ncells known (stat needs no decoding) */
+    atomic_bool ready;          /* runs can be served */
+    pthread_mutex_t lock;
+};
+
+/* Dense: the cells of region [lo[d], hi[d]] (offsets from the domain's low
+ * bound) in row-major order; fragments frags[0..n) with newest last. */
+int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
+                    const uint64_t *lo, const uint64_t *hi,
+                    struct tdb_frag **frags, size_t n, struct tdb_error *err);
+
+/* Sparse: the cells of frags[0..n) merged in global order, at [t0, t1]:
+ * duplicates dropped unless the schema allows them (newest wins), deleted
+ * cells dropped.  The merge runs on first use. */
+int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
+                     struct tdb_frag **frags, size_t n, uint64_t t0,
+                     uint64_t t1, struct tdb_error *err);
+
+/* A dense view's shape (false for other views). */
+bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,
+                           uint64_t *shape);
+/* The cells of box [from[d], to[d]) (offsets in view c, half-open) of a
+ * dense view, as a dense view of their own. */
+int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
+                        const uint64_t *from, const uint64_t *to,
+                        struct tdb_error *err);
+
+int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err);
+void tdb_cells_free(struct tdb_cells *c);
+
+/* What a field file shows. */
+enum tdb_field_part { TDB_FILE_VALUES, TDB_FILE_OFFSETS, TDB_FILE_VALIDITY };
+
+struct tdb_fieldfile {
+    struct tdb_cells *cells;    /* not owned */
+    struct tdb_array *arr;
+    const struct tdb_schema *schema;    /* idx refers to this schema */
+    bool is_dim;
+    uint32_t idx;               /* attribute or dimension index */
+    enum tdb_field_part part;
+    unsigned type;
+    uint32_t cell_val_num;
+    bool var, nullable;
+    uint64_t cell_size;         /* fixed fields */
+    const uint8_t *fill;
+    uint64_t fill_size;
+    uint8_t fill_validity;
+    /* var-sized: total bytes and checkpoints (byte offset of every
+     * TDB_CKPT-th cell), computed once */
+    pthread_mutex_t lock;
+    atomic_bool sized;          /* var_total and ckpt are final (release) */
+    uint64_t var_total;
+    uint64_t *ckpt;
+    uint64_t nckpt;
+};
+
+#define TDB_CKPT 4096
+
+int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
+                       struct tdb_array *a, const struct tdb_schema *s,
+                       bool is_dim, uint32_t idx,
+                       enum tdb_field_part part);
+void tdb_fieldfile_destroy(struct tdb_fieldfile *ff);
+
+/* Exact size in bytes; var-sized values need one pass over the offsets. */
+int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
+                       struct tdb_error *err);
+/* True when the size is known without decoding any tile. */
+bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
+
+int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err);
+
+/* SEEK_DATA (data true) / SEEK_HOLE: the first offset at or after `off`
+ * in written cells / in cells no fragment wrote (fill values).  Only fixed
+ * -size files of dense views have holes; the end of a file is a hole.
+ * @return 0, or TDB_E_NOENT when there is no data at or after off. */
+int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
+                       uint64_t *out, struct tdb_error *err);
+
+/* Calls fn for each piece of a tile that reading bytes [off, off + len) of
+ * a fixed-size file (values or validity) uses, in reading order, without
+ * decoding any: the tile, and the file's bytes [from, to) it gives there
+ * (a tile gives many pieces: one per row of the view it crosses).  fn
+ * returns 0 to go on, 1 to stop, or a negative error.  @return 0, the
+ * error, or TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
+ * positions need the offsets). */
+typedef int (*tdb_tile_plan_fn)(void *arg, struct tdb_frag *f, int field,
+                                unsigned part, uint64_t t, uint64_t from,
+                                uint64_t to);
+int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
+                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err);
+
+/* The name a field or key has in the mount: '/' and '%' percent-encoded,
+ * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */
+char *tdb_mount_name(const char *name, const char *suffix);
+
+#endif

@@ -1,0 +1,396 @@
+/* create.c: a new array folder (format_spec/array_file_hierarchy.md, timestamped_name.md) with its schema file, and array metadata files (metadata.md), as TileDB 2.29 writes them. */
+#include "write/writer.h"
+#include "read/arraydir.h"
+#include "core/generic_tile.h"
+#include "read/meta.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CREATE_NAME_MAX 96      /* __t1_t2_<32 hex>_22 and a suffix */
+
+/* The folders TileDB 2.29 makes for a new array (Array::create), in its
+ * order; the array folder itself comes first. */
+static const char *const create_dirs[] = {
+    "__schema", "__schema/__enumerations", "__commits", "__fragments",
+    "__meta", "__fragment_meta", "__labels",
+};
+#define CREATE_NDIRS (sizeof create_dirs / sizeof create_dirs[0])
+
+void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
+                     const uint8_t rnd[16], bool with_version)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    if (with_version)
+        snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s_%d", t1, t2, hex,
+                 TDB_WRITE_VERSION);
+    else
+        snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s", t1, t2, hex);
+}
+
+/* 16 random bytes (getrandom, else /dev/urandom). */
+static int create_random(uint8_t out[16], struct tdb_error *err)
+{
+    size_t got = 0;
+    while (got < 16) {
+        ssize_t n = getrandom(out + got, 16 - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == 16)
+        return 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    got = 0;
+    while (fd >= 0 && got < 16) {
+        ssize_t n = read(fd, out + got, 16 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (fd >= 0)
+        close(fd);
+    return got == 16 ? 0 : tdb_err(err, TDB_E_IO, "no random bytes for a "
+                                   "new file name (getrandom and "
+                                   "/dev/urandom failed)");
+}
+
+static uint64_t create_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool create_can_write(const struct tdb_io *io)
+{
+    return io && io->ops && io->ops->write_at && io->ops->mkdir &&
+           io->ops->rename && io->ops->is_dir && io->ops->list;
+}
+
+/* The pipeline of a generic tile as TileDB writes one: GZIP level 1 (max
+ * chunk size 0, as TileDB records it), then AES-256-GCM when encrypted. */
+static void create_gt_pipeline(struct tdb_pipeline *p, struct tdb_filter f[2],
+                               const uint8_t *key)
+{
+    memset(f, 0, 2 * sizeof *f);
+    f[0].type = TDB_FILTER_GZIP;
+    f[0].ops = tdb_filter_lookup(TDB_FILTER_GZIP);
+    f[0].compressor = 1;        /* TileDB's compressor number of GZIP */
+    f[0].level = 1;
+    f[0].reinterpret_type = TDB_ANY;
+    f[1].type = TDB_FILTER_AES_256_GCM;
+    f[1].ops = tdb_filter_lookup(TDB_FILTER_AES_256_GCM);
+    f[1].reinterpret_type = TDB_ANY;
+    p->max_chunk_size = 65536;     /* as TileDB 2.29 writes it */
+    p->n = key ? 2 : 1;
+    p->f = f;
+}
+
+/* `payload` as one generic tile of CHAR cells (TileDB's generic tile
+ * datatype), appended to out. */
+static int create_generic_tile(const struct tdb_buf *payload,
+                               const uint8_t *key, struct tdb_buf *out,
+                               struct tdb_error *err)
+{
+    struct tdb_filter f[2];
+    struct tdb_pipeline p;
+    create_gt_pipeline(&p, f, key);
+    return tdb_generic_tile_encode(payload->data, payload->len, &p, TDB_CHAR,
+                                   1, key, out, err);
+}
+
+/* Writes data to `tmp`, then renames it to `final`, so that no reader sees
+ * part of the file.  The temporary file is removed on failure. */
+static int create_publish(const struct tdb_io *io, const char *tmp,
+                          const char *final, const struct tdb_buf *data,
+                          struct tdb_error *err)
+{
+    if (io->ops->remove)
+        io->ops->remove(io->ctx, tmp);      /* a stale one from a crash */
+    int rc = io->ops->write_at(io->ctx, tmp, 0, data->data, data->len);
+    if (rc) {
+        rc = tdb_err(err, rc, "%s: cannot write: %s", tmp, tdb_strerror(rc));
+        goto fail;
+    }
+    if (io->ops->sync && (rc = io->ops->sync(io->ctx, tmp))) {
+        rc = tdb_err(err, rc, "%s: cannot sync: %s", tmp, tdb_strerror(rc));
+        goto fail;
+    }
+    if ((rc = io->ops->rename(io->ctx, tmp, final))) {
+        rc = tdb_err(err, rc, "cannot rename %s to %s: %s", tmp, final,
+                     tdb_strerror(rc));
+        goto fail;
+    }
+    return 0;
+fail:
+    if (io->ops->remove)
+        io->ops->remove(io->ctx, tmp);
+    return rc;
+}
+
+/* "DIR/NAME" (or "NAME" when dir is empty) into a new string. */
+static char *create_join(const char *dir, const char *name)
+{
+    return dir && dir[0] ? tdb_path_join(dir, name) : strdup(name);
+}
+
+/* ------------------------------------------------------------------ arrays */
+
+/* One enumeration file, __schema/__enumerations/<its file name>. */
+static int create_enumeration(const struct tdb_io *io,
+                              const struct tdb_enumeration *e,
+                              const uint8_t *key, struct tdb_error *err)
+{
+    struct tdb_buf payload = {0}, file = {0};
+    const char *f = e->path ? strrchr(e->path, '/') : NULL;
+    f = f ? f + 1 : e->path;
+    char *final = f ? create_join("__schema/__enumerations", f) : NULL;
+    char tmp[CREATE_NAME_MAX + 16];
+    int rc;
+    if (!final)
+        return tdb_err(err, TDB_E_INVAL, "enumeration '%s' has no file name",
+                       e->name ? e->name : "");
+    snprintf(tmp, sizeof tmp, ".%.80s.tmp", f);
+    if ((rc = tdb_enumeration_serialize(e, &payload)))
+        rc = tdb_err(err, rc, "enumeration '%s': cannot serialise it",
+                     e->name ? e->name : "");
+    else if (!(rc = create_generic_tile(&payload, key, &file, err)))
+        rc = create_publish(io, tmp, final, &file, err);
+    tdb_buf_free(&payload);
+    tdb_buf_free(&file);
+    free(final);
+    return rc;
+}
+
+int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
+                     const uint8_t *key, uint64_t timestamp_ms,
+                     struct tdb_error *err)
+{
+    struct tdb_buf payload = {0}, file = {0};
+    struct tdb_names names = {0};
+    char name[CREATE_NAME_MAX], tmp[CREATE_NAME_MAX + 16];
+    char *final = NULL;
+    uint8_t rnd[16];
+    size_t made = 0;
+    bool made_root = false;
+    int rc;
+
+    if (!create_can_write(io))
+        return tdb_err(err, TDB_E_ROFS, "cannot create an array: the storage "
+                       "is read-only");
+    if (!s)
+        return tdb_err(err, TDB_E_INVAL, "cannot create an array without a "
+                       "schema");
+    if (s->nlabels)
+        return tdb_err(err, TDB_E_UNSUPPORTED, "cannot create an array with "
+                       "dimension labels");
+    if ((rc = tdb_schema_check(s, err)))
+        return tdb_err_ctx(err, rc, "cannot create the array");
+    if ((rc = tdb_schema_serialize(s, &payload, err)) ||
+        (rc = create_generic_tile(&payload, key, &file, err)) ||
+        (rc = create_random(rnd, err)))
+        goto out;
+
+    /* The folder must be missing or empty. */
+    if (tdb_io_exists(io, "")) {
+        if (!tdb_io_isdir(io, "")) {
+            rc = tdb_err(err, TDB_E_NOTDIR, "cannot create an array: the "
+                         "path exists and is not a folder");
+            goto out;
+        }
+        if ((rc = tdb_io_names(io, "", &names, err)))
+            goto out;
+        if (names.n) {
+            rc = tdb_err(err, TDB_E_INVAL, "cannot create an array: the "
+                         "folder is not empty (it holds '%s')", names.v[0]);
+            goto out;
+        }
+    } else {
+        if ((rc = io->ops->mkdir(io->ctx, ""))) {
+            rc = tdb_err(err, rc, "cannot make the array folder: %s",
+                         tdb_strerror(rc));
+            goto out;
+        }
+        made_root = true;
+    }
+    for (made = 0; made < CREATE_NDIRS; made++) {
+        if ((rc = io->ops->mkdir(io->ctx, create_dirs[made]))) {
+            rc = tdb_err(err, rc, "cannot make folder %s: %s",
+                         create_dirs[made], tdb_strerror(rc));
+            goto out;
+        }
+    }
+    if (!timestamp_ms)
+        timestamp_ms = create_now_ms();
+    tdb_tsname_make(name, sizeof name, timestamp_ms, timestamp_ms, rnd,
+                    false);
+    /* The temporary file sits in the array folder, where neither TileDB
+     * nor we look for schemas. */
+    snprintf(tmp, sizeof tmp, ".%s.tmp", name);
+    if (!(final = create_join("__schema", name))) {
+        rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    /* enumerations first: the schema file, written last, names them */
+    for (uint32_t i = 0; !rc && i < s->nenums; i++)
+        rc = create_enumeration(io, &s->enums[i], key, err);
+    if (!rc)
+        rc = create_publish(io, tmp, final, &file, err);
+
+out:
+    if (rc && io && io->ops && io->ops->remove) {
+        for (uint32_t i = 0; i < s->nenums && made > 1; i++) {
+            const char *f = s->enums[i].path ? strrchr(s->enums[i].path, '/')
+                                             : NULL;
+            f = f ? f + 1 : s->enums[i].path;
+            char *ep = f ? create_join("__schema/__enumerations", f) : NULL;
+            if (ep)
+                io->ops->remove(io->ctx, ep);
+            free(ep);
+        }
+        /* Undo what we made, as TileDB removes a half-made array. */
+        while (made > 0)
+            io->ops->remove(io->ctx, create_dirs[--made]);
+        if (made_root)
+            io->ops->remove(io->ctx, "");
+    }
+    tdb_names_free(&names);
+    tdb_buf_free(&payload);
+    tdb_buf_free(&file);
+    free(final);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- metadata */
+
+/* The random part of a new metadata file's name.  Its first 8 hex digits
+ * count up within one timestamp, as TileDB's random labels do, so that
+ * files of the same millisecond sort (and apply) in the order written. */
+static int create_meta_label(const struct tdb_io *io, const char *meta_dir,
+                             uint64_t t, uint8_t rnd[16],
+                             struct tdb_error *err)
+{
+    struct tdb_names names = {0};
+    int rc = create_random(rnd, err);
+    if (rc)
+        return rc;
+    rnd[0] &= 0x7f;
+    if ((rc = tdb_io_names(io, meta_dir, &names, err)))
+        return rc;
+    bool seen = false;
+    uint32_t top = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        struct tdb_tsname ts;
+        if (names.is_dir[i] || tdb_tsname_parse(names.v[i], &ts) ||
+            ts.t1 != t || strlen(ts.uuid) != 32)
+            continue;
+        char head[9];
+        memcpy(head, ts.uuid, 8);
+        head[8] = '\0';
+        uint32_t c = (uint32_t)strtoul(head, NULL, 16);
+        if (!seen || c > top)
+            top = c;
+        seen = true;
+    }
+    tdb_names_free(&names);
+    if (seen) {
+        if (top == UINT32_MAX)
+            return tdb_err(err, TDB_E_INVAL, "%s: too many metadata files "
+                           "at timestamp %" PRIu64, meta_dir, t);
+        top++;
+        rnd[0] = (uint8_t)(top >> 24);
+        rnd[1] = (uint8_t)(top >> 16);
+        rnd[2] = (uint8_t)(top >> 8);
+        rnd[3] = (uint8_t)top;
+    }
+    return 0;
+}
+
+int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
+                   const char *name, unsigned type, uint32_t count,
+                   const void *value, bool del, const uint8_t *key,
+                   uint64_t timestamp_ms, struct tdb_error *err)
+{
+    struct tdb_buf payload = {0}, file = {0};
+    char fname[CREATE_NAME_MAX], tname[CREATE_NAME_MAX + 16];
+    char *final = NULL, *tmp = NULL, *parent = NULL;
+    uint8_t rnd[16];
+    int rc;
+
+    if (!create_can_write(io))
+        return tdb_err(err, TDB_E_ROFS, "cannot write metadata: the storage "
+                       "is read-only");
+    if (!meta_dir || !name)
+        return tdb_err(err, TDB_E_INVAL, "metadata write without a folder "
+                       "or a key");
+    if (!name[0])
+        return tdb_err(err, TDB_E_INVAL, "%s: a metadata key cannot be "
+                       "empty", meta_dir);
+    if (!del) {
+        unsigned sz = tdb_dt_size(type);
+        if (sz == 0 || type == TDB_ANY)
+            return tdb_err(err, TDB_E_INVAL, "%s: metadata key '%s': "
+                           "invalid datatype %u", meta_dir, name, type);
+        if (count > 0 && !value)
+            return tdb_err(err, TDB_E_INVAL, "%s: metadata key '%s': %u "
+                           "values but no value buffer", meta_dir, name,
+                           count);
+        if ((uint64_t)count * sz > TDB_MAX_TILE_BYTES)
+            return tdb_err(err, TDB_E_INVAL, "%s: metadata key '%s': a "
+                           "value of %u x %u bytes is too large", meta_dir,
+                           name, count, sz);
+        rc = tdb_meta_serialize_put(&payload, name, type, count, value);
+    } else {
+        rc = tdb_meta_serialize_del(&payload, name);
+    }
+    if (rc) {
+        rc = tdb_err(err, rc, "%s: cannot serialise metadata key '%s'",
+                     meta_dir, name);
+        goto out;
+    }
+    if ((rc = create_generic_tile(&payload, key, &file, err)))
+        goto out;
+    if ((rc = io->ops->mkdir(io->ctx, meta_dir))) {
+        rc = tdb_err(err, rc, "%s: cannot make the folder: %s", meta_dir,
+                     tdb_strerror(rc));
+        goto out;
+    }
+    if (!timestamp_ms)
+        timestamp_ms = create_now_ms();
+    if ((rc = create_meta_label(io, meta_dir, timestamp_ms, rnd, err)))
+        goto out;
+    tdb_tsname_make(fname, sizeof fname, timestamp_ms, timestamp_ms, rnd,
+                    false);
+    /* The temporary file goes next to the metadata folder, not in it, so
+     * that no reader (ours or TileDB's) ever lists it as metadata. */
+    snprintf(tname, sizeof tname, ".%s.tmp", fname);
+    const char *slash = strrchr(meta_dir, '/');
+    if (!(parent = slash ? strndup(meta_dir, (size_t)(slash - meta_dir))
+                         : strdup("")) ||
+        !(tmp = create_join(parent, tname)) ||
+        !(final = create_join(meta_dir, fname))) {
+        rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    rc = create_publish(io, tmp, final, &file, err);
+out:
+    tdb_buf_free(&payload);
+    tdb_buf_free(&file);
+    free(parent);
+    free(tmp);
+    free(final);
+    return rc;
+}

@@ -1,0 +1,1484 @@
+/* schema_json.c: an array schema (format_spec/array_schema.md, v22) from the "schema" object of __array.json, checked as TileDB checks a new schema. */
+#include "write/writer.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#include <jansson.h>
+#include <sys/random.h>
+
+/* TileDB's defaults for what a schema JSON may leave out. */
+#define SJ_CHUNK 65536          /* pipeline max chunk size */
+#define SJ_CAPACITY 10000
+#define SJ_MAX_WINDOW 256       /* BIT_WIDTH_REDUCTION, POSITIVE_DELTA */
+#define SJ_LEVEL -1             /* compressors: the library's default */
+#define SJ_MAX_CELL_VALS (UINT32_C(1) << 24)
+#define SJ_MAX_FILTERS 64
+#define SJ_HILBERT_MAX_DIMS 16
+
+/* Where in the document a value sits, for messages ("dims[1].domain"). */
+struct sj_where {
+    char s[160];
+};
+
+static void sj_at(struct sj_where *w, const struct sj_where *parent,
+                  const char *fmt, ...) TDB_PRINTF(3, 4);
+
+static void sj_at(struct sj_where *w, const struct sj_where *parent,
+                  const char *fmt, ...)
+{
+    char tail[120];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tail, sizeof tail, fmt, ap);
+    va_end(ap);
+    /* a long path is cut short: it only names the place */
+    size_t cap = sizeof w->s, n = 0;
+    w->s[0] = 0;
+    if (parent && parent->s[0]) {
+        n = strnlen(parent->s, cap - 1);
+        memmove(w->s, parent->s, n);
+        if (tail[0] != '[' && n < cap - 1)
+            w->s[n++] = '.';
+    }
+    size_t t = strnlen(tail, sizeof tail);
+    if (t > cap - 1 - n)
+        t = cap - 1 - n;
+    memcpy(w->s + n, tail, t);
+    w->s[n + t] = 0;
+}
+
+static int sj_bad(struct tdb_error *err, int code, const struct sj_where *w,
+                  const char *fmt, ...) TDB_PRINTF(4, 5);
+
+static int sj_bad(struct tdb_error *err, int code, const struct sj_where *w,
+                  const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tdb_err(err, code, "schema JSON: %s: %s", w->s[0] ? w->s : "(top)",
+                   msg);
+}
+
+static int sj_nomem(struct tdb_error *err)
+{
+    return tdb_err(err, TDB_E_NOMEM, "schema JSON: out of memory");
+}
+
+/* Refuses keys of `obj` that are not in `known` (NULL-terminated), so a
+ * misspelt key is an error rather than a silent default. */
+static int sj_known_keys(json_t *obj, const char *const *known,
+                         const struct sj_where *w, struct tdb_error *err)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        size_t i = 0;
+        while (known[i] && strcmp(known[i], k))
+            i++;
+        if (!known[i])
+            return sj_bad(err, TDB_E_INVAL, w, "unknown key \"%s\"", k);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ big numbers */
+
+/* jansson refuses integers outside int64; uint64 values above INT64_MAX
+ * (a UINT64 domain) are legal here.  This lexical pass (strings skipped,
+ * nothing else interpreted) puts such integer literals in quotes; the
+ * number readers below accept decimal strings. */
+static int sj_quote_big(const char *text, size_t len, char **out,
+                        size_t *out_len)
+{
+    struct tdb_buf b = {0};
+    bool in_str = false;
+    size_t i = 0;
+    int rc = 0;
+    while (i < len && !rc) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\' && i + 1 < len) {
+                rc = tdb_buf_append(&b, text + i, 2);
+                i += 2;
+                continue;
+            }
+            if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '-' || isdigit((unsigned char)c)) {
+            /* A whole number token: digits, sign, fraction, exponent. */
+            size_t j = i + 1;
+            while (j < len && text[j] && (isdigit((unsigned char)text[j]) ||
+                                          strchr("+-.eE", text[j])))
+                j++;
+            bool integer = true;
+            for (size_t x = i + 1; x < j; x++)
+                if (!isdigit((unsigned char)text[x]))
+                    integer = false;
+            bool big = false;
+            if (integer && j - i >= 19) {
+                char num[32];
+                if (j - i < sizeof num) {
+                    memcpy(num, text + i, j - i);
+                    num[j - i] = '\0';
+                    errno = 0;
+                    (void)strtoll(num, NULL, 10);
+                    big = errno == ERANGE;
+                } else {
+                    big = true;
+                }
+            }
+            if (big) {
+                if (!(rc = tdb_buf_append(&b, "\"", 1)) &&
+                    !(rc = tdb_buf_append(&b, text + i, j - i)))
+                    rc = tdb_buf_append(&b, "\"", 1);
+            } else {
+                rc = tdb_buf_append(&b, text + i, j - i);
+            }
+            i = j;
+            continue;
+        }
+        rc = tdb_buf_append(&b, &c, 1);
+        i++;
+    }
+    if (rc) {
+        tdb_buf_free(&b);
+        return rc;
+    }
+    *out_len = b.len;
+    *out = (char *)tdb_buf_take(&b, out_len);
+    if (!*out && *out_len == 0)
+        *out = calloc(1, 1);
+    return *out ? 0 : TDB_E_NOMEM;
+}
+
+/* A JSON integer, or a decimal string, as a signed 128-bit-safe pair:
+ * *neg and *mag (magnitude).  Reals are refused. */
+static int sj_int(json_t *v, const struct sj_where *w, bool *neg,
+                  uint64_t *mag, struct tdb_error *err)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        *neg = x < 0;
+        *mag = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+        return 0;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+            *neg = d < 0;
+            *mag = (uint64_t)fabs(d);
+            return 0;
+        }
+        return sj_bad(err, TDB_E_INVAL, w, "%.17g is not an integer", d);
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v), *p = s;
+        *neg = *p == '-';
+        p += *neg;
+        if (!isdigit((unsigned char)*p))
+            goto bad;
+        errno = 0;
+        char *end;
+        unsigned long long x = strtoull(p, &end, 10);
+        if (*end)
+            goto bad;
+        if (errno == ERANGE)
+            return sj_bad(err, TDB_E_INVAL, w, "%s is too large", s);
+        *mag = x;
+        if (*neg && x == 0)
+            *neg = false;
+        return 0;
+    bad:
+        return sj_bad(err, TDB_E_INVAL, w, "\"%s\" is not an integer", s);
+    }
+    return sj_bad(err, TDB_E_INVAL, w, "expected an integer");
+}
+
+/* An unsigned integer no larger than max. */
+static int sj_uint(json_t *v, const struct sj_where *w, uint64_t max,
+                   uint64_t *out, struct tdb_error *err)
+{
+    bool neg;
+    uint64_t mag;
+    int rc = sj_int(v, w, &neg, &mag, err);
+    if (rc)
+        return rc;
+    if (neg || mag > max)
+        return sj_bad(err, TDB_E_INVAL, w, "%s%" PRIu64 " is out of range "
+                      "(0 to %" PRIu64 ")", neg ? "-" : "", mag, max);
+    *out = mag;
+    return 0;
+}
+
+/* A number, or one of the strings json.c writes for NaN and infinities. */
+static int sj_double(json_t *v, const struct sj_where *w, double *out,
+                     struct tdb_error *err)
+{
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        if (!strcmp(s, "NaN"))
+            *out = NAN;
+        else if (!strcmp(s, "Infinity"))
+            *out = INFINITY;
+        else if (!strcmp(s, "-Infinity"))
+            *out = -INFINITY;
+        else {
+            char *end;
+            errno = 0;
+            *out = strtod(s, &end);
+            if (!s[0] || *end || errno == ERANGE)
+                return sj_bad(err, TDB_E_INVAL, w, "\"%s\" is not a number",
+                              s);
+        }
+        return 0;
+    }
+    return sj_bad(err, TDB_E_INVAL, w, "expected a number");
+}
+
+/* One value of a fixed-size numeric datatype into out (size bytes). */
+static int sj_value(json_t *v, unsigned type, const struct sj_where *w,
+                    uint8_t out[8], struct tdb_error *err)
+{
+    unsigned sz = tdb_dt_size(type);
+    memset(out, 0, 8);
+    if (tdb_dt_is_float(type)) {
+        double d;
+        int rc = sj_double(v, w, &d, err);
+        if (rc)
+            return rc;
+        if (type == TDB_FLOAT32) {
+            if (isfinite(d) && fabs(d) > (double)FLT_MAX)
+                return sj_bad(err, TDB_E_INVAL, w, "%.17g does not fit "
+                              "FLOAT32", d);
+            float f = (float)d;
+            memcpy(out, &f, 4);
+        } else {
+            memcpy(out, &d, 8);
+        }
+        return 0;
+    }
+    bool neg;
+    uint64_t mag;
+    int rc = sj_int(v, w, &neg, &mag, err);
+    if (rc)
+        return rc;
+    uint64_t u;
+    if (tdb_dt_is_signed_int(type)) {
+        uint64_t lim = UINT64_C(1) << (8 * sz - 1);   /* |min| */
+        if ((neg && mag > lim) || (!neg && mag > lim - 1))
+            return sj_bad(err, TDB_E_INVAL, w, "%s%" PRIu64 " does not fit "
+                          "%s", neg ? "-" : "", mag, tdb_dt_name(type));
+        u = neg ? (uint64_t)0 - mag : mag;
+    } else {
+        uint64_t max = sz == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * sz)) - 1;
+        if (neg || mag > max)
+            return sj_bad(err, TDB_E_INVAL, w, "%s%" PRIu64 " does not fit "
+                          "%s", neg ? "-" : "", mag, tdb_dt_name(type));
+        u = mag;
+    }
+    for (unsigned i = 0; i < sz; i++)
+        out[i] = (uint8_t)(u >> (8 * i));
+    return 0;
+}
+
+/* A string member without embedded NULs; NULL when absent (and !required). */
+static int sj_str(json_t *obj, const char *key, bool required,
+                  const struct sj_where *parent, const char **out,
+                  struct tdb_error *err)
+{
+    struct sj_where w;
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    sj_at(&w, parent, "%s", key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return sj_bad(err, TDB_E_INVAL, &w, "missing");
+        return 0;
+    }
+    if (!json_is_string(v))
+        return sj_bad(err, TDB_E_INVAL, &w, "expected a string");
+    if (strlen(json_string_value(v)) != json_string_length(v))
+        return sj_bad(err, TDB_E_INVAL, &w, "holds a NUL character");
+    if (json_string_length(v) > TDB_MAX_NAME)
+        return sj_bad(err, TDB_E_INVAL, &w, "longer than %d bytes",
+                      TDB_MAX_NAME);
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int sj_bool(json_t *obj, const char *key, bool def,
+                   const struct sj_where *parent, bool *out,
+                   struct tdb_error *err)
+{
+    struct sj_where w;
+    json_t *v = json_object_get(obj, key);
+    sj_at(&w, parent, "%s", key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_boolean(v))
+        return sj_bad(err, TDB_E_INVAL, &w, "expected true or false");
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int sj_datatype(json_t *obj, const struct sj_where *parent,
+                       unsigned *out, struct tdb_error *err)
+{
+    const char *name;
+    struct sj_where w;
+    int rc = sj_str(obj, "datatype", true, parent, &name, err);
+    if (rc)
+        return rc;
+    sj_at(&w, parent, "datatype");
+    int t = tdb_dt_from_name(name);
+    if (t < 0 || t == TDB_ANY)
+        return sj_bad(err, TDB_E_INVAL, &w, "unknown datatype \"%s\"", name);
+    *out = (unsigned)t;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- filters */
+
+static uint8_t sj_compressor(unsigned type)
+{
+    switch (type) {
+    case TDB_FILTER_GZIP: return 1;
+    case TDB_FILTER_ZSTD: return 2;
+    case TDB_FILTER_LZ4: return 3;
+    case TDB_FILTER_RLE: return 4;
+    case TDB_FILTER_BZIP2: return 5;
+    case TDB_FILTER_DOUBLE_DELTA: return 6;
+    case TDB_FILTER_DICTIONARY: return 7;
+    case TDB_FILTER_DELTA: return 8;
+    default: return 0;
+    }
+}
+
+static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
+                     struct tdb_error *err)
+{
+    static const char *const k_none[] = {"type", NULL};
+    static const char *const k_comp[] = {"type", "level", NULL};
+    static const char *const k_delta[] = {"type", "level",
+                                          "reinterpret_datatype", NULL};
+    static const char *const k_window[] = {"type", "max_window", NULL};
+    static const char *const k_scale[] = {"type", "scale", "offset",
+                                          "byte_width", NULL};
+    static const char *const k_webp[] = {"type", "quality", "format",
+                                         "lossless", NULL};
+    const char *name;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    if (!json_is_object(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
+    if ((rc = sj_str(o, "type", true, w, &name, err)))
+        return rc;
+    sj_at(&k, w, "type");
+    unsigned t;
+    for (t = 0; t < TDB_FILTER_TYPE_COUNT; t++) {
+        const struct tdb_filter_ops *ops = tdb_filter_lookup(t);
+        if (ops && !strcasecmp(ops->name, name))
+            break;
+    }
+    if (t == TDB_FILTER_TYPE_COUNT || t == TDB_FILTER_DEPRECATED)
+        return sj_bad(err, TDB_E_INVAL, &k, "unknown filter \"%s\"", name);
+    if (t == TDB_FILTER_AES_256_GCM)
+        return sj_bad(err, TDB_E_INVAL, &k, "AES_256_GCM is not a filter of "
+                      "a schema (give the key when creating the array)");
+    memset(f, 0, sizeof *f);
+    f->type = (uint8_t)t;
+    f->ops = tdb_filter_lookup(t);
+    f->reinterpret_type = TDB_ANY;
+    f->compressor = sj_compressor(t);
+    const char *const *known = k_none;
+    switch (t) {
+    case TDB_FILTER_DELTA:
+    case TDB_FILTER_DOUBLE_DELTA:
+        known = k_delta;
+        if ((v = json_object_get(o, "reinterpret_datatype")) &&
+            !json_is_null(v)) {
+            int rt;
+            sj_at(&k, w, "reinterpret_datatype");
+            if (!json_is_string(v) ||
+                (rt = tdb_dt_from_name(json_string_value(v))) < 0)
+                return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype "
+                              "name");
+            f->reinterpret_type = (uint8_t)rt;
+        }
+        /* fall through */
+    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
+    case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
+        if (known == k_none)
+            known = k_comp;
+        f->level = SJ_LEVEL;
+        if ((v = json_object_get(o, "level")) && !json_is_null(v)) {
+            bool neg;
+            uint64_t mag;
+            sj_at(&k, w, "level");
+            if ((rc = sj_int(v, &k, &neg, &mag, err)))
+                return rc;
+            if (mag > INT32_MAX)
+                return sj_bad(err, TDB_E_INVAL, &k, "out of range");
+            f->level = neg ? -(int32_t)mag : (int32_t)mag;
+        }
+        break;
+    case TDB_FILTER_BIT_WIDTH_REDUCTION:
+    case TDB_FILTER_POSITIVE_DELTA: {
+        uint64_t mw = SJ_MAX_WINDOW;
+        known = k_window;
+        sj_at(&k, w, "max_window");
+        if ((v = json_object_get(o, "max_window")) && !json_is_null(v) &&
+            (rc = sj_uint(v, &k, UINT32_MAX, &mw, err)))
+            return rc;
+        if (mw == 0)
+            return sj_bad(err, TDB_E_INVAL, &k, "must not be 0");
+        f->max_window = (uint32_t)mw;
+        break;
+    }
+    case TDB_FILTER_SCALE_FLOAT: {
+        uint64_t bw = 8;
+        known = k_scale;
+        f->scale = 1.0;
+        f->offset = 0.0;
+        sj_at(&k, w, "scale");
+        if ((v = json_object_get(o, "scale")) &&
+            (rc = sj_double(v, &k, &f->scale, err)))
+            return rc;
+        sj_at(&k, w, "offset");
+        if ((v = json_object_get(o, "offset")) &&
+            (rc = sj_double(v, &k, &f->offset, err)))
+            return rc;
+        sj_at(&k, w, "byte_width");
+        if ((v = json_object_get(o, "byte_width")) &&
+            (rc = sj_uint(v, &k, 8, &bw, err)))
+            return rc;
+        if (bw != 1 && bw != 2 && bw != 4 && bw != 8)
+            return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
+                          "4 or 8", bw);
+        f->byte_width = bw;
+        break;
+    }
+    case TDB_FILTER_WEBP: {
+        /* the tile extents come from the schema (sj_webp_extents) */
+        double q = 100.0;
+        const char *fmt;
+        bool lossless;
+        known = k_webp;
+        sj_at(&k, w, "quality");
+        if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
+            (rc = sj_double(v, &k, &q, err)))
+            return rc;
+        if (!(q >= 0.0 && q <= 100.0))
+            return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
+        f->webp_quality = (float)q;
+        if ((rc = sj_str(o, "format", true, w, &fmt, err)))
+            return rc;
+        for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
+            if (!strcasecmp(fmt, tdb_webp_format_name(i)))
+                f->webp_format = (uint8_t)i;
+        sj_at(&k, w, "format");
+        if (!f->webp_format)
+            return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
+                          "RGBA or BGRA", fmt);
+        if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
+            return rc;
+        f->webp_lossless = lossless;
+        break;
+    }
+    default:
+        break;
+    }
+    return sj_known_keys(o, known, w, err);
+}
+
+/* A pipeline from an array of filters; absent or null: `def` (may be NULL
+ * for none). */
+static int sj_pipeline(json_t *obj, const char *key,
+                       const struct sj_where *parent,
+                       const struct tdb_filter *def, struct tdb_pipeline *p,
+                       struct tdb_error *err)
+{
+    struct sj_where w;
+    json_t *arr = json_object_get(obj, key);
+    memset(p, 0, sizeof *p);
+    p->max_chunk_size = SJ_CHUNK;
+    /* The pipeline's max chunk size, when not TileDB's default, sits in a
+     * sibling key: "filters_max_chunk_size", "coords_filters_max_chunk_size"
+     * and so on. */
+    char ck[64];
+    snprintf(ck, sizeof ck, "%s_max_chunk_size", key);
+    json_t *cv = json_object_get(obj, ck);
+    if (cv && !json_is_null(cv)) {
+        uint64_t mcs;
+        int rc;
+        sj_at(&w, parent, "%s", ck);
+        if ((rc = sj_uint(cv, &w, UINT32_MAX, &mcs, err)))
+            return rc;
+        p->max_chunk_size = (uint32_t)mcs;
+    }
+    sj_at(&w, parent, "%s", key);
+    size_t n = 0;
+    if (arr && !json_is_null(arr)) {
+        if (!json_is_array(arr))
+            return sj_bad(err, TDB_E_INVAL, &w, "expected an array of "
+                          "filters");
+        n = json_array_size(arr);
+    } else if (def) {
+        n = 1;
+    }
+    if (n > SJ_MAX_FILTERS)
+        return sj_bad(err, TDB_E_INVAL, &w, "more than %d filters",
+                      SJ_MAX_FILTERS);
+    if (!(p->f = calloc(n ? n : 1, sizeof *p->f)))
+        return sj_nomem(err);
+    if (!arr || json_is_null(arr)) {
+        if (def)
+            p->f[0] = *def;
+        p->n = (uint32_t)n;
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sj_where fw;
+        sj_at(&fw, &w, "[%zu]", i);
+        int rc = sj_filter(json_array_get(arr, i), &fw, &p->f[i], err);
+        if (rc)
+            return rc;
+        p->n = (uint32_t)(i + 1);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- dimensions */
+
+static int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
+                  const struct tdb_pipeline *coords, struct tdb_error *err)
+{
+    static const char *const known[] = {"name", "datatype", "domain",
+                                        "tile_extent", "var", "filters",
+                                        "filters_max_chunk_size", NULL};
+    const char *name;
+    struct sj_where k;
+    bool var;
+    int rc;
+    if (!json_is_object(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
+    if ((rc = sj_known_keys(o, known, w, err)) ||
+        (rc = sj_str(o, "name", true, w, &name, err)))
+        return rc;
+    if (!(d->name = strdup(name)))
+        return sj_nomem(err);
+    if ((rc = sj_datatype(o, w, &d->type, err)) ||
+        (rc = sj_bool(o, "var", false, w, &var, err)))
+        return rc;
+    unsigned sz = tdb_dt_size(d->type);
+    sj_at(&k, w, "datatype");
+    if (var) {
+        if (d->type != TDB_STRING_ASCII)
+            return sj_bad(err, TDB_E_INVAL, &k, "a var-sized dimension must "
+                          "be STRING_ASCII, not %s", tdb_dt_name(d->type));
+        d->cell_val_num = TDB_VAR_NUM;
+        json_t *v = json_object_get(o, "domain");
+        sj_at(&k, w, "domain");
+        if (v && !json_is_null(v))
+            return sj_bad(err, TDB_E_INVAL, &k, "a string dimension has no "
+                          "domain");
+        v = json_object_get(o, "tile_extent");
+        sj_at(&k, w, "tile_extent");
+        if (v && !json_is_null(v))
+            return sj_bad(err, TDB_E_INVAL, &k, "a string dimension has no "
+                          "tile extent");
+    } else {
+        if (!(tdb_dt_is_integer(d->type) || tdb_dt_is_float(d->type)) ||
+            sz > 8)
+            return sj_bad(err, TDB_E_INVAL, &k, "%s is not a dimension "
+                          "datatype (integers, floats, DATETIME_*, TIME_*, "
+                          "or STRING_ASCII with \"var\": true)",
+                          tdb_dt_name(d->type));
+        d->cell_val_num = 1;
+        json_t *dom = json_object_get(o, "domain");
+        sj_at(&k, w, "domain");
+        if (!dom || json_is_null(dom))
+            return sj_bad(err, TDB_E_INVAL, &k, "missing");
+        if (!json_is_array(dom) || json_array_size(dom) != 2)
+            return sj_bad(err, TDB_E_INVAL, &k, "expected [lo, hi]");
+        struct sj_where e;
+        sj_at(&e, &k, "[0]");
+        if ((rc = sj_value(json_array_get(dom, 0), d->type, &e, d->lo, err)))
+            return rc;
+        sj_at(&e, &k, "[1]");
+        if ((rc = sj_value(json_array_get(dom, 1), d->type, &e, d->hi, err)))
+            return rc;
+        json_t *ext = json_object_get(o, "tile_extent");
+        sj_at(&k, w, "tile_extent");
+        if (ext && !json_is_null(ext)) {
+            if ((rc = sj_value(ext, d->type, &k, d->extent, err)))
+                return rc;
+            d->has_extent = true;
+        }
+    }
+    /* A dimension without filters of its own takes the coordinate filters
+     * (as the schema reader gives them), so a JSON written from a schema
+     * comes back the same. */
+    if (json_object_get(o, "filters") && !json_is_null(json_object_get(o, "filters")))
+        return sj_pipeline(o, "filters", w, NULL, &d->filters, err);
+    if (tdb_pipeline_copy(&d->filters, coords))
+        return sj_nomem(err);
+    return 0;
+}
+
+/* ------------------------------------------------------------- attributes */
+
+static int sj_hex(const char *s, uint8_t **out, uint64_t *size)
+{
+    size_t n = strlen(s);
+    if (n % 2)
+        return -1;
+    uint8_t *p = malloc(n / 2 ? n / 2 : 1);
+    if (!p)
+        return TDB_E_NOMEM;
+    for (size_t i = 0; i < n / 2; i++) {
+        unsigned v = 0;
+        for (int j = 0; j < 2; j++) {
+            char c = s[2 * i + (size_t)j];
+            int x = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+            if (x < 0) {
+                free(p);
+                return -1;
+            }
+            v = v * 16 + (unsigned)x;
+        }
+        p[i] = (uint8_t)v;
+    }
+    *out = p;
+    *size = n / 2;
+    return 0;
+}
+
+static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
+                   struct tdb_error *err)
+{
+    static const char *const known[] = {"name", "datatype", "cell_val_num",
+                                        "nullable", "fill_hex",
+                                        "fill_validity", "enumeration",
+                                        "filters", "filters_max_chunk_size",
+                                        NULL};
+    const char *name, *hex;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    if (!json_is_object(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
+    if ((rc = sj_known_keys(o, known, w, err)) ||
+        (rc = sj_str(o, "name", true, w, &name, err)))
+        return rc;
+    if (!(a->name = strdup(name)))
+        return sj_nomem(err);
+    if ((rc = sj_datatype(o, w, &a->type, err)))
+        return rc;
+    sj_at(&k, w, "enumeration");
+    if ((v = json_object_get(o, "enumeration")) && !json_is_null(v)) {
+        if (!json_is_string(v))
+            return sj_bad(err, TDB_E_INVAL, &k, "expected a string");
+        if (!(a->enumeration = strdup(json_string_value(v))))
+            return sj_nomem(err);
+    }
+    a->cell_val_num = 1;
+    sj_at(&k, w, "cell_val_num");
+    if ((v = json_object_get(o, "cell_val_num")) && !json_is_null(v)) {
+        uint64_t n;
+        if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+            a->cell_val_num = TDB_VAR_NUM;
+        } else {
+            if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
+                return rc;
+            if (n == 0)
+                return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1 "
+                              "(or \"var\")");
+            a->cell_val_num = (uint32_t)n;
+        }
+    }
+    if ((rc = sj_bool(o, "nullable", false, w, &a->nullable, err)))
+        return rc;
+    uint64_t fv = 0;
+    sj_at(&k, w, "fill_validity");
+    if ((v = json_object_get(o, "fill_validity")) && !json_is_null(v)) {
+        if (json_is_boolean(v))
+            fv = json_is_true(v);
+        else if ((rc = sj_uint(v, &k, 1, &fv, err)))
+            return rc;
+    }
+    a->fill_validity = (uint8_t)fv;
+    if ((rc = sj_str(o, "fill_hex", false, w, &hex, err)))
+        return rc;
+    sj_at(&k, w, "fill_hex");
+    uint64_t cell = (uint64_t)tdb_dt_size(a->type) *
+                    (a->cell_val_num == TDB_VAR_NUM ? 1 : a->cell_val_num);
+    if (hex) {
+        rc = sj_hex(hex, &a->fill, &a->fill_size);
+        if (rc == TDB_E_NOMEM)
+            return sj_nomem(err);
+        if (rc)
+            return sj_bad(err, TDB_E_INVAL, &k, "expected an even number of "
+                          "hex digits");
+        if (a->fill_size == 0)
+            return sj_bad(err, TDB_E_INVAL, &k, "a fill value has at least "
+                          "one byte");
+        if (a->cell_val_num != TDB_VAR_NUM && a->fill_size != cell)
+            return sj_bad(err, TDB_E_INVAL, &k, "holds %" PRIu64 " bytes; a "
+                          "cell of %u %s values is %" PRIu64, a->fill_size,
+                          a->cell_val_num, tdb_dt_name(a->type), cell);
+        if (a->cell_val_num == TDB_VAR_NUM &&
+            a->fill_size % tdb_dt_size(a->type))
+            return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " bytes are not "
+                          "whole %s values", a->fill_size,
+                          tdb_dt_name(a->type));
+    } else {
+        unsigned sz = tdb_dt_size(a->type);
+        if (!(a->fill = malloc((size_t)cell)))
+            return sj_nomem(err);
+        for (uint64_t i = 0; i < cell / sz; i++)
+            tdb_dt_default_fill(a->type, a->fill + i * sz);
+        a->fill_size = cell;
+    }
+    return sj_pipeline(o, "filters", w, NULL, &a->filters, err);
+}
+
+/* --------------------------------------------------------- current domain */
+
+static int sj_current_domain(json_t *cd, const struct sj_where *w,
+                             struct tdb_schema *s, struct tdb_error *err)
+{
+    if (!cd || json_is_null(cd))
+        return 0;
+    if (!json_is_array(cd) || json_array_size(cd) != s->ndims)
+        return sj_bad(err, TDB_E_INVAL, w, "expected null or one [lo, hi] "
+                      "per dimension (%u)", s->ndims);
+    if (!(s->current_domain = calloc(s->ndims, sizeof *s->current_domain)))
+        return sj_nomem(err);
+    s->has_current_domain = true;
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        struct sj_where r, e;
+        json_t *pair = json_array_get(cd, i);
+        struct tdb_range *rg = &s->current_domain[i];
+        const struct tdb_dim *d = &s->dims[i];
+        sj_at(&r, w, "[%u]", i);
+        if (!json_is_array(pair) || json_array_size(pair) != 2)
+            return sj_bad(err, TDB_E_INVAL, &r, "expected [lo, hi]");
+        for (int j = 0; j < 2; j++) {
+            json_t *v = json_array_get(pair, (size_t)j);
+            int rc;
+            sj_at(&e, &r, "[%d]", j);
+            if (d->cell_val_num != TDB_VAR_NUM) {
+                if ((rc = sj_value(v, d->type, &e, j ? rg->hi : rg->lo, err)))
+                    return rc;
+                continue;
+            }
+            if (!json_is_string(v))
+                return sj_bad(err, TDB_E_INVAL, &e, "expected a string");
+            size_t n = json_string_length(v);
+            uint8_t *p = malloc(n ? n : 1);
+            if (!p)
+                return sj_nomem(err);
+            memcpy(p, json_string_value(v), n);
+            if (j) {
+                rg->vhi = p;
+                rg->vhi_size = n;
+            } else {
+                rg->vlo = p;
+                rg->vlo_size = n;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- the schema */
+
+static int sj_layout(json_t *obj, const char *key, bool cell,
+                     const struct sj_where *parent, unsigned *out,
+                     struct tdb_error *err)
+{
+    const char *s;
+    struct sj_where w;
+    int rc = sj_str(obj, key, false, parent, &s, err);
+    if (rc)
+        return rc;
+    sj_at(&w, parent, "%s", key);
+    if (!s || !strcmp(s, "row-major"))
+        *out = TDB_ROW_MAJOR;
+    else if (!strcmp(s, "col-major"))
+        *out = TDB_COL_MAJOR;
+    else if (cell && !strcmp(s, "hilbert"))
+        *out = TDB_HILBERT;
+    else
+        return sj_bad(err, TDB_E_INVAL, &w, "\"%s\" is not %s", s,
+                      cell ? "row-major, col-major or hilbert"
+                           : "row-major or col-major");
+    return 0;
+}
+
+/* "enumerations": [{"name", "datatype", "cell_val_num", "ordered",
+ * "data_hex", "offsets_hex"}] as json.c writes them; each gets a new file
+ * name __<32 hex>_0 under __schema/__enumerations, as TileDB names them.
+ * Every attribute's "enumeration" must name one of them. */
+static int sj_enumerations(json_t *o, const struct sj_where *w,
+                           struct tdb_schema *s, struct tdb_error *err)
+{
+    static const char *const known[] = {"name", "datatype", "cell_val_num",
+                                        "ordered", "data_hex", "offsets_hex",
+                                        NULL};
+    size_t n = o && !json_is_null(o) ? json_array_size(o) : 0;
+    int rc;
+    if (o && !json_is_null(o) && !json_is_array(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an array");
+    if (n > UINT16_MAX)
+        return sj_bad(err, TDB_E_INVAL, w, "too many enumerations");
+    if (n && !(s->enums = calloc(n, sizeof *s->enums)))
+        return sj_nomem(err);
+    s->nenums = (uint32_t)n;
+    for (uint32_t i = 0; i < s->nenums; i++) {
+        json_t *e = json_array_get(o, i);
+        struct tdb_enumeration *en = &s->enums[i];
+        struct sj_where ew, k;
+        const char *name, *hex;
+        sj_at(&ew, w, "[%u]", i);
+        if (!json_is_object(e))
+            return sj_bad(err, TDB_E_INVAL, &ew, "expected an object");
+        if ((rc = sj_known_keys(e, known, &ew, err)) ||
+            (rc = sj_str(e, "name", true, &ew, &name, err)) ||
+            (rc = sj_datatype(e, &ew, &en->type, err)) ||
+            (rc = sj_bool(e, "ordered", false, &ew, &en->ordered, err)))
+            return rc;
+        if (!(en->name = strdup(name)))
+            return sj_nomem(err);
+        uint8_t rnd[16];
+        char file[64];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+            return tdb_err(err, TDB_E_IO, "no random bytes for a file name");
+        snprintf(file, sizeof file, "__");
+        for (int b = 0; b < 16; b++)
+            snprintf(file + 2 + 2 * b, 3, "%02x", rnd[b]);
+        strcat(file, "_0");
+        if (!(en->path = strdup(file)))
+            return sj_nomem(err);
+        en->cell_val_num = 1;
+        json_t *v = json_object_get(e, "cell_val_num");
+        sj_at(&k, &ew, "cell_val_num");
+        if (v && json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+            en->cell_val_num = TDB_VAR_NUM;
+        } else if (v && !json_is_null(v)) {
+            uint64_t cv;
+            if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &cv, err)))
+                return rc;
+            if (!cv)
+                return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1");
+            en->cell_val_num = (uint32_t)cv;
+        }
+        if ((rc = sj_str(e, "data_hex", true, &ew, &hex, err)))
+            return rc;
+        sj_at(&k, &ew, "data_hex");
+        if (sj_hex(hex, &en->data, &en->data_size))
+            return sj_bad(err, TDB_E_INVAL, &k, "not hexadecimal bytes");
+        if (en->cell_val_num == TDB_VAR_NUM) {
+            if ((rc = sj_str(e, "offsets_hex", true, &ew, &hex, err)))
+                return rc;
+            sj_at(&k, &ew, "offsets_hex");
+            if (sj_hex(hex, &en->offsets, &en->offsets_size) ||
+                en->offsets_size % 8)
+                return sj_bad(err, TDB_E_INVAL, &k, "not uint64 offsets");
+            for (uint64_t j = 0; j < en->offsets_size / 8; j++) {
+                uint64_t off = tdb_le64(en->offsets + 8 * j);
+                if (off > en->data_size ||
+                    (j && off < tdb_le64(en->offsets + 8 * (j - 1))))
+                    return sj_bad(err, TDB_E_INVAL, &k, "offset %llu of value "
+                                  "%llu out of order or past the data",
+                                  (unsigned long long)off,
+                                  (unsigned long long)j);
+            }
+        } else {
+            uint64_t cell = (uint64_t)tdb_dt_size(en->type) * en->cell_val_num;
+            if (!cell || en->data_size % cell)
+                return sj_bad(err, TDB_E_INVAL, &k, "not whole values");
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(s->enums[j].name, en->name))
+                return sj_bad(err, TDB_E_INVAL, &ew, "a second enumeration "
+                              "named '%s'", en->name);
+    }
+    for (uint32_t a = 0; a < s->nattrs; a++) {
+        const char *en = s->attrs[a].enumeration;
+        bool found = false;
+        for (uint32_t j = 0; en && j < s->nenums && !found; j++)
+            found = !strcmp(s->enums[j].name, en);
+        if (en && !found)
+            return tdb_err(err, TDB_E_INVAL, "attrs[%u].enumeration: no "
+                           "enumeration named '%s' in \"enumerations\"", a, en);
+    }
+    return 0;
+}
+
+static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
+{
+    static const char *const known[] = {
+        "array_type", "tile_order", "cell_order", "capacity",
+        "allows_duplicates", "dims", "attrs", "current_domain",
+        "coords_filters", "offsets_filters", "validity_filters", "version",
+        "coords_filters_max_chunk_size", "offsets_filters_max_chunk_size",
+        "validity_filters_max_chunk_size", "enumerations", NULL};
+    struct sj_where top = {""}, w;
+    const char *at;
+    json_t *v;
+    int rc;
+    if ((rc = sj_known_keys(o, known, &top, err)) ||
+        (rc = sj_str(o, "array_type", true, &top, &at, err)))
+        return rc;
+    sj_at(&w, &top, "array_type");
+    if (!strcmp(at, "dense"))
+        s->array_type = TDB_DENSE;
+    else if (!strcmp(at, "sparse"))
+        s->array_type = TDB_SPARSE;
+    else
+        return sj_bad(err, TDB_E_INVAL, &w, "\"%s\" is not dense or sparse",
+                      at);
+    if ((rc = sj_layout(o, "tile_order", false, &top, &s->tile_order, err)) ||
+        (rc = sj_layout(o, "cell_order", true, &top, &s->cell_order, err)) ||
+        (rc = sj_bool(o, "allows_duplicates", false, &top, &s->allows_dups,
+                      err)))
+        return rc;
+    s->capacity = SJ_CAPACITY;
+    sj_at(&w, &top, "capacity");
+    if ((v = json_object_get(o, "capacity")) && !json_is_null(v) &&
+        (rc = sj_uint(v, &w, UINT64_MAX, &s->capacity, err)))
+        return rc;
+
+    /* TileDB's default pipelines: ZSTD for coordinates and offsets, RLE
+     * for validity. */
+    struct tdb_filter zstd = {.type = TDB_FILTER_ZSTD, .compressor = 2,
+                              .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
+                              .ops = tdb_filter_lookup(TDB_FILTER_ZSTD)};
+    struct tdb_filter rle = {.type = TDB_FILTER_RLE, .compressor = 4,
+                             .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
+                             .ops = tdb_filter_lookup(TDB_FILTER_RLE)};
+    if ((rc = sj_pipeline(o, "coords_filters", &top, &zstd,
+                          &s->coords_filters, err)) ||
+        (rc = sj_pipeline(o, "offsets_filters", &top, &zstd,
+                          &s->offsets_filters, err)) ||
+        (rc = sj_pipeline(o, "validity_filters", &top, &rle,
+                          &s->validity_filters, err)))
+        return rc;
+
+    json_t *dims = json_object_get(o, "dims");
+    sj_at(&w, &top, "dims");
+    if (!json_is_array(dims) || json_array_size(dims) == 0)
+        return sj_bad(err, TDB_E_INVAL, &w, "expected an array of at least "
+                      "one dimension");
+    if (json_array_size(dims) > UINT16_MAX)
+        return sj_bad(err, TDB_E_INVAL, &w, "too many dimensions");
+    s->ndims = (uint32_t)json_array_size(dims);
+    if (!(s->dims = calloc(s->ndims, sizeof *s->dims)))
+        return sj_nomem(err);
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        struct sj_where dw;
+        sj_at(&dw, &w, "[%u]", i);
+        if ((rc = sj_dim(json_array_get(dims, i), &dw, &s->dims[i],
+                         &s->coords_filters, err)))
+            return rc;
+    }
+
+    json_t *attrs = json_object_get(o, "attrs");
+    sj_at(&w, &top, "attrs");
+    if (attrs && !json_is_null(attrs) && !json_is_array(attrs))
+        return sj_bad(err, TDB_E_INVAL, &w, "expected an array");
+    size_t na = attrs ? json_array_size(attrs) : 0;
+    if (na > UINT16_MAX)
+        return sj_bad(err, TDB_E_INVAL, &w, "too many attributes");
+    if (!(s->attrs = calloc(na ? na : 1, sizeof *s->attrs)))
+        return sj_nomem(err);
+    s->nattrs = (uint32_t)na;
+    for (uint32_t i = 0; i < s->nattrs; i++) {
+        struct sj_where aw;
+        sj_at(&aw, &w, "[%u]", i);
+        if ((rc = sj_attr(json_array_get(attrs, i), &aw, &s->attrs[i], err)))
+            return rc;
+    }
+    sj_at(&w, &top, "enumerations");
+    if ((rc = sj_enumerations(json_object_get(o, "enumerations"), &w, s, err)))
+        return rc;
+    sj_at(&w, &top, "current_domain");
+    return sj_current_domain(json_object_get(o, "current_domain"), &w, s,
+                             err);
+}
+
+/* ----------------------------------------------------------------- checks */
+
+/* A fixed-size dimension value widened for comparison. */
+struct sj_num {
+    bool is_float, is_signed;
+    double d;
+    int64_t i;
+    uint64_t u;
+};
+
+static struct sj_num sj_load(unsigned type, const uint8_t *p)
+{
+    struct sj_num n = {0};
+    unsigned sz = tdb_dt_size(type);
+    if (type == TDB_FLOAT32) {
+        float f;
+        memcpy(&f, p, 4);
+        n.is_float = true;
+        n.d = f;
+    } else if (type == TDB_FLOAT64) {
+        n.is_float = true;
+        memcpy(&n.d, p, 8);
+    } else {
+        uint8_t t[8] = {0};
+        memcpy(t, p, sz);
+        n.u = tdb_le64(t);
+        if (tdb_dt_is_signed_int(type)) {
+            unsigned sh = 64 - 8 * sz;
+            n.is_signed = true;
+            n.i = (int64_t)(n.u << sh) >> sh;
+        }
+    }
+    return n;
+}
+
+static bool sj_lt(struct sj_num a, struct sj_num b)
+{
+    return a.is_float ? a.d < b.d : a.is_signed ? a.i < b.i : a.u < b.u;
+}
+
+static __int128 sj_wide(struct sj_num n)
+{
+    return n.is_signed ? (__int128)n.i : (__int128)n.u;
+}
+
+/* The largest value of integer type t. */
+static __int128 sj_type_max(unsigned t)
+{
+    unsigned bits = 8 * tdb_dt_size(t);
+    return tdb_dt_is_signed_int(t) ? ((__int128)1 << (bits - 1)) - 1
+                                   : ((__int128)1 << bits) - 1;
+}
+
+static __int128 sj_type_min(unsigned t)
+{
+    unsigned bits = 8 * tdb_dt_size(t);
+    return tdb_dt_is_signed_int(t) ? -((__int128)1 << (bits - 1)) : 0;
+}
+
+static int sj_cmp_bytes(const uint8_t *a, uint64_t na, const uint8_t *b,
+                        uint64_t nb)
+{
+    uint64_t n = na < nb ? na : nb;
+    int c = n ? memcmp(a, b, (size_t)n) : 0;
+    return c ? c : (na < nb ? -1 : na > nb);
+}
+
+/* Dense arrays: a dimension without a tile extent gets its whole domain
+ * as the extent, as TileDB's set_domain does. */
+static int sj_fill_extents(struct tdb_schema *s, struct tdb_error *err)
+{
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        struct tdb_dim *d = &s->dims[i];
+        if (d->has_extent || d->cell_val_num == TDB_VAR_NUM ||
+            !tdb_dt_is_integer(d->type))
+            continue;
+        struct sj_num lo = sj_load(d->type, d->lo), hi = sj_load(d->type,
+                                                                d->hi);
+        __int128 ext = sj_wide(hi) - sj_wide(lo) + 1;
+        if (ext <= 0 || ext > sj_type_max(d->type))
+            return tdb_err(err, TDB_E_INVAL, "schema JSON: dims[%u] ('%s'): "
+                           "tile_extent is null and the domain's range does "
+                           "not fit %s; give a tile_extent", i, d->name,
+                           tdb_dt_name(d->type));
+        uint64_t e = (uint64_t)ext;
+        for (unsigned b = 0; b < tdb_dt_size(d->type); b++)
+            d->extent[b] = (uint8_t)(e >> (8 * b));
+        d->has_extent = true;
+    }
+    return 0;
+}
+
+static int sj_check_dim(const struct tdb_schema *s, uint32_t i,
+                        struct tdb_error *err)
+{
+    const struct tdb_dim *d = &s->dims[i];
+    const char *n = d->name;
+    unsigned sz = tdb_dt_size(d->type);
+    if (d->cell_val_num == TDB_VAR_NUM) {
+        if (d->type != TDB_STRING_ASCII)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': a var-sized "
+                           "dimension must be STRING_ASCII", n);
+        if (s->array_type == TDB_DENSE)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': dense arrays "
+                           "cannot have string dimensions", n);
+        if (d->has_extent)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': a string "
+                           "dimension has no tile extent", n);
+        return 0;
+    }
+    if (d->cell_val_num != 1 || sz == 0 || sz > 8 ||
+        !(tdb_dt_is_integer(d->type) || tdb_dt_is_float(d->type)))
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': datatype %s (cell "
+                       "values %u) cannot be a dimension's", n,
+                       tdb_dt_name(d->type) ? tdb_dt_name(d->type) : "?",
+                       d->cell_val_num);
+    struct sj_num lo = sj_load(d->type, d->lo), hi = sj_load(d->type, d->hi);
+    if (lo.is_float) {
+        if (!isfinite(lo.d) || !isfinite(hi.d))
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain "
+                           "holds NaN or an infinity", n);
+        if (s->array_type == TDB_DENSE)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': dense arrays "
+                           "cannot have floating point dimensions", n);
+    }
+    if (sj_lt(hi, lo))
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain's upper "
+                       "bound is below its lower bound", n);
+    if (!lo.is_float && sj_wide(lo) == sj_type_min(d->type) &&
+        sj_wide(hi) == sj_type_max(d->type))
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain may not "
+                       "span the whole %s range", n, tdb_dt_name(d->type));
+    if (!d->has_extent) {
+        if (s->array_type == TDB_DENSE)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': a dense "
+                           "array's dimensions need a tile extent", n);
+        return 0;
+    }
+    struct sj_num ext = sj_load(d->type, d->extent);
+    if (ext.is_float) {
+        if (!(ext.d > 0) || !isfinite(ext.d))
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
+                           "extent must be greater than 0", n);
+        if (ext.d > hi.d - lo.d + 1)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
+                           "extent %.17g is larger than the domain "
+                           "[%.17g, %.17g]", n, ext.d, lo.d, hi.d);
+        return 0;
+    }
+    __int128 range = sj_wide(hi) - sj_wide(lo) + 1;
+    __int128 e = sj_wide(ext);
+    if (e <= 0)
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile extent "
+                       "must be greater than 0", n);
+    if (e > range)
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile extent "
+                       "%llu is larger than the domain's %llu values", n,
+                       (unsigned long long)e, (unsigned long long)range);
+    __int128 ntiles = (range + e - 1) / e;
+    if (sj_wide(lo) + ntiles * e - 1 > sj_type_max(d->type))
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain "
+                       "expanded to whole tiles exceeds the largest %s; "
+                       "lower the upper bound by one tile extent", n,
+                       tdb_dt_name(d->type));
+    return 0;
+}
+
+static int sj_check_attr(const struct tdb_attr *a, struct tdb_error *err)
+{
+    const char *n = a->name;
+    unsigned sz = tdb_dt_size(a->type);
+    if (sz == 0 || a->type == TDB_ANY)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': invalid datatype "
+                       "%u", n, a->type);
+    if (a->cell_val_num == 0)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': cell_val_num is 0",
+                       n);
+    if (a->fill && a->fill_size) {
+        bool var = a->cell_val_num == TDB_VAR_NUM;
+        if ((!var && a->fill_size != (uint64_t)sz * a->cell_val_num) ||
+            (var && a->fill_size % sz))
+            return tdb_err(err, TDB_E_INVAL, "attribute '%s': a fill value "
+                           "of %llu bytes does not fit its cells", n,
+                           (unsigned long long)a->fill_size);
+    }
+    if (a->fill_validity > 1)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': fill_validity is "
+                       "0 or 1", n);
+    for (uint32_t i = 0; i < a->filters.n; i++) {
+        const struct tdb_filter *f = &a->filters.f[i];
+        if (f->type == TDB_FILTER_SCALE_FLOAT && !tdb_dt_is_float(a->type))
+            return tdb_err(err, TDB_E_INVAL, "attribute '%s': SCALE_FLOAT "
+                           "filters only FLOAT32 and FLOAT64 values", n);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ WEBP */
+
+/* libwebp's largest image side (TileDB checks it at schema creation). */
+#define SJ_WEBP_MAX_SIDE 16383
+
+/* The tile extents of dimensions 0 (Y: rows) and 1 (X: bytes of a row) of
+ * a two-dimensional schema with integral dimensions, as TileDB's WEBP
+ * filter takes them; false when the schema has no such extents. */
+static bool sj_webp_dims(const struct tdb_schema *s, uint64_t *y, uint64_t *x)
+{
+    if (s->ndims != 2)
+        return false;
+    for (uint32_t i = 0; i < 2; i++) {
+        const struct tdb_dim *d = &s->dims[i];
+        switch (d->type) {
+        case TDB_INT8: case TDB_UINT8: case TDB_INT16: case TDB_UINT16:
+        case TDB_INT32: case TDB_UINT32: case TDB_INT64: case TDB_UINT64:
+            break;
+        default:
+            return false;
+        }
+        if (d->cell_val_num != 1 || !d->has_extent)
+            return false;
+        __int128 e = sj_wide(sj_load(d->type, d->extent));
+        if (e <= 0)
+            return false;
+        *(i ? x : y) = e > UINT32_MAX ? UINT32_MAX : (uint64_t)e;
+    }
+    return true;
+}
+
+/* TileDB copies the schema's tile extents into each WEBP filter's options
+ * when it checks a new schema; so does this. */
+static void sj_webp_extents(struct tdb_schema *s)
+{
+    uint64_t y, x;
+    if (s->array_type != TDB_DENSE || !sj_webp_dims(s, &y, &x) ||
+        y > UINT16_MAX || x > UINT16_MAX)
+        return;     /* tdb_schema_check says why */
+    for (uint32_t i = 0; i < s->nattrs; i++)
+        for (uint32_t j = 0; j < s->attrs[i].filters.n; j++) {
+            struct tdb_filter *f = &s->attrs[i].filters.f[j];
+            if (f->type == TDB_FILTER_WEBP) {
+                f->webp_y_extent = (uint16_t)y;
+                f->webp_x_extent = (uint16_t)x;
+            }
+        }
+}
+
+/* What TileDB asks of a schema with WEBP filters: UINT8 attributes of a
+ * dense array of two integral dimensions whose tiles are images of whole
+ * pixels at most 16383 a side; and here also one value a cell, the filter
+ * on attributes only, its options complete. */
+static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
+{
+    if (tdb_pipeline_has(&s->coords_filters, TDB_FILTER_WEBP) ||
+        tdb_pipeline_has(&s->offsets_filters, TDB_FILTER_WEBP) ||
+        tdb_pipeline_has(&s->validity_filters, TDB_FILTER_WEBP))
+        return tdb_err(err, TDB_E_INVAL, "a WEBP filter filters attribute "
+                       "values only, not coordinates, offsets or validity");
+    for (uint32_t i = 0; i < s->ndims; i++)
+        if (tdb_pipeline_has(&s->dims[i].filters, TDB_FILTER_WEBP))
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': a WEBP filter "
+                           "filters attribute values only", s->dims[i].name);
+    for (uint32_t i = 0; i < s->nattrs; i++) {
+        const struct tdb_attr *a = &s->attrs[i];
+        for (uint32_t j = 0; j < a->filters.n; j++) {
+            const struct tdb_filter *f = &a->filters.f[j];
+            unsigned bpp = tdb_webp_pixel_bytes(f->webp_format);
+            uint64_t y = 0, x = 0;
+            if (f->type != TDB_FILTER_WEBP)
+                continue;
+            if (a->type != TDB_UINT8 || a->cell_val_num != 1)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter takes UINT8 attributes of one value "
+                               "a cell", a->name);
+            if (s->array_type != TDB_DENSE)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter is for dense arrays only", a->name);
+            if (!sj_webp_dims(s, &y, &x))
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter needs exactly 2 integral dimensions "
+                               "(Y, X) with tile extents", a->name);
+            if (!bpp)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's format is not set (RGB, BGR, RGBA "
+                               "or BGRA)", a->name);
+            if (!(f->webp_quality >= 0.0f && f->webp_quality <= 100.0f) ||
+                f->webp_lossless > 1)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's quality is in [0, 100], its "
+                               "lossless flag 0 or 1", a->name);
+            if (x % bpp)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's format has %u bytes a pixel; the "
+                               "tile extent of dimension '%s' (%llu) is not "
+                               "a multiple of it", a->name, bpp,
+                               s->dims[1].name, (unsigned long long)x);
+            if (y > SJ_WEBP_MAX_SIDE || x / bpp > SJ_WEBP_MAX_SIDE)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': tiles of "
+                               "%llu x %llu pixels; a WebP image has at most "
+                               "%d x %d", a->name, (unsigned long long)y,
+                               (unsigned long long)(x / bpp),
+                               SJ_WEBP_MAX_SIDE, SJ_WEBP_MAX_SIDE);
+            if (f->webp_y_extent != y || f->webp_x_extent != x)
+                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
+                               "filter's tile extents (%u, %u) are not the "
+                               "schema's (%llu, %llu)", a->name,
+                               f->webp_y_extent, f->webp_x_extent,
+                               (unsigned long long)y, (unsigned long long)x);
+        }
+    }
+    return 0;
+}
+
+int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
+{
+    int rc;
+    if (!s || s->ndims == 0 || !s->dims)
+        return tdb_err(err, TDB_E_INVAL, "array schema without dimensions");
+    if (s->array_type != TDB_DENSE && s->array_type != TDB_SPARSE)
+        return tdb_err(err, TDB_E_INVAL, "invalid array type %u",
+                       s->array_type);
+    if (s->tile_order != TDB_ROW_MAJOR && s->tile_order != TDB_COL_MAJOR)
+        return tdb_err(err, TDB_E_INVAL, "the tile order is row-major or "
+                       "col-major");
+    if (s->cell_order != TDB_ROW_MAJOR && s->cell_order != TDB_COL_MAJOR &&
+        s->cell_order != TDB_HILBERT)
+        return tdb_err(err, TDB_E_INVAL, "the cell order is row-major, "
+                       "col-major or hilbert");
+    if (s->cell_order == TDB_HILBERT && s->ndims > SJ_HILBERT_MAX_DIMS)
+        return tdb_err(err, TDB_E_INVAL, "hilbert order supports at most %d "
+                       "dimensions", SJ_HILBERT_MAX_DIMS);
+    if (s->array_type == TDB_DENSE) {
+        if (s->nattrs == 0)
+            return tdb_err(err, TDB_E_INVAL, "a dense array needs at least "
+                           "one attribute");
+        if (s->cell_order == TDB_HILBERT)
+            return tdb_err(err, TDB_E_INVAL, "dense arrays cannot have the "
+                           "hilbert cell order");
+        if (s->allows_dups)
+            return tdb_err(err, TDB_E_INVAL, "dense arrays cannot allow "
+                           "duplicates");
+        for (uint32_t i = 1; i < s->ndims; i++)
+            if (s->dims[i].type != s->dims[0].type)
+                return tdb_err(err, TDB_E_INVAL, "dimension '%s': in a dense "
+                               "array every dimension has the same datatype "
+                               "(%s, not %s)", s->dims[i].name,
+                               tdb_dt_name(s->dims[0].type),
+                               tdb_dt_name(s->dims[i].type));
+    } else if (s->capacity == 0) {
+        return tdb_err(err, TDB_E_INVAL, "a sparse array's capacity cannot "
+                       "be 0");
+    }
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        const char *n = s->dims[i].name;
+        if (!n || !n[0])
+            return tdb_err(err, TDB_E_INVAL, "dimension %u has no name", i);
+        if (!strncmp(n, "__", 2))
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': names starting "
+                           "with '__' are reserved", n);
+        if ((rc = sj_check_dim(s, i, err)))
+            return rc;
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(s->dims[j].name, n))
+                return tdb_err(err, TDB_E_INVAL, "two dimensions are named "
+                               "'%s'", n);
+    }
+    for (uint32_t i = 0; i < s->nattrs; i++) {
+        const char *n = s->attrs[i].name;
+        if (!n)
+            return tdb_err(err, TDB_E_INVAL, "attribute %u has no name", i);
+        if (!strncmp(n, "__", 2))
+            return tdb_err(err, TDB_E_INVAL, "attribute '%s': names starting "
+                           "with '__' are reserved", n);
+        if ((rc = sj_check_attr(&s->attrs[i], err)))
+            return rc;
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(s->attrs[j].name, n))
+                return tdb_err(err, TDB_E_INVAL, "two attributes are named "
+                               "'%s'", n);
+        if (tdb_schema_dim_index(s, n) >= 0)
+            return tdb_err(err, TDB_E_INVAL, "'%s' names both a dimension "
+                           "and an attribute", n);
+    }
+    for (uint32_t i = 0; s->has_current_domain && i < s->ndims; i++) {
+        const struct tdb_dim *d = &s->dims[i];
+        const struct tdb_range *r = &s->current_domain[i];
+        if (d->cell_val_num == TDB_VAR_NUM) {
+            if (!r->vlo || !r->vhi ||
+                sj_cmp_bytes(r->vlo, r->vlo_size, r->vhi, r->vhi_size) > 0)
+                return tdb_err(err, TDB_E_INVAL, "current domain of '%s': "
+                               "the lower bound is above the upper", d->name);
+            continue;
+        }
+        struct sj_num lo = sj_load(d->type, r->lo), hi = sj_load(d->type,
+                                                                r->hi);
+        struct sj_num dlo = sj_load(d->type, d->lo), dhi = sj_load(d->type,
+                                                                  d->hi);
+        if ((lo.is_float && (isnan(lo.d) || isnan(hi.d))) || sj_lt(hi, lo))
+            return tdb_err(err, TDB_E_INVAL, "current domain of '%s': the "
+                           "lower bound is above the upper", d->name);
+        if (sj_lt(lo, dlo) || sj_lt(dhi, hi))
+            return tdb_err(err, TDB_E_INVAL, "current domain of '%s' lies "
+                           "outside the dimension's domain", d->name);
+    }
+    return sj_check_webp(s, err);
+}
+
+int tdb_schema_from_json(const char *text, size_t len,
+                         struct tdb_schema **out, struct tdb_error *err)
+{
+    char *q = NULL;
+    size_t qlen = 0;
+    json_error_t je;
+    *out = NULL;
+    if (!text)
+        return tdb_err(err, TDB_E_INVAL, "schema JSON: no text");
+    if (sj_quote_big(text, len, &q, &qlen))
+        return sj_nomem(err);
+    json_t *root = json_loadb(q, qlen, JSON_REJECT_DUPLICATES, &je);
+    free(q);
+    if (!root)
+        return tdb_err(err, TDB_E_INVAL, "schema JSON: line %d column %d: %s",
+                       je.line, je.column, je.text);
+    json_t *o = root;
+    if (json_is_object(root) && json_is_object(json_object_get(root, "schema")))
+        o = json_object_get(root, "schema");
+    int rc;
+    struct tdb_schema *s = calloc(1, sizeof *s);
+    if (!s) {
+        rc = sj_nomem(err);
+    } else if (!json_is_object(o)) {
+        rc = tdb_err(err, TDB_E_INVAL, "schema JSON: expected an object (the "
+                     "\"schema\" of __array.json, or __array.json itself)");
+    } else {
+        s->version = TDB_WRITE_VERSION;
+        rc = sj_schema(o, s, err);
+        if (!rc && s->array_type == TDB_DENSE)
+            rc = sj_fill_extents(s, err);
+        if (!rc)
+            sj_webp_extents(s);
+        if (!rc && (rc = tdb_schema_check(s, err)))
+            tdb_err_ctx(err, rc, "schema JSON");
+    }
+    json_decref(root);
+    if (rc) {
+        tdb_schema_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
