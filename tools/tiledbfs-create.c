@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "writer.h"
+#include "write/writer.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "(unknown version)"
