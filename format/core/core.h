@@ -194,6 +194,17 @@ int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
 bool tdb_io_exists(const struct tdb_io *io, const char *path);
 bool tdb_io_isdir(const struct tdb_io *io, const char *path);
 
+/* Publishes a whole file so that no reader sees part of it: writes
+ * data[0..len) to `tmp` (removing a stale one first), syncs it, renames it
+ * to `final`, then syncs final's folder (best effort: the rename is the
+ * publication).  `tmp` must be a name no reader lists.  On failure before
+ * the rename, tmp is removed (best effort) and err names the file.  The
+ * one way the engine publishes a file (schemas, enumerations, metadata,
+ * commit files).  @return 0 or a TDB_E_* code. */
+int tdb_io_publish(const struct tdb_io *io, const char *tmp,
+                   const char *final, const void *data, size_t len,
+                   struct tdb_error *err);
+
 /* A backend that shows folder `prefix` of `parent` as its root (parent
  * must outlive it).  Release with tdb_io_free. */
 int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,

@@ -822,6 +822,49 @@ void tdb_names_free(struct tdb_names *n)
     memset(n, 0, sizeof *n);
 }
 
+/* --------------------------------------------------------------- publish */
+
+int tdb_io_publish(const struct tdb_io *io, const char *tmp,
+                   const char *final, const void *data, size_t len,
+                   struct tdb_error *err)
+{
+    const struct tdb_io_ops *ops = io->ops;
+    int rc;
+
+    if (!ops->write_at || !ops->rename)
+        return tdb_err(err, TDB_E_ROFS, "%s: cannot write: the storage is "
+                       "read-only", final);
+    if (ops->remove && tdb_io_exists(io, tmp))
+        ops->remove(io->ctx, tmp);      /* a stale one from a crash */
+    if ((rc = ops->write_at(io->ctx, tmp, 0, data, len))) {
+        rc = tdb_err(err, rc, "%s: cannot write: %s", tmp, tdb_strerror(rc));
+        goto fail;
+    }
+    if (ops->sync && (rc = ops->sync(io->ctx, tmp))) {
+        rc = tdb_err(err, rc, "%s: cannot sync: %s", tmp, tdb_strerror(rc));
+        goto fail;
+    }
+    if ((rc = ops->rename(io->ctx, tmp, final))) {
+        rc = tdb_err(err, rc, "cannot rename %s to %s: %s", tmp, final,
+                     tdb_strerror(rc));
+        goto fail;
+    }
+    /* Published: a failed sync of the folder no longer undoes it. */
+    const char *slash = strrchr(final, '/');
+    if (ops->sync) {
+        char *dir = slash ? strndup(final, (size_t)(slash - final))
+                          : strdup("");
+        if (dir)
+            ops->sync(io->ctx, dir);
+        free(dir);
+    }
+    return 0;
+fail:
+    if (ops->remove)
+        ops->remove(io->ctx, tmp);
+    return rc;
+}
+
 /* ------------------------------------------------------------ sub-folder */
 
 /* A view of a parent backend rooted at one of its folders (a group's

@@ -5,6 +5,7 @@
 #define TDB_WRITER_H
 
 #include "core/core.h"
+#include "core/names.h"
 #include "read/schema.h"
 
 #define TDB_WRITE_VERSION 22
@@ -178,10 +179,5 @@ int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
  * Stops at the first failure.  @return 0 or an error. */
 int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
                       struct tdb_error *err);
-
-/* A new timestamped name __t_t_<32 hex uuid>_22 (uuid from /dev/urandom
- * via the caller-supplied 16 random bytes). */
-void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
-                     const uint8_t rnd[16], bool with_version);
 
 #endif
