@@ -118,6 +118,30 @@ int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
     return 0;
 }
 
+bool tdb_tsname_times(const char *name, uint64_t *t1, uint64_t *t2)
+{
+    uint64_t v[2] = {0, 0};
+    const char *q = name;
+    if (strncmp(q, "__", 2))
+        return false;
+    q += 2;
+    for (int i = 0; i < 2; i++) {
+        if (*q < '0' || *q > '9')
+            return false;
+        while (*q >= '0' && *q <= '9') {
+            if (!tdb_mul_ok(v[i], 10, &v[i]) ||
+                !tdb_add_ok(v[i], (uint64_t)(*q - '0'), &v[i]))
+                return false;
+            q++;
+        }
+        if (*q++ != '_')
+            return false;
+    }
+    *t1 = v[0];
+    *t2 = v[1];
+    return true;
+}
+
 void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
                      const uint8_t rnd[16], uint32_t version)
 {

@@ -21,14 +21,17 @@ struct tdb_tsname {
  * @return 0, or TDB_E_CORRUPT for a malformed name (out is then zeroed). */
 int tdb_tsname_parse(const char *name, struct tdb_tsname *out);
 
+/* The times of a name that starts "__t1_t2_" (a schema file's: whatever
+ * follows is not checked).  @return false for any other name. */
+bool tdb_tsname_times(const char *name, uint64_t *t1, uint64_t *t2);
+
 /* A new timestamped name into out[cap]: __t1_t2_<32 hex of rnd>_<version>,
  * or __t1_t2_<32 hex> when version is 0 (schema and metadata files). */
 void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
                      const uint8_t rnd[16], uint32_t version);
 
-/* The engine's clock: now, in ms since the epoch (CLOCK_REALTIME).  Also
- * declared in tiledb_format_write.h for front ends choosing timestamps. */
-uint64_t tdb_now_ms(void);
+/* The engine's clock, tdb_now_ms (ms since the epoch, CLOCK_REALTIME), is
+ * public: tiledb_format_write.h. */
 
 /* The engine's random source: n bytes from getrandom (else /dev/urandom),
  * good for names and for AES-GCM IVs.  @return 0 or TDB_E_IO. */
