@@ -140,9 +140,10 @@ int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
  * link, FIFO, socket or device (or a folder where a file is read) is
  * TDB_E_INVAL, refused before it is opened.  Files it creates are 0600,
  * folders 0700; ".." is refused.  For input that others may have planted
- * (staged files).  Descriptors of recently read files stay open (a few);
- * a file replaced or removed by its path is reopened.  Release with
- * tdb_io_free. */
+ * (staged files).  Files read stay open (the 32 most recently used, as
+ * in the POSIX backend) until a write, mkdir, rename or removal through
+ * the backend, so a commit opens each staged file once, not at every
+ * read.  Release with tdb_io_free. */
 int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd);
 
 #ifdef __cplusplus
