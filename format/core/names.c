@@ -39,20 +39,25 @@ static bool names_set_uuid(struct tdb_tsname *out, const char *s, size_t n)
     return true;
 }
 
+const char *tdb_last_component(const char *path, size_t *len)
+{
+    size_t n = strlen(path);
+    while (n > 0 && path[n - 1] == '/')
+        n--;
+    size_t s = n;
+    while (s > 0 && path[s - 1] != '/')
+        s--;
+    *len = n - s;
+    return path + s;
+}
+
 int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
 {
     memset(out, 0, sizeof *out);
     if (!name)
         return TDB_E_CORRUPT;
-    /* The last path component, without trailing slashes. */
-    size_t len = strlen(name);
-    while (len > 0 && name[len - 1] == '/')
-        len--;
-    size_t start = len;
-    while (start > 0 && name[start - 1] != '/')
-        start--;
-    const char *s = name + start;
-    len -= start;
+    size_t len;
+    const char *s = tdb_last_component(name, &len);
     /* Without the extension (from the last '.'). */
     for (size_t i = len; i > 0; i--) {
         if (s[i - 1] == '.') {

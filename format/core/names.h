@@ -14,6 +14,10 @@ struct tdb_tsname {
     char uuid[64];
     unsigned era;   /* 1: __uuid_t (v1-2), 2: __t1_t2_uuid, 3: with _v */
 };
+/* The last component of `path` (trailing '/' ignored): a pointer into
+ * path and its length *len (not NUL-terminated). */
+const char *tdb_last_component(const char *path, size_t *len);
+
 /* Parses the last path component of `name` (an extension after its last
  * '.' is ignored), deciding the era as TileDB's FragmentID does: five '_'
  * make era 3; otherwise a 32-character last field makes era 2; otherwise

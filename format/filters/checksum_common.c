@@ -70,6 +70,21 @@ static int checksum_verify(unsigned digest, const struct tdb_filter_call *call,
     return 0;
 }
 
+/* Passes the metadata md[0..md_size) and the data on unchanged. */
+static int checksum_pass_on(unsigned digest, const struct tdb_filter_call *call,
+                            const uint8_t *md, size_t md_size,
+                            const uint8_t *data, size_t size,
+                            struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    int rc = tdb_buf_append(md_out, md, md_size);
+    if (rc == 0)
+        rc = tdb_buf_append(data_out, data, size);
+    if (rc < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
+                       checksum_name(digest));
+    return 0;
+}
+
 int tdb_checksum_decode(unsigned digest,
                         const struct tdb_filter_call *call,
                         struct tdb_cursor *md, const uint8_t *data,
@@ -109,13 +124,8 @@ int tdb_checksum_decode(unsigned digest,
         rc = checksum_verify(digest, call, &hdr, ndata, &dc, "data");
     if (rc < 0)
         return rc;
-    rc = tdb_buf_append(md_out, tail, tail_len);
-    if (rc == 0)
-        rc = tdb_buf_append(data_out, data, size);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    return 0;
+    return checksum_pass_on(digest, call, tail, tail_len, data, size, md_out,
+                            data_out);
 }
 
 static int checksum_part(unsigned digest, const struct tdb_filter_call *call,
@@ -157,11 +167,6 @@ int tdb_checksum_encode(unsigned digest,
         rc = checksum_part(digest, call, data, size, md_out);
     if (rc < 0)
         return rc;
-    rc = tdb_buf_append(md_out, md, md_size);
-    if (rc == 0)
-        rc = tdb_buf_append(data_out, data, size);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    return 0;
+    return checksum_pass_on(digest, call, md, md_size, data, size, md_out,
+                            data_out);
 }
