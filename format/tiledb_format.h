@@ -204,6 +204,7 @@ unsigned tdb_dt_size(unsigned dt);
 const char *tdb_dt_name(unsigned dt);
 /* Looks up a TileDB name; @return the type or -1. */
 int tdb_dt_from_name(const char *name);
+
 /* The encryption of an array (TileDB's tiledb_encryption_type_t). */
 enum { TDB_NO_ENCRYPTION = 0, TDB_AES_256_GCM = 1 };
 
