@@ -4,7 +4,9 @@
  * and presents an array or a group as the file tree that docs/LAYOUT.md of the
  * project describes (the "mount contract").  It knows nothing of FUSE: the
  * daemon in fuse/ and the command-line reader tiledbfs-cat are two thin
- * front ends over the same calls below.
+ * front ends over the same calls below.  Writing (creating arrays,
+ * fragments, metadata) is tiledb_format_write.h; these two headers are
+ * all a front end includes.
  *
  * Conventions
  *  - Every function that can fail returns 0 or a negative TDB_E_* code and,
@@ -112,6 +114,18 @@ int tdb_io_mem(struct tdb_io *io);
 /* Releases a backend's state (NULL ops is fine). */
 void tdb_io_free(struct tdb_io *io);
 
+/* A list of names (a folder's entries), sorted bytewise. */
+struct tdb_names {
+    char **v;
+    bool *is_dir;
+    size_t n;
+};
+/* Lists folder `path` of io; a missing folder gives an empty list and 0.
+ * Free with tdb_names_free. */
+int tdb_io_names(const struct tdb_io *io, const char *path,
+                 struct tdb_names *out, struct tdb_error *err);
+void tdb_names_free(struct tdb_names *n);
+
 /* ------------------------------------------------------- object storage */
 
 /* Where and as whom an S3 backend connects.  Strings are owned by the
@@ -168,6 +182,40 @@ bool tdb_io_is_url(const char *source);
 int tdb_io_open_url(struct tdb_io *io, const char *source,
                     struct tdb_error *err);
 
+/* ------------------------------------------------------------ datatypes */
+
+/* TileDB's datatype numbers (tiledb_datatype_t). */
+enum tdb_datatype {
+    TDB_INT32 = 0, TDB_INT64 = 1, TDB_FLOAT32 = 2, TDB_FLOAT64 = 3,
+    TDB_CHAR = 4, TDB_INT8 = 5, TDB_UINT8 = 6, TDB_INT16 = 7,
+    TDB_UINT16 = 8, TDB_UINT32 = 9, TDB_UINT64 = 10,
+    TDB_STRING_ASCII = 11, TDB_STRING_UTF8 = 12, TDB_STRING_UTF16 = 13,
+    TDB_STRING_UTF32 = 14, TDB_STRING_UCS2 = 15, TDB_STRING_UCS4 = 16,
+    TDB_ANY = 17,
+    TDB_DATETIME_YEAR = 18, /* ... through */ TDB_DATETIME_AS = 30,
+    TDB_TIME_HR = 31, /* ... through */ TDB_TIME_AS = 39,
+    TDB_BLOB = 40, TDB_BOOL = 41, TDB_GEOM_WKB = 42, TDB_GEOM_WKT = 43,
+    TDB_DATATYPE_COUNT = 44
+};
+
+/* Size in bytes of one value; 0 for an unknown type. */
+unsigned tdb_dt_size(unsigned dt);
+/* TileDB's name ("FLOAT64"); NULL for an unknown type. */
+const char *tdb_dt_name(unsigned dt);
+/* Looks up a TileDB name; @return the type or -1. */
+int tdb_dt_from_name(const char *name);
+
+/* The encryption of an array (TileDB's tiledb_encryption_type_t). */
+enum { TDB_NO_ENCRYPTION = 0, TDB_AES_256_GCM = 1 };
+
+/* The encryption of the array at the root of io, from its schema in force
+ * now (the newest), into *enc (TDB_NO_ENCRYPTION or TDB_AES_256_GCM); key
+ * (or NULL) decrypts a schema that is itself encrypted.  @return 0,
+ * TDB_E_INVAL when the folder holds no array, or the error of reading its
+ * schema. */
+int tdb_array_encryption(const struct tdb_io *io, const uint8_t *key,
+                         int *enc, struct tdb_error *err);
+
 /* ---------------------------------------------------------- the file tree */
 
 /* The decoded-tile cache: a byte budget, least recently used tiles go
@@ -208,6 +256,12 @@ void tdb_open_options_init(struct tdb_open_options *o);
  * @return 0, TDB_E_INVAL for a bad value, TDB_E_NOENT for an unknown name. */
 int tdb_open_options_parse(struct tdb_open_options *o, const char *opt,
                            struct tdb_error *err);
+
+/* The name a field, metadata key or group member has in the tree: '/'
+ * and '%' percent-encoded ("%2F", "%25"), the empty name "__attr", then
+ * `suffix` (".offsets", ...; "" for none).  @return a new string (caller
+ * frees), NULL when out of memory. */
+char *tdb_mount_name(const char *name, const char *suffix);
 
 /* An opened source presented as the tree of the mount contract. */
 struct tdb_fs;

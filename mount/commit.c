@@ -1,7 +1,6 @@
 /* commit.c: writes to the array (a staged folder committed as a fragment), the reload after each, and the staging folder's set-up. */
 #include "priv.h"
-#include "core/core.h"
-#include "write/writer.h"
+#include "tiledb_format_write.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -15,12 +14,10 @@
  * m->commit held. */
 uint64_t tdbm_next_ts(struct tdbm_mount *m)
 {
-    struct timespec now;
     uint64_t ms;
 
     for (;;) {
-        clock_gettime(CLOCK_REALTIME, &now);
-        ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+        ms = tdb_now_ms(); /* the engine's clock */
         if (ms > m->last_ts)
             break;
         struct timespec nap = {0, 200000};

@@ -6,8 +6,7 @@
  * created in __meta/ get inode numbers with TDBM_META_BIT set.
  */
 #include "priv.h"
-#include "core/core.h"
-#include "write/writer.h"
+#include "tiledb_format_write.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,9 +128,9 @@ int tdbm_rec_resize(struct tdbm_metarec *r, uint64_t len)
 void tdbm_rec_stat(const struct tdbm_mount *m, const struct tdbm_metarec *r,
                    struct stat *st)
 {
-    struct timespec now;
+    uint64_t ms = tdb_now_ms(); /* the engine's clock */
+    struct timespec now = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
 
-    clock_gettime(CLOCK_REALTIME, &now);
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)r->ino;
     st->st_mode = S_IFREG | 0644;

@@ -1,6 +1,5 @@
 /* mount.c: the trees of a mount, their inode numbers, and the requests that read them. */
 #include "priv.h"
-#include "core/core.h"
 
 #include <errno.h>
 #include <fcntl.h>

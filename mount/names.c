@@ -1,6 +1,5 @@
 /* names.c: keys and the names the tree shows for them, both directions. */
 #include "mount.h"
-#include "read/view.h"
 
 #include <errno.h>
 #include <stdlib.h>

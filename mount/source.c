@@ -1,7 +1,5 @@
 /* source.c: opening SOURCE the same way for both front ends. */
 #include "mount.h"
-#include "read/arraydir.h"
-#include "read/schema.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -47,27 +45,18 @@ static void tdbm_tune_malloc(void)
 static int tdbm_check_key(struct tdbm_source *s, const char *source,
                           const struct tdbm_options *o, char *why, size_t cap)
 {
-    struct tdb_arraydir *d = NULL;
-    struct tdb_schema *sc = NULL;
     struct tdb_error err;
-    int rc = 0;
+    int enc;
 
-    if (!o->open.key || !tdb_is_array(&s->io, ""))
+    if (!o->open.key)
         return 0;
     err.code = 0;
     err.msg[0] = '\0';
-    if (tdb_arraydir_load(&s->io, 0, UINT64_MAX, &d, &err) == 0 &&
-        d->nschemas &&
-        tdb_schema_load(&s->io,
-                        d->schemas[d->schema_latest < d->nschemas
-                                       ? d->schema_latest : 0].path,
-                        o->open.key, &sc, &err) == 0 &&
-        sc->encryption != TDB_AES_256_GCM)
-        rc = tdbm_src_why(why, cap, source, "key_file given, but the array "
-                          "is not encrypted (drop key_file)");
-    tdb_schema_free(sc);
-    tdb_arraydir_free(d);
-    return rc;
+    if (tdb_array_encryption(&s->io, o->open.key, &enc, &err) == 0 &&
+        enc != TDB_AES_256_GCM)
+        return tdbm_src_why(why, cap, source, "key_file given, but the "
+                            "array is not encrypted (drop key_file)");
+    return 0;
 }
 
 /* An s3:// SOURCE (tdb_io_open_url; credentials as the AWS tools find

@@ -12,8 +12,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "core/core.h"
-#include "write/writer.h"
+#include "tiledb_format_write.h"
 
 /* One inode number handed to the kernel.  `path` is relative to the
  * folder ("NAME" or "NAME/FILE"); NULL once the name it stood for is gone

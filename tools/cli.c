@@ -47,6 +47,11 @@ void tdbcli_report(const char *what, int code, const struct tdb_error *err)
     tdbcli_say(what, "%s", tdbcli_error_text(code, err));
 }
 
+void tdbcli_report_text(const char *what, const char *msg)
+{
+    tdbcli_say(what, "%s", msg);
+}
+
 void tdbcli_report_errno(const char *what, int neg_errno)
 {
     tdbcli_say(what, "%s", strerror(-neg_errno));

@@ -32,6 +32,9 @@ const char *tdbcli_error_text(int code, const struct tdb_error *err);
 /* Prints "PROG: WHAT: message" on stderr for a failed engine call. */
 void tdbcli_report(const char *what, int code, const struct tdb_error *err);
 
+/* Prints "PROG: WHAT: MSG". */
+void tdbcli_report_text(const char *what, const char *msg);
+
 /* Prints "PROG: WHAT: message" (WHAT may be NULL) for a failed call of
  * the mount layer (a negative errno). */
 void tdbcli_report_errno(const char *what, int neg_errno);

@@ -1,4 +1,4 @@
-/* tiledbfs-cat.c: the whole mount contract without FUSE: prints what the mount shows at one path. */
+/* tiledbfs-cat.c: the whole mount contract without FUSE: prints what the mount shows at one path, through the mount layer the daemon serves (mount/mount.h). */
 /*
  *   tiledbfs-cat [-o OPTIONS] [-x] SOURCE PATH
  *
@@ -6,8 +6,14 @@
  * A folder: its entries, one name per line.
  * -x: instead, the extended attributes of PATH, one "name=value" per line.
  * Errors: one line on stderr, exit status 1.
+ *
+ * SOURCE is opened and served by the mount layer, as tiledbfs serves it
+ * (the same tree, names, options and read path: tdbm_resolve, tdbm_open,
+ * tdbm_read, tdbm_opendir, tdbm_listxattr), so what this prints is what
+ * the mount shows by construction.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +40,44 @@ static void tdbcat_usage(FILE *f)
             program_invocation_short_name);
 }
 
+/* The mount's log lines, of which a failed call's is its message. */
+struct tdbcat {
+    struct tdbm_mount *m;
+    char last[TDB_ERROR_MSG_MAX + 256];
+};
+
+/* The mount's log callback: keeps the line (the engine's message about
+ * the call that is failing) for tdbcat_fail. */
+static void tdbcat_log(void *arg, const char *line)
+{
+    struct tdbcat *c = arg;
+
+    snprintf(c->last, sizeof c->last, "%s", line);
+}
+
+/* Prints "PROG: WHAT: message" for a failed mount call: the engine's
+ * message the mount logged (without the mount's "OP inode N...: " prefix,
+ * which names an inode number only a FUSE front end knows), else
+ * strerror.  @return -1. */
+static int tdbcat_fail(struct tdbcat *c, const char *what, int neg_errno)
+{
+    const char *msg = c->last, *p = c->last;
+
+    while (*p >= 'a' && *p <= 'z')
+        p++;
+    if (p > c->last && strncmp(p, " inode ", 7) == 0) {
+        const char *colon = strstr(p, ": ");
+        if (colon)
+            msg = colon + 2;
+    }
+    if (msg[0])
+        tdbcli_report_text(what, msg);
+    else
+        tdbcli_report_errno(what, neg_errno);
+    c->last[0] = '\0';
+    return -1;
+}
+
 /* Writes all of buf to stdout.  @return 0 or -1 after printing an error. */
 static int tdbcat_write(const void *buf, size_t len)
 {
@@ -54,99 +98,98 @@ static int tdbcat_write(const void *buf, size_t len)
     return 0;
 }
 
-static int tdbcat_file(struct tdb_fs *fs, const char *path, uint64_t ino)
+/* A file: read as the daemon reads it for `cat MOUNT/PATH`. */
+static int tdbcat_file(struct tdbcat *c, const char *path, uint64_t ino)
 {
-    struct tdb_error err;
-    struct tdb_reader *rd = NULL;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h = NULL;
     uint64_t off = 0;
     char *buf = malloc(TDBCLI_READ_MAX);
-    int rc = -1;
-    int st;
+    int rc;
 
-    tdbcli_error_clear(&err);
-    if (!buf || (st = tdb_reader_open(&rd, fs, ino, &err)) < 0) {
-        tdbcli_report(path, buf ? st : TDB_E_NOMEM, buf ? &err : NULL);
+    if (!buf)
+        return tdbcat_fail(c, path, -ENOMEM);
+    rc = tdbm_open(c->m, ino, O_RDONLY, &h, &oi);
+    if (rc < 0) {
         free(buf);
-        return -1;
+        return tdbcat_fail(c, path, rc);
     }
     for (;;) {
         size_t got = 0;
 
-        tdbcli_error_clear(&err);
-        st = tdb_reader_read(rd, off, buf, TDBCLI_READ_MAX, &got, &err);
-        if (st < 0) {
-            tdbcli_report(path, st, &err);
-            goto out;
+        rc = tdbm_read(c->m, h, ino, off, buf, TDBCLI_READ_MAX, &got);
+        if (rc < 0) {
+            rc = tdbcat_fail(c, path, rc);
+            break;
         }
-        if (got > 0 && tdbcat_write(buf, got) < 0)
-            goto out;
+        if (got > 0 && (rc = tdbcat_write(buf, got)) < 0)
+            break;
         if (got < TDBCLI_READ_MAX)
             break;
         off += got;
     }
-    rc = 0;
-out:
-    tdb_reader_close(rd);
+    tdbm_release(c->m, h);
     free(buf);
     return rc;
 }
 
-static int tdbcat_folder(struct tdb_fs *fs, const char *path, uint64_t ino)
+/* A folder: its entries as readdir gives them to `ls -f`. */
+static int tdbcat_folder(struct tdbcat *c, const char *path, uint64_t ino)
 {
-    struct tdb_error err;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h = NULL;
+    int rc = tdbm_opendir(c->m, ino, &h, &oi);
 
+    if (rc < 0)
+        return tdbcat_fail(c, path, rc);
     for (uint64_t i = 0;; i++) {
         const char *name;
         uint64_t child;
-        int st;
 
-        tdbcli_error_clear(&err);
-        st = tdb_fs_readdir(fs, ino, i, &name, &child, &err);
-        if (st == TDB_E_NOENT)
-            return 0;
-        if (st < 0) {
-            tdbcli_report(path, st, &err);
-            return -1;
+        rc = tdbm_dir_entry(c->m, h, ino, i, &name, &child, true);
+        if (rc == 1) {
+            rc = 0;
+            break;
         }
-        if (tdbcat_write(name, strlen(name)) < 0 || tdbcat_write("\n", 1) < 0)
-            return -1;
+        if (rc < 0) {
+            rc = tdbcat_fail(c, path, rc);
+            break;
+        }
+        if ((rc = tdbcat_write(name, strlen(name))) < 0 ||
+            (rc = tdbcat_write("\n", 1)) < 0)
+            break;
     }
+    tdbm_release(c->m, h);
+    return rc;
 }
 
-static int tdbcat_xattrs(struct tdb_fs *fs, const char *path, uint64_t ino)
+/* The extended attributes, as listxattr and getxattr give them. */
+static int tdbcat_xattrs(struct tdbcat *c, const char *path, uint64_t ino)
 {
-    for (size_t i = 0;; i++) {
-        const char *name;
-        size_t size;
-        char *val;
-        int st;
+    char *names = NULL;
+    size_t len = 0;
+    int rc = tdbm_listxattr(c->m, ino, &names, &len);
 
-        if (tdb_fs_listxattr(fs, ino, i, &name) < 0)
-            return 0; /* past the last one (a folder has none) */
-        st = tdb_fs_getxattr(fs, ino, name, NULL, 0, &size);
-        if (st < 0) {
-            tdbcli_report(path, st, NULL);
-            return -1;
-        }
-        val = malloc(size + 1);
-        if (!val) {
-            tdbcli_report(path, TDB_E_NOMEM, NULL);
-            return -1;
-        }
-        st = tdb_fs_getxattr(fs, ino, name, val, size, &size);
-        if (st < 0) {
-            tdbcli_report(path, st, NULL);
-        } else {
+    if (rc < 0)
+        return tdbcat_fail(c, path, rc);
+    for (size_t at = 0; at < len && rc == 0; at += strlen(names + at) + 1) {
+        const char *name = names + at;
+        char *val = NULL;
+        size_t size = 0;
+
+        rc = tdbm_getxattr(c->m, ino, name, &val, &size);
+        if (rc < 0) {
+            rc = tdbcat_fail(c, path, rc);
+        } else if (tdbcat_write(name, strlen(name)) < 0 ||
+                   tdbcat_write("=", 1) < 0 || tdbcat_write(val, size) < 0 ||
+                   tdbcat_write("\n", 1) < 0) {
             /* name=value: the values are short ASCII strings */
-            val[size] = '\n';
-            if (tdbcat_write(name, strlen(name)) < 0 ||
-                tdbcat_write("=", 1) < 0 || tdbcat_write(val, size + 1) < 0)
-                st = -1;
+            rc = -1;
         }
         free(val);
-        if (st < 0)
-            return -1;
     }
+    free(names);
+    return rc;
 }
 
 static const struct option tdbcat_longopts[] = {
@@ -159,8 +202,9 @@ int main(int argc, char *argv[])
 {
     struct tdbm_options opts;
     struct tdbm_source src;
-    struct tdb_error err;
-    struct tdb_stat st;
+    struct tdbm_config cfg;
+    struct tdbcat cat;
+    struct stat st;
     const char *path;
     uint64_t ino;
     bool xattrs = false;
@@ -168,6 +212,7 @@ int main(int argc, char *argv[])
 
     tdbm_options_init(&opts);
     memset(&src, 0, sizeof src);
+    memset(&cat, 0, sizeof cat);
     while ((c = getopt_long(argc, argv, "o:xhV", tdbcat_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
@@ -198,22 +243,33 @@ int main(int argc, char *argv[])
 
     if (tdbcli_open(&src, argv[optind], &opts) < 0)
         goto out;
-    tdbcli_error_clear(&err);
-    rc = tdb_fs_resolve(src.fs, path, &ino, &err);
-    if (rc == 0)
-        rc = tdb_fs_stat(src.fs, ino, &st, &err);
+    /* The daemon's mount, read-only: rw and staging_dir change nothing
+     * that is printed. */
+    memset(&cfg, 0, sizeof cfg);
+    cfg.uid = getuid();
+    cfg.gid = getgid();
+    cfg.log = tdbcat_log;
+    cfg.arg = &cat;
+    rc = tdbm_mount_new(&cat.m, &src, &opts, &cfg);
     if (rc < 0) {
-        tdbcli_report(path, rc, &err);
+        tdbcli_report_errno(argv[optind], rc);
+        goto out_close;
+    }
+    rc = tdbm_resolve(cat.m, path, &ino, &st);
+    if (rc < 0) {
+        tdbcat_fail(&cat, path, rc);
         goto out_close;
     }
     if (xattrs)
-        rc = tdbcat_xattrs(src.fs, path, ino);
-    else if (st.is_dir)
-        rc = tdbcat_folder(src.fs, path, ino);
+        rc = tdbcat_xattrs(&cat, path, ino);
+    else if (S_ISDIR(st.st_mode))
+        rc = tdbcat_folder(&cat, path, ino);
     else
-        rc = tdbcat_file(src.fs, path, ino);
+        rc = tdbcat_file(&cat, path, ino);
+    tdbm_forget(cat.m, ino, 1);
     ret = rc < 0;
 out_close:
+    tdbm_mount_free(cat.m);
     tdbm_source_close(&src);
 out:
     tdbm_options_free(&opts);

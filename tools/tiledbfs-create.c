@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "write/writer.h"
+#include "tiledb_format_write.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "(unknown version)"

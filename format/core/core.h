@@ -5,6 +5,7 @@
 #define TDB_CORE_H
 
 #include "tiledb_format.h"
+#include "tiledb_format_write.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -140,26 +141,7 @@ uint8_t *tdb_buf_take(struct tdb_buf *b, size_t *len);
 
 /* -------------------------------------------------------------- datatypes */
 
-/* TileDB's datatype numbers (tiledb_datatype_t). */
-enum tdb_datatype {
-    TDB_INT32 = 0, TDB_INT64 = 1, TDB_FLOAT32 = 2, TDB_FLOAT64 = 3,
-    TDB_CHAR = 4, TDB_INT8 = 5, TDB_UINT8 = 6, TDB_INT16 = 7,
-    TDB_UINT16 = 8, TDB_UINT32 = 9, TDB_UINT64 = 10,
-    TDB_STRING_ASCII = 11, TDB_STRING_UTF8 = 12, TDB_STRING_UTF16 = 13,
-    TDB_STRING_UTF32 = 14, TDB_STRING_UCS2 = 15, TDB_STRING_UCS4 = 16,
-    TDB_ANY = 17,
-    TDB_DATETIME_YEAR = 18, /* ... through */ TDB_DATETIME_AS = 30,
-    TDB_TIME_HR = 31, /* ... through */ TDB_TIME_AS = 39,
-    TDB_BLOB = 40, TDB_BOOL = 41, TDB_GEOM_WKB = 42, TDB_GEOM_WKT = 43,
-    TDB_DATATYPE_COUNT = 44
-};
-
-/* Size in bytes of one value; 0 for an unknown type. */
-unsigned tdb_dt_size(unsigned dt);
-/* TileDB's name ("FLOAT64"); NULL for an unknown type. */
-const char *tdb_dt_name(unsigned dt);
-/* Looks up a TileDB name; @return the type or -1. */
-int tdb_dt_from_name(const char *name);
+/* (Their numbers, names and sizes are public: tiledb_format.h.) */
 /* numpy's dtype string ("<f8", "|u1", "|S1", "<M8[ms]"). */
 const char *tdb_dt_numpy(unsigned dt);
 bool tdb_dt_is_signed_int(unsigned dt);  /* INT*, DATETIME_*, TIME_* */
@@ -178,7 +160,6 @@ void tdb_dt_default_fill(unsigned dt, uint8_t *out);
 enum { TDB_DENSE = 0, TDB_SPARSE = 1 };
 enum { TDB_ROW_MAJOR = 0, TDB_COL_MAJOR = 1, TDB_GLOBAL_ORDER = 2,
        TDB_UNORDERED = 3, TDB_HILBERT = 4 };
-enum { TDB_NO_ENCRYPTION = 0, TDB_AES_256_GCM = 1 };
 
 /* ------------------------------------------------------------- I/O helpers */
 
@@ -194,19 +175,21 @@ int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
 bool tdb_io_exists(const struct tdb_io *io, const char *path);
 bool tdb_io_isdir(const struct tdb_io *io, const char *path);
 
+/* Publishes a whole file so that no reader sees part of it: writes
+ * data[0..len) to `tmp` (removing a stale one first), syncs it, renames it
+ * to `final`, then syncs final's folder (best effort: the rename is the
+ * publication).  `tmp` must be a name no reader lists.  On failure before
+ * the rename, tmp is removed (best effort) and err names the file.  The
+ * one way the engine publishes a file (schemas, enumerations, metadata,
+ * commit files).  @return 0 or a TDB_E_* code. */
+int tdb_io_publish(const struct tdb_io *io, const char *tmp,
+                   const char *final, const void *data, size_t len,
+                   struct tdb_error *err);
+
 /* A backend that shows folder `prefix` of `parent` as its root (parent
  * must outlive it).  Release with tdb_io_free. */
 int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
                const char *prefix);
-
-/* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
- * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
- * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a
- * link, FIFO, socket or device (or a folder where a file is read) is
- * TDB_E_INVAL, refused before it is opened.  Files it creates are 0600,
- * folders 0700; ".." is refused.  For input that others may have planted
- * (staged files).  Release with tdb_io_free. */
-int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd);
 
 /* Fault injection, for tests: a view of `inner` (which must outlive it)
  * whose mutating calls (write_at, mkdir, rename, remove, sync) are counted
@@ -222,16 +205,5 @@ struct tdb_io_fault {
 };
 int tdb_io_faulty(struct tdb_io *io, const struct tdb_io *inner,
                   struct tdb_io_fault *f);
-
-/* A list of names (a folder's entries), sorted bytewise. */
-struct tdb_names {
-    char **v;
-    bool *is_dir;
-    size_t n;
-};
-/* Lists folder `path`; a missing folder gives an empty list and 0. */
-int tdb_io_names(const struct tdb_io *io, const char *path,
-                 struct tdb_names *out, struct tdb_error *err);
-void tdb_names_free(struct tdb_names *n);
 
 #endif

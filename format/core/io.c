@@ -34,10 +34,10 @@ char *tdb_path_join(const char *a, const char *b)
     return s;
 }
 
-/* ----------------------------------------------------------------- POSIX */
-
-/* Open files kept for reading: a read of a tile would otherwise open and
- * close its file each time (most of the time of small tiles).  A write,
+/* Open files kept for reading, by the POSIX and the no-follow backends: a
+ * read of a tile would otherwise open and close its file each time (most
+ * of the time of small tiles; for the no-follow backend also each folder
+ * of the path).  Keyed by the path as the backend was given it.  A write,
  * rename or removal through the backend forgets them all. */
 #define IO_FDS 32
 
@@ -49,12 +49,20 @@ struct io_fd {
     uint64_t used;
 };
 
-struct io_posix {
-    char *root;
+struct io_fdcache {
     pthread_mutex_t lock;
     struct io_fd fds[IO_FDS];
     uint64_t tick;
 };
+
+/* Opens `path` for reading: @return the descriptor or a TDB_E_* code. */
+typedef int (*io_open_fn)(void *ctx, const char *path);
+
+static void io_fdcache_init(struct io_fdcache *c)
+{
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->lock, NULL);
+}
 
 static void io_fd_close(struct io_fd *f)
 {
@@ -64,29 +72,31 @@ static void io_fd_close(struct io_fd *f)
 }
 
 /* An open descriptor of `p` for reading: *slot is its cache slot (NULL:
- * not cached, the caller closes it).  @return the fd or -1 (errno set). */
-static int io_fd_get(struct io_posix *px, const char *p, struct io_fd **slot)
+ * not cached, the caller closes it).  @return the fd or a TDB_E_* code
+ * (open's). */
+static int io_fd_get(struct io_fdcache *c, const char *p, io_open_fn open_fn,
+                     void *ctx, struct io_fd **slot)
 {
     *slot = NULL;
-    pthread_mutex_lock(&px->lock);
+    pthread_mutex_lock(&c->lock);
     for (int i = 0; i < IO_FDS; i++) {
-        struct io_fd *f = &px->fds[i];
+        struct io_fd *f = &c->fds[i];
         if (f->path && !f->stale && !strcmp(f->path, p)) {
             f->refs++;
-            f->used = ++px->tick;
+            f->used = ++c->tick;
             *slot = f;
-            pthread_mutex_unlock(&px->lock);
+            pthread_mutex_unlock(&c->lock);
             return f->fd;
         }
     }
-    pthread_mutex_unlock(&px->lock);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    pthread_mutex_unlock(&c->lock);
+    int fd = open_fn(ctx, p);
     if (fd < 0)
-        return -1;
-    pthread_mutex_lock(&px->lock);
+        return fd;
+    pthread_mutex_lock(&c->lock);
     struct io_fd *victim = NULL;
     for (int i = 0; i < IO_FDS; i++) {
-        struct io_fd *f = &px->fds[i];
+        struct io_fd *f = &c->fds[i];
         if (!f->path) {
             victim = f;
             break;
@@ -98,32 +108,32 @@ static int io_fd_get(struct io_posix *px, const char *p, struct io_fd **slot)
     if (copy) {
         if (victim->path)
             io_fd_close(victim);
-        *victim = (struct io_fd){copy, fd, 1, false, ++px->tick};
+        *victim = (struct io_fd){copy, fd, 1, false, ++c->tick};
         *slot = victim;
     }
-    pthread_mutex_unlock(&px->lock);
+    pthread_mutex_unlock(&c->lock);
     return fd;
 }
 
-static void io_fd_put(struct io_posix *px, struct io_fd *slot, int fd)
+static void io_fd_put(struct io_fdcache *c, struct io_fd *slot, int fd)
 {
     if (!slot) {
         close(fd);
         return;
     }
-    pthread_mutex_lock(&px->lock);
+    pthread_mutex_lock(&c->lock);
     if (--slot->refs == 0 && slot->stale)
         io_fd_close(slot);
-    pthread_mutex_unlock(&px->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Something changed on disk through the backend: open files are closed
  * (once their reads end). */
-static void io_fd_forget(struct io_posix *px)
+static void io_fd_forget(struct io_fdcache *c)
 {
-    pthread_mutex_lock(&px->lock);
+    pthread_mutex_lock(&c->lock);
     for (int i = 0; i < IO_FDS; i++) {
-        struct io_fd *f = &px->fds[i];
+        struct io_fd *f = &c->fds[i];
         if (!f->path)
             continue;
         if (f->refs)
@@ -131,8 +141,54 @@ static void io_fd_forget(struct io_posix *px)
         else
             io_fd_close(f);
     }
-    pthread_mutex_unlock(&px->lock);
+    pthread_mutex_unlock(&c->lock);
 }
+
+static void io_fdcache_destroy(struct io_fdcache *c)
+{
+    io_fd_forget(c);
+    pthread_mutex_destroy(&c->lock);
+}
+
+static int io_posix_errno(int e)
+{
+    return e == ENOENT || e == ENOTDIR ? TDB_E_NOENT
+           : e == ENOMEM              ? TDB_E_NOMEM
+                                      : TDB_E_IO;
+}
+
+/* Reads exactly len bytes of file `p` at off through the cache (reading
+ * past the end is TDB_E_IO). */
+static int io_fd_read(struct io_fdcache *c, const char *p, io_open_fn open_fn,
+                      void *ctx, uint64_t off, void *buf, size_t len)
+{
+    struct io_fd *slot;
+    int fd = io_fd_get(c, p, open_fn, ctx, &slot);
+    if (fd < 0)
+        return fd;
+    size_t done = 0;
+    int r = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
+                          (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    io_fd_put(c, slot, fd);
+    return r;
+}
+
+/* ----------------------------------------------------------------- POSIX */
+
+struct io_posix {
+    char *root;
+    struct io_fdcache fdc;
+};
 
 /* `path` under folder `root`; absolute paths and file:// URIs pass through
  * (the shared path rule of the POSIX and sub-folder backends). */
@@ -152,11 +208,11 @@ static char *io_posix_path(struct io_posix *px, const char *path)
     return io_under(px->root, path);
 }
 
-static int io_posix_errno(int e)
+static int io_posix_open_read(void *ctx, const char *p)
 {
-    return e == ENOENT || e == ENOTDIR ? TDB_E_NOENT
-           : e == ENOMEM              ? TDB_E_NOMEM
-                                      : TDB_E_IO;
+    (void)ctx;
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? io_posix_errno(errno) : fd;
 }
 
 static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
@@ -166,25 +222,8 @@ static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
-    struct io_fd *slot;
-    int fd = io_fd_get(px, p, &slot);
+    int r = io_fd_read(&px->fdc, p, io_posix_open_read, px, off, buf, len);
     free(p);
-    if (fd < 0)
-        return io_posix_errno(errno);
-    size_t done = 0;
-    int r = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
-                          (off_t)(off + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
-            break;
-        }
-        done += (size_t)n;
-    }
-    io_fd_put(px, slot, fd);
     return r;
 }
 
@@ -255,7 +294,7 @@ static int io_posix_list(void *ctx, const char *path, tdb_io_list_fn fn,
 static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
                              const void *buf, size_t len)
 {
-    io_fd_forget(ctx);
+    io_fd_forget(&((struct io_posix *)ctx)->fdc);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -283,7 +322,7 @@ static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
 
 static int io_posix_mkdir(void *ctx, const char *path)
 {
-    io_fd_forget(ctx);
+    io_fd_forget(&((struct io_posix *)ctx)->fdc);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -295,7 +334,7 @@ static int io_posix_mkdir(void *ctx, const char *path)
 
 static int io_posix_rename(void *ctx, const char *from, const char *to)
 {
-    io_fd_forget(ctx);
+    io_fd_forget(&((struct io_posix *)ctx)->fdc);
     char *a = io_posix_path(ctx, from), *b = io_posix_path(ctx, to);
     int r = a && b ? rename(a, b) : (errno = ENOMEM, -1);
     int e = errno;
@@ -306,7 +345,7 @@ static int io_posix_rename(void *ctx, const char *from, const char *to)
 
 static int io_posix_remove(void *ctx, const char *path)
 {
-    io_fd_forget(ctx);
+    io_fd_forget(&((struct io_posix *)ctx)->fdc);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -333,8 +372,7 @@ static int io_posix_sync(void *ctx, const char *path)
 static void io_posix_destroy(void *ctx)
 {
     struct io_posix *px = ctx;
-    io_fd_forget(px);
-    pthread_mutex_destroy(&px->lock);
+    io_fdcache_destroy(&px->fdc);
     free(px->root);
     free(px);
 }
@@ -359,7 +397,7 @@ int tdb_io_posix(struct tdb_io *io, const char *root)
         free(px);
         return TDB_E_NOMEM;
     }
-    pthread_mutex_init(&px->lock, NULL);
+    io_fdcache_init(&px->fdc);
     io->ops = &io_posix_ops;
     io->ctx = px;
     return 0;
@@ -822,6 +860,49 @@ void tdb_names_free(struct tdb_names *n)
     memset(n, 0, sizeof *n);
 }
 
+/* --------------------------------------------------------------- publish */
+
+int tdb_io_publish(const struct tdb_io *io, const char *tmp,
+                   const char *final, const void *data, size_t len,
+                   struct tdb_error *err)
+{
+    const struct tdb_io_ops *ops = io->ops;
+    int rc;
+
+    if (!ops->write_at || !ops->rename)
+        return tdb_err(err, TDB_E_ROFS, "%s: cannot write: the storage is "
+                       "read-only", final);
+    if (ops->remove && tdb_io_exists(io, tmp))
+        ops->remove(io->ctx, tmp);      /* a stale one from a crash */
+    if ((rc = ops->write_at(io->ctx, tmp, 0, data, len))) {
+        rc = tdb_err(err, rc, "%s: cannot write: %s", tmp, tdb_strerror(rc));
+        goto fail;
+    }
+    if (ops->sync && (rc = ops->sync(io->ctx, tmp))) {
+        rc = tdb_err(err, rc, "%s: cannot sync: %s", tmp, tdb_strerror(rc));
+        goto fail;
+    }
+    if ((rc = ops->rename(io->ctx, tmp, final))) {
+        rc = tdb_err(err, rc, "cannot rename %s to %s: %s", tmp, final,
+                     tdb_strerror(rc));
+        goto fail;
+    }
+    /* Published: a failed sync of the folder no longer undoes it. */
+    const char *slash = strrchr(final, '/');
+    if (ops->sync) {
+        char *dir = slash ? strndup(final, (size_t)(slash - final))
+                          : strdup("");
+        if (dir)
+            ops->sync(io->ctx, dir);
+        free(dir);
+    }
+    return 0;
+fail:
+    if (ops->remove)
+        ops->remove(io->ctx, tmp);
+    return rc;
+}
+
 /* ------------------------------------------------------------ sub-folder */
 
 /* A view of a parent backend rooted at one of its folders (a group's
@@ -952,6 +1033,7 @@ int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
  * touched.  Paths are relative; ".." is refused. */
 struct io_nf {
     int dirfd;
+    struct io_fdcache fdc;      /* files opened for reading */
 };
 
 static int io_nf_errno(int e)
@@ -1044,26 +1126,19 @@ static int io_nf_open(struct io_nf *nf, const char *path, int flags, int *out)
     return r;
 }
 
+static int io_nf_open_read(void *ctx, const char *path)
+{
+    int fd, r = io_nf_open(ctx, path, O_RDONLY, &fd);
+    return r ? r : fd;
+}
+
+/* Reads through the descriptor cache: a file is opened (every folder of
+ * its path with O_NOFOLLOW, and checked regular) once, not at each read. */
 static int io_nf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
                          size_t len)
 {
-    int fd, r = io_nf_open(ctx, path, O_RDONLY, &fd);
-    if (r)
-        return r;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (uint8_t *)buf + done, len - done,
-                          (off_t)(off + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            r = n < 0 ? io_posix_errno(errno) : TDB_E_IO;
-            break;
-        }
-        done += (size_t)n;
-    }
-    close(fd);
-    return r;
+    struct io_nf *nf = ctx;
+    return io_fd_read(&nf->fdc, path, io_nf_open_read, nf, off, buf, len);
 }
 
 static int io_nf_stat(struct io_nf *nf, const char *path, struct stat *st)
@@ -1139,6 +1214,7 @@ static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
 static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
                           const void *buf, size_t len)
 {
+    io_fd_forget(&((struct io_nf *)ctx)->fdc);
     int fd, r = io_nf_open(ctx, path, O_WRONLY | O_CREAT, &fd);
     if (r)
         return r;
@@ -1161,6 +1237,7 @@ static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
 
 static int io_nf_mkdir(void *ctx, const char *path)
 {
+    io_fd_forget(&((struct io_nf *)ctx)->fdc);
     const char *leaf;
     int pfd = io_nf_parent(ctx, path, &leaf);
     if (pfd < 0)
@@ -1173,6 +1250,7 @@ static int io_nf_mkdir(void *ctx, const char *path)
 
 static int io_nf_rename(void *ctx, const char *from, const char *to)
 {
+    io_fd_forget(&((struct io_nf *)ctx)->fdc);
     const char *la, *lb;
     int a = io_nf_parent(ctx, from, &la);
     if (a < 0)
@@ -1190,6 +1268,7 @@ static int io_nf_rename(void *ctx, const char *from, const char *to)
 
 static int io_nf_remove(void *ctx, const char *path)
 {
+    io_fd_forget(&((struct io_nf *)ctx)->fdc);
     const char *leaf;
     int pfd = io_nf_parent(ctx, path, &leaf);
     if (pfd < 0)
@@ -1230,6 +1309,7 @@ static int io_nf_sync(void *ctx, const char *path)
 static void io_nf_destroy(void *ctx)
 {
     struct io_nf *nf = ctx;
+    io_fdcache_destroy(&nf->fdc);
     close(nf->dirfd);
     free(nf);
 }
@@ -1258,6 +1338,7 @@ int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd)
         free(nf);
         return io_posix_errno(e);
     }
+    io_fdcache_init(&nf->fdc);
     io->ops = &io_nf_ops;
     io->ctx = nf;
     return 0;

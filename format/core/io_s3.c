@@ -3,6 +3,7 @@
  * signed with AWS Signature Version 4 (OpenSSL), listings parsed by expat. */
 #include "core/core.h"
 #include "core/io_s3.h"
+#include "core/names.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -791,7 +792,7 @@ static int s3_try(struct s3 *s, struct s3_call *c, const char *uri,
     char date[32], auth[S3_AUTH_MAX];
     int r = TDB_E_NOMEM;
 
-    time_t now = time(NULL);
+    time_t now = (time_t)(tdb_now_ms() / 1000);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);

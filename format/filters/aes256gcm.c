@@ -1,9 +1,9 @@
 /* aes256gcm.c: the internal AES-256-GCM filter (tile.md, "Encryption"). */
 #include "compress_common.h"
+#include "core/names.h"
 
 #include <limits.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 /* The key (call->key) is 32 bytes.  Metadata: u32 metadata parts, u32 data
  * parts, then per part (metadata first) u32 plaintext length, u32
@@ -137,7 +137,7 @@ static int aes_encrypt_part(const struct tdb_filter_call *call,
     if (n > UINT32_MAX)
         return tdb_err(call->err, TDB_E_INVAL,
                        "AES-256-GCM: part of %zu bytes is too large", n);
-    if (RAND_bytes(iv, sizeof iv) != 1)
+    if (tdb_random(iv, sizeof iv, call->err) != 0)
         return tdb_err(call->err, TDB_E_IO,
                        "AES-256-GCM: no random bytes for the IV");
     if (n > 0 && tdb_buf_grow(data_out, n, &dst) < 0)

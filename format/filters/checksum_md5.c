@@ -1,175 +1,13 @@
-/* checksum_md5.c: CHECKSUM_MD5 and the shared checksum framing (tile.md). */
-#include "compress_common.h"
-
-#include <openssl/evp.h>
-
-/* Metadata: u32 metadata checksums, u32 data checksums, then per checksum
- * (metadata first) u64 bytes covered and the digest, then the input
- * metadata intact.  Metadata checksums cover consecutive stretches of that
- * trailing metadata, data checksums consecutive stretches of the data; the
- * data passes through unchanged. */
-
-static const char *checksum_name(unsigned digest)
-{
-    return digest == TDB_FILTER_CHECKSUM_MD5 ? "CHECKSUM_MD5"
-                                             : "CHECKSUM_SHA256";
-}
-
-static int checksum_hash(unsigned digest, const struct tdb_filter_call *call,
-                         const uint8_t *p, size_t n, uint8_t *out)
-{
-    const EVP_MD *md = digest == TDB_FILTER_CHECKSUM_MD5 ? EVP_md5()
-                                                         : EVP_sha256();
-    unsigned int len = 0;
-    uint8_t dummy = 0;
-
-    if (EVP_Digest(n ? p : &dummy, n, out, &len, md, NULL) != 1 ||
-        len != (unsigned)EVP_MD_size(md))
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: digest failed",
-                       checksum_name(digest));
-    return 0;
-}
-
-/* Verifies `count` checksums read from hdr against consecutive stretches
- * of the bytes under `over`. */
-static int checksum_verify(unsigned digest, const struct tdb_filter_call *call,
-                           struct tdb_cursor *hdr, uint32_t count,
-                           struct tdb_cursor *over, const char *kind)
-{
-    size_t dlen = digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32;
-    uint8_t got[32];
-
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t n = 0;
-        const uint8_t *want = NULL, *p = NULL;
-        int rc;
-
-        tdb_cur_u64(hdr, &n);
-        tdb_cur_bytes(hdr, dlen, &want);
-        if (hdr->bad)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           "%s: metadata truncated at %s checksum %u",
-                           checksum_name(digest), kind, i);
-        if (n > tdb_cur_left(over) || tdb_cur_bytes(over, (size_t)n, &p) < 0)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           "%s: %s checksum %u covers %llu bytes but only "
-                           "%zu remain", checksum_name(digest), kind, i,
-                           (unsigned long long)n, tdb_cur_left(over));
-        rc = checksum_hash(digest, call, p, (size_t)n, got);
-        if (rc < 0)
-            return rc;
-        if (memcmp(got, want, dlen) != 0)
-            return tdb_err(call->err, TDB_E_CHECKSUM,
-                           "%s: %s checksum %u mismatch over %llu bytes",
-                           checksum_name(digest), kind, i,
-                           (unsigned long long)n);
-    }
-    return 0;
-}
-
-int tdb_compress_checksum_decode(unsigned digest,
-                                 const struct tdb_filter_call *call,
-                                 struct tdb_cursor *md, const uint8_t *data,
-                                 size_t size, struct tdb_buf *md_out,
-                                 struct tdb_buf *data_out)
-{
-    size_t dlen = digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32;
-    uint32_t nmd = 0, ndata = 0;
-    uint64_t need = 0;
-    struct tdb_cursor hdr, rest, dc;
-    const uint8_t *tail = NULL;
-    size_t tail_len;
-    uint8_t dummy = 0;
-    int rc;
-
-    tdb_cur_u32(md, &nmd);
-    tdb_cur_u32(md, &ndata);
-    if (md->bad)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "%s: metadata truncated (checksum counts)",
-                       checksum_name(digest));
-    if (!tdb_add_ok(nmd, ndata, &need) || !tdb_mul_ok(need, 8 + dlen, &need) ||
-        need > tdb_cur_left(md))
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "%s: %u metadata and %u data checksums do not fit in "
-                       "%zu metadata bytes", checksum_name(digest), nmd,
-                       ndata, tdb_cur_left(md));
-    /* hdr walks the checksums; the metadata after them is passed on. */
-    hdr = *md;
-    tdb_cur_skip(md, (size_t)need);
-    tail_len = tdb_cur_left(md);
-    tdb_cur_bytes(md, tail_len, &tail);
-    tdb_cur_init(&rest, tail_len ? tail : &dummy, tail_len);
-    tdb_cur_init(&dc, size ? data : &dummy, size);
-    rc = checksum_verify(digest, call, &hdr, nmd, &rest, "metadata");
-    if (rc == 0)
-        rc = checksum_verify(digest, call, &hdr, ndata, &dc, "data");
-    if (rc < 0)
-        return rc;
-    rc = tdb_buf_append(md_out, tail, tail_len);
-    if (rc == 0)
-        rc = tdb_buf_append(data_out, data, size);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    return 0;
-}
-
-static int checksum_part(unsigned digest, const struct tdb_filter_call *call,
-                         const uint8_t *p, size_t n, struct tdb_buf *md_out)
-{
-    uint8_t h[32];
-    int rc = checksum_hash(digest, call, p, n, h);
-
-    if (rc < 0)
-        return rc;
-    rc = tdb_buf_put_u64(md_out, n);
-    if (rc == 0)
-        rc = tdb_buf_append(md_out, h,
-                            digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    return 0;
-}
-
-int tdb_compress_checksum_encode(unsigned digest,
-                                 const struct tdb_filter_call *call,
-                                 const uint8_t *md, size_t md_size,
-                                 const uint8_t *data, size_t size,
-                                 struct tdb_buf *md_out,
-                                 struct tdb_buf *data_out)
-{
-    uint32_t nmd = md_size > 0, ndata = size > 0;
-    int rc = tdb_buf_put_u32(md_out, nmd);
-
-    if (rc == 0)
-        rc = tdb_buf_put_u32(md_out, ndata);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    if (nmd)
-        rc = checksum_part(digest, call, md, md_size, md_out);
-    if (rc == 0 && ndata)
-        rc = checksum_part(digest, call, data, size, md_out);
-    if (rc < 0)
-        return rc;
-    rc = tdb_buf_append(md_out, md, md_size);
-    if (rc == 0)
-        rc = tdb_buf_append(data_out, data, size);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    return 0;
-}
+/* checksum_md5.c: the CHECKSUM_MD5 filter (tile.md, "Checksum"); the framing is in checksum_common.c. */
+#include "checksum_common.h"
 
 static int checksum_md5_decode(const struct tdb_filter_call *call,
                                struct tdb_cursor *md, const uint8_t *data,
                                size_t size, struct tdb_buf *md_out,
                                struct tdb_buf *data_out)
 {
-    return tdb_compress_checksum_decode(TDB_FILTER_CHECKSUM_MD5, call, md,
-                                        data, size, md_out, data_out);
+    return tdb_checksum_decode(TDB_FILTER_CHECKSUM_MD5, call, md,
+                               data, size, md_out, data_out);
 }
 
 static int checksum_md5_encode(const struct tdb_filter_call *call,
@@ -178,9 +16,9 @@ static int checksum_md5_encode(const struct tdb_filter_call *call,
                                struct tdb_buf *md_out,
                                struct tdb_buf *data_out)
 {
-    return tdb_compress_checksum_encode(TDB_FILTER_CHECKSUM_MD5, call, md,
-                                        md_size, data, size, md_out,
-                                        data_out);
+    return tdb_checksum_encode(TDB_FILTER_CHECKSUM_MD5, call, md,
+                               md_size, data, size, md_out,
+                               data_out);
 }
 
 const struct tdb_filter_ops tdb_filter_checksum_md5 = {

@@ -8,15 +8,14 @@
  * and as its data the compressed parts one after the other.  The previous
  * filters' metadata travels compressed inside the data.  Every compressor
  * (gzip, zstd, lz4, bzip2, fixed-size RLE) only supplies a codec below; the
- * framing is written once, in gzip.c.
+ * framing is written once, in compress_common.c.
  *
  * The var-sized string forms of RLE and DICTIONARY (filter_pipeline.md,
  * filters/dictionary_encoding.md) begin with the same two counts (always
  * 0 and 1) followed by u32 string bytes, u32 encoded bytes and u32 offsets
  * bytes (8 per cell); tdb_compress_strings_* read and write that prefix.
  *
- * The checksum filters (checksum_md5.c, checksum_sha256.c) share
- * tdb_compress_checksum_*, written once in checksum_md5.c.
+ * The checksum filters share theirs through checksum_common.h.
  */
 #ifndef TDB_COMPRESS_COMMON_H
 #define TDB_COMPRESS_COMMON_H
@@ -111,20 +110,6 @@ int tdb_compress_strings_write_hdr(const struct tdb_compress_strings_hdr *h,
 int tdb_compress_strings_check_input(const struct tdb_filter_call *call,
                                      size_t md_size, size_t size,
                                      const char *name);
-
-/* The checksum filters' decode and encode; digest is TDB_FILTER_CHECKSUM_MD5
- * or TDB_FILTER_CHECKSUM_SHA256.  A mismatch is TDB_E_CHECKSUM. */
-int tdb_compress_checksum_decode(unsigned digest,
-                                 const struct tdb_filter_call *call,
-                                 struct tdb_cursor *md, const uint8_t *data,
-                                 size_t size, struct tdb_buf *md_out,
-                                 struct tdb_buf *data_out);
-int tdb_compress_checksum_encode(unsigned digest,
-                                 const struct tdb_filter_call *call,
-                                 const uint8_t *md, size_t md_size,
-                                 const uint8_t *data, size_t size,
-                                 struct tdb_buf *md_out,
-                                 struct tdb_buf *data_out);
 
 /* Big-endian load of a 1, 2, 4 or 8 byte unsigned integer. */
 static inline uint64_t tdb_compress_be(const uint8_t *p, unsigned w)

@@ -6,21 +6,7 @@
 #define TDB_ARRAYDIR_H
 
 #include "core/core.h"
-
-/* A parsed timestamped name: __t1_t2_uuid_v (v5+), __t1_t2_uuid (v3-4),
- * __uuid_t1[_t2] (v1-2).  version is 0 where the name has none. */
-struct tdb_tsname {
-    uint64_t t1, t2;
-    uint32_t version;
-    char uuid[64];
-    unsigned era;   /* 1: __uuid_t (v1-2), 2: __t1_t2_uuid, 3: with _v */
-};
-/* Parses the last path component of `name` (an extension after its last
- * '.' is ignored), deciding the era as TileDB's FragmentID does: five '_'
- * make era 3; otherwise a 32-character last field makes era 2; otherwise
- * era 1, whose last field is both t1 and t2.
- * @return 0, or TDB_E_CORRUPT for a malformed name (out is then zeroed). */
-int tdb_tsname_parse(const char *name, struct tdb_tsname *out);
+#include "core/names.h"
 
 struct tdb_dir_entry {
     char *name;                 /* timestamped name, no extension */

@@ -1,6 +1,7 @@
 /* group.c: group members (format_spec/group.md, group_file_hierarchy.md). */
 #include "read/meta.h"
 #include "core/generic_tile.h"
+#include "core/names.h"
 
 #include <stdlib.h>
 
@@ -132,18 +133,6 @@ static int group_apply_raw(struct tdb_group *g, const uint8_t *p,
     return 0;
 }
 
-static const char *group_last_component(const char *uri, size_t *len)
-{
-    size_t n = strlen(uri);
-    while (n > 0 && uri[n - 1] == '/')
-        n--;
-    size_t s = n;
-    while (s > 0 && uri[s - 1] != '/')
-        s--;
-    *len = n - s;
-    return uri + s;
-}
-
 static int group_name_cmp(const void *a, const void *b)
 {
     const struct tdb_group_member *x = a, *y = b;
@@ -160,7 +149,7 @@ static int group_finish(struct tdb_group *g, const char *what,
         if (m->name_set)
             continue;
         size_t len;
-        const char *last = group_last_component(m->uri, &len);
+        const char *last = tdb_last_component(m->uri, &len);
         char *name = malloc(len + 1);
         if (!name)
             return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);

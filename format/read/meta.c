@@ -1,4 +1,7 @@
-/* meta.c: array and group metadata (format_spec/metadata.md, vacuum_file.md). */
+/* meta.c: array and group metadata (format_spec/metadata.md,
+ * vacuum_file.md), both directions: which files are live, their payload
+ * decoded and applied (reading), and encoded (tdb_meta_serialize_*, for
+ * write/create.c, which wraps it in a generic tile and publishes it). */
 #include "read/meta.h"
 #include "read/arraydir.h"
 #include "core/generic_tile.h"

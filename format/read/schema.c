@@ -3,6 +3,8 @@
  * version-22 serialisation. */
 #include "read/schema.h"
 #include "core/generic_tile.h"
+#include "core/names.h"
+#include "read/arraydir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -586,31 +588,6 @@ int tdb_schema_parse(const uint8_t *p, size_t size, const char *what,
     return 0;
 }
 
-/* "__t1_t2_uuid[_v]" -> t1, t2; false for any other name. */
-static bool schema_parse_tsname(const char *name, uint64_t *t1, uint64_t *t2)
-{
-    uint64_t v[2] = {0, 0};
-    const char *q = name;
-    if (strncmp(q, "__", 2))
-        return false;
-    q += 2;
-    for (int i = 0; i < 2; i++) {
-        if (*q < '0' || *q > '9')
-            return false;
-        while (*q >= '0' && *q <= '9') {
-            if (!tdb_mul_ok(v[i], 10, &v[i]) ||
-                !tdb_add_ok(v[i], (uint64_t)(*q - '0'), &v[i]))
-                return false;
-            q++;
-        }
-        if (*q++ != '_')
-            return false;
-    }
-    *t1 = v[0];
-    *t2 = v[1];
-    return true;
-}
-
 /* Reads the encryption type of the generic tile at the start of `path`. */
 static int schema_encryption(const struct tdb_io *io, const char *path,
                              uint8_t *enc, struct tdb_error *err)
@@ -680,7 +657,7 @@ int tdb_schema_load(const struct tdb_io *io, const char *path,
         tdb_schema_free(s);
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
     }
-    if (!schema_parse_tsname(base, &s->t1, &s->t2))
+    if (!tdb_tsname_times(base, &s->t1, &s->t2))
         s->t1 = s->t2 = 0;
     if ((rc = schema_root_enum_paths(s, path, err))) {
         tdb_schema_free(s);
@@ -688,6 +665,32 @@ int tdb_schema_load(const struct tdb_io *io, const char *path,
     }
     *out = s;
     return 0;
+}
+
+int tdb_array_encryption(const struct tdb_io *io, const uint8_t *key,
+                         int *enc, struct tdb_error *err)
+{
+    struct tdb_arraydir *d = NULL;
+    struct tdb_schema *sc = NULL;
+    int rc;
+
+    *enc = TDB_NO_ENCRYPTION;
+    if (!tdb_is_array(io, ""))
+        return tdb_err(err, TDB_E_INVAL, "not a TileDB array");
+    if (!(rc = tdb_arraydir_load(io, 0, UINT64_MAX, &d, err))) {
+        if (!d->nschemas)
+            rc = tdb_err(err, TDB_E_CORRUPT, "the array has no schema");
+        else
+            rc = tdb_schema_load(io,
+                                 d->schemas[d->schema_latest < d->nschemas
+                                                ? d->schema_latest : 0].path,
+                                 key, &sc, err);
+    }
+    if (!rc)
+        *enc = sc->encryption;
+    tdb_schema_free(sc);
+    tdb_arraydir_free(d);
+    return rc;
 }
 
 static void schema_enum_clear_data(struct tdb_enumeration *e)

@@ -92,7 +92,7 @@ int tdb_schema_load(const struct tdb_io *io, const char *path,
                     const uint8_t *key, struct tdb_schema **out,
                     struct tdb_error *err);
 
-void tdb_schema_free(struct tdb_schema *s);
+/* tdb_schema_free: tiledb_format_write.h (schemas are public there). */
 
 /* Loads the data of enumeration e (file under __schema/__enumerations). */
 int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,

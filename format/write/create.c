@@ -4,14 +4,9 @@
 #include "core/generic_tile.h"
 #include "read/meta.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #define CREATE_NAME_MAX 96      /* __t1_t2_<32 hex>_22 and a suffix */
 
@@ -22,57 +17,6 @@ static const char *const create_dirs[] = {
     "__meta", "__fragment_meta", "__labels",
 };
 #define CREATE_NDIRS (sizeof create_dirs / sizeof create_dirs[0])
-
-void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
-                     const uint8_t rnd[16], bool with_version)
-{
-    char hex[33];
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-    if (with_version)
-        snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s_%d", t1, t2, hex,
-                 TDB_WRITE_VERSION);
-    else
-        snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s", t1, t2, hex);
-}
-
-/* 16 random bytes (getrandom, else /dev/urandom). */
-static int create_random(uint8_t out[16], struct tdb_error *err)
-{
-    size_t got = 0;
-    while (got < 16) {
-        ssize_t n = getrandom(out + got, 16 - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (got == 16)
-        return 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    got = 0;
-    while (fd >= 0 && got < 16) {
-        ssize_t n = read(fd, out + got, 16 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (fd >= 0)
-        close(fd);
-    return got == 16 ? 0 : tdb_err(err, TDB_E_IO, "no random bytes for a "
-                                   "new file name (getrandom and "
-                                   "/dev/urandom failed)");
-}
-
-static uint64_t create_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static bool create_can_write(const struct tdb_io *io)
 {
@@ -112,35 +56,6 @@ static int create_generic_tile(const struct tdb_buf *payload,
                                    1, key, out, err);
 }
 
-/* Writes data to `tmp`, then renames it to `final`, so that no reader sees
- * part of the file.  The temporary file is removed on failure. */
-static int create_publish(const struct tdb_io *io, const char *tmp,
-                          const char *final, const struct tdb_buf *data,
-                          struct tdb_error *err)
-{
-    if (io->ops->remove)
-        io->ops->remove(io->ctx, tmp);      /* a stale one from a crash */
-    int rc = io->ops->write_at(io->ctx, tmp, 0, data->data, data->len);
-    if (rc) {
-        rc = tdb_err(err, rc, "%s: cannot write: %s", tmp, tdb_strerror(rc));
-        goto fail;
-    }
-    if (io->ops->sync && (rc = io->ops->sync(io->ctx, tmp))) {
-        rc = tdb_err(err, rc, "%s: cannot sync: %s", tmp, tdb_strerror(rc));
-        goto fail;
-    }
-    if ((rc = io->ops->rename(io->ctx, tmp, final))) {
-        rc = tdb_err(err, rc, "cannot rename %s to %s: %s", tmp, final,
-                     tdb_strerror(rc));
-        goto fail;
-    }
-    return 0;
-fail:
-    if (io->ops->remove)
-        io->ops->remove(io->ctx, tmp);
-    return rc;
-}
-
 /* "DIR/NAME" (or "NAME" when dir is empty) into a new string. */
 static char *create_join(const char *dir, const char *name)
 {
@@ -168,7 +83,7 @@ static int create_enumeration(const struct tdb_io *io,
         rc = tdb_err(err, rc, "enumeration '%s': cannot serialise it",
                      e->name ? e->name : "");
     else if (!(rc = create_generic_tile(&payload, key, &file, err)))
-        rc = create_publish(io, tmp, final, &file, err);
+        rc = tdb_io_publish(io, tmp, final, file.data, file.len, err);
     tdb_buf_free(&payload);
     tdb_buf_free(&file);
     free(final);
@@ -201,7 +116,7 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
         return tdb_err_ctx(err, rc, "cannot create the array");
     if ((rc = tdb_schema_serialize(s, &payload, err)) ||
         (rc = create_generic_tile(&payload, key, &file, err)) ||
-        (rc = create_random(rnd, err)))
+        (rc = tdb_random(rnd, 16, err)))
         goto out;
 
     /* The folder must be missing or empty. */
@@ -234,9 +149,8 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
         }
     }
     if (!timestamp_ms)
-        timestamp_ms = create_now_ms();
-    tdb_tsname_make(name, sizeof name, timestamp_ms, timestamp_ms, rnd,
-                    false);
+        timestamp_ms = tdb_now_ms();
+    tdb_tsname_make(name, sizeof name, timestamp_ms, timestamp_ms, rnd, 0);
     /* The temporary file sits in the array folder, where neither TileDB
      * nor we look for schemas. */
     snprintf(tmp, sizeof tmp, ".%s.tmp", name);
@@ -248,7 +162,7 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
     for (uint32_t i = 0; !rc && i < s->nenums; i++)
         rc = create_enumeration(io, &s->enums[i], key, err);
     if (!rc)
-        rc = create_publish(io, tmp, final, &file, err);
+        rc = tdb_io_publish(io, tmp, final, file.data, file.len, err);
 
 out:
     if (rc && io && io->ops && io->ops->remove) {
@@ -284,7 +198,7 @@ static int create_meta_label(const struct tdb_io *io, const char *meta_dir,
                              struct tdb_error *err)
 {
     struct tdb_names names = {0};
-    int rc = create_random(rnd, err);
+    int rc = tdb_random(rnd, 16, err);
     if (rc)
         return rc;
     rnd[0] &= 0x7f;
@@ -369,11 +283,10 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
         goto out;
     }
     if (!timestamp_ms)
-        timestamp_ms = create_now_ms();
+        timestamp_ms = tdb_now_ms();
     if ((rc = create_meta_label(io, meta_dir, timestamp_ms, rnd, err)))
         goto out;
-    tdb_tsname_make(fname, sizeof fname, timestamp_ms, timestamp_ms, rnd,
-                    false);
+    tdb_tsname_make(fname, sizeof fname, timestamp_ms, timestamp_ms, rnd, 0);
     /* The temporary file goes next to the metadata folder, not in it, so
      * that no reader (ours or TileDB's) ever lists it as metadata. */
     snprintf(tname, sizeof tname, ".%s.tmp", fname);
@@ -385,7 +298,7 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
         rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
-    rc = create_publish(io, tmp, final, &file, err);
+    rc = tdb_io_publish(io, tmp, final, file.data, file.len, err);
 out:
     tdb_buf_free(&payload);
     tdb_buf_free(&file);

@@ -11,7 +11,6 @@
 #include <strings.h>
 
 #include <jansson.h>
-#include <sys/random.h>
 
 /* TileDB's defaults for what a schema JSON may leave out. */
 #define SJ_CHUNK 65536          /* pipeline max chunk size */
@@ -875,8 +874,10 @@ static int sj_enumerations(json_t *o, const struct sj_where *w,
             return sj_nomem(err);
         uint8_t rnd[16];
         char file[64];
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-            return tdb_err(err, TDB_E_IO, "no random bytes for a file name");
+        int rr = tdb_random(rnd, sizeof rnd, err);
+        if (rr)
+            return tdb_err_ctx(err, rr, "enumeration '%s': its file name",
+                               en->name);
         snprintf(file, sizeof file, "__");
         for (int b = 0; b < 16; b++)
             snprintf(file + 2 + 2 * b, 3, "%02x", rnd[b]);

@@ -4,13 +4,10 @@
 #include "read/arraydir.h"
 #include "read/view.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #define WR_NONE UINT64_MAX             /* a tile cell the write does not cover */
@@ -93,7 +90,7 @@ struct wr {
     struct tdb_fmw *fmw;
     bool dir_made;
     char *meta_path, *tmp_commit;
-    bool meta_made, tmp_made;
+    bool meta_made;
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -132,31 +129,6 @@ static bool wr_isnan(unsigned type, const uint8_t *v)
         return x != x;
     }
     return false;
-}
-
-static uint64_t wr_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int wr_random(uint8_t rnd[16], struct tdb_error *err)
-{
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return tdb_err(err, TDB_E_IO, "/dev/urandom: %s", strerror(errno));
-    size_t got = 0;
-    while (got < 16) {
-        ssize_t n = read(fd, rnd + got, 16 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    return got == 16 ? 0 : tdb_err(err, TDB_E_IO, "/dev/urandom: short read");
 }
 
 /* Reads staged bytes [off, off+len) of part p of f. */
@@ -1680,7 +1652,7 @@ int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
 
 /* Syncs the fragment's files, then publishes it: an empty commit file
  * written under a temporary name in the fragment's folder and renamed into
- * __commits (the rename is the commit). */
+ * __commits by tdb_io_publish (the rename is the commit). */
 static int wr_commit(struct wr *w)
 {
     int r = 0;
@@ -1702,22 +1674,7 @@ static int wr_commit(struct wr *w)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     char wrt[192];
     snprintf(wrt, sizeof wrt, "__commits/%s.wrt", w->name);
-    r = w->io->ops->write_at(w->io->ctx, w->tmp_commit, 0, "", 0);
-    if (r)
-        return tdb_err(w->err, r, "%s: cannot create: %s", w->tmp_commit,
-                       tdb_strerror(r));
-    w->tmp_made = true;
-    if ((r = wr_sync(w, w->tmp_commit)))
-        return r;
-    r = w->io->ops->rename(w->io->ctx, w->tmp_commit, wrt);
-    if (r)
-        return tdb_err(w->err, r, "%s: cannot rename to %s: %s", w->tmp_commit,
-                       wrt, tdb_strerror(r));
-    w->tmp_made = false;
-    /* committed: a failed sync of the folder no longer undoes it */
-    if (w->io->ops->sync)
-        w->io->ops->sync(w->io->ctx, "__commits");
-    return 0;
+    return tdb_io_publish(w->io, w->tmp_commit, wrt, "", 0, w->err);
 }
 
 /* Removes what a failed write left (best effort). */
@@ -1736,8 +1693,6 @@ static void wr_cleanup(struct wr *w)
         }
     if (w->meta_made)
         w->io->ops->remove(w->io->ctx, w->meta_path);
-    if (w->tmp_made)
-        w->io->ops->remove(w->io->ctx, w->tmp_commit);
     w->io->ops->remove(w->io->ctx, w->fragdir);
 }
 
@@ -1745,7 +1700,7 @@ static void wr_cleanup(struct wr *w)
  * fragment so that the new one wins, and not before its schema. */
 static uint64_t wr_timestamp(const struct wr *w, uint64_t ts)
 {
-    uint64_t t = ts ? ts : wr_now_ms();
+    uint64_t t = ts ? ts : tdb_now_ms();
     const struct tdb_arraydir *dir = w->arr->dir;
     uint64_t newest = 0;
     for (size_t i = 0; i < dir->ncands; i++)
@@ -1765,11 +1720,11 @@ static int wr_write(struct wr *w, uint64_t ts)
 {
     const struct tdb_io_ops *ops = w->io->ops;
     uint8_t rnd[16];
-    int r = wr_random(rnd, w->err);
+    int r = tdb_random(rnd, sizeof rnd, w->err);
     if (r)
         return r;
     uint64_t t = wr_timestamp(w, ts);
-    tdb_tsname_make(w->name, sizeof w->name, t, t, rnd, true);
+    tdb_tsname_make(w->name, sizeof w->name, t, t, rnd, TDB_WRITE_VERSION);
     if (!(w->fragdir = tdb_path_join("__fragments", w->name)) ||
         !(w->meta_path = tdb_path_join(w->fragdir, "__fragment_metadata.tdb")))
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");

@@ -1,13 +1,13 @@
-/* writer.h: writing TileDB arrays at format version 22 (what TileDB 2.29
- * writes): creating an array from a schema, writing a fragment from staged
- * files, writing array metadata; and the builder of fragment metadata. */
+/* writer.h: the write side's internals: the builder of fragment metadata
+ * (fragmeta_write.c).  The public write API (creating arrays, writing
+ * fragments and metadata) is tiledb_format_write.h. */
 #ifndef TDB_WRITER_H
 #define TDB_WRITER_H
 
+#include "tiledb_format_write.h"
 #include "core/core.h"
+#include "core/names.h"
 #include "read/schema.h"
-
-#define TDB_WRITE_VERSION 22
 
 /* ------------------------------------------- fragment metadata (v22) */
 
@@ -87,101 +87,5 @@ void tdb_fmw_set_sparse_tiles(struct tdb_fmw *w, uint64_t ntiles,
  * encrypted with key when non-NULL. */
 int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
                       struct tdb_buf *out, struct tdb_error *err);
-
-/* ------------------------------------------------------------ arrays */
-
-/* Parses the "schema" object of __array.json (json.c writes it) into a
- * schema; names the offending key on error. */
-int tdb_schema_from_json(const char *text, size_t len,
-                         struct tdb_schema **out, struct tdb_error *err);
-
-/* Checks a schema as TileDB checks a new one (schema_json.c): dimensions
- * (datatypes, domains, tile extents), dense-array rules, unique and
- * unreserved names, fill values, the current domain.  @return 0 or
- * TDB_E_INVAL with err naming the dimension or attribute and why. */
-int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err);
-
-/* Creates an empty array at the root of io (which must be an empty or
- * missing folder): __schema/<timestamped name>, __fragments, __commits,
- * __meta, __fragment_meta.  key non-NULL: an AES-256-GCM array. */
-int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
-                     const uint8_t *key, uint64_t timestamp_ms,
-                     struct tdb_error *err);
-
-/* Writes one array (or group) metadata file in folder `meta_dir`: a put of
- * `count` values of `type`, or a deletion when del is true. */
-int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
-                   const char *name, unsigned type, uint32_t count,
-                   const void *value, bool del, const uint8_t *key,
-                   uint64_t timestamp_ms, struct tdb_error *err);
-
-/* ---------------------------------------------------------- fragments */
-
-/* Writes one fragment into the array at the root of `io` from the files in
- * folder `staged_dir` of `staged` (named as the mount names data files:
- * values, NAME.offsets, NAME.validity, and for sparse arrays the dimension
- * files; dense arrays may add __subarray.json, the region as
- * [[lo, hi], ...], default the whole view region), with the schema's
- * filters, at timestamp_ms (0: now).  The commit file is written last, so
- * the fragment is wholly there or not at all.  On bad input returns
- * TDB_E_INVAL with err naming the staged file and why, and the array is
- * unchanged.  *name receives the new fragment's name (caller frees).
- *
- * Every staged file's size is checked against the others and the schema
- * before any content is read.  The tile work runs on one thread per
- * online CPU (tdb_fragment_write_threads).  Memory: a dense commit streams,
- * one space tile of one field per job (plus staged reads of at most
- * 4 MiB), at most 2 jobs per thread at once; a sparse commit holds every
- * dimension file in memory (to sort the cells into global order) plus 8
- * bytes per cell (16 with a Hilbert order), and jobs of one tile of
- * `capacity` cells of one field, at most 2 per thread at once.
- *
- * Crash safety: the staged folder gets a marker naming the fragment before
- * anything is written to the array; the commit file comes last.  Running
- * the commit again on the same folder after a crash at any point writes
- * the fragment exactly once (see tdb_fragment_clean, tdb_staged_remove).
- * Staged files that others could plant should be read through
- * tdb_io_posix_nofollow. */
-int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
-                       const char *staged_dir, const uint8_t *key,
-                       uint64_t timestamp_ms, char **name,
-                       struct tdb_error *err);
-
-/* tdb_fragment_write with the tile work (staged reads, tile metadata,
- * filters) on `threads` threads (0, as tdb_fragment_write does: one per
- * online CPU; 1: none, all in the calling thread) while the calling thread
- * appends the filtered tiles to the fragment's files in order.  Whatever
- * the count, the fragment's files are byte for byte the same and the
- * array's storage sees the same calls in the same order.  Memory: at most
- * 2 * threads jobs (one tile of one field each: its contents and filtered
- * bytes) at once, plus per thread the scratch of one tile. */
-int tdb_fragment_write_threads(const struct tdb_io *io,
-                               const struct tdb_io *staged,
-                               const char *staged_dir, const uint8_t *key,
-                               uint64_t timestamp_ms, unsigned threads,
-                               char **name, struct tdb_error *err);
-
-/* Removes the uncommitted fragment folder (its files, then itself) named
- * by the marker that tdb_fragment_write leaves in staged folder
- * `staged_dir`: what a commit killed before its commit file was written
- * left behind.  Only a folder whose name this writer recorded is touched;
- * any other fragment folder without a commit file may be another writer's
- * work in progress and is left alone.  *removed (when non-NULL) receives
- * the removed fragment's name, or NULL.  @return 0 or an error. */
-int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
-                       const char *staged_dir, char **removed,
-                       struct tdb_error *err);
-
-/* Removes committed staged folder `staged_dir` and its files, the marker
- * last, so that a removal cut short at any point still names the committed
- * fragment (a repeated commit writes nothing) or leaves nothing to commit.
- * Stops at the first failure.  @return 0 or an error. */
-int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
-                      struct tdb_error *err);
-
-/* A new timestamped name __t_t_<32 hex uuid>_22 (uuid from /dev/urandom
- * via the caller-supplied 16 random bytes). */
-void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
-                     const uint8_t rnd[16], bool with_version);
 
 #endif

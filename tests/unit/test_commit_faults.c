@@ -2,10 +2,13 @@
  * every mutating I/O call, through tdb_io_faulty: the array shows the old
  * data or the whole new fragment, never part of one, and committing the
  * same staged folder again gives exactly one fragment; the same for the
- * removal of a committed staged folder (its marker goes last); and the
+ * removal of a committed staged folder (its marker goes last); a metadata
+ * write (the same publish as the commit file) shows the old or the new
+ * value; and the
  * no-follow POSIX backend refuses links and special files. */
 #include "write/writer.h"
 #include "read/arraydir.h"
+#include "read/meta.h"
 #include "support.h"
 
 #include <fcntl.h>
@@ -172,6 +175,65 @@ static void test_commit_one_failure(void)
     commit_cut_at_every_call(false);
 }
 
+/* ------------------------------------------------------------- metadata */
+
+/* A metadata write (published as the commit file is, by tdb_io_publish)
+ * cut short at every mutating call: the key has its old value or the new
+ * one, and __meta never lists the temporary file. */
+static void meta_cut_at_every_call(bool crash)
+{
+    uint64_t total = 0;
+    for (uint64_t n = 0; n == 0 || n <= total; n++) {
+        struct tdb_io arr, fa;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
+        int32_t old = 1, neu = 2;
+        CHECK_EQ_INT(tdb_meta_write(&arr, "__meta", "k", TDB_INT32, 1, &old,
+                                    false, NULL, 10, &err), 0);
+        struct tdb_io_fault f = {n, crash, 0, 0};
+        CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
+        int r = tdb_meta_write(&fa, "__meta", "k", TDB_INT32, 1, &neu, false,
+                               NULL, 11, &err);
+        if (n == 0) {
+            CHECK_EQ_INT(r, 0);
+            total = f.count;
+            CHECK(total >= 4); /* mkdir, write, sync, rename (, sync) */
+        }
+        struct tdb_meta *m = NULL;
+        CHECK_EQ_INT(tdb_meta_load(&arr, "__meta", 0, UINT64_MAX, NULL, &m,
+                                   &err), 0);
+        const struct tdb_meta_item *it = m ? tdb_meta_find(m, "k") : NULL;
+        int32_t v = 0;
+        if (it && it->size == 4)
+            memcpy(&v, it->value, 4);
+        CHECK(v == (r == 0 ? 2 : 1)); /* the rename is the write */
+        struct tdb_names nm = {0};
+        CHECK_EQ_INT(tdb_io_names(&arr, "__meta", &nm, NULL), 0);
+        for (size_t i = 0; i < nm.n; i++)
+            CHECK(!strstr(nm.v[i], ".tmp"));
+        if (unit_cur_failed)
+            fprintf(stderr, "  metadata write stopped at call %llu of %llu "
+                    "(crash %d): %d, value %d\n", (unsigned long long)n,
+                    (unsigned long long)total, crash, r, (int)v);
+        tdb_names_free(&nm);
+        tdb_meta_free(m);
+        tdb_io_free(&fa);
+        tdb_io_free(&arr);
+        if (unit_cur_failed)
+            break;
+    }
+}
+
+static void test_meta_killed(void)
+{
+    meta_cut_at_every_call(true);
+}
+
+static void test_meta_one_failure(void)
+{
+    meta_cut_at_every_call(false);
+}
+
 /* ------------------------------------------------ removal of staged files */
 
 /* A committed staged folder removed with the removal stopped at each call:
@@ -322,6 +384,22 @@ static void test_nofollow(void)
     bool d = true;
     CHECK_EQ_INT(stg.ops->is_dir(stg.ctx, "t", &d), 0);
     CHECK(!d);
+    /* read descriptors are kept: a file read once is read again without
+     * reopening it (a link put in its place meanwhile is not seen), until
+     * the backend itself changes something; reopened, the link is refused */
+    snprintf(q, sizeof q, "%s/c", tmpl);
+    fp = fopen(q, "wb");
+    CHECK(fp != NULL);
+    if (fp) {
+        fwrite(secret, 4, 50, fp);
+        fclose(fp);
+    }
+    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "c", 0, buf, 4), 0);
+    CHECK_EQ_INT(unlink(q), 0);
+    CHECK_EQ_INT(symlink(p, q), 0);
+    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "c", 4, buf, 8), 0);
+    CHECK_EQ_INT(stg.ops->mkdir(stg.ctx, "m"), 0);
+    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "c", 0, buf, 4), TDB_E_INVAL);
 
     /* the commit refuses the link, and names it */
     CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
@@ -380,6 +458,8 @@ int main(void)
 {
     RUN_CORPUS(test_commit_killed);
     RUN_CORPUS(test_commit_one_failure);
+    RUN_CORPUS(test_meta_killed);
+    RUN_CORPUS(test_meta_one_failure);
     RUN_CORPUS(test_staged_removal_killed);
     RUN_CORPUS(test_clean_orphan);
     RUN_CORPUS(test_nofollow);

@@ -647,9 +647,9 @@ static void test_tsname(void)
     for (int i = 0; i < 16; i++)
         r[i] = (uint8_t)(0xa0 + i);
     char s[128];
-    tdb_tsname_make(s, sizeof s, 12, 34, r, true);
+    tdb_tsname_make(s, sizeof s, 12, 34, r, TDB_WRITE_VERSION);
     CHECK(!strcmp(s, "__12_34_a0a1a2a3a4a5a6a7a8a9aaabacadaeaf_22"));
-    tdb_tsname_make(s, sizeof s, 7, 7, r, false);
+    tdb_tsname_make(s, sizeof s, 7, 7, r, 0);
     CHECK(!strcmp(s, "__7_7_a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"));
 }
 

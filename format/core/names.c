@@ -1,0 +1,200 @@
+/* names.c: timestamped names (format_spec/timestamped_name.md): parsing
+ * (every era, for reading) and making (for writing); and what new names
+ * are made of: the engine's one clock (tdb_now_ms) and its one random
+ * source (tdb_random), which every writer, filter and backend uses. */
+#include "core/names.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Parses a whole field of decimal digits into *v (no sign, no overflow). */
+static bool names_parse_u64(const char *s, size_t n, uint64_t *v)
+{
+    if (!n)
+        return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        if (!tdb_mul_ok(x, 10, &x) ||
+            !tdb_add_ok(x, (uint64_t)(s[i] - '0'), &x))
+            return false;
+    }
+    *v = x;
+    return true;
+}
+
+static bool names_set_uuid(struct tdb_tsname *out, const char *s, size_t n)
+{
+    if (!n || n >= sizeof out->uuid)
+        return false;
+    memcpy(out->uuid, s, n);
+    out->uuid[n] = 0;
+    return true;
+}
+
+const char *tdb_last_component(const char *path, size_t *len)
+{
+    size_t n = strlen(path);
+    while (n > 0 && path[n - 1] == '/')
+        n--;
+    size_t s = n;
+    while (s > 0 && path[s - 1] != '/')
+        s--;
+    *len = n - s;
+    return path + s;
+}
+
+int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!name)
+        return TDB_E_CORRUPT;
+    size_t len;
+    const char *s = tdb_last_component(name, &len);
+    /* Without the extension (from the last '.'). */
+    for (size_t i = len; i > 0; i--) {
+        if (s[i - 1] == '.') {
+            len = i - 1;
+            break;
+        }
+    }
+    if (len < 2 || s[0] != '_' || s[1] != '_')
+        return TDB_E_CORRUPT;
+
+    /* Split what follows "__" into '_'-separated fields. */
+    const char *f[4];
+    size_t fl[4], nf = 0, under = 2;
+    size_t i = 2, b = 2;
+    for (; i <= len; i++) {
+        if (i == len || s[i] == '_') {
+            if (i < len)
+                under++;
+            if (nf == 4)
+                return TDB_E_CORRUPT;
+            f[nf] = s + b;
+            fl[nf] = i - b;
+            nf++;
+            b = i + 1;
+        }
+    }
+    for (size_t k = 0; k < nf; k++)
+        if (!fl[k])
+            return TDB_E_CORRUPT;
+
+    bool ok;
+    if (under == 5) {
+        /* __t1_t2_uuid_v (format 5 and later) */
+        uint64_t v = 0;
+        out->era = 3;
+        ok = nf == 4 && names_parse_u64(f[0], fl[0], &out->t1) &&
+             names_parse_u64(f[1], fl[1], &out->t2) &&
+             names_set_uuid(out, f[2], fl[2]) &&
+             names_parse_u64(f[3], fl[3], &v) && v <= UINT32_MAX;
+        out->version = (uint32_t)v;
+    } else if (fl[nf - 1] == 32) {
+        /* __t1_t2_uuid (formats 3 and 4; also schema and metadata names) */
+        out->era = 2;
+        ok = nf == 3 && names_parse_u64(f[0], fl[0], &out->t1) &&
+             names_parse_u64(f[1], fl[1], &out->t2) &&
+             names_set_uuid(out, f[2], fl[2]);
+    } else {
+        /* __uuid_t1[_t2] (formats 1 and 2): TileDB reads the last field as
+         * the timestamp, start and end alike. */
+        out->era = 1;
+        ok = (nf == 2 || nf == 3) && names_set_uuid(out, f[0], fl[0]) &&
+             names_parse_u64(f[nf - 1], fl[nf - 1], &out->t1);
+        if (ok && nf == 3) {
+            uint64_t ignored;
+            ok = names_parse_u64(f[1], fl[1], &ignored);
+        }
+        out->t2 = out->t1;
+    }
+    if (!ok || out->t1 > out->t2) {
+        memset(out, 0, sizeof *out);
+        return TDB_E_CORRUPT;
+    }
+    return 0;
+}
+
+bool tdb_tsname_times(const char *name, uint64_t *t1, uint64_t *t2)
+{
+    uint64_t v[2] = {0, 0};
+    const char *q = name;
+    if (strncmp(q, "__", 2))
+        return false;
+    q += 2;
+    for (int i = 0; i < 2; i++) {
+        if (*q < '0' || *q > '9')
+            return false;
+        while (*q >= '0' && *q <= '9') {
+            if (!tdb_mul_ok(v[i], 10, &v[i]) ||
+                !tdb_add_ok(v[i], (uint64_t)(*q - '0'), &v[i]))
+                return false;
+            q++;
+        }
+        if (*q++ != '_')
+            return false;
+    }
+    *t1 = v[0];
+    *t2 = v[1];
+    return true;
+}
+
+void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
+                     const uint8_t rnd[16], uint32_t version)
+{
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    if (version)
+        snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32, t1, t2,
+                 hex, version);
+    else
+        snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s", t1, t2, hex);
+}
+
+/* ------------------------------------------------------ clock and random */
+
+uint64_t tdb_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int tdb_random(void *out, size_t n, struct tdb_error *err)
+{
+    uint8_t *p = out;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(p + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (got == n)
+        return 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    got = 0;
+    while (fd >= 0 && got < n) {
+        ssize_t r = read(fd, p + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (fd >= 0)
+        close(fd);
+    return got == n ? 0 : tdb_err(err, TDB_E_IO, "no random bytes "
+                                  "(getrandom and /dev/urandom failed)");
+}

@@ -1,0 +1,152 @@
+/* tiledb_format_write.h: public interface of the tiledbfs format engine
+ * for writing: creating arrays, writing fragments and metadata, and the
+ * staged folders a commit reads from.
+ *
+ * The engine writes the TileDB format at version 22 (what TileDB 2.29
+ * writes), through the same `struct tdb_io` it reads with
+ * (tiledb_format.h, whose conventions hold here too: 0 or a negative
+ * TDB_E_* code, a caller-owned `struct tdb_error`, opaque handles whose
+ * free functions accept NULL, no printing, no global state).  Every
+ * mutating call goes through the I/O interface, so a backend that fails
+ * on purpose (the tests' fault injection) reaches every one of them.
+ *
+ * Files appear whole or not at all: each is written under a temporary
+ * name, synced and renamed into place; a fragment's commit file is
+ * published last, so an array shows a fragment wholly or not at all.
+ */
+#ifndef TILEDB_FORMAT_WRITE_H
+#define TILEDB_FORMAT_WRITE_H
+
+#include "tiledb_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The format version the engine writes. */
+#define TDB_WRITE_VERSION 22
+
+/* The engine's clock: now in ms since the epoch.  Front ends use it to
+ * choose write timestamps (0 passed below means the same clock). */
+uint64_t tdb_now_ms(void);
+
+/* ------------------------------------------------------------ schemas */
+
+/* An array schema (opaque). */
+struct tdb_schema;
+
+/* Parses the "schema" object of __array.json (the mount shows it; the
+ * tree's __array.json is its exact input form) into a new schema; err
+ * names the offending key.  Free with tdb_schema_free. */
+int tdb_schema_from_json(const char *text, size_t len,
+                         struct tdb_schema **out, struct tdb_error *err);
+
+/* Checks a schema as TileDB checks a new one: dimensions (datatypes,
+ * domains, tile extents), dense-array rules, unique and unreserved names,
+ * fill values, the current domain.  @return 0 or TDB_E_INVAL with err
+ * naming the dimension or attribute and why. */
+int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err);
+
+void tdb_schema_free(struct tdb_schema *s);
+
+/* ------------------------------------------------------------- arrays */
+
+/* Creates an empty array at the root of io (which must be an empty or
+ * missing folder): __schema/<timestamped name> (and its enumerations),
+ * __fragments, __commits, __meta, __fragment_meta.  key non-NULL (32
+ * bytes): an AES-256-GCM array.  timestamp_ms 0: now.  On failure what
+ * was made is removed again. */
+int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
+                     const uint8_t *key, uint64_t timestamp_ms,
+                     struct tdb_error *err);
+
+/* Writes one array (or group) metadata file in folder `meta_dir`: a put of
+ * `count` values of datatype `type` (enum tdb_datatype), or a deletion of
+ * key `name` when del is true.  timestamp_ms 0: now; files of one
+ * millisecond apply in the order written. */
+int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
+                   const char *name, unsigned type, uint32_t count,
+                   const void *value, bool del, const uint8_t *key,
+                   uint64_t timestamp_ms, struct tdb_error *err);
+
+/* ---------------------------------------------------------- fragments */
+
+/* Writes one fragment into the array at the root of `io` from the files in
+ * folder `staged_dir` of `staged` (named as the mount names data files:
+ * values, NAME.offsets, NAME.validity, and for sparse arrays the dimension
+ * files; dense arrays may add __subarray.json, the region as
+ * [[lo, hi], ...], default the whole view region), with the schema's
+ * filters, at timestamp_ms (0: now).  The commit file is written last, so
+ * the fragment is wholly there or not at all.  On bad input returns
+ * TDB_E_INVAL with err naming the staged file and why, and the array is
+ * unchanged.  *name receives the new fragment's name (caller frees).
+ *
+ * Every staged file's size is checked against the others and the schema
+ * before any content is read.  The tile work runs on one thread per
+ * online CPU (tdb_fragment_write_threads).  Memory: a dense commit streams,
+ * one space tile of one field per job (plus staged reads of at most
+ * 4 MiB), at most 2 jobs per thread at once; a sparse commit holds every
+ * dimension file in memory (to sort the cells into global order) plus 8
+ * bytes per cell (16 with a Hilbert order), and jobs of one tile of
+ * `capacity` cells of one field, at most 2 per thread at once.
+ *
+ * Crash safety: the staged folder gets a marker naming the fragment before
+ * anything is written to the array; the commit file comes last.  Running
+ * the commit again on the same folder after a crash at any point writes
+ * the fragment exactly once (see tdb_fragment_clean, tdb_staged_remove).
+ * Staged files that others could plant should be read through
+ * tdb_io_posix_nofollow. */
+int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, const uint8_t *key,
+                       uint64_t timestamp_ms, char **name,
+                       struct tdb_error *err);
+
+/* tdb_fragment_write with the tile work (staged reads, tile metadata,
+ * filters) on `threads` threads (0, as tdb_fragment_write does: one per
+ * online CPU; 1: none, all in the calling thread) while the calling thread
+ * appends the filtered tiles to the fragment's files in order.  Whatever
+ * the count, the fragment's files are byte for byte the same and the
+ * array's storage sees the same calls in the same order.  Memory: at most
+ * 2 * threads jobs (one tile of one field each: its contents and filtered
+ * bytes) at once, plus per thread the scratch of one tile. */
+int tdb_fragment_write_threads(const struct tdb_io *io,
+                               const struct tdb_io *staged,
+                               const char *staged_dir, const uint8_t *key,
+                               uint64_t timestamp_ms, unsigned threads,
+                               char **name, struct tdb_error *err);
+
+/* Removes the uncommitted fragment folder (its files, then itself) named
+ * by the marker that tdb_fragment_write leaves in staged folder
+ * `staged_dir`: what a commit killed before its commit file was written
+ * left behind.  Only a folder whose name this writer recorded is touched;
+ * any other fragment folder without a commit file may be another writer's
+ * work in progress and is left alone.  *removed (when non-NULL) receives
+ * the removed fragment's name (caller frees), or NULL.
+ * @return 0 or an error. */
+int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, char **removed,
+                       struct tdb_error *err);
+
+/* Removes committed staged folder `staged_dir` and its files, the marker
+ * last, so that a removal cut short at any point still names the committed
+ * fragment (a repeated commit writes nothing) or leaves nothing to commit.
+ * Stops at the first failure.  @return 0 or an error. */
+int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
+                      struct tdb_error *err);
+
+/* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
+ * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
+ * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a
+ * link, FIFO, socket or device (or a folder where a file is read) is
+ * TDB_E_INVAL, refused before it is opened.  Files it creates are 0600,
+ * folders 0700; ".." is refused.  For input that others may have planted
+ * (staged files).  Files read stay open (the 32 most recently used, as
+ * in the POSIX backend) until a write, mkdir, rename or removal through
+ * the backend, so a commit opens each staged file once, not at every
+ * read.  Release with tdb_io_free. */
+int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
