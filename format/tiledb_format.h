@@ -302,6 +302,27 @@ struct tdb_cache_stats {
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
 
+/* ------------------------------------------------------------------
+ * Reads without copying (added by the perf branch): a reader's bytes as
+ * pieces of the decoded tiles themselves. */
+struct tdb_seg {
+    const void *base;
+    size_t len;
+};
+struct tdb_read_hold;
+/* tdb_reader_read's bytes [off, off + len) as *nsegs pieces in segs[cap]
+ * (*got bytes in all), valid until tdb_reader_done(*hold), which may
+ * come after tdb_reader_close but must come before tdb_fs_close.
+ * @return 0; 1 when this read cannot be given so (var-sized values or
+ * offsets, a .npy header, fill values, more than cap pieces): read it with
+ * tdb_reader_read; or a TDB_E_* code.  Only 0 leaves a hold. */
+int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
+                         struct tdb_seg *segs, size_t cap, size_t *nsegs,
+                         size_t *got, struct tdb_read_hold **hold,
+                         struct tdb_error *err);
+/* Ends a read of tdb_reader_read_segs (NULL: nothing). */
+void tdb_reader_done(struct tdb_read_hold *hold);
+
 #ifdef __cplusplus
 }
 #endif

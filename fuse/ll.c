@@ -219,14 +219,29 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
         tdbm_release(m, h);
 }
 
+/* A tree file's bytes go out from the decoded tiles themselves; other
+ * reads through a buffer. */
 static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {
     struct tdbm_handle *h = tdbfs_handle_of(fi);
+    struct iovec iov[TDBM_IOV_MAX];
+    struct tdb_read_hold *hold;
     size_t got;
     char *buf;
-    int rc;
+    int rc = h && off >= 0
+                 ? tdbm_read_iov(tdbfs_mount_of(req), h, ino, (uint64_t)off,
+                                 size, iov, TDBM_IOV_MAX, &got, &hold)
+                 : 1;
 
+    if (rc != 1) {
+        if (rc < 0)
+            fuse_reply_err(req, -rc);
+        else
+            fuse_reply_iov(req, iov, (int)got);
+        tdbm_read_done(hold);
+        return;
+    }
     if (!(buf = tdbfs_req_buf(req, off, h, &size)))
         return;
     rc = tdbm_read(tdbfs_mount_of(req), h, ino, (uint64_t)off, buf, size,

@@ -732,6 +732,39 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     }
 }
 
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+                  uint64_t off, size_t size, struct iovec *iov, size_t cap,
+                  size_t *n, struct tdb_read_hold **hold)
+{
+    struct tdb_seg segs[TDBM_IOV_MAX];
+    struct tdb_error err;
+    size_t got;
+
+    *n = 0;
+    *hold = NULL;
+    if (h->kind != TDBM_H_TREE)
+        return 1;
+    tdbm_error_clear(&err);
+    int rc = tdb_reader_read_segs(h->rd, off, size, segs,
+                                  cap < TDBM_IOV_MAX ? cap : TDBM_IOV_MAX, n,
+                                  &got, hold, &err);
+    if (rc < 0) {
+        if (tdbm_worth_logging(rc))
+            tdbm_log(m, "read inode %llu at %lld+%zu: %s",
+                     (unsigned long long)ino, (long long)off, size,
+                     tdbm_error_text(rc, &err));
+        return -tdb_errno(rc);
+    }
+    for (size_t i = 0; i < *n; i++)
+        iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base, segs[i].len};
+    return rc;
+}
+
+void tdbm_read_done(struct tdb_read_hold *hold)
+{
+    tdb_reader_done(hold);
+}
+
 int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
                bool data, uint64_t *out)
 {

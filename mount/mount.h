@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "tiledb_format.h"
 
@@ -237,6 +238,16 @@ void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
  * a folder. */
 int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
               uint64_t off, void *buf, size_t size, size_t *got);
+
+/* tdbm_read of a tree file without copying: the bytes as *n pieces of
+ * decoded tiles in iov[cap] (cap at most TDBM_IOV_MAX), valid until
+ * tdbm_read_done(*hold).  @return 0; 1 when this read is not given so
+ * (read it with tdbm_read); or -errno. */
+#define TDBM_IOV_MAX 1023
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+                  uint64_t off, size_t size, struct iovec *iov, size_t cap,
+                  size_t *n, struct tdb_read_hold **hold);
+void tdbm_read_done(struct tdb_read_hold *hold);
 
 /* lseek's SEEK_DATA (data true) or SEEK_HOLE from `off` in an open file:
  * holes are the never-written cells of a dense array (tdb_fs_seek) and

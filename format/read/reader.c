@@ -503,31 +503,16 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
     return 0;
 }
 
-static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
-                           uint64_t off, void *buf, size_t len, size_t *got,
-                           struct tdb_error *err);
+/* One read under way: what ending it needs. */
+struct rd_read {
+    uint64_t epoch, poff;
+    bool seq, active;
+};
 
-int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
-                    size_t len, size_t *got, struct tdb_error *err)
-{
-    if (!rd->ff)
-        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    if (rd->head) {
-        /* plan in the field's own offsets; the tree adds the header */
-        uint64_t skip = off < rd->head ? rd->head - off : 0;
-        if (skip >= len)
-            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-        return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
-                               buf, len, got, err);
-    }
-    return rd_read_planned(rd, off, len, off, buf, len, got, err);
-}
-
-/* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
- * file's bytes [off, off + len). */
-static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
-                           uint64_t off, void *buf, size_t len, size_t *got,
-                           struct tdb_error *err)
+/* Plans the tiles of the field's bytes [poff, poff + plen) and pins them
+ * (a read starts: end it with rd_trim). */
+static void rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                       struct rd_read *rr)
 {
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
@@ -541,6 +526,7 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
         rd->ahead_pos = 0;
     uint64_t ahead = rd->ahead_pos > poff + plen ? rd->ahead_pos : poff + plen;
     pthread_mutex_unlock(&rd->lock);
+    *rr = (struct rd_read){epoch, poff, seq, active};
     struct rd_plan pl;
     pl.rd = rd;
     pl.epoch = epoch;
@@ -574,9 +560,88 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
      * the read still decodes each once */
     for (unsigned i = pl.ncur; i-- > 0;)
         rd_pin_now(rd, &pl.cur[i]);
+}
+
+/* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
+ * file's bytes [off, off + len). */
+static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           uint64_t off, void *buf, size_t len, size_t *got,
+                           struct tdb_error *err)
+{
+    struct rd_read rr;
+    rd_prepare(rd, poff, plen, &rr);
     int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    rd_trim(rd, epoch, seq, poff, active);
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
     return r;
+}
+
+int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
+                    size_t len, size_t *got, struct tdb_error *err)
+{
+    if (!rd->ff)
+        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    if (rd->head) {
+        /* plan in the field's own offsets; the tree adds the header */
+        uint64_t skip = off < rd->head ? rd->head - off : 0;
+        if (skip >= len)
+            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+        return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
+                               buf, len, got, err);
+    }
+    return rd_read_planned(rd, off, len, off, buf, len, got, err);
+}
+
+#define RD_HOLD_TILES 64
+
+/* The tiles a read without copying gives pieces of, pinned once more: the
+ * reply goes out after the read ended (and maybe after the reader is
+ * closed). */
+struct tdb_read_hold {
+    struct tdb_cache *cache;
+    bool passed;                /* a sequential read: tiles it passed go */
+    size_t nheld;
+    struct tdb_cache_entry *held[RD_HOLD_TILES];
+};
+
+int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
+                         struct tdb_seg *segs, size_t cap, size_t *nsegs,
+                         size_t *got, struct tdb_read_hold **hold,
+                         struct tdb_error *err)
+{
+    *nsegs = *got = 0;
+    *hold = NULL;
+    if (!rd->ff || rd->head ||
+        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY))
+        return 1;
+    struct tdb_read_hold *h = malloc(sizeof *h);
+    if (!h)
+        return 1;
+    struct rd_read rr;
+    rd_prepare(rd, off, len, &rr);
+    struct tdb_segsink sink = {segs, cap, 0, h->held, RD_HOLD_TILES, 0, false};
+    int r = tdb_fieldfile_segs(rd->ff, off, len, &sink, got, err);
+    h->cache = rd->ff->arr->cache;
+    h->passed = rr.seq;
+    h->nheld = sink.nheld;
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
+    if (r || sink.full) {
+        tdb_reader_done(h);
+        *got = 0;
+        return r ? r : 1;
+    }
+    *nsegs = sink.n;
+    *hold = h;
+    return 0;
+}
+
+void tdb_reader_done(struct tdb_read_hold *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->nheld; i++)
+        tdb_cache_release_flags(h->cache, h->held[i],
+                                h->passed ? TDB_CACHE_DROP : 0);
+    free(h);
 }
 
 void tdb_reader_close(struct tdb_reader *rd)
