@@ -324,7 +324,8 @@ static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
     struct view_fixed x = {
-        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL, NULL}, w,
+        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL,
+         NULL}, w,
         validity ? 1 : ff->cell_size,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
@@ -374,7 +375,8 @@ static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     bool sizes_only, view_var_fn fn, void *arg,
                     struct tdb_error *err)
 {
-    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile, NULL, NULL}, ff,
+    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile,
+                          NULL, NULL}, ff,
                          fn, arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
@@ -623,7 +625,8 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     if (c0 >= c1)
         return 0;
     struct view_plan p = {
-        {false, view_plan_fill, NULL, NULL, view_plan_tile, NULL}, fn, arg, cs};
+        {false, view_plan_fill, NULL, NULL, view_plan_tile, NULL}, fn, arg,
+        cs};
     return view_walk(ff, c0, c1, &p.v, err);
 }
 
