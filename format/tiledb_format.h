@@ -311,15 +311,16 @@ struct tdb_seg {
 };
 struct tdb_read_hold;
 /* tdb_reader_read's bytes [off, off + len) as *nsegs pieces in segs[cap]
- * (*got bytes in all), valid until tdb_reader_done(*hold), which may
- * come after tdb_reader_close but must come before tdb_fs_close.
- * @return 0; 1 when this read cannot be given so (var-sized values or
- * offsets, a .npy header, fill values, more than cap pieces): read it with
- * tdb_reader_read; or a TDB_E_* code.  Only 0 leaves a hold. */
+ * (cap >= 1; *got bytes in all): pieces of the decoded tiles themselves
+ * where they are long (64 KiB on average), else one piece, buf (len
+ * bytes), where they were copied.  Valid until tdb_reader_done(*hold)
+ * (*hold NULL: nothing to give back), which may come after
+ * tdb_reader_close but must come before tdb_fs_close.
+ * @return 0 or a TDB_E_* code (nothing to give back). */
 int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
-                         struct tdb_seg *segs, size_t cap, size_t *nsegs,
-                         size_t *got, struct tdb_read_hold **hold,
-                         struct tdb_error *err);
+                         void *buf, struct tdb_seg *segs, size_t cap,
+                         size_t *nsegs, size_t *got,
+                         struct tdb_read_hold **hold, struct tdb_error *err);
 /* Ends a read of tdb_reader_read_segs (NULL: nothing). */
 void tdb_reader_done(struct tdb_read_hold *hold);
 

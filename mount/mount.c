@@ -738,36 +738,34 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     struct tdb_seg segs[TDBM_IOV_MAX];
     struct tdb_error err;
     size_t got;
-    int rc = 1;
+    int rc;
 
     r->n = 0;
     r->hold = NULL;
-    r->buf = NULL;
     if (size > TDBM_IO_MAX)
         size = TDBM_IO_MAX;
-    if (h->kind == TDBM_H_TREE) {
-        tdbm_error_clear(&err);
-        rc = tdb_reader_read_segs(h->rd, off, size, segs, TDBM_IOV_MAX, &r->n,
-                                  &got, &r->hold, &err);
-        if (rc < 0) {
-            if (tdbm_worth_logging(rc))
-                tdbm_log(m, "read inode %llu at %lld+%zu: %s",
-                         (unsigned long long)ino, (long long)off, size,
-                         tdbm_error_text(rc, &err));
-            return -tdb_errno(rc);
-        }
-        for (size_t i = 0; i < r->n; i++)
-            r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
-                                       segs[i].len};
-    }
-    if (rc == 1) {
-        if (!(r->buf = malloc(size ? size : 1)))
-            return -ENOMEM;
+    if (!(r->buf = malloc(size ? size : 1)))
+        return -ENOMEM;
+    if (h->kind != TDBM_H_TREE) {
         if ((rc = tdbm_read(m, h, ino, off, r->buf, size, &got)) < 0)
             return rc;
         r->iov[0] = (struct iovec){r->buf, got};
         r->n = 1;
+        return 0;
     }
+    tdbm_error_clear(&err);
+    rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
+                              &r->n, &got, &r->hold, &err);
+    if (rc < 0) {
+        if (tdbm_worth_logging(rc))
+            tdbm_log(m, "read inode %llu at %lld+%zu: %s",
+                     (unsigned long long)ino, (long long)off, size,
+                     tdbm_error_text(rc, &err));
+        return -tdb_errno(rc);
+    }
+    for (size_t i = 0; i < r->n; i++)
+        r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
+                                   segs[i].len};
     return 0;
 }
 

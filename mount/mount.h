@@ -251,9 +251,9 @@ struct tdbm_reply {
 };
 
 /* tdbm_read into r: a tree file's bytes as pieces of the decoded tiles
- * themselves (no copy) where it can, else through a buffer of at most
- * TDBM_IO_MAX bytes.  @return 0 or -errno; either way tdbm_read_done(r)
- * once the reply is out. */
+ * themselves where these are long (tdb_reader_read_segs), else through a
+ * buffer of at most TDBM_IO_MAX bytes.  @return 0 or -errno; either way
+ * tdbm_read_done(r) once the reply is out. */
 int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
                   uint64_t off, size_t size, struct tdbm_reply *r);
 void tdbm_read_done(struct tdbm_reply *r);

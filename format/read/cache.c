@@ -264,7 +264,7 @@ void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
         return;
     pthread_mutex_lock(&c->lock);
     if (--e->refs == 0) {
-        if ((flags & TDB_CACHE_DROP) && c->used > c->budget / 8) {
+        if ((flags & TDB_CACHE_DROP) && c->used > c->budget / 2) {
             /* in the table and READY: it is no one else's */
             cache_lru_push(c, e);
             cache_unlink(c, e);

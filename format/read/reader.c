@@ -332,6 +332,7 @@ struct rd_plan {
     struct tdb_reader *rd;
     uint64_t epoch;
     unsigned ncur;      /* tiles of the read so far */
+    uint64_t npieces;   /* pieces of tiles the read gives */
     struct rd_tile cur[RD_MAX_CUR];
     uint64_t limit;     /* decoding ahead stops at these pinned bytes */
     uint64_t pos;       /* end of the last piece planned */
@@ -391,6 +392,7 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
     (void)from;
+    pl->npieces++;
     if (rd_memo_seen(pl, &k, to))
         return 0;
     if (rd_want(pl->rd, &k, pl->epoch, to, pl->ncur > 0) &&
@@ -510,9 +512,10 @@ struct rd_read {
 };
 
 /* Plans the tiles of the field's bytes [poff, poff + plen) and pins them
- * (a read starts: end it with rd_trim). */
-static void rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
-                       struct rd_read *rr)
+ * (a read starts: end it with rd_trim).  @return the pieces of tiles the
+ * read gives. */
+static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           struct rd_read *rr)
 {
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
@@ -531,6 +534,7 @@ static void rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     pl.rd = rd;
     pl.epoch = epoch;
     pl.ncur = 0;
+    pl.npieces = 0;
     pl.limit = pl.pos = 0;
     memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
@@ -560,6 +564,7 @@ static void rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
      * the read still decodes each once */
     for (unsigned i = pl.ncur; i-- > 0;)
         rd_pin_now(rd, &pl.cur[i]);
+    return pl.npieces;
 }
 
 /* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
@@ -592,6 +597,8 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
 }
 
 #define RD_HOLD_TILES 64
+#define RD_SEG_MIN (64u << 10)      /* pieces this long on average go to
+                                     * the kernel uncopied */
 
 /* The tiles a read without copying gives pieces of, pinned once more: the
  * reply goes out after the read ended (and maybe after the reader is
@@ -604,34 +611,51 @@ struct tdb_read_hold {
 };
 
 int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
-                         struct tdb_seg *segs, size_t cap, size_t *nsegs,
-                         size_t *got, struct tdb_read_hold **hold,
-                         struct tdb_error *err)
+                         void *buf, struct tdb_seg *segs, size_t cap,
+                         size_t *nsegs, size_t *got,
+                         struct tdb_read_hold **hold, struct tdb_error *err)
 {
     *nsegs = *got = 0;
     *hold = NULL;
+    int r;
     if (!rd->ff || rd->head ||
-        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY))
-        return 1;
-    struct tdb_read_hold *h = malloc(sizeof *h);
-    if (!h)
-        return 1;
-    struct rd_read rr;
-    rd_prepare(rd, off, len, &rr);
-    struct tdb_segsink sink = {segs, cap, 0, h->held, RD_HOLD_TILES, 0, false};
-    int r = tdb_fieldfile_segs(rd->ff, off, len, &sink, got, err);
-    h->cache = rd->ff->arr->cache;
-    h->passed = rr.seq;
-    h->nheld = sink.nheld;
-    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
-    if (r || sink.full) {
-        tdb_reader_done(h);
-        *got = 0;
-        return r ? r : 1;
+        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY)) {
+        r = tdb_reader_read(rd, off, buf, len, got, err);
+        goto copied;
     }
-    *nsegs = sink.n;
-    *hold = h;
-    return 0;
+    struct rd_read rr;
+    uint64_t pieces = rd_prepare(rd, off, len, &rr);
+    struct tdb_read_hold *h = NULL;
+    struct tdb_segsink sink = {segs, cap, 0, NULL, RD_HOLD_TILES, 0, true};
+    /* the kernel copies a reply page by page, and from memory given in
+     * pieces one more time per piece: small pieces are cheaper copied */
+    if (pieces <= len / RD_SEG_MIN + 1 && (h = malloc(sizeof *h))) {
+        sink.held = h->held;
+        sink.full = false;
+        r = tdb_fieldfile_segs(rd->ff, off, len, &sink, got, err);
+        h->cache = rd->ff->arr->cache;
+        h->passed = rr.seq;
+        h->nheld = sink.nheld;
+        if (r || sink.full) {
+            tdb_reader_done(h);
+            h = NULL;
+            *got = 0;
+        }
+    }
+    if (!h)
+        r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
+    if (h) {
+        *nsegs = sink.n;
+        *hold = h;
+        return 0;
+    }
+copied:
+    if (!r && *got) {
+        segs[0] = (struct tdb_seg){buf, *got};
+        *nsegs = 1;
+    }
+    return r;
 }
 
 void tdb_reader_done(struct tdb_read_hold *h)

@@ -51,9 +51,8 @@ static uint8_t *reader_all(struct tdb_fs *fs, uint64_t ino, uint64_t size,
     return b;
 }
 
-/* The whole file through tdb_reader_read_segs (tdb_reader_read where it
- * declines), `chunk` bytes a call, at most `cap` pieces each; *segs
- * counts the calls it answered. */
+/* The whole file through tdb_reader_read_segs, `chunk` bytes a call, at
+ * most `cap` pieces each; *segs counts the reads given uncopied. */
 static uint8_t *reader_segs_all(struct tdb_fs *fs, uint64_t ino,
                                 uint64_t size, size_t chunk, size_t cap,
                                 unsigned *segs)
@@ -61,36 +60,32 @@ static uint8_t *reader_segs_all(struct tdb_fs *fs, uint64_t ino,
     struct tdb_reader *rd = NULL;
     struct tdb_error err = {0};
     struct tdb_seg sg[64];
-    uint8_t *b = malloc(size + chunk);
-    if (!b || tdb_reader_open(&rd, fs, ino, &err)) {
+    uint8_t *b = malloc(size + chunk), *tmp = malloc(chunk);
+    if (!b || !tmp || tdb_reader_open(&rd, fs, ino, &err)) {
         free(b);
+        free(tmp);
         return NULL;
     }
     uint64_t off = 0;
     for (;;) {
-        size_t got = 0, n = 0;
+        size_t got = 0, n = 0, at = 0;
         struct tdb_read_hold *h = NULL;
-        int r = tdb_reader_read_segs(rd, off, chunk, sg, cap, &n, &got, &h,
-                                     &err);
-        if (r == 0) {
-            size_t at = 0;
-            for (size_t i = 0; i < n; i++) {
-                memcpy(b + off + at, sg[i].base, sg[i].len);
-                at += sg[i].len;
-            }
-            CHECK_EQ_INT(at, got);
-            tdb_reader_done(h);
-            ++*segs;
-        } else if (r == 1) {
-            CHECK(h == NULL);
-            r = tdb_reader_read(rd, off, b + off, chunk, &got, &err);
-        }
-        if (r) {
+        if (tdb_reader_read_segs(rd, off, chunk, tmp, sg, cap, &n, &got, &h,
+                                 &err)) {
             fprintf(stderr, "reader: %s\n", err.msg);
             free(b);
             b = NULL;
             break;
         }
+        CHECK(n <= cap);
+        CHECK(h != NULL || n == 0 || (n == 1 && sg[0].base == tmp));
+        for (size_t i = 0; i < n; i++) {
+            memcpy(b + off + at, sg[i].base, sg[i].len);
+            at += sg[i].len;
+        }
+        CHECK_EQ_INT(at, got);
+        *segs += h != NULL;
+        tdb_reader_done(h);
         off += got;
         if (got < chunk)
             break;
@@ -99,11 +94,12 @@ static uint8_t *reader_segs_all(struct tdb_fs *fs, uint64_t ino,
         free(b);
         b = NULL;
     }
+    free(tmp);
     tdb_reader_close(rd);
     return b;
 }
 
-static unsigned segs_total; /* reads tdb_reader_read_segs answered */
+static unsigned segs_total; /* reads given uncopied */
 
 /* Every data file of `name` (below the root and its __fragments folders),
  * read by readers of several chunk sizes and at random offsets, compared
