@@ -356,6 +356,28 @@ struct tdb_cache_stats {
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
 
+/* ------------------------------------------------------------------
+ * Reads without copying (added by the perf branch): a reader's bytes as
+ * pieces of the decoded tiles themselves. */
+struct tdb_seg {
+    const void *base;
+    size_t len;
+};
+struct tdb_read_hold;
+/* tdb_reader_read's bytes [off, off + len) as *nsegs pieces in segs[cap]
+ * (cap >= 1; *got bytes in all): pieces of the decoded tiles themselves
+ * where they are long (64 KiB on average), else one piece, buf (len
+ * bytes), where they were copied.  Valid until tdb_reader_done(*hold)
+ * (*hold NULL: nothing to give back), which may come after
+ * tdb_reader_close but must come before tdb_fs_close.
+ * @return 0 or a TDB_E_* code (nothing to give back). */
+int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
+                         void *buf, struct tdb_seg *segs, size_t cap,
+                         size_t *nsegs, size_t *got,
+                         struct tdb_read_hold **hold, struct tdb_error *err);
+/* Ends a read of tdb_reader_read_segs (NULL: nothing). */
+void tdb_reader_done(struct tdb_read_hold *hold);
+
 #ifdef __cplusplus
 }
 #endif

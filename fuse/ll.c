@@ -35,14 +35,25 @@ static void tdbfs_set_open(struct fuse_file_info *fi, struct tdbm_handle *h,
                            const struct tdbm_open_info *oi, bool dir)
 {
     fi->fh = (uint64_t)(uintptr_t)h;
-    if (dir) {
-        fi->cache_readdir = oi->cache_readdir;
-        fi->keep_cache = oi->keep_cache;
-    } else {
-        fi->keep_cache = oi->keep_cache;
-        fi->direct_io = oi->direct_io;
-        fi->noflush = oi->noflush;
+    fi->keep_cache = oi->keep_cache;
+    fi->cache_readdir = dir && oi->cache_readdir;
+    fi->direct_io = !dir && oi->direct_io;
+    fi->noflush = !dir && oi->noflush;
+}
+
+/* Replies to an open or opendir that gave rc (and handle h): the handle
+ * is closed again if the reply is lost. */
+static void tdbfs_reply_open(fuse_req_t req, struct fuse_file_info *fi,
+                             int rc, struct tdbm_handle *h,
+                             const struct tdbm_open_info *oi, bool dir)
+{
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
     }
+    tdbfs_set_open(fi, h, oi, dir);
+    if (fuse_reply_open(req, fi) != 0)
+        tdbm_release(tdbfs_mount_of(req), h);
 }
 
 static void tdbfs_init(void *userdata, struct fuse_conn_info *conn)
@@ -54,12 +65,17 @@ static void tdbfs_init(void *userdata, struct fuse_conn_info *conn)
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
-/* Replies with an entry the mount counted as one lookup; takes it back if
- * the reply is lost. */
-static void tdbfs_reply_entry(fuse_req_t req, const struct tdbm_entry *te)
+/* Replies with rc or an entry the mount counted as one lookup; takes it
+ * back if the reply is lost. */
+static void tdbfs_reply_entry(fuse_req_t req, int rc,
+                              const struct tdbm_entry *te)
 {
     struct fuse_entry_param e;
 
+    if (rc < 0) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
     tdbfs_entry(te, &e);
     if (fuse_reply_entry(req, &e) != 0 && te->ino)
         tdbm_forget(tdbfs_mount_of(req), te->ino, 1);
@@ -67,14 +83,11 @@ static void tdbfs_reply_entry(fuse_req_t req, const struct tdbm_entry *te)
 
 static void tdbfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    tdbfs_readahead_once(fuse_req_userdata(req));
     struct tdbm_entry e;
-    int rc = tdbm_lookup(tdbfs_mount_of(req), parent, name, &e);
 
-    if (rc < 0)
-        fuse_reply_err(req, -rc);
-    else
-        tdbfs_reply_entry(req, &e);
+    tdbfs_readahead_once(fuse_req_userdata(req));
+    tdbfs_reply_entry(req, tdbm_lookup(tdbfs_mount_of(req), parent, name, &e),
+                      &e);
 }
 
 static void tdbfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -110,19 +123,13 @@ static void tdbfs_getattr(fuse_req_t req, fuse_ino_t ino,
 static void tdbfs_opendir(fuse_req_t req, fuse_ino_t ino,
                           struct fuse_file_info *fi)
 {
-    tdbfs_readahead_once(fuse_req_userdata(req));
-    struct tdbm_mount *m = tdbfs_mount_of(req);
     struct tdbm_open_info oi;
-    struct tdbm_handle *h;
-    int rc = tdbm_opendir(m, ino, &h, &oi);
+    struct tdbm_handle *h = NULL;
+    int rc;
 
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    tdbfs_set_open(fi, h, &oi, true);
-    if (fuse_reply_open(req, fi) != 0)
-        tdbm_release(m, h);
+    tdbfs_readahead_once(fuse_req_userdata(req));
+    rc = tdbm_opendir(tdbfs_mount_of(req), ino, &h, &oi);
+    tdbfs_reply_open(req, fi, rc, h, &oi, true);
 }
 
 static void tdbfs_release(fuse_req_t req, fuse_ino_t ino,
@@ -130,24 +137,6 @@ static void tdbfs_release(fuse_req_t req, fuse_ino_t ino,
 {
     tdbm_release(tdbfs_mount_of(req), tdbfs_handle_of(fi));
     fuse_reply_err(req, 0);
-}
-
-/* Checks the offset and handle of a read or readdir request and allocates
- * its reply buffer (at most TDBM_IO_MAX bytes); on failure replies with
- * the error and returns NULL. */
-static char *tdbfs_req_buf(fuse_req_t req, off_t off,
-                           const struct tdbm_handle *h, size_t *size)
-{
-    if (off < 0 || !h) {
-        fuse_reply_err(req, EINVAL);
-        return NULL;
-    }
-    if (*size > TDBM_IO_MAX)
-        *size = TDBM_IO_MAX;
-    char *buf = malloc(*size ? *size : 1);
-    if (!buf)
-        fuse_reply_err(req, ENOMEM);
-    return buf;
 }
 
 /* Offsets: 0 ".", 1 "..", then 2 + the entry index; each entry carries
@@ -159,19 +148,20 @@ static void tdbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
     size_t pos = 0;
     char *buf;
 
-    if (!(buf = tdbfs_req_buf(req, off, h, &size)))
+    if (size > TDBM_IO_MAX)
+        size = TDBM_IO_MAX;
+    if (off < 0 || !h || !(buf = malloc(size + 1))) {
+        fuse_reply_err(req, off < 0 || !h ? EINVAL : ENOMEM);
         return;
+    }
     for (uint64_t i = (uint64_t)off;; i++) {
         const char *name;
         uint64_t child = ino;
         struct stat st;
         size_t len;
 
-        if (i == 0) {
-            name = ".";
-        } else if (i == 1) {
-            name = "..";
-        } else {
+        name = i == 0 ? "." : "..";
+        if (i >= 2) {
             int rc = tdbm_dir_entry(tdbfs_mount_of(req), h, ino, i - 2,
                                     &name, &child, pos == 0);
             if (rc == 1)
@@ -204,38 +194,30 @@ static void tdbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
 {
-    tdbfs_readahead_once(fuse_req_userdata(req));
-    struct tdbm_mount *m = tdbfs_mount_of(req);
     struct tdbm_open_info oi;
-    struct tdbm_handle *h;
-    int rc = tdbm_open(m, ino, fi->flags, &h, &oi);
+    struct tdbm_handle *h = NULL;
+    int rc;
 
-    if (rc < 0) {
-        fuse_reply_err(req, -rc);
-        return;
-    }
-    tdbfs_set_open(fi, h, &oi, false);
-    if (fuse_reply_open(req, fi) != 0)
-        tdbm_release(m, h);
+    tdbfs_readahead_once(fuse_req_userdata(req));
+    rc = tdbm_open(tdbfs_mount_of(req), ino, fi->flags, &h, &oi);
+    tdbfs_reply_open(req, fi, rc, h, &oi, false);
 }
 
+/* A tree file's bytes go out from the decoded tiles themselves. */
 static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {
     struct tdbm_handle *h = tdbfs_handle_of(fi);
-    size_t got;
-    char *buf;
-    int rc;
+    struct tdbm_reply r = {.hold = NULL, .buf = NULL};
+    int rc = h && off >= 0 ? tdbm_read_iov(tdbfs_mount_of(req), h, ino,
+                                           (uint64_t)off, size, &r)
+                           : -EINVAL;
 
-    if (!(buf = tdbfs_req_buf(req, off, h, &size)))
-        return;
-    rc = tdbm_read(tdbfs_mount_of(req), h, ino, (uint64_t)off, buf, size,
-                   &got);
     if (rc < 0)
         fuse_reply_err(req, -rc);
     else
-        fuse_reply_buf(req, buf, got);
-    free(buf);
+        fuse_reply_iov(req, r.iov, (int)r.n);
+    tdbm_read_done(&r);
 }
 
 /* SEEK_DATA and SEEK_HOLE (the kernel answers SEEK_SET, _CUR and _END
@@ -395,12 +377,9 @@ static void tdbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                         mode_t mode)
 {
     struct tdbm_entry e;
-    int rc = tdbm_mkdir(tdbfs_mount_of(req), parent, name, mode, &e);
 
-    if (rc < 0)
-        fuse_reply_err(req, -rc);
-    else
-        tdbfs_reply_entry(req, &e);
+    tdbfs_reply_entry(req, tdbm_mkdir(tdbfs_mount_of(req), parent, name, mode,
+                                      &e), &e);
 }
 
 static void tdbfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -120,57 +120,23 @@ static void tdbfs_usage(const char *prog)
     printf("    -o %-20s%s\n", "log=syslog|stderr",
            "where the daemon logs (default: syslog,\n"
            "                           stderr with -f or -d)");
-    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
-        printf("    -o %-20s", t->usage);
-        for (const char *p = t->help; *p; p++) {
-            putchar(*p);
-            if (*p == '\n')
-                printf("%27s", "");
-        }
-        putchar('\n');
-    }
+    tdbm_options_usage(stdout);
     printf("\nThrough mount(8) (mount -t fuse.tiledbfs, or fstab), mount.fuse3 "
            "starts\ntiledbfs with dev or nodev, suid or nosuid, and rw unless "
            "ro was given;\ngiven those, rw is mount(8)'s default and the mount "
            "stays read-only:\nask for writes with writable.\n\n");
 }
 
-/* The kernel's read-ahead of the mount at `mnt` (the kernel starts FUSE
- * mounts at 128 KiB, so sequential reads come as 128 KiB requests; 1 MiB
- * requests cost less per byte).  Best effort: only root may write the
- * setting, and a failure changes nothing else.  The session is not running
- * yet, so the mount is found in /proc/self/mountinfo, not by stat (which
- * would wait for us); the setting is written on the first request, after
- * the kernel took our INIT reply (which would lower it again). */
-static void tdbfs_find_bdi(struct tdbfs_daemon *d, const char *mnt)
-{
-    char *real = realpath(mnt, NULL), line[4096], dev[64] = "";
-    FILE *f = real ? fopen("/proc/self/mountinfo", "re") : NULL;
-
-    while (f && fgets(line, sizeof line, f)) {
-        char majmin[64], point[4096];
-        /* ID PARENT MAJ:MIN ROOT POINT ... (POINT octal-escaped) */
-        if (sscanf(line, "%*s %*s %63s %*s %4095s", majmin, point) == 2 &&
-            strcmp(point, real) == 0)
-            snprintf(dev, sizeof dev, "%s", majmin); /* the last one wins */
-    }
-    if (f)
-        fclose(f);
-    free(real);
-    if (dev[0])
-        snprintf(d->bdi_ra, sizeof d->bdi_ra,
-                 "/sys/class/bdi/%s/read_ahead_kb", dev);
-}
-
 void tdbfs_readahead_once(struct tdbfs_daemon *d)
 {
-    if (!d->bdi_ra[0] || atomic_exchange(&d->ra_done, true))
-        return;
-    FILE *ra = fopen(d->bdi_ra, "we");
-    if (ra) {
-        fprintf(ra, "%lu\n", d->readahead_kib);
-        fclose(ra);
-    }
+    if (d->bdi_ra[0] && !atomic_exchange(&d->ra_done, true))
+        tdbm_set_readahead(d->bdi_ra, d->readahead_kib);
+}
+
+static void tdbfs_say_nomem(void)
+{
+    fprintf(stderr, "%s: %s\n", program_invocation_short_name,
+            strerror(ENOMEM));
 }
 
 /* Prints "PROG: why" on stderr, control characters as '?'. */
@@ -306,16 +272,10 @@ int main(int argc, char *argv[])
     if (tdbfs_apply(&cl, &opts) != 0)
         goto out_args;
     unsigned long readahead = 1024;
-    if (cl.readahead) {
-        char *e;
-        errno = 0;
-        readahead = strtoul(cl.readahead, &e, 10);
-        if (errno || *e || e == cl.readahead || readahead > (1ul << 20)) {
-            fprintf(stderr, "%s: readahead=%s: not a number of KiB (0 to "
-                    "1048576)\n", program_invocation_short_name,
-                    cl.readahead);
-            goto out_args;
-        }
+    if (cl.readahead && tdbm_parse_kib(cl.readahead, 1ul << 20, &readahead)) {
+        fprintf(stderr, "%s: readahead=%s: not a number of KiB (0 to "
+                "1048576)\n", program_invocation_short_name, cl.readahead);
+        goto out_args;
     }
     d.log_stderr = fopts.foreground;
     if (cl.log && strcmp(cl.log, "stderr") == 0) {
@@ -331,8 +291,7 @@ int main(int argc, char *argv[])
     if (tdb_cache_create(&cache, opts.open.cache_bytes
                                      ? opts.open.cache_bytes
                                      : TDB_DEFAULT_CACHE_BYTES) != 0) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
-                strerror(ENOMEM));
+        tdbfs_say_nomem();
         goto out_args;
     }
     opts.open.cache = cache;
@@ -350,8 +309,7 @@ int main(int argc, char *argv[])
     cfg.arg = &d;
     d.rw = opts.rw;
     if (tdbm_mount_new(&d.m, &src, &opts, &cfg) != 0) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
-                strerror(ENOMEM));
+        tdbfs_say_nomem();
         goto out_close;
     }
     if (tdbm_mount_staging(d.m, why, sizeof why) != 0) {
@@ -359,8 +317,7 @@ int main(int argc, char *argv[])
         goto out_close;
     }
     if (tdbfs_mount_args(&args, src.path, opts.rw) != 0) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name,
-                strerror(ENOMEM));
+        tdbfs_say_nomem();
         goto out_close;
     }
 
@@ -374,7 +331,7 @@ int main(int argc, char *argv[])
         goto out_signals;
     d.readahead_kib = readahead;
     if (readahead)
-        tdbfs_find_bdi(&d, fopts.mountpoint);
+        tdbm_readahead_file(fopts.mountpoint, d.bdi_ra, sizeof d.bdi_ra);
     /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
     if (d.log_stderr && !fopts.foreground) {
         errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);

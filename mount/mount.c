@@ -731,6 +731,49 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     }
 }
 
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+                  uint64_t off, size_t size, struct tdbm_reply *r)
+{
+    struct tdb_seg segs[TDBM_IOV_MAX];
+    struct tdb_error err;
+    size_t got;
+    int rc;
+
+    r->n = 0;
+    r->hold = NULL;
+    if (size > TDBM_IO_MAX)
+        size = TDBM_IO_MAX;
+    if (!(r->buf = malloc(size ? size : 1)))
+        return -ENOMEM;
+    if (h->kind != TDBM_H_TREE) {
+        if ((rc = tdbm_read(m, h, ino, off, r->buf, size, &got)) < 0)
+            return rc;
+        r->iov[0] = (struct iovec){r->buf, got};
+        r->n = 1;
+        return 0;
+    }
+    tdbm_error_clear(&err);
+    rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
+                              &r->n, &got, &r->hold, &err);
+    if (rc < 0) {
+        if (tdbm_worth_logging(rc))
+            tdbm_log(m, "read inode %llu at %lld+%zu: %s",
+                     (unsigned long long)ino, (long long)off, size,
+                     tdbm_error_text(rc, &err));
+        return -tdb_errno(rc);
+    }
+    for (size_t i = 0; i < r->n; i++)
+        r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
+                                   segs[i].len};
+    return 0;
+}
+
+void tdbm_read_done(struct tdbm_reply *r)
+{
+    tdb_reader_done(r->hold);
+    free(r->buf);
+}
+
 int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
                bool data, uint64_t *out)
 {
@@ -1091,4 +1134,56 @@ int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
     rc = tdbm_meta_create(m, parent, name, flags, e, out);
     oi->direct_io = rc == 0;
     return rc;
+}
+
+void tdbm_readahead_file(const char *mnt, char *out, size_t cap)
+{
+    char *real = realpath(mnt, NULL), line[4096], dev[64] = "";
+    FILE *f = real ? fopen("/proc/self/mountinfo", "re") : NULL;
+
+    while (f && fgets(line, sizeof line, f)) {
+        char majmin[64], point[4096];
+        /* ID PARENT MAJ:MIN ROOT POINT ... (POINT octal-escaped) */
+        if (sscanf(line, "%*s %*s %63s %*s %4095s", majmin, point) == 2 &&
+            strcmp(point, real) == 0)
+            snprintf(dev, sizeof dev, "%s", majmin); /* the last one wins */
+    }
+    if (f)
+        fclose(f);
+    free(real);
+    out[0] = '\0';
+    if (dev[0])
+        snprintf(out, cap, "/sys/class/bdi/%s/read_ahead_kb", dev);
+}
+
+void tdbm_set_readahead(const char *file, unsigned long kib)
+{
+    FILE *ra = file[0] ? fopen(file, "we") : NULL;
+
+    if (ra) {
+        fprintf(ra, "%lu\n", kib);
+        fclose(ra);
+    }
+}
+
+int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out)
+{
+    char *e;
+
+    errno = 0;
+    *out = strtoul(s, &e, 10);
+    return errno || *e || e == s || *out > max ? -1 : 0;
+}
+
+void tdbm_options_usage(FILE *f)
+{
+    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
+        fprintf(f, "    -o %-20s", t->usage);
+        for (const char *p = t->help; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n')
+                fprintf(f, "%27s", "");
+        }
+        fputc('\n', f);
+    }
 }

@@ -33,10 +33,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "tiledb_format.h"
 
@@ -238,6 +240,24 @@ void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
 int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
               uint64_t off, void *buf, size_t size, size_t *got);
 
+/* A read's bytes as pieces for the reply (tdbm_read_iov), and what holds
+ * their memory. */
+#define TDBM_IOV_MAX 1023
+struct tdbm_reply {
+    struct iovec iov[TDBM_IOV_MAX];
+    size_t n;
+    struct tdb_read_hold *hold;     /* the decoded tiles they are in */
+    void *buf;                      /* or this buffer */
+};
+
+/* tdbm_read into r: a tree file's bytes as pieces of the decoded tiles
+ * themselves where these are long (tdb_reader_read_segs), else through a
+ * buffer of at most TDBM_IO_MAX bytes.  @return 0 or -errno; either way
+ * tdbm_read_done(r) once the reply is out. */
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
+                  uint64_t off, size_t size, struct tdbm_reply *r);
+void tdbm_read_done(struct tdbm_reply *r);
+
 /* lseek's SEEK_DATA (data true) or SEEK_HOLE from `off` in an open file:
  * holes are the never-written cells of a dense array (tdb_fs_seek) and
  * staged files' own holes.  @return 0 or -errno (-ENXIO: off is past the
@@ -269,6 +289,20 @@ int tdbm_setxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
 int tdbm_removexattr(struct tdbm_mount *m, uint64_t ino, const char *name);
 
 void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv);
+
+/* The kernel's read-ahead of the mount at `mnt` (the kernel starts FUSE
+ * mounts at 128 KiB, so sequential reads come as 128 KiB requests; 1 MiB
+ * requests cost less per byte): its sysfs file into out[cap] ("" when not
+ * found), looked up in /proc/self/mountinfo (a stat would wait for the
+ * session, which is not running yet); tdbm_set_readahead writes `kib` to
+ * it, best effort (only root may, and the kernel lowers it again when it
+ * takes the INIT reply: write it on the first request). */
+void tdbm_readahead_file(const char *mnt, char *out, size_t cap);
+/* A whole decimal number 0..max of `s` into *out.  @return 0 or -1. */
+int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
+/* The option table's help, one "    -o USAGE  HELP" entry per option. */
+void tdbm_options_usage(FILE *f);
+void tdbm_set_readahead(const char *file, unsigned long kib);
 
 /* setattr's `valid` bits. */
 #define TDBM_SET_SIZE 1u

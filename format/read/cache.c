@@ -245,6 +245,13 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
     return 0;
 }
 
+void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e)
+{
+    pthread_mutex_lock(&c->lock);
+    e->refs++;
+    pthread_mutex_unlock(&c->lock);
+}
+
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e)
 {
     tdb_cache_release_flags(c, e, 0);

@@ -62,6 +62,8 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
                         const struct tdb_tile **tile, struct tdb_error *err);
 
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
+/* One more pin of e (pinned already); tdb_cache_release lets it go. */
+void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e);
 /* With TDB_CACHE_DROP, once the cache is more than half full, the tile is
  * freed at once when no one else holds it (a sequential reader has passed
  * it: keeping it would only push out tiles that may be read again, and

@@ -4,8 +4,8 @@
  * pool of threads.  A reader keeps the tiles of its last reads and the ones
  * decoded ahead pinned in the cache, so that even a cache smaller than a
  * row of tiles decodes each tile once per pass (no thrashing); the pinned
- * bytes are bounded (RD_AHEAD_BYTES ahead, plus what the last reads
- * touched). */
+ * bytes are bounded (a quarter of the cache, within 8 to 32 MiB, ahead,
+ * plus what the reads touch). */
 #include "read/reader.h"
 #include "tiledb_format.h"
 
@@ -14,11 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RD_AHEAD_BYTES (8u << 20)   /* decoded bytes pinned ahead */
+#define RD_AHEAD_MIN (8u << 20)     /* decoded bytes pinned ahead: a */
+#define RD_AHEAD_MAX (32u << 20)    /* quarter of the cache, within these */
 #define RD_AHEAD_VIEW (256u << 20)  /* how far ahead in the file to look */
 #define RD_MAX_PINS 512
 #define RD_SEQ_SLACK (4u << 20)     /* a read this close to the last one's
                                      * end goes on reading sequentially */
+#define RD_MAX_ACTIVE 16            /* reads of one reader at once (the
+                                     * kernel's read-ahead sends several) */
 
 struct rd_tile {
     struct tdb_frag *f;
@@ -58,7 +61,13 @@ struct tdb_reader {
     struct tdb_pool *pool;      /* NULL: no decoding ahead */
     uint64_t cs;                /* bytes per cell of the file */
     pthread_mutex_t lock;
-    pthread_cond_t idle;
+    pthread_cond_t idle;        /* pending fell to 0 */
+    pthread_cond_t done;        /* a job finished */
+    uint64_t ahead_bytes;       /* decoded bytes to pin ahead */
+    /* the reads under way: their epochs and where they start (a read
+     * ending never unpins the tiles another one still reads) */
+    uint64_t act_epoch[RD_MAX_ACTIVE], act_off[RD_MAX_ACTIVE];
+    unsigned nact;
     struct rd_pin *pins;
     size_t npins;
     uint64_t pinned;            /* bytes of the pins */
@@ -120,6 +129,7 @@ static void rd_job_done(struct tdb_reader *rd, const struct rd_tile *k,
         tdb_cache_release(k->f->arr->cache, e); /* pinned twice */
     if (--rd->pending == 0)
         pthread_cond_broadcast(&rd->idle);
+    pthread_cond_broadcast(&rd->done);
     pthread_mutex_unlock(&rd->lock);
 }
 
@@ -281,8 +291,14 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
 {
     pthread_mutex_lock(&rd->lock);
     struct rd_pin *p = rd_find(rd, k);
-    bool mine = p && !p->e &&
-                (!p->queued || pool_cancel(rd->pool, rd, k) == 1);
+    /* a thread decodes it already: wait for that (decoding it here too
+     * could decode it twice, when the cache lets this copy go before the
+     * thread looks the tile up) */
+    while (p && !p->e && p->queued && pool_cancel(rd->pool, rd, k) == 0) {
+        pthread_cond_wait(&rd->done, &rd->lock);
+        p = rd_find(rd, k);
+    }
+    bool mine = p && !p->e;
     pthread_mutex_unlock(&rd->lock);
     if (!mine)
         return;
@@ -316,6 +332,7 @@ struct rd_plan {
     struct tdb_reader *rd;
     uint64_t epoch;
     unsigned ncur;      /* tiles of the read so far */
+    uint64_t npieces;   /* pieces of tiles the read gives */
     struct rd_tile cur[RD_MAX_CUR];
     uint64_t limit;     /* decoding ahead stops at these pinned bytes */
     uint64_t pos;       /* end of the last piece planned */
@@ -375,6 +392,7 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
     (void)from;
+    pl->npieces++;
     if (rd_memo_seen(pl, &k, to))
         return 0;
     if (rd_want(pl->rd, &k, pl->epoch, to, pl->ncur > 0) &&
@@ -383,7 +401,7 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
     return 0;
 }
 
-/* The tiles after the read, until RD_AHEAD_BYTES more are pinned. */
+/* The tiles after the read, until rd->ahead_bytes more are pinned. */
 static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
                          unsigned part, uint64_t t, uint64_t from, uint64_t to)
 {
@@ -399,16 +417,43 @@ static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
     return full;
 }
 
-/* Unpins what the reader no longer needs: reading on (seq), the tiles
- * whose bytes all lie before `off`; else those this read did not want. */
+/* Read `epoch` (from `off`) starts: it is one of the reads under way.
+ * @return false when too many are (it then unpins nothing). */
+static bool rd_begin(struct tdb_reader *rd, uint64_t epoch, uint64_t off)
+{
+    if (rd->nact == RD_MAX_ACTIVE)
+        return false;
+    rd->act_epoch[rd->nact] = epoch;
+    rd->act_off[rd->nact++] = off;
+    return true;
+}
+
+/* Read `epoch` ends: unpins what the reader no longer needs: reading on
+ * (seq), the tiles whose bytes all lie before `off`; else those this read
+ * did not want.  Tiles another read under way may still use stay: those
+ * it (or a later read) wanted, and, reading on, those after its start. */
 static void rd_trim(struct tdb_reader *rd, uint64_t epoch, bool seq,
-                    uint64_t off)
+                    uint64_t off, bool active)
 {
     pthread_mutex_lock(&rd->lock);
-    for (size_t i = 0; i < rd->npins;) {
+    uint64_t keep = UINT64_MAX; /* pins of this epoch or later stay */
+    for (unsigned i = 0; active && i < rd->nact;) {
+        if (rd->act_epoch[i] == epoch) {
+            rd->nact--;
+            rd->act_epoch[i] = rd->act_epoch[rd->nact];
+            rd->act_off[i] = rd->act_off[rd->nact];
+            continue;
+        }
+        if (rd->act_epoch[i] < keep)
+            keep = rd->act_epoch[i];
+        if (rd->act_off[i] < off)
+            off = rd->act_off[i];
+        i++;
+    }
+    for (size_t i = 0; active && i < rd->npins;) {
         struct rd_pin *p = &rd->pins[i];
         bool old = seq ? p->last <= off : p->epoch != epoch;
-        if (old && !p->queued)
+        if (old && !p->queued && p->epoch < keep)
             rd_drop_tile(rd, p, seq);
         else
             i++;
@@ -443,40 +488,38 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
     } else {
         rd->ff = NULL; /* var-sized: positions need the offsets */
     }
+    if (rd->pool) {
+        /* the next row of tiles too, where the cache allows (a row of 16
+         * tiles of 1 MiB, read in 1 MiB requests, each of which needs all
+         * 16: decoded only half ahead, the row's first read waits) */
+        struct tdb_cache_stats cs;
+        tdb_fs_cache_stats(fs, &cs);
+        uint64_t a = cs.budget / 4;
+        rd->ahead_bytes = a < RD_AHEAD_MIN ? RD_AHEAD_MIN
+                          : a > RD_AHEAD_MAX ? RD_AHEAD_MAX : a;
+    }
     pthread_mutex_init(&rd->lock, NULL);
     pthread_cond_init(&rd->idle, NULL);
+    pthread_cond_init(&rd->done, NULL);
     *out = rd;
     return 0;
 }
 
-static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
-                           uint64_t off, void *buf, size_t len, size_t *got,
-                           struct tdb_error *err);
+/* One read under way: what ending it needs. */
+struct rd_read {
+    uint64_t epoch, poff;
+    bool seq, active;
+};
 
-int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
-                    size_t len, size_t *got, struct tdb_error *err)
-{
-    if (!rd->ff)
-        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    if (rd->head) {
-        /* plan in the field's own offsets; the tree adds the header */
-        uint64_t skip = off < rd->head ? rd->head - off : 0;
-        if (skip >= len)
-            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-        return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
-                               buf, len, got, err);
-    }
-    return rd_read_planned(rd, off, len, off, buf, len, got, err);
-}
-
-/* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
- * file's bytes [off, off + len). */
-static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
-                           uint64_t off, void *buf, size_t len, size_t *got,
-                           struct tdb_error *err)
+/* Plans the tiles of the field's bytes [poff, poff + plen) and pins them
+ * (a read starts: end it with rd_trim).  @return the pieces of tiles the
+ * read gives. */
+static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           struct rd_read *rr)
 {
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
+    bool active = rd_begin(rd, epoch, poff);
     /* the kernel's read-ahead may send a few requests out of order */
     bool seq = poff + RD_SEQ_SLACK >= rd->next_off &&
                poff <= rd->next_off + RD_SEQ_SLACK;
@@ -486,10 +529,12 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
         rd->ahead_pos = 0;
     uint64_t ahead = rd->ahead_pos > poff + plen ? rd->ahead_pos : poff + plen;
     pthread_mutex_unlock(&rd->lock);
+    *rr = (struct rd_read){epoch, poff, seq, active};
     struct rd_plan pl;
     pl.rd = rd;
     pl.epoch = epoch;
     pl.ncur = 0;
+    pl.npieces = 0;
     pl.limit = pl.pos = 0;
     memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
@@ -501,7 +546,7 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
         for (size_t i = 0; i < rd->npins; i++)
             if (rd->pins[i].epoch == epoch)
                 cur += rd->pins[i].bytes;
-        pl.limit = cur + RD_AHEAD_BYTES;
+        pl.limit = cur + rd->ahead_bytes;
         bool room = rd->pinned < pl.limit;
         pthread_mutex_unlock(&rd->lock);
         pl.pos = ahead;
@@ -519,9 +564,108 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
      * the read still decodes each once */
     for (unsigned i = pl.ncur; i-- > 0;)
         rd_pin_now(rd, &pl.cur[i]);
+    return pl.npieces;
+}
+
+/* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
+ * file's bytes [off, off + len). */
+static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           uint64_t off, void *buf, size_t len, size_t *got,
+                           struct tdb_error *err)
+{
+    struct rd_read rr;
+    rd_prepare(rd, poff, plen, &rr);
     int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    rd_trim(rd, epoch, seq, poff);
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
     return r;
+}
+
+int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
+                    size_t len, size_t *got, struct tdb_error *err)
+{
+    if (!rd->ff)
+        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    if (rd->head) {
+        /* plan in the field's own offsets; the tree adds the header */
+        uint64_t skip = off < rd->head ? rd->head - off : 0;
+        if (skip >= len)
+            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+        return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
+                               buf, len, got, err);
+    }
+    return rd_read_planned(rd, off, len, off, buf, len, got, err);
+}
+
+#define RD_HOLD_TILES 64
+#define RD_SEG_MIN (64u << 10)      /* pieces this long on average go to
+                                     * the kernel uncopied */
+
+/* The tiles a read without copying gives pieces of, pinned once more: the
+ * reply goes out after the read ended (and maybe after the reader is
+ * closed). */
+struct tdb_read_hold {
+    struct tdb_cache *cache;
+    bool passed;                /* a sequential read: tiles it passed go */
+    size_t nheld;
+    struct tdb_cache_entry *held[RD_HOLD_TILES];
+};
+
+int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
+                         void *buf, struct tdb_seg *segs, size_t cap,
+                         size_t *nsegs, size_t *got,
+                         struct tdb_read_hold **hold, struct tdb_error *err)
+{
+    *nsegs = *got = 0;
+    *hold = NULL;
+    int r;
+    if (!rd->ff || rd->head ||
+        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY)) {
+        r = tdb_reader_read(rd, off, buf, len, got, err);
+        goto copied;
+    }
+    struct rd_read rr;
+    uint64_t pieces = rd_prepare(rd, off, len, &rr);
+    struct tdb_read_hold *h = NULL;
+    struct tdb_segsink sink = {segs, cap, 0, NULL, RD_HOLD_TILES, 0, true};
+    /* the kernel copies a reply page by page, and from memory given in
+     * pieces one more time per piece: small pieces are cheaper copied */
+    if (pieces <= len / RD_SEG_MIN + 1 && (h = malloc(sizeof *h))) {
+        sink.held = h->held;
+        sink.full = false;
+        r = tdb_fieldfile_segs(rd->ff, off, len, &sink, got, err);
+        h->cache = rd->ff->arr->cache;
+        h->passed = rr.seq;
+        h->nheld = sink.nheld;
+        if (r || sink.full) {
+            tdb_reader_done(h);
+            h = NULL;
+            *got = 0;
+        }
+    }
+    if (!h)
+        r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
+    if (h) {
+        *nsegs = sink.n;
+        *hold = h;
+        return 0;
+    }
+copied:
+    if (!r && *got) {
+        segs[0] = (struct tdb_seg){buf, *got};
+        *nsegs = 1;
+    }
+    return r;
+}
+
+void tdb_reader_done(struct tdb_read_hold *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->nheld; i++)
+        tdb_cache_release_flags(h->cache, h->held[i],
+                                h->passed ? TDB_CACHE_DROP : 0);
+    free(h);
 }
 
 void tdb_reader_close(struct tdb_reader *rd)
@@ -538,6 +682,7 @@ void tdb_reader_close(struct tdb_reader *rd)
     pthread_mutex_unlock(&rd->lock);
     pthread_mutex_destroy(&rd->lock);
     pthread_cond_destroy(&rd->idle);
+    pthread_cond_destroy(&rd->done);
     free(rd->pins);
     free(rd);
 }

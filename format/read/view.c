@@ -11,14 +11,48 @@
 struct view_win {
     uint8_t *dst;
     uint64_t pos, off, end;
+    struct tdb_segsink *sink;       /* not NULL: pieces instead of dst */
+    struct tdb_cache *cache;
+    struct tdb_cache_entry *entry;  /* the tile src is in (NULL: fill) */
 };
+
+/* Bytes [p, p + n) of w->entry's tile as the next piece of the sink. */
+static void view_seg(struct view_win *w, const uint8_t *p, uint64_t n)
+{
+    struct tdb_segsink *s = w->sink;
+    if (s->full || !w->entry) {
+        s->full = true;
+        return;
+    }
+    size_t i = s->nheld;
+    while (i > 0 && s->held[i - 1] != w->entry)
+        i--;
+    if (!i) {
+        if (s->nheld == s->hcap) {
+            s->full = true;
+            return;
+        }
+        tdb_cache_hold(w->cache, w->entry);
+        s->held[s->nheld++] = w->entry;
+    }
+    struct tdb_seg *last = s->n ? &s->segs[s->n - 1] : NULL;
+    if (last && (const uint8_t *)last->base + last->len == p)
+        last->len += (size_t)n;
+    else if (s->n == s->cap)
+        s->full = true;
+    else
+        s->segs[s->n++] = (struct tdb_seg){p, (size_t)n};
+}
 
 static void view_put(struct view_win *w, const uint8_t *src, uint64_t n)
 {
     uint64_t a = w->pos, b = w->pos + n;
     if (b > w->off && a < w->end) {
         uint64_t s = a > w->off ? a : w->off, e = b < w->end ? b : w->end;
-        memcpy(w->dst + (s - w->off), src + (s - a), (size_t)(e - s));
+        if (w->sink)
+            view_seg(w, src + (s - a), e - s);
+        else
+            memcpy(w->dst + (s - w->off), src + (s - a), (size_t)(e - s));
     }
     w->pos = b;
 }
@@ -116,6 +150,7 @@ struct view_visit {
      * decoding it (tdb_fieldfile_tiles). */
     int (*plan)(struct view_visit *v, struct tdb_frag *f, int field,
                 unsigned part, uint64_t t, uint64_t cell, uint64_t n);
+    struct tdb_cache_entry *entry;  /* the tile given to tile() */
 };
 
 /* The tiles a walk keeps pinned: a view alternates between a few tiles
@@ -140,12 +175,13 @@ struct view_pins {
 
 static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
                     unsigned part, uint64_t t, const struct tdb_tile **tile,
-                    struct tdb_error *err)
+                    struct tdb_cache_entry **entry, struct tdb_error *err)
 {
     for (unsigned i = 0; i < vp->n; i++) {
         struct view_held *h = &vp->h[i];
         if (h->t == t && h->f == f && h->field == field && h->part == part) {
             *tile = h->tile;
+            *entry = h->e;
             return 0;
         }
     }
@@ -162,6 +198,7 @@ static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
         tdb_cache_release(h->f->arr->cache, h->e);
     }
     *h = (struct view_held){f, field, part, t, e, *tile};
+    *entry = e;
     return 0;
 }
 
@@ -212,7 +249,8 @@ static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
                         return r < 0 ? r : 0;
                 } else if (!v->skip || !v->skip(v, n)) {
                     const struct tdb_tile *tile;
-                    r = view_pin(vp, ru->frag, field, part, t, &tile, err);
+                    r = view_pin(vp, ru->frag, field, part, t, &tile,
+                                 &v->entry, err);
                     if (r)
                         return r;
                     r = v->tile(v, ru->frag, t, tile, fc - first, n, err);
@@ -255,7 +293,7 @@ static int view_fixed_fill(struct view_visit *v, uint64_t n)
         for (uint64_t k = 0; k < n; k++)
             for (uint64_t b = 0; b < x->cs; b += x->fill_size)
                 view_put(x->w, x->fill, x->fill_size);
-    return x->w->pos >= x->w->end;
+    return x->w->pos >= x->w->end || (x->w->sink && x->w->sink->full);
 }
 
 static bool view_fixed_skip(struct view_visit *v, uint64_t n)
@@ -275,8 +313,10 @@ static int view_fixed_tile(struct view_visit *v, const struct tdb_frag *f,
     if ((i + n) * x->cs > tile->size)
         return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
                        f->fm->path, (unsigned long long)t);
+    x->w->entry = v->entry;
     view_put(x->w, tile->data + i * x->cs, n * x->cs);
-    return x->w->pos >= x->w->end;
+    x->w->entry = NULL;
+    return x->w->pos >= x->w->end || (x->w->sink && x->w->sink->full);
 }
 
 static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
@@ -284,7 +324,8 @@ static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
     struct view_fixed x = {
-        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL}, w,
+        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL,
+         NULL}, w,
         validity ? 1 : ff->cell_size,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
@@ -334,7 +375,8 @@ static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     bool sizes_only, view_var_fn fn, void *arg,
                     struct tdb_error *err)
 {
-    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile, NULL}, ff,
+    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile,
+                          NULL, NULL}, ff,
                          fn, arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
@@ -466,7 +508,7 @@ int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
         return 0;
     if (len > size - off)
         len = (size_t)(size - off);
-    struct view_win w = {buf, 0, off, off + len};
+    struct view_win w = {buf, 0, off, off + len, NULL, NULL, NULL};
     uint64_t n = ff->cells->ncells;
     if (ff->part == TDB_FILE_VALIDITY || !ff->var) {
         uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
@@ -536,6 +578,35 @@ static int view_plan_tile(struct view_visit *v, struct tdb_frag *f, int field,
     return p->fn(p->arg, f, field, part, t, cell * p->cs, (cell + n) * p->cs);
 }
 
+int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
+                       struct tdb_segsink *s, size_t *got,
+                       struct tdb_error *err)
+{
+    uint64_t size;
+    *got = 0;
+    if (ff->var && ff->part != TDB_FILE_VALIDITY) {
+        s->full = true;
+        return 0;
+    }
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (!r)
+        r = tdb_fieldfile_size(ff, &size, err);
+    if (r || off >= size || !len)
+        return r;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    struct view_win w = {NULL, 0, off, off + len, s, ff->arr->cache, NULL};
+    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+    uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
+    if (c1 > ff->cells->ncells)
+        c1 = ff->cells->ncells;
+    w.pos = c0 * cs;
+    r = view_fixed(ff, c0, c1, &w, err);
+    if (!r)
+        *got = len;
+    return r;
+}
+
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
                         tdb_tile_plan_fn fn, void *arg, struct tdb_error *err)
 {
@@ -554,7 +625,8 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     if (c0 >= c1)
         return 0;
     struct view_plan p = {
-        {false, view_plan_fill, NULL, NULL, view_plan_tile}, fn, arg, cs};
+        {false, view_plan_fill, NULL, NULL, view_plan_tile, NULL}, fn, arg,
+        cs};
     return view_walk(ff, c0, c1, &p.v, err);
 }
 

@@ -110,6 +110,24 @@ bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
 int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                        size_t len, size_t *got, struct tdb_error *err);
 
+/* Where tdb_fieldfile_segs puts a read's bytes: pieces of decoded tiles,
+ * each tile pinned once more in held[] (give them back with
+ * tdb_cache_release).  `full`: the read did not fit (more than cap pieces
+ * or hcap tiles, or fill values: read it with tdb_fieldfile_read). */
+struct tdb_segsink {
+    struct tdb_seg *segs;
+    size_t cap, n;
+    struct tdb_cache_entry **held;
+    size_t hcap, nheld;
+    bool full;
+};
+
+/* tdb_fieldfile_read of a fixed-size file (values or validity) without
+ * copying: the bytes [off, off + len) as pieces into s (*got bytes). */
+int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
+                       struct tdb_segsink *s, size_t *got,
+                       struct tdb_error *err);
+
 /* SEEK_DATA (data true) / SEEK_HOLE: the first offset at or after `off`
  * in written cells / in cells no fragment wrote (fill values).  Only fixed
  * -size files of dense views have holes; the end of a file is a hole.

@@ -1,5 +1,6 @@
 /* test_cache.c: the decoded-tile cache: hits, the byte budget (LRU order),
- * pins that survive eviction, failed loads not cached, single-flight. */
+ * pins that survive eviction, failed loads not cached, single-flight,
+ * tiles dropped once passed. */
 #include "read/cache.h"
 #include "unit.h"
 
@@ -145,11 +146,46 @@ static void test_single_flight(void)
     tdb_cache_free(c);
 }
 
+/* A tile let go with TDB_CACHE_DROP stays while the cache is at most half
+ * full, is freed at once beyond that, and stays while another pin
+ * (tdb_cache_hold) holds it. */
+static void test_drop_and_hold(void)
+{
+    struct tdb_cache *c;
+    struct loader l = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    struct tdb_cache_entry *e[4];
+    const struct tdb_tile *t;
+    CHECK_EQ_INT(tdb_cache_create(&c, 5000), 0); /* half: 2,500 */
+    for (uint64_t i = 0; i < 4; i++) {
+        struct tdb_cache_key k = {1, 0, i};
+        CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
+    }
+    struct tdb_cache_stats st;
+    tdb_cache_hold(c, e[0]);
+    tdb_cache_release_flags(c, e[0], TDB_CACHE_DROP); /* still held */
+    tdb_cache_release_flags(c, e[1], TDB_CACHE_DROP); /* 4 tiles: freed */
+    tdb_cache_release_flags(c, e[2], TDB_CACHE_DROP); /* 3 tiles: freed */
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 2);
+    CHECK_EQ_INT(st.evictions, 2);
+    tdb_cache_release_flags(c, e[0], TDB_CACHE_DROP); /* 2 tiles: stays */
+    tdb_cache_release_flags(c, e[3], TDB_CACHE_DROP); /* 2 tiles: stays */
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 2);
+    struct tdb_cache_key k0 = {1, 0, 0};
+    CHECK_EQ_INT(tdb_cache_get(c, &k0, load_tile, &l, &e[0], &t, NULL), 0);
+    CHECK_EQ_INT(t->data[0], 0);
+    tdb_cache_release(c, e[0]);
+    CHECK_EQ_INT(l.calls, 4);
+    tdb_cache_free(c);
+}
+
 int main(void)
 {
     RUN(test_hit_after_miss);
     RUN(test_budget_and_pins);
     RUN(test_failure_not_cached);
     RUN(test_single_flight);
+    RUN(test_drop_and_hold);
     return unit_done();
 }
