@@ -57,6 +57,15 @@ struct sparse_cells {
     unsigned hint_next;
 };
 
+/* Where a cell lies in the global order: its coordinates, and its integer
+ * key (tdb_order_key_of) when kvalid. */
+struct sp_head {
+    struct tdb_coords c;
+    uint64_t hilbert;
+    uint64_t key;
+    bool kvalid;
+};
+
 /* A cursor over one fragment's cells in stored order. */
 struct sp_cur {
     struct tdb_frag *f;
@@ -67,10 +76,7 @@ struct sp_cur {
     struct tdb_cache_entry *e[TDB_MAX_DIMS + 1];
     const struct tdb_tile *t[TDB_MAX_DIMS + 1];
     bool pinned;
-    struct tdb_coords c;
-    uint64_t hilbert;
-    uint64_t key;               /* tdb_order_key_of, when kvalid */
-    bool kvalid;
+    struct sp_head h;           /* the head cell's place in the order */
     uint64_t ts;
     int ts_field;
     bool done;
@@ -136,15 +142,15 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         if (tl->offsets) {
             uint64_t a = tl->offsets[i];
             uint64_t b = i + 1 < tl->ncells ? tl->offsets[i + 1] : tl->size;
-            k->c.v[d] = tl->data + a;
-            k->c.n[d] = b - a;
+            k->h.c.v[d] = tl->data + a;
+            k->h.c.n[d] = b - a;
         } else {
             unsigned vs = tdb_dt_size(s->dims[d].type);
             if ((i + 1) * vs > tl->size)
                 return tdb_err(err, TDB_E_CORRUPT, "%s: coordinate tile too short",
                                f->fm->path);
-            k->c.v[d] = tl->data + i * vs;
-            k->c.n[d] = vs;
+            k->h.c.v[d] = tl->data + i * vs;
+            k->h.c.n[d] = vs;
         }
     }
     k->ts = f->fm->t2;
@@ -156,8 +162,8 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         k->ts = tdb_le64(tl->data + i * 8);
     }
     if (s->cell_order == TDB_HILBERT)
-        k->hilbert = tdb_hilbert(s, &k->c);
-    k->kvalid = tdb_order_key_of(k->okey, &k->c, k->hilbert, &k->key);
+        k->h.hilbert = tdb_hilbert(s, &k->h.c);
+    k->h.kvalid = tdb_order_key_of(k->okey, &k->h.c, k->h.hilbert, &k->h.key);
     return 0;
 }
 
@@ -179,8 +185,8 @@ static int sp_cell_get(void *arg, const char *name, const uint8_t **val,
     *is_null = false;
     int d = tdb_schema_dim_index(s, name);
     if (d >= 0) {
-        *val = k->c.v[d];
-        *size = k->c.n[d];
+        *val = k->h.c.v[d];
+        *size = k->h.c.n[d];
         *type = s->dims[d].type;
         return 0;
     }
@@ -447,13 +453,13 @@ static bool sp_newer(const struct sp_cur *a, const struct sp_cur *b)
 }
 
 /* The global order of two heads: the integer keys where they decide. */
-static int sp_cmp(const struct tdb_schema *s, const struct sp_cur *a,
-                  const struct sp_cur *b)
+static int sp_cmp(const struct tdb_schema *s, const struct tdb_order_key *ok,
+                  const struct sp_head *a, const struct sp_head *b)
 {
     if (a->kvalid && b->kvalid) {
         if (a->key != b->key)
             return a->key < b->key ? -1 : 1;
-        if (a->okey->exact)
+        if (ok->exact)
             return 0;
     }
     return tdb_order_cmp(s, &a->c, a->hilbert, &b->c, b->hilbert);
@@ -463,14 +469,14 @@ static int sp_cmp(const struct tdb_schema *s, const struct sp_cur *a,
 static bool sp_before(const struct tdb_schema *s, const struct sp_cur *a,
                       const struct sp_cur *b)
 {
-    int c = sp_cmp(s, a, b);
+    int c = sp_cmp(s, a->okey, &a->h, &b->h);
     return c < 0 || (c == 0 && sp_newer(a, b));
 }
 
-static bool sp_same(const struct tdb_schema *s, const struct sp_cur *a,
-                    const struct sp_cur *key)
+static bool sp_same(const struct tdb_schema *s, const struct tdb_order_key *ok,
+                    const struct sp_head *a, const struct sp_head *key)
 {
-    if (a->okey->exact && a->kvalid && key->kvalid)
+    if (ok->exact && a->kvalid && key->kvalid)
         return a->key == key->key;
     return tdb_coords_equal(s, &a->c, &key->c);
 }
@@ -542,11 +548,11 @@ struct sp_win {
 
 /* Takes cursor k's cells equal to key (newer ones win). */
 static int sp_take_equal(struct sparse_cells *sc, struct sp_cur *k,
-                         const struct sp_cur *key, struct sp_win *w,
+                         const struct sp_head *key, struct sp_win *w,
                          struct tdb_error *err)
 {
     const struct tdb_schema *s = sc->base.arr->schema;
-    while (!k->done && sp_same(s, k, key)) {
+    while (!k->done && sp_same(s, &sc->okey, &k->h, key)) {
         if (k->ts > w->ts || (k->ts == w->ts && k->f->index > w->idx) ||
             (k->ts == w->ts && k->f->index == w->idx && k->cell > w->cell))
             *w = (struct sp_win){k->slot, k->cell, k->ts, k->f->index};
@@ -609,10 +615,13 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         /* no duplicates: the newest version of these coordinates wins,
          * including versions kept side by side in one fragment.  Copy the
          * key's var-sized bytes: the cursors move on. */
-        struct sp_cur key = *m;
+        struct sp_head key;
+        key.hilbert = m->h.hilbert;
+        key.key = m->h.key;
+        key.kvalid = m->h.kvalid;
         size_t need = 0;
         for (uint32_t d = 0; d < s->ndims; d++)
-            need += (size_t)key.c.n[d];
+            need += (size_t)m->h.c.n[d];
         if (need > keycap) {
             uint8_t *kb = realloc(keybuf, need);
             if (!kb) {
@@ -624,8 +633,9 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         }
         size_t used = 0;
         for (uint32_t d = 0; d < s->ndims; d++) {
+            key.c.n[d] = m->h.c.n[d];
             if (key.c.n[d])
-                memcpy(keybuf + used, key.c.v[d], (size_t)key.c.n[d]);
+                memcpy(keybuf + used, m->h.c.v[d], (size_t)key.c.n[d]);
             key.c.v[d] = keybuf + used;
             used += (size_t)key.c.n[d];
         }
@@ -635,9 +645,9 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         sp_top_moved(&hp);
         /* other heads at the same place in the order (other fragments'
          * versions): take them off, take their equal cells, put them back */
-        if (hp.n && sp_cmp(s, hp.h[0], &key) == 0) {
+        if (hp.n && sp_cmp(s, &sc->okey, &hp.h[0]->h, &key) == 0) {
             size_t ne = 0;
-            while (hp.n && sp_cmp(s, hp.h[0], &key) == 0)
+            while (hp.n && sp_cmp(s, &sc->okey, &hp.h[0]->h, &key) == 0)
                 eq[ne++] = sp_pop(&hp);
             for (size_t i = 0; i < ne && !r; i++)
                 r = sp_take_equal(sc, eq[i], &key, &w, err);
