@@ -203,7 +203,8 @@ uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c)
 
 /* ------------------------------------------------------------ integer keys */
 
-static uint64_t order_load(const uint8_t *v, unsigned size, bool is_signed)
+static inline uint64_t order_load(const uint8_t *v, unsigned size,
+                                  bool is_signed)
 {
     switch (size) {
     case 1: return is_signed ? (uint64_t)(int64_t)(int8_t)v[0] : v[0];

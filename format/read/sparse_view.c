@@ -81,6 +81,7 @@ struct sp_cur {
     int ts_field;
     bool done;
     size_t slot;                /* index in frags[] */
+    unsigned vs[TDB_MAX_DIMS];  /* bytes of each fixed-size coordinate */
     const struct tdb_order_key *okey;
 };
 
@@ -145,7 +146,7 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
             k->h.c.v[d] = tl->data + a;
             k->h.c.n[d] = b - a;
         } else {
-            unsigned vs = tdb_dt_size(s->dims[d].type);
+            unsigned vs = k->vs[d];
             if ((i + 1) * vs > tl->size)
                 return tdb_err(err, TDB_E_CORRUPT, "%s: coordinate tile too short",
                                f->fm->path);
@@ -466,11 +467,19 @@ static int sp_cmp(const struct tdb_schema *s, const struct tdb_order_key *ok,
 }
 
 /* Does head a come before head b (among equal coordinates newest first)? */
-static bool sp_before(const struct tdb_schema *s, const struct sp_cur *a,
-                      const struct sp_cur *b)
+static bool sp_before_slow(const struct tdb_schema *s, const struct sp_cur *a,
+                           const struct sp_cur *b)
 {
     int c = sp_cmp(s, a->okey, &a->h, &b->h);
     return c < 0 || (c == 0 && sp_newer(a, b));
+}
+
+static inline bool sp_before(const struct tdb_schema *s, const struct sp_cur *a,
+                             const struct sp_cur *b)
+{
+    if (a->h.kvalid && b->h.kvalid && a->h.key != b->h.key)
+        return a->h.key < b->h.key;
+    return sp_before_slow(s, a, b);
 }
 
 static bool sp_same(const struct tdb_schema *s, const struct tdb_order_key *ok,
@@ -593,6 +602,8 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         cur[i].ts_field = tdb_fragmeta_ts_field(sc->frags[i]->fm);
         cur[i].slot = i;
         cur[i].okey = &sc->okey;
+        for (uint32_t d = 0; d < sc->frags[i]->fs->ndims && d < TDB_MAX_DIMS; d++)
+            cur[i].vs[d] = tdb_dt_size(sc->frags[i]->fs->dims[d].type);
         r = sp_next_kept(sc, &cur[i], err);
         if (!r && !cur[i].done)
             sp_push(&hp, &cur[i]);
@@ -735,7 +746,8 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
     uint64_t smask = ((uint64_t)1 << sc->fbits) - 1;
     while (kk < cap && first < end && byte < sc->nbytes) {
         size_t nb = byte;
-        uint64_t h = sp_get_varint(sc->bytes, &nb);
+        uint64_t h = sc->bytes[nb] < 0x80 ? sc->bytes[nb++]
+                                          : sp_get_varint(sc->bytes, &nb);
         size_t slot = (size_t)(h >> 1 & smask);
         uint64_t fcell = pos[slot] + ((h & 1) ? sp_get_varint(sc->bytes, &nb) : 0);
         uint64_t count = (h >> (sc->fbits + 1)) + 1;
