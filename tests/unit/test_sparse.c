@@ -9,6 +9,7 @@
 #include "read/view.h"
 #include "support.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------ helpers */
@@ -194,6 +195,77 @@ static void check_file(struct tdb_fs *fs, const char *path, const uint8_t *want,
     free(got);
 }
 
+/* Threads reading one tree at once, from its first read on (the merge
+ * runs once, under a lock; the resume points are shared). */
+struct reader_arg {
+    struct tdb_fs *fs;
+    const char *path;
+    const uint8_t *want;
+    uint64_t size;
+    uint64_t seed;
+    int bad;
+};
+
+static void *reader_main(void *p)
+{
+    struct reader_arg *ra = p;
+    uint64_t st = ra->seed | 1;
+    uint64_t ino;
+    struct tdb_error err = {0};
+    if (tdb_fs_resolve(ra->fs, ra->path, &ino, &err)) {
+        ra->bad++;
+        return NULL;
+    }
+    uint8_t *buf = malloc(20000);
+    for (int i = 0; i < 200 && buf; i++) {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        uint64_t off = ra->size ? st % ra->size : 0;
+        size_t len = (size_t)(1 + (st >> 20) % 20000), got = 0;
+        if (i % 2)      /* sequential stretches too */
+            off = (uint64_t)i * 8000 % (ra->size ? ra->size : 1);
+        if (tdb_fs_read(ra->fs, ino, off, buf, len, &got, &err) ||
+            got != (ra->size - off < len ? ra->size - off : len) ||
+            memcmp(buf, ra->want + off, got))
+            ra->bad++;
+    }
+    free(buf);
+    return NULL;
+}
+
+static void check_threads(struct tdb_io *arr)
+{
+    struct tdb_fs *fs = open_fs(arr, UINT64_MAX);
+    if (!fs)
+        return;
+    static const char *const names[3] = {"v", "y", "x"};
+    uint8_t *want[3];
+    uint64_t size[3];
+    for (int i = 0; i < 3; i++)
+        want[i] = unit_fs_file(fs, names[i], &size[i]);
+    tdb_fs_close(fs);
+    fs = open_fs(arr, UINT64_MAX);     /* a fresh tree: nothing merged yet */
+    if (!fs || !want[0] || !want[1] || !want[2]) {
+        CHECK(0);
+    } else {
+        pthread_t th[6];
+        struct reader_arg ra[6];
+        for (int i = 0; i < 6; i++) {
+            ra[i] = (struct reader_arg){fs, names[i % 3], want[i % 3],
+                                        size[i % 3], 77 + (uint64_t)i, 0};
+            CHECK_EQ_INT(pthread_create(&th[i], NULL, reader_main, &ra[i]), 0);
+        }
+        for (int i = 0; i < 6; i++) {
+            pthread_join(th[i], NULL);
+            CHECK_EQ_INT(ra[i].bad, 0);
+        }
+    }
+    tdb_fs_close(fs);
+    for (int i = 0; i < 3; i++)
+        free(want[i]);
+}
+
 /* A test array: schema json, nfrag fragments of about `per` random cells
  * each from values y in ys[0..ny), x in xs[0..nx) (little-endian 8-byte
  * patterns; the schema's type takes the first bytes), plus one fragment of
@@ -345,6 +417,7 @@ static void run_spec(const struct spec *sp)
         free(parts);
         tdb_fs_close(fs);
     }
+    check_threads(&arr);
     for (size_t f = 0; f < nf; f++)
         free(names[f]);
     free(names);
