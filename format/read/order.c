@@ -235,6 +235,10 @@ static bool order_key_add(struct tdb_order_key *k, const struct tdb_dim *d,
     p->is_signed = tdb_dt_is_signed_int(d->type);
     p->lo = order_load(d->lo, p->size, p->is_signed);
     p->extent = extent;
+    p->shift = -1;
+    for (int b = 0; b < 64 && extent; b++)
+        if (extent == (uint64_t)1 << b)
+            p->shift = b;
     p->maxdigit = maxdigit;
     if (maxdigit < room) {
         p->radix = maxdigit + 1;
@@ -301,11 +305,14 @@ bool tdb_order_key_of(const struct tdb_order_key *k, const struct tdb_coords *c,
     for (unsigned i = 0; i < k->nparts; i++) {
         const struct tdb_order_part *p = &k->part[i];
         uint64_t off = order_load(c->v[p->dim], p->size, p->is_signed) - p->lo;
-        uint64_t digit = p->extent ? off / p->extent : off;
+        /* (divisions only where needed: they cost more than the rest) */
+        uint64_t digit = !p->extent       ? off
+                         : p->shift >= 0 ? off >> p->shift
+                                         : off / p->extent;
         if (digit > p->maxdigit)    /* a tile digit is off / extent even
                                      * outside the domain, as in the order */
             return false;
-        acc = acc * p->radix + digit / p->div;
+        acc = acc * p->radix + (p->div == 1 ? digit : digit / p->div);
     }
     *key = acc;
     return true;

@@ -47,6 +47,7 @@ struct tdb_order_key {
         uint64_t maxdigit;      /* largest digit of an in-domain value */
         uint64_t radix;         /* the key is key * radix + digit / div */
         uint64_t div;
+        int shift;              /* extent is 1 << shift (-1: not a power of 2) */
     } part[TDB_ORDER_KEY_PARTS];
 };
 
