@@ -11,7 +11,8 @@
  *     (count - 1) << (fbits + 1) | slot << 1 | has_skip
  * (slot: the fragment's index in frags[], fbits bits), then, when has_skip,
  * a varint of the cells of that fragment passed over (dropped) since its
- * previous entry: each fragment's next cell is implicit.  A run of 1 or 2
+ * previous entry, zigzag-signed (a fragment not stored in order goes
+ * back): each fragment's next cell is implicit.  A run of 1 or 2
  * cells from one of up to 32 fragments with no skip takes 1 byte.  Every
  * SP_CKPT(n) entries a checkpoint records the view cell where the entry
  * starts, its byte offset and each fragment's next cell ((2 + n) * 8
@@ -366,8 +367,6 @@ static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
                        uint64_t count)
 {
     size_t n = sc->nfrags;
-    if (fcell < sc->pos[slot])
-        return TDB_E_CORRUPT;   /* the merge went back in a fragment */
     while (count) {
         uint64_t c = count < sc->maxcount ? count : sc->maxcount;
         if (sc->nentries % sc->ckpt == 0) {
@@ -382,7 +381,8 @@ static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
         }
         if (sp_grow((void **)&sc->bytes, &sc->capbytes, sc->nbytes + 20, 1))
             return TDB_E_NOMEM;
-        uint64_t skip = fcell - sc->pos[slot];
+        uint64_t d = fcell - sc->pos[slot];     /* two's complement */
+        uint64_t skip = d << 1 ^ (uint64_t)-(int64_t)(d >> 63);    /* zigzag */
         uint64_t h = (c - 1) << (sc->fbits + 1) | (uint64_t)slot << 1 | (skip != 0);
         sp_put_varint(sc->bytes, &sc->nbytes, h);
         if (skip)
@@ -614,8 +614,7 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         if (dups) {
             r = sp_emit(sc, m->slot, m->cell);
             if (r) {
-                r = tdb_err(err, r, r == TDB_E_NOMEM ? "out of memory"
-                                                     : "sparse merge out of order");
+                r = tdb_err(err, r, "out of memory");
                 break;
             }
             m->cell++;
@@ -670,8 +669,7 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         }
         r = sp_emit(sc, w.slot, w.cell);
         if (r)
-            r = tdb_err(err, r, r == TDB_E_NOMEM ? "out of memory"
-                                                 : "sparse merge out of order");
+            r = tdb_err(err, r, "out of memory");
     }
     if (!r && (r = sp_plan_end(sc)))
         r = tdb_err(err, r, "out of memory");
@@ -749,7 +747,11 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
         uint64_t h = sc->bytes[nb] < 0x80 ? sc->bytes[nb++]
                                           : sp_get_varint(sc->bytes, &nb);
         size_t slot = (size_t)(h >> 1 & smask);
-        uint64_t fcell = pos[slot] + ((h & 1) ? sp_get_varint(sc->bytes, &nb) : 0);
+        uint64_t fcell = pos[slot];
+        if (h & 1) {
+            uint64_t z = sp_get_varint(sc->bytes, &nb);
+            fcell += z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
+        }
         uint64_t count = (h >> (sc->fbits + 1)) + 1;
         uint64_t e = cell + count;
         if (e > first) {
