@@ -44,6 +44,7 @@ struct sparse_cells {
     uint8_t *bytes;
     size_t nbytes, capbytes;
     uint64_t nentries;
+    uint64_t ckleft;            /* entries until the next checkpoint */
     uint64_t *ck;               /* (2 + nfrags) words per checkpoint */
     size_t nck, capck;
     uint64_t *pos;              /* building: next cell of each fragment */
@@ -356,7 +357,7 @@ static void sp_plan_free(struct sparse_cells *sc)
     sc->bytes = NULL;
     sc->ck = NULL;
     sc->nbytes = sc->capbytes = sc->nck = sc->capck = 0;
-    sc->nentries = sc->planned = 0;
+    sc->nentries = sc->planned = sc->ckleft = 0;
     sc->ropen = false;
     if (sc->pos)
         memset(sc->pos, 0, sc->nfrags * sizeof *sc->pos);
@@ -369,7 +370,8 @@ static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
     size_t n = sc->nfrags;
     while (count) {
         uint64_t c = count < sc->maxcount ? count : sc->maxcount;
-        if (sc->nentries % sc->ckpt == 0) {
+        if (!sc->ckleft) {         /* every ckpt-th entry */
+            sc->ckleft = sc->ckpt;
             if (sp_grow((void **)&sc->ck, &sc->capck, (sc->nck + 1) * (2 + n),
                         sizeof *sc->ck))
                 return TDB_E_NOMEM;
@@ -390,6 +392,7 @@ static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
         sc->pos[slot] = fcell + c;
         sc->planned += c;
         sc->nentries++;
+        sc->ckleft--;
         fcell += c;
         count -= c;
     }
@@ -433,11 +436,11 @@ static int sp_plan_end(struct sparse_cells *sc)
         }
     }
     size_t w = sc->nck * (2 + sc->nfrags);
-    if (w && sc->nck < sc->capck) {
+    if (w && w < sc->capck) {
         uint64_t *k = realloc(sc->ck, w * sizeof *k);
         if (k) {
             sc->ck = k;
-            sc->capck = sc->nck;
+            sc->capck = w;
         }
     }
     return 0;
@@ -482,12 +485,25 @@ static inline bool sp_before(const struct tdb_schema *s, const struct sp_cur *a,
     return sp_before_slow(s, a, b);
 }
 
+/* Are a's coordinates those of key?  With an exact key a cell outside the
+ * domain has other coordinates than one inside (integer values): key's
+ * bytes are then not needed. */
 static bool sp_same(const struct tdb_schema *s, const struct tdb_order_key *ok,
                     const struct sp_head *a, const struct sp_head *key)
 {
-    if (ok->exact && a->kvalid && key->kvalid)
-        return a->key == key->key;
+    if (ok->exact && key->kvalid)
+        return a->kvalid && a->key == key->key;
     return tdb_coords_equal(s, &a->c, &key->c);
+}
+
+/* Is a at key's place in the order (sp_cmp 0)?  With an exact key that is
+ * having its coordinates (integers compare equal only when equal). */
+static bool sp_at(const struct tdb_schema *s, const struct tdb_order_key *ok,
+                  const struct sp_head *a, const struct sp_head *key)
+{
+    if (ok->exact && key->kvalid)
+        return a->kvalid && a->key == key->key;
+    return sp_cmp(s, ok, a, key) == 0;
 }
 
 /* A binary heap of the cursors not done, by sp_before. */
@@ -629,8 +645,9 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         key.hilbert = m->h.hilbert;
         key.key = m->h.key;
         key.kvalid = m->h.kvalid;
+        bool bytes = !(sc->okey.exact && key.kvalid);   /* see sp_same */
         size_t need = 0;
-        for (uint32_t d = 0; d < s->ndims; d++)
+        for (uint32_t d = 0; d < s->ndims && bytes; d++)
             need += (size_t)m->h.c.n[d];
         if (need > keycap) {
             uint8_t *kb = realloc(keybuf, need);
@@ -642,7 +659,7 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
             keycap = need;
         }
         size_t used = 0;
-        for (uint32_t d = 0; d < s->ndims; d++) {
+        for (uint32_t d = 0; d < s->ndims && bytes; d++) {
             key.c.n[d] = m->h.c.n[d];
             if (key.c.n[d])
                 memcpy(keybuf + used, m->h.c.v[d], (size_t)key.c.n[d]);
@@ -655,9 +672,9 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         sp_top_moved(&hp);
         /* other heads at the same place in the order (other fragments'
          * versions): take them off, take their equal cells, put them back */
-        if (hp.n && sp_cmp(s, &sc->okey, &hp.h[0]->h, &key) == 0) {
+        if (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key)) {
             size_t ne = 0;
-            while (hp.n && sp_cmp(s, &sc->okey, &hp.h[0]->h, &key) == 0)
+            while (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key))
                 eq[ne++] = sp_pop(&hp);
             for (size_t i = 0; i < ne && !r; i++)
                 r = sp_take_equal(sc, eq[i], &key, &w, err);
