@@ -200,3 +200,120 @@ uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c)
     }
     return h;
 }
+
+/* ------------------------------------------------------------ integer keys */
+
+static inline uint64_t order_load(const uint8_t *v, unsigned size,
+                                  bool is_signed)
+{
+    switch (size) {
+    case 1: return is_signed ? (uint64_t)(int64_t)(int8_t)v[0] : v[0];
+    case 2: return is_signed ? (uint64_t)(int64_t)(int16_t)tdb_le16(v) : tdb_le16(v);
+    case 4: return is_signed ? (uint64_t)(int64_t)(int32_t)tdb_le32(v) : tdb_le32(v);
+    default: return tdb_le64(v);
+    }
+}
+
+static bool order_key_int_dim(const struct tdb_dim *d)
+{
+    return d->cell_val_num != TDB_VAR_NUM && tdb_dt_is_integer(d->type);
+}
+
+/* Appends one part (digits 0..maxdigit) to the key: whole when the radix
+ * fits in what is left of 64 bits, else divided down and last.
+ * @return false when no more parts fit. */
+static bool order_key_add(struct tdb_order_key *k, const struct tdb_dim *d,
+                          uint32_t dim, uint64_t extent, uint64_t maxdigit,
+                          uint64_t *prod)
+{
+    uint64_t room = UINT64_MAX / *prod;     /* digits the key can still take */
+    if (room < 2)
+        return false;
+    struct tdb_order_part *p = &k->part[k->nparts++];
+    p->dim = dim;
+    p->size = tdb_dt_size(d->type);
+    p->is_signed = tdb_dt_is_signed_int(d->type);
+    p->lo = order_load(d->lo, p->size, p->is_signed);
+    p->extent = extent;
+    p->shift = -1;
+    for (int b = 0; b < 64 && extent; b++)
+        if (extent == (uint64_t)1 << b)
+            p->shift = b;
+    p->maxdigit = maxdigit;
+    if (maxdigit < room) {
+        p->radix = maxdigit + 1;
+        p->div = 1;
+        *prod *= p->radix;
+        return true;
+    }
+    p->radix = room;
+    p->div = maxdigit / room + 1;
+    k->exact = false;
+    return false;
+}
+
+void tdb_order_key_init(struct tdb_order_key *k, const struct tdb_schema *s)
+{
+    memset(k, 0, sizeof *k);
+    if (s->cell_order == TDB_HILBERT) {
+        k->hilbert = true;
+        return;
+    }
+    k->exact = true;
+    uint64_t prod = 1;
+    bool tcol = s->tile_order == TDB_COL_MAJOR;
+    bool ccol = s->cell_order == TDB_COL_MAJOR;
+    /* tile parts, as tdb_order_cmp: dims without an extent and var-sized
+     * ones take no part; an integer extent of 0 gives tile 0 */
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        uint32_t d = tcol ? s->ndims - 1 - i : i;
+        const struct tdb_dim *dim = &s->dims[d];
+        if (!dim->has_extent || dim->cell_val_num == TDB_VAR_NUM)
+            continue;
+        if (!order_key_int_dim(dim)) {
+            k->exact = false;   /* float tiles: compare in full */
+            return;
+        }
+        uint64_t e = tdb_dim_extent(dim);
+        if (!e)
+            continue;
+        uint64_t maxoff = tdb_dim_offset(dim, dim->hi);
+        if (!order_key_add(k, dim, d, e, maxoff / e, &prod))
+            return;
+    }
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        uint32_t d = ccol ? s->ndims - 1 - i : i;
+        const struct tdb_dim *dim = &s->dims[d];
+        if (!order_key_int_dim(dim)) {
+            k->exact = false;
+            return;
+        }
+        uint64_t maxoff = tdb_dim_offset(dim, dim->hi);
+        if (!order_key_add(k, dim, d, 0, maxoff, &prod))
+            return;
+    }
+}
+
+bool tdb_order_key_of(const struct tdb_order_key *k, const struct tdb_coords *c,
+                      uint64_t hilbert, uint64_t *key)
+{
+    if (k->hilbert) {
+        *key = hilbert;
+        return true;
+    }
+    uint64_t acc = 0;
+    for (unsigned i = 0; i < k->nparts; i++) {
+        const struct tdb_order_part *p = &k->part[i];
+        uint64_t off = order_load(c->v[p->dim], p->size, p->is_signed) - p->lo;
+        /* (divisions only where needed: they cost more than the rest) */
+        uint64_t digit = !p->extent       ? off
+                         : p->shift >= 0 ? off >> p->shift
+                                         : off / p->extent;
+        if (digit > p->maxdigit)    /* a tile digit is off / extent even
+                                     * outside the domain, as in the order */
+            return false;
+        acc = acc * p->radix + (p->div == 1 ? digit : digit / p->div);
+    }
+    *key = acc;
+    return true;
+}

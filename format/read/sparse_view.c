@@ -6,16 +6,66 @@
 
 #include <stdlib.h>
 
+/* The plan: the merged order as a byte stream of entries, one per run of
+ * consecutive cells of one fragment.  An entry is a varint
+ *     (count - 1) << (fbits + 1) | slot << 1 | has_skip
+ * (slot: the fragment's index in frags[], fbits bits), then, when has_skip,
+ * a varint of the cells of that fragment passed over (dropped) since its
+ * previous entry, zigzag-signed (a fragment not stored in order goes
+ * back): each fragment's next cell is implicit.  A run of 1 or 2
+ * cells from one of up to 32 fragments with no skip takes 1 byte.  Every
+ * SP_CKPT(n) entries a checkpoint records the view cell where the entry
+ * starts, its byte offset and each fragment's next cell ((2 + n) * 8
+ * bytes), so a read at any cell decodes at most SP_CKPT(n) entries; a few
+ * resume points (hints) let sequential reads go on where the last stopped.
+ * Memory: the entries (1 to ~20 bytes each, 1 byte typical for 1-cell
+ * runs) + (16 + 8 n) / SP_CKPT(n) bytes per entry (0.17 for 20 fragments),
+ * never more than one entry per kept cell. */
+#define SP_CKPT(n) ((n) * 16 > 1024 ? (n) * 16 : 1024)
+#define SP_HINTS 4
+
+struct sp_hint {
+    bool valid;
+    uint64_t cell;              /* the view cell where entry at `byte` starts */
+    size_t byte;
+    uint64_t *pos;              /* next cell of each fragment */
+};
+
 struct sparse_cells {
     struct tdb_cells base;
     size_t nfrags;
     struct tdb_frag **frags;    /* oldest first */
     uint64_t t0, t1;
-    /* the plan: runs and the view index where each starts */
-    size_t nruns, capruns;
-    struct tdb_run *runs;
-    uint64_t *starts;
+    struct tdb_order_key okey;
+    /* the plan (above) */
+    unsigned fbits;
+    uint64_t maxcount;          /* the most cells one entry holds */
+    uint64_t ckpt;              /* entries per checkpoint */
+    uint8_t *bytes;
+    size_t nbytes, capbytes;
+    uint64_t nentries;
+    uint64_t ckleft;            /* entries until the next checkpoint */
+    uint64_t *ck;               /* (2 + nfrags) words per checkpoint */
+    size_t nck, capck;
+    uint64_t *pos;              /* building: next cell of each fragment */
+    uint64_t planned;           /* cells in the entries so far */
+    bool ropen;                 /* building: the run not yet written */
+    size_t rslot;
+    uint64_t rcell, rcount;
     uint64_t merged;            /* cells the merge kept so far */
+    /* resume points of reads, under hint_lock */
+    pthread_mutex_t hint_lock;
+    struct sp_hint hint[SP_HINTS];
+    unsigned hint_next;
+};
+
+/* Where a cell lies in the global order: its coordinates, and its integer
+ * key (tdb_order_key_of) when kvalid. */
+struct sp_head {
+    struct tdb_coords c;
+    uint64_t hilbert;
+    uint64_t key;
+    bool kvalid;
 };
 
 /* A cursor over one fragment's cells in stored order. */
@@ -24,14 +74,17 @@ struct sp_cur {
     struct tdb_cache *cache;
     uint64_t cell, ncells;
     uint64_t tile, first, tcells;
+    uint64_t tspan;             /* cells of the pinned tile tile_of maps to it */
     struct tdb_cache_entry *e[TDB_MAX_DIMS + 1];
     const struct tdb_tile *t[TDB_MAX_DIMS + 1];
     bool pinned;
-    struct tdb_coords c;
-    uint64_t hilbert;
+    struct sp_head h;           /* the head cell's place in the order */
     uint64_t ts;
     int ts_field;
     bool done;
+    size_t slot;                /* index in frags[] */
+    unsigned vs[TDB_MAX_DIMS];  /* bytes of each fixed-size coordinate */
+    const struct tdb_order_key *okey;
 };
 
 static void sp_unpin(struct sp_cur *k)
@@ -52,13 +105,17 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
 {
     struct tdb_frag *f = k->f;
     const struct tdb_schema *s = f->fs;
-    uint64_t first;
-    uint64_t t = tdb_frag_tile_of(f, k->cell, &first);
+    uint64_t first = k->first;
+    uint64_t t = k->tile;
+    if (!k->pinned || k->cell < first || k->cell - first >= k->tspan)
+        t = tdb_frag_tile_of(f, k->cell, &first);
     if (!k->pinned || t != k->tile) {
         sp_unpin(k);
         k->tile = t;
         k->first = first;
         k->tcells = tdb_frag_tile_cells(f, t);
+        uint64_t per = s->capacity ? s->capacity : 1;   /* as tile_of */
+        k->tspan = k->tcells < per ? k->tcells : per;
         k->pinned = true;
         for (uint32_t d = 0; d < s->ndims; d++) {
             int r = f->legacy_coords
@@ -88,15 +145,15 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         if (tl->offsets) {
             uint64_t a = tl->offsets[i];
             uint64_t b = i + 1 < tl->ncells ? tl->offsets[i + 1] : tl->size;
-            k->c.v[d] = tl->data + a;
-            k->c.n[d] = b - a;
+            k->h.c.v[d] = tl->data + a;
+            k->h.c.n[d] = b - a;
         } else {
-            unsigned vs = tdb_dt_size(s->dims[d].type);
+            unsigned vs = k->vs[d];
             if ((i + 1) * vs > tl->size)
                 return tdb_err(err, TDB_E_CORRUPT, "%s: coordinate tile too short",
                                f->fm->path);
-            k->c.v[d] = tl->data + i * vs;
-            k->c.n[d] = vs;
+            k->h.c.v[d] = tl->data + i * vs;
+            k->h.c.n[d] = vs;
         }
     }
     k->ts = f->fm->t2;
@@ -108,7 +165,8 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         k->ts = tdb_le64(tl->data + i * 8);
     }
     if (s->cell_order == TDB_HILBERT)
-        k->hilbert = tdb_hilbert(s, &k->c);
+        k->h.hilbert = tdb_hilbert(s, &k->h.c);
+    k->h.kvalid = tdb_order_key_of(k->okey, &k->h.c, k->h.hilbert, &k->h.key);
     return 0;
 }
 
@@ -130,8 +188,8 @@ static int sp_cell_get(void *arg, const char *name, const uint8_t **val,
     *is_null = false;
     int d = tdb_schema_dim_index(s, name);
     if (d >= 0) {
-        *val = k->c.v[d];
-        *size = k->c.n[d];
+        *val = k->h.c.v[d];
+        *size = k->h.c.n[d];
         *type = s->dims[d].type;
         return 0;
     }
@@ -252,34 +310,143 @@ static int sp_next_kept(struct sparse_cells *sc, struct sp_cur *k,
     return 0;
 }
 
-static int sp_emit(struct sparse_cells *sc, struct tdb_frag *f, uint64_t cell)
+/* --------------------------------------------------------------- the plan */
+
+static int sp_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-    if (sc->nruns) {
-        struct tdb_run *l = &sc->runs[sc->nruns - 1];
-        if (l->frag == f && l->fcell + l->count == cell) {
-            l->count++;
-            sc->merged++;
-            return 0;
-        }
-    }
-    if (sc->nruns == sc->capruns) {
-        size_t cap = sc->capruns ? sc->capruns * 2 : 64;
-        struct tdb_run *r = realloc(sc->runs, cap * sizeof *r);
-        if (!r)
-            return TDB_E_NOMEM;
-        sc->runs = r;
-        uint64_t *s = realloc(sc->starts, cap * sizeof *s);
-        if (!s)
-            return TDB_E_NOMEM;
-        sc->starts = s;
-        sc->capruns = cap;
-    }
-    sc->runs[sc->nruns] = (struct tdb_run){f, cell, 1};
-    sc->starts[sc->nruns] = sc->merged;
-    sc->nruns++;
-    sc->merged++;
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return TDB_E_NOMEM;
+    *p = q;
+    *cap = c;
     return 0;
 }
+
+static void sp_put_varint(uint8_t *b, size_t *n, uint64_t v)
+{
+    while (v >= 0x80) {
+        b[(*n)++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[(*n)++] = (uint8_t)v;
+}
+
+/* Reads a varint of the plan (written by sp_put_varint: never corrupt). */
+static uint64_t sp_get_varint(const uint8_t *b, size_t *n)
+{
+    uint64_t v = 0;
+    unsigned sh = 0;
+    uint8_t c;
+    do {
+        c = b[(*n)++];
+        v |= (uint64_t)(c & 0x7f) << sh;
+        sh += 7;
+    } while (c & 0x80);
+    return v;
+}
+
+static void sp_plan_free(struct sparse_cells *sc)
+{
+    free(sc->bytes);
+    free(sc->ck);
+    sc->bytes = NULL;
+    sc->ck = NULL;
+    sc->nbytes = sc->capbytes = sc->nck = sc->capck = 0;
+    sc->nentries = sc->planned = sc->ckleft = 0;
+    sc->ropen = false;
+    if (sc->pos)
+        memset(sc->pos, 0, sc->nfrags * sizeof *sc->pos);
+}
+
+/* Appends cells fcell..fcell+count-1 of fragment `slot` as entries. */
+static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
+                       uint64_t count)
+{
+    size_t n = sc->nfrags;
+    while (count) {
+        uint64_t c = count < sc->maxcount ? count : sc->maxcount;
+        if (!sc->ckleft) {         /* every ckpt-th entry */
+            sc->ckleft = sc->ckpt;
+            if (sp_grow((void **)&sc->ck, &sc->capck, (sc->nck + 1) * (2 + n),
+                        sizeof *sc->ck))
+                return TDB_E_NOMEM;
+            uint64_t *k = sc->ck + sc->nck * (2 + n);
+            k[0] = sc->planned;
+            k[1] = sc->nbytes;
+            memcpy(k + 2, sc->pos, n * sizeof *sc->pos);
+            sc->nck++;
+        }
+        if (sp_grow((void **)&sc->bytes, &sc->capbytes, sc->nbytes + 20, 1))
+            return TDB_E_NOMEM;
+        uint64_t d = fcell - sc->pos[slot];     /* two's complement */
+        uint64_t skip = d << 1 ^ (uint64_t)-(int64_t)(d >> 63);    /* zigzag */
+        uint64_t h = (c - 1) << (sc->fbits + 1) | (uint64_t)slot << 1 | (skip != 0);
+        sp_put_varint(sc->bytes, &sc->nbytes, h);
+        if (skip)
+            sp_put_varint(sc->bytes, &sc->nbytes, skip);
+        sc->pos[slot] = fcell + c;
+        sc->planned += c;
+        sc->nentries++;
+        sc->ckleft--;
+        fcell += c;
+        count -= c;
+    }
+    return 0;
+}
+
+/* Cell `cell` of fragment `slot` is the next of the view. */
+static int sp_emit(struct sparse_cells *sc, size_t slot, uint64_t cell)
+{
+    sc->merged++;
+    if (sc->ropen && sc->rslot == slot && sc->rcell + sc->rcount == cell) {
+        sc->rcount++;
+        return 0;
+    }
+    if (sc->ropen) {
+        int r = sp_plan_put(sc, sc->rslot, sc->rcell, sc->rcount);
+        if (r)
+            return r;
+    }
+    sc->ropen = true;
+    sc->rslot = slot;
+    sc->rcell = cell;
+    sc->rcount = 1;
+    return 0;
+}
+
+static int sp_plan_end(struct sparse_cells *sc)
+{
+    if (sc->ropen) {
+        int r = sp_plan_put(sc, sc->rslot, sc->rcell, sc->rcount);
+        if (r)
+            return r;
+        sc->ropen = false;
+    }
+    /* give back what the doubling left over */
+    if (sc->nbytes && sc->nbytes < sc->capbytes) {
+        uint8_t *b = realloc(sc->bytes, sc->nbytes);
+        if (b) {
+            sc->bytes = b;
+            sc->capbytes = sc->nbytes;
+        }
+    }
+    size_t w = sc->nck * (2 + sc->nfrags);
+    if (w && w < sc->capck) {
+        uint64_t *k = realloc(sc->ck, w * sizeof *k);
+        if (k) {
+            sc->ck = k;
+            sc->capck = w;
+        }
+    }
+    return 0;
+}
+
+/* -------------------------------------------------------------- the merge */
 
 /* Is cell (ts, index) newer than (ts2, index2)? */
 static bool sp_newer(const struct sp_cur *a, const struct sp_cur *b)
@@ -287,6 +454,139 @@ static bool sp_newer(const struct sp_cur *a, const struct sp_cur *b)
     if (a->ts != b->ts)
         return a->ts > b->ts;
     return a->f->index > b->f->index;
+}
+
+/* The global order of two heads: the integer keys where they decide. */
+static int sp_cmp(const struct tdb_schema *s, const struct tdb_order_key *ok,
+                  const struct sp_head *a, const struct sp_head *b)
+{
+    if (a->kvalid && b->kvalid) {
+        if (a->key != b->key)
+            return a->key < b->key ? -1 : 1;
+        if (ok->exact)
+            return 0;
+    }
+    return tdb_order_cmp(s, &a->c, a->hilbert, &b->c, b->hilbert);
+}
+
+/* Does head a come before head b (among equal coordinates newest first)? */
+static bool sp_before_slow(const struct tdb_schema *s, const struct sp_cur *a,
+                           const struct sp_cur *b)
+{
+    int c = sp_cmp(s, a->okey, &a->h, &b->h);
+    return c < 0 || (c == 0 && sp_newer(a, b));
+}
+
+static inline bool sp_before(const struct tdb_schema *s, const struct sp_cur *a,
+                             const struct sp_cur *b)
+{
+    if (a->h.kvalid && b->h.kvalid && a->h.key != b->h.key)
+        return a->h.key < b->h.key;
+    return sp_before_slow(s, a, b);
+}
+
+/* Are a's coordinates those of key?  With an exact key a cell outside the
+ * domain has other coordinates than one inside (integer values): key's
+ * bytes are then not needed. */
+static bool sp_same(const struct tdb_schema *s, const struct tdb_order_key *ok,
+                    const struct sp_head *a, const struct sp_head *key)
+{
+    if (ok->exact && key->kvalid)
+        return a->kvalid && a->key == key->key;
+    return tdb_coords_equal(s, &a->c, &key->c);
+}
+
+/* Is a at key's place in the order (sp_cmp 0)?  With an exact key that is
+ * having its coordinates (integers compare equal only when equal). */
+static bool sp_at(const struct tdb_schema *s, const struct tdb_order_key *ok,
+                  const struct sp_head *a, const struct sp_head *key)
+{
+    if (ok->exact && key->kvalid)
+        return a->kvalid && a->key == key->key;
+    return sp_cmp(s, ok, a, key) == 0;
+}
+
+/* A binary heap of the cursors not done, by sp_before. */
+struct sp_heap {
+    struct sp_cur **h;
+    size_t n;
+    const struct tdb_schema *s;
+};
+
+static void sp_sift_down(struct sp_heap *hp, size_t i)
+{
+    struct sp_cur **h = hp->h;
+    struct sp_cur *x = h[i];
+    for (;;) {
+        size_t l = 2 * i + 1;
+        if (l >= hp->n)
+            break;
+        size_t m = l;
+        if (l + 1 < hp->n && sp_before(hp->s, h[l + 1], h[l]))
+            m = l + 1;
+        if (!sp_before(hp->s, h[m], x))
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = x;
+}
+
+static void sp_push(struct sp_heap *hp, struct sp_cur *x)
+{
+    size_t i = hp->n++;
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (!sp_before(hp->s, x, hp->h[p]))
+            break;
+        hp->h[i] = hp->h[p];
+        i = p;
+    }
+    hp->h[i] = x;
+}
+
+static struct sp_cur *sp_pop(struct sp_heap *hp)
+{
+    struct sp_cur *top = hp->h[0];
+    if (--hp->n) {
+        hp->h[0] = hp->h[hp->n];
+        sp_sift_down(hp, 0);
+    }
+    return top;
+}
+
+/* The top cursor moved on (or is done): restore the heap. */
+static void sp_top_moved(struct sp_heap *hp)
+{
+    if (hp->h[0]->done)
+        sp_pop(hp);
+    else
+        sp_sift_down(hp, 0);
+}
+
+/* The newest version of a cell so far (no duplicates). */
+struct sp_win {
+    size_t slot;
+    uint64_t cell, ts;
+    size_t idx;
+};
+
+/* Takes cursor k's cells equal to key (newer ones win). */
+static int sp_take_equal(struct sparse_cells *sc, struct sp_cur *k,
+                         const struct sp_head *key, struct sp_win *w,
+                         struct tdb_error *err)
+{
+    const struct tdb_schema *s = sc->base.arr->schema;
+    while (!k->done && sp_same(s, &sc->okey, &k->h, key)) {
+        if (k->ts > w->ts || (k->ts == w->ts && k->f->index > w->idx) ||
+            (k->ts == w->ts && k->f->index == w->idx && k->cell > w->cell))
+            *w = (struct sp_win){k->slot, k->cell, k->ts, k->f->index};
+        k->cell++;
+        int r = sp_next_kept(sc, k, err);
+        if (r)
+            return r;
+    }
+    return 0;
 }
 
 static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
@@ -297,132 +597,216 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
     bool dups = s->allows_dups;
     size_t n = sc->nfrags;
     struct sp_cur *cur = calloc(n ? n : 1, sizeof *cur);
-    if (!cur)
-        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    struct sp_cur **heap = calloc(n ? n : 1, sizeof *heap);
+    struct sp_cur **eq = calloc(n ? n : 1, sizeof *eq);
+    uint8_t *keybuf = NULL;
+    size_t keycap = 0;
     int r = 0;
+    if (!cur || !heap || !eq) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto out;
+    }
     /* ncells stays as it is until the merge is whole: a view counted from
      * the metadata is being stat'ed by other threads meanwhile */
     sc->merged = 0;
-    sc->nruns = 0;
+    sp_plan_free(sc);
+    struct sp_heap hp = {heap, 0, s};
     for (size_t i = 0; i < n && !r; i++) {
         cur[i].f = sc->frags[i];
         cur[i].cache = a->cache;
         cur[i].ncells = sc->frags[i]->ncells;
         cur[i].ts_field = tdb_fragmeta_ts_field(sc->frags[i]->fm);
+        cur[i].slot = i;
+        cur[i].okey = &sc->okey;
+        for (uint32_t d = 0; d < sc->frags[i]->fs->ndims && d < TDB_MAX_DIMS; d++)
+            cur[i].vs[d] = tdb_dt_size(sc->frags[i]->fs->dims[d].type);
         r = sp_next_kept(sc, &cur[i], err);
+        if (!r && !cur[i].done)
+            sp_push(&hp, &cur[i]);
     }
-    while (!r) {
+    while (!r && hp.n) {
         /* the smallest head; among equal coordinates the newest first */
-        struct sp_cur *m = NULL;
-        for (size_t i = 0; i < n; i++) {
-            struct sp_cur *k = &cur[i];
-            if (k->done)
-                continue;
-            if (!m) {
-                m = k;
-                continue;
-            }
-            int cmp = tdb_order_cmp(s, &k->c, k->hilbert, &m->c, m->hilbert);
-            if (cmp < 0 || (cmp == 0 && sp_newer(k, m)))
-                m = k;
-        }
-        if (!m)
-            break;
+        struct sp_cur *m = hp.h[0];
         if (dups) {
-            r = sp_emit(sc, m->f, m->cell);
+            r = sp_emit(sc, m->slot, m->cell);
             if (r) {
                 r = tdb_err(err, r, "out of memory");
                 break;
             }
             m->cell++;
-            r = sp_next_kept(sc, m, err);
+            if (!(r = sp_next_kept(sc, m, err)))
+                sp_top_moved(&hp);
             continue;
         }
         /* no duplicates: the newest version of these coordinates wins,
-         * including versions kept side by side in one fragment */
-        struct tdb_coords key = m->c;
-        struct tdb_frag *wf = m->f;
-        uint64_t wcell = m->cell, wts = m->ts;
-        size_t widx = m->f->index;
-        /* copy var-sized key bytes: the cursors move on */
-        uint8_t keybuf[4096];
+         * including versions kept side by side in one fragment.  Copy the
+         * key's var-sized bytes: the cursors move on. */
+        struct sp_head key;
+        key.hilbert = m->h.hilbert;
+        key.key = m->h.key;
+        key.kvalid = m->h.kvalid;
+        bool bytes = !(sc->okey.exact && key.kvalid);   /* see sp_same */
+        size_t need = 0;
+        for (uint32_t d = 0; d < s->ndims && bytes; d++)
+            need += (size_t)m->h.c.n[d];
+        if (need > keycap) {
+            uint8_t *kb = realloc(keybuf, need);
+            if (!kb) {
+                r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+                break;
+            }
+            keybuf = kb;
+            keycap = need;
+        }
         size_t used = 0;
-        for (uint32_t d = 0; d < s->ndims; d++) {
-            if (key.n[d] <= sizeof keybuf - used) {
-                memcpy(keybuf + used, key.v[d], (size_t)key.n[d]);
-                key.v[d] = keybuf + used;
-                used += (size_t)key.n[d];
-            }
+        for (uint32_t d = 0; d < s->ndims && bytes; d++) {
+            key.c.n[d] = m->h.c.n[d];
+            if (key.c.n[d])
+                memcpy(keybuf + used, m->h.c.v[d], (size_t)key.c.n[d]);
+            key.c.v[d] = keybuf + used;
+            used += (size_t)key.c.n[d];
         }
-        for (size_t i = 0; i < n && !r; i++) {
-            struct sp_cur *k = &cur[i];
-            while (!k->done && tdb_coords_equal(s, &k->c, &key)) {
-                if (k->ts > wts || (k->ts == wts && k->f->index > widx) ||
-                    (k->ts == wts && k->f->index == widx && k->cell > wcell)) {
-                    wf = k->f;
-                    wcell = k->cell;
-                    wts = k->ts;
-                    widx = k->f->index;
-                }
-                k->cell++;
-                if ((r = sp_next_kept(sc, k, err)))
-                    break;
-            }
+        struct sp_win w = {m->slot, m->cell, m->ts, m->f->index};
+        if ((r = sp_take_equal(sc, m, &key, &w, err)))
+            break;
+        sp_top_moved(&hp);
+        /* other heads at the same place in the order (other fragments'
+         * versions): take them off, take their equal cells, put them back */
+        if (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key)) {
+            size_t ne = 0;
+            while (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key))
+                eq[ne++] = sp_pop(&hp);
+            for (size_t i = 0; i < ne && !r; i++)
+                r = sp_take_equal(sc, eq[i], &key, &w, err);
+            if (r)
+                break;
+            for (size_t i = 0; i < ne; i++)
+                if (!eq[i]->done)
+                    sp_push(&hp, eq[i]);
         }
-        if (!r && (r = sp_emit(sc, wf, wcell)))
+        r = sp_emit(sc, w.slot, w.cell);
+        if (r)
             r = tdb_err(err, r, "out of memory");
     }
-    for (size_t i = 0; i < n; i++)
+    if (!r && (r = sp_plan_end(sc)))
+        r = tdb_err(err, r, "out of memory");
+out:
+    for (size_t i = 0; cur && i < n; i++)
         sp_unpin(&cur[i]);
     free(cur);
+    free(heap);
+    free(eq);
+    free(keybuf);
+    if (r)
+        return r;
     /* a view counted from the metadata keeps its count (others read it
      * meanwhile); else the count is published by tdb_cells_prepare */
     bool counted = atomic_load_explicit(&c->counted, memory_order_relaxed);
-    if (!r && counted && sc->merged != c->ncells)
-        r = tdb_err(err, TDB_E_CORRUPT, "sparse merge kept %llu cells where "
-                    "the fragments' metadata counts %llu",
-                    (unsigned long long)sc->merged,
-                    (unsigned long long)c->ncells);
-    if (!r && !counted)
+    if (counted && sc->merged != c->ncells)
+        return tdb_err(err, TDB_E_CORRUPT, "sparse merge kept %llu cells where "
+                       "the fragments' metadata counts %llu",
+                       (unsigned long long)sc->merged,
+                       (unsigned long long)c->ncells);
+    if (!counted)
         c->ncells = sc->merged;
-    return r;
+    return 0;
 }
+
+/* ------------------------------------------------------------- the reads */
 
 static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
                        struct tdb_run *out, size_t cap, size_t *nout,
                        struct tdb_error *err)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
-    size_t lo = 0, hi = sc->nruns;
+    size_t nf = sc->nfrags, stride = 2 + nf;
+    *nout = 0;
+    if (!sc->nck || !cap || !n)
+        return 0;
+    uint64_t posbuf[64];
+    uint64_t *pos = nf <= 64 ? posbuf : malloc(nf * sizeof *pos);
+    if (!pos)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    /* the last checkpoint at or before `first` */
+    size_t lo = 0, hi = sc->nck;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (sc->starts[mid] <= first)
+        if (sc->ck[mid * stride] <= first)
             lo = mid;
         else
             hi = mid;
     }
-    size_t k = 0;
-    uint64_t end = first + n;
-    for (size_t i = lo; i < sc->nruns && k < cap && first < end; i++) {
-        uint64_t s = sc->starts[i], e = s + sc->runs[i].count;
-        if (e <= first)
-            continue;
-        uint64_t a = first > s ? first : s, b = end < e ? end : e;
-        out[k++] = (struct tdb_run){sc->runs[i].frag,
-                                    sc->runs[i].fcell + (a - s), b - a};
-        first = b;
+    const uint64_t *k = sc->ck + lo * stride;
+    uint64_t cell = k[0];
+    size_t byte = (size_t)k[1];
+    /* or a resume point between it and `first` */
+    int hs = -1;
+    pthread_mutex_lock(&sc->hint_lock);
+    for (int i = 0; i < SP_HINTS; i++) {
+        struct sp_hint *h = &sc->hint[i];
+        if (h->valid && h->cell <= first && h->byte >= byte &&
+            (hs < 0 || h->byte > sc->hint[hs].byte))
+            hs = i;
     }
-    *nout = k;
-    (void)err;
+    if (hs >= 0) {
+        cell = sc->hint[hs].cell;
+        byte = sc->hint[hs].byte;
+        memcpy(pos, sc->hint[hs].pos, nf * sizeof *pos);
+    } else {
+        memcpy(pos, k + 2, nf * sizeof *pos);
+    }
+    pthread_mutex_unlock(&sc->hint_lock);
+    size_t kk = 0;
+    uint64_t end = first + n;
+    uint64_t smask = ((uint64_t)1 << sc->fbits) - 1;
+    while (kk < cap && first < end && byte < sc->nbytes) {
+        size_t nb = byte;
+        uint64_t h = sc->bytes[nb] < 0x80 ? sc->bytes[nb++]
+                                          : sp_get_varint(sc->bytes, &nb);
+        size_t slot = (size_t)(h >> 1 & smask);
+        uint64_t fcell = pos[slot];
+        if (h & 1) {
+            uint64_t z = sp_get_varint(sc->bytes, &nb);
+            fcell += z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
+        }
+        uint64_t count = (h >> (sc->fbits + 1)) + 1;
+        uint64_t e = cell + count;
+        if (e > first) {
+            uint64_t a0 = first > cell ? first : cell, b = end < e ? end : e;
+            out[kk++] = (struct tdb_run){sc->frags[slot], fcell + (a0 - cell),
+                                         b - a0};
+            first = b;
+            if (b < e)
+                break;
+        }
+        pos[slot] = fcell + count;
+        cell = e;
+        byte = nb;
+    }
+    *nout = kk;
+    /* remember where this read stopped: the next one likely starts there */
+    pthread_mutex_lock(&sc->hint_lock);
+    int slot = hs >= 0 ? hs : (int)(sc->hint_next++ % SP_HINTS);
+    struct sp_hint *hh = &sc->hint[slot];
+    hh->valid = true;
+    hh->cell = cell;
+    hh->byte = byte;
+    memcpy(hh->pos, pos, nf * sizeof *pos);
+    pthread_mutex_unlock(&sc->hint_lock);
+    if (pos != posbuf)
+        free(pos);
     return 0;
 }
 
 static void sparse_destroy(struct tdb_cells *c)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
+    sp_plan_free(sc);
+    for (int i = 0; i < SP_HINTS; i++)
+        free(sc->hint[i].pos);
+    pthread_mutex_destroy(&sc->hint_lock);
+    free(sc->pos);
     free(sc->frags);
-    free(sc->runs);
-    free(sc->starts);
 }
 
 static const struct tdb_cells_ops sparse_ops = {
@@ -477,15 +861,26 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     sc->base.ops = &sparse_ops;
     sc->base.arr = a;
     pthread_mutex_init(&sc->base.lock, NULL);
-    sc->frags = calloc(n ? n : 1, sizeof *sc->frags);
-    if (!sc->frags) {
-        free(sc);
+    pthread_mutex_init(&sc->hint_lock, NULL);
+    size_t nn = n ? n : 1;
+    sc->frags = calloc(nn, sizeof *sc->frags);
+    sc->pos = calloc(nn, sizeof *sc->pos);
+    bool ok = sc->frags && sc->pos;
+    for (int i = 0; i < SP_HINTS && ok; i++)
+        ok = (sc->hint[i].pos = calloc(nn, sizeof *sc->hint[i].pos)) != NULL;
+    if (!ok) {
+        tdb_cells_free(&sc->base);
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     }
     memcpy(sc->frags, frags, n * sizeof *frags);
     sc->nfrags = n;
     sc->t0 = t0;
     sc->t1 = t1;
+    tdb_order_key_init(&sc->okey, a->schema);
+    while (((size_t)1 << sc->fbits) < n)
+        sc->fbits++;
+    sc->maxcount = (uint64_t)1 << (62 - sc->fbits);
+    sc->ckpt = SP_CKPT(n);
     /* The count is known without decoding when no merge can drop a cell:
      * one fragment, duplicates allowed, or fragments whose non-empty
      * domains do not overlap; and no timestamps, no deletes. */
@@ -498,19 +893,13 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
             sc->base.ncells += frags[i]->ncells;
         atomic_init(&sc->base.counted, true);
         if (n <= 1) {
-            atomic_init(&sc->base.ready, true);
-            if (n == 1 && frags[0]->ncells) {
-                sc->runs = malloc(sizeof *sc->runs);
-                sc->starts = malloc(sizeof *sc->starts);
-                if (!sc->runs || !sc->starts) {
-                    sparse_destroy(&sc->base);
-                    free(sc);
-                    return tdb_err(err, TDB_E_NOMEM, "out of memory");
-                }
-                sc->runs[0] = (struct tdb_run){frags[0], 0, frags[0]->ncells};
-                sc->starts[0] = 0;
-                sc->nruns = sc->capruns = 1;
+            /* the fragment as it is stored: no merge */
+            if (n == 1 && frags[0]->ncells &&
+                (sp_plan_put(sc, 0, 0, frags[0]->ncells) || sp_plan_end(sc))) {
+                tdb_cells_free(&sc->base);
+                return tdb_err(err, TDB_E_NOMEM, "out of memory");
             }
+            atomic_init(&sc->base.ready, true);
         }
     }
     *out = &sc->base;

@@ -50,7 +50,11 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
 
 /* Sparse: the cells of frags[0..n) merged in global order, at [t0, t1]:
  * duplicates dropped unless the schema allows them (newest wins), deleted
- * cells dropped.  The merge runs on first use. */
+ * cells dropped.  The merge runs on first use (a k-way heap over the
+ * fragments, integer order keys) and keeps only where each run of one
+ * fragment's consecutive cells goes: about 1 byte per run, plus a
+ * checkpoint of (2 + n) * 8 bytes every max(1024, 16 n) runs from which
+ * any cell is found (sparse_view.c). */
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
                      struct tdb_frag **frags, size_t n, uint64_t t0,
                      uint64_t t1, struct tdb_error *err);
