@@ -394,10 +394,19 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
         const uint8_t *cur_md = md, *cur_data = data;
         size_t cur_mlen = mlen, cur_dlen = flen;
         int which = 0;
+        /* the last stage decodes straight onto the end of out (filters
+         * append to their output and undo what they appended on failure) */
+        const size_t out_base = out->len;
         for (uint32_t i = pl.n; i-- > 0;) {
             struct tdb_buf *mo = &bufs[which * 2], *dout = &bufs[which * 2 + 1];
+            size_t dbase = 0;
             tdb_buf_reset(mo);
-            tdb_buf_reset(dout);
+            if (i == 0) {
+                dout = out;
+                dbase = out_base;
+            } else {
+                tdb_buf_reset(dout);
+            }
             struct tdb_filter_call call;
             pipeline_call(&call, &pl, i, d, string_mode, err);
             call.offsets = offsets;
@@ -424,35 +433,41 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
             }
             /* every decoder checks before allocating; this catches one
              * that would hand on more */
-            if (dout->len > bx[i] || mo->len > bm[i] ||
+            if (dout->len - dbase > bx[i] || mo->len > bm[i] ||
                 (offsets && (offsets->len - off_before) / 8 > cells_left)) {
                 r = tdb_err(err, TDB_E_CORRUPT,
                             "%s decoded %zu data and %zu metadata bytes, more "
                             "than a chunk of %u bytes allows (%llu, %llu)",
-                            pl.f[i]->ops->name, dout->len, mo->len, orig,
+                            pl.f[i]->ops->name, dout->len - dbase, mo->len, orig,
                             (unsigned long long)bx[i],
                             (unsigned long long)bm[i]);
                 break;
             }
             cur_md = mo->data;
             cur_mlen = mo->len;
-            cur_data = dout->data;
-            cur_dlen = dout->len;
+            cur_data = dout->data + dbase;
+            cur_dlen = dout->len - dbase;
             which ^= 1;
         }
         if (r) {
+            if (pl.n)
+                out->len = out_base;
             tdb_err_ctx(err, r, "%s: chunk %llu", d->what, (unsigned long long)k);
             break;
         }
         if (cur_dlen != orig) {
+            if (pl.n)
+                out->len = out_base;
             r = tdb_err(err, TDB_E_CORRUPT,
                         "%s: chunk %llu decodes to %zu bytes, header says %u",
                         d->what, (unsigned long long)k, cur_dlen, orig);
             break;
         }
-        r = tdb_buf_append(out, cur_data, cur_dlen);
-        if (r)
-            r = tdb_err(err, r, "%s: out of memory", d->what);
+        if (!pl.n) {
+            r = tdb_buf_append(out, cur_data, cur_dlen);
+            if (r)
+                r = tdb_err(err, r, "%s: out of memory", d->what);
+        }
     }
     for (int i = 0; i < 4; i++)
         tdb_buf_free(&own[i]);

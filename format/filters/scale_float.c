@@ -17,6 +17,7 @@ struct scale_float_state {
     unsigned fw;  /* 4 or 8: the float width */
     unsigned iw;  /* 1, 2, 4 or 8: the stored integer width */
     double scale, offset;
+    size_t base;  /* decoding: the output's length before this filter */
 };
 
 static int scale_float_state(const struct tdb_filter_call *call,
@@ -52,7 +53,7 @@ static int scale_float_part(const struct tdb_filter_call *call,
     uint64_t bytes;
     uint64_t limit = tdb_filter_max_data(call);
     if (!tdb_mul_ok(nv, s->fw, &bytes) || bytes > limit ||
-        out->len > limit - bytes)
+        out->len - s->base > limit - bytes)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "SCALE_FLOAT: part decodes to more than the %llu "
                        "bytes the chunk's declared size allows",
@@ -89,6 +90,7 @@ static int scale_float_decode(const struct tdb_filter_call *call,
     int r = scale_float_state(call, &s);
     if (r)
         return r;
+    s.base = data_out->len;
     return tdb_numeric_parts_decode(call, "SCALE_FLOAT", md, data, size,
                                     md_out, data_out, scale_float_part, &s);
 }
