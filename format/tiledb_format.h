@@ -250,13 +250,6 @@ struct tdb_open_options {
  * its own of 256 MiB. */
 void tdb_open_options_init(struct tdb_open_options *o);
 
-/* Parses one "name=value" option of the mount contract (timestamp=T or
- * T1:T2, cache_size=N[KMG], threads=N) into `o`.  key_file= is the front end's job
- * (it reads the file and sets o->key).
- * @return 0, TDB_E_INVAL for a bad value, TDB_E_NOENT for an unknown name. */
-int tdb_open_options_parse(struct tdb_open_options *o, const char *opt,
-                           struct tdb_error *err);
-
 /* The name a field, metadata key or group member has in the tree: '/'
  * and '%' percent-encoded ("%2F", "%25"), the empty name "__attr", then
  * `suffix` (".offsets", ...; "" for none).  @return a new string (caller

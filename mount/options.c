@@ -148,8 +148,8 @@ static int tdbm_parse_value(struct tdbm_options *o,
             goto nan;
         if (*e == ':') {
             if (tdbm_parse_u64(e + 1, &b, &e) || *e || b < a)
-                return tdbm_why(why, cap, "timestamp=%s: timestamp=%s: want "
-                                "T or T1:T2 with T1 <= T2", v, v);
+                return tdbm_why(why, cap, "timestamp=%s: want "
+                                "T or T1:T2 with T1 <= T2", v);
             o->open.ts_start = a;
             o->open.ts_end = b;
         } else if (*e) {
@@ -161,8 +161,7 @@ static int tdbm_parse_value(struct tdbm_options *o,
         o->timestamp_set = true;
         return 0;
     nan:
-        return tdbm_why(why, cap, "timestamp=%s: timestamp=%s: not a number",
-                        v, v);
+        return tdbm_why(why, cap, "timestamp=%s: not a number", v);
     case TDBM_OPT_SIZE:
         if (tdbm_parse_u64(v, &a, &e) == 0) {
             switch (*e) {
@@ -177,12 +176,11 @@ static int tdbm_parse_value(struct tdbm_options *o,
                 return 0;
             }
         }
-        return tdbm_why(why, cap, "%s=%s: %s=%s: not a size", t->name, v,
-                        t->name, v);
+        return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
     case TDBM_OPT_COUNT:
         if (tdbm_parse_u64(v, &a, &e) || *e || a > 256)
-            return tdbm_why(why, cap, "%s=%s: %s=%s: not a number of "
-                            "threads (0 to 256)", t->name, v, t->name, v);
+            return tdbm_why(why, cap, "%s=%s: not a number of "
+                            "threads (0 to 256)", t->name, v);
         {
             unsigned n = (unsigned)a;
             memcpy(field, &n, sizeof n);

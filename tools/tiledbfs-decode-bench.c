@@ -10,7 +10,7 @@
  * tdb_fs_read calls of REQUEST bytes (default: RANGE) into a buffer of its
  * own.  -l reads only the first LIMIT bytes of the file.  The same tree
  * (and its decoded-tile cache) serves every pass.
- * -o takes cache_size=N[KMG] and timestamp=T|T1:T2.
+ * -o takes the options of the mount contract (mount/options.c: cache_size=, timestamp=, threads=, key_file=).
  *
  * Prints one line per pass, "key=value" separated by spaces:
  *   pass=1 threads=2 bytes=... seconds=... mbps=... decodes=... hits=...
@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../mount/mount.h"
 #include "tiledb_format.h"
 
 #define DBENCH_MAX_THREADS 256
@@ -142,8 +143,9 @@ static void dbench_report(const char *what, int code,
 int main(int argc, char **argv)
 {
     struct dbench b = {.range = 16u << 20};
-    struct tdb_open_options opts;
+    struct tdbm_options mo;
     struct tdb_error err = {0};
+    char why[512];
     struct tdb_io io = {0};
     struct dbench_worker *w = NULL;
     unsigned long passes = 1;
@@ -151,9 +153,9 @@ int main(int argc, char **argv)
     int c, st, rc = 1;
 
     b.threads = ncpu > 0 ? (unsigned)ncpu : 1;
-    tdb_open_options_init(&opts);
+    tdbm_options_init(&mo);
     while ((c = getopt(argc, argv, "t:r:s:l:n:o:h")) != -1) {
-        char *end, *list, *save = NULL;
+        char *end;
         switch (c) {
         case 't':
             b.threads = (unsigned)strtoul(optarg, &end, 10);
@@ -183,21 +185,11 @@ int main(int argc, char **argv)
             }
             break;
         case 'o':
-            list = strdup(optarg);
-            if (!list) {
-                dbench_report("-o", TDB_E_NOMEM, NULL);
+            if (tdbm_option_list(&mo, optarg, why, sizeof why) < 0) {
+                fprintf(stderr, "%s: -o %s: %s\n",
+                        program_invocation_short_name, optarg, why);
                 return 1;
             }
-            for (char *o = strtok_r(list, ",", &save); o;
-                 o = strtok_r(NULL, ",", &save)) {
-                st = tdb_open_options_parse(&opts, o, &err);
-                if (st < 0) {
-                    dbench_report(o, st, &err);
-                    free(list);
-                    return 1;
-                }
-            }
-            free(list);
             break;
         case 'h':
             dbench_usage(stdout);
@@ -221,7 +213,7 @@ int main(int argc, char **argv)
         dbench_report(source, st, NULL);
         return 1;
     }
-    st = tdb_fs_open(&b.fs, &io, &opts, &err);
+    st = tdb_fs_open(&b.fs, &io, &mo.open, &err);
     if (st < 0) {
         dbench_report(source, st, &err);
         goto done;

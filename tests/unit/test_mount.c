@@ -398,17 +398,17 @@ static void test_options(void)
     CHECK_EQ_INT(tdbm_option(&o, "nope", "1", why, sizeof why), 1);
 
     CHECK_EQ_INT(tdbm_option(&o, "timestamp", "9:3", why, sizeof why), -1);
-    CHECK(strcmp(why, "timestamp=9:3: timestamp=9:3: want T or T1:T2 with "
+    CHECK(strcmp(why, "timestamp=9:3: want T or T1:T2 with "
                  "T1 <= T2") == 0);
     CHECK_EQ_INT(tdbm_option(&o, "timestamp", "x", why, sizeof why), -1);
-    CHECK(strcmp(why, "timestamp=x: timestamp=x: not a number") == 0);
+    CHECK(strcmp(why, "timestamp=x: not a number") == 0);
     CHECK(o.open.ts_start == 3 && o.open.ts_end == 9); /* unchanged */
     CHECK_EQ_INT(tdbm_option(&o, "cache_size", "5T", why, sizeof why), -1);
-    CHECK(strcmp(why, "cache_size=5T: cache_size=5T: not a size") == 0);
+    CHECK(strcmp(why, "cache_size=5T: not a size") == 0);
     CHECK_EQ_INT(tdbm_option(&o, "cache_size", "18446744073709551615G", why,
                              sizeof why), -1);
     CHECK_EQ_INT(tdbm_option(&o, "threads", "257", why, sizeof why), -1);
-    CHECK(strcmp(why, "threads=257: threads=257: not a number of threads "
+    CHECK(strcmp(why, "threads=257: not a number of threads "
                  "(0 to 256)") == 0);
     CHECK_EQ_INT(tdbm_option(&o, "rw", "1", why, sizeof why), -1);
     CHECK(strcmp(why, "option rw takes no value") == 0);

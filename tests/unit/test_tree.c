@@ -192,26 +192,8 @@ out:
     tdb_io_free(&io);
 }
 
-static void test_options(void)
-{
-    struct tdb_open_options o;
-    struct tdb_error err = {0};
-    tdb_open_options_init(&o);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=5", &err), 0);
-    CHECK(o.ts_start == 0 && o.ts_end == 5);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=2:3", &err), 0);
-    CHECK(o.ts_start == 2 && o.ts_end == 3);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=3:2", &err), TDB_E_INVAL);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "timestamp=x", &err), TDB_E_INVAL);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "cache_size=64M", &err), 0);
-    CHECK_EQ_INT(o.cache_bytes, 64ull << 20);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "cache_size=1Q", &err), TDB_E_INVAL);
-    CHECK_EQ_INT(tdb_open_options_parse(&o, "bogus=1", &err), TDB_E_NOENT);
-}
-
 int main(void)
 {
-    RUN(test_options);
     corpus = unit_corpus();
     RUN_CORPUS(test_stat_without_decoding);
     RUN_CORPUS(test_random_ranges);
