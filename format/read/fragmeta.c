@@ -1,6 +1,7 @@
 /* fragmeta.c: fragment metadata (format_spec/fragment.md: footer, R-tree, tile offsets and sizes, legacy layout; consolidated_fragment_metadata_file.md). */
 #include "read/fragmeta.h"
 #include "core/generic_tile.h"
+#include "core/names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,88 +13,6 @@
 #define FRAGMETA_MAX_FOOTER (UINT64_C(1) << 30)
 
 /* ------------------------------------------------------------------ names */
-
-/* Parses a run of decimal digits into *v; false when empty, not all digits
- * or overflowing. */
-static bool fragmeta_parse_u64(const char *s, size_t n, uint64_t *v)
-{
-    uint64_t r = 0;
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        if (!tdb_mul_ok(r, 10, &r) ||
-            !tdb_add_ok(r, (uint64_t)(s[i] - '0'), &r))
-            return false;
-    }
-    *v = r;
-    return true;
-}
-
-/* The last path component of `path` (without trailing '/'), as [*b, *e). */
-static void fragmeta_last_part(const char *path, const char **b,
-                               const char **e)
-{
-    const char *end = path + strlen(path);
-    while (end > path && end[-1] == '/')
-        end--;
-    const char *beg = end;
-    while (beg > path && beg[-1] != '/')
-        beg--;
-    *b = beg;
-    *e = end;
-}
-
-/* Timestamps and format version from a fragment name, the way TileDB reads
- * them: five '_' give __t1_t2_uuid_v; a 32-character last part gives
- * __t1_t2_uuid (version 4); anything else is __uuid_t (version 2). */
-static int fragmeta_parse_name(const char *name, uint64_t *t1, uint64_t *t2,
-                               uint32_t *version)
-{
-    const char *b, *e;
-    fragmeta_last_part(name, &b, &e);
-    for (const char *q = e; q > b; q--)
-        if (q[-1] == '.') {
-            e = q - 1;
-            break;
-        }
-    if (e - b < 3 || b[0] != '_' || b[1] != '_')
-        return -1;
-    const char *us[8] = {0};
-    size_t nus = 0;
-    for (const char *q = b; q < e; q++)
-        if (*q == '_') {
-            if (nus == 8)
-                return -1;
-            us[nus++] = q;
-        }
-    if (nus < 3)
-        return -1;
-    const char *last = us[nus - 1] + 1;
-    size_t last_len = (size_t)(e - last);
-    uint64_t v;
-    if (nus == 5) {
-        /* __t1_t2_uuid_v */
-        if (!fragmeta_parse_u64(us[1] + 1, (size_t)(us[2] - us[1] - 1), t1) ||
-            !fragmeta_parse_u64(us[2] + 1, (size_t)(us[3] - us[2] - 1), t2) ||
-            !fragmeta_parse_u64(last, last_len, &v) || v > UINT32_MAX)
-            return -1;
-        *version = (uint32_t)v;
-    } else if (last_len == 32 && nus == 4) {
-        if (!fragmeta_parse_u64(us[1] + 1, (size_t)(us[2] - us[1] - 1), t1) ||
-            !fragmeta_parse_u64(us[2] + 1, (size_t)(us[3] - us[2] - 1), t2))
-            return -1;
-        *version = 4;
-    } else {
-        /* __uuid_t1[_t2]: TileDB takes the last number for both ends */
-        if (nus < 3 || !fragmeta_parse_u64(last, last_len, t1))
-            return -1;
-        *t2 = *t1;
-        *version = 2;
-    }
-    return *t1 <= *t2 ? 0 : -1;
-}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -1086,13 +1005,9 @@ int tdb_fragmeta_load(const struct tdb_io *io, const char *path,
     fm->key = key;
     int rc;
     if (!name) {
-        const char *b, *e;
-        fragmeta_last_part(path, &b, &e);
-        fm->name = malloc((size_t)(e - b) + 1);
-        if (fm->name) {
-            memcpy(fm->name, b, (size_t)(e - b));
-            fm->name[e - b] = 0;
-        }
+        size_t n;
+        const char *b = tdb_last_component(path, &n);
+        fm->name = strndup(b, n);
     } else {
         fm->name = fragmeta_strdup(name);
     }
@@ -1102,11 +1017,16 @@ int tdb_fragmeta_load(const struct tdb_io *io, const char *path,
         rc = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
         goto fail;
     }
-    if (fragmeta_parse_name(fm->name, &fm->t1, &fm->t2, &fm->name_version)) {
+    struct tdb_tsname tn;
+    if (tdb_tsname_parse(fm->name, &tn)) {
         rc = tdb_err(err, TDB_E_CORRUPT, "%s: \"%s\" is not a fragment name",
                      path, fm->name);
         goto fail;
     }
+    /* names without a version: __t1_t2_uuid is format 4, __uuid_t 2 */
+    fm->t1 = tn.t1;
+    fm->t2 = tn.t2;
+    fm->name_version = tn.era == 3 ? tn.version : tn.era == 2 ? 4 : 2;
     if (fm->name_version > FRAGMETA_MAX_VERSION) {
         rc = tdb_err(err, TDB_E_UNSUPPORTED, "%s: fragment format version %u "
                      "is not supported (at most %u)", path, fm->name_version,
@@ -1338,21 +1258,17 @@ int tdb_cons_fragmeta_load(const struct tdb_io *io, const char *path,
     }
     for (uint32_t i = 0; i < n; i++) {
         char *uri;
-        const char *b0, *e0;
+        size_t len;
         if (tdb_cur_str64(&c, &uri))
             goto corrupt;
         /* before version 9 the names are whole URIs */
-        fragmeta_last_part(uri, &b0, &e0);
-        size_t len = (size_t)(e0 - b0);
-        cm->names[i] = malloc(len + 1);
+        const char *last = tdb_last_component(uri, &len);
+        cm->names[i] = strndup(last, len);
+        free(uri);
         if (!cm->names[i]) {
-            free(uri);
             tdb_cons_fragmeta_free(cm);
             return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
         }
-        memcpy(cm->names[i], b0, len);
-        cm->names[i][len] = 0;
-        free(uri);
         cm->n = i + 1;
         if (tdb_cur_u64(&c, &cm->offsets[i]) || len == 0)
             goto corrupt;
