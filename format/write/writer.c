@@ -178,12 +178,15 @@ struct wr_scratch {
     uint64_t *src;              /* dense var-sized: the staged cell of each
                                  * cell of tile src_tile */
     uint64_t src_tile;          /* UINT64_MAX: none */
+    struct tdb_scratch *fsc;    /* the filters' (a ZSTD context); NULL:
+                                 * none could be made, they do without */
 };
 
 static void wr_scratch_init(struct wr_scratch *sc)
 {
     memset(sc, 0, sizeof *sc);
     sc->src_tile = sc->run_tile = UINT64_MAX;
+    sc->fsc = calloc(1, sizeof *sc->fsc);
 }
 
 static void wr_scratch_free(struct wr_scratch *sc)
@@ -192,7 +195,8 @@ static void wr_scratch_free(struct wr_scratch *sc)
     free(sc->pc);
     free(sc->run);
     free(sc->src);
-    wr_scratch_init(sc);
+    tdb_scratch_free(sc->fsc);
+    memset(sc, 0, sizeof *sc);
 }
 
 /* Room for n pieces in sc->pc. */
@@ -985,7 +989,8 @@ static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
 
 /* The next output of job: `size` bytes filtered into a tile for output
  * file o of its field. */
-static int wr_emit(const struct wr *w, struct wr_job *job, int o,
+static int wr_emit(const struct wr *w, struct wr_scratch *sc,
+                   struct wr_job *job, int o,
                    const struct tdb_pipeline *p, unsigned type, uint64_t cs,
                    bool is_var, const uint8_t *data, size_t size,
                    const uint64_t *offs, uint64_t noffs)
@@ -1001,6 +1006,7 @@ static int wr_emit(const struct wr *w, struct wr_job *job, int o,
         .is_var = is_var,
         .key = w->key,
         .what = what,
+        .scratch = sc->fsc,
     };
     struct wr_out *out = &job->out[job->nout];
     tdb_buf_reset(&out->b);
@@ -1168,7 +1174,7 @@ static int wr_validity_tile(const struct wr *w, struct wr_scratch *sc,
     job->valid = v;
     r = wr_gather(w, sc, f, WR_VALIDITY, np, v, &job->err);
     if (!r)
-        r = wr_emit(w, job, WR_OUT_VALIDITY, &w->s->validity_filters,
+        r = wr_emit(w, sc, job, WR_OUT_VALIDITY, &w->s->validity_filters,
                     TDB_UINT8, 1, false, v, (size_t)m, NULL, 0);
     return r;
 }
@@ -1199,7 +1205,7 @@ static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
         r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
         if (!r)
-            r = wr_emit(w, job, WR_OUT_FIXED, f->filters, f->type,
+            r = wr_emit(w, sc, job, WR_OUT_FIXED, f->filters, f->type,
                         f->cell_size, false, job->data, (size_t)size, NULL, 0);
     } else {
         if (!src) {
@@ -1261,12 +1267,12 @@ static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
                 job->nout++;
             }
         } else if (!r) {
-            r = wr_emit(w, job, WR_OUT_FIXED, &w->s->offsets_filters,
+            r = wr_emit(w, sc, job, WR_OUT_FIXED, &w->s->offsets_filters,
                         TDB_UINT64, 8, false, ob, (size_t)m * 8, NULL, 0);
         }
         free(ob);
         if (!r)
-            r = wr_emit(w, job, WR_OUT_VAR, f->filters, f->type, f->vsize,
+            r = wr_emit(w, sc, job, WR_OUT_VAR, f->filters, f->type, f->vsize,
                         true, job->data, (size_t)size, rel, m);
     }
     if (!r && f->nullable)
