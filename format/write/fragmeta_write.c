@@ -359,11 +359,11 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             }                                                                 \
             const uint8_t *p = d + c * sizeof(T);                             \
             T v = LOAD(p);                                                    \
-            if (!((ACC)mn < (ACC)v)) {                                        \
+            if (!(mn < v)) {                                                    \
                 mn = v;                                                       \
                 pmin = p;                                                     \
             }                                                                 \
-            if (!((ACC)v < (ACC)mx)) {                                        \
+            if (!(v < mx)) {                                                    \
                 mx = v;                                                       \
                 pmax = p;                                                     \
             }                                                                 \
@@ -410,11 +410,11 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             }                                                                 \
             const uint8_t *p = d + c * sizeof(T);                             \
             T v = LOAD(p);                                                    \
-            if (!((ACC)mn < (ACC)v)) {                                        \
+            if (!(mn < v)) {                                                    \
                 mn = v;                                                       \
                 pmin = p;                                                     \
             }                                                                 \
-            if (!((ACC)v < (ACC)mx)) {                                        \
+            if (!(v < mx)) {                                                    \
                 mx = v;                                                       \
                 pmax = p;                                                     \
             }                                                                 \
