@@ -211,7 +211,7 @@ static int io_fd_read(struct io_fdcache *c, const char *p, io_open_fn open_fn,
  * Written ranges are handed to the kernel's write-back as they grow
  * (IO_KICK bytes at a time), so that the final fsync finds little left to
  * write. */
-#define IO_WFDS 8
+#define IO_WFDS 32
 #define IO_KICK (UINT64_C(8) << 20)
 
 struct io_wfd {

@@ -144,7 +144,7 @@ static void test_many_files(void)
     int fds0 = open_fds();
     struct tdb_io io;
     CHECK_EQ_INT(tdb_io_posix(&io, dir), 0);
-    enum { N = 40 };
+    enum { N = 50 };
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < N; i++) {
             char p[32], v[32];
@@ -153,7 +153,7 @@ static void test_many_files(void)
             CHECK_EQ_INT(io.ops->write_at(io.ctx, p, (uint64_t)round * n, v,
                                           (size_t)n), 0);
         }
-    CHECK(open_fds() - fds0 <= 16);
+    CHECK(open_fds() - fds0 <= 32); /* the slots, not one per file */
     for (int i = 0; i < N; i++) {
         char p[32], want[64];
         snprintf(p, sizeof p, "f%d", i);
