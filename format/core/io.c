@@ -37,8 +37,9 @@ char *tdb_path_join(const char *a, const char *b)
 /* Open files kept for reading, by the POSIX and the no-follow backends: a
  * read of a tile would otherwise open and close its file each time (most
  * of the time of small tiles; for the no-follow backend also each folder
- * of the path).  Keyed by the path as the backend was given it.  A write,
- * rename or removal through the backend forgets them all. */
+ * of the path).  Keyed by the path as the backend was given it.  A
+ * rename, removal or new folder through the backend forgets them all; a
+ * write forgets the written file's. */
 #define IO_FDS 32
 
 struct io_fd {
@@ -144,6 +145,23 @@ static void io_fd_forget(struct io_fdcache *c)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* File `p` is written through the backend: its open descriptor (if any)
+ * is closed, in case it is of an older file once at that path. */
+static void io_fd_forget_path(struct io_fdcache *c, const char *p)
+{
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < IO_FDS; i++) {
+        struct io_fd *f = &c->fds[i];
+        if (!f->path || strcmp(f->path, p))
+            continue;
+        if (f->refs)
+            f->stale = true;
+        else
+            io_fd_close(f);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 static void io_fdcache_destroy(struct io_fdcache *c)
 {
     io_fd_forget(c);
@@ -185,10 +203,75 @@ static int io_fd_read(struct io_fdcache *c, const char *p, io_open_fn open_fn,
 
 /* ----------------------------------------------------------------- POSIX */
 
+/* Files being written, kept open from their first write until they are
+ * synced, renamed or removed through the backend: a fragment's data file
+ * gets one write per tile.  Sync reports a failed fsync or close; a
+ * rename reports a failed close of what it renames.  When every slot is
+ * taken, a write opens and closes its file (and reports the close).
+ * Written ranges are handed to the kernel's write-back as they grow
+ * (IO_KICK bytes at a time), so that the final fsync finds little left to
+ * write. */
+#define IO_WFDS 32
+#define IO_KICK (UINT64_C(8) << 20)
+
+struct io_wfd {
+    char *path;         /* NULL: a free slot */
+    int fd;
+    uint64_t lo, hi;    /* written, not yet handed to write-back */
+};
+
 struct io_posix {
     char *root;
     struct io_fdcache fdc;
+    pthread_mutex_t wlock;
+    struct io_wfd w[IO_WFDS];
 };
+
+/* Closes slot f: @return 0 or TDB_E_IO (close failed). */
+static int io_wfd_close(struct io_wfd *f)
+{
+    int r = close(f->fd) ? TDB_E_IO : 0;
+    free(f->path);
+    memset(f, 0, sizeof *f);
+    return r;
+}
+
+/* p is `dir` or a path under it. */
+static bool io_path_under(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(p, dir, n) && (p[n] == 0 || p[n] == '/');
+}
+
+/* Closes the files open for writing at or under path p (wlock held):
+ * @return TDB_E_IO when a close failed. */
+static int io_wfd_drop(struct io_posix *px, const char *p)
+{
+    int r = 0;
+    for (int i = 0; i < IO_WFDS; i++)
+        if (px->w[i].path && io_path_under(px->w[i].path, p) &&
+            io_wfd_close(&px->w[i]))
+            r = TDB_E_IO;
+    return r;
+}
+
+/* Starts write-back of what slot f holds unwritten (whole pages only: the
+ * next append may still change the last one). */
+static void io_wfd_kick(struct io_wfd *f, bool all)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+    uint64_t lo = f->lo & ~UINT64_C(4095), hi = f->hi & ~UINT64_C(4095);
+    if (hi <= lo || (!all && hi - lo < IO_KICK))
+        return;
+    /* advice only: a failure shows at fsync */
+    (void)sync_file_range(f->fd, (off_t)lo, (off_t)(hi - lo),
+                          SYNC_FILE_RANGE_WRITE);
+    f->lo = hi;
+#else
+    (void)f;
+    (void)all;
+#endif
+}
 
 /* `path` under folder `root`; absolute paths and file:// URIs pass through
  * (the shared path rule of the POSIX and sub-folder backends). */
@@ -291,32 +374,67 @@ static int io_posix_list(void *ctx, const char *path, tdb_io_list_fn fn,
     return r;
 }
 
-static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
-                             const void *buf, size_t len)
+static int io_pwrite_all(int fd, uint64_t off, const void *buf, size_t len)
 {
-    io_fd_forget(&((struct io_posix *)ctx)->fdc);
-    char *p = io_posix_path(ctx, path);
-    if (!p)
-        return TDB_E_NOMEM;
-    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    free(p);
-    if (fd < 0)
-        return io_posix_errno(errno);
     size_t done = 0;
-    int r = 0;
     while (done < len) {
         ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done,
                            (off_t)(off + done));
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            r = TDB_E_IO;
-            break;
-        }
+        if (n <= 0)
+            return TDB_E_IO;
         done += (size_t)n;
     }
-    if (close(fd) && !r)
+    return 0;
+}
+
+static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
+                             const void *buf, size_t len)
+{
+    struct io_posix *px = ctx;
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    io_fd_forget_path(&px->fdc, p);
+    pthread_mutex_lock(&px->wlock);
+    struct io_wfd *f = NULL, *free_slot = NULL;
+    for (int i = 0; i < IO_WFDS && !f; i++) {
+        if (px->w[i].path && !strcmp(px->w[i].path, p))
+            f = &px->w[i];
+        else if (!px->w[i].path && !free_slot)
+            free_slot = &px->w[i];
+    }
+    int r = 0, fd;
+    if (f) {
+        fd = f->fd;
+        free(p);
+    } else {
+        fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            r = io_posix_errno(errno);
+            pthread_mutex_unlock(&px->wlock);
+            free(p);
+            return r;
+        }
+        if (free_slot) {
+            f = free_slot;
+            *f = (struct io_wfd){p, fd, off, off};
+        } else {
+            free(p);
+        }
+    }
+    r = io_pwrite_all(fd, off, buf, len);
+    if (f) {
+        if (off < f->lo || f->hi <= f->lo)
+            f->lo = off;
+        if (off + len > f->hi)
+            f->hi = off + len;
+        io_wfd_kick(f, false);
+    } else if (close(fd) && !r) {
         r = TDB_E_IO;
+    }
+    pthread_mutex_unlock(&px->wlock);
     return r;
 }
 
@@ -332,34 +450,66 @@ static int io_posix_mkdir(void *ctx, const char *path)
     return r && e != EEXIST ? io_posix_errno(e) : 0;
 }
 
+/* A file renamed while open for writing is closed first (a failed close
+ * fails the rename: its data may be lost); so is one it replaces. */
 static int io_posix_rename(void *ctx, const char *from, const char *to)
 {
-    io_fd_forget(&((struct io_posix *)ctx)->fdc);
+    struct io_posix *px = ctx;
+    io_fd_forget(&px->fdc);
     char *a = io_posix_path(ctx, from), *b = io_posix_path(ctx, to);
-    int r = a && b ? rename(a, b) : (errno = ENOMEM, -1);
-    int e = errno;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return TDB_E_NOMEM;
+    }
+    pthread_mutex_lock(&px->wlock);
+    int r = io_wfd_drop(px, a);
+    (void)io_wfd_drop(px, b);
+    pthread_mutex_unlock(&px->wlock);
+    if (!r && rename(a, b))
+        r = io_posix_errno(errno);
     free(a);
     free(b);
-    return r ? io_posix_errno(e) : 0;
+    return r;
 }
 
 static int io_posix_remove(void *ctx, const char *path)
 {
-    io_fd_forget(&((struct io_posix *)ctx)->fdc);
+    struct io_posix *px = ctx;
+    io_fd_forget(&px->fdc);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
+    /* what is removed needs no close report */
+    pthread_mutex_lock(&px->wlock);
+    (void)io_wfd_drop(px, p);
+    pthread_mutex_unlock(&px->wlock);
     int r = remove(p);
     int e = errno;
     free(p);
     return r ? io_posix_errno(e) : 0;
 }
 
+/* A file open for writing is synced and closed: both are checked. */
 static int io_posix_sync(void *ctx, const char *path)
 {
+    struct io_posix *px = ctx;
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
+    pthread_mutex_lock(&px->wlock);
+    for (int i = 0; i < IO_WFDS; i++) {
+        struct io_wfd *f = &px->w[i];
+        if (!f->path || strcmp(f->path, p))
+            continue;
+        int r = fsync(f->fd) ? TDB_E_IO : 0;
+        if (io_wfd_close(f) && !r)
+            r = TDB_E_IO;
+        pthread_mutex_unlock(&px->wlock);
+        free(p);
+        return r;
+    }
+    pthread_mutex_unlock(&px->wlock);
     int fd = open(p, O_RDONLY | O_CLOEXEC);
     free(p);
     if (fd < 0)
@@ -373,6 +523,10 @@ static void io_posix_destroy(void *ctx)
 {
     struct io_posix *px = ctx;
     io_fdcache_destroy(&px->fdc);
+    for (int i = 0; i < IO_WFDS; i++)
+        if (px->w[i].path)
+            (void)io_wfd_close(&px->w[i]);
+    pthread_mutex_destroy(&px->wlock);
     free(px->root);
     free(px);
 }
@@ -398,6 +552,7 @@ int tdb_io_posix(struct tdb_io *io, const char *root)
         return TDB_E_NOMEM;
     }
     io_fdcache_init(&px->fdc);
+    pthread_mutex_init(&px->wlock, NULL);
     io->ops = &io_posix_ops;
     io->ctx = px;
     return 0;
@@ -1214,7 +1369,7 @@ static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
 static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
                           const void *buf, size_t len)
 {
-    io_fd_forget(&((struct io_nf *)ctx)->fdc);
+    io_fd_forget_path(&((struct io_nf *)ctx)->fdc, path);
     int fd, r = io_nf_open(ctx, path, O_WRONLY | O_CREAT, &fd);
     if (r)
         return r;

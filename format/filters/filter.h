@@ -110,12 +110,14 @@ struct tdb_scratch {
     struct tdb_buf raw;
     struct tdb_buf bufs[4];
     void *zstd_dctx;            /* zstd.c: a ZSTD_DCtx, made on first use */
+    void *zstd_cctx;            /* zstd.c: a ZSTD_CCtx, made on first use */
 };
 
 /* Frees a scratch and what it holds (NULL is fine). */
 void tdb_scratch_free(struct tdb_scratch *s);
-/* zstd.c: frees a ZSTD_DCtx of a scratch. */
+/* zstd.c: frees a ZSTD_DCtx / ZSTD_CCtx of a scratch. */
 void tdb_zstd_dctx_free(void *dctx);
+void tdb_zstd_cctx_free(void *cctx);
 
 /* Everything a filter may need to know besides its options. */
 struct tdb_filter_call {
@@ -144,7 +146,7 @@ struct tdb_filter_call {
      * every limit is TDB_MAX_TILE_BYTES. */
     bool bounded;
     uint64_t max_data, max_md, max_cells;
-    struct tdb_scratch *scratch;    /* decoding: reusable memory, or NULL */
+    struct tdb_scratch *scratch;    /* reusable memory (ZSTD contexts), or NULL */
 };
 
 /* The limits of a decode call (see struct tdb_filter_call). */

@@ -483,6 +483,8 @@ void tdb_scratch_free(struct tdb_scratch *s)
         tdb_buf_free(&s->bufs[i]);
     if (s->zstd_dctx)
         tdb_zstd_dctx_free(s->zstd_dctx);
+    if (s->zstd_cctx)
+        tdb_zstd_cctx_free(s->zstd_cctx);
     free(s);
 }
 
@@ -569,6 +571,7 @@ int tdb_pipeline_encode(const struct tdb_pipeline *p,
             tdb_buf_reset(dout);
             struct tdb_filter_call call;
             pipeline_call(&call, &pl, i, d, string_mode, err);
+            call.scratch = d->scratch;
             call.in_offsets = offsets;
             call.n_offsets = n_offsets;
             if (!pl.f[i]->ops || !pl.f[i]->ops->encode) {

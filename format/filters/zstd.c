@@ -56,7 +56,16 @@ static int zstd_compress(const struct tdb_filter_call *call,
         level = ZSTD_CLEVEL_DEFAULT;
     if (ZSTD_isError(bound) || tdb_buf_reserve(out, bound) < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "ZSTD: out of memory");
-    ret = ZSTD_compress(out->data + out->len, bound, src, n, level);
+    /* a context kept in the scratch: the same bytes as ZSTD_compress's
+     * fresh one, without setting up its tables for every chunk */
+    struct tdb_scratch *sc = call->scratch;
+    if (sc && !sc->zstd_cctx)
+        sc->zstd_cctx = ZSTD_createCCtx();
+    if (sc && sc->zstd_cctx)
+        ret = ZSTD_compressCCtx(sc->zstd_cctx, out->data + out->len, bound,
+                                src, n, level);
+    else
+        ret = ZSTD_compress(out->data + out->len, bound, src, n, level);
     if (ZSTD_isError(ret))
         return tdb_err(call->err, TDB_E_INVAL, "ZSTD: compression failed (%s)",
                        ZSTD_getErrorName(ret));
@@ -112,4 +121,9 @@ const struct tdb_filter_ops tdb_filter_zstd = {
 void tdb_zstd_dctx_free(void *dctx)
 {
     ZSTD_freeDCtx(dctx);
+}
+
+void tdb_zstd_cctx_free(void *cctx)
+{
+    ZSTD_freeCCtx(cctx);
 }

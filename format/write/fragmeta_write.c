@@ -359,11 +359,11 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             }                                                                 \
             const uint8_t *p = d + c * sizeof(T);                             \
             T v = LOAD(p);                                                    \
-            if (!((ACC)mn < (ACC)v)) {                                        \
+            if (!(mn < v)) {                                                    \
                 mn = v;                                                       \
                 pmin = p;                                                     \
             }                                                                 \
-            if (!((ACC)v < (ACC)mx)) {                                        \
+            if (!(v < mx)) {                                                    \
                 mx = v;                                                       \
                 pmax = p;                                                     \
             }                                                                 \
@@ -389,6 +389,43 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             if (!ADD(&acc, v))                                                \
                 break;                                                        \
         }                                                                     \
+        memcpy(&u, &acc, 8);                                                  \
+        tdb_st64(g->sum, u);                                                  \
+    }                                                                         \
+    /* both in one pass: the min/max work hides in the additions' latency */ \
+    static void fmw_mmsum_##SUF(struct fmw_gen *g, uint64_t start,            \
+                                uint64_t end)                                 \
+    {                                                                         \
+        const uint8_t *d = g->data, *val = g->validity;                       \
+        bool nullable = g->f->nullable, adding = true;                        \
+        const uint8_t *pmin = NULL, *pmax = NULL;                             \
+        T mn = LOAD(g->nmin), mx = LOAD(g->nmax);                             \
+        uint64_t nulls = 0, u = tdb_le64(g->sum);                             \
+        ACC acc;                                                              \
+        memcpy(&acc, &u, 8);                                                  \
+        for (uint64_t c = start; c < end; c++) {                              \
+            if (nullable && val[c] == 0) {                                    \
+                nulls++;                                                      \
+                continue;                                                     \
+            }                                                                 \
+            const uint8_t *p = d + c * sizeof(T);                             \
+            T v = LOAD(p);                                                    \
+            if (!(mn < v)) {                                                    \
+                mn = v;                                                       \
+                pmin = p;                                                     \
+            }                                                                 \
+            if (!(v < mx)) {                                                    \
+                mx = v;                                                       \
+                pmax = p;                                                     \
+            }                                                                 \
+            if (adding)                                                       \
+                adding = ADD(&acc, v);                                        \
+        }                                                                     \
+        if (pmin)                                                             \
+            memcpy(g->nmin, pmin, sizeof(T));                                 \
+        if (pmax)                                                             \
+            memcpy(g->nmax, pmax, sizeof(T));                                 \
+        g->nulls += nulls;                                                    \
         memcpy(&u, &acc, 8);                                                  \
         tdb_st64(g->sum, u);                                                  \
     }
@@ -472,14 +509,16 @@ FMW_TYPED(u64, uint64_t, FMW_LD_U64, uint64_t, fmw_add_u)
 struct fmw_typed {
     void (*mm)(struct fmw_gen *, uint64_t, uint64_t);
     void (*sum)(struct fmw_gen *, uint64_t, uint64_t);
+    void (*mmsum)(struct fmw_gen *, uint64_t, uint64_t);
 };
 
 static struct fmw_typed fmw_typed_of(const struct fmw_field *f)
 {
-    struct fmw_typed t = {NULL, NULL};
+    struct fmw_typed t = {NULL, NULL, NULL};
     if (f->cell_size != f->vsize)
         return t;
-#define FMW_PICK(SUF) (t = (struct fmw_typed){fmw_mm_##SUF, fmw_sum_##SUF})
+#define FMW_PICK(SUF)                                                         \
+    (t = (struct fmw_typed){fmw_mm_##SUF, fmw_sum_##SUF, fmw_mmsum_##SUF})
     switch (f->kind) {
     case FMW_FLOAT:
         if (f->vsize == 4)
@@ -516,6 +555,15 @@ static bool fmw_minmax_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
     if (!t.mm)
         return false;
     t.mm(g, start, end);
+    return true;
+}
+
+static bool fmw_mmsum_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
+{
+    struct fmw_typed t = fmw_typed_of(g->f);
+    if (!t.mmsum)
+        return false;
+    t.mmsum(g, start, end);
     return true;
 }
 
@@ -573,6 +621,8 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             fmw_type_limits(f->type, g->nmin, g->nmax);
             g->num_init = true;
         }
+        if (f->has_sum && fmw_mmsum_typed(g, start, end))
+            return;
         if (fmw_minmax_typed(g, start, end))
             goto sum;
         unsigned vs = f->vsize;

@@ -159,27 +159,44 @@ static int wr_piece_cmp(const void *a, const void *b)
     return x->from < y->from ? -1 : x->from > y->from;
 }
 
+/* Dense: one row of a space tile (its cells along the fastest dimension
+ * of the cell order) inside the region: tile cells [to, to + n) are the
+ * staged cells src, src + step, ... (step: wr_dense.stride of that
+ * dimension, 1 in a row-major array). */
+struct wr_run {
+    uint64_t src, n, to;
+};
+
 /* Scratch memory of one thread doing tile work. */
 struct wr_scratch {
     struct tdb_buf tmp;         /* merged staged reads */
     struct wr_piece *pc;
     size_t pc_cap;
-    uint64_t *src;              /* dense: the staged cell of each tile cell */
-    uint64_t src_tile;          /* the tile src is for (UINT64_MAX: none) */
+    struct wr_run *run;         /* dense: the runs of tile run_tile */
+    uint64_t nrun;
+    uint64_t run_tile;          /* UINT64_MAX: none */
+    uint64_t *src;              /* dense var-sized: the staged cell of each
+                                 * cell of tile src_tile */
+    uint64_t src_tile;          /* UINT64_MAX: none */
+    struct tdb_scratch *fsc;    /* the filters' (a ZSTD context); NULL:
+                                 * none could be made, they do without */
 };
 
 static void wr_scratch_init(struct wr_scratch *sc)
 {
     memset(sc, 0, sizeof *sc);
-    sc->src_tile = UINT64_MAX;
+    sc->src_tile = sc->run_tile = UINT64_MAX;
+    sc->fsc = calloc(1, sizeof *sc->fsc);
 }
 
 static void wr_scratch_free(struct wr_scratch *sc)
 {
     tdb_buf_free(&sc->tmp);
     free(sc->pc);
+    free(sc->run);
     free(sc->src);
-    wr_scratch_init(sc);
+    tdb_scratch_free(sc->fsc);
+    memset(sc, 0, sizeof *sc);
 }
 
 /* Room for n pieces in sc->pc. */
@@ -972,7 +989,8 @@ static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
 
 /* The next output of job: `size` bytes filtered into a tile for output
  * file o of its field. */
-static int wr_emit(const struct wr *w, struct wr_job *job, int o,
+static int wr_emit(const struct wr *w, struct wr_scratch *sc,
+                   struct wr_job *job, int o,
                    const struct tdb_pipeline *p, unsigned type, uint64_t cs,
                    bool is_var, const uint8_t *data, size_t size,
                    const uint64_t *offs, uint64_t noffs)
@@ -988,6 +1006,7 @@ static int wr_emit(const struct wr *w, struct wr_job *job, int o,
         .is_var = is_var,
         .key = w->key,
         .what = what,
+        .scratch = sc->fsc,
     };
     struct wr_out *out = &job->out[job->nout];
     tdb_buf_reset(&out->b);
@@ -1000,39 +1019,10 @@ static int wr_emit(const struct wr *w, struct wr_job *job, int o,
     return 0;
 }
 
-/* The validity tile of the job's field: one byte per tile cell, 0 where
- * not written. */
-static int wr_validity_tile(const struct wr *w, struct wr_scratch *sc,
-                            struct wr_job *job, const uint64_t *src)
-{
-    const struct wr_field *f = &w->f[job->fi];
-    uint64_t m = job->m;
-    uint8_t *v = calloc((size_t)m ? (size_t)m : 1, 1);
-    if (!v)
-        return tdb_err(&job->err, TDB_E_NOMEM, "out of memory");
-    job->valid = v;
-    int r = wr_pieces(sc, m, &job->err);
-    if (r)
-        return r;
-    size_t np = 0;
-    for (uint64_t k = 0, e; k < m; k = e) {
-        e = k + 1;
-        if (src[k] == WR_NONE)
-            continue;
-        while (e < m && src[e] == src[e - 1] + 1)
-            e++;
-        wr_piece_add(sc, &np, src[k], e - k, k);
-    }
-    r = wr_gather(w, sc, f, WR_VALIDITY, np, v, &job->err);
-    if (!r)
-        r = wr_emit(w, job, WR_OUT_VALIDITY, &w->s->validity_filters,
-                    TDB_UINT8, 1, false, v, (size_t)m, NULL, 0);
-    return r;
-}
-
-/* Dense: the staged cell of each cell of space tile t (WR_NONE: outside
- * the region), in the tile's cell order. */
-static void wr_dense_src(const struct wr *w, uint64_t t, uint64_t *src)
+/* Dense: the runs of space tile t, in the tile's cell order, into run
+ * (room for tcells / ext[d0] of them: one per row); @return their count.
+ * Rows outside the region have none. */
+static uint64_t wr_dense_runs(const struct wr *w, uint64_t t, struct wr_run *run)
 {
     const struct wr_dense *g = &w->dg;
     uint32_t nd = g->nd;
@@ -1052,11 +1042,15 @@ static void wr_dense_src(const struct wr *w, uint64_t t, uint64_t *src)
         cnt[k] = 0;
     }
     uint32_t d0 = dk[0];
-    uint64_t o0 = tc[d0] * g->ext[d0], c = 0;
-    for (;;) {
-        bool in = true;
+    uint64_t o0 = tc[d0] * g->ext[d0], e = g->ext[d0], c = 0, nr = 0;
+    bool cols = o0 + e - 1 >= w->rlo[d0] && o0 <= w->rhi[d0];
+    /* the cells [jlo, jhi) of each row are in the region (when the row is) */
+    uint64_t jlo = w->rlo[d0] > o0 ? w->rlo[d0] - o0 : 0;
+    uint64_t jhi = w->rhi[d0] - o0 + 1 < e ? w->rhi[d0] - o0 + 1 : e;
+    for (;; c += e) {
+        bool in = cols;
         uint64_t base = 0;
-        for (uint32_t k = 1; k < nd; k++) {
+        for (uint32_t k = 1; k < nd && in; k++) {
             uint32_t d = dk[k];
             uint64_t o = tc[d] * g->ext[d] + cnt[k];
             if (o < w->rlo[d] || o > w->rhi[d])
@@ -1064,26 +1058,125 @@ static void wr_dense_src(const struct wr *w, uint64_t t, uint64_t *src)
             else
                 base += (o - w->rlo[d]) * g->stride[d];
         }
-        /* the cells [jlo, jhi) of this row are in the region */
-        uint64_t e = g->ext[d0], jlo = e, jhi = e;
-        if (in && o0 + e - 1 >= w->rlo[d0] && o0 <= w->rhi[d0]) {
-            jlo = w->rlo[d0] > o0 ? w->rlo[d0] - o0 : 0;
-            jhi = w->rhi[d0] - o0 + 1 < e ? w->rhi[d0] - o0 + 1 : e;
-        }
-        uint64_t j = 0;
-        for (; j < jlo; j++)
-            src[c++] = WR_NONE;
-        uint64_t v = base + (o0 + j - w->rlo[d0]) * g->stride[d0];
-        for (; j < jhi; j++, v += g->stride[d0])
-            src[c++] = v;
-        for (; j < e; j++)
-            src[c++] = WR_NONE;
+        if (in)
+            run[nr++] = (struct wr_run){
+                base + (o0 + jlo - w->rlo[d0]) * g->stride[d0], jhi - jlo,
+                c + jlo};
         uint32_t k = 1;
         while (k < nd && ++cnt[k] == g->ext[dk[k]])
             cnt[k++] = 0;
         if (k >= nd)
             break;
     }
+    return nr;
+}
+
+/* Dense: the runs of the job's tile in sc (computed once per tile). */
+static int wr_job_runs(const struct wr *w, struct wr_scratch *sc,
+                       const struct wr_job *job, struct tdb_error *err)
+{
+    if (sc->run_tile == job->t)
+        return 0;
+    const struct wr_dense *g = &w->dg;
+    uint32_t d0 = w->s->cell_order == TDB_COL_MAJOR ? 0 : g->nd - 1;
+    if (!sc->run && !(sc->run = malloc((size_t)(g->tcells / g->ext[d0]) *
+                                       sizeof *sc->run)))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    sc->nrun = wr_dense_runs(w, job->t, sc->run);
+    sc->run_tile = job->t;
+    return 0;
+}
+
+/* Dense: the staged cell of each cell of the job's tile (WR_NONE: outside
+ * the region), in the tile's cell order, in sc->src. */
+static int wr_job_src(const struct wr *w, struct wr_scratch *sc,
+                      const struct wr_job *job, struct tdb_error *err)
+{
+    if (sc->src_tile == job->t)
+        return 0;
+    int r = wr_job_runs(w, sc, job, err);
+    if (r)
+        return r;
+    const struct wr_dense *g = &w->dg;
+    uint32_t d0 = w->s->cell_order == TDB_COL_MAJOR ? 0 : g->nd - 1;
+    uint64_t step = g->stride[d0];
+    if (!sc->src && !(sc->src = malloc((size_t)g->tcells * sizeof *sc->src)))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (uint64_t k = 0; k < g->tcells; k++)
+        sc->src[k] = WR_NONE;
+    for (uint64_t i = 0; i < sc->nrun; i++) {
+        const struct wr_run *u = &sc->run[i];
+        for (uint64_t j = 0; j < u->n; j++)
+            sc->src[u->to + j] = u->src + j * step;
+    }
+    sc->src_tile = job->t;
+    return 0;
+}
+
+/* The pieces (in sc->pc, *np of them) that gather the job's cells of `cs`
+ * bytes each from a staged file of such cells; *full: every cell of the
+ * tile is written (else the rest must be zeroed). */
+static int wr_cell_pieces(const struct wr *w, struct wr_scratch *sc,
+                          const struct wr_job *job, uint64_t cs, size_t *np,
+                          bool *full, struct tdb_error *err)
+{
+    uint64_t m = job->m;
+    int r = wr_pieces(sc, m, err);
+    if (r)
+        return r;
+    *np = 0;
+    if (job->src) {
+        const uint64_t *src = job->src;
+        for (uint64_t k = 0, e; k < m; k = e) {
+            e = k + 1;
+            while (e < m && src[e] == src[e - 1] + 1)
+                e++;
+            wr_piece_add(sc, np, src[k] * cs, (e - k) * cs, k * cs);
+        }
+        *full = true;
+        return 0;
+    }
+    if ((r = wr_job_runs(w, sc, job, err)))
+        return r;
+    const struct wr_dense *g = &w->dg;
+    uint32_t d0 = w->s->cell_order == TDB_COL_MAJOR ? 0 : g->nd - 1;
+    uint64_t step = g->stride[d0], covered = 0;
+    for (uint64_t i = 0; i < sc->nrun; i++) {
+        const struct wr_run *u = &sc->run[i];
+        if (step == 1)
+            wr_piece_add(sc, np, u->src * cs, u->n * cs, u->to * cs);
+        else
+            for (uint64_t j = 0; j < u->n; j++)
+                wr_piece_add(sc, np, (u->src + j * step) * cs, cs,
+                             (u->to + j) * cs);
+        covered += u->n;
+    }
+    *full = covered == m;
+    return 0;
+}
+
+/* The validity tile of the job's field: one byte per tile cell, 0 where
+ * not written. */
+static int wr_validity_tile(const struct wr *w, struct wr_scratch *sc,
+                            struct wr_job *job)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    uint64_t m = job->m;
+    size_t np;
+    bool full;
+    int r = wr_cell_pieces(w, sc, job, 1, &np, &full, &job->err);
+    if (r)
+        return r;
+    uint8_t *v = full ? malloc((size_t)m ? (size_t)m : 1)
+                      : calloc((size_t)m ? (size_t)m : 1, 1);
+    if (!v)
+        return tdb_err(&job->err, TDB_E_NOMEM, "out of memory");
+    job->valid = v;
+    r = wr_gather(w, sc, f, WR_VALIDITY, np, v, &job->err);
+    if (!r)
+        r = wr_emit(w, sc, job, WR_OUT_VALIDITY, &w->s->validity_filters,
+                    TDB_UINT8, 1, false, v, (size_t)m, NULL, 0);
+    return r;
 }
 
 /* The job's tile of its field: cell k of the tile is staged cell src[k]
@@ -1096,16 +1189,6 @@ static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
     struct tdb_error *err = &job->err;
     const uint64_t *src = job->src;
     uint64_t m = job->m, size = 0;
-    if (!src) {
-        if (sc->src_tile != job->t) {
-            if (!sc->src && !(sc->src = malloc((size_t)w->dg.tcells *
-                                               sizeof *sc->src)))
-                return tdb_err(err, TDB_E_NOMEM, "out of memory");
-            wr_dense_src(w, job->t, sc->src);
-            sc->src_tile = job->t;
-        }
-        src = sc->src;
-    }
     int r = 0;
     if (!f->var) {
         if (!tdb_mul_ok(m, f->cell_size, &size) || size > TDB_MAX_TILE_BYTES)
@@ -1113,25 +1196,23 @@ static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
                            "of %llu bytes are too large", f->out[0],
                            (unsigned long long)m,
                            (unsigned long long)f->cell_size);
-        if (!(job->data = calloc((size_t)size ? (size_t)size : 1, 1)))
-            return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        if ((r = wr_pieces(sc, m, err)))
+        size_t np;
+        bool full;
+        if ((r = wr_cell_pieces(w, sc, job, f->cell_size, &np, &full, err)))
             return r;
-        size_t np = 0;
-        uint64_t cs = f->cell_size;
-        for (uint64_t k = 0, e; k < m; k = e) {
-            e = k + 1;
-            if (src[k] == WR_NONE)
-                continue;
-            while (e < m && src[e] == src[e - 1] + 1)
-                e++;
-            wr_piece_add(sc, &np, src[k] * cs, (e - k) * cs, k * cs);
-        }
+        size_t n = (size_t)size ? (size_t)size : 1;
+        if (!(job->data = full ? malloc(n) : calloc(n, 1)))
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
         r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
         if (!r)
-            r = wr_emit(w, job, WR_OUT_FIXED, f->filters, f->type,
+            r = wr_emit(w, sc, job, WR_OUT_FIXED, f->filters, f->type,
                         f->cell_size, false, job->data, (size_t)size, NULL, 0);
     } else {
+        if (!src) {
+            if ((r = wr_job_src(w, sc, job, err)))
+                return r;
+            src = sc->src;
+        }
         /* start and end of each cell's value */
         uint8_t *se = malloc((size_t)m * 16 + 1);
         uint64_t *rel = job->rel = malloc((size_t)m * sizeof *rel + 1);
@@ -1186,16 +1267,16 @@ static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
                 job->nout++;
             }
         } else if (!r) {
-            r = wr_emit(w, job, WR_OUT_FIXED, &w->s->offsets_filters,
+            r = wr_emit(w, sc, job, WR_OUT_FIXED, &w->s->offsets_filters,
                         TDB_UINT64, 8, false, ob, (size_t)m * 8, NULL, 0);
         }
         free(ob);
         if (!r)
-            r = wr_emit(w, job, WR_OUT_VAR, f->filters, f->type, f->vsize,
+            r = wr_emit(w, sc, job, WR_OUT_VAR, f->filters, f->type, f->vsize,
                         true, job->data, (size_t)size, rel, m);
     }
     if (!r && f->nullable)
-        r = wr_validity_tile(w, sc, job, src);
+        r = wr_validity_tile(w, sc, job);
     job->size = size;
     if (!r)
         r = tdb_fmw_tile_stats(w->fmw, f->fid, job->t, job->data, size,

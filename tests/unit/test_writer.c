@@ -1422,6 +1422,57 @@ static void test_threads_same_calls(void)
     json_decref(c);
 }
 
+/* The writer's threads keep a ZSTD context in their scratch from chunk to
+ * chunk and tile to tile: tiles of several chunks, of several contents, at
+ * levels from fast to the optimal parsers, interleaved on one scratch,
+ * encode to the same bytes as with a fresh context for each chunk. */
+static void test_zstd_context_same_bytes(void)
+{
+    static const int levels[] = {3, -5, 1, 6, 12, 17, 3};
+    size_t n = 200000;
+    uint8_t *data[3];
+    for (int k = 0; k < 3; k++)
+        data[k] = malloc(n);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        float v = (float)((i % 997) * 0.25) + (float)(x >> 29);
+        memcpy(data[0] + (i & ~(size_t)3), &v, 4); /* noisy floats */
+        data[1][i] = (uint8_t)("the quick brown fox "[i % 20] ^ (i / 4096));
+        data[2][i] = (uint8_t)(x >> 24);           /* incompressible */
+    }
+    struct tdb_scratch *sc = calloc(1, sizeof *sc);
+    for (size_t li = 0; li < sizeof levels / sizeof *levels; li++)
+        for (int k = 0; k < 3; k++) {
+            struct tdb_filter f = {.type = TDB_FILTER_ZSTD,
+                                   .ops = &tdb_filter_zstd,
+                                   .level = levels[li]};
+            struct tdb_pipeline p = {.max_chunk_size = 65536, .n = 1, .f = &f};
+            /* the slow parsers on a shorter tile */
+            size_t len = levels[li] >= 12 ? n / 4 : n;
+            struct tdb_tile_desc d = {.datatype = TDB_UINT8, .cell_size = 1,
+                                      .version = TDB_WRITE_VERSION,
+                                      .what = "zstd tile"};
+            struct tdb_buf fresh = {0}, kept = {0};
+            struct tdb_error err = {0};
+            CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data[k], len, NULL, 0,
+                                             &fresh, &err), 0);
+            d.scratch = sc;
+            CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data[k], len, NULL, 0,
+                                             &kept, &err), 0);
+            CHECK(sc->zstd_cctx != NULL);
+            CHECK_EQ_INT(kept.len, fresh.len);
+            CHECK(kept.len == fresh.len &&
+                  !memcmp(kept.data, fresh.data, fresh.len));
+            CHECK(fresh.len > 8 && tdb_le64(fresh.data) == (len + 65535) / 65536);
+            tdb_buf_free(&fresh);
+            tdb_buf_free(&kept);
+        }
+    tdb_scratch_free(sc);
+    for (int k = 0; k < 3; k++)
+        free(data[k]);
+}
+
 int main(void)
 {
     corpus = unit_corpus();
@@ -1442,5 +1493,6 @@ int main(void)
     RUN(test_roundtrip_encrypted);
     RUN(test_threads_same_bytes);
     RUN(test_threads_same_calls);
+    RUN(test_zstd_context_same_bytes);
     return unit_done();
 }
