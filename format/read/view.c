@@ -138,7 +138,8 @@ static int view_frag_field(const struct tdb_fieldfile *ff,
 /* What a walk over cells does with them: fill cells (no fragment holds
  * them, or the fragment lacks the field), cells that may be passed over
  * without decoding, and cells of a decoded tile.  Each returns 0 to go on,
- * 1 to stop, or a negative error. */
+ * 1 to stop, or a negative error.  A walk with `copy` set copies fixed-size
+ * cells itself (cs bytes each) and calls neither skip nor tile. */
 struct view_visit {
     bool offsets_only;          /* var-sized: cell sizes are enough */
     int (*fill)(struct view_visit *v, uint64_t n);
@@ -146,10 +147,15 @@ struct view_visit {
     int (*tile)(struct view_visit *v, const struct tdb_frag *f, uint64_t t,
                 const struct tdb_tile *tile, uint64_t i, uint64_t n,
                 struct tdb_error *err);
-    /* When set, called for each tile the walk would decode, instead of
-     * decoding it (tdb_fieldfile_tiles). */
+    /* When set, called for the tiles the walk would decode, instead of
+     * decoding them (tdb_fieldfile_tiles): at a tile's first piece, view
+     * cells [cell, end), then again with the end of its later pieces
+     * (cell: the end told before), at the latest when the walk ends. */
     int (*plan)(struct view_visit *v, struct tdb_frag *f, int field,
-                unsigned part, uint64_t t, uint64_t cell, uint64_t n);
+                unsigned part, uint64_t t, uint64_t cell, uint64_t end);
+    struct view_win *copy;
+    uint64_t cs;
+    uint64_t pieces;            /* pieces of tiles the walk went over */
     struct tdb_cache_entry *entry;  /* the tile given to tile() */
 };
 
@@ -158,6 +164,9 @@ struct view_visit {
  * row), and looking each up in the cache again for every run is most of
  * the cost of short runs. */
 #define VIEW_HELD 32
+/* Where the walk is in each fragment (by index modulo VIEW_CUR): a run in
+ * the tile of that fragment's last run costs a compare. */
+#define VIEW_CUR 64
 
 struct view_held {
     struct tdb_frag *f;
@@ -168,9 +177,23 @@ struct view_held {
     const struct tdb_tile *tile;
 };
 
+struct view_cur {
+    struct tdb_frag *f;         /* NULL: not used yet */
+    int field;                  /* -1: the fragment lacks the field */
+    unsigned part;
+    uint64_t t, first, end;     /* tile t holds fragment cells [first, end) */
+    const struct tdb_tile *tile;    /* pinned in the walk's ring; NULL: not
+                                     * yet (or no longer) */
+    struct tdb_cache_entry *e;
+    uint64_t told, upto;        /* planning: tile t's pieces end at upto,
+                                 * plan() knows of them up to told (0: not
+                                 * told of the tile yet) */
+};
+
 struct view_pins {
     struct view_held h[VIEW_HELD];
     unsigned n, next;
+    struct view_cur cur[VIEW_CUR];
 };
 
 static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
@@ -186,7 +209,8 @@ static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
         }
     }
     struct tdb_cache_entry *e;
-    int r = tdb_frag_tile(f, field, part, t, &e, tile, err);
+    const struct tdb_tile *tl;
+    int r = tdb_frag_tile(f, field, part, t, &e, &tl, err);
     if (r)
         return r;
     struct view_held *h;
@@ -195,9 +219,13 @@ static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
     } else {
         h = &vp->h[vp->next];
         vp->next = (vp->next + 1) % VIEW_HELD;
+        struct view_cur *k = &vp->cur[h->f->index % VIEW_CUR];
+        if (k->tile == h->tile)
+            k->tile = NULL;
         tdb_cache_release(h->f->arr->cache, h->e);
     }
-    *h = (struct view_held){f, field, part, t, e, *tile};
+    *h = (struct view_held){f, field, part, t, e, tl};
+    *tile = tl;
     *entry = e;
     return 0;
 }
@@ -207,6 +235,94 @@ static void view_unpin_all(struct view_pins *vp)
     for (unsigned i = 0; i < vp->n; i++)
         tdb_cache_release(vp->h[i].f->arr->cache, vp->h[i].e);
     vp->n = vp->next = 0;
+}
+
+/* Tells plan() of the pieces of k's tile it does not know of yet. */
+static int view_plan_flush(struct view_visit *v, struct view_cur *k)
+{
+    if (!k->told || k->upto <= k->told)
+        return 0;
+    uint64_t from = k->told;
+    k->told = k->upto;
+    return v->plan(v, k->f, k->field, k->part, k->t, from, k->upto);
+}
+
+/* Slot k now follows fragment f. */
+static int view_cur_set(struct tdb_fieldfile *ff, struct view_visit *v,
+                        struct view_cur *k, struct tdb_frag *f)
+{
+    int r = k->f && v->plan ? view_plan_flush(v, k) : 0;
+    unsigned part;
+    int field = view_frag_field(ff, f, &part);
+    if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
+        part = TDB_PART_OFFSETS;
+    *k = (struct view_cur){f, field, part, 0, 0, 0, NULL, NULL, 0, 0};
+    return r;
+}
+
+/* Slot k moves to the tile of fragment cell fc. */
+static int view_cur_tile(struct view_cur *k, uint64_t fc,
+                         struct tdb_error *err)
+{
+    const struct tdb_frag *f = k->f;
+    uint64_t first, t = tdb_frag_tile_of(f, fc, &first);
+    /* the cells tile_of maps to t */
+    uint64_t per = f->fm->dense ? f->tile_cells
+                                : (f->fs->capacity ? f->fs->capacity : 1);
+    uint64_t nc = tdb_frag_tile_cells(f, t);
+    k->t = t;
+    k->first = first;
+    k->end = first + (nc < per ? nc : per);
+    k->tile = NULL;
+    k->told = k->upto = 0;
+    if (fc >= k->end)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: cell %llu beyond tile %llu",
+                       f->fm->path, (unsigned long long)fc,
+                       (unsigned long long)t);
+    return 0;
+}
+
+/* n bytes, most often one small cell. */
+static inline void view_copy(uint8_t *d, const uint8_t *s, uint64_t n)
+{
+    switch (n) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    case 16: memcpy(d, s, 16); break;
+    default: memcpy(d, s, (size_t)n); break;
+    }
+}
+
+/* Cells [i, i + n) of k's tile into the copy window. @return 1 to stop. */
+static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
+                           struct view_cur *k, uint64_t i, uint64_t n,
+                           struct tdb_error *err)
+{
+    struct view_win *w = v->copy;
+    uint64_t cs = v->cs, nb = n * cs, a = w->pos;
+    if (a + nb <= w->off) {     /* before the window: no decoding */
+        w->pos = a + nb;
+        return 0;
+    }
+    int r;
+    if (!k->tile &&
+        (r = view_pin(vp, k->f, k->field, k->part, k->t, &k->tile, &k->e, err)))
+        return r;
+    if ((i + n) * cs > k->tile->size)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
+                       k->f->fm->path, (unsigned long long)k->t);
+    const uint8_t *src = k->tile->data + i * cs;
+    if (!w->sink && a >= w->off && a + nb <= w->end) {
+        view_copy(w->dst + (a - w->off), src, nb);
+        w->pos = a + nb;
+        return w->pos >= w->end;
+    }
+    w->entry = k->e;
+    view_put(w, src, nb);
+    w->entry = NULL;
+    return w->pos >= w->end || (w->sink && w->sink->full);
 }
 
 /* Walks cells [c0, c1) of ff's view, tile by tile. */
@@ -224,40 +340,55 @@ static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
         if (!nr)
             return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                            (unsigned long long)c0);
-        for (size_t i = 0; i < nr; i++) {
-            struct tdb_run *ru = &runs[i];
+        for (size_t ri = 0; ri < nr; ri++) {
+            const struct tdb_run *ru = &runs[ri];
+            struct tdb_frag *f = ru->frag;
+            uint64_t cell = c0;
             c0 += ru->count;
-            unsigned part;
-            int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
-            if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
-                part = TDB_PART_OFFSETS;
-            if (field < 0) {
+            struct view_cur *k = NULL;
+            if (f) {
+                k = &vp->cur[f->index % VIEW_CUR];
+                if (k->f != f && (r = view_cur_set(ff, v, k, f)))
+                    return r < 0 ? r : 0;
+            }
+            if (!f || k->field < 0) {
                 if ((r = v->fill(v, ru->count)))
                     return r < 0 ? r : 0;
                 continue;
             }
             uint64_t fc = ru->fcell, left = ru->count;
             while (left) {
-                uint64_t first;
-                uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
-                uint64_t n = tdb_frag_tile_cells(ru->frag, t) - (fc - first);
+                if (fc - k->first >= k->end - k->first) {
+                    if (v->plan && (r = view_plan_flush(v, k)))
+                        return r < 0 ? r : 0;
+                    if ((r = view_cur_tile(k, fc, err)))
+                        return r;
+                }
+                uint64_t n = k->end - fc;
                 if (n > left)
                     n = left;
+                v->pieces++;
                 if (v->plan) {
-                    uint64_t cell = c0 - left;
-                    if ((r = v->plan(v, ru->frag, field, part, t, cell, n)))
-                        return r < 0 ? r : 0;
+                    if (k->told) {
+                        k->upto = cell + n;
+                    } else {
+                        k->told = k->upto = cell + n;
+                        r = v->plan(v, f, k->field, k->part, k->t, cell,
+                                    cell + n);
+                    }
+                } else if (v->copy) {
+                    r = view_copy_cells(v, vp, k, fc - k->first, n, err);
                 } else if (!v->skip || !v->skip(v, n)) {
-                    const struct tdb_tile *tile;
-                    r = view_pin(vp, ru->frag, field, part, t, &tile,
-                                 &v->entry, err);
-                    if (r)
+                    if (!k->tile && (r = view_pin(vp, f, k->field, k->part,
+                                                  k->t, &k->tile, &k->e, err)))
                         return r;
-                    r = v->tile(v, ru->frag, t, tile, fc - first, n, err);
-                    if (r)
-                        return r < 0 ? r : 0;
+                    v->entry = k->e;
+                    r = v->tile(v, f, k->t, k->tile, fc - k->first, n, err);
                 }
+                if (r)
+                    return r < 0 ? r : 0;
                 fc += n;
+                cell += n;
                 left -= n;
             }
         }
@@ -270,7 +401,15 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
 {
     struct view_pins vp;
     vp.n = vp.next = 0;
+    memset(vp.cur, 0, sizeof vp.cur);
     int r = view_walk_pinned(ff, c0, c1, v, &vp, err);
+    /* the ends of the pieces plan() was not told of yet (also when it
+     * asked to stop: those pieces came before) */
+    for (unsigned i = 0; v->plan && i < VIEW_CUR && r >= 0; i++) {
+        int q = vp.cur[i].f ? view_plan_flush(v, &vp.cur[i]) : 0;
+        if (q < 0)
+            r = q;
+    }
     view_unpin_all(&vp);
     return r;
 }
@@ -296,37 +435,13 @@ static int view_fixed_fill(struct view_visit *v, uint64_t n)
     return x->w->pos >= x->w->end || (x->w->sink && x->w->sink->full);
 }
 
-static bool view_fixed_skip(struct view_visit *v, uint64_t n)
-{
-    struct view_fixed *x = (struct view_fixed *)v;
-    if (x->w->pos + n * x->cs > x->w->off)
-        return false;
-    x->w->pos += n * x->cs;
-    return true;
-}
-
-static int view_fixed_tile(struct view_visit *v, const struct tdb_frag *f,
-                           uint64_t t, const struct tdb_tile *tile, uint64_t i,
-                           uint64_t n, struct tdb_error *err)
-{
-    struct view_fixed *x = (struct view_fixed *)v;
-    if ((i + n) * x->cs > tile->size)
-        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
-                       f->fm->path, (unsigned long long)t);
-    x->w->entry = v->entry;
-    view_put(x->w, tile->data + i * x->cs, n * x->cs);
-    x->w->entry = NULL;
-    return x->w->pos >= x->w->end || (x->w->sink && x->w->sink->full);
-}
-
 static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                       struct view_win *w, struct tdb_error *err)
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
+    uint64_t cs = validity ? 1 : ff->cell_size;
     struct view_fixed x = {
-        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL,
-         NULL}, w,
-        validity ? 1 : ff->cell_size,
+        {.fill = view_fixed_fill, .copy = w, .cs = cs}, w, cs,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
     };
@@ -375,9 +490,8 @@ static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     bool sizes_only, view_var_fn fn, void *arg,
                     struct tdb_error *err)
 {
-    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile,
-                          NULL, NULL}, ff,
-                         fn, arg};
+    struct view_var x = {{.offsets_only = sizes_only, .fill = view_var_fill,
+                          .tile = view_var_tile}, ff, fn, arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
 
@@ -572,10 +686,10 @@ static int view_plan_fill(struct view_visit *v, uint64_t n)
 
 static int view_plan_tile(struct view_visit *v, struct tdb_frag *f, int field,
                           unsigned part, uint64_t t, uint64_t cell,
-                          uint64_t n)
+                          uint64_t end)
 {
     struct view_plan *p = (struct view_plan *)v;
-    return p->fn(p->arg, f, field, part, t, cell * p->cs, (cell + n) * p->cs);
+    return p->fn(p->arg, f, field, part, t, cell * p->cs, end * p->cs);
 }
 
 int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
@@ -608,8 +722,11 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
 }
 
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err)
+                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
+                        struct tdb_error *err)
 {
+    if (pieces)
+        *pieces = 0;
     if (ff->var && ff->part != TDB_FILE_VALIDITY)
         return TDB_E_UNSUPPORTED;
     int r = tdb_cells_prepare(ff->cells, err);
@@ -625,9 +742,11 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     if (c0 >= c1)
         return 0;
     struct view_plan p = {
-        {false, view_plan_fill, NULL, NULL, view_plan_tile, NULL}, fn, arg,
-        cs};
-    return view_walk(ff, c0, c1, &p.v, err);
+        {.fill = view_plan_fill, .plan = view_plan_tile}, fn, arg, cs};
+    r = view_walk(ff, c0, c1, &p.v, err);
+    if (pieces)
+        *pieces = p.v.pieces;
+    return r;
 }
 
 int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,

@@ -139,18 +139,24 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
 int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
                        uint64_t *out, struct tdb_error *err);
 
-/* Calls fn for each piece of a tile that reading bytes [off, off + len) of
- * a fixed-size file (values or validity) uses, in reading order, without
- * decoding any: the tile, and the file's bytes [from, to) it gives there
- * (a tile gives many pieces: one per row of the view it crosses).  fn
- * returns 0 to go on, 1 to stop, or a negative error.  @return 0, the
- * error, or TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
+/* Calls fn for the tiles that reading bytes [off, off + len) of a
+ * fixed-size file (values or validity) uses, in reading order, without
+ * decoding any.  A tile gives many pieces of the file (one per row of the
+ * view it crosses, one per run of a sparse merge): fn hears of it at its
+ * first piece, the file's bytes [from, to), and then again, not for each
+ * piece, with the end `to` of its later pieces (from: the end told
+ * before), at the latest when the walk ends; a tile left and met again
+ * is told again.  fn returns 0 to go on, 1 to stop, or a negative error
+ * (after a stop fn still hears the ends of the pieces before).  *pieces
+ * (may be NULL): the pieces of tiles planned.  @return 0, the error, or
+ * TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
  * positions need the offsets). */
 typedef int (*tdb_tile_plan_fn)(void *arg, struct tdb_frag *f, int field,
                                 unsigned part, uint64_t t, uint64_t from,
                                 uint64_t to);
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err);
+                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
+                        struct tdb_error *err);
 
 /* The name a field or key has in the mount: '/' and '%' percent-encoded,
  * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */
