@@ -756,25 +756,32 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
         memcpy(pos, k + 2, nf * sizeof *pos);
     }
     pthread_mutex_unlock(&sc->hint_lock);
+    /* locals: the stores to out[] and pos[] would otherwise make the
+     * compiler load sc's fields again for every entry */
     size_t kk = 0;
     uint64_t end = first + n;
+    const uint8_t *bytes = sc->bytes;
+    size_t nbytes = sc->nbytes;
+    struct tdb_frag *const *frags = sc->frags;
+    unsigned shift = sc->fbits + 1;
     uint64_t smask = ((uint64_t)1 << sc->fbits) - 1;
-    while (kk < cap && first < end && byte < sc->nbytes) {
+    while (kk < cap && first < end && byte < nbytes) {
         size_t nb = byte;
-        uint64_t h = sc->bytes[nb] < 0x80 ? sc->bytes[nb++]
-                                          : sp_get_varint(sc->bytes, &nb);
+        uint64_t h = bytes[nb] < 0x80 ? bytes[nb++] : sp_get_varint(bytes, &nb);
         size_t slot = (size_t)(h >> 1 & smask);
         uint64_t fcell = pos[slot];
         if (h & 1) {
-            uint64_t z = sp_get_varint(sc->bytes, &nb);
+            uint64_t z = sp_get_varint(bytes, &nb);
             fcell += z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
         }
-        uint64_t count = (h >> (sc->fbits + 1)) + 1;
+        uint64_t count = (h >> shift) + 1;
         uint64_t e = cell + count;
         if (e > first) {
             uint64_t a0 = first > cell ? first : cell, b = end < e ? end : e;
-            out[kk++] = (struct tdb_run){sc->frags[slot], fcell + (a0 - cell),
-                                         b - a0};
+            out[kk].frag = frags[slot];
+            out[kk].fcell = fcell + (a0 - cell);
+            out[kk].count = b - a0;
+            kk++;
             first = b;
             if (b < e)
                 break;

@@ -185,6 +185,8 @@ struct view_cur {
     const struct tdb_tile *tile;    /* pinned in the walk's ring; NULL: not
                                      * yet (or no longer) */
     struct tdb_cache_entry *e;
+    uint64_t lim;               /* copying: cells [first, lim) of the tile
+                                 * are there in full (0: not pinned) */
     uint64_t told, upto;        /* planning: tile t's pieces end at upto,
                                  * plan() knows of them up to told (0: not
                                  * told of the tile yet) */
@@ -220,8 +222,10 @@ static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
         h = &vp->h[vp->next];
         vp->next = (vp->next + 1) % VIEW_HELD;
         struct view_cur *k = &vp->cur[h->f->index % VIEW_CUR];
-        if (k->tile == h->tile)
+        if (k->tile == h->tile) {
             k->tile = NULL;
+            k->lim = 0;
+        }
         tdb_cache_release(h->f->arr->cache, h->e);
     }
     *h = (struct view_held){f, field, part, t, e, tl};
@@ -256,7 +260,7 @@ static int view_cur_set(struct tdb_fieldfile *ff, struct view_visit *v,
     int field = view_frag_field(ff, f, &part);
     if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
         part = TDB_PART_OFFSETS;
-    *k = (struct view_cur){f, field, part, 0, 0, 0, NULL, NULL, 0, 0};
+    *k = (struct view_cur){f, field, part, 0, 0, 0, NULL, NULL, 0, 0, 0};
     return r;
 }
 
@@ -274,6 +278,7 @@ static int view_cur_tile(struct view_cur *k, uint64_t fc,
     k->first = first;
     k->end = first + (nc < per ? nc : per);
     k->tile = NULL;
+    k->lim = 0;
     k->told = k->upto = 0;
     if (fc >= k->end)
         return tdb_err(err, TDB_E_CORRUPT, "%s: cell %llu beyond tile %llu",
@@ -307,9 +312,13 @@ static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
         return 0;
     }
     int r;
-    if (!k->tile &&
-        (r = view_pin(vp, k->f, k->field, k->part, k->t, &k->tile, &k->e, err)))
-        return r;
+    if (!k->tile) {
+        r = view_pin(vp, k->f, k->field, k->part, k->t, &k->tile, &k->e, err);
+        if (r)
+            return r;
+        uint64_t held = k->tile->size / cs;
+        k->lim = k->first + (held < k->end - k->first ? held : k->end - k->first);
+    }
     if ((i + n) * cs > k->tile->size)
         return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
                        k->f->fm->path, (unsigned long long)k->t);
@@ -323,6 +332,61 @@ static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
     view_put(w, src, nb);
     w->entry = NULL;
     return w->pos >= w->end || (w->sink && w->sink->full);
+}
+
+/* The copy walk's common case, in a tight loop: runs[0..nr) copied while
+ * each lies in the tile pinned for its fragment and in the window.
+ * @return the runs copied (their cells added to *cells). */
+static size_t view_copy_fast(const struct view_pins *vp,
+                             const struct tdb_run *runs, size_t nr,
+                             struct view_win *w, uint64_t cs, uint64_t *cells)
+{
+    uint64_t pos = w->pos, off = w->off, end = w->end, done = 0;
+    if (w->sink || pos < off)
+        return 0;
+    uint8_t *dst = w->dst + (pos - off);
+    size_t i;
+    for (i = 0; i < nr; i++) {
+        const struct tdb_frag *f = runs[i].frag;
+        if (!f)
+            break;
+        const struct view_cur *k = &vp->cur[f->index % VIEW_CUR];
+        uint64_t fc = runs[i].fcell, n = runs[i].count, nb = n * cs;
+        if (k->f != f || fc < k->first || n > k->lim - fc || fc >= k->lim ||
+            nb > end - pos)
+            break;
+        view_copy(dst, k->tile->data + (fc - k->first) * cs, nb);
+        dst += nb;
+        pos += nb;
+        done += n;
+    }
+    w->pos = pos;
+    *cells += done;
+    return i;
+}
+
+/* The planning walk's common case: runs[0..nr) in the tile of their
+ * fragment plan() was told of.  @return the runs passed (their cells
+ * added to *cell). */
+static size_t view_plan_fast(struct view_pins *vp, const struct tdb_run *runs,
+                             size_t nr, uint64_t *cell)
+{
+    uint64_t c = *cell;
+    size_t i;
+    for (i = 0; i < nr; i++) {
+        const struct tdb_frag *f = runs[i].frag;
+        if (!f)
+            break;
+        struct view_cur *k = &vp->cur[f->index % VIEW_CUR];
+        uint64_t fc = runs[i].fcell, n = runs[i].count;
+        if (k->f != f || !k->told || fc < k->first || fc >= k->end ||
+            n > k->end - fc)
+            break;
+        c += n;
+        k->upto = c;
+    }
+    *cell = c;
+    return i;
 }
 
 /* Walks cells [c0, c1) of ff's view, tile by tile. */
@@ -341,6 +405,14 @@ static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
             return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                            (unsigned long long)c0);
         for (size_t ri = 0; ri < nr; ri++) {
+            if (v->copy || v->plan) {
+                size_t d = v->copy ? view_copy_fast(vp, runs + ri, nr - ri,
+                                                    v->copy, v->cs, &c0)
+                                   : view_plan_fast(vp, runs + ri, nr - ri, &c0);
+                v->pieces += d;
+                if ((ri += d) == nr)
+                    break;
+            }
             const struct tdb_run *ru = &runs[ri];
             struct tdb_frag *f = ru->frag;
             uint64_t cell = c0;
