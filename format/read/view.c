@@ -175,6 +175,7 @@ struct view_held {
     uint64_t t;
     struct tdb_cache_entry *e;
     const struct tdb_tile *tile;
+    struct view_cur *k;         /* the slot that uses it */
 };
 
 struct view_cur {
@@ -186,7 +187,8 @@ struct view_cur {
                                      * yet (or no longer) */
     struct tdb_cache_entry *e;
     uint64_t lim;               /* copying: cells [first, lim) of the tile
-                                 * are there in full (0: not pinned) */
+                                 * are there in full (lim == first: not
+                                 * pinned) */
     uint64_t told, upto;        /* planning: tile t's pieces end at upto,
                                  * plan() knows of them up to told (0: not
                                  * told of the tile yet) */
@@ -198,21 +200,23 @@ struct view_pins {
     struct view_cur cur[VIEW_CUR];
 };
 
-static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
-                    unsigned part, uint64_t t, const struct tdb_tile **tile,
-                    struct tdb_cache_entry **entry, struct tdb_error *err)
+/* Pins k's tile (k->tile, k->e) in the walk's ring. */
+static int view_pin(struct view_pins *vp, struct view_cur *k,
+                    struct tdb_error *err)
 {
     for (unsigned i = 0; i < vp->n; i++) {
         struct view_held *h = &vp->h[i];
-        if (h->t == t && h->f == f && h->field == field && h->part == part) {
-            *tile = h->tile;
-            *entry = h->e;
+        if (h->t == k->t && h->f == k->f && h->field == k->field &&
+            h->part == k->part) {
+            h->k = k;
+            k->tile = h->tile;
+            k->e = h->e;
             return 0;
         }
     }
     struct tdb_cache_entry *e;
     const struct tdb_tile *tl;
-    int r = tdb_frag_tile(f, field, part, t, &e, &tl, err);
+    int r = tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tl, err);
     if (r)
         return r;
     struct view_held *h;
@@ -221,16 +225,15 @@ static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
     } else {
         h = &vp->h[vp->next];
         vp->next = (vp->next + 1) % VIEW_HELD;
-        struct view_cur *k = &vp->cur[h->f->index % VIEW_CUR];
-        if (k->tile == h->tile) {
-            k->tile = NULL;
-            k->lim = 0;
+        if (h->k->tile == h->tile) {
+            h->k->tile = NULL;
+            h->k->lim = h->k->first;
         }
         tdb_cache_release(h->f->arr->cache, h->e);
     }
-    *h = (struct view_held){f, field, part, t, e, tl};
-    *tile = tl;
-    *entry = e;
+    *h = (struct view_held){k->f, k->field, k->part, k->t, e, tl, k};
+    k->tile = tl;
+    k->e = e;
     return 0;
 }
 
@@ -278,7 +281,7 @@ static int view_cur_tile(struct view_cur *k, uint64_t fc,
     k->first = first;
     k->end = first + (nc < per ? nc : per);
     k->tile = NULL;
-    k->lim = 0;
+    k->lim = first;
     k->told = k->upto = 0;
     if (fc >= k->end)
         return tdb_err(err, TDB_E_CORRUPT, "%s: cell %llu beyond tile %llu",
@@ -313,7 +316,7 @@ static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
     }
     int r;
     if (!k->tile) {
-        r = view_pin(vp, k->f, k->field, k->part, k->t, &k->tile, &k->e, err);
+        r = view_pin(vp, k, err);
         if (r)
             return r;
         uint64_t held = k->tile->size / cs;
@@ -389,10 +392,59 @@ static size_t view_plan_fast(struct view_pins *vp, const struct tdb_run *runs,
     return i;
 }
 
-/* Walks cells [c0, c1) of ff's view, tile by tile. */
-static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
-                            uint64_t c1, struct view_visit *v,
-                            struct view_pins *vp, struct tdb_error *err)
+/* One run of the view: cells [fc, fc + count) of k's fragment f (NULL:
+ * fill) are view cells from `cell` on.  @return 0, 1 to stop, or an
+ * error. */
+static int view_run(struct tdb_fieldfile *ff, struct view_visit *v,
+                    struct view_pins *vp, struct view_cur *k,
+                    struct tdb_frag *f, uint64_t fc, uint64_t count,
+                    uint64_t cell, struct tdb_error *err)
+{
+    int r;
+    (void)ff;
+    if (!f || k->field < 0)
+        return v->fill(v, count);
+    uint64_t left = count;
+    while (left) {
+        if (fc - k->first >= k->end - k->first) {
+            if (v->plan && (r = view_plan_flush(v, k)))
+                return r;
+            if ((r = view_cur_tile(k, fc, err)))
+                return r;
+        }
+        uint64_t n = k->end - fc;
+        if (n > left)
+            n = left;
+        v->pieces++;
+        r = 0;
+        if (v->plan) {
+            if (k->told) {
+                k->upto = cell + n;
+            } else {
+                k->told = k->upto = cell + n;
+                r = v->plan(v, f, k->field, k->part, k->t, cell, cell + n);
+            }
+        } else if (v->copy) {
+            r = view_copy_cells(v, vp, k, fc - k->first, n, err);
+        } else if (!v->skip || !v->skip(v, n)) {
+            if (!k->tile && (r = view_pin(vp, k, err)))
+                return r;
+            v->entry = k->e;
+            r = v->tile(v, f, k->t, k->tile, fc - k->first, n, err);
+        }
+        if (r)
+            return r;
+        fc += n;
+        cell += n;
+        left -= n;
+    }
+    return 0;
+}
+
+/* Walks cells [c0, c1) of ff's view, tile by tile, over the view's runs. */
+static int view_walk_runs(struct tdb_fieldfile *ff, uint64_t c0,
+                          uint64_t c1, struct view_visit *v,
+                          struct view_pins *vp, struct tdb_error *err)
 {
     struct tdb_run runs[VIEW_RUNS];
     while (c0 < c1) {
@@ -423,49 +475,159 @@ static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
                 if (k->f != f && (r = view_cur_set(ff, v, k, f)))
                     return r < 0 ? r : 0;
             }
-            if (!f || k->field < 0) {
-                if ((r = v->fill(v, ru->count)))
-                    return r < 0 ? r : 0;
-                continue;
-            }
-            uint64_t fc = ru->fcell, left = ru->count;
-            while (left) {
-                if (fc - k->first >= k->end - k->first) {
-                    if (v->plan && (r = view_plan_flush(v, k)))
-                        return r < 0 ? r : 0;
-                    if ((r = view_cur_tile(k, fc, err)))
-                        return r;
-                }
-                uint64_t n = k->end - fc;
-                if (n > left)
-                    n = left;
-                v->pieces++;
-                if (v->plan) {
-                    if (k->told) {
-                        k->upto = cell + n;
-                    } else {
-                        k->told = k->upto = cell + n;
-                        r = v->plan(v, f, k->field, k->part, k->t, cell,
-                                    cell + n);
-                    }
-                } else if (v->copy) {
-                    r = view_copy_cells(v, vp, k, fc - k->first, n, err);
-                } else if (!v->skip || !v->skip(v, n)) {
-                    if (!k->tile && (r = view_pin(vp, f, k->field, k->part,
-                                                  k->t, &k->tile, &k->e, err)))
-                        return r;
-                    v->entry = k->e;
-                    r = v->tile(v, f, k->t, k->tile, fc - k->first, n, err);
-                }
-                if (r)
-                    return r < 0 ? r : 0;
-                fc += n;
-                cell += n;
-                left -= n;
-            }
+            r = view_run(ff, v, vp, k, f, ru->fcell, ru->count, cell, err);
+            if (r)
+                return r < 0 ? r : 0;
         }
     }
     return 0;
+}
+
+/* view_copy_fast over a sparse plan's one-byte entries (view.h), from the
+ * entry at pp (which starts at the window's next cell) to cell c1; cs: the
+ * bytes of a cell (a constant where inlined).  With no more fragments
+ * than slots a slot's fragment is the entry's (or lim == first). */
+#if defined(__GNUC__)
+#define VIEW_INLINE inline __attribute__((always_inline))
+#else
+#define VIEW_INLINE inline
+#endif
+
+static VIEW_INLINE void view_copy_plan_cs(const struct view_pins *vp,
+                                     struct tdb_plan_pos *pp, uint64_t c1,
+                                     struct view_win *w, const uint64_t cs,
+                                     uint64_t *pieces)
+{
+    const uint8_t *p0 = pp->p, *p = p0, *pe = pp->end;
+    uint64_t *next = pp->next, cell = pp->cell, smask = pp->smask;
+    unsigned shift = pp->shift;
+    struct tdb_frag *const *frags = pp->frags;
+    bool own = pp->nfrags <= VIEW_CUR;
+    uint8_t *dst = w->dst + (w->pos - w->off);
+    uint64_t cmax = cell + (w->end - w->pos) / cs;
+    if (cmax > c1)
+        cmax = c1;
+    while (p < pe) {
+        unsigned h = *p;
+        if (h & 0x81)           /* a longer entry, or one with a skip */
+            break;
+        size_t slot = h >> 1 & smask;
+        uint64_t count = (h >> shift) + 1;
+        const struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+        uint64_t i = next[slot] - k->first;
+        if (i >= k->lim - k->first || count > k->lim - k->first - i ||
+            count > cmax - cell || (!own && k->f != frags[slot]))
+            break;
+        const uint8_t *src = k->tile->data + i * cs;
+        if (count == 1)
+            memcpy(dst, src, cs);
+        else
+            memcpy(dst, src, count * cs);
+        dst += count * cs;
+        next[slot] += count;
+        cell += count;
+        p++;
+    }
+    w->pos += (cell - pp->cell) * cs;
+    pp->p = p;
+    pp->cell = cell;
+    *pieces += (uint64_t)(p - p0);
+}
+
+static void view_copy_plan(const struct view_pins *vp,
+                           struct tdb_plan_pos *pp, uint64_t c1,
+                           struct view_win *w, uint64_t cs, uint64_t *pieces)
+{
+    if (w->sink || w->pos < w->off)
+        return;
+    switch (cs) {
+    case 1: view_copy_plan_cs(vp, pp, c1, w, 1, pieces); break;
+    case 2: view_copy_plan_cs(vp, pp, c1, w, 2, pieces); break;
+    case 4: view_copy_plan_cs(vp, pp, c1, w, 4, pieces); break;
+    case 8: view_copy_plan_cs(vp, pp, c1, w, 8, pieces); break;
+    default: view_copy_plan_cs(vp, pp, c1, w, cs, pieces); break;
+    }
+}
+
+/* view_plan_fast over a sparse plan's one-byte entries. */
+static void view_plan_plan(struct view_pins *vp, struct tdb_plan_pos *pp,
+                           uint64_t c1, uint64_t *pieces)
+{
+    const uint8_t *p0 = pp->p, *p = p0, *pe = pp->end;
+    uint64_t *next = pp->next, cell = pp->cell, smask = pp->smask;
+    unsigned shift = pp->shift;
+    struct tdb_frag *const *frags = pp->frags;
+    bool own = pp->nfrags <= VIEW_CUR;
+    while (p < pe) {
+        unsigned h = *p;
+        if (h & 0x81)
+            break;
+        size_t slot = h >> 1 & smask;
+        uint64_t count = (h >> shift) + 1;
+        struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+        uint64_t i = next[slot] - k->first;
+        if (!k->told || i >= k->end - k->first ||
+            count > k->end - k->first - i || count > c1 - cell ||
+            (!own && k->f != frags[slot]))
+            break;
+        next[slot] += count;
+        cell += count;
+        k->upto = cell;
+        p++;
+    }
+    pp->p = p;
+    pp->cell = cell;
+    *pieces += (uint64_t)(p - p0);
+}
+
+/* Walks cells [c0, c1) of ff's view, tile by tile, over a sparse plan's
+ * entries (no call per run). */
+static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
+                          uint64_t c1, struct view_visit *v,
+                          struct view_pins *vp, struct tdb_error *err)
+{
+    struct tdb_cells *cells = ff->cells;
+    struct tdb_plan_pos pp;
+    int r = cells->ops->plan_seek(cells, c0, &pp, err);
+    if (r)
+        return r;
+    while (c0 < c1) {
+        if (pp.p >= pp.end) {
+            r = tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
+                        (unsigned long long)c0);
+            break;
+        }
+        if (pp.cell == c0 && (v->copy || v->plan)) {
+            if (v->copy)
+                view_copy_plan(vp, &pp, c1, v->copy, v->cs, &v->pieces);
+            else
+                view_plan_plan(vp, &pp, c1, &v->pieces);
+            c0 = pp.cell;
+            if (c0 >= c1 || pp.p >= pp.end)
+                continue;
+        }
+        size_t slot;
+        uint64_t fcell, count;
+        const uint8_t *np;
+        tdb_plan_decode(&pp, &slot, &fcell, &count, &np);
+        uint64_t skip = c0 - pp.cell, n = count - skip;
+        if (n > c1 - c0)
+            n = c1 - c0;
+        struct tdb_frag *f = pp.frags[slot];
+        struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+        if (k->f != f && (r = view_cur_set(ff, v, k, f)))
+            break;
+        if ((r = view_run(ff, v, vp, k, f, fcell + skip, n, c0, err)))
+            break;
+        c0 += n;
+        if (skip + n == count) {
+            pp.next[slot] = fcell + count;
+            pp.cell += count;
+            pp.p = np;
+        }
+    }
+    cells->ops->plan_done(cells, &pp);
+    return r < 0 ? r : 0;
 }
 
 static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
@@ -474,7 +636,8 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
     struct view_pins vp;
     vp.n = vp.next = 0;
     memset(vp.cur, 0, sizeof vp.cur);
-    int r = view_walk_pinned(ff, c0, c1, v, &vp, err);
+    int r = ff->cells->ops->plan_seek ? view_walk_plan(ff, c0, c1, v, &vp, err)
+                                      : view_walk_runs(ff, c0, c1, v, &vp, err);
     /* the ends of the pieces plan() was not told of yet (also when it
      * asked to stop: those pieces came before) */
     for (unsigned i = 0; v->plan && i < VIEW_CUR && r >= 0; i++) {

@@ -18,6 +18,29 @@ struct tdb_run {
     uint64_t count;
 };
 
+/* A place in a sparse merge's plan (sparse_view.c): its entries from p on,
+ * the first starting at view cell `cell`, and the next cell of each
+ * fragment.  Walks read it without a call per run: an entry of one byte h
+ * with (h & 0x81) == 0 is (h >> shift) + 1 cells of fragment frags[h >> 1
+ * & smask] from its next cell on; tdb_plan_decode reads any entry. */
+#define TDB_PLAN_BUF 64
+struct tdb_plan_pos {
+    const uint8_t *p, *end;
+    uint64_t cell;
+    uint64_t *next;             /* nfrags words (buf, or allocated) */
+    struct tdb_frag *const *frags;
+    size_t nfrags;
+    unsigned shift;
+    uint64_t smask;
+    int hint;                   /* the plan's own (a resume point used) */
+    uint64_t buf[TDB_PLAN_BUF];
+};
+
+/* The entry at pp->p (pp->p < pp->end): fragment slot, its first cell and
+ * count; *np: the entry after it.  Moves nothing. */
+void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
+                     uint64_t *fcell, uint64_t *count, const uint8_t **np);
+
 struct tdb_cells;
 struct tdb_cells_ops {
     /* Fills out[] with runs covering cells [first, first+n) (or a prefix
@@ -25,6 +48,13 @@ struct tdb_cells_ops {
     int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
                 struct tdb_run *out, size_t cap, size_t *nout,
                 struct tdb_error *err);
+    /* Sparse merges (NULL for others): *pp at the entry holding cell
+     * `first` (or at the end); give it back with plan_done (where a read
+     * stopped is where the next one likely starts).  @return 0 or
+     * TDB_E_NOMEM. */
+    int (*plan_seek)(struct tdb_cells *c, uint64_t first,
+                     struct tdb_plan_pos *pp, struct tdb_error *err);
+    void (*plan_done)(struct tdb_cells *c, struct tdb_plan_pos *pp);
     /* Computes ncells if not known yet (sparse merges). */
     int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
