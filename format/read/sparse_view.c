@@ -506,47 +506,25 @@ static bool sp_at(const struct tdb_schema *s, const struct tdb_order_key *ok,
     return sp_cmp(s, ok, a, key) == 0;
 }
 
-/* A binary heap of the cursors not done, by sp_before.  Each entry keeps
- * its cursor's key: most comparisons read no cursor (the top's key is
- * taken again when it moved on). */
-struct sp_hent {
-    uint64_t key;
-    struct sp_cur *c;
-    bool kvalid;
-};
-
+/* A binary heap of the cursors not done, by sp_before. */
 struct sp_heap {
-    struct sp_hent *h;
+    struct sp_cur **h;
     size_t n;
     const struct tdb_schema *s;
 };
 
-static inline struct sp_hent sp_hent_of(struct sp_cur *c)
-{
-    return (struct sp_hent){c->h.key, c, c->h.kvalid};
-}
-
-static inline bool sp_hbefore(const struct tdb_schema *s,
-                              const struct sp_hent *a, const struct sp_hent *b)
-{
-    if (a->kvalid && b->kvalid && a->key != b->key)
-        return a->key < b->key;
-    return sp_before_slow(s, a->c, b->c);
-}
-
 static void sp_sift_down(struct sp_heap *hp, size_t i)
 {
-    struct sp_hent *h = hp->h;
-    struct sp_hent x = h[i];
-    size_t n = hp->n;
+    struct sp_cur **h = hp->h;
+    struct sp_cur *x = h[i];
     for (;;) {
         size_t l = 2 * i + 1;
-        if (l >= n)
+        if (l >= hp->n)
             break;
         size_t m = l;
-        if (l + 1 < n)
-            m += sp_hbefore(hp->s, &h[l + 1], &h[l]);
-        if (!sp_hbefore(hp->s, &h[m], &x))
+        if (l + 1 < hp->n && sp_before(hp->s, h[l + 1], h[l]))
+            m = l + 1;
+        if (!sp_before(hp->s, h[m], x))
             break;
         h[i] = h[m];
         i = m;
@@ -554,13 +532,12 @@ static void sp_sift_down(struct sp_heap *hp, size_t i)
     h[i] = x;
 }
 
-static void sp_push(struct sp_heap *hp, struct sp_cur *c)
+static void sp_push(struct sp_heap *hp, struct sp_cur *x)
 {
-    struct sp_hent x = sp_hent_of(c);
     size_t i = hp->n++;
     while (i) {
         size_t p = (i - 1) / 2;
-        if (!sp_hbefore(hp->s, &x, &hp->h[p]))
+        if (!sp_before(hp->s, x, hp->h[p]))
             break;
         hp->h[i] = hp->h[p];
         i = p;
@@ -570,7 +547,7 @@ static void sp_push(struct sp_heap *hp, struct sp_cur *c)
 
 static struct sp_cur *sp_pop(struct sp_heap *hp)
 {
-    struct sp_cur *top = hp->h[0].c;
+    struct sp_cur *top = hp->h[0];
     if (--hp->n) {
         hp->h[0] = hp->h[hp->n];
         sp_sift_down(hp, 0);
@@ -581,12 +558,10 @@ static struct sp_cur *sp_pop(struct sp_heap *hp)
 /* The top cursor moved on (or is done): restore the heap. */
 static void sp_top_moved(struct sp_heap *hp)
 {
-    if (hp->h[0].c->done) {
+    if (hp->h[0]->done)
         sp_pop(hp);
-    } else {
-        hp->h[0] = sp_hent_of(hp->h[0].c);
+    else
         sp_sift_down(hp, 0);
-    }
 }
 
 /* The newest version of a cell so far (no duplicates). */
@@ -622,7 +597,7 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
     bool dups = s->allows_dups;
     size_t n = sc->nfrags;
     struct sp_cur *cur = calloc(n ? n : 1, sizeof *cur);
-    struct sp_hent *heap = calloc(n ? n : 1, sizeof *heap);
+    struct sp_cur **heap = calloc(n ? n : 1, sizeof *heap);
     struct sp_cur **eq = calloc(n ? n : 1, sizeof *eq);
     uint8_t *keybuf = NULL;
     size_t keycap = 0;
@@ -651,7 +626,7 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
     }
     while (!r && hp.n) {
         /* the smallest head; among equal coordinates the newest first */
-        struct sp_cur *m = hp.h[0].c;
+        struct sp_cur *m = hp.h[0];
         if (dups) {
             r = sp_emit(sc, m->slot, m->cell);
             if (r) {
@@ -697,9 +672,9 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         sp_top_moved(&hp);
         /* other heads at the same place in the order (other fragments'
          * versions): take them off, take their equal cells, put them back */
-        if (hp.n && sp_at(s, &sc->okey, &hp.h[0].c->h, &key)) {
+        if (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key)) {
             size_t ne = 0;
-            while (hp.n && sp_at(s, &sc->okey, &hp.h[0].c->h, &key))
+            while (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key))
                 eq[ne++] = sp_pop(&hp);
             for (size_t i = 0; i < ne && !r; i++)
                 r = sp_take_equal(sc, eq[i], &key, &w, err);
