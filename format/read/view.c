@@ -164,8 +164,9 @@ struct view_visit {
  * row), and looking each up in the cache again for every run is most of
  * the cost of short runs. */
 #define VIEW_HELD 32
-/* Where the walk is in each fragment (by index modulo VIEW_CUR): a run in
- * the tile of that fragment's last run costs a compare. */
+/* Where the walk is in each fragment (slot: the fragment's index in the
+ * array, or in a sparse plan, modulo VIEW_CUR): a run in the tile of that
+ * fragment's last run costs a compare. */
 #define VIEW_CUR 64
 
 struct view_held {
@@ -395,13 +396,11 @@ static size_t view_plan_fast(struct view_pins *vp, const struct tdb_run *runs,
 /* One run of the view: cells [fc, fc + count) of k's fragment f (NULL:
  * fill) are view cells from `cell` on.  @return 0, 1 to stop, or an
  * error. */
-static int view_run(struct tdb_fieldfile *ff, struct view_visit *v,
-                    struct view_pins *vp, struct view_cur *k,
-                    struct tdb_frag *f, uint64_t fc, uint64_t count,
-                    uint64_t cell, struct tdb_error *err)
+static int view_run(struct view_visit *v, struct view_pins *vp,
+                    struct view_cur *k, struct tdb_frag *f, uint64_t fc,
+                    uint64_t count, uint64_t cell, struct tdb_error *err)
 {
     int r;
-    (void)ff;
     if (!f || k->field < 0)
         return v->fill(v, count);
     uint64_t left = count;
@@ -475,7 +474,7 @@ static int view_walk_runs(struct tdb_fieldfile *ff, uint64_t c0,
                 if (k->f != f && (r = view_cur_set(ff, v, k, f)))
                     return r < 0 ? r : 0;
             }
-            r = view_run(ff, v, vp, k, f, ru->fcell, ru->count, cell, err);
+            r = view_run(v, vp, k, f, ru->fcell, ru->count, cell, err);
             if (r)
                 return r < 0 ? r : 0;
         }
@@ -617,7 +616,7 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
         struct view_cur *k = &vp->cur[slot % VIEW_CUR];
         if (k->f != f && (r = view_cur_set(ff, v, k, f)))
             break;
-        if ((r = view_run(ff, v, vp, k, f, fcell + skip, n, c0, err)))
+        if ((r = view_run(v, vp, k, f, fcell + skip, n, c0, err)))
             break;
         c0 += n;
         if (skip + n == count) {
