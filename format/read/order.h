@@ -37,6 +37,8 @@ uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c);
 struct tdb_order_key {
     bool hilbert;               /* the key is the Hilbert value */
     bool exact;                 /* equal keys: equal coordinates */
+    bool wide;                  /* every part 8 bytes and div 1 (cell
+                                 * parts then have shift 0) */
     unsigned nparts;
     struct tdb_order_part {
         uint32_t dim;

@@ -392,7 +392,6 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
     (void)from;
-    pl->npieces++;
     if (rd_memo_seen(pl, &k, to))
         return 0;
     if (rd_want(pl->rd, &k, pl->epoch, to, pl->ncur > 0) &&
@@ -408,7 +407,8 @@ static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
     (void)from;
-    pl->pos = to;
+    if (to > pl->pos)
+        pl->pos = to;
     if (rd_memo_seen(pl, &k, to) || !rd_want(pl->rd, &k, pl->epoch, to, true))
         return 0;
     pthread_mutex_lock(&pl->rd->lock);
@@ -538,7 +538,8 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     pl.limit = pl.pos = 0;
     memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
-    tdb_fieldfile_tiles(rd->ff, poff, plen, rd_plan_read, &pl, NULL);
+    tdb_fieldfile_tiles(rd->ff, poff, plen, rd_plan_read, &pl, &pl.npieces,
+                        NULL);
     rd_memo_flush(&pl);
     if (seq && rd->pool) {
         pthread_mutex_lock(&rd->lock);
@@ -552,7 +553,7 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
         pl.pos = ahead;
         if (room)
             tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead,
-                                &pl, NULL);
+                                &pl, NULL, NULL);
         rd_memo_flush(&pl);
         pthread_mutex_lock(&rd->lock);
         if (pl.pos > rd->ahead_pos)

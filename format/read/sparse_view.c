@@ -714,19 +714,41 @@ out:
 
 /* ------------------------------------------------------------- the reads */
 
-static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
-                       struct tdb_run *out, size_t cap, size_t *nout,
-                       struct tdb_error *err)
+void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
+                     uint64_t *fcell, uint64_t *count, const uint8_t **np)
+{
+    const uint8_t *b = pp->p;
+    size_t nb = 0;
+    uint64_t h = b[0] < 0x80 ? b[nb++] : sp_get_varint(b, &nb);
+    size_t s = (size_t)(h >> 1 & pp->smask);
+    uint64_t fc = pp->next[s];
+    if (h & 1) {
+        uint64_t z = sp_get_varint(b, &nb);
+        fc += z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
+    }
+    *slot = s;
+    *fcell = fc;
+    *count = (h >> pp->shift) + 1;
+    *np = b + nb;
+}
+
+static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
+                            struct tdb_plan_pos *pp, struct tdb_error *err)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
     size_t nf = sc->nfrags, stride = 2 + nf;
-    *nout = 0;
-    if (!sc->nck || !cap || !n)
-        return 0;
-    uint64_t posbuf[64];
-    uint64_t *pos = nf <= 64 ? posbuf : malloc(nf * sizeof *pos);
-    if (!pos)
+    pp->frags = sc->frags;
+    pp->nfrags = nf;
+    pp->shift = sc->fbits + 1;
+    pp->smask = ((uint64_t)1 << sc->fbits) - 1;
+    pp->hint = -1;
+    pp->cell = 0;
+    pp->p = pp->end = sc->bytes;
+    pp->next = nf <= TDB_PLAN_BUF ? pp->buf : malloc(nf * sizeof *pp->next);
+    if (!pp->next)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (!sc->nck)
+        return 0;
     /* the last checkpoint at or before `first` */
     size_t lo = 0, hi = sc->nck;
     while (hi - lo > 1) {
@@ -751,50 +773,82 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
     if (hs >= 0) {
         cell = sc->hint[hs].cell;
         byte = sc->hint[hs].byte;
-        memcpy(pos, sc->hint[hs].pos, nf * sizeof *pos);
+        memcpy(pp->next, sc->hint[hs].pos, nf * sizeof *pp->next);
     } else {
-        memcpy(pos, k + 2, nf * sizeof *pos);
+        memcpy(pp->next, k + 2, nf * sizeof *pp->next);
     }
     pthread_mutex_unlock(&sc->hint_lock);
+    pp->hint = hs;
+    pp->cell = cell;
+    pp->p = sc->bytes + byte;
+    pp->end = sc->bytes + sc->nbytes;
+    /* on to the entry holding `first` */
+    while (pp->p < pp->end) {
+        size_t slot;
+        uint64_t fcell, count;
+        const uint8_t *np;
+        tdb_plan_decode(pp, &slot, &fcell, &count, &np);
+        if (pp->cell + count > first)
+            break;
+        pp->next[slot] = fcell + count;
+        pp->cell += count;
+        pp->p = np;
+    }
+    return 0;
+}
+
+static void sparse_plan_done(struct tdb_cells *c, struct tdb_plan_pos *pp)
+{
+    struct sparse_cells *sc = (struct sparse_cells *)c;
+    if (sc->nck) {
+        /* remember where this read stopped: the next one likely starts
+         * there */
+        pthread_mutex_lock(&sc->hint_lock);
+        int slot = pp->hint >= 0 ? pp->hint : (int)(sc->hint_next++ % SP_HINTS);
+        struct sp_hint *hh = &sc->hint[slot];
+        hh->valid = true;
+        hh->cell = pp->cell;
+        hh->byte = (size_t)(pp->p - sc->bytes);
+        memcpy(hh->pos, pp->next, sc->nfrags * sizeof *pp->next);
+        pthread_mutex_unlock(&sc->hint_lock);
+    }
+    if (pp->next != pp->buf)
+        free(pp->next);
+    pp->next = NULL;
+}
+
+static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
+                       struct tdb_run *out, size_t cap, size_t *nout,
+                       struct tdb_error *err)
+{
+    struct sparse_cells *sc = (struct sparse_cells *)c;
+    *nout = 0;
+    if (!sc->nck || !cap || !n)
+        return 0;
+    struct tdb_plan_pos pp;
+    int r = sparse_plan_seek(c, first, &pp, err);
+    if (r)
+        return r;
     size_t kk = 0;
     uint64_t end = first + n;
-    uint64_t smask = ((uint64_t)1 << sc->fbits) - 1;
-    while (kk < cap && first < end && byte < sc->nbytes) {
-        size_t nb = byte;
-        uint64_t h = sc->bytes[nb] < 0x80 ? sc->bytes[nb++]
-                                          : sp_get_varint(sc->bytes, &nb);
-        size_t slot = (size_t)(h >> 1 & smask);
-        uint64_t fcell = pos[slot];
-        if (h & 1) {
-            uint64_t z = sp_get_varint(sc->bytes, &nb);
-            fcell += z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
-        }
-        uint64_t count = (h >> (sc->fbits + 1)) + 1;
-        uint64_t e = cell + count;
-        if (e > first) {
-            uint64_t a0 = first > cell ? first : cell, b = end < e ? end : e;
-            out[kk++] = (struct tdb_run){sc->frags[slot], fcell + (a0 - cell),
-                                         b - a0};
-            first = b;
-            if (b < e)
-                break;
-        }
-        pos[slot] = fcell + count;
-        cell = e;
-        byte = nb;
+    while (kk < cap && first < end && pp.p < pp.end) {
+        size_t slot;
+        uint64_t fcell, count;
+        const uint8_t *np;
+        tdb_plan_decode(&pp, &slot, &fcell, &count, &np);
+        uint64_t e = pp.cell + count;
+        uint64_t a0 = first > pp.cell ? first : pp.cell, b = end < e ? end : e;
+        out[kk++] = (struct tdb_run){sc->frags[slot], fcell + (a0 - pp.cell),
+                                     b - a0};
+        first = b;
+        if (b < e)
+            break;
+        pp.next[slot] = fcell + count;
+        pp.cell = e;
+        pp.p = np;
     }
     *nout = kk;
-    /* remember where this read stopped: the next one likely starts there */
-    pthread_mutex_lock(&sc->hint_lock);
-    int slot = hs >= 0 ? hs : (int)(sc->hint_next++ % SP_HINTS);
-    struct sp_hint *hh = &sc->hint[slot];
-    hh->valid = true;
-    hh->cell = cell;
-    hh->byte = byte;
-    memcpy(hh->pos, pos, nf * sizeof *pos);
-    pthread_mutex_unlock(&sc->hint_lock);
-    if (pos != posbuf)
-        free(pos);
+    sparse_plan_done(c, &pp);
     return 0;
 }
 
@@ -811,6 +865,8 @@ static void sparse_destroy(struct tdb_cells *c)
 
 static const struct tdb_cells_ops sparse_ops = {
     .runs = sparse_runs,
+    .plan_seek = sparse_plan_seek,
+    .plan_done = sparse_plan_done,
     .prepare = sparse_prepare,
     .destroy = sparse_destroy,
 };

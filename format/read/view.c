@@ -138,7 +138,8 @@ static int view_frag_field(const struct tdb_fieldfile *ff,
 /* What a walk over cells does with them: fill cells (no fragment holds
  * them, or the fragment lacks the field), cells that may be passed over
  * without decoding, and cells of a decoded tile.  Each returns 0 to go on,
- * 1 to stop, or a negative error. */
+ * 1 to stop, or a negative error.  A walk with `copy` set copies fixed-size
+ * cells itself (cs bytes each) and calls neither skip nor tile. */
 struct view_visit {
     bool offsets_only;          /* var-sized: cell sizes are enough */
     int (*fill)(struct view_visit *v, uint64_t n);
@@ -146,10 +147,15 @@ struct view_visit {
     int (*tile)(struct view_visit *v, const struct tdb_frag *f, uint64_t t,
                 const struct tdb_tile *tile, uint64_t i, uint64_t n,
                 struct tdb_error *err);
-    /* When set, called for each tile the walk would decode, instead of
-     * decoding it (tdb_fieldfile_tiles). */
+    /* When set, called for the tiles the walk would decode, instead of
+     * decoding them (tdb_fieldfile_tiles): at a tile's first piece, view
+     * cells [cell, end), then again with the end of its later pieces
+     * (cell: the end told before), at the latest when the walk ends. */
     int (*plan)(struct view_visit *v, struct tdb_frag *f, int field,
-                unsigned part, uint64_t t, uint64_t cell, uint64_t n);
+                unsigned part, uint64_t t, uint64_t cell, uint64_t end);
+    struct view_win *copy;
+    uint64_t cs;
+    uint64_t pieces;            /* pieces of tiles the walk went over */
     struct tdb_cache_entry *entry;  /* the tile given to tile() */
 };
 
@@ -158,6 +164,10 @@ struct view_visit {
  * row), and looking each up in the cache again for every run is most of
  * the cost of short runs. */
 #define VIEW_HELD 32
+/* Where the walk is in each fragment (slot: the fragment's index in the
+ * array, or in a sparse plan, modulo VIEW_CUR): a run in the tile of that
+ * fragment's last run costs a compare. */
+#define VIEW_CUR 64
 
 struct view_held {
     struct tdb_frag *f;
@@ -166,27 +176,48 @@ struct view_held {
     uint64_t t;
     struct tdb_cache_entry *e;
     const struct tdb_tile *tile;
+    struct view_cur *k;         /* the slot that uses it */
+};
+
+struct view_cur {
+    struct tdb_frag *f;         /* NULL: not used yet */
+    int field;                  /* -1: the fragment lacks the field */
+    unsigned part;
+    uint64_t t, first, end;     /* tile t holds fragment cells [first, end) */
+    const struct tdb_tile *tile;    /* pinned in the walk's ring; NULL: not
+                                     * yet (or no longer) */
+    struct tdb_cache_entry *e;
+    uint64_t lim;               /* copying: cells [first, lim) of the tile
+                                 * are there in full (lim == first: not
+                                 * pinned) */
+    uint64_t told, upto;        /* planning: tile t's pieces end at upto,
+                                 * plan() knows of them up to told (0: not
+                                 * told of the tile yet) */
 };
 
 struct view_pins {
     struct view_held h[VIEW_HELD];
     unsigned n, next;
+    struct view_cur cur[VIEW_CUR];
 };
 
-static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
-                    unsigned part, uint64_t t, const struct tdb_tile **tile,
-                    struct tdb_cache_entry **entry, struct tdb_error *err)
+/* Pins k's tile (k->tile, k->e) in the walk's ring. */
+static int view_pin(struct view_pins *vp, struct view_cur *k,
+                    struct tdb_error *err)
 {
     for (unsigned i = 0; i < vp->n; i++) {
         struct view_held *h = &vp->h[i];
-        if (h->t == t && h->f == f && h->field == field && h->part == part) {
-            *tile = h->tile;
-            *entry = h->e;
+        if (h->t == k->t && h->f == k->f && h->field == k->field &&
+            h->part == k->part) {
+            h->k = k;
+            k->tile = h->tile;
+            k->e = h->e;
             return 0;
         }
     }
     struct tdb_cache_entry *e;
-    int r = tdb_frag_tile(f, field, part, t, &e, tile, err);
+    const struct tdb_tile *tl;
+    int r = tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tl, err);
     if (r)
         return r;
     struct view_held *h;
@@ -195,10 +226,15 @@ static int view_pin(struct view_pins *vp, struct tdb_frag *f, int field,
     } else {
         h = &vp->h[vp->next];
         vp->next = (vp->next + 1) % VIEW_HELD;
+        if (h->k->tile == h->tile) {
+            h->k->tile = NULL;
+            h->k->lim = h->k->first;
+        }
         tdb_cache_release(h->f->arr->cache, h->e);
     }
-    *h = (struct view_held){f, field, part, t, e, *tile};
-    *entry = e;
+    *h = (struct view_held){k->f, k->field, k->part, k->t, e, tl, k};
+    k->tile = tl;
+    k->e = e;
     return 0;
 }
 
@@ -209,10 +245,205 @@ static void view_unpin_all(struct view_pins *vp)
     vp->n = vp->next = 0;
 }
 
-/* Walks cells [c0, c1) of ff's view, tile by tile. */
-static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
-                            uint64_t c1, struct view_visit *v,
-                            struct view_pins *vp, struct tdb_error *err)
+/* Tells plan() of the pieces of k's tile it does not know of yet. */
+static int view_plan_flush(struct view_visit *v, struct view_cur *k)
+{
+    if (!k->told || k->upto <= k->told)
+        return 0;
+    uint64_t from = k->told;
+    k->told = k->upto;
+    return v->plan(v, k->f, k->field, k->part, k->t, from, k->upto);
+}
+
+/* Slot k now follows fragment f. */
+static int view_cur_set(struct tdb_fieldfile *ff, struct view_visit *v,
+                        struct view_cur *k, struct tdb_frag *f)
+{
+    int r = k->f && v->plan ? view_plan_flush(v, k) : 0;
+    unsigned part;
+    int field = view_frag_field(ff, f, &part);
+    if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
+        part = TDB_PART_OFFSETS;
+    *k = (struct view_cur){f, field, part, 0, 0, 0, NULL, NULL, 0, 0, 0};
+    return r;
+}
+
+/* Slot k moves to the tile of fragment cell fc. */
+static int view_cur_tile(struct view_cur *k, uint64_t fc,
+                         struct tdb_error *err)
+{
+    const struct tdb_frag *f = k->f;
+    uint64_t first, t = tdb_frag_tile_of(f, fc, &first);
+    /* the cells tile_of maps to t */
+    uint64_t per = f->fm->dense ? f->tile_cells
+                                : (f->fs->capacity ? f->fs->capacity : 1);
+    uint64_t nc = tdb_frag_tile_cells(f, t);
+    k->t = t;
+    k->first = first;
+    k->end = first + (nc < per ? nc : per);
+    k->tile = NULL;
+    k->lim = first;
+    k->told = k->upto = 0;
+    if (fc >= k->end)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: cell %llu beyond tile %llu",
+                       f->fm->path, (unsigned long long)fc,
+                       (unsigned long long)t);
+    return 0;
+}
+
+/* n bytes, most often one small cell. */
+static inline void view_copy(uint8_t *d, const uint8_t *s, uint64_t n)
+{
+    switch (n) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    case 16: memcpy(d, s, 16); break;
+    default: memcpy(d, s, (size_t)n); break;
+    }
+}
+
+/* Cells [i, i + n) of k's tile into the copy window. @return 1 to stop. */
+static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
+                           struct view_cur *k, uint64_t i, uint64_t n,
+                           struct tdb_error *err)
+{
+    struct view_win *w = v->copy;
+    uint64_t cs = v->cs, nb = n * cs, a = w->pos;
+    if (a + nb <= w->off) {     /* before the window: no decoding */
+        w->pos = a + nb;
+        return 0;
+    }
+    int r;
+    if (!k->tile) {
+        r = view_pin(vp, k, err);
+        if (r)
+            return r;
+        uint64_t held = k->tile->size / cs;
+        k->lim = k->first + (held < k->end - k->first ? held : k->end - k->first);
+    }
+    if ((i + n) * cs > k->tile->size)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
+                       k->f->fm->path, (unsigned long long)k->t);
+    const uint8_t *src = k->tile->data + i * cs;
+    if (!w->sink && a >= w->off && a + nb <= w->end) {
+        view_copy(w->dst + (a - w->off), src, nb);
+        w->pos = a + nb;
+        return w->pos >= w->end;
+    }
+    w->entry = k->e;
+    view_put(w, src, nb);
+    w->entry = NULL;
+    return w->pos >= w->end || (w->sink && w->sink->full);
+}
+
+/* The copy walk's common case, in a tight loop: runs[0..nr) copied while
+ * each lies in the tile pinned for its fragment and in the window.
+ * @return the runs copied (their cells added to *cells). */
+static size_t view_copy_fast(const struct view_pins *vp,
+                             const struct tdb_run *runs, size_t nr,
+                             struct view_win *w, uint64_t cs, uint64_t *cells)
+{
+    uint64_t pos = w->pos, off = w->off, end = w->end, done = 0;
+    if (w->sink || pos < off)
+        return 0;
+    uint8_t *dst = w->dst + (pos - off);
+    size_t i;
+    for (i = 0; i < nr; i++) {
+        const struct tdb_frag *f = runs[i].frag;
+        if (!f)
+            break;
+        const struct view_cur *k = &vp->cur[f->index % VIEW_CUR];
+        uint64_t fc = runs[i].fcell, n = runs[i].count, nb = n * cs;
+        if (k->f != f || fc < k->first || n > k->lim - fc || fc >= k->lim ||
+            nb > end - pos)
+            break;
+        view_copy(dst, k->tile->data + (fc - k->first) * cs, nb);
+        dst += nb;
+        pos += nb;
+        done += n;
+    }
+    w->pos = pos;
+    *cells += done;
+    return i;
+}
+
+/* The planning walk's common case: runs[0..nr) in the tile of their
+ * fragment plan() was told of.  @return the runs passed (their cells
+ * added to *cell). */
+static size_t view_plan_fast(struct view_pins *vp, const struct tdb_run *runs,
+                             size_t nr, uint64_t *cell)
+{
+    uint64_t c = *cell;
+    size_t i;
+    for (i = 0; i < nr; i++) {
+        const struct tdb_frag *f = runs[i].frag;
+        if (!f)
+            break;
+        struct view_cur *k = &vp->cur[f->index % VIEW_CUR];
+        uint64_t fc = runs[i].fcell, n = runs[i].count;
+        if (k->f != f || !k->told || fc < k->first || fc >= k->end ||
+            n > k->end - fc)
+            break;
+        c += n;
+        k->upto = c;
+    }
+    *cell = c;
+    return i;
+}
+
+/* One run of the view: cells [fc, fc + count) of k's fragment f (NULL:
+ * fill) are view cells from `cell` on.  @return 0, 1 to stop, or an
+ * error. */
+static int view_run(struct view_visit *v, struct view_pins *vp,
+                    struct view_cur *k, struct tdb_frag *f, uint64_t fc,
+                    uint64_t count, uint64_t cell, struct tdb_error *err)
+{
+    int r;
+    if (!f || k->field < 0)
+        return v->fill(v, count);
+    uint64_t left = count;
+    while (left) {
+        if (fc - k->first >= k->end - k->first) {
+            if (v->plan && (r = view_plan_flush(v, k)))
+                return r;
+            if ((r = view_cur_tile(k, fc, err)))
+                return r;
+        }
+        uint64_t n = k->end - fc;
+        if (n > left)
+            n = left;
+        v->pieces++;
+        r = 0;
+        if (v->plan) {
+            if (k->told) {
+                k->upto = cell + n;
+            } else {
+                k->told = k->upto = cell + n;
+                r = v->plan(v, f, k->field, k->part, k->t, cell, cell + n);
+            }
+        } else if (v->copy) {
+            r = view_copy_cells(v, vp, k, fc - k->first, n, err);
+        } else if (!v->skip || !v->skip(v, n)) {
+            if (!k->tile && (r = view_pin(vp, k, err)))
+                return r;
+            v->entry = k->e;
+            r = v->tile(v, f, k->t, k->tile, fc - k->first, n, err);
+        }
+        if (r)
+            return r;
+        fc += n;
+        cell += n;
+        left -= n;
+    }
+    return 0;
+}
+
+/* Walks cells [c0, c1) of ff's view, tile by tile, over the view's runs. */
+static int view_walk_runs(struct tdb_fieldfile *ff, uint64_t c0,
+                          uint64_t c1, struct view_visit *v,
+                          struct view_pins *vp, struct tdb_error *err)
 {
     struct tdb_run runs[VIEW_RUNS];
     while (c0 < c1) {
@@ -224,45 +455,178 @@ static int view_walk_pinned(struct tdb_fieldfile *ff, uint64_t c0,
         if (!nr)
             return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                            (unsigned long long)c0);
-        for (size_t i = 0; i < nr; i++) {
-            struct tdb_run *ru = &runs[i];
+        for (size_t ri = 0; ri < nr; ri++) {
+            if (v->copy || v->plan) {
+                size_t d = v->copy ? view_copy_fast(vp, runs + ri, nr - ri,
+                                                    v->copy, v->cs, &c0)
+                                   : view_plan_fast(vp, runs + ri, nr - ri, &c0);
+                v->pieces += d;
+                if ((ri += d) == nr)
+                    break;
+            }
+            const struct tdb_run *ru = &runs[ri];
+            struct tdb_frag *f = ru->frag;
+            uint64_t cell = c0;
             c0 += ru->count;
-            unsigned part;
-            int field = ru->frag ? view_frag_field(ff, ru->frag, &part) : -1;
-            if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
-                part = TDB_PART_OFFSETS;
-            if (field < 0) {
-                if ((r = v->fill(v, ru->count)))
+            struct view_cur *k = NULL;
+            if (f) {
+                k = &vp->cur[f->index % VIEW_CUR];
+                if (k->f != f && (r = view_cur_set(ff, v, k, f)))
                     return r < 0 ? r : 0;
-                continue;
             }
-            uint64_t fc = ru->fcell, left = ru->count;
-            while (left) {
-                uint64_t first;
-                uint64_t t = tdb_frag_tile_of(ru->frag, fc, &first);
-                uint64_t n = tdb_frag_tile_cells(ru->frag, t) - (fc - first);
-                if (n > left)
-                    n = left;
-                if (v->plan) {
-                    uint64_t cell = c0 - left;
-                    if ((r = v->plan(v, ru->frag, field, part, t, cell, n)))
-                        return r < 0 ? r : 0;
-                } else if (!v->skip || !v->skip(v, n)) {
-                    const struct tdb_tile *tile;
-                    r = view_pin(vp, ru->frag, field, part, t, &tile,
-                                 &v->entry, err);
-                    if (r)
-                        return r;
-                    r = v->tile(v, ru->frag, t, tile, fc - first, n, err);
-                    if (r)
-                        return r < 0 ? r : 0;
-                }
-                fc += n;
-                left -= n;
-            }
+            r = view_run(v, vp, k, f, ru->fcell, ru->count, cell, err);
+            if (r)
+                return r < 0 ? r : 0;
         }
     }
     return 0;
+}
+
+/* view_copy_fast over a sparse plan's one-byte entries (view.h), from the
+ * entry at pp (which starts at the window's next cell) to cell c1; cs: the
+ * bytes of a cell (a constant where inlined).  With no more fragments
+ * than slots a slot's fragment is the entry's (or lim == first). */
+#if defined(__GNUC__)
+#define VIEW_INLINE inline __attribute__((always_inline))
+#else
+#define VIEW_INLINE inline
+#endif
+
+static VIEW_INLINE void view_copy_plan_cs(const struct view_pins *vp,
+                                     struct tdb_plan_pos *pp, uint64_t c1,
+                                     struct view_win *w, const uint64_t cs,
+                                     uint64_t *pieces)
+{
+    const uint8_t *p0 = pp->p, *p = p0, *pe = pp->end;
+    uint64_t *next = pp->next, cell = pp->cell, smask = pp->smask;
+    unsigned shift = pp->shift;
+    struct tdb_frag *const *frags = pp->frags;
+    bool own = pp->nfrags <= VIEW_CUR;
+    uint8_t *dst = w->dst + (w->pos - w->off);
+    uint64_t cmax = cell + (w->end - w->pos) / cs;
+    if (cmax > c1)
+        cmax = c1;
+    while (p < pe) {
+        unsigned h = *p;
+        if (h & 0x81)           /* a longer entry, or one with a skip */
+            break;
+        size_t slot = h >> 1 & smask;
+        uint64_t count = (h >> shift) + 1;
+        const struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+        uint64_t i = next[slot] - k->first;
+        if (i >= k->lim - k->first || count > k->lim - k->first - i ||
+            count > cmax - cell || (!own && k->f != frags[slot]))
+            break;
+        const uint8_t *src = k->tile->data + i * cs;
+        if (count == 1)
+            memcpy(dst, src, cs);
+        else
+            memcpy(dst, src, count * cs);
+        dst += count * cs;
+        next[slot] += count;
+        cell += count;
+        p++;
+    }
+    w->pos += (cell - pp->cell) * cs;
+    pp->p = p;
+    pp->cell = cell;
+    *pieces += (uint64_t)(p - p0);
+}
+
+static void view_copy_plan(const struct view_pins *vp,
+                           struct tdb_plan_pos *pp, uint64_t c1,
+                           struct view_win *w, uint64_t cs, uint64_t *pieces)
+{
+    if (w->sink || w->pos < w->off)
+        return;
+    switch (cs) {
+    case 1: view_copy_plan_cs(vp, pp, c1, w, 1, pieces); break;
+    case 2: view_copy_plan_cs(vp, pp, c1, w, 2, pieces); break;
+    case 4: view_copy_plan_cs(vp, pp, c1, w, 4, pieces); break;
+    case 8: view_copy_plan_cs(vp, pp, c1, w, 8, pieces); break;
+    default: view_copy_plan_cs(vp, pp, c1, w, cs, pieces); break;
+    }
+}
+
+/* view_plan_fast over a sparse plan's one-byte entries. */
+static void view_plan_plan(struct view_pins *vp, struct tdb_plan_pos *pp,
+                           uint64_t c1, uint64_t *pieces)
+{
+    const uint8_t *p0 = pp->p, *p = p0, *pe = pp->end;
+    uint64_t *next = pp->next, cell = pp->cell, smask = pp->smask;
+    unsigned shift = pp->shift;
+    struct tdb_frag *const *frags = pp->frags;
+    bool own = pp->nfrags <= VIEW_CUR;
+    while (p < pe) {
+        unsigned h = *p;
+        if (h & 0x81)
+            break;
+        size_t slot = h >> 1 & smask;
+        uint64_t count = (h >> shift) + 1;
+        struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+        uint64_t i = next[slot] - k->first;
+        if (!k->told || i >= k->end - k->first ||
+            count > k->end - k->first - i || count > c1 - cell ||
+            (!own && k->f != frags[slot]))
+            break;
+        next[slot] += count;
+        cell += count;
+        k->upto = cell;
+        p++;
+    }
+    pp->p = p;
+    pp->cell = cell;
+    *pieces += (uint64_t)(p - p0);
+}
+
+/* Walks cells [c0, c1) of ff's view, tile by tile, over a sparse plan's
+ * entries (no call per run). */
+static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
+                          uint64_t c1, struct view_visit *v,
+                          struct view_pins *vp, struct tdb_error *err)
+{
+    struct tdb_cells *cells = ff->cells;
+    struct tdb_plan_pos pp;
+    int r = cells->ops->plan_seek(cells, c0, &pp, err);
+    if (r)
+        return r;
+    while (c0 < c1) {
+        if (pp.p >= pp.end) {
+            r = tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
+                        (unsigned long long)c0);
+            break;
+        }
+        if (pp.cell == c0 && (v->copy || v->plan)) {
+            if (v->copy)
+                view_copy_plan(vp, &pp, c1, v->copy, v->cs, &v->pieces);
+            else
+                view_plan_plan(vp, &pp, c1, &v->pieces);
+            c0 = pp.cell;
+            if (c0 >= c1 || pp.p >= pp.end)
+                continue;
+        }
+        size_t slot;
+        uint64_t fcell, count;
+        const uint8_t *np;
+        tdb_plan_decode(&pp, &slot, &fcell, &count, &np);
+        uint64_t skip = c0 - pp.cell, n = count - skip;
+        if (n > c1 - c0)
+            n = c1 - c0;
+        struct tdb_frag *f = pp.frags[slot];
+        struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+        if (k->f != f && (r = view_cur_set(ff, v, k, f)))
+            break;
+        if ((r = view_run(v, vp, k, f, fcell + skip, n, c0, err)))
+            break;
+        c0 += n;
+        if (skip + n == count) {
+            pp.next[slot] = fcell + count;
+            pp.cell += count;
+            pp.p = np;
+        }
+    }
+    cells->ops->plan_done(cells, &pp);
+    return r < 0 ? r : 0;
 }
 
 static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
@@ -270,7 +634,16 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
 {
     struct view_pins vp;
     vp.n = vp.next = 0;
-    int r = view_walk_pinned(ff, c0, c1, v, &vp, err);
+    memset(vp.cur, 0, sizeof vp.cur);
+    int r = ff->cells->ops->plan_seek ? view_walk_plan(ff, c0, c1, v, &vp, err)
+                                      : view_walk_runs(ff, c0, c1, v, &vp, err);
+    /* the ends of the pieces plan() was not told of yet (also when it
+     * asked to stop: those pieces came before) */
+    for (unsigned i = 0; v->plan && i < VIEW_CUR && r >= 0; i++) {
+        int q = vp.cur[i].f ? view_plan_flush(v, &vp.cur[i]) : 0;
+        if (q < 0)
+            r = q;
+    }
     view_unpin_all(&vp);
     return r;
 }
@@ -296,37 +669,13 @@ static int view_fixed_fill(struct view_visit *v, uint64_t n)
     return x->w->pos >= x->w->end || (x->w->sink && x->w->sink->full);
 }
 
-static bool view_fixed_skip(struct view_visit *v, uint64_t n)
-{
-    struct view_fixed *x = (struct view_fixed *)v;
-    if (x->w->pos + n * x->cs > x->w->off)
-        return false;
-    x->w->pos += n * x->cs;
-    return true;
-}
-
-static int view_fixed_tile(struct view_visit *v, const struct tdb_frag *f,
-                           uint64_t t, const struct tdb_tile *tile, uint64_t i,
-                           uint64_t n, struct tdb_error *err)
-{
-    struct view_fixed *x = (struct view_fixed *)v;
-    if ((i + n) * x->cs > tile->size)
-        return tdb_err(err, TDB_E_CORRUPT, "%s: tile %llu too short",
-                       f->fm->path, (unsigned long long)t);
-    x->w->entry = v->entry;
-    view_put(x->w, tile->data + i * x->cs, n * x->cs);
-    x->w->entry = NULL;
-    return x->w->pos >= x->w->end || (x->w->sink && x->w->sink->full);
-}
-
 static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                       struct view_win *w, struct tdb_error *err)
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
+    uint64_t cs = validity ? 1 : ff->cell_size;
     struct view_fixed x = {
-        {false, view_fixed_fill, view_fixed_skip, view_fixed_tile, NULL,
-         NULL}, w,
-        validity ? 1 : ff->cell_size,
+        {.fill = view_fixed_fill, .copy = w, .cs = cs}, w, cs,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
     };
@@ -375,9 +724,8 @@ static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
                     bool sizes_only, view_var_fn fn, void *arg,
                     struct tdb_error *err)
 {
-    struct view_var x = {{sizes_only, view_var_fill, NULL, view_var_tile,
-                          NULL, NULL}, ff,
-                         fn, arg};
+    struct view_var x = {{.offsets_only = sizes_only, .fill = view_var_fill,
+                          .tile = view_var_tile}, ff, fn, arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
 
@@ -572,10 +920,10 @@ static int view_plan_fill(struct view_visit *v, uint64_t n)
 
 static int view_plan_tile(struct view_visit *v, struct tdb_frag *f, int field,
                           unsigned part, uint64_t t, uint64_t cell,
-                          uint64_t n)
+                          uint64_t end)
 {
     struct view_plan *p = (struct view_plan *)v;
-    return p->fn(p->arg, f, field, part, t, cell * p->cs, (cell + n) * p->cs);
+    return p->fn(p->arg, f, field, part, t, cell * p->cs, end * p->cs);
 }
 
 int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
@@ -608,8 +956,11 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
 }
 
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err)
+                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
+                        struct tdb_error *err)
 {
+    if (pieces)
+        *pieces = 0;
     if (ff->var && ff->part != TDB_FILE_VALIDITY)
         return TDB_E_UNSUPPORTED;
     int r = tdb_cells_prepare(ff->cells, err);
@@ -625,9 +976,11 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     if (c0 >= c1)
         return 0;
     struct view_plan p = {
-        {false, view_plan_fill, NULL, NULL, view_plan_tile, NULL}, fn, arg,
-        cs};
-    return view_walk(ff, c0, c1, &p.v, err);
+        {.fill = view_plan_fill, .plan = view_plan_tile}, fn, arg, cs};
+    r = view_walk(ff, c0, c1, &p.v, err);
+    if (pieces)
+        *pieces = p.v.pieces;
+    return r;
 }
 
 int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,

@@ -18,6 +18,29 @@ struct tdb_run {
     uint64_t count;
 };
 
+/* A place in a sparse merge's plan (sparse_view.c): its entries from p on,
+ * the first starting at view cell `cell`, and the next cell of each
+ * fragment.  Walks read it without a call per run: an entry of one byte h
+ * with (h & 0x81) == 0 is (h >> shift) + 1 cells of fragment frags[h >> 1
+ * & smask] from its next cell on; tdb_plan_decode reads any entry. */
+#define TDB_PLAN_BUF 64
+struct tdb_plan_pos {
+    const uint8_t *p, *end;
+    uint64_t cell;
+    uint64_t *next;             /* nfrags words (buf, or allocated) */
+    struct tdb_frag *const *frags;
+    size_t nfrags;
+    unsigned shift;
+    uint64_t smask;
+    int hint;                   /* the plan's own (a resume point used) */
+    uint64_t buf[TDB_PLAN_BUF];
+};
+
+/* The entry at pp->p (pp->p < pp->end): fragment slot, its first cell and
+ * count; *np: the entry after it.  Moves nothing. */
+void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
+                     uint64_t *fcell, uint64_t *count, const uint8_t **np);
+
 struct tdb_cells;
 struct tdb_cells_ops {
     /* Fills out[] with runs covering cells [first, first+n) (or a prefix
@@ -25,6 +48,13 @@ struct tdb_cells_ops {
     int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
                 struct tdb_run *out, size_t cap, size_t *nout,
                 struct tdb_error *err);
+    /* Sparse merges (NULL for others): *pp at the entry holding cell
+     * `first` (or at the end); give it back with plan_done (where a read
+     * stopped is where the next one likely starts).  @return 0 or
+     * TDB_E_NOMEM. */
+    int (*plan_seek)(struct tdb_cells *c, uint64_t first,
+                     struct tdb_plan_pos *pp, struct tdb_error *err);
+    void (*plan_done)(struct tdb_cells *c, struct tdb_plan_pos *pp);
     /* Computes ncells if not known yet (sparse merges). */
     int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
@@ -139,18 +169,24 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
 int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
                        uint64_t *out, struct tdb_error *err);
 
-/* Calls fn for each piece of a tile that reading bytes [off, off + len) of
- * a fixed-size file (values or validity) uses, in reading order, without
- * decoding any: the tile, and the file's bytes [from, to) it gives there
- * (a tile gives many pieces: one per row of the view it crosses).  fn
- * returns 0 to go on, 1 to stop, or a negative error.  @return 0, the
- * error, or TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
+/* Calls fn for the tiles that reading bytes [off, off + len) of a
+ * fixed-size file (values or validity) uses, in reading order, without
+ * decoding any.  A tile gives many pieces of the file (one per row of the
+ * view it crosses, one per run of a sparse merge): fn hears of it at its
+ * first piece, the file's bytes [from, to), and then again, not for each
+ * piece, with the end `to` of its later pieces (from: the end told
+ * before), at the latest when the walk ends; a tile left and met again
+ * is told again.  fn returns 0 to go on, 1 to stop, or a negative error
+ * (after a stop fn still hears the ends of the pieces before).  *pieces
+ * (may be NULL): the pieces of tiles planned.  @return 0, the error, or
+ * TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
  * positions need the offsets). */
 typedef int (*tdb_tile_plan_fn)(void *arg, struct tdb_frag *f, int field,
                                 unsigned part, uint64_t t, uint64_t from,
                                 uint64_t to);
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, struct tdb_error *err);
+                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
+                        struct tdb_error *err);
 
 /* The name a field or key has in the mount: '/' and '%' percent-encoded,
  * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */

@@ -72,6 +72,43 @@ static struct tdb_schema *schema_of(const char *json)
     return s;
 }
 
+/* The var-sized nullable attribute s of arrays that have one (a second
+ * attribute): derived from v, so that the merged s follows from the merged
+ * v.  Its value: v in decimal, 0 to 2 times; null when v % 5 == 0. */
+static size_t s_value(int64_t v, char *buf)
+{
+    char d[32];
+    int n = snprintf(d, sizeof d, "%lld", (long long)v);
+    size_t len = 0;
+    for (int64_t k = 0; k < v % 3; k++) {
+        memcpy(buf + len, d, (size_t)n);
+        len += (size_t)n;
+    }
+    return len;
+}
+
+static uint8_t s_valid(int64_t v)
+{
+    return v % 5 != 0;
+}
+
+/* The files of s for cells whose v are vs[0..n): values, offsets,
+ * validity (caller frees). */
+static void s_files(const int64_t *vs, size_t n, uint8_t **val, uint64_t *nval,
+                    uint8_t **offs, uint8_t **valid)
+{
+    *val = malloc(n * 64 + 1);
+    *offs = malloc(n * 8 + 1);
+    *valid = malloc(n + 1);
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        tdb_st64(*offs + i * 8, at);
+        at += s_value(vs[i], (char *)*val + at);
+        (*valid)[i] = s_valid(vs[i]);
+    }
+    *nval = at;
+}
+
 /* Writes one fragment of cells c[0..n) at timestamp ts; *name gets its
  * name. */
 static void write_frag(struct tdb_io *arr, const struct tdb_schema *s,
@@ -92,6 +129,14 @@ static void write_frag(struct tdb_io *arr, const struct tdb_schema *s,
     unit_put(&stg, "w/y", y, n * ny);
     unit_put(&stg, "w/x", x, n * nx);
     unit_put(&stg, "w/v", v, n * 8);
+    uint8_t *sv = NULL, *so = NULL, *sn = NULL;
+    if (s->nattrs > 1) {
+        uint64_t nsv;
+        s_files(v, n, &sv, &nsv, &so, &sn);
+        unit_put(&stg, "w/s", sv, nsv);
+        unit_put(&stg, "w/s.offsets", so, n * 8);
+        unit_put(&stg, "w/s.validity", sn, n);
+    }
     struct tdb_error err = {0};
     int r = tdb_fragment_write_threads(arr, &stg, "w", NULL, ts, 1, name, &err);
     if (r)
@@ -101,6 +146,9 @@ static void write_frag(struct tdb_io *arr, const struct tdb_schema *s,
     free(y);
     free(x);
     free(v);
+    free(sv);
+    free(so);
+    free(sn);
 }
 
 static struct tdb_fs *open_fs(struct tdb_io *arr, uint64_t t1)
@@ -379,6 +427,17 @@ static void run_spec(const struct spec *sp)
         check_file(fs, "v", wv, k * 8);
         check_file(fs, "y", wy, k * ny);
         check_file(fs, "x", wx, k * nx);
+        if (s->nattrs > 1) {
+            uint8_t *sv, *so, *sn;
+            uint64_t nsv;
+            s_files((const int64_t *)(void *)wv, k, &sv, &nsv, &so, &sn);
+            check_file(fs, "s", sv, nsv);
+            check_file(fs, "s.offsets", so, k * 8);
+            check_file(fs, "s.validity", sn, k);
+            free(sv);
+            free(so);
+            free(sn);
+        }
         free(wy);
         free(wx);
         free(wv);
@@ -429,6 +488,10 @@ static void run_spec(const struct spec *sp)
 }
 
 #define ATTR_V "\"attrs\": [{\"name\": \"v\", \"datatype\": \"INT64\"}]"
+/* v and s (var-sized, nullable: s_value) */
+#define ATTR_VS "\"attrs\": [{\"name\": \"v\", \"datatype\": \"INT64\"}, " \
+    "{\"name\": \"s\", \"datatype\": \"STRING_ASCII\", \"cell_val_num\": \"var\", " \
+    "\"nullable\": true}]"
 
 static void test_merge_row_major(void)
 {
@@ -437,7 +500,7 @@ static void test_merge_row_major(void)
         "\"row-major\", \"cell_order\": \"row-major\", \"dims\": ["
         "{\"name\": \"y\", \"datatype\": \"INT64\", \"domain\": [0, 199], \"tile_extent\": 16},"
         "{\"name\": \"x\", \"datatype\": \"INT64\", \"domain\": [-100, 99], \"tile_extent\": 32}], "
-        ATTR_V "}",
+        ATTR_VS "}",
         12, 2000, 0, 200, -100, 200, 1, false, true, 1};
     run_spec(&sp);
 }
@@ -501,7 +564,7 @@ static void test_merge_many_fragments(void)
         "{\"array_type\": \"sparse\", \"capacity\": 16, \"dims\": ["
         "{\"name\": \"y\", \"datatype\": \"INT64\", \"domain\": [0, 39], \"tile_extent\": 8},"
         "{\"name\": \"x\", \"datatype\": \"INT64\", \"domain\": [0, 39], \"tile_extent\": 8}], "
-        ATTR_V "}",
+        ATTR_VS "}",
         70, 60, 0, 40, 0, 40, 1, false, false, 6};
     run_spec(&sp);
 }
