@@ -603,6 +603,18 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     return 0;
 }
 
+/* A failed read of a tree file: logged (unless it is an error the
+ * caller caused) with the engine's message.  @return -errno. */
+static int tdbm_read_failed(struct tdbm_mount *m, uint64_t ino, uint64_t off,
+                            size_t size, int rc, const struct tdb_error *err)
+{
+    if (tdbm_worth_logging(rc))
+        tdbm_log(m, "read inode %llu at %lld+%zu: %s",
+                 (unsigned long long)ino, (long long)off, size,
+                 tdbm_error_text(rc, err));
+    return -tdb_errno(rc);
+}
+
 /* Opens staged file `ino` through a descriptor of our own. */
 static int tdbm_open_staged(struct tdbm_mount *m, uint64_t ino, int flags,
                             struct tdbm_handle **out)
@@ -718,14 +730,7 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     case TDBM_H_TREE:
         tdbm_error_clear(&err);
         rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
-        if (rc < 0) {
-            if (tdbm_worth_logging(rc))
-                tdbm_log(m, "read inode %llu at %lld+%zu: %s",
-                         (unsigned long long)ino, (long long)off, size,
-                         tdbm_error_text(rc, &err));
-            return -tdb_errno(rc);
-        }
-        return 0;
+        return rc < 0 ? tdbm_read_failed(m, ino, off, size, rc, &err) : 0;
     default:
         return -EISDIR;
     }
@@ -755,13 +760,8 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     tdbm_error_clear(&err);
     rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
                               &r->n, &got, &r->hold, &err);
-    if (rc < 0) {
-        if (tdbm_worth_logging(rc))
-            tdbm_log(m, "read inode %llu at %lld+%zu: %s",
-                     (unsigned long long)ino, (long long)off, size,
-                     tdbm_error_text(rc, &err));
-        return -tdb_errno(rc);
-    }
+    if (rc < 0)
+        return tdbm_read_failed(m, ino, off, size, rc, &err);
     for (size_t i = 0; i < r->n; i++)
         r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
                                    segs[i].len};

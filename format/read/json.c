@@ -309,6 +309,53 @@ static void json_pipeline(struct tdb_jb *jb, json_t *o, const char *key,
     }
 }
 
+/* tdb_json_array: the text of __array.json (dense: the view region lo..hi and its source;
+ * nothing when empty). */
+int tdb_json_array(struct tdb_buf *out, const struct tdb_array *a,
+                   const char *source, bool empty, const uint64_t *lo,
+                   const uint64_t *hi)
+{
+    const struct tdb_schema *s = a->schema;
+    bool dense = s->array_type == TDB_DENSE;
+    struct tdb_jb jb = {0};
+    json_t *o = tdb_jb_object(&jb);
+    tdb_jb_set(&jb, o, "type", tdb_json_cstr("array"));
+    tdb_jb_set(&jb, o, "array_type", tdb_json_cstr(dense ? "dense" : "sparse"));
+    tdb_jb_set(&jb, o, "schema", tdb_json_schema(s));
+    if (dense) {
+        tdb_jb_set(&jb, o, "view_source", tdb_json_cstr(source));
+        json_t *region = tdb_jb_array(&jb), *shape = tdb_jb_array(&jb);
+        for (uint32_t d = 0; !empty && d < s->ndims; d++) {
+            uint8_t v[8];
+            unsigned vs = tdb_dt_size(s->dims[d].type);
+            json_t *pair = tdb_jb_array(&jb);
+            tdb_dim_value(&s->dims[d], lo[d], v);
+            tdb_jb_push(&jb, pair, tdb_json_value(s->dims[d].type, v, vs));
+            tdb_dim_value(&s->dims[d], hi[d], v);
+            tdb_jb_push(&jb, pair, tdb_json_value(s->dims[d].type, v, vs));
+            tdb_jb_push(&jb, region, pair);
+            tdb_jb_push(&jb, shape, tdb_json_u64(hi[d] - lo[d] + 1));
+        }
+        tdb_jb_set(&jb, o, "view_region", region);
+        tdb_jb_set(&jb, o, "view_shape", shape);
+    }
+    json_t *names = tdb_jb_array(&jb), *versions = tdb_jb_array(&jb);
+    for (size_t i = 0; i < a->nfrags; i++) {
+        tdb_jb_push(&jb, names, tdb_json_cstr(a->frags[i].fm->name));
+        tdb_jb_push(&jb, versions, tdb_json_u64(a->frags[i].fm->version));
+    }
+    tdb_jb_set(&jb, o, "fragments", names);
+    tdb_jb_set(&jb, o, "format_versions", versions);
+    tdb_jb_set(&jb, o, "schema_name", tdb_json_cstr(s->name ? s->name : ""));
+    json_t *ts = tdb_jb_array(&jb);
+    tdb_jb_push(&jb, ts, tdb_json_u64(a->ts_start));
+    tdb_jb_push(&jb, ts, tdb_json_u64(a->ts_end));
+    tdb_jb_set(&jb, o, "timestamp", ts);
+    int r = jb.rc ? jb.rc : tdb_json_dump(o, out);
+    json_decref(o);
+    return r;
+}
+
 /* Bytes as a string of lower-case hex digits. */
 static json_t *json_hex(const uint8_t *p, uint64_t n)
 {

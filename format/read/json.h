@@ -52,6 +52,14 @@ json_t *tdb_jb_array(struct tdb_jb *jb);
  * @return 0, TDB_E_NOMEM, or TDB_E_INVAL for a value JSON cannot hold. */
 int tdb_json_dump(const json_t *doc, struct tdb_buf *out);
 
+/* The text of an array's __array.json: type, schema, (dense) the view
+ * region lo..hi of `source` and its shape (none when empty), fragments and
+ * their format versions, schema name, the open time range.
+ * @return 0 or a negative TDB_E_*. */
+int tdb_json_array(struct tdb_buf *out, const struct tdb_array *a,
+                   const char *source, bool empty, const uint64_t *lo,
+                   const uint64_t *hi);
+
 /* __fragment.json of fragment f (the text, ending in "\n"). */
 int tdb_json_fragment(struct tdb_buf *out, const struct tdb_frag *f,
                       uint64_t bytes_on_disk);

@@ -549,30 +549,14 @@ static struct fmw_typed fmw_typed_of(const struct fmw_field *f)
     return t;
 }
 
-static bool fmw_minmax_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
+/* Runs one of a datatype's typed loops (fmw_typed_of) over cells
+ * start..end.  @return false when the datatype has none. */
+static bool fmw_run_typed(void (*fn)(struct fmw_gen *, uint64_t, uint64_t),
+                          struct fmw_gen *g, uint64_t start, uint64_t end)
 {
-    struct fmw_typed t = fmw_typed_of(g->f);
-    if (!t.mm)
+    if (!fn)
         return false;
-    t.mm(g, start, end);
-    return true;
-}
-
-static bool fmw_mmsum_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
-{
-    struct fmw_typed t = fmw_typed_of(g->f);
-    if (!t.mmsum)
-        return false;
-    t.mmsum(g, start, end);
-    return true;
-}
-
-static bool fmw_sum_typed(struct fmw_gen *g, uint64_t start, uint64_t end)
-{
-    struct fmw_typed t = fmw_typed_of(g->f);
-    if (!t.sum)
-        return false;
-    t.sum(g, start, end);
+    fn(g, start, end);
     return true;
 }
 
@@ -621,9 +605,9 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             fmw_type_limits(f->type, g->nmin, g->nmax);
             g->num_init = true;
         }
-        if (f->has_sum && fmw_mmsum_typed(g, start, end))
+        if (f->has_sum && fmw_run_typed(fmw_typed_of(f).mmsum, g, start, end))
             return;
-        if (fmw_minmax_typed(g, start, end))
+        if (fmw_run_typed(fmw_typed_of(f).mm, g, start, end))
             goto sum;
         unsigned vs = f->vsize;
         for (uint64_t c = start; c < end; c++) {
@@ -642,7 +626,7 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             g->nulls += g->validity[c] == 0;
     }
 sum:
-    if (f->has_sum && !fmw_sum_typed(g, start, end)) {
+    if (f->has_sum && !fmw_run_typed(fmw_typed_of(f).sum, g, start, end)) {
         int cls = fmw_sum_class(f->type);
         for (uint64_t c = start; c < end; c++) {
             if (f->nullable && g->validity[c] == 0)
