@@ -128,31 +128,15 @@ static void io_fd_put(struct io_fdcache *c, struct io_fd *slot, int fd)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Something changed on disk through the backend: open files are closed
- * (once their reads end). */
-static void io_fd_forget(struct io_fdcache *c)
+/* Something changed on disk through the backend: the open descriptors of
+ * file `p` (NULL: of every file) are closed once their reads end; a file
+ * written may be a new one at the path of an older one. */
+static void io_fd_forget(struct io_fdcache *c, const char *p)
 {
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < IO_FDS; i++) {
         struct io_fd *f = &c->fds[i];
-        if (!f->path)
-            continue;
-        if (f->refs)
-            f->stale = true;
-        else
-            io_fd_close(f);
-    }
-    pthread_mutex_unlock(&c->lock);
-}
-
-/* File `p` is written through the backend: its open descriptor (if any)
- * is closed, in case it is of an older file once at that path. */
-static void io_fd_forget_path(struct io_fdcache *c, const char *p)
-{
-    pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < IO_FDS; i++) {
-        struct io_fd *f = &c->fds[i];
-        if (!f->path || strcmp(f->path, p))
+        if (!f->path || (p && strcmp(f->path, p)))
             continue;
         if (f->refs)
             f->stale = true;
@@ -164,7 +148,7 @@ static void io_fd_forget_path(struct io_fdcache *c, const char *p)
 
 static void io_fdcache_destroy(struct io_fdcache *c)
 {
-    io_fd_forget(c);
+    io_fd_forget(c, NULL);
     pthread_mutex_destroy(&c->lock);
 }
 
@@ -396,7 +380,7 @@ static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
-    io_fd_forget_path(&px->fdc, p);
+    io_fd_forget(&px->fdc, p);
     pthread_mutex_lock(&px->wlock);
     struct io_wfd *f = NULL, *free_slot = NULL;
     for (int i = 0; i < IO_WFDS && !f; i++) {
@@ -440,7 +424,7 @@ static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
 
 static int io_posix_mkdir(void *ctx, const char *path)
 {
-    io_fd_forget(&((struct io_posix *)ctx)->fdc);
+    io_fd_forget(&((struct io_posix *)ctx)->fdc, NULL);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -455,7 +439,7 @@ static int io_posix_mkdir(void *ctx, const char *path)
 static int io_posix_rename(void *ctx, const char *from, const char *to)
 {
     struct io_posix *px = ctx;
-    io_fd_forget(&px->fdc);
+    io_fd_forget(&px->fdc, NULL);
     char *a = io_posix_path(ctx, from), *b = io_posix_path(ctx, to);
     if (!a || !b) {
         free(a);
@@ -476,7 +460,7 @@ static int io_posix_rename(void *ctx, const char *from, const char *to)
 static int io_posix_remove(void *ctx, const char *path)
 {
     struct io_posix *px = ctx;
-    io_fd_forget(&px->fdc);
+    io_fd_forget(&px->fdc, NULL);
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
@@ -1369,22 +1353,11 @@ static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
 static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
                           const void *buf, size_t len)
 {
-    io_fd_forget_path(&((struct io_nf *)ctx)->fdc, path);
+    io_fd_forget(&((struct io_nf *)ctx)->fdc, path);
     int fd, r = io_nf_open(ctx, path, O_WRONLY | O_CREAT, &fd);
     if (r)
         return r;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done,
-                           (off_t)(off + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            r = TDB_E_IO;
-            break;
-        }
-        done += (size_t)n;
-    }
+    r = io_pwrite_all(fd, off, buf, len);
     if (close(fd) && !r)
         r = TDB_E_IO;
     return r;
@@ -1392,7 +1365,7 @@ static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
 
 static int io_nf_mkdir(void *ctx, const char *path)
 {
-    io_fd_forget(&((struct io_nf *)ctx)->fdc);
+    io_fd_forget(&((struct io_nf *)ctx)->fdc, NULL);
     const char *leaf;
     int pfd = io_nf_parent(ctx, path, &leaf);
     if (pfd < 0)
@@ -1405,7 +1378,7 @@ static int io_nf_mkdir(void *ctx, const char *path)
 
 static int io_nf_rename(void *ctx, const char *from, const char *to)
 {
-    io_fd_forget(&((struct io_nf *)ctx)->fdc);
+    io_fd_forget(&((struct io_nf *)ctx)->fdc, NULL);
     const char *la, *lb;
     int a = io_nf_parent(ctx, from, &la);
     if (a < 0)
@@ -1423,7 +1396,7 @@ static int io_nf_rename(void *ctx, const char *from, const char *to)
 
 static int io_nf_remove(void *ctx, const char *path)
 {
-    io_fd_forget(&((struct io_nf *)ctx)->fdc);
+    io_fd_forget(&((struct io_nf *)ctx)->fdc, NULL);
     const char *leaf;
     int pfd = io_nf_parent(ctx, path, &leaf);
     if (pfd < 0)

@@ -566,6 +566,7 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
     uint64_t cs = f->cell_size;
     if (f->kind == FMW_NONE)
         return;
+    const struct fmw_typed t = fmw_typed_of(f);
     g->min_size = g->max_size = cs;
     if (f->has_mm && f->kind == FMW_CHAR) {
         if (!f->nullable) {
@@ -605,9 +606,9 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             fmw_type_limits(f->type, g->nmin, g->nmax);
             g->num_init = true;
         }
-        if (f->has_sum && fmw_run_typed(fmw_typed_of(f).mmsum, g, start, end))
+        if (f->has_sum && fmw_run_typed(t.mmsum, g, start, end))
             return;
-        if (fmw_run_typed(fmw_typed_of(f).mm, g, start, end))
+        if (fmw_run_typed(t.mm, g, start, end))
             goto sum;
         unsigned vs = f->vsize;
         for (uint64_t c = start; c < end; c++) {
@@ -626,7 +627,7 @@ static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
             g->nulls += g->validity[c] == 0;
     }
 sum:
-    if (f->has_sum && !fmw_run_typed(fmw_typed_of(f).sum, g, start, end)) {
+    if (f->has_sum && !fmw_run_typed(t.sum, g, start, end)) {
         int cls = fmw_sum_class(f->type);
         for (uint64_t c = start; c < end; c++) {
             if (f->nullable && g->validity[c] == 0)
