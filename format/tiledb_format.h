@@ -61,6 +61,12 @@ struct tdb_error {
 /* @return a static English name of a TDB_E_* code ("corrupt data", ...). */
 const char *tdb_strerror(int code);
 
+/* Empties err before a call that may fill it. */
+void tdb_error_clear(struct tdb_error *err);
+
+/* What went wrong: err's message, else tdb_strerror(code). */
+const char *tdb_error_text(int code, const struct tdb_error *err);
+
 /* @return the errno value a front end should report for a TDB_E_* code
  * (EIO for corruption, checksum and authentication failures, ENOENT, ...). */
 int tdb_errno(int code);

@@ -40,10 +40,10 @@ int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n)
 
     *names = NULL;
     *n = 0;
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_fs_open(&fs, m->io, m->open, &err);
     if (rc < 0) {
-        tdbm_log(m, "reopening after a write: %s", tdbm_error_text(rc, &err));
+        tdbm_log(m, "reopening after a write: %s", tdb_error_text(rc, &err));
         return rc;
     }
     t = tdbm_tree_new(fs);
@@ -102,12 +102,12 @@ int tdbm_commit(struct tdbm_mount *m, const char *name)
         rc = -tdb_errno(rc);
         goto out;
     }
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_fragment_write_threads(m->io, &sio, name, m->open->key,
                                     tdbm_next_ts(m), m->open->threads, &frag,
                                     &err);
     if (rc < 0) {
-        const char *why = tdbm_error_text(rc, &err);
+        const char *why = tdb_error_text(rc, &err);
         int e = tdbm_staging_set_error(m->staging, name, why);
         if (e < 0)
             tdbm_log(m, "__staging/%s/" TDBM_STAGING_ERROR ": %s", name,
@@ -148,13 +148,13 @@ static void tdbm_clean_orphans(struct tdbm_mount *m)
 
     if (tdb_io_posix_nofollow(&sio, tdbm_staging_fd(m->staging)) != 0)
         return;
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     if (tdb_io_names(&sio, "", &n, &err) == 0) {
         for (size_t i = 0; i < n.n; i++) {
             char *gone = NULL;
             if (!n.is_dir[i])
                 continue;
-            tdbm_error_clear(&err);
+            tdb_error_clear(&err);
             if (tdb_fragment_clean(m->io, &sio, n.v[i], &gone, &err) != 0)
                 tdbm_log(m, "__staging/%s: %s", n.v[i], err.msg);
             else if (gone)

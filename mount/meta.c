@@ -347,7 +347,7 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r)
         rc = -EINVAL;
         goto out;
     }
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_meta_write(m->io, TDBM_META_DIR, r->key, type,
                         (uint32_t)(len / tsize), val, false, m->open->key,
                         tdbm_next_ts(m), &err);
@@ -355,7 +355,7 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r)
         pthread_mutex_lock(&m->lock);
         r->hidden = true;
         pthread_mutex_unlock(&m->lock);
-        tdbm_log(m, "__meta/%s: %s", r->key, tdbm_error_text(rc, &err));
+        tdbm_log(m, "__meta/%s: %s", r->key, tdb_error_text(rc, &err));
         rc = -tdb_errno(rc);
         goto out;
     }
@@ -378,11 +378,11 @@ int tdbm_meta_delete(struct tdbm_mount *m, const char *key)
     int rc;
 
     pthread_mutex_lock(&m->commit);
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_meta_write(m->io, TDBM_META_DIR, key, TDB_STRING_UTF8, 0, NULL,
                         true, m->open->key, tdbm_next_ts(m), &err);
     if (rc < 0) {
-        tdbm_log(m, "__meta/%s: %s", key, tdbm_error_text(rc, &err));
+        tdbm_log(m, "__meta/%s: %s", key, tdb_error_text(rc, &err));
         rc = -tdb_errno(rc);
     } else {
         rc = 0;

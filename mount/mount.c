@@ -27,17 +27,6 @@ void tdbm_log(const struct tdbm_mount *m, const char *fmt, ...)
     m->cfg.log(m->cfg.arg, line);
 }
 
-void tdbm_error_clear(struct tdb_error *err)
-{
-    err->code = 0;
-    err->msg[0] = '\0';
-}
-
-const char *tdbm_error_text(int code, const struct tdb_error *err)
-{
-    return err && err->msg[0] ? err->msg : tdb_strerror(code);
-}
-
 /* Whether a failure is the engine's (bad bytes, I/O, memory, key), worth a
  * log line, rather than the caller's (no such name, not a folder...). */
 static bool tdbm_worth_logging(int code)
@@ -52,7 +41,7 @@ static int tdbm_fail(struct tdbm_mount *m, const char *op, uint64_t ino,
 {
     if (tdbm_worth_logging(code))
         tdbm_log(m, "%s inode %llu: %s", op, (unsigned long long)ino,
-                 tdbm_error_text(code, err));
+                 tdb_error_text(code, err));
     return -tdb_errno(code);
 }
 
@@ -374,7 +363,7 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
     t = tdbm_tree_pin(m, parent, &tino);
     if (!t)
         return -ESTALE;
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_fs_lookup(t->fs, tino, name, &ino, &err);
     if (rc == TDB_E_NOENT && m->rw && tino == t->meta_dir &&
         tdbm_lookup_created(m, name, e)) {
@@ -451,7 +440,7 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
     t = tdbm_tree_pin(m, ino, &tino);
     if (!t)
         return -ESTALE;
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_fs_stat(t->fs, tino, &ts, &err);
     if (rc < 0) {
         rc = tdbm_fail(m, "getattr", ino, rc, &err);
@@ -592,7 +581,7 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         *child = TDBM_STAGING_ROOT;
         return 0;
     }
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_fs_readdir(h->tree->fs, h->tino, i, name, &c, &err);
     if (rc == TDB_E_NOENT)
         return 1;
@@ -611,7 +600,7 @@ static int tdbm_read_failed(struct tdbm_mount *m, uint64_t ino, uint64_t off,
     if (tdbm_worth_logging(rc))
         tdbm_log(m, "read inode %llu at %lld+%zu: %s",
                  (unsigned long long)ino, (long long)off, size,
-                 tdbm_error_text(rc, err));
+                 tdb_error_text(rc, err));
     return -tdb_errno(rc);
 }
 
@@ -688,7 +677,7 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
         }
         h->tree = t;
         h->tino = tino;
-        tdbm_error_clear(&err);
+        tdb_error_clear(&err);
         rc = tdb_reader_open(&h->rd, t->fs, tino, &err);
         if (rc < 0) {
             tdbm_release(m, h);
@@ -728,7 +717,7 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         pthread_mutex_unlock(&m->lock);
         return 0;
     case TDBM_H_TREE:
-        tdbm_error_clear(&err);
+        tdb_error_clear(&err);
         rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
         return rc < 0 ? tdbm_read_failed(m, ino, off, size, rc, &err) : 0;
     default:
@@ -757,7 +746,7 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         r->n = 1;
         return 0;
     }
-    tdbm_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
                               &r->n, &got, &r->hold, &err);
     if (rc < 0)
@@ -799,13 +788,13 @@ int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
         return 0;
     }
     case TDBM_H_TREE:
-        tdbm_error_clear(&err);
+        tdb_error_clear(&err);
         rc = tdb_fs_seek(h->tree->fs, h->tino, off, data, out, &err);
         if (rc == TDB_E_NOENT)
             return -ENXIO;
         if (rc < 0) {
             if (tdbm_worth_logging(rc))
-                tdbm_log(m, "lseek: %s", tdbm_error_text(rc, &err));
+                tdbm_log(m, "lseek: %s", tdb_error_text(rc, &err));
             return -tdb_errno(rc);
         }
         return 0;

@@ -87,8 +87,6 @@ struct tdbm_handle {
 /* mount.c */
 void tdbm_log(const struct tdbm_mount *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-const char *tdbm_error_text(int code, const struct tdb_error *err);
-void tdbm_error_clear(struct tdb_error *err);
 struct tdbm_tree *tdbm_tree_new(struct tdb_fs *fs);
 void tdbm_tree_settle(struct tdbm_mount *m, struct tdbm_tree *t,
                       struct tdb_fs **fs, bool *gone);

@@ -50,8 +50,7 @@ static int tdbm_check_key(struct tdbm_source *s, const char *source,
 
     if (!o->open.key)
         return 0;
-    err.code = 0;
-    err.msg[0] = '\0';
+    tdb_error_clear(&err);
     if (tdb_array_encryption(&s->io, o->open.key, &enc, &err) == 0 &&
         enc != TDB_AES_256_GCM)
         return tdbm_src_why(why, cap, source, "key_file given, but the "
@@ -75,12 +74,11 @@ static int tdbm_source_url(struct tdbm_source *s, const char *source,
                             "staged files)");
     if (tdb_s3_global_init() != 0 || !(s->path = strdup(source)))
         return tdbm_src_why(why, cap, source, "%s", strerror(ENOMEM));
-    err.code = 0;
-    err.msg[0] = '\0';
+    tdb_error_clear(&err);
     rc = tdb_io_open_url(&s->io, source, &err);
     if (rc < 0)
         return tdbm_src_why(why, cap, source, "%s",
-                            err.msg[0] ? err.msg : tdb_strerror(rc));
+                            tdb_error_text(rc, &err));
     return 0;
 }
 
@@ -112,15 +110,14 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
         goto fail;
     }
 opened:
-    err.code = 0;
-    err.msg[0] = '\0';
+    tdb_error_clear(&err);
     rc = tdb_fs_open(&s->fs, &s->io, &o->open, &err);
     if (rc < 0) {
         if (rc == TDB_E_INVAL && !err.msg[0])
             tdbm_src_why(why, cap, source, "not a TileDB array or group");
         else
             tdbm_src_why(why, cap, source, "%s",
-                         err.msg[0] ? err.msg : tdb_strerror(rc));
+                         tdb_error_text(rc, &err));
         s->fs = NULL;
         goto fail;
     }

@@ -738,7 +738,7 @@ int tdbm_staging_remove(struct tdbm_staging *st, const char *name,
         tdb_io_free(&io);
     }
     if (rc)
-        snprintf(why, cap, "%s", err.msg[0] ? err.msg : tdb_strerror(rc));
+        snprintf(why, cap, "%s", tdb_error_text(rc, &err));
     staging_detach(st, name);
     pthread_mutex_unlock(&st->lock);
     return rc ? -EIO : 0;

@@ -29,22 +29,9 @@ static void tdbcli_say(const char *what, const char *fmt, ...)
     fprintf(stderr, "%s\n", msg);
 }
 
-void tdbcli_error_clear(struct tdb_error *err)
-{
-    err->code = 0;
-    err->msg[0] = '\0';
-}
-
-const char *tdbcli_error_text(int code, const struct tdb_error *err)
-{
-    if (err && err->msg[0])
-        return err->msg;
-    return tdb_strerror(code);
-}
-
 void tdbcli_report(const char *what, int code, const struct tdb_error *err)
 {
-    tdbcli_say(what, "%s", tdbcli_error_text(code, err));
+    tdbcli_say(what, "%s", tdb_error_text(code, err));
 }
 
 void tdbcli_report_text(const char *what, const char *msg)

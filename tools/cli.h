@@ -22,13 +22,6 @@ int tdbcli_option_list(struct tdbm_options *o, const char *list);
 int tdbcli_open(struct tdbm_source *s, const char *source,
                 const struct tdbm_options *o);
 
-/* Resets an error report before a call. */
-void tdbcli_error_clear(struct tdb_error *err);
-
-/* The message of a failed call: err->msg when the engine filled it, else
- * tdb_strerror(code). */
-const char *tdbcli_error_text(int code, const struct tdb_error *err);
-
 /* Prints "PROG: WHAT: message" on stderr for a failed engine call. */
 void tdbcli_report(const char *what, int code, const struct tdb_error *err);
 

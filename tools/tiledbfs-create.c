@@ -161,7 +161,7 @@ int main(int argc, char *argv[])
 
     if (tdbcreate_slurp(json_path, &text, &len) < 0)
         goto out;
-    tdbcli_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_schema_from_json(text, len, &schema, &err);
     if (rc < 0) {
         tdbcli_report(json_path, rc, &err);
@@ -175,7 +175,7 @@ int main(int argc, char *argv[])
         tdbcreate_say(array, strerror(ENOMEM));
         goto out;
     }
-    tdbcli_error_clear(&err);
+    tdb_error_clear(&err);
     rc = tdb_array_create(&io, schema, opts.open.key, 0, &err);
     if (rc < 0) {
         tdbcli_report(array, rc, &err);

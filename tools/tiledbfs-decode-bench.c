@@ -114,8 +114,7 @@ static void *dbench_run(void *arg)
             size_t got = 0;
             int st;
 
-            w->err.code = 0;
-            w->err.msg[0] = 0;
+            tdb_error_clear(&w->err);
             st = tdb_fs_read(b->fs, b->ino, off, buf, (size_t)want, &got,
                              &w->err);
             if (st < 0) {
@@ -137,7 +136,7 @@ static void dbench_report(const char *what, int code,
                           const struct tdb_error *err)
 {
     fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what,
-            err && err->msg[0] ? err->msg : tdb_strerror(code));
+            tdb_error_text(code, err));
 }
 
 int main(int argc, char **argv)

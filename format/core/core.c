@@ -26,6 +26,17 @@ const char *tdb_strerror(int code)
     }
 }
 
+void tdb_error_clear(struct tdb_error *err)
+{
+    err->code = 0;
+    err->msg[0] = '\0';
+}
+
+const char *tdb_error_text(int code, const struct tdb_error *err)
+{
+    return err && err->msg[0] ? err->msg : tdb_strerror(code);
+}
+
 int tdb_errno(int code)
 {
     switch (code) {
