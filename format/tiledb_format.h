@@ -247,7 +247,11 @@ struct tdb_open_options {
                                  * own */
     unsigned threads;           /* decoding threads of a tree's readers:
                                  * 0 one per online CPU, 1 none (the reading
-                                 * thread decodes) */
+                                 * thread decodes); also the threads a
+                                 * sparse merge runs on */
+    uint64_t merge_range_cells; /* a sparse merge on several threads is cut
+                                 * into key ranges of about this many cells
+                                 * at least (0: 256 Ki); for tests */
 };
 
 #define TDB_DEFAULT_CACHE_BYTES (256ull << 20)

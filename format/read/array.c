@@ -483,6 +483,8 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         return tdb_err(err, r, "out of memory");
     }
     a->ts_start = o->ts_start;
+    a->threads = o->threads;
+    a->merge_range_cells = o->merge_range_cells;
     a->ts_end = o->ts_end;
     a->cache = cache;
     if (o->key) {

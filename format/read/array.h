@@ -45,6 +45,8 @@ struct tdb_array {
     uint8_t key[32];
     bool has_key;
     uint64_t ts_start, ts_end;
+    unsigned threads;           /* opts.threads: for sparse merges */
+    uint64_t merge_range_cells; /* opts.merge_range_cells */
     struct tdb_arraydir *dir;
     struct tdb_schema_set schemas;
     const struct tdb_schema *schema;    /* the schema in force */

@@ -339,3 +339,58 @@ bool tdb_order_key_of(const struct tdb_order_key *k, const struct tdb_coords *c,
     *key = acc;
     return true;
 }
+
+size_t tdb_order_keys(const struct tdb_order_key *k, const uint8_t *const *base,
+                      const unsigned *size, size_t n, uint64_t *out)
+{
+    uint64_t bad = 0;
+    /* a part at a time over all cells: loops without branches that the
+     * compiler can unroll; the first part sets out[] */
+    for (unsigned j = 0; j < k->nparts; j++) {
+        const struct tdb_order_part *p = &k->part[j];
+        const uint8_t *v = base[p->dim];
+        uint64_t lo = p->lo, radix = j ? p->radix : 0, maxd = p->maxdigit;
+        int sh = p->extent ? p->shift : 0;
+        if (p->size == 8 && p->div == 1 && sh >= 0) {
+            if (!j) {
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t digit = (tdb_le64(v + 8 * i) - lo) >> sh;
+                    bad |= digit > maxd;
+                    out[i] = digit;
+                }
+                continue;
+            }
+            for (size_t i = 0; i < n; i++) {
+                uint64_t digit = (tdb_le64(v + 8 * i) - lo) >> sh;
+                bad |= digit > maxd;
+                out[i] = out[i] * radix + digit;
+            }
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t off = order_load(v + (size_t)p->size * i, p->size,
+                                      p->is_signed) - lo;
+            uint64_t digit = !p->extent ? off : sh >= 0 ? off >> sh
+                                                         : off / p->extent;
+            bad |= digit > maxd;
+            out[i] = (j ? out[i] * radix : 0) + (p->div == 1 ? digit : digit / p->div);
+        }
+    }
+    if (!k->nparts)
+        memset(out, 0, n * sizeof *out);
+    if (!bad)
+        return n;
+    /* the first cell without a key */
+    for (size_t i = 0; i < n; i++) {
+        struct tdb_coords c;
+        for (unsigned j = 0; j < k->nparts; j++) {
+            uint32_t d = k->part[j].dim;
+            c.v[d] = base[d] + (size_t)size[d] * i;
+            c.n[d] = size[d];
+        }
+        uint64_t key;
+        if (!tdb_order_key_of(k, &c, 0, &key))
+            return i;
+    }
+    return n;
+}

@@ -58,5 +58,11 @@ void tdb_order_key_init(struct tdb_order_key *k, const struct tdb_schema *s);
  * @return false when the cell has none (outside the domain). */
 bool tdb_order_key_of(const struct tdb_order_key *k, const struct tdb_coords *c,
                       uint64_t hilbert, uint64_t *key);
+/* The keys of n cells at once (k exact or not, but not Hilbert; every
+ * dimension of fixed size): dimension d's value of cell i at base[d] + i *
+ * its size.  @return how many cells from the first have a key (n when all
+ * have one); out[] is filled for those. */
+size_t tdb_order_keys(const struct tdb_order_key *k, const uint8_t *const *base,
+                      const unsigned *size, size_t n, uint64_t *out);
 
 #endif

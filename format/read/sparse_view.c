@@ -5,6 +5,7 @@
 #include "read/view.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 /* The plan: the merged order as a byte stream of entries, one per run of
  * consecutive cells of one fragment.  An entry is a varint
@@ -31,13 +32,10 @@ struct sp_hint {
     uint64_t *pos;              /* next cell of each fragment */
 };
 
-struct sparse_cells {
-    struct tdb_cells base;
+/* A plan being built (or built): the entries, the checkpoints, and while
+ * building each fragment's next cell and the run not yet written. */
+struct sp_plan {
     size_t nfrags;
-    struct tdb_frag **frags;    /* oldest first */
-    uint64_t t0, t1;
-    struct tdb_order_key okey;
-    /* the plan (above) */
     unsigned fbits;
     uint64_t maxcount;          /* the most cells one entry holds */
     uint64_t ckpt;              /* entries per checkpoint */
@@ -53,6 +51,23 @@ struct sparse_cells {
     size_t rslot;
     uint64_t rcell, rcount;
     uint64_t merged;            /* cells the merge kept so far */
+    /* a key range after the first (sp_fast_merge): each fragment's first
+     * entry has its skip in SP_PATCH bytes at patch_byte[slot] (SIZE_MAX:
+     * no entry), for when the ranges are joined; checkpoints before
+     * patch_ck[slot] hold the fragment's starting cell */
+    bool patchable;
+    size_t *patch_byte, *patch_ck;
+    uint64_t *patch_cell;       /* that entry's first cell */
+};
+
+struct sparse_cells {
+    struct tdb_cells base;
+    size_t nfrags;
+    struct tdb_frag **frags;    /* oldest first */
+    uint64_t t0, t1;
+    struct tdb_order_key okey;
+    unsigned threads;           /* for the merge (0: one per CPU) */
+    struct sp_plan plan;
     /* resume points of reads, under hint_lock */
     pthread_mutex_t hint_lock;
     struct sp_hint hint[SP_HINTS];
@@ -100,6 +115,26 @@ static void sp_unpin(struct sp_cur *k)
     k->pinned = false;
 }
 
+/* Pins tile t of fragment f's coordinates: dimension d's in e[d], tl[d]. */
+static int sp_pin_coords(struct tdb_frag *f, uint64_t t,
+                         struct tdb_cache_entry **e, const struct tdb_tile **tl,
+                         struct tdb_error *err)
+{
+    const struct tdb_schema *s = f->fs;
+    for (uint32_t d = 0; d < s->ndims; d++) {
+        int r = f->legacy_coords
+                    ? tdb_frag_tile(f, f->dim_field[0] >= 0 ? f->dim_field[0]
+                                                             : (int)s->nattrs,
+                                    TDB_PART_LEGACY_DIM + d, t, &e[d], &tl[d],
+                                    err)
+                    : tdb_frag_tile(f, f->dim_field[d], TDB_PART_VALUES, t,
+                                    &e[d], &tl[d], err);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 /* Points the cursor's coordinates at cell k->cell, pinning its tiles. */
 static int sp_load(struct sp_cur *k, struct tdb_error *err)
 {
@@ -117,23 +152,13 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         uint64_t per = s->capacity ? s->capacity : 1;   /* as tile_of */
         k->tspan = k->tcells < per ? k->tcells : per;
         k->pinned = true;
-        for (uint32_t d = 0; d < s->ndims; d++) {
-            int r = f->legacy_coords
-                        ? tdb_frag_tile(f, f->dim_field[0] >= 0 ? f->dim_field[0]
-                                                                 : (int)s->nattrs,
-                                        TDB_PART_LEGACY_DIM + d, t, &k->e[d],
-                                        &k->t[d], err)
-                        : tdb_frag_tile(f, f->dim_field[d], TDB_PART_VALUES, t,
-                                        &k->e[d], &k->t[d], err);
-            if (r)
-                return r;
-        }
-        if (k->ts_field >= 0) {
-            int r = tdb_frag_tile(f, k->ts_field, TDB_PART_VALUES, t,
-                                  &k->e[s->ndims], &k->t[s->ndims], err);
-            if (r)
-                return r;
-        }
+        int r = sp_pin_coords(f, t, k->e, k->t, err);
+        if (r)
+            return r;
+        if (k->ts_field >= 0 &&
+            (r = tdb_frag_tile(f, k->ts_field, TDB_PART_VALUES, t,
+                               &k->e[s->ndims], &k->t[s->ndims], err)))
+            return r;
     }
     uint64_t i = k->cell - k->first;
     if (i >= k->tcells)
@@ -350,49 +375,107 @@ static uint64_t sp_get_varint(const uint8_t *b, size_t *n)
     return v;
 }
 
-static void sp_plan_free(struct sparse_cells *sc)
+/* Sets up an empty plan for n fragments. */
+static int sp_plan_init(struct sp_plan *pl, size_t n, bool patchable)
 {
-    free(sc->bytes);
-    free(sc->ck);
-    sc->bytes = NULL;
-    sc->ck = NULL;
-    sc->nbytes = sc->capbytes = sc->nck = sc->capck = 0;
-    sc->nentries = sc->planned = sc->ckleft = 0;
-    sc->ropen = false;
-    if (sc->pos)
-        memset(sc->pos, 0, sc->nfrags * sizeof *sc->pos);
+    memset(pl, 0, sizeof *pl);
+    pl->nfrags = n;
+    while (((size_t)1 << pl->fbits) < n)
+        pl->fbits++;
+    pl->maxcount = (uint64_t)1 << (62 - pl->fbits);
+    pl->ckpt = SP_CKPT(n);
+    size_t nn = n ? n : 1;
+    pl->pos = calloc(nn, sizeof *pl->pos);
+    if (!pl->pos)
+        return TDB_E_NOMEM;
+    if (patchable) {
+        pl->patchable = true;
+        pl->patch_byte = malloc(nn * sizeof *pl->patch_byte);
+        pl->patch_ck = calloc(nn, sizeof *pl->patch_ck);
+        pl->patch_cell = calloc(nn, sizeof *pl->patch_cell);
+        if (!pl->patch_byte || !pl->patch_ck || !pl->patch_cell)
+            return TDB_E_NOMEM;
+        for (size_t i = 0; i < n; i++)
+            pl->patch_byte[i] = SIZE_MAX;
+    }
+    return 0;
+}
+
+static void sp_plan_free(struct sp_plan *pl)
+{
+    free(pl->bytes);
+    free(pl->ck);
+    free(pl->pos);
+    free(pl->patch_byte);
+    free(pl->patch_ck);
+    free(pl->patch_cell);
+    pl->bytes = NULL;
+    pl->ck = NULL;
+    pl->pos = NULL;
+    pl->patch_byte = pl->patch_ck = NULL;
+    pl->patch_cell = NULL;
+    pl->nbytes = pl->capbytes = pl->nck = pl->capck = 0;
+    pl->nentries = pl->planned = pl->ckleft = pl->merged = 0;
+    pl->ropen = false;
+}
+
+/* The bytes a patchable skip takes: a varint padded with 0x80 bytes, room
+ * for any 64-bit value. */
+#define SP_PATCH 10
+
+static void sp_put_padded(uint8_t *b, uint64_t v)
+{
+    for (int i = 0; i < SP_PATCH - 1; i++) {
+        b[i] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[SP_PATCH - 1] = (uint8_t)v;
+}
+
+static uint64_t sp_zigzag(uint64_t d)   /* d: a two's complement difference */
+{
+    return d << 1 ^ (uint64_t)-(int64_t)(d >> 63);
 }
 
 /* Appends cells fcell..fcell+count-1 of fragment `slot` as entries. */
-static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
+static int sp_plan_put(struct sp_plan *pl, size_t slot, uint64_t fcell,
                        uint64_t count)
 {
-    size_t n = sc->nfrags;
+    size_t n = pl->nfrags;
     while (count) {
-        uint64_t c = count < sc->maxcount ? count : sc->maxcount;
-        if (!sc->ckleft) {         /* every ckpt-th entry */
-            sc->ckleft = sc->ckpt;
-            if (sp_grow((void **)&sc->ck, &sc->capck, (sc->nck + 1) * (2 + n),
-                        sizeof *sc->ck))
+        uint64_t c = count < pl->maxcount ? count : pl->maxcount;
+        if (!pl->ckleft) {         /* every ckpt-th entry */
+            pl->ckleft = pl->ckpt;
+            if (sp_grow((void **)&pl->ck, &pl->capck, (pl->nck + 1) * (2 + n),
+                        sizeof *pl->ck))
                 return TDB_E_NOMEM;
-            uint64_t *k = sc->ck + sc->nck * (2 + n);
-            k[0] = sc->planned;
-            k[1] = sc->nbytes;
-            memcpy(k + 2, sc->pos, n * sizeof *sc->pos);
-            sc->nck++;
+            uint64_t *k = pl->ck + pl->nck * (2 + n);
+            k[0] = pl->planned;
+            k[1] = pl->nbytes;
+            memcpy(k + 2, pl->pos, n * sizeof *pl->pos);
+            pl->nck++;
         }
-        if (sp_grow((void **)&sc->bytes, &sc->capbytes, sc->nbytes + 20, 1))
+        if (sp_grow((void **)&pl->bytes, &pl->capbytes,
+                    pl->nbytes + 10 + SP_PATCH, 1))
             return TDB_E_NOMEM;
-        uint64_t d = fcell - sc->pos[slot];     /* two's complement */
-        uint64_t skip = d << 1 ^ (uint64_t)-(int64_t)(d >> 63);    /* zigzag */
-        uint64_t h = (c - 1) << (sc->fbits + 1) | (uint64_t)slot << 1 | (skip != 0);
-        sp_put_varint(sc->bytes, &sc->nbytes, h);
-        if (skip)
-            sp_put_varint(sc->bytes, &sc->nbytes, skip);
-        sc->pos[slot] = fcell + c;
-        sc->planned += c;
-        sc->nentries++;
-        sc->ckleft--;
+        uint64_t skip = sp_zigzag(fcell - pl->pos[slot]);
+        bool patch = pl->patchable && pl->patch_byte[slot] == SIZE_MAX;
+        uint64_t h = (c - 1) << (pl->fbits + 1) | (uint64_t)slot << 1 |
+                     (skip != 0 || patch);
+        sp_put_varint(pl->bytes, &pl->nbytes, h);
+        if (patch) {
+            pl->patch_byte[slot] = pl->nbytes;
+            pl->patch_ck[slot] = pl->nck;
+            pl->patch_cell[slot] = fcell;
+            sp_put_padded(pl->bytes + pl->nbytes, skip);
+            pl->nbytes += SP_PATCH;
+        } else if (skip) {
+            sp_put_varint(pl->bytes, &pl->nbytes, skip);
+        }
+        pl->pos[slot] = fcell + c;
+        pl->planned += c;
+        pl->nentries++;
+        pl->ckleft--;
         fcell += c;
         count -= c;
     }
@@ -400,47 +483,73 @@ static int sp_plan_put(struct sparse_cells *sc, size_t slot, uint64_t fcell,
 }
 
 /* Cell `cell` of fragment `slot` is the next of the view. */
-static int sp_emit(struct sparse_cells *sc, size_t slot, uint64_t cell)
+static inline int sp_emit(struct sp_plan *pl, size_t slot, uint64_t cell)
 {
-    sc->merged++;
-    if (sc->ropen && sc->rslot == slot && sc->rcell + sc->rcount == cell) {
-        sc->rcount++;
+    pl->merged++;
+    if (pl->ropen && pl->rslot == slot && pl->rcell + pl->rcount == cell) {
+        pl->rcount++;
         return 0;
     }
-    if (sc->ropen) {
-        int r = sp_plan_put(sc, sc->rslot, sc->rcell, sc->rcount);
-        if (r)
-            return r;
+    if (pl->ropen) {
+        /* the common entry, inline: one byte, no skip, no checkpoint */
+        size_t rs = pl->rslot;
+        uint64_t h = (pl->rcount - 1) << (pl->fbits + 1) | (uint64_t)rs << 1;
+        if (h < 0x80 && pl->ckleft && pl->nbytes < pl->capbytes &&
+            pl->rcell == pl->pos[rs] &&
+            (!pl->patchable || pl->patch_byte[rs] != SIZE_MAX)) {
+            pl->bytes[pl->nbytes++] = (uint8_t)h;
+            pl->pos[rs] += pl->rcount;
+            pl->planned += pl->rcount;
+            pl->nentries++;
+            pl->ckleft--;
+        } else {
+            int r = sp_plan_put(pl, rs, pl->rcell, pl->rcount);
+            if (r)
+                return r;
+        }
     }
-    sc->ropen = true;
-    sc->rslot = slot;
-    sc->rcell = cell;
-    sc->rcount = 1;
+    pl->ropen = true;
+    pl->rslot = slot;
+    pl->rcell = cell;
+    pl->rcount = 1;
     return 0;
 }
 
-static int sp_plan_end(struct sparse_cells *sc)
+/* The last cell emitted (of fragment `slot`) gives way to `cell`, a later
+ * version of the same coordinates in the same fragment. */
+static int sp_emit_replace(struct sp_plan *pl, size_t slot, uint64_t cell)
 {
-    if (sc->ropen) {
-        int r = sp_plan_put(sc, sc->rslot, sc->rcell, sc->rcount);
+    if (pl->rcount == 1) {
+        pl->rcell = cell;
+        return 0;
+    }
+    pl->rcount--;
+    pl->merged--;
+    return sp_emit(pl, slot, cell);
+}
+
+static int sp_plan_end(struct sp_plan *pl)
+{
+    if (pl->ropen) {
+        int r = sp_plan_put(pl, pl->rslot, pl->rcell, pl->rcount);
         if (r)
             return r;
-        sc->ropen = false;
+        pl->ropen = false;
     }
     /* give back what the doubling left over */
-    if (sc->nbytes && sc->nbytes < sc->capbytes) {
-        uint8_t *b = realloc(sc->bytes, sc->nbytes);
+    if (pl->nbytes && pl->nbytes < pl->capbytes) {
+        uint8_t *b = realloc(pl->bytes, pl->nbytes);
         if (b) {
-            sc->bytes = b;
-            sc->capbytes = sc->nbytes;
+            pl->bytes = b;
+            pl->capbytes = pl->nbytes;
         }
     }
-    size_t w = sc->nck * (2 + sc->nfrags);
-    if (w && w < sc->capck) {
-        uint64_t *k = realloc(sc->ck, w * sizeof *k);
+    size_t w = pl->nck * (2 + pl->nfrags);
+    if (w && w < pl->capck) {
+        uint64_t *k = realloc(pl->ck, w * sizeof *k);
         if (k) {
-            sc->ck = k;
-            sc->capck = w;
+            pl->ck = k;
+            pl->capck = w;
         }
     }
     return 0;
@@ -589,10 +698,12 @@ static int sp_take_equal(struct sparse_cells *sc, struct sp_cur *k,
     return 0;
 }
 
-static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
+/* The merge in general: a heap of cursors over the fragments' cells, each
+ * cell's coordinates compared (by key where the keys decide). */
+static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
+                         struct tdb_error *err)
 {
-    struct sparse_cells *sc = (struct sparse_cells *)c;
-    struct tdb_array *a = c->arr;
+    struct tdb_array *a = sc->base.arr;
     const struct tdb_schema *s = a->schema;
     bool dups = s->allows_dups;
     size_t n = sc->nfrags;
@@ -602,14 +713,10 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
     uint8_t *keybuf = NULL;
     size_t keycap = 0;
     int r = 0;
-    if (!cur || !heap || !eq) {
+    if (!cur || !heap || !eq || sp_plan_init(pl, n, false)) {
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
-    /* ncells stays as it is until the merge is whole: a view counted from
-     * the metadata is being stat'ed by other threads meanwhile */
-    sc->merged = 0;
-    sp_plan_free(sc);
     struct sp_heap hp = {heap, 0, s};
     for (size_t i = 0; i < n && !r; i++) {
         cur[i].f = sc->frags[i];
@@ -628,7 +735,7 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
         /* the smallest head; among equal coordinates the newest first */
         struct sp_cur *m = hp.h[0];
         if (dups) {
-            r = sp_emit(sc, m->slot, m->cell);
+            r = sp_emit(pl, m->slot, m->cell);
             if (r) {
                 r = tdb_err(err, r, "out of memory");
                 break;
@@ -684,11 +791,11 @@ static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
                 if (!eq[i]->done)
                     sp_push(&hp, eq[i]);
         }
-        r = sp_emit(sc, w.slot, w.cell);
+        r = sp_emit(pl, w.slot, w.cell);
         if (r)
             r = tdb_err(err, r, "out of memory");
     }
-    if (!r && (r = sp_plan_end(sc)))
+    if (!r && (r = sp_plan_end(pl)))
         r = tdb_err(err, r, "out of memory");
 out:
     for (size_t i = 0; cur && i < n; i++)
@@ -698,17 +805,642 @@ out:
     free(eq);
     free(keybuf);
     if (r)
+        sp_plan_free(pl);
+    return r;
+}
+
+/* ------------------------------------------------------- the fast merge */
+
+/* Where every cell has an exact integer key (fixed-size integer
+ * coordinates inside the domain; row- or column-major order), no cell
+ * carries a timestamp and no delete condition applies, the merge compares
+ * keys alone: computed SP_BLOCK cells at a time, in a tree of losers.  The
+ * key space is cut into ranges of about equal cells (estimated from the
+ * tiles' MBRs) merged side by side, one thread each, and their plans are
+ * joined.  A fragment found not stored in order, or a cell without a key,
+ * sends the merge back to sp_slow_merge (return 1). */
+#define SP_BLOCK 1024
+#define SP_RANGE_MIN (1u << 18)     /* cells per range, at least (unless
+                                     * opts.merge_range_cells says) */
+#define SP_RANGES_PER_THREAD 4      /* threads take ranges as they finish */
+#define SP_RANGES_MAX 64
+
+/* One fragment's cells in one range: keys[i..n) are of cells kcell + i.. */
+struct sp_src {
+    struct tdb_frag *f;
+    const struct sp_src *base;  /* the range's first (slot: x - base) */
+    uint64_t next;              /* the next cell to key */
+    uint64_t kcell;
+    uint32_t i, n;
+    uint64_t last;              /* the last key (order check), with the
+                                 * rank when packed */
+    uint64_t first, tspan;      /* the pinned tile's cells */
+    bool pinned;
+    struct tdb_cache_entry *e[TDB_MAX_DIMS];
+    const struct tdb_tile *t[TDB_MAX_DIMS];
+    uint64_t keys[SP_BLOCK];
+};
+
+/* What the ranges share.  Where the keys leave room, a fragment's rank
+ * goes in their low rbits bits (rank then decides nothing by itself). */
+struct sp_fast {
+    struct sparse_cells *sc;
+    unsigned vs[TDB_MAX_DIMS];  /* bytes of each coordinate */
+    uint32_t *rank;             /* per fragment: 1 + place in (t2, index) */
+    unsigned rbits;
+    uint64_t **mbr_lo, **mbr_hi;    /* per fragment and tile: the keys of
+                                     * the MBR's corners (NULL: none) */
+    struct sp_range *rg;
+    size_t nr;
+    size_t order[SP_RANGES_MAX];    /* ranges in the order taken */
+    atomic_size_t next;         /* the next of order[] to merge */
+};
+
+struct sp_range {
+    const struct sp_fast *fx;
+    bool has_lo, has_hi;
+    uint64_t lo, hi;            /* the keys [lo, hi) */
+    struct sp_plan plan;
+    uint64_t *begin, *stop;     /* each fragment's cells [begin, stop) */
+    int r;                      /* 0; 1: not for the fast merge; < 0 */
+    struct tdb_error err;
+};
+
+static void sp_src_unpin(struct sp_src *x)
+{
+    if (!x->pinned)
+        return;
+    for (uint32_t d = 0; d < x->f->fs->ndims; d++) {
+        if (x->e[d])
+            tdb_cache_release(x->f->arr->cache, x->e[d]);
+        x->e[d] = NULL;
+    }
+    x->pinned = false;
+}
+
+/* Pins the coordinate tiles holding cell c. */
+static int sp_src_tile(struct sp_src *x, uint64_t c, struct tdb_error *err)
+{
+    if (x->pinned && c >= x->first && c - x->first < x->tspan)
+        return 0;
+    sp_src_unpin(x);
+    uint64_t t = tdb_frag_tile_of(x->f, c, &x->first);
+    uint64_t tc = tdb_frag_tile_cells(x->f, t);
+    uint64_t per = x->f->fs->capacity ? x->f->fs->capacity : 1;
+    x->tspan = tc < per ? tc : per;
+    x->pinned = true;
+    int r = sp_pin_coords(x->f, t, x->e, x->t, err);
+    if (r)
         return r;
+    if (c - x->first >= x->tspan)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: cell %llu beyond tile %llu",
+                       x->f->fm->path, (unsigned long long)c,
+                       (unsigned long long)t);
+    return 0;
+}
+
+/* Keys up to m cells from cell c, within c's tile (*m: how many). */
+static int sp_src_keys(const struct sp_fast *fx, struct sp_src *x, uint64_t c,
+                       uint64_t *m, uint64_t *out, struct tdb_error *err)
+{
+    int r = sp_src_tile(x, c, err);
+    if (r)
+        return r;
+    uint64_t off = c - x->first;
+    if (*m > x->tspan - off)
+        *m = x->tspan - off;
+    const uint8_t *base[TDB_MAX_DIMS];
+    for (uint32_t d = 0; d < x->f->fs->ndims; d++) {
+        const struct tdb_tile *tl = x->t[d];
+        if (tl->offsets)
+            return 1;
+        if ((off + *m) * fx->vs[d] > tl->size)
+            return tdb_err(err, TDB_E_CORRUPT, "%s: coordinate tile too short",
+                           x->f->fm->path);
+        base[d] = tl->data + off * fx->vs[d];
+    }
+    return tdb_order_keys(&fx->sc->okey, base, fx->vs, (size_t)*m, out) < *m;
+}
+
+/* Keys the next block of x's cells.  @return 0, 2 when x has no more
+ * cells, 1 (not for the fast merge: a cell without a key, cells out of
+ * order) or an error. */
+static int sp_src_fill(const struct sp_fast *fx, struct sp_src *x,
+                       struct tdb_error *err)
+{
+    x->i = x->n = 0;
+    if (x->next >= x->f->ncells) {
+        sp_src_unpin(x);
+        return 2;
+    }
+    uint64_t m = x->f->ncells - x->next;
+    if (m > SP_BLOCK)
+        m = SP_BLOCK;
+    int r = sp_src_keys(fx, x, x->next, &m, x->keys, err);
+    if (r)
+        return r;
+    uint64_t *k = x->keys;
+    if (fx->rbits) {
+        size_t slot = (size_t)(x - x->base);
+        uint64_t low = ((uint64_t)1 << fx->rbits) - 1 - fx->rank[slot];
+        for (uint64_t i = 0; i < m; i++)
+            k[i] = k[i] << fx->rbits | low;
+    }
+    uint64_t bad = k[0] < x->last;
+    for (uint64_t i = 1; i < m; i++)
+        bad |= k[i] < k[i - 1];
+    if (bad)
+        return 1;
+    x->last = k[m - 1];
+    x->kcell = x->next;
+    x->n = (uint32_t)m;
+    x->next += m;
+    return 0;
+}
+
+/* The first of x's cells whose key is not below `key` (the MBRs say
+ * between which tiles: the tiles before the first whose MBR's high key
+ * is not below it hold only smaller keys, those from the first whose low
+ * key is not below it only others). */
+static int sp_src_lower_bound(const struct sp_fast *fx, struct sp_src *x,
+                              size_t slot, uint64_t key, uint64_t *out,
+                              struct tdb_error *err)
+{
+    struct tdb_frag *f = x->f;
+    uint64_t lo = 0, hi = f->ncells;
+    const uint64_t *mh = fx->mbr_hi[slot], *ml = fx->mbr_lo[slot];
+    if (mh) {
+        uint64_t nt = f->fm->sparse_tile_num, t = 0, u;
+        uint64_t per = f->fs->capacity ? f->fs->capacity : 1;
+        while (t < nt && mh[t] < key)
+            t++;
+        for (u = t; u < nt && ml[u] < key; u++)
+            ;
+        lo = t * per < f->ncells ? t * per : f->ncells;
+        hi = u * per < f->ncells ? u * per : f->ncells;
+    }
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2, k, one = 1;
+        int r = sp_src_keys(fx, x, mid, &one, &k, err);
+        if (r)
+            return r;
+        if (k < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *out = lo;
+    return 0;
+}
+
+static inline bool sp_lt(const uint64_t *hk, const uint32_t *hr, uint32_t a,
+                         uint32_t b)
+{
+    return hk[a] < hk[b] || (hk[a] == hk[b] && hr[a] > hr[b]);
+}
+
+/* The tree of losers over leaves [0, K): the winner of the subtree at
+ * node (leaves at K + i). */
+static uint32_t sp_tree_build(uint32_t *tree, const uint64_t *hk,
+                              const uint32_t *hr, size_t K, size_t node)
+{
+    if (node >= K)
+        return (uint32_t)(node - K);
+    uint32_t a = sp_tree_build(tree, hk, hr, K, 2 * node);
+    uint32_t b = sp_tree_build(tree, hk, hr, K, 2 * node + 1);
+    bool bw = sp_lt(hk, hr, b, a);
+    tree[node] = bw ? a : b;
+    return bw ? b : a;
+}
+
+/* Merges the range's cells into its plan. */
+static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
+{
+    const struct sp_fast *fx = rg->fx;
+    struct sparse_cells *sc = fx->sc;
+    struct sp_plan *pl = &rg->plan;
+    size_t n = sc->nfrags, K = 1;
+    while (K < n)
+        K <<= 1;
+    bool dups = sc->base.arr->schema->allows_dups;
+    struct sp_src *src = calloc(n, sizeof *src);
+    uint64_t *hk = malloc(K * sizeof *hk);
+    uint32_t *hr = malloc(K * sizeof *hr);
+    uint32_t *tree = malloc(K * sizeof *tree);
+    uint64_t *tk = malloc(K * sizeof *tk);
+    int r = 0;
+    if (!src || !hk || !hr || !tree || !tk || sp_plan_init(pl, n, rg->has_lo)) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = n; i < K; i++) {
+        hk[i] = UINT64_MAX;
+        hr[i] = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sp_src *x = &src[i];
+        x->f = sc->frags[i];
+        x->base = src;
+        if (rg->has_lo &&
+            (r = sp_src_lower_bound(fx, x, i, rg->lo, &x->next, err)))
+            goto out;
+        rg->begin[i] = x->next;
+        r = sp_src_fill(fx, x, err);
+        if (r == 1 || r < 0)
+            goto out;
+        hk[i] = r ? UINT64_MAX : x->keys[0];
+        hr[i] = r ? 0 : fx->rbits ? 1 : fx->rank[i];
+        r = 0;
+    }
+    tree[0] = sp_tree_build(tree, hk, hr, K, 1);
+    /* the losers' keys beside them in the nodes: no lookup per level */
+    for (size_t node = 1; node < K; node++)
+        tk[node] = hk[tree[node]];
+    unsigned rb = fx->rbits;
+    uint64_t hi = rg->has_hi ? rg->hi << rb : UINT64_MAX;
+    uint64_t last = 0;
+    uint32_t lslot = 0;
+    bool have = false;
+    uint32_t w = tree[0];
+    for (;;) {
+        uint64_t key = hk[w];
+        if (!hr[w] || key >= hi)
+            break;
+        struct sp_src *x = &src[w];
+        uint64_t cell = x->kcell + x->i;
+        /* no duplicates: among equal keys the newest fragment comes
+         * first and wins, and its last version of them */
+        if (dups || !have || (key ^ last) >> rb) {
+            r = sp_emit(pl, w, cell);
+            last = key;
+            lslot = w;
+            have = true;
+        } else if (w == lslot) {
+            r = sp_emit_replace(pl, w, cell);
+        }
+        if (r) {
+            r = tdb_err(err, r, "out of memory");
+            goto out;
+        }
+        if (++x->i < x->n) {
+            hk[w] = x->keys[x->i];
+        } else {
+            r = sp_src_fill(fx, x, err);
+            if (r == 1 || r < 0)
+                goto out;
+            hk[w] = r ? UINT64_MAX : x->keys[0];
+            hr[w] = r ? 0 : hr[w];
+            r = 0;
+        }
+        /* w's new head plays the losers up to the root (ranks only
+         * decide between equal keys: never when packed) */
+        uint64_t wk = hk[w];
+        size_t node = (w + K) >> 1;
+        if (rb) {
+            /* with masks: the compiler would branch, and which head
+             * wins is a coin toss */
+            for (; node; node >>= 1) {
+                uint64_t lk = tk[node];
+                uint32_t l = tree[node];
+                uint64_t m = -(uint64_t)(lk < wk);
+                uint64_t dk = (lk ^ wk) & m;
+                uint32_t dl = (l ^ w) & (uint32_t)m;
+                tk[node] = lk ^ dk;
+                tree[node] = l ^ dl;
+                wk ^= dk;
+                w ^= dl;
+            }
+            continue;
+        }
+        uint32_t wr = hr[w];
+        for (; node; node >>= 1) {
+            uint64_t lk = tk[node];
+            uint32_t l = tree[node];
+            bool sw = (lk < wk) | ((lk == wk) & (hr[l] > wr));
+            tk[node] = sw ? wk : lk;
+            tree[node] = sw ? w : l;
+            wk = sw ? lk : wk;
+            wr = sw ? hr[l] : wr;
+            w = sw ? l : w;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        rg->stop[i] = hr[i] ? src[i].kcell + src[i].i : src[i].next;
+    if ((r = sp_plan_end(pl)))
+        r = tdb_err(err, r, "out of memory");
+out:
+    for (size_t i = 0; src && i < n; i++)
+        sp_src_unpin(&src[i]);
+    free(src);
+    free(hk);
+    free(hr);
+    free(tree);
+    free(tk);
+    return r;
+}
+
+/* Merges ranges until none is left. */
+static void *sp_range_thread(void *arg)
+{
+    struct sp_fast *fx = arg;
+    for (;;) {
+        size_t p = atomic_fetch_add(&fx->next, 1);
+        if (p >= fx->nr)
+            return NULL;
+        struct sp_range *rg = &fx->rg[fx->order[p]];
+        rg->r = sp_range_merge(rg, &rg->err);
+    }
+}
+
+/* Joins the ranges' plans into rg[0]'s: each range's first entry of a
+ * fragment goes on from where the ranges before left that fragment. */
+static int sp_join(struct sp_range *rg, size_t nr, size_t n)
+{
+    struct sp_plan *out = &rg[0].plan;
+    size_t total = out->nbytes, nck = out->nck, stride = 2 + n;
+    for (size_t p = 1; p < nr; p++) {
+        total += rg[p].plan.nbytes;
+        nck += rg[p].plan.nck;
+    }
+    if (total > out->capbytes) {
+        uint8_t *b = realloc(out->bytes, total);
+        if (!b)
+            return TDB_E_NOMEM;
+        out->bytes = b;
+        out->capbytes = total;
+    }
+    if (nck * stride > out->capck) {
+        uint64_t *k = realloc(out->ck, nck * stride * sizeof *k);
+        if (!k)
+            return TDB_E_NOMEM;
+        out->ck = k;
+        out->capck = nck * stride;
+    }
+    uint64_t *R = out->pos;     /* where a reader stands after the ranges
+                                 * so far */
+    for (size_t p = 1; p < nr; p++) {
+        struct sp_plan *pl = &rg[p].plan;
+        for (size_t f = 0; f < n; f++)
+            if (pl->patch_byte[f] != SIZE_MAX)
+                sp_put_padded(pl->bytes + pl->patch_byte[f],
+                              sp_zigzag(pl->patch_cell[f] - R[f]));
+        for (size_t j = 0; j < pl->nck; j++) {
+            uint64_t *k = out->ck + out->nck * stride;
+            memcpy(k, pl->ck + j * stride, stride * sizeof *k);
+            k[0] += out->planned;
+            k[1] += out->nbytes;
+            for (size_t f = 0; f < n; f++)
+                if (pl->patch_byte[f] == SIZE_MAX || j < pl->patch_ck[f])
+                    k[2 + f] = R[f];
+            out->nck++;
+        }
+        if (pl->nbytes)
+            memcpy(out->bytes + out->nbytes, pl->bytes, pl->nbytes);
+        out->nbytes += pl->nbytes;
+        out->planned += pl->planned;
+        out->nentries += pl->nentries;
+        out->merged += pl->merged;
+        for (size_t f = 0; f < n; f++)
+            if (pl->patch_byte[f] != SIZE_MAX)
+                R[f] = pl->pos[f];
+    }
+    return 0;
+}
+
+/* Cuts the keys into nr ranges of about equal cells: cut[j] is where range
+ * j + 1 starts.  A tile is taken as its cells spread evenly between its
+ * MBR's low and high keys.  @return the ranges (fewer when cuts meet). */
+static size_t sp_cuts(const struct sp_fast *fx, size_t nr, uint64_t *cut)
+{
+    struct sparse_cells *sc = fx->sc;
+    uint64_t *const *mlo = fx->mbr_lo;
+    uint64_t kmin = UINT64_MAX, kmax = 0;
+    double total = 0;
+    for (size_t f = 0; f < sc->nfrags; f++)
+        for (uint64_t t = 0; t < sc->frags[f]->fm->sparse_tile_num; t++) {
+            kmin = mlo[f][t] < kmin ? mlo[f][t] : kmin;
+            kmax = fx->mbr_hi[f][t] > kmax ? fx->mbr_hi[f][t] : kmax;
+            total += (double)tdb_frag_tile_cells(sc->frags[f], t);
+        }
+    size_t got = 0;
+    for (size_t j = 1; j < nr; j++) {
+        /* the smallest key with j / nr of the cells before it */
+        double want = total * (double)j / (double)nr;
+        uint64_t lo = kmin, hi = kmax;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            double below = 0;
+            for (size_t f = 0; f < sc->nfrags; f++)
+                for (uint64_t t = 0; t < sc->frags[f]->fm->sparse_tile_num; t++) {
+                    uint64_t a = mlo[f][t], b = fx->mbr_hi[f][t];
+                    double w = (double)tdb_frag_tile_cells(sc->frags[f], t);
+                    if (b <= mid)
+                        below += w;
+                    else if (a <= mid)
+                        below += w * ((double)(mid - a) + 1) / ((double)(b - a) + 1);
+                }
+            if (below < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > kmin && (!got || lo > cut[got - 1]))
+            cut[got++] = lo;
+    }
+    return got + 1;
+}
+
+/* The ranges the merge is cut into for nthreads, 1 when the MBRs don't
+ * tell. */
+static size_t sp_plan_ranges(struct sp_fast *fx, size_t nthreads, uint64_t *cut)
+{
+    struct sparse_cells *sc = fx->sc;
+    const struct tdb_schema *s = sc->base.arr->schema;
+    uint64_t cells = 0;
+    for (size_t f = 0; f < sc->nfrags; f++)
+        cells += sc->frags[f]->ncells;
+    size_t nr = nthreads * SP_RANGES_PER_THREAD;
+    if (nthreads < 2)
+        return 1;
+    if (nr > SP_RANGES_MAX)
+        nr = SP_RANGES_MAX;
+    uint64_t rmin = sc->base.arr->merge_range_cells
+                        ? sc->base.arr->merge_range_cells : SP_RANGE_MIN;
+    if (nr > cells / rmin)
+        nr = (size_t)(cells / rmin);
+    if (nr < 2)
+        return 1;
+    uint64_t **mlo = fx->mbr_lo;
+    bool ok = true;
+    for (size_t f = 0; f < sc->nfrags && ok; f++) {
+        struct tdb_fragmeta *fm = sc->frags[f]->fm;
+        struct tdb_error e2 = {0};
+        uint64_t nt = fm->sparse_tile_num;
+        ok = !tdb_fragmeta_load_rtree(fm, &e2) && fm->nmbrs == nt &&
+             (fx->mbr_lo[f] = malloc((nt ? nt : 1) * sizeof **mlo)) &&
+             (fx->mbr_hi[f] = malloc((nt ? nt : 1) * sizeof **mlo));
+        for (uint64_t t = 0; t < nt && ok; t++) {
+            struct tdb_coords lo, hi;
+            for (uint32_t d = 0; d < s->ndims; d++) {
+                const struct tdb_range *m = &fm->mbrs[t * s->ndims + d];
+                lo.v[d] = m->lo;
+                hi.v[d] = m->hi;
+                lo.n[d] = hi.n[d] = fx->vs[d];
+            }
+            ok = tdb_order_key_of(&sc->okey, &lo, 0, &mlo[f][t]) &&
+                 tdb_order_key_of(&sc->okey, &hi, 0, &fx->mbr_hi[f][t]) &&
+                 mlo[f][t] <= fx->mbr_hi[f][t];
+        }
+    }
+    if (ok)
+        return sp_cuts(fx, nr, cut);
+    for (size_t f = 0; f < sc->nfrags; f++) {
+        free(mlo[f]);
+        free(fx->mbr_hi[f]);
+        mlo[f] = fx->mbr_hi[f] = NULL;
+    }
+    return 1;
+}
+
+static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
+                         struct tdb_error *err)
+{
+    struct tdb_array *a = sc->base.arr;
+    const struct tdb_schema *s = a->schema;
+    size_t n = sc->nfrags;
+    if (a->nconds || !sc->okey.exact || sc->okey.hilbert || !n ||
+        n > UINT32_MAX - 1)
+        return 1;
+    struct sp_fast fx = {.sc = sc};
+    for (uint32_t d = 0; d < s->ndims; d++)
+        fx.vs[d] = tdb_dt_size(s->dims[d].type);
+    for (size_t f = 0; f < n; f++) {
+        const struct tdb_frag *fr = sc->frags[f];
+        if (fr->fm->has_timestamps || fr->fm->dense || fr->fs->ndims != s->ndims)
+            return 1;
+    }
+    uint64_t cut[SP_RANGES_MAX];
+    struct sp_range rg[SP_RANGES_MAX];
+    memset(rg, 0, sizeof rg);
+    size_t nr = 0;
+    int r = 0;
+    fx.rank = calloc(n, sizeof *fx.rank);
+    fx.mbr_lo = calloc(n, sizeof *fx.mbr_lo);
+    fx.mbr_hi = calloc(n, sizeof *fx.mbr_hi);
+    if (!fx.rank || !fx.mbr_lo || !fx.mbr_hi) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    /* newer: a later t2, then a later place in frags[] (oldest first, so
+     * rank by counting the older ones) */
+    for (size_t f = 0; f < n; f++) {
+        uint32_t k = 1;
+        for (size_t g = 0; g < n; g++)
+            k += sc->frags[g]->fm->t2 < sc->frags[f]->fm->t2 ||
+                 (sc->frags[g]->fm->t2 == sc->frags[f]->fm->t2 && g < f);
+        fx.rank[f] = k;
+    }
+    /* the rank fits beside every key? */
+    uint64_t prod = 1;
+    bool fits = true;
+    for (unsigned i = 0; i < sc->okey.nparts && fits; i++)
+        fits = tdb_mul_ok(prod, sc->okey.part[i].radix, &prod);
+    unsigned rbits = 1;
+    while (((uint64_t)1 << rbits) - 1 < n)
+        rbits++;
+    if (fits && prod <= UINT64_MAX >> rbits)
+        fx.rbits = rbits;
+    long cpus = sc->threads ? (long)sc->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nthreads = cpus < 1 ? 1 : cpus > SP_RANGES_MAX ? SP_RANGES_MAX
+                                                          : (size_t)cpus;
+    nr = sp_plan_ranges(&fx, nthreads, cut);
+    for (size_t p = 0; p < nr; p++) {
+        rg[p].fx = &fx;
+        rg[p].has_lo = p > 0;
+        rg[p].lo = p ? cut[p - 1] : 0;
+        rg[p].has_hi = p + 1 < nr;
+        rg[p].hi = p + 1 < nr ? cut[p] : 0;
+        rg[p].begin = calloc(n, sizeof *rg[p].begin);
+        rg[p].stop = calloc(n, sizeof *rg[p].stop);
+        if (!rg[p].begin || !rg[p].stop) {
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    /* this thread and nth - 1 more take the ranges in turn */
+    fx.rg = rg;
+    fx.nr = nr;
+    atomic_init(&fx.next, 0);
+    pthread_t th[SP_RANGES_MAX];
+    size_t nth = nr < nthreads ? nr : nthreads, started = 0;
+    /* the threads start far apart in the order (their first tiles
+     * differ: a tile two threads want is decoded by one while the other
+     * waits): one block of ranges per thread, taken in turn */
+    size_t per = (nr + nth - 1) / nth, no = 0;
+    for (size_t i = 0; i < per; i++)
+        for (size_t b = 0; b < nth; b++)
+            if (b * per + i < nr)
+                fx.order[no++] = b * per + i;
+    while (started + 1 < nth &&
+           !pthread_create(&th[started], NULL, sp_range_thread, &fx))
+        started++;
+    sp_range_thread(&fx);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    for (size_t p = 0; p < nr && !r; p++)
+        if (rg[p].r) {
+            r = rg[p].r;
+            if (r < 0 && err)
+                *err = rg[p].err;
+        }
+    /* the ranges meet where one left each fragment */
+    for (size_t p = 1; p < nr && !r; p++)
+        for (size_t f = 0; f < n && !r; f++)
+            r = rg[p - 1].stop[f] != rg[p].begin[f];
+    if (!r && (r = sp_join(rg, nr, n)))
+        r = tdb_err(err, r, "out of memory");
+out:
+    for (size_t p = 0; p < nr; p++) {
+        if (p || r)
+            sp_plan_free(&rg[p].plan);
+        free(rg[p].begin);
+        free(rg[p].stop);
+    }
+    if (!r)
+        *out = rg[0].plan;
+    for (size_t f = 0; fx.mbr_lo && fx.mbr_hi && f < n; f++) {
+        free(fx.mbr_lo[f]);
+        free(fx.mbr_hi[f]);
+    }
+    free(fx.mbr_lo);
+    free(fx.mbr_hi);
+    free(fx.rank);
+    return r;
+}
+
+static int sparse_prepare(struct tdb_cells *c, struct tdb_error *err)
+{
+    struct sparse_cells *sc = (struct sparse_cells *)c;
+    /* ncells stays as it is until the merge is whole: a view counted from
+     * the metadata is being stat'ed by other threads meanwhile */
+    struct sp_plan pl;
+    int r = sp_fast_merge(sc, &pl, err);
+    if (r == 1)
+        r = sp_slow_merge(sc, &pl, err);
+    if (r)
+        return r;
+    sp_plan_free(&sc->plan);
+    sc->plan = pl;
     /* a view counted from the metadata keeps its count (others read it
      * meanwhile); else the count is published by tdb_cells_prepare */
     bool counted = atomic_load_explicit(&c->counted, memory_order_relaxed);
-    if (counted && sc->merged != c->ncells)
+    if (counted && pl.merged != c->ncells)
         return tdb_err(err, TDB_E_CORRUPT, "sparse merge kept %llu cells where "
                        "the fragments' metadata counts %llu",
-                       (unsigned long long)sc->merged,
+                       (unsigned long long)pl.merged,
                        (unsigned long long)c->ncells);
     if (!counted)
-        c->ncells = sc->merged;
+        c->ncells = pl.merged;
     return 0;
 }
 
@@ -739,26 +1471,26 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
     size_t nf = sc->nfrags, stride = 2 + nf;
     pp->frags = sc->frags;
     pp->nfrags = nf;
-    pp->shift = sc->fbits + 1;
-    pp->smask = ((uint64_t)1 << sc->fbits) - 1;
+    pp->shift = sc->plan.fbits + 1;
+    pp->smask = ((uint64_t)1 << sc->plan.fbits) - 1;
     pp->hint = -1;
     pp->cell = 0;
-    pp->p = pp->end = sc->bytes;
+    pp->p = pp->end = sc->plan.bytes;
     pp->next = nf <= TDB_PLAN_BUF ? pp->buf : malloc(nf * sizeof *pp->next);
     if (!pp->next)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    if (!sc->nck)
+    if (!sc->plan.nck)
         return 0;
     /* the last checkpoint at or before `first` */
-    size_t lo = 0, hi = sc->nck;
+    size_t lo = 0, hi = sc->plan.nck;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
-        if (sc->ck[mid * stride] <= first)
+        if (sc->plan.ck[mid * stride] <= first)
             lo = mid;
         else
             hi = mid;
     }
-    const uint64_t *k = sc->ck + lo * stride;
+    const uint64_t *k = sc->plan.ck + lo * stride;
     uint64_t cell = k[0];
     size_t byte = (size_t)k[1];
     /* or a resume point between it and `first` */
@@ -780,8 +1512,8 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
     pthread_mutex_unlock(&sc->hint_lock);
     pp->hint = hs;
     pp->cell = cell;
-    pp->p = sc->bytes + byte;
-    pp->end = sc->bytes + sc->nbytes;
+    pp->p = sc->plan.bytes + byte;
+    pp->end = sc->plan.bytes + sc->plan.nbytes;
     /* on to the entry holding `first` */
     while (pp->p < pp->end) {
         size_t slot;
@@ -800,7 +1532,7 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
 static void sparse_plan_done(struct tdb_cells *c, struct tdb_plan_pos *pp)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
-    if (sc->nck) {
+    if (sc->plan.nck) {
         /* remember where this read stopped: the next one likely starts
          * there */
         pthread_mutex_lock(&sc->hint_lock);
@@ -808,7 +1540,7 @@ static void sparse_plan_done(struct tdb_cells *c, struct tdb_plan_pos *pp)
         struct sp_hint *hh = &sc->hint[slot];
         hh->valid = true;
         hh->cell = pp->cell;
-        hh->byte = (size_t)(pp->p - sc->bytes);
+        hh->byte = (size_t)(pp->p - sc->plan.bytes);
         memcpy(hh->pos, pp->next, sc->nfrags * sizeof *pp->next);
         pthread_mutex_unlock(&sc->hint_lock);
     }
@@ -823,7 +1555,7 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
     *nout = 0;
-    if (!sc->nck || !cap || !n)
+    if (!sc->plan.nck || !cap || !n)
         return 0;
     struct tdb_plan_pos pp;
     int r = sparse_plan_seek(c, first, &pp, err);
@@ -855,11 +1587,10 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
 static void sparse_destroy(struct tdb_cells *c)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
-    sp_plan_free(sc);
+    sp_plan_free(&sc->plan);
     for (int i = 0; i < SP_HINTS; i++)
         free(sc->hint[i].pos);
     pthread_mutex_destroy(&sc->hint_lock);
-    free(sc->pos);
     free(sc->frags);
 }
 
@@ -920,8 +1651,7 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     pthread_mutex_init(&sc->hint_lock, NULL);
     size_t nn = n ? n : 1;
     sc->frags = calloc(nn, sizeof *sc->frags);
-    sc->pos = calloc(nn, sizeof *sc->pos);
-    bool ok = sc->frags && sc->pos;
+    bool ok = sc->frags && !sp_plan_init(&sc->plan, n, false);
     for (int i = 0; i < SP_HINTS && ok; i++)
         ok = (sc->hint[i].pos = calloc(nn, sizeof *sc->hint[i].pos)) != NULL;
     if (!ok) {
@@ -932,11 +1662,8 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     sc->nfrags = n;
     sc->t0 = t0;
     sc->t1 = t1;
+    sc->threads = a->threads;
     tdb_order_key_init(&sc->okey, a->schema);
-    while (((size_t)1 << sc->fbits) < n)
-        sc->fbits++;
-    sc->maxcount = (uint64_t)1 << (62 - sc->fbits);
-    sc->ckpt = SP_CKPT(n);
     /* The count is known without decoding when no merge can drop a cell:
      * one fragment, duplicates allowed, or fragments whose non-empty
      * domains do not overlap; and no timestamps, no deletes. */
@@ -951,7 +1678,8 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
         if (n <= 1) {
             /* the fragment as it is stored: no merge */
             if (n == 1 && frags[0]->ncells &&
-                (sp_plan_put(sc, 0, 0, frags[0]->ncells) || sp_plan_end(sc))) {
+                (sp_plan_put(&sc->plan, 0, 0, frags[0]->ncells) ||
+                 sp_plan_end(&sc->plan))) {
                 tdb_cells_free(&sc->base);
                 return tdb_err(err, TDB_E_NOMEM, "out of memory");
             }

@@ -151,12 +151,18 @@ static void write_frag(struct tdb_io *arr, const struct tdb_schema *s,
     free(sn);
 }
 
+/* How the trees are opened: one thread (one merge), or several threads
+ * with merges cut into key ranges of a few cells (run_spec does both). */
+static unsigned open_threads = 1;
+static uint64_t open_range_cells;
+
 static struct tdb_fs *open_fs(struct tdb_io *arr, uint64_t t1)
 {
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     o.ts_end = t1;
-    o.threads = 1;
+    o.threads = open_threads;
+    o.merge_range_cells = open_range_cells;
     struct tdb_fs *fs = NULL;
     struct tdb_error err = {0};
     if (tdb_fs_open(&fs, arr, &o, &err))
@@ -340,7 +346,7 @@ static void put_coord(uint8_t *b, unsigned type, int64_t v, bool fl)
     }
 }
 
-static void run_spec(const struct spec *sp)
+static void run_spec_once(const struct spec *sp)
 {
     rng_state = sp->seed;
     struct tdb_schema *s = schema_of(sp->json);
@@ -487,6 +493,20 @@ static void run_spec(const struct spec *sp)
     tdb_schema_free(s);
 }
 
+/* The spec merged on one thread, then cut into up to 12 key ranges of
+ * 37 cells or more merged on 3 threads: the same bytes either way. */
+static void run_spec(const struct spec *sp)
+{
+    open_threads = 1;
+    open_range_cells = 0;
+    run_spec_once(sp);
+    open_threads = 3;
+    open_range_cells = 37;
+    run_spec_once(sp);
+    open_threads = 1;
+    open_range_cells = 0;
+}
+
 #define ATTR_V "\"attrs\": [{\"name\": \"v\", \"datatype\": \"INT64\"}]"
 /* v and s (var-sized, nullable: s_value) */
 #define ATTR_VS "\"attrs\": [{\"name\": \"v\", \"datatype\": \"INT64\"}, " \
@@ -541,6 +561,19 @@ static void test_merge_wide_domain(void)
         ATTR_V "}",
         8, 900, -40, 80, -4611686018427387904LL, 60, 153722867280912930LL, false,
         false, 4};
+    run_spec(&sp);
+}
+
+/* Exact keys that leave no room for a fragment's rank beside them (2^60
+ * of them, 9 fragments): ranks are compared apart. */
+static void test_merge_unpacked_keys(void)
+{
+    struct spec sp = {
+        "{\"array_type\": \"sparse\", \"capacity\": 31, \"dims\": ["
+        "{\"name\": \"y\", \"datatype\": \"INT64\", \"domain\": [0, 1048575], \"tile_extent\": 1024},"
+        "{\"name\": \"x\", \"datatype\": \"INT64\", \"domain\": [0, 1048575], \"tile_extent\": 1024}], "
+        ATTR_V "}",
+        9, 900, 1048000, 40, 0, 40, 26000, false, true, 7};
     run_spec(&sp);
 }
 
@@ -668,6 +701,7 @@ int main(void)
     RUN(test_merge_col_major_dups);
     RUN(test_merge_hilbert);
     RUN(test_merge_wide_domain);
+    RUN(test_merge_unpacked_keys);
     RUN(test_merge_float_dim);
     RUN(test_merge_many_fragments);
     return unit_done();
