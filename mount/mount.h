@@ -23,7 +23,8 @@
  * Conventions.  Every call returns 0 or a negative errno (a few return 1
  * as documented).  The mount never prints: a failure of the engine (bad
  * bytes, I/O, memory, key) is reported as one line through the `log`
- * callback, control characters replaced by '?'.  Thread-safe.
+ * callback, control characters replaced by '?', and its message is kept
+ * for the calling thread (tdbm_error_take).  Thread-safe.
  *
  * Options.  One typed table (tdbm_option_table) lists the options of the
  * mount contract; both front ends parse "-o a=b,c" through it.
@@ -176,6 +177,16 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
 
 /* Closes the mount, its trees and staging folder. */
 void tdbm_mount_free(struct tdbm_mount *m);
+
+/* The engine's message about the calling thread's last lookup, getattr,
+ * open, readdir, read or lseek of `m` that failed in the engine (what its
+ * log line says after "OP inode N...: "; it names the file and the tile),
+ * into *out, and forgets it.  Each thread has its own.  A failure the
+ * caller caused (no such name, not a folder: strerror says it) keeps
+ * none, so take the message after every failed call: a later such
+ * failure would otherwise find the older one.  @return true, or false
+ * when there is none. */
+bool tdbm_error_take(struct tdbm_mount *m, struct tdb_error *out);
 
 /* Whether the source is an array (has __array.json). */
 bool tdbm_is_array(const struct tdbm_mount *m);
