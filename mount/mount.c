@@ -1199,15 +1199,6 @@ void tdbm_set_readahead(const char *file, unsigned long kib)
     }
 }
 
-int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out)
-{
-    char *e;
-
-    errno = 0;
-    *out = strtoul(s, &e, 10);
-    return errno || *e || e == s || *out > max ? -1 : 0;
-}
-
 void tdbm_options_usage(FILE *f)
 {
     for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {

@@ -116,6 +116,17 @@ int tdbm_option(struct tdbm_options *o, const char *name, const char *value,
 int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
                      size_t cap);
 
+/* The one number parser of the options (cache_size=, threads=, and the
+ * daemon's readahead=): decimal digits only (no sign, no space), then,
+ * with `units`, an optional K, M or G (KiB, MiB, GiB), then nothing; at
+ * most `max` bytes or units.  @return 0 with *out, or -1. */
+int tdbm_parse_number(const char *s, bool units, uint64_t max,
+                      uint64_t *out);
+
+/* tdbm_parse_number without units, into an unsigned long: the name
+ * fuse/main.c calls for readahead=KiB. */
+int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
+
 /* The checks between options of a mount (rw excludes timestamp=).
  * @return 0 or -1 with a sentence in why[cap]. */
 int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap);
@@ -309,8 +320,6 @@ void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv);
  * it, best effort (only root may, and the kernel lowers it again when it
  * takes the INIT reply: write it on the first request). */
 void tdbm_readahead_file(const char *mnt, char *out, size_t cap);
-/* A whole decimal number 0..max of `s` into *out.  @return 0 or -1. */
-int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
 /* The option table's help, one "    -o USAGE  HELP" entry per option. */
 void tdbm_options_usage(FILE *f);
 void tdbm_set_readahead(const char *file, unsigned long kib);

@@ -462,6 +462,27 @@ static void test_options(void)
         CHECK(tdbm_option(&o, t->name, "", why, sizeof why) == -1);
     tdbm_options_free(&o);
     CHECK(o.open.key == NULL && o.staging_dir == NULL);
+
+    /* the one number parser: sizes, counts, the daemon's readahead= */
+    {
+        uint64_t v = 9;
+        unsigned long kib = 9;
+        CHECK(tdbm_parse_number("3M", true, UINT64_MAX, &v) == 0 &&
+              v == 3u << 20);
+        CHECK_EQ_INT(tdbm_parse_number("3M", false, UINT64_MAX, &v), -1);
+        CHECK(tdbm_parse_number("256", false, 256, &v) == 0 && v == 256);
+        CHECK_EQ_INT(tdbm_parse_number("257", false, 256, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("2k", true, 2047, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("", false, 10, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("-0", false, 10, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number(" 1", false, 10, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("99999999999999999999", false,
+                                       UINT64_MAX, &v), -1);
+        CHECK(tdbm_parse_kib("1048576", 1ul << 20, &kib) == 0 &&
+              kib == 1ul << 20);
+        CHECK_EQ_INT(tdbm_parse_kib("1048577", 1ul << 20, &kib), -1);
+        CHECK_EQ_INT(tdbm_parse_kib("1K", 1ul << 20, &kib), -1);
+    }
 }
 
 static void test_names(void)
