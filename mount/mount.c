@@ -35,14 +35,55 @@ static bool tdbm_worth_logging(int code)
            code != TDB_E_ISDIR && code != TDB_E_INVAL && code != TDB_E_ROFS;
 }
 
-/* The -errno of a failed engine call, logging engine failures. */
-static int tdbm_fail(struct tdbm_mount *m, const char *op, uint64_t ino,
-                     int code, const struct tdb_error *err)
+/* This thread's message slot of the mount (tdbm_error_take), made on
+ * first use; NULL when memory is short. */
+static struct tdb_error *tdbm_error_slot(struct tdbm_mount *m)
 {
-    if (tdbm_worth_logging(code))
-        tdbm_log(m, "%s inode %llu: %s", op, (unsigned long long)ino,
-                 tdb_error_text(code, err));
+    struct tdb_error *e = pthread_getspecific(m->errkey);
+
+    if (!e && (e = malloc(sizeof *e)) &&
+        pthread_setspecific(m->errkey, e) != 0) {
+        free(e);
+        e = NULL;
+    }
+    return e;
+}
+
+/* The -errno of a failed engine call.  An engine failure is logged as
+ * "WHAT: message" (WHAT from fmt) and its message kept for this thread's
+ * tdbm_error_take; a failure the caller caused is neither. */
+static int tdbm_fail(struct tdbm_mount *m, int code,
+                     const struct tdb_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int tdbm_fail(struct tdbm_mount *m, int code,
+                     const struct tdb_error *err, const char *fmt, ...)
+{
+    struct tdb_error *e;
+    char what[128];
+    va_list ap;
+
+    if (!tdbm_worth_logging(code))
+        return -tdb_errno(code);
+    if ((e = tdbm_error_slot(m))) {
+        e->code = code;
+        snprintf(e->msg, sizeof e->msg, "%s", tdb_error_text(code, err));
+    }
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    tdbm_log(m, "%s: %s", what, tdb_error_text(code, err));
     return -tdb_errno(code);
+}
+
+bool tdbm_error_take(struct tdbm_mount *m, struct tdb_error *out)
+{
+    struct tdb_error *e = pthread_getspecific(m->errkey);
+
+    if (!e || !e->msg[0])
+        return false;
+    *out = *e;
+    e->msg[0] = '\0';
+    return true;
 }
 
 void tdbm_names_free(char **names, size_t n)
@@ -259,8 +300,13 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
     *out = NULL;
     if (!m)
         return -ENOMEM;
+    if (pthread_key_create(&m->errkey, free) != 0) {
+        free(m);
+        return -ENOMEM;
+    }
     m->cur = tdbm_tree_new(src->fs);
     if (!m->cur) {
+        pthread_key_delete(m->errkey);
         free(m);
         return -ENOMEM;
     }
@@ -304,6 +350,9 @@ void tdbm_mount_free(struct tdbm_mount *m)
     tdbm_staging_close(m->staging);
     pthread_mutex_destroy(&m->commit);
     pthread_mutex_destroy(&m->lock);
+    /* The other threads' slots went with their threads. */
+    free(pthread_getspecific(m->errkey));
+    pthread_key_delete(m->errkey);
     free(m);
 }
 
@@ -381,7 +430,8 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
     if (rc == 0)
         rc = tdb_fs_stat(t->fs, ino, &ts, &err);
     if (rc < 0) {
-        rc = tdbm_fail(m, "lookup", parent, rc, &err);
+        rc = tdbm_fail(m, rc, &err, "lookup inode %llu",
+                       (unsigned long long)parent);
         tdbm_tree_unpin(m, t, 1);
         return rc;
     }
@@ -443,7 +493,8 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
     tdb_error_clear(&err);
     rc = tdb_fs_stat(t->fs, tino, &ts, &err);
     if (rc < 0) {
-        rc = tdbm_fail(m, "getattr", ino, rc, &err);
+        rc = tdbm_fail(m, rc, &err, "getattr inode %llu",
+                       (unsigned long long)ino);
     } else {
         tdbm_fill_stat(m, t, tino, &ts, st);
         *timeout = tdbm_attr_timeout(m, ino);
@@ -586,22 +637,19 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     if (rc == TDB_E_NOENT)
         return 1;
     if (rc < 0)
-        return report ? tdbm_fail(m, "readdir", ino, rc, &err)
+        return report ? tdbm_fail(m, rc, &err, "readdir inode %llu",
+                                (unsigned long long)ino)
                       : -tdb_errno(rc);
     *child = tdbm_ino(h->tree, c);
     return 0;
 }
 
-/* A failed read of a tree file: logged (unless it is an error the
- * caller caused) with the engine's message.  @return -errno. */
+/* A failed read of a tree file.  @return -errno. */
 static int tdbm_read_failed(struct tdbm_mount *m, uint64_t ino, uint64_t off,
                             size_t size, int rc, const struct tdb_error *err)
 {
-    if (tdbm_worth_logging(rc))
-        tdbm_log(m, "read inode %llu at %lld+%zu: %s",
-                 (unsigned long long)ino, (long long)off, size,
-                 tdb_error_text(rc, err));
-    return -tdb_errno(rc);
+    return tdbm_fail(m, rc, err, "read inode %llu at %lld+%zu",
+                     (unsigned long long)ino, (long long)off, size);
 }
 
 /* Opens staged file `ino` through a descriptor of our own. */
@@ -681,7 +729,8 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
         rc = tdb_reader_open(&h->rd, t->fs, tino, &err);
         if (rc < 0) {
             tdbm_release(m, h);
-            return tdbm_fail(m, "open", ino, rc, &err);
+            return tdbm_fail(m, rc, &err, "open inode %llu",
+                             (unsigned long long)ino);
         }
         oi->keep_cache = true;
         oi->direct_io = false;
@@ -792,12 +841,7 @@ int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
         rc = tdb_fs_seek(h->tree->fs, h->tino, off, data, out, &err);
         if (rc == TDB_E_NOENT)
             return -ENXIO;
-        if (rc < 0) {
-            if (tdbm_worth_logging(rc))
-                tdbm_log(m, "lseek: %s", tdb_error_text(rc, &err));
-            return -tdb_errno(rc);
-        }
-        return 0;
+        return rc < 0 ? tdbm_fail(m, rc, &err, "lseek") : 0;
     default:
         return -EISDIR;
     }
@@ -1153,15 +1197,6 @@ void tdbm_set_readahead(const char *file, unsigned long kib)
         fprintf(ra, "%lu\n", kib);
         fclose(ra);
     }
-}
-
-int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out)
-{
-    char *e;
-
-    errno = 0;
-    *out = strtoul(s, &e, 10);
-    return errno || *e || e == s || *out > max ? -1 : 0;
 }
 
 void tdbm_options_usage(FILE *f)

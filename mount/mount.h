@@ -23,7 +23,8 @@
  * Conventions.  Every call returns 0 or a negative errno (a few return 1
  * as documented).  The mount never prints: a failure of the engine (bad
  * bytes, I/O, memory, key) is reported as one line through the `log`
- * callback, control characters replaced by '?'.  Thread-safe.
+ * callback, control characters replaced by '?', and its message is kept
+ * for the calling thread (tdbm_error_take).  Thread-safe.
  *
  * Options.  One typed table (tdbm_option_table) lists the options of the
  * mount contract; both front ends parse "-o a=b,c" through it.
@@ -115,6 +116,17 @@ int tdbm_option(struct tdbm_options *o, const char *name, const char *value,
 int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
                      size_t cap);
 
+/* The one number parser of the options (cache_size=, threads=, and the
+ * daemon's readahead=): decimal digits only (no sign, no space), then,
+ * with `units`, an optional K, M or G (KiB, MiB, GiB), then nothing; at
+ * most `max` bytes or units.  @return 0 with *out, or -1. */
+int tdbm_parse_number(const char *s, bool units, uint64_t max,
+                      uint64_t *out);
+
+/* tdbm_parse_number without units, into an unsigned long: the name
+ * fuse/main.c calls for readahead=KiB. */
+int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
+
 /* The checks between options of a mount (rw excludes timestamp=).
  * @return 0 or -1 with a sentence in why[cap]. */
 int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap);
@@ -176,6 +188,16 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
 
 /* Closes the mount, its trees and staging folder. */
 void tdbm_mount_free(struct tdbm_mount *m);
+
+/* The engine's message about the calling thread's last lookup, getattr,
+ * open, readdir, read or lseek of `m` that failed in the engine (what its
+ * log line says after "OP inode N...: "; it names the file and the tile),
+ * into *out, and forgets it.  Each thread has its own.  A failure the
+ * caller caused (no such name, not a folder: strerror says it) keeps
+ * none, so take the message after every failed call: a later such
+ * failure would otherwise find the older one.  @return true, or false
+ * when there is none. */
+bool tdbm_error_take(struct tdbm_mount *m, struct tdb_error *out);
 
 /* Whether the source is an array (has __array.json). */
 bool tdbm_is_array(const struct tdbm_mount *m);
@@ -298,8 +320,6 @@ void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv);
  * it, best effort (only root may, and the kernel lowers it again when it
  * takes the INIT reply: write it on the first request). */
 void tdbm_readahead_file(const char *mnt, char *out, size_t cap);
-/* A whole decimal number 0..max of `s` into *out.  @return 0 or -1. */
-int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
 /* The option table's help, one "    -o USAGE  HELP" entry per option. */
 void tdbm_options_usage(FILE *f);
 void tdbm_set_readahead(const char *file, unsigned long kib);

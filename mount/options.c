@@ -74,6 +74,39 @@ static int tdbm_parse_u64(const char *s, uint64_t *v, const char **end)
     return 0;
 }
 
+int tdbm_parse_number(const char *s, bool units, uint64_t max,
+                      uint64_t *out)
+{
+    const char *e;
+    unsigned sh = 0;
+    uint64_t a;
+
+    if (tdbm_parse_u64(s, &a, &e))
+        return -1;
+    if (units) {
+        switch (*e) {
+        case 'k': case 'K': sh = 10; e++; break;
+        case 'm': case 'M': sh = 20; e++; break;
+        case 'g': case 'G': sh = 30; e++; break;
+        default: break;
+        }
+    }
+    if (*e || a > (UINT64_MAX >> sh) || a << sh > max)
+        return -1;
+    *out = a << sh;
+    return 0;
+}
+
+int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out)
+{
+    uint64_t v;
+
+    if (tdbm_parse_number(s, false, max, &v))
+        return -1;
+    *out = (unsigned long)v;
+    return 0;
+}
+
 /* Reads exactly TDBM_KEY_BYTES from `path` into o->key.  The key bytes
  * appear in no message. */
 static int tdbm_read_key(struct tdbm_options *o, const char *path, char *why,
@@ -140,7 +173,6 @@ static int tdbm_parse_value(struct tdbm_options *o,
     char *field = (char *)o + t->offset;
     const char *e;
     uint64_t a, b;
-    unsigned sh = 0;
 
     switch (t->kind) {
     case TDBM_OPT_TIMESTAMP:
@@ -163,22 +195,12 @@ static int tdbm_parse_value(struct tdbm_options *o,
     nan:
         return tdbm_why(why, cap, "timestamp=%s: not a number", v);
     case TDBM_OPT_SIZE:
-        if (tdbm_parse_u64(v, &a, &e) == 0) {
-            switch (*e) {
-            case 'k': case 'K': sh = 10; e++; break;
-            case 'm': case 'M': sh = 20; e++; break;
-            case 'g': case 'G': sh = 30; e++; break;
-            default: break;
-            }
-            if (!*e && !(sh && a > (UINT64_MAX >> sh))) {
-                uint64_t n = a << sh;
-                memcpy(field, &n, sizeof n);
-                return 0;
-            }
-        }
-        return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
+        if (tdbm_parse_number(v, true, UINT64_MAX, &a))
+            return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
+        memcpy(field, &a, sizeof a);
+        return 0;
     case TDBM_OPT_COUNT:
-        if (tdbm_parse_u64(v, &a, &e) || *e || a > 256)
+        if (tdbm_parse_number(v, false, 256, &a))
             return tdbm_why(why, cap, "%s=%s: not a number of "
                             "threads (0 to 256)", t->name, v);
         {

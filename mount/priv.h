@@ -65,6 +65,8 @@ struct tdbm_mount {
 
     pthread_mutex_t commit;
     uint64_t last_ts;
+
+    pthread_key_t errkey;          /* each thread's struct tdb_error */
 };
 
 enum tdbm_hkind { TDBM_H_TREE, TDBM_H_DIR, TDBM_H_STG, TDBM_H_STGDIR,

@@ -40,41 +40,16 @@ static void tdbcat_usage(FILE *f)
             program_invocation_short_name);
 }
 
-/* The mount's log lines, of which a failed call's is its message. */
-struct tdbcat {
-    struct tdbm_mount *m;
-    char last[TDB_ERROR_MSG_MAX + 256];
-};
-
-/* The mount's log callback: keeps the line (the engine's message about
- * the call that is failing) for tdbcat_fail. */
-static void tdbcat_log(void *arg, const char *line)
-{
-    struct tdbcat *c = arg;
-
-    snprintf(c->last, sizeof c->last, "%s", line);
-}
-
 /* Prints "PROG: WHAT: message" for a failed mount call: the engine's
- * message the mount logged (without the mount's "OP inode N...: " prefix,
- * which names an inode number only a FUSE front end knows), else
- * strerror.  @return -1. */
-static int tdbcat_fail(struct tdbcat *c, const char *what, int neg_errno)
+ * message the mount kept for it, else strerror.  @return -1. */
+static int tdbcat_fail(struct tdbm_mount *m, const char *what, int neg_errno)
 {
-    const char *msg = c->last, *p = c->last;
+    struct tdb_error err;
 
-    while (*p >= 'a' && *p <= 'z')
-        p++;
-    if (p > c->last && strncmp(p, " inode ", 7) == 0) {
-        const char *colon = strstr(p, ": ");
-        if (colon)
-            msg = colon + 2;
-    }
-    if (msg[0])
-        tdbcli_report_text(what, msg);
+    if (tdbm_error_take(m, &err))
+        tdbcli_report_text(what, err.msg);
     else
         tdbcli_report_errno(what, neg_errno);
-    c->last[0] = '\0';
     return -1;
 }
 
@@ -99,7 +74,7 @@ static int tdbcat_write(const void *buf, size_t len)
 }
 
 /* A file: read as the daemon reads it for `cat MOUNT/PATH`. */
-static int tdbcat_file(struct tdbcat *c, const char *path, uint64_t ino)
+static int tdbcat_file(struct tdbm_mount *m, const char *path, uint64_t ino)
 {
     struct tdbm_open_info oi;
     struct tdbm_handle *h = NULL;
@@ -108,18 +83,18 @@ static int tdbcat_file(struct tdbcat *c, const char *path, uint64_t ino)
     int rc;
 
     if (!buf)
-        return tdbcat_fail(c, path, -ENOMEM);
-    rc = tdbm_open(c->m, ino, O_RDONLY, &h, &oi);
+        return tdbcat_fail(m, path, -ENOMEM);
+    rc = tdbm_open(m, ino, O_RDONLY, &h, &oi);
     if (rc < 0) {
         free(buf);
-        return tdbcat_fail(c, path, rc);
+        return tdbcat_fail(m, path, rc);
     }
     for (;;) {
         size_t got = 0;
 
-        rc = tdbm_read(c->m, h, ino, off, buf, TDBCLI_READ_MAX, &got);
+        rc = tdbm_read(m, h, ino, off, buf, TDBCLI_READ_MAX, &got);
         if (rc < 0) {
-            rc = tdbcat_fail(c, path, rc);
+            rc = tdbcat_fail(m, path, rc);
             break;
         }
         if (got > 0 && (rc = tdbcat_write(buf, got)) < 0)
@@ -128,58 +103,58 @@ static int tdbcat_file(struct tdbcat *c, const char *path, uint64_t ino)
             break;
         off += got;
     }
-    tdbm_release(c->m, h);
+    tdbm_release(m, h);
     free(buf);
     return rc;
 }
 
 /* A folder: its entries as readdir gives them to `ls -f`. */
-static int tdbcat_folder(struct tdbcat *c, const char *path, uint64_t ino)
+static int tdbcat_folder(struct tdbm_mount *m, const char *path, uint64_t ino)
 {
     struct tdbm_open_info oi;
     struct tdbm_handle *h = NULL;
-    int rc = tdbm_opendir(c->m, ino, &h, &oi);
+    int rc = tdbm_opendir(m, ino, &h, &oi);
 
     if (rc < 0)
-        return tdbcat_fail(c, path, rc);
+        return tdbcat_fail(m, path, rc);
     for (uint64_t i = 0;; i++) {
         const char *name;
         uint64_t child;
 
-        rc = tdbm_dir_entry(c->m, h, ino, i, &name, &child, true);
+        rc = tdbm_dir_entry(m, h, ino, i, &name, &child, true);
         if (rc == 1) {
             rc = 0;
             break;
         }
         if (rc < 0) {
-            rc = tdbcat_fail(c, path, rc);
+            rc = tdbcat_fail(m, path, rc);
             break;
         }
         if ((rc = tdbcat_write(name, strlen(name))) < 0 ||
             (rc = tdbcat_write("\n", 1)) < 0)
             break;
     }
-    tdbm_release(c->m, h);
+    tdbm_release(m, h);
     return rc;
 }
 
 /* The extended attributes, as listxattr and getxattr give them. */
-static int tdbcat_xattrs(struct tdbcat *c, const char *path, uint64_t ino)
+static int tdbcat_xattrs(struct tdbm_mount *m, const char *path, uint64_t ino)
 {
     char *names = NULL;
     size_t len = 0;
-    int rc = tdbm_listxattr(c->m, ino, &names, &len);
+    int rc = tdbm_listxattr(m, ino, &names, &len);
 
     if (rc < 0)
-        return tdbcat_fail(c, path, rc);
+        return tdbcat_fail(m, path, rc);
     for (size_t at = 0; at < len && rc == 0; at += strlen(names + at) + 1) {
         const char *name = names + at;
         char *val = NULL;
         size_t size = 0;
 
-        rc = tdbm_getxattr(c->m, ino, name, &val, &size);
+        rc = tdbm_getxattr(m, ino, name, &val, &size);
         if (rc < 0) {
-            rc = tdbcat_fail(c, path, rc);
+            rc = tdbcat_fail(m, path, rc);
         } else if (tdbcat_write(name, strlen(name)) < 0 ||
                    tdbcat_write("=", 1) < 0 || tdbcat_write(val, size) < 0 ||
                    tdbcat_write("\n", 1) < 0) {
@@ -203,7 +178,7 @@ int main(int argc, char *argv[])
     struct tdbm_options opts;
     struct tdbm_source src;
     struct tdbm_config cfg;
-    struct tdbcat cat;
+    struct tdbm_mount *m = NULL;
     struct stat st;
     const char *path;
     uint64_t ino;
@@ -212,7 +187,6 @@ int main(int argc, char *argv[])
 
     tdbm_options_init(&opts);
     memset(&src, 0, sizeof src);
-    memset(&cat, 0, sizeof cat);
     while ((c = getopt_long(argc, argv, "o:xhV", tdbcat_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
@@ -248,28 +222,26 @@ int main(int argc, char *argv[])
     memset(&cfg, 0, sizeof cfg);
     cfg.uid = getuid();
     cfg.gid = getgid();
-    cfg.log = tdbcat_log;
-    cfg.arg = &cat;
-    rc = tdbm_mount_new(&cat.m, &src, &opts, &cfg);
+    rc = tdbm_mount_new(&m, &src, &opts, &cfg);
     if (rc < 0) {
         tdbcli_report_errno(argv[optind], rc);
         goto out_close;
     }
-    rc = tdbm_resolve(cat.m, path, &ino, &st);
+    rc = tdbm_resolve(m, path, &ino, &st);
     if (rc < 0) {
-        tdbcat_fail(&cat, path, rc);
+        tdbcat_fail(m, path, rc);
         goto out_close;
     }
     if (xattrs)
-        rc = tdbcat_xattrs(&cat, path, ino);
+        rc = tdbcat_xattrs(m, path, ino);
     else if (S_ISDIR(st.st_mode))
-        rc = tdbcat_folder(&cat, path, ino);
+        rc = tdbcat_folder(m, path, ino);
     else
-        rc = tdbcat_file(&cat, path, ino);
-    tdbm_forget(cat.m, ino, 1);
+        rc = tdbcat_file(m, path, ino);
+    tdbm_forget(m, ino, 1);
     ret = rc < 0;
 out_close:
-    tdbm_mount_free(cat.m);
+    tdbm_mount_free(m);
     tdbm_source_close(&src);
 out:
     tdbm_options_free(&opts);

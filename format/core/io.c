@@ -294,32 +294,32 @@ static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
     return r;
 }
 
-static int io_posix_size(void *ctx, const char *path, uint64_t *size)
+static int io_posix_stat(void *ctx, const char *path, struct stat *st)
 {
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
-    struct stat st;
-    int r = stat(p, &st);
+    int r = stat(p, st);
     free(p);
-    if (r)
-        return io_posix_errno(errno);
-    *size = (uint64_t)st.st_size;
-    return 0;
+    return r ? io_posix_errno(errno) : 0;
+}
+
+static int io_posix_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct stat st;
+    int r = io_posix_stat(ctx, path, &st);
+    if (!r)
+        *size = (uint64_t)st.st_size;
+    return r;
 }
 
 static int io_posix_is_dir(void *ctx, const char *path, bool *is_dir)
 {
-    char *p = io_posix_path(ctx, path);
-    if (!p)
-        return TDB_E_NOMEM;
     struct stat st;
-    int r = stat(p, &st);
-    free(p);
-    if (r)
-        return io_posix_errno(errno);
-    *is_dir = S_ISDIR(st.st_mode);
-    return 0;
+    int r = io_posix_stat(ctx, path, &st);
+    if (!r)
+        *is_dir = S_ISDIR(st.st_mode);
+    return r;
 }
 
 static int io_posix_list(void *ctx, const char *path, tdb_io_list_fn fn,
@@ -1042,126 +1042,6 @@ fail:
     return rc;
 }
 
-/* ------------------------------------------------------------ sub-folder */
-
-/* A view of a parent backend rooted at one of its folders (a group's
- * member array).  Absolute paths pass through unchanged. */
-struct io_sub {
-    const struct tdb_io *parent;
-    char *prefix;
-};
-
-static char *io_sub_path(struct io_sub *s, const char *path)
-{
-    if (!strncmp(path, "file://", 7))
-        return strdup(path);    /* the parent resolves URIs */
-    return io_under(s->prefix, path);
-}
-
-#define IO_SUB_CALL(expr)                                                   \
-    struct io_sub *s = ctx;                                                 \
-    char *p = io_sub_path(s, path);                                         \
-    if (!p)                                                                 \
-        return TDB_E_NOMEM;                                                 \
-    int r = (expr);                                                         \
-    free(p);                                                                \
-    return r
-
-static int io_sub_read_at(void *ctx, const char *path, uint64_t off,
-                          void *buf, size_t len)
-{
-    IO_SUB_CALL(s->parent->ops->read_at(s->parent->ctx, p, off, buf, len));
-}
-
-static int io_sub_size(void *ctx, const char *path, uint64_t *size)
-{
-    IO_SUB_CALL(s->parent->ops->size(s->parent->ctx, p, size));
-}
-
-static int io_sub_list(void *ctx, const char *path, tdb_io_list_fn fn,
-                       void *arg)
-{
-    IO_SUB_CALL(s->parent->ops->list(s->parent->ctx, p, fn, arg));
-}
-
-static int io_sub_is_dir(void *ctx, const char *path, bool *is_dir)
-{
-    IO_SUB_CALL(s->parent->ops->is_dir(s->parent->ctx, p, is_dir));
-}
-
-static int io_sub_write_at(void *ctx, const char *path, uint64_t off,
-                           const void *buf, size_t len)
-{
-    IO_SUB_CALL(s->parent->ops->write_at
-                    ? s->parent->ops->write_at(s->parent->ctx, p, off, buf, len)
-                    : TDB_E_ROFS);
-}
-
-static int io_sub_mkdir(void *ctx, const char *path)
-{
-    IO_SUB_CALL(s->parent->ops->mkdir ? s->parent->ops->mkdir(s->parent->ctx, p)
-                                      : TDB_E_ROFS);
-}
-
-static int io_sub_remove(void *ctx, const char *path)
-{
-    IO_SUB_CALL(s->parent->ops->remove
-                    ? s->parent->ops->remove(s->parent->ctx, p)
-                    : TDB_E_ROFS);
-}
-
-static int io_sub_sync(void *ctx, const char *path)
-{
-    IO_SUB_CALL(s->parent->ops->sync ? s->parent->ops->sync(s->parent->ctx, p)
-                                     : 0);
-}
-
-static int io_sub_rename(void *ctx, const char *from, const char *to)
-{
-    struct io_sub *s = ctx;
-    if (!s->parent->ops->rename)
-        return TDB_E_ROFS;
-    char *a = io_sub_path(s, from), *b = io_sub_path(s, to);
-    int r = a && b ? s->parent->ops->rename(s->parent->ctx, a, b) : TDB_E_NOMEM;
-    free(a);
-    free(b);
-    return r;
-}
-
-static void io_sub_destroy(void *ctx)
-{
-    struct io_sub *s = ctx;
-    free(s->prefix);
-    free(s);
-}
-
-static const struct tdb_io_ops io_sub_ops = {
-    .read_at = io_sub_read_at,
-    .size = io_sub_size,
-    .list = io_sub_list,
-    .is_dir = io_sub_is_dir,
-    .write_at = io_sub_write_at,
-    .mkdir = io_sub_mkdir,
-    .rename = io_sub_rename,
-    .remove = io_sub_remove,
-    .sync = io_sub_sync,
-    .destroy = io_sub_destroy,
-};
-
-int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
-               const char *prefix)
-{
-    struct io_sub *s = calloc(1, sizeof *s);
-    if (!s || !(s->prefix = strdup(prefix))) {
-        free(s);
-        return TDB_E_NOMEM;
-    }
-    s->parent = parent;
-    io->ops = &io_sub_ops;
-    io->ctx = s;
-    return 0;
-}
-
 /* ------------------------------------------------------ POSIX, no-follow */
 
 /* A POSIX backend rooted at a folder descriptor that never follows a
@@ -1313,21 +1193,29 @@ static int io_nf_is_dir(void *ctx, const char *path, bool *is_dir)
     return r;
 }
 
-static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
-                      void *arg)
+/* Opens folder `path` (not a link to one).  @return a descriptor to
+ * close, or a negative TDB_E_* code. */
+static int io_nf_opendir(struct io_nf *nf, const char *path)
 {
     const char *leaf;
-    int pfd = io_nf_parent(ctx, path, &leaf);
+    int pfd = io_nf_parent(nf, path, &leaf);
     if (pfd < 0)
         return pfd;
     int fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     close(pfd);
+    return fd < 0 ? io_nf_errno(e) : fd;
+}
+
+static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                      void *arg)
+{
+    int fd = io_nf_opendir(ctx, path);
     if (fd < 0)
-        return io_nf_errno(e);
+        return fd;
     DIR *d = fdopendir(fd);
     if (!d) {
-        e = errno;
+        int e = errno;
         close(fd);
         return io_posix_errno(e);
     }
@@ -1416,17 +1304,10 @@ static int io_nf_sync(void *ctx, const char *path)
     if (r)
         return r;
     int fd;
-    if (S_ISDIR(st.st_mode)) {
-        const char *leaf;
-        int pfd = io_nf_parent(ctx, path, &leaf);
-        if (pfd < 0)
-            return pfd;
-        fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        r = fd < 0 ? io_nf_errno(errno) : 0;
-        close(pfd);
-    } else {
+    if (S_ISDIR(st.st_mode))
+        r = (fd = io_nf_opendir(ctx, path)) < 0 ? fd : 0;
+    else
         r = io_nf_open(ctx, path, O_RDONLY, &fd);
-    }
     if (r)
         return r;
     r = fsync(fd) ? TDB_E_IO : 0;
@@ -1472,17 +1353,51 @@ int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd)
     return 0;
 }
 
-/* ------------------------------------------------------ fault injection */
+/* -------------------------------------------------------------- wrappers */
 
-struct io_faulty {
+/* A backend over another one, `inner`: a view rooted at one of inner's
+ * folders (tdb_io_sub: a group's member array; absolute paths and file://
+ * URIs pass through unchanged), or inner itself with its mutating calls
+ * counted and failed on schedule (tdb_io_faulty).  One set of functions
+ * serves both: each call maps its paths, and a mutating call is refused
+ * (TDB_E_ROFS) when inner has no such call, else counted, before it
+ * reaches inner. */
+struct io_wrap {
     const struct tdb_io *inner;
-    struct tdb_io_fault *f;
+    char *prefix;               /* tdb_io_sub's folder; NULL: none */
+    struct tdb_io_fault *f;     /* tdb_io_faulty's schedule; NULL: none */
 };
 
-/* Counts one mutating call; true when it is to fail. */
-static bool io_faulty_hit(struct io_faulty *q)
+/* `path` as inner knows it; *tmp is what to free afterwards (or NULL).
+ * @return NULL when out of memory. */
+static const char *io_wrap_path(const struct io_wrap *w, const char *path,
+                                char **tmp)
 {
-    struct tdb_io_fault *f = q->f;
+    *tmp = NULL;
+    if (!w->prefix || !strncmp(path, "file://", 7))
+        return path;            /* inner resolves URIs */
+    return *tmp = io_under(w->prefix, path);
+}
+
+/* Returns inner's `call` (an expression of `w`, the wrapper, and `p`,
+ * the mapped `path`). */
+#define IO_WRAP_CALL(path, call)                                            \
+    struct io_wrap *w = ctx;                                                \
+    char *tmp;                                                              \
+    const char *p = io_wrap_path(w, path, &tmp);                            \
+    if (!p)                                                                 \
+        return TDB_E_NOMEM;                                                 \
+    int r = (call);                                                         \
+    free(tmp);                                                              \
+    return r
+
+/* Counts one mutating call; true when it is to fail. */
+static bool io_wrap_hit(struct io_wrap *w)
+{
+    struct tdb_io_fault *f = w->f;
+
+    if (!f)
+        return false;
     f->count++;
     if (!f->fail_at)
         return false;
@@ -1493,105 +1408,138 @@ static bool io_faulty_hit(struct io_faulty *q)
     return false;
 }
 
-static int io_faulty_read_at(void *ctx, const char *path, uint64_t off,
-                             void *buf, size_t len)
+/* The calls of the wrapped backend. */
+static const struct tdb_io_ops *io_wrap_inner(void *ctx)
 {
-    struct io_faulty *q = ctx;
-    return q->inner->ops->read_at(q->inner->ctx, path, off, buf, len);
+    return ((struct io_wrap *)ctx)->inner->ops;
 }
 
-static int io_faulty_size(void *ctx, const char *path, uint64_t *size)
+/* Before a mutating call: TDB_E_ROFS when inner lacks it (`has` false,
+ * not counted), TDB_E_IO when the schedule fails it, else 0. */
+static int io_wrap_refuse(void *ctx, bool has)
 {
-    struct io_faulty *q = ctx;
-    return q->inner->ops->size(q->inner->ctx, path, size);
+    return !has ? TDB_E_ROFS : io_wrap_hit(ctx) ? TDB_E_IO : 0;
 }
 
-static int io_faulty_list(void *ctx, const char *path, tdb_io_list_fn fn,
-                          void *arg)
+/* Returns inner's mutating `call` of `op` (see IO_WRAP_CALL) unless
+ * io_wrap_refuse refuses it. */
+#define IO_WRAP_MUTATE(op, path, call)                                      \
+    int no = io_wrap_refuse(ctx, io_wrap_inner(ctx)->op != NULL);           \
+    if (no)                                                                 \
+        return no;                                                          \
+    IO_WRAP_CALL(path, call)
+
+static int io_wrap_read_at(void *ctx, const char *path, uint64_t off,
+                           void *buf, size_t len)
 {
-    struct io_faulty *q = ctx;
-    return q->inner->ops->list(q->inner->ctx, path, fn, arg);
+    IO_WRAP_CALL(path, w->inner->ops->read_at(w->inner->ctx, p, off, buf, len));
 }
 
-static int io_faulty_is_dir(void *ctx, const char *path, bool *is_dir)
+static int io_wrap_size(void *ctx, const char *path, uint64_t *size)
 {
-    struct io_faulty *q = ctx;
-    return q->inner->ops->is_dir(q->inner->ctx, path, is_dir);
+    IO_WRAP_CALL(path, w->inner->ops->size(w->inner->ctx, p, size));
 }
 
-static int io_faulty_write_at(void *ctx, const char *path, uint64_t off,
-                              const void *buf, size_t len)
+static int io_wrap_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                        void *arg)
 {
-    struct io_faulty *q = ctx;
-    if (!q->inner->ops->write_at)
-        return TDB_E_ROFS;
-    return io_faulty_hit(q) ? TDB_E_IO
-                            : q->inner->ops->write_at(q->inner->ctx, path, off,
-                                                      buf, len);
+    IO_WRAP_CALL(path, w->inner->ops->list(w->inner->ctx, p, fn, arg));
 }
 
-static int io_faulty_mkdir(void *ctx, const char *path)
+static int io_wrap_is_dir(void *ctx, const char *path, bool *is_dir)
 {
-    struct io_faulty *q = ctx;
-    if (!q->inner->ops->mkdir)
-        return TDB_E_ROFS;
-    return io_faulty_hit(q) ? TDB_E_IO
-                            : q->inner->ops->mkdir(q->inner->ctx, path);
+    IO_WRAP_CALL(path, w->inner->ops->is_dir(w->inner->ctx, p, is_dir));
 }
 
-static int io_faulty_rename(void *ctx, const char *from, const char *to)
+static int io_wrap_write_at(void *ctx, const char *path, uint64_t off,
+                            const void *buf, size_t len)
 {
-    struct io_faulty *q = ctx;
-    if (!q->inner->ops->rename)
-        return TDB_E_ROFS;
-    return io_faulty_hit(q) ? TDB_E_IO
-                            : q->inner->ops->rename(q->inner->ctx, from, to);
+    IO_WRAP_MUTATE(write_at, path,
+                   w->inner->ops->write_at(w->inner->ctx, p, off, buf, len));
 }
 
-static int io_faulty_remove(void *ctx, const char *path)
+static int io_wrap_mkdir(void *ctx, const char *path)
 {
-    struct io_faulty *q = ctx;
-    if (!q->inner->ops->remove)
-        return TDB_E_ROFS;
-    return io_faulty_hit(q) ? TDB_E_IO
-                            : q->inner->ops->remove(q->inner->ctx, path);
+    IO_WRAP_MUTATE(mkdir, path, w->inner->ops->mkdir(w->inner->ctx, p));
 }
 
-static int io_faulty_sync(void *ctx, const char *path)
+static int io_wrap_remove(void *ctx, const char *path)
 {
-    struct io_faulty *q = ctx;
-    if (io_faulty_hit(q))
+    IO_WRAP_MUTATE(remove, path, w->inner->ops->remove(w->inner->ctx, p));
+}
+
+/* Counted even when inner has no sync (nothing to do: 0). */
+static int io_wrap_sync(void *ctx, const char *path)
+{
+    if (io_wrap_hit(ctx))
         return TDB_E_IO;
-    return q->inner->ops->sync ? q->inner->ops->sync(q->inner->ctx, path) : 0;
+    if (!io_wrap_inner(ctx)->sync)
+        return 0;
+    IO_WRAP_CALL(path, w->inner->ops->sync(w->inner->ctx, p));
 }
 
-static void io_faulty_destroy(void *ctx)
+/* inner's rename of `from` (mapped already) to `to`. */
+static int io_wrap_rename_to(struct io_wrap *w, const char *from,
+                             const char *to)
 {
-    free(ctx);
+    char *tmp;
+    const char *q = io_wrap_path(w, to, &tmp);
+    int r = q ? w->inner->ops->rename(w->inner->ctx, from, q) : TDB_E_NOMEM;
+
+    free(tmp);
+    return r;
 }
 
-static const struct tdb_io_ops io_faulty_ops = {
-    .read_at = io_faulty_read_at,
-    .size = io_faulty_size,
-    .list = io_faulty_list,
-    .is_dir = io_faulty_is_dir,
-    .write_at = io_faulty_write_at,
-    .mkdir = io_faulty_mkdir,
-    .rename = io_faulty_rename,
-    .remove = io_faulty_remove,
-    .sync = io_faulty_sync,
-    .destroy = io_faulty_destroy,
+static int io_wrap_rename(void *ctx, const char *from, const char *to)
+{
+    IO_WRAP_MUTATE(rename, from, io_wrap_rename_to(w, p, to));
+}
+
+static void io_wrap_destroy(void *ctx)
+{
+    struct io_wrap *w = ctx;
+    free(w->prefix);
+    free(w);
+}
+
+static const struct tdb_io_ops io_wrap_ops = {
+    .read_at = io_wrap_read_at,
+    .size = io_wrap_size,
+    .list = io_wrap_list,
+    .is_dir = io_wrap_is_dir,
+    .write_at = io_wrap_write_at,
+    .mkdir = io_wrap_mkdir,
+    .rename = io_wrap_rename,
+    .remove = io_wrap_remove,
+    .sync = io_wrap_sync,
+    .destroy = io_wrap_destroy,
 };
+
+/* A wrapper of `inner` with `prefix` (copied; NULL: none) and schedule f. */
+static int io_wrap_new(struct tdb_io *io, const struct tdb_io *inner,
+                       const char *prefix, struct tdb_io_fault *f)
+{
+    struct io_wrap *w = calloc(1, sizeof *w);
+
+    if (!w || (prefix && !(w->prefix = strdup(prefix)))) {
+        free(w);
+        return TDB_E_NOMEM;
+    }
+    w->inner = inner;
+    w->f = f;
+    io->ops = &io_wrap_ops;
+    io->ctx = w;
+    return 0;
+}
+
+int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
+               const char *prefix)
+{
+    return io_wrap_new(io, parent, prefix, NULL);
+}
 
 int tdb_io_faulty(struct tdb_io *io, const struct tdb_io *inner,
                   struct tdb_io_fault *f)
 {
-    struct io_faulty *q = calloc(1, sizeof *q);
-    if (!q)
-        return TDB_E_NOMEM;
-    q->inner = inner;
-    q->f = f;
-    io->ops = &io_faulty_ops;
-    io->ctx = q;
-    return 0;
+    return io_wrap_new(io, inner, NULL, f);
 }

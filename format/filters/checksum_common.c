@@ -3,6 +3,7 @@
  * checked on decode and computed on encode; MD5 and SHA-256 differ only
  * in the digest. */
 #include "checksum_common.h"
+#include "compress_common.h"
 
 #include <openssl/evp.h>
 
@@ -92,29 +93,21 @@ int tdb_checksum_decode(unsigned digest,
                         struct tdb_buf *data_out)
 {
     size_t dlen = digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32;
-    uint32_t nmd = 0, ndata = 0;
-    uint64_t need = 0;
+    uint32_t nmd, ndata;
     struct tdb_cursor hdr, rest, dc;
     const uint8_t *tail = NULL;
     size_t tail_len;
     uint8_t dummy = 0;
-    int rc;
+    /* per checksum: u64 bytes covered and the digest */
+    int rc = tdb_compress_read_counts(call, md, 8 + dlen,
+                                      checksum_name(digest), "checksum",
+                                      &nmd, &ndata);
 
-    tdb_cur_u32(md, &nmd);
-    tdb_cur_u32(md, &ndata);
-    if (md->bad)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "%s: metadata truncated (checksum counts)",
-                       checksum_name(digest));
-    if (!tdb_add_ok(nmd, ndata, &need) || !tdb_mul_ok(need, 8 + dlen, &need) ||
-        need > tdb_cur_left(md))
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "%s: %u metadata and %u data checksums do not fit in "
-                       "%zu metadata bytes", checksum_name(digest), nmd,
-                       ndata, tdb_cur_left(md));
+    if (rc < 0)
+        return rc;
     /* hdr walks the checksums; the metadata after them is passed on. */
     hdr = *md;
-    tdb_cur_skip(md, (size_t)need);
+    tdb_cur_skip(md, ((size_t)nmd + ndata) * (8 + dlen)); /* fits: read */
     tail_len = tdb_cur_left(md);
     tdb_cur_bytes(md, tail_len, &tail);
     tdb_cur_init(&rest, tail_len ? tail : &dummy, tail_len);
@@ -153,17 +146,12 @@ int tdb_checksum_encode(unsigned digest,
                         struct tdb_buf *md_out,
                         struct tdb_buf *data_out)
 {
-    uint32_t nmd = md_size > 0, ndata = size > 0;
-    int rc = tdb_buf_put_u32(md_out, nmd);
+    int rc = tdb_compress_write_counts(call, md_size, size,
+                                       checksum_name(digest), md_out);
 
-    if (rc == 0)
-        rc = tdb_buf_put_u32(md_out, ndata);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       checksum_name(digest));
-    if (nmd)
+    if (rc == 0 && md_size)
         rc = checksum_part(digest, call, md, md_size, md_out);
-    if (rc == 0 && ndata)
+    if (rc == 0 && size)
         rc = checksum_part(digest, call, data, size, md_out);
     if (rc < 0)
         return rc;

@@ -39,6 +39,41 @@ int tdb_compress_write_options(const struct tdb_filter *f, uint8_t compressor,
     return rc;
 }
 
+int tdb_compress_read_counts(const struct tdb_filter_call *call,
+                             struct tdb_cursor *md, size_t part_bytes,
+                             const char *name, const char *part,
+                             uint32_t *nmd, uint32_t *ndata)
+{
+    uint64_t need = 0;
+
+    *nmd = *ndata = 0;
+    tdb_cur_u32(md, nmd);
+    tdb_cur_u32(md, ndata);
+    if (md->bad)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "%s: metadata truncated (%s counts)", name, part);
+    if (!tdb_add_ok(*nmd, *ndata, &need) ||
+        !tdb_mul_ok(need, part_bytes, &need) || need > tdb_cur_left(md))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "%s: %u metadata and %u data %ss do not fit in %zu "
+                       "metadata bytes", name, *nmd, *ndata, part,
+                       tdb_cur_left(md));
+    return 0;
+}
+
+int tdb_compress_write_counts(const struct tdb_filter_call *call,
+                              size_t md_size, size_t size, const char *name,
+                              struct tdb_buf *md_out)
+{
+    int rc = tdb_buf_put_u32(md_out, md_size > 0);
+
+    if (rc == 0)
+        rc = tdb_buf_put_u32(md_out, size > 0);
+    if (rc < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory", name);
+    return 0;
+}
+
 /* Decompresses `nparts` parts described in md, taking their bytes from the
  * data cursor, into out; together they may hold at most `limit` bytes (the
  * caller's bound, struct tdb_filter_call), checked before allocating. */
@@ -111,24 +146,14 @@ int tdb_compress_decode(const struct tdb_compress_codec *codec,
                         size_t size, struct tdb_buf *md_out,
                         struct tdb_buf *data_out)
 {
-    uint32_t nmd = 0, ndata = 0;
-    uint64_t need = 0;
+    uint32_t nmd, ndata;
     struct tdb_cursor dc;
-    int rc;
+    /* 8 bytes of metadata per part: two u32 lengths */
+    int rc = tdb_compress_read_counts(call, md, 8, codec->name, "part", &nmd,
+                                      &ndata);
 
-    tdb_cur_u32(md, &nmd);
-    tdb_cur_u32(md, &ndata);
-    if (md->bad)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "%s: filter metadata truncated (part counts)",
-                       codec->name);
-    /* 8 bytes of metadata per part: reject impossible counts up front. */
-    if (!tdb_add_ok(nmd, ndata, &need) || !tdb_mul_ok(need, 8, &need) ||
-        need > tdb_cur_left(md))
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "%s: %u metadata and %u data parts do not fit in %zu "
-                       "metadata bytes", codec->name, nmd, ndata,
-                       tdb_cur_left(md));
+    if (rc < 0)
+        return rc;
     tdb_cur_init(&dc, data, size);
     rc = gzip_frame_parts(codec, call, md, &dc, nmd, "metadata",
                           tdb_filter_max_md(call), md_out);
@@ -173,17 +198,12 @@ int tdb_compress_encode(const struct tdb_compress_codec *codec,
                         size_t md_size, const uint8_t *data, size_t size,
                         struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    uint32_t nmd = md_size > 0, ndata = size > 0;
-    int rc = tdb_buf_put_u32(md_out, nmd);
+    int rc = tdb_compress_write_counts(call, md_size, size, codec->name,
+                                       md_out);
 
-    if (rc == 0)
-        rc = tdb_buf_put_u32(md_out, ndata);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
-                       codec->name);
-    if (nmd)
+    if (rc == 0 && md_size)
         rc = gzip_frame_part(codec, call, md, md_size, md_out, data_out);
-    if (rc == 0 && ndata)
+    if (rc == 0 && size)
         rc = gzip_frame_part(codec, call, data, size, md_out, data_out);
     return rc;
 }

@@ -15,7 +15,9 @@
  * 0 and 1) followed by u32 string bytes, u32 encoded bytes and u32 offsets
  * bytes (8 per cell); tdb_compress_strings_* read and write that prefix.
  *
- * The checksum filters share theirs through checksum_common.h.
+ * The checksum filters' metadata opens with the same two counts
+ * (tdb_compress_read_counts, tdb_compress_write_counts); the rest of their
+ * framing is in checksum_common.h.
  */
 #ifndef TDB_COMPRESS_COMMON_H
 #define TDB_COMPRESS_COMMON_H
@@ -61,6 +63,24 @@ struct tdb_compress_codec {
     int (*compress)(const struct tdb_filter_call *call, const uint8_t *src,
                     size_t n, struct tdb_buf *out);
 };
+
+/* Reads the two counts that open the chunk metadata of a compression or
+ * checksum filter (u32 metadata parts, u32 data parts) into *nmd and
+ * *ndata.  Each part takes `part_bytes` more bytes of md (not read here):
+ * counts that md cannot hold are refused before anything is allocated.
+ * `name` is the filter's ("GZIP"), `part` what a part is ("part",
+ * "checksum"), for the messages.  @return 0 or TDB_E_CORRUPT. */
+int tdb_compress_read_counts(const struct tdb_filter_call *call,
+                             struct tdb_cursor *md, size_t part_bytes,
+                             const char *name, const char *part,
+                             uint32_t *nmd, uint32_t *ndata);
+
+/* Appends the two counts of an encode's parts: the input metadata (when
+ * not empty) and the input data (when not empty) are one part each.
+ * @return 0 or TDB_E_NOMEM. */
+int tdb_compress_write_counts(const struct tdb_filter_call *call,
+                              size_t md_size, size_t size, const char *name,
+                              struct tdb_buf *md_out);
 
 /* Reads a compressor's options (u8 compressor, i32 level; the same in every
  * format version for these filters) into f, checking that the compressor

@@ -234,6 +234,18 @@ static void test_compressors_hand_vector(void)
         /* Absurd part counts. */
         tdb_st32(md, 0xffffffffu);
         CHECK_EQ_INT(fx_decode(&x, md, n, data, cml + cdl), TDB_E_CORRUPT);
+        {
+            char want[200];
+            snprintf(want, sizeof want, "%s: 4294967295 metadata and 1 data "
+                     "parts do not fit in %zu metadata bytes",
+                     codecs[k].ops->name, n - 8);
+            CHECK(strcmp(x.err.msg, want) == 0);
+            CHECK_EQ_INT(fx_decode(&x, md, 5, data, cml + cdl),
+                         TDB_E_CORRUPT);
+            snprintf(want, sizeof want, "%s: metadata truncated (part "
+                     "counts)", codecs[k].ops->name);
+            CHECK(strcmp(x.err.msg, want) == 0);
+        }
         tdb_st32(md, 1);
         /* Every truncation fails; corruptions never crash. */
         fx_abuse(&x, md, n, data, cml + cdl, true);
@@ -689,6 +701,20 @@ static void test_checksums(void)
         CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), TDB_E_CORRUPT);
         tdb_st64(md + 8 + 8 + dl, xl);
         CHECK_EQ_INT(fx_decode(&x, md, n, data, xl), 0);
+        /* The counts: the same messages as the compressors'. */
+        {
+            char want[200];
+            CHECK_EQ_INT(fx_decode(&x, md, 7, data, xl), TDB_E_CORRUPT);
+            snprintf(want, sizeof want, "%s: metadata truncated (checksum "
+                     "counts)", ops[k]->name);
+            CHECK(strcmp(x.err.msg, want) == 0);
+            CHECK_EQ_INT(fx_decode(&x, md, 8 + 2 * (8 + dl) - 1, data, xl),
+                         TDB_E_CORRUPT);
+            snprintf(want, sizeof want, "%s: 1 metadata and 1 data checksums "
+                     "do not fit in %zu metadata bytes", ops[k]->name,
+                     2 * (8 + dl) - 1);
+            CHECK(strcmp(x.err.msg, want) == 0);
+        }
         /* Truncations: the header fails as corrupt, the data as checksum. */
         for (size_t cut = 0; cut < 8 + 2 * (8 + dl); cut++)
             CHECK_EQ_INT(fx_decode(&x, md, cut, data, xl), TDB_E_CORRUPT);

@@ -2,7 +2,9 @@
  * appends through one descriptor read back at once, sync closes it, a
  * rename or removal of an open file leaves the next write a new file, more
  * files than slots still write, and nothing stays open after sync or
- * destroy. */
+ * destroy.  And the wrappers over a backend (io.c): tdb_io_sub's paths
+ * under its folder, tdb_io_faulty's counted and failed mutating calls,
+ * both refusing a write that the wrapped backend cannot make. */
 #include "support.h"
 
 #include <dirent.h>
@@ -196,11 +198,123 @@ static void test_write_forgets_read_fd(void)
     rm_tree(dir);
 }
 
+/* A read-only backend that keeps the last path it was asked about. */
+static char ro_last[256];
+
+static int ro_note(const char *path)
+{
+    snprintf(ro_last, sizeof ro_last, "%s", path);
+    return 0;
+}
+
+static int ro_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+                      size_t len)
+{
+    memset(buf, 'r', len);
+    return ro_note(path);
+}
+
+static int ro_size(void *ctx, const char *path, uint64_t *size)
+{
+    *size = 7;
+    return ro_note(path);
+}
+
+static int ro_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
+{
+    return ro_note(path);
+}
+
+static int ro_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    *is_dir = true;
+    return ro_note(path);
+}
+
+static const struct tdb_io_ops ro_ops = {
+    .read_at = ro_read_at,
+    .size = ro_size,
+    .list = ro_list,
+    .is_dir = ro_is_dir,
+};
+
+static void test_wrappers(void)
+{
+    struct tdb_io mem, sub, fa, ro = {&ro_ops, NULL}, rsub, rfa;
+    struct tdb_io_fault f = {3, false, 0, 0};
+    uint64_t size = 0;
+    bool isdir = false;
+    char buf[8];
+
+    /* a sub-folder view writes, renames and removes under its folder */
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    CHECK_EQ_INT(tdb_io_sub(&sub, &mem, "d"), 0);
+    CHECK_EQ_INT(sub.ops->mkdir(sub.ctx, "e"), 0);
+    CHECK_EQ_INT(sub.ops->write_at(sub.ctx, "e/x", 0, "hello", 5), 0);
+    CHECK_EQ_INT(sub.ops->sync(sub.ctx, "e/x"), 0);
+    check_file(&mem, "d/e/x", (const uint8_t *)"hello", 5);
+    CHECK_EQ_INT(sub.ops->rename(sub.ctx, "e/x", "e/y"), 0);
+    check_file(&sub, "e/y", (const uint8_t *)"hello", 5);
+    CHECK_EQ_INT(mem.ops->is_dir(mem.ctx, "d/e", &isdir), 0);
+    CHECK(isdir);
+    CHECK_EQ_INT(sub.ops->remove(sub.ctx, "e/y"), 0);
+    CHECK(mem.ops->size(mem.ctx, "d/e/y", &size) != 0);
+
+    /* fault injection: the third mutating call fails, the rest pass */
+    CHECK_EQ_INT(tdb_io_faulty(&fa, &sub, &f), 0);
+    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 0, "ab", 2), 0);
+    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 2, "cd", 2), 0);
+    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 4, "ef", 2), TDB_E_IO);
+    CHECK_EQ_INT(fa.ops->sync(fa.ctx, "z"), 0);
+    CHECK(f.count == 4 && f.failed == 1);
+    check_file(&fa, "z", (const uint8_t *)"abcd", 4); /* reads: not counted */
+    check_file(&mem, "d/z", (const uint8_t *)"abcd", 4);
+    CHECK_EQ_INT(f.count, 4);
+    f.crash = true;
+    f.fail_at = 5;
+    CHECK_EQ_INT(fa.ops->mkdir(fa.ctx, "m"), TDB_E_IO);
+    CHECK_EQ_INT(fa.ops->remove(fa.ctx, "z"), TDB_E_IO); /* crashed */
+    CHECK(f.count == 6 && f.failed == 3);
+    tdb_io_free(&fa);
+    tdb_io_free(&sub);
+    tdb_io_free(&mem);
+
+    /* over a read-only backend: paths mapped, file:// URIs unchanged,
+     * writes refused (by the faulty wrapper uncounted), sync counted
+     * (nothing to sync: 0) */
+    f = (struct tdb_io_fault){0, false, 0, 0};
+    CHECK_EQ_INT(tdb_io_sub(&rsub, &ro, "top/d"), 0);
+    CHECK_EQ_INT(tdb_io_faulty(&rfa, &ro, &f), 0);
+    CHECK_EQ_INT(rsub.ops->read_at(rsub.ctx, "a", 0, buf, 3), 0);
+    CHECK(strcmp(ro_last, "top/d/a") == 0 && buf[0] == 'r');
+    CHECK_EQ_INT(rsub.ops->size(rsub.ctx, "b", &size), 0);
+    CHECK(strcmp(ro_last, "top/d/b") == 0 && size == 7);
+    CHECK_EQ_INT(rsub.ops->list(rsub.ctx, "", NULL, NULL), 0);
+    CHECK(strcmp(ro_last, "top/d") == 0);
+    CHECK_EQ_INT(rsub.ops->is_dir(rsub.ctx, "file:///x/y", &isdir), 0);
+    CHECK(strcmp(ro_last, "file:///x/y") == 0 && isdir);
+    CHECK_EQ_INT(rfa.ops->read_at(rfa.ctx, "a", 0, buf, 3), 0);
+    CHECK(strcmp(ro_last, "a") == 0);
+    CHECK_EQ_INT(rfa.ops->write_at(rfa.ctx, "a", 0, "x", 1), TDB_E_ROFS);
+    CHECK_EQ_INT(rfa.ops->mkdir(rfa.ctx, "a"), TDB_E_ROFS);
+    CHECK_EQ_INT(rfa.ops->rename(rfa.ctx, "a", "b"), TDB_E_ROFS);
+    CHECK_EQ_INT(rfa.ops->remove(rfa.ctx, "a"), TDB_E_ROFS);
+    CHECK_EQ_INT(f.count, 0);
+    CHECK_EQ_INT(rfa.ops->sync(rfa.ctx, "a"), 0);
+    CHECK_EQ_INT(f.count, 1);
+    CHECK_EQ_INT(rsub.ops->write_at(rsub.ctx, "a", 0, "x", 1), TDB_E_ROFS);
+    CHECK_EQ_INT(rsub.ops->rename(rsub.ctx, "a", "b"), TDB_E_ROFS);
+    CHECK_EQ_INT(rsub.ops->sync(rsub.ctx, "a"), 0);
+    tdb_io_free(&rfa);
+    tdb_io_free(&rsub);
+}
+
 int main(void)
 {
     RUN(test_appends);
     RUN(test_rename_remove_open);
     RUN(test_many_files);
     RUN(test_write_forgets_read_fd);
+    RUN(test_wrappers);
     return unit_done();
 }

@@ -2,13 +2,16 @@
  * files (typed values, bad sizes, deletion), commits of staged folders
  * (dense, sparse, refused input with its reason in __error), the reload
  * after a write (a handle of the old tree keeps its bytes; old numbers
- * answer ESTALE), inode numbering, the typed options and the names. */
+ * answer ESTALE), inode numbering, the typed options and the names, and
+ * the engine's message of a failed read kept for the calling thread. */
 #include "../mount/mount.h"
 #include "core/core.h"
 #include "support.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -459,6 +462,27 @@ static void test_options(void)
         CHECK(tdbm_option(&o, t->name, "", why, sizeof why) == -1);
     tdbm_options_free(&o);
     CHECK(o.open.key == NULL && o.staging_dir == NULL);
+
+    /* the one number parser: sizes, counts, the daemon's readahead= */
+    {
+        uint64_t v = 9;
+        unsigned long kib = 9;
+        CHECK(tdbm_parse_number("3M", true, UINT64_MAX, &v) == 0 &&
+              v == 3u << 20);
+        CHECK_EQ_INT(tdbm_parse_number("3M", false, UINT64_MAX, &v), -1);
+        CHECK(tdbm_parse_number("256", false, 256, &v) == 0 && v == 256);
+        CHECK_EQ_INT(tdbm_parse_number("257", false, 256, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("2k", true, 2047, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("", false, 10, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("-0", false, 10, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number(" 1", false, 10, &v), -1);
+        CHECK_EQ_INT(tdbm_parse_number("99999999999999999999", false,
+                                       UINT64_MAX, &v), -1);
+        CHECK(tdbm_parse_kib("1048576", 1ul << 20, &kib) == 0 &&
+              kib == 1ul << 20);
+        CHECK_EQ_INT(tdbm_parse_kib("1048577", 1ul << 20, &kib), -1);
+        CHECK_EQ_INT(tdbm_parse_kib("1K", 1ul << 20, &kib), -1);
+    }
 }
 
 static void test_names(void)
@@ -483,6 +507,77 @@ static void test_names(void)
     CHECK(tdbm_name_decode("end%") == NULL);
 }
 
+/* Another thread takes no message of the main thread's failure. */
+static void *take_elsewhere(void *arg)
+{
+    struct tdb_error err;
+    return tdbm_error_take(arg, &err) ? arg : NULL;
+}
+
+static void test_error_take(void)
+{
+    char dir[] = "/tmp/test_mount.XXXXXX", cmd[1200], path[1100];
+    char why[1200], buf[4096], line[TDB_ERROR_MSG_MAX + 128];
+    struct tdbm_options opts;
+    struct tdbm_source src;
+    struct tdbm_config cfg;
+    struct tdbm_mount *m = NULL;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h = NULL;
+    struct tdb_error err;
+    struct stat st;
+    pthread_t th;
+    void *other = &th;
+    uint64_t ino;
+    size_t got;
+    glob_t g;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/dense_1d_basic/array' '%s/arr'",
+             corpus, dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/arr/__fragments/*/a0.tdb", dir);
+    CHECK_EQ_INT(glob(path, 0, NULL, &g), 0);
+    CHECK_EQ_INT(g.gl_pathc, 1);
+    CHECK_EQ_INT(truncate(g.gl_pathv[0], 30), 0);
+    globfree(&g);
+
+    tdbm_options_init(&opts);
+    snprintf(path, sizeof path, "%s/arr", dir);
+    CHECK_EQ_INT(tdbm_source_open(&src, path, &opts, why, sizeof why), 0);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.log = on_log;
+    logbuf[0] = '\0';
+    CHECK_EQ_INT(tdbm_mount_new(&m, &src, &opts, &cfg), 0);
+    CHECK(!tdbm_error_take(m, &err));
+
+    /* the caller's failure: no message */
+    CHECK_EQ_INT(tdbm_resolve(m, "nope", &ino, &st), -ENOENT);
+    CHECK(!tdbm_error_take(m, &err));
+
+    CHECK_EQ_INT(tdbm_resolve(m, "a", &ino, &st), 0);
+    CHECK_EQ_INT(tdbm_open(m, ino, O_RDONLY, &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_read(m, h, ino, 0, buf, sizeof buf, &got), -EIO);
+    CHECK_EQ_INT(pthread_create(&th, NULL, take_elsewhere, m), 0);
+    CHECK_EQ_INT(pthread_join(th, &other), 0);
+    CHECK(other == NULL);
+    CHECK(tdbm_error_take(m, &err));
+    CHECK(strstr(err.msg, "a0.tdb") && strstr(err.msg, "tile"));
+    /* the log line says the same after its "read inode N at O+S: " */
+    snprintf(line, sizeof line, "read inode %llu at 0+%zu: %s\n",
+             (unsigned long long)ino, sizeof buf, err.msg);
+    CHECK(strcmp(logbuf, line) == 0);
+    CHECK(!tdbm_error_take(m, &err)); /* taken */
+
+    tdbm_release(m, h);
+    tdbm_forget(m, ino, 1);
+    tdbm_mount_free(m);
+    tdbm_source_close(&src);
+    tdbm_options_free(&opts);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
 int main(void)
 {
     corpus = getenv("TILEDBFS_CORPUS");
@@ -495,5 +590,6 @@ int main(void)
     RUN(test_commit_dense);
     RUN(test_commit_refused);
     RUN(test_commit_sparse);
+    RUN(test_error_take);
     return unit_done();
 }
