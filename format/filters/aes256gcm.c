@@ -96,7 +96,6 @@ static int aes_decode(const struct tdb_filter_call *call,
                       struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
     uint32_t nmd = 0, ndata = 0;
-    uint64_t need = 0;
     struct tdb_cursor dc;
     uint8_t dummy = 0;
     int rc = 0;
@@ -105,17 +104,9 @@ static int aes_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_NOKEY,
                        "AES-256-GCM: the tile is encrypted and no key was "
                        "given");
-    tdb_cur_u32(md, &nmd);
-    tdb_cur_u32(md, &ndata);
-    if (md->bad)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "AES-256-GCM: metadata truncated (part counts)");
-    if (!tdb_add_ok(nmd, ndata, &need) ||
-        !tdb_mul_ok(need, AES_PART_MD, &need) || need > tdb_cur_left(md))
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "AES-256-GCM: %u metadata and %u data parts do not "
-                       "fit in %zu metadata bytes", nmd, ndata,
-                       tdb_cur_left(md));
+    if ((rc = tdb_compress_read_counts(call, md, AES_PART_MD, "AES-256-GCM",
+                                       "part", &nmd, &ndata)))
+        return rc;
     tdb_cur_init(&dc, size ? data : &dummy, size);
     for (uint32_t i = 0; rc == 0 && i < nmd; i++)
         rc = aes_decrypt_part(call, md, &dc, "metadata", i, md_out);
@@ -166,20 +157,17 @@ static int aes_encode(const struct tdb_filter_call *call, const uint8_t *md,
                       size_t md_size, const uint8_t *data, size_t size,
                       struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    uint32_t nmd = md_size > 0, ndata = size > 0;
     int rc;
 
     if (!call->key)
         return tdb_err(call->err, TDB_E_NOKEY,
                        "AES-256-GCM: no key to encrypt with");
-    rc = tdb_buf_put_u32(md_out, nmd);
-    if (rc == 0)
-        rc = tdb_buf_put_u32(md_out, ndata);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "AES-256-GCM: out of memory");
-    if (nmd)
+    if ((rc = tdb_compress_write_counts(call, md_size, size, "AES-256-GCM",
+                                        md_out)))
+        return rc;
+    if (md_size)
         rc = aes_encrypt_part(call, md, md_size, md_out, data_out);
-    if (rc == 0 && ndata)
+    if (rc == 0 && size)
         rc = aes_encrypt_part(call, data, size, md_out, data_out);
     return rc;
 }

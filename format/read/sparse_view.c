@@ -41,7 +41,6 @@ struct sp_plan {
     uint64_t ckpt;              /* entries per checkpoint */
     uint8_t *bytes;
     size_t nbytes, capbytes;
-    uint64_t nentries;
     uint64_t ckleft;            /* entries until the next checkpoint */
     uint64_t *ck;               /* (2 + nfrags) words per checkpoint */
     size_t nck, capck;
@@ -415,7 +414,7 @@ static void sp_plan_free(struct sp_plan *pl)
     pl->patch_byte = pl->patch_ck = NULL;
     pl->patch_cell = NULL;
     pl->nbytes = pl->capbytes = pl->nck = pl->capck = 0;
-    pl->nentries = pl->planned = pl->ckleft = pl->merged = 0;
+    pl->planned = pl->ckleft = pl->merged = 0;
     pl->ropen = false;
 }
 
@@ -474,7 +473,6 @@ static int sp_plan_put(struct sp_plan *pl, size_t slot, uint64_t fcell,
         }
         pl->pos[slot] = fcell + c;
         pl->planned += c;
-        pl->nentries++;
         pl->ckleft--;
         fcell += c;
         count -= c;
@@ -500,7 +498,6 @@ static inline int sp_emit(struct sp_plan *pl, size_t slot, uint64_t cell)
             pl->bytes[pl->nbytes++] = (uint8_t)h;
             pl->pos[rs] += pl->rcount;
             pl->planned += pl->rcount;
-            pl->nentries++;
             pl->ckleft--;
         } else {
             int r = sp_plan_put(pl, rs, pl->rcell, pl->rcount);
@@ -1000,7 +997,7 @@ static inline bool sp_lt(const uint64_t *hk, const uint32_t *hr, uint32_t a,
 }
 
 /* The tree of losers over leaves [0, K): the winner of the subtree at
- * node (leaves at K + i). */
+ * node (leaf i is node K + i). */
 static uint32_t sp_tree_build(uint32_t *tree, const uint64_t *hk,
                               const uint32_t *hr, size_t K, size_t node)
 {
@@ -1019,9 +1016,9 @@ static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
     const struct sp_fast *fx = rg->fx;
     struct sparse_cells *sc = fx->sc;
     struct sp_plan *pl = &rg->plan;
-    size_t n = sc->nfrags, K = 1;
-    while (K < n)
-        K <<= 1;
+    /* the tree's leaves are nodes K..2K-1, one per fragment (any K: a
+     * leaf's path to the root is log2 of its node) */
+    size_t n = sc->nfrags, K = n;
     bool dups = sc->base.arr->schema->allows_dups;
     struct sp_src *src = calloc(n, sizeof *src);
     uint64_t *hk = malloc(K * sizeof *hk);
@@ -1198,7 +1195,6 @@ static int sp_join(struct sp_range *rg, size_t nr, size_t n)
             memcpy(out->bytes + out->nbytes, pl->bytes, pl->nbytes);
         out->nbytes += pl->nbytes;
         out->planned += pl->planned;
-        out->nentries += pl->nentries;
         out->merged += pl->merged;
         for (size_t f = 0; f < n; f++)
             if (pl->patch_byte[f] != SIZE_MAX)
