@@ -1209,32 +1209,45 @@ static int sp_join(struct sp_range *rg, size_t nr, size_t n)
 static size_t sp_cuts(const struct sp_fast *fx, size_t nr, uint64_t *cut)
 {
     struct sparse_cells *sc = fx->sc;
-    uint64_t *const *mlo = fx->mbr_lo;
+    size_t nt = 0;
+    for (size_t f = 0; f < sc->nfrags; f++)
+        nt += (size_t)sc->frags[f]->fm->sparse_tile_num;
+    /* the tiles in one array: the search below passes over them ~64 times
+     * per cut */
+    struct sp_span {
+        uint64_t lo, hi;
+        double w;
+    } *sp = malloc((nt ? nt : 1) * sizeof *sp);
+    if (!sp)
+        return 1;
     uint64_t kmin = UINT64_MAX, kmax = 0;
     double total = 0;
+    size_t k = 0;
     for (size_t f = 0; f < sc->nfrags; f++)
-        for (uint64_t t = 0; t < sc->frags[f]->fm->sparse_tile_num; t++) {
-            kmin = mlo[f][t] < kmin ? mlo[f][t] : kmin;
-            kmax = fx->mbr_hi[f][t] > kmax ? fx->mbr_hi[f][t] : kmax;
-            total += (double)tdb_frag_tile_cells(sc->frags[f], t);
+        for (uint64_t t = 0; t < sc->frags[f]->fm->sparse_tile_num; t++, k++) {
+            sp[k].lo = fx->mbr_lo[f][t];
+            sp[k].hi = fx->mbr_hi[f][t];
+            sp[k].w = (double)tdb_frag_tile_cells(sc->frags[f], t);
+            kmin = sp[k].lo < kmin ? sp[k].lo : kmin;
+            kmax = sp[k].hi > kmax ? sp[k].hi : kmax;
+            total += sp[k].w;
         }
     size_t got = 0;
     for (size_t j = 1; j < nr; j++) {
-        /* the smallest key with j / nr of the cells before it */
+        /* the smallest key with j / nr of the cells at or before it */
         double want = total * (double)j / (double)nr;
         uint64_t lo = kmin, hi = kmax;
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
             double below = 0;
-            for (size_t f = 0; f < sc->nfrags; f++)
-                for (uint64_t t = 0; t < sc->frags[f]->fm->sparse_tile_num; t++) {
-                    uint64_t a = mlo[f][t], b = fx->mbr_hi[f][t];
-                    double w = (double)tdb_frag_tile_cells(sc->frags[f], t);
-                    if (b <= mid)
-                        below += w;
-                    else if (a <= mid)
-                        below += w * ((double)(mid - a) + 1) / ((double)(b - a) + 1);
-                }
+            for (size_t i = 0; i < nt; i++) {
+                uint64_t a = sp[i].lo, b = sp[i].hi;
+                if (b <= mid)
+                    below += sp[i].w;
+                else if (a <= mid)
+                    below += sp[i].w * ((double)(mid - a) + 1) /
+                             ((double)(b - a) + 1);
+            }
             if (below < want)
                 lo = mid + 1;
             else
@@ -1243,6 +1256,7 @@ static size_t sp_cuts(const struct sp_fast *fx, size_t nr, uint64_t *cut)
         if (lo > kmin && (!got || lo > cut[got - 1]))
             cut[got++] = lo;
     }
+    free(sp);
     return got + 1;
 }
 
