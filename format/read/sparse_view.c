@@ -57,6 +57,14 @@ struct sp_plan {
     bool patchable;
     size_t *patch_byte, *patch_ck;
     uint64_t *patch_cell;       /* that entry's first cell */
+    /* the plan built (sp_plan_seal, sp_join): the entries in segments
+     * read as one stream; checkpoints count bytes in that stream */
+    struct sp_seg {
+        uint8_t *bytes;
+        size_t n;
+        uint64_t base;          /* the stream's bytes before it */
+    } *seg;
+    size_t nseg;
 };
 
 struct sparse_cells {
@@ -402,6 +410,11 @@ static int sp_plan_init(struct sp_plan *pl, size_t n, bool patchable)
 
 static void sp_plan_free(struct sp_plan *pl)
 {
+    for (size_t i = 0; i < pl->nseg; i++)
+        free(pl->seg[i].bytes);
+    free(pl->seg);
+    pl->seg = NULL;
+    pl->nseg = 0;
     free(pl->bytes);
     free(pl->ck);
     free(pl->pos);
@@ -549,6 +562,21 @@ static int sp_plan_end(struct sp_plan *pl)
             pl->capck = w;
         }
     }
+    return 0;
+}
+
+/* The plan built: its bytes become its one segment. */
+static int sp_plan_seal(struct sp_plan *pl)
+{
+    if (!pl->nbytes)
+        return 0;
+    pl->seg = malloc(sizeof *pl->seg);
+    if (!pl->seg)
+        return TDB_E_NOMEM;
+    pl->seg[0] = (struct sp_seg){pl->bytes, pl->nbytes, 0};
+    pl->nseg = 1;
+    pl->bytes = NULL;
+    pl->capbytes = 0;
     return 0;
 }
 
@@ -792,7 +820,7 @@ static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
         if (r)
             r = tdb_err(err, r, "out of memory");
     }
-    if (!r && (r = sp_plan_end(pl)))
+    if (!r && ((r = sp_plan_end(pl)) || (r = sp_plan_seal(pl))))
         r = tdb_err(err, r, "out of memory");
 out:
     for (size_t i = 0; cur && i < n; i++)
@@ -1149,23 +1177,18 @@ static void *sp_range_thread(void *arg)
     }
 }
 
-/* Joins the ranges' plans into rg[0]'s: each range's first entry of a
- * fragment goes on from where the ranges before left that fragment. */
+/* Joins the ranges' plans into rg[0]'s: their bytes become its segments
+ * (not copied), their checkpoints follow its own; each range's first entry
+ * of a fragment goes on from where the ranges before left that fragment. */
 static int sp_join(struct sp_range *rg, size_t nr, size_t n)
 {
     struct sp_plan *out = &rg[0].plan;
-    size_t total = out->nbytes, nck = out->nck, stride = 2 + n;
-    for (size_t p = 1; p < nr; p++) {
-        total += rg[p].plan.nbytes;
+    size_t nck = 0, stride = 2 + n;
+    for (size_t p = 0; p < nr; p++)
         nck += rg[p].plan.nck;
-    }
-    if (total > out->capbytes) {
-        uint8_t *b = realloc(out->bytes, total);
-        if (!b)
-            return TDB_E_NOMEM;
-        out->bytes = b;
-        out->capbytes = total;
-    }
+    out->seg = calloc(nr, sizeof *out->seg);
+    if (!out->seg)
+        return TDB_E_NOMEM;
     if (nck * stride > out->capck) {
         uint64_t *k = realloc(out->ck, nck * stride * sizeof *k);
         if (!k)
@@ -1175,30 +1198,38 @@ static int sp_join(struct sp_range *rg, size_t nr, size_t n)
     }
     uint64_t *R = out->pos;     /* where a reader stands after the ranges
                                  * so far */
-    for (size_t p = 1; p < nr; p++) {
+    for (size_t p = 0; p < nr; p++) {
         struct sp_plan *pl = &rg[p].plan;
-        for (size_t f = 0; f < n; f++)
-            if (pl->patch_byte[f] != SIZE_MAX)
-                sp_put_padded(pl->bytes + pl->patch_byte[f],
-                              sp_zigzag(pl->patch_cell[f] - R[f]));
-        for (size_t j = 0; j < pl->nck; j++) {
-            uint64_t *k = out->ck + out->nck * stride;
-            memcpy(k, pl->ck + j * stride, stride * sizeof *k);
-            k[0] += out->planned;
-            k[1] += out->nbytes;
+        if (p) {
             for (size_t f = 0; f < n; f++)
-                if (pl->patch_byte[f] == SIZE_MAX || j < pl->patch_ck[f])
-                    k[2 + f] = R[f];
-            out->nck++;
+                if (pl->patch_byte[f] != SIZE_MAX)
+                    sp_put_padded(pl->bytes + pl->patch_byte[f],
+                                  sp_zigzag(pl->patch_cell[f] - R[f]));
+            for (size_t j = 0; j < pl->nck; j++) {
+                uint64_t *k = out->ck + out->nck * stride;
+                memcpy(k, pl->ck + j * stride, stride * sizeof *k);
+                k[0] += out->planned;
+                k[1] += out->nbytes;
+                for (size_t f = 0; f < n; f++)
+                    if (pl->patch_byte[f] == SIZE_MAX || j < pl->patch_ck[f])
+                        k[2 + f] = R[f];
+                out->nck++;
+            }
         }
-        if (pl->nbytes)
-            memcpy(out->bytes + out->nbytes, pl->bytes, pl->nbytes);
-        out->nbytes += pl->nbytes;
-        out->planned += pl->planned;
-        out->merged += pl->merged;
-        for (size_t f = 0; f < n; f++)
-            if (pl->patch_byte[f] != SIZE_MAX)
-                R[f] = pl->pos[f];
+        if (pl->nbytes) {
+            out->seg[out->nseg++] = (struct sp_seg){pl->bytes, pl->nbytes,
+                                                    p ? out->nbytes : 0};
+            pl->bytes = NULL;
+            pl->capbytes = 0;
+        }
+        if (p) {
+            out->nbytes += pl->nbytes;
+            out->planned += pl->planned;
+            out->merged += pl->merged;
+            for (size_t f = 0; f < n; f++)
+                if (pl->patch_byte[f] != SIZE_MAX)
+                    R[f] = pl->pos[f];
+        }
     }
     return 0;
 }
@@ -1474,6 +1505,17 @@ void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
     *np = b + nb;
 }
 
+static bool sparse_plan_more(struct tdb_cells *c, struct tdb_plan_pos *pp)
+{
+    const struct sp_plan *pl = &((struct sparse_cells *)c)->plan;
+    if (pp->seg + 1 >= pl->nseg)
+        return false;
+    const struct sp_seg *sg = &pl->seg[++pp->seg];
+    pp->p = sg->bytes;
+    pp->end = sg->bytes + sg->n;
+    return true;
+}
+
 static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
                             struct tdb_plan_pos *pp, struct tdb_error *err)
 {
@@ -1485,7 +1527,8 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
     pp->smask = ((uint64_t)1 << sc->plan.fbits) - 1;
     pp->hint = -1;
     pp->cell = 0;
-    pp->p = pp->end = sc->plan.bytes;
+    pp->seg = 0;
+    pp->p = pp->end = NULL;
     pp->next = nf <= TDB_PLAN_BUF ? pp->buf : malloc(nf * sizeof *pp->next);
     if (!pp->next)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
@@ -1522,10 +1565,23 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
     pthread_mutex_unlock(&sc->hint_lock);
     pp->hint = hs;
     pp->cell = cell;
-    pp->p = sc->plan.bytes + byte;
-    pp->end = sc->plan.bytes + sc->plan.nbytes;
+    /* the segment holding that byte: the last starting at or before it
+     * (so a segment's end is the next one's start) */
+    const struct sp_plan *pl = &sc->plan;
+    size_t s0 = 0, s1 = pl->nseg;
+    while (s1 - s0 > 1) {
+        size_t mid = (s0 + s1) / 2;
+        if (pl->seg[mid].base <= byte)
+            s0 = mid;
+        else
+            s1 = mid;
+    }
+    const struct sp_seg *sg = &pl->seg[s0];
+    pp->seg = s0;
+    pp->p = sg->bytes + (byte - sg->base);
+    pp->end = sg->bytes + sg->n;
     /* on to the entry holding `first` */
-    while (pp->p < pp->end) {
+    while (pp->p < pp->end || sparse_plan_more(c, pp)) {
         size_t slot;
         uint64_t fcell, count;
         const uint8_t *np;
@@ -1550,7 +1606,8 @@ static void sparse_plan_done(struct tdb_cells *c, struct tdb_plan_pos *pp)
         struct sp_hint *hh = &sc->hint[slot];
         hh->valid = true;
         hh->cell = pp->cell;
-        hh->byte = (size_t)(pp->p - sc->plan.bytes);
+        const struct sp_seg *sg = &sc->plan.seg[pp->seg];
+        hh->byte = (size_t)(sg->base + (uint64_t)(pp->p - sg->bytes));
         memcpy(hh->pos, pp->next, sc->nfrags * sizeof *pp->next);
         pthread_mutex_unlock(&sc->hint_lock);
     }
@@ -1573,7 +1630,8 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
         return r;
     size_t kk = 0;
     uint64_t end = first + n;
-    while (kk < cap && first < end && pp.p < pp.end) {
+    while (kk < cap && first < end &&
+           (pp.p < pp.end || sparse_plan_more(c, &pp))) {
         size_t slot;
         uint64_t fcell, count;
         const uint8_t *np;
@@ -1607,6 +1665,7 @@ static void sparse_destroy(struct tdb_cells *c)
 static const struct tdb_cells_ops sparse_ops = {
     .runs = sparse_runs,
     .plan_seek = sparse_plan_seek,
+    .plan_more = sparse_plan_more,
     .plan_done = sparse_plan_done,
     .prepare = sparse_prepare,
     .destroy = sparse_destroy,
@@ -1689,7 +1748,7 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
             /* the fragment as it is stored: no merge */
             if (n == 1 && frags[0]->ncells &&
                 (sp_plan_put(&sc->plan, 0, 0, frags[0]->ncells) ||
-                 sp_plan_end(&sc->plan))) {
+                 sp_plan_end(&sc->plan) || sp_plan_seal(&sc->plan))) {
                 tdb_cells_free(&sc->base);
                 return tdb_err(err, TDB_E_NOMEM, "out of memory");
             }

@@ -591,7 +591,7 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
     if (r)
         return r;
     while (c0 < c1) {
-        if (pp.p >= pp.end) {
+        if (pp.p >= pp.end && !cells->ops->plan_more(cells, &pp)) {
             r = tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                         (unsigned long long)c0);
             break;
@@ -602,7 +602,7 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
             else
                 view_plan_plan(vp, &pp, c1, &v->pieces);
             c0 = pp.cell;
-            if (c0 >= c1 || pp.p >= pp.end)
+            if (c0 >= c1 || (pp.p >= pp.end && !cells->ops->plan_more(cells, &pp)))
                 continue;
         }
         size_t slot;

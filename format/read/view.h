@@ -25,7 +25,8 @@ struct tdb_run {
  * & smask] from its next cell on; tdb_plan_decode reads any entry. */
 #define TDB_PLAN_BUF 64
 struct tdb_plan_pos {
-    const uint8_t *p, *end;
+    const uint8_t *p, *end;     /* within one segment of the plan */
+    size_t seg;
     uint64_t cell;
     uint64_t *next;             /* nfrags words (buf, or allocated) */
     struct tdb_frag *const *frags;
@@ -55,6 +56,9 @@ struct tdb_cells_ops {
     int (*plan_seek)(struct tdb_cells *c, uint64_t first,
                      struct tdb_plan_pos *pp, struct tdb_error *err);
     void (*plan_done)(struct tdb_cells *c, struct tdb_plan_pos *pp);
+    /* At the end of a segment of the plan (pp->p == pp->end): on to the
+     * next (true), or the plan ends. */
+    bool (*plan_more)(struct tdb_cells *c, struct tdb_plan_pos *pp);
     /* Computes ncells if not known yet (sparse merges). */
     int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
