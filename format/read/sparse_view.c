@@ -1505,6 +1505,68 @@ void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
     *np = b + nb;
 }
 
+/* pp at byte `byte` of the plan's stream: in the last segment starting
+ * at or before it (so a segment's end is the next one's start). */
+static void sp_seek_byte(const struct sp_plan *pl, struct tdb_plan_pos *pp,
+                         uint64_t byte)
+{
+    size_t s0 = 0, s1 = pl->nseg;
+    while (s1 - s0 > 1) {
+        size_t mid = (s0 + s1) / 2;
+        if (pl->seg[mid].base <= byte)
+            s0 = mid;
+        else
+            s1 = mid;
+    }
+    const struct sp_seg *sg = &pl->seg[s0];
+    pp->seg = s0;
+    pp->p = sg->bytes + (byte - sg->base);
+    pp->end = sg->bytes + sg->n;
+}
+
+static uint64_t sp_pos_byte(const struct sp_plan *pl,
+                            const struct tdb_plan_pos *pp)
+{
+    const struct sp_seg *sg = &pl->seg[pp->seg];
+    return sg->base + (uint64_t)(pp->p - sg->bytes);
+}
+
+static size_t sparse_plan_ckpt(struct tdb_cells *c,
+                               const struct tdb_plan_pos *pp, uint64_t limit,
+                               uint64_t *cell, const uint64_t **next,
+                               uint64_t *entries)
+{
+    const struct sp_plan *pl = &((struct sparse_cells *)c)->plan;
+    size_t stride = 2 + pl->nfrags, lo = 0, hi = pl->nck;
+    if (!pl->nseg)
+        return 0;
+    /* the first checkpoint after pp->cell */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pl->ck[mid * stride] <= pp->cell)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == pl->nck || pl->ck[lo * stride] > limit)
+        return 0;
+    const uint64_t *k = pl->ck + lo * stride;
+    *cell = k[0];
+    *next = k + 2;
+    *entries = k[1] - sp_pos_byte(pl, pp);  /* an entry takes a byte or more */
+    return lo + 1;
+}
+
+static void sparse_plan_goto(struct tdb_cells *c, struct tdb_plan_pos *pp,
+                             size_t ck)
+{
+    const struct sp_plan *pl = &((struct sparse_cells *)c)->plan;
+    const uint64_t *k = pl->ck + (ck - 1) * (2 + pl->nfrags);
+    pp->cell = k[0];
+    memcpy(pp->next, k + 2, pl->nfrags * sizeof *pp->next);
+    sp_seek_byte(pl, pp, k[1]);
+}
+
 static bool sparse_plan_more(struct tdb_cells *c, struct tdb_plan_pos *pp)
 {
     const struct sp_plan *pl = &((struct sparse_cells *)c)->plan;
@@ -1565,21 +1627,7 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
     pthread_mutex_unlock(&sc->hint_lock);
     pp->hint = hs;
     pp->cell = cell;
-    /* the segment holding that byte: the last starting at or before it
-     * (so a segment's end is the next one's start) */
-    const struct sp_plan *pl = &sc->plan;
-    size_t s0 = 0, s1 = pl->nseg;
-    while (s1 - s0 > 1) {
-        size_t mid = (s0 + s1) / 2;
-        if (pl->seg[mid].base <= byte)
-            s0 = mid;
-        else
-            s1 = mid;
-    }
-    const struct sp_seg *sg = &pl->seg[s0];
-    pp->seg = s0;
-    pp->p = sg->bytes + (byte - sg->base);
-    pp->end = sg->bytes + sg->n;
+    sp_seek_byte(&sc->plan, pp, byte);
     /* on to the entry holding `first` */
     while (pp->p < pp->end || sparse_plan_more(c, pp)) {
         size_t slot;
@@ -1606,8 +1654,7 @@ static void sparse_plan_done(struct tdb_cells *c, struct tdb_plan_pos *pp)
         struct sp_hint *hh = &sc->hint[slot];
         hh->valid = true;
         hh->cell = pp->cell;
-        const struct sp_seg *sg = &sc->plan.seg[pp->seg];
-        hh->byte = (size_t)(sg->base + (uint64_t)(pp->p - sg->bytes));
+        hh->byte = (size_t)sp_pos_byte(&sc->plan, pp);
         memcpy(hh->pos, pp->next, sc->nfrags * sizeof *pp->next);
         pthread_mutex_unlock(&sc->hint_lock);
     }
@@ -1666,6 +1713,8 @@ static const struct tdb_cells_ops sparse_ops = {
     .runs = sparse_runs,
     .plan_seek = sparse_plan_seek,
     .plan_more = sparse_plan_more,
+    .plan_ckpt = sparse_plan_ckpt,
+    .plan_goto = sparse_plan_goto,
     .plan_done = sparse_plan_done,
     .prepare = sparse_prepare,
     .destroy = sparse_destroy,

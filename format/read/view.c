@@ -579,6 +579,67 @@ static void view_plan_plan(struct view_pins *vp, struct tdb_plan_pos *pp,
     *pieces += (uint64_t)(p - p0);
 }
 
+/* Fragment slot's cells [a, b) lie in view cells [ca, cb): plan() hears of
+ * their tiles as pieces [ca, cb) (the cells between two checkpoints of a
+ * plan: the pieces within are not told apart). */
+static int view_plan_span(struct tdb_fieldfile *ff, struct view_visit *v,
+                          struct view_pins *vp, size_t slot,
+                          struct tdb_frag *f, uint64_t a, uint64_t b,
+                          uint64_t ca, uint64_t cb, struct tdb_error *err)
+{
+    struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+    int r;
+    if (k->f != f && (r = view_cur_set(ff, v, k, f)))
+        return r;
+    if (k->field < 0)
+        return 0;               /* fill values: no tile */
+    for (uint64_t fc = a; fc < b; fc = k->end) {
+        if (fc - k->first >= k->end - k->first) {
+            if ((r = view_plan_flush(v, k)) || (r = view_cur_tile(k, fc, err)))
+                return r;
+        }
+        if (k->told) {
+            k->upto = cb;
+        } else {
+            k->told = k->upto = cb;
+            if ((r = v->plan(v, f, k->field, k->part, k->t, ca, cb)))
+                return r;
+        }
+    }
+    return 0;
+}
+
+/* A planning walk over a sparse plan from pp on, a checkpoint at a time
+ * while one lies before c1: each fragment's cells between two checkpoints
+ * are consecutive (when none goes back), whatever their order in the view.
+ * @return 0, 1 to stop, or an error. */
+static int view_plan_steps(struct tdb_fieldfile *ff, struct tdb_plan_pos *pp,
+                           uint64_t c1, struct view_visit *v,
+                           struct view_pins *vp, struct tdb_error *err)
+{
+    struct tdb_cells *cells = ff->cells;
+    for (;;) {
+        uint64_t cb, entries;
+        const uint64_t *nb;
+        size_t ck = cells->ops->plan_ckpt(cells, pp, c1, &cb, &nb, &entries);
+        if (!ck)
+            return 0;
+        for (size_t f = 0; f < pp->nfrags; f++)
+            if (nb[f] < pp->next[f])
+                return 0;       /* a fragment goes back: entry by entry */
+        for (size_t f = 0; f < pp->nfrags; f++) {
+            int r = nb[f] == pp->next[f]
+                        ? 0
+                        : view_plan_span(ff, v, vp, f, pp->frags[f],
+                                         pp->next[f], nb[f], pp->cell, cb, err);
+            if (r)
+                return r;
+        }
+        v->pieces += entries;
+        cells->ops->plan_goto(cells, pp, ck);
+    }
+}
+
 /* Walks cells [c0, c1) of ff's view, tile by tile, over a sparse plan's
  * entries (no call per run). */
 static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
@@ -595,6 +656,14 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
             r = tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                         (unsigned long long)c0);
             break;
+        }
+        if (pp.cell == c0 && v->plan && !v->copy) {
+            r = view_plan_steps(ff, &pp, c1, v, vp, err);
+            c0 = pp.cell;
+            if (r)
+                break;
+            if (c0 >= c1)
+                continue;
         }
         if (pp.cell == c0 && (v->copy || v->plan)) {
             if (v->copy)

@@ -59,6 +59,15 @@ struct tdb_cells_ops {
     /* At the end of a segment of the plan (pp->p == pp->end): on to the
      * next (true), or the plan ends. */
     bool (*plan_more)(struct tdb_cells *c, struct tdb_plan_pos *pp);
+    /* Walks that only plan tiles step from checkpoint to checkpoint: the
+     * first after pp's place at or before view cell `limit`, 0 when none,
+     * else its number + 1, with its view cell, each fragment's next cell
+     * there and at most how many entries lie between; plan_goto moves pp
+     * to it. */
+    size_t (*plan_ckpt)(struct tdb_cells *c, const struct tdb_plan_pos *pp,
+                        uint64_t limit, uint64_t *cell, const uint64_t **next,
+                        uint64_t *entries);
+    void (*plan_goto)(struct tdb_cells *c, struct tdb_plan_pos *pp, size_t ck);
     /* Computes ncells if not known yet (sparse merges). */
     int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
