@@ -18,7 +18,7 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("cache_size", TDBM_OPT_SIZE, open.cache_bytes,
              "cache_size=N[KMG]", "decoded-tile cache budget (default 256M)"),
     TDBM_OPT("threads", TDBM_OPT_COUNT, open.threads, "threads=N",
-             "decoding threads (default: one per CPU)"),
+             "decoding and sparse merge threads (default: one per CPU)"),
     TDBM_OPT("key_file", TDBM_OPT_KEYFILE, key, "key_file=PATH",
              "32-byte AES-256-GCM key"),
     TDBM_OPT("rw", TDBM_OPT_BOOL, rw, "rw",
