@@ -109,17 +109,23 @@ struct sp_cur {
     const struct tdb_order_key *okey;
 };
 
+/* Lets go of the tiles e[0..n) (NULL: none) and *pinned. */
+static void sp_release(struct tdb_cache *cache, struct tdb_cache_entry **e,
+                       uint32_t n, bool *pinned)
+{
+    if (!*pinned)
+        return;
+    for (uint32_t d = 0; d < n; d++) {
+        if (e[d])
+            tdb_cache_release(cache, e[d]);
+        e[d] = NULL;
+    }
+    *pinned = false;
+}
+
 static void sp_unpin(struct sp_cur *k)
 {
-    if (!k->pinned)
-        return;
-    uint32_t nd = k->f->fs->ndims;
-    for (uint32_t d = 0; d <= nd; d++) {
-        if (k->e[d])
-            tdb_cache_release(k->cache, k->e[d]);
-        k->e[d] = NULL;
-    }
-    k->pinned = false;
+    sp_release(k->cache, k->e, k->f->fs->ndims + 1, &k->pinned);
 }
 
 /* Pins tile t of fragment f's coordinates: dimension d's in e[d], tl[d]. */
@@ -893,14 +899,7 @@ struct sp_range {
 
 static void sp_src_unpin(struct sp_src *x)
 {
-    if (!x->pinned)
-        return;
-    for (uint32_t d = 0; d < x->f->fs->ndims; d++) {
-        if (x->e[d])
-            tdb_cache_release(x->f->arr->cache, x->e[d]);
-        x->e[d] = NULL;
-    }
-    x->pinned = false;
+    sp_release(x->f->arr->cache, x->e, x->f->fs->ndims, &x->pinned);
 }
 
 /* Pins the coordinate tiles holding cell c. */
