@@ -410,11 +410,11 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
 }
 
 /* Pins tile k in the calling thread (decoding it unless a job is already
- * doing so: the read then waits for that one).  A queued job is taken
- * back and done here only while no other read of rd decodes itself: the
- * kernel sends several reads at once, and each decoding the row's tiles
- * beside the pool's threads would only hold more tiles half decoded (and
- * their working memory) than there are cores. */
+ * doing so: the read then waits for that one).  Beyond the cache's budget,
+ * a queued job is taken back and done here only while no other read of rd
+ * decodes itself: the kernel sends several reads at once, and each
+ * decoding the row's tiles beside the pool's threads would only hold more
+ * tiles half decoded (and their working memory) than there are cores. */
 static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
 {
     pthread_mutex_lock(&rd->lock);
@@ -423,7 +423,8 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
      * could decode it twice, when the cache lets this copy go before the
      * thread looks the tile up) */
     while (p && !p->e && p->queued &&
-           (rd->decoding > 0 || pool_cancel(rd->pool, rd, k) == 0)) {
+           ((rd->decoding > 0 && rd->pinned > rd->budget) ||
+            pool_cancel(rd->pool, rd, k) == 0)) {
         pthread_cond_wait(&rd->done, &rd->lock);
         p = rd_find(rd, k);
     }
