@@ -29,6 +29,7 @@ struct tdb_cache {
     pthread_mutex_t lock;
     pthread_cond_t loaded;
     uint64_t budget, used;
+    uint64_t peak;                  /* the most `used` since the last reset */
     size_t nbuckets, nentries;
     struct tdb_cache_entry **buckets;
     struct tdb_cache_entry *lru_head, *lru_tail; /* head: most recent */
@@ -233,6 +234,8 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
                sizeof *e;
     e->state = CACHE_READY;
     c->used += e->bytes;
+    if (c->used > c->peak)
+        c->peak = c->used;
     c->decodes++;
     c->decoded_bytes += e->tile.size;
     c->decode_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
@@ -291,6 +294,16 @@ void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st)
     st->decoded_bytes = c->decoded_bytes;
     st->decode_ns = c->decode_ns;
     pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t tdb_cache_peak(struct tdb_cache *c, bool reset)
+{
+    pthread_mutex_lock(&c->lock);
+    uint64_t peak = c->peak;
+    if (reset)
+        c->peak = c->used;
+    pthread_mutex_unlock(&c->lock);
+    return peak;
 }
 
 static uint64_t cache_str_hash(const char *s)

@@ -81,4 +81,10 @@ void tdb_cache_scratch_put(struct tdb_cache *c, struct tdb_scratch *s);
 
 void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st);
 
+/* The most bytes of decoded tiles (tdb_cache_stats' `used`: pinned or
+ * not) the cache held at once since it was created or last reset; with
+ * `reset`, counting starts again from what it holds now.  Tiles being
+ * decoded count once their decode ends. */
+uint64_t tdb_cache_peak(struct tdb_cache *c, bool reset);
+
 #endif

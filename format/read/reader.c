@@ -1,27 +1,38 @@
 /* reader.c: reading one file of the mount contract on every core: the
  * tiles a read touches are decoded in parallel, and while a file is read
  * from start to end the tiles ahead of the reader are decoded by the tree's
- * pool of threads.  A reader keeps the tiles of its last reads and the ones
- * decoded ahead pinned in the cache, so that even a cache smaller than a
- * row of tiles decodes each tile once per pass (no thrashing); the pinned
- * bytes are bounded (a quarter of the cache, within 8 to 32 MiB, ahead,
- * plus what the reads touch). */
+ * pool of threads.  A reader keeps the tiles of the row of tiles it reads
+ * and the ones decoded ahead pinned in the cache, so that even a cache
+ * smaller than a row of tiles decodes each tile once per pass (no
+ * thrashing).  The pinned bytes are bounded: the read's row of tiles (in a
+ * dense view, where a tile's pieces end is known, it goes once read past;
+ * a read waits for the one before it to let its row go), plus ahead a
+ * quarter of the cache (8 to 32 MiB) but no more than the budget leaves
+ * beyond the read's own tiles. */
 #include "read/reader.h"
 #include "tiledb_format.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RD_AHEAD_MIN (8u << 20)     /* decoded bytes pinned ahead: a */
 #define RD_AHEAD_MAX (32u << 20)    /* quarter of the cache, within these */
 #define RD_AHEAD_VIEW (256u << 20)  /* how far ahead in the file to look */
+#define RD_ROW_MAX (16u << 20)      /* the rest of the read's row of tiles
+                                     * is pinned up to this whatever the
+                                     * cache (reads smaller than a row) */
 #define RD_MAX_PINS 512
 #define RD_SEQ_SLACK (4u << 20)     /* a read this close to the last one's
                                      * end goes on reading sequentially */
 #define RD_MAX_ACTIVE 16            /* reads of one reader at once (the
                                      * kernel's read-ahead sends several) */
+#define RD_MAX_AHEAD_READS 16       /* reads come before an earlier one */
+#define RD_SLABS 8                  /* rows of tiles whose end is known */
+#define RD_COME_NS 20000000         /* how long a read waits for the one
+                                     * before it to come (rd_wait_turn) */
 
 struct rd_tile {
     struct tdb_frag *f;
@@ -35,8 +46,19 @@ struct rd_pin {
     struct tdb_cache_entry *e;  /* NULL until the tile is pinned */
     bool queued;                /* a job for it is queued or running */
     uint64_t epoch;             /* the last read that wanted it */
-    uint64_t last;              /* the file's bytes it gives end there */
+    uint64_t last;              /* the file's bytes it gives end there
+                                 * (a dense view's: at the latest; else
+                                 * as far as the reader looked) */
     uint64_t bytes;             /* its decoded size */
+    uint64_t slab;              /* a dense view: its row of tiles (the
+                                 * index of its tile along slab_dim) */
+};
+
+/* A row of tiles of a dense view (the tiles of one index `at` along
+ * slab_dim, `ext` indices each) and where its pieces end at the latest:
+ * the least end its tiles were seen to give (rd_tile_end). */
+struct rd_slab {
+    uint64_t at, ext, end;
 };
 
 struct pool_job {
@@ -63,7 +85,16 @@ struct tdb_reader {
     pthread_mutex_t lock;
     pthread_cond_t idle;        /* pending fell to 0 */
     pthread_cond_t done;        /* a job finished */
+    pthread_cond_t moved;       /* a read began or ended */
     uint64_t ahead_bytes;       /* decoded bytes to pin ahead */
+    uint64_t budget;            /* the cache's budget */
+    /* a dense view: a tile's pieces all lie within ext (its fragment's
+     * tile extent) consecutive indices of dimension slab_dim, slab bytes
+     * of the file each (0: not a dense view) */
+    uint32_t slab_dim;
+    uint64_t slab;
+    struct rd_slab slabs[RD_SLABS];     /* the rows seen last (a ring) */
+    unsigned nslabs, slab_next;
     /* the reads under way: their epochs and where they start (a read
      * ending never unpins the tiles another one still reads) */
     uint64_t act_epoch[RD_MAX_ACTIVE], act_off[RD_MAX_ACTIVE];
@@ -72,8 +103,15 @@ struct tdb_reader {
     size_t npins;
     uint64_t pinned;            /* bytes of the pins */
     unsigned pending;           /* its jobs queued or running */
+    unsigned decoding;          /* reads decoding a tile themselves */
     uint64_t epoch;
     uint64_t next_off;          /* where a sequential read goes on */
+    /* reading on, the bytes before seen_to were all asked for (a read
+     * that comes later than the next one is still awaited: the tiles it
+     * wants stay); reads beyond, [early_lo[i], early_hi[i]) */
+    uint64_t seen_to;
+    uint64_t early_lo[RD_MAX_AHEAD_READS], early_hi[RD_MAX_AHEAD_READS];
+    unsigned nearly;
     uint64_t head;              /* bytes before the field's (.npy header) */
     uint64_t ahead_pos;         /* decoding ahead was planned up to here */
 };
@@ -234,13 +272,90 @@ static unsigned pool_cancel(struct tdb_pool *p, struct tdb_reader *rd,
 
 /* ------------------------------------------------------------ the reader */
 
-/* Wants tile k, whose bytes in the file end at `last` here, for read
- * `epoch`: pinned now if in the cache, else recorded (to be decoded by the
- * reader) and, with `submit`, queued for the pool.  @return true when the
- * tile is not pinned yet (the first time this read wants it). */
-static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
-                    uint64_t epoch, uint64_t last, bool submit)
+/* What rd_want is asked and tells. */
+struct rd_ask {
+    uint64_t from, last;    /* the piece of the file the tile gives */
+    bool submit;            /* queue its decoding for the pool */
+    uint64_t cap;           /* a new pin must keep the pinned bytes within
+                             * this, */
+    uint64_t row_cap;       /* or this for a tile of the read's rows: */
+    uint64_t row_slab;      /* in a dense view, at most this row of tiles
+                             * (rd_tile_slab); else any */
+    bool full;              /* set: the tile was not pinned (no room) */
+};
+
+/* True when where tile k's pieces end is known (a dense fragment's tile
+ * in a dense view: they lie within ext indices along slab_dim). */
+static bool rd_rows_known(const struct tdb_reader *rd, const struct rd_tile *k)
 {
+    return rd->slab && k->f->fm->dense && k->f->ext[rd->slab_dim] &&
+           rd->slab_dim < k->f->fs->ndims;
+}
+
+/* Where tile k's pieces end at the latest, one of them starting at
+ * `from` (rd_rows_known). */
+static uint64_t rd_tile_end(const struct tdb_reader *rd,
+                            const struct rd_tile *k, uint64_t from)
+{
+    uint64_t i = from / rd->slab + k->f->ext[rd->slab_dim];
+    return i > UINT64_MAX / rd->slab ? UINT64_MAX : i * rd->slab;
+}
+
+/* The index along slab_dim of dense tile k in the array's tile grid. */
+static uint64_t rd_tile_slab(const struct tdb_reader *rd,
+                             const struct rd_tile *k)
+{
+    const struct tdb_frag *f = k->f;
+    uint32_t nd = f->fs->ndims, d = rd->slab_dim;
+    uint64_t t = k->t;
+    if (f->fs->tile_order == TDB_COL_MAJOR) {
+        for (uint32_t e = 0; e < d && e < nd; e++)
+            t /= f->ntiles[e] ? f->ntiles[e] : 1;
+    } else {
+        for (uint32_t e = nd; e-- > d + 1;)
+            t /= f->ntiles[e] ? f->ntiles[e] : 1;
+    }
+    return t % (f->ntiles[d] ? f->ntiles[d] : 1) + f->tile_lo[d];
+}
+
+/* Where pin p (a piece from `from`) ends at the latest: its row of tiles
+ * ends where any of its tiles was seen to end first (a read that comes
+ * before the one starting the row sees the row's tiles from the middle);
+ * rd->lock held. */
+static void rd_pin_end(struct tdb_reader *rd, struct rd_pin *p,
+                       uint64_t from)
+{
+    uint64_t ext = p->k.f->ext[rd->slab_dim], end = rd_tile_end(rd, &p->k, from);
+    struct rd_slab *sl = NULL;
+    for (unsigned i = 0; i < rd->nslabs && !sl; i++)
+        if (rd->slabs[i].at == p->slab && rd->slabs[i].ext == ext)
+            sl = &rd->slabs[i];
+    if (!sl) {
+        sl = &rd->slabs[rd->slab_next];
+        rd->slab_next = (rd->slab_next + 1) % RD_SLABS;
+        if (rd->nslabs < RD_SLABS)
+            rd->nslabs++;
+        *sl = (struct rd_slab){p->slab, ext, end};
+    } else if (end < sl->end) {
+        sl->end = end;
+        for (size_t i = 0; i < rd->npins; i++) {
+            struct rd_pin *q = &rd->pins[i];
+            if (q->slab == p->slab && rd_rows_known(rd, &q->k) &&
+                q->k.f->ext[rd->slab_dim] == ext && q->last > end)
+                q->last = end;
+        }
+    }
+    p->last = sl->end;
+}
+
+/* Wants tile k for read `epoch`: pinned now if in the cache, else
+ * recorded (to be decoded by the reader) and, with a->submit, queued for
+ * the pool.  @return true when the tile is not pinned yet (the first time
+ * this read wants it). */
+static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
+                    uint64_t epoch, struct rd_ask *a)
+{
+    uint64_t last = a->last;
     pthread_mutex_lock(&rd->lock);
     struct rd_pin *p = rd_find(rd, k);
     if (p) {
@@ -248,10 +363,17 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
         p->epoch = epoch;
         if (last > p->last)
             p->last = last;
+        if (rd_rows_known(rd, k) && a->from < p->last)
+            rd_pin_end(rd, p, a->from);
         pthread_mutex_unlock(&rd->lock);
         return unpinned;
     }
-    if (rd->npins == RD_MAX_PINS) {
+    uint64_t bytes = tdb_frag_tile_cells(k->f, k->t) * rd->cs;
+    bool known = rd_rows_known(rd, k);
+    uint64_t slab = known ? rd_tile_slab(rd, k) : 0;
+    uint64_t cap = slab <= a->row_slab ? a->row_cap : a->cap;
+    if (rd->npins == RD_MAX_PINS || rd->pinned + bytes > cap) {
+        a->full = true;
         pthread_mutex_unlock(&rd->lock);
         return false;
     }
@@ -261,11 +383,13 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
                                 TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
                                 NULL);
     struct pool_job *j = NULL;
-    if (r != 0 && submit && rd->pool)
+    if (r != 0 && a->submit && rd->pool)
         j = calloc(1, sizeof *j);
-    uint64_t bytes = tdb_frag_tile_cells(k->f, k->t) * rd->cs;
-    rd->pins[rd->npins++] =
-        (struct rd_pin){*k, r == 0 ? e : NULL, j != NULL, epoch, last, bytes};
+    p = &rd->pins[rd->npins++];
+    *p = (struct rd_pin){*k, r == 0 ? e : NULL, j != NULL, epoch, last, bytes,
+                         slab};
+    if (known)
+        rd_pin_end(rd, p, a->from);
     rd->pinned += bytes;
     if (j) {
         j->rd = rd;
@@ -286,7 +410,11 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
 }
 
 /* Pins tile k in the calling thread (decoding it unless a job is already
- * doing so: the read then waits for that one). */
+ * doing so: the read then waits for that one).  Beyond the cache's budget,
+ * a queued job is taken back and done here only while no other read of rd
+ * decodes itself: the kernel sends several reads at once, and each
+ * decoding the row's tiles beside the pool's threads would only hold more
+ * tiles half decoded (and their working memory) than there are cores. */
 static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
 {
     pthread_mutex_lock(&rd->lock);
@@ -294,26 +422,31 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
     /* a thread decodes it already: wait for that (decoding it here too
      * could decode it twice, when the cache lets this copy go before the
      * thread looks the tile up) */
-    while (p && !p->e && p->queued && pool_cancel(rd->pool, rd, k) == 0) {
+    while (p && !p->e && p->queued &&
+           ((rd->decoding > 0 && rd->pinned > rd->budget) ||
+            pool_cancel(rd->pool, rd, k) == 0)) {
         pthread_cond_wait(&rd->done, &rd->lock);
         p = rd_find(rd, k);
     }
     bool mine = p && !p->e;
+    if (mine)
+        rd->decoding++;
     pthread_mutex_unlock(&rd->lock);
     if (!mine)
         return;
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
     /* an error is the read's to report */
-    if (tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tile, NULL) != 0)
-        return;
+    int r = tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tile, NULL);
     pthread_mutex_lock(&rd->lock);
-    p = rd_find(rd, k);
+    rd->decoding--;
+    pthread_cond_broadcast(&rd->done);
+    p = r == 0 ? rd_find(rd, k) : NULL;
     if (p && !p->e) {
         p->e = e;
         e = NULL;
     }
-    if (e)
+    if (r == 0 && e)
         tdb_cache_release(k->f->arr->cache, e);
     pthread_mutex_unlock(&rd->lock);
 }
@@ -334,8 +467,11 @@ struct rd_plan {
     unsigned ncur;      /* tiles of the read so far */
     uint64_t npieces;   /* pieces of tiles the read gives */
     struct rd_tile cur[RD_MAX_CUR];
-    uint64_t limit;     /* decoding ahead stops at these pinned bytes */
+    uint64_t limit;     /* decoding ahead stops at these pinned bytes, */
+    uint64_t row_limit; /* or these for a tile of the read's rows: */
+    uint64_t row_slab;  /* those up to this one (a dense view; else any) */
     uint64_t pos;       /* end of the last piece planned */
+    uint64_t end;       /* the read's end */
     /* a tile gives a piece per row of the view (per cell, in a sparse
      * merge): the tiles seen lately, so that a piece of one of them costs
      * no lock */
@@ -391,30 +527,38 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
 {
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
-    (void)from;
+    /* the walk may go a cell past the read: such a tile is one ahead */
+    if (from >= pl->end)
+        return 0;
     if (rd_memo_seen(pl, &k, to))
         return 0;
-    if (rd_want(pl->rd, &k, pl->epoch, to, pl->ncur > 0) &&
-        pl->ncur < RD_MAX_CUR)
+    struct rd_ask a = {from, to, pl->ncur > 0, UINT64_MAX, UINT64_MAX,
+                       UINT64_MAX, false};
+    if (rd_want(pl->rd, &k, pl->epoch, &a) && pl->ncur < RD_MAX_CUR)
         pl->cur[pl->ncur++] = k;
     return 0;
 }
 
-/* The tiles after the read, until rd->ahead_bytes more are pinned. */
+/* The tiles after the read, while the pinned bytes stay within the
+ * plan's limit; the first tile that does not fit ends the walk.  A tile
+ * starting before the read's row of tiles ends (tiles that give a piece
+ * per row of the view in turns) is pinned up to row_limit, so that reads
+ * smaller than a row find every tile of it pinned and decode each once. */
 static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
                          unsigned part, uint64_t t, uint64_t from, uint64_t to)
 {
     struct rd_plan *pl = arg;
     struct rd_tile k = {f, field, part, t};
-    (void)from;
+    if (!rd_memo_seen(pl, &k, to)) {
+        struct rd_ask a = {from,          to,          true, pl->limit,
+                           pl->row_limit, pl->row_slab, false};
+        rd_want(pl->rd, &k, pl->epoch, &a);
+        if (a.full)
+            return 1;
+    }
     if (to > pl->pos)
         pl->pos = to;
-    if (rd_memo_seen(pl, &k, to) || !rd_want(pl->rd, &k, pl->epoch, to, true))
-        return 0;
-    pthread_mutex_lock(&pl->rd->lock);
-    bool full = pl->rd->pinned >= pl->limit;
-    pthread_mutex_unlock(&pl->rd->lock);
-    return full;
+    return 0;
 }
 
 /* Read `epoch` (from `off`) starts: it is one of the reads under way.
@@ -428,37 +572,107 @@ static bool rd_begin(struct tdb_reader *rd, uint64_t epoch, uint64_t off)
     return true;
 }
 
-/* Read `epoch` ends: unpins what the reader no longer needs: reading on
- * (seq), the tiles whose bytes all lie before `off`; else those this read
- * did not want.  Tiles another read under way may still use stay: those
- * it (or a later read) wanted, and, reading on, those after its start. */
-static void rd_trim(struct tdb_reader *rd, uint64_t epoch, bool seq,
-                    uint64_t off, bool active)
+/* Unpins what the reader no longer needs once read `epoch` is done with
+ * the tiles before `off` (its start, or ending (`ending`: it is no longer
+ * under way), its end): reading on (seq), the tiles whose bytes all lie
+ * before `off`, before seen_to and before the start of every read under
+ * way (reads may come in any order: which read wanted a tile last says
+ * nothing then); else, ending, those this read did not want but those
+ * another read under way (or a later one) wanted; rd->lock held. */
+static void rd_unpin(struct tdb_reader *rd, uint64_t epoch, bool seq,
+                     uint64_t off, bool ending)
 {
-    pthread_mutex_lock(&rd->lock);
     uint64_t keep = UINT64_MAX; /* pins of this epoch or later stay */
-    for (unsigned i = 0; active && i < rd->nact;) {
-        if (rd->act_epoch[i] == epoch) {
+    for (unsigned i = 0; i < rd->nact;) {
+        if (rd->act_epoch[i] == epoch && ending) {
             rd->nact--;
             rd->act_epoch[i] = rd->act_epoch[rd->nact];
             rd->act_off[i] = rd->act_off[rd->nact];
             continue;
         }
-        if (rd->act_epoch[i] < keep)
+        if (rd->act_epoch[i] != epoch && rd->act_epoch[i] < keep)
             keep = rd->act_epoch[i];
         if (rd->act_off[i] < off)
             off = rd->act_off[i];
         i++;
     }
-    for (size_t i = 0; active && i < rd->npins;) {
+    if (!seq && !ending)
+        return;
+    if (seq && rd->seen_to < off)
+        off = rd->seen_to;
+    for (size_t i = 0; i < rd->npins;) {
         struct rd_pin *p = &rd->pins[i];
         bool old = seq ? p->last <= off : p->epoch != epoch;
-        if (old && !p->queued && p->epoch < keep)
+        if (old && !p->queued && (seq || p->epoch < keep))
             rd_drop_tile(rd, p, seq);
         else
             i++;
     }
+}
+
+/* Read `epoch`, of bytes [off, end), is over (rd_unpin): in a dense
+ * view, where a tile's pieces end is known, the tiles before its end go;
+ * elsewhere those before its start (the walk ahead may not have seen a
+ * tile's later pieces yet). */
+static void rd_trim(struct tdb_reader *rd, uint64_t epoch, bool seq,
+                    uint64_t off, uint64_t end, bool active)
+{
+    if (!active)
+        return;
+    pthread_mutex_lock(&rd->lock);
+    rd_unpin(rd, epoch, seq, rd->slab ? end : off, true);
+    pthread_cond_broadcast(&rd->moved);
     pthread_mutex_unlock(&rd->lock);
+}
+
+enum { RD_GO, RD_WAIT_END, RD_WAIT_COME };
+
+/* Reading on from `off`, read `epoch` may have to wait before it pins
+ * tiles of its own: when the pinned bytes are beyond the cache's budget
+ * and some of them are tiles it passed, kept only for a read before it in
+ * the file, under way (RD_WAIT_END) or not come yet (RD_WAIT_COME: the
+ * kernel sends a few reads at once, and they may come in any order).
+ * That read ends soon, and its tiles go before more are decoded (a cache
+ * smaller than a row of tiles then holds one row, not two); rd->lock
+ * held. */
+static int rd_must_wait(struct tdb_reader *rd, uint64_t epoch, uint64_t off)
+{
+    if (rd->pinned <= rd->budget)
+        return RD_GO;
+    bool passed = false;
+    for (size_t i = 0; i < rd->npins && !passed; i++)
+        passed = rd->pins[i].last <= off;
+    if (!passed)
+        return RD_GO;
+    for (unsigned i = 0; i < rd->nact; i++)
+        if (rd->act_epoch[i] != epoch && rd->act_off[i] < off)
+            return RD_WAIT_END;
+    return rd->seen_to < off ? RD_WAIT_COME : RD_GO;
+}
+
+/* Waits as rd_must_wait says (a read not come after RD_COME_NS is not
+ * waited for); rd->lock held. */
+static void rd_wait_turn(struct tdb_reader *rd, uint64_t epoch, uint64_t off)
+{
+    struct timespec until = {0, 0};
+    int w;
+    while ((w = rd_must_wait(rd, epoch, off)) != RD_GO) {
+        if (w == RD_WAIT_END) {
+            pthread_cond_wait(&rd->moved, &rd->lock);
+        } else {
+            if (!until.tv_sec) {
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += RD_COME_NS;
+                if (until.tv_nsec >= 1000000000) {
+                    until.tv_sec++;
+                    until.tv_nsec -= 1000000000;
+                }
+            }
+            if (pthread_cond_timedwait(&rd->moved, &rd->lock, &until) != 0)
+                break;
+        }
+        rd_unpin(rd, epoch, true, off, false);
+    }
 }
 
 int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
@@ -491,23 +705,74 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
     if (rd->pool) {
         /* the next row of tiles too, where the cache allows (a row of 16
          * tiles of 1 MiB, read in 1 MiB requests, each of which needs all
-         * 16: decoded only half ahead, the row's first read waits) */
+         * 16: decoded only half ahead, the row's first read waits); with
+         * a cache smaller than that, what it leaves (rd_prepare) */
         struct tdb_cache_stats cs;
         tdb_fs_cache_stats(fs, &cs);
         uint64_t a = cs.budget / 4;
         rd->ahead_bytes = a < RD_AHEAD_MIN ? RD_AHEAD_MIN
                           : a > RD_AHEAD_MAX ? RD_AHEAD_MAX : a;
     }
+    uint32_t nd;
+    uint64_t shape[TDB_MAX_DIMS];
+    if (rd->ff) {
+        struct tdb_cache_stats cs;
+        tdb_fs_cache_stats(fs, &cs);
+        rd->budget = cs.budget;
+        if (tdb_cells_dense_shape(rd->ff->cells, &nd, shape) && nd) {
+            /* the first dimension that is more than one index wide */
+            while (rd->slab_dim + 1 < nd && shape[rd->slab_dim] == 1)
+                rd->slab_dim++;
+            rd->slab = rd->cs;
+            for (uint32_t d = rd->slab_dim + 1; d < nd && rd->slab; d++)
+                rd->slab = shape[d] > UINT64_MAX / rd->slab ? 0
+                                                            : rd->slab * shape[d];
+        }
+    }
     pthread_mutex_init(&rd->lock, NULL);
     pthread_cond_init(&rd->idle, NULL);
     pthread_cond_init(&rd->done, NULL);
+    pthread_cond_init(&rd->moved, NULL);
     *out = rd;
     return 0;
 }
 
+/* Reading on, bytes [lo, hi) are asked for: seen_to moves on over them
+ * and the reads that came early; a read awaited longer than the kernel's
+ * read-ahead would keep it (RD_SEQ_SLACK behind the newest) is given up
+ * on.  rd->lock held. */
+static void rd_seen(struct tdb_reader *rd, uint64_t lo, uint64_t hi)
+{
+    if (lo > rd->seen_to) {
+        if (rd->nearly == RD_MAX_AHEAD_READS) {
+            rd->seen_to = lo; /* too many early reads: give the rest up */
+            rd->nearly = 0;
+        } else {
+            rd->early_lo[rd->nearly] = lo;
+            rd->early_hi[rd->nearly++] = hi;
+        }
+    }
+    if (lo <= rd->seen_to && hi > rd->seen_to)
+        rd->seen_to = hi;
+    if (rd->next_off > RD_SEQ_SLACK && rd->seen_to < rd->next_off - RD_SEQ_SLACK)
+        rd->seen_to = rd->next_off - RD_SEQ_SLACK;
+    for (unsigned i = 0; i < rd->nearly;) {
+        if (rd->early_lo[i] > rd->seen_to) {
+            i++;
+            continue;
+        }
+        if (rd->early_hi[i] > rd->seen_to)
+            rd->seen_to = rd->early_hi[i];
+        rd->nearly--;
+        rd->early_lo[i] = rd->early_lo[rd->nearly];
+        rd->early_hi[i] = rd->early_hi[rd->nearly];
+        i = 0; /* seen_to moved: those before may join now */
+    }
+}
+
 /* One read under way: what ending it needs. */
 struct rd_read {
-    uint64_t epoch, poff;
+    uint64_t epoch, poff, pend;
     bool seq, active;
 };
 
@@ -520,22 +785,35 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
     bool active = rd_begin(rd, epoch, poff);
+    pthread_cond_broadcast(&rd->moved);
     /* the kernel's read-ahead may send a few requests out of order */
     bool seq = poff + RD_SEQ_SLACK >= rd->next_off &&
                poff <= rd->next_off + RD_SEQ_SLACK;
     if (!seq || poff + plen > rd->next_off)
         rd->next_off = poff + plen;
-    if (!seq)
+    if (!seq) {
         rd->ahead_pos = 0;
+        rd->seen_to = poff;
+        rd->nearly = 0;
+    }
+    rd_seen(rd, poff, poff + plen);
     uint64_t ahead = rd->ahead_pos > poff + plen ? rd->ahead_pos : poff + plen;
+    /* reading on, the tiles already passed go before this read pins its
+     * own: a cache smaller than a row then holds one row, not two */
+    if (seq && active) {
+        rd_unpin(rd, epoch, true, poff, false);
+        rd_wait_turn(rd, epoch, poff);
+    }
     pthread_mutex_unlock(&rd->lock);
-    *rr = (struct rd_read){epoch, poff, seq, active};
+    *rr = (struct rd_read){epoch, poff, poff + plen, seq, active};
     struct rd_plan pl;
     pl.rd = rd;
     pl.epoch = epoch;
     pl.ncur = 0;
     pl.npieces = 0;
-    pl.limit = pl.pos = 0;
+    pl.limit = pl.row_limit = pl.pos = 0;
+    pl.row_slab = 0;
+    pl.end = poff + plen;
     memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
     tdb_fieldfile_tiles(rd->ff, poff, plen, rd_plan_read, &pl, &pl.npieces,
@@ -544,16 +822,32 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     if (seq && rd->pool) {
         pthread_mutex_lock(&rd->lock);
         uint64_t cur = 0;
-        for (size_t i = 0; i < rd->npins; i++)
-            if (rd->pins[i].epoch == epoch)
-                cur += rd->pins[i].bytes;
-        pl.limit = cur + rd->ahead_bytes;
-        bool room = rd->pinned < pl.limit;
+        pl.row_slab = rd->slab ? 0 : UINT64_MAX;
+        for (size_t i = 0; i < rd->npins; i++) {
+            const struct rd_pin *p = &rd->pins[i];
+            if (p->epoch != epoch)
+                continue;
+            cur += p->bytes;
+            if (rd_rows_known(rd, &p->k) && p->slab > pl.row_slab)
+                pl.row_slab = p->slab;
+        }
+        /* ahead, no more than the budget leaves beyond the read's own
+         * tiles (a small cache: none; the read's tiles are decoded on
+         * every core all the same) */
+        uint64_t more = rd->budget > cur ? rd->budget - cur : 0;
+        if (more > rd->ahead_bytes)
+            more = rd->ahead_bytes;
+        pl.limit = cur + more;
+        /* the rest of the read's row of tiles whatever the cache: in a
+         * dense view, the tiles starting before its end; elsewhere the
+         * tiles of RD_AHEAD_MIN bytes (where their pieces end is known
+         * only as far as the walk went) */
+        uint64_t row = rd->slab ? RD_ROW_MAX : RD_AHEAD_MIN;
+        pl.row_limit = cur + (more > row ? more : row);
         pthread_mutex_unlock(&rd->lock);
         pl.pos = ahead;
-        if (room)
-            tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead,
-                                &pl, NULL, NULL);
+        tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead, &pl,
+                            NULL, NULL);
         rd_memo_flush(&pl);
         pthread_mutex_lock(&rd->lock);
         if (pl.pos > rd->ahead_pos)
@@ -577,7 +871,7 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
     struct rd_read rr;
     rd_prepare(rd, poff, plen, &rr);
     int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
     return r;
 }
 
@@ -645,7 +939,7 @@ int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
     }
     if (!h)
         r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.active);
+    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
     if (h) {
         *nsegs = sink.n;
         *hold = h;
@@ -684,6 +978,7 @@ void tdb_reader_close(struct tdb_reader *rd)
     pthread_mutex_destroy(&rd->lock);
     pthread_cond_destroy(&rd->idle);
     pthread_cond_destroy(&rd->done);
+    pthread_cond_destroy(&rd->moved);
     free(rd->pins);
     free(rd);
 }

@@ -1,6 +1,6 @@
 /* test_cache.c: the decoded-tile cache: hits, the byte budget (LRU order),
  * pins that survive eviction, failed loads not cached, single-flight,
- * tiles dropped once passed. */
+ * tiles dropped once passed, the most bytes held at once. */
 #include "read/cache.h"
 #include "unit.h"
 
@@ -180,6 +180,35 @@ static void test_drop_and_hold(void)
     tdb_cache_free(c);
 }
 
+/* tdb_cache_peak: the most bytes held at once, pinned or not, counted
+ * again from what is held when reset. */
+static void test_peak(void)
+{
+    struct tdb_cache *c;
+    struct loader l = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    CHECK_EQ_INT(tdb_cache_create(&c, 1), 0);
+    CHECK_EQ_INT(tdb_cache_peak(c, false), 0);
+    struct tdb_cache_entry *e[4];
+    const struct tdb_tile *t;
+    for (uint64_t i = 0; i < 4; i++) {
+        struct tdb_cache_key k = {0, 0, i};
+        CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
+    }
+    struct tdb_cache_stats st;
+    tdb_cache_stats(c, &st);
+    CHECK(st.used > 4000); /* four pinned tiles, over the budget */
+    CHECK_EQ_INT(tdb_cache_peak(c, false), st.used);
+    uint64_t four = st.used;
+    for (int i = 0; i < 3; i++)
+        tdb_cache_release(c, e[i]); /* evicted at once: over the budget */
+    tdb_cache_stats(c, &st);
+    CHECK(st.used < four);
+    CHECK_EQ_INT(tdb_cache_peak(c, true), four);
+    CHECK_EQ_INT(tdb_cache_peak(c, false), st.used);
+    tdb_cache_release(c, e[3]);
+    tdb_cache_free(c);
+}
+
 int main(void)
 {
     RUN(test_hit_after_miss);
@@ -187,5 +216,6 @@ int main(void)
     RUN(test_failure_not_cached);
     RUN(test_single_flight);
     RUN(test_drop_and_hold);
+    RUN(test_peak);
     return unit_done();
 }

@@ -3,8 +3,11 @@
  * or without decoding threads and whatever the cache budget; and a reader
  * going through a file decodes each tile once even with a cache far
  * smaller than a row of tiles (where plain reads decode a tile again for
- * every row of the view). */
+ * every row of the view), holding then one row of tiles at a time, and no
+ * more than the budget allows beyond it with a larger cache. */
 #include "tiledb_format.h"
+#include "tiledb_format_write.h"
+#include "read/cache.h"
 #include "support.h"
 
 #include <stdlib.h>
@@ -261,9 +264,152 @@ static void test_small_cache_no_thrash(void)
     CHECK(some_thrash); /* the case the reader is for */
 }
 
+/* A dense array of the bench's shape, scaled down: ROWS x COLS float32
+ * values in tiles of TY x TX cells (4 KiB), so that a row of tiles is
+ * COLS / TX = 16 tiles (64 KiB) and a row of the view (4 KiB) crosses all
+ * 16.  @return 0 or an error (printed). */
+#define RT_ROWS 256
+#define RT_COLS 1024
+#define RT_TY 16
+#define RT_TX 64
+#define RT_TILE ((uint64_t)RT_TY * RT_TX * 4)
+#define RT_ROW (RT_TILE * (RT_COLS / RT_TX))
+#define RT_TILES ((uint64_t)(RT_ROWS / RT_TY) * (RT_COLS / RT_TX))
+
+static int rows_array(struct tdb_io *arr, const char *filter)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"type\": \"array\", \"schema\": {\"array_type\": "
+             "\"dense\", \"dims\": [{\"name\": \"y\", \"datatype\": "
+             "\"INT32\", \"domain\": [0, %d], \"tile_extent\": %d}, "
+             "{\"name\": \"x\", \"datatype\": \"INT32\", \"domain\": "
+             "[0, %d], \"tile_extent\": %d}], \"attrs\": [{\"name\": "
+             "\"v\", \"datatype\": \"FLOAT32\", \"filters\": [%s]}]}}",
+             RT_ROWS - 1, RT_TY, RT_COLS - 1, RT_TX, filter);
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    struct tdb_io stg;
+    float *v = malloc((size_t)RT_ROWS * RT_COLS * sizeof *v);
+    int r = v ? tdb_io_mem(arr) : TDB_E_NOMEM;
+    if (!r && (r = tdb_io_mem(&stg)) != 0)
+        tdb_io_free(arr);
+    if (r) {
+        free(v);
+        return r;
+    }
+    for (size_t i = 0; i < (size_t)RT_ROWS * RT_COLS; i++)
+        v[i] = (float)(i % 977) * 0.5f;
+    char *name = NULL;
+    if (!(r = tdb_schema_from_json(text, strlen(text), &s, &err)) &&
+        !(r = tdb_array_create(arr, s, NULL, 1, &err)) &&
+        !(r = stg.ops->write_at(stg.ctx, "s/v", 0, v,
+                                (size_t)RT_ROWS * RT_COLS * sizeof *v)))
+        r = tdb_fragment_write(arr, &stg, "s", NULL, 2, &name, &err);
+    if (r)
+        fprintf(stderr, "  rows array: %s\n", err.msg);
+    free(name);
+    tdb_schema_free(s);
+    tdb_io_free(&stg);
+    free(v);
+    if (r)
+        tdb_io_free(arr);
+    return r;
+}
+
+/* Reads file v of the array at `arr` from start to end through a reader
+ * in `chunk`-byte reads with a cache of `budget` bytes and 2 decoding
+ * threads.  *decodes: tiles decoded; *peak: the most bytes of decoded
+ * tiles the cache held at once (tdb_cache_peak). */
+static void rows_read(const struct tdb_io *arr, uint64_t budget, size_t chunk,
+                      uint64_t *decodes, uint64_t *peak)
+{
+    struct tdb_cache *c = NULL;
+    struct tdb_fs *fs = NULL;
+    struct tdb_reader *rd = NULL;
+    struct tdb_error err = {0};
+    struct tdb_open_options o;
+    uint64_t ino;
+    uint8_t *buf = malloc(chunk);
+    *decodes = *peak = 0;
+    tdb_open_options_init(&o);
+    o.threads = 2;
+    CHECK(buf != NULL);
+    CHECK_EQ_INT(tdb_cache_create(&c, budget), 0);
+    o.cache = c;
+    if (!buf || !c || tdb_fs_open(&fs, arr, &o, &err) ||
+        tdb_fs_resolve(fs, "v", &ino, &err) ||
+        tdb_reader_open(&rd, fs, ino, &err)) {
+        fprintf(stderr, "  rows read: %s\n", err.msg);
+        CHECK(0);
+    } else {
+        uint64_t off = 0;
+        size_t got = chunk;
+        while (got == chunk &&
+               tdb_reader_read(rd, off, buf, chunk, &got, &err) == 0)
+            off += got;
+        CHECK_EQ_INT(off, (uint64_t)RT_ROWS * RT_COLS * 4);
+        struct tdb_cache_stats cs;
+        tdb_fs_cache_stats(fs, &cs);
+        *decodes = cs.decodes;
+        *peak = tdb_cache_peak(c, false);
+    }
+    tdb_reader_close(rd);
+    tdb_fs_close(fs);
+    tdb_cache_free(c);
+    free(buf);
+}
+
+static void test_small_cache_holds_one_row(void)
+{
+    /* a tile's bytes in the cache: its values and the entry around them */
+    const uint64_t entry = 512;
+    static const char *const filters[] = {"", "{\"type\": \"ZSTD\", "
+                                          "\"level\": 1}"};
+    for (int f = 0; f < 2; f++) {
+        struct tdb_io arr;
+        if (rows_array(&arr, filters[f]) != 0) {
+            CHECK(0);
+            continue;
+        }
+        /* reads of a row of the view (each needs the 16 tiles of its row
+         * of tiles), of a quarter of one (4 tiles), of a whole row of
+         * tiles and of 3 (rows of tiles read in one go) */
+        static const size_t chunks[] = {RT_COLS * 4, RT_COLS, RT_ROW,
+                                        3 * RT_ROW};
+        for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+            uint64_t decodes, peak;
+            /* a 1-byte cache: the row being read, nothing decoded ahead */
+            rows_read(&arr, 1, chunks[i], &decodes, &peak);
+            uint64_t rows = chunks[i] > RT_ROW ? chunks[i] / RT_ROW : 1;
+            printf("filters [%s], %zu-byte reads, 1-byte cache: %llu "
+                   "decodes, peak %llu bytes (a row of tiles: %llu)\n",
+                   filters[f], chunks[i], (unsigned long long)decodes,
+                   (unsigned long long)peak, (unsigned long long)RT_ROW);
+            CHECK_EQ_INT(decodes, RT_TILES);
+            CHECK(peak >= RT_ROW * rows);
+            CHECK(peak <= (RT_ROW + RT_ROW / RT_TILE * entry) * rows);
+            /* a cache of 3 rows of tiles: decoding ahead up to the
+             * budget (each tile still decoded once) */
+            uint64_t budget = 3 * RT_ROW;
+            rows_read(&arr, budget, chunks[i], &decodes, &peak);
+            printf("  a %llu-byte cache: %llu decodes, peak %llu bytes\n",
+                   (unsigned long long)budget, (unsigned long long)decodes,
+                   (unsigned long long)peak);
+            CHECK_EQ_INT(decodes, RT_TILES);
+            uint64_t most = budget > RT_ROW * rows ? budget : RT_ROW * rows;
+            CHECK(peak <= most + (most / RT_TILE + 1) * entry);
+            if (budget >= RT_ROW * rows + RT_TILE) /* decoded ahead */
+                CHECK(peak >= RT_ROW * rows + RT_TILE);
+        }
+        tdb_io_free(&arr);
+    }
+}
+
 int main(void)
 {
     RUN_CORPUS(test_same_bytes);
     RUN_CORPUS(test_small_cache_no_thrash);
+    RUN(test_small_cache_holds_one_row);
     return unit_done();
 }
