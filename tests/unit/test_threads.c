@@ -260,12 +260,21 @@ static void par_race(const char *label, struct tdb_fs *fs, struct par_files *fl,
     printf("  %s: %zu files, %d threads\n", label, fl->n, PAR_THREADS);
 }
 
+/* Options of the raced trees: sparse merges on 4 threads, cut into key
+ * ranges of 50 cells (the references merge on one). */
+static void par_race_options(struct tdb_open_options *o)
+{
+    o->threads = 4;
+    o->merge_range_cells = 50;
+}
+
 /* The whole test on the tree at the root of io: a reference read alone,
  * then the race on a second, fresh tree. */
 static void par_tree(const char *label, const struct tdb_io *io)
 {
     struct tdb_open_options o;
     tdb_open_options_init(&o);
+    o.threads = 1;
     struct tdb_error err = {0};
     struct tdb_fs *ref = NULL, *fs = NULL;
     if (tdb_fs_open(&ref, io, &o, &err)) {
@@ -284,6 +293,7 @@ static void par_tree(const char *label, const struct tdb_io *io)
     CHECK(fl->n > 0);
     tdb_fs_close(ref);
     if (ok && fl->n) {
+        par_race_options(&o);
         CHECK_EQ_INT(tdb_fs_open(&fs, io, &o, &err), 0);
         if (fs)
             par_race(label, fs, fl, false);
@@ -524,6 +534,7 @@ static void par_failed_merge(const char *label, const struct tdb_io *arr)
     CHECK_EQ_INT(arr->ops->remove(arr->ctx, dpath), 0);
     par_put(arr, dpath, dbytes, (size_t)(dsize / 2));
 
+    par_race_options(&o);
     CHECK_EQ_INT(tdb_fs_open(&fs, arr, &o, &err), 0);
     if (!fs)
         goto out;
