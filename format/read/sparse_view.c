@@ -845,12 +845,13 @@ out:
 /* Where every cell has an exact integer key (fixed-size integer
  * coordinates inside the domain; row- or column-major order), no cell
  * carries a timestamp and no delete condition applies, the merge compares
- * keys alone: computed SP_BLOCK cells at a time, in a tree of losers.  The
+ * keys alone: computed a block of cells at a time, in a tree of losers.  The
  * key space is cut into ranges of about equal cells (estimated from the
  * tiles' MBRs) merged side by side, one thread each, and their plans are
  * joined.  A fragment found not stored in order, or a cell without a key,
  * sends the merge back to sp_slow_merge (return 1). */
-#define SP_BLOCK 1024
+#define SP_BLOCK 1024               /* cells keyed at a time, at most */
+#define SP_BLOCK_BYTES (4u << 20)   /* the keys of a range's blocks, at most */
 #define SP_RANGE_MIN (1u << 18)     /* cells per range, at least (unless
                                      * opts.merge_range_cells says) */
 #define SP_RANGES_PER_THREAD 4      /* threads take ranges as they finish */
@@ -869,7 +870,7 @@ struct sp_src {
     bool pinned;
     struct tdb_cache_entry *e[TDB_MAX_DIMS];
     const struct tdb_tile *t[TDB_MAX_DIMS];
-    uint64_t keys[SP_BLOCK];
+    uint64_t *keys;             /* block cells (struct sp_fast) */
 };
 
 /* What the ranges share.  Where the keys leave room, a fragment's rank
@@ -879,6 +880,7 @@ struct sp_fast {
     unsigned vs[TDB_MAX_DIMS];  /* bytes of each coordinate */
     uint32_t *rank;             /* per fragment: 1 + place in (t2, index) */
     unsigned rbits;
+    size_t block;               /* cells keyed at a time */
     uint64_t **mbr_lo, **mbr_hi;    /* per fragment and tile: the keys of
                                      * the MBR's corners (NULL: none) */
     struct sp_range *rg;
@@ -958,8 +960,8 @@ static int sp_src_fill(const struct sp_fast *fx, struct sp_src *x,
         return 2;
     }
     uint64_t m = x->f->ncells - x->next;
-    if (m > SP_BLOCK)
-        m = SP_BLOCK;
+    if (m > fx->block)
+        m = fx->block;
     int r = sp_src_keys(fx, x, x->next, &m, x->keys, err);
     if (r)
         return r;
@@ -1048,12 +1050,13 @@ static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
     size_t n = sc->nfrags, K = n;
     bool dups = sc->base.arr->schema->allows_dups;
     struct sp_src *src = calloc(n, sizeof *src);
+    uint64_t *keys = malloc(n * fx->block * sizeof *keys);
     uint64_t *hk = malloc(K * sizeof *hk);
     uint32_t *hr = malloc(K * sizeof *hr);
     uint32_t *tree = malloc(K * sizeof *tree);
     uint64_t *tk = malloc(K * sizeof *tk);
     int r = 0;
-    if (!src || !hk || !hr || !tree || !tk || sp_plan_init(pl, n, rg->has_lo)) {
+    if (!src || !keys || !hk || !hr || !tree || !tk || sp_plan_init(pl, n, rg->has_lo)) {
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
@@ -1065,6 +1068,7 @@ static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
         struct sp_src *x = &src[i];
         x->f = sc->frags[i];
         x->base = src;
+        x->keys = keys + i * fx->block;
         if (rg->has_lo &&
             (r = sp_src_lower_bound(fx, x, i, rg->lo, &x->next, err)))
             goto out;
@@ -1156,6 +1160,7 @@ out:
     for (size_t i = 0; src && i < n; i++)
         sp_src_unpin(&src[i]);
     free(src);
+    free(keys);
     free(hk);
     free(hr);
     free(tree);
@@ -1342,6 +1347,20 @@ static size_t sp_plan_ranges(struct sp_fast *fx, size_t nthreads, uint64_t *cut)
     return 1;
 }
 
+/* A fragment's age, for ranks: its t2, then its place in frags[]. */
+struct sp_age {
+    uint64_t t2;
+    size_t slot;
+};
+
+static int sp_age_cmp(const void *pa, const void *pb)
+{
+    const struct sp_age *a = pa, *b = pb;
+    if (a->t2 != b->t2)
+        return a->t2 < b->t2 ? -1 : 1;
+    return a->slot < b->slot ? -1 : a->slot > b->slot;
+}
+
 static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
                          struct tdb_error *err)
 {
@@ -1352,6 +1371,10 @@ static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
         n > UINT32_MAX - 1)
         return 1;
     struct sp_fast fx = {.sc = sc};
+    /* blocks of SP_BLOCK cells, smaller where many fragments would take
+     * more than SP_BLOCK_BYTES */
+    fx.block = SP_BLOCK_BYTES / 8 / n;
+    fx.block = fx.block > SP_BLOCK ? SP_BLOCK : fx.block < 16 ? 16 : fx.block;
     for (uint32_t d = 0; d < s->ndims; d++)
         fx.vs[d] = tdb_dt_size(s->dims[d].type);
     for (size_t f = 0; f < n; f++) {
@@ -1371,15 +1394,18 @@ static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
-    /* newer: a later t2, then a later place in frags[] (oldest first, so
-     * rank by counting the older ones) */
-    for (size_t f = 0; f < n; f++) {
-        uint32_t k = 1;
-        for (size_t g = 0; g < n; g++)
-            k += sc->frags[g]->fm->t2 < sc->frags[f]->fm->t2 ||
-                 (sc->frags[g]->fm->t2 == sc->frags[f]->fm->t2 && g < f);
-        fx.rank[f] = k;
+    /* newer: a later t2, then a later place in frags[] */
+    struct sp_age *age = malloc(n * sizeof *age);
+    if (!age) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        goto out;
     }
+    for (size_t f = 0; f < n; f++)
+        age[f] = (struct sp_age){sc->frags[f]->fm->t2, f};
+    qsort(age, n, sizeof *age, sp_age_cmp);
+    for (size_t i = 0; i < n; i++)
+        fx.rank[age[i].slot] = (uint32_t)(i + 1);
+    free(age);
     /* the rank fits beside every key? */
     uint64_t prod = 1;
     bool fits = true;
