@@ -81,13 +81,30 @@ uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t)
     return cap;
 }
 
+/* The cells tile_of gives a tile. */
+static uint64_t frag_tile_per(const struct tdb_frag *f)
+{
+    return f->fm->dense ? f->tile_cells
+                        : (f->fs->capacity ? f->fs->capacity : 1);
+}
+
 uint64_t tdb_frag_tile_of(const struct tdb_frag *f, uint64_t c, uint64_t *first)
 {
-    uint64_t per = f->fm->dense ? f->tile_cells
-                                : (f->fs->capacity ? f->fs->capacity : 1);
+    uint64_t per = frag_tile_per(f);
     uint64_t t = c / per;
     *first = t * per;
     return t;
+}
+
+uint64_t tdb_frag_tile_first(const struct tdb_frag *f, uint64_t t)
+{
+    return t * frag_tile_per(f);
+}
+
+uint64_t tdb_frag_tile_span(const struct tdb_frag *f, uint64_t t)
+{
+    uint64_t per = frag_tile_per(f), nc = tdb_frag_tile_cells(f, t);
+    return nc < per ? nc : per;
 }
 
 uint64_t tdb_frag_dense_cell(const struct tdb_frag *f, const uint64_t *o)

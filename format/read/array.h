@@ -89,6 +89,11 @@ uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t);
 /* The fragment tile holding cell c, and its first cell. */
 uint64_t tdb_frag_tile_of(const struct tdb_frag *f, uint64_t c,
                           uint64_t *first);
+/* The first cell tile_of maps to tile t. */
+uint64_t tdb_frag_tile_first(const struct tdb_frag *f, uint64_t t);
+/* The cells tile_of maps to tile t (its cells, no more than tile_of
+ * gives a tile). */
+uint64_t tdb_frag_tile_span(const struct tdb_frag *f, uint64_t t);
 
 /* Pins the decoded tile of fragment field `field`, part `part`. */
 int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,

@@ -162,8 +162,7 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         k->tile = t;
         k->first = first;
         k->tcells = tdb_frag_tile_cells(f, t);
-        uint64_t per = s->capacity ? s->capacity : 1;   /* as tile_of */
-        k->tspan = k->tcells < per ? k->tcells : per;
+        k->tspan = tdb_frag_tile_span(f, t);
         k->pinned = true;
         int r = sp_pin_coords(f, t, k->e, k->t, err);
         if (r)
@@ -911,9 +910,7 @@ static int sp_src_tile(struct sp_src *x, uint64_t c, struct tdb_error *err)
         return 0;
     sp_src_unpin(x);
     uint64_t t = tdb_frag_tile_of(x->f, c, &x->first);
-    uint64_t tc = tdb_frag_tile_cells(x->f, t);
-    uint64_t per = x->f->fs->capacity ? x->f->fs->capacity : 1;
-    x->tspan = tc < per ? tc : per;
+    x->tspan = tdb_frag_tile_span(x->f, t);
     x->pinned = true;
     int r = sp_pin_coords(x->f, t, x->e, x->t, err);
     if (r)
@@ -997,13 +994,14 @@ static int sp_src_lower_bound(const struct sp_fast *fx, struct sp_src *x,
     const uint64_t *mh = fx->mbr_hi[slot], *ml = fx->mbr_lo[slot];
     if (mh) {
         uint64_t nt = f->fm->sparse_tile_num, t = 0, u;
-        uint64_t per = f->fs->capacity ? f->fs->capacity : 1;
         while (t < nt && mh[t] < key)
             t++;
         for (u = t; u < nt && ml[u] < key; u++)
             ;
-        lo = t * per < f->ncells ? t * per : f->ncells;
-        hi = u * per < f->ncells ? u * per : f->ncells;
+        lo = tdb_frag_tile_first(f, t);
+        hi = tdb_frag_tile_first(f, u);
+        lo = lo < f->ncells ? lo : f->ncells;
+        hi = hi < f->ncells ? hi : f->ncells;
     }
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2, k, one = 1;
@@ -1530,6 +1528,20 @@ void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
     *np = b + nb;
 }
 
+/* The first checkpoint of the plan after view cell `cell` (nck: none). */
+static size_t sp_ck_after(const struct sp_plan *pl, uint64_t cell)
+{
+    size_t stride = 2 + pl->nfrags, lo = 0, hi = pl->nck;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pl->ck[mid * stride] <= cell)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* pp at byte `byte` of the plan's stream: in the last segment starting
  * at or before it (so a segment's end is the next one's start). */
 static void sp_seek_byte(const struct sp_plan *pl, struct tdb_plan_pos *pp,
@@ -1562,17 +1574,10 @@ static size_t sparse_plan_ckpt(struct tdb_cells *c,
                                uint64_t *entries)
 {
     const struct sp_plan *pl = &((struct sparse_cells *)c)->plan;
-    size_t stride = 2 + pl->nfrags, lo = 0, hi = pl->nck;
+    size_t stride = 2 + pl->nfrags;
     if (!pl->nseg)
         return 0;
-    /* the first checkpoint after pp->cell */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pl->ck[mid * stride] <= pp->cell)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sp_ck_after(pl, pp->cell);
     if (lo == pl->nck || pl->ck[lo * stride] > limit)
         return 0;
     const uint64_t *k = pl->ck + lo * stride;
@@ -1621,16 +1626,9 @@ static int sparse_plan_seek(struct tdb_cells *c, uint64_t first,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     if (!sc->plan.nck)
         return 0;
-    /* the last checkpoint at or before `first` */
-    size_t lo = 0, hi = sc->plan.nck;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (sc->plan.ck[mid * stride] <= first)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    const uint64_t *k = sc->plan.ck + lo * stride;
+    /* the last checkpoint at or before `first` (the first is at cell 0) */
+    size_t lo = sp_ck_after(&sc->plan, first);
+    const uint64_t *k = sc->plan.ck + (lo ? lo - 1 : 0) * stride;
     uint64_t cell = k[0];
     size_t byte = (size_t)k[1];
     /* or a resume point between it and `first` */

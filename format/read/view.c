@@ -255,6 +255,19 @@ static int view_plan_flush(struct view_visit *v, struct view_cur *k)
     return v->plan(v, k->f, k->field, k->part, k->t, from, k->upto);
 }
 
+/* A piece [from, to) of k's tile: plan() hears of the tile at its first,
+ * of the later ones' ends at view_plan_flush. */
+static int view_plan_piece(struct view_visit *v, struct view_cur *k,
+                           uint64_t from, uint64_t to)
+{
+    if (k->told) {
+        k->upto = to;
+        return 0;
+    }
+    k->told = k->upto = to;
+    return v->plan(v, k->f, k->field, k->part, k->t, from, to);
+}
+
 /* Slot k now follows fragment f. */
 static int view_cur_set(struct tdb_fieldfile *ff, struct view_visit *v,
                         struct view_cur *k, struct tdb_frag *f)
@@ -274,13 +287,9 @@ static int view_cur_tile(struct view_cur *k, uint64_t fc,
 {
     const struct tdb_frag *f = k->f;
     uint64_t first, t = tdb_frag_tile_of(f, fc, &first);
-    /* the cells tile_of maps to t */
-    uint64_t per = f->fm->dense ? f->tile_cells
-                                : (f->fs->capacity ? f->fs->capacity : 1);
-    uint64_t nc = tdb_frag_tile_cells(f, t);
     k->t = t;
     k->first = first;
-    k->end = first + (nc < per ? nc : per);
+    k->end = first + tdb_frag_tile_span(f, t);
     k->tile = NULL;
     k->lim = first;
     k->told = k->upto = 0;
@@ -417,12 +426,7 @@ static int view_run(struct view_visit *v, struct view_pins *vp,
         v->pieces++;
         r = 0;
         if (v->plan) {
-            if (k->told) {
-                k->upto = cell + n;
-            } else {
-                k->told = k->upto = cell + n;
-                r = v->plan(v, f, k->field, k->part, k->t, cell, cell + n);
-            }
+            r = view_plan_piece(v, k, cell, cell + n);
         } else if (v->copy) {
             r = view_copy_cells(v, vp, k, fc - k->first, n, err);
         } else if (!v->skip || !v->skip(v, n)) {
@@ -598,13 +602,8 @@ static int view_plan_span(struct tdb_fieldfile *ff, struct view_visit *v,
             if ((r = view_plan_flush(v, k)) || (r = view_cur_tile(k, fc, err)))
                 return r;
         }
-        if (k->told) {
-            k->upto = cb;
-        } else {
-            k->told = k->upto = cb;
-            if ((r = v->plan(v, f, k->field, k->part, k->t, ca, cb)))
-                return r;
-        }
+        if ((r = view_plan_piece(v, k, ca, cb)))
+            return r;
     }
     return 0;
 }
