@@ -344,63 +344,17 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
  * without converting every value through fmw_load.  The min and max keep
  * the bytes of the cell they came from. */
 #define FMW_TYPED(SUF, T, LOAD, ACC, ADD)                                     \
-    static void fmw_mm_##SUF(struct fmw_gen *g, uint64_t start,               \
-                             uint64_t end)                                    \
+    /* min/max (mm) and/or the sum: one loop, inlined with constant flags  \
+     * into the three below (both at once: the min/max work hides in the   \
+     * additions' latency) */                                               \
+    static inline __attribute__((always_inline)) void fmw_run_##SUF(        \
+        struct fmw_gen *g, uint64_t start, uint64_t end, bool mm, bool sum) \
     {                                                                         \
         const uint8_t *d = g->data, *val = g->validity;                       \
-        bool nullable = g->f->nullable;                                       \
+        bool nullable = g->f->nullable, adding = sum;                         \
         const uint8_t *pmin = NULL, *pmax = NULL;                             \
-        T mn = LOAD(g->nmin), mx = LOAD(g->nmax);                             \
-        uint64_t nulls = 0;                                                   \
-        for (uint64_t c = start; c < end; c++) {                              \
-            if (nullable && val[c] == 0) {                                    \
-                nulls++;                                                      \
-                continue;                                                     \
-            }                                                                 \
-            const uint8_t *p = d + c * sizeof(T);                             \
-            T v = LOAD(p);                                                    \
-            if (!(mn < v)) {                                                    \
-                mn = v;                                                       \
-                pmin = p;                                                     \
-            }                                                                 \
-            if (!(v < mx)) {                                                    \
-                mx = v;                                                       \
-                pmax = p;                                                     \
-            }                                                                 \
-        }                                                                     \
-        if (pmin)                                                             \
-            memcpy(g->nmin, pmin, sizeof(T));                                 \
-        if (pmax)                                                             \
-            memcpy(g->nmax, pmax, sizeof(T));                                 \
-        g->nulls += nulls;                                                    \
-    }                                                                         \
-    static void fmw_sum_##SUF(struct fmw_gen *g, uint64_t start,              \
-                              uint64_t end)                                   \
-    {                                                                         \
-        const uint8_t *d = g->data, *val = g->validity;                       \
-        bool nullable = g->f->nullable;                                       \
-        uint64_t u = tdb_le64(g->sum);                                        \
-        ACC acc;                                                              \
-        memcpy(&acc, &u, 8);                                                  \
-        for (uint64_t c = start; c < end; c++) {                              \
-            if (nullable && val[c] == 0)                                      \
-                continue;                                                     \
-            T v = LOAD(d + c * sizeof(T));                                    \
-            if (!ADD(&acc, v))                                                \
-                break;                                                        \
-        }                                                                     \
-        memcpy(&u, &acc, 8);                                                  \
-        tdb_st64(g->sum, u);                                                  \
-    }                                                                         \
-    /* both in one pass: the min/max work hides in the additions' latency */ \
-    static void fmw_mmsum_##SUF(struct fmw_gen *g, uint64_t start,            \
-                                uint64_t end)                                 \
-    {                                                                         \
-        const uint8_t *d = g->data, *val = g->validity;                       \
-        bool nullable = g->f->nullable, adding = true;                        \
-        const uint8_t *pmin = NULL, *pmax = NULL;                             \
-        T mn = LOAD(g->nmin), mx = LOAD(g->nmax);                             \
-        uint64_t nulls = 0, u = tdb_le64(g->sum);                             \
+        T mn = mm ? LOAD(g->nmin) : 0, mx = mm ? LOAD(g->nmax) : 0;           \
+        uint64_t nulls = 0, u = sum ? tdb_le64(g->sum) : 0;                   \
         ACC acc;                                                              \
         memcpy(&acc, &u, 8);                                                  \
         for (uint64_t c = start; c < end; c++) {                              \
@@ -410,24 +364,45 @@ static void fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             }                                                                 \
             const uint8_t *p = d + c * sizeof(T);                             \
             T v = LOAD(p);                                                    \
-            if (!(mn < v)) {                                                    \
+            if (mm && !(mn < v)) {                                            \
                 mn = v;                                                       \
                 pmin = p;                                                     \
             }                                                                 \
-            if (!(v < mx)) {                                                    \
+            if (mm && !(v < mx)) {                                            \
                 mx = v;                                                       \
                 pmax = p;                                                     \
             }                                                                 \
             if (adding)                                                       \
                 adding = ADD(&acc, v);                                        \
+            else if (!mm)                                                     \
+                break;          /* the sum alone, and it is saturated */      \
         }                                                                     \
-        if (pmin)                                                             \
-            memcpy(g->nmin, pmin, sizeof(T));                                 \
-        if (pmax)                                                             \
-            memcpy(g->nmax, pmax, sizeof(T));                                 \
-        g->nulls += nulls;                                                    \
-        memcpy(&u, &acc, 8);                                                  \
-        tdb_st64(g->sum, u);                                                  \
+        if (mm) {                                                             \
+            if (pmin)                                                         \
+                memcpy(g->nmin, pmin, sizeof(T));                             \
+            if (pmax)                                                         \
+                memcpy(g->nmax, pmax, sizeof(T));                             \
+            g->nulls += nulls;                                                \
+        }                                                                     \
+        if (sum) {                                                            \
+            memcpy(&u, &acc, 8);                                              \
+            tdb_st64(g->sum, u);                                              \
+        }                                                                     \
+    }                                                                         \
+    static void fmw_mm_##SUF(struct fmw_gen *g, uint64_t start,               \
+                             uint64_t end)                                    \
+    {                                                                         \
+        fmw_run_##SUF(g, start, end, true, false);                            \
+    }                                                                         \
+    static void fmw_sum_##SUF(struct fmw_gen *g, uint64_t start,              \
+                              uint64_t end)                                   \
+    {                                                                         \
+        fmw_run_##SUF(g, start, end, false, true);                            \
+    }                                                                         \
+    static void fmw_mmsum_##SUF(struct fmw_gen *g, uint64_t start,            \
+                                uint64_t end)                                 \
+    {                                                                         \
+        fmw_run_##SUF(g, start, end, true, true);                             \
     }
 
 /* fmw_sum_add's three classes on a running sum held in registers. */
