@@ -53,17 +53,30 @@ static void check_file(const struct tdb_io *io, const char *path,
     free(b);
 }
 
-/* Appends of 1 MiB (past the write-back hand-over size) through one kept
- * descriptor: each reads back at once; sync closes the file. */
-static void test_appends(void)
+/* A fresh folder (the caller removes it with rm_tree) and the
+ * POSIX backend on it in *io; *fds0 (may be NULL): the descriptors open
+ * before.  NULL, the test failed, when no folder can be made. */
+static char *posix_fixture(struct tdb_io *io, int *fds0)
 {
     char *dir = tmpdir();
     CHECK(dir != NULL);
     if (!dir)
-        return;
-    int fds0 = open_fds();
+        return NULL;
+    if (fds0)
+        *fds0 = open_fds();
+    CHECK_EQ_INT(tdb_io_posix(io, dir), 0);
+    return dir;
+}
+
+/* Appends of 1 MiB (past the write-back hand-over size) through one kept
+ * descriptor: each reads back at once; sync closes the file. */
+static void test_appends(void)
+{
+    int fds0;
     struct tdb_io io;
-    CHECK_EQ_INT(tdb_io_posix(&io, dir), 0);
+    char *dir = posix_fixture(&io, &fds0);
+    if (!dir)
+        return;
     CHECK_EQ_INT(io.ops->mkdir(io.ctx, "d"), 0);
     size_t chunk = (size_t)1 << 20, n = 20;
     uint8_t *all = malloc(chunk * n);
@@ -99,13 +112,11 @@ static void test_appends(void)
  * old name makes a new file, the renamed one keeps its bytes. */
 static void test_rename_remove_open(void)
 {
-    char *dir = tmpdir();
-    CHECK(dir != NULL);
+    int fds0;
+    struct tdb_io io;
+    char *dir = posix_fixture(&io, &fds0);
     if (!dir)
         return;
-    int fds0 = open_fds();
-    struct tdb_io io;
-    CHECK_EQ_INT(tdb_io_posix(&io, dir), 0);
     CHECK_EQ_INT(io.ops->write_at(io.ctx, "a", 0, "old bytes", 9), 0);
     CHECK_EQ_INT(io.ops->write_at(io.ctx, "a", 9, "!", 1), 0);
     CHECK_EQ_INT(io.ops->rename(io.ctx, "a", "b"), 0);
@@ -139,13 +150,11 @@ static void test_rename_remove_open(void)
  * descriptors stay bounded, and sync of each leaves none open. */
 static void test_many_files(void)
 {
-    char *dir = tmpdir();
-    CHECK(dir != NULL);
+    int fds0;
+    struct tdb_io io;
+    char *dir = posix_fixture(&io, &fds0);
     if (!dir)
         return;
-    int fds0 = open_fds();
-    struct tdb_io io;
-    CHECK_EQ_INT(tdb_io_posix(&io, dir), 0);
     enum { N = 50 };
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < N; i++) {
@@ -176,12 +185,10 @@ static void test_many_files(void)
  * see the file now at that path. */
 static void test_write_forgets_read_fd(void)
 {
-    char *dir = tmpdir();
-    CHECK(dir != NULL);
+    struct tdb_io io;
+    char *dir = posix_fixture(&io, NULL);
     if (!dir)
         return;
-    struct tdb_io io;
-    CHECK_EQ_INT(tdb_io_posix(&io, dir), 0);
     CHECK_EQ_INT(io.ops->write_at(io.ctx, "q", 0, "first", 5), 0);
     CHECK_EQ_INT(io.ops->sync(io.ctx, "q"), 0);
     check_file(&io, "q", (const uint8_t *)"first", 5);
