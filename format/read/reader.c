@@ -6,9 +6,10 @@
  * smaller than a row of tiles decodes each tile once per pass (no
  * thrashing).  The pinned bytes are bounded: the read's row of tiles (in a
  * dense view, where a tile's pieces end is known, it goes once read past;
- * a read waits for the one before it to let its row go), plus ahead a
- * quarter of the cache (8 to 32 MiB) but no more than the budget leaves
- * beyond the read's own tiles. */
+ * a read waits for the one before it to let its row go, and one that
+ * crosses into the next row reads the rows one after the other), plus
+ * ahead a quarter of the cache (8 to 32 MiB) but no more than the budget
+ * leaves beyond the read's own tiles. */
 #include "read/reader.h"
 #include "tiledb_format.h"
 
@@ -862,17 +863,49 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     return pl.npieces;
 }
 
+/* How much of the field's bytes [poff, poff + plen) to read before the
+ * rest: up to where a row of tiles pinned now ends, when the cache is over
+ * its budget (a read across two rows of tiles then holds one at a time:
+ * the kernel's 1 MiB reads rarely start where a row does); else plen. */
+static size_t rd_row_cut(struct tdb_reader *rd, uint64_t poff, size_t plen)
+{
+    size_t cut = plen;
+    pthread_mutex_lock(&rd->lock);
+    if (rd->slab && rd->pinned > rd->budget)
+        for (size_t i = 0; i < rd->npins; i++) {
+            const struct rd_pin *p = &rd->pins[i];
+            if (rd_rows_known(rd, &p->k) && p->last > poff &&
+                p->last - poff < cut)
+                cut = (size_t)(p->last - poff);
+        }
+    pthread_mutex_unlock(&rd->lock);
+    return cut;
+}
+
 /* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
- * file's bytes [off, off + len). */
+ * file's bytes [off, off + len) (which end where those do), a row of tiles
+ * at a time where rd_row_cut says so. */
 static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
                            uint64_t off, void *buf, size_t len, size_t *got,
                            struct tdb_error *err)
 {
-    struct rd_read rr;
-    rd_prepare(rd, poff, plen, &rr);
-    int r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
-    rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
-    return r;
+    *got = 0;
+    for (;;) {
+        size_t cut = rd_row_cut(rd, poff, plen), n;
+        size_t part = cut == plen ? len : len - (plen - cut);
+        struct rd_read rr;
+        rd_prepare(rd, poff, cut, &rr);
+        int r = tdb_fs_read(rd->fs, rd->ino, off, buf, part, &n, err);
+        rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
+        *got += n;
+        if (r || n < part || cut == plen)
+            return r;
+        poff += cut;
+        plen -= cut;
+        off += part;
+        len -= part;
+        buf = (uint8_t *)buf + part;
+    }
 }
 
 int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
@@ -914,7 +947,8 @@ int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
     *hold = NULL;
     int r;
     if (!rd->ff || rd->head ||
-        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY)) {
+        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY) ||
+        rd_row_cut(rd, off, len) < len) {
         r = tdb_reader_read(rd, off, buf, len, got, err);
         goto copied;
     }
