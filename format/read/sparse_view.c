@@ -123,9 +123,11 @@ static void sp_release(struct tdb_cache *cache, struct tdb_cache_entry **e,
     *pinned = false;
 }
 
+/* (k may be one a failed start never reached: f NULL, nothing pinned) */
 static void sp_unpin(struct sp_cur *k)
 {
-    sp_release(k->cache, k->e, k->f->fs->ndims + 1, &k->pinned);
+    if (k->pinned)
+        sp_release(k->cache, k->e, k->f->fs->ndims + 1, &k->pinned);
 }
 
 /* Pins tile t of fragment f's coordinates: dimension d's in e[d], tl[d]. */
@@ -898,9 +900,11 @@ struct sp_range {
     struct tdb_error err;
 };
 
+/* (x may be one a failed start never reached: f NULL, nothing pinned) */
 static void sp_src_unpin(struct sp_src *x)
 {
-    sp_release(x->f->arr->cache, x->e, x->f->fs->ndims, &x->pinned);
+    if (x->pinned)
+        sp_release(x->f->arr->cache, x->e, x->f->fs->ndims, &x->pinned);
 }
 
 /* Pins the coordinate tiles holding cell c. */
