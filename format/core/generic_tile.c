@@ -162,7 +162,8 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
     if (key && !tdb_pipeline_has(pp, TDB_FILTER_AES_256_GCM)) {
         if (pp->n >= 64)
             return tdb_err(err, TDB_E_INVAL, "generic tile: too many filters");
-        memcpy(fs, pp->f, pp->n * sizeof *fs);
+        if (pp->n)  /* (no filters: pp->f may be NULL) */
+            memcpy(fs, pp->f, pp->n * sizeof *fs);
         memset(&fs[pp->n], 0, sizeof fs[pp->n]);
         fs[pp->n].type = TDB_FILTER_AES_256_GCM;
         fs[pp->n].ops = &tdb_filter_aes256gcm;

@@ -47,7 +47,7 @@ static void view_seg(struct view_win *w, const uint8_t *p, uint64_t n)
 static void view_put(struct view_win *w, const uint8_t *src, uint64_t n)
 {
     uint64_t a = w->pos, b = w->pos + n;
-    if (b > w->off && a < w->end) {
+    if (n && b > w->off && a < w->end) {   /* (an empty value: src NULL) */
         uint64_t s = a > w->off ? a : w->off, e = b < w->end ? b : w->end;
         if (w->sink)
             view_seg(w, src + (s - a), e - s);
