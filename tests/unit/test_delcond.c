@@ -443,8 +443,10 @@ static void test_combinations(void)
     /* AND and OR with many children; the field list names each once. */
     tdb_buf_reset(&b);
     put_expr(&b, AND, 4);
+    int64_t zero64 = 0;
     for (int i = 0; i < 4; i++)
-        put_value(&b, NE, i % 2 ? "a" : "x", &zero, i % 2 ? 4 : 8);
+        put_value(&b, NE, i % 2 ? "a" : "x",
+                  i % 2 ? (const void *)&zero : &zero64, i % 2 ? 4 : 8);
     c = base_cell();
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.a = 0;
