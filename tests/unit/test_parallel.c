@@ -3,8 +3,8 @@
  * var-sized file's size and checkpoints, a sparse merge, the cache, the
  * decoding threads - is built while others wait for it or use it): every
  * thread sees the bytes one thread alone sees.  Run it under
- * ThreadSanitizer (./configure --enable-tsan, scripts/tsan) to check the
- * synchronisation itself. */
+ * ThreadSanitizer (./configure --enable-tsan, scripts/sanitize thread) to
+ * check the synchronisation itself. */
 #include "tiledb_format.h"
 #include "unit.h"
 
