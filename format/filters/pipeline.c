@@ -445,7 +445,7 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
             }
             cur_md = mo->data;
             cur_mlen = mo->len;
-            cur_data = dout->data + dbase;
+            cur_data = dout->data ? dout->data + dbase : NULL;  /* (none) */
             cur_dlen = dout->len - dbase;
             which ^= 1;
         }
