@@ -1,7 +1,7 @@
 /* tiledbfs-decode-bench.c: the in-process decoder limit of scripts/bench: one mounted file read through the engine alone, no FUSE. */
 /*
  *   tiledbfs-decode-bench [-t THREADS] [-r RANGE] [-s REQUEST] [-l LIMIT]
- *                         [-n PASSES] [-o OPTIONS] SOURCE PATH
+ *                         [-n PASSES] [-R] [-o OPTIONS] SOURCE PATH
  *
  * Opens SOURCE with tdb_fs_open (public API only: format/tiledb_format.h)
  * and reads file PATH of the tree from THREADS threads (default: the
@@ -9,7 +9,10 @@
  * thread k reads ranges k, k + THREADS, k + 2 * THREADS, ... with
  * tdb_fs_read calls of REQUEST bytes (default: RANGE) into a buffer of its
  * own.  -l reads only the first LIMIT bytes of the file.  The same tree
- * (and its decoded-tile cache) serves every pass.
+ * (and its decoded-tile cache) serves every pass.  -R reads through a
+ * reader per thread (tdb_reader_read), as the mount and tiledbfs-cat do:
+ * tiles pinned row by row and decoded ahead (without it, tdb_fs_read
+ * pins nothing: a cache smaller than a row then decodes a tile per read). 
  * -o takes the options of the mount contract (mount/options.c: cache_size=, timestamp=, threads=, key_file=).
  *
  * Prints one line per pass, "key=value" separated by spaces:
@@ -36,6 +39,7 @@ struct dbench {
     struct tdb_fs *fs;
     uint64_t ino, size, range, request, limit;
     unsigned threads;
+    bool reader;                /* -R */
 };
 
 struct dbench_worker {
@@ -51,7 +55,7 @@ static void dbench_usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-t THREADS] [-r RANGE] [-s REQUEST] [-l LIMIT]\n"
-            "       [-n PASSES] [-o OPTIONS] SOURCE PATH\n"
+            "       [-n PASSES] [-R] [-o OPTIONS] SOURCE PATH\n"
             "Reads file PATH of SOURCE's tree with tdb_fs_read from THREADS\n"
             "threads over interleaved RANGE-byte ranges (REQUEST bytes per call)\n"
             "and prints bytes, seconds, MB/s and the cache counters per pass.\n"
@@ -60,6 +64,7 @@ static void dbench_usage(FILE *f)
             "  -s REQUEST  bytes per tdb_fs_read, N[KMG] (default: RANGE)\n"
             "  -l LIMIT    read only the first LIMIT bytes, N[KMG]\n"
             "  -n PASSES   default 1\n"
+            "  -R          read through a reader per thread, as the mount does\n"
             "  -o OPTIONS  cache_size=N[KMG], timestamp=T|T1:T2\n",
             program_invocation_short_name);
 }
@@ -100,12 +105,15 @@ static void *dbench_run(void *arg)
     struct dbench_worker *w = arg;
     struct dbench *b = w->b;
     char *buf = malloc(b->request);
+    struct tdb_reader *rd = NULL;
 
     if (!buf) {
         w->code = TDB_E_NOMEM;
         snprintf(w->err.msg, sizeof w->err.msg, "no memory for a buffer");
         return NULL;
     }
+    if (b->reader && (w->code = tdb_reader_open(&rd, b->fs, b->ino, &w->err)))
+        goto out;
     for (uint64_t r = w->index; r * b->range < b->size; r += b->threads) {
         uint64_t off = r * b->range;
         uint64_t end = off + b->range < b->size ? off + b->range : b->size;
@@ -115,8 +123,10 @@ static void *dbench_run(void *arg)
             int st;
 
             tdb_error_clear(&w->err);
-            st = tdb_fs_read(b->fs, b->ino, off, buf, (size_t)want, &got,
-                             &w->err);
+            st = rd ? tdb_reader_read(rd, off, buf, (size_t)want, &got,
+                                      &w->err)
+                    : tdb_fs_read(b->fs, b->ino, off, buf, (size_t)want,
+                                  &got, &w->err);
             if (st < 0) {
                 w->code = st;
                 goto out;
@@ -128,6 +138,7 @@ static void *dbench_run(void *arg)
         }
     }
 out:
+    tdb_reader_close(rd);
     free(buf);
     return NULL;
 }
@@ -153,7 +164,7 @@ int main(int argc, char **argv)
 
     b.threads = ncpu > 0 ? (unsigned)ncpu : 1;
     tdbm_options_init(&mo);
-    while ((c = getopt(argc, argv, "t:r:s:l:n:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "t:r:s:l:n:Ro:h")) != -1) {
         char *end;
         switch (c) {
         case 't':
@@ -189,6 +200,9 @@ int main(int argc, char **argv)
                         program_invocation_short_name, optarg, why);
                 return 1;
             }
+            break;
+        case 'R':
+            b.reader = true;
             break;
         case 'h':
             dbench_usage(stdout);
