@@ -221,6 +221,14 @@ int tdb_cur_str64(struct tdb_cursor *c, char **s)
     return cur_str(c, n, s);
 }
 
+int tdb_keyed_cmp(const void *a, const void *b)
+{
+    const struct tdb_keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
 /* ---------------------------------------------------------------- buffer */
 
 int tdb_buf_reserve(struct tdb_buf *b, size_t extra)

@@ -116,6 +116,14 @@ static inline bool tdb_mul_ok(uint64_t a, uint64_t b, uint64_t *r)
     return !__builtin_mul_overflow(a, b, r);
 }
 
+/* A value and its place in a list: qsort with tdb_keyed_cmp orders by
+ * value, equal values keeping their places (a stable sort). */
+struct tdb_keyed {
+    uint64_t key;
+    size_t at;
+};
+int tdb_keyed_cmp(const void *a, const void *b);
+
 /* ------------------------------------------------------- the output buffer */
 
 /* A growable byte buffer; zero-initialise it ({0}) before use. */

@@ -582,38 +582,23 @@ static int arraydir_load_fragmeta(struct arraydir_load *L)
     return 0;
 }
 
-/* Orders entries by t1, ties keeping their index (a stable sort). */
-struct arraydir_order {
-    uint64_t t1;
-    size_t index;
-};
-
-static int arraydir_order_cmp(const void *a, const void *b)
-{
-    const struct arraydir_order *x = a, *y = b;
-    if (x->t1 != y->t1)
-        return x->t1 < y->t1 ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
+/* Orders entries by t1, ties keeping their order (a stable sort). */
 static int arraydir_sort_t1(struct tdb_dir_entry *v, size_t n)
 {
     if (n < 2)
         return 0;
-    struct arraydir_order *o = malloc(n * sizeof *o);
+    struct tdb_keyed *o = malloc(n * sizeof *o);
     struct tdb_dir_entry *tmp = malloc(n * sizeof *tmp);
     if (!o || !tmp) {
         free(o);
         free(tmp);
         return TDB_E_NOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        o[i].t1 = v[i].ts.t1;
-        o[i].index = i;
-    }
-    qsort(o, n, sizeof *o, arraydir_order_cmp);
     for (size_t i = 0; i < n; i++)
-        tmp[i] = v[o[i].index];
+        o[i] = (struct tdb_keyed){v[i].ts.t1, i};
+    qsort(o, n, sizeof *o, tdb_keyed_cmp);   /* by t1, ties in place */
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = v[o[i].at];
     memcpy(v, tmp, n * sizeof *v);
     free(o);
     free(tmp);

@@ -1349,20 +1349,6 @@ static size_t sp_plan_ranges(struct sp_fast *fx, size_t nthreads, uint64_t *cut)
     return 1;
 }
 
-/* A fragment's age, for ranks: its t2, then its place in frags[]. */
-struct sp_age {
-    uint64_t t2;
-    size_t slot;
-};
-
-static int sp_age_cmp(const void *pa, const void *pb)
-{
-    const struct sp_age *a = pa, *b = pb;
-    if (a->t2 != b->t2)
-        return a->t2 < b->t2 ? -1 : 1;
-    return a->slot < b->slot ? -1 : a->slot > b->slot;
-}
-
 static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
                          struct tdb_error *err)
 {
@@ -1397,16 +1383,16 @@ static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
         goto out;
     }
     /* newer: a later t2, then a later place in frags[] */
-    struct sp_age *age = malloc(n * sizeof *age);
+    struct tdb_keyed *age = malloc(n * sizeof *age);
     if (!age) {
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
     for (size_t f = 0; f < n; f++)
-        age[f] = (struct sp_age){sc->frags[f]->fm->t2, f};
-    qsort(age, n, sizeof *age, sp_age_cmp);
+        age[f] = (struct tdb_keyed){sc->frags[f]->fm->t2, f};
+    qsort(age, n, sizeof *age, tdb_keyed_cmp);
     for (size_t i = 0; i < n; i++)
-        fx.rank[age[i].slot] = (uint32_t)(i + 1);
+        fx.rank[age[i].at] = (uint32_t)(i + 1);
     free(age);
     /* the rank fits beside every key? */
     uint64_t prod = 1;
