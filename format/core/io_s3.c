@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #define S3_CACHE_MAX (1u << 20) /* folder entries cached before all go */
+#define S3_REQUESTS 64          /* requests in flight at most */
+#define S3_TIMEOUT_MS 30000     /* a read's deadline, its retries included */
 
 /* --------------------------------------------------------------- state */
 
@@ -275,7 +277,7 @@ static int s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
         if (!r && (r = tdb_s3_xml_parse(&x, &c.mem, kprefix)))
             tdb_err(err, r, "s3://%s/%s: list: the answer is not a listing",
                     s->bucket, kprefix);
-        tdb_buf_free(&c.mem);
+        tdb_s3_call_clear(&c);
         if (r) {
             tdb_s3_xml_free(&x);
             break;
@@ -360,7 +362,7 @@ static int s3_head(struct s3 *s, const char *key, uint64_t *size)
         r = c.length < 0 ? TDB_E_IO : 0;
         *size = (uint64_t)c.length;
     }
-    tdb_buf_free(&c.mem);
+    tdb_s3_call_clear(&c);
     return r;
 }
 
@@ -414,7 +416,7 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
         r = c.status == 416 ? TDB_E_IO : tdb_s3_status(s, &c, NULL);
     if (!r && c.dst_got != len)
         r = TDB_E_IO;
-    tdb_buf_free(&c.mem);
+    tdb_s3_call_clear(&c);
     free(key);
     return r;
 }
@@ -517,7 +519,7 @@ static int s3_put_fd(struct s3 *s, const char *key, int fd, uint64_t len)
     int r = tdb_s3_perform(s, &c);
     if (!r)
         r = tdb_s3_status(s, &c, NULL);
-    tdb_buf_free(&c.mem);
+    tdb_s3_call_clear(&c);
     return r;
 }
 
@@ -583,7 +585,7 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
                 np->size = c.fd_pos;
             else if (r == TDB_E_NOENT)
                 r = 0;
-            tdb_buf_free(&c.mem);
+            tdb_s3_call_clear(&c);
             free(key);
         }
         if (r) {
@@ -671,7 +673,7 @@ static int s3_delete(struct s3 *s, const char *key)
     int r = tdb_s3_perform(s, &c);
     if (!r)
         r = tdb_s3_status(s, &c, NULL);
-    tdb_buf_free(&c.mem);
+    tdb_s3_call_clear(&c);
     return r;
 }
 
@@ -697,7 +699,7 @@ static int s3_copy(struct s3 *s, const char *from, const char *to)
             r = TDB_E_IO;
         tdb_s3_xml_free(&x);
     }
-    tdb_buf_free(&c.mem);
+    tdb_s3_call_clear(&c);
     free(src);
     return r;
 }
@@ -800,8 +802,7 @@ static void s3_destroy(void *ctx)
         free(key);
         s3_pending_free(p);
     }
-    for (size_t i = 0; i < s->nidle; i++)
-        curl_easy_cleanup(s->idle[i]);
+    tdb_s3_loop_free(&s->loop);
     s3_cache_clear(s);
     pthread_mutex_destroy(&s->lock);
     if (s->secret)
@@ -917,8 +918,9 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     if (!s)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     pthread_mutex_init(&s->lock, NULL);
-    int r = 0;
-    if (!(s->bucket = strndup(b, bl)) ||
+    int r = tdb_s3_loop_init(&s->loop, S3_REQUESTS, S3_TIMEOUT_MS)
+                ? tdb_err(err, TDB_E_NOMEM, "out of memory") : 0;
+    if (r || !(s->bucket = strndup(b, bl)) ||
         !(s->prefix = s3_norm(slash ? slash : "")) ||
         !(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
                                                            : "us-east-1")) ||

@@ -1,6 +1,10 @@
-/* io_s3_http.c: one S3 request through libcurl: a pool of idle handles
- * (each keeps its connection alive), the signed headers, the bodies' sinks
- * and the retries. */
+/* io_s3_http.c: S3 requests through libcurl's multi interface, on one I/O
+ * thread per backend.  Calls wait in a queue; at most max_active are in
+ * flight, over connections kept alive in the multi handle's pool (DNS and
+ * TLS sessions shared); each try is signed anew.  5xx answers and failed
+ * or stalled transfers are retried with backoff, within the call's
+ * deadline.  A blocking call is a submit and a wait: no other thread
+ * performs HTTP. */
 #include "core/core.h"
 #include "core/io_s3.h"
 #include "core/io_s3_local.h"
@@ -12,43 +16,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#define S3_TRIES 4             /* tries of a request: 5xx, failed
-                                * connections */
+#define S3_TRIES 4             /* tries of a call: 5xx, failed connections,
+                                * stalls (within its deadline) */
 #define S3_BODY_MAX (64u << 20) /* cap on a listing or error body kept */
 #define S3_AUTH_MAX 1024
+#define S3_CONNECT_MS 10000    /* at most, for a connection */
 
 int tdb_s3_global_init(void)
 {
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : TDB_E_IO;
 }
 
-/* ---------------------------------------------------------------- HTTP */
-
-static CURL *s3_handle(struct s3 *s)
+uint64_t tdb_s3_clock_ms(void)
 {
-    CURL *h = NULL;
-    pthread_mutex_lock(&s->lock);
-    if (s->nidle)
-        h = s->idle[--s->nidle];
-    pthread_mutex_unlock(&s->lock);
-    if (h)
-        curl_easy_reset(h);
-    else
-        h = curl_easy_init();
-    return h;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void s3_handle_put(struct s3 *s, CURL *h)
-{
-    pthread_mutex_lock(&s->lock);
-    if (s->nidle < S3_POOL) {
-        s->idle[s->nidle++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (h)
-        curl_easy_cleanup(h);
-}
+/* ------------------------------------------------------------- sinks */
 
 static size_t s3_on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -166,16 +152,27 @@ static char *s3_uri(struct s3 *s, const char *key)
     return uri;
 }
 
-/* One try of c.  @return 0 (c->status set) or a curl failure in c->cc. */
-static int s3_try(struct s3 *s, struct s3_call *c, const char *uri,
-                  const char *payload_hash)
+/* Appends "name: value" to *hl.  @return 0 or TDB_E_NOMEM. */
+static int s3_header(struct curl_slist **hl, const char *name,
+                     const char *value)
 {
-    CURL *h = c->h;
-    struct curl_slist *hl = NULL;
-    char *url = NULL, *line = NULL;
-    char date[32], auth[S3_AUTH_MAX];
-    int r = TDB_E_NOMEM;
+    char *line = NULL;
+    if (asprintf(&line, "%s: %s", name, value) < 0)
+        return TDB_E_NOMEM;
+    struct curl_slist *nl = curl_slist_append(*hl, line);
+    explicit_bzero(line, strlen(line));
+    free(line);
+    if (!nl)
+        return TDB_E_NOMEM;
+    *hl = nl;
+    return 0;
+}
 
+/* The signed headers of one try of c into c->hl.  @return 0 or a TDB_E_*
+ * code. */
+static int s3_sign_headers(struct s3 *s, struct s3_call *c)
+{
+    char date[32], auth[S3_AUTH_MAX];
     time_t now = (time_t)(tdb_now_ms() / 1000);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -185,66 +182,78 @@ static int s3_try(struct s3 *s, struct s3_call *c, const char *uri,
     size_t nh = 0;
     hdr[nh++] = (struct tdb_s3_pair){"host", s->host};
     hdr[nh++] = (struct tdb_s3_pair){"x-amz-date", date};
-    hdr[nh++] = (struct tdb_s3_pair){"x-amz-content-sha256", payload_hash};
+    hdr[nh++] = (struct tdb_s3_pair){"x-amz-content-sha256", c->hash};
     if (c->range[0])
         hdr[nh++] = (struct tdb_s3_pair){"range", c->range};
     if (c->copy_source)
         hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source", c->copy_source};
     if (s->token)
         hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", s->token};
-    for (size_t i = 0; i < nh; i++) {
-        if (asprintf(&line, "%s: %s", hdr[i].name, hdr[i].value) < 0) {
-            line = NULL;
-            goto out;
-        }
-        struct curl_slist *nl = curl_slist_append(hl, line);
-        free(line);
-        line = NULL;
+    int r = 0;
+    for (size_t i = 0; !r && i < nh; i++)
+        r = s3_header(&c->hl, hdr[i].name, hdr[i].value);
+    if (!r && s->key_id && s->secret) {
+        r = tdb_s3_sigv4(auth, sizeof auth, c->method, c->uri,
+                         c->query ? c->query : "", hdr, nh, c->hash, date,
+                         s->region, s->key_id, s->secret);
+        if (!r)
+            r = s3_header(&c->hl, "Authorization", auth);
+        explicit_bzero(auth, sizeof auth);
+    }
+    if (!r) {
+        struct curl_slist *nl = curl_slist_append(c->hl, "Expect:");
         if (!nl)
-            goto out;
-        hl = nl;
+            return TDB_E_NOMEM;
+        c->hl = nl;
     }
-    if (s->key_id && s->secret) {
-        int sr = tdb_s3_sigv4(auth, sizeof auth, c->method, uri,
-                              c->query ? c->query : "", hdr, nh, payload_hash,
-                              date, s->region, s->key_id, s->secret);
-        if (sr) {
-            r = sr;
-            goto out;
-        }
-        if (asprintf(&line, "Authorization: %s", auth) < 0) {
-            line = NULL;
-            goto out;
-        }
-        struct curl_slist *nl = curl_slist_append(hl, line);
-        explicit_bzero(line, strlen(line));
-        free(line);
-        line = NULL;
-        if (!nl)
-            goto out;
-        hl = nl;
+    return r;
+}
+
+static size_t s3_on_header(char *p, size_t size, size_t nmemb, void *arg)
+{
+    struct s3_call *c = arg;
+    size_t n = size * nmemb;
+    if (n > 5 && !strncasecmp(p, "etag:", 5)) {
+        const char *v = p + 5, *e = p + n;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
+        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+            e--;
+        free(c->etag);
+        c->etag = strndup(v, (size_t)(e - v));
     }
-    {
-        struct curl_slist *nl = curl_slist_append(hl, "Expect:");
-        if (!nl)
-            goto out;
-        hl = nl;
-    }
-    if (asprintf(&url, "%s%s%s%s", s->base, uri, c->query && c->query[0]
-                                                     ? "?" : "",
-                 c->query ? c->query : "") < 0) {
-        url = NULL;
-        goto out;
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    return n;
+}
+
+/* Milliseconds left of c's deadline (at least 1), or `none` without one. */
+static long s3_left_ms(const struct s3_call *c, uint64_t now, long none)
+{
+    if (!c->deadline)
+        return none;
+    return c->deadline > now + 1 ? (long)(c->deadline - now) : 1;
+}
+
+/* Sets the options of one try of c on its handle c->h. */
+static void s3_setopts(struct s3 *s, struct s3_call *c, uint64_t now)
+{
+    CURL *h = c->h;
+    struct s3_loop *L = &s->loop;
+    long left = s3_left_ms(c, now, 0);
+    curl_easy_setopt(h, CURLOPT_URL, c->url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->hl);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, c);
+    curl_easy_setopt(h, CURLOPT_SHARE, L->share);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     left && left < S3_CONNECT_MS ? left : (long)S3_CONNECT_MS);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, L->low_speed_s);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_msg);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, s3_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, s3_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     if (!strcmp(c->method, "HEAD")) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -259,70 +268,443 @@ static int s3_try(struct s3 *s, struct s3_call *c, const char *uri,
     } else if (strcmp(c->method, "GET")) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
     }
-    c->curl_msg[0] = 0;
-    c->cc = curl_easy_perform(h);
-    c->status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
-    if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
-                          &c->length) != CURLE_OK)
-        c->length = -1;
-    r = 0;
-out:
-    curl_slist_free_all(hl);
-    free(url);
-    return r;
 }
 
-/* Performs c, retrying 5xx answers and failed connections with backoff
- * (0.1, 0.2, 0.4 s).  @return 0 when an answer came (c->status, maybe an
- * error status), TDB_E_IO when none did or a sink failed, TDB_E_NOMEM. */
-int tdb_s3_perform(struct s3 *s, struct s3_call *c)
+/* ------------------------------------------------------ the I/O thread */
+
+/* Takes c off the list at *pp (if there); @return the last call left on
+ * it, for a queue's tail. */
+static struct s3_call *s3_unlink(struct s3_call **pp, struct s3_call *c)
 {
-    char hash[65];
-    int r;
-    if (c->up_fd >= 0) {
-        if ((r = s3_sha256_fd(c->up_fd, c->up_len, hash)))
-            return r;
-    } else {
-        tdb_s3_sha256_hex("", 0, hash);
-    }
-    char *uri = s3_uri(s, c->key);
-    if (!uri)
-        return TDB_E_NOMEM;
-    if (!(c->h = s3_handle(s))) {
-        free(uri);
-        return TDB_E_NOMEM;
-    }
-    uint64_t skip0 = c->skip, fd0 = c->fd_pos;
-    for (int attempt = 0;; attempt++) {
-        c->up_pos = 0;
-        c->dst_got = 0;
-        c->skip = skip0;
-        c->fd_pos = fd0;
-        c->mem.len = 0;
-        c->failed = false;
-        c->status = 0;
-        if ((r = s3_try(s, c, uri, hash)))
-            break;
-        if (c->failed) {
-            r = TDB_E_IO;
-            break;
+    struct s3_call *last = NULL;
+    while (*pp) {
+        if (*pp == c) {
+            *pp = c->next;
+            continue;
         }
-        bool again = c->cc == CURLE_OK ? c->status >= 500
-                                       : s3_transient(c->cc);
-        if (!again || attempt + 1 >= S3_TRIES) {
-            r = c->cc == CURLE_OK ? 0 : TDB_E_IO;
-            break;
-        }
-        struct timespec ts = {0, 100000000L << attempt};
-        nanosleep(&ts, NULL);
+        last = *pp;
+        pp = &(*pp)->next;
     }
-    /* a handle that failed mid-transfer may hold a broken connection */
-    if (c->cc == CURLE_OK)
-        s3_handle_put(s, c->h);
+    return last;
+}
+
+/* The thread's handle for a try: an idle one or a new one. */
+static CURL *s3_easy(struct s3_loop *L)
+{
+    if (L->nidle) {
+        CURL *h = L->idle[--L->nidle];
+        curl_easy_reset(h);
+        return h;
+    }
+    return curl_easy_init();
+}
+
+/* Gives back c's handle: kept when its transfer ended well (its
+ * connection stays in the pool), else closed. */
+static void s3_easy_put(struct s3_loop *L, struct s3_call *c, bool ok)
+{
+    if (!c->h)
+        return;
+    if (ok && L->nidle < S3_IDLE)
+        L->idle[L->nidle++] = c->h;
     else
         curl_easy_cleanup(c->h);
     c->h = NULL;
-    free(uri);
+}
+
+/* Clears what one try left in c. */
+static void s3_try_reset(struct s3_call *c)
+{
+    curl_slist_free_all(c->hl);
+    c->hl = NULL;
+    c->up_pos = 0;
+    c->dst_got = 0;
+    c->skip = c->skip0;
+    c->fd_pos = c->fd0;
+    c->mem.len = 0;
+    c->failed = false;
+    c->status = 0;
+    c->length = -1;
+    c->cc = CURLE_OK;
+    c->curl_msg[0] = 0;
+    free(c->etag);
+    c->etag = NULL;
+}
+
+/* Starts a try of c on the thread (L->lock not held).  @return 0, or a
+ * TDB_E_* code (c ends with it). */
+static int s3_start(struct s3 *s, struct s3_call *c, uint64_t now)
+{
+    struct s3_loop *L = &s->loop;
+    s3_try_reset(c);
+    c->tries++;
+    int r = s3_sign_headers(s, c);
+    if (r)
+        return r;
+    if (!(c->h = s3_easy(L)))
+        return TDB_E_NOMEM;
+    s3_setopts(s, c, now);
+    if (curl_multi_add_handle(L->multi, c->h) != CURLM_OK) {
+        s3_easy_put(L, c, false);
+        return TDB_E_IO;
+    }
+    return 0;
+}
+
+/* Ends c: its outcome in c->r, then done(c).  L->lock not held. */
+static void s3_end(struct s3_call *c, int r)
+{
+    curl_slist_free_all(c->hl);
+    c->hl = NULL;
+    free(c->uri);
+    free(c->url);
+    c->uri = c->url = NULL;
+    c->r = r;
+    c->done(c);
+}
+
+/* Should the try that just ended be tried again (in `*wait` ms)? */
+static bool s3_again(const struct s3_call *c, uint64_t now, uint64_t *wait)
+{
+    if (c->failed)
+        return false;
+    bool transient = c->cc == CURLE_OK ? c->status >= 500
+                                       : s3_transient(c->cc);
+    if (!transient || c->tries >= S3_TRIES)
+        return false;
+    *wait = UINT64_C(100) << (c->tries - 1);
+    return !c->deadline || now + *wait < c->deadline;
+}
+
+/* A try ended with curl's `cc`: retried later, or c ends. */
+static void s3_finished(struct s3 *s, struct s3_call *c, CURLcode cc)
+{
+    struct s3_loop *L = &s->loop;
+    uint64_t now = tdb_s3_clock_ms(), wait = 0;
+    c->cc = cc;
+    curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
+    if (curl_easy_getinfo(c->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
+                          &c->length) != CURLE_OK)
+        c->length = -1;
+    curl_multi_remove_handle(L->multi, c->h);
+    /* a handle that failed mid-transfer may hold a broken connection */
+    s3_easy_put(L, c, cc == CURLE_OK);
+    bool again = s3_again(c, now, &wait);
+    pthread_mutex_lock(&L->lock);
+    s3_unlink(&L->active, c);
+    L->nactive--;
+    if (again) {
+        c->not_before = now + wait;
+        c->next = L->later;
+        L->later = c;
+    }
+    pthread_mutex_unlock(&L->lock);
+    if (!again)
+        s3_end(c, c->failed ? TDB_E_IO : cc == CURLE_OK ? 0 : TDB_E_IO);
+}
+
+/* Moves the retries whose time came to the queue's head; @return the ms
+ * until the next one (or `none`).  L->lock held. */
+static long s3_due(struct s3_loop *L, uint64_t now, long none)
+{
+    long next = none;
+    for (struct s3_call **pp = &L->later; *pp;) {
+        struct s3_call *c = *pp;
+        if (c->not_before <= now) {
+            *pp = c->next;
+            c->next = L->head;
+            L->head = c;
+            if (!L->tail)
+                L->tail = c;
+            continue;
+        }
+        long w = (long)(c->not_before - now);
+        if (next < 0 || w < next)
+            next = w;
+        pp = &c->next;
+    }
+    return next;
+}
+
+/* Starts queued calls while fewer than max_active run.  L->lock held on
+ * entry and exit (dropped around each start). */
+static void s3_start_queued(struct s3 *s, uint64_t now)
+{
+    struct s3_loop *L = &s->loop;
+    while (L->head && L->nactive < L->max_active) {
+        struct s3_call *c = L->head;
+        L->head = c->next;
+        if (!L->head)
+            L->tail = NULL;
+        c->next = L->active;
+        L->active = c;
+        L->nactive++;
+        L->tries++;
+        pthread_mutex_unlock(&L->lock);
+        int r = s3_start(s, c, now);
+        pthread_mutex_lock(&L->lock);
+        if (r) {
+            s3_unlink(&L->active, c);
+            L->nactive--;
+            pthread_mutex_unlock(&L->lock);
+            s3_end(c, r);
+            pthread_mutex_lock(&L->lock);
+        }
+    }
+}
+
+/* Takes every call off the lists (destroy): they end with TDB_E_IO.
+ * L->lock held on entry and exit. */
+static void s3_abandon(struct s3_loop *L)
+{
+    while (L->head || L->later || L->active) {
+        struct s3_call *c = L->active ? L->active : L->head ? L->head
+                                                            : L->later;
+        if (c == L->active) {
+            L->active = c->next;
+            L->nactive--;
+        } else if (c == L->head) {
+            L->head = c->next;
+            if (!L->head)
+                L->tail = NULL;
+        } else {
+            L->later = c->next;
+        }
+        pthread_mutex_unlock(&L->lock);
+        if (c->h) {
+            curl_multi_remove_handle(L->multi, c->h);
+            s3_easy_put(L, c, false);
+        }
+        c->cc = CURLE_ABORTED_BY_CALLBACK;
+        s3_end(c, TDB_E_IO);
+        pthread_mutex_lock(&L->lock);
+    }
+}
+
+/* Ends the tries curl finished.  L->lock not held. */
+static void s3_reap(struct s3 *s)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(s->loop.multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        struct s3_call *c = NULL;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
+        if (c)
+            s3_finished(s, c, m->data.result);
+    }
+}
+
+static void *s3_loop_main(void *arg)
+{
+    struct s3 *s = arg;
+    struct s3_loop *L = &s->loop;
+    pthread_mutex_lock(&L->lock);
+    for (;;) {
+        uint64_t now = tdb_s3_clock_ms();
+        if (L->stop)
+            s3_abandon(L);
+        long wait = s3_due(L, now, -1);
+        s3_start_queued(s, now);
+        if (!L->head && !L->active && !L->later)
+            break;
+        pthread_mutex_unlock(&L->lock);
+        int running;
+        curl_multi_perform(L->multi, &running);
+        s3_reap(s);
+        long t = -1;
+        curl_multi_timeout(L->multi, &t);
+        if (t < 0 || t > 1000)
+            t = 1000;
+        if (wait >= 0 && wait < t)
+            t = wait;
+        curl_multi_poll(L->multi, NULL, 0, (int)t, NULL);
+        pthread_mutex_lock(&L->lock);
+    }
+    L->running = false;
+    pthread_cond_broadcast(&L->idle_cv);
+    pthread_mutex_unlock(&L->lock);
+    return NULL;
+}
+
+/* The calls a thread of the parent process had under way when it forked:
+ * that thread is not in this process; they start again here.  L->lock
+ * held. */
+static void s3_after_fork(struct s3_loop *L)
+{
+    while (L->active) {
+        struct s3_call *c = L->active;
+        L->active = c->next;
+        if (c->h) {
+            curl_multi_remove_handle(L->multi, c->h);
+            curl_easy_cleanup(c->h);
+            c->h = NULL;
+        }
+        c->tries--;
+        c->next = L->head;
+        L->head = c;
+        if (!L->tail)
+            L->tail = c;
+    }
+    L->nactive = 0;
+    L->running = false;
+}
+
+int tdb_s3_submit(struct s3 *s, struct s3_call *c)
+{
+    struct s3_loop *L = &s->loop;
+    if (c->up_fd >= 0) {
+        int r = s3_sha256_fd(c->up_fd, c->up_len, c->hash);
+        if (r)
+            return r;
+    } else {
+        tdb_s3_sha256_hex("", 0, c->hash);
+    }
+    char *uri = s3_uri(s, c->key), *url = NULL;
+    if (!uri || asprintf(&url, "%s%s%s%s", s->base, uri,
+                         c->query && c->query[0] ? "?" : "",
+                         c->query ? c->query : "") < 0) {
+        free(uri);
+        return TDB_E_NOMEM;
+    }
+    c->uri = uri;
+    c->url = url;
+    c->skip0 = c->skip;
+    c->fd0 = c->fd_pos;
+    c->tries = 0;
+    c->h = NULL;
+    c->hl = NULL;
+    c->etag = NULL;
+    c->next = NULL;
+    bool read = !strcmp(c->method, "GET") || !strcmp(c->method, "HEAD");
+    uint64_t t = c->timeout_ms ? c->timeout_ms : read ? L->timeout_ms : 0;
+    c->deadline = t ? tdb_s3_clock_ms() + t : 0;
+    pthread_mutex_lock(&L->lock);
+    if (L->running && L->pid != getpid())
+        s3_after_fork(L);
+    if (L->tail)
+        L->tail->next = c;
+    else
+        L->head = c;
+    L->tail = c;
+    L->calls++;
+    int r = 0;
+    if (!L->running) {
+        pthread_t th;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &at, s3_loop_main, s) == 0) {
+            L->running = true;
+            L->pid = getpid();
+        } else {
+            L->tail = s3_unlink(&L->head, c);
+            r = TDB_E_NOMEM;
+        }
+        pthread_attr_destroy(&at);
+    } else {
+        curl_multi_wakeup(L->multi);
+    }
+    pthread_mutex_unlock(&L->lock);
+    if (r) {
+        free(c->uri);
+        free(c->url);
+        c->uri = c->url = NULL;
+    }
     return r;
+}
+
+void tdb_s3_call_clear(struct s3_call *c)
+{
+    tdb_buf_free(&c->mem);
+    free(c->etag);
+    c->etag = NULL;
+}
+
+/* A blocking call's rendezvous with the I/O thread. */
+struct s3_wait {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    bool done;
+};
+
+static void s3_wake(struct s3_call *c)
+{
+    struct s3_wait *w = c->arg;
+    pthread_mutex_lock(&w->m);
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->m);
+}
+
+int tdb_s3_perform(struct s3 *s, struct s3_call *c)
+{
+    struct s3_wait w = {.done = false};
+    pthread_mutex_init(&w.m, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    c->done = s3_wake;
+    c->arg = &w;
+    int r = tdb_s3_submit(s, c);
+    if (!r) {
+        pthread_mutex_lock(&w.m);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.m);
+        pthread_mutex_unlock(&w.m);
+        r = c->r;
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.m);
+    return r;
+}
+
+int tdb_s3_loop_init(struct s3_loop *L, unsigned max_active,
+                     uint64_t timeout_ms)
+{
+    memset(L, 0, sizeof *L);
+    pthread_mutex_init(&L->lock, NULL);
+    pthread_cond_init(&L->idle_cv, NULL);
+    L->max_active = max_active ? max_active : 1;
+    L->timeout_ms = timeout_ms;
+    /* a stall is given a third of the deadline, 1 to 20 s, then retried */
+    L->low_speed_s = (long)(timeout_ms / 3000);
+    if (L->low_speed_s < 1)
+        L->low_speed_s = 1;
+    if (L->low_speed_s > 20)
+        L->low_speed_s = 20;
+    if (!(L->multi = curl_multi_init()) || !(L->share = curl_share_init()))
+        return TDB_E_NOMEM;
+    curl_share_setopt(L->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(L->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_multi_setopt(L->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                      (long)L->max_active);
+    curl_multi_setopt(L->multi, CURLMOPT_MAXCONNECTS, (long)L->max_active);
+    return 0;
+}
+
+void tdb_s3_loop_free(struct s3_loop *L)
+{
+    if (!L->multi && !L->share)
+        return;
+    pthread_mutex_lock(&L->lock);
+    if (L->running && L->pid != getpid())
+        s3_after_fork(L);
+    L->stop = true;
+    if (L->running)
+        curl_multi_wakeup(L->multi);
+    while (L->running)
+        pthread_cond_wait(&L->idle_cv, &L->lock);
+    s3_abandon(L);      /* what a fork left queued with no thread */
+    pthread_mutex_unlock(&L->lock);
+    for (size_t i = 0; i < L->nidle; i++)
+        curl_easy_cleanup(L->idle[i]);
+    L->nidle = 0;
+    if (L->multi)
+        curl_multi_cleanup(L->multi);
+    if (L->share)
+        curl_share_cleanup(L->share);
+    L->multi = NULL;
+    L->share = NULL;
+    pthread_cond_destroy(&L->idle_cv);
+    pthread_mutex_destroy(&L->lock);
 }

@@ -11,10 +11,35 @@
 #include <curl/curl.h>
 #include <expat.h>
 #include <pthread.h>
+#include <sys/types.h>
 
-#define S3_POOL 16             /* idle curl handles kept (each keeps its
-                                * connection alive) */
 #define S3_CACHE_BUCKETS 4096
+#define S3_IDLE 64             /* idle easy handles kept by the I/O thread */
+
+/* The I/O thread of one backend (io_s3_http.c): calls wait in a queue and
+ * run on libcurl's multi interface, at most max_active at a time.  The
+ * thread runs while there is work and ends when there is none; the next
+ * call starts it again (so a process that forks after opening a source,
+ * as the daemon does, has it in the child). */
+struct s3_loop {
+    pthread_mutex_t lock;       /* everything below but idle[] */
+    pthread_cond_t idle_cv;     /* running went false */
+    bool running;               /* the thread exists */
+    bool stop;                  /* destroy: fail what is left, end */
+    pid_t pid;                  /* the process the thread runs in */
+    CURLM *multi;
+    CURLSH *share;              /* DNS and TLS sessions */
+    struct s3_call *head, *tail;  /* waiting to start, in order */
+    struct s3_call *later;      /* waiting for a retry's backoff */
+    struct s3_call *active;     /* in the multi handle */
+    unsigned nactive, max_active;
+    CURL *idle[S3_IDLE];        /* the thread's own */
+    size_t nidle;
+    uint64_t timeout_ms;        /* deadline of a read (all its tries) */
+    long low_speed_s;           /* a transfer slower than 1 byte/s this
+                                 * long is abandoned (and retried) */
+    uint64_t calls, tries;      /* counts, for tests */
+};
 
 struct s3_dent {
     char *name;
@@ -34,8 +59,7 @@ struct s3 {
     char *uri_base;      /* "" or "/BUCKET" (path-style), before the key */
     char *region, *key_id, *secret, *token;
     pthread_mutex_t lock;
-    CURL *idle[S3_POOL];
-    size_t nidle;
+    struct s3_loop loop;
     struct s3_dir *cache[S3_CACHE_BUCKETS];
     size_t ncached;
     struct s3_pending *pend;
@@ -59,18 +83,55 @@ struct s3_call {
     int fd;                   /* S3_SINK_FD */
     uint64_t fd_pos;
     struct tdb_buf mem;       /* S3_SINK_MEM, and error bodies */
-    CURL *h;
+    uint64_t timeout_ms;      /* all tries within this; 0: a read's
+                               * deadline for GET and HEAD, none for the
+                               * others (their stalls still end) */
+    /* when c ends (on the I/O thread): done(c) with c->r set */
+    void (*done)(struct s3_call *c);
+    void *arg;
+    /* what came back */
     long status;
     curl_off_t length;        /* Content-Length of the answer, or -1 */
+    char *etag;               /* the ETag header, or NULL */
     bool failed;              /* a sink failed (ENOMEM, a short disk) */
     CURLcode cc;
+    int r;                    /* tdb_s3_submit's outcome (see perform) */
     char curl_msg[CURL_ERROR_SIZE];
+    /* the I/O thread's */
+    CURL *h;
+    char hash[65];            /* payload SHA-256 */
+    char *uri, *url;
+    struct curl_slist *hl;
+    uint64_t deadline, not_before;  /* ms, monotonic; deadline 0: none */
+    unsigned tries;
+    uint64_t skip0, fd0;
+    struct s3_call *next;
 };
 
-/* Performs c, retrying 5xx answers and failed connections with backoff
- * (0.1, 0.2, 0.4 s).  @return 0 when an answer came (c->status, maybe an
- * error status), TDB_E_IO when none did or a sink failed, TDB_E_NOMEM. */
+/* Starts the I/O thread's state (not the thread): max_active calls in
+ * flight, reads within timeout_ms.  @return 0 or TDB_E_NOMEM. */
+int tdb_s3_loop_init(struct s3_loop *L, unsigned max_active,
+                     uint64_t timeout_ms);
+/* Fails what is still queued, ends the thread, frees the state. */
+void tdb_s3_loop_free(struct s3_loop *L);
+
+/* Queues c: c->done(c) runs on the I/O thread once it ended, with c->r
+ * as tdb_s3_perform returns it; c (and what it points to) must live until
+ * then.  @return 0, or TDB_E_NOMEM (done is not called). */
+int tdb_s3_submit(struct s3 *s, struct s3_call *c);
+
+/* Performs c (queued, and waited for), retrying 5xx answers, failed
+ * connections and stalled transfers with backoff (0.1, 0.2, 0.4 s ...)
+ * within its deadline.  @return 0 when an answer came (c->status, maybe
+ * an error status), TDB_E_IO when none did or a sink failed, TDB_E_NOMEM.
+ * Free c->etag (and c->mem) after. */
 int tdb_s3_perform(struct s3 *s, struct s3_call *c);
+
+/* Frees what an ended call holds (its body and ETag). */
+void tdb_s3_call_clear(struct s3_call *c);
+
+/* Monotonic milliseconds. */
+uint64_t tdb_s3_clock_ms(void);
 
 /* The TDB_E_* code of an answer: 2xx 0, 404 TDB_E_NOENT, else TDB_E_IO;
  * with err, a message naming the key, the status and S3's error code. */
