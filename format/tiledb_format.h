@@ -81,6 +81,21 @@ struct tdb_dirent {
 
 typedef int (*tdb_io_list_fn)(void *arg, const struct tdb_dirent *ent);
 
+/* What a reader will need soon (tdb_io_ops.prefetch).  Paths are as
+ * read_at takes them. */
+enum tdb_io_want_kind {
+    TDB_WANT_LIST,      /* the entries of folder `path` */
+    TDB_WANT_TREE,      /* the entries of every folder below `path` */
+    TDB_WANT_FILE,      /* the whole of a small file */
+    TDB_WANT_RANGE,     /* bytes [off, off + len) of a file */
+};
+
+struct tdb_io_want {
+    enum tdb_io_want_kind kind;
+    const char *path;
+    uint64_t off, len;  /* TDB_WANT_RANGE */
+};
+
 /* The only way the engine touches storage.  Paths are '/'-separated and
  * relative to the backend's root (an absolute path is passed as is to
  * backends that support it).  Every function returns 0 or a TDB_E_* code
@@ -103,6 +118,16 @@ struct tdb_io_ops {
     int (*remove)(void *ctx, const char *path);
     int (*sync)(void *ctx, const char *path);
     void (*destroy)(void *ctx);
+    /* Optional: starts fetching what want[n] names and returns at once;
+     * the list, size, is_dir and read_at calls that follow find it in
+     * flight or fetched, and wait only for what is still on its way.  A
+     * hint: nothing fails, and a backend may drop any of it (its memory
+     * bound).  Fetched listings serve one list call each (later ones ask
+     * the storage again); fetched ranges are let go once read.  NULL:
+     * nothing is fetched ahead (local storage). */
+    void (*prefetch)(void *ctx, const struct tdb_io_want *want, size_t n);
+    /* Optional: returns once nothing fetched ahead is still in flight. */
+    void (*settle)(void *ctx);
 };
 
 struct tdb_io {
@@ -119,6 +144,27 @@ int tdb_io_mem(struct tdb_io *io);
 
 /* Releases a backend's state (NULL ops is fine). */
 void tdb_io_free(struct tdb_io *io);
+
+/* io's prefetch, when it has one (else nothing). */
+void tdb_io_prefetch(const struct tdb_io *io, const struct tdb_io_want *want,
+                     size_t n);
+/* io's settle, when it has one (else nothing). */
+void tdb_io_settle(const struct tdb_io *io);
+
+/* One read of a batch: `len` bytes of `path` at `off` into `buf`; `rc` is
+ * its outcome (0 or a TDB_E_* code). */
+struct tdb_io_read {
+    const char *path;
+    uint64_t off;
+    void *buf;
+    size_t len;
+    int rc;
+};
+/* Reads a batch: each range is asked for at once (prefetch), then read;
+ * on a backend without prefetch, one after the other.  @return 0 when
+ * every read succeeded, else the first failure's code (each rc says). */
+int tdb_io_read_many(const struct tdb_io *io, struct tdb_io_read *r,
+                     size_t n);
 
 /* A list of names (a folder's entries), sorted bytewise. */
 struct tdb_names {
@@ -170,11 +216,38 @@ int tdb_s3_global_init(void);
  * sync (or rename) PUTs it whole; until then list and is_dir do not show
  * it.  mkdir does nothing (folders are key prefixes), rename is a
  * server-side copy then a DELETE (of each key under a folder), remove a
- * DELETE.  Errors: TDB_E_NOENT for 404, else TDB_E_IO; 5xx answers and
- * failed connections are retried (4 tries).  Thread-safe.
+ * DELETE.  Requests run on one I/O thread, up to 64 at a time over
+ * kept-alive connections; prefetch is supported (listings, small files
+ * whole, ranges coalesced into GETs).  Errors: TDB_E_NOENT for 404, else
+ * TDB_E_IO; 5xx answers, failed connections and stalled transfers are
+ * retried (4 tries) within a read's deadline (30 s).  Thread-safe.
  * @return 0, TDB_E_INVAL (not such a URL) or TDB_E_NOMEM. */
 int tdb_io_s3(struct tdb_io *io, const char *url,
               const struct tdb_s3_config *cfg, struct tdb_error *err);
+
+/* How an object store backend reads; zero fields keep the defaults. */
+struct tdb_s3_tuning {
+    unsigned requests;          /* requests in flight at most (64) */
+    unsigned timeout_s;         /* a read's deadline, its retries with
+                                 * backoff included, in seconds (30); a
+                                 * transfer stalled for a third of it (1 to
+                                 * 20 s) is given up and tried again */
+    uint64_t readahead_bytes;   /* bytes fetched ahead and not yet read,
+                                 * at most (64 MiB) */
+    const char *disk_cache;     /* a folder keeping fetched bytes for the
+                                 * next reads and mounts (made when
+                                 * missing), or NULL: none */
+    uint64_t disk_cache_bytes;  /* its size bound (TDB_S3_DISK_CACHE_BYTES) */
+};
+
+#define TDB_S3_DISK_CACHE_BYTES (UINT64_C(1) << 30)
+
+/* tdb_io_open_url with t applied to an object store backend (t NULL: the
+ * defaults; a POSIX folder ignores it).  A disk_cache that cannot be made
+ * or written fails the open (TDB_E_IO). */
+int tdb_io_open_url_tuned(struct tdb_io *io, const char *source,
+                          const struct tdb_s3_tuning *t,
+                          struct tdb_error *err);
 
 /* Is `source` a URL that tdb_io_open_url opens with an object store
  * backend ("s3://...")? */

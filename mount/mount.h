@@ -74,6 +74,10 @@ struct tdbm_options {
     bool ro;                       /* -o ro: read-only (the default) */
     bool timestamp_set;            /* timestamp= was given */
     char *staging_dir;             /* absolute, owned; NULL: none given */
+    /* s3:// sources: s3_requests=, s3_timeout=, s3_readahead=,
+     * disk_cache_size= (s3.disk_cache is disk_cache, once given) */
+    struct tdb_s3_tuning s3;
+    char *disk_cache;              /* absolute, owned; NULL: none */
 };
 
 enum tdbm_opt_kind {
@@ -83,6 +87,8 @@ enum tdbm_opt_kind {
     TDBM_OPT_TIMESTAMP, /* T or T1:T2 ms, into open.ts_start/ts_end */
     TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
     TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
+    TDBM_OPT_SECONDS,   /* 1 to 86400, unsigned */
+    TDBM_OPT_REQUESTS,  /* 1 to 1024, unsigned */
 };
 
 struct tdbm_option {

@@ -29,6 +29,20 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("staging_dir", TDBM_OPT_STRING, staging_dir, "staging_dir=PATH",
              "where staged bytes are kept (default\n"
              "SOURCE/../.NAME.tiledbfs-staging)"),
+    TDBM_OPT("s3_requests", TDBM_OPT_REQUESTS, s3.requests, "s3_requests=N",
+             "s3:// requests in flight at most (default 64)"),
+    TDBM_OPT("s3_timeout", TDBM_OPT_SECONDS, s3.timeout_s, "s3_timeout=SECS",
+             "s3:// read fails (EIO) after SECS s, retries\n"
+             "included (default 30)"),
+    TDBM_OPT("s3_readahead", TDBM_OPT_SIZE, s3.readahead_bytes,
+             "s3_readahead=N[KMG]",
+             "s3:// bytes fetched ahead, not yet read, at\n"
+             "most (default 64M)"),
+    TDBM_OPT("disk_cache", TDBM_OPT_STRING, disk_cache, "disk_cache=DIR",
+             "keep s3:// bytes fetched in DIR for the next\n"
+             "reads and mounts"),
+    TDBM_OPT("disk_cache_size", TDBM_OPT_SIZE, s3.disk_cache_bytes,
+             "disk_cache_size=N[KMG]", "disk_cache bound (default 1G)"),
     {NULL, TDBM_OPT_BOOL, 0, NULL, NULL}};
 
 static int tdbm_why(char *why, size_t cap, const char *fmt, ...)
@@ -55,6 +69,9 @@ void tdbm_options_free(struct tdbm_options *o)
     o->open.key = NULL;
     free(o->staging_dir);
     o->staging_dir = NULL;
+    free(o->disk_cache);
+    o->disk_cache = NULL;
+    o->s3.disk_cache = NULL;
 }
 
 /* A decimal number at s; *end after it.  @return 0 or -1. */
@@ -199,6 +216,24 @@ static int tdbm_parse_value(struct tdbm_options *o,
             return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
         memcpy(field, &a, sizeof a);
         return 0;
+    case TDBM_OPT_SECONDS:
+        if (tdbm_parse_number(v, false, 86400, &a) || a == 0)
+            return tdbm_why(why, cap, "%s=%s: not a number of seconds "
+                            "(1 to 86400)", t->name, v);
+        {
+            unsigned n = (unsigned)a;
+            memcpy(field, &n, sizeof n);
+        }
+        return 0;
+    case TDBM_OPT_REQUESTS:
+        if (tdbm_parse_number(v, false, 1024, &a) || a == 0)
+            return tdbm_why(why, cap, "%s=%s: not a number of requests "
+                            "(1 to 1024)", t->name, v);
+        {
+            unsigned n = (unsigned)a;
+            memcpy(field, &n, sizeof n);
+        }
+        return 0;
     case TDBM_OPT_COUNT:
         if (tdbm_parse_number(v, false, 256, &a))
             return tdbm_why(why, cap, "%s=%s: not a number of "
@@ -270,7 +305,7 @@ int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
             *eq = '\0';
         rc = tdbm_option(o, tok, eq ? eq + 1 : NULL, why, cap);
         if (rc == 1) {
-            char known[256] = "";
+            char known[512] = "";
             size_t k = 0;
             for (const struct tdbm_option *t = tdbm_option_table; t->name;
                  t++)

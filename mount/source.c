@@ -74,8 +74,10 @@ static int tdbm_source_url(struct tdbm_source *s, const char *source,
                             "staged files)");
     if (tdb_s3_global_init() != 0 || !(s->path = strdup(source)))
         return tdbm_src_why(why, cap, source, "%s", strerror(ENOMEM));
+    struct tdb_s3_tuning t = o->s3;
+    t.disk_cache = o->disk_cache;
     tdb_error_clear(&err);
-    rc = tdb_io_open_url(&s->io, source, &err);
+    rc = tdb_io_open_url_tuned(&s->io, source, &t, &err);
     if (rc < 0)
         return tdbm_src_why(why, cap, source, "%s",
                             tdb_error_text(rc, &err));

@@ -181,6 +181,16 @@ int tdb_io_read(const struct tdb_io *io, const char *path, uint64_t off,
 int tdb_io_size(const struct tdb_io *io, const char *path, uint64_t *size,
                 struct tdb_error *err);
 bool tdb_io_exists(const struct tdb_io *io, const char *path);
+/* Asks io to fetch ahead (tdb_io_prefetch) every file among `names`, the
+ * entries of folder `dir`, whole: those whose name ends with one of the
+ * NULL-terminated `suffixes` (NULL: all). */
+void tdb_io_want_names(const struct tdb_io *io, const char *dir,
+                       const struct tdb_names *names,
+                       const char *const *suffixes);
+/* Asks io to fetch ahead the whole file `path` (or, kind TDB_WANT_LIST,
+ * the listing of folder `path`). */
+void tdb_io_want(const struct tdb_io *io, enum tdb_io_want_kind kind,
+                 const char *path);
 bool tdb_io_isdir(const struct tdb_io *io, const char *path);
 
 /* Publishes a whole file so that no reader sees part of it: writes

@@ -201,6 +201,83 @@ void tdb_io_free(struct tdb_io *io)
 
 /* --------------------------------------------------------------- helpers */
 
+void tdb_io_prefetch(const struct tdb_io *io, const struct tdb_io_want *want,
+                     size_t n)
+{
+    if (n && io->ops->prefetch)
+        io->ops->prefetch(io->ctx, want, n);
+}
+
+void tdb_io_settle(const struct tdb_io *io)
+{
+    if (io->ops->settle)
+        io->ops->settle(io->ctx);
+}
+
+void tdb_io_want(const struct tdb_io *io, enum tdb_io_want_kind kind,
+                 const char *path)
+{
+    struct tdb_io_want w = {kind, path, 0, 0};
+    tdb_io_prefetch(io, &w, 1);
+}
+
+/* Does name end with one of suffixes (NULL: any)? */
+static bool io_suffixed(const char *name, const char *const *suffixes)
+{
+    size_t n = strlen(name);
+    for (; suffixes && *suffixes; suffixes++) {
+        size_t l = strlen(*suffixes);
+        if (n >= l && !strcmp(name + n - l, *suffixes))
+            return true;
+    }
+    return !suffixes;
+}
+
+void tdb_io_want_names(const struct tdb_io *io, const char *dir,
+                       const struct tdb_names *names,
+                       const char *const *suffixes)
+{
+    if (!io->ops->prefetch || !names->n)
+        return;
+    struct tdb_io_want *w = calloc(names->n, sizeof *w);
+    char **paths = calloc(names->n, sizeof *paths);
+    size_t k = 0;
+    for (size_t i = 0; w && paths && i < names->n; i++) {
+        if (names->is_dir[i] || !io_suffixed(names->v[i], suffixes) ||
+            !(paths[k] = tdb_path_join(dir, names->v[i])))
+            continue;
+        w[k] = (struct tdb_io_want){TDB_WANT_FILE, paths[k], 0, 0};
+        k++;
+    }
+    tdb_io_prefetch(io, w, k);
+    for (size_t i = 0; paths && i < k; i++)
+        free(paths[i]);
+    free(paths);
+    free(w);
+}
+
+int tdb_io_read_many(const struct tdb_io *io, struct tdb_io_read *r, size_t n)
+{
+    if (io->ops->prefetch && n > 1) {
+        struct tdb_io_want *w = malloc(n * sizeof *w);
+        if (w) {
+            for (size_t i = 0; i < n; i++)
+                w[i] = (struct tdb_io_want){TDB_WANT_RANGE, r[i].path,
+                                            r[i].off, r[i].len};
+            io->ops->prefetch(io->ctx, w, n);
+            free(w);
+        }
+    }
+    int first = 0;
+    for (size_t i = 0; i < n; i++) {
+        r[i].rc = io->ops->read_at(io->ctx, r[i].path, r[i].off, r[i].buf,
+                                   r[i].len);
+        if (r[i].rc && !first)
+            first = r[i].rc;
+    }
+    return first;
+}
+
 int tdb_io_read(const struct tdb_io *io, const char *path, uint64_t off,
                 void *buf, size_t len, struct tdb_error *err)
 {

@@ -15,18 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define S3_CACHE_MAX (1u << 20) /* folder entries cached before all go */
 #define S3_REQUESTS 64          /* requests in flight at most */
 #define S3_TIMEOUT_MS 30000     /* a read's deadline, its retries included */
+#define S3_META_BYTES (64u << 20)  /* small files kept whole */
+#define S3_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
 
 /* --------------------------------------------------------------- state */
-
-struct s3_dir {
-    char *path;
-    struct s3_dent *e;
-    size_t n;
-    struct s3_dir *next;
-};
 
 /* An object being written: its bytes wait in an unlinked temporary file
  * until sync or rename PUTs them. */
@@ -38,145 +32,10 @@ struct s3_pending {
 };
 
 
-/* --------------------------------------------------------------- cache */
-
-static size_t s3_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return (size_t)(h % S3_CACHE_BUCKETS);
-}
-
-static void s3_dir_free(struct s3_dir *d)
-{
-    for (size_t i = 0; i < d->n; i++)
-        free(d->e[i].name);
-    free(d->e);
-    free(d->path);
-    free(d);
-}
-
-/* s->lock held. */
-static void s3_cache_clear(struct s3 *s)
-{
-    for (size_t i = 0; i < S3_CACHE_BUCKETS; i++)
-        while (s->cache[i]) {
-            struct s3_dir *d = s->cache[i];
-            s->cache[i] = d->next;
-            s3_dir_free(d);
-        }
-    s->ncached = 0;
-}
-
-/* Unlinks and frees folder `path`'s entry.  s->lock held. */
-static void s3_cache_drop(struct s3 *s, const char *path)
-{
-    for (struct s3_dir **pp = &s->cache[s3_hash(path)]; *pp;
-         pp = &(*pp)->next) {
-        if (strcmp((*pp)->path, path))
-            continue;
-        struct s3_dir *d = *pp;
-        *pp = d->next;
-        s->ncached -= d->n;
-        s3_dir_free(d);
-        return;
-    }
-}
-
-/* Something changed at `path`: the listings of every folder above it go. */
-static void s3_cache_forget(struct s3 *s, const char *path)
-{
-    char *p = strdup(path);
-    pthread_mutex_lock(&s->lock);
-    if (!p) {
-        s3_cache_clear(s);
-    } else {
-        for (;;) {
-            char *slash = strrchr(p, '/');
-            if (slash)
-                *slash = 0;
-            else
-                p[0] = 0;
-            s3_cache_drop(s, p);
-            if (!p[0])
-                break;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    free(p);
-}
-
-static int s3_dent_cmp(const void *a, const void *b)
-{
-    const struct s3_dent *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (int)x->is_dir - (int)y->is_dir;
-}
-
-/* Keeps a listing (takes e).  Best effort: on ENOMEM nothing is kept. */
-static void s3_cache_put(struct s3 *s, const char *path, struct s3_dent *e,
-                         size_t n)
-{
-    struct s3_dir *d = calloc(1, sizeof *d);
-    if (!d || !(d->path = strdup(path))) {
-        free(d);
-        for (size_t i = 0; i < n; i++)
-            free(e[i].name);
-        free(e);
-        return;
-    }
-    qsort(e, n, sizeof *e, s3_dent_cmp);
-    d->e = e;
-    d->n = n;
-    pthread_mutex_lock(&s->lock);
-    s3_cache_drop(s, path);
-    if (s->ncached + n > S3_CACHE_MAX)
-        s3_cache_clear(s);
-    size_t b = s3_hash(path);
-    d->next = s->cache[b];
-    s->cache[b] = d;
-    s->ncached += n;
-    pthread_mutex_unlock(&s->lock);
-}
-
-/* What the cached listing of path's folder says of it: 1 found (*is_dir,
- * *size set), 0 not known. */
-static int s3_cache_get(struct s3 *s, const char *path, bool *is_dir,
-                        uint64_t *size)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return 0;
-    char *slash = strrchr(dir, '/');
-    const char *leaf = slash ? path + (slash - dir) + 1 : path;
-    if (slash)
-        *slash = 0;
-    else
-        dir[0] = 0;
-    int found = 0;
-    pthread_mutex_lock(&s->lock);
-    for (struct s3_dir *d = s->cache[s3_hash(dir)]; d && !found; d = d->next) {
-        if (strcmp(d->path, dir))
-            continue;
-        for (size_t i = 0; i < d->n; i++)   /* a file and a folder may
-                                             * share a name: the file wins */
-            if (!strcmp(d->e[i].name, leaf) && (!found || !d->e[i].is_dir)) {
-                *is_dir = d->e[i].is_dir;
-                *size = d->e[i].size;
-                found = 1;
-            }
-        break;
-    }
-    pthread_mutex_unlock(&s->lock);
-    free(dir);
-    return found;
-}
-
 /* ------------------------------------------------------------- helpers */
 
 /* The key of `path` (relative to the root; leading '/' ignored). */
-static char *s3_key(struct s3 *s, const char *path)
+char *tdb_s3_key(struct s3 *s, const char *path)
 {
     while (*path == '/')
         path++;
@@ -194,7 +53,7 @@ static char *s3_key(struct s3 *s, const char *path)
 }
 
 /* The path as the cache names it (no leading or trailing '/'). */
-static char *s3_norm(const char *path)
+char *tdb_s3_norm(const char *path)
 {
     while (*path == '/')
         path++;
@@ -233,108 +92,6 @@ static void s3_pending_free(struct s3_pending *p)
     free(p);
 }
 
-/* A listing of keys starting with `kprefix`: with a delimiter, one level
- * (entries named after kprefix, folders with is_dir), else every key
- * below.  At most `max` keys (0: all).  With err, failures are named.
- * @return 0, a TDB_E_* code. */
-static int s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
-                        unsigned max, struct s3_dent **out, size_t *nout,
-                        struct tdb_error *err)
-{
-    struct s3_dent *all = NULL;
-    size_t n = 0, cap = 0;
-    char *token = NULL;
-    int r = 0;
-    char maxs[16];
-    snprintf(maxs, sizeof maxs, "%u", max ? max : 1000);
-    do {
-        struct tdb_s3_pair q[5];
-        size_t nq = 0;
-        q[nq++] = (struct tdb_s3_pair){"list-type", "2"};
-        q[nq++] = (struct tdb_s3_pair){"prefix", kprefix};
-        q[nq++] = (struct tdb_s3_pair){"max-keys", maxs};
-        if (delim)
-            q[nq++] = (struct tdb_s3_pair){"delimiter", "/"};
-        if (token)
-            q[nq++] = (struct tdb_s3_pair){"continuation-token", token};
-        char *query = tdb_s3_query(q, nq);
-        if (!query) {
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-            break;
-        }
-        struct s3_call c = {.method = "GET", .query = query, .up_fd = -1,
-                            .sink = S3_SINK_MEM};
-        r = tdb_s3_perform(s, &c);
-        free(query);
-        if (!r)
-            r = tdb_s3_status(s, &c, err);
-        else
-            tdb_err(err, r, "s3://%s/%s: list: %s", s->bucket, kprefix,
-                    c.cc != CURLE_OK ? curl_easy_strerror(c.cc)
-                                     : tdb_strerror(r));
-        struct s3_xml x;
-        memset(&x, 0, sizeof x);
-        if (!r && (r = tdb_s3_xml_parse(&x, &c.mem, kprefix)))
-            tdb_err(err, r, "s3://%s/%s: list: the answer is not a listing",
-                    s->bucket, kprefix);
-        tdb_s3_call_clear(&c);
-        if (r) {
-            tdb_s3_xml_free(&x);
-            break;
-        }
-        if (x.is_error) {
-            r = tdb_err(err, TDB_E_IO, "s3://%s/%s: list: %s", s->bucket,
-                        kprefix, x.code ? x.code : "error");
-            tdb_s3_xml_free(&x);
-            break;
-        }
-        if (n + x.n > cap) {
-            size_t nc = (n + x.n) * 2;
-            struct s3_dent *na = realloc(all, nc * sizeof *na);
-            if (!na) {
-                tdb_s3_xml_free(&x);
-                r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-                break;
-            }
-            all = na;
-            cap = nc;
-        }
-        memcpy(all + n, x.e, x.n * sizeof *x.e);
-        n += x.n;
-        x.n = 0;
-        free(token);
-        token = NULL;
-        bool more = x.truncated && !max;
-        if (more && !x.token)
-            r = tdb_err(err, TDB_E_CORRUPT, "s3://%s/%s: list: truncated "
-                        "without a continuation token", s->bucket, kprefix);
-        else if (more) {
-            token = x.token;
-            x.token = NULL;
-        }
-        tdb_s3_xml_free(&x);
-        if (!more)
-            break;
-    } while (!r);
-    free(token);
-    if (r) {
-        for (size_t i = 0; i < n; i++)
-            free(all[i].name);
-        free(all);
-        return r;
-    }
-    *out = all;
-    *nout = n;
-    return 0;
-}
-
-static void s3_dents_free(struct s3_dent *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(e[i].name);
-    free(e);
-}
-
 /* Does any key start with "KEY/"?  @return 1, 0 or a TDB_E_* code. */
 static int s3_has_children(struct s3 *s, const char *key)
 {
@@ -343,11 +100,11 @@ static int s3_has_children(struct s3 *s, const char *key)
         return TDB_E_NOMEM;
     struct s3_dent *e = NULL;
     size_t n = 0;
-    int r = s3_list_keys(s, kp, false, 1, &e, &n, NULL);
+    int r = tdb_s3_list_keys(s, kp, false, 1, &e, &n, NULL);
     free(kp);
     if (r)
         return r;
-    s3_dents_free(e, n);
+    tdb_s3_dents_free(e, n);
     return n > 0;
 }
 
@@ -368,13 +125,29 @@ static int s3_head(struct s3 *s, const char *key, uint64_t *size)
 
 /* ------------------------------------------------------------ the ops */
 
-static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
-                      size_t len)
+bool tdb_s3_pending(struct s3 *s, const char *norm)
 {
-    struct s3 *s = ctx;
-    char *norm = s3_norm(path);
-    if (!norm)
-        return TDB_E_NOMEM;
+    pthread_mutex_lock(&s->lock);
+    bool p = s3_pending_find(s, norm) != NULL;
+    pthread_mutex_unlock(&s->lock);
+    return p;
+}
+
+char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
+                   uint64_t size)
+{
+    char *id = NULL;
+    if (asprintf(&id, "%s/%s/%s\n%s\n%llu", s->host, s->bucket, key, etag,
+                 (unsigned long long)size) < 0)
+        return NULL;
+    return id;
+}
+
+/* Reads [off, off + len) of norm when it is being written: @return 1 (*rc
+ * the outcome) or 0 (it is not). */
+static int s3_pending_read(struct s3 *s, const char *norm, uint64_t off,
+                           void *buf, size_t len, int *rc)
+{
     pthread_mutex_lock(&s->lock);
     struct s3_pending *p = s3_pending_find(s, norm);
     int r = 0;
@@ -394,29 +167,91 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
         }
     }
     pthread_mutex_unlock(&s->lock);
-    free(norm);
-    if (p)
-        return r;
-    char *key = s3_key(s, path);
-    if (!key)
-        return TDB_E_NOMEM;
-    if (len == 0) {      /* nothing to GET: the object must exist */
-        uint64_t size;
-        r = s3_head(s, key, &size);
-        free(key);
-        return r ? r : off > size ? TDB_E_IO : 0;
-    }
+    *rc = r;
+    return p != NULL;
+}
+
+/* GET of [off, off + len) of key into buf (len > 0). */
+static int s3_get_range(struct s3 *s, const char *key, uint64_t off,
+                        void *buf, size_t len)
+{
     struct s3_call c = {.method = "GET", .key = key, .up_fd = -1,
                         .sink = S3_SINK_BUF, .dst = buf, .dst_len = len,
                         .skip = off};
     snprintf(c.range, sizeof c.range, "bytes=%llu-%llu",
              (unsigned long long)off, (unsigned long long)(off + len - 1));
-    r = tdb_s3_perform(s, &c);
+    int r = tdb_s3_perform(s, &c);
     if (!r)
         r = c.status == 416 ? TDB_E_IO : tdb_s3_status(s, &c, NULL);
     if (!r && c.dst_got != len)
         r = TDB_E_IO;
     tdb_s3_call_clear(&c);
+    return r;
+}
+
+/* The listing's word on file norm: its size and, with a disk cache, its
+ * name there (*ident, to free).  @return 1 known, else 0. */
+static int s3_known(struct s3 *s, const char *norm, const char *key,
+                    uint64_t *size, char **ident)
+{
+    struct s3_dent e;
+    *ident = NULL;
+    if (tdb_s3_dir_lookup(s, norm, &e) != 1 || e.is_dir) {
+        free(e.etag);
+        return 0;
+    }
+    *size = e.size;
+    if (s->disk && e.etag)
+        *ident = tdb_s3_ident(s, key, e.etag, e.size);
+    free(e.etag);
+    return 1;
+}
+
+/* A read from the disk cache: the whole small file's piece, or the exact
+ * range's.  @return 1 when served. */
+static int s3_disk_read(struct s3 *s, const char *ident, uint64_t size,
+                        uint64_t off, void *buf, size_t len)
+{
+    return (size <= S3_FILE_MAX &&
+            tdb_s3_disk_get(s->disk, ident, 0, size, off, buf, len)) ||
+           tdb_s3_disk_get(s->disk, ident, off, len, off, buf, len);
+}
+
+/* Reads come from a write in progress, from what was fetched ahead, from
+ * the disk cache, or from the object store: a small file (by its listing)
+ * whole, kept for the next reads; anything else as the range asked for. */
+static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+                      size_t len)
+{
+    struct s3 *s = ctx;
+    char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path), *ident = NULL;
+    uint64_t size = 0;
+    int r = 0;
+    if (!norm || !key)
+        r = TDB_E_NOMEM;
+    else if (s3_pending_read(s, norm, off, buf, len, &r) ||
+             tdb_s3_fetched_read(s, norm, off, buf, len, &r))
+        goto out;
+    bool known = s3_known(s, norm, key, &size, &ident);
+    if (ident && s3_disk_read(s, ident, size, off, buf, len))
+        goto out;
+    if (len == 0) {      /* nothing to GET: the object must exist */
+        r = known ? 0 : s3_head(s, key, &size);
+        r = r ? r : off > size ? TDB_E_IO : 0;
+        goto out;
+    }
+    if (known && size <= S3_FILE_MAX) {
+        struct tdb_io_want w = {TDB_WANT_FILE, norm, 0, 0};
+        tdb_s3_want(s, &w, 1);
+        if (tdb_s3_fetched_read(s, norm, off, buf, len, &r))
+            goto out;
+    }
+    r = s3_get_range(s, key, off, buf, len);
+    if (!r && ident)
+        tdb_s3_disk_put(s->disk, ident, off, len, buf);
+out:
+    free(ident);
+    free(norm);
     free(key);
     return r;
 }
@@ -424,7 +259,7 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
 static int s3_size(void *ctx, const char *path, uint64_t *size)
 {
     struct s3 *s = ctx;
-    char *norm = s3_norm(path);
+    char *norm = tdb_s3_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
     pthread_mutex_lock(&s->lock);
@@ -432,35 +267,36 @@ static int s3_size(void *ctx, const char *path, uint64_t *size)
     if (p)
         *size = p->size;
     pthread_mutex_unlock(&s->lock);
-    bool is_dir;
-    uint64_t sz;
-    int r = 0;
-    if (!p && s3_cache_get(s, norm, &is_dir, &sz) && !is_dir) {
-        *size = sz;
-    } else if (!p) {
-        char *key = s3_key(s, path);
+    struct s3_dent e = {0};
+    int r = p ? 1 : tdb_s3_fetched_size(s, norm, size);
+    if (!r && (r = tdb_s3_dir_lookup(s, norm, &e)) == 1 && !e.is_dir)
+        *size = e.size;
+    else if (r != TDB_E_NOENT && (r != 1 || e.is_dir)) {
+        char *key = tdb_s3_key(s, path);
         r = key ? s3_head(s, key, size) : TDB_E_NOMEM;
         free(key);
     }
+    free(e.etag);
     free(norm);
-    return r;
+    return r == 1 ? 0 : r;
 }
 
 static int s3_is_dir(void *ctx, const char *path, bool *is_dir)
 {
     struct s3 *s = ctx;
-    char *norm = s3_norm(path);
+    char *norm = tdb_s3_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
-    pthread_mutex_lock(&s->lock);
-    bool pending = s3_pending_find(s, norm) != NULL;
-    pthread_mutex_unlock(&s->lock);
-    uint64_t sz;
+    struct s3_dent e = {0};
     int r = 0;
-    if (pending) {
+    if (tdb_s3_pending(s, norm)) {
         *is_dir = false;
-    } else if (!norm[0] || !s3_cache_get(s, norm, is_dir, &sz)) {
-        char *key = s3_key(s, path);
+    } else if (norm[0] && (r = tdb_s3_dir_lookup(s, norm, &e)) != 0) {
+        *is_dir = e.is_dir;     /* listed, or listed as absent */
+        r = r == 1 ? 0 : r;
+    } else {
+        uint64_t sz;
+        char *key = tdb_s3_key(s, path);
         if (!key) {
             r = TDB_E_NOMEM;
         } else {
@@ -477,14 +313,17 @@ static int s3_is_dir(void *ctx, const char *path, bool *is_dir)
         }
         free(key);
     }
+    free(e.etag);
     free(norm);
     return r;
 }
 
+/* A listing fetched ahead serves one list call; others ask the server
+ * (and what they find is kept for size and is_dir). */
 static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
 {
     struct s3 *s = ctx;
-    char *key = s3_key(s, path), *kp = NULL, *norm = s3_norm(path);
+    char *key = tdb_s3_key(s, path), *kp = NULL, *norm = tdb_s3_norm(path);
     if (!key || !norm ||
         asprintf(&kp, "%s%s", key, key[0] ? "/" : "") < 0) {
         free(key);
@@ -494,7 +333,8 @@ static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
     free(key);
     struct s3_dent *e = NULL;
     size_t n = 0;
-    int r = s3_list_keys(s, kp, true, 0, &e, &n, NULL);
+    bool ahead = tdb_s3_dir_take(s, norm, &e, &n) == 1;
+    int r = ahead ? 0 : tdb_s3_list_keys(s, kp, true, 0, &e, &n, NULL);
     free(kp);
     /* a folder exists through its keys; none: no folder */
     if (!r && !n)
@@ -503,12 +343,29 @@ static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
         struct tdb_dirent ent = {e[i].name, e[i].is_dir};
         r = fn(arg, &ent);
     }
-    if (r || !n)
-        s3_dents_free(e, n);
+    if (r || !n || ahead)
+        tdb_s3_dents_free(e, n);
     else
-        s3_cache_put(s, norm, e, n);
+        tdb_s3_dir_put(s, norm, e, n, false);
     free(norm);
     return r;
+}
+
+static void s3_prefetch(void *ctx, const struct tdb_io_want *want, size_t n)
+{
+    tdb_s3_want(ctx, want, n);
+}
+
+static void s3_settle(void *ctx)
+{
+    tdb_s3_settle(ctx);
+}
+
+/* Something changed at norm through the backend. */
+static void s3_changed(struct s3 *s, const char *norm)
+{
+    tdb_s3_dir_forget(s, norm);
+    tdb_s3_fetched_forget(s, norm);
 }
 
 /* PUTs the first `len` bytes of fd as key. */
@@ -545,7 +402,7 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
     uint64_t end;
     if (!tdb_add_ok(off, len, &end) || end > INT64_MAX)
         return TDB_E_NOMEM;
-    char *norm = s3_norm(path);
+    char *norm = tdb_s3_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
     if (!norm[0]) {
@@ -572,7 +429,7 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
             free(norm);
             return TDB_E_IO;
         }
-        char *key = s3_key(s, path);
+        char *key = tdb_s3_key(s, path);
         if (!key) {
             r = TDB_E_NOMEM;
         } else {
@@ -651,11 +508,11 @@ static int s3_flush(struct s3 *s, const char *norm, const char *key,
 static int s3_sync(void *ctx, const char *path)
 {
     struct s3 *s = ctx;
-    char *norm = s3_norm(path), *key = s3_key(s, path);
+    char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path);
     bool was;
     int r = norm && key ? s3_flush(s, norm, key, &was) : TDB_E_NOMEM;
     if (!r && was)
-        s3_cache_forget(s, norm);
+        s3_changed(s, norm);
     free(norm);
     free(key);
     return r;
@@ -707,8 +564,8 @@ static int s3_copy(struct s3 *s, const char *from, const char *to)
 static int s3_rename(void *ctx, const char *from, const char *to)
 {
     struct s3 *s = ctx;
-    char *nf = s3_norm(from), *nt = s3_norm(to);
-    char *kf = s3_key(s, from), *kt = s3_key(s, to);
+    char *nf = tdb_s3_norm(from), *nt = tdb_s3_norm(to);
+    char *kf = tdb_s3_key(s, from), *kt = tdb_s3_key(s, to);
     int r = nf && nt && kf && kt ? 0 : TDB_E_NOMEM;
     bool was = false;
     if (!r && !nf[0])
@@ -728,7 +585,7 @@ static int s3_rename(void *ctx, const char *from, const char *to)
             struct s3_dent *e = NULL;
             size_t n = 0;
             r = asprintf(&kp, "%s/", kf) < 0 ? TDB_E_NOMEM
-                : s3_list_keys(s, kp, false, 0, &e, &n, NULL);
+                : tdb_s3_list_keys(s, kp, false, 0, &e, &n, NULL);
             if (!r && !n)
                 r = TDB_E_NOENT;
             for (size_t i = 0; !r && i < n; i++) {
@@ -744,13 +601,13 @@ static int s3_rename(void *ctx, const char *from, const char *to)
                 free(b);
             }
             if (kp)
-                s3_dents_free(e, n);
+                tdb_s3_dents_free(e, n);
             free(kp);
         }
     }
     if (nf && nt) {
-        s3_cache_forget(s, nf);
-        s3_cache_forget(s, nt);
+        s3_changed(s, nf);
+        s3_changed(s, nt);
     }
     free(nf);
     free(nt);
@@ -762,7 +619,7 @@ static int s3_rename(void *ctx, const char *from, const char *to)
 static int s3_remove(void *ctx, const char *path)
 {
     struct s3 *s = ctx;
-    char *norm = s3_norm(path), *key = s3_key(s, path);
+    char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path);
     int r = norm && key ? 0 : TDB_E_NOMEM;
     struct s3_pending *p = NULL;
     if (!r) {
@@ -782,7 +639,7 @@ static int s3_remove(void *ctx, const char *path)
         r = c < 0 ? c : c ? TDB_E_IO : p ? 0 : TDB_E_NOENT;
     }
     if (norm)
-        s3_cache_forget(s, norm);
+        s3_changed(s, norm);
     s3_pending_free(p);
     free(norm);
     free(key);
@@ -796,14 +653,18 @@ static void s3_destroy(void *ctx)
     while (s->pend) {
         struct s3_pending *p = s->pend;
         s->pend = p->next;
-        char *key = s3_key(s, p->path);
+        char *key = tdb_s3_key(s, p->path);
         if (key)
             s3_put_fd(s, key, p->fd, p->size);
         free(key);
         s3_pending_free(p);
     }
+    /* every call ends (fetches ahead fail), then what they fetched goes */
     tdb_s3_loop_free(&s->loop);
-    s3_cache_clear(s);
+    tdb_s3_fetched_free(s);
+    tdb_s3_dir_clear(s);
+    tdb_s3_disk_close(s->disk);
+    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->lock);
     if (s->secret)
         explicit_bzero(s->secret, strlen(s->secret));
@@ -830,6 +691,8 @@ static const struct tdb_io_ops io_s3_ops = {
     .remove = s3_remove,
     .sync = s3_sync,
     .destroy = s3_destroy,
+    .prefetch = s3_prefetch,
+    .settle = s3_settle,
 };
 
 /* ---------------------------------------------------------------- open */
@@ -918,10 +781,13 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     if (!s)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->meta_max = S3_META_BYTES;
+    s->ahead_max = S3_AHEAD_BYTES;
     int r = tdb_s3_loop_init(&s->loop, S3_REQUESTS, S3_TIMEOUT_MS)
                 ? tdb_err(err, TDB_E_NOMEM, "out of memory") : 0;
     if (r || !(s->bucket = strndup(b, bl)) ||
-        !(s->prefix = s3_norm(slash ? slash : "")) ||
+        !(s->prefix = tdb_s3_norm(slash ? slash : "")) ||
         !(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
                                                            : "us-east-1")) ||
         (cfg->access_key && !(s->key_id = strdup(cfg->access_key))) ||
@@ -943,8 +809,36 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     return 0;
 }
 
-int tdb_io_open_url(struct tdb_io *io, const char *source,
-                    struct tdb_error *err)
+/* Applies t to a backend no request has gone through yet. */
+static int s3_tune(struct s3 *s, const struct tdb_s3_tuning *t,
+                   struct tdb_error *err)
+{
+    struct s3_loop *L = &s->loop;
+    if (t->requests) {
+        L->max_active = t->requests;
+        curl_multi_setopt(L->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                          (long)t->requests);
+        curl_multi_setopt(L->multi, CURLMOPT_MAXCONNECTS, (long)t->requests);
+    }
+    if (t->timeout_s) {
+        L->timeout_ms = (uint64_t)t->timeout_s * 1000;
+        L->low_speed_s = t->timeout_s / 3 < 1 ? 1
+                         : t->timeout_s / 3 > 20 ? 20
+                                                 : (long)(t->timeout_s / 3);
+    }
+    if (t->readahead_bytes)
+        s->ahead_max = t->readahead_bytes;
+    if (t->disk_cache)
+        return tdb_s3_disk_open(&s->disk, t->disk_cache,
+                                t->disk_cache_bytes ? t->disk_cache_bytes
+                                                    : TDB_S3_DISK_CACHE_BYTES,
+                                err);
+    return 0;
+}
+
+int tdb_io_open_url_tuned(struct tdb_io *io, const char *source,
+                          const struct tdb_s3_tuning *t,
+                          struct tdb_error *err)
 {
     if (!tdb_io_is_url(source)) {
         int r = tdb_io_posix(io, source);
@@ -958,8 +852,20 @@ int tdb_io_open_url(struct tdb_io *io, const char *source,
     tdb_s3_config_free(&cfg);
     if (r)
         return r;
-    /* the bucket answers, and the prefix holds something */
     struct s3 *s = io->ctx;
+    if (t && (r = s3_tune(s, t, err))) {
+        tdb_io_free(io);
+        return r;
+    }
+    /* the listings an array's open reads first, asked for now in case
+     * the source is one (a group's open never lists them) */
+    static const char *const dirs[] = {"__schema", "__commits",
+                                       "__fragment_meta", "__meta"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+        tdb_s3_want_list(s, dirs[i], false);
+    tdb_s3_want_list(s, "__fragments", true);
+    /* the bucket answers, and the prefix holds something: its listing,
+     * kept for the open that follows */
     char *kp = NULL;
     struct s3_dent *e = NULL;
     size_t n = 0;
@@ -967,14 +873,23 @@ int tdb_io_open_url(struct tdb_io *io, const char *source,
         kp = NULL;
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
     } else {
-        r = s3_list_keys(s, kp, false, 1, &e, &n, err);
+        r = tdb_s3_list_keys(s, kp, true, 0, &e, &n, err);
     }
     free(kp);
     if (!r && !n)
         r = tdb_err(err, TDB_E_NOENT, "%s: no objects under this prefix",
                     source);
-    s3_dents_free(e, n);
+    if (!r)
+        tdb_s3_dir_put(s, "", e, n, true);
+    else
+        tdb_s3_dents_free(e, n);
     if (r)
         tdb_io_free(io);
     return r;
+}
+
+int tdb_io_open_url(struct tdb_io *io, const char *source,
+                    struct tdb_error *err)
+{
+    return tdb_io_open_url_tuned(io, source, NULL, err);
 }

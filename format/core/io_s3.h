@@ -1,6 +1,7 @@
 /* io_s3.h: the S3 backend's internals that the unit tests check: AWS
- * Signature Version 4, the query and path encodings, and the ini files of
- * ~/.aws (io_s3.c). */
+ * Signature Version 4, the query and path encodings (io_s3_sign.c), the
+ * ini files of ~/.aws (io_s3_config.c), the coalescing of ranges into
+ * GETs (io_s3_fetch.c). */
 #ifndef TDB_IO_S3_H
 #define TDB_IO_S3_H
 
@@ -49,5 +50,24 @@ void tdb_s3_sha256_hex(const void *data, size_t len, char out[65]);
  * skipped.  @return 0 with *value a new string, TDB_E_NOENT, TDB_E_NOMEM. */
 int tdb_s3_ini_get(const char *text, size_t len, const char *section,
                    const char *key, char **value);
+
+/* A byte range wanted of one file. */
+struct tdb_s3_range {
+    uint64_t off, len;
+};
+
+/* One GET serving ranges first..first+count-1 (after sorting): bytes
+ * [off, off + len), of which `want` were asked for. */
+struct tdb_s3_span {
+    uint64_t off, len, want;
+    size_t first, count;
+};
+
+/* Sorts r[n] by offset and joins them into GETs: a range that starts at
+ * most `gap` bytes after the span before ends joins it (the gap is fetched
+ * too) unless the span would pass `max` bytes; overlapping ranges join.
+ * Writes the spans to out (room for n).  @return their number. */
+size_t tdb_s3_coalesce(struct tdb_s3_range *r, size_t n, uint64_t gap,
+                       uint64_t max, struct tdb_s3_span *out);
 
 #endif

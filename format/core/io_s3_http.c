@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +222,11 @@ static size_t s3_on_header(char *p, size_t size, size_t nmemb, void *arg)
             e--;
         free(c->etag);
         c->etag = strndup(v, (size_t)(e - v));
+    } else if (n > 14 && !strncasecmp(p, "content-range:", 14)) {
+        /* "bytes A-B/TOTAL" */
+        const char *slash = memchr(p, '/', n);
+        if (slash && slash[1] >= '0' && slash[1] <= '9')
+            c->total = (curl_off_t)strtoull(slash + 1, NULL, 10);
     }
     return n;
 }
@@ -325,6 +331,7 @@ static void s3_try_reset(struct s3_call *c)
     c->failed = false;
     c->status = 0;
     c->length = -1;
+    c->total = -1;
     c->cc = CURLE_OK;
     c->curl_msg[0] = 0;
     free(c->etag);

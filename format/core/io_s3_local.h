@@ -15,6 +15,10 @@
 
 #define S3_CACHE_BUCKETS 4096
 #define S3_IDLE 64             /* idle easy handles kept by the I/O thread */
+#define S3_GOT_BUCKETS 1024
+#define S3_FILE_MAX (8u << 20)  /* a file fetched whole at most */
+#define S3_COALESCE_GAP (256u << 10) /* ranges this close: one GET */
+#define S3_COALESCE_MAX (8u << 20)   /* one GET of ranges at most */
 
 /* The I/O thread of one backend (io_s3_http.c): calls wait in a queue and
  * run on libcurl's multi interface, at most max_active at a time.  The
@@ -41,15 +45,23 @@ struct s3_loop {
     uint64_t calls, tries;      /* counts, for tests */
 };
 
+/* One entry of a listing. */
 struct s3_dent {
     char *name;
     bool is_dir;
     uint64_t size;
+    char *etag;         /* as the listing gives it (quoted), or NULL */
 };
+
+/* Frees n entries and the array. */
+void tdb_s3_dents_free(struct s3_dent *e, size_t n);
 
 
 struct s3_dir;
 struct s3_pending;
+struct s3_listing;
+struct s3_got;
+struct s3_disk;
 
 struct s3 {
     char *bucket;
@@ -58,10 +70,17 @@ struct s3 {
     char *host;          /* the Host header */
     char *uri_base;      /* "" or "/BUCKET" (path-style), before the key */
     char *region, *key_id, *secret, *token;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;       /* all below but loop */
+    pthread_cond_t cv;          /* something fetched ahead arrived */
     struct s3_loop loop;
-    struct s3_dir *cache[S3_CACHE_BUCKETS];
+    struct s3_dir *cache[S3_CACHE_BUCKETS];   /* io_s3_list.c */
     size_t ncached;
+    struct s3_listing *listings;              /* on their way */
+    struct s3_got *got[S3_GOT_BUCKETS];       /* io_s3_fetch.c */
+    uint64_t meta_bytes, meta_max;            /* whole files held */
+    uint64_t ahead_bytes, ahead_max;          /* ranges held */
+    unsigned got_flight;
+    struct s3_disk *disk;                     /* or NULL */
     struct s3_pending *pend;
 };
 
@@ -93,6 +112,7 @@ struct s3_call {
     long status;
     curl_off_t length;        /* Content-Length of the answer, or -1 */
     char *etag;               /* the ETag header, or NULL */
+    curl_off_t total;         /* of a 206: the object's size, or -1 */
     bool failed;              /* a sink failed (ENOMEM, a short disk) */
     CURLcode cc;
     int r;                    /* tdb_s3_submit's outcome (see perform) */
@@ -133,6 +153,86 @@ void tdb_s3_call_clear(struct s3_call *c);
 /* Monotonic milliseconds. */
 uint64_t tdb_s3_clock_ms(void);
 
+/* ------------------------------------------------------ paths (io_s3.c) */
+
+/* The key of `path` (relative to the root; leading '/' ignored), and the
+ * path as the caches name it (no leading or trailing '/').  @return a new
+ * string, NULL when out of memory. */
+char *tdb_s3_key(struct s3 *s, const char *path);
+char *tdb_s3_norm(const char *path);
+/* Is norm being written (held in a temporary file)? */
+bool tdb_s3_pending(struct s3 *s, const char *norm);
+/* The name of one version of an object in the disk cache. */
+char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
+                   uint64_t size);
+
+/* --------------------------------------------------- listings (_list.c) */
+
+/* Keeps a listing of folder `path` (takes e[n]); fresh: fetched ahead,
+ * for one tdb_s3_dir_take. */
+void tdb_s3_dir_put(struct s3 *s, const char *path, struct s3_dent *e,
+                    size_t n, bool fresh);
+/* What the cached listing of path's folder says of it, once no listing of
+ * that folder is on its way: 1 found (*out: is_dir, size and a copy of
+ * the etag to free; no name), TDB_E_NOENT (listed, not there), 0 (not
+ * known).  tdb_s3_dir_peek does not wait. */
+int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out);
+int tdb_s3_dir_peek(struct s3 *s, const char *path, struct s3_dent *out);
+/* A fresh listing of folder norm (waiting for one on its way), copied
+ * into *e (free with tdb_s3_dents_free) and no longer fresh.  @return 1,
+ * or 0 when there is none. */
+int tdb_s3_dir_take(struct s3 *s, const char *norm, struct s3_dent **e,
+                    size_t *n);
+/* Something changed at `path`: the listings of every folder above it go. */
+void tdb_s3_dir_forget(struct s3 *s, const char *path);
+/* Drops every listing (s->lock held). */
+void tdb_s3_dir_clear(struct s3 *s);
+/* A listing of keys starting with kprefix: with a delimiter one level
+ * (entries named after kprefix, folders with is_dir), else every key
+ * below; at most `max` keys (0: all, page after page).  With err,
+ * failures are named.  @return 0 or a TDB_E_* code. */
+int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
+                     unsigned max, struct s3_dent **out, size_t *nout,
+                     struct tdb_error *err);
+/* Starts a listing of folder norm ahead (tree: every folder below). */
+void tdb_s3_want_list(struct s3 *s, const char *norm, bool tree);
+/* Is a listing on its way?  (s->lock held.) */
+bool tdb_s3_listing_busy(struct s3 *s);
+
+/* ---------------------------------------------- fetched ahead (_fetch.c) */
+
+/* The prefetch op: listings, whole files, ranges. */
+void tdb_s3_want(struct s3 *s, const struct tdb_io_want *w, size_t n);
+/* Serves a read from what was fetched ahead (waiting for it when on its
+ * way): @return 1 (*rc its outcome) or 0 (not held: read it). */
+int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
+                        void *buf, size_t len, int *rc);
+/* The size of a file fetched whole: 1 (*size), TDB_E_NOENT, or 0. */
+int tdb_s3_fetched_size(struct s3 *s, const char *norm, uint64_t *size);
+/* norm changed: what was fetched of it goes. */
+void tdb_s3_fetched_forget(struct s3 *s, const char *norm);
+/* Waits until nothing fetched ahead is on its way. */
+void tdb_s3_settle(struct s3 *s);
+/* Frees everything fetched (the I/O thread ended). */
+void tdb_s3_fetched_free(struct s3 *s);
+
+/* ------------------------------------------------ the disk cache (_disk.c) */
+
+/* The disk cache in folder dir (made when missing), at most max bytes. */
+int tdb_s3_disk_open(struct s3_disk **out, const char *dir, uint64_t max,
+                     struct tdb_error *err);
+void tdb_s3_disk_close(struct s3_disk *d);
+/* Is piece [off, off + len) of object `ident` on disk? */
+bool tdb_s3_disk_has(struct s3_disk *d, const char *ident, uint64_t off,
+                     uint64_t len);
+/* Copies n bytes at `at` of the object from its piece [off, off + len),
+ * when on disk.  @return 1 (copied) or 0. */
+int tdb_s3_disk_get(struct s3_disk *d, const char *ident, uint64_t off,
+                    uint64_t len, uint64_t at, void *buf, size_t n);
+/* Keeps piece [off, off + len) (data) on disk (best effort). */
+void tdb_s3_disk_put(struct s3_disk *d, const char *ident, uint64_t off,
+                     uint64_t len, const void *data);
+
 /* The TDB_E_* code of an answer: 2xx 0, 404 TDB_E_NOENT, else TDB_E_IO;
  * with err, a message naming the key, the status and S3's error code. */
 int tdb_s3_status(struct s3 *s, struct s3_call *c, struct tdb_error *err);
@@ -148,6 +248,7 @@ struct s3_xml {
     struct s3_dent *e;       /* entries found */
     size_t n, cap;
     char *key;               /* Contents/Key */
+    char *etag;              /* Contents/ETag */
     uint64_t size;           /* Contents/Size */
     bool truncated;
     char *token;             /* NextContinuationToken */

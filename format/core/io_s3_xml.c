@@ -32,7 +32,7 @@ static char *s3_xml_text(struct s3_xml *x)
 }
 
 static void s3_xml_add(struct s3_xml *x, const char *full, bool is_dir,
-                       uint64_t size)
+                       uint64_t size, char **etag)
 {
     if (strncmp(full, x->prefix, x->plen))
         return;
@@ -58,6 +58,9 @@ static void s3_xml_add(struct s3_xml *x, const char *full, bool is_dir,
     }
     x->e[x->n].is_dir = is_dir;
     x->e[x->n].size = size;
+    x->e[x->n].etag = etag ? *etag : NULL;
+    if (etag)
+        *etag = NULL;
     x->n++;
 }
 
@@ -68,6 +71,8 @@ static void XMLCALL s3_xml_end(void *arg, const XML_Char *name)
     char **slot = NULL;
     if (!strcmp(name, "Key") && !strcmp(parent, "Contents"))
         slot = &x->key;
+    else if (!strcmp(name, "ETag") && !strcmp(parent, "Contents"))
+        slot = &x->etag;
     else if (!strcmp(name, "NextContinuationToken") && x->depth == 2)
         slot = &x->token;
     else if (!strcmp(name, "Code") && x->is_error && x->depth == 2)
@@ -90,16 +95,18 @@ static void XMLCALL s3_xml_end(void *arg, const XML_Char *name)
     } else if (!strcmp(name, "Contents") && x->depth == 2) {
         x->nkeys++;
         if (x->key)
-            s3_xml_add(x, x->key, false, x->size);
+            s3_xml_add(x, x->key, false, x->size, &x->etag);
         free(x->key);
         x->key = NULL;
+        free(x->etag);
+        x->etag = NULL;
         x->size = 0;
     } else if (!strcmp(name, "Prefix") && !strcmp(parent, "CommonPrefixes")) {
         char *t = s3_xml_text(x);
         if (!t)
             x->fail = TDB_E_NOMEM;
         else
-            s3_xml_add(x, t, true, 0);
+            s3_xml_add(x, t, true, 0, NULL);
         free(t);
     }
     x->depth--;
@@ -145,10 +152,9 @@ void tdb_s3_xml_free(struct s3_xml *x)
         XML_ParserFree(x->xp);
     for (int i = 0; i < 8; i++)
         free(x->stack[i]);
-    for (size_t i = 0; i < x->n; i++)
-        free(x->e[i].name);
-    free(x->e);
+    tdb_s3_dents_free(x->e, x->n);
     free(x->key);
+    free(x->etag);
     free(x->token);
     free(x->code);
     free(x->message);

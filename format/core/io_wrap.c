@@ -147,6 +147,36 @@ static int io_wrap_rename(void *ctx, const char *from, const char *to)
     IO_WRAP_MUTATE(rename, from, io_wrap_rename_to(w, p, to));
 }
 
+/* Passes the hints on, their paths mapped (dropped when out of memory). */
+static void io_wrap_prefetch(void *ctx, const struct tdb_io_want *want,
+                             size_t n)
+{
+    struct io_wrap *w = ctx;
+    if (!w->inner->ops->prefetch)
+        return;
+    struct tdb_io_want *m = malloc(n * sizeof *m);
+    char **tmp = calloc(n, sizeof *tmp);
+    size_t k = 0;
+    for (size_t i = 0; m && tmp && i < n; i++) {
+        m[k] = want[i];
+        m[k].path = io_wrap_path(w, want[i].path, &tmp[i]);
+        if (m[k].path)
+            k++;
+    }
+    if (k)
+        w->inner->ops->prefetch(w->inner->ctx, m, k);
+    for (size_t i = 0; tmp && i < n; i++)
+        free(tmp[i]);
+    free(tmp);
+    free(m);
+}
+
+static void io_wrap_settle(void *ctx)
+{
+    struct io_wrap *w = ctx;
+    tdb_io_settle(w->inner);
+}
+
 static void io_wrap_destroy(void *ctx)
 {
     struct io_wrap *w = ctx;
@@ -165,6 +195,8 @@ static const struct tdb_io_ops io_wrap_ops = {
     .remove = io_wrap_remove,
     .sync = io_wrap_sync,
     .destroy = io_wrap_destroy,
+    .prefetch = io_wrap_prefetch,
+    .settle = io_wrap_settle,
 };
 
 /* A wrapper of `inner` with `prefix` (copied; NULL: none) and schedule f. */

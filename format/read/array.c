@@ -487,6 +487,71 @@ static int arr_frag_id(struct tdb_array *a, const char *path,
     return r ? tdb_err(err, r, "out of memory") : 0;
 }
 
+/* The listings an open reads, asked for at once (every folder under
+ * __fragments too: the tree shows each fragment's size). */
+static void arr_want_folders(const struct tdb_io *io)
+{
+    static const char *const dirs[] = {"", "__schema", "__commits",
+                                       "__fragment_meta", "__meta"};
+    struct tdb_io_want w[6];
+    for (size_t i = 0; i < 5; i++)
+        w[i] = (struct tdb_io_want){TDB_WANT_LIST, dirs[i], 0, 0};
+    w[5] = (struct tdb_io_want){TDB_WANT_TREE, "__fragments", 0, 0};
+    tdb_io_prefetch(io, w, 6);
+}
+
+/* Does a consolidated fragment metadata file of cons[n] hold fragment
+ * `name`? */
+static bool arr_cons_holds(struct tdb_cons_fragmeta **cons, size_t n,
+                           const char *name)
+{
+    for (size_t c = 0; c < n; c++)
+        for (size_t j = 0; j < cons[c]->n; j++)
+            if (!strcmp(cons[c]->names[j], name))
+                return true;
+    return false;
+}
+
+/* The files an open reads once the folders are known, asked for at once:
+ * the metadata of fragments fe[n] (those no consolidated file of cons
+ * holds), the folders of fragments outside __fragments (formats 1 to 11),
+ * and the delete conditions del[ndel].  Best effort. */
+static void arr_want_frags(const struct tdb_io *io,
+                           const struct tdb_dir_entry *fe, size_t n,
+                           const struct tdb_dir_entry *del, size_t ndel,
+                           struct tdb_cons_fragmeta **cons, size_t ncons)
+{
+    size_t m = 2 * n + ndel;
+    struct tdb_io_want *w = calloc(m ? m : 1, sizeof *w);
+    char **paths = calloc(m ? m : 1, sizeof *paths);
+    size_t k = 0;
+    for (size_t i = 0; w && paths && i < n; i++) {
+        if (!arr_cons_holds(cons, ncons, fe[i].name) &&
+            (paths[k] = tdb_path_join(fe[i].path, "__fragment_metadata.tdb"))) {
+            w[k] = (struct tdb_io_want){TDB_WANT_FILE, paths[k], 0, 0};
+            k++;
+        }
+        if (strncmp(fe[i].path, "__fragments/", 12))
+            w[k++] = (struct tdb_io_want){TDB_WANT_LIST, fe[i].path, 0, 0};
+    }
+    for (size_t i = 0; w && paths && i < ndel; i++)
+        w[k++] = (struct tdb_io_want){TDB_WANT_FILE, del[i].path, 0, 0};
+    tdb_io_prefetch(io, w, k);
+    for (size_t i = 0; paths && i < m; i++)
+        free(paths[i]);
+    free(paths);
+    free(w);
+}
+
+/* The enumeration files of the schema in force, asked for at once. */
+static void arr_want_enums(struct tdb_array *a)
+{
+    const struct tdb_schema *s = a->schema;
+    for (uint32_t i = 0; i < s->nenums; i++)
+        if (s->enums[i].path)
+            tdb_io_want(&a->io, TDB_WANT_FILE, s->enums[i].path);
+}
+
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
                    struct tdb_cache *cache, struct tdb_error *err)
@@ -511,8 +576,14 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
     const uint8_t *key = a->has_key ? a->key : NULL;
     struct tdb_cons_fragmeta **cons = NULL;
     size_t ncons = 0;
+    arr_want_folders(&a->io);
     if ((r = tdb_arraydir_load(&a->io, a->ts_start, a->ts_end, &a->dir, err)))
         goto fail;
+    /* every committed fragment (the sparse rule may keep more than the
+     * dense one load applied), unless consolidated metadata may hold it */
+    if (!a->dir->nfragmeta)
+        arr_want_frags(&a->io, a->dir->cands, a->dir->ncands,
+                       a->dir->deletes, a->dir->ndeletes, NULL, 0);
     if (!a->dir->nschemas) {
         r = tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array (no schema)",
                     path[0] ? path : ".");
@@ -535,6 +606,7 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         a->schemas.v[a->dir->schema_latest < a->schemas.n ? a->dir->schema_latest
                                                            : 0];
     a->schema = in_force;
+    arr_want_enums(a);
     /* its enumerations' values (shown in __array.json) */
     for (uint32_t i = 0; i < in_force->nenums; i++)
         if ((r = tdb_enumeration_load(&a->io, &in_force->enums[i], key, err)))
@@ -558,6 +630,9 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
             ncons++;
         }
     }
+    if (a->dir->nfragmeta)
+        arr_want_frags(&a->io, a->dir->frags, a->dir->nfrags,
+                       a->dir->deletes, a->dir->ndeletes, cons, ncons);
     a->frags = calloc(a->dir->nfrags ? a->dir->nfrags : 1, sizeof *a->frags);
     if (!a->frags) {
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
@@ -617,12 +692,15 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
     for (size_t c = 0; c < ncons; c++)
         tdb_cons_fragmeta_free(cons[c]);
     free(cons);
+    /* nothing asked for ahead is left on its way (a daemon forks next) */
+    tdb_io_settle(&a->io);
     *out = a;
     return 0;
 fail:
     for (size_t c = 0; c < ncons; c++)
         tdb_cons_fragmeta_free(cons[c]);
     free(cons);
+    tdb_io_settle(&a->io);
     tdb_array_close(a);
     return r;
 }

@@ -623,6 +623,17 @@ int tdb_arraydir_load(const struct tdb_io *io, uint64_t ts_start,
         r = tdb_io_names(io, "__commits", &L.commits, err);
     if (!r)
         r = tdb_io_names(io, "__fragment_meta", &L.fmeta, err);
+    /* what is read next, and by the array's open, is asked for at once */
+    if (!r) {
+        static const char *const lists[] = {".con", ".ign", ".vac", ".del",
+                                            NULL};
+        static const char *const root[] = {".vac", ".meta", ".con", ".ign",
+                                           "__array_schema.tdb", NULL};
+        tdb_io_want_names(io, "", &L.root, root);
+        tdb_io_want_names(io, "__schema", &L.schema, NULL);
+        tdb_io_want_names(io, "__commits", &L.commits, lists);
+        tdb_io_want_names(io, "__fragment_meta", &L.fmeta, NULL);
+    }
     if (!r)
         r = arraydir_load_schemas(&L);
     if (!r)

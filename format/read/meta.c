@@ -95,6 +95,7 @@ int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
     *nout = 0;
     if ((r = tdb_io_names(io, dir, &names, err)))
         return r;
+    tdb_io_want_names(io, dir, &names, NULL); /* read next, at once */
     files = calloc(names.n ? names.n : 1, sizeof *files);
     vacs = calloc(names.n ? names.n : 1, sizeof *vacs);
     if (!files || !vacs) {

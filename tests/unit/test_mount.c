@@ -419,7 +419,9 @@ static void test_options(void)
     CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
     CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
     CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
-                 "threads, key_file, rw, writable, ro, staging_dir)") == 0);
+                 "threads, key_file, rw, writable, ro, staging_dir, "
+                 "s3_requests, s3_timeout, s3_readahead, disk_cache, "
+                 "disk_cache_size)") == 0);
 
     /* staging_dir is made absolute */
     CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),

@@ -1,0 +1,468 @@
+/* io_s3_fetch.c: what the S3 backend fetches ahead of the reads that need
+ * it: whole small files (kept, least recently used going first past
+ * their budget) and byte ranges (adjacent ones coalesced into one GET,
+ * each let go once read; their budget bounds the bytes fetched and not
+ * yet read).  A read finds its bytes here in flight (and waits) or
+ * fetched. */
+#include "core/core.h"
+#include "core/io_s3.h"
+#include "core/io_s3_local.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define S3_STALE_MS 2000        /* a range fetched ahead and not read for
+                                 * this long may make room for another */
+
+/* A whole file or a byte range fetched ahead. */
+struct s3_got {
+    struct s3 *s;
+    char *norm, *key;
+    bool whole;             /* a file (else a range) */
+    bool dead;              /* the file changed: found by no read */
+    bool kept;              /* on disk already */
+    uint64_t off, len;      /* the bytes held (a whole file: 0, its size
+                             * once fetched) */
+    uint64_t size;          /* the file's size, once known (else
+                             * UINT64_MAX) */
+    int state;              /* S3_GOT_FLIGHT, 0 fetched, or a TDB_E_* code */
+    uint8_t *data;
+    uint64_t want, taken;   /* a range: bytes asked for, bytes read */
+    uint64_t used;          /* ms of its last read (or of its start) */
+    unsigned refs;          /* reads copying from it */
+    char *ident;            /* its name in the disk cache, or NULL */
+    struct s3_call c;
+    struct s3_got *next;
+};
+
+#define S3_GOT_FLIGHT 1
+
+/* --------------------------------------------------------- coalescing */
+
+static int s3_range_cmp(const void *a, const void *b)
+{
+    const struct tdb_s3_range *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off ? 1
+           : x->len < y->len ? -1 : x->len > y->len;
+}
+
+size_t tdb_s3_coalesce(struct tdb_s3_range *r, size_t n, uint64_t gap,
+                       uint64_t max, struct tdb_s3_span *out)
+{
+    size_t k = 0;
+    qsort(r, n, sizeof *r, s3_range_cmp);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t end = r[i].off + r[i].len;
+        struct tdb_s3_span *sp = k ? &out[k - 1] : NULL;
+        uint64_t sp_end = sp ? sp->off + sp->len : 0;
+        if (sp && r[i].off <= sp_end + gap &&
+            (end <= sp_end || end - sp->off <= max)) {
+            /* bytes of r[i] not already asked for by the span */
+            uint64_t lo = r[i].off > sp_end ? r[i].off : sp_end;
+            sp->want += end > lo ? end - lo : 0;
+            if (end > sp_end)
+                sp->len = end - sp->off;
+            sp->count++;
+            continue;
+        }
+        out[k++] = (struct tdb_s3_span){r[i].off, r[i].len, r[i].len, i, 1};
+    }
+    return k;
+}
+
+/* ------------------------------------------------------------- store */
+
+static size_t s3_got_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)(h % S3_GOT_BUCKETS);
+}
+
+static void s3_got_free(struct s3_got *g)
+{
+    tdb_s3_call_clear(&g->c);
+    free(g->data);
+    free(g->norm);
+    free(g->key);
+    free(g->ident);
+    free(g);
+}
+
+/* Unlinks g and frees it, its bytes leaving the budget.  s->lock held. */
+static void s3_got_drop(struct s3 *s, struct s3_got *g)
+{
+    for (struct s3_got **pp = &s->got[s3_got_hash(g->norm)]; *pp;
+         pp = &(*pp)->next)
+        if (*pp == g) {
+            *pp = g->next;
+            break;
+        }
+    if (g->whole)
+        s->meta_bytes -= g->len;
+    else
+        s->ahead_bytes -= g->len;
+    s3_got_free(g);
+}
+
+/* The live entry holding [off, off + len) of norm (whole files: any
+ * range, checked by the caller), or NULL.  s->lock held. */
+static struct s3_got *s3_got_find(struct s3 *s, const char *norm,
+                                  uint64_t off, uint64_t len)
+{
+    for (struct s3_got *g = s->got[s3_got_hash(norm)]; g; g = g->next) {
+        if (g->dead || strcmp(g->norm, norm))
+            continue;
+        if (g->whole)
+            return g;
+        if (off >= g->off && off - g->off <= g->len &&
+            len <= g->len - (off - g->off))
+            return g;
+    }
+    return NULL;
+}
+
+/* Frees fetched entries of one kind (whole files or ranges) that no read
+ * holds, least recently read first, until `need` more bytes fit in its
+ * budget; ranges only when unread for S3_STALE_MS.  @return whether they
+ * fit.  s->lock held. */
+static bool s3_got_room(struct s3 *s, bool whole, uint64_t need)
+{
+    uint64_t *used = whole ? &s->meta_bytes : &s->ahead_bytes;
+    uint64_t max = whole ? s->meta_max : s->ahead_max;
+    uint64_t now = tdb_s3_clock_ms();
+    while (*used + need > max) {
+        struct s3_got *old = NULL;
+        for (size_t b = 0; b < S3_GOT_BUCKETS; b++)
+            for (struct s3_got *g = s->got[b]; g; g = g->next)
+                if (g->whole == whole && g->state <= 0 && !g->refs &&
+                    (whole || g->used + S3_STALE_MS <= now) &&
+                    (!old || g->used < old->used))
+                    old = g;
+        if (!old)
+            return false;
+        s3_got_drop(s, old);
+    }
+    return true;
+}
+
+/* The fetch ended (on the I/O thread). */
+static void s3_got_done(struct s3_call *c)
+{
+    struct s3_got *g = c->arg;
+    struct s3 *s = g->s;
+    int r = c->r;
+    if (!r)
+        r = c->status == 416 && g->whole ? 0 : tdb_s3_status(s, c, NULL);
+    pthread_mutex_lock(&s->lock);
+    if (!r && g->whole) {
+        /* a whole file, or its first S3_FILE_MAX bytes (206) */
+        uint64_t got = c->status == 416 ? 0 : c->mem.len;
+        g->size = c->status == 206 && c->total >= 0 ? (uint64_t)c->total
+                  : got;
+        g->data = c->mem.data;
+        c->mem.data = NULL;
+        c->mem.len = c->mem.cap = 0;
+        g->len = got;
+        s->meta_bytes += got;
+        if (g->size > got) {        /* not whole: a range held */
+            g->whole = false;
+            g->want = g->len;
+            s->meta_bytes -= got;
+            s->ahead_bytes += got;
+        }
+    } else if (!r && c->dst_got != g->len) {
+        r = TDB_E_IO;
+    }
+    if (!r && c->etag && !g->ident && s->disk)
+        g->ident = tdb_s3_ident(s, g->key, c->etag, g->size);
+    g->state = r;
+    g->used = tdb_s3_clock_ms();
+    s->got_flight--;
+    if (g->dead && !g->refs)
+        s3_got_drop(s, g);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* A new entry of norm, linked in flight.  s->lock held.  NULL: out of
+ * memory. */
+static struct s3_got *s3_got_new(struct s3 *s, const char *norm, bool whole,
+                                 uint64_t off, uint64_t len)
+{
+    struct s3_got *g = calloc(1, sizeof *g);
+    if (!g || !(g->norm = strdup(norm)) || !(g->key = tdb_s3_key(s, norm)) ||
+        (!whole && !(g->data = malloc(len ? (size_t)len : 1)))) {
+        if (g)
+            s3_got_free(g);
+        return NULL;
+    }
+    g->s = s;
+    g->whole = whole;
+    g->off = off;
+    g->len = whole ? 0 : len;
+    g->want = g->len;
+    g->size = UINT64_MAX;
+    g->state = S3_GOT_FLIGHT;
+    g->used = tdb_s3_clock_ms();
+    size_t b = s3_got_hash(norm);
+    g->next = s->got[b];
+    s->got[b] = g;
+    if (!whole)
+        s->ahead_bytes += len;
+    s->got_flight++;
+    return g;
+}
+
+/* Queues g's GET.  On failure g ends at once (fails).  s->lock not held. */
+static void s3_got_start(struct s3 *s, struct s3_got *g)
+{
+    struct s3_call *c = &g->c;
+    *c = (struct s3_call){.method = "GET", .key = g->key, .up_fd = -1,
+                          .done = s3_got_done, .arg = g};
+    if (g->whole) {
+        c->sink = S3_SINK_MEM;
+        snprintf(c->range, sizeof c->range, "bytes=0-%u", S3_FILE_MAX - 1);
+    } else {
+        c->sink = S3_SINK_BUF;
+        c->dst = g->data;
+        c->dst_len = (size_t)g->len;
+        c->skip = g->off;
+        snprintf(c->range, sizeof c->range, "bytes=%llu-%llu",
+                 (unsigned long long)g->off,
+                 (unsigned long long)(g->off + g->len - 1));
+    }
+    if (tdb_s3_submit(s, c)) {
+        c->r = TDB_E_NOMEM;
+        s3_got_done(c);
+    }
+}
+
+/* ------------------------------------------------------------ wanting */
+
+/* A whole small file ahead (unless known larger than S3_FILE_MAX, known
+ * absent, held, or on disk). */
+static void s3_want_file(struct s3 *s, const char *norm)
+{
+    struct s3_dent e;
+    int known = tdb_s3_dir_peek(s, norm, &e);
+    bool skip = known == TDB_E_NOENT ||
+                (known == 1 && (e.is_dir || !e.size || e.size > S3_FILE_MAX));
+    if (!skip && known == 1 && s->disk && e.etag) {
+        char *key = tdb_s3_key(s, norm);
+        char *id = key ? tdb_s3_ident(s, key, e.etag, e.size) : NULL;
+        skip = id && tdb_s3_disk_has(s->disk, id, 0, e.size);
+        free(id);
+        free(key);
+    }
+    free(e.etag);
+    if (skip)
+        return;
+    pthread_mutex_lock(&s->lock);
+    struct s3_got *g = s3_got_find(s, norm, 0, 0);
+    if (!g && s3_got_room(s, true, known == 1 ? e.size : 0))
+        g = s3_got_new(s, norm, true, 0, 0);
+    else
+        g = NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (g)
+        s3_got_start(s, g);
+}
+
+/* Is range r of norm on disk already?  (ident: the file's, or NULL.) */
+static bool s3_range_on_disk(struct s3 *s, const char *ident,
+                             const struct tdb_s3_range *r)
+{
+    return ident && tdb_s3_disk_has(s->disk, ident, r->off, r->len);
+}
+
+/* Ranges r[n] of one file ahead, coalesced, within the budget. */
+static void s3_want_ranges(struct s3 *s, const char *norm,
+                           struct tdb_s3_range *r, size_t n)
+{
+    char *ident = NULL;
+    if (s->disk) {
+        struct s3_dent e;
+        char *key = tdb_s3_key(s, norm);
+        if (key && tdb_s3_dir_peek(s, norm, &e) == 1 && e.etag)
+            ident = tdb_s3_ident(s, key, e.etag, e.size);
+        if (key)
+            free(e.etag);
+        free(key);
+    }
+    size_t k = 0;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++)      /* what is held or on disk goes */
+        if (r[i].len && !s3_got_find(s, norm, r[i].off, r[i].len) &&
+            !s3_range_on_disk(s, ident, &r[i]))
+            r[k++] = r[i];
+    struct tdb_s3_span *sp = k ? malloc(k * sizeof *sp) : NULL;
+    size_t ns = sp ? tdb_s3_coalesce(r, k, S3_COALESCE_GAP, S3_COALESCE_MAX,
+                                     sp) : 0;
+    struct s3_got **start = ns ? calloc(ns, sizeof *start) : NULL;
+    size_t nstart = 0;
+    for (size_t i = 0; start && i < ns; i++) {
+        if (!s3_got_room(s, false, sp[i].len))
+            break;
+        struct s3_got *g = s3_got_new(s, norm, false, sp[i].off, sp[i].len);
+        if (!g)
+            break;
+        g->want = sp[i].want;
+        g->ident = ident ? strdup(ident) : NULL;
+        start[nstart++] = g;
+    }
+    pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; i < nstart; i++)
+        s3_got_start(s, start[i]);
+    free(start);
+    free(sp);
+    free(ident);
+}
+
+void tdb_s3_want(struct s3 *s, const struct tdb_io_want *w, size_t n)
+{
+    struct tdb_s3_range *r = NULL;
+    for (size_t i = 0; i < n; i++) {
+        char *norm = tdb_s3_norm(w[i].path);
+        if (!norm)
+            continue;
+        if (w[i].kind == TDB_WANT_LIST || w[i].kind == TDB_WANT_TREE) {
+            tdb_s3_want_list(s, norm, w[i].kind == TDB_WANT_TREE);
+        } else if (w[i].kind == TDB_WANT_FILE) {
+            s3_want_file(s, norm);
+        } else if (w[i].kind == TDB_WANT_RANGE && !tdb_s3_pending(s, norm)) {
+            /* this range and the next ones of the same file, together */
+            size_t k = 0;
+            free(r);
+            r = malloc((n - i) * sizeof *r);
+            for (size_t j = i; r && j < n; j++) {
+                if (w[j].kind != TDB_WANT_RANGE ||
+                    (j > i && strcmp(w[j].path, w[i].path)))
+                    break;
+                r[k++] = (struct tdb_s3_range){w[j].off, w[j].len};
+            }
+            if (k)
+                s3_want_ranges(s, norm, r, k);
+            i += k ? k - 1 : 0;
+        }
+        free(norm);
+    }
+    free(r);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Copies [off, off + len) of g (fetched) into buf.  @return 0 or
+ * TDB_E_IO (outside the file). */
+static int s3_got_copy(const struct s3_got *g, uint64_t off, void *buf,
+                       size_t len)
+{
+    if (off < g->off || off - g->off > g->len || len > g->len - (off - g->off))
+        return TDB_E_IO;
+    if (len)
+        memcpy(buf, g->data + (off - g->off), len);
+    return 0;
+}
+
+int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
+                        void *buf, size_t len, int *rc)
+{
+    pthread_mutex_lock(&s->lock);
+    struct s3_got *g = s3_got_find(s, norm, off, len);
+    if (!g) {
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+    }
+    g->refs++;
+    while (g->state == S3_GOT_FLIGHT)
+        pthread_cond_wait(&s->cv, &s->lock);
+    int served = 1;
+    *rc = 0;
+    if (g->state < 0)
+        *rc = g->state;
+    else if (!g->whole && (off < g->off || off - g->off > g->len ||
+                           len > g->len - (off - g->off)))
+        served = 0;     /* a file fetched whole turned out too large */
+    else
+        *rc = s3_got_copy(g, off, buf, len);
+    g->used = tdb_s3_clock_ms();
+    /* what was fetched goes to disk: a whole file once, a range as read */
+    bool whole = g->whole;
+    char *ident = NULL;
+    uint8_t *copy = NULL;
+    uint64_t clen = whole ? g->len : len;
+    if (served && !*rc && g->ident && s->disk && !(whole && g->kept)) {
+        ident = strdup(g->ident);
+        if (whole && ident && (copy = malloc(clen ? (size_t)clen : 1))) {
+            memcpy(copy, g->data, (size_t)clen);
+            g->kept = true;
+        } else if (whole) {
+            free(ident);
+            ident = NULL;
+        }
+    }
+    if (!whole && served && !*rc)
+        g->taken += len;
+    g->refs--;
+    if (!g->refs && (g->dead || g->state < 0 ||
+                     (!g->whole && g->taken >= g->want)))
+        s3_got_drop(s, g);
+    pthread_mutex_unlock(&s->lock);
+    if (ident)
+        tdb_s3_disk_put(s->disk, ident, whole ? 0 : off, clen,
+                        whole ? copy : buf);
+    free(copy);
+    free(ident);
+    return served;
+}
+
+int tdb_s3_fetched_size(struct s3 *s, const char *norm, uint64_t *size)
+{
+    int r = 0;
+    pthread_mutex_lock(&s->lock);
+    struct s3_got *g = s3_got_find(s, norm, 0, 0);
+    if (g && g->whole) {
+        g->refs++;
+        while (g->state == S3_GOT_FLIGHT)
+            pthread_cond_wait(&s->cv, &s->lock);
+        g->refs--;
+        if (g->state == 0 && g->size != UINT64_MAX) {
+            *size = g->size;
+            r = 1;
+        } else if (g->state == TDB_E_NOENT) {
+            r = TDB_E_NOENT;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+void tdb_s3_fetched_forget(struct s3 *s, const char *norm)
+{
+    pthread_mutex_lock(&s->lock);
+    for (struct s3_got *g = s->got[s3_got_hash(norm)], *next; g; g = next) {
+        next = g->next;
+        if (strcmp(g->norm, norm))
+            continue;
+        g->dead = true;
+        if (!g->refs && g->state != S3_GOT_FLIGHT)
+            s3_got_drop(s, g);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tdb_s3_settle(struct s3 *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->got_flight || tdb_s3_listing_busy(s))
+        pthread_cond_wait(&s->cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void tdb_s3_fetched_free(struct s3 *s)
+{
+    for (size_t b = 0; b < S3_GOT_BUCKETS; b++)
+        while (s->got[b])
+            s3_got_drop(s, s->got[b]);
+}
