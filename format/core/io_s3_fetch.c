@@ -245,8 +245,11 @@ static void s3_got_start(struct s3 *s, struct s3_got *g)
  * absent, held, or on disk). */
 static void s3_want_file(struct s3 *s, const char *norm)
 {
+    /* with a disk cache, the listing (an ETag) is waited for: it names
+     * the piece on disk */
     struct s3_dent e;
-    int known = tdb_s3_dir_peek(s, norm, &e);
+    int known = s->disk ? tdb_s3_dir_lookup(s, norm, &e)
+                        : tdb_s3_dir_peek(s, norm, &e);
     bool skip = known == TDB_E_NOENT ||
                 (known == 1 && (e.is_dir || !e.size || e.size > S3_FILE_MAX));
     if (!skip && known == 1 && s->disk && e.etag) {
@@ -285,7 +288,7 @@ static void s3_want_ranges(struct s3 *s, const char *norm,
     if (s->disk) {
         struct s3_dent e;
         char *key = tdb_s3_key(s, norm);
-        if (key && tdb_s3_dir_peek(s, norm, &e) == 1 && e.etag)
+        if (key && tdb_s3_dir_lookup(s, norm, &e) == 1 && e.etag)
             ident = tdb_s3_ident(s, key, e.etag, e.size);
         if (key)
             free(e.etag);

@@ -547,7 +547,7 @@ void tdb_s3_want_list(struct s3 *s, const char *norm, bool tree)
     pthread_mutex_lock(&s->lock);
     bool busy = s3_listing_covers(s, norm);
     struct s3_dir *d = busy ? NULL : s3_dir_find(s, norm);
-    busy = busy || (d && d->fresh && !tree);
+    busy = busy || (d && d->fresh);
     pthread_mutex_unlock(&s->lock);
     if (busy)
         return;

@@ -1,0 +1,239 @@
+"""test_s3_io.py: how an s3:// source is read (format/core/io_s3*.c): an open in a few sequential round trips whatever the number of fragments, listings past 1,000 keys, reads fetched ahead and coalesced returning the bytes of the local mount, the disk cache shared by two mounts, and a stalled server failing a read within its deadline.  Requests and round trips are counted by tests/py/latency_proxy.py between the programs and the server."""
+import os
+import re
+import shutil
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import CORPUS, case_names, case_options, get_case, run_cat
+from latency_proxy import LatencyProxy
+from s3fixture import corpus_url
+
+NAME_RE = re.compile(r'^__(\d+)_(\d+)_([0-9a-f]{32})_(\d+)$')
+
+
+@pytest.fixture
+def proxy(s3_server, monkeypatch):
+    """A LatencyProxy in front of the server (50 ms each way: a 100 ms round
+    trip, so that requests sent together are told from requests sent one
+    after another), the programs pointed at it."""
+    p = LatencyProxy((s3_server.host, s3_server.port), delay_ms=50)
+    monkeypatch.setenv('AWS_ENDPOINT_URL', p.endpoint)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def many_fragments(case, n, out):
+    """The corpus array of `case` with its one fragment copied n - 1 times
+    under later timestamped names (each with its commit file): an array of
+    n fragments that all cover the same cells, the last one winning."""
+    shutil.copytree(os.path.join(CORPUS, case, 'array'), out)
+    frags = os.path.join(out, '__fragments')
+    (first,) = os.listdir(frags)
+    m = NAME_RE.match(first)
+    t0, ver = int(m.group(1)), m.group(4)
+    for i in range(1, n):
+        name = f'__{t0 + i}_{t0 + i}_{uuid.uuid4().hex}_{ver}'
+        shutil.copytree(os.path.join(frags, first), os.path.join(frags, name))
+        open(os.path.join(out, '__commits', name + '.wrt'), 'wb').close()
+    return out
+
+
+def upload_many(server, case, n, tmp_path):
+    """many_fragments(case, n) in the bucket: @return its URL."""
+    prefix = f'{tmp_path.name}/{case}-{n}'
+    server.upload(many_fragments(case, n, str(tmp_path / f'{case}-{n}')), prefix)
+    return server.url(prefix)
+
+
+def object_gets(proxy):
+    """The GETs of objects (not listings) the proxy saw."""
+    return [r for r in proxy.requests if r.method == 'GET' and '?' not in r.target]
+
+
+# ----------------------------------------------------------- the open
+
+def test_open_waves_do_not_grow_with_fragments(cat_prog, s3_server, proxy, tmp_path):
+    """Opening an array of 40 fragments takes as many sequential round trips
+    as one of 2 (its listings, schemas and fragment metadata are asked for
+    together), and few: 8 requests per fragment one after another before."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip('corpus not found')
+    waves, requests = {}, {}
+    for n in (2, 40):
+        url = upload_many(s3_server, 'dense_1d_basic', n, tmp_path)
+        proxy.reset()
+        r = run_cat(cat_prog, url, '__fragments')
+        assert r.returncode == 0, r.stderr
+        assert len(r.stdout.split()) == n
+        waves[n], requests[n] = proxy.waves(), proxy.count()
+    assert requests[40] >= requests[2] + 38         # each fragment's metadata
+    assert waves[40] == waves[2], (waves, requests)
+    assert waves[40] <= 4, (waves, requests)
+
+
+def test_listing_past_1000_keys(cat_prog, s3_server, tmp_path):
+    """An array of 1,005 fragments: its __commits folder and the listing of
+    everything under __fragments (2,010 keys) take several pages, followed
+    by continuation tokens; every fragment is in the tree and the bytes are
+    the last fragment's."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip('corpus not found')
+    url = upload_many(s3_server, 'dense_1d_basic', 1005, tmp_path)
+    r = run_cat(cat_prog, url, '__fragments', timeout=300)
+    assert r.returncode == 0, r.stderr
+    names = r.stdout.decode().split()
+    assert len(names) == 1005 and len(set(names)) == 1005
+    case = get_case('dense_1d_basic')
+    for path in ('a', 'b'):
+        r = run_cat(cat_prog, url, path, timeout=300)
+        assert r.returncode == 0 and r.stdout == case.expected(path), path
+
+
+# ---------------------------------------------------------- the reads
+
+@pytest.mark.parametrize('name', case_names())
+def test_fetched_ahead_reads_match_local(name, s3_corpus, mount, tmp_path):
+    """Every expected file of every case through one mount, read from start
+    to end on four threads at once (reads fetched ahead, ranges coalesced,
+    requests in parallel), against the same files of the local mount."""
+    case = get_case(name)
+    opts = case_options(case, tmp_path)
+    local = mount(os.path.join(CORPUS, name, 'array'), opts)
+    remote = mount(corpus_url(s3_corpus, name), opts + ['s3_readahead=2M'])
+    paths = [p for p in case.expected_paths
+             if os.path.isfile(os.path.join(local, p))]
+    got, errors = {}, []
+
+    def read(part):
+        try:
+            for p in part:
+                with open(os.path.join(remote, p), 'rb') as f:
+                    got[p] = f.read()
+        except OSError as e:
+            errors.append(f'{e}')
+    threads = [threading.Thread(target=read, args=(paths[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for p in paths:
+        with open(os.path.join(local, p), 'rb') as f:
+            assert got[p] == f.read(), f'{name}/{p}: differs from the local mount'
+
+
+# ---------------------------------------------------------- disk cache
+
+def meta_file(case, i=0):
+    """The i-th metadata file of a corpus case: (name, bytes)."""
+    folder = os.path.join(CORPUS, case, 'array', '__meta')
+    name = sorted(n for n in os.listdir(folder) if not n.endswith('.vac'))[i]
+    with open(os.path.join(folder, name), 'rb') as f:
+        return name, f.read()
+
+
+def read_tree(mnt):
+    """Every file under mnt: {relative path: bytes}."""
+    out = {}
+    for d, _, files in os.walk(mnt):
+        for n in files:
+            full = os.path.join(d, n)
+            with open(full, 'rb') as f:
+                out[os.path.relpath(full, mnt)] = f.read()
+    return out
+
+
+def test_disk_cache_second_mount_fetches_nothing(s3_server, proxy, mount, tmp_path):
+    """Two mounts sharing a disk cache, one after the other, read every file
+    of an array: the second makes no GET of any object (listings only) and
+    shows the local mount's bytes.  Then an object is replaced in the
+    bucket (a metadata file, same key, other bytes: another ETag): a third
+    mount fetches it again and shows its new values."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip('corpus not found')
+    src = str(tmp_path / 'local')
+    shutil.copytree(os.path.join(CORPUS, 'dense_fragments_overlap', 'array'), src)
+    os.makedirs(os.path.join(src, '__meta'), exist_ok=True)
+    name, first = meta_file('dense_empty')
+    with open(os.path.join(src, '__meta', name), 'wb') as f:
+        f.write(first)
+    prefix = f'{tmp_path.name}/cached'
+    s3_server.upload(src, prefix)
+    opts = [f'disk_cache={tmp_path / "disk-cache"}', 'disk_cache_size=64M']
+
+    local = mount(src)
+    want = read_tree(local)
+    mnt = mount(s3_server.url(prefix), opts)
+    assert read_tree(mnt) == want
+    assert not mount.unmount(mnt)
+    proxy.reset()
+    mnt = mount(s3_server.url(prefix), opts)
+    assert read_tree(mnt) == want
+    assert not object_gets(proxy), object_gets(proxy)
+    assert not mount.unmount(mnt)
+    assert not mount.unmount(local)
+
+    _, other = meta_file('metadata_types', 2)
+    with open(os.path.join(src, '__meta', name), 'wb') as f:
+        f.write(other)
+    s3_server.client.put(f'{prefix}/__meta/{name}', other)
+    proxy.reset()
+    mnt = mount(s3_server.url(prefix), opts)
+    local = mount(src)
+    got, old = read_tree(mnt), want
+    want = read_tree(local)
+    assert want != old          # the new metadata shows
+    assert got == want
+    assert any(r.target.endswith('/__meta/' + name) for r in object_gets(proxy))
+
+
+# -------------------------------------------------------------- stalls
+
+def test_stalled_read_fails_within_deadline(cat_prog, s3_server, proxy, tmp_path):
+    """A server that stops answering the GETs of one object: tiledbfs-cat
+    with s3_timeout=3 fails with EIO and a message (before: 60 s per try,
+    4 tries, so minutes)."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip('corpus not found')
+    url = upload_many(s3_server, 'dense_1d_basic', 1, tmp_path)
+    proxy.stall(lambda method, target: method == 'GET' and target.endswith('/a0.tdb'))
+    t0 = time.monotonic()
+    r = run_cat(cat_prog, url, 'a', opts=['s3_timeout=3'], timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert b'I/O error' in r.stderr or b'Input/output error' in r.stderr, r.stderr
+    assert took < 100, took
+
+
+def test_stalled_request_does_not_hold_others(s3_server, proxy, mount, tmp_path):
+    """While one read waits on a stalled GET, reads of other objects through
+    the same mount are answered; the stalled one then fails with EIO."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip('corpus not found')
+    url = upload_many(s3_server, 'dense_1d_basic', 1, tmp_path)
+    case = get_case('dense_1d_basic')
+    mnt = mount(url, ['s3_timeout=20'])
+    proxy.stall(lambda method, target: method == 'GET' and target.endswith('/a0.tdb'))
+    outcome = {}
+
+    def stalled():
+        try:
+            with open(os.path.join(mnt, 'a'), 'rb') as f:
+                outcome['a'] = f.read()
+        except OSError as e:
+            outcome['a'] = e
+    t = threading.Thread(target=stalled)
+    t.start()
+    time.sleep(1)               # its GET is on its way
+    with open(os.path.join(mnt, 'b'), 'rb') as f:
+        assert f.read() == case.expected('b')
+    assert t.is_alive(), 'the stalled read ended before the other was answered'
+    t.join(120)
+    assert not t.is_alive()
+    assert isinstance(outcome['a'], OSError) and outcome['a'].errno == 5, outcome
