@@ -1,15 +1,24 @@
 /* test_s3.c: the S3 backend's signing (AWS Signature Version 4, against the
  * worked examples of AWS's S3 documentation), encodings, ini files of
- * ~/.aws and the configuration read from the environment (io_s3.c).  The
- * requests themselves are tested against a real server in
- * tests/py/test_s3.py. */
+ * ~/.aws and the configuration read from the environment, the coalescing
+ * of ranges into GETs, the disk cache's pieces and bound, and the request
+ * queue of the I/O thread against a small HTTP server of the test's own
+ * (io_s3*.c).  The S3 requests themselves are tested against real servers
+ * in tests/py/test_s3.py and test_s3_io.py. */
 #include "unit.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/io_s3.h"
+#include "core/io_s3_local.h"
 
 /* The example account of AWS's S3 Signature Version 4 documentation
  * ("Examples: Signature Calculations"): its requests are dated
@@ -319,6 +328,370 @@ static void test_unreachable(void)
     clear_env();
 }
 
+
+/* ------------------------------------------------------------ coalescing */
+
+static void test_coalesce(void)
+{
+    /* tiles of one file, out of order: 0-100, 100-250 adjacent; 300-400
+     * 50 bytes after; 1000-1100 far; 1050-1150 overlapping it */
+    struct tdb_s3_range r[] = {{1000, 100}, {100, 150}, {0, 100},
+                               {300, 100}, {1050, 100}};
+    struct tdb_s3_span sp[5];
+    size_t n = tdb_s3_coalesce(r, 5, 64, 1 << 20, sp);
+    CHECK_EQ_INT(n, 2);
+    CHECK(sp[0].off == 0 && sp[0].len == 400 && sp[0].want == 350);
+    CHECK(sp[0].first == 0 && sp[0].count == 3);
+    CHECK(sp[1].off == 1000 && sp[1].len == 150 && sp[1].want == 150);
+    CHECK(sp[1].first == 3 && sp[1].count == 2);
+    CHECK(r[0].off == 0 && r[3].off == 1000);      /* sorted */
+    /* no gap allowed: 300 starts its own */
+    struct tdb_s3_range q[] = {{0, 100}, {100, 150}, {300, 100}};
+    CHECK_EQ_INT(tdb_s3_coalesce(q, 3, 0, 1 << 20, sp), 2);
+    CHECK(sp[0].len == 250 && sp[1].off == 300);
+    /* the cap: 0-100 and 100-250 would be 250 bytes > 200 */
+    struct tdb_s3_range c[] = {{0, 100}, {100, 150}, {250, 50}};
+    CHECK_EQ_INT(tdb_s3_coalesce(c, 3, 0, 200, sp), 2);
+    CHECK(sp[0].off == 0 && sp[0].len == 100);
+    CHECK(sp[1].off == 100 && sp[1].len == 200 && sp[1].want == 200);
+    /* a range inside another adds nothing asked for */
+    struct tdb_s3_range d[] = {{0, 1000}, {10, 10}};
+    CHECK_EQ_INT(tdb_s3_coalesce(d, 2, 0, 1 << 20, sp), 1);
+    CHECK(sp[0].len == 1000 && sp[0].want == 1000 && sp[0].count == 2);
+    CHECK_EQ_INT(tdb_s3_coalesce(d, 0, 0, 1 << 20, sp), 0);
+}
+
+/* ------------------------------------------------------------ disk cache */
+
+static char *disk_tmpdir(void)
+{
+    char tmpl[] = "/tmp/tiledbfs-test-disk-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+static void rm_rf(const char *dir)
+{
+    char *cmd = NULL;
+    if (asprintf(&cmd, "rm -rf '%s'", dir) > 0 && system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    free(cmd);
+}
+
+/* Pieces are named by identity and range; a piece whose identity differs
+ * (another ETag) or whose file was damaged is never read. */
+static void test_disk_pieces(void)
+{
+    char *dir = disk_tmpdir();
+    struct s3_disk *d = NULL;
+    struct tdb_error err = {0};
+    CHECK(dir != NULL);
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    uint8_t data[1000], got[1000];
+    for (int i = 0; i < 1000; i++)
+        data[i] = (uint8_t)(i * 7);
+    const char *id = "host/bucket/key\n\"etag1\"\n5000";
+    CHECK(!tdb_s3_disk_has(d, id, 4000, 1000));
+    tdb_s3_disk_put(d, id, 4000, 1000, data);
+    CHECK(tdb_s3_disk_has(d, id, 4000, 1000));
+    CHECK_EQ_INT(tdb_s3_disk_get(d, id, 4000, 1000, 4000, got, 1000), 1);
+    CHECK_MEM(got, data, 1000);
+    /* a part of it, and outside it */
+    CHECK_EQ_INT(tdb_s3_disk_get(d, id, 4000, 1000, 4500, got, 10), 1);
+    CHECK_MEM(got, data + 500, 10);
+    CHECK_EQ_INT(tdb_s3_disk_get(d, id, 4000, 1000, 4995, got, 10), 0);
+    /* another version of the object, another range: not there */
+    CHECK(!tdb_s3_disk_has(d, "host/bucket/key\n\"etag2\"\n5000", 4000,
+                           1000));
+    CHECK(!tdb_s3_disk_has(d, id, 4000, 999));
+    /* an empty piece */
+    tdb_s3_disk_put(d, id, 0, 0, NULL);
+    CHECK(tdb_s3_disk_has(d, id, 0, 0));
+    tdb_s3_disk_close(d);
+    /* a second cache over the same folder finds them; a damaged file (cut
+     * short) is a miss */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK(tdb_s3_disk_has(d, id, 4000, 1000));
+    char *cmd = NULL;
+    CHECK(asprintf(&cmd, "for f in '%s'/*/*; do n=$(stat -c %%s \"$f\"); "
+                   "[ \"$n\" -gt 900 ] && truncate -s 900 \"$f\"; done; true",
+                   dir) > 0);
+    CHECK_EQ_INT(system(cmd), 0);
+    free(cmd);
+    CHECK(!tdb_s3_disk_has(d, id, 4000, 1000));
+    CHECK_EQ_INT(tdb_s3_disk_get(d, id, 4000, 1000, 4000, got, 1000), 0);
+    tdb_s3_disk_close(d);
+    rm_rf(dir);
+    free(dir);
+}
+
+/* Past its bound, the least recently used pieces go (a hit renews). */
+static void test_disk_bound(void)
+{
+    char *dir = disk_tmpdir();
+    struct s3_disk *d = NULL;
+    struct tdb_error err = {0};
+    static uint8_t data[10000];
+    CHECK(dir != NULL);
+    /* room for four pieces of 10,000 bytes (and their headers) */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 41000, &err), 0);
+    const char *id = "h/b/k\n\"e\"\n1000000";
+    for (uint64_t i = 0; i < 4; i++) {
+        tdb_s3_disk_put(d, id, i * 10000, 10000, data);
+        /* a clock in seconds: age them apart */
+        char *cmd = NULL;
+        CHECK(asprintf(&cmd, "find '%s' -type f -newermt '-1 sec' -exec "
+                       "touch -d '-%d min' {} +", dir, (int)(10 - i)) > 0);
+        CHECK_EQ_INT(system(cmd), 0);
+        free(cmd);
+    }
+    for (uint64_t i = 0; i < 4; i++)
+        CHECK(tdb_s3_disk_has(d, id, i * 10000, 10000));
+    /* piece 0 read: now the most recent; piece 1 is the oldest */
+    CHECK_EQ_INT(tdb_s3_disk_get(d, id, 0, 10000, 0, data, 10), 1);
+    tdb_s3_disk_put(d, id, 40000, 10000, data);
+    CHECK(tdb_s3_disk_has(d, id, 40000, 10000));
+    CHECK(tdb_s3_disk_has(d, id, 0, 10000));
+    CHECK(!tdb_s3_disk_has(d, id, 10000, 10000));
+    tdb_s3_disk_close(d);
+    /* a folder that cannot be one */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, "/proc/version/x", 1 << 20, &err),
+                 TDB_E_IO);
+    CHECK(strstr(err.msg, "disk_cache=/proc/version/x") != NULL);
+    rm_rf(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------------- the I/O thread */
+
+/* A small HTTP/1.1 server on 127.0.0.1: each connection on a thread of its
+ * own; an answer's body is the request's path, sent after `delay_ms`,
+ * except for paths containing "stall", never answered.  It counts the
+ * requests it is answering at once (its peak tells how many were in
+ * flight). */
+struct http_srv {
+    int fd;
+    int port;
+    int delay_ms;
+    pthread_mutex_t lock;
+    int now, peak, served;
+    bool stop;
+};
+
+struct http_conn {
+    struct http_srv *srv;
+    int fd;
+};
+
+static void *http_conn_main(void *arg)
+{
+    struct http_conn *c = arg;
+    struct http_srv *s = c->srv;
+    char buf[8192];
+    size_t have = 0;
+    for (;;) {
+        char *end;
+        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
+            ssize_t n = have < sizeof buf ? read(c->fd, buf + have,
+                                                 sizeof buf - have) : -1;
+            if (n <= 0)
+                goto out;
+            have += (size_t)n;
+        }
+        char path[1024] = "";
+        sscanf(buf, "%*s %1023s", path);
+        pthread_mutex_lock(&s->lock);
+        if (++s->now > s->peak)
+            s->peak = s->now;
+        pthread_mutex_unlock(&s->lock);
+        if (strstr(path, "stall")) {
+            while (!s->stop)
+                usleep(10000);
+            goto out;
+        }
+        usleep((useconds_t)s->delay_ms * 1000);
+        char head[256];
+        int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
+                          "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n",
+                          strlen(path));
+        pthread_mutex_lock(&s->lock);
+        s->now--;
+        s->served++;
+        pthread_mutex_unlock(&s->lock);
+        if (write(c->fd, head, (size_t)hl) != hl ||
+            write(c->fd, path, strlen(path)) != (ssize_t)strlen(path))
+            goto out;
+        size_t used = (size_t)(end + 4 - buf);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+    }
+out:
+    close(c->fd);
+    free(c);
+    return NULL;
+}
+
+static void *http_accept_main(void *arg)
+{
+    struct http_srv *s = arg;
+    for (;;) {
+        int fd = accept(s->fd, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        struct http_conn *c = malloc(sizeof *c);
+        pthread_t th;
+        c->srv = s;
+        c->fd = fd;
+        if (pthread_create(&th, NULL, http_conn_main, c) == 0)
+            pthread_detach(th);
+    }
+}
+
+static int http_start(struct http_srv *s, int delay_ms)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t al = sizeof a;
+    pthread_t th;
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    s->delay_ms = delay_ms;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((s->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        bind(s->fd, (struct sockaddr *)&a, sizeof a) ||
+        listen(s->fd, 64) ||
+        getsockname(s->fd, (struct sockaddr *)&a, &al) ||
+        pthread_create(&th, NULL, http_accept_main, s))
+        return -1;
+    pthread_detach(th);
+    s->port = ntohs(a.sin_port);
+    return 0;
+}
+
+/* A backend on the server, tuned: `requests` in flight, reads within
+ * timeout_s. */
+static int http_backend(struct tdb_io *io, const struct http_srv *srv,
+                        unsigned requests, unsigned timeout_s)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%d", srv->port);
+    struct tdb_s3_config c = {.endpoint = ep};
+    struct tdb_error err = {0};
+    int r = tdb_io_s3(io, "s3://b/p", &c, &err);
+    struct s3 *s = io->ctx;
+    if (!r) {
+        s->loop.max_active = requests;
+        s->loop.timeout_ms = timeout_s * 1000u;
+        s->loop.low_speed_s = 1;
+    }
+    return r;
+}
+
+struct queued {
+    struct s3_call c;
+    char key[32];
+    pthread_mutex_t *m;
+    pthread_cond_t *cv;
+    int *left;
+};
+
+static void queued_done(struct s3_call *c)
+{
+    struct queued *q = c->arg;
+    pthread_mutex_lock(q->m);
+    --*q->left;
+    pthread_cond_signal(q->cv);
+    pthread_mutex_unlock(q->m);
+}
+
+/* Twelve calls queued at once, three allowed in flight: the server never
+ * answers more than three at a time, and each call gets its own answer. */
+static void test_queue_bound(void)
+{
+    struct http_srv srv;
+    struct tdb_io io = {0};
+    CHECK_EQ_INT(http_start(&srv, 50), 0);
+    CHECK_EQ_INT(http_backend(&io, &srv, 3, 30), 0);
+    struct s3 *s = io.ctx;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    struct queued q[12];
+    int left = 12;
+    for (int i = 0; i < 12; i++) {
+        memset(&q[i], 0, sizeof q[i]);
+        snprintf(q[i].key, sizeof q[i].key, "obj%d", i);
+        q[i].c = (struct s3_call){.method = "GET", .key = q[i].key,
+                                  .up_fd = -1, .sink = S3_SINK_MEM,
+                                  .done = queued_done, .arg = &q[i]};
+        q[i].m = &m;
+        q[i].cv = &cv;
+        q[i].left = &left;
+        CHECK_EQ_INT(tdb_s3_submit(s, &q[i].c), 0);
+    }
+    pthread_mutex_lock(&m);
+    while (left)
+        pthread_cond_wait(&cv, &m);
+    pthread_mutex_unlock(&m);
+    for (int i = 0; i < 12; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "/b/obj%d", i);
+        CHECK_EQ_INT(q[i].c.r, 0);
+        CHECK_EQ_INT(q[i].c.status, 200);
+        CHECK(q[i].c.mem.len == strlen(want) &&
+              !memcmp(q[i].c.mem.data, want, strlen(want)));
+        CHECK(q[i].c.etag && !strcmp(q[i].c.etag, "\"e\""));
+        tdb_s3_call_clear(&q[i].c);
+    }
+    CHECK_EQ_INT(srv.served, 12);
+    CHECK(srv.peak >= 2 && srv.peak <= 3);
+    tdb_io_free(&io);
+    srv.stop = true;
+    close(srv.fd);
+}
+
+/* A call the server never answers fails with TDB_E_IO once its deadline
+ * passed, retries included; the calls queued with it are answered. */
+static void test_queue_stall(void)
+{
+    struct http_srv srv;
+    struct tdb_io io = {0};
+    CHECK_EQ_INT(http_start(&srv, 0), 0);
+    CHECK_EQ_INT(http_backend(&io, &srv, 4, 2), 0);
+    struct s3 *s = io.ctx;
+    uint8_t buf[16];
+    CHECK_EQ_INT(io.ops->read_at(io.ctx, "stall", 0, buf, 4), TDB_E_IO);
+    CHECK(s->loop.tries >= 2);     /* it was tried again */
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    struct queued st = {0}, ok = {0};
+    int left = 2;
+    struct queued *both[] = {&st, &ok};
+    const char *keys[] = {"stall2", "fine"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(both[i]->key, sizeof both[i]->key, "%s", keys[i]);
+        both[i]->c = (struct s3_call){.method = "GET", .key = both[i]->key,
+                                      .up_fd = -1, .sink = S3_SINK_MEM,
+                                      .done = queued_done, .arg = both[i]};
+        both[i]->m = &m;
+        both[i]->cv = &cv;
+        both[i]->left = &left;
+        CHECK_EQ_INT(tdb_s3_submit(s, &both[i]->c), 0);
+    }
+    pthread_mutex_lock(&m);
+    while (left == 2)
+        pthread_cond_wait(&cv, &m);
+    CHECK_EQ_INT(left, 1);      /* the answered one ended first */
+    while (left)
+        pthread_cond_wait(&cv, &m);
+    pthread_mutex_unlock(&m);
+    CHECK_EQ_INT(ok.c.r, 0);
+    CHECK_EQ_INT(st.c.r, TDB_E_IO);
+    tdb_s3_call_clear(&st.c);
+    tdb_s3_call_clear(&ok.c);
+    tdb_io_free(&io);
+    srv.stop = true;
+    close(srv.fd);
+}
+
 int main(void)
 {
     tdb_s3_global_init();
@@ -330,5 +703,10 @@ int main(void)
     RUN(test_config);
     RUN(test_open_errors);
     RUN(test_unreachable);
+    RUN(test_coalesce);
+    RUN(test_disk_pieces);
+    RUN(test_disk_bound);
+    RUN(test_queue_bound);
+    RUN(test_queue_stall);
     return unit_done();
 }
