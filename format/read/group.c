@@ -191,6 +191,37 @@ static bool group_is_v1_name(const char *name)
     return u == 4 || (u == 5 && n >= 2 && strcmp(name + n - 2, "_1") == 0);
 }
 
+/* The listings opening each member reads first (an array's or a group's
+ * folders), asked for at once for every member. */
+static void group_want_members(const struct tdb_io *io,
+                               const struct tdb_group *g, const char *dir)
+{
+    static const char *const sub[] = {"", "__schema", "__commits",
+                                      "__fragment_meta", "__meta", "__group",
+                                      "__fragments"};
+    const size_t ns = sizeof sub / sizeof *sub;
+    struct tdb_io_want *w = calloc(g->n * ns + 1, sizeof *w);
+    char **paths = calloc(g->n * ns + 1, sizeof *paths);
+    size_t k = 0;
+    for (size_t i = 0; w && paths && i < g->n; i++) {
+        char *mp = tdb_group_member_path(&g->v[i], dir);
+        for (size_t j = 0; mp && j < ns; j++) {
+            if (!(paths[k] = tdb_path_join(mp, sub[j])))
+                continue;
+            w[k] = (struct tdb_io_want){j + 1 < ns ? TDB_WANT_LIST
+                                                   : TDB_WANT_TREE,
+                                        paths[k], 0, 0};
+            k++;
+        }
+        free(mp);
+    }
+    tdb_io_prefetch(io, w, k);
+    for (size_t i = 0; paths && i < k; i++)
+        free(paths[i]);
+    free(paths);
+    free(w);
+}
+
 int tdb_group_load_key(const struct tdb_io *io, const char *dir,
                        uint64_t ts_start, uint64_t ts_end,
                        const uint8_t *key, struct tdb_group **out,
@@ -207,6 +238,14 @@ int tdb_group_load_key(const struct tdb_io *io, const char *dir,
     if (!g || !(gdir = tdb_path_join(dir, "__group"))) {
         free(g);
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
+    }
+    /* the group's two folders, listed together */
+    char *mdir = tdb_path_join(dir, "__meta");
+    if (mdir) {
+        struct tdb_io_want w[2] = {{TDB_WANT_LIST, gdir, 0, 0},
+                                   {TDB_WANT_LIST, mdir, 0, 0}};
+        tdb_io_prefetch(io, w, 2);
+        free(mdir);
     }
     if ((r = tdb_ts_files_list(io, gdir, ts_start, ts_end, &files, &n, err)))
         goto out;
@@ -231,6 +270,8 @@ int tdb_group_load_key(const struct tdb_io *io, const char *dir,
             goto out;
     }
     r = group_finish(g, dir, err);
+    if (!r)
+        group_want_members(io, g, dir);
 out:
     tdb_buf_free(&buf);
     tdb_ts_files_free(files, n);
