@@ -309,9 +309,11 @@ class VerifyingProxy:
     when it differs; it signs again with the same keys what it forwards
     (the Host differs, and the server checks the signature too).  It cuts
     every listing to pages of PAGE keys and prefixes, so that continuation
-    tokens are followed (s3rver's own pages lose prefixes).  .checked counts
-    the signatures checked, .pages the listing pages answered; with
-    .fail_first set, the first try of each request is answered 503."""
+    tokens are followed (s3rver's own pages lose prefixes).  .endpoint is
+    its URL, .s3 the server; .checked counts the signatures checked, .pages
+    the listing pages answered, .methods the requests' methods; with
+    .fail_first set, the first try of each request is answered 503 and
+    counted in .failed.  close() stops it."""
 
     PAGE = 2
 
