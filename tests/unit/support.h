@@ -18,7 +18,8 @@
 /* ------------------------------------------------------------- the corpus */
 
 /* The corpus folder: $TILEDBFS_CORPUS when set and not empty (make check
- * sets it), else ../shared/corpus from the working directory. */
+ * sets it to the source tree's tests/corpus unless it is set already),
+ * else tests/corpus from the working directory (the repository's root). */
 const char *unit_corpus(void);
 
 /* True when the corpus is there (its dense_1d_basic/case.json can be
