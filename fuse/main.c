@@ -299,6 +299,12 @@ int main(int argc, char *argv[])
         tdbfs_say(why);
         goto out_args;
     }
+    /* group members left out: said once, at start */
+    const char *const *warn;
+    for (size_t i = 0, n = tdb_fs_warnings(src.fs, &warn); i < n; i++) {
+        snprintf(why, sizeof why, "%s", warn[i]);
+        tdbfs_say(why);
+    }
 
     memset(&cfg, 0, sizeof cfg);
     cfg.rw = opts.rw;
