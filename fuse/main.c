@@ -92,14 +92,11 @@ static bool tdbfs_syslog_listens(char *why, size_t cap)
 }
 
 /* Where the daemon logs, from -o log= (NULL: the default) and -f: sets
- * d->log_stderr and d->log_fd.  Syslog by default, but when nothing
- * listens at _PATH_LOG (a container) the standard error, said once here.
+ * d->log_stderr and d->log_fd (syslog by default; see tdbfs_log_probe).
  * @return 0 or -1 after printing why. */
 static int tdbfs_log_setup(struct tdbfs_daemon *d, const char *log,
                            bool foreground)
 {
-    char why[256];
-
     d->log_fd = -1;
     d->log_stderr = foreground;
     if (log && strcmp(log, "stderr") == 0) {
@@ -120,12 +117,22 @@ static int tdbfs_log_setup(struct tdbfs_daemon *d, const char *log,
                 "with a /)\n", program_invocation_short_name, log);
         return -1;
     }
-    if (!d->log_stderr && !tdbfs_syslog_listens(why, sizeof why)) {
-        fprintf(stderr, "%s: syslog cannot be reached (%s): logging to "
-                "standard error\n", program_invocation_short_name, why);
-        d->log_stderr = true;
-    }
     return 0;
+}
+
+/* Once mounted, before going to the background: a syslog that nothing
+ * listens to (a container) would drop every line, so the standard error
+ * takes them instead, and says so. */
+static void tdbfs_log_probe(struct tdbfs_daemon *d)
+{
+    char why[256];
+
+    if (d->log_stderr || d->log_fd >= 0 ||
+        tdbfs_syslog_listens(why, sizeof why))
+        return;
+    fprintf(stderr, "%s: syslog cannot be reached (%s): logging to "
+            "standard error\n", program_invocation_short_name, why);
+    d->log_stderr = true;
 }
 
 /* The first argument that is not an option is SOURCE; the next one is the
@@ -414,6 +421,7 @@ int main(int argc, char *argv[])
     d.readahead_kib = readahead;
     if (readahead)
         tdbm_readahead_file(fopts.mountpoint, d.bdi_ra, sizeof d.bdi_ra);
+    tdbfs_log_probe(&d);
     /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
     if (d.log_stderr && d.log_fd < 0 && !fopts.foreground) {
         errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
