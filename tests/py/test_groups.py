@@ -7,6 +7,7 @@ import struct
 import pytest
 
 from conftest import get_case, run_cat
+from test_write import cat_bytes as cat_ok
 
 
 # ---------------------------------------------------------------- writing
@@ -53,12 +54,6 @@ def copy_array(case_name, dest):
     case = get_case(case_name)
     shutil.copytree(case.array, dest)
     return case
-
-
-def cat_ok(cat_prog, source, path, opts=()):
-    r = run_cat(cat_prog, source, path, opts)
-    assert r.returncode == 0, f'tiledbfs-cat {source} {path}: {r.stderr.decode(errors="replace")}'
-    return r.stdout
 
 
 def group_json(cat_prog, source, opts=()):

@@ -8,6 +8,7 @@
 #include "tiledb_format_write.h"
 #include "core/generic_tile.h"
 #include "read/meta.h"
+#include "groupfile.h"
 #include "support.h"
 
 #include <stdlib.h>
@@ -233,22 +234,6 @@ static void test_path_normal(void)
     }
 }
 
-static void put_member(struct tdb_buf *b, const char *uri, const char *name,
-                       bool relative)
-{
-    tdb_buf_put_u32(b, 2);
-    tdb_buf_put_u8(b, 2);
-    tdb_buf_put_u8(b, relative);
-    tdb_buf_put_u64(b, strlen(uri));
-    tdb_buf_append(b, uri, strlen(uri));
-    tdb_buf_put_u8(b, name != NULL);
-    if (name) {
-        tdb_buf_put_u64(b, strlen(name));
-        tdb_buf_append(b, name, strlen(name));
-    }
-    tdb_buf_put_u8(b, 0);
-}
-
 /* A group at `dir` of io with members {uri, name, relative}. */
 static void put_group(struct tdb_io *io, const char *dir,
                       const char *const (*m)[3], size_t n)
@@ -259,7 +244,7 @@ static void put_group(struct tdb_io *io, const char *dir,
     tdb_buf_put_u32(&b, 2);
     tdb_buf_put_u64(&b, n);
     for (size_t i = 0; i < n; i++)
-        put_member(&b, m[i][0], m[i][1], m[i][2] != NULL);
+        group_member(&b, 2, 2, m[i][2] != NULL, m[i][0], m[i][1], false);
     CHECK_EQ_INT(tdb_generic_tile_encode(b.data, b.len, NULL, TDB_CHAR, 1,
                                          NULL, &tile, &err), 0);
     snprintf(path, sizeof path, "%s/__group/__1_1_%032d_2", dir, 0);
