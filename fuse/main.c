@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
@@ -91,6 +92,13 @@ static bool tdbfs_syslog_listens(char *why, size_t cap)
     return false;
 }
 
+/* Opens log file `path` for appending.  @return the descriptor or -1. */
+static int tdbfs_log_open(const char *path, int flags)
+{
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+                flags, 0640);
+}
+
 /* Where the daemon logs, from -o log= (NULL: the default) and -f: sets
  * d->log_stderr and d->log_fd (syslog by default; see tdbfs_log_probe).
  * @return 0 or -1 after printing why. */
@@ -104,14 +112,11 @@ static int tdbfs_log_setup(struct tdbfs_daemon *d, const char *log,
     } else if (log && strcmp(log, "syslog") == 0) {
         d->log_stderr = false;
     } else if (log && strchr(log, '/')) {
-        d->log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-                         O_NOCTTY, 0640);
-        if (d->log_fd < 0) {
+        if ((d->log_fd = tdbfs_log_open(log, 0)) < 0) {
             fprintf(stderr, "%s: log=%s: %s\n", program_invocation_short_name,
                     log, strerror(errno));
             return -1;
         }
-        return 0;
     } else if (log) {
         fprintf(stderr, "%s: log=%s: not syslog or stderr, nor a file (a path "
                 "with a /)\n", program_invocation_short_name, log);
@@ -120,19 +125,52 @@ static int tdbfs_log_setup(struct tdbfs_daemon *d, const char *log,
     return 0;
 }
 
-/* Once mounted, before going to the background: a syslog that nothing
- * listens to (a container) would drop every line, so the standard error
- * takes them instead, and says so. */
+/* The file a daemon logs to where no syslog listens: TDBFS_ROOT_LOG for
+ * root, else tiledbfs.log in $XDG_STATE_HOME (default ~/.local/state, made
+ * 0700 when missing).  path[cap] gets its name.  @return the opened
+ * descriptor, or -1 with errno. */
+#define TDBFS_ROOT_LOG "/var/log/tiledbfs.log"
+static int tdbfs_log_fallback(char *path, size_t cap)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+    if (geteuid() == 0) {
+        snprintf(path, cap, "%s", TDBFS_ROOT_LOG);
+    } else if (state && state[0] == '/') {
+        snprintf(path, cap, "%s/tiledbfs.log", state);
+    } else if (home && home[0] == '/') {
+        snprintf(path, cap, "%s/.local", home);
+        mkdir(path, 0700);
+        snprintf(path, cap, "%s/.local/state", home);
+        mkdir(path, 0700);
+        snprintf(path, cap, "%s/.local/state/tiledbfs.log", home);
+    } else {
+        snprintf(path, cap, "~/.local/state/tiledbfs.log");
+        errno = ENOENT;
+        return -1;
+    }
+    return tdbfs_log_open(path, O_NOFOLLOW);
+}
+
+/* Once mounted, before going to the background: syslog(3) drops every
+ * line when nothing listens at _PATH_LOG (a container), so the lines go to
+ * the file of tdbfs_log_fallback instead, and the daemon says so. */
 static void tdbfs_log_probe(struct tdbfs_daemon *d)
 {
-    char why[256];
+    char why[256], path[PATH_MAX];
 
     if (d->log_stderr || d->log_fd >= 0 ||
         tdbfs_syslog_listens(why, sizeof why))
         return;
-    fprintf(stderr, "%s: syslog cannot be reached (%s): logging to "
-            "standard error\n", program_invocation_short_name, why);
-    d->log_stderr = true;
+    d->log_fd = tdbfs_log_fallback(path, sizeof path);
+    if (d->log_fd >= 0)
+        fprintf(stderr, "%s: syslog cannot be reached (%s): logging to %s\n",
+                program_invocation_short_name, why, path);
+    else
+        fprintf(stderr, "%s: syslog cannot be reached (%s), nor %s (%s): "
+                "nothing will be logged (-o log=FILE or log=stderr says "
+                "where)\n", program_invocation_short_name, why, path,
+                strerror(errno));
 }
 
 /* The first argument that is not an option is SOURCE; the next one is the
@@ -207,9 +245,11 @@ static void tdbfs_usage(const char *prog)
            "                           default 1024, 0: the kernel's)");
     printf("    -o %-20s%s\n", "log=WHERE",
            "where the daemon logs: syslog (the default),\n"
-           "                           stderr (the default with -f or -d, and when\n"
-           "                           no syslog listens at " _PATH_LOG "), or FILE (a\n"
-           "                           path with a /, appended to)");
+           "                           stderr (the default with -f or -d), or FILE\n"
+           "                           (a path with a /, appended to); when no\n"
+           "                           syslog listens at " _PATH_LOG ", the file\n"
+           "                           " TDBFS_ROOT_LOG " (root) or\n"
+           "                           ~/.local/state/tiledbfs.log");
     tdbm_options_usage(stdout);
     printf("\nThrough mount(8) (mount -t fuse.tiledbfs, or fstab), mount.fuse3 "
            "starts\ntiledbfs with dev or nodev, suid or nosuid, and rw unless "

@@ -1,4 +1,4 @@
-"""test_logging.py: where the daemon's log lines go (README "Options", -o log=): the reason of a damaged tile's EIO is written where --help says, with no syslog listening (a mount namespace without /dev/log), and in a log=FILE."""
+"""test_logging.py: where the daemon's log lines go (README "Options", -o log=): the reason of a damaged tile's EIO is written where --help says, with no syslog listening (a mount namespace without /dev/log: the file /var/log/tiledbfs.log), and in a log=FILE."""
 import errno
 import os
 import shutil
@@ -11,25 +11,24 @@ from test_errors import copy_case, data_file
 
 # Run inside a mount namespace of its own: /dev/log hidden (an empty file
 # bound over it, so nothing can connect; nothing to do where it is
-# missing), the daemon started as an ordinary mount (it goes to the
-# background), the damaged file read through the mount, then unmounted.
+# missing), /var/log a folder of the test's; the daemon started as an
+# ordinary mount (it goes to the background; its messages captured
+# through a pipe, which it must not keep open), the damaged file read
+# through the mount, then unmounted.
 SCRIPT = r'''
 set -u
 if [ -e /dev/log ] || [ -L /dev/log ]; then
     mount --bind "$EMPTY" /dev/log || exit 90
 fi
-"$PROG" "$SRC" "$MNT" 2>"$ERR" || exit 91
+mount --bind "$VARLOG" /var/log || exit 89
+msg=$("$PROG" "$SRC" "$MNT" 2>&1) || { printf '%s\n' "$msg"; exit 91; }
+printf '%s\n' "$msg" > "$ERR"
 i=0
 while ! mountpoint -q "$MNT"; do
     i=$((i + 1)); [ $i -gt 400 ] && exit 92; sleep 0.05
 done
 cat "$MNT/a" >/dev/null 2>"$CATERR"; echo "cat=$?"
 fusermount3 -u "$MNT" || exit 93
-# the daemon writes its last lines and exits
-i=0
-while pgrep -f -- "$MNT" >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -gt 400 ] && break; sleep 0.05
-done
 exit 0
 '''
 
@@ -49,24 +48,28 @@ def help_text(fs_prog):
     return ' '.join(r.stdout.decode().split())
 
 
-def test_no_syslog_logs_to_stderr(fs_prog, tmp_path):
+def test_no_syslog_logs_to_a_file(fs_prog, tmp_path):
     """With nothing listening at /dev/log, the daemon (default log=, in the
-    background) says so at start and writes the reason of a damaged
-    tile's EIO to its standard error, as --help says."""
+    background) says at start where it logs instead, /var/log/tiledbfs.log
+    for root as --help says, and the reason of a damaged tile's EIO is
+    there."""
     why = fuse_missing()
     if why:
         pytest.skip(f'no FUSE here: {why}')
     if os.geteuid() != 0 or not shutil.which('unshare'):
         pytest.skip('hiding /dev/log needs root and unshare(1) (a mount namespace)')
-    assert 'when no syslog listens at /dev/log' in help_text(fs_prog)
+    assert 'when no syslog listens at /dev/log, the file /var/log/tiledbfs.log (root)' \
+        in help_text(fs_prog), help_text(fs_prog)
     array, fname = damaged_array(tmp_path)
     mnt = tmp_path / 'mnt'
     mnt.mkdir()
     empty = tmp_path / 'empty'
     empty.write_bytes(b'')
+    varlog = tmp_path / 'varlog'
+    varlog.mkdir()
     err = tmp_path / 'daemon.stderr'
     env = dict(os.environ, PROG=fs_prog, SRC=array, MNT=str(mnt), ERR=str(err),
-               EMPTY=str(empty), CATERR=str(tmp_path / 'cat.stderr'))
+               EMPTY=str(empty), VARLOG=str(varlog), CATERR=str(tmp_path / 'cat.stderr'))
     r = subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', SCRIPT],
                        env=env, capture_output=True, timeout=MOUNT_TIMEOUT * 4)
     out = r.stdout.decode(errors='replace') + r.stderr.decode(errors='replace')
@@ -74,9 +77,12 @@ def test_no_syslog_logs_to_stderr(fs_prog, tmp_path):
     assert 'cat=1' in out, out
     cat_err = (tmp_path / 'cat.stderr').read_text()
     assert os.strerror(errno.EIO) in cat_err, cat_err
-    log = err.read_text(errors='replace')
-    assert 'syslog cannot be reached' in log and 'logging to standard error' in log, log
+    said = err.read_text(errors='replace')
+    assert 'syslog cannot be reached' in said and \
+        'logging to /var/log/tiledbfs.log' in said, said
+    log = (varlog / 'tiledbfs.log').read_text(errors='replace')
     assert fname in log and 'tile' in log, log
+    assert fname not in said, said
 
 
 def test_log_file(fs_prog, mount, tmp_path):
