@@ -455,7 +455,15 @@ static void test_options(void)
     CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
     CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
     CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
-                 "threads, key_file, rw, writable, ro, staging_dir)") == 0);
+                 "threads, key_file, rw, writable, ro, staging_dir, "
+                 "group_members)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "group_members", "any", why, sizeof why), 0);
+    CHECK_EQ_INT(o.open.members, TDB_MEMBERS_ANY);
+    CHECK_EQ_INT(tdbm_option(&o, "group_members", "inside", why, sizeof why),
+                 0);
+    CHECK_EQ_INT(o.open.members, TDB_MEMBERS_INSIDE);
+    CHECK_EQ_INT(tdbm_option(&o, "group_members", "all", why, sizeof why), -1);
+    CHECK(strcmp(why, "group_members=all: not inside or any") == 0);
 
     /* staging_dir is made absolute */
     CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),
