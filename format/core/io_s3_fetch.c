@@ -323,35 +323,61 @@ static void s3_want_ranges(struct s3 *s, const char *norm,
     free(ident);
 }
 
+static int s3_want_cmp(const void *a, const void *b)
+{
+    const struct tdb_io_want *x = *(const struct tdb_io_want *const *)a;
+    const struct tdb_io_want *y = *(const struct tdb_io_want *const *)b;
+    int c = strcmp(x->path, y->path);
+    return c ? c : x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The ranges of w[n], file by file (sorted by path and offset). */
+static void s3_want_all_ranges(struct s3 *s, const struct tdb_io_want *w,
+                               size_t n)
+{
+    const struct tdb_io_want **v = malloc(n * sizeof *v);
+    struct tdb_s3_range *r = malloc(n * sizeof *r);
+    size_t k = 0;
+    for (size_t i = 0; v && r && i < n; i++)
+        if (w[i].kind == TDB_WANT_RANGE)
+            v[k++] = &w[i];
+    if (k)
+        qsort(v, k, sizeof *v, s3_want_cmp);
+    for (size_t i = 0; i < k;) {
+        size_t j = i, m = 0;
+        while (j < k && !strcmp(v[j]->path, v[i]->path)) {
+            r[m++] = (struct tdb_s3_range){v[j]->off, v[j]->len};
+            j++;
+        }
+        char *norm = tdb_s3_norm(v[i]->path);
+        if (norm && !tdb_s3_pending(s, norm))
+            s3_want_ranges(s, norm, r, m);
+        free(norm);
+        i = j;
+    }
+    free(v);
+    free(r);
+}
+
 void tdb_s3_want(struct s3 *s, const struct tdb_io_want *w, size_t n)
 {
-    struct tdb_s3_range *r = NULL;
+    bool ranges = false;
     for (size_t i = 0; i < n; i++) {
+        if (w[i].kind == TDB_WANT_RANGE) {
+            ranges = true;
+            continue;
+        }
         char *norm = tdb_s3_norm(w[i].path);
         if (!norm)
             continue;
-        if (w[i].kind == TDB_WANT_LIST || w[i].kind == TDB_WANT_TREE) {
-            tdb_s3_want_list(s, norm, w[i].kind == TDB_WANT_TREE);
-        } else if (w[i].kind == TDB_WANT_FILE) {
+        if (w[i].kind == TDB_WANT_FILE)
             s3_want_file(s, norm);
-        } else if (w[i].kind == TDB_WANT_RANGE && !tdb_s3_pending(s, norm)) {
-            /* this range and the next ones of the same file, together */
-            size_t k = 0;
-            free(r);
-            r = malloc((n - i) * sizeof *r);
-            for (size_t j = i; r && j < n; j++) {
-                if (w[j].kind != TDB_WANT_RANGE ||
-                    (j > i && strcmp(w[j].path, w[i].path)))
-                    break;
-                r[k++] = (struct tdb_s3_range){w[j].off, w[j].len};
-            }
-            if (k)
-                s3_want_ranges(s, norm, r, k);
-            i += k ? k - 1 : 0;
-        }
+        else
+            tdb_s3_want_list(s, norm, w[i].kind == TDB_WANT_TREE);
         free(norm);
     }
-    free(r);
+    if (ranges)
+        s3_want_all_ranges(s, w, n);
 }
 
 /* ------------------------------------------------------------ reading */

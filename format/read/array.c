@@ -414,6 +414,75 @@ int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
                                tile, err);
 }
 
+/* Range r of a tile of `file` (under the fragment's folder) whose tiles
+ * start at offs[ntiles] and which ends at file_size.  @return 1, 0 when
+ * the offsets say nothing sane (the load will report it), or
+ * TDB_E_NOMEM. */
+static int arr_tile_range(const struct tdb_frag *f, const char *file,
+                          const uint64_t *offs, uint64_t ntiles, uint64_t t,
+                          uint64_t file_size, struct tdb_tile_range *r)
+{
+    if (!offs || t >= ntiles)
+        return 0;
+    uint64_t start = offs[t];
+    uint64_t end = t + 1 < ntiles ? offs[t + 1] : file_size;
+    if (end <= start || end - start > TDB_MAX_TILE_BYTES)
+        return 0;
+    if (!(r->path = tdb_path_join(f->fm->path, file)))
+        return TDB_E_NOMEM;
+    r->off = start;
+    r->len = end - start;
+    return 1;
+}
+
+int tdb_frag_tile_ranges(struct tdb_frag *f, int field, unsigned part,
+                         uint64_t t, struct tdb_tile_range out[2],
+                         struct tdb_error *err)
+{
+    struct tdb_fragmeta *fm = f->fm;
+    int r = tdb_fragmeta_load_field(fm, (uint32_t)field, err);
+    if (r)
+        return r;
+    struct tdb_field_tiles *ft = &fm->tiles[field];
+    struct arr_field fi;
+    arr_field_info(f, field, &fi);
+    const char *name = fm->file_names[field];
+    int n = 0;
+    char *file = NULL;
+    if (part == TDB_PART_VALIDITY) {
+        if (!(file = arr_file_variant(name, "_validity")))
+            return TDB_E_NOMEM;
+        r = arr_tile_range(f, file, ft->validity_offsets, ft->ntiles, t,
+                           fm->file_validity_sizes[field], &out[n]);
+        n += r == 1;
+    } else if (fi.var) {
+        if (!tdb_pipeline_skips_offsets(fi.filters, fi.type, fm->version)) {
+            r = arr_tile_range(f, name, ft->offsets, ft->ntiles, t,
+                               fm->file_sizes[field], &out[n]);
+            n += r == 1;
+        }
+        if (r >= 0 && !(part == TDB_PART_OFFSETS && n && ft->var_sizes)) {
+            if (!(file = arr_file_variant(name, "_var")))
+                r = TDB_E_NOMEM;
+            else if ((r = arr_tile_range(f, file, ft->var_offsets, ft->ntiles,
+                                         t, fm->file_var_sizes[field],
+                                         &out[n])) == 1)
+                n++;
+        }
+    } else {
+        r = arr_tile_range(f, name, ft->offsets, ft->ntiles, t,
+                           fm->file_sizes[field], &out[n]);
+        n += r == 1;
+    }
+    free(file);
+    if (r < 0) {
+        while (n)
+            free(out[--n].path);
+        return tdb_err(err, r, "out of memory");
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------ opening */
 
 const uint8_t *tdb_array_key(const struct tdb_array *a)

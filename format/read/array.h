@@ -104,6 +104,19 @@ int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
                         uint64_t t, unsigned flags, struct tdb_cache_entry **e,
                         const struct tdb_tile **tile, struct tdb_error *err);
 
+/* The byte ranges a tile's load reads (for fetching them ahead): at most
+ * two (a var-sized field's offsets and values), paths relative to the
+ * array (free each), ranges the offsets make no sense of left out.
+ * @return their number, or a TDB_E_* code (the tile offsets could not be
+ * loaded). */
+struct tdb_tile_range {
+    char *path;
+    uint64_t off, len;
+};
+int tdb_frag_tile_ranges(struct tdb_frag *f, int field, unsigned part,
+                         uint64_t t, struct tdb_tile_range out[2],
+                         struct tdb_error *err);
+
 /* Dense fragments: fragment cell number of the cell at offsets o[] (inside
  * the fragment's tile box). */
 uint64_t tdb_frag_dense_cell(const struct tdb_frag *f, const uint64_t *o);
