@@ -1,9 +1,10 @@
 /* io_s3_fetch.c: what the S3 backend fetches ahead of the reads that need
  * it: whole small files (kept, least recently used going first past
  * their budget) and byte ranges (adjacent ones coalesced into one GET,
- * each let go once read; their budget bounds the bytes fetched and not
- * yet read).  A read finds its bytes here in flight (and waits) or
- * fetched. */
+ * each let go once read).  The ranges' budget bounds the bytes fetched and
+ * not yet read: ranges asked for beyond it wait, in order, and start as
+ * reads make room (or at once when a read wants them).  A read finds its
+ * bytes here in flight (and waits) or fetched. */
 #include "core/core.h"
 #include "core/io_s3.h"
 #include "core/io_s3_local.h"
@@ -11,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define S3_STALE_MS 2000        /* a range fetched ahead and not read for
+#define S3_STALE_MS 10000       /* a range fetched ahead and not read for
                                  * this long may make room for another */
+#define S3_WAIT_MS 10000        /* a range waiting for room this long is
+                                 * forgotten (its reader went elsewhere) */
 
 /* A whole file or a byte range fetched ahead. */
 struct s3_got {
@@ -33,9 +36,11 @@ struct s3_got {
     char *ident;            /* its name in the disk cache, or NULL */
     struct s3_call c;
     struct s3_got *next;
+    struct s3_got *wnext;   /* in s->waitq */
 };
 
 #define S3_GOT_FLIGHT 1
+#define S3_GOT_WAIT 2       /* a range waiting for room in the budget */
 
 /* --------------------------------------------------------- coalescing */
 
@@ -90,6 +95,22 @@ static void s3_got_free(struct s3_got *g)
     free(g);
 }
 
+/* Takes g off the waiting ranges; @return the last one left.  s->lock
+ * held. */
+static struct s3_got *s3_wait_unlink(struct s3 *s, struct s3_got *g)
+{
+    struct s3_got *last = NULL;
+    for (struct s3_got **pp = &s->waitq; *pp;) {
+        if (*pp == g) {
+            *pp = g->wnext;
+            continue;
+        }
+        last = *pp;
+        pp = &(*pp)->wnext;
+    }
+    return last;
+}
+
 /* Unlinks g and frees it, its bytes leaving the budget.  s->lock held. */
 static void s3_got_drop(struct s3 *s, struct s3_got *g)
 {
@@ -99,7 +120,9 @@ static void s3_got_drop(struct s3 *s, struct s3_got *g)
             *pp = g->next;
             break;
         }
-    if (g->whole)
+    if (g->state == S3_GOT_WAIT)
+        s->waitq_tail = s3_wait_unlink(s, g);
+    else if (g->whole)
         s->meta_bytes -= g->len;
     else
         s->ahead_bytes -= g->len;
@@ -186,14 +209,14 @@ static void s3_got_done(struct s3_call *c)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* A new entry of norm, linked in flight.  s->lock held.  NULL: out of
- * memory. */
+/* A new entry of norm, linked in flight, or (wait) a range waiting for
+ * room.  s->lock held.  NULL: out of memory. */
 static struct s3_got *s3_got_new(struct s3 *s, const char *norm, bool whole,
-                                 uint64_t off, uint64_t len)
+                                 uint64_t off, uint64_t len, bool wait)
 {
     struct s3_got *g = calloc(1, sizeof *g);
     if (!g || !(g->norm = strdup(norm)) || !(g->key = tdb_s3_key(s, norm)) ||
-        (!whole && !(g->data = malloc(len ? (size_t)len : 1)))) {
+        (!whole && !wait && !(g->data = malloc(len ? (size_t)len : 1)))) {
         if (g)
             s3_got_free(g);
         return NULL;
@@ -204,15 +227,58 @@ static struct s3_got *s3_got_new(struct s3 *s, const char *norm, bool whole,
     g->len = whole ? 0 : len;
     g->want = g->len;
     g->size = UINT64_MAX;
-    g->state = S3_GOT_FLIGHT;
+    g->state = wait ? S3_GOT_WAIT : S3_GOT_FLIGHT;
     g->used = tdb_s3_clock_ms();
     size_t b = s3_got_hash(norm);
     g->next = s->got[b];
     s->got[b] = g;
+    if (wait) {
+        if (s->waitq_tail)
+            s->waitq_tail->wnext = g;
+        else
+            s->waitq = g;
+        s->waitq_tail = g;
+        return g;
+    }
     if (!whole)
         s->ahead_bytes += len;
     s->got_flight++;
     return g;
+}
+
+/* A waiting range goes in flight (its GET to be started by the caller
+ * once s->lock is let go).  @return false when out of memory (g then
+ * still waits).  s->lock held. */
+static bool s3_got_promote(struct s3 *s, struct s3_got *g)
+{
+    if (!(g->data = malloc(g->len ? (size_t)g->len : 1)))
+        return false;
+    s->waitq_tail = s3_wait_unlink(s, g);
+    g->wnext = NULL;
+    g->state = S3_GOT_FLIGHT;
+    g->used = tdb_s3_clock_ms();
+    s->ahead_bytes += g->len;
+    s->got_flight++;
+    return true;
+}
+
+/* The waiting ranges that fit now, in order, promoted into start[cap]
+ * (old ones forgotten).  @return their number.  s->lock held. */
+static size_t s3_wait_pump(struct s3 *s, struct s3_got **start, size_t cap)
+{
+    size_t n = 0;
+    uint64_t now = tdb_s3_clock_ms();
+    while (s->waitq && n < cap) {
+        struct s3_got *g = s->waitq;
+        if (g->used + S3_WAIT_MS < now) {
+            s3_got_drop(s, g);
+            continue;
+        }
+        if (s->ahead_bytes + g->len > s->ahead_max || !s3_got_promote(s, g))
+            break;
+        start[n++] = g;
+    }
+    return n;
 }
 
 /* Queues g's GET.  On failure g ends at once (fails).  s->lock not held. */
@@ -265,7 +331,7 @@ static void s3_want_file(struct s3 *s, const char *norm)
     pthread_mutex_lock(&s->lock);
     struct s3_got *g = s3_got_find(s, norm, 0, 0);
     if (!g && s3_got_room(s, true, known == 1 ? e.size : 0))
-        g = s3_got_new(s, norm, true, 0, 0);
+        g = s3_got_new(s, norm, true, 0, 0, false);
     else
         g = NULL;
     pthread_mutex_unlock(&s->lock);
@@ -305,15 +371,18 @@ static void s3_want_ranges(struct s3 *s, const char *norm,
                                      sp) : 0;
     struct s3_got **start = ns ? calloc(ns, sizeof *start) : NULL;
     size_t nstart = 0;
+    /* beyond the budget (or behind others waiting) a span waits */
+    bool wait = s->waitq != NULL;
     for (size_t i = 0; start && i < ns; i++) {
-        if (!s3_got_room(s, false, sp[i].len))
-            break;
-        struct s3_got *g = s3_got_new(s, norm, false, sp[i].off, sp[i].len);
+        wait = wait || !s3_got_room(s, false, sp[i].len);
+        struct s3_got *g = s3_got_new(s, norm, false, sp[i].off, sp[i].len,
+                                      wait);
         if (!g)
             break;
         g->want = sp[i].want;
         g->ident = ident ? strdup(ident) : NULL;
-        start[nstart++] = g;
+        if (!wait)
+            start[nstart++] = g;
     }
     pthread_mutex_unlock(&s->lock);
     for (size_t i = 0; i < nstart; i++)
@@ -404,6 +473,16 @@ int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
         return 0;
     }
     g->refs++;
+    if (g->state == S3_GOT_WAIT) {      /* wanted now: it waits no more */
+        if (!s3_got_promote(s, g)) {
+            g->refs--;
+            pthread_mutex_unlock(&s->lock);
+            return 0;
+        }
+        pthread_mutex_unlock(&s->lock);
+        s3_got_start(s, g);
+        pthread_mutex_lock(&s->lock);
+    }
     while (g->state == S3_GOT_FLIGHT)
         pthread_cond_wait(&s->cv, &s->lock);
     int served = 1;
@@ -434,10 +513,16 @@ int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
     if (!whole && served && !*rc)
         g->taken += len;
     g->refs--;
+    struct s3_got *start[16];
+    size_t nstart = 0;
     if (!g->refs && (g->dead || g->state < 0 ||
-                     (!g->whole && g->taken >= g->want)))
+                     (!g->whole && g->taken >= g->want))) {
         s3_got_drop(s, g);
+        nstart = s3_wait_pump(s, start, 16);    /* room was made */
+    }
     pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; i < nstart; i++)
+        s3_got_start(s, start[i]);
     if (ident)
         tdb_s3_disk_put(s->disk, ident, whole ? 0 : off, clen,
                         whole ? copy : buf);

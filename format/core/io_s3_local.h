@@ -80,6 +80,7 @@ struct s3 {
     uint64_t meta_bytes, meta_max;            /* whole files held */
     uint64_t ahead_bytes, ahead_max;          /* ranges held */
     unsigned got_flight;
+    struct s3_got *waitq, *waitq_tail;        /* ranges waiting for room */
     struct s3_disk *disk;                     /* or NULL */
     struct s3_pending *pend;
 };
