@@ -291,8 +291,13 @@ int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
 int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
                size_t size, uint64_t off, size_t *done);
 
-/* A metadata value is stored by its flush (close waits for it): a value
- * that is no whole number of its type's values gives -EINVAL. */
+/* A metadata value is stored by the flush (close waits for it) of a
+ * handle opened for writing, when bytes (or the type) changed since the
+ * last store; fsync stores it whatever changed, and so does the file's
+ * last release (a file only truncated: an empty value).  A value that is
+ * no whole number of its type's values gives -EINVAL, a failed store the
+ * cause's errno; either way every later flush and fsync fails again
+ * until the value is stored. */
 int tdbm_flush(struct tdbm_mount *m, struct tdbm_handle *h);
 int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync);
 int tdbm_fallocate(struct tdbm_handle *h, int mode, uint64_t off,

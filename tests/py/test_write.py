@@ -427,13 +427,13 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
     os.unlink(os.path.join(meta, 'greeting'))
     assert sorted(os.listdir(meta)) == ['a%2Fb', 'sizes']
     assert run_cat(cat_prog, twin, '__meta/greeting').returncode != 0
-    # 6 changes (with the empty key); the shell may flush its empty file once before writing
-    # (an empty put that the next one replaces)
-    assert len(os.listdir(os.path.join(twin, '__meta'))) in (6, 7)
+    # 5 changes, one metadata file each (the shell's redirection stores once)
+    assert len(os.listdir(os.path.join(twin, '__meta'))) == 5
 
-    # An empty value is a value (stored with count 0), as TileDB keeps it.
+    # An empty value is a value (stored with count 0), as TileDB keeps it;
+    # a file only truncated is stored by its last close (the release).
     open(os.path.join(meta, 'empty'), 'wb').close()
-    assert 'empty' in os.listdir(meta)
+    wait_for(lambda: 'empty' in os.listdir(meta), 'the empty value stored')
     assert cat_bytes(cat_prog, twin, '__meta/empty') == b''
     assert os.path.getsize(os.path.join(meta, 'empty')) == 0
 
@@ -451,12 +451,148 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
         f.close()
     assert e.value.errno == errno.EINVAL
     assert not os.path.exists(bad)
-    # 6 changes (with the empty key); the shell may flush its empty file once before writing
-    # (an empty put that the next one replaces)
-    assert len(os.listdir(os.path.join(twin, '__meta'))) in (6, 7)
+    assert len(os.listdir(os.path.join(twin, '__meta'))) == 6
     with pytest.raises(OSError) as e:
         os.unlink(os.path.join(meta, 'nosuchkey'))
     assert e.value.errno == errno.ENOENT
+
+
+def wait_for(cond, what, timeout=MOUNT_TIMEOUT):
+    """Polls cond() until it is true, for what the daemon does after close()
+    returns: the kernel sends the release of a file's last close without
+    waiting for its answer."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f'{what}: not after {timeout} s')
+        time.sleep(0.02)
+
+
+def meta_files(twin):
+    return len(os.listdir(os.path.join(twin, '__meta')))
+
+
+# One write by an ordinary tool: (name, command, the value it stores).  The
+# shells open the file, dup2() it to the standard output and close the
+# original (a flush of the truncated, empty file) before the command writes.
+ONE_WRITE = [
+    ('bash builtin echo', lambda p, src: ['bash', '-c', 'echo -n degC > "$1"', 'bash', p], b'degC'),
+    ('sh, /bin/echo', lambda p, src: ['sh', '-c', '/bin/echo -n degC > "$1"', 'sh', p], b'degC'),
+    ('printf', lambda p, src: ['sh', '-c', 'printf "%s" "a b c" > "$1"', 'sh', p], b'a b c'),
+    ('python', lambda p, src: ['/usr/bin/python3', '-c',
+                               'import sys\nf = open(sys.argv[1], "w")\nf.write("py")\nf.close()', p],
+     b'py'),
+    ('cp', lambda p, src: ['cp', src, p], None),
+    ('dd bs=7', lambda p, src: ['dd', 'if=' + src, 'of=' + p, 'bs=7', 'status=none'], None),
+    ('tee', lambda p, src: ['sh', '-c', 'tee "$1" < "$2" > /dev/null', 'sh', p, src], None),
+]
+
+
+def test_meta_one_value_per_write(create_prog, cat_prog, mount, tmp_path):
+    """One write by any ordinary tool stores one value, once: one new
+    metadata file, holding the bytes written (never the empty value a
+    shell's redirection flushes first); `: > KEY` stores an empty value."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mnt = mount(twin, ['rw'])
+    meta = os.path.join(mnt, '__meta')
+    src = str(tmp_path / 'value.txt')
+    write_file(src, b'from a file, written in pieces\n' * 3)
+    made = 0
+    for i, (what, cmd, want) in enumerate(ONE_WRITE):
+        want = read_file(src) if want is None else want
+        key = f'k{i}'
+        r = subprocess.run(cmd(os.path.join(meta, key), src), capture_output=True,
+                           timeout=CAT_TIMEOUT)
+        assert r.returncode == 0, f'{what}: {r.stderr.decode(errors="replace")}'
+        made += 1
+        assert meta_files(twin) == made, f'{what}: {meta_files(twin) - made + 1} metadata files'
+        assert read_file(os.path.join(meta, key)) == want, what
+        assert cat_bytes(cat_prog, twin, '__meta/' + key) == want, what
+    # `: > KEY`: an intentional empty value, stored at the last close
+    for i, cmd in enumerate([['bash', '-c', ': > "$1"', 'bash'], ['sh', '-c', '> "$1"', 'sh']]):
+        key = f'empty{i}'
+        subprocess.run(cmd + [os.path.join(meta, key)], check=True, timeout=CAT_TIMEOUT)
+        made += 1
+        wait_for(lambda: meta_files(twin) == made, f'{cmd}: the empty value stored')
+        assert os.path.getsize(os.path.join(meta, key)) == 0
+        assert run_cat(cat_prog, twin, '__meta/' + key).returncode == 0
+        assert cat_bytes(cat_prog, twin, '__meta/' + key) == b''
+    # nothing more comes later (the releases of those files store nothing)
+    assert not mount.unmount(mnt)
+    assert meta_files(twin) == made
+    assert cat_bytes(cat_prog, twin, '__meta/k0') == b'degC'
+
+
+def tmpfs(path, size):
+    """A tmpfs of `size` at `path` (root only); returns a function that
+    remounts it with the options given."""
+    if os.geteuid() != 0:
+        pytest.skip('mounting a tmpfs needs root')
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size},mode=0755', 'tmpfs', path],
+                       capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs here: {r.stderr.decode(errors="replace").strip()}')
+
+    def remount(opts):
+        subprocess.run(['mount', '-o', 'remount,' + opts, path], check=True, capture_output=True)
+    return remount
+
+
+@pytest.fixture
+def scratch_fs(tmp_path):
+    """A small tmpfs (1 MiB) under tmp_path, unmounted at teardown."""
+    path = str(tmp_path / 'tmpfs')
+    remount = tmpfs(path, '1m')
+    yield path, remount
+    subprocess.run(['umount', '-l', path], capture_output=True)
+
+
+def test_meta_failed_store_keeps_failing(create_prog, cat_prog, mount, tmp_path, scratch_fs):
+    """A metadata value that cannot be stored (its array on a file system
+    remounted read-only) fails fsync, every later fsync and the close (each
+    tries again), and is stored once the disk takes it."""
+    fs, remount = scratch_fs
+    case = get_case('dense_1d_basic')
+    twin = os.path.join(fs, 'twin')
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
+    assert made.returncode == 0, made.stderr.decode(errors='replace')
+    mnt = mount(twin, ['rw', 'staging_dir=' + str(tmp_path / 'staging')])
+    meta = os.path.join(mnt, '__meta')
+    remount('ro')
+    fd = os.open(os.path.join(meta, 'newkey'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.write(fd, b'lost?')
+    failures = []
+    for call in (os.fsync, os.fsync, os.close):
+        try:
+            call(fd)
+            failures.append(f'{call.__name__}: succeeded')
+        except OSError as e:
+            failures.append(f'{call.__name__}: {errno.errorcode.get(e.errno, e.errno)}')
+    # (a failed close(2) frees the descriptor all the same)
+    assert not any(f.endswith('succeeded') for f in failures), failures
+    assert meta_files(twin) == 0
+    # the file goes with its release (whose store fails again)
+    wait_for(lambda: not os.path.exists(os.path.join(meta, 'newkey')), 'newkey gone')
+    # a tool's write fails too (echo reports its failed close)
+    r = subprocess.run(['sh', '-c', '/bin/echo -n x > "$1"', 'sh', os.path.join(meta, 'k')],
+                       capture_output=True, timeout=CAT_TIMEOUT)
+    assert r.returncode != 0, 'echo succeeded on a read-only disk'
+    # the disk writable again: the next fsync stores the value, once
+    fd = os.open(os.path.join(meta, 'newkey'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, b'kept')
+        with pytest.raises(OSError):
+            os.fsync(fd)
+    finally:
+        remount('rw')
+    os.fsync(fd)
+    os.close(fd)
+    assert meta_files(twin) == 1
+    assert read_file(os.path.join(meta, 'newkey')) == b'kept'
+    assert cat_bytes(cat_prog, twin, '__meta/newkey') == b'kept'
+    assert not mount.unmount(mnt)
+    assert meta_files(twin) == 1
 
 
 def test_meta_read_only_without_rw(cat_prog, mount, tmp_path):

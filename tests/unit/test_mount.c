@@ -225,6 +225,166 @@ static void test_meta(void)
     fx_close(&f);
 }
 
+/* How many metadata files the array has on disk. */
+static size_t meta_files(const struct fixture *f)
+{
+    struct tdb_names n;
+    struct tdb_io io;
+    size_t k = (size_t)-1;
+    if (tdb_io_posix(&io, f->arr) == 0 &&
+        tdb_io_names(&io, "__meta", &n, NULL) == 0) {
+        k = n.n;
+        tdb_names_free(&n);
+    }
+    tdb_io_free(&io);
+    return k;
+}
+
+/* Creates __meta/name (O_TRUNC) for writing. */
+static struct tdbm_handle *meta_open(struct tdbm_mount *m, const char *name,
+                                     uint64_t *ino)
+{
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h = NULL;
+    struct tdbm_entry e;
+    uint64_t meta = look(m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(tdbm_create(m, meta, name, O_WRONLY | O_CREAT | O_TRUNC,
+                             0644, &e, &h, &oi), 0);
+    tdbm_forget(m, meta, 1);
+    *ino = e.ino;
+    return h;
+}
+
+/* The stored value of key `name` into buf; (size_t)-1 when there is none. */
+static size_t meta_value(struct tdbm_mount *m, const char *name, void *buf,
+                         size_t cap)
+{
+    uint64_t meta = look(m, TDBM_ROOT_INO, "__meta");
+    uint64_t k = look(m, meta, name);
+    size_t got = k && !(k & TDBM_META_BIT) ? slurp(m, k, buf, cap)
+                                           : (size_t)-1;
+    if (k)
+        tdbm_forget(m, k, 1);
+    tdbm_forget(m, meta, 1);
+    return got;
+}
+
+/* A store that fails (every write of the array's storage failing, as on a
+ * full or read-only disk) fails the fsync and every later fsync and flush
+ * (each tries again) until the value is stored; then it is, once. */
+static void test_meta_store_fails(void)
+{
+    struct fixture f;
+    struct tdb_io inner;
+    struct tdb_io_fault flt = {1, true, 0, 0};
+    struct tdbm_handle *h;
+    uint64_t ino;
+    size_t done;
+    char got[8];
+
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    inner = f.src.io;
+    CHECK_EQ_INT(tdb_io_faulty(&f.src.io, &inner, &flt), 0);
+    h = meta_open(f.m, "nk", &ino);
+    CHECK_EQ_INT(tdbm_write(f.m, h, "v1", 2, 0, &done), 0);
+    CHECK_EQ_INT(tdbm_fsync(f.m, h, false), -EIO);
+    uint64_t tries = flt.failed;
+    CHECK_EQ_INT(tdbm_fsync(f.m, h, false), -EIO);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), -EIO);   /* close(2) fails too */
+    CHECK(flt.failed > tries);                /* each of them tried */
+    CHECK_EQ_INT(meta_files(&f), 0);
+    CHECK_EQ_INT(meta_value(f.m, "nk", got, sizeof got), (size_t)-1);
+    /* the storage works again: the next flush stores the value */
+    flt.fail_at = 0;
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    CHECK_EQ_INT(meta_files(&f), 1);
+    CHECK_EQ_INT(meta_value(f.m, "nk", got, sizeof got), 2);
+    CHECK_MEM(got, "v1", 2);
+    CHECK_EQ_INT(tdbm_fsync(f.m, h, false), 0);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ino, 1);
+    CHECK_EQ_INT(meta_files(&f), 1);          /* stored once */
+
+    /* a failure at the last close is logged (no one else to tell) */
+    flt.fail_at = 1;
+    logbuf[0] = '\0';
+    h = meta_open(f.m, "gone", &ino);
+    CHECK_EQ_INT(tdbm_write(f.m, h, "x", 1, 0, &done), 0);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ino, 1);
+    CHECK(strstr(logbuf, "__meta/gone: ") != NULL);
+    CHECK_EQ_INT(meta_files(&f), 1);
+    tdb_io_free(&f.src.io);
+    f.src.io = inner;
+    fx_close(&f);
+}
+
+/* One value per write, stored once: a shell's `echo -n degC > KEY` closes
+ * a copy of the truncated file (a flush with nothing written: nothing
+ * stored) before echo writes and closes (stored); `: > KEY` only
+ * truncates: the empty value is stored by the last close (or fsync). */
+static void test_meta_one_store(void)
+{
+    struct fixture f;
+    struct tdbm_handle *h;
+    uint64_t ino;
+    size_t done;
+    char got[8];
+
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    h = meta_open(f.m, "units", &ino);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    CHECK_EQ_INT(meta_files(&f), 0);
+    CHECK_EQ_INT(invals, 0);
+    CHECK_EQ_INT(tdbm_write(f.m, h, "degC", 4, 0, &done), 0);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    CHECK_EQ_INT(meta_files(&f), 1);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ino, 1);
+    CHECK_EQ_INT(meta_files(&f), 1);
+    CHECK_EQ_INT(meta_value(f.m, "units", got, sizeof got), 4);
+    CHECK_MEM(got, "degC", 4);
+    /* `: > units`: an empty value, stored when the file is last closed */
+    h = meta_open(f.m, "units", &ino);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    CHECK_EQ_INT(meta_files(&f), 1);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ino, 1);
+    CHECK_EQ_INT(meta_files(&f), 2);
+    CHECK_EQ_INT(meta_value(f.m, "units", got, sizeof got), 0);
+    /* or by fsync, and then not again */
+    h = meta_open(f.m, "e2", &ino);
+    CHECK_EQ_INT(tdbm_fsync(f.m, h, false), 0);
+    CHECK_EQ_INT(meta_files(&f), 3);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ino, 1);
+    CHECK_EQ_INT(meta_files(&f), 3);
+    CHECK_EQ_INT(meta_value(f.m, "e2", got, sizeof got), 0);
+    /* a reader's close stores nothing a writer has not finished */
+    {
+        struct tdbm_open_info oi;
+        struct tdbm_handle *r;
+        h = meta_open(f.m, "half", &ino);
+        CHECK_EQ_INT(tdbm_write(f.m, h, "ha", 2, 0, &done), 0);
+        CHECK_EQ_INT(tdbm_open(f.m, ino, O_RDONLY, &r, &oi), 0);
+        CHECK_EQ_INT(tdbm_flush(f.m, r), 0);
+        tdbm_release(f.m, r);
+        CHECK_EQ_INT(meta_files(&f), 3);
+        CHECK_EQ_INT(tdbm_write(f.m, h, "lf", 2, 2, &done), 0);
+        CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+        tdbm_release(f.m, h);
+        tdbm_forget(f.m, ino, 1);
+        CHECK_EQ_INT(meta_files(&f), 4);
+        CHECK_EQ_INT(meta_value(f.m, "half", got, sizeof got), 4);
+        CHECK_MEM(got, "half", 4);
+    }
+    fx_close(&f);
+}
+
 static void test_commit_dense(void)
 {
     struct fixture f;
@@ -587,6 +747,8 @@ int main(void)
     RUN(test_names);
     RUN(test_inodes);
     RUN(test_meta);
+    RUN(test_meta_store_fails);
+    RUN(test_meta_one_store);
     RUN(test_commit_dense);
     RUN(test_commit_refused);
     RUN(test_commit_sparse);
