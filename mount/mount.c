@@ -1114,9 +1114,13 @@ int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
 
 int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
 {
-    if (tdbm_staging_ino(parent) && m->staging)
-        return tdbm_staging_rmdir(m->staging, parent, name);
-    return -EROFS;
+    int rc = 0;
+
+    if (!tdbm_staging_ino(parent) || !m->staging)
+        return -EROFS;
+    if (parent == TDBM_STAGING_ROOT)
+        rc = tdbm_staging_forget_commit(m, name);
+    return rc < 0 ? rc : tdbm_staging_rmdir(m->staging, parent, name);
 }
 
 int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,

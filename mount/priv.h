@@ -139,5 +139,9 @@ uint64_t tdbm_next_ts(struct tdbm_mount *m);
 int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n);
 void tdbm_invalidate(struct tdbm_mount *m, char **names, size_t n);
 int tdbm_commit(struct tdbm_mount *m, const char *name);
+/* Before staged folder `name` goes (rmdir): removes the uncommitted
+ * fragment folder its marker names, so that the marker goes last.
+ * @return 0 or -errno (then the folder stays). */
+int tdbm_staging_forget_commit(struct tdbm_mount *m, const char *name);
 
 #endif

@@ -3,6 +3,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -636,11 +637,11 @@ def big_schema():
 class Daemon:
     """One `tiledbfs -f -o rw` we kill ourselves."""
 
-    def __init__(self, prog, source, mnt, opts, log):
+    def __init__(self, prog, source, mnt, opts, log, wrap=()):
         self.mnt = mnt
         os.makedirs(mnt, exist_ok=True)
         with open(log, 'ab') as err:
-            self.proc = subprocess.Popen([prog, '-f', '-o', ','.join(opts), source, mnt],
+            self.proc = subprocess.Popen(list(wrap) + [prog, '-f', '-o', ','.join(opts), source, mnt],
                                          stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + MOUNT_TIMEOUT
         while not os.path.ismount(mnt):
@@ -661,6 +662,9 @@ class Daemon:
                 self.proc.wait(timeout=MOUNT_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.kill()
+        else:
+            # it died: its mount answers ENOTCONN (ismount says False)
+            subprocess.run(['fusermount3', '-u', '-z', self.mnt], capture_output=True)
         if os.path.ismount(self.mnt):
             subprocess.run(['fusermount3', '-u', '-z', self.mnt], capture_output=True)
 
@@ -749,3 +753,95 @@ def test_sigkill_during_commit(fs_prog, create_prog, cat_prog, tmp_path):
     print('sigkill outcomes:', outcomes)
     assert any(o == 'interrupted' for o, _ in outcomes), \
         f'no attempt was killed in the middle of the commit: {outcomes}'
+
+
+def test_kill_during_cleanup(fs_prog, create_prog, cat_prog, tmp_path):
+    """The daemon killed (strace: SIGKILL) at each unlinkat and renameat of a
+    commit and of the clean-up of its staged folder: after a remount the
+    staged folder is whole (with its marker) or gone, committing it again
+    writes nothing new and removes it, and nothing is left in the staging
+    folder; the array has the one fragment, read right."""
+    why = fuse_missing()
+    if why:
+        pytest.skip(f'no FUSE here: {why}')
+    strace = shutil.which('strace')
+    if strace is None:
+        pytest.skip('strace is not installed')
+    case, empty = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    files = dense_files(case)
+    files['__subarray.json'] = b'[[1, 50]]'
+    mnt = str(tmp_path / 'mnt')
+    log = str(tmp_path / 'daemon.log')
+    killed = []
+    for call, n in [('unlinkat', k) for k in range(1, 8)] + [('renameat', 1), ('renameat', 2)]:
+        twin = str(tmp_path / f'twin-{call}-{n}')
+        shutil.copytree(empty, twin)
+        staging = str(tmp_path / f'staging-{call}-{n}')
+        opts = ['rw', 'staging_dir=' + staging]
+        d = Daemon(fs_prog, twin, mnt, opts, log)
+        try:
+            stage(mnt, 's', files)
+        finally:
+            d.stop()
+        d = Daemon(fs_prog, twin, mnt, opts, log,
+                   wrap=[strace, '-f', '-qq', '-o', '/dev/null', '-e', 'trace=' + call,
+                         '-e', f'inject={call}:signal=SIGKILL:when={n}'])
+        try:
+            e = commit(mnt, 's')
+            if e is not None:
+                d.proc.wait(timeout=MOUNT_TIMEOUT)
+        finally:
+            d.stop()
+        if e is not None:
+            killed.append(f'{call}#{n}')
+        d = Daemon(fs_prog, twin, mnt, opts, log)
+        try:
+            folder = os.path.join(mnt, STAGING, 's')
+            if os.path.exists(folder):
+                # whole: every staged file (and the marker, once the commit began)
+                left = set(os.listdir(os.path.join(staging, 's'))) - {'__fragment'}
+                assert left == set(files), f'{call}#{n}: a part of the staged folder: {left}'
+                e = commit(mnt, 's')
+                why = read_file(os.path.join(folder, '__error')).decode() if e else ''
+                assert e is None, f'{call}#{n}: the retry: {errno.errorcode.get(e, e)} {why}'
+            assert os.listdir(os.path.join(mnt, STAGING)) == []
+            assert os.listdir(staging) == [], f'{call}#{n}: left {os.listdir(staging)}'
+            done, partial = committed_fragments(twin)
+            assert len(done) == 1 and not partial, f'{call}#{n}: {done} {partial}'
+            assert read_file(os.path.join(mnt, 'a')) == files['a']
+        finally:
+            d.stop()
+    print('killed at', killed)
+    # the marker written, and each step of the clean-up
+    assert len(killed) >= 6 and 'renameat#1' in killed, killed
+
+
+def test_trash_and_markers(create_prog, cat_prog, mount, tmp_path):
+    """A committed staged folder being removed (renamed to .committed.NAME,
+    NAME the fragment's) is never listed nor made through the mount, and
+    one left by a killed daemon goes at the next mount.  rmdir of a staged
+    folder whose marker names an uncommitted fragment folder removes that
+    folder first (the marker goes last)."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    staging = str(tmp_path / 'staging')
+    frag = '__5_5_0123456789abcdef0123456789abcdef_22'
+    os.makedirs(os.path.join(staging, '.committed.' + frag), mode=0o700)
+    os.chmod(staging, 0o700)
+    write_file(os.path.join(staging, '.committed.' + frag, 'a'), b'left over')
+    write_file(os.path.join(staging, '.committed.' + frag, '__fragment'), frag.encode())
+    os.makedirs(os.path.join(staging, '.committed.x'), mode=0o700)   # not a trash name
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    assert sorted(os.listdir(staging)) == ['.committed.x']
+    assert os.listdir(os.path.join(mnt, STAGING)) == ['.committed.x']
+    with pytest.raises(OSError) as e:
+        os.mkdir(os.path.join(mnt, STAGING, '.committed.' + frag))
+    assert e.value.errno == errno.EINVAL
+    os.rmdir(os.path.join(mnt, STAGING, '.committed.x'))
+    # rmdir: the uncommitted fragment folder the marker names goes first
+    os.mkdir(os.path.join(mnt, STAGING, 's'))
+    write_file(os.path.join(staging, 's', '__fragment'), frag.encode())
+    os.makedirs(os.path.join(twin, '__fragments', frag))
+    write_file(os.path.join(twin, '__fragments', frag, 'a0.tdb'), b'partial')
+    os.rmdir(os.path.join(mnt, STAGING, 's'))
+    assert not os.path.exists(os.path.join(twin, '__fragments', frag))
+    assert os.listdir(staging) == []
