@@ -47,6 +47,8 @@ enum tdb_status {
     TDB_E_ISDIR = -10,      /* a folder where a file was wanted */
     TDB_E_ROFS = -11,       /* a write to a read-only view */
     TDB_E_NOKEY = -12,      /* the array is encrypted and no key was given */
+    TDB_E_MLINK = -13,      /* a file with more than one link (a hard link)
+                             * where only a file of its own is taken */
 };
 
 #define TDB_ERROR_MSG_MAX 1024

@@ -152,7 +152,9 @@ int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
  * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
  * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a
  * link, FIFO, socket or device (or a folder where a file is read) is
- * TDB_E_INVAL, refused before it is opened.  Files it creates are 0600,
+ * TDB_E_INVAL, a regular file with more than one link (a hard link: its
+ * other name may be someone else's file) TDB_E_MLINK, refused before it
+ * is opened, for reading or writing.  Files it creates are 0600,
  * folders 0700; ".." is refused.  For input that others may have planted
  * (staged files).  Files read stay open (the 32 most recently used, as
  * in the POSIX backend) until a write, mkdir, rename or removal through

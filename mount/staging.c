@@ -702,8 +702,15 @@ int tdbm_staging_set_error(struct tdbm_staging *st, const char *name,
                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -errno;
+    /* a new file, never one planted in its place (a hard link would
+     * truncate someone else's file) */
+    if (unlinkat(dfd, TDBM_STAGING_ERROR, 0) != 0 && errno != ENOENT) {
+        rc = -errno;
+        close(dfd);
+        return rc;
+    }
     fd = openat(dfd, TDBM_STAGING_ERROR,
-                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW |
+                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW |
                     O_NONBLOCK,
                 0600);
     rc = fd < 0 ? -errno : 0;

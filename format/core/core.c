@@ -22,6 +22,7 @@ const char *tdb_strerror(int code)
     case TDB_E_ISDIR: return "is a folder";
     case TDB_E_ROFS: return "read-only";
     case TDB_E_NOKEY: return "encryption key needed";
+    case TDB_E_MLINK: return "a hard link (the file has other names)";
     default: return "unknown error";
     }
 }
@@ -49,6 +50,7 @@ int tdb_errno(int code)
     case TDB_E_ROFS: return EROFS;
     case TDB_E_NOKEY: return EACCES;
     case TDB_E_UNSUPPORTED: return EOPNOTSUPP;
+    case TDB_E_MLINK: return EMLINK;
     default: return EIO;
     }
 }

@@ -136,12 +136,33 @@ static bool wr_isnan(unsigned type, const uint8_t *v)
     return false;
 }
 
+/* The refusal (TDB_E_INVAL, with the reason in err) of staged file `nm`,
+ * which the staged backend would not open with code r: not a regular file
+ * (a symbolic link, FIFO, socket or device under tdb_io_posix_nofollow),
+ * or a hard link; 0 when r is no refusal. */
+static int wr_refused(struct tdb_error *err, const char *nm, int r)
+{
+    if (r == TDB_E_INVAL)
+        return tdb_err(err, TDB_E_INVAL, "%s: not a regular file (symbolic "
+                       "links, FIFOs, sockets and devices are refused; copy "
+                       "the bytes in instead)", nm);
+    if (r == TDB_E_MLINK)
+        return tdb_err(err, TDB_E_INVAL, "%s: hard link: the file has other "
+                       "names, and one may be someone else's file; refused "
+                       "(copy the bytes in instead)", nm);
+    return 0;
+}
+
 /* Reads staged bytes [off, off+len) of part p of f. */
 static int wr_sread_e(const struct wr *w, const struct wr_field *f, int p,
                       uint64_t off, void *buf, size_t len,
                       struct tdb_error *err)
 {
-    if (w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf, len))
+    int r = w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf,
+                                    len);
+    if (wr_refused(err, f->sname[p], r))
+        return TDB_E_INVAL; /* swapped for a link since its size was read */
+    if (r)
         return tdb_err(err, TDB_E_IO, "%s: cannot read %zu bytes at offset "
                        "%llu", f->sname[p], len, (unsigned long long)off);
     return 0;
@@ -375,19 +396,16 @@ static int wr_fields_init(struct wr *w)
     return 0;
 }
 
-/* The size of staged file `nm` (at `path`): a folder, or anything the
- * staged backend refuses as not a regular file (a symbolic link, FIFO,
- * socket or device under tdb_io_posix_nofollow), is an error. */
+/* The size of staged file `nm` (at `path`): a folder, or a file the staged
+ * backend refuses (wr_refused), is an error. */
 static int wr_ssize(struct wr *w, const char *nm, const char *path,
                     bool is_dir, uint64_t *size)
 {
     if (is_dir)
         return tdb_err(w->err, TDB_E_INVAL, "%s: a folder, not a file", nm);
     int r = w->staged->ops->size(w->staged->ctx, path, size);
-    if (r == TDB_E_INVAL)
-        return tdb_err(w->err, TDB_E_INVAL, "%s: not a regular file (symbolic "
-                       "links, FIFOs, sockets and devices are refused; copy "
-                       "the bytes in instead)", nm);
+    if (wr_refused(w->err, nm, r))
+        return TDB_E_INVAL;
     return r ? tdb_err(w->err, TDB_E_IO, "%s: cannot get its size: %s", nm,
                        tdb_strerror(r))
              : 0;

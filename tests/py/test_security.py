@@ -1,4 +1,4 @@
-"""test_security.py: the README's "Security model" of the writable mount: default_permissions always, staged data private to the mounting user, commits that never follow links or read special files, the staging folder's checks, and orphan fragment folders cleaned at mount."""
+"""test_security.py: the README's "Security model" of the writable mount: default_permissions always, staged data private to the mounting user, commits that never follow symbolic or hard links or read special files, the staging folder's checks, and orphan fragment folders cleaned at mount."""
 import errno
 import os
 import shutil
@@ -136,6 +136,39 @@ def test_symlink_to_secret_refused(create_prog, cat_prog, mount, tmp_path):
                              lambda p: os.symlink(str(secret), p))
     assert 'not a regular file' in why, why
     assert read_file(os.path.join(mnt, 'a')) != secret.read_bytes()
+
+
+def test_hard_link_refused(create_prog, cat_prog, mount, tmp_path):
+    """A hard link to a file outside (a second name of someone else's file),
+    planted in the on-disk staging folder, is refused with the reason in
+    __error; the link and the file stay as they were."""
+    secret = tmp_path / 'secret'
+    secret.write_bytes(b'SECRET!!' * 25)      # 200 bytes: a's size
+    why, mnt, case = planted(create_prog, cat_prog, mount, tmp_path,
+                             lambda p: os.link(str(secret), p))
+    assert 'hard link' in why, why
+    disk = os.path.join(str(tmp_path / 'staging'), 's', 'a')
+    assert os.stat(disk).st_nlink == 2 and os.path.samefile(disk, str(secret))
+    assert secret.read_bytes() == b'SECRET!!' * 25
+    assert read_file(os.path.join(mnt, 'a')) != secret.read_bytes()
+
+
+def test_error_file_never_written_through_a_link(create_prog, cat_prog, mount, tmp_path):
+    """__error planted as a hard link to a file outside: a failed commit
+    writes a new __error, never into (or truncating) the other file."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    staging = str(tmp_path / 'staging')
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    files = dense_files(case)
+    del files['b']
+    stage(mnt, 's', files)
+    victim = tmp_path / 'victim'
+    victim.write_bytes(b'keep me')
+    os.link(str(victim), os.path.join(staging, 's', '__error'))
+    assert commit(mnt, 's') == errno.EBADMSG
+    assert victim.read_bytes() == b'keep me'
+    assert os.stat(str(victim)).st_nlink == 1
+    assert b'b: missing' in read_file(os.path.join(staging, 's', '__error'))
 
 
 def test_fifo_refused(create_prog, cat_prog, mount, tmp_path):

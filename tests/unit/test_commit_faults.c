@@ -5,8 +5,8 @@
  * removal of a committed staged folder (renamed away first, so the folder
  * is whole with its marker or gone, and the retry removes it); a metadata
  * write (the same publish as the commit file) shows the old or the new
- * value; and the
- * no-follow POSIX backend refuses links and special files. */
+ * value; and the no-follow POSIX backend refuses symbolic and hard links
+ * and special files. */
 #include "write/writer.h"
 #include "read/arraydir.h"
 #include "read/meta.h"
@@ -477,6 +477,29 @@ static void test_nofollow(void)
     r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(!strncmp(err.msg, "a: not a regular file", 21));
+    /* a hard link to a file outside in its place: refused by the backend
+     * (reading or writing through it) and by the commit, left as it was */
+    CHECK_EQ_INT(unlink(q), 0);
+    CHECK_EQ_INT(link(p, q), 0);
+    CHECK_EQ_INT(stg.ops->size(stg.ctx, "s/a", &sz), TDB_E_MLINK);
+    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
+    CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
+    memset(&err, 0, sizeof err);
+    r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    CHECK_EQ_INT(r, TDB_E_INVAL);
+    CHECK(!strncmp(err.msg, "a: hard link: ", 14));
+    CHECK_EQ_INT(count(&arr, "__commits"), 0);
+    {
+        struct stat sb;
+        CHECK_EQ_INT(lstat(q, &sb), 0);
+        CHECK_EQ_INT(sb.st_nlink, 2);
+        int32_t back[50];
+        fp = fopen(p, "rb");
+        CHECK(fp && fread(back, 4, 50, fp) == 50 &&
+              !memcmp(back, secret, sizeof back));
+        if (fp)
+            fclose(fp);
+    }
     /* a folder in its place */
     CHECK_EQ_INT(unlink(q), 0);
     CHECK_EQ_INT(mkdir(q, 0700), 0);
