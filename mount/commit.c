@@ -3,11 +3,14 @@
 #include "tiledb_format_write.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A write timestamp: now in ms, but always after the previous one, so that
  * two writes of one daemon are applied in the order they were made.
@@ -200,6 +203,32 @@ int tdbm_staging_forget_commit(struct tdbm_mount *m, const char *name)
     return rc;
 }
 
+/* -o rw on a local array: the folders a write changes (the array's, and
+ * __fragments, __commits and __meta when they exist) must be writable by
+ * us, else every commit would fail.  @return 0 or -1 with why set. */
+static int tdbm_check_writable(struct tdbm_mount *m, char *why, size_t cap)
+{
+    static const char *const dirs[] = {"", TDBM_FRAG_DIR, "__commits",
+                                       TDBM_META_DIR};
+    struct stat st;
+    char path[4096];
+
+    if (tdb_io_is_url(m->source))
+        return 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s%s%s", m->source, *dirs[i] ? "/" : "",
+                 dirs[i]);
+        if (*dirs[i] && stat(path, &st) != 0 && errno == ENOENT)
+            continue;
+        if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) != 0) {
+            snprintf(why, cap, "-o rw: cannot write to the array: %s: %s",
+                     path, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap)
 {
     const char *given = m->opts->staging_dir;
@@ -208,6 +237,8 @@ int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap)
 
     if (!m->rw || !m->is_array || m->staging)
         return 0;
+    if (tdbm_check_writable(m, why, cap) != 0)
+        return -1;
     a = strdup(m->source);
     b = strdup(m->source);
     if (!a || !b)
