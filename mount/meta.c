@@ -7,7 +7,7 @@
  * truncated file before the command writes; cp; dd) stores one value,
  * once; a file only truncated by fsync or its last close.  A bad value or
  * a failed store fails that flush or fsync, and every later one, until
- * the value is stored.  Files created in __meta/ get inode numbers with
+ * the value is stored (its last close does not try again).  Files created in __meta/ get inode numbers with
  * TDBM_META_BIT set.
  */
 #include "priv.h"
@@ -311,14 +311,22 @@ int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
 }
 
 /* Whether a store `at` has something to do (m->lock held); marks a
- * created file with nothing to store hidden. */
+ * created file with nothing to store hidden.  The last close stores only
+ * a value no flush was due to store (a file only truncated): bytes
+ * written that are still unstored then had their flush (every close
+ * flushes) fail, and the writer was told; they are not stored behind its
+ * back. */
 static bool tdbm_meta_due(struct tdbm_metarec *r, enum tdbm_store_at at)
 {
     if (!r->dirty) {
         r->hidden = true;
         return false;
     }
-    return at != TDBM_STORE_FLUSH || r->wrote;
+    switch (at) {
+    case TDBM_STORE_FLUSH: return r->wrote;
+    case TDBM_STORE_LAST: return !r->wrote;
+    default: return true;
+    }
 }
 
 /* Writes a record as one metadata put, when due (tdbm_meta_due); on a
@@ -384,15 +392,15 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
     return rc;
 }
 
-/* Closes one open file of record r; the last one stores what no flush
- * stored (a file only truncated: `: > FILE` stores the empty value here).
- * Its failure is logged: no caller is left to tell. */
+/* Closes one open file of record r; the last one stores a file only
+ * truncated (`: > FILE` stores the empty value here; tdbm_meta_due).  Its
+ * failure is logged: no caller is left to tell. */
 void tdbm_meta_release(struct tdbm_mount *m, struct tdbm_metarec *r)
 {
     bool last;
 
     pthread_mutex_lock(&m->lock);
-    last = r->refs == 1 && r->dirty;
+    last = r->refs == 1 && r->dirty && !r->wrote;
     pthread_mutex_unlock(&m->lock);
     if (last)
         tdbm_meta_store(m, r, TDBM_STORE_LAST);

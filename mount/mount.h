@@ -294,11 +294,11 @@ int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
 
 /* A metadata value is stored by the flush (close waits for it) of a
  * handle opened for writing, when bytes (or the type) changed since the
- * last store; fsync stores it whatever changed, and so does the file's
- * last release (a file only truncated: an empty value).  A value that is
- * no whole number of its type's values gives -EINVAL, a failed store the
- * cause's errno; either way every later flush and fsync fails again
- * until the value is stored. */
+ * last store; fsync stores it whatever changed; the file's last release
+ * stores a file only truncated (an empty value).  A value that is no
+ * whole number of its type's values gives -EINVAL, a failed store the
+ * cause's errno; either way every later flush and fsync fails again until
+ * the value is stored. */
 int tdbm_flush(struct tdbm_mount *m, struct tdbm_handle *h);
 int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync);
 int tdbm_fallocate(struct tdbm_handle *h, int mode, uint64_t off,

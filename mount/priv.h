@@ -37,7 +37,8 @@ struct tdbm_tree {
  * stored by fsync or by its last close: a shell's `> FILE` flushes the
  * truncated file once before the command writes).  A store that fails
  * leaves both set, so every later flush, fsync and close fails too until
- * the value is stored. */
+ * the value is stored (the release, which reports to no one, does not
+ * try again). */
 struct tdbm_metarec {
     struct tdbm_metarec *next;
     uint64_t ino;
@@ -123,8 +124,8 @@ int tdbm_open_created(struct tdbm_mount *m, uint64_t ino, int flags,
                       struct tdbm_handle **out);
 const char *tdbm_meta_name(const struct tdbm_tree *t, uint64_t tino);
 /* When a metadata value is stored: a writer's flush (close) stores what
- * was written since the last store; fsync and the file's last close store
- * whatever is not stored yet. */
+ * was written since the last store; fsync whatever is not stored yet; the
+ * file's last close (release) a file only truncated. */
 enum tdbm_store_at { TDBM_STORE_FLUSH, TDBM_STORE_SYNC, TDBM_STORE_LAST };
 int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
                     enum tdbm_store_at at);

@@ -306,14 +306,26 @@ static void test_meta_store_fails(void)
     tdbm_forget(f.m, ino, 1);
     CHECK_EQ_INT(meta_files(&f), 1);          /* stored once */
 
-    /* a failure at the last close is logged (no one else to tell) */
+    /* a value whose close failed is not tried again by the release (the
+     * writer was told it is not stored) */
     flt.fail_at = 1;
-    logbuf[0] = '\0';
     h = meta_open(f.m, "gone", &ino);
     CHECK_EQ_INT(tdbm_write(f.m, h, "x", 1, 0, &done), 0);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), -EIO);
+    tries = flt.failed;
     tdbm_release(f.m, h);
     tdbm_forget(f.m, ino, 1);
-    CHECK(strstr(logbuf, "__meta/gone: ") != NULL);
+    CHECK_EQ_INT(flt.failed, tries);
+    /* a file only truncated is stored by the release, whose failure is
+     * logged (no one else to tell) */
+    logbuf[0] = '\0';
+    h = meta_open(f.m, "empty", &ino);
+    CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
+    CHECK_EQ_INT(flt.failed, tries);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ino, 1);
+    CHECK(flt.failed > tries);
+    CHECK(strstr(logbuf, "__meta/empty: ") != NULL);
     CHECK_EQ_INT(meta_files(&f), 1);
     tdb_io_free(&f.src.io);
     f.src.io = inner;
