@@ -226,7 +226,7 @@ static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
         return r;
     r = tdb_io_pwrite_all(fd, off, buf, len);
     if (close(fd) && !r)
-        r = TDB_E_IO;
+        r = tdb_io_errno(errno);
     return r;
 }
 
@@ -289,7 +289,7 @@ static int io_nf_sync(void *ctx, const char *path)
         r = io_nf_open(ctx, path, O_RDONLY, &fd);
     if (r)
         return r;
-    r = fsync(fd) ? TDB_E_IO : 0;
+    r = fsync(fd) ? tdb_io_errno(errno) : 0;
     close(fd);
     return r;
 }

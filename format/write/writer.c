@@ -163,8 +163,9 @@ static int wr_sread_e(const struct wr *w, const struct wr_field *f, int p,
     if (wr_refused(err, f->sname[p], r))
         return TDB_E_INVAL; /* swapped for a link since its size was read */
     if (r)
-        return tdb_err(err, TDB_E_IO, "%s: cannot read %zu bytes at offset "
-                       "%llu", f->sname[p], len, (unsigned long long)off);
+        return tdb_err(err, r, "%s: cannot read %zu bytes at offset %llu: "
+                       "%s", f->sname[p], len, (unsigned long long)off,
+                       tdb_strerror(r));
     return 0;
 }
 
@@ -406,7 +407,7 @@ static int wr_ssize(struct wr *w, const char *nm, const char *path,
     int r = w->staged->ops->size(w->staged->ctx, path, size);
     if (wr_refused(w->err, nm, r))
         return TDB_E_INVAL;
-    return r ? tdb_err(w->err, TDB_E_IO, "%s: cannot get its size: %s", nm,
+    return r ? tdb_err(w->err, r, "%s: cannot get its size: %s", nm,
                        tdb_strerror(r))
              : 0;
 }
@@ -646,17 +647,18 @@ static int wr_region_json(struct wr *w)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     uint64_t size = 0;
     char *text = NULL;
-    int r = 0;
-    if (w->staged->ops->size(w->staged->ctx, path, &size))
-        r = tdb_err(w->err, TDB_E_IO, "%s: cannot get its size", nm);
+    int r = w->staged->ops->size(w->staged->ctx, path, &size);
+    if (r)
+        r = tdb_err(w->err, r, "%s: cannot get its size: %s", nm,
+                    tdb_strerror(r));
     else if (size > WR_JSON_MAX)
         r = tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, too large", nm,
                     (unsigned long long)size);
     else if (!(text = malloc((size_t)size + 1)))
         r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-    else if (w->staged->ops->read_at(w->staged->ctx, path, 0, text,
-                                     (size_t)size))
-        r = tdb_err(w->err, TDB_E_IO, "%s: cannot read", nm);
+    else if ((r = w->staged->ops->read_at(w->staged->ctx, path, 0, text,
+                                          (size_t)size)))
+        r = tdb_err(w->err, r, "%s: cannot read: %s", nm, tdb_strerror(r));
     free(path);
     if (r) {
         free(text);
@@ -1001,10 +1003,10 @@ static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     int r = w->io->ops->write_at(w->io->ctx, path, f->osize[o], p, n);
     free(path);
+    f->created[o] = true; /* even a failed first write may have made it */
     if (r)
         return tdb_err(w->err, r, "%s/%s: cannot write %zu bytes: %s",
                        w->fragdir, f->out[o], n, tdb_strerror(r));
-    f->created[o] = true;
     *at = f->osize[o];
     f->osize[o] += n;
     return 0;
@@ -1925,11 +1927,10 @@ static int wr_write(struct wr *w, uint64_t ts)
     r = tdb_fmw_serialize(w->fmw, w->key, &meta, w->err);
     if (!r) {
         r = ops->write_at(w->io->ctx, w->meta_path, 0, meta.data, meta.len);
+        w->meta_made = true; /* (a failed write may have made it) */
         if (r)
             tdb_err(w->err, r, "%s: cannot write: %s", w->meta_path,
                     tdb_strerror(r));
-        else
-            w->meta_made = true;
     }
     tdb_buf_free(&meta);
     return r ? r : wr_commit(w);

@@ -306,8 +306,14 @@ def test_unreadable_source_says_permission_denied(create_prog, cat_prog, fs_prog
         assert len(err.split('\n')) == 1, err
         assert 'Permission denied' in err and 'not a TileDB' not in err, err
         assert not os.path.ismount(mnt)
-    # readable again: the same user reads it
+    # a folder inside it that the user cannot read: named, with the cause
     os.chmod(twin, 0o755)
+    os.chmod(os.path.join(twin, '__schema'), 0o700)
+    r = run_as_nobody([cat_prog, twin, '__array.json'])
+    err = r.stderr.decode(errors='replace').strip()
+    assert r.returncode == 1 and '__schema' in err and 'permission denied' in err.lower(), err
+    # readable again: the same user reads it
+    os.chmod(os.path.join(twin, '__schema'), 0o755)
     r = run_as_nobody([cat_prog, twin, '__array.json'])
     assert r.returncode == 0, r.stderr
 

@@ -571,7 +571,7 @@ def test_meta_failed_store_keeps_failing(create_prog, cat_prog, mount, tmp_path,
         except OSError as e:
             failures.append(f'{call.__name__}: {errno.errorcode.get(e.errno, e.errno)}')
     # (a failed close(2) frees the descriptor all the same)
-    assert not any(f.endswith('succeeded') for f in failures), failures
+    assert failures == ['fsync: EROFS', 'fsync: EROFS', 'close: EROFS'], failures
     assert meta_files(twin) == 0
     # the file goes with its release (whose store fails again)
     wait_for(lambda: not os.path.exists(os.path.join(meta, 'newkey')), 'newkey gone')
@@ -594,6 +594,69 @@ def test_meta_failed_store_keeps_failing(create_prog, cat_prog, mount, tmp_path,
     assert cat_bytes(cat_prog, twin, '__meta/newkey') == b'kept'
     assert not mount.unmount(mnt)
     assert meta_files(twin) == 1
+
+
+def fill(fs):
+    """Fills file system `fs` (a small tmpfs) with one file; returns its path."""
+    path = os.path.join(fs, 'filler')
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while True:
+            os.write(fd, b'\0' * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+    return path
+
+
+def test_write_errors_tell_the_cause(create_prog, cat_prog, mount, tmp_path, scratch_fs):
+    """A full disk and a read-only one reach mv, close and __error as
+    themselves (ENOSPC, EROFS), not as EIO, and the daemon's log names the
+    cause; the array is unchanged, and the same commit works once the disk
+    takes it."""
+    fs, remount = scratch_fs
+    case = get_case('dense_1d_basic')
+    twin = os.path.join(fs, 'twin')
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
+    assert made.returncode == 0, made.stderr.decode(errors='replace')
+    staging = str(tmp_path / 'staging')
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    files = dense_files(case)
+    stage(mnt, 's', files)
+    meta = os.path.join(mnt, '__meta')
+
+    def meta_close_error(key):
+        f = open(os.path.join(meta, key), 'wb')
+        f.write(b'a value')
+        try:
+            f.close()
+        except OSError as e:
+            return e.errno
+        return None
+
+    filler = fill(fs)
+    for cause, code, text in [('full', errno.ENOSPC, 'no space left'),
+                              ('read-only', errno.EROFS, 'read-only')]:
+        if cause == 'read-only':
+            os.unlink(filler)
+            remount('ro')
+        e = commit(mnt, 's')
+        assert e == code, f'{cause}: mv: {errno.errorcode.get(e, e) if e else "succeeded"}'
+        why = read_file(os.path.join(staging, 's', '__error')).decode()
+        assert text in why, f'{cause}: __error: {why!r}'
+        e = meta_close_error('k')
+        assert e == code, f'{cause}: close: {errno.errorcode.get(e, e) if e else "succeeded"}'
+        log = read_file(mnt + '.stderr').decode(errors='replace')
+        assert f'commit of __staging/s: ' in log and text in log, log
+        assert committed_fragments(twin)[0] == []
+        assert os.listdir(os.path.join(twin, '__meta')) == []
+    remount('rw')
+    assert commit(mnt, 's') is None
+    assert meta_close_error('k') is None
+    assert read_file(os.path.join(mnt, 'a')) == files['a']
+    assert read_file(os.path.join(meta, 'k')) == b'a value'
+    assert len(committed_fragments(twin)[0]) == 1
 
 
 def test_meta_read_only_without_rw(cat_prog, mount, tmp_path):

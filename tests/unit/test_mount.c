@@ -6,13 +6,16 @@
  * the engine's message of a failed read kept for the calling thread. */
 #include "../mount/mount.h"
 #include "core/core.h"
+#include "core/io_local.h"
 #include "support.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *corpus;
@@ -397,6 +400,99 @@ static void test_meta_one_store(void)
     fx_close(&f);
 }
 
+/* The errno a cause of a failed write reaches the user as: the backends'
+ * one mapping (tdb_io_errno), back through tdb_errno, and the cause named
+ * in the message (EDQUOT, which a test cannot make, among them). */
+static void test_errno_mapping(void)
+{
+    static const struct {
+        int e, code, back;
+        const char *text;
+    } map[] = {
+        {EACCES, TDB_E_ACCES, EACCES, "permission denied"},
+        {EPERM, TDB_E_ACCES, EACCES, "permission denied"},
+        {ENOSPC, TDB_E_NOSPC, ENOSPC, "no space left on the device"},
+        {EDQUOT, TDB_E_DQUOT, EDQUOT, "disk quota exceeded"},
+        {EROFS, TDB_E_ROFS, EROFS, "read-only"},
+        {ENOENT, TDB_E_NOENT, ENOENT, "not found"},
+        {ENOMEM, TDB_E_NOMEM, ENOMEM, "out of memory"},
+        {EIO, TDB_E_IO, EIO, "I/O error"},
+        {EFBIG, TDB_E_IO, EIO, "I/O error"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        CHECK_EQ_INT(tdb_io_errno(map[i].e), map[i].code);
+        CHECK_EQ_INT(tdb_errno(map[i].code), map[i].back);
+        CHECK(strcmp(tdb_strerror(map[i].code), map[i].text) == 0);
+    }
+    CHECK_EQ_INT(tdb_errno(TDB_E_MLINK), EMLINK);
+}
+
+/* The checks of test_write_eacces, as uid 65534 (not root, so that the
+ * kernel's permission checks apply). */
+static void eacces_as_nobody(void)
+{
+    struct fixture f;
+    struct tdbm_entry e;
+    char path[256], buf[2048];
+    uint64_t stg, frag;
+    size_t n;
+    int fd;
+
+    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0700, &e), 0);
+    stage(f.m, e.ino, "a", buf, 200);
+    stage(f.m, e.ino, "b", buf, 400);
+    tdbm_forget(f.m, e.ino, 1);
+    /* the array's folders become read-only for us after the mount */
+    snprintf(path, sizeof path, "%s/__fragments", f.arr);
+    CHECK_EQ_INT(chmod(path, 0555), 0);
+    snprintf(path, sizeof path, "%s/__meta", f.arr);
+    CHECK_EQ_INT(chmod(path, 0555), 0);
+    logbuf[0] = '\0';
+    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(tdbm_rename(f.m, stg, "s", frag, "x", 0), -EACCES);
+    snprintf(path, sizeof path, "%s/stg/s/__error", f.dir);
+    fd = open(path, O_RDONLY);
+    n = fd >= 0 ? (size_t)read(fd, buf, sizeof buf - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n < sizeof buf ? n : 0] = '\0';
+    CHECK(strstr(buf, "permission denied") != NULL);
+    CHECK(strstr(logbuf, "commit of __staging/s: ") != NULL &&
+          strstr(logbuf, "permission denied") != NULL);
+    CHECK_EQ_INT(meta_put(f.m, "k", NULL, "v", 1), -EACCES);
+    CHECK(strstr(logbuf, "__meta/k: ") != NULL);
+    CHECK_EQ_INT(meta_files(&f), 0);
+    fx_close(&f);
+}
+
+/* A write the storage refuses for a user who is not root (the array's
+ * folders made read-only after the mount): EACCES reaches the commit and
+ * the metadata close, and __error and the log say "permission denied". */
+static void test_write_eacces(void)
+{
+    int status = -1;
+    pid_t pid;
+
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+            setresuid(65534, 65534, 65534) != 0) {
+            perror("  switching to uid 65534");
+            _exit(2);
+        }
+        eacces_as_nobody();
+        fflush(stdout);
+        _exit(unit_cur_failed ? 1 : 0);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void test_commit_dense(void)
 {
     struct fixture f;
@@ -761,6 +857,11 @@ int main(void)
     RUN(test_meta);
     RUN(test_meta_store_fails);
     RUN(test_meta_one_store);
+    RUN(test_errno_mapping);
+    if (geteuid() == 0)
+        RUN(test_write_eacces);
+    else
+        UNIT_SKIP(test_write_eacces, "switching to another user needs root");
     RUN(test_commit_dense);
     RUN(test_commit_refused);
     RUN(test_commit_sparse);
