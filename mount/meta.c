@@ -355,7 +355,7 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
     tsize = tdb_dt_size(type);
     len = r->len;
     val = malloc(len ? len : 1);
-    if (val)
+    if (val && len)
         memcpy(val, r->buf, len);
     /* writes made while this one is stored mark it dirty again */
     r->dirty = r->wrote = false;
