@@ -258,6 +258,14 @@ static struct tdbm_handle *meta_open(struct tdbm_mount *m, const char *name,
     return h;
 }
 
+/* The last close of a file meta_open opened. */
+static void meta_close(struct tdbm_mount *m, struct tdbm_handle *h,
+                       uint64_t ino)
+{
+    tdbm_release(m, h);
+    tdbm_forget(m, ino, 1);
+}
+
 /* The stored value of key `name` into buf; (size_t)-1 when there is none. */
 static size_t meta_value(struct tdbm_mount *m, const char *name, void *buf,
                          size_t cap)
@@ -305,8 +313,7 @@ static void test_meta_store_fails(void)
     CHECK_MEM(got, "v1", 2);
     CHECK_EQ_INT(tdbm_fsync(f.m, h, false), 0);
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, ino, 1);
+    meta_close(f.m, h, ino);
     CHECK_EQ_INT(meta_files(&f), 1);          /* stored once */
 
     /* a value whose close failed is not tried again by the release (the
@@ -316,8 +323,7 @@ static void test_meta_store_fails(void)
     CHECK_EQ_INT(tdbm_write(f.m, h, "x", 1, 0, &done), 0);
     CHECK_EQ_INT(tdbm_flush(f.m, h), -EIO);
     tries = flt.failed;
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, ino, 1);
+    meta_close(f.m, h, ino);
     CHECK_EQ_INT(flt.failed, tries);
     /* a file only truncated is stored by the release, whose failure is
      * logged (no one else to tell) */
@@ -325,8 +331,7 @@ static void test_meta_store_fails(void)
     h = meta_open(f.m, "empty", &ino);
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
     CHECK_EQ_INT(flt.failed, tries);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, ino, 1);
+    meta_close(f.m, h, ino);
     CHECK(flt.failed > tries);
     CHECK(strstr(logbuf, "__meta/empty: ") != NULL);
     CHECK_EQ_INT(meta_files(&f), 1);
@@ -356,8 +361,7 @@ static void test_meta_one_store(void)
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
     CHECK_EQ_INT(meta_files(&f), 1);
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, ino, 1);
+    meta_close(f.m, h, ino);
     CHECK_EQ_INT(meta_files(&f), 1);
     CHECK_EQ_INT(meta_value(f.m, "units", got, sizeof got), 4);
     CHECK_MEM(got, "degC", 4);
@@ -366,8 +370,7 @@ static void test_meta_one_store(void)
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
     CHECK_EQ_INT(meta_files(&f), 1);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, ino, 1);
+    meta_close(f.m, h, ino);
     CHECK_EQ_INT(meta_files(&f), 2);
     CHECK_EQ_INT(meta_value(f.m, "units", got, sizeof got), 0);
     /* or by fsync, and then not again */
@@ -375,8 +378,7 @@ static void test_meta_one_store(void)
     CHECK_EQ_INT(tdbm_fsync(f.m, h, false), 0);
     CHECK_EQ_INT(meta_files(&f), 3);
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, ino, 1);
+    meta_close(f.m, h, ino);
     CHECK_EQ_INT(meta_files(&f), 3);
     CHECK_EQ_INT(meta_value(f.m, "e2", got, sizeof got), 0);
     /* a reader's close stores nothing a writer has not finished */
@@ -391,8 +393,7 @@ static void test_meta_one_store(void)
         CHECK_EQ_INT(meta_files(&f), 3);
         CHECK_EQ_INT(tdbm_write(f.m, h, "lf", 2, 2, &done), 0);
         CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
-        tdbm_release(f.m, h);
-        tdbm_forget(f.m, ino, 1);
+        meta_close(f.m, h, ino);
         CHECK_EQ_INT(meta_files(&f), 4);
         CHECK_EQ_INT(meta_value(f.m, "half", got, sizeof got), 4);
         CHECK_MEM(got, "half", 4);
