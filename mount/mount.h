@@ -83,6 +83,7 @@ enum tdbm_opt_kind {
     TDBM_OPT_TIMESTAMP, /* T or T1:T2 ms, into open.ts_start/ts_end */
     TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
     TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
+    TDBM_OPT_MEMBERS,   /* inside|any, into open.members */
 };
 
 struct tdbm_option {

@@ -18,7 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *corpus;
 static char logbuf[8192];
 static int invals;
 
@@ -44,23 +43,29 @@ struct fixture {
     struct tdbm_mount *m;
 };
 
-/* An empty array on disk with the schema of a corpus case, mounted rw. */
-static int fx_open(struct fixture *f, const char *name)
+/* Builds fixture f: an empty array on disk with the schema of corpus case
+ * `name`, mounted rw.  @return NULL, or the step that failed (with the
+ * reason, when there is one, in why). */
+static const char *fx_build(struct fixture *f, const char *name, char *why,
+                            size_t whylen)
 {
-    char path[1024], why[1200], opt[256];
+    char path[1024], opt[256];
     struct tdb_io src, dst;
     struct tdbm_config cfg;
 
-    memset(f, 0, sizeof *f);
-    logbuf[0] = '\0';
-    invals = 0;
     strcpy(f->dir, "/tmp/test_mount.XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
+    if (!mkdtemp(f->dir)) {
+        f->dir[0] = '\0';
+        return "mkdtemp";
+    }
     snprintf(f->arr, sizeof f->arr, "%s/arr", f->dir);
-    snprintf(path, sizeof path, "%s/%s/array", corpus, name);
-    if (tdb_io_posix(&src, path) || tdb_io_posix(&dst, f->arr))
-        return -1;
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    if (tdb_io_posix(&src, path))
+        return "the corpus array";
+    if (tdb_io_posix(&dst, f->arr)) {
+        tdb_io_free(&src);
+        return "the array's folder";
+    }
     mkdir(f->arr, 0700);
     int r = unit_copy_tree(&src, "__schema", &dst, "__schema");
     dst.ops->mkdir(dst.ctx, "__fragments");
@@ -68,23 +73,27 @@ static int fx_open(struct fixture *f, const char *name)
     dst.ops->mkdir(dst.ctx, "__meta");
     tdb_io_free(&src);
     tdb_io_free(&dst);
-    if (r)
-        return -1;
+    if (r) {
+        snprintf(why, whylen, "cannot copy %s/__schema", path);
+        return "the schema";
+    }
     tdbm_options_init(&f->opts);
     snprintf(opt, sizeof opt, "rw,staging_dir=%s/stg", f->dir);
-    if (tdbm_option_list(&f->opts, opt, why, sizeof why) ||
-        tdbm_source_open(&f->src, f->arr, &f->opts, why, sizeof why))
-        return -1;
+    if (tdbm_option_list(&f->opts, opt, why, whylen))
+        return "the options";
+    if (tdbm_source_open(&f->src, f->arr, &f->opts, why, whylen))
+        return "tdbm_source_open";
     memset(&cfg, 0, sizeof cfg);
     cfg.rw = true;
     cfg.uid = getuid();
     cfg.gid = getgid();
     cfg.log = on_log;
     cfg.inval = on_inval;
-    if (tdbm_mount_new(&f->m, &f->src, &f->opts, &cfg) ||
-        tdbm_mount_staging(f->m, why, sizeof why))
-        return -1;
-    return 0;
+    if (tdbm_mount_new(&f->m, &f->src, &f->opts, &cfg))
+        return "tdbm_mount_new";
+    if (tdbm_mount_staging(f->m, why, whylen))
+        return "tdbm_mount_staging";
+    return NULL;
 }
 
 static void fx_close(struct fixture *f)
@@ -93,8 +102,30 @@ static void fx_close(struct fixture *f)
     tdbm_mount_free(f->m);
     tdbm_source_close(&f->src);
     tdbm_options_free(&f->opts);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    CHECK_EQ_INT(system(cmd), 0);
+    if (f->dir[0]) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+        CHECK_EQ_INT(system(cmd), 0);
+    }
+}
+
+/* Sets up fixture f (see fx_build).  @return true; false when it could not
+ * be set up: the running test has then failed, saying why, and must return
+ * without touching f. */
+static bool fx_setup(struct fixture *f, const char *name)
+{
+    char why[1200] = "";
+
+    memset(f, 0, sizeof *f);
+    logbuf[0] = '\0';
+    invals = 0;
+    const char *step = fx_build(f, name, why, sizeof why);
+    if (!step)
+        return true;
+    fprintf(stderr, "FAIL %s: fixture %s: %s%s%s\n", unit_cur, name, step,
+            why[0] ? ": " : "", why);
+    unit_cur_failed = 1;
+    fx_close(f);
+    return false;
 }
 
 /* The inode of `name` in `parent` (0 when missing), counted as a lookup. */
@@ -171,7 +202,8 @@ static void test_meta(void)
     size_t len;
     uint64_t meta, k;
 
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     /* a typed value, a key with '/' */
     CHECK_EQ_INT(meta_put(f.m, "k%2Fv", "INT32", v, sizeof v), 0);
     CHECK_EQ_INT(invals, 1);
@@ -293,7 +325,8 @@ static void test_meta_store_fails(void)
     size_t done;
     char got[8];
 
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     inner = f.src.io;
     CHECK_EQ_INT(tdb_io_faulty(&f.src.io, &inner, &flt), 0);
     h = meta_open(f.m, "nk", &ino);
@@ -352,7 +385,8 @@ static void test_meta_one_store(void)
     size_t done;
     char got[8];
 
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     h = meta_open(f.m, "units", &ino);
     CHECK_EQ_INT(tdbm_flush(f.m, h), 0);
     CHECK_EQ_INT(meta_files(&f), 0);
@@ -439,7 +473,8 @@ static void eacces_as_nobody(void)
     size_t n;
     int fd;
 
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
     CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0700, &e), 0);
     stage(f.m, e.ino, "a", buf, 200);
@@ -511,7 +546,8 @@ static void test_commit_dense(void)
         a[i] = 1000 + 7 * i;
         b[i] = i * 0.25;
     }
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     /* a handle on the first tree's a */
     ia = look(f.m, TDBM_ROOT_INO, "a");
     CHECK_EQ_INT(ia >> TDBM_GEN_SHIFT, 1);
@@ -561,7 +597,8 @@ static void test_commit_refused(void)
     uint64_t stg, frag, err, fa;
     size_t n;
 
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
     CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "w", 0700, &e), 0);
     stage(f.m, e.ino, "a", "0123456789", 10); /* not 50 INT32 */
@@ -595,7 +632,8 @@ static void test_commit_sparse(void)
     char s[8];
     uint64_t stg, frag;
 
-    CHECK_EQ_INT(fx_open(&f, "sparse_int64_2d"), 0);
+    if (!fx_setup(&f, "sparse_int64_2d"))
+        return;
     stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
     CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "w", 0700, &e), 0);
     stage(f.m, e.ino, "x", &x, 8);
@@ -622,7 +660,8 @@ static void test_inodes(void)
     struct stat st;
     uint64_t ino, meta;
 
-    CHECK_EQ_INT(fx_open(&f, "dense_1d_basic"), 0);
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
     CHECK_EQ_INT(tdbm_lookup(f.m, TDBM_ROOT_INO, "a", &e), 0);
     CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 1);
     CHECK(!(e.ino & (TDBM_STAGING_BIT | TDBM_META_BIT)));
@@ -688,7 +727,15 @@ static void test_options(void)
     CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
     CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
     CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
-                 "threads, key_file, rw, writable, ro, staging_dir)") == 0);
+                 "threads, key_file, rw, writable, ro, staging_dir, "
+                 "group_members)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "group_members", "any", why, sizeof why), 0);
+    CHECK_EQ_INT(o.open.members, TDB_MEMBERS_ANY);
+    CHECK_EQ_INT(tdbm_option(&o, "group_members", "inside", why, sizeof why),
+                 0);
+    CHECK_EQ_INT(o.open.members, TDB_MEMBERS_INSIDE);
+    CHECK_EQ_INT(tdbm_option(&o, "group_members", "all", why, sizeof why), -1);
+    CHECK(strcmp(why, "group_members=all: not inside or any") == 0);
 
     /* staging_dir is made absolute */
     CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),
@@ -801,23 +848,34 @@ static void test_error_take(void)
     size_t got;
     glob_t g;
 
+    /* the fixture: a copy of a corpus array with a truncated tile */
+    tdbm_options_init(&opts);
+    memset(&src, 0, sizeof src);
     CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, "cp -r '%s/dense_1d_basic/array' '%s/arr'",
-             corpus, dir);
+             unit_corpus(), dir);
     CHECK_EQ_INT(system(cmd), 0);
     snprintf(path, sizeof path, "%s/arr/__fragments/*/a0.tdb", dir);
     CHECK_EQ_INT(glob(path, 0, NULL, &g), 0);
     CHECK_EQ_INT(g.gl_pathc, 1);
-    CHECK_EQ_INT(truncate(g.gl_pathv[0], 30), 0);
+    if (g.gl_pathc == 1)
+        CHECK_EQ_INT(truncate(g.gl_pathv[0], 30), 0);
     globfree(&g);
-
-    tdbm_options_init(&opts);
     snprintf(path, sizeof path, "%s/arr", dir);
-    CHECK_EQ_INT(tdbm_source_open(&src, path, &opts, why, sizeof why), 0);
+    if (unit_cur_failed ||
+        tdbm_source_open(&src, path, &opts, why, sizeof why)) {
+        fprintf(stderr, "FAIL %s: the fixture could not be set up%s%s\n",
+                unit_cur, unit_cur_failed ? "" : ": ",
+                unit_cur_failed ? "" : why);
+        unit_cur_failed = 1;
+        goto out;
+    }
     memset(&cfg, 0, sizeof cfg);
     cfg.log = on_log;
     logbuf[0] = '\0';
     CHECK_EQ_INT(tdbm_mount_new(&m, &src, &opts, &cfg), 0);
+    if (!m)
+        goto out;
     CHECK(!tdbm_error_take(m, &err));
 
     /* the caller's failure: no message */
@@ -840,6 +898,7 @@ static void test_error_take(void)
 
     tdbm_release(m, h);
     tdbm_forget(m, ino, 1);
+out:
     tdbm_mount_free(m);
     tdbm_source_close(&src);
     tdbm_options_free(&opts);
@@ -849,23 +908,20 @@ static void test_error_take(void)
 
 int main(void)
 {
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
     RUN(test_options);
     RUN(test_names);
-    RUN(test_inodes);
-    RUN(test_meta);
-    RUN(test_meta_store_fails);
-    RUN(test_meta_one_store);
+    RUN_CORPUS(test_inodes);
+    RUN_CORPUS(test_meta);
+    RUN_CORPUS(test_meta_store_fails);
+    RUN_CORPUS(test_meta_one_store);
     RUN(test_errno_mapping);
     if (geteuid() == 0)
-        RUN(test_write_eacces);
+        RUN_CORPUS(test_write_eacces);
     else
         UNIT_SKIP(test_write_eacces, "switching to another user needs root");
-    RUN(test_commit_dense);
-    RUN(test_commit_refused);
-    RUN(test_commit_sparse);
-    RUN(test_error_take);
+    RUN_CORPUS(test_commit_dense);
+    RUN_CORPUS(test_commit_refused);
+    RUN_CORPUS(test_commit_sparse);
+    RUN_CORPUS(test_error_take);
     return unit_done();
 }
