@@ -473,15 +473,47 @@ struct http_srv {
     int fd;
     int port;
     int delay_ms;
+    pthread_t acceptor;
     pthread_mutex_t lock;
     int now, peak, served;
     bool stop;
+    pthread_t conn[64];         /* the connections' threads */
+    int nconn;
 };
 
 struct http_conn {
     struct http_srv *srv;
     int fd;
 };
+
+#define DATA_SIZE 100000     /* the objects named "...data..." */
+
+static uint8_t data_byte(uint64_t i)
+{
+    return (uint8_t)(i * 7 + i / 256);
+}
+
+static bool http_stopped(struct http_srv *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
+}
+
+/* Stops the server: its threads end (the client has closed its
+ * connections) and are joined. */
+static void http_stop(struct http_srv *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_mutex_unlock(&s->lock);
+    shutdown(s->fd, SHUT_RDWR);
+    pthread_join(s->acceptor, NULL);
+    close(s->fd);
+    for (int i = 0; i < s->nconn; i++)
+        pthread_join(s->conn[i], NULL);
+}
 
 static void *http_conn_main(void *arg)
 {
@@ -505,21 +537,44 @@ static void *http_conn_main(void *arg)
             s->peak = s->now;
         pthread_mutex_unlock(&s->lock);
         if (strstr(path, "stall")) {
-            while (!s->stop)
+            while (!http_stopped(s))
                 usleep(10000);
             goto out;
         }
         usleep((useconds_t)s->delay_ms * 1000);
         char head[256];
-        int hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
+        static const char rh[] = "\r\nrange: bytes=";
+        const char *range = memmem(buf, (size_t)(end - buf), rh, sizeof rh - 1);
+        unsigned long long lo = 0, hi = 0;
+        int hl;
+        uint8_t *body = NULL;
+        size_t blen = strlen(path);
+        if (strstr(path, "data") && range &&
+            sscanf(range + sizeof rh - 1, "%llu-%llu", &lo, &hi) == 2 && lo < DATA_SIZE) {
+            /* an object of DATA_SIZE bytes: data_byte(i) */
+            if (hi >= DATA_SIZE)
+                hi = DATA_SIZE - 1;
+            blen = (size_t)(hi - lo + 1);
+            body = malloc(blen);
+            for (size_t i = 0; body && i < blen; i++)
+                body[i] = data_byte(lo + i);
+            hl = snprintf(head, sizeof head, "HTTP/1.1 206 Partial Content\r\n"
+                          "Content-Length: %zu\r\nContent-Range: bytes "
+                          "%llu-%llu/%d\r\n\r\n", blen, lo, hi, DATA_SIZE);
+        } else {
+            hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
                           "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n",
-                          strlen(path));
+                          blen);
+        }
         pthread_mutex_lock(&s->lock);
         s->now--;
         s->served++;
         pthread_mutex_unlock(&s->lock);
-        if (write(c->fd, head, (size_t)hl) != hl ||
-            write(c->fd, path, strlen(path)) != (ssize_t)strlen(path))
+        bool ok = write(c->fd, head, (size_t)hl) == hl &&
+                  write(c->fd, body ? (char *)body : path, blen) ==
+                      (ssize_t)blen;
+        free(body);
+        if (!ok)
             goto out;
         size_t used = (size_t)(end + 4 - buf);
         memmove(buf, buf + used, have - used);
@@ -539,11 +594,17 @@ static void *http_accept_main(void *arg)
         if (fd < 0)
             return NULL;
         struct http_conn *c = malloc(sizeof *c);
-        pthread_t th;
         c->srv = s;
         c->fd = fd;
-        if (pthread_create(&th, NULL, http_conn_main, c) == 0)
-            pthread_detach(th);
+        pthread_mutex_lock(&s->lock);
+        if (s->stop || s->nconn == 64 ||
+            pthread_create(&s->conn[s->nconn], NULL, http_conn_main, c)) {
+            close(fd);
+            free(c);
+        } else {
+            s->nconn++;
+        }
+        pthread_mutex_unlock(&s->lock);
     }
 }
 
@@ -551,7 +612,6 @@ static int http_start(struct http_srv *s, int delay_ms)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t al = sizeof a;
-    pthread_t th;
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
     s->delay_ms = delay_ms;
@@ -560,9 +620,8 @@ static int http_start(struct http_srv *s, int delay_ms)
         bind(s->fd, (struct sockaddr *)&a, sizeof a) ||
         listen(s->fd, 64) ||
         getsockname(s->fd, (struct sockaddr *)&a, &al) ||
-        pthread_create(&th, NULL, http_accept_main, s))
+        pthread_create(&s->acceptor, NULL, http_accept_main, s))
         return -1;
-    pthread_detach(th);
     s->port = ntohs(a.sin_port);
     return 0;
 }
@@ -641,11 +700,82 @@ static void test_queue_bound(void)
         CHECK(q[i].c.etag && !strcmp(q[i].c.etag, "\"e\""));
         tdb_s3_call_clear(&q[i].c);
     }
+    pthread_mutex_lock(&srv.lock);
     CHECK_EQ_INT(srv.served, 12);
     CHECK(srv.peak >= 2 && srv.peak <= 3);
+    pthread_mutex_unlock(&srv.lock);
     tdb_io_free(&io);
-    srv.stop = true;
-    close(srv.fd);
+    http_stop(&srv);
+}
+
+struct reading {
+    struct tdb_io *io;
+    int first, step;
+    int bad;
+};
+
+/* Reads ranges first, first + step, ... of 20 (each 3,000 bytes at
+ * 4,000 * i, then the small file whole, by pieces). */
+static void *reading_main(void *arg)
+{
+    struct reading *rd = arg;
+    uint8_t buf[4000];
+    for (int i = rd->first; i < 20; i += rd->step) {
+        uint64_t off = (uint64_t)i * 4000;
+        if (rd->io->ops->read_at(rd->io->ctx, "data", off, buf, 3000))
+            rd->bad++;
+        for (int j = 0; j < 3000; j++)
+            rd->bad += buf[j] != data_byte(off + (uint64_t)j);
+        if (rd->io->ops->read_at(rd->io->ctx, "small-data", off + 7, buf, 100))
+            rd->bad++;
+        for (int j = 0; j < 100; j++)
+            rd->bad += buf[j] != data_byte(off + 7 + (uint64_t)j);
+    }
+    return NULL;
+}
+
+/* Ranges asked for ahead, out of order (coalesced: fewer GETs than
+ * ranges), and a small file asked for whole, read by four threads at once:
+ * the bytes of the object; then a batch (tdb_io_read_many). */
+static void test_prefetch_reads(void)
+{
+    struct http_srv srv;
+    struct tdb_io io = {0};
+    CHECK_EQ_INT(http_start(&srv, 20), 0);
+    CHECK_EQ_INT(http_backend(&io, &srv, 8, 30), 0);
+    struct tdb_io_want w[21];
+    for (int i = 0; i < 20; i++)
+        w[i] = (struct tdb_io_want){TDB_WANT_RANGE, "data",
+                                    (uint64_t)((i * 7) % 20) * 4000, 3000};
+    w[20] = (struct tdb_io_want){TDB_WANT_FILE, "small-data", 0, 0};
+    tdb_io_prefetch(&io, w, 21);
+    pthread_t th[4];
+    struct reading rd[4];
+    for (int i = 0; i < 4; i++) {
+        rd[i] = (struct reading){&io, i, 4, 0};
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, reading_main, &rd[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(rd[i].bad, 0);
+    }
+    pthread_mutex_lock(&srv.lock);
+    int served = srv.served;
+    pthread_mutex_unlock(&srv.lock);
+    /* one GET for the ranges (1,000-byte gaps), one for the small file */
+    CHECK_EQ_INT(served, 2);
+    uint8_t a[500], b[700];
+    struct tdb_io_read r[] = {{"data", 90000, a, sizeof a, -1},
+                              {"data", 10, b, sizeof b, -1}};
+    CHECK_EQ_INT(tdb_io_read_many(&io, r, 2), 0);
+    CHECK(r[0].rc == 0 && r[1].rc == 0);
+    CHECK(a[0] == data_byte(90000) && a[499] == data_byte(90499));
+    CHECK(b[0] == data_byte(10) && b[699] == data_byte(709));
+    /* past the end: an error, not a hang */
+    CHECK(io.ops->read_at(io.ctx, "data", DATA_SIZE - 10, b, 20) != 0);
+    tdb_io_settle(&io);
+    tdb_io_free(&io);
+    http_stop(&srv);
 }
 
 /* A call the server never answers fails with TDB_E_IO once its deadline
@@ -688,8 +818,7 @@ static void test_queue_stall(void)
     tdb_s3_call_clear(&st.c);
     tdb_s3_call_clear(&ok.c);
     tdb_io_free(&io);
-    srv.stop = true;
-    close(srv.fd);
+    http_stop(&srv);
 }
 
 int main(void)
@@ -708,5 +837,6 @@ int main(void)
     RUN(test_disk_bound);
     RUN(test_queue_bound);
     RUN(test_queue_stall);
+    RUN(test_prefetch_reads);
     return unit_done();
 }
