@@ -18,6 +18,8 @@
 #define S3_REQUESTS 64          /* requests in flight at most */
 #define S3_TIMEOUT_MS 30000     /* a read's deadline, its retries included */
 #define S3_META_BYTES (64u << 20)  /* small files kept whole */
+#define S3_SMALL_FILE (256u << 10) /* a file read unasked is fetched whole
+                                    * up to this size */
 #define S3_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
 
 /* --------------------------------------------------------------- state */
@@ -218,8 +220,9 @@ static int s3_disk_read(struct s3 *s, const char *ident, uint64_t size,
 }
 
 /* Reads come from a write in progress, from what was fetched ahead, from
- * the disk cache, or from the object store: a small file (by its listing)
- * whole, kept for the next reads; anything else as the range asked for. */
+ * the disk cache, or from the object store: a small file (by its listing,
+ * S3_SMALL_FILE at most) whole, kept for the next reads; anything else as
+ * the range asked for. */
 static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
                       size_t len)
 {
@@ -240,7 +243,7 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
         r = r ? r : off > size ? TDB_E_IO : 0;
         goto out;
     }
-    if (known && size <= S3_FILE_MAX) {
+    if (known && size <= S3_SMALL_FILE) {
         struct tdb_io_want w = {TDB_WANT_FILE, norm, 0, 0};
         tdb_s3_want(s, &w, 1);
         if (tdb_s3_fetched_read(s, norm, off, buf, len, &r))

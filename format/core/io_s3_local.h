@@ -18,7 +18,7 @@
 #define S3_GOT_BUCKETS 1024
 #define S3_FILE_MAX (8u << 20)  /* a file fetched whole at most */
 #define S3_COALESCE_GAP (256u << 10) /* ranges this close: one GET */
-#define S3_COALESCE_MAX (8u << 20)   /* one GET of ranges at most */
+#define S3_COALESCE_MAX (2u << 20)   /* one GET of ranges at most */
 
 /* The I/O thread of one backend (io_s3_http.c): calls wait in a queue and
  * run on libcurl's multi interface, at most max_active at a time.  The
