@@ -362,10 +362,14 @@ int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
  * touches are decoded on every core, and while the file is read from start
  * to end (each read starting where the last ended) the tiles ahead are
  * decoded by the tree's threads (opts.threads) before they are asked for.
- * The tiles of its last reads and those decoded ahead (8 MiB) stay pinned
- * in the cache, so a cache smaller than a row of tiles still decodes each
- * tile once per pass.  Thread-safe; close every reader of a tree before
- * tdb_fs_close.  @return 0, TDB_E_NOENT, TDB_E_ISDIR or TDB_E_NOMEM. */
+ * The tiles of its last reads and those decoded ahead stay in the cache
+ * while it has room.  Readers decode within the cache's budget: however
+ * many read at once, it holds at most its budget (or one tile, when a tile
+ * is larger), and a read waits for room rather than hold more (so do not
+ * read while holding a tdb_read_hold of the same cache).  A cache smaller
+ * than a row of tiles decodes a tile once per read that touches it.
+ * Thread-safe; close every reader of a tree before tdb_fs_close.
+ * @return 0, TDB_E_NOENT, TDB_E_ISDIR or TDB_E_NOMEM. */
 struct tdb_reader;
 int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
                     struct tdb_error *err);
