@@ -359,6 +359,31 @@ struct tdb_cache_stats {
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
 
+/* ------------------------------------------------ whether a source changed */
+
+#define TDB_STAMP_BYTES 32
+
+/* The folders whose entries decide what tdb_fs_open shows of a source:
+ * the folder of each array and group the tree `fs` opened (the root "",
+ * then its members'; fs NULL: the root alone) and, in each, __schema,
+ * __commits, __fragment_meta, __meta and __group, whether or not they
+ * exist now.  Paths are io-relative (absolute for members named by an
+ * absolute URI).  Into *out (is_dir all true; free with tdb_names_free).
+ * @return 0 or TDB_E_NOMEM. */
+int tdb_fs_watch_dirs(const struct tdb_fs *fs, struct tdb_names *out,
+                      struct tdb_error *err);
+
+/* A digest (SHA-256) of the entries of those folders as they are now:
+ * names and whether each is a folder (TileDB never rewrites a file under
+ * the same name).  One listing per folder that exists: 5 for an array, 3
+ * for a group of its own, plus its members'.  A digest taken before
+ * tdb_fs_open that differs from one taken later over the same `fs` means
+ * the source changed since that open (a change between the digest and the
+ * open makes the later digest differ too: one reopen more than needed,
+ * never one too few).  @return 0 or the TDB_E_* code of a listing. */
+int tdb_fs_stamp(const struct tdb_io *io, const struct tdb_fs *fs,
+                 uint8_t out[TDB_STAMP_BYTES], struct tdb_error *err);
+
 /* ------------------------------------------------------------------
  * Reads without copying (added by the perf branch): a reader's bytes as
  * pieces of the decoded tiles themselves. */

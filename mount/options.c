@@ -29,6 +29,10 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("staging_dir", TDBM_OPT_STRING, staging_dir, "staging_dir=PATH",
              "where staged bytes are kept (default\n"
              "SOURCE/../.NAME.tiledbfs-staging)"),
+    TDBM_OPT("refresh", TDBM_OPT_SECONDS, refresh, "refresh=SECS",
+             "show what other writers commit: look for\n"
+             "changes every SECS s (1 to 86400; a local\n"
+             "folder also at once, through inotify)"),
     {NULL, TDBM_OPT_BOOL, 0, NULL, NULL}};
 
 static int tdbm_why(char *why, size_t cap, const char *fmt, ...)
@@ -199,6 +203,15 @@ static int tdbm_parse_value(struct tdbm_options *o,
             return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
         memcpy(field, &a, sizeof a);
         return 0;
+    case TDBM_OPT_SECONDS:
+        if (tdbm_parse_number(v, false, 86400, &a) || a == 0)
+            return tdbm_why(why, cap, "%s=%s: not a number of seconds "
+                            "(1 to 86400)", t->name, v);
+        {
+            unsigned n = (unsigned)a;
+            memcpy(field, &n, sizeof n);
+        }
+        return 0;
     case TDBM_OPT_COUNT:
         if (tdbm_parse_number(v, false, 256, &a))
             return tdbm_why(why, cap, "%s=%s: not a number of "
@@ -292,5 +305,8 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
     if (o->rw && o->timestamp_set)
         return tdbm_why(why, cap, "-o rw and timestamp= do not go together "
                         "(a write is made now, outside the opened range)");
+    if (o->refresh && o->timestamp_set)
+        return tdbm_why(why, cap, "refresh= and timestamp= do not go "
+                        "together (a view as of a time never changes)");
     return 0;
 }

@@ -110,6 +110,11 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
         goto fail;
     }
 opened:
+    /* a live mount's first digest, before the open (a failure leaves the
+     * tree unstamped: the first check reopens it) */
+    tdb_error_clear(&err);
+    s->stamped = o->refresh && !o->timestamp_set &&
+                 tdb_fs_stamp(&s->io, NULL, s->stamp, &err) == 0;
     tdb_error_clear(&err);
     rc = tdb_fs_open(&s->fs, &s->io, &o->open, &err);
     if (rc < 0) {

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -419,7 +420,8 @@ static void test_options(void)
     CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
     CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
     CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
-                 "threads, key_file, rw, writable, ro, staging_dir)") == 0);
+                 "threads, key_file, rw, writable, ro, staging_dir, "
+                 "refresh)") == 0);
 
     /* staging_dir is made absolute */
     CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),
@@ -578,6 +580,285 @@ static void test_error_take(void)
     CHECK_EQ_INT(system(cmd), 0);
 }
 
+/* ------------------------------------------------------------- live views */
+
+/* A copy of a corpus case's array at DIR/arr whose committed fragments
+ * (__fragments/X and __commits/X.wrt) wait in DIR/hold, mounted with
+ * `opts`: what another writer adds later is moved in by hand. */
+struct live {
+    char dir[64];
+    char arr[128];
+    struct tdbm_options opts;
+    struct tdbm_source src;
+    struct tdbm_mount *m;
+};
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+static int live_open(struct live *l, const char *name, const char *member,
+                     const char *opts, bool rw)
+{
+    struct tdbm_config cfg;
+    char why[1200];
+
+    memset(l, 0, sizeof *l);
+    logbuf[0] = '\0';
+    invals = 0;
+    strcpy(l->dir, "/tmp/test_mount.XXXXXX");
+    if (!mkdtemp(l->dir))
+        return -1;
+    snprintf(l->arr, sizeof l->arr, "%s/arr", l->dir);
+    if (sh("cp -r '%s/%s/array' '%s' && mkdir '%s/hold' && "
+           "cd '%s/%s' && mv __fragments __commits '%s/hold/' && "
+           "mkdir __fragments __commits", corpus, name, l->arr, l->dir,
+           l->arr, member, l->dir) != 0)
+        return -1;
+    tdbm_options_init(&l->opts);
+    if (tdbm_option_list(&l->opts, opts, why, sizeof why) ||
+        tdbm_source_open(&l->src, l->arr, &l->opts, why, sizeof why))
+        return -1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.rw = rw;
+    cfg.log = on_log;
+    cfg.inval = on_inval;
+    if (tdbm_mount_new(&l->m, &l->src, &l->opts, &cfg) ||
+        tdbm_mount_staging(l->m, why, sizeof why))
+        return -1;
+    return 0;
+}
+
+/* Moves the held fragment folders of `member` into the array and then
+ * (commit == true) their commit files: what TileDB's writes leave. */
+static int live_put(struct live *l, const char *member, bool commit)
+{
+    return sh(commit ? "mv '%s/hold/__commits/'* '%s/%s/__commits/'"
+                     : "mv '%s/hold/__fragments/'* '%s/%s/__fragments/'",
+              l->dir, l->arr, member);
+}
+
+static void live_close(struct live *l)
+{
+    tdbm_mount_free(l->m);
+    tdbm_source_close(&l->src);
+    tdbm_options_free(&l->opts);
+    CHECK_EQ_INT(sh("rm -rf '%s'", l->dir), 0);
+}
+
+/* The bytes of a case's expected file. */
+static size_t expected(const char *name, const char *file, void *buf,
+                       size_t cap)
+{
+    char path[1024];
+    size_t len = 0;
+    char *p;
+
+    snprintf(path, sizeof path, "%s/%s/expected/%s", corpus, name, file);
+    p = unit_slurp(path, &len);
+    if (!p || len > cap) {
+        free(p);
+        return (size_t)-1;
+    }
+    memcpy(buf, p, len);
+    free(p);
+    return len;
+}
+
+/* A commit another writer made becomes the view of new lookups at the
+ * next check; an open file keeps the bytes it opened; a check that finds
+ * nothing new (a fragment folder without its commit file) reopens
+ * nothing. */
+static void test_refresh(void)
+{
+    int32_t before[50], after[50], want[50];
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    struct stat st;
+    struct live l;
+    double timeout;
+    size_t got;
+    uint64_t ia, na;
+
+    CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "refresh=7", false),
+                 0);
+    CHECK_EQ_INT(tdbm_refresh_secs(l.m), 7);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    ia = look(l.m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(tdbm_open(l.m, ia, O_RDONLY, &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_read(l.m, h, ia, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(got, sizeof before);
+    CHECK_EQ_INT((uint32_t)before[0], 0x80000000u); /* the fill value */
+
+    /* a fragment folder without its commit is not part of the array */
+    CHECK_EQ_INT(live_put(&l, ".", false), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    CHECK_EQ_INT(invals, 0);
+    CHECK_EQ_INT(live_put(&l, ".", true), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 1);
+    CHECK_EQ_INT(invals, 1);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    CHECK_EQ_INT(invals, 1);
+
+    CHECK_EQ_INT(expected("dense_1d_basic", "a", want, sizeof want),
+                 sizeof want);
+    na = look(l.m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(na >> TDBM_GEN_SHIFT, 2);
+    CHECK_EQ_INT(slurp(l.m, na, after, sizeof after), sizeof after);
+    CHECK_MEM(after, want, sizeof want);
+    tdbm_forget(l.m, na, 1);
+    /* the handle opened before reads what it read */
+    memset(after, 0, sizeof after);
+    CHECK_EQ_INT(tdbm_read(l.m, h, ia, 0, after, sizeof after, &got), 0);
+    CHECK_EQ_INT(got, sizeof after);
+    CHECK_MEM(after, before, sizeof before);
+    tdbm_release(l.m, h);
+    CHECK_EQ_INT(tdbm_getattr(l.m, ia, &st, &timeout), -ESTALE);
+    tdbm_forget(l.m, ia, 1);
+
+    /* the root may change: no negative entry, attribute or readdir page
+     * of it is kept by the kernel; below it, as before */
+    CHECK_EQ_INT(tdbm_lookup(l.m, TDBM_ROOT_INO, "nope", &e), -ENOENT);
+    CHECK_EQ_INT(tdbm_getattr(l.m, TDBM_ROOT_INO, &st, &timeout), 0);
+    CHECK(timeout == 0.0);
+    CHECK_EQ_INT(tdbm_opendir(l.m, TDBM_ROOT_INO, &h, &oi), 0);
+    CHECK(!oi.cache_readdir && !oi.keep_cache);
+    tdbm_release(l.m, h);
+    na = look(l.m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(tdbm_lookup(l.m, na, "nope", &e), 0);
+    CHECK(e.ino == 0 && e.entry_timeout == TDBM_TIMEOUT);
+    CHECK_EQ_INT(tdbm_opendir(l.m, na, &h, &oi), 0);
+    CHECK(oi.cache_readdir && oi.keep_cache);
+    tdbm_release(l.m, h);
+    tdbm_forget(l.m, na, 1);
+    CHECK_EQ_INT(logbuf[0], '\0');
+    live_close(&l);
+}
+
+/* The folders a front end watches: the array's and those of it whose
+ * entries decide the tree; none without refresh=. */
+static void test_refresh_watch_dirs(void)
+{
+    struct live l;
+    char **v, want[256];
+    size_t n;
+    bool root = false, commits = false;
+
+    CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "refresh=1", false),
+                 0);
+    CHECK_EQ_INT(tdbm_watch_dirs(l.m, &v, &n), 0);
+    CHECK_EQ_INT(n, 6);
+    snprintf(want, sizeof want, "%s/__commits", l.arr);
+    for (size_t i = 0; i < n; i++) {
+        root = root || strcmp(v[i], l.arr) == 0;
+        commits = commits || strcmp(v[i], want) == 0;
+    }
+    CHECK(root && commits);
+    tdbm_names_free(v, n);
+    live_close(&l);
+
+    /* without refresh=: nothing checked, nothing to watch */
+    CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "cache_size=1M",
+                           false), 0);
+    CHECK_EQ_INT(tdbm_refresh_secs(l.m), 0);
+    CHECK_EQ_INT(tdbm_watch_dirs(l.m, &v, &n), 0);
+    CHECK(n == 0 && v == NULL);
+    CHECK_EQ_INT(live_put(&l, ".", false), 0);
+    CHECK_EQ_INT(live_put(&l, ".", true), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    CHECK_EQ_INT(invals, 0);
+    live_close(&l);
+}
+
+/* A group: a commit into a member array is seen; the first check after
+ * the mount reopens once (the digest of the members' folders is taken
+ * then), later checks only on a change. */
+static void test_refresh_group(void)
+{
+    struct live l;
+    uint64_t dir, frags;
+
+    CHECK_EQ_INT(live_open(&l, "group_basic", "s1", "refresh=1", false), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 1);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    dir = look(l.m, TDBM_ROOT_INO, "sparse_arr");
+    frags = look(l.m, dir, "__fragments");
+    CHECK(dir && frags);
+    {
+        struct tdbm_open_info oi;
+        struct tdbm_handle *h;
+        const char *name;
+        uint64_t child;
+        CHECK_EQ_INT(tdbm_opendir(l.m, frags, &h, &oi), 0);
+        CHECK_EQ_INT(tdbm_dir_entry(l.m, h, frags, 0, &name, &child, true),
+                     1);
+        tdbm_release(l.m, h);
+    }
+    tdbm_forget(l.m, frags, 1);
+    tdbm_forget(l.m, dir, 1);
+    CHECK_EQ_INT(live_put(&l, "s1", false), 0);
+    CHECK_EQ_INT(live_put(&l, "s1", true), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 1);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    dir = look(l.m, TDBM_ROOT_INO, "sparse_arr");
+    {
+        uint64_t f = look(l.m, dir, "__fragments");
+        struct tdbm_open_info oi;
+        struct tdbm_handle *h;
+        const char *name;
+        uint64_t child;
+        CHECK_EQ_INT(tdbm_opendir(l.m, f, &h, &oi), 0);
+        CHECK_EQ_INT(tdbm_dir_entry(l.m, h, f, 1, &name, &child, true), 0);
+        CHECK_EQ_INT(tdbm_dir_entry(l.m, h, f, 2, &name, &child, true), 1);
+        tdbm_release(l.m, h);
+        tdbm_forget(l.m, f, 1);
+    }
+    tdbm_forget(l.m, dir, 1);
+    live_close(&l);
+}
+
+/* A live writable mount: its own commit reopens the tree once (the
+ * write's reload takes the digest), a later check finds nothing new;
+ * the options refresh= takes. */
+static void test_refresh_own_write(void)
+{
+    char why[256];
+    struct tdbm_options o;
+    struct live l;
+    int32_t v = 5;
+
+    CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "refresh=1,rw",
+                           true), 0);
+    CHECK_EQ_INT(meta_put(l.m, "k", "INT32", &v, sizeof v), 0);
+    CHECK_EQ_INT(invals, 1);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    CHECK_EQ_INT(invals, 1);
+    live_close(&l);
+
+    tdbm_options_init(&o);
+    CHECK_EQ_INT(tdbm_option(&o, "refresh", "0", why, sizeof why), -1);
+    CHECK(strcmp(why, "refresh=0: not a number of seconds (1 to 86400)") ==
+          0);
+    CHECK_EQ_INT(tdbm_option(&o, "refresh", "86401", why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option(&o, "refresh", "1.5", why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option_list(&o, "refresh=86400,timestamp=5", why,
+                                  sizeof why), 0);
+    CHECK_EQ_INT(o.refresh, 86400);
+    CHECK_EQ_INT(tdbm_options_check(&o, why, sizeof why), -1);
+    CHECK(strcmp(why, "refresh= and timestamp= do not go together (a view "
+                 "as of a time never changes)") == 0);
+    tdbm_options_free(&o);
+}
+
 int main(void)
 {
     corpus = getenv("TILEDBFS_CORPUS");
@@ -591,5 +872,9 @@ int main(void)
     RUN(test_commit_refused);
     RUN(test_commit_sparse);
     RUN(test_error_take);
+    RUN(test_refresh);
+    RUN(test_refresh_watch_dirs);
+    RUN(test_refresh_group);
+    RUN(test_refresh_own_write);
     return unit_done();
 }
