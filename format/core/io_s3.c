@@ -1,451 +1,24 @@
 /* io_s3.c: the I/O interface over S3 and S3-compatible servers: range GETs,
- * HEAD, ListObjectsV2, PUT, server-side copy and DELETE through libcurl,
- * signed with AWS Signature Version 4 (OpenSSL), listings parsed by expat. */
+ * HEAD, ListObjectsV2, PUT, server-side copy and DELETE, listings cached
+ * by folder, writes kept in temporary files until synced.  Requests go
+ * through io_s3_http.c, signed by io_s3_sign.c; answers are parsed by
+ * io_s3_xml.c. */
 #include "core/core.h"
 #include "core/io_s3.h"
+#include "core/io_s3_local.h"
 #include "core/names.h"
 
-#include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
-#include <expat.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#define S3_POOL 16             /* idle curl handles kept (each keeps its
-                                * connection alive) */
-#define S3_TRIES 4             /* tries of a request: 5xx, failed connections */
-#define S3_BODY_MAX (64u << 20) /* cap on a listing or error body kept */
 #define S3_CACHE_MAX (1u << 20) /* folder entries cached before all go */
-#define S3_CACHE_BUCKETS 4096
-#define S3_AUTH_MAX 1024
-
-/* ------------------------------------------------------------ encodings */
-
-static bool s3_unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-           c == '~';
-}
-
-char *tdb_s3_encode(const char *s, bool keep_slash)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    if (n > (SIZE_MAX - 1) / 3)
-        return NULL;
-    char *out = malloc(3 * n + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (s3_unreserved(*p) || (keep_slash && *p == '/')) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = 0;
-    return out;
-}
-
-struct s3_kv {
-    char *k, *v;
-};
-
-static int s3_kv_cmp(const void *a, const void *b)
-{
-    const struct s3_kv *x = a, *y = b;
-    int c = strcmp(x->k, y->k);
-    return c ? c : strcmp(x->v, y->v);
-}
-
-char *tdb_s3_query(const struct tdb_s3_pair *p, size_t n)
-{
-    struct s3_kv *kv = calloc(n ? n : 1, sizeof *kv);
-    struct tdb_buf b = {0};
-    char *out = NULL;
-    if (!kv)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        if (!(kv[i].k = tdb_s3_encode(p[i].name, false)) ||
-            !(kv[i].v = tdb_s3_encode(p[i].value ? p[i].value : "", false)))
-            goto out;
-    qsort(kv, n, sizeof *kv, s3_kv_cmp);
-    for (size_t i = 0; i < n; i++)
-        if ((i && tdb_buf_append(&b, "&", 1)) ||
-            tdb_buf_append(&b, kv[i].k, strlen(kv[i].k)) ||
-            tdb_buf_append(&b, "=", 1) ||
-            tdb_buf_append(&b, kv[i].v, strlen(kv[i].v)))
-            goto out;
-    if (!tdb_buf_append(&b, "", 1)) {
-        out = (char *)b.data;
-        b.data = NULL;
-    }
-out:
-    for (size_t i = 0; i < n; i++) {
-        free(kv[i].k);
-        free(kv[i].v);
-    }
-    free(kv);
-    tdb_buf_free(&b);
-    return out;
-}
-
-/* ------------------------------------------------------------- signing */
-
-static void s3_hex(const unsigned char *d, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
-void tdb_s3_sha256_hex(const void *data, size_t len, char out[65])
-{
-    unsigned char md[32];
-    unsigned int mdlen = 0;
-    EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
-    s3_hex(md, 32, out);
-}
-
-static void s3_hmac(const void *key, size_t klen, const char *msg,
-                    unsigned char out[32])
-{
-    unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg,
-         strlen(msg), out, &n);
-}
-
-struct s3_hdr {
-    char *name;   /* lower case */
-    char *value;  /* trimmed, inner runs of spaces made one */
-};
-
-static int s3_hdr_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct s3_hdr *)a)->name,
-                  ((const struct s3_hdr *)b)->name);
-}
-
-static char *s3_trim_value(const char *v)
-{
-    char *out = malloc(strlen(v) + 1), *o = out;
-    if (!out)
-        return NULL;
-    while (*v == ' ' || *v == '\t')
-        v++;
-    bool space = false;
-    for (; *v; v++) {
-        if (*v == ' ' || *v == '\t') {
-            space = true;
-            continue;
-        }
-        if (space && o != out)
-            *o++ = ' ';
-        space = false;
-        *o++ = *v;
-    }
-    *o = 0;
-    return out;
-}
-
-int tdb_s3_sigv4(char *out, size_t cap, const char *method, const char *path,
-                 const char *query, const struct tdb_s3_pair *hdr,
-                 size_t nhdr, const char *payload_hash, const char *amz_date,
-                 const char *region, const char *key_id, const char *secret)
-{
-    int r = TDB_E_NOMEM;
-    struct s3_hdr *h = calloc(nhdr ? nhdr : 1, sizeof *h);
-    struct tdb_buf creq = {0}, names = {0}, sts = {0};
-    char *key = NULL;
-    if (!h)
-        return TDB_E_NOMEM;
-    for (size_t i = 0; i < nhdr; i++) {
-        if (!(h[i].name = strdup(hdr[i].name)) ||
-            !(h[i].value = s3_trim_value(hdr[i].value)))
-            goto out;
-        for (char *p = h[i].name; *p; p++)
-            *p = (char)tolower((unsigned char)*p);
-    }
-    qsort(h, nhdr, sizeof *h, s3_hdr_cmp);
-    /* the canonical request */
-#define S3_ADD(b, s) tdb_buf_append((b), (s), strlen(s))
-    if (S3_ADD(&creq, method) || S3_ADD(&creq, "\n") || S3_ADD(&creq, path) ||
-        S3_ADD(&creq, "\n") || S3_ADD(&creq, query) || S3_ADD(&creq, "\n"))
-        goto out;
-    for (size_t i = 0; i < nhdr; i++)
-        if (S3_ADD(&creq, h[i].name) || S3_ADD(&creq, ":") ||
-            S3_ADD(&creq, h[i].value) || S3_ADD(&creq, "\n") ||
-            (i && S3_ADD(&names, ";")) || S3_ADD(&names, h[i].name))
-            goto out;
-    if (tdb_buf_append(&names, "", 1) || S3_ADD(&creq, "\n") ||
-        S3_ADD(&creq, (char *)names.data) || S3_ADD(&creq, "\n") ||
-        S3_ADD(&creq, payload_hash))
-        goto out;
-    char creq_hash[65];
-    tdb_s3_sha256_hex(creq.data, creq.len, creq_hash);
-    /* the string to sign */
-    char day[9];
-    snprintf(day, sizeof day, "%.8s", amz_date);
-    char scope[128];
-    if ((size_t)snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day,
-                         region) >= sizeof scope) {
-        r = TDB_E_INVAL;
-        goto out;
-    }
-    if (S3_ADD(&sts, "AWS4-HMAC-SHA256\n") || S3_ADD(&sts, amz_date) ||
-        S3_ADD(&sts, "\n") || S3_ADD(&sts, scope) || S3_ADD(&sts, "\n") ||
-        S3_ADD(&sts, creq_hash) || tdb_buf_append(&sts, "", 1))
-        goto out;
-#undef S3_ADD
-    /* the signing key: HMAC chain over date, region, service, terminator */
-    if (asprintf(&key, "AWS4%s", secret) < 0) {
-        key = NULL;
-        goto out;
-    }
-    unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
-    s3_hmac(key, strlen(key), day, k1);
-    s3_hmac(k1, 32, region, k2);
-    s3_hmac(k2, 32, "s3", k3);
-    s3_hmac(k3, 32, "aws4_request", k4);
-    s3_hmac(k4, 32, (const char *)sts.data, sig);
-    char sighex[65];
-    s3_hex(sig, 32, sighex);
-    int n = snprintf(out, cap,
-                     "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
-                     "Signature=%s",
-                     key_id, scope, (char *)names.data, sighex);
-    r = n < 0 || (size_t)n >= cap ? TDB_E_INVAL : 0;
-    explicit_bzero(k1, sizeof k1);
-    explicit_bzero(k2, sizeof k2);
-    explicit_bzero(k3, sizeof k3);
-    explicit_bzero(k4, sizeof k4);
-out:
-    if (key) {
-        explicit_bzero(key, strlen(key));
-        free(key);
-    }
-    for (size_t i = 0; i < nhdr; i++) {
-        free(h[i].name);
-        free(h[i].value);
-    }
-    free(h);
-    tdb_buf_free(&creq);
-    tdb_buf_free(&names);
-    tdb_buf_free(&sts);
-    return r;
-}
-
-/* ---------------------------------------------------------- ini files */
-
-/* [p, e) without leading and trailing blanks. */
-static void s3_strip(const char **p, const char **e)
-{
-    while (*p < *e && isspace((unsigned char)**p))
-        (*p)++;
-    while (*e > *p && isspace((unsigned char)(*e)[-1]))
-        (*e)--;
-}
-
-static bool s3_eq(const char *p, const char *e, const char *s)
-{
-    size_t n = (size_t)(e - p);
-    return strlen(s) == n && !strncasecmp(p, s, n);
-}
-
-int tdb_s3_ini_get(const char *text, size_t len, const char *section,
-                   const char *key, char **value)
-{
-    const char *p = text, *end = text + len;
-    bool in = false;
-    *value = NULL;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end, *ls = p;
-        p = nl ? nl + 1 : end;
-        bool indented = ls < le && (*ls == ' ' || *ls == '\t');
-        s3_strip(&ls, &le);
-        if (ls == le || *ls == '#' || *ls == ';')
-            continue;
-        if (*ls == '[') {
-            if (le[-1] != ']' || indented)
-                continue;
-            const char *a = ls + 1, *b = le - 1;
-            s3_strip(&a, &b);
-            in = s3_eq(a, b, section);
-            continue;
-        }
-        if (!in || indented)
-            continue;
-        const char *eq = memchr(ls, '=', (size_t)(le - ls));
-        if (!eq)
-            continue;
-        const char *ka = ls, *kb = eq, *va = eq + 1, *vb = le;
-        s3_strip(&ka, &kb);
-        s3_strip(&va, &vb);
-        if (!s3_eq(ka, kb, key))
-            continue;
-        free(*value);   /* the last one wins, as in the AWS tools */
-        if (!(*value = strndup(va, (size_t)(vb - va))))
-            return TDB_E_NOMEM;
-    }
-    return *value ? 0 : TDB_E_NOENT;
-}
-
-/* ------------------------------------------------------- configuration */
-
-static int s3_dupenv(char **dst, const char *name)
-{
-    const char *v = getenv(name);
-    if (!v || !v[0] || *dst)
-        return 0;
-    return (*dst = strdup(v)) ? 0 : TDB_E_NOMEM;
-}
-
-/* Reads a small text file (an ini file of ~/.aws); NULL when missing. */
-static char *s3_slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    struct tdb_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    int bad = 0;
-    while (!bad && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        bad = tdb_buf_append(&b, chunk, n) || b.len > (1u << 20);
-    fclose(f);
-    if (bad || tdb_buf_append(&b, "", 1)) {
-        tdb_buf_free(&b);
-        return NULL;
-    }
-    *len = b.len - 1;
-    return (char *)b.data;
-}
-
-/* Sets *dst (when still NULL) from `key` of `section` in ini text. */
-static int s3_from_ini(char **dst, const char *text, size_t len,
-                       const char *section, const char *key)
-{
-    if (*dst || !text)
-        return 0;
-    int r = tdb_s3_ini_get(text, len, section, key, dst);
-    return r == TDB_E_NOENT ? 0 : r;
-}
-
-/* A file named by env `var`, else ~/.aws/NAME. */
-static char *s3_aws_file(const char *var, const char *name)
-{
-    const char *v = getenv(var), *home = getenv("HOME");
-    char *p = NULL;
-    if (v && v[0])
-        return strdup(v);
-    if (!home || !home[0] || asprintf(&p, "%s/.aws/%s", home, name) < 0)
-        return NULL;
-    return p;
-}
-
-int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err)
-{
-    memset(cfg, 0, sizeof *cfg);
-    const char *prof = getenv("AWS_PROFILE");
-    if (!prof || !prof[0])
-        prof = "default";
-    char *credpath = s3_aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-    char *confpath = s3_aws_file("AWS_CONFIG_FILE", "config");
-    char *section = NULL;
-    size_t credlen = 0, conflen = 0;
-    char *cred = credpath ? s3_slurp(credpath, &credlen) : NULL;
-    char *conf = confpath ? s3_slurp(confpath, &conflen) : NULL;
-    int r = 0;
-    /* ~/.aws/config names its sections "profile NAME", except default */
-    if (!strcmp(prof, "default") ? !(section = strdup(prof))
-                                 : asprintf(&section, "profile %s", prof) < 0) {
-        section = NULL;
-        r = TDB_E_NOMEM;
-        goto out;
-    }
-    const char *id = getenv("AWS_ACCESS_KEY_ID");
-    if (id && id[0]) {
-        if ((r = s3_dupenv(&cfg->access_key, "AWS_ACCESS_KEY_ID")) ||
-            (r = s3_dupenv(&cfg->secret_key, "AWS_SECRET_ACCESS_KEY")) ||
-            (r = s3_dupenv(&cfg->session_token, "AWS_SESSION_TOKEN")))
-            goto out;
-    } else {
-        static const char *const names[] = {
-            "aws_access_key_id", "aws_secret_access_key", "aws_session_token"};
-        char **dst[] = {&cfg->access_key, &cfg->secret_key,
-                        &cfg->session_token};
-        for (int i = 0; i < 3; i++)
-            if ((r = s3_from_ini(dst[i], cred, credlen, prof, names[i])) ||
-                (r = s3_from_ini(dst[i], conf, conflen, section, names[i])))
-                goto out;
-    }
-    if ((r = s3_dupenv(&cfg->region, "AWS_REGION")) ||
-        (r = s3_dupenv(&cfg->region, "AWS_DEFAULT_REGION")) ||
-        (r = s3_from_ini(&cfg->region, conf, conflen, section, "region")) ||
-        (r = s3_dupenv(&cfg->endpoint, "AWS_ENDPOINT_URL_S3")) ||
-        (r = s3_dupenv(&cfg->endpoint, "AWS_ENDPOINT_URL")) ||
-        (r = s3_from_ini(&cfg->endpoint, conf, conflen, section,
-                         "endpoint_url")))
-        goto out;
-out:
-    if (cred)
-        explicit_bzero(cred, credlen);
-    free(cred);
-    free(conf);
-    free(credpath);
-    free(confpath);
-    free(section);
-    if (r) {
-        tdb_s3_config_free(cfg);
-        return tdb_err(err, r, "AWS configuration: %s", tdb_strerror(r));
-    }
-    return 0;
-}
-
-void tdb_s3_config_free(struct tdb_s3_config *cfg)
-{
-    if (!cfg)
-        return;
-    if (cfg->secret_key)
-        explicit_bzero(cfg->secret_key, strlen(cfg->secret_key));
-    free(cfg->access_key);
-    free(cfg->secret_key);
-    free(cfg->session_token);
-    free(cfg->region);
-    free(cfg->endpoint);
-    memset(cfg, 0, sizeof *cfg);
-}
-
-int tdb_s3_global_init(void)
-{
-    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : TDB_E_IO;
-}
 
 /* --------------------------------------------------------------- state */
 
-struct s3_dent {
-    char *name;
-    bool is_dir;
-    uint64_t size;
-};
-
-/* A folder's entries as its last listing gave them, sorted by name. */
 struct s3_dir {
     char *path;
     struct s3_dent *e;
@@ -462,20 +35,6 @@ struct s3_pending {
     struct s3_pending *next;
 };
 
-struct s3 {
-    char *bucket;
-    char *prefix;        /* key prefix of the root, no trailing '/'; "" */
-    char *base;          /* scheme://host[:port][/path] requests go to */
-    char *host;          /* the Host header */
-    char *uri_base;      /* "" or "/BUCKET" (path-style), before the key */
-    char *region, *key_id, *secret, *token;
-    pthread_mutex_t lock;
-    CURL *idle[S3_POOL];
-    size_t nidle;
-    struct s3_dir *cache[S3_CACHE_BUCKETS];
-    size_t ncached;
-    struct s3_pending *pend;
-};
 
 /* --------------------------------------------------------------- cache */
 
@@ -612,531 +171,6 @@ static int s3_cache_get(struct s3 *s, const char *path, bool *is_dir,
     return found;
 }
 
-/* ---------------------------------------------------------------- HTTP */
-
-enum s3_sink { S3_SINK_NONE, S3_SINK_BUF, S3_SINK_FD, S3_SINK_MEM };
-
-/* One request and what came back. */
-struct s3_call {
-    const char *method;       /* GET, HEAD, PUT, DELETE */
-    const char *key;          /* object key; NULL: the bucket */
-    const char *query;        /* canonical query, or NULL */
-    char range[64];           /* "bytes=A-B" or "" */
-    const char *copy_source;  /* x-amz-copy-source (encoded) or NULL */
-    int up_fd;                /* PUT body: a file of up_len bytes, or -1 */
-    uint64_t up_len, up_pos;
-    enum s3_sink sink;
-    uint8_t *dst;             /* S3_SINK_BUF: dst_len bytes wanted */
-    size_t dst_len, dst_got;
-    uint64_t skip;            /* bytes of a 200 answer before the range */
-    int fd;                   /* S3_SINK_FD */
-    uint64_t fd_pos;
-    struct tdb_buf mem;       /* S3_SINK_MEM, and error bodies */
-    CURL *h;
-    long status;
-    curl_off_t length;        /* Content-Length of the answer, or -1 */
-    bool failed;              /* a sink failed (ENOMEM, a short disk) */
-    CURLcode cc;
-    char curl_msg[CURL_ERROR_SIZE];
-};
-
-static CURL *s3_handle(struct s3 *s)
-{
-    CURL *h = NULL;
-    pthread_mutex_lock(&s->lock);
-    if (s->nidle)
-        h = s->idle[--s->nidle];
-    pthread_mutex_unlock(&s->lock);
-    if (h)
-        curl_easy_reset(h);
-    else
-        h = curl_easy_init();
-    return h;
-}
-
-static void s3_handle_put(struct s3 *s, CURL *h)
-{
-    pthread_mutex_lock(&s->lock);
-    if (s->nidle < S3_POOL) {
-        s->idle[s->nidle++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (h)
-        curl_easy_cleanup(h);
-}
-
-static size_t s3_on_body(char *p, size_t size, size_t nmemb, void *arg)
-{
-    struct s3_call *c = arg;
-    size_t n = size * nmemb;
-    if (!c->status)
-        curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
-    if (c->status < 200 || c->status >= 300 || c->sink == S3_SINK_MEM) {
-        if (c->mem.len + n > S3_BODY_MAX || tdb_buf_append(&c->mem, p, n)) {
-            c->failed = true;
-            return 0;
-        }
-        return n;
-    }
-    switch (c->sink) {
-    case S3_SINK_BUF: {
-        size_t off = 0;
-        if (c->skip && c->status == 200) {  /* Range ignored: all of it */
-            off = c->skip < n ? (size_t)c->skip : n;
-            c->skip -= off;
-        }
-        size_t take = n - off;
-        if (take > c->dst_len - c->dst_got)
-            take = c->dst_len - c->dst_got;
-        memcpy(c->dst + c->dst_got, p + off, take);
-        c->dst_got += take;
-        return n;
-    }
-    case S3_SINK_FD:
-        for (size_t done = 0; done < n;) {
-            ssize_t w = pwrite(c->fd, p + done, n - done,
-                               (off_t)(c->fd_pos + done));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                c->failed = true;
-                return 0;
-            }
-            done += (size_t)w;
-        }
-        c->fd_pos += n;
-        return n;
-    default:
-        return n;
-    }
-}
-
-static size_t s3_on_upload(char *p, size_t size, size_t nmemb, void *arg)
-{
-    struct s3_call *c = arg;
-    size_t want = size * nmemb;
-    if (c->up_fd < 0 || c->up_pos >= c->up_len)
-        return 0;
-    if (want > c->up_len - c->up_pos)
-        want = (size_t)(c->up_len - c->up_pos);
-    ssize_t n;
-    do
-        n = pread(c->up_fd, p, want, (off_t)c->up_pos);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return CURL_READFUNC_ABORT;
-    c->up_pos += (uint64_t)n;
-    return (size_t)n;
-}
-
-static int s3_on_seek(void *arg, curl_off_t off, int origin)
-{
-    struct s3_call *c = arg;
-    if (origin != SEEK_SET || off < 0 || (uint64_t)off > c->up_len)
-        return CURL_SEEKFUNC_FAIL;
-    c->up_pos = (uint64_t)off;
-    return CURL_SEEKFUNC_OK;
-}
-
-/* Hex SHA-256 of the first len bytes of fd. */
-static int s3_sha256_fd(int fd, uint64_t len, char out[65])
-{
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char buf[1 << 16], d[32];
-    unsigned int dl = 0;
-    int r = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) ? 0 : TDB_E_NOMEM;
-    for (uint64_t pos = 0; !r && pos < len;) {
-        size_t want = len - pos < sizeof buf ? (size_t)(len - pos) : sizeof buf;
-        ssize_t n = pread(fd, buf, want, (off_t)pos);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0 || !EVP_DigestUpdate(md, buf, (size_t)n))
-            r = TDB_E_IO;
-        else
-            pos += (uint64_t)n;
-    }
-    if (!r && !EVP_DigestFinal_ex(md, d, &dl))
-        r = TDB_E_IO;
-    EVP_MD_CTX_free(md);
-    if (!r)
-        s3_hex(d, 32, out);
-    return r;
-}
-
-static bool s3_transient(CURLcode cc)
-{
-    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-           cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR ||
-           cc == CURLE_GOT_NOTHING || cc == CURLE_OPERATION_TIMEDOUT ||
-           cc == CURLE_PARTIAL_FILE || cc == CURLE_SSL_CONNECT_ERROR;
-}
-
-/* The request's path as signed and sent: "/BUCKET/KEY" or "/KEY". */
-static char *s3_uri(struct s3 *s, const char *key)
-{
-    char *enc = tdb_s3_encode(key ? key : "", true), *uri = NULL;
-    if (enc && asprintf(&uri, "%s/%s", s->uri_base, enc) < 0)
-        uri = NULL;
-    free(enc);
-    return uri;
-}
-
-/* One try of c.  @return 0 (c->status set) or a curl failure in c->cc. */
-static int s3_try(struct s3 *s, struct s3_call *c, const char *uri,
-                  const char *payload_hash)
-{
-    CURL *h = c->h;
-    struct curl_slist *hl = NULL;
-    char *url = NULL, *line = NULL;
-    char date[32], auth[S3_AUTH_MAX];
-    int r = TDB_E_NOMEM;
-
-    time_t now = (time_t)(tdb_now_ms() / 1000);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
-
-    struct tdb_s3_pair hdr[8];
-    size_t nh = 0;
-    hdr[nh++] = (struct tdb_s3_pair){"host", s->host};
-    hdr[nh++] = (struct tdb_s3_pair){"x-amz-date", date};
-    hdr[nh++] = (struct tdb_s3_pair){"x-amz-content-sha256", payload_hash};
-    if (c->range[0])
-        hdr[nh++] = (struct tdb_s3_pair){"range", c->range};
-    if (c->copy_source)
-        hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source", c->copy_source};
-    if (s->token)
-        hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", s->token};
-    for (size_t i = 0; i < nh; i++) {
-        if (asprintf(&line, "%s: %s", hdr[i].name, hdr[i].value) < 0) {
-            line = NULL;
-            goto out;
-        }
-        struct curl_slist *nl = curl_slist_append(hl, line);
-        free(line);
-        line = NULL;
-        if (!nl)
-            goto out;
-        hl = nl;
-    }
-    if (s->key_id && s->secret) {
-        int sr = tdb_s3_sigv4(auth, sizeof auth, c->method, uri,
-                              c->query ? c->query : "", hdr, nh, payload_hash,
-                              date, s->region, s->key_id, s->secret);
-        if (sr) {
-            r = sr;
-            goto out;
-        }
-        if (asprintf(&line, "Authorization: %s", auth) < 0) {
-            line = NULL;
-            goto out;
-        }
-        struct curl_slist *nl = curl_slist_append(hl, line);
-        explicit_bzero(line, strlen(line));
-        free(line);
-        line = NULL;
-        if (!nl)
-            goto out;
-        hl = nl;
-    }
-    {
-        struct curl_slist *nl = curl_slist_append(hl, "Expect:");
-        if (!nl)
-            goto out;
-        hl = nl;
-    }
-    if (asprintf(&url, "%s%s%s%s", s->base, uri, c->query && c->query[0]
-                                                     ? "?" : "",
-                 c->query ? c->query : "") < 0) {
-        url = NULL;
-        goto out;
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_msg);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, s3_on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (!strcmp(c->method, "HEAD")) {
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    } else if (!strcmp(c->method, "PUT")) {
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, s3_on_upload);
-        curl_easy_setopt(h, CURLOPT_READDATA, c);
-        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, s3_on_seek);
-        curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
-                         (curl_off_t)(c->up_fd >= 0 ? c->up_len : 0));
-    } else if (strcmp(c->method, "GET")) {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-    }
-    c->curl_msg[0] = 0;
-    c->cc = curl_easy_perform(h);
-    c->status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
-    if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
-                          &c->length) != CURLE_OK)
-        c->length = -1;
-    r = 0;
-out:
-    curl_slist_free_all(hl);
-    free(url);
-    return r;
-}
-
-/* Performs c, retrying 5xx answers and failed connections with backoff
- * (0.1, 0.2, 0.4 s).  @return 0 when an answer came (c->status, maybe an
- * error status), TDB_E_IO when none did or a sink failed, TDB_E_NOMEM. */
-static int s3_perform(struct s3 *s, struct s3_call *c)
-{
-    char hash[65];
-    int r;
-    if (c->up_fd >= 0) {
-        if ((r = s3_sha256_fd(c->up_fd, c->up_len, hash)))
-            return r;
-    } else {
-        tdb_s3_sha256_hex("", 0, hash);
-    }
-    char *uri = s3_uri(s, c->key);
-    if (!uri)
-        return TDB_E_NOMEM;
-    if (!(c->h = s3_handle(s))) {
-        free(uri);
-        return TDB_E_NOMEM;
-    }
-    uint64_t skip0 = c->skip, fd0 = c->fd_pos;
-    for (int attempt = 0;; attempt++) {
-        c->up_pos = 0;
-        c->dst_got = 0;
-        c->skip = skip0;
-        c->fd_pos = fd0;
-        c->mem.len = 0;
-        c->failed = false;
-        c->status = 0;
-        if ((r = s3_try(s, c, uri, hash)))
-            break;
-        if (c->failed) {
-            r = TDB_E_IO;
-            break;
-        }
-        bool again = c->cc == CURLE_OK ? c->status >= 500
-                                       : s3_transient(c->cc);
-        if (!again || attempt + 1 >= S3_TRIES) {
-            r = c->cc == CURLE_OK ? 0 : TDB_E_IO;
-            break;
-        }
-        struct timespec ts = {0, 100000000L << attempt};
-        nanosleep(&ts, NULL);
-    }
-    /* a handle that failed mid-transfer may hold a broken connection */
-    if (c->cc == CURLE_OK)
-        s3_handle_put(s, c->h);
-    else
-        curl_easy_cleanup(c->h);
-    c->h = NULL;
-    free(uri);
-    return r;
-}
-
-/* ----------------------------------------------------------------- XML */
-
-/* What the answers we read hold: a ListObjectsV2 result or an error. */
-struct s3_xml {
-    XML_Parser xp;
-    char *stack[8];          /* names of the open elements */
-    int depth;
-    struct tdb_buf text;     /* character data of the current element */
-    const char *prefix;      /* the listed prefix: stripped from names */
-    size_t plen;
-    struct s3_dent *e;       /* entries found */
-    size_t n, cap;
-    char *key;               /* Contents/Key */
-    uint64_t size;           /* Contents/Size */
-    bool truncated;
-    char *token;             /* NextContinuationToken */
-    char *code, *message;    /* Error/Code, Error/Message */
-    bool is_error;
-    unsigned nkeys;          /* Contents seen */
-    int fail;
-};
-
-static const char *s3_xml_parent(struct s3_xml *x)
-{
-    return x->depth >= 2 && x->depth - 2 < 8 ? x->stack[x->depth - 2] : "";
-}
-
-static void XMLCALL s3_xml_start(void *arg, const XML_Char *name,
-                                 const XML_Char **attrs)
-{
-    struct s3_xml *x = arg;
-    if (x->depth < 8 && !(x->stack[x->depth] = strdup(name)))
-        x->fail = TDB_E_NOMEM;
-    if (x->depth == 0 && !strcmp(name, "Error"))
-        x->is_error = true;
-    x->depth++;
-    x->text.len = 0;
-}
-
-static char *s3_xml_text(struct s3_xml *x)
-{
-    return strndup(x->text.len ? (const char *)x->text.data : "", x->text.len);
-}
-
-static void s3_xml_add(struct s3_xml *x, const char *full, bool is_dir,
-                       uint64_t size)
-{
-    if (strncmp(full, x->prefix, x->plen))
-        return;
-    const char *name = full + x->plen;
-    size_t l = strlen(name);
-    if (is_dir && l && name[l - 1] == '/')
-        l--;
-    if (!l)     /* the folder's own marker object ("prefix/") */
-        return;
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? 2 * x->cap : 64;
-        struct s3_dent *ne = realloc(x->e, nc * sizeof *ne);
-        if (!ne) {
-            x->fail = TDB_E_NOMEM;
-            return;
-        }
-        x->e = ne;
-        x->cap = nc;
-    }
-    if (!(x->e[x->n].name = strndup(name, l))) {
-        x->fail = TDB_E_NOMEM;
-        return;
-    }
-    x->e[x->n].is_dir = is_dir;
-    x->e[x->n].size = size;
-    x->n++;
-}
-
-static void XMLCALL s3_xml_end(void *arg, const XML_Char *name)
-{
-    struct s3_xml *x = arg;
-    const char *parent = s3_xml_parent(x);
-    char **slot = NULL;
-    if (!strcmp(name, "Key") && !strcmp(parent, "Contents"))
-        slot = &x->key;
-    else if (!strcmp(name, "NextContinuationToken") && x->depth == 2)
-        slot = &x->token;
-    else if (!strcmp(name, "Code") && x->is_error && x->depth == 2)
-        slot = &x->code;
-    else if (!strcmp(name, "Message") && x->is_error && x->depth == 2)
-        slot = &x->message;
-    if (slot) {
-        free(*slot);
-        if (!(*slot = s3_xml_text(x)))
-            x->fail = TDB_E_NOMEM;
-    } else if (!strcmp(name, "Size") && !strcmp(parent, "Contents")) {
-        char *t = s3_xml_text(x), *end = NULL;
-        errno = 0;
-        x->size = t ? strtoull(t, &end, 10) : 0;
-        if (!t || errno || end == t || *end)
-            x->fail = t ? TDB_E_CORRUPT : TDB_E_NOMEM;
-        free(t);
-    } else if (!strcmp(name, "IsTruncated") && x->depth == 2) {
-        x->truncated = x->text.len == 4 && !memcmp(x->text.data, "true", 4);
-    } else if (!strcmp(name, "Contents") && x->depth == 2) {
-        x->nkeys++;
-        if (x->key)
-            s3_xml_add(x, x->key, false, x->size);
-        free(x->key);
-        x->key = NULL;
-        x->size = 0;
-    } else if (!strcmp(name, "Prefix") && !strcmp(parent, "CommonPrefixes")) {
-        char *t = s3_xml_text(x);
-        if (!t)
-            x->fail = TDB_E_NOMEM;
-        else
-            s3_xml_add(x, t, true, 0);
-        free(t);
-    }
-    x->depth--;
-    if (x->depth < 8) {
-        free(x->stack[x->depth]);
-        x->stack[x->depth] = NULL;
-    }
-    x->text.len = 0;
-}
-
-static void XMLCALL s3_xml_chars(void *arg, const XML_Char *s, int len)
-{
-    struct s3_xml *x = arg;
-    if (x->text.len + (size_t)len > (1u << 20) ||
-        tdb_buf_append(&x->text, s, (size_t)len))
-        x->fail = TDB_E_NOMEM;
-}
-
-/* Parses body into x (entries named relative to `prefix`).
- * @return 0, TDB_E_CORRUPT (not XML) or TDB_E_NOMEM. */
-static int s3_xml_parse(struct s3_xml *x, const struct tdb_buf *body,
-                        const char *prefix)
-{
-    memset(x, 0, sizeof *x);
-    x->prefix = prefix ? prefix : "";
-    x->plen = strlen(x->prefix);
-    if (!(x->xp = XML_ParserCreate("UTF-8")))
-        return TDB_E_NOMEM;
-    XML_SetUserData(x->xp, x);
-    XML_SetElementHandler(x->xp, s3_xml_start, s3_xml_end);
-    XML_SetCharacterDataHandler(x->xp, s3_xml_chars);
-    if (body->len > INT_MAX)
-        return TDB_E_CORRUPT;
-    if (XML_Parse(x->xp, body->len ? (const char *)body->data : "",
-                  (int)body->len, 1) != XML_STATUS_OK && !x->fail)
-        x->fail = TDB_E_CORRUPT;
-    return x->fail;
-}
-
-static void s3_xml_free(struct s3_xml *x)
-{
-    if (x->xp)
-        XML_ParserFree(x->xp);
-    for (int i = 0; i < 8; i++)
-        free(x->stack[i]);
-    for (size_t i = 0; i < x->n; i++)
-        free(x->e[i].name);
-    free(x->e);
-    free(x->key);
-    free(x->token);
-    free(x->code);
-    free(x->message);
-    tdb_buf_free(&x->text);
-    memset(x, 0, sizeof *x);
-}
-
-/* -------------------------------------------------------------- errors */
-
-/* The TDB_E_* code of an answer: 2xx 0, 404 TDB_E_NOENT, else TDB_E_IO;
- * with err, a message naming the key, the status and S3's error code. */
-static int s3_status(struct s3 *s, struct s3_call *c, struct tdb_error *err)
-{
-    if (c->cc != CURLE_OK)
-        return tdb_err(err, TDB_E_IO, "s3://%s/%s: %s: %s", s->bucket,
-                       c->key ? c->key : "", curl_easy_strerror(c->cc),
-                       c->curl_msg);
-    if (c->status >= 200 && c->status < 300)
-        return 0;
-    int code = c->status == 404 ? TDB_E_NOENT : TDB_E_IO;
-    if (!err)
-        return code;
-    struct s3_xml x;
-    s3_xml_parse(&x, &c->mem, NULL);
-    tdb_err(err, code, "s3://%s/%s: %s %s: HTTP %ld%s%s%s%s", s->bucket,
-            c->key ? c->key : "", c->method, c->key ? "" : "(bucket)",
-            c->status, x.code ? " " : "", x.code ? x.code : "",
-            x.message ? ": " : "", x.message ? x.message : "");
-    s3_xml_free(&x);
-    return code;
-}
-
 /* ------------------------------------------------------------- helpers */
 
 /* The key of `path` (relative to the root; leading '/' ignored). */
@@ -1228,35 +262,35 @@ static int s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
         }
         struct s3_call c = {.method = "GET", .query = query, .up_fd = -1,
                             .sink = S3_SINK_MEM};
-        r = s3_perform(s, &c);
+        r = tdb_s3_perform(s, &c);
         free(query);
         if (!r)
-            r = s3_status(s, &c, err);
+            r = tdb_s3_status(s, &c, err);
         else
             tdb_err(err, r, "s3://%s/%s: list: %s", s->bucket, kprefix,
                     c.cc != CURLE_OK ? curl_easy_strerror(c.cc)
                                      : tdb_strerror(r));
         struct s3_xml x;
         memset(&x, 0, sizeof x);
-        if (!r && (r = s3_xml_parse(&x, &c.mem, kprefix)))
+        if (!r && (r = tdb_s3_xml_parse(&x, &c.mem, kprefix)))
             tdb_err(err, r, "s3://%s/%s: list: the answer is not a listing",
                     s->bucket, kprefix);
         tdb_buf_free(&c.mem);
         if (r) {
-            s3_xml_free(&x);
+            tdb_s3_xml_free(&x);
             break;
         }
         if (x.is_error) {
             r = tdb_err(err, TDB_E_IO, "s3://%s/%s: list: %s", s->bucket,
                         kprefix, x.code ? x.code : "error");
-            s3_xml_free(&x);
+            tdb_s3_xml_free(&x);
             break;
         }
         if (n + x.n > cap) {
             size_t nc = (n + x.n) * 2;
             struct s3_dent *na = realloc(all, nc * sizeof *na);
             if (!na) {
-                s3_xml_free(&x);
+                tdb_s3_xml_free(&x);
                 r = tdb_err(err, TDB_E_NOMEM, "out of memory");
                 break;
             }
@@ -1276,7 +310,7 @@ static int s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
             token = x.token;
             x.token = NULL;
         }
-        s3_xml_free(&x);
+        tdb_s3_xml_free(&x);
         if (!more)
             break;
     } while (!r);
@@ -1319,9 +353,9 @@ static int s3_has_children(struct s3 *s, const char *key)
 static int s3_head(struct s3 *s, const char *key, uint64_t *size)
 {
     struct s3_call c = {.method = "HEAD", .key = key, .up_fd = -1};
-    int r = s3_perform(s, &c);
+    int r = tdb_s3_perform(s, &c);
     if (!r)
-        r = s3_status(s, &c, NULL);
+        r = tdb_s3_status(s, &c, NULL);
     if (!r) {
         r = c.length < 0 ? TDB_E_IO : 0;
         *size = (uint64_t)c.length;
@@ -1375,9 +409,9 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
                         .skip = off};
     snprintf(c.range, sizeof c.range, "bytes=%llu-%llu",
              (unsigned long long)off, (unsigned long long)(off + len - 1));
-    r = s3_perform(s, &c);
+    r = tdb_s3_perform(s, &c);
     if (!r)
-        r = c.status == 416 ? TDB_E_IO : s3_status(s, &c, NULL);
+        r = c.status == 416 ? TDB_E_IO : tdb_s3_status(s, &c, NULL);
     if (!r && c.dst_got != len)
         r = TDB_E_IO;
     tdb_buf_free(&c.mem);
@@ -1480,9 +514,9 @@ static int s3_put_fd(struct s3 *s, const char *key, int fd, uint64_t len)
 {
     struct s3_call c = {.method = "PUT", .key = key, .up_fd = fd,
                         .up_len = len, .sink = S3_SINK_NONE};
-    int r = s3_perform(s, &c);
+    int r = tdb_s3_perform(s, &c);
     if (!r)
-        r = s3_status(s, &c, NULL);
+        r = tdb_s3_status(s, &c, NULL);
     tdb_buf_free(&c.mem);
     return r;
 }
@@ -1542,9 +576,9 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
         } else {
             struct s3_call c = {.method = "GET", .key = key, .up_fd = -1,
                                 .sink = S3_SINK_FD, .fd = np->fd};
-            r = s3_perform(s, &c);
+            r = tdb_s3_perform(s, &c);
             if (!r)
-                r = s3_status(s, &c, NULL);
+                r = tdb_s3_status(s, &c, NULL);
             if (!r)
                 np->size = c.fd_pos;
             else if (r == TDB_E_NOENT)
@@ -1634,9 +668,9 @@ static int s3_mkdir(void *ctx, const char *path)
 static int s3_delete(struct s3 *s, const char *key)
 {
     struct s3_call c = {.method = "DELETE", .key = key, .up_fd = -1};
-    int r = s3_perform(s, &c);
+    int r = tdb_s3_perform(s, &c);
     if (!r)
-        r = s3_status(s, &c, NULL);
+        r = tdb_s3_status(s, &c, NULL);
     tdb_buf_free(&c.mem);
     return r;
 }
@@ -1652,16 +686,16 @@ static int s3_copy(struct s3 *s, const char *from, const char *to)
     free(enc);
     struct s3_call c = {.method = "PUT", .key = to, .up_fd = -1,
                         .copy_source = src, .sink = S3_SINK_MEM};
-    int r = s3_perform(s, &c);
+    int r = tdb_s3_perform(s, &c);
     if (!r)
-        r = s3_status(s, &c, NULL);
+        r = tdb_s3_status(s, &c, NULL);
     /* a copy can fail after its 200 header: the body is then an Error */
     if (!r) {
         struct s3_xml x;
-        int xr = s3_xml_parse(&x, &c.mem, NULL);
+        int xr = tdb_s3_xml_parse(&x, &c.mem, NULL);
         if (xr || x.is_error)
             r = TDB_E_IO;
-        s3_xml_free(&x);
+        tdb_s3_xml_free(&x);
     }
     tdb_buf_free(&c.mem);
     free(src);

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+import s3fixture
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.abspath(os.environ.get('TILEDBFS_BUILD') or REPO)
 CORPUS = os.path.abspath(os.environ.get('TILEDBFS_CORPUS') or
@@ -231,3 +233,88 @@ def mount(fs_prog, tmp_path):
     yield mounts
     problems = mounts.close()
     assert not problems, '; '.join(problems)
+
+
+# ----------------------------------------------------------------------- S3
+# The S3 servers of the tests (s3fixture.py documents this API): s3_server
+# runs a test once per server, s3_corpus with the corpus in its bucket.
+
+S3_SKIPPED = {}   # server name -> why it cannot run here
+
+
+class S3Servers:
+    """The S3 servers of a session, each started the first time a test asks
+    for it and stopped when the session ends."""
+
+    def __init__(self, tmp_path_factory):
+        self.factory = tmp_path_factory
+        self.running = {}
+        self.failed = {}
+        self.with_corpus = set()
+
+    def get(self, name):
+        if name in S3_SKIPPED:
+            pytest.skip(f'NO {name.upper()}, its S3 tests skipped: {S3_SKIPPED[name]}')
+        if name in self.failed:
+            pytest.fail(self.failed[name], pytrace=False)
+        if name not in self.running:
+            try:
+                self.running[name] = s3fixture.start(name, self.factory.mktemp(name))
+            except s3fixture.Unavailable as e:
+                S3_SKIPPED[name] = str(e)
+                return self.get(name)
+            except Exception as e:
+                self.failed[name] = f'{name} did not start: {e}'
+                return self.get(name)
+        return self.running[name]
+
+    def close(self):
+        for server in self.running.values():
+            server.stop()
+
+
+@pytest.fixture(scope='session')
+def s3_servers(tmp_path_factory):
+    servers = S3Servers(tmp_path_factory)
+    yield servers
+    servers.close()
+
+
+@pytest.fixture(params=s3fixture.SERVERS)
+def s3_server(request, s3_servers, monkeypatch):
+    """An s3fixture.S3Server (a test runs once per server); the programs the
+    test runs reach it through the AWS_* variables."""
+    server = s3_servers.get(request.param)
+    for k in s3fixture.AWS_ENV_KEYS:
+        monkeypatch.delenv(k, raising=False)
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    return server
+
+
+@pytest.fixture
+def s3_corpus(s3_server, s3_servers):
+    """s3_server with every corpus case's array in its bucket as
+    corpus/CASE/array."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip(NO_CORPUS)
+    if s3_server.name not in s3_servers.with_corpus:
+        for name in case_names():
+            s3_server.upload(os.path.join(CORPUS, name, 'array'), f'corpus/{name}/array')
+        s3_servers.with_corpus.add(s3_server.name)
+    return s3_server
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The S3 servers that could not run, on the terminal and on make
+    check's console (TILEDBFS_TEST_CONSOLE, as tests/pytest.sh does)."""
+    lines = [f'SKIP S3: {name}: its S3 tests were skipped: {why}'
+             for name, why in sorted(S3_SKIPPED.items())]
+    for line in lines:
+        terminalreporter.write_line(line, yellow=True, bold=True)
+    fd = os.environ.get('TILEDBFS_TEST_CONSOLE', '')
+    if lines and fd.isdigit():
+        try:
+            os.write(int(fd), ''.join(line + '\n' for line in lines).encode())
+        except OSError:
+            pass

@@ -1,0 +1,233 @@
+/* io_s3_sign.c: AWS Signature Version 4 of S3 requests (OpenSSL's SHA-256
+ * and HMAC) and the encodings it signs: paths and query strings. */
+#include "core/core.h"
+#include "core/io_s3.h"
+#include "core/io_s3_local.h"
+
+#include <ctype.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------ encodings */
+
+static bool s3_unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+           c == '~';
+}
+
+char *tdb_s3_encode(const char *s, bool keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    if (n > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *out = malloc(3 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (s3_unreserved(*p) || (keep_slash && *p == '/')) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+struct s3_kv {
+    char *k, *v;
+};
+
+static int s3_kv_cmp(const void *a, const void *b)
+{
+    const struct s3_kv *x = a, *y = b;
+    int c = strcmp(x->k, y->k);
+    return c ? c : strcmp(x->v, y->v);
+}
+
+char *tdb_s3_query(const struct tdb_s3_pair *p, size_t n)
+{
+    struct s3_kv *kv = calloc(n ? n : 1, sizeof *kv);
+    struct tdb_buf b = {0};
+    char *out = NULL;
+    if (!kv)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!(kv[i].k = tdb_s3_encode(p[i].name, false)) ||
+            !(kv[i].v = tdb_s3_encode(p[i].value ? p[i].value : "", false)))
+            goto out;
+    qsort(kv, n, sizeof *kv, s3_kv_cmp);
+    for (size_t i = 0; i < n; i++)
+        if ((i && tdb_buf_append(&b, "&", 1)) ||
+            tdb_buf_append(&b, kv[i].k, strlen(kv[i].k)) ||
+            tdb_buf_append(&b, "=", 1) ||
+            tdb_buf_append(&b, kv[i].v, strlen(kv[i].v)))
+            goto out;
+    if (!tdb_buf_append(&b, "", 1)) {
+        out = (char *)b.data;
+        b.data = NULL;
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        free(kv[i].k);
+        free(kv[i].v);
+    }
+    free(kv);
+    tdb_buf_free(&b);
+    return out;
+}
+
+/* ------------------------------------------------------------- signing */
+
+void tdb_s3_hex(const unsigned char *d, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+void tdb_s3_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+    tdb_s3_hex(md, 32, out);
+}
+
+static void s3_hmac(const void *key, size_t klen, const char *msg,
+                    unsigned char out[32])
+{
+    unsigned int n = 32;
+    HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg,
+         strlen(msg), out, &n);
+}
+
+struct s3_hdr {
+    char *name;   /* lower case */
+    char *value;  /* trimmed, inner runs of spaces made one */
+};
+
+static int s3_hdr_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct s3_hdr *)a)->name,
+                  ((const struct s3_hdr *)b)->name);
+}
+
+static char *s3_trim_value(const char *v)
+{
+    char *out = malloc(strlen(v) + 1), *o = out;
+    if (!out)
+        return NULL;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    bool space = false;
+    for (; *v; v++) {
+        if (*v == ' ' || *v == '\t') {
+            space = true;
+            continue;
+        }
+        if (space && o != out)
+            *o++ = ' ';
+        space = false;
+        *o++ = *v;
+    }
+    *o = 0;
+    return out;
+}
+
+int tdb_s3_sigv4(char *out, size_t cap, const char *method, const char *path,
+                 const char *query, const struct tdb_s3_pair *hdr,
+                 size_t nhdr, const char *payload_hash, const char *amz_date,
+                 const char *region, const char *key_id, const char *secret)
+{
+    int r = TDB_E_NOMEM;
+    struct s3_hdr *h = calloc(nhdr ? nhdr : 1, sizeof *h);
+    struct tdb_buf creq = {0}, names = {0}, sts = {0};
+    char *key = NULL;
+    if (!h)
+        return TDB_E_NOMEM;
+    for (size_t i = 0; i < nhdr; i++) {
+        if (!(h[i].name = strdup(hdr[i].name)) ||
+            !(h[i].value = s3_trim_value(hdr[i].value)))
+            goto out;
+        for (char *p = h[i].name; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+    }
+    qsort(h, nhdr, sizeof *h, s3_hdr_cmp);
+    /* the canonical request */
+#define S3_ADD(b, s) tdb_buf_append((b), (s), strlen(s))
+    if (S3_ADD(&creq, method) || S3_ADD(&creq, "\n") || S3_ADD(&creq, path) ||
+        S3_ADD(&creq, "\n") || S3_ADD(&creq, query) || S3_ADD(&creq, "\n"))
+        goto out;
+    for (size_t i = 0; i < nhdr; i++)
+        if (S3_ADD(&creq, h[i].name) || S3_ADD(&creq, ":") ||
+            S3_ADD(&creq, h[i].value) || S3_ADD(&creq, "\n") ||
+            (i && S3_ADD(&names, ";")) || S3_ADD(&names, h[i].name))
+            goto out;
+    if (tdb_buf_append(&names, "", 1) || S3_ADD(&creq, "\n") ||
+        S3_ADD(&creq, (char *)names.data) || S3_ADD(&creq, "\n") ||
+        S3_ADD(&creq, payload_hash))
+        goto out;
+    char creq_hash[65];
+    tdb_s3_sha256_hex(creq.data, creq.len, creq_hash);
+    /* the string to sign */
+    char day[9];
+    snprintf(day, sizeof day, "%.8s", amz_date);
+    char scope[128];
+    if ((size_t)snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day,
+                         region) >= sizeof scope) {
+        r = TDB_E_INVAL;
+        goto out;
+    }
+    if (S3_ADD(&sts, "AWS4-HMAC-SHA256\n") || S3_ADD(&sts, amz_date) ||
+        S3_ADD(&sts, "\n") || S3_ADD(&sts, scope) || S3_ADD(&sts, "\n") ||
+        S3_ADD(&sts, creq_hash) || tdb_buf_append(&sts, "", 1))
+        goto out;
+#undef S3_ADD
+    /* the signing key: HMAC chain over date, region, service, terminator */
+    if (asprintf(&key, "AWS4%s", secret) < 0) {
+        key = NULL;
+        goto out;
+    }
+    unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
+    s3_hmac(key, strlen(key), day, k1);
+    s3_hmac(k1, 32, region, k2);
+    s3_hmac(k2, 32, "s3", k3);
+    s3_hmac(k3, 32, "aws4_request", k4);
+    s3_hmac(k4, 32, (const char *)sts.data, sig);
+    char sighex[65];
+    tdb_s3_hex(sig, 32, sighex);
+    int n = snprintf(out, cap,
+                     "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
+                     "Signature=%s",
+                     key_id, scope, (char *)names.data, sighex);
+    r = n < 0 || (size_t)n >= cap ? TDB_E_INVAL : 0;
+    explicit_bzero(k1, sizeof k1);
+    explicit_bzero(k2, sizeof k2);
+    explicit_bzero(k3, sizeof k3);
+    explicit_bzero(k4, sizeof k4);
+out:
+    if (key) {
+        explicit_bzero(key, strlen(key));
+        free(key);
+    }
+    for (size_t i = 0; i < nhdr; i++) {
+        free(h[i].name);
+        free(h[i].value);
+    }
+    free(h);
+    tdb_buf_free(&creq);
+    tdb_buf_free(&names);
+    tdb_buf_free(&sts);
+    return r;
+}

@@ -1,0 +1,429 @@
+"""s3fixture.py: the S3 servers of the tests, started on 127.0.0.1 (s3rver, a node program; Ceph's RADOS Gateway through tests/s3/rgw), a small signed S3 client, and a proxy that checks every request's signature.
+
+The API that S3 test files use (fixtures defined in conftest.py):
+
+  s3_server   a test that takes it runs once per server of SERVERS (ids
+              [s3rver] and [radosgw]); it is skipped, with the reason on
+              the console, when that server cannot be had here.  Each
+              server starts once per session, with one bucket shared by
+              every test: put your keys under a prefix of your own (for
+              instance tmp_path.name, unique in a session).  While the test
+              runs, os.environ holds the server's AWS_ACCESS_KEY_ID,
+              AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL, and
+              none of AWS_SESSION_TOKEN, AWS_PROFILE, AWS_ENDPOINT_URL_S3, so
+              the tiledbfs and tiledbfs-cat it runs reach the server.  The
+              value is an S3Server:
+                .name                 's3rver' or 'radosgw'
+                .endpoint             'http://127.0.0.1:PORT' (path-style)
+                .host, .port
+                .access_key, .secret_key, .region, .bucket
+                .client               an S3Client of the bucket:
+                    put(key, data)        PUT, asserts 200
+                    get(key)              the object's bytes, or None
+                    keys(prefix)          every key under prefix (listing
+                                          pages followed)
+                    delete(key)           DELETE, asserts 204 (or 200)
+                    request(method, key, body=b'', params=None,
+                            headers=None) -> (status, body bytes)
+                .upload(folder, prefix)   every file under folder as
+                                          prefix/RELATIVE/PATH
+                .url(key)             's3://BUCKET/KEY'
+                .env()                the AWS_* variables above, a dict
+  s3_corpus   the same S3Server once every corpus case's array is in the
+              bucket as corpus/CASE/array (uploaded once per server and
+              session): corpus_url(server, CASE) is its s3:// URL.
+
+VerifyingProxy(server) is an HTTP proxy in front of a server that checks
+each request's Signature Version 4 against the server's keys, as S3 does,
+and signs again what it forwards.
+"""
+import concurrent.futures
+import datetime
+import hashlib
+import hmac
+import http.client
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+S3_DIR = os.path.join(REPO, 'tests', 's3')
+S3RVER = os.path.join(S3_DIR, 'node_modules', '.bin', 's3rver')
+SERVERS = ('s3rver',)
+BUCKET = 'tiledbfs'
+REGION = 'us-east-1'
+START_TIMEOUT = 30    # seconds for a server to start
+# the variables that choose credentials and endpoint: each S3 test sets its
+# server's and removes the others
+AWS_ENV_KEYS = ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_REGION',
+                'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_PROFILE')
+
+
+# ------------------------------------------------------ Signature Version 4
+# written here independently of format/core/io_s3.c, to check it
+
+def canonical_query(query):
+    """A query string's canonical form: each name and value decoded, then
+    encoded again as S3 does, the pairs sorted."""
+    q = sorted((urllib.parse.quote(k, safe='-_.~'), urllib.parse.quote(v, safe='-_.~'))
+               for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True))
+    return '&'.join(f'{k}={v}' for k, v in q)
+
+
+def signature(secret, region, date, method, path, query, headers, payload_hash):
+    """The hex signature of a request: `path` as sent (already encoded),
+    `query` canonical, `headers` the signed ones (any case), `date`
+    YYYYMMDDTHHMMSSZ."""
+    lower = {k.lower(): ' '.join(str(v).split()) for k, v in headers.items()}
+    names = sorted(lower)
+    creq = '\n'.join([method, path, query] + [f'{n}:{lower[n]}' for n in names] +
+                     ['', ';'.join(names), payload_hash])
+    scope = f'{date[:8]}/{region}/s3/aws4_request'
+    sts = '\n'.join(['AWS4-HMAC-SHA256', date, scope, hashlib.sha256(creq.encode()).hexdigest()])
+    k = ('AWS4' + secret).encode()
+    for part in (date[:8], region, 's3', 'aws4_request'):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    return hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+
+
+def sign(keys, method, path, query, headers, payload_hash):
+    """`headers` plus host, x-amz-date, x-amz-content-sha256 and an
+    Authorization that signs them all; keys = (host:port, key id, secret,
+    region)."""
+    hostport, key_id, secret, region = keys
+    date = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+    out = dict(headers, host=hostport, **{'x-amz-date': date, 'x-amz-content-sha256': payload_hash})
+    sig = signature(secret, region, date, method, path, query, out, payload_hash)
+    names = ';'.join(sorted(k.lower() for k in out))
+    out['Authorization'] = (f'AWS4-HMAC-SHA256 Credential={key_id}/{date[:8]}/{region}/s3/'
+                            f'aws4_request, SignedHeaders={names}, Signature={sig}')
+    return out
+
+
+# ---------------------------------------------------------------- a client
+
+class S3Client:
+    """A small S3 client of one bucket over http.client, each request
+    signed with Signature Version 4, to set up and inspect the bucket."""
+
+    def __init__(self, host, port, access_key, secret_key, region=REGION, bucket=BUCKET):
+        self.host, self.port, self.bucket = host, port, bucket
+        self.keys_ = (f'{host}:{port}', access_key, secret_key, region)
+
+    def request(self, method, key, body=b'', params=None, headers=None):
+        """(status, body) of one request on the object `key` (None: the
+        bucket itself) with the query `params` (a dict)."""
+        path = '/' + self.bucket + ('/' + urllib.parse.quote(key, safe='/~')
+                                    if key is not None else '')
+        query = canonical_query(urllib.parse.urlencode(params or {}))
+        signed = sign(self.keys_, method, path, query, headers or {},
+                      hashlib.sha256(body).hexdigest())
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        try:
+            conn.request(method, path + ('?' + query if query else ''), body=body, headers=signed)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def put(self, key, data):
+        status, body = self.request('PUT', key, data)
+        assert status == 200, f'PUT {key}: {status} {body[:300]!r}'
+
+    def get(self, key):
+        status, body = self.request('GET', key)
+        return body if status == 200 else None
+
+    def delete(self, key):
+        status, body = self.request('DELETE', key)
+        assert status in (200, 204), f'DELETE {key}: {status} {body[:300]!r}'
+
+    def list_page(self, params):
+        """One ListObjectsV2 answer, parsed: (root element, namespace)."""
+        status, body = self.request('GET', None, params=dict(params, **{'list-type': '2'}))
+        assert status == 200, f'list {params}: {status} {body[:300]!r}'
+        root = ET.fromstring(body)
+        return root, root.tag[:root.tag.index('}') + 1] if root.tag.startswith('{') else ''
+
+    def keys(self, prefix):
+        """Every key under prefix."""
+        out, token = [], None
+        while True:
+            params = {'prefix': prefix}
+            if token:
+                params['continuation-token'] = token
+            root, ns = self.list_page(params)
+            out += [c.find(ns + 'Key').text for c in root.findall(ns + 'Contents')]
+            token = root.findtext(ns + 'NextContinuationToken')
+            if root.findtext(ns + 'IsTruncated') != 'true' or not token:
+                return out
+
+
+# ---------------------------------------------------------------- servers
+
+class S3Server:
+    """One running server and its bucket (see the module's docstring)."""
+
+    def __init__(self, name, host, port, access_key, secret_key, stop):
+        self.name, self.host, self.port = name, host, port
+        self.endpoint = f'http://{host}:{port}'
+        self.access_key, self.secret_key = access_key, secret_key
+        self.region, self.bucket = REGION, BUCKET
+        self.client = S3Client(host, port, access_key, secret_key, REGION, BUCKET)
+        self._stop = stop
+
+    def url(self, key):
+        return f's3://{self.bucket}/{key}'
+
+    def env(self):
+        return {'AWS_ACCESS_KEY_ID': self.access_key, 'AWS_SECRET_ACCESS_KEY': self.secret_key,
+                'AWS_REGION': self.region, 'AWS_ENDPOINT_URL': self.endpoint}
+
+    def upload(self, folder, prefix):
+        """Every file under `folder` as PREFIX/RELATIVE/PATH (8 at a time)."""
+        def put(full):
+            rel = os.path.relpath(full, folder).replace(os.sep, '/')
+            with open(full, 'rb') as fh:
+                self.client.put(prefix + '/' + rel, fh.read())
+        files = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(put, files))
+
+    def stop(self):
+        self._stop()
+
+    def __repr__(self):
+        return f'S3Server({self.name} at {self.endpoint})'
+
+
+class Unavailable(Exception):
+    """The server cannot run here (a skip, with this reason)."""
+
+
+def s3rver_missing():
+    """Why s3rver cannot run here, or None."""
+    if shutil.which('node') is None:
+        return 'node is not installed (scripts/install-deps installs nodejs and npm)'
+    if not os.access(S3RVER, os.X_OK):
+        return f'{S3RVER} is missing: run scripts/install-deps (npm ci --prefix tests/s3)'
+    return None
+
+
+def start_s3rver(folder):
+    """s3rver on 127.0.0.1 (a free port it picks), its data in `folder`,
+    with the bucket BUCKET; s3rver knows one account, S3RVER."""
+    why = s3rver_missing()
+    if why:
+        raise Unavailable(why)
+    log = open(os.path.join(folder, 'log'), 'w+b')
+    proc = subprocess.Popen([S3RVER, '-d', os.path.join(folder, 'store'), '-a', '127.0.0.1',
+                             '-p', '0', '--no-vhost-buckets', '--configure-bucket', BUCKET],
+                            stdout=log, stderr=subprocess.STDOUT,
+                            # s3rver's continuation tokens use DES, which
+                            # node's OpenSSL 3 keeps in its legacy provider
+                            env=dict(os.environ, NODE_OPTIONS='--openssl-legacy-provider'))
+
+    def stop():
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        log.seek(0)
+        m = re.search(rb'listening on 127\.0\.0\.1:(\d+)', log.read())
+        if m:
+            return S3Server('s3rver', '127.0.0.1', int(m.group(1)), 'S3RVER', 'S3RVER', stop)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            log.seek(0)
+            out = log.read().decode(errors='replace')[-2000:]
+            stop()
+            raise RuntimeError(f's3rver did not start: {out}')
+        time.sleep(0.05)
+
+
+STARTERS = {'s3rver': start_s3rver}
+
+
+def start(name, folder):
+    """Starts server `name` with its state in `folder`: an S3Server, or
+    Unavailable (it cannot run here), or another exception (it failed)."""
+    return STARTERS[name](str(folder))
+
+
+def corpus_url(server, case):
+    return server.url(f'corpus/{case}/array')
+
+
+# ---------------------------------------------- a signature-checking proxy
+
+class VerifyingProxy:
+    """An HTTP proxy on 127.0.0.1 in front of an S3Server that checks each
+    request's Signature Version 4 against the server's keys, as S3 does
+    (s3rver checks only the key id), answering 403 SignatureDoesNotMatch
+    when it differs; it signs again with the same keys what it forwards
+    (the Host differs, and the server checks the signature too).  It cuts
+    every listing to pages of PAGE keys and prefixes, so that continuation
+    tokens are followed (s3rver's own pages lose prefixes).  .checked counts
+    the signatures checked, .pages the listing pages answered; with
+    .fail_first set, the first try of each request is answered 503."""
+
+    PAGE = 2
+
+    def __init__(self, server):
+        self.s3 = server
+        self.checked = 0
+        self.pages = 0
+        self.methods = []
+        self.fail_first = False
+        self.failed = 0
+        self.seen = set()
+        self.lock = threading.Lock()
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), self._handler())
+        self.port = self.server.server_address[1]
+        self.endpoint = f'http://127.0.0.1:{self.port}'
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def _handler(self):
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args):
+                pass
+
+            def _any(self):
+                n = int(self.headers.get('Content-Length') or 0)
+                body = self.rfile.read(n) if n else b''
+                status, headers, out = proxy.answer(self.command, self.path, self.headers, body)
+                self.send_response(status)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != 'HEAD':
+                    self.wfile.write(out)
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _any
+        return Handler
+
+    @staticmethod
+    def error(status, code, message=''):
+        out = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+               f'<Message>{message}</Message></Error>').encode()
+        return status, [('Content-Length', str(len(out)))], out
+
+    def answer(self, method, target, headers, body):
+        """(status, headers, body) of the answer to one request."""
+        with self.lock:
+            self.methods.append(method)
+        path, _, query = target.partition('?')
+        if self.fail_first:
+            what = (method, target, headers.get('Range'))
+            with self.lock:
+                first = what not in self.seen
+                self.seen.add(what)
+                self.failed += first
+            if first:
+                return self.error(503, 'SlowDown')
+        if not self.signature_ok(method, path, query, headers, body):
+            return self.error(403, 'SignatureDoesNotMatch', 'checked by the test proxy')
+        params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        if params.get('list-type') == '2' and method == 'GET':
+            out = self.list_page(params)
+            return 200, [('Content-Length', str(len(out)))], out
+        return self.forward(method, path, canonical_query(query), headers, body)
+
+    # headers that the forwarded request carries, signed again
+    SIGNED = re.compile(r'x-amz-.*|range|content-type|content-md5|if-.*', re.I)
+
+    def forward(self, method, path, query, headers, body):
+        fwd = {k: v for k, v in headers.items() if self.SIGNED.fullmatch(k) and
+               k.lower() not in ('x-amz-date', 'x-amz-content-sha256')}
+        fwd = sign(self.s3.client.keys_, method, path, query, fwd, hashlib.sha256(body).hexdigest())
+        conn = http.client.HTTPConnection(self.s3.host, self.s3.port, timeout=30)
+        try:
+            conn.request(method, path + ('?' + query if query else ''), body=body, headers=fwd)
+            r = conn.getresponse()
+            data = r.read()
+            out = [(k, v) for k, v in r.getheaders()
+                   if k.lower() not in ('transfer-encoding', 'connection')]
+            if r.getheader('Content-Length') is None:
+                out.append(('Content-Length', str(len(data))))
+            return r.status, out, data
+        finally:
+            conn.close()
+
+    def list_page(self, params):
+        """A ListObjectsV2 answer of at most PAGE keys and prefixes, from the
+        whole listing the server gives; its continuation token holds
+        characters that a query must encode."""
+        with self.lock:
+            self.pages += 1
+        tok = params.pop('continuation-token', None)
+        start = int(tok.rsplit('=', 1)[1]) if tok else 0
+        params.pop('list-type')
+        params['max-keys'] = '1000'
+        root, ns = self.s3.client.list_page(params)
+        assert root.findtext(ns + 'IsTruncated') != 'true', 'a folder of more than 1000 keys'
+        entries = sorted([(c.findtext(ns + 'Key'), c.findtext(ns + 'Size'))
+                          for c in root.findall(ns + 'Contents')] +
+                         [(c.findtext(ns + 'Prefix'), None)
+                          for c in root.findall(ns + 'CommonPrefixes')])
+        page = entries[start:start + self.PAGE]
+        more = start + self.PAGE < len(entries)
+        x = ET.Element('ListBucketResult', xmlns='http://s3.amazonaws.com/doc/2006-03-01/')
+        ET.SubElement(x, 'Name').text = self.s3.bucket
+        ET.SubElement(x, 'Prefix').text = params.get('prefix', '')
+        ET.SubElement(x, 'KeyCount').text = str(len(page))
+        ET.SubElement(x, 'IsTruncated').text = 'true' if more else 'false'
+        if more:
+            ET.SubElement(x, 'NextContinuationToken').text = f'p+/&?={start + self.PAGE}'
+        for key, size in page:
+            if size is None:
+                ET.SubElement(ET.SubElement(x, 'CommonPrefixes'), 'Prefix').text = key
+            else:
+                c = ET.SubElement(x, 'Contents')
+                ET.SubElement(c, 'Key').text = key
+                ET.SubElement(c, 'Size').text = size
+        return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(x)
+
+    def signature_ok(self, method, path, query, headers, body):
+        auth = headers.get('Authorization', '')
+        m = re.fullmatch(r'AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request, '
+                         r'SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})', auth)
+        if not m:
+            return False
+        key_id, day, region, signed, sig = m.groups()
+        if key_id != self.s3.access_key or region != self.s3.region:
+            return False
+        date = headers.get('x-amz-date', '')
+        payload = headers.get('x-amz-content-sha256', '')
+        if payload != hashlib.sha256(body).hexdigest() or not date.startswith(day):
+            return False
+        names = signed.split(';')
+        needed = {'host', 'x-amz-date', 'x-amz-content-sha256'}
+        if names != sorted(names) or not needed <= set(names):
+            return False
+        want = signature(self.s3.secret_key, region, date, method, path, canonical_query(query),
+                         {n: headers.get(n, '') for n in names}, payload)
+        with self.lock:
+            self.checked += 1
+        return hmac.compare_digest(sig, want)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
