@@ -10,11 +10,6 @@ import pytest
 from conftest import MOUNT_TIMEOUT, get_case
 from test_write import commit, read_file, stage
 
-try:
-    import s3fixture  # noqa: F401  (conftest.py then has s3_server)
-except ImportError:
-    s3fixture = None
-
 # Seconds a change may take to show through a live mount.  Generous: the
 # machine may be loaded; a refresh is not timed here (scripts/bench is
 # where timings go), only seen to happen.
@@ -192,26 +187,6 @@ def test_refresh_refuses_timestamp(fs_prog, tmp_path):
 
 
 # --------------------------------------------------------------------- S3
-
-if s3fixture is None:
-    # Until tests/py/s3fixture.py is there: test_s3.py's server, as the
-    # s3_server fixture conftest.py will have.
-    from test_s3 import BUCKET, s3server  # noqa: F401
-
-    class _Server:
-        def __init__(self, client):
-            self.client = client
-
-        def url(self, key):
-            return f's3://{BUCKET}/{key}'
-
-        def upload(self, folder, prefix):
-            self.client.upload_tree(folder, prefix)
-
-    @pytest.fixture
-    def s3_server(s3server):
-        return _Server(s3server)
-
 
 def upload_held(server, tmp_path, name, held):
     """held_copy of case `name` uploaded under a prefix of this test;
