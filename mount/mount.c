@@ -1219,6 +1219,8 @@ void tdbm_options_usage(FILE *f)
 {
     for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
         fprintf(f, "    -o %-20s", t->usage);
+        if (strlen(t->usage) >= 20)     /* the help on a line of its own */
+            fprintf(f, "\n%27s", "");
         for (const char *p = t->help; *p; p++) {
             fputc(*p, f);
             if (*p == '\n')

@@ -75,6 +75,9 @@ struct tdbm_options {
     bool ro;                       /* -o ro: read-only (the default) */
     bool timestamp_set;            /* timestamp= was given */
     unsigned refresh;              /* -o refresh=SECS; 0: never */
+    /* s3:// sources (owned; NULL: as the environment and ~/.aws say) */
+    char *endpoint, *region, *profile;
+    char *credentials_file, *config_file;  /* absolute */
     char *staging_dir;             /* absolute, owned; NULL: none given */
 };
 
@@ -86,6 +89,7 @@ enum tdbm_opt_kind {
     TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
     TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
     TDBM_OPT_SECONDS,   /* 1 to 86400, unsigned */
+    TDBM_OPT_TEXT,      /* a string kept as given, char * (owned) */
 };
 
 struct tdbm_option {
@@ -129,6 +133,9 @@ int tdbm_parse_number(const char *s, bool units, uint64_t max,
 /* tdbm_parse_number without units, into an unsigned long: the name
  * fuse/main.c calls for readahead=KiB. */
 int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
+
+/* The S3 options of `o` as the engine takes them (pointing into o). */
+void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3);
 
 /* The checks between options of a mount (rw and refresh= exclude
  * timestamp=).
