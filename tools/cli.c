@@ -103,6 +103,27 @@ int tdbcli_option_list_only(struct tdbm_options *o, const char *list,
     return tdbcli_option_list(o, list);
 }
 
+int tdbcli_open_url(struct tdb_io *io, const char *url,
+                    const struct tdbm_options *o, bool create)
+{
+    struct tdb_s3_options s3;
+    struct tdb_error err;
+    int rc;
+
+    if (tdb_s3_global_init() != 0) {
+        tdbcli_say(url, "cannot set up libcurl");
+        return -1;
+    }
+    tdbm_s3_options(o, &s3);
+    tdb_error_clear(&err);
+    rc = tdb_io_open_url_with(io, url, &s3, create, &err);
+    if (rc < 0) {
+        tdbcli_report(NULL, rc, &err);
+        return -1;
+    }
+    return 0;
+}
+
 int tdbcli_open(struct tdbm_source *s, const char *source,
                 const struct tdbm_options *o)
 {

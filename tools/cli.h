@@ -28,6 +28,12 @@ int tdbcli_option_list_only(struct tdbm_options *o, const char *list,
                             const char *const *allowed,
                             const char *const *more, const char *what);
 
+/* Opens s3:// `url` with the S3 options of `o` (tdb_io_open_url_with;
+ * `create`: the prefix may hold nothing yet).  @return 0 or -1 after
+ * printing an error. */
+int tdbcli_open_url(struct tdb_io *io, const char *url,
+                    const struct tdbm_options *o, bool create);
+
 /* tdbm_source_open, printing "PROG: SOURCE: message" on failure.
  * @return 0 or -1. */
 int tdbcli_open(struct tdbm_source *s, const char *source,

@@ -52,24 +52,10 @@ static void tdbcopy_usage(FILE *f)
 static int tdbcopy_open(struct tdb_io *io, const char *where, bool dst,
                         const struct tdbm_options *o)
 {
-    struct tdb_s3_options s3;
-    struct tdb_error err;
     int rc, fd;
 
-    if (tdb_io_is_url(where)) {
-        if (tdb_s3_global_init() != 0) {
-            tdbcli_report_text(where, "cannot set up libcurl");
-            return -1;
-        }
-        tdbm_s3_options(o, &s3);
-        tdb_error_clear(&err);
-        rc = tdb_io_open_url_with(io, where, &s3, dst, &err);
-        if (rc < 0) {
-            tdbcli_report(NULL, rc, &err);
-            return -1;
-        }
-        return 0;
-    }
+    if (tdb_io_is_url(where))
+        return tdbcli_open_url(io, where, o, dst);
     if (dst) {
         rc = tdb_io_posix(io, where);
     } else {

@@ -108,25 +108,10 @@ fail:
 static int tdbcreate_open(struct tdb_io *io, const char *array,
                           const struct tdbm_options *o)
 {
-    struct tdb_s3_options s3;
-    struct tdb_error err;
     struct stat st;
-    int rc;
 
-    if (tdb_io_is_url(array)) {
-        if (tdb_s3_global_init() != 0) {
-            tdbcreate_say(array, "cannot set up libcurl");
-            return -1;
-        }
-        tdbm_s3_options(o, &s3);
-        tdb_error_clear(&err);
-        rc = tdb_io_open_url_with(io, array, &s3, true, &err);
-        if (rc < 0) {
-            tdbcli_report(NULL, rc, &err);
-            return -1;
-        }
-        return 0;
-    }
+    if (tdb_io_is_url(array))
+        return tdbcli_open_url(io, array, o, true);
     if (stat(array, &st) == 0 && !S_ISDIR(st.st_mode)) {
         tdbcreate_say(array, "exists and is not a folder");
         return -1;

@@ -42,13 +42,10 @@ struct fixture {
     struct tdbm_mount *m;
 };
 
-/* An empty array on disk with the schema of a corpus case, mounted rw. */
-static int fx_open(struct fixture *f, const char *name)
+/* A new temporary folder DIR for f, the array to be at DIR/arr; the log
+ * and the invalidation count emptied. */
+static int fx_dir(struct fixture *f)
 {
-    char path[1024], why[1200], opt[256];
-    struct tdb_io src, dst;
-    struct tdbm_config cfg;
-
     memset(f, 0, sizeof *f);
     logbuf[0] = '\0';
     invals = 0;
@@ -56,6 +53,39 @@ static int fx_open(struct fixture *f, const char *name)
     if (!mkdtemp(f->dir))
         return -1;
     snprintf(f->arr, sizeof f->arr, "%s/arr", f->dir);
+    return 0;
+}
+
+/* Mounts f->arr with options `opts` (writable with `rw`). */
+static int fx_mount(struct fixture *f, const char *opts, bool rw)
+{
+    struct tdbm_config cfg;
+    char why[1200];
+
+    tdbm_options_init(&f->opts);
+    if (tdbm_option_list(&f->opts, opts, why, sizeof why) ||
+        tdbm_source_open(&f->src, f->arr, &f->opts, why, sizeof why))
+        return -1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.rw = rw;
+    cfg.uid = getuid();
+    cfg.gid = getgid();
+    cfg.log = on_log;
+    cfg.inval = on_inval;
+    if (tdbm_mount_new(&f->m, &f->src, &f->opts, &cfg) ||
+        tdbm_mount_staging(f->m, why, sizeof why))
+        return -1;
+    return 0;
+}
+
+/* An empty array on disk with the schema of a corpus case, mounted rw. */
+static int fx_open(struct fixture *f, const char *name)
+{
+    char path[1024], opt[256];
+    struct tdb_io src, dst;
+
+    if (fx_dir(f))
+        return -1;
     snprintf(path, sizeof path, "%s/%s/array", corpus, name);
     if (tdb_io_posix(&src, path) || tdb_io_posix(&dst, f->arr))
         return -1;
@@ -68,21 +98,8 @@ static int fx_open(struct fixture *f, const char *name)
     tdb_io_free(&dst);
     if (r)
         return -1;
-    tdbm_options_init(&f->opts);
     snprintf(opt, sizeof opt, "rw,staging_dir=%s/stg", f->dir);
-    if (tdbm_option_list(&f->opts, opt, why, sizeof why) ||
-        tdbm_source_open(&f->src, f->arr, &f->opts, why, sizeof why))
-        return -1;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.rw = true;
-    cfg.uid = getuid();
-    cfg.gid = getgid();
-    cfg.log = on_log;
-    cfg.inval = on_inval;
-    if (tdbm_mount_new(&f->m, &f->src, &f->opts, &cfg) ||
-        tdbm_mount_staging(f->m, why, sizeof why))
-        return -1;
-    return 0;
+    return fx_mount(f, opt, true);
 }
 
 static void fx_close(struct fixture *f)
@@ -421,7 +438,8 @@ static void test_options(void)
     CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
     CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
                  "threads, key_file, rw, writable, ro, staging_dir, "
-                 "refresh)") == 0);
+                 "refresh, endpoint, region, profile, credentials_file, "
+                 "config_file)") == 0);
 
     /* staging_dir is made absolute */
     CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),
@@ -582,17 +600,7 @@ static void test_error_take(void)
 
 /* ------------------------------------------------------------- live views */
 
-/* A copy of a corpus case's array at DIR/arr whose committed fragments
- * (__fragments/X and __commits/X.wrt) wait in DIR/hold, mounted with
- * `opts`: what another writer adds later is moved in by hand. */
-struct live {
-    char dir[64];
-    char arr[128];
-    struct tdbm_options opts;
-    struct tdbm_source src;
-    struct tdbm_mount *m;
-};
-
+/* Runs a shell command made with printf's format. */
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
 {
@@ -605,53 +613,30 @@ static int sh(const char *fmt, ...)
     return system(cmd);
 }
 
-static int live_open(struct live *l, const char *name, const char *member,
+/* A copy of a corpus case's array (or group) at DIR/arr whose committed
+ * fragments (those of folder `member` of it: __fragments/X and
+ * __commits/X.wrt) wait in DIR/hold, mounted with `opts`: what another
+ * writer adds later is moved in by hand (live_put). */
+static int live_open(struct fixture *l, const char *name, const char *member,
                      const char *opts, bool rw)
 {
-    struct tdbm_config cfg;
-    char why[1200];
-
-    memset(l, 0, sizeof *l);
-    logbuf[0] = '\0';
-    invals = 0;
-    strcpy(l->dir, "/tmp/test_mount.XXXXXX");
-    if (!mkdtemp(l->dir))
+    if (fx_dir(l))
         return -1;
-    snprintf(l->arr, sizeof l->arr, "%s/arr", l->dir);
     if (sh("cp -r '%s/%s/array' '%s' && mkdir '%s/hold' && "
            "cd '%s/%s' && mv __fragments __commits '%s/hold/' && "
            "mkdir __fragments __commits", corpus, name, l->arr, l->dir,
            l->arr, member, l->dir) != 0)
         return -1;
-    tdbm_options_init(&l->opts);
-    if (tdbm_option_list(&l->opts, opts, why, sizeof why) ||
-        tdbm_source_open(&l->src, l->arr, &l->opts, why, sizeof why))
-        return -1;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.rw = rw;
-    cfg.log = on_log;
-    cfg.inval = on_inval;
-    if (tdbm_mount_new(&l->m, &l->src, &l->opts, &cfg) ||
-        tdbm_mount_staging(l->m, why, sizeof why))
-        return -1;
-    return 0;
+    return fx_mount(l, opts, rw);
 }
 
 /* Moves the held fragment folders of `member` into the array and then
  * (commit == true) their commit files: what TileDB's writes leave. */
-static int live_put(struct live *l, const char *member, bool commit)
+static int live_put(struct fixture *l, const char *member, bool commit)
 {
     return sh(commit ? "mv '%s/hold/__commits/'* '%s/%s/__commits/'"
                      : "mv '%s/hold/__fragments/'* '%s/%s/__fragments/'",
               l->dir, l->arr, member);
-}
-
-static void live_close(struct live *l)
-{
-    tdbm_mount_free(l->m);
-    tdbm_source_close(&l->src);
-    tdbm_options_free(&l->opts);
-    CHECK_EQ_INT(sh("rm -rf '%s'", l->dir), 0);
 }
 
 /* The bytes of a case's expected file. */
@@ -684,7 +669,7 @@ static void test_refresh(void)
     struct tdbm_handle *h;
     struct tdbm_entry e;
     struct stat st;
-    struct live l;
+    struct fixture l;
     double timeout;
     size_t got;
     uint64_t ia, na;
@@ -741,14 +726,14 @@ static void test_refresh(void)
     tdbm_release(l.m, h);
     tdbm_forget(l.m, na, 1);
     CHECK_EQ_INT(logbuf[0], '\0');
-    live_close(&l);
+    fx_close(&l);
 }
 
 /* The folders a front end watches: the array's and those of it whose
  * entries decide the tree; none without refresh=. */
 static void test_refresh_watch_dirs(void)
 {
-    struct live l;
+    struct fixture l;
     char **v, want[256];
     size_t n;
     bool root = false, commits = false;
@@ -764,7 +749,7 @@ static void test_refresh_watch_dirs(void)
     }
     CHECK(root && commits);
     tdbm_names_free(v, n);
-    live_close(&l);
+    fx_close(&l);
 
     /* without refresh=: nothing checked, nothing to watch */
     CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "cache_size=1M",
@@ -776,7 +761,7 @@ static void test_refresh_watch_dirs(void)
     CHECK_EQ_INT(live_put(&l, ".", true), 0);
     CHECK_EQ_INT(tdbm_refresh(l.m), 0);
     CHECK_EQ_INT(invals, 0);
-    live_close(&l);
+    fx_close(&l);
 }
 
 /* A group: a commit into a member array is seen; the first check after
@@ -784,7 +769,7 @@ static void test_refresh_watch_dirs(void)
  * then), later checks only on a change. */
 static void test_refresh_group(void)
 {
-    struct live l;
+    struct fixture l;
     uint64_t dir, frags;
 
     CHECK_EQ_INT(live_open(&l, "group_basic", "s1", "refresh=1", false), 0);
@@ -823,7 +808,7 @@ static void test_refresh_group(void)
         tdbm_forget(l.m, f, 1);
     }
     tdbm_forget(l.m, dir, 1);
-    live_close(&l);
+    fx_close(&l);
 }
 
 /* A live writable mount: its own commit reopens the tree once (the
@@ -833,7 +818,7 @@ static void test_refresh_own_write(void)
 {
     char why[256];
     struct tdbm_options o;
-    struct live l;
+    struct fixture l;
     int32_t v = 5;
 
     CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "refresh=1,rw",
@@ -842,7 +827,7 @@ static void test_refresh_own_write(void)
     CHECK_EQ_INT(invals, 1);
     CHECK_EQ_INT(tdbm_refresh(l.m), 0);
     CHECK_EQ_INT(invals, 1);
-    live_close(&l);
+    fx_close(&l);
 
     tdbm_options_init(&o);
     CHECK_EQ_INT(tdbm_option(&o, "refresh", "0", why, sizeof why), -1);
@@ -857,6 +842,32 @@ static void test_refresh_own_write(void)
     CHECK(strcmp(why, "refresh= and timestamp= do not go together (a view "
                  "as of a time never changes)") == 0);
     tdbm_options_free(&o);
+}
+
+/* The S3 options: endpoint, region and profile kept as given, the two
+ * files made absolute (the daemon leaves its folder), all handed to the
+ * engine by tdbm_s3_options. */
+static void test_s3_option_values(void)
+{
+    struct tdb_s3_options s3;
+    struct tdbm_options o;
+    char why[256], *cwd = getcwd(NULL, 0), want[4200];
+
+    tdbm_options_init(&o);
+    CHECK_EQ_INT(tdbm_option_list(&o, "endpoint=http://h:9/x,region=eu-1,"
+                                  "profile=p q,credentials_file=k,"
+                                  "config_file=/etc/c", why, sizeof why), 0);
+    tdbm_s3_options(&o, &s3);
+    CHECK(s3.endpoint && strcmp(s3.endpoint, "http://h:9/x") == 0);
+    CHECK(s3.region && strcmp(s3.region, "eu-1") == 0);
+    CHECK(s3.profile && strcmp(s3.profile, "p q") == 0);
+    snprintf(want, sizeof want, "%s/k", cwd);
+    CHECK(s3.credentials_file && strcmp(s3.credentials_file, want) == 0);
+    CHECK(s3.config_file && strcmp(s3.config_file, "/etc/c") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "endpoint", NULL, why, sizeof why), -1);
+    tdbm_options_free(&o);
+    CHECK(o.endpoint == NULL && o.credentials_file == NULL);
+    free(cwd);
 }
 
 int main(void)
@@ -876,5 +887,6 @@ int main(void)
     RUN(test_refresh_watch_dirs);
     RUN(test_refresh_group);
     RUN(test_refresh_own_write);
+    RUN(test_s3_option_values);
     return unit_done();
 }
