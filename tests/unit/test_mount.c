@@ -12,6 +12,8 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -844,6 +846,92 @@ static void test_refresh_own_write(void)
     tdbm_options_free(&o);
 }
 
+/* Readers on threads while the source changes and is refreshed (commit
+ * file in, out, in...): every read of the view a handle opened gives that
+ * view's bytes (all fill values, or all the fragment's), a handle reads
+ * the same bytes again after refreshes, and nothing is freed in use (run
+ * under ThreadSanitizer and AddressSanitizer by scripts/sanitize). */
+struct refresh_race {
+    struct tdbm_mount *m;
+    const int32_t *want;
+    atomic_int stop;
+    atomic_int bad, reads;
+};
+
+static bool race_view(const int32_t *v, const int32_t *want)
+{
+    bool fill = true;
+    for (int i = 0; i < 50; i++)
+        fill = fill && (uint32_t)v[i] == 0x80000000u;
+    return fill || memcmp(v, want, 50 * sizeof *v) == 0;
+}
+
+static void *race_reader(void *arg)
+{
+    struct refresh_race *r = arg;
+    int32_t first[50], again[50];
+
+    while (!atomic_load(&r->stop)) {
+        struct tdbm_open_info oi;
+        struct tdbm_handle *h;
+        struct tdbm_entry e;
+        size_t got = 0;
+        if (tdbm_lookup(r->m, TDBM_ROOT_INO, "a", &e) != 0 || !e.ino ||
+            tdbm_open(r->m, e.ino, O_RDONLY, &h, &oi) != 0) {
+            atomic_fetch_add(&r->bad, 1);
+            break;
+        }
+        for (int k = 0; k < 3; k++) {
+            int32_t *v = k ? again : first;
+            if (tdbm_read(r->m, h, e.ino, 0, v, sizeof first, &got) != 0 ||
+                got != sizeof first || !race_view(v, r->want) ||
+                (k && memcmp(first, again, sizeof first) != 0))
+                atomic_fetch_add(&r->bad, 1);
+            sched_yield();
+        }
+        atomic_fetch_add(&r->reads, 1);
+        tdbm_release(r->m, h);
+        tdbm_forget(r->m, e.ino, 1);
+    }
+    return NULL;
+}
+
+static void test_refresh_threads(void)
+{
+    struct refresh_race r = {0};
+    int32_t want[50];
+    struct fixture l;
+    pthread_t th[3];
+    char wrt[512];
+    int swaps = 0;
+
+    CHECK_EQ_INT(expected("dense_1d_basic", "a", want, sizeof want),
+                 sizeof want);
+    CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "refresh=1", false),
+                 0);
+    CHECK_EQ_INT(live_put(&l, ".", false), 0);
+    snprintf(wrt, sizeof wrt, "%s/hold/__commits", l.dir);
+    r.m = l.m;
+    r.want = want;
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, race_reader, &r), 0);
+    for (int i = 0; i < 12; i++) {
+        /* the commit file in (then the fragment shows), or out again */
+        CHECK_EQ_INT(i % 2 ? sh("mv '%s/__commits/'* '%s/'", l.arr, wrt)
+                           : live_put(&l, ".", true), 0);
+        swaps += tdbm_refresh(l.m) == 1;
+        while (atomic_load(&r.reads) < 3 * (i + 1) && !atomic_load(&r.bad))
+            sched_yield();
+    }
+    atomic_store(&r.stop, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ_INT(swaps, 12);
+    CHECK_EQ_INT(atomic_load(&r.bad), 0);
+    CHECK(atomic_load(&r.reads) >= 36);
+    fx_close(&l);
+}
+
 /* The S3 options: endpoint, region and profile kept as given, the two
  * files made absolute (the daemon leaves its folder), all handed to the
  * engine by tdbm_s3_options. */
@@ -887,6 +975,7 @@ int main(void)
     RUN(test_refresh_watch_dirs);
     RUN(test_refresh_group);
     RUN(test_refresh_own_write);
+    RUN(test_refresh_threads);
     RUN(test_s3_option_values);
     return unit_done();
 }
