@@ -87,14 +87,17 @@ int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n)
 }
 
 /* Logs a failed check once, until one succeeds again (a server that is
- * down would otherwise log a line each check).  m->commit held. */
-static void tdbm_refresh_failed(struct tdbm_mount *m, int rc,
-                                const struct tdb_error *err)
+ * down would otherwise log a line each check), and when one does.
+ * m->commit held. */
+static void tdbm_refresh_said(struct tdbm_mount *m, int rc,
+                              const struct tdb_error *err)
 {
-    if (!m->refresh_failing)
+    if (rc < 0 && !m->refresh_failing)
         tdbm_log(m, "refresh: %s (the mount shows the view it had; "
                  "trying again)", tdb_error_text(rc, err));
-    m->refresh_failing = true;
+    else if (rc >= 0 && m->refresh_failing)
+        tdbm_log(m, "refresh: the source answers again");
+    m->refresh_failing = rc < 0;
 }
 
 int tdbm_refresh(struct tdbm_mount *m)
@@ -113,19 +116,15 @@ int tdbm_refresh(struct tdbm_mount *m)
     rc = tdb_fs_stamp(m->io, m->cur->fs, now, &err);
     if (rc == 0 && m->cur->stamped &&
         memcmp(now, m->cur->stamp, TDB_STAMP_BYTES) == 0) {
+        tdbm_refresh_said(m, 0, &err);
         pthread_mutex_unlock(&m->commit);
         return 0;
     }
     if (rc == 0)
         rc = tdbm_tree_open(m, now, &t, &err);
-    if (rc < 0) {
-        tdbm_refresh_failed(m, rc, &err);
-    } else {
-        if (m->refresh_failing)
-            tdbm_log(m, "refresh: the source answers again");
-        m->refresh_failing = false;
+    tdbm_refresh_said(m, rc, &err);
+    if (rc == 0)
         tdbm_tree_swap(m, t, &names, &n);
-    }
     pthread_mutex_unlock(&m->commit);
     if (names)
         tdbm_invalidate(m, names, n);

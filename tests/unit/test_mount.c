@@ -846,6 +846,38 @@ static void test_refresh_own_write(void)
     tdbm_options_free(&o);
 }
 
+/* A check that fails keeps the view, logs once however often it fails,
+ * and says when one works again. */
+static void test_refresh_fails(void)
+{
+    const char *bad = "__9_9_0123456789abcdef0123456789abcdef_22";
+    int32_t v[50];
+    struct fixture l;
+    uint64_t ia;
+
+    CHECK_EQ_INT(live_open(&l, "dense_1d_basic", ".", "refresh=1", false),
+                 0);
+    CHECK_EQ_INT(sh("mkdir '%s/__fragments/%s' && echo garbage > "
+                    "'%s/__fragments/%s/__fragment_metadata.tdb' && touch "
+                    "'%s/__commits/%s.wrt'", l.arr, bad, l.arr, bad, l.arr,
+                    bad), 0);
+    CHECK(tdbm_refresh(l.m) < 0);
+    CHECK(tdbm_refresh(l.m) < 0);
+    CHECK(strstr(logbuf, "refresh: ") == logbuf &&
+          strstr(logbuf + 1, "refresh: ") == NULL);
+    CHECK(strstr(logbuf, bad) != NULL);
+    CHECK_EQ_INT(invals, 0);
+    ia = look(l.m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(ia >> TDBM_GEN_SHIFT, 1);
+    CHECK_EQ_INT(slurp(l.m, ia, v, sizeof v), sizeof v);
+    CHECK_EQ_INT((uint32_t)v[7], 0x80000000u);
+    tdbm_forget(l.m, ia, 1);
+    CHECK_EQ_INT(sh("rm '%s/__commits/%s.wrt'", l.arr, bad), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
+    CHECK(strstr(logbuf, "refresh: the source answers again\n") != NULL);
+    fx_close(&l);
+}
+
 /* Readers on threads while the source changes and is refreshed (commit
  * file in, out, in...): every read of the view a handle opened gives that
  * view's bytes (all fill values, or all the fragment's), a handle reads
@@ -975,6 +1007,7 @@ int main(void)
     RUN(test_refresh_watch_dirs);
     RUN(test_refresh_group);
     RUN(test_refresh_own_write);
+    RUN(test_refresh_fails);
     RUN(test_refresh_threads);
     RUN(test_s3_option_values);
     return unit_done();
