@@ -404,8 +404,8 @@ int tdb_fs_watch_dirs(const struct tdb_fs *fs, struct tdb_names *out,
 
 /* A digest (SHA-256) of the entries of those folders as they are now:
  * names and whether each is a folder (TileDB never rewrites a file under
- * the same name).  One listing per folder that exists: 5 for an array, 3
- * for a group of its own, plus its members'.  A digest taken before
+ * the same name).  One listing per folder that exists: at most 5 for an
+ * array, 3 for a group of its own, plus its members'.  A digest taken before
  * tdb_fs_open that differs from one taken later over the same `fs` means
  * the source changed since that open (a change between the digest and the
  * open makes the later digest differ too: one reopen more than needed,
