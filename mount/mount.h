@@ -88,6 +88,7 @@ enum tdbm_opt_kind {
     TDBM_OPT_TIMESTAMP, /* T or T1:T2 ms, into open.ts_start/ts_end */
     TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
     TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
+    TDBM_OPT_MEMBERS,   /* inside|any, into open.members */
     TDBM_OPT_SECONDS,   /* 1 to 86400, unsigned */
     TDBM_OPT_TEXT,      /* a string kept as given, char * (owned) */
 };

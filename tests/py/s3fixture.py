@@ -45,6 +45,7 @@ import http.client
 import http.server
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import threading
@@ -55,7 +56,8 @@ import xml.etree.ElementTree as ET
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S3_DIR = os.path.join(REPO, 'tests', 's3')
 S3RVER = os.path.join(S3_DIR, 'node_modules', '.bin', 's3rver')
-SERVERS = ('s3rver',)
+RGW = os.path.join(S3_DIR, 'rgw')
+SERVERS = ('s3rver', 'radosgw')
 BUCKET = 'tiledbfs'
 REGION = 'us-east-1'
 START_TIMEOUT = 30    # seconds for a server to start
@@ -252,7 +254,40 @@ def start_s3rver(folder):
         time.sleep(0.05)
 
 
-STARTERS = {'s3rver': start_s3rver}
+def start_radosgw(folder):
+    """Ceph's RADOS Gateway as tests/s3/rgw starts it, its state in
+    folder/state, with the bucket BUCKET."""
+    state = os.path.join(folder, 'state')
+    try:
+        r = subprocess.run([RGW, 'start', '--bucket', BUCKET, state], capture_output=True,
+                           timeout=120)
+    except OSError as e:
+        raise Unavailable(f'{RGW}: {e}') from None
+    err = r.stderr.decode(errors='replace').strip()
+    if r.returncode == 3:
+        raise Unavailable(err)
+    if r.returncode != 0:
+        raise RuntimeError(err)
+    v = shell_vars(r.stdout.decode())
+    endpoint = urllib.parse.urlsplit(v['AWS_ENDPOINT_URL'])
+
+    def stop():
+        subprocess.run([RGW, 'stop', v['RGW_DIR']], check=True, timeout=120)
+    return S3Server('radosgw', endpoint.hostname, endpoint.port, v['AWS_ACCESS_KEY_ID'],
+                    v['AWS_SECRET_ACCESS_KEY'], stop)
+
+
+def shell_vars(text):
+    """The NAME=VALUE lines of a shell's assignments, as a dict."""
+    out = {}
+    for line in text.splitlines():
+        name, eq, value = line.partition('=')
+        if eq and re.fullmatch(r'[A-Z_][A-Z0-9_]*', name):
+            out[name] = ''.join(shlex.split(value))
+    return out
+
+
+STARTERS = {'s3rver': start_s3rver, 'radosgw': start_radosgw}
 
 
 def start(name, folder):
@@ -274,9 +309,11 @@ class VerifyingProxy:
     when it differs; it signs again with the same keys what it forwards
     (the Host differs, and the server checks the signature too).  It cuts
     every listing to pages of PAGE keys and prefixes, so that continuation
-    tokens are followed (s3rver's own pages lose prefixes).  .checked counts
-    the signatures checked, .pages the listing pages answered; with
-    .fail_first set, the first try of each request is answered 503."""
+    tokens are followed (s3rver's own pages lose prefixes).  .endpoint is
+    its URL, .s3 the server; .checked counts the signatures checked, .pages
+    the listing pages answered, .methods the requests' methods; with
+    .fail_first set, the first try of each request is answered 503 and
+    counted in .failed.  close() stops it."""
 
     PAGE = 2
 

@@ -220,3 +220,118 @@ def test_orphan_fragment_cleaned_at_mount(create_prog, cat_prog, mount, tmp_path
     assert read_file(os.path.join(mnt, 'a')) == case.expected('a')
     assert sorted(os.listdir(os.path.join(twin, '__fragments'))) == \
         sorted(os.listdir(os.path.join(mnt, '__fragments')) + [theirs])
+
+
+# ------------------------------------------------------------ group members
+
+def escaping_group(top, etc=True):
+    """Under folder `top`: a secret array in a root-only folder, and a
+    world-writable group beside it whose members try to reach it (an
+    absolute file:// uri, a relative uri climbing out, a symbolic link),
+    with `etc` a plain absolute path too, and members that stay inside
+    (relative, absolute uri of a place inside, a link to a place inside).
+    Returns (group, secret case, public case)."""
+    from test_groups import copy_array, make_group
+    secret_dir = os.path.join(top, 'secret')
+    os.makedirs(secret_dir)
+    secret = copy_array('sparse_int64_2d', os.path.join(secret_dir, 'arr'))
+    os.chmod(secret_dir, 0o700)
+    g = os.path.join(top, 'pub', 'g')
+    os.makedirs(g)
+    os.chmod(os.path.join(top, 'pub'), 0o777)
+    public = copy_array('dense_1d_basic', os.path.join(g, 'ok'))
+    os.symlink(os.path.join(secret_dir, 'arr'), os.path.join(g, 'link'))
+    os.symlink('ok', os.path.join(g, 'inlink'))
+    os.makedirs(os.path.join(g, 'sub'))
+    make_group(g, [('file://' + os.path.join(secret_dir, 'arr'), 'abs', False, 'array'),
+                   ('../../secret/arr', 'climb', True, 'array'),
+                   ('link', 'link', True, 'array'),
+                   ('ok', 'ok', True, 'array'),
+                   ('file://' + os.path.join(g, 'ok'), 'absin', False, 'array'),
+                   ('inlink', 'inlink', True, 'array'),
+                   ('sub/../ok', 'dotted', True, 'array')] +
+               ([('/etc', 'etc', False, 'group')] if etc else []))
+    return g, secret, public
+
+
+OUTSIDE = ('abs', 'climb', 'link', 'etc')
+INSIDE = ('ok', 'absin', 'inlink', 'dotted')
+
+
+def test_group_members_stay_inside(cat_prog, tmp_path):
+    """By default a member outside the group's source (absolute, climbing
+    out with .., through a symbolic link) is not followed: it is left out,
+    and __group.json says why; members inside are followed however they
+    are written."""
+    from conftest import run_cat
+    from test_groups import group_json, members_by_name
+    g, secret, public = escaping_group(str(tmp_path))
+    doc = members_by_name(group_json(cat_prog, g))
+    for name in OUTSIDE:
+        assert 'outside the source' in doc[name].get('error', ''), doc[name]
+    for name in INSIDE:
+        assert 'error' not in doc[name], doc[name]
+    r = run_cat(cat_prog, g, '')
+    listing = r.stdout.decode().split('\n')
+    assert not set(OUTSIDE) & set(listing), listing
+    for name in INSIDE:
+        r = run_cat(cat_prog, g, name + '/a')
+        assert r.returncode == 0 and r.stdout == public.expected('a'), name
+    for name in OUTSIDE[:3]:
+        assert run_cat(cat_prog, g, name + '/a').returncode != 0
+    # asked for explicitly, they are followed
+    doc = members_by_name(group_json(cat_prog, g, ['group_members=any']))
+    for name in OUTSIDE[:3]:
+        assert 'error' not in doc[name], doc[name]
+        r = run_cat(cat_prog, g, name + '/a', ['group_members=any'])
+        assert r.stdout == secret.expected('a'), name
+    r = run_cat(cat_prog, g, '', ['group_members=nowhere'])
+    assert r.returncode != 0 and b'group_members=nowhere' in r.stderr
+
+
+READ_SECRET = r'''
+import os, sys
+mnt = sys.argv[1]
+for name in sys.argv[2:]:
+    try:
+        with open(os.path.join(mnt, name, 'a'), 'rb') as f:
+            print(name, 'read', len(f.read()))
+    except OSError as e:
+        print(name, 'refused', e.errno)
+'''
+
+
+def test_group_members_allow_other(fs_prog, tmp_path):
+    """A root daemon with allow_other over a group that anyone can write:
+    another user reads the members inside, never the root-only array the
+    outside members point at; the daemon logs each member left out."""
+    why = fuse_missing()
+    if why:
+        pytest.skip(f'no FUSE here: {why}')
+    if os.geteuid() != 0:
+        pytest.skip('a root daemon read by another user needs root')
+    top = tempfile.mkdtemp(prefix='tiledbfs-members-')
+    os.chmod(top, 0o755)
+    mounts = Mounts(fs_prog, top)
+    try:
+        g, secret, public = escaping_group(os.path.join(top, 'data'), etc=False)
+        os.chmod(os.path.join(top, 'data'), 0o755)
+        mnt = mounts(g, ['allow_other'])
+        rc, out = as_nobody(READ_SECRET, mnt, *(OUTSIDE[:3] + INSIDE))
+        assert rc == 0, out
+        got = dict(line.split(' ', 1) for line in out.strip().split('\n'))
+        for name in INSIDE:
+            assert got[name] == f'read {len(public.expected("a"))}', (name, out)
+        for name in OUTSIDE[:3]:
+            assert got[name].startswith('refused'), (name, out)
+        errpath = mounts.active[-1][2]
+        problems = mounts.unmount(mnt)
+        assert not problems, problems
+        with open(errpath, 'rb') as f:
+            log = f.read().decode(errors='replace')
+        for name in OUTSIDE[:3]:
+            assert f'member {name} left out' in log, log
+    finally:
+        problems = mounts.close()
+        shutil.rmtree(top, ignore_errors=True)
+    assert not problems, '; '.join(problems)
