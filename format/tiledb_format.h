@@ -45,8 +45,13 @@ enum tdb_status {
     TDB_E_NOENT = -8,       /* no such file, field, key or path */
     TDB_E_NOTDIR = -9,      /* a path component is not a folder */
     TDB_E_ISDIR = -10,      /* a folder where a file was wanted */
-    TDB_E_ROFS = -11,       /* a write to a read-only view */
+    TDB_E_ROFS = -11,       /* a write to a read-only view or file system */
     TDB_E_NOKEY = -12,      /* the array is encrypted and no key was given */
+    TDB_E_MLINK = -13,      /* a file with more than one link (a hard link)
+                             * where only a file of its own is taken */
+    TDB_E_ACCES = -14,      /* the storage refused: permission denied */
+    TDB_E_NOSPC = -15,      /* no space left on the storage's device */
+    TDB_E_DQUOT = -16,      /* the storage's disk quota is exceeded */
 };
 
 #define TDB_ERROR_MSG_MAX 1024

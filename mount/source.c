@@ -2,12 +2,14 @@
 #include "mount.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int tdbm_src_why(char *why, size_t cap, const char *source,
                         const char *fmt, ...)
@@ -158,6 +160,12 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
     if (stat(s->path, &st) != 0 || !S_ISDIR(st.st_mode)) {
         tdbm_src_why(why, cap, source, "not a folder (SOURCE is a TileDB "
                      "array or group folder)");
+        goto fail;
+    }
+    /* a folder we may not list looks empty to the engine: say why */
+    if (faccessat(AT_FDCWD, s->path, R_OK | X_OK, AT_EACCESS) != 0) {
+        tdbm_src_why(why, cap, source, "%s (the folder cannot be read)",
+                     strerror(errno));
         goto fail;
     }
     rc = tdb_io_posix(&s->io, s->path);
