@@ -125,6 +125,11 @@ static void *tdbfs_watcher(void *arg)
     struct tdbfs_watch *w = arg;
     uint64_t next = 0;
 
+    /* With inotify the first check is at once: it sees what changed
+     * before the watches were set.  Without, the first is due in SECS s
+     * like the others (the digest was taken before the mount's open). */
+    if (w->ifd < 0)
+        next = tdbfs_now_ms() + (uint64_t)w->secs * 1000;
     tdbfs_watch_sync(w);
     for (;;) {
         struct pollfd p[2] = {{w->stopfd, POLLIN, 0}, {w->ifd, POLLIN, 0}};
@@ -147,7 +152,6 @@ static void *tdbfs_watcher(void *arg)
             check = check || tdbfs_now_ms() >= next;
         }
         if (check) {
-            /* the first check sees what changed before the watches */
             if (tdbm_refresh(w->d->m) > 0)
                 tdbfs_watch_sync(w);
             next = tdbfs_now_ms() + (uint64_t)w->secs * 1000;
