@@ -114,13 +114,16 @@ static int tdbm_locate_s3(void *arg, const char *place, char **path)
     return (*path = strdup(place + n)) ? 0 : TDB_E_NOMEM;
 }
 
-/* An s3:// SOURCE (tdb_io_open_url; credentials as the AWS tools find
- * them).  Staged files of -o rw stay local: staging_dir= is required.
+/* An s3:// SOURCE (tdb_io_open_url_with: the options' endpoint=,
+ * region=, profile=, credentials_file= and config_file=, else as the AWS
+ * tools find them).  Staged files of -o rw stay local: staging_dir= is
+ * required.
  * @return 0, or -1 with why set. */
 static int tdbm_source_url(struct tdbm_source *s, const char *source,
                            const struct tdbm_options *o, char *why,
                            size_t cap)
 {
+    struct tdb_s3_options s3;
     struct tdb_error err;
     int rc;
 
@@ -135,7 +138,8 @@ static int tdbm_source_url(struct tdbm_source *s, const char *source,
     if (tdb_s3_global_init() != 0 || !(s->path = strdup(source)))
         return tdbm_src_why(why, cap, source, "%s", strerror(ENOMEM));
     tdb_error_clear(&err);
-    rc = tdb_io_open_url(&s->io, source, &err);
+    tdbm_s3_options(o, &s3);
+    rc = tdb_io_open_url_with(&s->io, source, &s3, false, &err);
     if (rc < 0)
         return tdbm_src_why(why, cap, source, "%s",
                             tdb_error_text(rc, &err));
@@ -176,6 +180,11 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
         goto fail;
     }
 opened:
+    /* a live mount's first digest, before the open (a failure leaves the
+     * tree unstamped: the first check reopens it) */
+    tdb_error_clear(&err);
+    s->stamped = o->refresh && !o->timestamp_set &&
+                 tdb_fs_stamp(&s->io, NULL, s->stamp, &err) == 0;
     tdb_error_clear(&err);
     struct tdb_open_options oo = o->open;
     oo.locate = tdb_io_is_url(source) ? tdbm_locate_s3 : tdbm_locate_local;
