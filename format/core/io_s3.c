@@ -839,16 +839,16 @@ static int s3_tune(struct s3 *s, const struct tdb_s3_tuning *t,
     return 0;
 }
 
-int tdb_io_open_url_tuned(struct tdb_io *io, const char *source,
-                          const struct tdb_s3_tuning *t,
-                          struct tdb_error *err)
+int tdb_io_open_url_with(struct tdb_io *io, const char *source,
+                         const struct tdb_s3_options *o, bool create,
+                         struct tdb_error *err)
 {
     if (!tdb_io_is_url(source)) {
         int r = tdb_io_posix(io, source);
         return r ? tdb_err(err, r, "%s: %s", source, tdb_strerror(r)) : 0;
     }
     struct tdb_s3_config cfg;
-    int r = tdb_s3_config_load(&cfg, err);
+    int r = tdb_s3_config_load_with(&cfg, o, err);
     if (r)
         return r;
     r = tdb_io_s3(io, source, &cfg, err);
@@ -856,7 +856,7 @@ int tdb_io_open_url_tuned(struct tdb_io *io, const char *source,
     if (r)
         return r;
     struct s3 *s = io->ctx;
-    if (t && (r = s3_tune(s, t, err))) {
+    if (o && (r = s3_tune(s, &o->tune, err))) {
         tdb_io_free(io);
         return r;
     }
@@ -879,7 +879,7 @@ int tdb_io_open_url_tuned(struct tdb_io *io, const char *source,
         r = tdb_s3_list_keys(s, kp, true, 0, &e, &n, err);
     }
     free(kp);
-    if (!r && !n)
+    if (!r && !n && !create)
         r = tdb_err(err, TDB_E_NOENT, "%s: no objects under this prefix",
                     source);
     if (!r)
@@ -894,5 +894,5 @@ int tdb_io_open_url_tuned(struct tdb_io *io, const char *source,
 int tdb_io_open_url(struct tdb_io *io, const char *source,
                     struct tdb_error *err)
 {
-    return tdb_io_open_url_tuned(io, source, NULL, err);
+    return tdb_io_open_url_with(io, source, NULL, false, err);
 }

@@ -1082,14 +1082,25 @@ int tdb_fragmeta_dim_field(const struct tdb_fragmeta *fm, uint32_t dim)
     return (int)(fm->schema->nattrs + dim);
 }
 
-int tdb_fragmeta_ts_field(const struct tdb_fragmeta *fm)
+static int fragmeta_kind_field(const struct tdb_fragmeta *fm,
+                               enum tdb_field_kind kind)
 {
     if (!fm)
         return -1;
     for (uint32_t f = 0; f < fm->nfields; f++)
-        if (fm->kinds[f] == TDB_FIELD_TIMESTAMPS)
+        if (fm->kinds[f] == kind)
             return (int)f;
     return -1;
+}
+
+int tdb_fragmeta_ts_field(const struct tdb_fragmeta *fm)
+{
+    return fragmeta_kind_field(fm, TDB_FIELD_TIMESTAMPS);
+}
+
+int tdb_fragmeta_delete_ts_field(const struct tdb_fragmeta *fm)
+{
+    return fragmeta_kind_field(fm, TDB_FIELD_DELETE_TS);
 }
 
 /* An integer coordinate of dimension type `dt` stored in 8 zero-padded

@@ -122,6 +122,13 @@ int tdb_fragmeta_attr_field(const struct tdb_fragmeta *fm,
 int tdb_fragmeta_dim_field(const struct tdb_fragmeta *fm, uint32_t dim);
 int tdb_fragmeta_ts_field(const struct tdb_fragmeta *fm);
 
+/* The delete timestamps field (dt.tdb) of a fragment consolidated with
+ * delete metadata (format 15+, sparse only): one u64 per cell, when a
+ * delete the fragment processed removed the cell (UINT64_MAX: none did);
+ * -1 when the fragment has none.  The delete condition index (dci.tdb)
+ * beside it only says which delete that was; readers need not load it. */
+int tdb_fragmeta_delete_ts_field(const struct tdb_fragmeta *fm);
+
 /* Number of cells the fragment stores (dense: whole tiles covering its
  * non-empty domain; sparse: (tiles-1) * capacity + last tile's cells). */
 uint64_t tdb_fragmeta_cell_num(const struct tdb_fragmeta *fm);

@@ -1,7 +1,8 @@
 /* sparse_view.c: sparse cells merged in global order (docs/LAYOUT.md "Sparse
  * arrays: the cells"; FORMAT-NOTES "Order and duplicates"): duplicates
- * resolved newest first, cells outside the open range or deleted by a
- * delete commit dropped.  The merge runs once and is kept as runs. */
+ * resolved newest first, cells outside the open range, deleted by a
+ * delete commit or (format_spec/fragment.md dt.tdb) marked deleted by a
+ * consolidation dropped.  The merge runs once and is kept as runs. */
 #include "read/view.h"
 
 #include <stdlib.h>
@@ -97,17 +98,24 @@ struct sp_cur {
     uint64_t cell, ncells;
     uint64_t tile, first, tcells;
     uint64_t tspan;             /* cells of the pinned tile tile_of maps to it */
-    struct tdb_cache_entry *e[TDB_MAX_DIMS + 1];
-    const struct tdb_tile *t[TDB_MAX_DIMS + 1];
+    /* pinned tiles: the coordinates, then at SP_TS the timestamps and at
+     * SP_DTS the delete timestamps */
+    struct tdb_cache_entry *e[TDB_MAX_DIMS + 2];
+    const struct tdb_tile *t[TDB_MAX_DIMS + 2];
     bool pinned;
     struct sp_head h;           /* the head cell's place in the order */
     uint64_t ts;
-    int ts_field;
+    uint64_t dts;               /* when a delete the fragment processed
+                                 * removed the cell (UINT64_MAX: none) */
+    int ts_field, dts_field;
     bool done;
     size_t slot;                /* index in frags[] */
     unsigned vs[TDB_MAX_DIMS];  /* bytes of each fixed-size coordinate */
     const struct tdb_order_key *okey;
 };
+
+#define SP_TS(s) ((s)->ndims)
+#define SP_DTS(s) ((s)->ndims + 1)
 
 /* Lets go of the tiles e[0..n) (NULL: none) and *pinned. */
 static void sp_release(struct tdb_cache *cache, struct tdb_cache_entry **e,
@@ -127,7 +135,7 @@ static void sp_release(struct tdb_cache *cache, struct tdb_cache_entry **e,
 static void sp_unpin(struct sp_cur *k)
 {
     if (k->pinned)
-        sp_release(k->cache, k->e, k->f->fs->ndims + 1, &k->pinned);
+        sp_release(k->cache, k->e, k->f->fs->ndims + 2, &k->pinned);
 }
 
 /* Pins tile t of fragment f's coordinates: dimension d's in e[d], tl[d]. */
@@ -147,6 +155,18 @@ static int sp_pin_coords(struct tdb_frag *f, uint64_t t,
         if (r)
             return r;
     }
+    return 0;
+}
+
+/* Cell i of a tile of u64 values (timestamps, delete timestamps). */
+static int sp_cell_u64(const struct tdb_tile *tl, uint64_t i, uint64_t *v,
+                       const char *what, const struct tdb_frag *f,
+                       struct tdb_error *err)
+{
+    if ((i + 1) * 8 > tl->size)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: %s tile too short",
+                       f->fm->path, what);
+    *v = tdb_le64(tl->data + i * 8);
     return 0;
 }
 
@@ -171,7 +191,11 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
             return r;
         if (k->ts_field >= 0 &&
             (r = tdb_frag_tile(f, k->ts_field, TDB_PART_VALUES, t,
-                               &k->e[s->ndims], &k->t[s->ndims], err)))
+                               &k->e[SP_TS(s)], &k->t[SP_TS(s)], err)))
+            return r;
+        if (k->dts_field >= 0 &&
+            (r = tdb_frag_tile(f, k->dts_field, TDB_PART_VALUES, t,
+                               &k->e[SP_DTS(s)], &k->t[SP_DTS(s)], err)))
             return r;
     }
     uint64_t i = k->cell - k->first;
@@ -196,13 +220,15 @@ static int sp_load(struct sp_cur *k, struct tdb_error *err)
         }
     }
     k->ts = f->fm->t2;
-    if (k->ts_field >= 0) {
-        const struct tdb_tile *tl = k->t[s->ndims];
-        if ((i + 1) * 8 > tl->size)
-            return tdb_err(err, TDB_E_CORRUPT, "%s: timestamp tile too short",
-                           f->fm->path);
-        k->ts = tdb_le64(tl->data + i * 8);
-    }
+    k->dts = UINT64_MAX;
+    int r = 0;
+    if (k->ts_field >= 0)
+        r = sp_cell_u64(k->t[SP_TS(s)], i, &k->ts, "timestamp", f, err);
+    if (!r && k->dts_field >= 0)
+        r = sp_cell_u64(k->t[SP_DTS(s)], i, &k->dts, "delete timestamp", f,
+                        err);
+    if (r)
+        return r;
     if (s->cell_order == TDB_HILBERT)
         k->h.hilbert = tdb_hilbert(s, &k->h.c);
     k->h.kvalid = tdb_order_key_of(k->okey, &k->h.c, k->h.hilbert, &k->h.key);
@@ -301,15 +327,20 @@ static bool sp_processed(const struct tdb_fragmeta *fm, const char *name)
     return false;
 }
 
-/* Is the cell under cursor k removed by a delete commit?  A commit
- * applies to the cells no newer than it, inside the open range, unless
- * the fragment lists it as processed.  A fragment without per-cell
- * timestamps takes every commit from its first timestamp on (TileDB
- * cannot tell its cells' times apart: sparse_index_reader_base.cc applies
- * the plain condition to it). */
+/* Is the cell under cursor k removed by a delete?  A consolidation that
+ * processed deletes recorded when one removed the cell (its delete
+ * timestamp): the cell is gone from a view whose open range ends at or
+ * after it, and shows in one that ends before (reader_base.cc's delete
+ * timestamps condition).  A delete commit applies to the cells no newer
+ * than it, inside the open range, unless the fragment lists it as
+ * processed.  A fragment without per-cell timestamps takes every commit
+ * from its first timestamp on (TileDB cannot tell its cells' times
+ * apart: sparse_index_reader_base.cc applies the plain condition to it). */
 static int sp_deleted(struct sparse_cells *sc, struct sp_cur *k,
                       struct tdb_error *err)
 {
+    if (k->dts != UINT64_MAX && k->dts <= sc->t1)
+        return 1;
     struct tdb_array *a = sc->base.arr;
     uint64_t ts = k->ts_field >= 0 ? k->ts : k->f->fm->t1;
     for (size_t i = 0; i < a->nconds; i++) {
@@ -777,6 +808,7 @@ static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
         cur[i].cache = a->cache;
         cur[i].ncells = sc->frags[i]->ncells;
         cur[i].ts_field = tdb_fragmeta_ts_field(sc->frags[i]->fm);
+        cur[i].dts_field = tdb_fragmeta_delete_ts_field(sc->frags[i]->fm);
         cur[i].slot = i;
         cur[i].okey = &sc->okey;
         for (uint32_t d = 0; d < sc->frags[i]->fs->ndims && d < TDB_MAX_DIMS; d++)
@@ -869,11 +901,11 @@ out:
 
 /* Where every cell has an exact integer key (fixed-size integer
  * coordinates inside the domain; row- or column-major order), no cell
- * carries a timestamp and no delete condition applies, the merge compares
- * keys alone: computed a block of cells at a time, in a tree of losers.  The
- * key space is cut into ranges of about equal cells (estimated from the
- * tiles' MBRs) merged side by side, one thread each, and their plans are
- * joined.  A fragment found not stored in order, or a cell without a key,
+ * carries a timestamp or a delete timestamp and no delete condition
+ * applies, the merge compares keys alone: computed a block of cells at a
+ * time, in a tree of losers.  The key space is cut into ranges of about
+ * equal cells (estimated from the tiles' MBRs) merged side by side, one
+ * thread each, and their plans are joined.  A fragment found not stored in order, or a cell without a key,
  * sends the merge back to sp_slow_merge (return 1). */
 #define SP_BLOCK 1024               /* cells keyed at a time, at most */
 #define SP_BLOCK_BYTES (4u << 20)   /* the keys of a range's blocks, at most */
@@ -1391,7 +1423,8 @@ static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
         fx.vs[d] = tdb_dt_size(s->dims[d].type);
     for (size_t f = 0; f < n; f++) {
         const struct tdb_frag *fr = sc->frags[f];
-        if (fr->fm->has_timestamps || fr->fm->dense || fr->fs->ndims != s->ndims)
+        if (fr->fm->has_timestamps || fr->fm->has_delete_meta ||
+            fr->fm->dense || fr->fs->ndims != s->ndims)
             return 1;
     }
     uint64_t cut[SP_RANGES_MAX];
@@ -1821,11 +1854,13 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     tdb_order_key_init(&sc->okey, a->schema);
     /* The count is known without decoding when no merge can drop a cell:
      * one fragment, duplicates allowed, or fragments whose non-empty
-     * domains do not overlap; and no timestamps, no deletes. */
+     * domains do not overlap; and no timestamps, no deletes (commits or
+     * a consolidation's delete timestamps). */
     bool simple = !a->nconds &&
                   (n <= 1 || a->schema->allows_dups || sparse_disjoint(a, frags, n));
     for (size_t i = 0; i < n && simple; i++)
-        simple = !frags[i]->fm->has_timestamps;
+        simple = !frags[i]->fm->has_timestamps &&
+                 !frags[i]->fm->has_delete_meta;
     if (simple) {
         for (size_t i = 0; i < n; i++)
             sc->base.ncells += frags[i]->ncells;

@@ -26,7 +26,8 @@ struct fmw_u64s {
 };
 
 /* One entry of the footer's per-field lists (disk order: attributes, the
- * legacy __coords slot, dimensions). */
+ * legacy __coords slot, dimensions, then the special fields of a
+ * consolidated fragment). */
 struct fmw_field {
     unsigned type;
     uint32_t cvn;               /* cell_val_num (1 for __coords) */
@@ -49,8 +50,11 @@ struct tdb_fmw {
     const struct tdb_schema *s;
     char *schema_name;
     bool dense;
-    uint32_t nfields;           /* attrs + 1 + dims */
+    uint32_t nfields;           /* attrs + 1 + dims + special fields */
     struct fmw_field *f;
+    bool has_ts, has_dm;        /* timestamps; delete metadata */
+    char **processed;           /* processed delete conditions */
+    size_t nprocessed;
     bool ned_set;
     struct tdb_range *ned;      /* ndims; var bounds owned */
     uint64_t nmbrs, mbr_cap;
@@ -897,6 +901,9 @@ void tdb_fmw_free(struct tdb_fmw *w)
         tdb_buf_free(&f->sums);
     }
     free(w->f);
+    for (size_t i = 0; i < w->nprocessed; i++)
+        free(w->processed[i]);
+    free(w->processed);
     if (w->s) {
         fmw_ranges_free(w->ned, w->s->ndims);
         fmw_ranges_free(w->mbrs, w->nmbrs * w->s->ndims);
@@ -914,7 +921,7 @@ static const struct fmw_field *fmw_field_c(const struct tdb_fmw *w,
     const struct tdb_schema *s = w->s;
     if (field < s->nattrs)
         return &w->f[field];
-    if (field - s->nattrs < s->ndims)
+    if (field < w->nfields - 1)
         return &w->f[field + 1];
     return NULL;
 }
@@ -931,7 +938,45 @@ static const char *fmw_field_name(const struct tdb_fmw *w, uint32_t field)
         return s->attrs[field].name;
     if (field - s->nattrs < s->ndims)
         return s->dims[field - s->nattrs].name;
-    return "?";
+    static const char *const special[3] = {
+        "__timestamps", "__delete_timestamps", "__delete_condition_index"};
+    uint32_t k = field - s->nattrs - s->ndims + (w->has_ts ? 0 : 1);
+    return field < w->nfields - 1 && k < 3 ? special[k] : "?";
+}
+
+int tdb_fmw_set_extras(struct tdb_fmw *w, const struct tdb_write_extras *x,
+                       struct tdb_error *err)
+{
+    uint32_t base = w->s->nattrs + 1 + w->s->ndims;
+    uint32_t add = (x->timestamps ? 1u : 0u) + (x->delete_meta ? 2u : 0u);
+    bool started = false;
+    for (uint32_t i = 0; i < w->nfields; i++)
+        started |= w->f[i].ntiles != 0;
+    if (w->dense || w->nfields != base || started || w->nprocessed)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: special fields "
+                       "are set once, before any tile, in sparse fragments");
+    struct fmw_field *f = realloc(w->f, (base + add) * sizeof *f);
+    char **p = calloc(x->nprocessed ? x->nprocessed : 1, sizeof *p);
+    if (f)
+        w->f = f;
+    if (!f || !p) {
+        free(p);
+        return tdb_err(err, TDB_E_NOMEM, "fragment metadata: out of memory");
+    }
+    memset(f + base, 0, add * sizeof *f);
+    for (uint32_t i = base; i < base + add; i++)
+        fmw_field_init(&f[i], TDB_UINT64, 1, false, false, false);
+    w->nfields = base + add;
+    w->has_ts = x->timestamps;
+    w->has_dm = x->delete_meta;
+    w->processed = p;
+    for (size_t i = 0; i < x->nprocessed; i++) {
+        if (!(p[i] = strdup(x->processed[i])))
+            return tdb_err(err, TDB_E_NOMEM, "fragment metadata: out of "
+                           "memory");
+        w->nprocessed = i + 1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------- add tile */
@@ -1669,9 +1714,15 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
         if (!rc)
             rc = fmw_gt(&pipe, key, &p, &file, &frag_off, err);
     }
-    if (!rc) {                  /* processed delete conditions: none */
+    if (!rc) {                  /* processed delete conditions */
         tdb_buf_reset(&p);
-        rc = tdb_buf_put_u64(&p, 0);
+        rc = tdb_buf_put_u64(&p, w->nprocessed);
+        for (size_t i = 0; i < w->nprocessed && rc == 0; i++) {
+            size_t len = strlen(w->processed[i]);
+            rc = tdb_buf_put_u64(&p, len);
+            if (!rc)
+                rc = tdb_buf_append(&p, w->processed[i], len);
+        }
         if (!rc)
             rc = fmw_gt(&pipe, key, &p, &file, &proc_off, err);
     }
@@ -1700,9 +1751,9 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
             rc = tdb_buf_put_u64(&file, last);
         }
         if (!rc)
-            rc = tdb_buf_put_u8(&file, 0);      /* no timestamps */
+            rc = tdb_buf_put_u8(&file, w->has_ts ? 1 : 0);
         if (!rc)
-            rc = tdb_buf_put_u8(&file, 0);      /* no delete metadata */
+            rc = tdb_buf_put_u8(&file, w->has_dm ? 1 : 0);
         for (uint32_t i = 0; i < n && rc == 0; i++)
             rc = tdb_buf_put_u64(&file, w->f[i].fsize);
         for (uint32_t i = 0; i < n && rc == 0; i++)

@@ -73,6 +73,7 @@ struct wr {
     struct tdb_array *arr;
     const struct tdb_schema *s;
     const uint8_t *key;         /* data key (NULL unless encrypted) */
+    const struct tdb_write_extras *x;   /* a consolidation's (or NULL) */
     bool dense;
     uint32_t nf;
     struct wr_field *f;
@@ -335,21 +336,68 @@ static void wr_fields_free(struct wr *w)
     w->f = NULL;
 }
 
+/* The special fields of a consolidated fragment (wr.x): TileDB's names
+ * and file names, in fragment order. */
+static const char *const wr_special[3][2] = {
+    {"__timestamps", "t"},
+    {"__delete_timestamps", "dt"},
+    {"__delete_condition_index", "dci"},
+};
+
+/* Special field k (wr_special) of those w->x asks for, or -1. */
+static int wr_special_of(const struct wr *w, uint32_t k)
+{
+    bool ts = w->x && w->x->timestamps, dm = w->x && w->x->delete_meta;
+    if (ts && k == 0)
+        return 0;
+    k -= ts;
+    return dm && k < 2 ? (int)k + 1 : -1;
+}
+
+/* f's staged names (NAME, NAME.offsets, NAME.validity) and file names
+ * (base.tdb, base_var.tdb, base_validity.tdb). */
+static int wr_field_names(struct wr *w, struct wr_field *f, const char *base)
+{
+    static const char *const suffix[3] = {"", ".offsets", ".validity"};
+    static const char *const osuffix[3] = {".tdb", "_var.tdb",
+                                           "_validity.tdb"};
+    for (int p = 0; p < 3; p++) {
+        if (!(f->sname[p] = tdb_mount_name(f->name, suffix[p])))
+            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+        char o[48];
+        snprintf(o, sizeof o, "%s%s", base, osuffix[p]);
+        if (!(f->out[p] = strdup(o)))
+            return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
 static int wr_fields_init(struct wr *w)
 {
     const struct tdb_schema *s = w->s;
-    w->nf = s->nattrs + (w->dense ? 0 : s->ndims);
+    uint32_t nx = 0;
+    while (!w->dense && wr_special_of(w, nx) >= 0)
+        nx++;
+    w->nf = s->nattrs + (w->dense ? 0 : s->ndims) + nx;
     w->f = calloc(w->nf ? w->nf : 1, sizeof *w->f);
     if (!w->f)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     for (uint32_t i = 0; i < w->nf; i++) {
         struct wr_field *f = &w->f[i];
-        bool dim = i >= s->nattrs;
+        bool dim = i >= s->nattrs && i < s->nattrs + s->ndims;
         uint32_t cvn;
         char base[32];
         f->is_dim = dim;
         f->fid = i;
-        if (dim) {
+        if (i >= s->nattrs + s->ndims) {
+            int k = wr_special_of(w, i - s->nattrs - s->ndims);
+            f->idx = (uint32_t)k;
+            f->name = wr_special[k][0];
+            f->type = TDB_UINT64;
+            cvn = 1;
+            f->filters = &s->coords_filters;
+            snprintf(base, sizeof base, "%s", wr_special[k][1]);
+        } else if (dim) {
             const struct tdb_dim *d = &s->dims[i - s->nattrs];
             f->idx = i - s->nattrs;
             f->name = d->name;
@@ -382,17 +430,9 @@ static int wr_fields_init(struct wr *w)
         f->want[WR_VALUES] = true;
         f->want[WR_OFFSETS] = f->var;
         f->want[WR_VALIDITY] = f->nullable;
-        static const char *const suffix[3] = {"", ".offsets", ".validity"};
-        static const char *const osuffix[3] = {".tdb", "_var.tdb",
-                                               "_validity.tdb"};
-        for (int p = 0; p < 3; p++) {
-            if (!(f->sname[p] = tdb_mount_name(f->name, suffix[p])))
-                return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-            char o[48];
-            snprintf(o, sizeof o, "%s%s", base, osuffix[p]);
-            if (!(f->out[p] = strdup(o)))
-                return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-        }
+        int r = wr_field_names(w, f, base);
+        if (r)
+            return r;
     }
     return 0;
 }
@@ -903,7 +943,7 @@ static int wr_sparse_prepare(struct wr *w)
         for (uint32_t j = 0; j < s->ndims && !r; j++)
             r = wr_check_coord(w, j, c, &co);
     }
-    /* the attributes' offsets and validity */
+    /* the attributes' offsets and validity (special fields have none) */
     for (uint32_t i = 0; i < s->nattrs && !r; i++)
         r = wr_check_content(w, &w->f[i], w->ncells);
     if (r)
@@ -926,7 +966,8 @@ static int wr_sparse_prepare(struct wr *w)
     }
     if ((r = wr_sort(w)))
         return r;
-    if (!s->allows_dups) {
+    /* (a consolidation with timestamps keeps every version of a cell) */
+    if (!s->allows_dups && !(w->x && w->x->timestamps)) {
         for (uint64_t i = 1; i < w->ncells; i++) {
             struct tdb_coords a, b;
             wr_coords(w, w->perm[i - 1], &a);
@@ -1898,7 +1939,8 @@ static int wr_write(struct wr *w, uint64_t ts)
     if (r)
         return r;
     uint64_t t = wr_timestamp(w, ts);
-    tdb_tsname_make(w->name, sizeof w->name, t, t, rnd, TDB_WRITE_VERSION);
+    uint64_t t1 = w->x && w->x->t1 && w->x->t1 <= t ? w->x->t1 : t;
+    tdb_tsname_make(w->name, sizeof w->name, t1, t, rnd, TDB_WRITE_VERSION);
     if (!(w->fragdir = tdb_path_join("__fragments", w->name)) ||
         !(w->meta_path = tdb_path_join(w->fragdir, "__fragment_metadata.tdb")))
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
@@ -1915,7 +1957,8 @@ static int wr_write(struct wr *w, uint64_t ts)
         return tdb_err(w->err, r, "%s: cannot create: %s", w->fragdir,
                        tdb_strerror(r));
     w->dir_made = true;
-    if ((r = tdb_fmw_create(&w->fmw, w->s, w->s->name, w->dense, w->err)))
+    if ((r = tdb_fmw_create(&w->fmw, w->s, w->s->name, w->dense, w->err)) ||
+        (w->x && (r = tdb_fmw_set_extras(w->fmw, w->x, w->err))))
         return r;
     r = w->dense ? wr_dense_write(w) : wr_sparse_write(w);
     for (uint32_t i = 0; i < w->nf && !r; i++)
@@ -1951,6 +1994,18 @@ int tdb_fragment_write_threads(const struct tdb_io *io,
                                uint64_t timestamp_ms, unsigned threads,
                                char **name, struct tdb_error *err)
 {
+    struct tdb_write_req rq = {io, staged, staged_dir, key, timestamp_ms,
+                               threads, NULL};
+    return tdb_fragment_write_req(&rq, name, err);
+}
+
+int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
+                           struct tdb_error *err)
+{
+    const struct tdb_io *io = rq->io, *staged = rq->staged;
+    const char *staged_dir = rq->staged_dir;
+    const uint8_t *key = rq->key;
+    unsigned threads = rq->threads;
     *name = NULL;
     const struct tdb_io_ops *ops = io->ops;
     if (!ops->write_at || !ops->mkdir || !ops->rename)
@@ -1960,6 +2015,7 @@ int tdb_fragment_write_threads(const struct tdb_io *io,
     w.io = io;
     w.staged = staged;
     w.sdir = staged_dir;
+    w.x = rq->extras;
     w.err = err;
     if (!threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1977,6 +2033,11 @@ int tdb_fragment_write_threads(const struct tdb_io *io,
         goto done;
     w.s = w.arr->schema;
     w.dense = w.s->array_type == TDB_DENSE;
+    if (w.dense && w.x && (w.x->timestamps || w.x->delete_meta)) {
+        r = tdb_err(err, TDB_E_INVAL, "timestamps and delete metadata are "
+                    "stored in sparse fragments only");
+        goto done;
+    }
     if (w.arr->encrypted && !key) {
         r = tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is needed");
         goto done;
@@ -2009,7 +2070,7 @@ int tdb_fragment_write_threads(const struct tdb_io *io,
         r = tdb_fragment_clean(io, staged, staged_dir, NULL, err);
     if (r)
         goto done;
-    r = wr_write(&w, timestamp_ms);
+    r = wr_write(&w, rq->timestamp_ms);
     if (r)
         wr_cleanup(&w);
     else if (!(*name = strdup(w.name)))

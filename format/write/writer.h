@@ -1,5 +1,6 @@
 /* writer.h: the write side's internals: the builder of fragment metadata
- * (fragmeta_write.c).  The public write API (creating arrays, writing
+ * (fragmeta_write.c), and the writer's entry for consolidated fragments
+ * (writer.c).  The public write API (creating arrays, writing
  * fragments and metadata) is tiledb_format_write.h. */
 #ifndef TDB_WRITER_H
 #define TDB_WRITER_H
@@ -8,6 +9,42 @@
 #include "core/core.h"
 #include "core/names.h"
 #include "read/schema.h"
+
+/* ------------------------------------------ consolidated fragments */
+
+/* What TileDB's fragment consolidation stores in a sparse fragment beside
+ * the cells (format_spec/fragment.md t.tdb, dt.tdb, dci.tdb and the
+ * processed conditions).  Each special field is staged as a file of one
+ * little-endian u64 per cell named as TileDB names the field:
+ * __timestamps (when the cell was written), __delete_timestamps (when a
+ * processed delete removed it; UINT64_MAX: none did) and
+ * __delete_condition_index (which of `processed` that was; UINT64_MAX:
+ * none).  With timestamps, cells of equal coordinates may repeat (every
+ * version is kept) in their staged order.  Nothing the mount stages
+ * reaches this: it is how the tests build what a consolidation writes. */
+struct tdb_write_extras {
+    uint64_t t1;                /* the name's first timestamp (0: the last) */
+    bool timestamps;
+    bool delete_meta;
+    const char *const *processed;   /* delete commits, as TileDB names them
+                                     * ("__commits/NAME.del"), sorted */
+    size_t nprocessed;
+};
+
+/* tdb_fragment_write_threads's arguments, with extras (NULL: none). */
+struct tdb_write_req {
+    const struct tdb_io *io, *staged;
+    const char *staged_dir;
+    const uint8_t *key;
+    uint64_t timestamp_ms;
+    unsigned threads;
+    const struct tdb_write_extras *extras;
+};
+
+/* tdb_fragment_write_threads with rq's extras; a dense array refuses
+ * special fields (TDB_E_INVAL). */
+int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
+                           struct tdb_error *err);
 
 /* ------------------------------------------- fragment metadata (v22) */
 
@@ -60,6 +97,16 @@ int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
                            uint64_t var_size, uint64_t validity_off,
                            const struct tdb_fmw_stats *st,
                            struct tdb_error *err);
+
+/* A sparse fragment's special fields and processed delete conditions
+ * (struct tdb_write_extras), set before any tile: the fields take the
+ * numbers after the dimensions in the order __timestamps,
+ * __delete_timestamps, __delete_condition_index (those asked for); each
+ * is UINT64 with one value per cell and tile metadata as an attribute's.
+ * @return 0, TDB_E_INVAL (dense, or tiles already added) or
+ * TDB_E_NOMEM. */
+int tdb_fmw_set_extras(struct tdb_fmw *w, const struct tdb_write_extras *x,
+                       struct tdb_error *err);
 
 /* The final sizes of field `field`'s files. */
 int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,

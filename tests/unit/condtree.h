@@ -72,6 +72,14 @@ static inline void cond_set(struct tdb_buf *b, uint8_t op, const char *field,
     }
 }
 
+/* The path of cond_commit's delete commit (timestamp ts, uuid `seq`). */
+static inline void cond_commit_path(char *path, size_t size, uint64_t ts,
+                                    unsigned seq)
+{
+    snprintf(path, size, "__commits/__%" PRIu64 "_%" PRIu64 "_%032x_22.del",
+             ts, ts, seq);
+}
+
 /* Stores tree `cond` as the delete commit of timestamp ts in the array at
  * the root of io (the uuid made of `seq`); a failure fails the test. */
 static inline void cond_commit(const struct tdb_io *io, uint64_t ts,
@@ -82,8 +90,7 @@ static inline void cond_commit(const struct tdb_io *io, uint64_t ts,
     char path[128];
     CHECK_EQ_INT(tdb_generic_tile_encode(cond->data, cond->len, NULL,
                                          TDB_CHAR, 1, NULL, &tile, &err), 0);
-    snprintf(path, sizeof path, "__commits/__%" PRIu64 "_%" PRIu64
-             "_%032x_22.del", ts, ts, seq);
+    cond_commit_path(path, sizeof path, ts, seq);
     CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, tile.data, tile.len), 0);
     tdb_buf_free(&tile);
 }

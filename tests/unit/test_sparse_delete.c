@@ -15,10 +15,21 @@
  *     as written at its first timestamp.
  * Conditions combine dimensions and attributes with AND and OR.  Per-cell
  * timestamps are checked on the corpus's consolidated fragment
- * (consolidated_sparse_vacuumed), whose expected view is TileDB's. */
+ * (consolidated_sparse_vacuumed), whose expected view is TileDB's.
+ *
+ * Consolidated fragments with delete metadata are built as TileDB's
+ * consolidation (fragment_consolidator.cc, purge_deleted_cells false)
+ * writes them: every version of every cell with its timestamp, the
+ * deletes existing then listed as processed, and each cell's delete
+ * timestamp: the first of them that removed it (UINT64_MAX: none).  A
+ * reader drops a cell whose delete timestamp is not after the open end
+ * (reader_base.cc, add_delete_timestamps_condition), after the newest
+ * version is chosen, and skips the processed commits for that fragment:
+ * so the views are those of the same writes and deletes unconsolidated. */
 #include "condtree.h"
 #include "tiledb_format.h"
 #include "tiledb_format_write.h"
+#include "write/writer.h"
 #include "support.h"
 
 /* ------------------------------------------------------------ conditions */
@@ -113,7 +124,14 @@ struct scen {
     struct {
         uint64_t ts;
         const struct cn *c;
+        bool late;              /* written after the consolidation */
     } d[MAXD];
+    /* ncons > 1: fragments [0, ncons) exist only consolidated, at time
+     * cons_at (the deletes up to then processed), as fragment cname */
+    size_t ncons;
+    uint64_t cons_at;
+    char *cname;
+    bool drop_processed;        /* the processed delete commits are gone */
 };
 
 /* A cell with where it came from, for the expected view. */
@@ -149,21 +167,29 @@ static bool ref_deleted(const struct scen *sc, const struct ref *r,
     return false;
 }
 
-/* The cells a view over [t0, t1] shows (of fragment `only` alone, or of
- * every fragment when only is SIZE_MAX), in order, into out. */
-static size_t expect(const struct scen *sc, uint64_t t0, uint64_t t1,
-                     size_t only, struct ref *out)
+/* The cells of fragments [flo, fhi) in order, newest first among equal
+ * coordinates, into out. */
+static size_t gather(const struct scen *sc, size_t flo, size_t fhi,
+                     uint64_t t0, uint64_t t1, struct ref *out)
 {
-    size_t n = 0, k = 0;
-    for (size_t f = 0; f < sc->nf; f++) {
-        if ((only != SIZE_MAX && f != only) || sc->f[f].t2 < t0 ||
-            sc->f[f].t1 > t1)
+    size_t n = 0;
+    for (size_t f = flo; f < fhi; f++) {
+        if (sc->f[f].t2 < t0 || sc->f[f].t1 > t1)
             continue;
         for (size_t i = 0; i < sc->f[f].n; i++)
             out[n++] = (struct ref){sc->f[f].c[i], sc->f[f].t1, sc->f[f].t2,
                                     f, i};
     }
     qsort(out, n, sizeof *out, ref_cmp);
+    return n;
+}
+
+/* The cells a view over [t0, t1] of fragments [flo, fhi) shows (written
+ * as they are, unconsolidated), in order, into out. */
+static size_t expect(const struct scen *sc, uint64_t t0, uint64_t t1,
+                     size_t flo, size_t fhi, struct ref *out)
+{
+    size_t n = gather(sc, flo, fhi, t0, t1, out), k = 0;
     for (size_t i = 0; i < n; i++) {
         bool older = i && out[i - 1].c.x == out[i].c.x &&
                      out[i - 1].c.y == out[i].c.y;
@@ -176,39 +202,132 @@ static size_t expect(const struct scen *sc, uint64_t t0, uint64_t t1,
     return k;
 }
 
+/* Writes cells c[0..n) as one fragment at t2 (with rq's extras and
+ * special fields sp[]: __timestamps, __delete_timestamps,
+ * __delete_condition_index, NULL when not staged) into *name. */
+static void write_cells(struct tdb_io *arr, const struct xc *c, size_t n,
+                        struct tdb_write_req *rq, uint64_t *const sp[3],
+                        char **name)
+{
+    int64_t *x = malloc(n * 8), *y = malloc(n * 8);
+    int32_t *a = malloc(n * 4);
+    uint64_t *off = malloc(n * 8);
+    char *text = malloc(n * 16 + 1);
+    size_t tl = 0;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = c[i].x;
+        y[i] = c[i].y;
+        a[i] = c[i].a;
+        off[i] = tl;
+        memcpy(text + tl, c[i].s, strlen(c[i].s));
+        tl += strlen(c[i].s);
+    }
+    struct tdb_io stg;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    unit_put(&stg, "w/x", x, n * 8);
+    unit_put(&stg, "w/y", y, n * 8);
+    unit_put(&stg, "w/a", a, n * 4);
+    unit_put(&stg, "w/s", text, tl);
+    unit_put(&stg, "w/s.offsets", off, n * 8);
+    static const char *const spn[3] = {"w/__timestamps",
+                                       "w/__delete_timestamps",
+                                       "w/__delete_condition_index"};
+    for (int k = 0; k < 3; k++)
+        if (sp[k])
+            unit_put(&stg, spn[k], sp[k], n * 8);
+    rq->io = arr;
+    rq->staged = &stg;
+    rq->staged_dir = "w";
+    rq->threads = 1;
+    int r = tdb_fragment_write_req(rq, name, &err);
+    if (r)
+        fprintf(stderr, "  write at %llu: %s\n",
+                (unsigned long long)rq->timestamp_ms, err.msg);
+    CHECK_EQ_INT(r, 0);
+    tdb_io_free(&stg);
+    free(x);
+    free(y);
+    free(a);
+    free(off);
+    free(text);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Was delete i there when the consolidation ran? */
+static bool processed(const struct scen *sc, size_t i)
+{
+    return sc->ncons > 1 && sc->d[i].ts <= sc->cons_at && !sc->d[i].late;
+}
+
+/* Writes fragments [0, ncons) as TileDB's consolidation at cons_at writes
+ * them: every version, newest first among equal coordinates, with its
+ * timestamp; the delete commits up to cons_at processed (by file name),
+ * each cell's delete timestamp that of the first of them (by time) that
+ * matches it and is no older than it, and its index among the processed. */
+static void write_consolidated(struct scen *sc, struct tdb_io *arr)
+{
+    struct ref *r = malloc(MAXF * MAXC * sizeof *r);
+    size_t n = gather(sc, 0, sc->ncons, 0, UINT64_MAX, r);
+    char path[MAXD][128];
+    const char *proc[MAXD];
+    size_t np = 0;
+    for (size_t i = 0; i < sc->nd; i++)
+        if (processed(sc, i)) {
+            cond_commit_path(path[np], sizeof path[np], sc->d[i].ts,
+                             (unsigned)i + 1);
+            proc[np] = path[np];
+            np++;
+        }
+    qsort(proc, np, sizeof *proc, str_cmp);
+    struct xc *c = malloc(n * sizeof *c);
+    uint64_t *ts = malloc(n * 8), *dt = malloc(n * 8), *dci = malloc(n * 8);
+    for (size_t k = 0; k < n; k++) {
+        c[k] = r[k].c;
+        ts[k] = r[k].t2;
+        dt[k] = dci[k] = UINT64_MAX;
+        for (size_t i = 0; i < sc->nd; i++) {
+            if (!processed(sc, i) || sc->d[i].ts < r[k].t1 ||
+                sc->d[i].ts >= dt[k] || !cn_eval(sc->d[i].c, &r[k].c))
+                continue;
+            char mine[128];
+            cond_commit_path(mine, sizeof mine, sc->d[i].ts, (unsigned)i + 1);
+            dt[k] = sc->d[i].ts;
+            for (size_t j = 0; j < np; j++)
+                if (!strcmp(proc[j], mine))
+                    dci[k] = j;
+        }
+    }
+    struct tdb_write_extras x = {.t1 = sc->f[0].t1, .timestamps = true,
+                                 .delete_meta = true, .processed = proc,
+                                 .nprocessed = np};
+    struct tdb_write_req rq = {.timestamp_ms = sc->f[sc->ncons - 1].t2,
+                               .extras = &x};
+    uint64_t *const sp[3] = {ts, dt, dci};
+    write_cells(arr, c, n, &rq, sp, &sc->cname);
+    free(c);
+    free(ts);
+    free(dt);
+    free(dci);
+    free(r);
+}
+
 static void write_frags(struct scen *sc, struct tdb_io *arr)
 {
-    for (size_t f = 0; f < sc->nf; f++) {
-        size_t n = sc->f[f].n;
-        int64_t x[MAXC], y[MAXC];
-        int32_t a[MAXC];
-        uint64_t off[MAXC];
-        char text[MAXC * 16];
-        size_t tl = 0;
-        for (size_t i = 0; i < n; i++) {
-            x[i] = sc->f[f].c[i].x;
-            y[i] = sc->f[f].c[i].y;
-            a[i] = sc->f[f].c[i].a;
-            off[i] = tl;
-            memcpy(text + tl, sc->f[f].c[i].s, strlen(sc->f[f].c[i].s));
-            tl += strlen(sc->f[f].c[i].s);
-        }
-        struct tdb_io stg;
-        struct tdb_error err = {0};
-        CHECK_EQ_INT(tdb_io_mem(&stg), 0);
-        stg.ops->mkdir(stg.ctx, "w");
-        unit_put(&stg, "w/x", x, n * 8);
-        unit_put(&stg, "w/y", y, n * 8);
-        unit_put(&stg, "w/a", a, n * 4);
-        unit_put(&stg, "w/s", text, tl);
-        unit_put(&stg, "w/s.offsets", off, n * 8);
-        int r = tdb_fragment_write_threads(arr, &stg, "w", NULL, sc->f[f].t2,
-                                           1, &sc->f[f].name, &err);
-        if (r)
-            fprintf(stderr, "  write at %llu: %s\n",
-                    (unsigned long long)sc->f[f].t2, err.msg);
-        CHECK_EQ_INT(r, 0);
-        tdb_io_free(&stg);
+    size_t first = 0;
+    if (sc->ncons > 1) {
+        write_consolidated(sc, arr);
+        first = sc->ncons;
+    }
+    for (size_t f = first; f < sc->nf; f++) {
+        struct tdb_write_req rq = {.timestamp_ms = sc->f[f].t2};
+        uint64_t *const none[3] = {NULL, NULL, NULL};
+        write_cells(arr, sc->f[f].c, sc->f[f].n, &rq, none, &sc->f[f].name);
     }
 }
 
@@ -291,6 +410,8 @@ static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
     for (size_t f = 0; f < sc->nf; f++)
         rename_frag(&arr, sc, f);
     for (size_t i = 0; i < sc->nd; i++) {
+        if (sc->drop_processed && processed(sc, i))
+            continue;
         struct tdb_buf b = {0};
         cn_put_negated(&b, sc->d[i].c);
         cond_commit(&arr, sc->d[i].ts, (unsigned)i + 1, &b);
@@ -314,13 +435,23 @@ static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
         char what[64];
         snprintf(what, sizeof what, "open at %llu:%llu",
                  (unsigned long long)t0, (unsigned long long)t1);
-        check_view(fs, "", want, expect(sc, t0, t1, SIZE_MAX, want), what);
-        /* each fragment alone, over its own range (the whole range only) */
-        for (size_t f = 0; f < sc->nf && i == nr; f++) {
+        check_view(fs, "", want, expect(sc, t0, t1, 0, sc->nf, want), what);
+        /* each fragment alone, over its own range (the whole range only):
+         * a consolidated one as its writes and the deletes in that range */
+        size_t first = sc->ncons > 1 ? sc->ncons : 0;
+        if (sc->ncons > 1 && i == nr) {
+            char pre[600];
+            snprintf(pre, sizeof pre, "__fragments/%s/",
+                     sc->cname ? sc->cname : "?");
+            size_t n = expect(sc, sc->f[0].t1, sc->f[sc->ncons - 1].t2, 0,
+                              sc->ncons, want);
+            check_view(fs, pre, want, n, "consolidated fragment alone");
+        }
+        for (size_t f = first; f < sc->nf && i == nr; f++) {
             char pre[600];
             snprintf(pre, sizeof pre, "__fragments/%s/",
                      sc->f[f].name ? sc->f[f].name : "?");
-            size_t n = expect(sc, sc->f[f].t1, sc->f[f].t2, f, want);
+            size_t n = expect(sc, sc->f[f].t1, sc->f[f].t2, f, f + 1, want);
             check_view(fs, pre, want, n, "fragment alone");
         }
         tdb_fs_close(fs);
@@ -328,6 +459,7 @@ static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
     free(want);
     for (size_t f = 0; f < sc->nf; f++)
         free(sc->f[f].name);
+    free(sc->cname);
     tdb_io_free(&arr);
 }
 
@@ -423,9 +555,16 @@ static void test_dups(void)
 /* Deletes between writes: one at 15 matches the cells written at 10 with
  * x < 15 (and would match those written at 20, which are newer); one at
  * 25 matches the newest versions, written at 20, with y < 20. */
-static void delete_between(bool dups)
+static const struct cn *const between_del[2] = {
+    AND2(CMP("a", GE, 0), CMP("x", LT, 15)),
+    AND2(CMP("a", GE, 1000), CMP("y", LT, 20)),
+};
+
+static void between_scen(struct scen *psc)
 {
-    struct scen sc = {.dups = dups, .nf = 3, .nd = 2};
+    struct scen sc = *psc;
+    sc.nf = 3;
+    sc.nd = 2;
     base_frag(&sc, 0, 10);
     over_frag(&sc, 1, 20, 1, 1000);
     /* a third write, at 40, of cells the deletes matched */
@@ -436,9 +575,16 @@ static void delete_between(bool dups)
         snprintf(sc.f[2].c[i].s, sizeof sc.f[2].c[i].s, "r%d", i);
     }
     sc.d[0].ts = 15;
-    sc.d[0].c = AND2(CMP("a", GE, 0), CMP("x", LT, 15));
+    sc.d[0].c = between_del[0];
     sc.d[1].ts = 25;
-    sc.d[1].c = AND2(CMP("a", GE, 1000), CMP("y", LT, 20));
+    sc.d[1].c = between_del[1];
+    *psc = sc;
+}
+
+static void delete_between(bool dups)
+{
+    struct scen sc = {.dups = dups};
+    between_scen(&sc);
     static const uint64_t rg[][2] = {{0, 10}, {0, 15}, {0, 20}, {0, 25},
                                      {15, 30}, {16, 40}, {25, 25}};
     run(&sc, 7, rg);
@@ -465,6 +611,80 @@ static void test_range_fragment(void)
     sc.d[1].c = CMP("a", EQ, 3);
     static const uint64_t rg[][2] = {{0, 10}, {6, 10}, {8, 30}};
     run(&sc, 3, rg);
+}
+
+/* ------------------------------------ consolidated with delete metadata */
+
+/* overwrite_then_delete with the writes at 10 and 20 consolidated at 35:
+ * the delete at 30 processed, the cells it removed carrying delete
+ * timestamp 30 (after the fragment's range: its folder shows them). */
+static void consolidated_overwrite(bool dups, const struct cn *c, bool drop)
+{
+    struct scen sc = {.dups = dups, .nf = 2, .nd = 1, .ncons = 2,
+                      .cons_at = 35, .drop_processed = drop};
+    base_frag(&sc, 0, 10);
+    over_frag(&sc, 1, 20, -1, 0);
+    sc.d[0].ts = 30;
+    sc.d[0].c = c;
+    static const uint64_t rg[][2] = {{0, 20}, {0, 29}, {0, 30}, {15, 40},
+                                     {0, 10}, {30, 30}, {29, 31}};
+    run(&sc, 7, rg);
+}
+
+/* Without duplicates a removed newest version hides the older ones, and
+ * a version removed under a newer one that was not stays hidden; opened
+ * before the delete, the cells show. */
+static void test_consolidated_processed(void)
+{
+    consolidated_overwrite(false, CMP("a", LT, 0), false);
+    consolidated_overwrite(false, OR2(CMP("y", GE, 40), CMP("a", LT, -10)),
+                           false);
+    consolidated_overwrite(false, AND2(CMP("x", GE, 12), CMP("a", LT, 0)),
+                           false);
+    /* both versions removed */
+    consolidated_overwrite(false, CMP("x", EQ, 9), false);
+    /* only older versions removed: the newest stay */
+    consolidated_overwrite(false, CMP("a", GE, 0), false);
+    /* the delete timestamps alone, without the commit, decide */
+    consolidated_overwrite(false, CMP("a", LT, 0), true);
+}
+
+/* With duplicates each version has its own delete timestamp. */
+static void test_consolidated_processed_dups(void)
+{
+    consolidated_overwrite(true, CMP("a", LT, 0), false);
+    consolidated_overwrite(true, OR2(CMP("y", GE, 40), CMP("a", LT, -10)),
+                           false);
+    consolidated_overwrite(true, CMP("a", GE, 0), false);
+    consolidated_overwrite(true, CMP("a", GE, 0), true);
+}
+
+/* delete_between with the writes at 10 and 20 consolidated at 30, both
+ * deletes processed (the one at 25 after the fragment's range), then the
+ * write at 40; after the consolidation a delete at 50 (applied to every
+ * fragment as a commit) and one stamped 12, inside the consolidated
+ * fragment's range (applied to its cells no newer than 12). */
+static void consolidated_between(bool dups)
+{
+    struct scen sc = {.dups = dups, .ncons = 2, .cons_at = 30};
+    between_scen(&sc);
+    sc.nd = 4;
+    sc.d[2].ts = 50;
+    sc.d[2].c = OR2(CMP("y", EQ, 1), CMP("a", EQ, 2001));
+    sc.d[2].late = true;
+    sc.d[3].ts = 12;
+    sc.d[3].c = OR2(CMP("a", EQ, 7), CMP("a", EQ, 1004));
+    sc.d[3].late = true;
+    static const uint64_t rg[][2] = {
+        {0, 10}, {0, 12}, {0, 15}, {0, 20}, {0, 25}, {15, 30}, {16, 40},
+        {25, 25}, {0, 49}, {0, 50}, {21, 60}, {13, 19}};
+    run(&sc, 12, rg);
+}
+
+static void test_consolidated_later_deletes(void)
+{
+    consolidated_between(false);
+    consolidated_between(true);
 }
 
 /* ------------------------------------------- per-cell timestamps (corpus) */
@@ -567,6 +787,9 @@ int main(void)
     RUN(test_dups);
     RUN(test_between_writes);
     RUN(test_range_fragment);
+    RUN(test_consolidated_processed);
+    RUN(test_consolidated_processed_dups);
+    RUN(test_consolidated_later_deletes);
     RUN_CORPUS(test_cell_timestamps_after);
     RUN_CORPUS(test_cell_timestamps_inside);
     return unit_done();
