@@ -1,7 +1,7 @@
 /* fetch.c: a reader's tiles asked for from the storage ahead of their
  * decoding (fetch.h): the tiles a read touches, together, and while reads
- * are sequential a window of tiles ahead that doubles until the storage's
- * read-ahead bound holds it back.  Decoding threads then find their bytes
+ * are sequential a window of tiles ahead that grows (four times a read)
+ * until the storage's read-ahead bound holds it back.  Decoding threads then find their bytes
  * in flight or arrived; they never wait on a request of their own unless
  * a tile was not asked for (var-sized files, whose positions need the
  * offsets, are not). */
@@ -188,7 +188,9 @@ void tdb_fetcher_read(struct tdb_fetcher *fx, uint64_t off, uint64_t len)
         fx->window = TDB_FETCH_WIN_MIN;
         fx->pos = end;
     } else if (fx->window < TDB_FETCH_WIN_MAX) {
-        fx->window *= 2;        /* reading on: look further */
+        fx->window *= 4;        /* reading on: look further */
+        if (fx->window > TDB_FETCH_WIN_MAX)
+            fx->window = TDB_FETCH_WIN_MAX;
     }
     if (!seq || end > fx->next_off)
         fx->next_off = end;

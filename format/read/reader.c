@@ -27,8 +27,12 @@
  *    tile's pieces before it takes the next), not once per piece;
  *  - var-sized files (no positions without the offsets) are read as they
  *    come, loading within the budget (TDB_TAKE_WAIT).
+ * On storage that fetches ahead (an object store), every read first asks
+ * for the bytes of its tiles and, reading on, of a growing window ahead
+ * (fetch.c): decoding threads then find them arrived or on their way.
  * Lock order: rd->lock, then the pool's or the cache's lock. */
 #include "read/reader.h"
+#include "read/fetch.h"
 #include "tiledb_format.h"
 
 #include <pthread.h>
@@ -103,6 +107,7 @@ struct tdb_reader {
     struct tdb_fieldfile *ff;   /* a fixed-size field file; NULL: plain */
     struct tdb_fieldfile *vff;  /* a var-sized one (read as it comes) */
     struct tdb_pool *pool;      /* NULL: no decoding ahead */
+    struct tdb_fetcher *fetch;  /* NULL: the storage fetches nothing ahead */
     uint64_t cs;                /* bytes per cell of the file */
     pthread_mutex_t lock;
     pthread_cond_t idle;        /* pending fell to 0 */
@@ -743,6 +748,11 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
         }
         rd->pool = tdb_fs_pool(fs);
+        if (tdb_fetcher_new(&rd->fetch, rd->ff)) {
+            free(rd->pins);
+            free(rd);
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
+        }
     } else if (rd->ff) {
         rd->vff = rd->head ? NULL : rd->ff;
         rd->ff = NULL; /* var-sized: positions need the offsets */
@@ -827,6 +837,9 @@ struct rd_read {
 static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
                            struct rd_read *rr)
 {
+    /* the storage is asked for the bytes first: they travel while the
+     * tiles are planned (fetch.c; nothing for local storage) */
+    tdb_fetcher_read(rd->fetch, poff, plen);
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
     bool active = rd_begin(rd, epoch, poff);
@@ -1185,6 +1198,7 @@ void tdb_reader_close(struct tdb_reader *rd)
     pthread_cond_destroy(&rd->idle);
     pthread_cond_destroy(&rd->done);
     pthread_cond_destroy(&rd->moved);
+    tdb_fetcher_free(rd->fetch);
     free(rd->pins);
     free(rd);
 }

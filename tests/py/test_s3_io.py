@@ -2,6 +2,7 @@
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 import uuid
@@ -11,6 +12,10 @@ import pytest
 from conftest import CORPUS, case_names, case_options, get_case, run_cat
 from latency_proxy import LatencyProxy
 from s3fixture import corpus_url
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'scripts'))
+import bench_arrays  # noqa: E402  (arrays written with tiledbfs's own writer)
 
 NAME_RE = re.compile(r'^__(\d+)_(\d+)_([0-9a-f]{32})_(\d+)$')
 
@@ -126,6 +131,26 @@ def test_fetched_ahead_reads_match_local(name, s3_corpus, mount, tmp_path):
     for p in paths:
         with open(os.path.join(local, p), 'rb') as f:
             assert got[p] == f.read(), f'{name}/{p}: differs from the local mount'
+
+
+def test_sequential_read_coalesces(s3_server, proxy, mount, fs_prog, create_prog, tmp_path):
+    """An attribute read from start to end (8 fragments of 16 tiles each,
+    written by tiledbfs's own writer) has its tiles fetched ahead, the
+    adjacent ones of a file in one GET: fewer GETs than tiles, and the
+    bytes of the local mount."""
+    src = str(tmp_path / 'dense')
+    bench_arrays.make_dense(fs_prog, create_prog, src, 'zstd', 512, 4096, 64, 256)
+    prefix = f'{tmp_path.name}/dense'
+    s3_server.upload(src, prefix)
+    local = mount(src)
+    remote = mount(s3_server.url(prefix))
+    proxy.reset()
+    with open(os.path.join(remote, 'v'), 'rb') as f:
+        got = f.read()
+    with open(os.path.join(local, 'v'), 'rb') as f:
+        assert got == f.read()
+    gets = object_gets(proxy)
+    assert len(gets) <= 16, gets        # 128 tiles, one GET each before
 
 
 # ---------------------------------------------------------- disk cache
