@@ -18,6 +18,8 @@
 #define S3_REQUESTS 64          /* requests in flight at most */
 #define S3_TIMEOUT_MS 30000     /* a read's deadline, its retries included */
 #define S3_META_BYTES (64u << 20)  /* small files kept whole */
+#define S3_FAILED_MS 10000         /* a failed object's reads fail at once
+                                    * this long (at most the deadline) */
 #define S3_SMALL_FILE (256u << 10) /* a file read unasked is fetched whole
                                     * up to this size */
 #define S3_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
@@ -219,6 +221,40 @@ static int s3_disk_read(struct s3 *s, const char *ident, uint64_t size,
            tdb_s3_disk_get(s->disk, ident, off, len, off, buf, len);
 }
 
+static uint64_t s3_path_hash(const char *norm)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *norm; norm++)
+        h = (h ^ (unsigned char)*norm) * 1099511628211ull;
+    return h;
+}
+
+/* Did a read of norm fail lately (within S3_FAILED_MS, at most the
+ * deadline)?  Its reads then fail at once: the kernel tries a failed read
+ * again, page by page, and each try would wait out a deadline of its
+ * own. */
+static bool s3_failed_lately(struct s3 *s, const char *norm)
+{
+    uint64_t h = s3_path_hash(norm), now = tdb_s3_clock_ms();
+    bool failed = false;
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < sizeof s->failed / sizeof *s->failed; i++)
+        failed = failed || (s->failed[i].hash == h && s->failed[i].until > now);
+    pthread_mutex_unlock(&s->lock);
+    return failed;
+}
+
+static void s3_failed_note(struct s3 *s, const char *norm)
+{
+    uint64_t ms = s->loop.timeout_ms < S3_FAILED_MS ? s->loop.timeout_ms
+                                                    : S3_FAILED_MS;
+    pthread_mutex_lock(&s->lock);
+    unsigned i = s->nfailed++ % (sizeof s->failed / sizeof *s->failed);
+    s->failed[i] = (struct s3_failed){s3_path_hash(norm),
+                                      tdb_s3_clock_ms() + ms};
+    pthread_mutex_unlock(&s->lock);
+}
+
 /* Reads come from a write in progress, from what was fetched ahead, from
  * the disk cache, or from the object store: a small file (by its listing,
  * S3_SMALL_FILE at most) whole, kept for the next reads; anything else as
@@ -230,11 +266,18 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
     char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path), *ident = NULL;
     uint64_t size = 0;
     int r = 0;
-    if (!norm || !key)
+    if (!norm || !key) {
         r = TDB_E_NOMEM;
-    else if (s3_pending_read(s, norm, off, buf, len, &r) ||
-             tdb_s3_fetched_read(s, norm, off, buf, len, &r))
         goto out;
+    }
+    if (s3_pending_read(s, norm, off, buf, len, &r))
+        goto out;
+    if (s3_failed_lately(s, norm)) {
+        r = TDB_E_IO;
+        goto out;
+    }
+    if (tdb_s3_fetched_read(s, norm, off, buf, len, &r))
+        goto failed;
     bool known = s3_known(s, norm, key, &size, &ident);
     if (ident && s3_disk_read(s, ident, size, off, buf, len))
         goto out;
@@ -247,11 +290,14 @@ static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
         struct tdb_io_want w = {TDB_WANT_FILE, norm, 0, 0};
         tdb_s3_want(s, &w, 1);
         if (tdb_s3_fetched_read(s, norm, off, buf, len, &r))
-            goto out;
+            goto failed;
     }
     r = s3_get_range(s, key, off, buf, len);
     if (!r && ident)
         tdb_s3_disk_put(s->disk, ident, off, len, buf);
+failed:
+    if (r == TDB_E_IO)
+        s3_failed_note(s, norm);
 out:
     free(ident);
     free(norm);

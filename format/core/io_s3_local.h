@@ -82,6 +82,13 @@ struct s3 {
     unsigned got_flight;
     struct s3_got *waitq, *waitq_tail;        /* ranges waiting for room */
     struct s3_disk *disk;                     /* or NULL */
+    /* objects whose last read failed (io_s3.c): reads of them fail at
+     * once for a while (the kernel tries a failed read again) */
+    struct s3_failed {
+        uint64_t hash;
+        uint64_t until;                       /* ms, monotonic */
+    } failed[16];
+    unsigned nfailed;
     struct s3_pending *pend;
 };
 
