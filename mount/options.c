@@ -223,6 +223,38 @@ static char *tdbm_absolute(const char *path)
     return abs;
 }
 
+/* The numbers unsigned options take, and what they count. */
+static const struct {
+    enum tdbm_opt_kind kind;
+    unsigned min, max;
+    const char *noun;
+} tdbm_ranges[] = {
+    {TDBM_OPT_COUNT, 0, 256, "threads"},
+    {TDBM_OPT_SECONDS, 1, 86400, "seconds"},
+    {TDBM_OPT_REQUESTS, 1, 1024, "requests"},
+};
+
+/* Parses the value of an unsigned option (a count of threads, seconds,
+ * requests) into its field. */
+static int tdbm_parse_unsigned(const struct tdbm_option *t, const char *v,
+                               char *field, char *why, size_t cap)
+{
+    uint64_t a;
+    for (size_t i = 0; i < sizeof tdbm_ranges / sizeof *tdbm_ranges; i++) {
+        if (tdbm_ranges[i].kind != t->kind)
+            continue;
+        if (tdbm_parse_number(v, false, tdbm_ranges[i].max, &a) ||
+            a < tdbm_ranges[i].min)
+            return tdbm_why(why, cap, "%s=%s: not a number of %s (%u to %u)",
+                            t->name, v, tdbm_ranges[i].noun,
+                            tdbm_ranges[i].min, tdbm_ranges[i].max);
+        unsigned n = (unsigned)a;
+        memcpy(field, &n, sizeof n);
+        return 0;
+    }
+    return tdbm_why(why, cap, "option %s: no parser", t->name);
+}
+
 /* Parses the value of a timestamp, size or count option into its field. */
 static int tdbm_parse_value(struct tdbm_options *o,
                             const struct tdbm_option *t, const char *v,
@@ -258,32 +290,9 @@ static int tdbm_parse_value(struct tdbm_options *o,
         memcpy(field, &a, sizeof a);
         return 0;
     case TDBM_OPT_SECONDS:
-        if (tdbm_parse_number(v, false, 86400, &a) || a == 0)
-            return tdbm_why(why, cap, "%s=%s: not a number of seconds "
-                            "(1 to 86400)", t->name, v);
-        {
-            unsigned n = (unsigned)a;
-            memcpy(field, &n, sizeof n);
-        }
-        return 0;
     case TDBM_OPT_REQUESTS:
-        if (tdbm_parse_number(v, false, 1024, &a) || a == 0)
-            return tdbm_why(why, cap, "%s=%s: not a number of requests "
-                            "(1 to 1024)", t->name, v);
-        {
-            unsigned n = (unsigned)a;
-            memcpy(field, &n, sizeof n);
-        }
-        return 0;
     case TDBM_OPT_COUNT:
-        if (tdbm_parse_number(v, false, 256, &a))
-            return tdbm_why(why, cap, "%s=%s: not a number of "
-                            "threads (0 to 256)", t->name, v);
-        {
-            unsigned n = (unsigned)a;
-            memcpy(field, &n, sizeof n);
-        }
-        return 0;
+        return tdbm_parse_unsigned(t, v, field, why, cap);
     case TDBM_OPT_MEMBERS:
         if (strcmp(v, "inside") && strcmp(v, "any"))
             return tdbm_why(why, cap, "%s=%s: not inside or any", t->name, v);

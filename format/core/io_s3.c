@@ -221,21 +221,13 @@ static int s3_disk_read(struct s3 *s, const char *ident, uint64_t size,
            tdb_s3_disk_get(s->disk, ident, off, len, off, buf, len);
 }
 
-static uint64_t s3_path_hash(const char *norm)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *norm; norm++)
-        h = (h ^ (unsigned char)*norm) * 1099511628211ull;
-    return h;
-}
-
 /* Did a read of norm fail lately (within S3_FAILED_MS, at most the
  * deadline)?  Its reads then fail at once: the kernel tries a failed read
  * again, page by page, and each try would wait out a deadline of its
  * own. */
 static bool s3_failed_lately(struct s3 *s, const char *norm)
 {
-    uint64_t h = s3_path_hash(norm), now = tdb_s3_clock_ms();
+    uint64_t h = tdb_s3_hash(norm), now = tdb_s3_clock_ms();
     bool failed = false;
     pthread_mutex_lock(&s->lock);
     for (unsigned i = 0; i < sizeof s->failed / sizeof *s->failed; i++)
@@ -250,7 +242,7 @@ static void s3_failed_note(struct s3 *s, const char *norm)
                                                     : S3_FAILED_MS;
     pthread_mutex_lock(&s->lock);
     unsigned i = s->nfailed++ % (sizeof s->failed / sizeof *s->failed);
-    s->failed[i] = (struct s3_failed){s3_path_hash(norm),
+    s->failed[i] = (struct s3_failed){tdb_s3_hash(norm),
                                       tdb_s3_clock_ms() + ms};
     pthread_mutex_unlock(&s->lock);
 }

@@ -79,10 +79,7 @@ size_t tdb_s3_coalesce(struct tdb_s3_range *r, size_t n, uint64_t gap,
 
 static size_t s3_got_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return (size_t)(h % S3_GOT_BUCKETS);
+    return (size_t)(tdb_s3_hash(s) % S3_GOT_BUCKETS);
 }
 
 static void s3_got_free(struct s3_got *g)

@@ -45,12 +45,17 @@ void tdb_s3_dents_free(struct s3_dent *e, size_t n)
 
 /* --------------------------------------------------------------- cache */
 
-static size_t s3_hash(const char *s)
+uint64_t tdb_s3_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 1469598103934665603ull;      /* FNV-1a */
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return (size_t)(h % S3_CACHE_BUCKETS);
+    return h;
+}
+
+static size_t s3_hash(const char *s)
+{
+    return (size_t)(tdb_s3_hash(s) % S3_CACHE_BUCKETS);
 }
 
 static void s3_dir_free(struct s3_dir *d)

@@ -158,6 +158,9 @@ int tdb_s3_perform(struct s3 *s, struct s3_call *c);
 /* Frees what an ended call holds (its body and ETag). */
 void tdb_s3_call_clear(struct s3_call *c);
 
+/* A hash of a path (FNV-1a), for the backend's tables. */
+uint64_t tdb_s3_hash(const char *s);
+
 /* Monotonic milliseconds. */
 uint64_t tdb_s3_clock_ms(void);
 

@@ -645,21 +645,53 @@ static int http_backend(struct tdb_io *io, const struct http_srv *srv,
     return r;
 }
 
+/* Calls queued to the I/O thread, and their count still under way. */
+struct batch {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int left;
+};
+
 struct queued {
     struct s3_call c;
     char key[32];
-    pthread_mutex_t *m;
-    pthread_cond_t *cv;
-    int *left;
+    struct batch *b;
+    bool ended;             /* under b->m */
 };
 
 static void queued_done(struct s3_call *c)
 {
     struct queued *q = c->arg;
-    pthread_mutex_lock(q->m);
-    --*q->left;
-    pthread_cond_signal(q->cv);
-    pthread_mutex_unlock(q->m);
+    pthread_mutex_lock(&q->b->m);
+    q->ended = true;
+    q->b->left--;
+    pthread_cond_signal(&q->b->cv);
+    pthread_mutex_unlock(&q->b->m);
+}
+
+/* Queues a GET of key into q, one call more of b. */
+static int queue_get(struct s3 *s, struct batch *b, struct queued *q,
+                     const char *key)
+{
+    memset(q, 0, sizeof *q);
+    snprintf(q->key, sizeof q->key, "%s", key);
+    q->c = (struct s3_call){.method = "GET", .key = q->key, .up_fd = -1,
+                            .sink = S3_SINK_MEM, .done = queued_done,
+                            .arg = q};
+    q->b = b;
+    pthread_mutex_lock(&b->m);
+    b->left++;
+    pthread_mutex_unlock(&b->m);
+    return tdb_s3_submit(s, &q->c);
+}
+
+/* Waits until at most `left` calls of b are under way. */
+static void batch_wait(struct batch *b, int left)
+{
+    pthread_mutex_lock(&b->m);
+    while (b->left > left)
+        pthread_cond_wait(&b->cv, &b->m);
+    pthread_mutex_unlock(&b->m);
 }
 
 /* Twelve calls queued at once, three allowed in flight: the server never
@@ -671,25 +703,14 @@ static void test_queue_bound(void)
     CHECK_EQ_INT(http_start(&srv, 50), 0);
     CHECK_EQ_INT(http_backend(&io, &srv, 3, 30), 0);
     struct s3 *s = io.ctx;
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     struct queued q[12];
-    int left = 12;
     for (int i = 0; i < 12; i++) {
-        memset(&q[i], 0, sizeof q[i]);
-        snprintf(q[i].key, sizeof q[i].key, "obj%d", i);
-        q[i].c = (struct s3_call){.method = "GET", .key = q[i].key,
-                                  .up_fd = -1, .sink = S3_SINK_MEM,
-                                  .done = queued_done, .arg = &q[i]};
-        q[i].m = &m;
-        q[i].cv = &cv;
-        q[i].left = &left;
-        CHECK_EQ_INT(tdb_s3_submit(s, &q[i].c), 0);
+        char key[16];
+        snprintf(key, sizeof key, "obj%d", i);
+        CHECK_EQ_INT(queue_get(s, &b, &q[i], key), 0);
     }
-    pthread_mutex_lock(&m);
-    while (left)
-        pthread_cond_wait(&cv, &m);
-    pthread_mutex_unlock(&m);
+    batch_wait(&b, 0);
     for (int i = 0; i < 12; i++) {
         char want[64];
         snprintf(want, sizeof want, "/b/obj%d", i);
@@ -790,29 +811,15 @@ static void test_queue_stall(void)
     uint8_t buf[16];
     CHECK_EQ_INT(io.ops->read_at(io.ctx, "stall", 0, buf, 4), TDB_E_IO);
     CHECK(s->loop.tries >= 2);     /* it was tried again */
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-    struct queued st = {0}, ok = {0};
-    int left = 2;
-    struct queued *both[] = {&st, &ok};
-    const char *keys[] = {"stall2", "fine"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(both[i]->key, sizeof both[i]->key, "%s", keys[i]);
-        both[i]->c = (struct s3_call){.method = "GET", .key = both[i]->key,
-                                      .up_fd = -1, .sink = S3_SINK_MEM,
-                                      .done = queued_done, .arg = both[i]};
-        both[i]->m = &m;
-        both[i]->cv = &cv;
-        both[i]->left = &left;
-        CHECK_EQ_INT(tdb_s3_submit(s, &both[i]->c), 0);
-    }
-    pthread_mutex_lock(&m);
-    while (left == 2)
-        pthread_cond_wait(&cv, &m);
-    CHECK_EQ_INT(left, 1);      /* the answered one ended first */
-    while (left)
-        pthread_cond_wait(&cv, &m);
-    pthread_mutex_unlock(&m);
+    struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    struct queued st, ok;
+    CHECK_EQ_INT(queue_get(s, &b, &st, "stall2"), 0);
+    CHECK_EQ_INT(queue_get(s, &b, &ok, "fine"), 0);
+    batch_wait(&b, 1);
+    pthread_mutex_lock(&b.m);
+    CHECK(ok.ended && !st.ended);   /* the answered one ended first */
+    pthread_mutex_unlock(&b.m);
+    batch_wait(&b, 0);
     CHECK_EQ_INT(ok.c.r, 0);
     CHECK_EQ_INT(st.c.r, TDB_E_IO);
     tdb_s3_call_clear(&st.c);
