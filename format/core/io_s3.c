@@ -217,8 +217,10 @@ static int s3_disk_read(struct s3 *s, const char *ident, uint64_t size,
                         uint64_t off, void *buf, size_t len)
 {
     return (size <= S3_FILE_MAX &&
-            tdb_s3_disk_get(s->disk, ident, 0, size, off, buf, len)) ||
-           tdb_s3_disk_get(s->disk, ident, off, len, off, buf, len);
+            tdb_s3_disk_get(s->disk, &(struct s3_piece){ident, 0, size}, off,
+                            buf, len)) ||
+           tdb_s3_disk_get(s->disk, &(struct s3_piece){ident, off, len}, off,
+                           buf, len);
 }
 
 /* Did a read of norm fail lately (within S3_FAILED_MS, at most the
@@ -231,7 +233,8 @@ static bool s3_failed_lately(struct s3 *s, const char *norm)
     bool failed = false;
     pthread_mutex_lock(&s->lock);
     for (unsigned i = 0; i < sizeof s->failed / sizeof *s->failed; i++)
-        failed = failed || (s->failed[i].hash == h && s->failed[i].until > now);
+        failed = failed ||
+                 (s->failed[i].hash == h && s->failed[i].until > now);
     pthread_mutex_unlock(&s->lock);
     return failed;
 }

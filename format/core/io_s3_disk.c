@@ -106,9 +106,11 @@ bool tdb_s3_disk_has(struct s3_disk *d, const char *ident, uint64_t off,
     return true;
 }
 
-int tdb_s3_disk_get(struct s3_disk *d, const char *ident, uint64_t off,
-                    uint64_t len, uint64_t at, void *buf, size_t n)
+int tdb_s3_disk_get(struct s3_disk *d, const struct s3_piece *p, uint64_t at,
+                    void *buf, size_t n)
 {
+    const char *ident = p->ident;
+    uint64_t off = p->off, len = p->len;
     off_t base;
     if (at < off || at - off > len || n > len - (at - off))
         return 0;

@@ -250,8 +250,9 @@ static void s3_setopts(struct s3 *s, struct s3_call *c, uint64_t now)
     curl_easy_setopt(h, CURLOPT_PRIVATE, c);
     curl_easy_setopt(h, CURLOPT_SHARE, L->share);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     left && left < S3_CONNECT_MS ? left : (long)S3_CONNECT_MS);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left && left < S3_CONNECT_MS
+                                                       ? left
+                                                       : (long)S3_CONNECT_MS);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, L->low_speed_s);

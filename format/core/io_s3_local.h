@@ -236,10 +236,15 @@ void tdb_s3_disk_close(struct s3_disk *d);
 /* Is piece [off, off + len) of object `ident` on disk? */
 bool tdb_s3_disk_has(struct s3_disk *d, const char *ident, uint64_t off,
                      uint64_t len);
-/* Copies n bytes at `at` of the object from its piece [off, off + len),
- * when on disk.  @return 1 (copied) or 0. */
-int tdb_s3_disk_get(struct s3_disk *d, const char *ident, uint64_t off,
-                    uint64_t len, uint64_t at, void *buf, size_t n);
+/* One piece on disk: bytes [off, off + len) of the object `ident`. */
+struct s3_piece {
+    const char *ident;
+    uint64_t off, len;
+};
+/* Copies n bytes at `at` of the object from piece p, when it is on disk.
+ * @return 1 (copied) or 0. */
+int tdb_s3_disk_get(struct s3_disk *d, const struct s3_piece *p, uint64_t at,
+                    void *buf, size_t n);
 /* Keeps piece [off, off + len) (data) on disk (best effort). */
 void tdb_s3_disk_put(struct s3_disk *d, const char *ident, uint64_t off,
                      uint64_t len, const void *data);

@@ -632,21 +632,25 @@ static bool arr_cons_holds(struct tdb_cons_fragmeta **cons, size_t n,
 }
 
 /* The files an open reads once the folders are known, asked for at once:
- * the metadata of fragments fe[n] (those no consolidated file of cons
- * holds), the folders of fragments outside __fragments (formats 1 to 11),
- * and the delete conditions del[ndel].  Best effort. */
+ * the metadata of d's fragments (every committed one with `cands`, else
+ * the live ones; those no consolidated file of cons holds), the folders of
+ * fragments outside __fragments (formats 1 to 11), and the delete
+ * conditions.  Best effort. */
 static void arr_want_frags(const struct tdb_io *io,
-                           const struct tdb_dir_entry *fe, size_t n,
-                           const struct tdb_dir_entry *del, size_t ndel,
+                           const struct tdb_arraydir *d, bool cands,
                            struct tdb_cons_fragmeta **cons, size_t ncons)
 {
+    const struct tdb_dir_entry *fe = cands ? d->cands : d->frags;
+    const struct tdb_dir_entry *del = d->deletes;
+    size_t n = cands ? d->ncands : d->nfrags, ndel = d->ndeletes;
     size_t m = 2 * n + ndel;
     struct tdb_io_want *w = calloc(m ? m : 1, sizeof *w);
     char **paths = calloc(m ? m : 1, sizeof *paths);
     size_t k = 0;
     for (size_t i = 0; w && paths && i < n; i++) {
         if (!arr_cons_holds(cons, ncons, fe[i].name) &&
-            (paths[k] = tdb_path_join(fe[i].path, "__fragment_metadata.tdb"))) {
+            (paths[k] = tdb_path_join(fe[i].path,
+                                      "__fragment_metadata.tdb"))) {
             w[k] = (struct tdb_io_want){TDB_WANT_FILE, paths[k], 0, 0};
             k++;
         }
@@ -701,8 +705,7 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
     /* every committed fragment (the sparse rule may keep more than the
      * dense one load applied), unless consolidated metadata may hold it */
     if (!a->dir->nfragmeta)
-        arr_want_frags(&a->io, a->dir->cands, a->dir->ncands,
-                       a->dir->deletes, a->dir->ndeletes, NULL, 0);
+        arr_want_frags(&a->io, a->dir, true, NULL, 0);
     if (!a->dir->nschemas) {
         r = tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array (no schema)",
                     path[0] ? path : ".");
@@ -750,8 +753,7 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         }
     }
     if (a->dir->nfragmeta)
-        arr_want_frags(&a->io, a->dir->frags, a->dir->nfrags,
-                       a->dir->deletes, a->dir->ndeletes, cons, ncons);
+        arr_want_frags(&a->io, a->dir, false, cons, ncons);
     a->frags = calloc(a->dir->nfrags ? a->dir->nfrags : 1, sizeof *a->frags);
     if (!a->frags) {
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");

@@ -1,10 +1,10 @@
 /* fetch.c: a reader's tiles asked for from the storage ahead of their
  * decoding (fetch.h): the tiles a read touches, together, and while reads
  * are sequential a window of tiles ahead that grows (four times a read)
- * until the storage's read-ahead bound holds it back.  Decoding threads then find their bytes
- * in flight or arrived; they never wait on a request of their own unless
- * a tile was not asked for (var-sized files, whose positions need the
- * offsets, are not). */
+ * until the storage's read-ahead bound holds it back.  Decoding threads
+ * then find their bytes in flight or arrived; they wait on a request of
+ * their own only for a tile not asked for (var-sized files, whose
+ * positions need the offsets, are not). */
 #include "read/fetch.h"
 #include "read/array.h"
 #include "read/cache.h"
