@@ -1,11 +1,12 @@
-/* shuffle_simd.c: the scalar byte and bit transpositions of BYTESHUFFLE and
- * BITSHUFFLE (tile.md), and the choice of a path by the CPU's features
- * (shuffle_simd.h). */
+/* shuffle_simd.c: the scalar kernels of shuffle_simd.h (the byte and bit
+ * transpositions of BYTESHUFFLE and BITSHUFFLE, tile.md; the running XOR
+ * and sums of XOR and DELTA, filters/xor.md, delta.md) and the choice of a
+ * path by the CPU's features. */
 #include "shuffle_simd.h"
 
 #include <string.h>
 
-#include "core/core.h"
+#include "numeric_common.h"
 
 /* ------------------------------------------------------------ byte rows */
 
@@ -123,12 +124,65 @@ static void shuffle_bit_inv(const uint8_t *in, size_t n, unsigned w,
     shuffle_byte_inv(tmp, n, w, out);
 }
 
+/* ------------------------------------------------- running XOR and sums */
+
+/* Values [i0, n) of the running XOR (add = false) or sum; w a constant
+ * once inlined. */
+static inline __attribute__((always_inline)) void
+shuffle_scan_w(const uint8_t *in, size_t n, unsigned w, uint8_t *out,
+               size_t i0, bool add)
+{
+    uint64_t prev = i0 ? tdb_numeric_load(out + (i0 - 1) * w, w) : 0;
+    for (size_t i = i0; i < n; i++) {
+        uint64_t v = tdb_numeric_load(in + i * w, w);
+        prev = add ? prev + v : prev ^ v;
+        tdb_numeric_store(out + i * w, w, prev);
+    }
+}
+
+static void shuffle_scan_from(const uint8_t *in, size_t n, unsigned w,
+                              uint8_t *out, size_t i0, bool add)
+{
+    switch (w) {
+    case 1: shuffle_scan_w(in, n, 1, out, i0, add); break;
+    case 2: shuffle_scan_w(in, n, 2, out, i0, add); break;
+    case 4: shuffle_scan_w(in, n, 4, out, i0, add); break;
+    default: shuffle_scan_w(in, n, 8, out, i0, add); break;
+    }
+}
+
+void tdb_shuffle_xor_inv_from(const uint8_t *in, size_t n, unsigned w,
+                              uint8_t *out, size_t i0)
+{
+    shuffle_scan_from(in, n, w, out, i0, false);
+}
+
+void tdb_shuffle_add_inv_from(const uint8_t *in, size_t n, unsigned w,
+                              uint8_t *out, size_t i0)
+{
+    shuffle_scan_from(in, n, w, out, i0, true);
+}
+
+static void shuffle_xor_inv(const uint8_t *in, size_t n, unsigned w,
+                            uint8_t *out)
+{
+    shuffle_scan_from(in, n, w, out, 0, false);
+}
+
+static void shuffle_add_inv(const uint8_t *in, size_t n, unsigned w,
+                            uint8_t *out)
+{
+    shuffle_scan_from(in, n, w, out, 0, true);
+}
+
 static const struct tdb_shuffle_path shuffle_scalar = {
     .name = "scalar",
     .byte_fwd = shuffle_byte_fwd,
     .byte_inv = shuffle_byte_inv,
     .bit_fwd = shuffle_bit_fwd,
     .bit_inv = shuffle_bit_inv,
+    .xor_inv = shuffle_xor_inv,
+    .add_inv = shuffle_add_inv,
 };
 
 /* ---------------------------------------------------------- the choice */

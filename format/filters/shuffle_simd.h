@@ -1,5 +1,6 @@
 /* shuffle_simd.h: the byte and bit transpositions of BYTESHUFFLE and
- * BITSHUFFLE (tile.md), with one implementation per instruction set.
+ * BITSHUFFLE (tile.md) and the running XOR and sums of XOR and DELTA
+ * (filters/xor.md, delta.md), with one implementation per instruction set.
  *
  * Each path is a table of kernels: the portable scalar one (shuffle_simd.c)
  * and, on x86, SSE2, AVX2 and AVX-512 (shuffle_sse2.c, shuffle_avx2.c,
@@ -19,6 +20,7 @@
 #ifndef TDB_SHUFFLE_SIMD_H
 #define TDB_SHUFFLE_SIMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +56,12 @@ struct tdb_shuffle_path {
      * values at out; tmp as for bit_fwd. */
     void (*bit_inv)(const uint8_t *in, size_t n, unsigned w, uint8_t *out,
                     uint8_t *tmp);
+    /* Running XOR of n values of w = 1, 2, 4 or 8 bytes (XOR's decode):
+     * out[0] = in[0], out[i] = in[i] ^ out[i - 1]. */
+    void (*xor_inv)(const uint8_t *in, size_t n, unsigned w, uint8_t *out);
+    /* Running sums modulo 2^(8 w) (DELTA's decode): out[0] = in[0],
+     * out[i] = in[i] + out[i - 1]. */
+    void (*add_inv)(const uint8_t *in, size_t n, unsigned w, uint8_t *out);
 };
 
 /* The kernels of path `which` (an enum tdb_simd), or NULL when this CPU
@@ -80,5 +88,10 @@ void tdb_shuffle_bit_fwd_row_from(const uint8_t *in, size_t row,
                                   uint8_t *out, size_t g0);
 void tdb_shuffle_bit_inv_row_from(const uint8_t *in, size_t row,
                                   uint8_t *out, size_t g0);
+/* Values [i0, n) of xor_inv / add_inv, out[0, i0) being done. */
+void tdb_shuffle_xor_inv_from(const uint8_t *in, size_t n, unsigned w,
+                              uint8_t *out, size_t i0);
+void tdb_shuffle_add_inv_from(const uint8_t *in, size_t n, unsigned w,
+                              uint8_t *out, size_t i0);
 
 #endif

@@ -1,5 +1,5 @@
-/* shuffle_x86.h: the byte and bit transpositions of shuffle_simd.h in x86
- * vector instructions, one algorithm for SSE2, AVX2 and AVX-512.
+/* shuffle_x86.h: the kernels of shuffle_simd.h in x86 vector instructions,
+ * one algorithm for SSE2, AVX2 and AVX-512.
  *
  * Included once by each of shuffle_sse2.c, shuffle_avx2.c and
  * shuffle_avx512.c after they define, for their instruction set:
@@ -259,10 +259,97 @@ static SX_TARGET void sx_bit_inv(const uint8_t *in, size_t n, unsigned w,
     sx_byte_inv(tmp, n, w, out);
 }
 
+/* ---------------------------------------------- running XOR and sums */
+
+/* The running values cross every lane, so these work on 16-byte vectors
+ * in every path (in AVX encodings under AVX2 and AVX-512). */
+
+/* a ^ b, or a + b in w-byte integers. */
+SX_INLINE __m128i sx_op(__m128i a, __m128i b, unsigned w, bool add)
+{
+    if (!add)
+        return _mm_xor_si128(a, b);
+    switch (w) {
+    case 1: return _mm_add_epi8(a, b);
+    case 2: return _mm_add_epi16(a, b);
+    case 4: return _mm_add_epi32(a, b);
+    default: return _mm_add_epi64(a, b);
+    }
+}
+
+/* The running XOR or sum inside x, from its first w-byte value. */
+SX_INLINE __m128i sx_scan16(__m128i x, unsigned w, bool add)
+{
+    if (w <= 1)
+        x = sx_op(x, _mm_slli_si128(x, 1), w, add);
+    if (w <= 2)
+        x = sx_op(x, _mm_slli_si128(x, 2), w, add);
+    if (w <= 4)
+        x = sx_op(x, _mm_slli_si128(x, 4), w, add);
+    return sx_op(x, _mm_slli_si128(x, 8), w, add);
+}
+
+/* x's last w-byte value in every place. */
+SX_INLINE __m128i sx_last(__m128i x, unsigned w)
+{
+    switch (w) {
+    case 1:
+        x = _mm_shufflehi_epi16(_mm_unpackhi_epi8(x, x), 0xFF);
+        return _mm_shuffle_epi32(x, 0xFF);
+    case 2: return _mm_shuffle_epi32(_mm_shufflehi_epi16(x, 0xFF), 0xFF);
+    case 4: return _mm_shuffle_epi32(x, 0xFF);
+    default: return _mm_shuffle_epi32(x, 0xEE);
+    }
+}
+
+/* 16 bytes a step: the scan of the step, plus (or XOR) the running value
+ * so far in every place, which then grows by the step's last value (so
+ * that one operation a step depends on the step before). */
+SX_INLINE void sx_scan_w(const uint8_t *in, size_t n, unsigned w,
+                         uint8_t *out, bool add)
+{
+    __m128i run = _mm_setzero_si128();
+    size_t i = 0;
+    for (; i + 16 / w <= n; i += 16 / w) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(in + i * w));
+        x = sx_scan16(x, w, add);
+        _mm_storeu_si128((__m128i *)(out + i * w), sx_op(x, run, w, add));
+        run = sx_op(run, sx_last(x, w), w, add);
+    }
+    if (add)
+        tdb_shuffle_add_inv_from(in, n, w, out, i);
+    else
+        tdb_shuffle_xor_inv_from(in, n, w, out, i);
+}
+
+static SX_TARGET void sx_xor_inv(const uint8_t *in, size_t n, unsigned w,
+                                 uint8_t *out)
+{
+    switch (w) {
+    case 1: sx_scan_w(in, n, 1, out, false); break;
+    case 2: sx_scan_w(in, n, 2, out, false); break;
+    case 4: sx_scan_w(in, n, 4, out, false); break;
+    default: sx_scan_w(in, n, 8, out, false); break;
+    }
+}
+
+static SX_TARGET void sx_add_inv(const uint8_t *in, size_t n, unsigned w,
+                                 uint8_t *out)
+{
+    switch (w) {
+    case 1: sx_scan_w(in, n, 1, out, true); break;
+    case 2: sx_scan_w(in, n, 2, out, true); break;
+    case 4: sx_scan_w(in, n, 4, out, true); break;
+    default: sx_scan_w(in, n, 8, out, true); break;
+    }
+}
+
 const struct tdb_shuffle_path SX_PATH = {
     .name = SX_NAME,
     .byte_fwd = sx_byte_fwd,
     .byte_inv = sx_byte_inv,
     .bit_fwd = sx_bit_fwd,
     .bit_inv = sx_bit_inv,
+    .xor_inv = sx_xor_inv,
+    .add_inv = sx_add_inv,
 };

@@ -2,7 +2,8 @@
  * (format/filters/shuffle_simd.h and the filters that use it).  Each path
  * this CPU runs is forced in turn: its kernels against a reference written
  * bit by bit from the layouts' definition, on random and edge-case input
- * (lengths that are no multiple of a vector, value widths 1 to 17), and
+ * (lengths that are no multiple of a vector, value widths 1 to 17; the
+ * running XOR and sums on widths 1, 2, 4, 8), and
  * the filters through it against the scalar path, in both directions.  A
  * path the CPU lacks is skipped with a line saying so. */
 #include "unit.h"
@@ -64,6 +65,23 @@ static void ref_bit_fwd(const uint8_t *in, size_t n, unsigned w,
             }
 }
 
+/* Running XOR (add = 0) or sum modulo 2^(8 w) of n little-endian values
+ * of w bytes, byte by byte with carries. */
+static void ref_scan(const uint8_t *in, size_t n, unsigned w, uint8_t *out,
+                     int add)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned carry = 0;
+        for (unsigned b = 0; b < w; b++) {
+            unsigned prev = i ? out[(i - 1) * w + b] : 0;
+            unsigned x = in[i * w + b];
+            unsigned v = add ? prev + x + carry : prev ^ x;
+            out[i * w + b] = (uint8_t)v;
+            carry = v >> 8;
+        }
+    }
+}
+
 /* ------------------------------------------------------------- kernels */
 
 #define CANARY 16
@@ -123,6 +141,32 @@ static int check_kernels(const struct tdb_shuffle_path *p, size_t n,
     return bad;
 }
 
+/* One path's running XOR and sum of n values of w (1, 2, 4, 8) bytes of
+ * one pattern against the reference.  @return 0 or 1. */
+static int check_scans(const struct tdb_shuffle_path *p, size_t n,
+                       unsigned w, int pattern)
+{
+    size_t len = n * w;
+    uint8_t *in = malloc(len + 1), *want = malloc(len + 1);
+    uint8_t *out = malloc(len + CANARY);
+    int bad = 0;
+    fill(in, len, pattern);
+    for (int add = 0; add < 2 && !bad; add++) {
+        ref_scan(in, n, w, want, add);
+        memset(out, 0xA5, len + CANARY);
+        (add ? p->add_inv : p->xor_inv)(in, n, w, out);
+        if (!same(out, want, len)) {
+            fprintf(stderr, "  %s %s_inv n=%zu w=%u pattern %d differs\n",
+                    p->name, add ? "add" : "xor", n, w, pattern);
+            bad = 1;
+        }
+    }
+    free(in);
+    free(want);
+    free(out);
+    return bad;
+}
+
 /* Every width 1..17 and every count 0..1100 (the bit kernels on the
  * multiples of 8), random bytes; the other patterns on fewer counts; and
  * the counts of whole 8 KiB blocks of BITSHUFFLE. */
@@ -145,6 +189,10 @@ static void check_path(unsigned which)
         size_t n = 8192 / ws[i];
         bad = check_kernels(p, n - n % 8, ws[i], 0);
     }
+    for (unsigned w = 1; w <= 8 && !bad; w *= 2)
+        for (int pattern = 0; pattern <= 4 && !bad; pattern++)
+            for (size_t n = 0; n <= 300 && !bad; n++)
+                bad = check_scans(p, n, w, pattern);
     CHECK(!bad);
 }
 
@@ -213,6 +261,7 @@ static int check_filter(const struct tdb_filter_ops *ops, unsigned dt,
     memset(&f, 0, sizeof f);
     f.type = ops->type;
     f.reinterpret_type = TDB_ANY;
+    f.compressor = ops->type == TDB_FILTER_DELTA ? 8 : 0;
     struct tdb_filter_call cs = mkcall(&f, dt, TDB_SIMD_SCALAR);
     struct tdb_filter_call cp = mkcall(&f, dt, which);
     uint8_t *in = malloc(size + 1);
@@ -252,8 +301,24 @@ static int check_filter(const struct tdb_filter_ops *ops, unsigned dt,
 }
 
 static const struct tdb_filter_ops *const simd_filters[] = {
-    &tdb_filter_bitshuffle, &tdb_filter_byteshuffle,
+    &tdb_filter_bitshuffle, &tdb_filter_byteshuffle, &tdb_filter_xor,
+    &tdb_filter_delta,
 };
+
+/* DELTA refuses floats (TileDB does). */
+static int applies(const struct tdb_filter_ops *ops, unsigned dt)
+{
+    return ops != &tdb_filter_delta ||
+           (dt != TDB_FLOAT32 && dt != TDB_FLOAT64);
+}
+
+/* size, or for DELTA (which refuses a part of no whole values) its
+ * whole values of dt. */
+static size_t whole(const struct tdb_filter_ops *ops, unsigned dt,
+                    size_t size)
+{
+    return ops == &tdb_filter_delta ? size - size % tdb_dt_size(dt) : size;
+}
 
 /* Each filter, datatypes of 1, 2, 4 and 8 bytes, sizes around the vector
  * steps and BITSHUFFLE's 8 KiB blocks (odd sizes leave tails). */
@@ -267,8 +332,12 @@ static void check_filters(unsigned which)
     int bad = 0;
     for (size_t f = 0; f < sizeof simd_filters / sizeof simd_filters[0]; f++)
         for (size_t t = 0; t < sizeof dts / sizeof dts[0] && !bad; t++)
-            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0] && !bad; s++)
-                bad = check_filter(simd_filters[f], dts[t], sizes[s], which);
+            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0] && !bad &&
+                               applies(simd_filters[f], dts[t]);
+                 s++)
+                bad = check_filter(simd_filters[f], dts[t],
+                                   whole(simd_filters[f], dts[t], sizes[s]),
+                                   which);
     CHECK(!bad);
 }
 
