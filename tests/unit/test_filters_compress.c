@@ -333,6 +333,23 @@ static void test_gzip_zlib_streams(void)
     fx_free(&x);
 }
 
+/* tdb_compress_copy (RLE's and DICTIONARY's strings) copies exactly n
+ * bytes for every n of its paths: nothing before or after them changes. */
+static void test_compress_copy(void)
+{
+    uint8_t src[64], dst[96], want[96];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(i * 37 + 1);
+    for (size_t n = 0; n <= 40; n++)
+        for (size_t at = 0; at < 8; at++) {
+            memset(dst, 0xA5, sizeof dst);
+            memset(want, 0xA5, sizeof want);
+            memcpy(want + 16 + at, src + at, n);
+            tdb_compress_copy(dst + 16 + at, src + at, n);
+            CHECK_MEM(dst, want, sizeof dst);
+        }
+}
+
 /* An encoded chunk, then every truncation and every corrupted byte. */
 static void test_compressors_corrupt(void)
 {
@@ -1573,6 +1590,7 @@ int main(void)
     RUN(test_compressors_roundtrip);
     RUN(test_compressors_corrupt);
     RUN(test_gzip_zlib_streams);
+    RUN(test_compress_copy);
     RUN(test_compressor_options);
     RUN(test_rle_fixed_hand_vector);
     RUN(test_rle_fixed_long_runs);
