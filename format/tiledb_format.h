@@ -45,8 +45,13 @@ enum tdb_status {
     TDB_E_NOENT = -8,       /* no such file, field, key or path */
     TDB_E_NOTDIR = -9,      /* a path component is not a folder */
     TDB_E_ISDIR = -10,      /* a folder where a file was wanted */
-    TDB_E_ROFS = -11,       /* a write to a read-only view */
+    TDB_E_ROFS = -11,       /* a write to a read-only view or file system */
     TDB_E_NOKEY = -12,      /* the array is encrypted and no key was given */
+    TDB_E_MLINK = -13,      /* a file with more than one link (a hard link)
+                             * where only a file of its own is taken */
+    TDB_E_ACCES = -14,      /* the storage refused: permission denied */
+    TDB_E_NOSPC = -15,      /* no space left on the storage's device */
+    TDB_E_DQUOT = -16,      /* the storage's disk quota is exceeded */
 };
 
 #define TDB_ERROR_MSG_MAX 1024
@@ -252,7 +257,20 @@ struct tdb_open_options {
     uint64_t merge_range_cells; /* a sparse merge on several threads is cut
                                  * into key ranges of about this many cells
                                  * at least (0: 256 Ki); for tests */
+    unsigned members;           /* the group members followed:
+                                 * TDB_MEMBERS_INSIDE (0) or TDB_MEMBERS_ANY
+                                 * (see tdb_fs_open) */
+    /* Where a group member's place lies (see tdb_fs_open), for front ends
+     * that know the source's storage; NULL: only relative places are
+     * inside.  @return 0 with *path (malloc'ed) its path from the root
+     * ("" for the root), 1 when it lies outside the source, or a TDB_E_*
+     * code. */
+    int (*locate)(void *arg, const char *place, char **path);
+    void *locate_arg;
 };
+
+/* opts.members: follow only members inside the source, or every one. */
+enum { TDB_MEMBERS_INSIDE = 0, TDB_MEMBERS_ANY = 1 };
 
 #define TDB_DEFAULT_CACHE_BYTES (256ull << 20)
 
@@ -272,11 +290,29 @@ struct tdb_fs;
 /* Opens the array or group at the root of `io`.  The tree (folders, file
  * names, fixed sizes) is built here; tiles are decoded only on read.
  * `io` must outlive the handle.  @return 0 or a TDB_E_* code; a folder that
- * is neither a TileDB array nor a group gives TDB_E_INVAL. */
+ * is neither a TileDB array nor a group gives TDB_E_INVAL.
+ *
+ * Group members (docs/LAYOUT.md "A group").  A member's place is its uri
+ * joined to its group's folder when relative, else the uri ("file://"
+ * dropped), with "." and ".." resolved by name.  With TDB_MEMBERS_INSIDE a
+ * member is followed only when its place is inside the source: a relative
+ * place that does not climb above the root, or what opts.locate says (it
+ * may resolve symbolic links, and read an absolute uri that names a place
+ * inside the source as the path there).  TDB_MEMBERS_ANY follows the
+ * others too, at their place, through the same backend.  A member that is
+ * not followed or cannot be opened (missing, damaged, not TileDB, a cycle,
+ * a name no folder can have or that another member has) is left out of
+ * the tree: __group.json gives the reason under its "error", and
+ * tdb_fs_warnings lists it. */
 int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
                 const struct tdb_open_options *opts, struct tdb_error *err);
 
 void tdb_fs_close(struct tdb_fs *fs);
+
+/* The members tdb_fs_open left out, one sentence each naming the group,
+ * the member and why; *msgs stays valid until tdb_fs_close.
+ * @return how many. */
+size_t tdb_fs_warnings(const struct tdb_fs *fs, const char *const **msgs);
 
 #define TDB_ROOT_INO 1
 

@@ -127,18 +127,34 @@ int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
                        const char *staged_dir, char **removed,
                        struct tdb_error *err);
 
-/* Removes committed staged folder `staged_dir` and its files, the marker
- * last, so that a removal cut short at any point still names the committed
- * fragment (a repeated commit writes nothing) or leaves nothing to commit.
- * Stops at the first failure.  @return 0 or an error. */
+/* Removes committed staged folder `staged_dir` and its files.  A folder
+ * with a marker is first renamed, at once, to its trash name (a sibling:
+ * ".committed." and the fragment's name; see tdb_staged_is_trash), then
+ * its files go, the marker last, then the folder.  So a removal cut short
+ * at any point leaves either the whole staged folder with its marker (a
+ * repeated commit writes nothing and removes it) or no folder of that name,
+ * and perhaps a trash folder (tdb_staged_sweep).  Stops at the first
+ * failure.  @return 0 or an error. */
 int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
                       struct tdb_error *err);
+
+/* Whether folder name `name` is a trash name of tdb_staged_remove: what
+ * callers hide from their listings and never let anyone create. */
+bool tdb_staged_is_trash(const char *name);
+
+/* Removes the trash folders that interrupted tdb_staged_remove calls left
+ * in folder `dir` of staged ("": its root); *removed counts them.  Stops
+ * at the first failure.  @return 0 or an error. */
+int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
+                     size_t *removed, struct tdb_error *err);
 
 /* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
  * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
  * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a
  * link, FIFO, socket or device (or a folder where a file is read) is
- * TDB_E_INVAL, refused before it is opened.  Files it creates are 0600,
+ * TDB_E_INVAL, a regular file with more than one link (a hard link: its
+ * other name may be someone else's file) TDB_E_MLINK, refused before it
+ * is opened, for reading or writing.  Files it creates are 0600,
  * folders 0700; ".." is refused.  For input that others may have planted
  * (staged files).  Files read stay open (the 32 most recently used, as
  * in the POSIX backend) until a write, mkdir, rename or removal through

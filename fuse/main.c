@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PACKAGE_VERSION
@@ -19,7 +23,7 @@ struct tdbfs_cmdline {
     char *source;
     char **opts;        /* the contract's -o options, "name[=value]" */
     size_t nopts;
-    char *log;          /* -o log=syslog|stderr */
+    char *log;          /* -o log=syslog|stderr|FILE */
     char *readahead;    /* -o readahead=KiB */
     bool has_dev;       /* dev or nodev given (kept for FUSE) */
     bool has_suid;      /* suid or nosuid given (kept for FUSE) */
@@ -34,17 +38,139 @@ static const char *const tdbfs_ignored[] = {
     "nomand", "symfollow", "nosymfollow", NULL};
 
 /* One log line of the mount layer: on stderr until the daemon runs in
- * the background, then to syslog. */
+ * the background, then to the log file, stderr or syslog. */
 void tdbfs_log_line(void *arg, const char *line)
 {
     const struct tdbfs_daemon *d = arg;
 
-    if (!d->daemonized)
+    if (!d->daemonized) {
         fprintf(stderr, "%s: %s\n", program_invocation_short_name, line);
-    else if (d->log_stderr)
+    } else if (d->log_fd >= 0) {
+        /* one write per line: lines of several threads do not mix */
+        char buf[4096], stamp[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S%z",
+                 localtime_r(&now, &tm));
+        int n = snprintf(buf, sizeof buf, "%s tiledbfs[%ld]: %s\n", stamp,
+                         (long)getpid(), line);
+        if (n > 0) {
+            ssize_t w = write(d->log_fd, buf, (size_t)n < sizeof buf
+                                                  ? (size_t)n : sizeof buf);
+            (void)w;    /* nowhere left to report it */
+        }
+    } else if (d->log_stderr) {
         fprintf(stderr, "tiledbfs: %s\n", line);
-    else
+    } else {
         syslog(LOG_ERR, "%s", line);
+    }
+}
+
+/* Does a syslog daemon listen where syslog(3) sends (_PATH_LOG, as glibc
+ * connects: a datagram socket, else a stream one)?  Without one syslog(3)
+ * drops every line silently.  why[cap]: the path and the error. */
+static bool tdbfs_syslog_listens(char *why, size_t cap)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    static const int types[] = {SOCK_DGRAM, SOCK_STREAM};
+    int e = 0;
+
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", _PATH_LOG);
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+        e = errno;
+        close(fd);
+        if (rc == 0)
+            return true;
+    }
+    snprintf(why, cap, "%s: %s", _PATH_LOG, strerror(e));
+    return false;
+}
+
+/* Opens log file `path` for appending.  @return the descriptor or -1. */
+static int tdbfs_log_open(const char *path, int flags)
+{
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+                flags, 0640);
+}
+
+/* Where the daemon logs, from -o log= (NULL: the default) and -f: sets
+ * d->log_stderr and d->log_fd (syslog by default; see tdbfs_log_probe).
+ * @return 0 or -1 after printing why. */
+static int tdbfs_log_setup(struct tdbfs_daemon *d, const char *log,
+                           bool foreground)
+{
+    d->log_fd = -1;
+    d->log_stderr = foreground;
+    if (log && strcmp(log, "stderr") == 0) {
+        d->log_stderr = true;
+    } else if (log && strcmp(log, "syslog") == 0) {
+        d->log_stderr = false;
+    } else if (log && strchr(log, '/')) {
+        if ((d->log_fd = tdbfs_log_open(log, 0)) < 0) {
+            fprintf(stderr, "%s: log=%s: %s\n", program_invocation_short_name,
+                    log, strerror(errno));
+            return -1;
+        }
+    } else if (log) {
+        fprintf(stderr, "%s: log=%s: not syslog or stderr, nor a file (a path "
+                "with a /)\n", program_invocation_short_name, log);
+        return -1;
+    }
+    return 0;
+}
+
+/* The file a daemon logs to where no syslog listens: TDBFS_ROOT_LOG for
+ * root, else tiledbfs.log in $XDG_STATE_HOME (default ~/.local/state, made
+ * 0700 when missing).  path[cap] gets its name.  @return the opened
+ * descriptor, or -1 with errno. */
+#define TDBFS_ROOT_LOG "/var/log/tiledbfs.log"
+static int tdbfs_log_fallback(char *path, size_t cap)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+
+    if (geteuid() == 0) {
+        snprintf(path, cap, "%s", TDBFS_ROOT_LOG);
+    } else if (state && state[0] == '/') {
+        snprintf(path, cap, "%s/tiledbfs.log", state);
+    } else if (home && home[0] == '/') {
+        snprintf(path, cap, "%s/.local", home);
+        mkdir(path, 0700);
+        snprintf(path, cap, "%s/.local/state", home);
+        mkdir(path, 0700);
+        snprintf(path, cap, "%s/.local/state/tiledbfs.log", home);
+    } else {
+        snprintf(path, cap, "~/.local/state/tiledbfs.log");
+        errno = ENOENT;
+        return -1;
+    }
+    return tdbfs_log_open(path, O_NOFOLLOW);
+}
+
+/* Once mounted, before going to the background: syslog(3) drops every
+ * line when nothing listens at _PATH_LOG (a container), so the lines go to
+ * the file of tdbfs_log_fallback instead, and the daemon says so. */
+static void tdbfs_log_probe(struct tdbfs_daemon *d)
+{
+    char why[256], path[PATH_MAX];
+
+    if (d->log_stderr || d->log_fd >= 0 ||
+        tdbfs_syslog_listens(why, sizeof why))
+        return;
+    d->log_fd = tdbfs_log_fallback(path, sizeof path);
+    if (d->log_fd >= 0)
+        fprintf(stderr, "%s: syslog cannot be reached (%s): logging to %s\n",
+                program_invocation_short_name, why, path);
+    else
+        fprintf(stderr, "%s: syslog cannot be reached (%s), nor %s (%s): "
+                "nothing will be logged (-o log=FILE or log=stderr says "
+                "where)\n", program_invocation_short_name, why, path,
+                strerror(errno));
 }
 
 /* The first argument that is not an option is SOURCE; the next one is the
@@ -117,9 +243,13 @@ static void tdbfs_usage(const char *prog)
     printf("    -o %-20s%s\n", "readahead=KiB",
            "the kernel's read-ahead for the mount (root only;\n"
            "                           default 1024, 0: the kernel's)");
-    printf("    -o %-20s%s\n", "log=syslog|stderr",
-           "where the daemon logs (default: syslog,\n"
-           "                           stderr with -f or -d)");
+    printf("    -o %-20s%s\n", "log=WHERE",
+           "where the daemon logs: syslog (the default),\n"
+           "                           stderr (the default with -f or -d), or FILE\n"
+           "                           (a path with a /, appended to); when no\n"
+           "                           syslog listens at " _PATH_LOG ", the file\n"
+           "                           " TDBFS_ROOT_LOG " (root) or\n"
+           "                           ~/.local/state/tiledbfs.log");
     tdbm_options_usage(stdout);
     printf("\nThrough mount(8) (mount -t fuse.tiledbfs, or fstab), mount.fuse3 "
            "starts\ntiledbfs with dev or nodev, suid or nosuid, and rw unless "
@@ -242,6 +372,7 @@ int main(int argc, char *argv[])
     memset(&cl, 0, sizeof cl);
     memset(&src, 0, sizeof src);
     memset(&d, 0, sizeof d);
+    d.log_fd = -1;
     pthread_mutex_init(&d.qlock, NULL);
     pthread_cond_init(&d.qcond, NULL);
     tdbm_options_init(&opts);
@@ -277,16 +408,8 @@ int main(int argc, char *argv[])
                 "1048576)\n", program_invocation_short_name, cl.readahead);
         goto out_args;
     }
-    d.log_stderr = fopts.foreground;
-    if (cl.log && strcmp(cl.log, "stderr") == 0) {
-        d.log_stderr = true;
-    } else if (cl.log && strcmp(cl.log, "syslog") == 0) {
-        d.log_stderr = false;
-    } else if (cl.log) {
-        fprintf(stderr, "%s: log=%s: not syslog or stderr\n",
-                program_invocation_short_name, cl.log);
+    if (tdbfs_log_setup(&d, cl.log, fopts.foreground) != 0)
         goto out_args;
-    }
     /* One tile cache for the mount: every tree a write opens shares it. */
     if (tdb_cache_create(&cache, opts.open.cache_bytes
                                      ? opts.open.cache_bytes
@@ -298,6 +421,12 @@ int main(int argc, char *argv[])
     if (tdbm_source_open(&src, cl.source, &opts, why, sizeof why) != 0) {
         tdbfs_say(why);
         goto out_args;
+    }
+    /* group members left out: said once, at start */
+    const char *const *warn;
+    for (size_t i = 0, n = tdb_fs_warnings(src.fs, &warn); i < n; i++) {
+        snprintf(why, sizeof why, "%s", warn[i]);
+        tdbfs_say(why);
     }
 
     memset(&cfg, 0, sizeof cfg);
@@ -332,13 +461,14 @@ int main(int argc, char *argv[])
     d.readahead_kib = readahead;
     if (readahead)
         tdbm_readahead_file(fopts.mountpoint, d.bdi_ra, sizeof d.bdi_ra);
+    tdbfs_log_probe(&d);
     /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
-    if (d.log_stderr && !fopts.foreground) {
+    if (d.log_stderr && d.log_fd < 0 && !fopts.foreground) {
         errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
         if (errfd < 0)
             d.log_stderr = false;
     }
-    if (!d.log_stderr)
+    if (!d.log_stderr && d.log_fd < 0)
         openlog("tiledbfs", LOG_PID, LOG_DAEMON);
     fuse_daemonize(fopts.foreground);
     if (errfd >= 0) {
@@ -362,6 +492,8 @@ out_close:
 out_args:
     tdb_cache_free(cache);
     tdbm_options_free(&opts);
+    if (d.log_fd >= 0)
+        close(d.log_fd);
     free(cl.source);
     free(cl.log);
     free(cl.readahead);

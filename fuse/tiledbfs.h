@@ -31,6 +31,8 @@ struct tdbfs_daemon {
     struct fuse_session *se;
     bool rw;
     bool log_stderr;  /* -o log= (default: -f): stderr, else syslog */
+    int log_fd;       /* -o log=FILE, or the file used where no syslog
+                       * listens: its descriptor; else -1 */
     unsigned long readahead_kib;    /* -o readahead= */
     char bdi_ra[128];               /* its sysfs file, "" if unknown */
     atomic_bool ra_done;

@@ -3,11 +3,14 @@
 #include "tiledb_format_write.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A write timestamp: now in ms, but always after the previous one, so that
  * two writes of one daemon are applied in the order they were made.
@@ -134,37 +137,96 @@ out:
     return rc;
 }
 
+/* Removes the uncommitted fragment folder that staged folder `name`'s
+ * marker names (a commit that did not finish), logged.  m->commit held
+ * or not needed yet.  @return 0 or -errno. */
+static int tdbm_clean_marked(struct tdbm_mount *m, const struct tdb_io *sio,
+                             const char *name)
+{
+    struct tdb_error err;
+    char *gone = NULL;
+    int rc;
+
+    tdb_error_clear(&err);
+    rc = tdb_fragment_clean(m->io, sio, name, &gone, &err);
+    if (rc != 0)
+        tdbm_log(m, "__staging/%s: %s", name, tdb_error_text(rc, &err));
+    else if (gone)
+        tdbm_log(m, "removed __fragments/%s, left uncommitted by an "
+                 "unfinished commit of __staging/%s", gone, name);
+    free(gone);
+    return rc ? -tdb_errno(rc) : 0;
+}
+
 /* Removes the fragment folders that commits of this staging folder began
  * and never committed (killed before the commit file): each staged folder's
  * marker names the fragment its last commit started.  Fragment folders
  * without a commit file that no marker names are left alone: another
- * writer (TileDB itself) may be writing them.  The staging folder is
- * locked, so no other daemon is committing from it. */
+ * writer (TileDB itself) may be writing them.  Then the committed staged
+ * folders whose removal was cut short (tdb_staged_sweep).  The staging
+ * folder is locked, so no other daemon is committing from it. */
 static void tdbm_clean_orphans(struct tdbm_mount *m)
 {
     struct tdb_error err;
     struct tdb_names n;
     struct tdb_io sio;
+    size_t swept = 0;
 
     if (tdb_io_posix_nofollow(&sio, tdbm_staging_fd(m->staging)) != 0)
         return;
     tdb_error_clear(&err);
     if (tdb_io_names(&sio, "", &n, &err) == 0) {
-        for (size_t i = 0; i < n.n; i++) {
-            char *gone = NULL;
-            if (!n.is_dir[i])
-                continue;
-            tdb_error_clear(&err);
-            if (tdb_fragment_clean(m->io, &sio, n.v[i], &gone, &err) != 0)
-                tdbm_log(m, "__staging/%s: %s", n.v[i], err.msg);
-            else if (gone)
-                tdbm_log(m, "removed __fragments/%s, left uncommitted by an "
-                         "unfinished commit of __staging/%s", gone, n.v[i]);
-            free(gone);
-        }
+        for (size_t i = 0; i < n.n; i++)
+            if (n.is_dir[i] && !tdb_staged_is_trash(n.v[i]))
+                tdbm_clean_marked(m, &sio, n.v[i]);
         tdb_names_free(&n);
     }
+    tdb_error_clear(&err);
+    if (tdb_staged_sweep(&sio, "", &swept, &err) != 0)
+        tdbm_log(m, "__staging: %s", err.msg);
+    if (swept)
+        tdbm_log(m, "removed %zu committed staged folder%s that an "
+                 "interrupted clean-up left", swept, swept == 1 ? "" : "s");
     tdb_io_free(&sio);
+}
+
+int tdbm_staging_forget_commit(struct tdbm_mount *m, const char *name)
+{
+    struct tdb_io sio;
+    int rc;
+
+    pthread_mutex_lock(&m->commit);
+    rc = tdb_io_posix_nofollow(&sio, tdbm_staging_fd(m->staging));
+    rc = rc < 0 ? -tdb_errno(rc) : tdbm_clean_marked(m, &sio, name);
+    tdb_io_free(&sio);
+    pthread_mutex_unlock(&m->commit);
+    return rc;
+}
+
+/* -o rw on a local array: the folders a write changes (the array's, and
+ * __fragments, __commits and __meta when they exist) must be writable by
+ * us, else every commit would fail.  @return 0 or -1 with why set. */
+static int tdbm_check_writable(struct tdbm_mount *m, char *why, size_t cap)
+{
+    static const char *const dirs[] = {"", TDBM_FRAG_DIR, "__commits",
+                                       TDBM_META_DIR};
+    struct stat st;
+    char path[4096];
+
+    if (tdb_io_is_url(m->source))
+        return 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s%s%s", m->source, *dirs[i] ? "/" : "",
+                 dirs[i]);
+        if (*dirs[i] && stat(path, &st) != 0 && errno == ENOENT)
+            continue;
+        if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) != 0) {
+            snprintf(why, cap, "-o rw: cannot write to the array: %s: %s",
+                     path, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap)
@@ -175,6 +237,8 @@ int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap)
 
     if (!m->rw || !m->is_array || m->staging)
         return 0;
+    if (tdbm_check_writable(m, why, cap) != 0)
+        return -1;
     a = strdup(m->source);
     b = strdup(m->source);
     if (!a || !b)

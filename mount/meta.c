@@ -1,9 +1,14 @@
 /* meta.c: the metadata files of __meta/: buffers, their datatype, and storing or deleting a value. */
 /*
  * A file of __meta/ opened for writing is buffered in memory (one record
- * per inode, shared by its open files); flush, which close() waits for,
- * writes it as one metadata put and reports a bad value to close().  Files
- * created in __meta/ get inode numbers with TDBM_META_BIT set.
+ * per inode, shared by its open files) and stored as one metadata put:
+ * by the flush (which close() waits for) that follows writes, so that one
+ * write by any tool (a shell's redirection, which closes a copy of the
+ * truncated file before the command writes; cp; dd) stores one value,
+ * once; a file only truncated by fsync or its last close.  A bad value or
+ * a failed store fails that flush or fsync, and every later one, until
+ * the value is stored (its last close does not try again).  Files created in __meta/ get inode numbers with
+ * TDBM_META_BIT set.
  */
 #include "priv.h"
 #include "tiledb_format_write.h"
@@ -182,8 +187,8 @@ const char *tdbm_meta_name(const struct tdbm_tree *t, uint64_t tino)
     return NULL;
 }
 
-/* Opens a metadata file for writing: a record holding its bytes (none
- * with O_TRUNC). */
+/* Opens a metadata file (for writing, or to read what a writer has
+ * written): a record holding its bytes (none with O_TRUNC). */
 int tdbm_open_meta(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t tino,
                    uint64_t ino, const char *name, int flags,
                    struct tdbm_handle **out)
@@ -217,6 +222,7 @@ int tdbm_open_meta(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t tino,
         free(h);
         return rc;
     }
+    h->writer = (flags & O_ACCMODE) != O_RDONLY;
     if (rc == 1 && (flags & O_TRUNC)) {
         pthread_mutex_lock(&m->lock);
         tdbm_rec_resize(h->rec, 0);
@@ -248,6 +254,7 @@ int tdbm_open_created(struct tdbm_mount *m, uint64_t ino, int flags,
         return r ? -ENOMEM : -ENOENT;
     }
     h->rec = r;
+    h->writer = (flags & O_ACCMODE) != O_RDONLY;
     *out = h;
     return 0;
 }
@@ -286,7 +293,7 @@ int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
         pthread_mutex_lock(&m->lock);
         e->ino = TDBM_META_BIT | m->next_meta_ino++;
         pthread_mutex_unlock(&m->lock);
-        rc = tdbm_open_meta(m, NULL, 0, e->ino, name, O_TRUNC, &h);
+        rc = tdbm_open_meta(m, NULL, 0, e->ino, name, flags | O_TRUNC, &h);
         t = NULL;
     }
     if (rc < 0) {
@@ -303,9 +310,31 @@ int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
     return 0;
 }
 
-/* Writes a record as one metadata put (m->commit not held).
- * @return 0 or -errno. */
-int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r)
+/* Whether a store `at` has something to do (m->lock held); marks a
+ * created file with nothing to store hidden.  The last close stores only
+ * a value no flush was due to store (a file only truncated): bytes
+ * written that are still unstored then had their flush (every close
+ * flushes) fail, and the writer was told; they are not stored behind its
+ * back. */
+static bool tdbm_meta_due(struct tdbm_metarec *r, enum tdbm_store_at at)
+{
+    if (!r->dirty) {
+        r->hidden = true;
+        return false;
+    }
+    switch (at) {
+    case TDBM_STORE_FLUSH: return r->wrote;
+    case TDBM_STORE_LAST: return !r->wrote;
+    default: return true;
+    }
+}
+
+/* Writes a record as one metadata put, when due (tdbm_meta_due); on a
+ * failure the record stays unstored, so that the next flush, fsync or
+ * close tries again (and fails again until it can store).  m->commit not
+ * held.  @return 0 or -errno. */
+int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
+                    enum tdbm_store_at at)
 {
     struct tdb_error err;
     char **names = NULL;
@@ -317,11 +346,7 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r)
 
     pthread_mutex_lock(&m->commit);
     pthread_mutex_lock(&m->lock);
-    /* Nothing changed since the last flush.  An empty value is a value
-     * (TileDB stores it with count 0); a shell's `> FILE` may flush one
-     * before its first write, and the later flush then replaces it. */
-    if (!r->dirty) {
-        r->hidden = true;
+    if (!tdbm_meta_due(r, at)) {
         pthread_mutex_unlock(&m->lock);
         pthread_mutex_unlock(&m->commit);
         return 0;
@@ -330,43 +355,56 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r)
     tsize = tdb_dt_size(type);
     len = r->len;
     val = malloc(len ? len : 1);
-    if (val)
+    if (val && len)
         memcpy(val, r->buf, len);
-    r->dirty = false;
+    /* writes made while this one is stored mark it dirty again */
+    r->dirty = r->wrote = false;
     pthread_mutex_unlock(&m->lock);
     if (!val) {
         rc = -ENOMEM;
-        goto out;
-    }
-    if (!tsize || len % tsize != 0 || len / tsize > UINT32_MAX) {
-        pthread_mutex_lock(&m->lock);
-        r->hidden = true;
-        pthread_mutex_unlock(&m->lock);
+    } else if (!tsize || len % tsize != 0 || len / tsize > UINT32_MAX) {
         tdbm_log(m, "__meta/%s: %zu bytes are not a whole number of %s "
                  "values", r->key, len, tdb_dt_name(type));
         rc = -EINVAL;
-        goto out;
+    } else {
+        tdb_error_clear(&err);
+        rc = tdb_meta_write(m->io, TDBM_META_DIR, r->key, type,
+                            (uint32_t)(len / tsize), val, false,
+                            m->open->key, tdbm_next_ts(m), &err);
+        if (rc < 0) {
+            tdbm_log(m, "__meta/%s: %s", r->key, tdb_error_text(rc, &err));
+            rc = -tdb_errno(rc);
+        } else {
+            tdbm_reload(m, &names, &n);
+        }
     }
-    tdb_error_clear(&err);
-    rc = tdb_meta_write(m->io, TDBM_META_DIR, r->key, type,
-                        (uint32_t)(len / tsize), val, false, m->open->key,
-                        tdbm_next_ts(m), &err);
     if (rc < 0) {
         pthread_mutex_lock(&m->lock);
-        r->hidden = true;
+        r->dirty = r->wrote = true;
+        if (rc == -EINVAL)
+            r->hidden = true; /* a value that cannot be stored as it is */
         pthread_mutex_unlock(&m->lock);
-        tdbm_log(m, "__meta/%s: %s", r->key, tdb_error_text(rc, &err));
-        rc = -tdb_errno(rc);
-        goto out;
     }
-    rc = 0;
-    tdbm_reload(m, &names, &n);
-out:
     pthread_mutex_unlock(&m->commit);
     free(val);
     if (names)
         tdbm_invalidate(m, names, n);
     return rc;
+}
+
+/* Closes one open file of record r; the last one stores a file only
+ * truncated (`: > FILE` stores the empty value here; tdbm_meta_due).  Its
+ * failure is logged: no caller is left to tell. */
+void tdbm_meta_release(struct tdbm_mount *m, struct tdbm_metarec *r)
+{
+    bool last;
+
+    pthread_mutex_lock(&m->lock);
+    last = r->refs == 1 && r->dirty && !r->wrote;
+    pthread_mutex_unlock(&m->lock);
+    if (last)
+        tdbm_meta_store(m, r, TDBM_STORE_LAST);
+    tdbm_rec_close(m, r);
 }
 
 /* Deletes metadata key `key` (decoded).  @return 0 or -errno. */
@@ -426,13 +464,13 @@ int tdbm_setxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
                 err = EEXIST;
             else {
                 r->type = dt;
-                r->dirty = true;
+                r->dirty = r->wrote = true;
             }
         }
         /* a refused type on a still empty file: nothing is stored for it
          * unless bytes follow */
         if (err == EINVAL && r->len == 0)
-            r->dirty = false;
+            r->dirty = r->wrote = false;
     }
     pthread_mutex_unlock(&m->lock);
     return -err;
@@ -448,7 +486,7 @@ int tdbm_removexattr(struct tdbm_mount *m, uint64_t ino, const char *name)
     if (r && strcmp(name, TDBM_DATATYPE_XATTR) == 0) {
         err = r->type >= 0 ? 0 : ENODATA;
         r->type = -1;
-        r->dirty = true;
+        r->dirty = r->wrote = true;
     }
     pthread_mutex_unlock(&m->lock);
     return -err;

@@ -559,7 +559,7 @@ void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h)
     if (h->names)
         tdbm_staging_names_free(h->names, h->nnames);
     if (h->rec)
-        tdbm_rec_close(m, h->rec);
+        tdbm_meta_release(m, h->rec);
     tdb_reader_close(h->rd); /* before the tree it reads may close */
     if (h->tree)
         tdbm_tree_unpin(m, h->tree, 1);
@@ -989,7 +989,7 @@ int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
     rc = end > h->rec->len ? tdbm_rec_resize(h->rec, end) : 0;
     if (rc == 0) {
         memcpy(h->rec->buf + off, buf, size);
-        h->rec->dirty = true;
+        h->rec->dirty = h->rec->wrote = true;
         h->rec->hidden = false;
     }
     pthread_mutex_unlock(&m->lock);
@@ -1000,7 +1000,9 @@ int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
 
 int tdbm_flush(struct tdbm_mount *m, struct tdbm_handle *h)
 {
-    return h && h->kind == TDBM_H_META ? tdbm_meta_store(m, h->rec) : 0;
+    return h && h->kind == TDBM_H_META && h->writer
+               ? tdbm_meta_store(m, h->rec, TDBM_STORE_FLUSH)
+               : 0;
 }
 
 int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync)
@@ -1008,7 +1010,7 @@ int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync)
     if (h && h->kind == TDBM_H_STG)
         return (datasync ? fdatasync(h->fd) : fsync(h->fd)) != 0 ? -errno : 0;
     if (h && h->kind == TDBM_H_META)
-        return tdbm_meta_store(m, h->rec);
+        return tdbm_meta_store(m, h->rec, TDBM_STORE_SYNC);
     return 0;
 }
 
@@ -1061,6 +1063,8 @@ int tdbm_setattr(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle *h,
     else if (r && (valid & TDBM_SET_SIZE))
         rc = attr->st_size < 0 ? -EINVAL
                                : tdbm_rec_resize(r, (uint64_t)attr->st_size);
+    if (r && rc == 0 && (valid & TDBM_SET_SIZE) && attr->st_size > 0)
+        r->wrote = true; /* bytes, not a truncation to empty */
     if (r && rc == 0)
         tdbm_rec_stat(m, r, st);
     pthread_mutex_unlock(&m->lock);
@@ -1110,9 +1114,13 @@ int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
 
 int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
 {
-    if (tdbm_staging_ino(parent) && m->staging)
-        return tdbm_staging_rmdir(m->staging, parent, name);
-    return -EROFS;
+    int rc = 0;
+
+    if (!tdbm_staging_ino(parent) || !m->staging)
+        return -EROFS;
+    if (parent == TDBM_STAGING_ROOT)
+        rc = tdbm_staging_forget_commit(m, name);
+    return rc < 0 ? rc : tdbm_staging_rmdir(m->staging, parent, name);
 }
 
 int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,

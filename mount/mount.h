@@ -83,6 +83,7 @@ enum tdbm_opt_kind {
     TDBM_OPT_TIMESTAMP, /* T or T1:T2 ms, into open.ts_start/ts_end */
     TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
     TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
+    TDBM_OPT_MEMBERS,   /* inside|any, into open.members */
 };
 
 struct tdbm_option {
@@ -202,10 +203,11 @@ bool tdbm_error_take(struct tdbm_mount *m, struct tdb_error *out);
 /* Whether the source is an array (has __array.json). */
 bool tdbm_is_array(const struct tdbm_mount *m);
 
-/* With rw on an array: opens the staging folder (staging_dir=, else
- * SOURCE/../.NAME.tiledbfs-staging; see mount/staging.h) and removes the
- * fragment folders that killed commits left (logged).  Nothing to do
- * otherwise.  @return 0 or -1 with a sentence in why[cap]. */
+/* With rw on an array: checks that the array's folders a write changes
+ * are writable (a local SOURCE), opens the staging folder (staging_dir=,
+ * else SOURCE/../.NAME.tiledbfs-staging; see mount/staging.h) and removes
+ * what killed commits left (logged).  Nothing to do otherwise.  @return 0
+ * or -1 with a sentence in why[cap]. */
 int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap);
 
 /* The path of the staging folder, or NULL. */
@@ -291,8 +293,13 @@ int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
 int tdbm_write(struct tdbm_mount *m, struct tdbm_handle *h, const void *buf,
                size_t size, uint64_t off, size_t *done);
 
-/* A metadata value is stored by its flush (close waits for it): a value
- * that is no whole number of its type's values gives -EINVAL. */
+/* A metadata value is stored by the flush (close waits for it) of a
+ * handle opened for writing, when bytes (or the type) changed since the
+ * last store; fsync stores it whatever changed; the file's last release
+ * stores a file only truncated (an empty value).  A value that is no
+ * whole number of its type's values gives -EINVAL, a failed store the
+ * cause's errno; either way every later flush and fsync fails again until
+ * the value is stored. */
 int tdbm_flush(struct tdbm_mount *m, struct tdbm_handle *h);
 int tdbm_fsync(struct tdbm_mount *m, struct tdbm_handle *h, bool datasync);
 int tdbm_fallocate(struct tdbm_handle *h, int mode, uint64_t off,

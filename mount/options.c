@@ -29,6 +29,10 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("staging_dir", TDBM_OPT_STRING, staging_dir, "staging_dir=PATH",
              "where staged bytes are kept (default\n"
              "SOURCE/../.NAME.tiledbfs-staging)"),
+    TDBM_OPT("group_members", TDBM_OPT_MEMBERS, open.members,
+             "group_members=WHERE",
+             "inside: follow only group members inside\n"
+             "SOURCE (default); any: wherever they are"),
     {NULL, TDBM_OPT_BOOL, 0, NULL, NULL}};
 
 static int tdbm_why(char *why, size_t cap, const char *fmt, ...)
@@ -207,6 +211,12 @@ static int tdbm_parse_value(struct tdbm_options *o,
             unsigned n = (unsigned)a;
             memcpy(field, &n, sizeof n);
         }
+        return 0;
+    case TDBM_OPT_MEMBERS:
+        if (strcmp(v, "inside") && strcmp(v, "any"))
+            return tdbm_why(why, cap, "%s=%s: not inside or any", t->name, v);
+        o->open.members = strcmp(v, "any") ? TDB_MEMBERS_INSIDE
+                                           : TDB_MEMBERS_ANY;
         return 0;
     default:
         return tdbm_why(why, cap, "option %s: no parser", t->name);

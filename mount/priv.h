@@ -31,7 +31,14 @@ struct tdbm_tree {
     uint64_t frag_dir;  /* engine inode of the root's __fragments, or 0 */
 };
 
-/* A metadata value being written through __meta/NAME. */
+/* A metadata value being written through __meta/NAME.  `dirty`: what the
+ * file holds is not stored yet; `wrote`: bytes or the type changed since
+ * the last store, so the next flush stores (a file only truncated is
+ * stored by fsync or by its last close: a shell's `> FILE` flushes the
+ * truncated file once before the command writes).  A store that fails
+ * leaves both set, so every later flush, fsync and close fails too until
+ * the value is stored (the release, which reports to no one, does not
+ * try again). */
 struct tdbm_metarec {
     struct tdbm_metarec *next;
     uint64_t ino;
@@ -41,7 +48,8 @@ struct tdbm_metarec {
     size_t len, cap;
     int type;           /* TileDB datatype; -1: not set (STRING_UTF8) */
     bool dirty;
-    bool hidden;        /* created, and its flush stored nothing: lookups
+    bool wrote;
+    bool hidden;        /* created, and nothing is to be stored: lookups
                          * no longer find it */
     unsigned refs;      /* open files */
 };
@@ -83,6 +91,8 @@ struct tdbm_handle {
     char **names;               /* STGDIR */
     size_t nnames;
     struct tdbm_metarec *rec;   /* META */
+    bool writer;                /* META: opened for writing (its flush
+                                 * stores) */
     struct tdb_reader *rd;      /* TREE: reads, decoding ahead */
 };
 
@@ -113,7 +123,13 @@ int tdbm_open_meta(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t tino,
 int tdbm_open_created(struct tdbm_mount *m, uint64_t ino, int flags,
                       struct tdbm_handle **out);
 const char *tdbm_meta_name(const struct tdbm_tree *t, uint64_t tino);
-int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r);
+/* When a metadata value is stored: a writer's flush (close) stores what
+ * was written since the last store; fsync whatever is not stored yet; the
+ * file's last close (release) a file only truncated. */
+enum tdbm_store_at { TDBM_STORE_FLUSH, TDBM_STORE_SYNC, TDBM_STORE_LAST };
+int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
+                    enum tdbm_store_at at);
+void tdbm_meta_release(struct tdbm_mount *m, struct tdbm_metarec *r);
 int tdbm_meta_delete(struct tdbm_mount *m, const char *key);
 int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
                      int flags, struct tdbm_entry *e,
@@ -124,5 +140,9 @@ uint64_t tdbm_next_ts(struct tdbm_mount *m);
 int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n);
 void tdbm_invalidate(struct tdbm_mount *m, char **names, size_t n);
 int tdbm_commit(struct tdbm_mount *m, const char *name);
+/* Before staged folder `name` goes (rmdir): removes the uncommitted
+ * fragment folder its marker names, so that the marker goes last.
+ * @return 0 or -errno (then the folder stays). */
+int tdbm_staging_forget_commit(struct tdbm_mount *m, const char *name);
 
 #endif

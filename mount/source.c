@@ -2,12 +2,14 @@
 #include "mount.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int tdbm_src_why(char *why, size_t cap, const char *source,
                         const char *fmt, ...)
@@ -58,6 +60,54 @@ static int tdbm_check_key(struct tdbm_source *s, const char *source,
     return 0;
 }
 
+/* Where a group member's place lies for a local SOURCE (the engine's
+ * opts.locate): inside the folder `arg` (s->path, links resolved) when
+ * its real path (symbolic links resolved; a missing one as written) is
+ * that folder or under it.  @return 0 with *path from the folder, 1 when
+ * outside, or TDB_E_NOMEM. */
+static int tdbm_locate_local(void *arg, const char *place, char **path)
+{
+    const char *root = arg;
+    char *full = NULL, *real;
+    size_t n = strcmp(root, "/") ? strlen(root) : 0;
+    int rc = 1;
+
+    if (strstr(place, "://"))
+        return 1;
+    if (place[0] == '/' ? !(full = strdup(place))
+                        : asprintf(&full, "%s/%s", root, place) < 0)
+        return TDB_E_NOMEM;
+    real = realpath(full, NULL);
+    const char *p = real ? real : full;
+    if (!strncmp(p, root, n) && (p[n] == '\0' || p[n] == '/')) {
+        while (p[n] == '/')
+            n++;
+        rc = (*path = strdup(p + n)) ? 0 : TDB_E_NOMEM;
+    }
+    free(real);
+    free(full);
+    return rc;
+}
+
+/* The same for an s3:// SOURCE `arg`: a relative place (already under the
+ * prefix) as it is, an s3:// uri under the source's own bucket and prefix
+ * as its path there; nothing else. */
+static int tdbm_locate_s3(void *arg, const char *place, char **path)
+{
+    const char *url = arg;
+    size_t n = strlen(url);
+
+    while (n > 5 && url[n - 1] == '/')
+        n--;
+    if (!strstr(place, "://") && place[0] != '/')
+        return (*path = strdup(place)) ? 0 : TDB_E_NOMEM;
+    if (strncmp(place, url, n) || (place[n] != '\0' && place[n] != '/'))
+        return 1;
+    while (place[n] == '/')
+        n++;
+    return (*path = strdup(place + n)) ? 0 : TDB_E_NOMEM;
+}
+
 /* An s3:// SOURCE (tdb_io_open_url; credentials as the AWS tools find
  * them).  Staged files of -o rw stay local: staging_dir= is required.
  * @return 0, or -1 with why set. */
@@ -72,6 +122,10 @@ static int tdbm_source_url(struct tdbm_source *s, const char *source,
         return tdbm_src_why(why, cap, source, "-o rw on an object store "
                             "needs staging_dir=PATH (a local folder for the "
                             "staged files)");
+    if (o->open.members == TDB_MEMBERS_ANY)
+        return tdbm_src_why(why, cap, source, "group_members=any: an "
+                            "object store source follows only the members "
+                            "under its own prefix");
     if (tdb_s3_global_init() != 0 || !(s->path = strdup(source)))
         return tdbm_src_why(why, cap, source, "%s", strerror(ENOMEM));
     tdb_error_clear(&err);
@@ -104,6 +158,12 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
                      "array or group folder)");
         goto fail;
     }
+    /* a folder we may not list looks empty to the engine: say why */
+    if (faccessat(AT_FDCWD, s->path, R_OK | X_OK, AT_EACCESS) != 0) {
+        tdbm_src_why(why, cap, source, "%s (the folder cannot be read)",
+                     strerror(errno));
+        goto fail;
+    }
     rc = tdb_io_posix(&s->io, s->path);
     if (rc < 0) {
         tdbm_src_why(why, cap, source, "%s", tdb_strerror(rc));
@@ -111,7 +171,10 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
     }
 opened:
     tdb_error_clear(&err);
-    rc = tdb_fs_open(&s->fs, &s->io, &o->open, &err);
+    struct tdb_open_options oo = o->open;
+    oo.locate = tdb_io_is_url(source) ? tdbm_locate_s3 : tdbm_locate_local;
+    oo.locate_arg = s->path;
+    rc = tdb_fs_open(&s->fs, &s->io, &oo, &err);
     if (rc < 0) {
         if (rc == TDB_E_INVAL && !err.msg[0])
             tdbm_src_why(why, cap, source, "not a TileDB array or group");

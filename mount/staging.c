@@ -190,6 +190,8 @@ static int staging_join(struct tdbm_staging *st, uint64_t parent,
     *parent_depth = staging_depth(p);
     if (*parent_depth >= 2)
         return -ENOTDIR;
+    if (*parent_depth == 0 && tdb_staged_is_trash(name))
+        return -EINVAL; /* a committed folder being removed: not there */
     n = p[0] ? snprintf(buf, cap, "%s/%s", p, name)
              : snprintf(buf, cap, "%s", name);
     if (n < 0 || (size_t)n >= cap)
@@ -621,6 +623,7 @@ int tdbm_staging_list(struct tdbm_staging *st, uint64_t ino, char ***names,
     struct dirent *d;
     const char *p;
     DIR *dir = NULL;
+    bool root;
     int fd, rc = 0;
 
     pthread_mutex_lock(&st->lock);
@@ -629,7 +632,8 @@ int tdbm_staging_list(struct tdbm_staging *st, uint64_t ino, char ***names,
         pthread_mutex_unlock(&st->lock);
         return -ENOENT;
     }
-    fd = openat(st->dirfd, p[0] ? p : ".",
+    root = !p[0];
+    fd = openat(st->dirfd, root ? "." : p,
                 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     pthread_mutex_unlock(&st->lock);
     if (fd < 0)
@@ -641,7 +645,8 @@ int tdbm_staging_list(struct tdbm_staging *st, uint64_t ino, char ***names,
         return rc;
     }
     while ((d = readdir(dir)) != NULL) {
-        if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+        if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
+            (root && tdb_staged_is_trash(d->d_name)))
             continue;
         if (cnt == cap) {
             size_t nc = cap ? 2 * cap : 16;
@@ -678,7 +683,7 @@ int tdbm_staging_check_commit(struct tdbm_staging *st, uint64_t parent,
 
     if (parent != TDBM_STAGING_ROOT)
         return -EINVAL;
-    if (!staging_name_ok(name))
+    if (!staging_name_ok(name) || tdb_staged_is_trash(name))
         return -ENOENT;
     if (fstatat(st->dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
         return -errno;
@@ -697,8 +702,15 @@ int tdbm_staging_set_error(struct tdbm_staging *st, const char *name,
                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -errno;
+    /* a new file, never one planted in its place (a hard link would
+     * truncate someone else's file) */
+    if (unlinkat(dfd, TDBM_STAGING_ERROR, 0) != 0 && errno != ENOENT) {
+        rc = -errno;
+        close(dfd);
+        return rc;
+    }
     fd = openat(dfd, TDBM_STAGING_ERROR,
-                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW |
+                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW |
                     O_NONBLOCK,
                 0600);
     rc = fd < 0 ? -errno : 0;

@@ -109,9 +109,10 @@ int tdbm_staging_set_error(struct tdbm_staging *st, const char *name,
                             const char *msg);
 
 /* Removes the staged folder NAME and every file in it, after a commit,
- * through tdb_staged_remove (no link followed; the commit marker last);
- * the names' inode numbers are detached.  @return 0, or -EIO with the
- * reason in why[cap]. */
+ * through tdb_staged_remove (no link followed; renamed away first, then
+ * emptied, the commit marker last); the names' inode numbers are
+ * detached.  The trash names of tdb_staged_remove are never listed, found
+ * or made in the root.  @return 0, or -EIO with the reason in why[cap]. */
 int tdbm_staging_remove(struct tdbm_staging *st, const char *name,
                          char *why, size_t cap);
 

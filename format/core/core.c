@@ -22,6 +22,10 @@ const char *tdb_strerror(int code)
     case TDB_E_ISDIR: return "is a folder";
     case TDB_E_ROFS: return "read-only";
     case TDB_E_NOKEY: return "encryption key needed";
+    case TDB_E_MLINK: return "a hard link (the file has other names)";
+    case TDB_E_ACCES: return "permission denied";
+    case TDB_E_NOSPC: return "no space left on the device";
+    case TDB_E_DQUOT: return "disk quota exceeded";
     default: return "unknown error";
     }
 }
@@ -49,6 +53,10 @@ int tdb_errno(int code)
     case TDB_E_ROFS: return EROFS;
     case TDB_E_NOKEY: return EACCES;
     case TDB_E_UNSUPPORTED: return EOPNOTSUPP;
+    case TDB_E_MLINK: return EMLINK;
+    case TDB_E_ACCES: return EACCES;
+    case TDB_E_NOSPC: return ENOSPC;
+    case TDB_E_DQUOT: return EDQUOT;
     default: return EIO;
     }
 }

@@ -131,9 +131,17 @@ void tdb_io_fdcache_destroy(struct tdb_io_fdcache *c)
 
 int tdb_io_errno(int e)
 {
-    return e == ENOENT || e == ENOTDIR ? TDB_E_NOENT
-           : e == ENOMEM              ? TDB_E_NOMEM
-                                      : TDB_E_IO;
+    switch (e) {
+    case ENOENT:
+    case ENOTDIR: return TDB_E_NOENT;
+    case ENOMEM: return TDB_E_NOMEM;
+    case EACCES:
+    case EPERM: return TDB_E_ACCES;
+    case ENOSPC: return TDB_E_NOSPC;
+    case EDQUOT: return TDB_E_DQUOT;
+    case EROFS: return TDB_E_ROFS;
+    default: return TDB_E_IO;
+    }
 }
 
 /* Reads exactly len bytes of file `p` at off through the cache (reading
@@ -172,7 +180,7 @@ int tdb_io_pwrite_all(int fd, uint64_t off, const void *buf, size_t len)
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return TDB_E_IO;
+            return n < 0 ? tdb_io_errno(errno) : TDB_E_IO;
         done += (size_t)n;
     }
     return 0;

@@ -47,10 +47,13 @@ int tdb_io_fd_read(struct tdb_io_fdcache *c, const char *p,
                    tdb_io_open_fn open_fn, void *ctx, uint64_t off, void *buf,
                    size_t len);
 
-/* The TDB_E_* code of an errno value (ENOENT, ENOTDIR: TDB_E_NOENT). */
+/* The TDB_E_* code of an errno value, the one mapping of every POSIX
+ * backend: ENOENT, ENOTDIR: TDB_E_NOENT; EACCES, EPERM: TDB_E_ACCES;
+ * ENOSPC, EDQUOT, EROFS, ENOMEM their own; anything else TDB_E_IO. */
 int tdb_io_errno(int e);
 
-/* pwrite of all len bytes (EINTR retried).  @return 0 or TDB_E_IO. */
+/* pwrite of all len bytes (EINTR retried).  @return 0 or the code of
+ * its errno (tdb_io_errno). */
 int tdb_io_pwrite_all(int fd, uint64_t off, const void *buf, size_t len);
 
 /* `path` under folder `root`; absolute paths and file:// URIs pass through

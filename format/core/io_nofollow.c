@@ -18,7 +18,8 @@
  * O_DIRECTORY relative to the one before, the last name with O_NOFOLLOW,
  * and anything but a regular file or a folder is refused (TDB_E_INVAL)
  * before it is opened, so that a FIFO cannot block and a device is never
- * touched.  Paths are relative; ".." is refused. */
+ * touched; so is a file with more than one link (TDB_E_MLINK).  Paths are
+ * relative; ".." is refused. */
 struct io_nf {
     int dirfd;
     struct tdb_io_fdcache fdc;      /* files opened for reading */
@@ -81,9 +82,20 @@ static int io_nf_parent(struct io_nf *nf, const char *path, const char **leaf)
     }
 }
 
+/* 0 for a regular file of one link; TDB_E_INVAL for anything but a
+ * regular file, TDB_E_MLINK for a hard link (another name may be someone
+ * else's file). */
+static int io_nf_check(const struct stat *st)
+{
+    return !S_ISREG(st->st_mode) ? TDB_E_INVAL
+           : st->st_nlink > 1    ? TDB_E_MLINK
+                                 : 0;
+}
+
 /* Opens regular file `path` with `flags` (O_NOFOLLOW added); a folder,
- * link or special file is TDB_E_INVAL, checked before and after the open.
- * With O_CREAT a missing file is made, mode 0600. */
+ * link or special file is TDB_E_INVAL, a hard link TDB_E_MLINK, checked
+ * before and after the open.  With O_CREAT a missing file is made, mode
+ * 0600. */
 static int io_nf_open(struct io_nf *nf, const char *path, int flags, int *out)
 {
     const char *leaf;
@@ -92,20 +104,18 @@ static int io_nf_open(struct io_nf *nf, const char *path, int flags, int *out)
         return pfd;
     struct stat st;
     int r = 0;
-    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (!S_ISREG(st.st_mode))
-            r = TDB_E_INVAL;
-    } else if (errno != ENOENT || !(flags & O_CREAT)) {
+    if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        r = io_nf_check(&st);
+    else if (errno != ENOENT || !(flags & O_CREAT))
         r = io_nf_errno(errno);
-    }
     int fd = -1;
     if (!r) {
         fd = openat(pfd, leaf, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                     0600);
         if (fd < 0)
             r = io_nf_errno(errno);
-        else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-            r = TDB_E_INVAL;
+        else
+            r = fstat(fd, &st) != 0 ? TDB_E_INVAL : io_nf_check(&st);
     }
     close(pfd);
     if (r && fd >= 0)
@@ -145,8 +155,8 @@ static int io_nf_size(void *ctx, const char *path, uint64_t *size)
 {
     struct stat st;
     int r = io_nf_stat(ctx, path, &st);
-    if (!r && !S_ISREG(st.st_mode))
-        r = TDB_E_INVAL;
+    if (!r)
+        r = io_nf_check(&st);
     if (!r)
         *size = (uint64_t)st.st_size;
     return r;
@@ -216,7 +226,7 @@ static int io_nf_write_at(void *ctx, const char *path, uint64_t off,
         return r;
     r = tdb_io_pwrite_all(fd, off, buf, len);
     if (close(fd) && !r)
-        r = TDB_E_IO;
+        r = tdb_io_errno(errno);
     return r;
 }
 
@@ -279,7 +289,7 @@ static int io_nf_sync(void *ctx, const char *path)
         r = io_nf_open(ctx, path, O_RDONLY, &fd);
     if (r)
         return r;
-    r = fsync(fd) ? TDB_E_IO : 0;
+    r = fsync(fd) ? tdb_io_errno(errno) : 0;
     close(fd);
     return r;
 }

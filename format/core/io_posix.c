@@ -39,10 +39,10 @@ struct io_posix {
     struct io_wfd w[IO_WFDS];
 };
 
-/* Closes slot f: @return 0 or TDB_E_IO (close failed). */
+/* Closes slot f: @return 0 or the code of close's errno. */
 static int io_wfd_close(struct io_wfd *f)
 {
-    int r = close(f->fd) ? TDB_E_IO : 0;
+    int r = close(f->fd) ? tdb_io_errno(errno) : 0;
     free(f->path);
     memset(f, 0, sizeof *f);
     return r;
@@ -56,14 +56,17 @@ static bool io_path_under(const char *p, const char *dir)
 }
 
 /* Closes the files open for writing at or under path p (wlock held):
- * @return TDB_E_IO when a close failed. */
+ * @return the code of the first close that failed, else 0. */
 static int io_wfd_drop(struct io_posix *px, const char *p)
 {
     int r = 0;
-    for (int i = 0; i < IO_WFDS; i++)
-        if (px->w[i].path && io_path_under(px->w[i].path, p) &&
-            io_wfd_close(&px->w[i]))
-            r = TDB_E_IO;
+    for (int i = 0; i < IO_WFDS; i++) {
+        if (!px->w[i].path || !io_path_under(px->w[i].path, p))
+            continue;
+        int c = io_wfd_close(&px->w[i]);
+        if (c && !r)
+            r = c;
+    }
     return r;
 }
 
@@ -216,7 +219,7 @@ static int io_posix_write_at(void *ctx, const char *path, uint64_t off,
             f->hi = off + len;
         io_wfd_kick(f, false);
     } else if (close(fd) && !r) {
-        r = TDB_E_IO;
+        r = tdb_io_errno(errno);
     }
     pthread_mutex_unlock(&px->wlock);
     return r;
@@ -286,9 +289,10 @@ static int io_posix_sync(void *ctx, const char *path)
         struct io_wfd *f = &px->w[i];
         if (!f->path || strcmp(f->path, p))
             continue;
-        int r = fsync(f->fd) ? TDB_E_IO : 0;
-        if (io_wfd_close(f) && !r)
-            r = TDB_E_IO;
+        int r = fsync(f->fd) ? tdb_io_errno(errno) : 0;
+        int c = io_wfd_close(f);
+        if (c && !r)
+            r = c;
         pthread_mutex_unlock(&px->wlock);
         free(p);
         return r;
@@ -298,9 +302,9 @@ static int io_posix_sync(void *ctx, const char *path)
     free(p);
     if (fd < 0)
         return tdb_io_errno(errno);
-    int r = fsync(fd);
+    int r = fsync(fd) ? tdb_io_errno(errno) : 0;
     close(fd);
-    return r ? TDB_E_IO : 0;
+    return r;
 }
 
 static void io_posix_destroy(void *ctx)

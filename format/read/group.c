@@ -1,8 +1,10 @@
 /* group.c: group members (format_spec/group.md, group_file_hierarchy.md). */
 #include "read/meta.h"
+#include "read/view.h"
 #include "core/generic_tile.h"
 #include "core/names.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The key TileDB files a member under: its name, or its uri if unnamed. */
@@ -258,4 +260,104 @@ char *tdb_group_member_path(const struct tdb_group_member *m,
     if (strncmp(m->uri, "file://", 7) == 0)
         return strdup(m->uri + 7);
     return strdup(m->uri);
+}
+
+char *tdb_path_normal(const char *base, const char *rel, bool *above)
+{
+    size_t cap = strlen(base) + strlen(rel) + 2;
+    const char **part = malloc(cap * sizeof *part);
+    size_t *len = malloc(cap * sizeof *len);
+    char *out = malloc(3 * cap + 2);
+    size_t n = 0, ups = 0;
+    bool abs = base[0] == '/';
+    *above = false;
+    if (!part || !len || !out) {
+        free(part);
+        free(len);
+        free(out);
+        return NULL;
+    }
+    const char *src[2] = {base, rel};
+    for (int k = 0; k < 2; k++) {
+        for (const char *p = src[k]; *p;) {
+            while (*p == '/')
+                p++;
+            size_t l = strcspn(p, "/");
+            if (!l || (l == 1 && p[0] == '.')) {
+                /* nothing */
+            } else if (l == 2 && p[0] == '.' && p[1] == '.') {
+                if (n)
+                    n--;
+                else if (!abs)
+                    ups++;
+                *above = ups > 0;
+            } else {
+                part[n] = p;
+                len[n++] = l;
+            }
+            p += l;
+        }
+    }
+    size_t o = 0;
+    if (abs)
+        out[o++] = '/';
+    for (size_t i = 0; i < ups + n; i++) {
+        const char *c = i < ups ? ".." : part[i - ups];
+        size_t l = i < ups ? 2 : len[i - ups];
+        if (i)
+            out[o++] = '/';
+        memcpy(out + o, c, l);
+        o += l;
+    }
+    out[o] = 0;
+    free(part);
+    free(len);
+    return out;
+}
+
+char *tdb_group_member_place(const struct tdb_group_member *m,
+                             const char *dir, bool *above)
+{
+    const char *uri = m->uri;
+    *above = false;
+    if (m->relative)
+        return tdb_path_normal(dir, uri, above);
+    if (!strncmp(uri, "file://", 7))
+        uri += 7;
+    if (uri[0] == '/')
+        return tdb_path_normal("/", uri, above);
+    /* scheme://authority/key: the key resolved under the authority */
+    const char *sep = strstr(uri, "://");
+    if (!sep)
+        return tdb_path_normal("/", uri, above);
+    const char *key = strchr(sep + 3, '/');
+    size_t head = key ? (size_t)(key - uri) : strlen(uri);
+    char *k = tdb_path_normal("", key ? key : "", above);
+    char *out = k ? malloc(head + strlen(k) + 2) : NULL;
+    if (out)
+        snprintf(out, head + strlen(k) + 2, "%.*s%s%s", (int)head, uri,
+                 k[0] ? "/" : "", k);
+    free(k);
+    return out;
+}
+
+char *tdb_group_shown_name(const char *name)
+{
+    static const char *const reserved[] = {".", "..", "__group.json",
+                                           "__meta"};
+    if (!name[0])
+        return strdup("");
+    char *s = tdb_mount_name(name, "");
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
+        if (strcmp(s, reserved[i]))
+            continue;
+        char *e = malloc(strlen(s) + 3);
+        if (e)
+            sprintf(e, "%%%02X%s", (unsigned char)s[0], s + 1);
+        free(s);
+        return e;
+    }
+    return s;
 }

@@ -102,4 +102,28 @@ void tdb_group_free(struct tdb_group *g);
 char *tdb_group_member_path(const struct tdb_group_member *m,
                             const char *dir);
 
+/* Member m's place (tdb_fs_open in tiledb_format.h): its uri joined to the
+ * group folder `dir` when relative, else the uri without "file://", with
+ * "." and ".." resolved by name (tdb_path_normal; a uri of another scheme
+ * keeps it, "s3://BUCKET/" then the resolved key).  *above tells that a
+ * ".." climbed above the root ("" for a relative place, the bucket).
+ * @return a new string, or NULL when out of memory. */
+char *tdb_group_member_place(const struct tdb_group_member *m,
+                             const char *dir, bool *above);
+
+/* `rel` joined to `base`, "." and empty components dropped, each ".."
+ * taking off the component before it.  An absolute base gives an absolute
+ * path ("/.." is "/"); a relative one keeps the ".." that climb above it,
+ * in front ("../x"), and *above tells so.  A leading '/' of rel counts for
+ * nothing.  @return a new string ("" for the root itself), or NULL when
+ * out of memory. */
+char *tdb_path_normal(const char *base, const char *rel, bool *above);
+
+/* The folder name member `name` is shown under: tdb_mount_name's ('/' and
+ * '%' percent-encoded) with the first character percent-encoded too when
+ * the name is ".", "..", "__group.json" or "__meta" (names the group
+ * folder itself uses).  "" for an empty name (no folder can have it).
+ * @return a new string, or NULL when out of memory. */
+char *tdb_group_shown_name(const char *name);
+
 #endif

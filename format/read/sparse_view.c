@@ -301,17 +301,21 @@ static bool sp_processed(const struct tdb_fragmeta *fm, const char *name)
     return false;
 }
 
-/* Is the cell under cursor k dropped (outside [t0,t1], deleted)? */
-static int sp_dropped(struct sparse_cells *sc, struct sp_cur *k,
+/* Is the cell under cursor k removed by a delete commit?  A commit
+ * applies to the cells no newer than it, inside the open range, unless
+ * the fragment lists it as processed.  A fragment without per-cell
+ * timestamps takes every commit from its first timestamp on (TileDB
+ * cannot tell its cells' times apart: sparse_index_reader_base.cc applies
+ * the plain condition to it). */
+static int sp_deleted(struct sparse_cells *sc, struct sp_cur *k,
                       struct tdb_error *err)
 {
-    if (k->ts_field >= 0 && (k->ts < sc->t0 || k->ts > sc->t1))
-        return 1;
     struct tdb_array *a = sc->base.arr;
+    uint64_t ts = k->ts_field >= 0 ? k->ts : k->f->fm->t1;
     for (size_t i = 0; i < a->nconds; i++) {
         const struct tdb_dir_entry *de = &a->cond_ents[i];
         uint64_t td = de->ts.t1;
-        if (td < sc->t0 || td > sc->t1 || k->ts > td)
+        if (td < sc->t0 || td > sc->t1 || ts > td)
             continue;
         if (sp_processed(k->f->fm, de->name))
             continue;
@@ -329,15 +333,23 @@ static int sp_dropped(struct sparse_cells *sc, struct sp_cur *k,
     return 0;
 }
 
-/* Moves k to its next kept cell (or done). */
+/* Moves k to its next cell inside the open range (or done).  Where
+ * duplicates are allowed deleted cells are passed over too; otherwise a
+ * delete applies after the newest version of the coordinates is chosen
+ * (sp_take_equal), as TileDB applies it: a deleted newest version hides
+ * the older ones, it does not bring them back. */
 static int sp_next_kept(struct sparse_cells *sc, struct sp_cur *k,
                         struct tdb_error *err)
 {
+    bool dups = sc->base.arr->schema->allows_dups;
     while (k->cell < k->ncells) {
         int r = sp_load(k, err);
         if (r)
             return r;
-        r = sp_dropped(sc, k, err);
+        if (k->ts_field >= 0 && (k->ts < sc->t0 || k->ts > sc->t1))
+            r = 1;
+        else if (dups)
+            r = sp_deleted(sc, k, err);
         if (r < 0)
             return r;
         if (!r)
@@ -705,8 +717,11 @@ static void sp_top_moved(struct sp_heap *hp)
         sp_sift_down(hp, 0);
 }
 
-/* The newest version of a cell so far (no duplicates). */
+/* The newest version of a cell so far (no duplicates), and whether a
+ * delete commit removes it. */
 struct sp_win {
+    bool set;
+    bool deleted;
     size_t slot;
     uint64_t cell, ts;
     size_t idx;
@@ -719,9 +734,16 @@ static int sp_take_equal(struct sparse_cells *sc, struct sp_cur *k,
 {
     const struct tdb_schema *s = sc->base.arr->schema;
     while (!k->done && sp_same(s, &sc->okey, &k->h, key)) {
-        if (k->ts > w->ts || (k->ts == w->ts && k->f->index > w->idx) ||
-            (k->ts == w->ts && k->f->index == w->idx && k->cell > w->cell))
-            *w = (struct sp_win){k->slot, k->cell, k->ts, k->f->index};
+        if (!w->set || k->ts > w->ts ||
+            (k->ts == w->ts && k->f->index > w->idx) ||
+            (k->ts == w->ts && k->f->index == w->idx && k->cell > w->cell)) {
+            *w = (struct sp_win){true, false, k->slot, k->cell, k->ts,
+                                 k->f->index};
+            int d = sp_deleted(sc, k, err);
+            if (d < 0)
+                return d;
+            w->deleted = d;
+        }
         k->cell++;
         int r = sp_next_kept(sc, k, err);
         if (r)
@@ -805,7 +827,7 @@ static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
             key.c.v[d] = keybuf + used;
             used += (size_t)key.c.n[d];
         }
-        struct sp_win w = {m->slot, m->cell, m->ts, m->f->index};
+        struct sp_win w = {0};
         if ((r = sp_take_equal(sc, m, &key, &w, err)))
             break;
         sp_top_moved(&hp);
@@ -823,6 +845,8 @@ static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
                 if (!eq[i]->done)
                     sp_push(&hp, eq[i]);
         }
+        if (w.deleted)
+            continue;
         r = sp_emit(pl, w.slot, w.cell);
         if (r)
             r = tdb_err(err, r, "out of memory");

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,6 +55,10 @@ struct tdb_fs {
     pthread_mutex_t slice_lock;
     struct tree_node **slices;
     size_t nslices;
+    /* group members left out (tdb_fs_warnings), members opened */
+    char **warn;
+    size_t nwarn;
+    size_t nmembers;
 };
 
 #define TREE_SLICE_INO (UINT64_C(1) << 39)
@@ -514,12 +519,50 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
     return r;
 }
 
-static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
-                       int depth, struct tdb_error *err);
+/* ----------------------------------------------------------------- groups */
 
-/* The text of __group.json. */
+/* The folders of the groups above a member, to refuse one that is its own
+ * group or an ancestor (a cycle would nest without end). */
+struct tree_up {
+    const char *path;
+    const struct tree_up *up;
+    int depth;
+};
+
+#define TREE_MAX_DEPTH 32
+#define TREE_MAX_MEMBERS (1u << 20)  /* members opened in one tree: a
+                                      * lattice of groups stays bounded */
+
+static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
+                       const struct tree_up *up, struct tdb_error *err);
+
+/* Records one sentence for tdb_fs_warnings. */
+static int tree_warn(struct tdb_fs *fs, const char *fmt, ...)
+{
+    char msg[TDB_ERROR_MSG_MAX + 512], **v;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    v = realloc(fs->warn, (fs->nwarn + 1) * sizeof *v);
+    if (!v)
+        return TDB_E_NOMEM;
+    fs->warn = v;
+    if (!(v[fs->nwarn] = strdup(msg)))
+        return TDB_E_NOMEM;
+    fs->nwarn++;
+    return 0;
+}
+
+size_t tdb_fs_warnings(const struct tdb_fs *fs, const char *const **msgs)
+{
+    *msgs = (const char *const *)fs->warn;
+    return fs->nwarn;
+}
+
+/* The text of __group.json; why[i] (or NULL) is member i's "error". */
 static int tree_group_json(const struct tdb_group *g, const struct tdb_meta *m,
-                           struct tdb_buf *out)
+                           char *const *why, struct tdb_buf *out)
 {
     struct tdb_jb jb = {0};
     json_t *o = tdb_jb_object(&jb);
@@ -531,6 +574,8 @@ static int tree_group_json(const struct tdb_group *g, const struct tdb_meta *m,
         tdb_jb_set(&jb, mo, "uri", tdb_json_cstr(g->v[i].uri));
         tdb_jb_set(&jb, mo, "type",
                    tdb_json_cstr(g->v[i].type == 1 ? "group" : "array"));
+        if (why[i])
+            tdb_jb_set(&jb, mo, "error", tdb_json_cstr(why[i]));
         tdb_jb_push(&jb, members, mo);
     }
     tdb_jb_set(&jb, o, "members", members);
@@ -543,11 +588,111 @@ static int tree_group_json(const struct tdb_group *g, const struct tdb_meta *m,
     return r;
 }
 
+/* The path member m of the group at `dir` is read at (tdb_fs_open's
+ * rules), or NULL with why[cap] when it is not followed.
+ * @return 0 or TDB_E_NOMEM. */
+static int tree_member_path(struct tdb_fs *fs, const char *dir,
+                            const struct tdb_group_member *m, char **path,
+                            char *why, size_t cap)
+{
+    const struct tdb_open_options *o = &fs->opts;
+    bool above;
+    char *place = tdb_group_member_place(m, dir, &above), *rel = NULL;
+    int r = 1;
+    *path = NULL;
+    if (!place)
+        return TDB_E_NOMEM;
+    bool other = strstr(place, "://") != NULL;
+    if (!above && o->locate)
+        r = o->locate(o->locate_arg, place, &rel);
+    else if (!above && place[0] != '/' && !other)
+        r = (rel = strdup(place)) ? 0 : TDB_E_NOMEM;
+    if (r <= 0) {
+        free(place);
+        *path = rel;
+        return r;
+    }
+    if (o->members == TDB_MEMBERS_ANY && !other) {
+        *path = place;          /* where it is, through the same backend */
+        return 0;
+    }
+    if (o->members != TDB_MEMBERS_ANY)
+        snprintf(why, cap, "%s: outside the source, not followed "
+                 "(group_members=inside)", m->uri);
+    else
+        snprintf(why, cap, "%s: not on the source's storage, not followed",
+                 m->uri);
+    free(place);
+    return 0;
+}
+
+/* Member m of the group up->path, shown as folder `shown` of node `root`
+ * unless it is left out: @return 0 with *why NULL, or with *why (malloc'ed)
+ * the reason it is left out; or TDB_E_NOMEM. */
+static int tree_member(struct tdb_fs *fs, uint64_t root, const char *shown,
+                       const struct tdb_group_member *m,
+                       const struct tree_up *up, char **why)
+{
+    char msg[TDB_ERROR_MSG_MAX + 64] = "", *mp = NULL;
+    struct tdb_error err = {0};
+    int r = tree_member_path(fs, up->path, m, &mp, msg, sizeof msg);
+    for (const struct tree_up *u = up; !r && mp && u; u = u->up)
+        if (!strcmp(u->path, mp)) {
+            snprintf(msg, sizeof msg, "%s: the group %s itself, not followed",
+                     m->uri, u->path[0] ? u->path : ".");
+            free(mp);
+            mp = NULL;
+        }
+    if (!r && mp && ++fs->nmembers > TREE_MAX_MEMBERS)
+        snprintf(msg, sizeof msg, "%s: more than %u members in the tree",
+                 m->uri, TREE_MAX_MEMBERS);
+    else if (!r && mp) {
+        uint64_t dir;
+        r = tree_add(fs, root, shown, TREE_DIR, &dir);
+        if (!r && (r = tree_source(fs, dir, mp, up, &err)) &&
+            r != TDB_E_NOMEM) {
+            fs->nodes[root - 1].nkids--;    /* dir, the last one added */
+            snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg
+                                                       : tdb_strerror(r));
+            r = 0;
+        }
+    }
+    free(mp);
+    *why = NULL;
+    if (!r && msg[0] && !(*why = strdup(msg)))
+        r = TDB_E_NOMEM;
+    return r;
+}
+
+/* The folder names of g's members (shown[i]), and why[i] for a name that
+ * cannot be a folder or that an earlier member has. */
+static int tree_member_names(const struct tdb_group *g, char **shown,
+                             char **why)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        if (!(shown[i] = tdb_group_shown_name(g->v[i].name)))
+            return TDB_E_NOMEM;
+        const char *clash = !shown[i][0] ? "an empty name" : NULL;
+        for (size_t j = 0; j < i && !clash; j++)
+            if (!why[j] && !strcmp(shown[j], shown[i]))
+                clash = "the name of another member";
+        char msg[256];
+        if (clash) {
+            snprintf(msg, sizeof msg, "%s: has %s, not shown", g->v[i].uri,
+                     clash);
+            if (!(why[i] = strdup(msg)))
+                return TDB_E_NOMEM;
+        }
+    }
+    return 0;
+}
+
 static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
-                      int depth, struct tdb_error *err)
+                      const struct tree_up *up, struct tdb_error *err)
 {
     struct tdb_group *g = NULL;
     struct tdb_meta *m = NULL;
+    char **shown = NULL, **why = NULL;
     char *metadir = tdb_path_join(path, "__meta");
     if (!metadir)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
@@ -558,39 +703,57 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
         r = tdb_meta_load(fs->io, metadir, fs->opts.ts_start, fs->opts.ts_end,
                           key, &m, err);
     free(metadir);
-    struct tdb_buf jtext = {0};
+    uint64_t jino = 0;
+    size_t n = g ? g->n : 0;
+    if (!r && (!(shown = calloc(n + 1, sizeof *shown)) ||
+               !(why = calloc(n + 1, sizeof *why))))
+        r = TDB_E_NOMEM;
     if (!r)
-        r = tree_group_json(g, m, &jtext);
-    if (!r) {
-        uint64_t ino;
-        r = tree_add_bytes(fs, root, "__group.json", jtext.data, jtext.len,
-                           &ino);
-        if (!r && m)
-            fs->nodes[ino - 1].mtime_ms = m->newest_ts;
-    }
-    tdb_buf_free(&jtext);
+        r = tree_member_names(g, shown, why);
+    /* __group.json first (its text once the members are known) */
+    if (!r && !(r = tree_add_bytes(fs, root, "__group.json", "", 0, &jino)) &&
+        m)
+        fs->nodes[jino - 1].mtime_ms = m->newest_ts;
     if (!r)
         r = tree_meta(fs, root, m, m ? m->newest_ts : 0);
-    for (size_t i = 0; !r && g && i < g->n; i++) {
-        char *mp = tdb_group_member_path(&g->v[i], path);
-        char *name = tdb_mount_name(g->v[i].name, "");
-        uint64_t dir;
-        r = !mp || !name ? TDB_E_NOMEM : tree_add(fs, root, name, TREE_DIR, &dir);
-        if (!r)
-            r = tree_source(fs, dir, mp, depth + 1, err);
-        free(mp);
-        free(name);
+    struct tree_up here = {path, up, up ? up->depth + 1 : 0};
+    for (size_t i = 0; !r && i < n; i++) {
+        if (!why[i] && here.depth >= TREE_MAX_DEPTH) {
+            why[i] = strdup("groups nested too deep, not followed");
+            r = why[i] ? 0 : TDB_E_NOMEM;
+        } else if (!why[i]) {
+            r = tree_member(fs, root, shown[i], &g->v[i], &here, &why[i]);
+        }
+        if (!r && why[i])
+            r = tree_warn(fs, "group %s: member %s left out: %s",
+                          path[0] ? path : ".", g->v[i].name, why[i]);
     }
+    struct tdb_buf jtext = {0};
+    if (!r && !(r = tree_group_json(g, m, why, &jtext))) {
+        struct tree_node *jn = &fs->nodes[jino - 1];
+        size_t len = 0;
+        free(jn->bytes);
+        jn->bytes = tdb_buf_take(&jtext, &len);
+        jn->size = len;
+        r = jn->bytes ? 0 : TDB_E_NOMEM;
+    }
+    tdb_buf_free(&jtext);
+    for (size_t i = 0; i < n; i++) {
+        free(shown ? shown[i] : NULL);
+        free(why ? why[i] : NULL);
+    }
+    free(shown);
+    free(why);
     tdb_group_free(g);
     tdb_meta_free(m);
+    if (r && err && !err->code)
+        tdb_err(err, r, "%s: %s", path[0] ? path : ".", tdb_strerror(r));
     return r;
 }
 
 static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
-                       int depth, struct tdb_error *err)
+                       const struct tree_up *up, struct tdb_error *err)
 {
-    if (depth > 32)
-        return tdb_err(err, TDB_E_CORRUPT, "%s: groups nested too deep", path);
     if (tdb_is_array(fs->io, path)) {
         struct tdb_array *a;
         struct tdb_open_options o = fs->opts;
@@ -609,7 +772,7 @@ static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
         return tree_array(fs, node, a, err);
     }
     if (tdb_is_group(fs->io, path))
-        return tree_group(fs, node, path, depth, err);
+        return tree_group(fs, node, path, up, err);
     if (!tdb_io_exists(fs->io, path))
         return tdb_err(err, TDB_E_NOENT, "%s: no such file or folder",
                        path[0] ? path : ".");
@@ -646,7 +809,7 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
     }
     r = tree_add(fs, 0, "", TREE_DIR, &root);
     if (!r)
-        r = tree_source(fs, root, "", 0, err);
+        r = tree_source(fs, root, "", NULL, err);
     if (r) {
         tdb_fs_close(fs);
         return r;
@@ -682,6 +845,9 @@ void tdb_fs_close(struct tdb_fs *fs)
     }
     free(fs->slices);
     pthread_mutex_destroy(&fs->slice_lock);
+    for (size_t i = 0; i < fs->nwarn; i++)
+        free(fs->warn[i]);
+    free(fs->warn);
     for (size_t i = 0; i < fs->ncells; i++)
         tdb_cells_free(fs->cells[i]);
     free(fs->cells);

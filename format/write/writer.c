@@ -19,9 +19,14 @@
  * new fragment's name.  Committing the same folder again after a crash
  * then either finds that fragment committed (and writes nothing: the crash
  * came between the commit and the removal of the staged files) or removes
- * the fragment's uncommitted folder before writing a new one; and the
- * removal of a committed staged folder takes the marker last. */
+ * the fragment's uncommitted folder before writing a new one.  The removal
+ * of a committed staged folder renames it first (WR_TRASH), so a folder of
+ * that name never exists without its marker. */
 #define WR_MARKER "__fragment"
+/* A committed staged folder is first renamed to this prefix followed by
+ * the fragment's name (next to it), then emptied, the marker last, and
+ * removed (tdb_staged_remove). */
+#define WR_TRASH ".committed."
 #define WR_REGION_MAX (UINT64_C(1) << 48)
 #define WR_THREADS_MAX 256u            /* threads of the tile work */
 
@@ -131,14 +136,36 @@ static bool wr_isnan(unsigned type, const uint8_t *v)
     return false;
 }
 
+/* The refusal (TDB_E_INVAL, with the reason in err) of staged file `nm`,
+ * which the staged backend would not open with code r: not a regular file
+ * (a symbolic link, FIFO, socket or device under tdb_io_posix_nofollow),
+ * or a hard link; 0 when r is no refusal. */
+static int wr_refused(struct tdb_error *err, const char *nm, int r)
+{
+    if (r == TDB_E_INVAL)
+        return tdb_err(err, TDB_E_INVAL, "%s: not a regular file (symbolic "
+                       "links, FIFOs, sockets and devices are refused; copy "
+                       "the bytes in instead)", nm);
+    if (r == TDB_E_MLINK)
+        return tdb_err(err, TDB_E_INVAL, "%s: hard link: the file has other "
+                       "names, and one may be someone else's file; refused "
+                       "(copy the bytes in instead)", nm);
+    return 0;
+}
+
 /* Reads staged bytes [off, off+len) of part p of f. */
 static int wr_sread_e(const struct wr *w, const struct wr_field *f, int p,
                       uint64_t off, void *buf, size_t len,
                       struct tdb_error *err)
 {
-    if (w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf, len))
-        return tdb_err(err, TDB_E_IO, "%s: cannot read %zu bytes at offset "
-                       "%llu", f->sname[p], len, (unsigned long long)off);
+    int r = w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf,
+                                    len);
+    if (wr_refused(err, f->sname[p], r))
+        return TDB_E_INVAL; /* swapped for a link since its size was read */
+    if (r)
+        return tdb_err(err, r, "%s: cannot read %zu bytes at offset %llu: "
+                       "%s", f->sname[p], len, (unsigned long long)off,
+                       tdb_strerror(r));
     return 0;
 }
 
@@ -370,20 +397,17 @@ static int wr_fields_init(struct wr *w)
     return 0;
 }
 
-/* The size of staged file `nm` (at `path`): a folder, or anything the
- * staged backend refuses as not a regular file (a symbolic link, FIFO,
- * socket or device under tdb_io_posix_nofollow), is an error. */
+/* The size of staged file `nm` (at `path`): a folder, or a file the staged
+ * backend refuses (wr_refused), is an error. */
 static int wr_ssize(struct wr *w, const char *nm, const char *path,
                     bool is_dir, uint64_t *size)
 {
     if (is_dir)
         return tdb_err(w->err, TDB_E_INVAL, "%s: a folder, not a file", nm);
     int r = w->staged->ops->size(w->staged->ctx, path, size);
-    if (r == TDB_E_INVAL)
-        return tdb_err(w->err, TDB_E_INVAL, "%s: not a regular file (symbolic "
-                       "links, FIFOs, sockets and devices are refused; copy "
-                       "the bytes in instead)", nm);
-    return r ? tdb_err(w->err, TDB_E_IO, "%s: cannot get its size: %s", nm,
+    if (wr_refused(w->err, nm, r))
+        return TDB_E_INVAL;
+    return r ? tdb_err(w->err, r, "%s: cannot get its size: %s", nm,
                        tdb_strerror(r))
              : 0;
 }
@@ -623,17 +647,18 @@ static int wr_region_json(struct wr *w)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     uint64_t size = 0;
     char *text = NULL;
-    int r = 0;
-    if (w->staged->ops->size(w->staged->ctx, path, &size))
-        r = tdb_err(w->err, TDB_E_IO, "%s: cannot get its size", nm);
+    int r = w->staged->ops->size(w->staged->ctx, path, &size);
+    if (r)
+        r = tdb_err(w->err, r, "%s: cannot get its size: %s", nm,
+                    tdb_strerror(r));
     else if (size > WR_JSON_MAX)
         r = tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, too large", nm,
                     (unsigned long long)size);
     else if (!(text = malloc((size_t)size + 1)))
         r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-    else if (w->staged->ops->read_at(w->staged->ctx, path, 0, text,
-                                     (size_t)size))
-        r = tdb_err(w->err, TDB_E_IO, "%s: cannot read", nm);
+    else if ((r = w->staged->ops->read_at(w->staged->ctx, path, 0, text,
+                                          (size_t)size)))
+        r = tdb_err(w->err, r, "%s: cannot read: %s", nm, tdb_strerror(r));
     free(path);
     if (r) {
         free(text);
@@ -978,10 +1003,10 @@ static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     int r = w->io->ops->write_at(w->io->ctx, path, f->osize[o], p, n);
     free(path);
+    f->created[o] = true; /* even a failed first write may have made it */
     if (r)
         return tdb_err(w->err, r, "%s/%s: cannot write %zu bytes: %s",
                        w->fragdir, f->out[o], n, tdb_strerror(r));
-    f->created[o] = true;
     *at = f->osize[o];
     f->osize[o] += n;
     return 0;
@@ -1695,20 +1720,28 @@ int tdb_fragment_clean(const struct tdb_io *io, const struct tdb_io *staged,
     return r;
 }
 
-int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
-                      struct tdb_error *err)
+bool tdb_staged_is_trash(const char *name)
 {
-    if (!staged->ops->remove)
-        return tdb_err(err, TDB_E_ROFS, "%s: read-only", staged_dir);
+    struct tdb_tsname ts;
+    size_t n = strlen(WR_TRASH);
+    return !strncmp(name, WR_TRASH, n) && !strchr(name, '/') &&
+           name[n] == '_' && !tdb_tsname_parse(name + n, &ts);
+}
+
+/* Removes the files of folder `dir`, the marker last, then the folder.
+ * Stops at the first failure. */
+static int wr_remove_folder(const struct tdb_io *staged, const char *dir,
+                            struct tdb_error *err)
+{
     struct tdb_names n;
-    int r = tdb_io_names(staged, staged_dir, &n, err);
+    int r = tdb_io_names(staged, dir, &n, err);
     bool mark = false;
     for (size_t i = 0; i < n.n && !r; i++) {
         if (!strcmp(n.v[i], WR_MARKER)) {
             mark = true;
             continue;
         }
-        char *p = tdb_path_join(staged_dir, n.v[i]);
+        char *p = tdb_path_join(dir, n.v[i]);
         r = p ? staged->ops->remove(staged->ctx, p) : TDB_E_NOMEM;
         if (r)
             tdb_err(err, r, "%s: cannot remove: %s", p ? p : n.v[i],
@@ -1716,18 +1749,78 @@ int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
         free(p);
     }
     tdb_names_free(&n);
-    /* the marker last: while any staged file is left, so is the record
-     * that the folder was committed */
     if (!r && mark) {
-        char *p = tdb_path_join(staged_dir, WR_MARKER);
+        char *p = tdb_path_join(dir, WR_MARKER);
         r = p ? staged->ops->remove(staged->ctx, p) : TDB_E_NOMEM;
         if (r)
             tdb_err(err, r, "%s: cannot remove: %s", p ? p : WR_MARKER,
                     tdb_strerror(r));
         free(p);
     }
-    if (!r && (r = staged->ops->remove(staged->ctx, staged_dir)))
-        tdb_err(err, r, "%s: cannot remove: %s", staged_dir, tdb_strerror(r));
+    /* (a backend whose folders exist only through their files has none
+     * left to remove) */
+    if (!r && (r = staged->ops->remove(staged->ctx, dir)) == TDB_E_NOENT)
+        r = 0;
+    if (r)
+        tdb_err(err, r, "%s: cannot remove: %s", dir, tdb_strerror(r));
+    return r;
+}
+
+/* The trash name of staged folder `sdir` committed as fragment `name`: a
+ * sibling, WR_TRASH followed by the fragment's name. */
+static char *wr_trash_path(const char *sdir, const char *name)
+{
+    const char *slash = strrchr(sdir, '/');
+    size_t plen = slash ? (size_t)(slash - sdir) + 1 : 0;
+    char *p = malloc(plen + strlen(WR_TRASH) + strlen(name) + 1);
+    if (p)
+        sprintf(p, "%.*s%s%s", (int)plen, sdir, WR_TRASH, name);
+    return p;
+}
+
+int tdb_staged_remove(const struct tdb_io *staged, const char *staged_dir,
+                      struct tdb_error *err)
+{
+    if (!staged->ops->remove)
+        return tdb_err(err, TDB_E_ROFS, "%s: read-only", staged_dir);
+    const char *base = strrchr(staged_dir, '/');
+    base = base ? base + 1 : staged_dir;
+    char *name = NULL, *trash = NULL;
+    int r = 0;
+    if (staged->ops->rename && !tdb_staged_is_trash(base))
+        name = wr_marker_name(staged, staged_dir);
+    /* the folder's name goes at once: a retry finds the whole folder, its
+     * marker naming the committed fragment, or no folder */
+    if (name && !(trash = wr_trash_path(staged_dir, name)))
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    else if (trash && (r = staged->ops->rename(staged->ctx, staged_dir,
+                                               trash)))
+        tdb_err(err, r, "%s: cannot rename to %s: %s", staged_dir, trash,
+                tdb_strerror(r));
+    if (!r)
+        r = wr_remove_folder(staged, trash ? trash : staged_dir, err);
+    free(name);
+    free(trash);
+    return r;
+}
+
+int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
+                     size_t *removed, struct tdb_error *err)
+{
+    struct tdb_names n;
+    *removed = 0;
+    int r = tdb_io_names(staged, dir, &n, err);
+    for (size_t i = 0; i < n.n && !r; i++) {
+        if (!n.is_dir[i] || !tdb_staged_is_trash(n.v[i]))
+            continue;
+        char *p = tdb_path_join(dir, n.v[i]);
+        r = p ? wr_remove_folder(staged, p, err)
+              : tdb_err(err, TDB_E_NOMEM, "out of memory");
+        if (!r)
+            (*removed)++;
+        free(p);
+    }
+    tdb_names_free(&n);
     return r;
 }
 
@@ -1834,11 +1927,10 @@ static int wr_write(struct wr *w, uint64_t ts)
     r = tdb_fmw_serialize(w->fmw, w->key, &meta, w->err);
     if (!r) {
         r = ops->write_at(w->io->ctx, w->meta_path, 0, meta.data, meta.len);
+        w->meta_made = true; /* (a failed write may have made it) */
         if (r)
             tdb_err(w->err, r, "%s: cannot write: %s", w->meta_path,
                     tdb_strerror(r));
-        else
-            w->meta_made = true;
     }
     tdb_buf_free(&meta);
     return r ? r : wr_commit(w);

@@ -11,8 +11,10 @@ import s3fixture
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.abspath(os.environ.get('TILEDBFS_BUILD') or REPO)
+# the reference corpus: the repository's tests/corpus unless TILEDBFS_CORPUS
+# names another
 CORPUS = os.path.abspath(os.environ.get('TILEDBFS_CORPUS') or
-                         os.path.join(REPO, '..', 'shared', 'corpus'))
+                         os.path.join(REPO, 'tests', 'corpus'))
 NO_CORPUS = f'corpus not found at {CORPUS} (set TILEDBFS_CORPUS)'
 
 CAT_TIMEOUT = 60      # seconds for one tiledbfs-cat run

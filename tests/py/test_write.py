@@ -3,6 +3,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -427,13 +428,13 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
     os.unlink(os.path.join(meta, 'greeting'))
     assert sorted(os.listdir(meta)) == ['a%2Fb', 'sizes']
     assert run_cat(cat_prog, twin, '__meta/greeting').returncode != 0
-    # 6 changes (with the empty key); the shell may flush its empty file once before writing
-    # (an empty put that the next one replaces)
-    assert len(os.listdir(os.path.join(twin, '__meta'))) in (6, 7)
+    # 5 changes, one metadata file each (the shell's redirection stores once)
+    assert len(os.listdir(os.path.join(twin, '__meta'))) == 5
 
-    # An empty value is a value (stored with count 0), as TileDB keeps it.
+    # An empty value is a value (stored with count 0), as TileDB keeps it;
+    # a file only truncated is stored by its last close (the release).
     open(os.path.join(meta, 'empty'), 'wb').close()
-    assert 'empty' in os.listdir(meta)
+    wait_for(lambda: 'empty' in os.listdir(meta), 'the empty value stored')
     assert cat_bytes(cat_prog, twin, '__meta/empty') == b''
     assert os.path.getsize(os.path.join(meta, 'empty')) == 0
 
@@ -451,12 +452,211 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
         f.close()
     assert e.value.errno == errno.EINVAL
     assert not os.path.exists(bad)
-    # 6 changes (with the empty key); the shell may flush its empty file once before writing
-    # (an empty put that the next one replaces)
-    assert len(os.listdir(os.path.join(twin, '__meta'))) in (6, 7)
+    assert len(os.listdir(os.path.join(twin, '__meta'))) == 6
     with pytest.raises(OSError) as e:
         os.unlink(os.path.join(meta, 'nosuchkey'))
     assert e.value.errno == errno.ENOENT
+
+
+def wait_for(cond, what, timeout=MOUNT_TIMEOUT):
+    """Polls cond() until it is true, for what the daemon does after close()
+    returns: the kernel sends the release of a file's last close without
+    waiting for its answer."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f'{what}: not after {timeout} s')
+        time.sleep(0.02)
+
+
+def meta_files(twin):
+    return len(os.listdir(os.path.join(twin, '__meta')))
+
+
+# One write by an ordinary tool: (name, command, the value it stores).  The
+# shells open the file, dup2() it to the standard output and close the
+# original (a flush of the truncated, empty file) before the command writes.
+ONE_WRITE = [
+    ('bash builtin echo', lambda p, src: ['bash', '-c', 'echo -n degC > "$1"', 'bash', p], b'degC'),
+    ('sh, /bin/echo', lambda p, src: ['sh', '-c', '/bin/echo -n degC > "$1"', 'sh', p], b'degC'),
+    ('printf', lambda p, src: ['sh', '-c', 'printf "%s" "a b c" > "$1"', 'sh', p], b'a b c'),
+    ('python', lambda p, src: ['/usr/bin/python3', '-c',
+                               'import sys\nf = open(sys.argv[1], "w")\nf.write("py")\nf.close()', p],
+     b'py'),
+    ('cp', lambda p, src: ['cp', src, p], None),
+    ('dd bs=7', lambda p, src: ['dd', 'if=' + src, 'of=' + p, 'bs=7', 'status=none'], None),
+    ('tee', lambda p, src: ['sh', '-c', 'tee "$1" < "$2" > /dev/null', 'sh', p, src], None),
+]
+
+
+def test_meta_one_value_per_write(create_prog, cat_prog, mount, tmp_path):
+    """One write by any ordinary tool stores one value, once: one new
+    metadata file, holding the bytes written (never the empty value a
+    shell's redirection flushes first); `: > KEY` stores an empty value."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mnt = mount(twin, ['rw'])
+    meta = os.path.join(mnt, '__meta')
+    src = str(tmp_path / 'value.txt')
+    write_file(src, b'from a file, written in pieces\n' * 3)
+    made = 0
+    for i, (what, cmd, want) in enumerate(ONE_WRITE):
+        want = read_file(src) if want is None else want
+        key = f'k{i}'
+        r = subprocess.run(cmd(os.path.join(meta, key), src), capture_output=True,
+                           timeout=CAT_TIMEOUT)
+        assert r.returncode == 0, f'{what}: {r.stderr.decode(errors="replace")}'
+        made += 1
+        assert meta_files(twin) == made, f'{what}: {meta_files(twin) - made + 1} metadata files'
+        assert read_file(os.path.join(meta, key)) == want, what
+        assert cat_bytes(cat_prog, twin, '__meta/' + key) == want, what
+    # `: > KEY`: an intentional empty value, stored at the last close
+    for i, cmd in enumerate([['bash', '-c', ': > "$1"', 'bash'], ['sh', '-c', '> "$1"', 'sh']]):
+        key = f'empty{i}'
+        subprocess.run(cmd + [os.path.join(meta, key)], check=True, timeout=CAT_TIMEOUT)
+        made += 1
+        wait_for(lambda: meta_files(twin) == made, f'{cmd}: the empty value stored')
+        assert os.path.getsize(os.path.join(meta, key)) == 0
+        assert run_cat(cat_prog, twin, '__meta/' + key).returncode == 0
+        assert cat_bytes(cat_prog, twin, '__meta/' + key) == b''
+    # nothing more comes later (the releases of those files store nothing)
+    assert not mount.unmount(mnt)
+    assert meta_files(twin) == made
+    assert cat_bytes(cat_prog, twin, '__meta/k0') == b'degC'
+
+
+def tmpfs(path, size):
+    """A tmpfs of `size` at `path` (root only); returns a function that
+    remounts it with the options given."""
+    if os.geteuid() != 0:
+        pytest.skip('mounting a tmpfs needs root')
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size},mode=0755', 'tmpfs', path],
+                       capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs here: {r.stderr.decode(errors="replace").strip()}')
+
+    def remount(opts):
+        subprocess.run(['mount', '-o', 'remount,' + opts, path], check=True, capture_output=True)
+    return remount
+
+
+@pytest.fixture
+def scratch_fs(tmp_path):
+    """A small tmpfs (1 MiB) under tmp_path, unmounted at teardown."""
+    path = str(tmp_path / 'tmpfs')
+    remount = tmpfs(path, '1m')
+    yield path, remount
+    subprocess.run(['umount', '-l', path], capture_output=True)
+
+
+def test_meta_failed_store_keeps_failing(create_prog, cat_prog, mount, tmp_path, scratch_fs):
+    """A metadata value that cannot be stored (its array on a file system
+    remounted read-only) fails fsync, every later fsync and the close (each
+    tries again), and is stored once the disk takes it."""
+    fs, remount = scratch_fs
+    case = get_case('dense_1d_basic')
+    twin = os.path.join(fs, 'twin')
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
+    assert made.returncode == 0, made.stderr.decode(errors='replace')
+    mnt = mount(twin, ['rw', 'staging_dir=' + str(tmp_path / 'staging')])
+    meta = os.path.join(mnt, '__meta')
+    remount('ro')
+    fd = os.open(os.path.join(meta, 'newkey'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.write(fd, b'lost?')
+    failures = []
+    for call in (os.fsync, os.fsync, os.close):
+        try:
+            call(fd)
+            failures.append(f'{call.__name__}: succeeded')
+        except OSError as e:
+            failures.append(f'{call.__name__}: {errno.errorcode.get(e.errno, e.errno)}')
+    # (a failed close(2) frees the descriptor all the same)
+    assert failures == ['fsync: EROFS', 'fsync: EROFS', 'close: EROFS'], failures
+    assert meta_files(twin) == 0
+    # the file goes with its release (whose store fails again)
+    wait_for(lambda: not os.path.exists(os.path.join(meta, 'newkey')), 'newkey gone')
+    # a tool's write fails too (echo reports its failed close)
+    r = subprocess.run(['sh', '-c', '/bin/echo -n x > "$1"', 'sh', os.path.join(meta, 'k')],
+                       capture_output=True, timeout=CAT_TIMEOUT)
+    assert r.returncode != 0, 'echo succeeded on a read-only disk'
+    # the disk writable again: the next fsync stores the value, once
+    fd = os.open(os.path.join(meta, 'newkey'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, b'kept')
+        with pytest.raises(OSError):
+            os.fsync(fd)
+    finally:
+        remount('rw')
+    os.fsync(fd)
+    os.close(fd)
+    assert meta_files(twin) == 1
+    assert read_file(os.path.join(meta, 'newkey')) == b'kept'
+    assert cat_bytes(cat_prog, twin, '__meta/newkey') == b'kept'
+    assert not mount.unmount(mnt)
+    assert meta_files(twin) == 1
+
+
+def fill(fs):
+    """Fills file system `fs` (a small tmpfs) with one file; returns its path."""
+    path = os.path.join(fs, 'filler')
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while True:
+            os.write(fd, b'\0' * 4096)
+    except OSError as e:
+        assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+    return path
+
+
+def test_write_errors_tell_the_cause(create_prog, cat_prog, mount, tmp_path, scratch_fs):
+    """A full disk and a read-only one reach mv, close and __error as
+    themselves (ENOSPC, EROFS), not as EIO, and the daemon's log names the
+    cause; the array is unchanged, and the same commit works once the disk
+    takes it."""
+    fs, remount = scratch_fs
+    case = get_case('dense_1d_basic')
+    twin = os.path.join(fs, 'twin')
+    made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
+    assert made.returncode == 0, made.stderr.decode(errors='replace')
+    staging = str(tmp_path / 'staging')
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    files = dense_files(case)
+    stage(mnt, 's', files)
+    meta = os.path.join(mnt, '__meta')
+
+    def meta_close_error(key):
+        f = open(os.path.join(meta, key), 'wb')
+        f.write(b'a value')
+        try:
+            f.close()
+        except OSError as e:
+            return e.errno
+        return None
+
+    filler = fill(fs)
+    for cause, code, text in [('full', errno.ENOSPC, 'no space left'),
+                              ('read-only', errno.EROFS, 'read-only')]:
+        if cause == 'read-only':
+            os.unlink(filler)
+            remount('ro')
+        e = commit(mnt, 's')
+        assert e == code, f'{cause}: mv: {errno.errorcode.get(e, e) if e else "succeeded"}'
+        why = read_file(os.path.join(staging, 's', '__error')).decode()
+        assert text in why, f'{cause}: __error: {why!r}'
+        e = meta_close_error('k')
+        assert e == code, f'{cause}: close: {errno.errorcode.get(e, e) if e else "succeeded"}'
+        log = read_file(mnt + '.stderr').decode(errors='replace')
+        assert f'commit of __staging/s: ' in log and text in log, log
+        assert committed_fragments(twin)[0] == []
+        assert os.listdir(os.path.join(twin, '__meta')) == []
+    remount('rw')
+    assert commit(mnt, 's') is None
+    assert meta_close_error('k') is None
+    assert read_file(os.path.join(mnt, 'a')) == files['a']
+    assert read_file(os.path.join(meta, 'k')) == b'a value'
+    assert len(committed_fragments(twin)[0]) == 1
 
 
 def test_meta_read_only_without_rw(cat_prog, mount, tmp_path):
@@ -500,11 +700,11 @@ def big_schema():
 class Daemon:
     """One `tiledbfs -f -o rw` we kill ourselves."""
 
-    def __init__(self, prog, source, mnt, opts, log):
+    def __init__(self, prog, source, mnt, opts, log, wrap=()):
         self.mnt = mnt
         os.makedirs(mnt, exist_ok=True)
         with open(log, 'ab') as err:
-            self.proc = subprocess.Popen([prog, '-f', '-o', ','.join(opts), source, mnt],
+            self.proc = subprocess.Popen(list(wrap) + [prog, '-f', '-o', ','.join(opts), source, mnt],
                                          stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + MOUNT_TIMEOUT
         while not os.path.ismount(mnt):
@@ -525,6 +725,9 @@ class Daemon:
                 self.proc.wait(timeout=MOUNT_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.kill()
+        else:
+            # it died: its mount answers ENOTCONN (ismount says False)
+            subprocess.run(['fusermount3', '-u', '-z', self.mnt], capture_output=True)
         if os.path.ismount(self.mnt):
             subprocess.run(['fusermount3', '-u', '-z', self.mnt], capture_output=True)
 
@@ -613,3 +816,95 @@ def test_sigkill_during_commit(fs_prog, create_prog, cat_prog, tmp_path):
     print('sigkill outcomes:', outcomes)
     assert any(o == 'interrupted' for o, _ in outcomes), \
         f'no attempt was killed in the middle of the commit: {outcomes}'
+
+
+def test_kill_during_cleanup(fs_prog, create_prog, cat_prog, tmp_path):
+    """The daemon killed (strace: SIGKILL) at each unlinkat and renameat of a
+    commit and of the clean-up of its staged folder: after a remount the
+    staged folder is whole (with its marker) or gone, committing it again
+    writes nothing new and removes it, and nothing is left in the staging
+    folder; the array has the one fragment, read right."""
+    why = fuse_missing()
+    if why:
+        pytest.skip(f'no FUSE here: {why}')
+    strace = shutil.which('strace')
+    if strace is None:
+        pytest.skip('strace is not installed')
+    case, empty = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    files = dense_files(case)
+    files['__subarray.json'] = b'[[1, 50]]'
+    mnt = str(tmp_path / 'mnt')
+    log = str(tmp_path / 'daemon.log')
+    killed = []
+    for call, n in [('unlinkat', k) for k in range(1, 8)] + [('renameat', 1), ('renameat', 2)]:
+        twin = str(tmp_path / f'twin-{call}-{n}')
+        shutil.copytree(empty, twin)
+        staging = str(tmp_path / f'staging-{call}-{n}')
+        opts = ['rw', 'staging_dir=' + staging]
+        d = Daemon(fs_prog, twin, mnt, opts, log)
+        try:
+            stage(mnt, 's', files)
+        finally:
+            d.stop()
+        d = Daemon(fs_prog, twin, mnt, opts, log,
+                   wrap=[strace, '-f', '-qq', '-o', '/dev/null', '-e', 'trace=' + call,
+                         '-e', f'inject={call}:signal=SIGKILL:when={n}'])
+        try:
+            e = commit(mnt, 's')
+            if e is not None:
+                d.proc.wait(timeout=MOUNT_TIMEOUT)
+        finally:
+            d.stop()
+        if e is not None:
+            killed.append(f'{call}#{n}')
+        d = Daemon(fs_prog, twin, mnt, opts, log)
+        try:
+            folder = os.path.join(mnt, STAGING, 's')
+            if os.path.exists(folder):
+                # whole: every staged file (and the marker, once the commit began)
+                left = set(os.listdir(os.path.join(staging, 's'))) - {'__fragment'}
+                assert left == set(files), f'{call}#{n}: a part of the staged folder: {left}'
+                e = commit(mnt, 's')
+                why = read_file(os.path.join(folder, '__error')).decode() if e else ''
+                assert e is None, f'{call}#{n}: the retry: {errno.errorcode.get(e, e)} {why}'
+            assert os.listdir(os.path.join(mnt, STAGING)) == []
+            assert os.listdir(staging) == [], f'{call}#{n}: left {os.listdir(staging)}'
+            done, partial = committed_fragments(twin)
+            assert len(done) == 1 and not partial, f'{call}#{n}: {done} {partial}'
+            assert read_file(os.path.join(mnt, 'a')) == files['a']
+        finally:
+            d.stop()
+    print('killed at', killed)
+    # the marker written, and each step of the clean-up
+    assert len(killed) >= 6 and 'renameat#1' in killed, killed
+
+
+def test_trash_and_markers(create_prog, cat_prog, mount, tmp_path):
+    """A committed staged folder being removed (renamed to .committed.NAME,
+    NAME the fragment's) is never listed nor made through the mount, and
+    one left by a killed daemon goes at the next mount.  rmdir of a staged
+    folder whose marker names an uncommitted fragment folder removes that
+    folder first (the marker goes last)."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    staging = str(tmp_path / 'staging')
+    frag = '__5_5_0123456789abcdef0123456789abcdef_22'
+    os.makedirs(os.path.join(staging, '.committed.' + frag), mode=0o700)
+    os.chmod(staging, 0o700)
+    write_file(os.path.join(staging, '.committed.' + frag, 'a'), b'left over')
+    write_file(os.path.join(staging, '.committed.' + frag, '__fragment'), frag.encode())
+    os.makedirs(os.path.join(staging, '.committed.x'), mode=0o700)   # not a trash name
+    mnt = mount(twin, ['rw', 'staging_dir=' + staging])
+    assert sorted(os.listdir(staging)) == ['.committed.x']
+    assert os.listdir(os.path.join(mnt, STAGING)) == ['.committed.x']
+    with pytest.raises(OSError) as e:
+        os.mkdir(os.path.join(mnt, STAGING, '.committed.' + frag))
+    assert e.value.errno == errno.EINVAL
+    os.rmdir(os.path.join(mnt, STAGING, '.committed.x'))
+    # rmdir: the uncommitted fragment folder the marker names goes first
+    os.mkdir(os.path.join(mnt, STAGING, 's'))
+    write_file(os.path.join(staging, 's', '__fragment'), frag.encode())
+    os.makedirs(os.path.join(twin, '__fragments', frag))
+    write_file(os.path.join(twin, '__fragments', frag, 'a0.tdb'), b'partial')
+    os.rmdir(os.path.join(mnt, STAGING, 's'))
+    assert not os.path.exists(os.path.join(twin, '__fragments', frag))
+    assert os.listdir(staging) == []

@@ -13,7 +13,7 @@
 const char *unit_corpus(void)
 {
     const char *c = getenv("TILEDBFS_CORPUS");
-    return c && *c ? c : "../shared/corpus";
+    return c && *c ? c : "tests/corpus";
 }
 
 bool unit_corpus_found(void)

@@ -18,7 +18,8 @@
 /* ------------------------------------------------------------- the corpus */
 
 /* The corpus folder: $TILEDBFS_CORPUS when set and not empty (make check
- * sets it), else ../shared/corpus from the working directory. */
+ * sets it to the source tree's tests/corpus unless it is set already),
+ * else tests/corpus from the working directory (the repository's root). */
 const char *unit_corpus(void);
 
 /* True when the corpus is there (its dense_1d_basic/case.json can be
@@ -28,8 +29,8 @@ const char *unit_corpus(void);
  * $TILEDBFS_TEST_CONSOLE when that is set (make check: the console). */
 bool unit_corpus_found(void);
 
-/* RUN(fn) when the corpus is there; otherwise fn is counted as skipped.
- * A binary whose every test was skipped exits 77 (see unit_done). */
+/* RUN(fn) when the corpus is there; otherwise fn is counted as skipped,
+ * and the binary exits 77 unless a test failed (see unit_done). */
 #define RUN_CORPUS(fn)                                                     \
     do {                                                                   \
         if (unit_corpus_found())                                           \

@@ -2,10 +2,11 @@
  * every mutating I/O call, through tdb_io_faulty: the array shows the old
  * data or the whole new fragment, never part of one, and committing the
  * same staged folder again gives exactly one fragment; the same for the
- * removal of a committed staged folder (its marker goes last); a metadata
+ * removal of a committed staged folder (renamed away first, so the folder
+ * is whole with its marker or gone, and the retry removes it); a metadata
  * write (the same publish as the commit file) shows the old or the new
- * value; and the
- * no-follow POSIX backend refuses links and special files. */
+ * value; and the no-follow POSIX backend refuses symbolic and hard links
+ * and special files. */
 #include "write/writer.h"
 #include "read/arraydir.h"
 #include "read/meta.h"
@@ -236,10 +237,12 @@ static void test_meta_one_failure(void)
 
 /* ------------------------------------------------ removal of staged files */
 
-/* A committed staged folder removed with the removal stopped at each call:
- * committing the folder again never makes a second fragment (the marker,
- * sorted first among the names, is removed last). */
-static void test_staged_removal_killed(void)
+/* A committed staged folder removed with the removal cut short at each
+ * call (killed: no call after it happens; or that one call failing): the
+ * folder is whole, with its marker, or gone (renamed away first).  The
+ * retry then commits nothing new and removes the folder, and
+ * tdb_staged_sweep removes what the removal left: nothing remains. */
+static void staged_removal_cut(bool crash)
 {
     int32_t a[50];
     uint64_t total = 0;
@@ -252,46 +255,98 @@ static void test_staged_removal_killed(void)
         struct tdb_error err = {0};
         CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 3, &first, &err),
                      0);
-        struct tdb_io_fault f = {n, true, 0, 0};
+        size_t staged = count(&stg, "s");
+        struct tdb_io_fault f = {n, crash, 0, 0};
         CHECK_EQ_INT(tdb_io_faulty(&fs, &stg, &f), 0);
         if (n == 1) {
             /* count the calls of a whole removal on a copy */
             struct tdb_io_fault g = {0, false, 0, 0};
             struct tdb_io cp, fc;
+            size_t swept = 1;
             CHECK_EQ_INT(tdb_io_mem(&cp), 0);
             CHECK_EQ_INT(unit_copy_tree(&stg, "s", &cp, "s"), 0);
             CHECK_EQ_INT(tdb_io_faulty(&fc, &cp, &g), 0);
             CHECK_EQ_INT(tdb_staged_remove(&fc, "s", &err), 0);
-            CHECK(!tdb_io_exists(&cp, "s"));
+            CHECK_EQ_INT(count(&cp, ""), 0);
+            CHECK_EQ_INT(tdb_staged_sweep(&cp, "", &swept, &err), 0);
+            CHECK_EQ_INT(swept, 0);
             total = g.count;
-            CHECK_EQ_INT(total, 5); /* __error, a, b, the marker, the folder */
+            /* the rename; __error, a, b; the marker; the folder */
+            CHECK_EQ_INT(total, 6);
             tdb_io_free(&fc);
             tdb_io_free(&cp);
         }
         int r = tdb_staged_remove(&fs, "s", &err);
         CHECK(r != 0);
         tdb_io_free(&fs);
-        char *second = NULL;
-        r = tdb_fragment_write(&arr, &stg, "s", NULL, 4, &second, &err);
-        /* either the marker is still there (the same fragment, nothing
-         * written) or nothing is left to commit */
-        if (r == 0)
+        bool there = tdb_io_isdir(&stg, "s");
+        if (there) {
+            /* untouched: every file, the marker among them */
+            CHECK_EQ_INT(count(&stg, "s"), staged);
+            CHECK(tdb_io_exists(&stg, "s/__fragment"));
+            /* the retry: the same fragment, nothing written; removed */
+            char *second = NULL;
+            r = tdb_fragment_write(&arr, &stg, "s", NULL, 4, &second, &err);
+            CHECK_EQ_INT(r, 0);
             CHECK(second && !strcmp(first, second));
-        else
-            CHECK_EQ_INT(r, TDB_E_INVAL);
+            free(second);
+            CHECK_EQ_INT(tdb_staged_remove(&stg, "s", &err), 0);
+        }
+        size_t swept = 0;
+        CHECK_EQ_INT(tdb_staged_sweep(&stg, "", &swept, &err), 0);
+        CHECK_EQ_INT(swept, there ? 0 : 1);
+        CHECK_EQ_INT(count(&stg, ""), 0);
         CHECK_EQ_INT(count(&arr, "__commits"), 1);
         CHECK_EQ_INT(count(&arr, "__fragments"), 1);
         if (unit_cur_failed)
-            fprintf(stderr, "  removal stopped at call %llu of %llu: %s\n",
-                    (unsigned long long)n, (unsigned long long)total,
-                    r ? err.msg : "re-committed");
+            fprintf(stderr, "  removal stopped at call %llu of %llu (crash "
+                    "%d): %s\n", (unsigned long long)n,
+                    (unsigned long long)total, crash, err.msg);
         free(first);
-        free(second);
         tdb_io_free(&arr);
         tdb_io_free(&stg);
         if (unit_cur_failed)
             break;
     }
+}
+
+static void test_staged_removal_killed(void)
+{
+    staged_removal_cut(true);
+}
+
+static void test_staged_removal_one_failure(void)
+{
+    staged_removal_cut(false);
+}
+
+/* Trash names: ".committed." and a fragment's name, nothing else; the
+ * sweep removes those folders and leaves every other. */
+static void test_staged_trash(void)
+{
+    static const char frag[] = "__5_5_0123456789abcdef0123456789abcdef_22";
+    char trash[96];
+    snprintf(trash, sizeof trash, ".committed.%s", frag);
+    CHECK(tdb_staged_is_trash(trash));
+    CHECK(!tdb_staged_is_trash(frag));
+    CHECK(!tdb_staged_is_trash(".committed."));
+    CHECK(!tdb_staged_is_trash(".committed.x"));
+    CHECK(!tdb_staged_is_trash("s"));
+    struct tdb_io stg;
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    char p[160];
+    snprintf(p, sizeof p, "%s/a", trash);
+    unit_put(&stg, p, "x", 1);
+    unit_put(&stg, ".committed.x/a", "y", 1);
+    unit_put(&stg, "s/a", "z", 1);
+    size_t swept = 0;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_staged_sweep(&stg, "", &swept, &err), 0);
+    CHECK_EQ_INT(swept, 1);
+    CHECK(!tdb_io_exists(&stg, trash));
+    CHECK(tdb_io_exists(&stg, ".committed.x/a"));
+    CHECK(tdb_io_exists(&stg, "s/a"));
+    tdb_io_free(&stg);
 }
 
 /* An uncommitted fragment folder that the staged folder's marker names
@@ -422,6 +477,29 @@ static void test_nofollow(void)
     r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(!strncmp(err.msg, "a: not a regular file", 21));
+    /* a hard link to a file outside in its place: refused by the backend
+     * (reading or writing through it) and by the commit, left as it was */
+    CHECK_EQ_INT(unlink(q), 0);
+    CHECK_EQ_INT(link(p, q), 0);
+    CHECK_EQ_INT(stg.ops->size(stg.ctx, "s/a", &sz), TDB_E_MLINK);
+    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
+    CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
+    memset(&err, 0, sizeof err);
+    r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    CHECK_EQ_INT(r, TDB_E_INVAL);
+    CHECK(!strncmp(err.msg, "a: hard link: ", 14));
+    CHECK_EQ_INT(count(&arr, "__commits"), 0);
+    {
+        struct stat sb;
+        CHECK_EQ_INT(lstat(q, &sb), 0);
+        CHECK_EQ_INT(sb.st_nlink, 2);
+        int32_t back[50];
+        fp = fopen(p, "rb");
+        CHECK(fp && fread(back, 4, 50, fp) == 50 &&
+              !memcmp(back, secret, sizeof back));
+        if (fp)
+            fclose(fp);
+    }
     /* a folder in its place */
     CHECK_EQ_INT(unlink(q), 0);
     CHECK_EQ_INT(mkdir(q, 0700), 0);
@@ -461,6 +539,8 @@ int main(void)
     RUN_CORPUS(test_meta_killed);
     RUN_CORPUS(test_meta_one_failure);
     RUN_CORPUS(test_staged_removal_killed);
+    RUN_CORPUS(test_staged_removal_one_failure);
+    RUN(test_staged_trash);
     RUN_CORPUS(test_clean_orphan);
     RUN_CORPUS(test_nofollow);
     return unit_done();

@@ -1,80 +1,18 @@
 /* test_delcond.c: delete conditions (format_spec/delete_commit_file.md).
- * Condition trees are serialised here by hand, byte by byte as the spec
- * lays them out:
- *
- *   expression node: u8 0, u8 combination (AND 0, OR 1, NOT 2),
- *                    u64 child count, the children
- *   value node:      u8 1, u8 op (LT 0, LE 1, GT 2, GE 3, EQ 4, NE 5,
- *                    IN 6, NOT_IN 7, ALWAYS_TRUE 253, ALWAYS_FALSE 254),
- *                    u32 field name length, the name, u64 value length,
- *                    the value; IN / NOT_IN then u64 offsets length and
- *                    the u64 start of each member in the value
- *
- * all little-endian.  A delete commit stores the negation of the user's
- * condition (the cells to keep); tdb_cond_eval returns 1 for a cell the
- * stored tree rejects (deleted).  Then every operator, combination, null
- * and string case on single cells, damaged and truncated trees, and a
- * delete commit in a sparse array read through the tree. */
+ * Condition trees are serialised by hand (condtree.h).  A delete commit
+ * stores the negation of the user's condition (the cells to keep);
+ * tdb_cond_eval returns 1 for a cell the stored tree rejects (deleted).
+ * Every operator, combination, null and string case on single cells,
+ * damaged and truncated trees, and a delete commit in a sparse array read
+ * through the tree. */
 #include "read/delcond.h"
+#include "condtree.h"
 #include "core/generic_tile.h"
 #include "tiledb_format.h"
 #include "write/writer.h"
 #include "support.h"
 
 #include <math.h>
-
-/* ------------------------------------------------------ serialising trees */
-
-enum { LT = 0, LE = 1, GT = 2, GE = 3, EQ = 4, NE = 5, IN = 6, NOT_IN = 7,
-       ALWAYS_TRUE = 253, ALWAYS_FALSE = 254 };
-enum { AND = 0, OR = 1, NOT = 2 };
-
-static void put_expr(struct tdb_buf *b, uint8_t op, uint64_t nchildren)
-{
-    tdb_buf_put_u8(b, 0);
-    tdb_buf_put_u8(b, op);
-    tdb_buf_put_u64(b, nchildren);
-}
-
-static void put_value(struct tdb_buf *b, uint8_t op, const char *field,
-                      const void *val, uint64_t size)
-{
-    tdb_buf_put_u8(b, 1);
-    tdb_buf_put_u8(b, op);
-    tdb_buf_put_u32(b, (uint32_t)strlen(field));
-    tdb_buf_append(b, field, strlen(field));
-    tdb_buf_put_u64(b, size);
-    if (size)
-        tdb_buf_append(b, val, (size_t)size);
-}
-
-/* IN / NOT_IN over n members of `width` bytes each (0: NUL-terminated
- * strings). */
-static void put_set(struct tdb_buf *b, uint8_t op, const char *field,
-                    const void *members, size_t n, size_t width)
-{
-    const char *const *strs = members;
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += width ? width : strlen(strs[i]);
-    tdb_buf_put_u8(b, 1);
-    tdb_buf_put_u8(b, op);
-    tdb_buf_put_u32(b, (uint32_t)strlen(field));
-    tdb_buf_append(b, field, strlen(field));
-    tdb_buf_put_u64(b, total);
-    for (size_t i = 0; i < n; i++) {
-        if (width)
-            tdb_buf_append(b, (const uint8_t *)members + i * width, width);
-        else
-            tdb_buf_append(b, strs[i], strlen(strs[i]));
-    }
-    tdb_buf_put_u64(b, 8 * n);
-    uint64_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        tdb_buf_put_u64(b, off);
-        off += width ? width : strlen(strs[i]);
-    }
-}
 
 /* ------------------------------------------------------------ test cells */
 
@@ -169,7 +107,7 @@ static void test_compare_ops(void)
     for (uint8_t op = LT; op <= NE; op++) {
         for (int j = 0; j < 3; j++) {
             tdb_buf_reset(&b);
-            put_value(&b, op, "a", &five, 4);
+            cond_value(&b, op, "a", &five, 4);
             c.a = 4 + j;
             CHECK_EQ_INT(deleted(&b, &c), !keep[op][j]);
         }
@@ -178,7 +116,7 @@ static void test_compare_ops(void)
     c.a_null = true;
     for (uint8_t op = LT; op <= NE; op++) {
         tdb_buf_reset(&b);
-        put_value(&b, op, "a", &five, 4);
+        cond_value(&b, op, "a", &five, 4);
         CHECK_EQ_INT(deleted(&b, &c), 1);
     }
     c.a_null = false;
@@ -186,13 +124,13 @@ static void test_compare_ops(void)
     /* Unsigned compares as unsigned: 200 > 100. */
     uint8_t hundred = 100;
     tdb_buf_reset(&b);
-    put_value(&b, GT, "u", &hundred, 1);
+    cond_value(&b, GT, "u", &hundred, 1);
     CHECK_EQ_INT(deleted(&b, &c), 0);
 
     /* A dimension, int64. */
     int64_t fifty = 50;
     tdb_buf_reset(&b);
-    put_value(&b, LT, "x", &fifty, 8);
+    cond_value(&b, LT, "x", &fifty, 8);
     CHECK_EQ_INT(deleted(&b, &c), 1);
     c.x = 49;
     CHECK_EQ_INT(deleted(&b, &c), 0);
@@ -202,35 +140,35 @@ static void test_compare_ops(void)
     /* Floats: NaN compares false except NE. */
     double one = 1.0;
     tdb_buf_reset(&b);
-    put_value(&b, GT, "f", &one, 8);
+    cond_value(&b, GT, "f", &one, 8);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.f = NAN;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     tdb_buf_reset(&b);
-    put_value(&b, NE, "f", &one, 8);
+    cond_value(&b, NE, "f", &one, 8);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "f", &one, 8);
+    cond_value(&b, EQ, "f", &one, 8);
     CHECK_EQ_INT(deleted(&b, &c), 1);
 
     /* ALWAYS_TRUE keeps, ALWAYS_FALSE deletes, whatever the field holds. */
     tdb_buf_reset(&b);
-    put_value(&b, ALWAYS_TRUE, "a", NULL, 0);
+    cond_value(&b, ALWAYS_TRUE, "a", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     tdb_buf_reset(&b);
-    put_value(&b, ALWAYS_FALSE, "a", NULL, 0);
+    cond_value(&b, ALWAYS_FALSE, "a", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 1);
 
     /* A field the cell's fragment lacks: every test on it is false. */
     tdb_buf_reset(&b);
-    put_value(&b, NE, "evolved", &five, 4);
+    cond_value(&b, NE, "evolved", &five, 4);
     CHECK_EQ_INT(deleted(&b, &c), 1);
     /* An unknown field and a short value are errors. */
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "nosuch", &five, 4);
+    cond_value(&b, EQ, "nosuch", &five, 4);
     CHECK_EQ_INT(deleted(&b, &c), TDB_E_NOENT);
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "f", &five, 4);
+    cond_value(&b, EQ, "f", &five, 4);
     CHECK_EQ_INT(deleted(&b, &c), TDB_E_CORRUPT);
     tdb_buf_free(&b);
 }
@@ -241,31 +179,31 @@ static void test_null_tests(void)
     struct cell c = base_cell();
     /* A value-less EQ / NE on a nullable fixed field tests validity:
      * stored "a != null" keeps valid cells (user deleted a = null). */
-    put_value(&b, NE, "a", NULL, 0);
+    cond_value(&b, NE, "a", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.a_null = true;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "a", NULL, 0);
+    cond_value(&b, EQ, "a", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.a_null = false;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     /* Ordering against null is no test at all. */
     tdb_buf_reset(&b);
-    put_value(&b, LT, "a", NULL, 0);
+    cond_value(&b, LT, "a", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), TDB_E_CORRUPT);
 
     /* On a string a value-less node is the empty string (TileDB reads it
      * back as ""); a null string equals nothing and differs from nothing. */
     tdb_buf_reset(&b);
-    put_value(&b, NE, "s", NULL, 0);
+    cond_value(&b, NE, "s", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 0);       /* "bob" != "" */
     c.s = "";
     CHECK_EQ_INT(deleted(&b, &c), 1);
     c.s = NULL;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "s", NULL, 0);
+    cond_value(&b, EQ, "s", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 1);
     c.s = "";
     CHECK_EQ_INT(deleted(&b, &c), 0);
@@ -286,7 +224,7 @@ static void test_strings(void)
     for (uint8_t op = LT; op <= NE; op++) {
         for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
             tdb_buf_reset(&b);
-            put_value(&b, op, "s", "bob", 3);
+            cond_value(&b, op, "s", "bob", 3);
             c.s = vals[i].v;
             int k = vals[i].cmp;
             bool keep = op == LT ? k < 0 : op == LE ? k <= 0
@@ -295,27 +233,27 @@ static void test_strings(void)
             CHECK_EQ_INT(deleted(&b, &c), !keep);
             /* The same on a var-sized dimension. */
             tdb_buf_reset(&b);
-            put_value(&b, op, "name", "bob", 3);
+            cond_value(&b, op, "name", "bob", 3);
             c.name = vals[i].v;
             CHECK_EQ_INT(deleted(&b, &c), !keep);
         }
     }
     /* Fixed CHAR with one value compares a signed char: 0x80 < 'a'. */
     tdb_buf_reset(&b);
-    put_value(&b, GT, "c", "a", 1);
+    cond_value(&b, GT, "c", "a", 1);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.c = (char)0x80;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     /* Fixed CHAR x3 compares its first character only, as TileDB's
      * char comparison does: "abc" EQ "axx" holds, "abc" LT "abd" not. */
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "c3", "axx", 3);
+    cond_value(&b, EQ, "c3", "axx", 3);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     tdb_buf_reset(&b);
-    put_value(&b, LT, "c3", "abd", 3);
+    cond_value(&b, LT, "c3", "abd", 3);
     CHECK_EQ_INT(deleted(&b, &c), 1);
     tdb_buf_reset(&b);
-    put_value(&b, LT, "c3", "b", 1);
+    cond_value(&b, LT, "c3", "b", 1);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     tdb_buf_free(&b);
 }
@@ -325,7 +263,7 @@ static void test_sets(void)
     struct tdb_buf b = {0};
     struct cell c = base_cell();
     static const char *const names[] = {"ann", "bob", "", "carol"};
-    put_set(&b, IN, "s", names, 4, 0);
+    cond_set(&b, IN, "s", names, 4, 0);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.s = "bo";
     CHECK_EQ_INT(deleted(&b, &c), 1);
@@ -336,7 +274,7 @@ static void test_sets(void)
     c.s = NULL;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     tdb_buf_reset(&b);
-    put_set(&b, NOT_IN, "s", names, 4, 0);
+    cond_set(&b, NOT_IN, "s", names, 4, 0);
     CHECK_EQ_INT(deleted(&b, &c), 1);       /* null: in no set, nor out */
     c.s = "dave";
     CHECK_EQ_INT(deleted(&b, &c), 0);
@@ -346,7 +284,7 @@ static void test_sets(void)
     /* Numbers: members of the field's width; dimensions too. */
     int32_t ints[3] = {-3, 7, 1000};
     tdb_buf_reset(&b);
-    put_set(&b, IN, "a", ints, 3, 4);
+    cond_set(&b, IN, "a", ints, 3, 4);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.a = 8;
     CHECK_EQ_INT(deleted(&b, &c), 1);
@@ -354,11 +292,11 @@ static void test_sets(void)
     CHECK_EQ_INT(deleted(&b, &c), 1);
     c.a_null = false;
     tdb_buf_reset(&b);
-    put_set(&b, NOT_IN, "a", ints, 3, 4);
+    cond_set(&b, NOT_IN, "a", ints, 3, 4);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     int64_t xs[2] = {60, 61};
     tdb_buf_reset(&b);
-    put_set(&b, IN, "x", xs, 2, 8);
+    cond_set(&b, IN, "x", xs, 2, 8);
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.x = 62;
     CHECK_EQ_INT(deleted(&b, &c), 1);
@@ -372,9 +310,9 @@ static void put_a_lt0_and_x_ge50(struct tdb_buf *b)
 {
     int32_t zero = 0;
     int64_t fifty = 50;
-    put_expr(b, OR, 2);
-    put_value(b, GE, "a", &zero, 4);
-    put_value(b, LT, "x", &fifty, 8);
+    cond_expr(b, OR, 2);
+    cond_value(b, GE, "a", &zero, 4);
+    cond_value(b, LT, "x", &fifty, 8);
 }
 
 static void test_combinations(void)
@@ -406,13 +344,13 @@ static void test_combinations(void)
     double two = 2;
     static const char *const set[] = {"ann", "bob"};
     tdb_buf_reset(&b);
-    put_expr(&b, OR, 2);
-    put_expr(&b, AND, 3);
-    put_value(&b, GE, "a", &zero, 4);
-    put_set(&b, IN, "s", set, 2, 0);
-    put_value(&b, LT, "f", &two, 8);
-    put_expr(&b, NOT, 1);
-    put_value(&b, GE, "x", &ten, 8);
+    cond_expr(&b, OR, 2);
+    cond_expr(&b, AND, 3);
+    cond_value(&b, GE, "a", &zero, 4);
+    cond_set(&b, IN, "s", set, 2, 0);
+    cond_value(&b, LT, "f", &two, 8);
+    cond_expr(&b, NOT, 1);
+    cond_value(&b, GE, "x", &ten, 8);
     c = base_cell();                        /* a -3, x 60 */
     CHECK_EQ_INT(deleted(&b, &c), 1);
     c.x = 9;                                /* NOT (x >= 10) */
@@ -428,24 +366,24 @@ static void test_combinations(void)
 
     /* NOT of a null test, NOT of NOT. */
     tdb_buf_reset(&b);
-    put_expr(&b, NOT, 1);
-    put_value(&b, EQ, "a", NULL, 0);        /* keep NOT (a = null) */
+    cond_expr(&b, NOT, 1);
+    cond_value(&b, EQ, "a", NULL, 0);        /* keep NOT (a = null) */
     c = base_cell();
     CHECK_EQ_INT(deleted(&b, &c), 0);
     c.a_null = true;
     CHECK_EQ_INT(deleted(&b, &c), 1);
     tdb_buf_reset(&b);
-    put_expr(&b, NOT, 1);
-    put_expr(&b, NOT, 1);
-    put_value(&b, EQ, "a", NULL, 0);
+    cond_expr(&b, NOT, 1);
+    cond_expr(&b, NOT, 1);
+    cond_value(&b, EQ, "a", NULL, 0);
     CHECK_EQ_INT(deleted(&b, &c), 0);
 
     /* AND and OR with many children; the field list names each once. */
     tdb_buf_reset(&b);
-    put_expr(&b, AND, 4);
+    cond_expr(&b, AND, 4);
     int64_t zero64 = 0;
     for (int i = 0; i < 4; i++)
-        put_value(&b, NE, i % 2 ? "a" : "x",
+        cond_value(&b, NE, i % 2 ? "a" : "x",
                   i % 2 ? (const void *)&zero : &zero64, i % 2 ? 4 : 8);
     c = base_cell();
     CHECK_EQ_INT(deleted(&b, &c), 0);
@@ -490,13 +428,13 @@ static void test_truncated(void)
     struct tdb_buf b = {0};
     static const char *const set[] = {"a", "bc"};
     int32_t k = 1;
-    put_expr(&b, OR, 3);
-    put_value(&b, LT, "a", &k, 4);
-    put_set(&b, NOT_IN, "s", set, 2, 0);
-    put_expr(&b, AND, 2);
-    put_value(&b, NE, "a", NULL, 0);
-    put_expr(&b, NOT, 1);
-    put_value(&b, GE, "f", "12345678", 8);
+    cond_expr(&b, OR, 3);
+    cond_value(&b, LT, "a", &k, 4);
+    cond_set(&b, NOT_IN, "s", set, 2, 0);
+    cond_expr(&b, AND, 2);
+    cond_value(&b, NE, "a", NULL, 0);
+    cond_expr(&b, NOT, 1);
+    cond_value(&b, GE, "f", "12345678", 8);
     CHECK_EQ_INT(parse(b.data, b.len), 0);
     /* Cut at every length: corrupt, never a partial tree. */
     for (size_t len = 0; len < b.len; len++) {
@@ -528,41 +466,41 @@ static void test_malformed(void)
     tdb_buf_put_u8(&b, 2);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
-    put_value(&b, 8, "a", &k, 4);
+    cond_value(&b, 8, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
-    put_value(&b, 252, "a", &k, 4);
+    cond_value(&b, 252, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
-    put_expr(&b, 3, 2);
-    put_value(&b, EQ, "a", &k, 4);
-    put_value(&b, EQ, "a", &k, 4);
+    cond_expr(&b, 3, 2);
+    cond_value(&b, EQ, "a", &k, 4);
+    cond_value(&b, EQ, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     /* AND / OR need two children or more, NOT exactly one. */
     tdb_buf_reset(&b);
-    put_expr(&b, AND, 1);
-    put_value(&b, EQ, "a", &k, 4);
+    cond_expr(&b, AND, 1);
+    cond_value(&b, EQ, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
-    put_expr(&b, OR, 0);
+    cond_expr(&b, OR, 0);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
-    put_expr(&b, NOT, 2);
-    put_value(&b, EQ, "a", &k, 4);
-    put_value(&b, EQ, "a", &k, 4);
+    cond_expr(&b, NOT, 2);
+    cond_value(&b, EQ, "a", &k, 4);
+    cond_value(&b, EQ, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
-    put_expr(&b, NOT, 0);
+    cond_expr(&b, NOT, 0);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     /* A child count far beyond the bytes left. */
     tdb_buf_reset(&b);
-    put_expr(&b, AND, UINT64_MAX);
-    put_value(&b, EQ, "a", &k, 4);
-    put_value(&b, EQ, "a", &k, 4);
+    cond_expr(&b, AND, UINT64_MAX);
+    cond_value(&b, EQ, "a", &k, 4);
+    cond_value(&b, EQ, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     /* Field names: empty, with a NUL. */
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "", &k, 4);
+    cond_value(&b, EQ, "", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_reset(&b);
     tdb_buf_put_u8(&b, 1);
@@ -574,7 +512,7 @@ static void test_malformed(void)
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     /* A value length beyond the bytes left. */
     tdb_buf_reset(&b);
-    put_value(&b, EQ, "a", &k, 4);
+    cond_value(&b, EQ, "a", &k, 4);
     b.data[10] = 0xff;                      /* top byte of the length */
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     /* Sets: offsets not a multiple of 8, decreasing, past the values,
@@ -602,8 +540,8 @@ static void test_malformed(void)
     /* Nesting is bounded, not recursed without limit. */
     tdb_buf_reset(&b);
     for (int i = 0; i < 100000; i++)
-        put_expr(&b, NOT, 1);
-    put_value(&b, EQ, "a", &k, 4);
+        cond_expr(&b, NOT, 1);
+    cond_value(&b, EQ, "a", &k, 4);
     CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
     tdb_buf_free(&b);
 }
@@ -671,31 +609,23 @@ static void test_delete_through_tree(void)
     tdb_io_free(&stg);
 
     /* The delete commit at 3: "a < 0 AND x >= 50", stored negated. */
-    struct tdb_buf cond = {0}, tile = {0};
+    struct tdb_buf cond = {0};
     put_a_lt0_and_x_ge50(&cond);
-    CHECK_EQ_INT(tdb_generic_tile_encode(cond.data, cond.len, NULL, TDB_CHAR,
-                                         1, NULL, &tile, &err), 0);
-    put_file(&arr, "__commits/__3_3_0123456789abcdef0123456789abcdef_22.del",
-             tile.data, tile.len);
+    cond_commit(&arr, 3, 1, &cond);
     /* A second one at 4 that deletes nothing but reads a (nullable:
      * values and validity) in twelve tests of each cell:
      * "x = 1000 OR a = 1000 OR a = 1001 ..." stored as
      * "x != 1000 AND a != 1000 AND a != 1001 ...". */
     tdb_buf_reset(&cond);
-    tdb_buf_reset(&tile);
-    put_expr(&cond, OR, 2);
-    put_value(&cond, EQ, "a", NULL, 0);     /* null cells are no a != v */
-    put_expr(&cond, AND, 13);
+    cond_expr(&cond, OR, 2);
+    cond_value(&cond, EQ, "a", NULL, 0);     /* null cells are no a != v */
+    cond_expr(&cond, AND, 13);
     int64_t big = 1000;
-    put_value(&cond, NE, "x", &big, 8);
+    cond_value(&cond, NE, "x", &big, 8);
     for (int32_t v = 1000; v < 1012; v++)
-        put_value(&cond, NE, "a", &v, 4);
-    CHECK_EQ_INT(tdb_generic_tile_encode(cond.data, cond.len, NULL, TDB_CHAR,
-                                         1, NULL, &tile, &err), 0);
-    put_file(&arr, "__commits/__4_4_00112233445566778899aabbccddeeff_22.del",
-             tile.data, tile.len);
+        cond_value(&cond, NE, "a", &v, 4);
+    cond_commit(&arr, 4, 2, &cond);
     tdb_buf_free(&cond);
-    tdb_buf_free(&tile);
 
     /* Expected: x ascending, without x >= 50 where a < 0 or a is null. */
     int64_t wx[NCELLS];

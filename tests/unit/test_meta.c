@@ -2,6 +2,8 @@
  * (format/read/meta.c, format/read/group.c, format/read/delcond.c) against the corpus and
  * hand-built inputs. */
 #include "support.h"
+#include "condtree.h"
+#include "groupfile.h"
 
 #include "read/arraydir.h"
 #include "read/delcond.h"
@@ -770,24 +772,6 @@ static void test_meta_truncated(void)
 
 /* ---------------------------------------------------- hand-built groups */
 
-static void put_member(struct tdb_buf *b, uint32_t version, uint8_t type,
-                       bool relative, const char *uri, const char *name,
-                       bool deleted)
-{
-    tdb_buf_put_u32(b, version);
-    tdb_buf_put_u8(b, type);
-    tdb_buf_put_u8(b, relative);
-    tdb_buf_put_u64(b, strlen(uri));
-    tdb_buf_append(b, uri, strlen(uri));
-    tdb_buf_put_u8(b, name != NULL);
-    if (name) {
-        tdb_buf_put_u64(b, strlen(name));
-        tdb_buf_append(b, name, strlen(name));
-    }
-    if (version >= 2)
-        tdb_buf_put_u8(b, deleted);
-}
-
 static void test_group_files(void)
 {
     struct tdb_io io;
@@ -797,15 +781,15 @@ static void test_group_files(void)
 
     tdb_buf_put_u32(&b, 2);
     tdb_buf_put_u64(&b, 3);
-    put_member(&b, 2, 2, true, "arrays/zeta", "alpha", false);
-    put_member(&b, 2, 1, true, "sub/g", NULL, false);
-    put_member(&b, 2, 2, false, "file:///data/x/", NULL, false);
+    group_member(&b, 2, 2, true, "arrays/zeta", "alpha", false);
+    group_member(&b, 2, 1, true, "sub/g", NULL, false);
+    group_member(&b, 2, 2, false, "file:///data/x/", NULL, false);
     put_tile(&io, "grp/__group/__10_10_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa_2", b.data, b.len);
     tdb_buf_reset(&b);
     tdb_buf_put_u32(&b, 2);
     tdb_buf_put_u64(&b, 2);
-    put_member(&b, 2, 2, true, "arrays/zeta", "alpha", true);
-    put_member(&b, 2, 2, true, "b", "beta", false);
+    group_member(&b, 2, 2, true, "arrays/zeta", "alpha", true);
+    group_member(&b, 2, 2, true, "b", "beta", false);
     put_tile(&io, "grp/__group/__20_20_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb_2", b.data, b.len);
 
     struct tdb_group *g = NULL;
@@ -835,12 +819,12 @@ static void test_group_files(void)
     tdb_buf_reset(&b);
     tdb_buf_put_u32(&b, 1);
     tdb_buf_put_u64(&b, 1);
-    put_member(&b, 1, 2, true, "old", NULL, false);
+    group_member(&b, 1, 2, true, "old", NULL, false);
     put_tile(&io, "g1/__group/__1_1_cccccccccccccccccccccccccccccccc", b.data, b.len);
     tdb_buf_reset(&b);
     tdb_buf_put_u32(&b, 1);
     tdb_buf_put_u64(&b, 1);
-    put_member(&b, 1, 2, true, "new", "n", false);
+    group_member(&b, 1, 2, true, "new", "n", false);
     put_tile(&io, "g1/__group/__2_2_dddddddddddddddddddddddddddddddd_1", b.data, b.len);
     CHECK_EQ_INT(tdb_group_load(&io, "g1", 0, UINT64_MAX, &g, &err), 0);
     CHECK(g && g->version == 1 && g->n == 1 &&
@@ -862,8 +846,8 @@ static void test_group_truncated(void)
     struct tdb_error err = {0};
     tdb_buf_put_u32(&b, 2);
     tdb_buf_put_u64(&b, 2);
-    put_member(&b, 2, 2, true, "arr", "name", false);
-    put_member(&b, 2, 1, true, "grp", NULL, false);
+    group_member(&b, 2, 2, true, "arr", "name", false);
+    group_member(&b, 2, 1, true, "grp", NULL, false);
     for (size_t len = 0; len <= b.len; len++) {
         uint8_t *copy = malloc(len ? len : 1);
         memcpy(copy, b.data, len);
@@ -887,45 +871,6 @@ static void test_group_truncated(void)
 }
 
 /* ------------------------------------------------- delete conditions */
-
-static void cond_value(struct tdb_buf *b, uint8_t op, const char *field,
-                       const void *val, uint64_t size)
-{
-    tdb_buf_put_u8(b, 1);
-    tdb_buf_put_u8(b, op);
-    tdb_buf_put_u32(b, (uint32_t)strlen(field));
-    tdb_buf_append(b, field, strlen(field));
-    tdb_buf_put_u64(b, size);
-    tdb_buf_append(b, val, (size_t)size);
-}
-
-static void cond_set(struct tdb_buf *b, uint8_t op, const char *field,
-                     const char *const *members, size_t n)
-{
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += strlen(members[i]);
-    tdb_buf_put_u8(b, 1);
-    tdb_buf_put_u8(b, op);
-    tdb_buf_put_u32(b, (uint32_t)strlen(field));
-    tdb_buf_append(b, field, strlen(field));
-    tdb_buf_put_u64(b, total);
-    for (size_t i = 0; i < n; i++)
-        tdb_buf_append(b, members[i], strlen(members[i]));
-    tdb_buf_put_u64(b, 8 * n);
-    uint64_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        tdb_buf_put_u64(b, off);
-        off += strlen(members[i]);
-    }
-}
-
-static void cond_expr(struct tdb_buf *b, uint8_t op, uint64_t n)
-{
-    tdb_buf_put_u8(b, 0);
-    tdb_buf_put_u8(b, op);
-    tdb_buf_put_u64(b, n);
-}
 
 /* One test cell: an int32 "i", a float64 "f", a string "s" (NULL: null),
  * a fixed CHAR "c". */
@@ -1063,13 +1008,13 @@ static void test_cond_eval(void)
     /* Sets. */
     static const char *const set[] = {"ann", "bob", "carol"};
     tdb_buf_reset(&b);
-    cond_set(&b, 6, "s", set, 3);
+    cond_set(&b, 6, "s", set, 3, 0);
     c.s = "bob";
     CHECK_EQ_INT(eval_on(&b, &c), 0);
     c.s = "bo";
     CHECK_EQ_INT(eval_on(&b, &c), 1);
     tdb_buf_reset(&b);
-    cond_set(&b, 7, "s", set, 3);
+    cond_set(&b, 7, "s", set, 3, 0);
     CHECK_EQ_INT(eval_on(&b, &c), 0);
     c.s = "carol";
     CHECK_EQ_INT(eval_on(&b, &c), 1);
@@ -1145,7 +1090,7 @@ static void test_cond_truncated(void)
     int32_t k = 1;
     cond_expr(&b, 1, 3);
     cond_value(&b, 0, "i", &k, 4);
-    cond_set(&b, 6, "s", set, 2);
+    cond_set(&b, 6, "s", set, 2, 0);
     cond_expr(&b, 0, 2);
     cond_value(&b, 5, "s", "", 0);
     cond_value(&b, 3, "f", "12345678", 8);

@@ -6,7 +6,7 @@
  * ThreadSanitizer (./configure --enable-tsan, scripts/sanitize thread) to
  * check the synchronisation itself. */
 #include "tiledb_format.h"
-#include "unit.h"
+#include "support.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -180,20 +180,9 @@ static void test_dense(void)
 
 int main(void)
 {
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    FILE *f = fopen(probe, "r");
-    if (!f) {
-        printf("SKIP: corpus not found at %s (set TILEDBFS_CORPUS): the "
-               "parallel reader tests need it\n", corpus);
-        return 77;
-    }
-    fclose(f);
-    RUN(test_var_sized);
-    RUN(test_sparse_merge);
-    RUN(test_dense);
+    corpus = unit_corpus();
+    RUN_CORPUS(test_var_sized);
+    RUN_CORPUS(test_sparse_merge);
+    RUN_CORPUS(test_dense);
     return unit_done();
 }

@@ -9,7 +9,7 @@
 #include "tiledb_format.h"
 #include "read/schema.h"
 #include "write/writer.h"
-#include "unit.h"
+#include "support.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -604,15 +604,7 @@ int main(void)
     RUN(test_written_sparse_dups);
     RUN(test_written_dense);
     RUN(test_failed_merge_retried);
-    corpus = getenv("TILEDBFS_CORPUS");
-    if (!corpus)
-        corpus = "../shared/corpus";
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/dense_1d_basic/case.json", corpus);
-    if (access(probe, R_OK))
-        printf("SKIP corpus part: no corpus at %s (set TILEDBFS_CORPUS); "
-               "only the arrays written here were read in parallel\n", corpus);
-    else
-        RUN(test_corpus);
+    corpus = unit_corpus();
+    RUN_CORPUS(test_corpus);
     return unit_done();
 }

@@ -1,7 +1,14 @@
 /* test_tree.c: the file tree over corpus arrays without a mount: stat of
  * fixed-size files decodes no tile, any byte range reads the same bytes as
- * a whole read, and a tiny cache budget changes nothing but the hit rate. */
+ * a whole read, and a tiny cache budget changes nothing but the hit rate.
+ * Groups made here (docs/LAYOUT.md "A group"): members left out with the
+ * reason, names a group folder cannot hold as they are, places resolved by
+ * name and kept inside the source. */
 #include "tiledb_format.h"
+#include "tiledb_format_write.h"
+#include "core/generic_tile.h"
+#include "read/meta.h"
+#include "groupfile.h"
 #include "support.h"
 
 #include <stdlib.h>
@@ -192,9 +199,232 @@ out:
     tdb_io_free(&io);
 }
 
+/* ------------------------------------------------------------ groups */
+
+static void test_path_normal(void)
+{
+    static const struct {
+        const char *base, *rel, *want;
+        bool above;
+    } cases[] = {
+        {"", "a/b", "a/b", false},         {"g", "./x//y/", "g/x/y", false},
+        {"g", "../x", "x", false},         {"g", "../../x", "../x", true},
+        {"", "..", "..", true},            {"g", "a/../..", "", false},
+        {"g", "../../a/../../b", "../../b", true},
+        {"/", "/a/../../etc", "/etc", false}, {"/d/g", "x/..", "/d/g", false},
+        {"", "/abs", "abs", false},        {"", "", "", false},
+        {"", ".", "", false}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        bool above = !cases[i].above;
+        char *p = tdb_path_normal(cases[i].base, cases[i].rel, &above);
+        CHECK(p && !strcmp(p, cases[i].want));
+        CHECK_EQ_INT(above, cases[i].above);
+        if (p && strcmp(p, cases[i].want))
+            fprintf(stderr, "  %s + %s: %s\n", cases[i].base, cases[i].rel, p);
+        free(p);
+    }
+    static const char *const names[][2] = {
+        {".", "%2E"}, {"..", "%2E."}, {"__group.json", "%5F_group.json"},
+        {"__meta", "%5F_meta"}, {"a/b%", "a%2Fb%25"}, {"...", "..."},
+        {"__meta2", "__meta2"}, {"", ""}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char *n = tdb_group_shown_name(names[i][0]);
+        CHECK(n && !strcmp(n, names[i][1]));
+        free(n);
+    }
+}
+
+/* A group at `dir` of io with members {uri, name, relative}. */
+static void put_group(struct tdb_io *io, const char *dir,
+                      const char *const (*m)[3], size_t n)
+{
+    struct tdb_buf b = {0}, tile = {0};
+    struct tdb_error err = {0};
+    char path[256];
+    tdb_buf_put_u32(&b, 2);
+    tdb_buf_put_u64(&b, n);
+    for (size_t i = 0; i < n; i++)
+        group_member(&b, 2, 2, m[i][2] != NULL, m[i][0], m[i][1], false);
+    CHECK_EQ_INT(tdb_generic_tile_encode(b.data, b.len, NULL, TDB_CHAR, 1,
+                                         NULL, &tile, &err), 0);
+    snprintf(path, sizeof path, "%s/__group/__1_1_%032d_2", dir, 0);
+    unit_put(io, path, tile.data, tile.len);
+    snprintf(path, sizeof path, "%s/__tiledb_group.tdb", dir);
+    unit_put(io, path, "", 0);
+    tdb_buf_free(&b);
+    tdb_buf_free(&tile);
+}
+
+/* An empty sparse array at `dir` of io. */
+static void put_array(struct tdb_io *io, const char *dir)
+{
+    static const char *const json =
+        "{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+        "\"datatype\": \"INT64\", \"domain\": [0, 9], \"tile_extent\": 10}],"
+        " \"attrs\": [{\"name\": \"a\", \"datatype\": \"INT32\"}]}";
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    struct tdb_io sub;
+    CHECK_EQ_INT(tdb_schema_from_json(json, strlen(json), &s, &err), 0);
+    CHECK_EQ_INT(tdb_io_sub(&sub, io, dir), 0);
+    CHECK_EQ_INT(tdb_array_create(&sub, s, NULL, 1, &err), 0);
+    tdb_io_free(&sub);
+    tdb_schema_free(s);
+}
+
+/* Entry names of folder `path` of fs, sorted, '|'-separated. */
+static void listing(struct tdb_fs *fs, const char *path, char *out, size_t cap)
+{
+    uint64_t dir, child;
+    struct tdb_error err = {0};
+    const char *name;
+    out[0] = 0;
+    if (tdb_fs_resolve(fs, path, &dir, &err))
+        return;
+    char *v[64];
+    size_t k = 0;
+    for (uint64_t i = 0; k < 64 && !tdb_fs_readdir(fs, dir, i, &name, &child,
+                                                   &err); i++)
+        v[k++] = (char *)name;
+    for (size_t i = 0; i < k; i++)      /* sort */
+        for (size_t j = i + 1; j < k; j++)
+            if (strcmp(v[j], v[i]) < 0) {
+                char *t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+            }
+    for (size_t i = 0, o = 0; i < k && o < cap; i++)
+        o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "|" : "", v[i]);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t c = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        c++;
+    return c;
+}
+
+/* A group with good, odd-named, missing, outside and cyclic members. */
+static void test_group_members(void)
+{
+    struct tdb_io mem, g;
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    put_array(&mem, "g/arr");
+    put_array(&mem, "out");
+    put_array(&mem, "g/sub/deep");
+    static const char *const sub[][3] = {{"deep", "deep", "r"},
+                                         {"..", "parent", "r"},
+                                         {"../sub", "self", "r"}};
+    put_group(&mem, "g/sub", sub, 3);
+    static const char *const members[][3] = {
+        {"arr", "arr", "r"},          {"arr", ".", "r"},
+        {"arr", "..", "r"},           {"arr", "__group.json", "r"},
+        {"arr", "__meta", "r"},       {"x/../arr", "dotted", "r"},
+        {"missing", "missing", "r"},  {"../out", "climb", "r"},
+        {"file:///out", "abs", NULL}, {"s3://b/out", "s3", NULL},
+        {"sub", "sub", "r"},          {"other/arr", NULL, "r"}};
+    put_group(&mem, "g", members, sizeof members / sizeof *members);
+    CHECK_EQ_INT(tdb_io_sub(&g, &mem, "g"), 0);
+
+    for (int any = 0; any < 2; any++) {
+        struct tdb_open_options o;
+        tdb_open_options_init(&o);
+        o.members = any ? TDB_MEMBERS_ANY : TDB_MEMBERS_INSIDE;
+        struct tdb_fs *fs = NULL;
+        struct tdb_error err = {0};
+        int r = tdb_fs_open(&fs, &g, &o, &err);
+        if (r)
+            fprintf(stderr, "  open: %s\n", err.msg);
+        CHECK_EQ_INT(r, 0);
+        if (!fs)
+            continue;
+        char got[1024];
+        listing(fs, "", got, sizeof got);
+        /* any: the absolute "/out" is followed (the in-memory backend
+         * reads it as "out"; it resolves no "..", so climb is missing) */
+        CHECK(!strcmp(got, any ? "%2E|%2E.|%5F_group.json|%5F_meta|__group.json|"
+                                 "__meta|abs|arr|dotted|sub"
+                               : "%2E|%2E.|%5F_group.json|%5F_meta|"
+                                 "__group.json|__meta|arr|dotted|sub"));
+        listing(fs, "%2E", got, sizeof got);
+        CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|x"));
+        listing(fs, "sub", got, sizeof got);
+        CHECK(!strcmp(got, "__group.json|__meta|deep"));
+        const char *const *w;
+        size_t nw = tdb_fs_warnings(fs, &w);
+        /* missing, "other/arr" (named "arr" too), s3 (another storage),
+         * climb (outside, or missing), sub's parent and self; inside: abs */
+        CHECK_EQ_INT(nw, any ? 6 : 7);
+        for (size_t i = 0; i < nw; i++)
+            CHECK(strstr(w[i], "group ") == w[i] && strstr(w[i], " left out: "));
+        uint64_t n = 0;
+        uint8_t *json = unit_fs_file(fs, "__group.json", &n);
+        CHECK(json != NULL);
+        if (json) {
+            CHECK_EQ_INT(count((char *)json, "\"error\""), any ? 4 : 5);
+            CHECK(strstr((char *)json, "missing: no such file or folder"));
+            CHECK(strstr((char *)json, "name of another member"));
+            CHECK_EQ_INT(count((char *)json, "outside the source"), any ? 0 : 3);
+        }
+        free(json);
+        json = unit_fs_file(fs, "sub/__group.json", &n);
+        CHECK(json && count((char *)json, "itself") == 2);
+        free(json);
+        tdb_fs_close(fs);
+    }
+    tdb_io_free(&g);
+    tdb_io_free(&mem);
+}
+
+/* opts.locate decides for places the engine cannot judge by name: an
+ * absolute uri inside the source becomes a path there, and one it says is
+ * outside is left out. */
+static int locate_test(void *arg, const char *place, char **path)
+{
+    (void)arg;
+    if (!strcmp(place, "/data/g/arr"))
+        return (*path = strdup("arr")) ? 0 : TDB_E_NOMEM;
+    if (!strcmp(place, "link"))
+        return 1;               /* say: a symbolic link out */
+    if (place[0] == '/' || strstr(place, "://"))
+        return 1;
+    return (*path = strdup(place)) ? 0 : TDB_E_NOMEM;
+}
+
+static void test_group_locate(void)
+{
+    struct tdb_io mem;
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    put_array(&mem, "arr");
+    put_array(&mem, "link");
+    static const char *const members[][3] = {
+        {"file:///data/g/arr", "abs", NULL}, {"/data/g/x/../arr", "abs2", NULL},
+        {"link", "link", "r"},               {"file:///data/other", "o", NULL}};
+    put_group(&mem, "", members, 4);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    o.locate = locate_test;
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_fs_open(&fs, &mem, &o, &err), 0);
+    if (fs) {
+        char got[512];
+        listing(fs, "", got, sizeof got);
+        CHECK(!strcmp(got, "__group.json|__meta|abs|abs2"));
+        const char *const *w;
+        CHECK_EQ_INT(tdb_fs_warnings(fs, &w), 2);
+    }
+    tdb_fs_close(fs);
+    tdb_io_free(&mem);
+}
+
 int main(void)
 {
     corpus = unit_corpus();
+    RUN(test_path_normal);
+    RUN(test_group_members);
+    RUN(test_group_locate);
     RUN_CORPUS(test_stat_without_decoding);
     RUN_CORPUS(test_random_ranges);
     RUN_CORPUS(test_tiny_cache);

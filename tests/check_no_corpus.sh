@@ -1,0 +1,63 @@
+#!/bin/sh
+# check_no_corpus.sh: a missing reference corpus is a loud SKIP, never a
+# crash.  Runs every C unit test (tests/unit/test_*.c) with TILEDBFS_CORPUS
+# naming a folder that does not exist: each must exit 0 (it needs no
+# corpus) or 77 (automake's SKIP) with its "SKIP corpus:" line, never fail
+# or die of a signal; test_mount, whose fixtures are corpus arrays, must
+# skip.  The tests' own lines are shown indented, so that their "SKIP
+# corpus:" lines do not look like this check's.  Exit 1 on any breach.
+set -u
+srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+builddir=${top_builddir:-$srcdir}
+out=$(mktemp "${TMPDIR:-/tmp}/tiledbfs-nocorpus.XXXXXX") || exit 1
+trap 'rm -f "$out"' EXIT
+# where no corpus is: a name under a file, which cannot be a folder
+nowhere=$out/no-corpus-here
+
+bad=0
+n=0
+for src in "$srcdir"/tests/unit/test_*.c; do
+    t=$(basename "$src" .c)
+    prog=$builddir/tests/unit/$t
+    n=$((n + 1))
+    if [ ! -x "$prog" ]; then
+        echo "FAIL: $t: $prog is not built"
+        bad=1
+        continue
+    fi
+    # (the console descriptor of make check is not passed on)
+    st=0
+    env -u TILEDBFS_TEST_CONSOLE TILEDBFS_CORPUS="$nowhere" \
+        timeout -k 10 300 "$prog" >"$out" 2>&1 || st=$?
+    said=no
+    grep -q "^SKIP corpus: $t: no reference corpus at $nowhere " "$out" && said=yes
+    why=""
+    case $st in
+    0) [ "$said" = no ] || why="said SKIP corpus but exited 0, not 77" ;;
+    77) [ "$said" = yes ] || why="exited 77 without its SKIP corpus line" ;;
+    124 | 137) why="did not finish within 300 s" ;;
+    *) if [ "$st" -gt 128 ]; then
+           why="killed by signal $((st - 128))"
+       else
+           why="exited $st"
+       fi ;;
+    esac
+    if [ -z "$why" ] && [ "$t" = test_mount ] && [ "$st" -ne 77 ]; then
+        why="exited $st: its corpus fixtures must make it skip"
+    fi
+    if [ -n "$why" ]; then
+        echo "FAIL: $t without a corpus: $why; its output:"
+        sed 's/^/    | /' "$out"
+        bad=1
+    elif [ "$st" -eq 77 ]; then
+        echo "ok $t: skips its corpus tests, loudly (exit 77)"
+    else
+        echo "ok $t: needs no corpus (exit 0)"
+    fi
+done
+if [ "$n" -eq 0 ]; then
+    echo "FAIL: no tests/unit/test_*.c under $srcdir"
+    exit 1
+fi
+echo "$n unit test programs run with TILEDBFS_CORPUS=$nowhere"
+exit $bad
