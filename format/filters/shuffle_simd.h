@@ -24,8 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 1 where the x86 paths are built (GCC or clang on x86). */
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+/* 1 where the x86 paths are built (GCC or clang on x86, unless built with
+ * -DTDB_NO_SIMD: the scalar path alone, as on other machines). */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && \
+    !defined(TDB_NO_SIMD)
 #define TDB_SHUFFLE_X86 1
 #else
 #define TDB_SHUFFLE_X86 0
