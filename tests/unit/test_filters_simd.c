@@ -96,6 +96,20 @@ static int same(const uint8_t *out, const uint8_t *want, size_t len)
     return len == 0 || memcmp(out, want, len) == 0;
 }
 
+/* Runs one kernel of p (bit or byte rows, inverse or forward) on n values
+ * of w bytes from src into out, whose n * w bytes and CANARY more are set
+ * to 0xA5 first. */
+static void run_kernel(const struct tdb_shuffle_path *p, int bit, int inv,
+                       const uint8_t *src, size_t n, unsigned w,
+                       uint8_t *out, uint8_t *tmp)
+{
+    memset(out, 0xA5, n * w + CANARY);
+    if (bit)
+        (inv ? p->bit_inv : p->bit_fwd)(src, n, w, out, tmp);
+    else
+        (inv ? p->byte_inv : p->byte_fwd)(src, n, w, out);
+}
+
 /* One path's four kernels on n values of w bytes of one pattern against
  * the reference; the bit kernels when n is a multiple of 8.  Input and
  * scratch are allocated to their exact size (AddressSanitizer sees any
@@ -108,30 +122,16 @@ static int check_kernels(const struct tdb_shuffle_path *p, size_t n,
     uint8_t *out = malloc(len + CANARY), *tmp = malloc(len + 1);
     int bad = 0;
     fill(in, len, pattern);
-    for (int bit = 0; bit < 2 && !bad; bit++) {
-        if (bit && n % 8)
-            break;
+    for (int bit = 0; bit < 2 && !(bit && n % 8); bit++) {
         (bit ? ref_bit_fwd : ref_byte_fwd)(in, n, w, want);
-        memset(out, 0xA5, len + CANARY);
-        if (bit)
-            p->bit_fwd(in, n, w, out, tmp);
-        else
-            p->byte_fwd(in, n, w, out);
-        if (!same(out, want, len)) {
-            fprintf(stderr, "  %s %s_fwd n=%zu w=%u pattern %d differs\n",
-                    p->name, bit ? "bit" : "byte", n, w, pattern);
-            bad = 1;
-            break;
-        }
-        memset(out, 0xA5, len + CANARY);
-        if (bit)
-            p->bit_inv(want, n, w, out, tmp);
-        else
-            p->byte_inv(want, n, w, out);
-        if (!same(out, in, len)) {
-            fprintf(stderr, "  %s %s_inv n=%zu w=%u pattern %d differs\n",
-                    p->name, bit ? "bit" : "byte", n, w, pattern);
-            bad = 1;
+        for (int inv = 0; inv < 2 && !bad; inv++) {
+            run_kernel(p, bit, inv, inv ? want : in, n, w, out, tmp);
+            if (!same(out, inv ? in : want, len)) {
+                fprintf(stderr, "  %s %s_%s n=%zu w=%u pattern %d differs\n",
+                        p->name, bit ? "bit" : "byte", inv ? "inv" : "fwd",
+                        n, w, pattern);
+                bad = 1;
+            }
         }
     }
     free(in);
@@ -196,9 +196,10 @@ static void check_path(unsigned which)
     CHECK(!bad);
 }
 
-/* A walking bit: each bit of 136 values of w = 1, 2, 4, 8 set alone must
- * land where the reference puts it (136 = 128 + 8: one vector step of the
- * widest path for w = 1 and a scalar rest). */
+/* A walking bit: each bit of 520 values of w = 1, 2, 4, 8 bytes set alone
+ * must land where the layout puts it, alone (520 = 8 * 64 + 8: a row of
+ * bit rows is one AVX-512 step, two AVX2 and four SSE2 steps, and one
+ * group for the scalar rest). */
 static void check_walking_bit(unsigned which)
 {
     const struct tdb_shuffle_path *p = tdb_shuffle_path(which);
@@ -206,27 +207,25 @@ static void check_walking_bit(unsigned which)
     int bad = 0;
     for (size_t i = 0; i < 4 && !bad; i++) {
         unsigned w = ws[i];
-        size_t n = 136, len = n * w;
-        uint8_t *in = calloc(len, 1), *want = malloc(len);
+        size_t n = 520, row = n / 8, len = n * w;
+        uint8_t *in = calloc(len, 1), *want = calloc(len, 1);
         uint8_t *out = malloc(len + CANARY), *tmp = malloc(len);
         for (size_t bit = 0; bit < len * 8 && !bad; bit++) {
-            in[bit / 8] = (uint8_t)(1u << (bit % 8));
-            ref_bit_fwd(in, n, w, want);
-            memset(out, 0xA5, len + CANARY);
-            p->bit_fwd(in, n, w, out, tmp);
-            if (!same(out, want, len)) {
-                fprintf(stderr, "  %s bit_fwd w=%u: bit %zu misplaced\n",
-                        p->name, w, bit);
-                bad = 1;
-            }
-            memset(out, 0xA5, len + CANARY);
-            p->bit_inv(want, n, w, out, tmp);
-            if (!bad && !same(out, in, len)) {
-                fprintf(stderr, "  %s bit_inv w=%u: bit %zu misplaced\n",
-                        p->name, w, bit);
-                bad = 1;
+            /* bit k of byte b of value e: row (b, k), byte e / 8, bit e % 8 */
+            size_t e = bit / 8 / w, b = bit / 8 % w, k = bit % 8;
+            size_t at = (b * 8 + k) * row + e / 8;
+            in[bit / 8] = (uint8_t)(1u << k);
+            want[at] = (uint8_t)(1u << (e % 8));
+            for (int inv = 0; inv < 2 && !bad; inv++) {
+                run_kernel(p, 1, inv, inv ? want : in, n, w, out, tmp);
+                if (!same(out, inv ? in : want, len)) {
+                    fprintf(stderr, "  %s bit_%s w=%u: bit %zu misplaced\n",
+                            p->name, inv ? "inv" : "fwd", w, bit);
+                    bad = 1;
+                }
             }
             in[bit / 8] = 0;
+            want[at] = 0;
         }
         free(in);
         free(want);
