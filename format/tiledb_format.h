@@ -163,6 +163,28 @@ struct tdb_s3_config {
 int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err);
 void tdb_s3_config_free(struct tdb_s3_config *cfg);
 
+/* What a front end's options say of the connection (-o endpoint=,
+ * region=, profile=, credentials_file=, config_file=): each given field
+ * comes before the environment and the files; NULL fields are found as
+ * tdb_s3_config_load finds them.  Strings stay the caller's. */
+struct tdb_s3_options {
+    const char *endpoint;         /* before AWS_ENDPOINT_URL_S3, ... */
+    const char *region;           /* before AWS_REGION, ... */
+    const char *profile;          /* before AWS_PROFILE */
+    const char *credentials_file; /* before AWS_SHARED_CREDENTIALS_FILE and
+                                   * ~/.aws/credentials */
+    const char *config_file;      /* before AWS_CONFIG_FILE, ~/.aws/config */
+};
+
+/* tdb_s3_config_load under options `o` (NULL: none).  A credentials_file
+ * or config_file given must be readable; given a profile or a credentials
+ * file, the keys come from the files (never AWS_ACCESS_KEY_ID), and the
+ * profile must be in one of them.  @return 0, TDB_E_INVAL (with a message
+ * naming the option) or TDB_E_NOMEM. */
+int tdb_s3_config_load_with(struct tdb_s3_config *cfg,
+                            const struct tdb_s3_options *o,
+                            struct tdb_error *err);
+
 /* libcurl's process-wide set-up (curl_global_init).  A front end calls it
  * once from main, before its threads start and before tdb_io_s3 or
  * tdb_io_open_url; later calls do nothing more.  @return 0 or TDB_E_IO. */
@@ -192,6 +214,13 @@ bool tdb_io_is_url(const char *source);
  * S3 error code when the server refused.  @return 0 or a TDB_E_* code. */
 int tdb_io_open_url(struct tdb_io *io, const char *source,
                     struct tdb_error *err);
+
+/* tdb_io_open_url with options `o` (NULL: none) for an s3:// source;
+ * `create`: the prefix may hold nothing yet (an array about to be made
+ * there), only the bucket must answer. */
+int tdb_io_open_url_with(struct tdb_io *io, const char *source,
+                         const struct tdb_s3_options *o, bool create,
+                         struct tdb_error *err);
 
 /* ------------------------------------------------------------ datatypes */
 
@@ -362,10 +391,14 @@ int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
  * touches are decoded on every core, and while the file is read from start
  * to end (each read starting where the last ended) the tiles ahead are
  * decoded by the tree's threads (opts.threads) before they are asked for.
- * The tiles of its last reads and those decoded ahead (8 MiB) stay pinned
- * in the cache, so a cache smaller than a row of tiles still decodes each
- * tile once per pass.  Thread-safe; close every reader of a tree before
- * tdb_fs_close.  @return 0, TDB_E_NOENT, TDB_E_ISDIR or TDB_E_NOMEM. */
+ * The tiles of its last reads and those decoded ahead stay in the cache
+ * while it has room.  Readers decode within the cache's budget: however
+ * many read at once, it holds at most its budget (or one tile, when a tile
+ * is larger), and a read waits for room rather than hold more (so do not
+ * read while holding a tdb_read_hold of the same cache).  A cache smaller
+ * than a row of tiles decodes a tile once per read that touches it.
+ * Thread-safe; close every reader of a tree before tdb_fs_close.
+ * @return 0, TDB_E_NOENT, TDB_E_ISDIR or TDB_E_NOMEM. */
 struct tdb_reader;
 int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
                     struct tdb_error *err);
@@ -394,6 +427,31 @@ struct tdb_cache_stats {
     uint64_t decode_ns;         /* time spent decoding (all threads) */
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
+
+/* ------------------------------------------------ whether a source changed */
+
+#define TDB_STAMP_BYTES 32
+
+/* The folders whose entries decide what tdb_fs_open shows of a source:
+ * the folder of each array and group the tree `fs` opened (the root "",
+ * then its members'; fs NULL: the root alone) and, in each, __schema,
+ * __commits, __fragment_meta, __meta and __group, whether or not they
+ * exist now.  Paths are io-relative (absolute for members named by an
+ * absolute URI).  Into *out (is_dir all true; free with tdb_names_free).
+ * @return 0 or TDB_E_NOMEM. */
+int tdb_fs_watch_dirs(const struct tdb_fs *fs, struct tdb_names *out,
+                      struct tdb_error *err);
+
+/* A digest (SHA-256) of the entries of those folders as they are now:
+ * names and whether each is a folder (TileDB never rewrites a file under
+ * the same name).  One listing per folder that exists: at most 5 for an
+ * array, 3 for a group of its own, plus its members'.  A digest taken before
+ * tdb_fs_open that differs from one taken later over the same `fs` means
+ * the source changed since that open (a change between the digest and the
+ * open makes the later digest differ too: one reopen more than needed,
+ * never one too few).  @return 0 or the TDB_E_* code of a listing. */
+int tdb_fs_stamp(const struct tdb_io *io, const struct tdb_fs *fs,
+                 uint8_t out[TDB_STAMP_BYTES], struct tdb_error *err);
 
 /* ------------------------------------------------------------------
  * Reads without copying (added by the perf branch): a reader's bytes as

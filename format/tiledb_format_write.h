@@ -51,6 +51,22 @@ void tdb_schema_free(struct tdb_schema *s);
 
 /* ------------------------------------------------------------- arrays */
 
+/* What tdb_array_copy copied. */
+struct tdb_copy_stats {
+    uint64_t files, bytes;
+};
+
+/* Copies the array or group at the root of `src` (with its members under
+ * it) to the root of `dst`, which must be a missing or empty folder
+ * (s3://: a prefix with no objects): every file byte for byte (so an
+ * encrypted array stays encrypted, no key needed), folders made as
+ * needed, each file synced; the commit files (__commits/, NAME.ok) after
+ * every other file, so that a reader of dst sees whole fragments or none,
+ * as after TileDB's writes.  A failure stops the copy and leaves what was
+ * copied (err names the file).  @return 0 or a TDB_E_* code. */
+int tdb_array_copy(const struct tdb_io *src, const struct tdb_io *dst,
+                   struct tdb_copy_stats *st, struct tdb_error *err);
+
 /* Creates an empty array at the root of io (which must be an empty or
  * missing folder): __schema/<timestamped name> (and its enumerations),
  * __fragments, __commits, __meta, __fragment_meta.  key non-NULL (32

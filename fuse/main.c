@@ -479,7 +479,9 @@ int main(int argc, char *argv[])
 
     if (d.rw && fopts.singlethread)
         tdbfs_notifier_start(&d);
+    tdbfs_watcher_start(&d);
     ret = tdbfs_loop(se, &fopts) != 0;
+    tdbfs_watcher_stop(&d);
     tdbfs_notifier_stop(&d);
     fuse_session_unmount(se);
 out_signals:

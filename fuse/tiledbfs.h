@@ -3,7 +3,8 @@
  * The daemon translates FUSE requests into calls of the mount layer
  * (../mount/mount.h), which holds the file tree, the writes and the
  * commits; fuse/ holds the low-level operations (ll.c), the kernel's
- * invalidations (notify.c) and the command line and session (main.c).
+ * invalidations (notify.c), the watcher of -o refresh (watch.c) and the
+ * command line and session (main.c).
  */
 #ifndef TDBFS_H
 #define TDBFS_H
@@ -46,6 +47,9 @@ struct tdbfs_daemon {
     struct tdbfs_inval *queue;
     bool qstop, qthread;
     pthread_t notifier;
+
+    /* The watcher of -o refresh (watch.c). */
+    struct tdbfs_watch *watch;
 };
 
 extern const struct fuse_lowlevel_ops tdbfs_ops;
@@ -58,6 +62,13 @@ void tdbfs_invalidate_soon(void *arg, char **names, size_t n);
  * its fork). */
 void tdbfs_notifier_start(struct tdbfs_daemon *d);
 void tdbfs_notifier_stop(struct tdbfs_daemon *d);
+
+/* The watcher thread of -o refresh: has the mount check the source every
+ * SECS s and, for a local folder, at each change inotify reports (after
+ * fuse_daemonize).  Stop before the session ends.  Nothing to do for a
+ * mount that does not refresh. */
+void tdbfs_watcher_start(struct tdbfs_daemon *d);
+void tdbfs_watcher_stop(struct tdbfs_daemon *d);
 
 /* main.c: sets the mount's read-ahead, once (called from requests). */
 void tdbfs_readahead_once(struct tdbfs_daemon *d);

@@ -30,46 +30,6 @@ uint64_t tdbm_next_ts(struct tdbm_mount *m)
     return ms;
 }
 
-/* Opens a new tree and makes it current; *names receives the old root's
- * entries to invalidate.  m->commit held.  @return 0 or a TDB_E_* code
- * (then the old tree stays current). */
-int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n)
-{
-    struct tdbm_tree *t, *old;
-    struct tdb_error err;
-    struct tdb_fs *fs, *oldfs;
-    bool gone;
-    int rc;
-
-    *names = NULL;
-    *n = 0;
-    tdb_error_clear(&err);
-    rc = tdb_fs_open(&fs, m->io, m->open, &err);
-    if (rc < 0) {
-        tdbm_log(m, "reopening after a write: %s", tdb_error_text(rc, &err));
-        return rc;
-    }
-    t = tdbm_tree_new(fs);
-    if (!t) {
-        tdb_fs_close(fs);
-        return TDB_E_NOMEM;
-    }
-    pthread_mutex_lock(&m->lock);
-    old = m->cur;
-    *names = tdbm_root_names(old, n);
-    t->gen = m->next_gen++;
-    t->next = m->trees;
-    m->trees = t;
-    m->cur = t;
-    old->retired = true;
-    tdbm_tree_settle(m, old, &oldfs, &gone);
-    pthread_mutex_unlock(&m->lock);
-    tdb_fs_close(oldfs);
-    if (gone)
-        free(old);
-    return 0;
-}
-
 /* Hands the old root's names to the front end (no lock held). */
 void tdbm_invalidate(struct tdbm_mount *m, char **names, size_t n)
 {

@@ -281,11 +281,20 @@ static void tdbm_fill_stat(const struct tdbm_mount *m,
     st->st_ctim = st->st_mtim;
 }
 
-/* The attribute timeout of a tree node: the root changes with each
- * commit (its attributes are not invalidated in time for every reader). */
+/* Whether the root may change: with each commit (rw) or refresh.  Its
+ * number stays 1 in every tree, so the kernel keeps none of its
+ * attributes, readdir pages or missing names (those are not invalidated
+ * in time for every reader); every other node is of one tree and never
+ * changes. */
+static bool tdbm_root_changes(const struct tdbm_mount *m)
+{
+    return m->rw || m->live;
+}
+
+/* The attribute timeout of a tree node. */
 static double tdbm_attr_timeout(const struct tdbm_mount *m, uint64_t ino)
 {
-    return m->rw && ino == TDBM_ROOT_INO ? 0.0 : TDBM_TIMEOUT;
+    return tdbm_root_changes(m) && ino == TDBM_ROOT_INO ? 0.0 : TDBM_TIMEOUT;
 }
 
 /* ---------------------------------------------------------------- mount */
@@ -323,6 +332,9 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
     m->next_gen = 2;
     m->next_meta_ino = 1;
     m->rw = cfg->rw;
+    m->live = o->refresh && !o->timestamp_set;
+    memcpy(m->cur->stamp, src->stamp, TDB_STAMP_BYTES);
+    m->cur->stamped = src->stamped;
     m->is_array = tdb_fs_lookup(m->cur->fs, TDB_ROOT_INO, TDBM_ARRAY_JSON,
                                 &ino, NULL) == 0;
     *out = m;
@@ -420,8 +432,10 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         tdbm_tree_unpin(m, t, 1);
         return 0;
     }
-    if (rc == TDB_E_NOENT && !m->rw) {
-        /* A negative entry the kernel may keep: the tree never changes. */
+    if (rc == TDB_E_NOENT && !m->rw &&
+        !(parent == TDBM_ROOT_INO && tdbm_root_changes(m))) {
+        /* A negative entry the kernel may keep: the folder never
+         * changes. */
         e->ino = 0;
         e->entry_timeout = TDBM_TIMEOUT;
         tdbm_tree_unpin(m, t, 1);
@@ -602,9 +616,11 @@ int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
                               NULL) == 0)
             h->ntree++;
         /* A tree's folders never change; the root of a writable mount
-         * gains nothing either, but its __staging entry is ours. */
-        oi->cache_readdir = !m->rw;
-        oi->keep_cache = !m->rw;
+         * gains nothing either, but its __staging entry is ours; the root
+         * of a live mount is each tree's. */
+        oi->cache_readdir = !m->rw &&
+                            !(ino == TDBM_ROOT_INO && tdbm_root_changes(m));
+        oi->keep_cache = oi->cache_readdir;
     }
     *out = h;
     return 0;
@@ -1211,6 +1227,8 @@ void tdbm_options_usage(FILE *f)
 {
     for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
         fprintf(f, "    -o %-20s", t->usage);
+        if (strlen(t->usage) >= 20)     /* the help on a line of its own */
+            fprintf(f, "\n%27s", "");
         for (const char *p = t->help; *p; p++) {
             fputc(*p, f);
             if (*p == '\n')

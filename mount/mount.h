@@ -14,9 +14,10 @@
  *
  * Trees.  An opened source is a tree (struct tdb_fs) that never changes.
  * A write (a commit, or a metadata value stored or deleted) opens a new
- * tree, which becomes current; the old one lives on while a request or an
- * open handle uses it (so an open file keeps reading the bytes it opened)
- * and its numbers answer -ESTALE afterwards.  After each such swap the
+ * tree, which becomes current, and so does, with -o refresh, a change of
+ * the source made elsewhere (tdbm_refresh); the old one lives on while a
+ * request or an open handle uses it (so an open file keeps reading the
+ * bytes it opened) and its numbers answer -ESTALE afterwards.  After each such swap the
  * mount calls the front end's `inval` callback with the old root's entry
  * names, with no lock of the mount held.
  *
@@ -73,6 +74,10 @@ struct tdbm_options {
     bool writable;                 /* -o writable: rw, also through mount(8) */
     bool ro;                       /* -o ro: read-only (the default) */
     bool timestamp_set;            /* timestamp= was given */
+    unsigned refresh;              /* -o refresh=SECS; 0: never */
+    /* s3:// sources (owned; NULL: as the environment and ~/.aws say) */
+    char *endpoint, *region, *profile;
+    char *credentials_file, *config_file;  /* absolute */
     char *staging_dir;             /* absolute, owned; NULL: none given */
 };
 
@@ -84,6 +89,8 @@ enum tdbm_opt_kind {
     TDBM_OPT_COUNT,     /* 0 to 256, unsigned */
     TDBM_OPT_KEYFILE,   /* a file of exactly TDBM_KEY_BYTES bytes */
     TDBM_OPT_MEMBERS,   /* inside|any, into open.members */
+    TDBM_OPT_SECONDS,   /* 1 to 86400, unsigned */
+    TDBM_OPT_TEXT,      /* a string kept as given, char * (owned) */
 };
 
 struct tdbm_option {
@@ -128,7 +135,11 @@ int tdbm_parse_number(const char *s, bool units, uint64_t max,
  * fuse/main.c calls for readahead=KiB. */
 int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
 
-/* The checks between options of a mount (rw excludes timestamp=).
+/* The S3 options of `o` as the engine takes them (pointing into o). */
+void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3);
+
+/* The checks between options of a mount (rw and refresh= exclude
+ * timestamp=).
  * @return 0 or -1 with a sentence in why[cap]. */
 int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap);
 
@@ -139,11 +150,13 @@ struct tdbm_source {
     char *path;       /* absolute path of SOURCE, owned */
     struct tdb_io io;
     struct tdb_fs *fs;
+    uint8_t stamp[TDB_STAMP_BYTES]; /* with refresh=: tdb_fs_stamp of the */
+    bool stamped;                   /* root, taken before fs was opened */
 };
 
 /* Opens SOURCE (an array or group folder) with a POSIX backend rooted at
  * its absolute path.  `o` must outlive the source (the engine may keep
- * o->open.key).  A key_file given for an array that is not encrypted is an
+ * o->open.key).  With o->refresh the source's digest is taken first.  A key_file given for an array that is not encrypted is an
  * error.  @return 0, or -1 with "SOURCE: message" in why[cap]. */
 int tdbm_source_open(struct tdbm_source *s, const char *source,
                      const struct tdbm_options *o, char *why, size_t cap);
@@ -371,5 +384,31 @@ int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
  * lookup but the last given back); *ino is counted as one lookup. */
 int tdbm_resolve(struct tdbm_mount *m, const char *path, uint64_t *ino,
                  struct stat *st);
+
+/* ---------------------------------------------------------- live views */
+
+/* The seconds between two checks of tdbm_refresh (-o refresh=SECS), or 0
+ * when the mount does not refresh (no refresh=; timestamp= excludes it). */
+unsigned tdbm_refresh_secs(const struct tdbm_mount *m);
+
+/* Whether the source changed since the current tree was opened (a commit,
+ * schema, metadata value or group member another writer added, or a
+ * consolidation's vacuum: tdb_fs_stamp of the tree's folders); if so,
+ * opens a new tree and makes it current as a write does: lookups and
+ * opens from then on see it, open files and folders keep the tree they
+ * opened, and the front end's `inval` is called with the old root's
+ * names.  Serialised with the mount's own writes.  @return 1 when a new
+ * tree became current, 0 when nothing changed (or the mount is not live),
+ * or -errno when a listing or the open failed (the current tree stays;
+ * logged once until a check succeeds again). */
+int tdbm_refresh(struct tdbm_mount *m);
+
+/* The local folders whose changes tdbm_refresh would see (absolute paths,
+ * whether or not they exist now), for a front end that watches them
+ * (inotify): of the current tree's arrays and groups, each folder and its
+ * __schema, __commits, __fragment_meta, __meta and __group.  None (*n 0)
+ * when the mount is not live or the source is in an object store.  Free
+ * with tdbm_names_free.  @return 0 or -errno. */
+int tdbm_watch_dirs(struct tdbm_mount *m, char ***paths, size_t *n);
 
 #endif

@@ -33,6 +33,25 @@ const struct tdbm_option tdbm_option_table[] = {
              "group_members=WHERE",
              "inside: follow only group members inside\n"
              "SOURCE (default); any: wherever they are"),
+    TDBM_OPT("refresh", TDBM_OPT_SECONDS, refresh, "refresh=SECS",
+             "show what other writers commit: look for\n"
+             "changes every SECS s (1 to 86400; a local\n"
+             "folder also at once, through inotify)"),
+    TDBM_OPT("endpoint", TDBM_OPT_TEXT, endpoint, "endpoint=URL",
+             "s3://: the server (before AWS_ENDPOINT_URL)"),
+    TDBM_OPT("region", TDBM_OPT_TEXT, region, "region=NAME",
+             "s3://: the region (before AWS_REGION)"),
+    TDBM_OPT("profile", TDBM_OPT_TEXT, profile, "profile=NAME",
+             "s3://: the profile of the AWS files whose\n"
+             "keys sign (before AWS_PROFILE and the\n"
+             "AWS_ACCESS_KEY_ID of the environment)"),
+    TDBM_OPT("credentials_file", TDBM_OPT_STRING, credentials_file,
+             "credentials_file=PATH", "s3://: the keys' file (instead of\n"
+             "~/.aws/credentials; keys from it, not\n"
+             "from AWS_ACCESS_KEY_ID)"),
+    TDBM_OPT("config_file", TDBM_OPT_STRING, config_file, "config_file=PATH",
+             "s3://: the settings' file (instead of\n"
+             "~/.aws/config)"),
     {NULL, TDBM_OPT_BOOL, 0, NULL, NULL}};
 
 static int tdbm_why(char *why, size_t cap, const char *fmt, ...)
@@ -59,6 +78,22 @@ void tdbm_options_free(struct tdbm_options *o)
     o->open.key = NULL;
     free(o->staging_dir);
     o->staging_dir = NULL;
+    free(o->endpoint);
+    free(o->region);
+    free(o->profile);
+    free(o->credentials_file);
+    free(o->config_file);
+    o->endpoint = o->region = o->profile = NULL;
+    o->credentials_file = o->config_file = NULL;
+}
+
+void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3)
+{
+    s3->endpoint = o->endpoint;
+    s3->region = o->region;
+    s3->profile = o->profile;
+    s3->credentials_file = o->credentials_file;
+    s3->config_file = o->config_file;
 }
 
 /* A decimal number at s; *end after it.  @return 0 or -1. */
@@ -203,6 +238,15 @@ static int tdbm_parse_value(struct tdbm_options *o,
             return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
         memcpy(field, &a, sizeof a);
         return 0;
+    case TDBM_OPT_SECONDS:
+        if (tdbm_parse_number(v, false, 86400, &a) || a == 0)
+            return tdbm_why(why, cap, "%s=%s: not a number of seconds "
+                            "(1 to 86400)", t->name, v);
+        {
+            unsigned n = (unsigned)a;
+            memcpy(field, &n, sizeof n);
+        }
+        return 0;
     case TDBM_OPT_COUNT:
         if (tdbm_parse_number(v, false, 256, &a))
             return tdbm_why(why, cap, "%s=%s: not a number of "
@@ -250,9 +294,11 @@ int tdbm_option(struct tdbm_options *o, const char *name, const char *value,
     switch (t->kind) {
     case TDBM_OPT_KEYFILE:
         return tdbm_read_key(o, value, why, cap);
-    case TDBM_OPT_STRING: {
+    case TDBM_OPT_STRING:
+    case TDBM_OPT_TEXT: {
         char **field = (char **)((char *)o + t->offset);
-        char *abs = tdbm_absolute(value);
+        char *abs = t->kind == TDBM_OPT_TEXT ? strdup(value)
+                                             : tdbm_absolute(value);
         if (!abs)
             return tdbm_why(why, cap, "%s: %s: %s", name, value,
                             strerror(errno));
@@ -302,5 +348,8 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
     if (o->rw && o->timestamp_set)
         return tdbm_why(why, cap, "-o rw and timestamp= do not go together "
                         "(a write is made now, outside the opened range)");
+    if (o->refresh && o->timestamp_set)
+        return tdbm_why(why, cap, "refresh= and timestamp= do not go "
+                        "together (a view as of a time never changes)");
     return 0;
 }

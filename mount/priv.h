@@ -29,6 +29,9 @@ struct tdbm_tree {
     bool retired;       /* no longer current */
     uint64_t meta_dir;  /* engine inode of the root's __meta, or 0 */
     uint64_t frag_dir;  /* engine inode of the root's __fragments, or 0 */
+    uint8_t stamp[TDB_STAMP_BYTES]; /* live: the source's digest taken
+                                     * before this tree was opened */
+    bool stamped;       /* stamp is set */
 };
 
 /* A metadata value being written through __meta/NAME.  `dirty`: what the
@@ -73,6 +76,8 @@ struct tdbm_mount {
 
     pthread_mutex_t commit;
     uint64_t last_ts;
+    bool live;                     /* -o refresh: tdbm_refresh checks */
+    bool refresh_failing;          /* the last check failed (m->commit) */
 
     pthread_key_t errkey;          /* each thread's struct tdb_error */
 };
@@ -135,9 +140,11 @@ int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
                      int flags, struct tdbm_entry *e,
                      struct tdbm_handle **h);
 
+/* refresh.c */
+int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n);
+
 /* commit.c */
 uint64_t tdbm_next_ts(struct tdbm_mount *m);
-int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n);
 void tdbm_invalidate(struct tdbm_mount *m, char **names, size_t n);
 int tdbm_commit(struct tdbm_mount *m, const char *name);
 /* Before staged folder `name` goes (rmdir): removes the uncommitted

@@ -54,6 +54,76 @@ int tdbcli_option_list(struct tdbm_options *o, const char *list)
     return -1;
 }
 
+const char *const tdbcli_s3_options[] = {
+    "endpoint", "region", "profile", "credentials_file", "config_file", NULL};
+
+/* Whether the name of option `opt` ("name[=value]", n bytes) is in v. */
+static bool tdbcli_in(const char *opt, size_t n, const char *const *v)
+{
+    size_t len = strcspn(opt, "=");
+
+    if (len > n)
+        len = n;
+    for (; v && *v; v++)
+        if (strlen(*v) == len && !strncmp(opt, *v, len))
+            return true;
+    return false;
+}
+
+/* "a=, b=, ..." of the names of v and w into out[cap]. */
+static void tdbcli_names(const char *const *v, const char *const *w,
+                         char *out, size_t cap)
+{
+    size_t k = 0;
+
+    out[0] = '\0';
+    for (int pass = 0; pass < 2; pass++)
+        for (const char *const *p = pass ? w : v; p && *p && k < cap; p++)
+            k += (size_t)snprintf(out + k, cap - k, "%s%s=", k ? ", " : "",
+                                  *p);
+}
+
+int tdbcli_option_list_only(struct tdbm_options *o, const char *list,
+                            const char *const *allowed,
+                            const char *const *more, const char *what)
+{
+    const char *p = list;
+
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (!tdbcli_in(p, n, allowed) && !tdbcli_in(p, n, more)) {
+            char names[512];
+            tdbcli_names(allowed, more, names, sizeof names);
+            tdbcli_say(NULL, "unknown option %.*s (%s takes %s)",
+                       (int)(n > 60 ? 60 : n), p, what, names);
+            return -1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return tdbcli_option_list(o, list);
+}
+
+int tdbcli_open_url(struct tdb_io *io, const char *url,
+                    const struct tdbm_options *o, bool create)
+{
+    struct tdb_s3_options s3;
+    struct tdb_error err;
+    int rc;
+
+    if (tdb_s3_global_init() != 0) {
+        tdbcli_say(url, "cannot set up libcurl");
+        return -1;
+    }
+    tdbm_s3_options(o, &s3);
+    tdb_error_clear(&err);
+    rc = tdb_io_open_url_with(io, url, &s3, create, &err);
+    if (rc < 0) {
+        tdbcli_report(NULL, rc, &err);
+        return -1;
+    }
+    return 0;
+}
+
 int tdbcli_open(struct tdbm_source *s, const char *source,
                 const struct tdbm_options *o)
 {

@@ -17,6 +17,23 @@
  * an unknown name is an error.  @return 0 or -1 after printing an error. */
 int tdbcli_option_list(struct tdbm_options *o, const char *list);
 
+/* The S3 options (endpoint=, region=, profile=, credentials_file=,
+ * config_file=), NULL-terminated: for tdbcli_option_list_only. */
+extern const char *const tdbcli_s3_options[];
+
+/* tdbcli_option_list, where only the options named in `allowed` (then in
+ * `more`, NULL-terminated; either may be NULL) apply: another is an error
+ * saying that `what` takes these.  @return 0 or -1 after printing it. */
+int tdbcli_option_list_only(struct tdbm_options *o, const char *list,
+                            const char *const *allowed,
+                            const char *const *more, const char *what);
+
+/* Opens s3:// `url` with the S3 options of `o` (tdb_io_open_url_with;
+ * `create`: the prefix may hold nothing yet).  @return 0 or -1 after
+ * printing an error. */
+int tdbcli_open_url(struct tdb_io *io, const char *url,
+                    const struct tdbm_options *o, bool create);
+
 /* tdbm_source_open, printing "PROG: SOURCE: message" on failure.
  * @return 0 or -1. */
 int tdbcli_open(struct tdbm_source *s, const char *source,

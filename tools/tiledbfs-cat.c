@@ -34,7 +34,10 @@ static void tdbcat_usage(FILE *f)
             "(a TileDB array or group folder); a folder's entries one a line.\n"
             "  -x          print PATH's extended attributes as name=value\n"
             "  -o OPTIONS  comma-separated: timestamp=T|T1:T2, cache_size=N[KMG],\n"
-            "              key_file=PATH, rw, staging_dir=PATH\n"
+            "              threads=N, key_file=PATH, rw, staging_dir=PATH,\n"
+            "              refresh=SECS; for s3:// endpoint=URL, region=NAME,\n"
+            "              profile=NAME, credentials_file=PATH, "
+            "config_file=PATH\n"
             "  -h, --help     this text\n"
             "  -V, --version  print the version\n",
             program_invocation_short_name);

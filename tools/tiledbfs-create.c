@@ -1,11 +1,13 @@
 /* tiledbfs-create.c: creates an empty TileDB array (format version 22) from a schema JSON, the "schema" of __array.json. */
 /*
- *   tiledbfs-create [-o key_file=PATH] SCHEMA.json ARRAY
+ *   tiledbfs-create [-o OPTIONS] SCHEMA.json ARRAY
  *
  * SCHEMA.json is the "schema" object of a mounted array's __array.json, or
- * the whole __array.json ("-" reads standard input).  ARRAY must not exist
- * or be an empty folder.  With key_file= the array is encrypted with that
- * AES-256-GCM key.  Errors: one line on stderr, exit status 1.
+ * the whole __array.json ("-" reads standard input).  ARRAY (a folder, or
+ * s3://BUCKET/PREFIX) must not exist or be empty.  With key_file= the
+ * array is encrypted with that AES-256-GCM key; endpoint=, region=,
+ * profile=, credentials_file= and config_file= say how to reach an s3://
+ * ARRAY, as for tiledbfs.  Errors: one line on stderr, exit status 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,14 +29,20 @@
 static void tdbcreate_usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [-o key_file=PATH] SCHEMA.json ARRAY\n"
+            "usage: %s [-o OPTIONS] SCHEMA.json ARRAY\n"
             "Creates an empty TileDB array at ARRAY (a missing or empty "
-            "folder)\n"
-            "from SCHEMA.json: the \"schema\" object of a mounted array's\n"
-            "__array.json, or the whole __array.json (\"-\": standard "
-            "input).\n"
+            "folder,\nor s3://BUCKET/PREFIX with no objects under it) "
+            "from SCHEMA.json:\nthe \"schema\" object of a mounted "
+            "array's __array.json, or the whole\n__array.json (\"-\": "
+            "standard input).\n"
             "  -o key_file=PATH  encrypt the array with this 32-byte "
             "AES-256-GCM key\n"
+            "  -o endpoint=URL,region=NAME,profile=NAME,credentials_file="
+            "PATH,\n     config_file=PATH\n"
+            "                    where and as whom an s3:// ARRAY is "
+            "written\n"
+            "                    (as for tiledbfs; default: the "
+            "environment, ~/.aws)\n"
             "  -h, --help        this text\n"
             "  -V, --version     print the version\n",
             program_invocation_short_name);
@@ -47,25 +55,6 @@ static void tdbcreate_say(const char *what, const char *msg)
     e.code = TDB_E_INVAL;
     snprintf(e.msg, sizeof e.msg, "%s", msg);
     tdbcli_report(what, TDB_E_INVAL, &e);
-}
-
-/* True when every option of the -o list is key_file=...; else says why. */
-static bool tdbcreate_only_key_file(const char *list)
-{
-    const char *p = list;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        if (n < 9 || strncmp(p, "key_file=", 9)) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "unknown option %.*s (only key_file= "
-                     "applies when creating an array)",
-                     (int)(n > 60 ? 60 : n), p);
-            tdbcreate_say(NULL, msg);
-            return false;
-        }
-        p += n + (p[n] == ',');
-    }
-    return true;
 }
 
 /* Reads all of `path` ("-": stdin).  @return 0 or -1 after an error. */
@@ -114,6 +103,29 @@ fail:
     return -1;
 }
 
+/* The storage of ARRAY: a folder (missing or a folder), or an s3:// URL
+ * whose bucket answers.  @return 0 or -1 after printing an error. */
+static int tdbcreate_open(struct tdb_io *io, const char *array,
+                          const struct tdbm_options *o)
+{
+    struct stat st;
+
+    if (tdb_io_is_url(array))
+        return tdbcli_open_url(io, array, o, true);
+    if (stat(array, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        tdbcreate_say(array, "exists and is not a folder");
+        return -1;
+    }
+    if (tdb_io_posix(io, array) < 0) {
+        tdbcreate_say(array, strerror(ENOMEM));
+        return -1;
+    }
+    return 0;
+}
+
+/* The options that apply, besides the S3 ones. */
+static const char *const tdbcreate_opts[] = {"key_file", NULL};
+
 static const struct option tdbcreate_longopts[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -126,7 +138,6 @@ int main(int argc, char *argv[])
     struct tdb_schema *schema = NULL;
     struct tdb_error err;
     struct tdb_io io = {0};
-    struct stat st;
     char *text = NULL;
     size_t len = 0;
     int c, rc, ret = 1;
@@ -135,9 +146,10 @@ int main(int argc, char *argv[])
     while ((c = getopt_long(argc, argv, "o:hV", tdbcreate_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            /* Only key_file applies; the shared parser reads the key. */
-            if (!tdbcreate_only_key_file(optarg) ||
-                tdbcli_option_list(&opts, optarg) < 0)
+            /* The shared parser reads the key and the S3 options. */
+            if (tdbcli_option_list_only(&opts, optarg, tdbcreate_opts,
+                                        tdbcli_s3_options,
+                                        "creating an array") < 0)
                 goto out;
             break;
         case 'V':
@@ -167,14 +179,8 @@ int main(int argc, char *argv[])
         tdbcli_report(json_path, rc, &err);
         goto out;
     }
-    if (stat(array, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        tdbcreate_say(array, "exists and is not a folder");
+    if (tdbcreate_open(&io, array, &opts) < 0)
         goto out;
-    }
-    if (tdb_io_posix(&io, array) < 0) {
-        tdbcreate_say(array, strerror(ENOMEM));
-        goto out;
-    }
     tdb_error_clear(&err);
     rc = tdb_array_create(&io, schema, opts.open.key, 0, &err);
     if (rc < 0) {

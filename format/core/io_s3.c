@@ -944,12 +944,19 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
 int tdb_io_open_url(struct tdb_io *io, const char *source,
                     struct tdb_error *err)
 {
+    return tdb_io_open_url_with(io, source, NULL, false, err);
+}
+
+int tdb_io_open_url_with(struct tdb_io *io, const char *source,
+                         const struct tdb_s3_options *o, bool create,
+                         struct tdb_error *err)
+{
     if (!tdb_io_is_url(source)) {
         int r = tdb_io_posix(io, source);
         return r ? tdb_err(err, r, "%s: %s", source, tdb_strerror(r)) : 0;
     }
     struct tdb_s3_config cfg;
-    int r = tdb_s3_config_load(&cfg, err);
+    int r = tdb_s3_config_load_with(&cfg, o, err);
     if (r)
         return r;
     r = tdb_io_s3(io, source, &cfg, err);
@@ -968,7 +975,7 @@ int tdb_io_open_url(struct tdb_io *io, const char *source,
         r = s3_list_keys(s, kp, false, 1, &e, &n, err);
     }
     free(kp);
-    if (!r && !n)
+    if (!r && !n && !create)
         r = tdb_err(err, TDB_E_NOENT, "%s: no objects under this prefix",
                     source);
     s3_dents_free(e, n);

@@ -46,7 +46,8 @@ void tdb_s3_sha256_hex(const void *data, size_t len, char out[65]);
  * lines, '#' and ';' comment lines; names are matched case-insensitively,
  * spaces around names and values are dropped; indented lines (the
  * sub-settings of the AWS CLI, "s3 =\n  addressing_style = path") are
- * skipped.  @return 0 with *value a new string, TDB_E_NOENT, TDB_E_NOMEM. */
+ * skipped.  With key NULL, whether the section is there (0, *value
+ * NULL).  @return 0 with *value a new string, TDB_E_NOENT, TDB_E_NOMEM. */
 int tdb_s3_ini_get(const char *text, size_t len, const char *section,
                    const char *key, char **value);
 

@@ -45,6 +45,8 @@ int tdb_s3_ini_get(const char *text, size_t len, const char *section,
             const char *a = ls + 1, *b = le - 1;
             s3_strip(&a, &b);
             in = s3_eq(a, b, section);
+            if (in && !key)
+                return 0;   /* the section is there */
             continue;
         }
         if (!in || indented)
@@ -117,63 +119,144 @@ static char *s3_aws_file(const char *var, const char *name)
     return p;
 }
 
-int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err)
+/* A copy of `v` into *dst when given and *dst is still unset. */
+static int s3_set(char **dst, const char *v)
 {
-    memset(cfg, 0, sizeof *cfg);
-    const char *prof = getenv("AWS_PROFILE");
-    if (!prof || !prof[0])
-        prof = "default";
-    char *credpath = s3_aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-    char *confpath = s3_aws_file("AWS_CONFIG_FILE", "config");
-    char *section = NULL;
-    size_t credlen = 0, conflen = 0;
-    char *cred = credpath ? s3_slurp(credpath, &credlen) : NULL;
-    char *conf = confpath ? s3_slurp(confpath, &conflen) : NULL;
-    int r = 0;
+    if (!v || *dst)
+        return 0;
+    return (*dst = strdup(v)) ? 0 : TDB_E_NOMEM;
+}
+
+/* The ini files of the configuration and the profile's sections in
+ * them. */
+struct s3_files {
+    const char *prof;       /* the profile: its section in credentials */
+    char *section;          /* its section in config ("profile NAME") */
+    char *credpath, *confpath;
+    char *cred, *conf;      /* their text; NULL when missing */
+    size_t credlen, conflen;
+};
+
+static void s3_files_free(struct s3_files *f)
+{
+    if (f->cred)
+        explicit_bzero(f->cred, f->credlen);
+    free(f->cred);
+    free(f->conf);
+    free(f->credpath);
+    free(f->confpath);
+    free(f->section);
+}
+
+/* Reads the files: those the options name (which must exist), else as
+ * the AWS tools find them (missing ones are fine). */
+static int s3_files_read(struct s3_files *f, const struct tdb_s3_options *o,
+                         struct tdb_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->prof = o->profile ? o->profile : getenv("AWS_PROFILE");
+    if (!f->prof || !f->prof[0])
+        f->prof = "default";
+    f->credpath = o->credentials_file
+                      ? strdup(o->credentials_file)
+                      : s3_aws_file("AWS_SHARED_CREDENTIALS_FILE",
+                                    "credentials");
+    f->confpath = o->config_file ? strdup(o->config_file)
+                                 : s3_aws_file("AWS_CONFIG_FILE", "config");
     /* ~/.aws/config names its sections "profile NAME", except default */
-    if (!strcmp(prof, "default") ? !(section = strdup(prof))
-                                 : asprintf(&section, "profile %s", prof) < 0) {
-        section = NULL;
-        r = TDB_E_NOMEM;
-        goto out;
+    if (!strcmp(f->prof, "default")
+            ? !(f->section = strdup(f->prof))
+            : asprintf(&f->section, "profile %s", f->prof) < 0) {
+        f->section = NULL;
+        return tdb_err(err, TDB_E_NOMEM, "AWS configuration: out of memory");
     }
+    f->cred = f->credpath ? s3_slurp(f->credpath, &f->credlen) : NULL;
+    f->conf = f->confpath ? s3_slurp(f->confpath, &f->conflen) : NULL;
+    if (o->credentials_file && !f->cred)
+        return tdb_err(err, TDB_E_INVAL, "credentials_file=%s: cannot read "
+                       "it", o->credentials_file);
+    if (o->config_file && !f->conf)
+        return tdb_err(err, TDB_E_INVAL, "config_file=%s: cannot read it",
+                       o->config_file);
+    return 0;
+}
+
+/* Whether ini text has section `name`. */
+static bool s3_has_section(const char *text, size_t len, const char *name)
+{
+    char *v = NULL;
+    return text && tdb_s3_ini_get(text, len, name, NULL, &v) == 0;
+}
+
+/* The keys: from the environment (AWS_ACCESS_KEY_ID), unless the options
+ * name a profile or a credentials file; else from the files. */
+static int s3_keys(struct tdb_s3_config *cfg, const struct s3_files *f,
+                   const struct tdb_s3_options *o, struct tdb_error *err)
+{
+    static const char *const names[] = {
+        "aws_access_key_id", "aws_secret_access_key", "aws_session_token"};
+    char **dst[] = {&cfg->access_key, &cfg->secret_key, &cfg->session_token};
     const char *id = getenv("AWS_ACCESS_KEY_ID");
-    if (id && id[0]) {
+    int r = 0;
+
+    if (id && id[0] && !o->profile && !o->credentials_file) {
         if ((r = s3_dupenv(&cfg->access_key, "AWS_ACCESS_KEY_ID")) ||
             (r = s3_dupenv(&cfg->secret_key, "AWS_SECRET_ACCESS_KEY")) ||
             (r = s3_dupenv(&cfg->session_token, "AWS_SESSION_TOKEN")))
-            goto out;
-    } else {
-        static const char *const names[] = {
-            "aws_access_key_id", "aws_secret_access_key", "aws_session_token"};
-        char **dst[] = {&cfg->access_key, &cfg->secret_key,
-                        &cfg->session_token};
-        for (int i = 0; i < 3; i++)
-            if ((r = s3_from_ini(dst[i], cred, credlen, prof, names[i])) ||
-                (r = s3_from_ini(dst[i], conf, conflen, section, names[i])))
-                goto out;
+            return tdb_err(err, r, "AWS configuration: %s", tdb_strerror(r));
+        return 0;
     }
-    if ((r = s3_dupenv(&cfg->region, "AWS_REGION")) ||
-        (r = s3_dupenv(&cfg->region, "AWS_DEFAULT_REGION")) ||
-        (r = s3_from_ini(&cfg->region, conf, conflen, section, "region")) ||
-        (r = s3_dupenv(&cfg->endpoint, "AWS_ENDPOINT_URL_S3")) ||
-        (r = s3_dupenv(&cfg->endpoint, "AWS_ENDPOINT_URL")) ||
-        (r = s3_from_ini(&cfg->endpoint, conf, conflen, section,
-                         "endpoint_url")))
-        goto out;
-out:
-    if (cred)
-        explicit_bzero(cred, credlen);
-    free(cred);
-    free(conf);
-    free(credpath);
-    free(confpath);
-    free(section);
-    if (r) {
+    /* a profile or file the options name must hold the profile */
+    if ((o->profile || o->credentials_file) &&
+        !s3_has_section(f->cred, f->credlen, f->prof) &&
+        !s3_has_section(f->conf, f->conflen, f->section))
+        return tdb_err(err, TDB_E_INVAL, "profile %s: in neither %s nor %s",
+                       f->prof,
+                       f->credpath ? f->credpath : "(no credentials file)",
+                       f->confpath ? f->confpath : "(no config file)");
+    for (int i = 0; !r && i < 3; i++)
+        if (!(r = s3_from_ini(dst[i], f->cred, f->credlen, f->prof,
+                              names[i])))
+            r = s3_from_ini(dst[i], f->conf, f->conflen, f->section,
+                            names[i]);
+    return r ? tdb_err(err, r, "AWS configuration: %s", tdb_strerror(r)) : 0;
+}
+
+int tdb_s3_config_load_with(struct tdb_s3_config *cfg,
+                            const struct tdb_s3_options *o,
+                            struct tdb_error *err)
+{
+    static const struct tdb_s3_options none;
+    struct s3_files f;
+    int r;
+
+    memset(cfg, 0, sizeof *cfg);
+    if (!o)
+        o = &none;
+    r = s3_files_read(&f, o, err);
+    if (!r)
+        r = s3_keys(cfg, &f, o, err);
+    if (!r &&
+        ((r = s3_set(&cfg->region, o->region)) ||
+         (r = s3_dupenv(&cfg->region, "AWS_REGION")) ||
+         (r = s3_dupenv(&cfg->region, "AWS_DEFAULT_REGION")) ||
+         (r = s3_from_ini(&cfg->region, f.conf, f.conflen, f.section,
+                          "region")) ||
+         (r = s3_set(&cfg->endpoint, o->endpoint)) ||
+         (r = s3_dupenv(&cfg->endpoint, "AWS_ENDPOINT_URL_S3")) ||
+         (r = s3_dupenv(&cfg->endpoint, "AWS_ENDPOINT_URL")) ||
+         (r = s3_from_ini(&cfg->endpoint, f.conf, f.conflen, f.section,
+                          "endpoint_url"))))
+        r = tdb_err(err, r, "AWS configuration: %s", tdb_strerror(r));
+    s3_files_free(&f);
+    if (r)
         tdb_s3_config_free(cfg);
-        return tdb_err(err, r, "AWS configuration: %s", tdb_strerror(r));
-    }
-    return 0;
+    return r;
+}
+
+int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err)
+{
+    return tdb_s3_config_load_with(cfg, NULL, err);
 }
 
 void tdb_s3_config_free(struct tdb_s3_config *cfg)

@@ -405,13 +405,63 @@ int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
     return tdb_frag_tile_flags(f, field, part, t, 0, e, tile, err);
 }
 
+/* The filtered bytes of tile t in a file whose tiles start at offs[] (0
+ * when there are none, or they are out of order). */
+static uint64_t arr_tile_span(const uint64_t *offs, uint64_t ntiles,
+                              uint64_t t, uint64_t file_size)
+{
+    if (!offs || t >= ntiles)
+        return 0;
+    uint64_t end = t + 1 < ntiles ? offs[t + 1] : file_size;
+    return end >= offs[t] && end - offs[t] <= TDB_MAX_TILE_BYTES
+               ? end - offs[t] : 0;
+}
+
+/* The most bytes loading tile t of field ff (part) holds at once, as far
+ * as the fragment metadata tells: the tile decoded and the bytes read
+ * from the files. */
+static uint64_t arr_tile_need(struct tdb_frag *f, int ff, unsigned part,
+                              uint64_t t)
+{
+    struct tdb_fragmeta *fm = f->fm;
+    uint64_t ncells = tdb_frag_tile_cells(f, t);
+    if (tdb_fragmeta_load_field(fm, (uint32_t)ff, NULL) ||
+        t >= fm->tiles[ff].ntiles)
+        return 0;   /* the load tells what is wrong */
+    const struct tdb_field_tiles *ft = &fm->tiles[ff];
+    struct arr_field fi;
+    arr_field_info(f, ff, &fi);
+    uint64_t vs = tdb_dt_size(fi.type), fixed = 0, var = 0, raw;
+    if (part == TDB_PART_VALIDITY) {
+        fixed = ncells;
+        raw = arr_tile_span(ft->validity_offsets, ft->ntiles, t,
+                            fm->file_validity_sizes[ff]);
+    } else if (fi.var) {
+        raw = arr_tile_span(ft->var_offsets, ft->ntiles, t,
+                            fm->file_var_sizes[ff]);
+        fixed = ncells * 8;
+        var = ft->var_sizes ? ft->var_sizes[t] : raw;
+        raw += arr_tile_span(ft->offsets, ft->ntiles, t, fm->file_sizes[ff]);
+    } else {
+        raw = arr_tile_span(ft->offsets, ft->ntiles, t, fm->file_sizes[ff]);
+        fixed = part >= TDB_PART_LEGACY_DIM ? vs * (f->fs->ndims + 1)
+                                            : vs * fi.cell_val_num;
+        fixed = ncells > UINT64_MAX / (fixed + 1) ? UINT64_MAX : ncells * fixed;
+    }
+    uint64_t need = fixed + raw;
+    need = need < raw ? UINT64_MAX : need;
+    return need + var < need ? UINT64_MAX : need + var;
+}
+
 int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
                         uint64_t t, unsigned flags, struct tdb_cache_entry **e,
                         const struct tdb_tile **tile, struct tdb_error *err)
 {
-    struct tdb_cache_key k = {f->uid, ((uint64_t)field << 8) | part, t};
-    return tdb_cache_get_flags(f->arr->cache, &k, arr_tile_load, f, flags, e,
-                               tile, err);
+    struct tdb_cache_req rq = {{f->uid, ((uint64_t)field << 8) | part, t},
+                               arr_tile_load, f, flags, 0};
+    if (flags & (TDB_CACHE_TRY | TDB_CACHE_WAIT))
+        rq.need = arr_tile_need(f, field, part, t);
+    return tdb_cache_fetch(f->arr->cache, &rq, e, tile, err);
 }
 
 /* ------------------------------------------------------------ opening */

@@ -99,7 +99,9 @@ uint64_t tdb_frag_tile_span(const struct tdb_frag *f, uint64_t t);
 int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
                   struct tdb_cache_entry **e, const struct tdb_tile **tile,
                   struct tdb_error *err);
-/* The same with TDB_CACHE_* flags (cache.h): 1 when nothing was pinned. */
+/* The same with TDB_CACHE_* flags (cache.h; for TRY and WAIT the load's
+ * need is the tile's size and filtered bytes, from the fragment
+ * metadata): 1 when nothing was pinned. */
 int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
                         uint64_t t, unsigned flags, struct tdb_cache_entry **e,
                         const struct tdb_tile **tile, struct tdb_error *err);

@@ -1,5 +1,7 @@
 /* cache.c: the decoded-tile cache (the mount's bounded LRU): hash table,
- * LRU list of unpinned entries, pins, single-flight loads. */
+ * LRU list of tiles no one holds, list of tiles only kept, pins,
+ * single-flight loads, and admission of loads against the budget (a queue
+ * of the loads that wait for room). */
 #include "read/cache.h"
 #include "filters/filter.h"
 
@@ -10,17 +12,31 @@
 
 enum { CACHE_LOADING, CACHE_READY, CACHE_FAILED };
 
+/* A list of entries, most recent at the head. */
+struct cache_list {
+    struct tdb_cache_entry *head, *tail;
+    uint64_t bytes;
+};
+
 struct tdb_cache_entry {
     struct tdb_cache_key key;
     struct tdb_tile tile;
-    uint64_t bytes;
+    uint64_t bytes;             /* counted in `used` (a load: its need) */
     int state;
-    int refs;
+    int refs;                   /* pins */
+    int keeps;                  /* tdb_cache_keep */
+    bool gone;                  /* freed while kept: out of the table, no
+                                 * tile, counts nothing */
     int load_err;
     struct tdb_error *err_copy;
     struct tdb_cache_entry *hnext;            /* hash chain */
-    struct tdb_cache_entry *prev, *next;      /* LRU list (unpinned only) */
-    bool in_lru;
+    struct tdb_cache_entry *prev, *next;      /* in `list` */
+    struct cache_list *list;    /* lru (no pin, no keep), kept (no pin) */
+};
+
+/* A load waiting for room (TDB_CACHE_WAIT), on its thread's stack. */
+struct cache_waiter {
+    struct cache_waiter *next;
 };
 
 #define CACHE_SCRATCH_KEEP (8u << 20)
@@ -28,11 +44,14 @@ struct tdb_cache_entry {
 struct tdb_cache {
     pthread_mutex_t lock;
     pthread_cond_t loaded;
+    pthread_cond_t room;            /* held bytes went down, or the first
+                                     * waiter changed */
     uint64_t budget, used;
     uint64_t peak;                  /* the most `used` since the last reset */
     size_t nbuckets, nentries;
     struct tdb_cache_entry **buckets;
-    struct tdb_cache_entry *lru_head, *lru_tail; /* head: most recent */
+    struct cache_list lru, kept;
+    struct cache_waiter *wait_head, *wait_tail;
     uint64_t hits, misses, decodes, evictions;
     uint64_t decoded_bytes, decode_ns;
     /* fragment identities (tdb_cache_frag_id): open addressing, the id of
@@ -41,6 +60,7 @@ struct tdb_cache {
     char **id_names;
     uint64_t *ids;
     struct tdb_scratch *scratch;    /* free list */
+    uint64_t scratch_bytes;         /* the buffers it keeps */
 };
 
 void tdb_tile_free(struct tdb_tile *t)
@@ -80,38 +100,52 @@ int tdb_cache_create(struct tdb_cache **out, uint64_t budget)
     c->budget = budget;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->loaded, NULL);
+    pthread_cond_init(&c->room, NULL);
     *out = c;
     return 0;
 }
 
-static void cache_lru_remove(struct tdb_cache *c, struct tdb_cache_entry *e)
+static void cache_list_remove(struct tdb_cache_entry *e)
 {
-    if (!e->in_lru)
+    struct cache_list *l = e->list;
+    if (!l)
         return;
     if (e->prev)
         e->prev->next = e->next;
     else
-        c->lru_head = e->next;
+        l->head = e->next;
     if (e->next)
         e->next->prev = e->prev;
     else
-        c->lru_tail = e->prev;
+        l->tail = e->prev;
+    l->bytes -= e->bytes;
     e->prev = e->next = NULL;
-    e->in_lru = false;
+    e->list = NULL;
 }
 
-static void cache_lru_push(struct tdb_cache *c, struct tdb_cache_entry *e)
+static void cache_list_push(struct cache_list *l, struct tdb_cache_entry *e)
 {
     e->prev = NULL;
-    e->next = c->lru_head;
-    if (c->lru_head)
-        c->lru_head->prev = e;
+    e->next = l->head;
+    if (l->head)
+        l->head->prev = e;
     else
-        c->lru_tail = e;
-    c->lru_head = e;
-    e->in_lru = true;
+        l->tail = e;
+    l->head = e;
+    l->bytes += e->bytes;
+    e->list = l;
 }
 
+/* Wakes the loads waiting for room (c->lock held; costs nothing when none
+ * waits). */
+static void cache_wake(struct tdb_cache *c)
+{
+    if (c->wait_head)
+        pthread_cond_broadcast(&c->room);
+}
+
+/* Takes e out of the hash table and its list, and its bytes out of
+ * `used`. */
 static void cache_unlink(struct tdb_cache *c, struct tdb_cache_entry *e)
 {
     struct tdb_cache_entry **pp = &c->buckets[cache_hash(c, &e->key)];
@@ -119,9 +153,11 @@ static void cache_unlink(struct tdb_cache *c, struct tdb_cache_entry *e)
         pp = &(*pp)->hnext;
     if (*pp)
         *pp = e->hnext;
-    cache_lru_remove(c, e);
+    cache_list_remove(e);
     c->nentries--;
     c->used -= e->bytes;
+    e->bytes = 0;
+    cache_wake(c);
 }
 
 static void cache_entry_free(struct tdb_cache_entry *e)
@@ -131,15 +167,252 @@ static void cache_entry_free(struct tdb_cache_entry *e)
     free(e);
 }
 
-/* Frees unpinned entries, least recently used first, until within budget. */
+/* Evicts e, the tail of l: freed, or (kept) its tile freed and the entry
+ * left to the keepers' tdb_cache_unkeep. */
+static void cache_evict_one(struct tdb_cache *c, struct tdb_cache_entry *e)
+{
+    cache_unlink(c, e);
+    c->evictions++;
+    if (e->keeps) {
+        tdb_tile_free(&e->tile);
+        e->gone = true;
+    } else {
+        cache_entry_free(e);
+    }
+}
+
+/* True when `used` plus need is beyond the budget. */
+static bool cache_over(const struct tdb_cache *c, uint64_t need)
+{
+    return need > c->budget || c->used > c->budget - need;
+}
+
+/* Frees tiles no one holds, least recently used first, until `used` plus
+ * `need` is within budget. */
+static void cache_evict_for(struct tdb_cache *c, uint64_t need)
+{
+    while (cache_over(c, need) && c->lru.tail)
+        cache_evict_one(c, c->lru.tail);
+}
+
 static void cache_evict(struct tdb_cache *c)
 {
-    while (c->used > c->budget && c->lru_tail) {
-        struct tdb_cache_entry *e = c->lru_tail;
-        cache_unlink(c, e);
-        cache_entry_free(e);
-        c->evictions++;
+    cache_evict_for(c, 0);
+}
+
+/* Whether a load of `need` bytes (and its entry) may start, evicting to
+ * make room:
+ * within the budget once the tiles no one holds go (and the kept ones,
+ * with `kept`), or, with `kept` and need larger than the budget, once
+ * nothing else is held at all. */
+static bool cache_admit(struct tdb_cache *c, uint64_t need, bool kept)
+{
+    need = need + sizeof(struct tdb_cache_entry) < need
+               ? UINT64_MAX
+               : need + sizeof(struct tdb_cache_entry);
+    uint64_t held = c->used - c->lru.bytes - (kept ? c->kept.bytes : 0);
+    bool fits = need <= c->budget && held <= c->budget - need;
+    if (!fits && !(kept && held == 0))
+        return false;
+    cache_evict_for(c, need);
+    while (kept && (cache_over(c, need) || !fits) && c->kept.tail)
+        cache_evict_one(c, c->kept.tail);
+    return true;
+}
+
+/* Leaves the queue of loads waiting for room (c->lock held). */
+static void cache_wait_leave(struct tdb_cache *c, struct cache_waiter *w)
+{
+    struct cache_waiter **pp = &c->wait_head, *prev = NULL;
+    while (*pp && *pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
     }
+    if (!*pp)
+        return;
+    bool first = pp == &c->wait_head;
+    *pp = w->next;
+    if (c->wait_tail == w)
+        c->wait_tail = prev;
+    if (first)
+        pthread_cond_broadcast(&c->room);
+}
+
+/* The entry for key, NULL when none (c->lock held). */
+static struct tdb_cache_entry *cache_find(struct tdb_cache *c,
+                                          const struct tdb_cache_key *key)
+{
+    struct tdb_cache_entry *e = c->buckets[cache_hash(c, key)];
+    while (e && !cache_key_eq(&e->key, key))
+        e = e->hnext;
+    return e;
+}
+
+/* Pins e, found in the table, once its load ends (c->lock held, and let
+ * go).  @return 0 or the load's error. */
+static int cache_hit(struct tdb_cache *c, struct tdb_cache_entry *e,
+                     struct tdb_cache_entry **entry,
+                     const struct tdb_tile **tile, struct tdb_error *err)
+{
+    e->refs++;
+    cache_list_remove(e);
+    while (e->state == CACHE_LOADING)
+        pthread_cond_wait(&c->loaded, &c->lock);
+    if (e->state == CACHE_FAILED) {
+        int r = e->load_err;
+        if (err && e->err_copy)
+            *err = *e->err_copy;
+        if (--e->refs == 0)
+            cache_entry_free(e);
+        pthread_mutex_unlock(&c->lock);
+        return r;
+    }
+    c->hits++;
+    pthread_mutex_unlock(&c->lock);
+    *entry = e;
+    *tile = &e->tile;
+    return 0;
+}
+
+/* Finds rq->key (then *found) or, as rq->flags say, makes room for its
+ * load (c->lock held throughout; a wait lets it go meanwhile).
+ * @return 0 (found, or room made) or 1 (nothing to do: see the flags). */
+static int cache_lookup_or_admit(struct tdb_cache *c,
+                                 const struct tdb_cache_req *rq,
+                                 struct tdb_cache_entry **found)
+{
+    struct cache_waiter w = {NULL};
+    bool queued = false;
+    for (;;) {
+        struct tdb_cache_entry *e = cache_find(c, &rq->key);
+        if (e || (rq->flags & TDB_CACHE_PEEK)) {
+            if (queued)
+                cache_wait_leave(c, &w);
+            if (e && e->state == CACHE_LOADING &&
+                (rq->flags & TDB_CACHE_NOWAIT))
+                return 1;
+            *found = e;
+            return e ? 0 : 1;
+        }
+        if (rq->flags & TDB_CACHE_WAIT) {
+            if (!queued) {
+                if (c->wait_tail)
+                    c->wait_tail->next = &w;
+                else
+                    c->wait_head = &w;
+                c->wait_tail = &w;
+                queued = true;
+            }
+            if (c->wait_head == &w && cache_admit(c, rq->need, true)) {
+                cache_wait_leave(c, &w);
+                return 0;
+            }
+            pthread_cond_wait(&c->room, &c->lock);
+            continue;
+        }
+        if (rq->flags & TDB_CACHE_TRY) {
+            uint64_t n = rq->need, spare = rq->flags & TDB_CACHE_SPARE ? n : 0;
+            return !c->wait_head && n + spare >= n &&
+                           cache_admit(c, n + spare, false)
+                       ? 0
+                       : 1;
+        }
+        cache_evict_for(c, rq->need);
+        return 0;
+    }
+}
+
+/* The load of e (LOADING, pinned once) failed: out of the table, its
+ * need given back, its pinners told (c->lock held, and let go). */
+static int cache_load_failed(struct tdb_cache *c, struct tdb_cache_entry *e,
+                             int r, const struct tdb_error *lerr,
+                             struct tdb_error *err)
+{
+    e->state = CACHE_FAILED;
+    e->load_err = r;
+    e->err_copy = malloc(sizeof *e->err_copy);
+    if (e->err_copy)
+        *e->err_copy = *lerr;
+    cache_unlink(c, e); /* the next get loads again */
+    pthread_cond_broadcast(&c->loaded);
+    if (--e->refs == 0)
+        cache_entry_free(e);
+    pthread_mutex_unlock(&c->lock);
+    if (err)
+        *err = *lerr;
+    return r;
+}
+
+int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
+                    struct tdb_cache_entry **entry,
+                    const struct tdb_tile **tile, struct tdb_error *err)
+{
+    struct tdb_cache_entry *e = NULL;
+    pthread_mutex_lock(&c->lock);
+    if (cache_lookup_or_admit(c, rq, &e)) {
+        pthread_mutex_unlock(&c->lock);
+        return 1;
+    }
+    if (e)
+        return cache_hit(c, e, entry, tile, err);
+    if (!(e = calloc(1, sizeof *e))) {
+        cache_wake(c);
+        pthread_mutex_unlock(&c->lock);
+        return tdb_err(err, TDB_E_NOMEM, "tile cache: out of memory");
+    }
+    e->key = rq->key;
+    e->state = CACHE_LOADING;
+    e->refs = 1;
+    e->bytes = rq->need + sizeof *e;
+    if (e->bytes < rq->need)
+        e->bytes = UINT64_MAX;
+    size_t b = cache_hash(c, &rq->key);
+    e->hnext = c->buckets[b];
+    c->buckets[b] = e;
+    c->nentries++;
+    c->misses++;
+    c->used += e->bytes;
+    if (c->used > c->peak)
+        c->peak = c->used;
+    pthread_mutex_unlock(&c->lock);
+
+    struct tdb_error lerr = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int r = rq->load(rq->arg, &rq->key, &e->tile, &lerr);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+
+    pthread_mutex_lock(&c->lock);
+    if (r)
+        return cache_load_failed(c, e, r, &lerr, err);
+    uint64_t bytes = e->tile.size +
+                     e->tile.ncells * 8 * (e->tile.offsets != NULL) +
+                     sizeof *e;
+    c->used = c->used - e->bytes + bytes;
+    e->bytes = bytes;
+    if (c->used > c->peak)
+        c->peak = c->used;
+    e->state = CACHE_READY;
+    c->decodes++;
+    c->decoded_bytes += e->tile.size;
+    c->decode_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+                    (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+    pthread_cond_broadcast(&c->loaded);
+    cache_wake(c);
+    cache_evict(c);
+    pthread_mutex_unlock(&c->lock);
+    *entry = e;
+    *tile = &e->tile;
+    return 0;
+}
+
+int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
+                        tdb_cache_load_fn load, void *arg, unsigned flags,
+                        struct tdb_cache_entry **entry,
+                        const struct tdb_tile **tile, struct tdb_error *err)
+{
+    struct tdb_cache_req rq = {*key, load, arg, flags, 0};
+    return tdb_cache_fetch(c, &rq, entry, tile, err);
 }
 
 int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
@@ -150,109 +423,30 @@ int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
     return tdb_cache_get_flags(c, key, load, arg, 0, entry, tile, err);
 }
 
-int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
-                        tdb_cache_load_fn load, void *arg, unsigned flags,
-                        struct tdb_cache_entry **entry,
-                        const struct tdb_tile **tile, struct tdb_error *err)
-{
-    pthread_mutex_lock(&c->lock);
-    size_t b = cache_hash(c, key);
-    struct tdb_cache_entry *e = c->buckets[b];
-    while (e && !cache_key_eq(&e->key, key))
-        e = e->hnext;
-    if (e && e->state == CACHE_LOADING && (flags & TDB_CACHE_NOWAIT)) {
-        pthread_mutex_unlock(&c->lock);
-        return 1;
-    }
-    if (!e && (flags & TDB_CACHE_PEEK)) {
-        pthread_mutex_unlock(&c->lock);
-        return 1;
-    }
-    if (e) {
-        e->refs++;
-        cache_lru_remove(c, e);
-        while (e->state == CACHE_LOADING)
-            pthread_cond_wait(&c->loaded, &c->lock);
-        if (e->state == CACHE_FAILED) {
-            int r = e->load_err;
-            if (err && e->err_copy)
-                *err = *e->err_copy;
-            if (--e->refs == 0)
-                cache_entry_free(e);
-            pthread_mutex_unlock(&c->lock);
-            return r;
-        }
-        c->hits++;
-        pthread_mutex_unlock(&c->lock);
-        *entry = e;
-        *tile = &e->tile;
-        return 0;
-    }
-    e = calloc(1, sizeof *e);
-    if (!e) {
-        pthread_mutex_unlock(&c->lock);
-        return tdb_err(err, TDB_E_NOMEM, "tile cache: out of memory");
-    }
-    e->key = *key;
-    e->state = CACHE_LOADING;
-    e->refs = 1;
-    e->hnext = c->buckets[b];
-    c->buckets[b] = e;
-    c->nentries++;
-    c->misses++;
-    pthread_mutex_unlock(&c->lock);
-
-    struct tdb_error lerr = {0};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int r = load(arg, key, &e->tile, &lerr);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-
-    pthread_mutex_lock(&c->lock);
-    if (r) {
-        e->state = CACHE_FAILED;
-        e->load_err = r;
-        e->err_copy = malloc(sizeof *e->err_copy);
-        if (e->err_copy)
-            *e->err_copy = lerr;
-        /* take it out of the table: the next get loads again */
-        struct tdb_cache_entry **pp = &c->buckets[b];
-        while (*pp && *pp != e)
-            pp = &(*pp)->hnext;
-        if (*pp)
-            *pp = e->hnext;
-        c->nentries--;
-        pthread_cond_broadcast(&c->loaded);
-        if (--e->refs == 0)
-            cache_entry_free(e);
-        pthread_mutex_unlock(&c->lock);
-        if (err)
-            *err = lerr;
-        return r;
-    }
-    e->bytes = e->tile.size + e->tile.ncells * 8 * (e->tile.offsets != NULL) +
-               sizeof *e;
-    e->state = CACHE_READY;
-    c->used += e->bytes;
-    if (c->used > c->peak)
-        c->peak = c->used;
-    c->decodes++;
-    c->decoded_bytes += e->tile.size;
-    c->decode_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
-                    (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
-    pthread_cond_broadcast(&c->loaded);
-    cache_evict(c);
-    pthread_mutex_unlock(&c->lock);
-    *entry = e;
-    *tile = &e->tile;
-    return 0;
-}
-
 void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e)
 {
     pthread_mutex_lock(&c->lock);
     e->refs++;
     pthread_mutex_unlock(&c->lock);
+}
+
+/* e (in the table, READY) is held by no one: to the kept list, to the LRU
+ * list, or (TDB_CACHE_DROP, the cache more than half full) freed
+ * (c->lock held). */
+static void cache_idle(struct tdb_cache *c, struct tdb_cache_entry *e,
+                       unsigned flags)
+{
+    if (e->keeps) {
+        cache_list_push(&c->kept, e);
+    } else if ((flags & TDB_CACHE_DROP) && c->used > c->budget / 2) {
+        cache_unlink(c, e);
+        cache_entry_free(e);
+        c->evictions++;
+    } else {
+        cache_list_push(&c->lru, e);
+        cache_evict(c);
+    }
+    cache_wake(c);
 }
 
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e)
@@ -266,16 +460,32 @@ void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
     if (!e)
         return;
     pthread_mutex_lock(&c->lock);
-    if (--e->refs == 0) {
-        if ((flags & TDB_CACHE_DROP) && c->used > c->budget / 2) {
-            /* in the table and READY: it is no one else's */
-            cache_lru_push(c, e);
-            cache_unlink(c, e);
+    if (--e->refs == 0)
+        cache_idle(c, e, flags);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void tdb_cache_keep(struct tdb_cache *c, struct tdb_cache_entry *e)
+{
+    pthread_mutex_lock(&c->lock);
+    e->keeps++;
+    if (--e->refs == 0)
+        cache_idle(c, e, 0);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void tdb_cache_unkeep(struct tdb_cache *c, struct tdb_cache_entry *e,
+                      unsigned flags)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&c->lock);
+    if (--e->keeps == 0 && e->refs == 0) {
+        if (e->gone) {
             cache_entry_free(e);
-            c->evictions++;
         } else {
-            cache_lru_push(c, e);
-            cache_evict(c);
+            cache_list_remove(e);
+            cache_idle(c, e, flags);
         }
     }
     pthread_mutex_unlock(&c->lock);
@@ -364,12 +574,23 @@ out:
     return r;
 }
 
+/* The bytes of the buffers scratch s keeps. */
+static uint64_t cache_scratch_bytes(const struct tdb_scratch *s)
+{
+    uint64_t n = s->raw.cap;
+    for (int i = 0; i < 4; i++)
+        n += s->bufs[i].cap;
+    return n;
+}
+
 struct tdb_scratch *tdb_cache_scratch_get(struct tdb_cache *c)
 {
     pthread_mutex_lock(&c->lock);
     struct tdb_scratch *s = c->scratch;
-    if (s)
+    if (s) {
         c->scratch = s->next;
+        c->scratch_bytes -= cache_scratch_bytes(s);
+    }
     pthread_mutex_unlock(&c->lock);
     return s ? s : calloc(1, sizeof *s);
 }
@@ -378,13 +599,26 @@ void tdb_cache_scratch_put(struct tdb_cache *c, struct tdb_scratch *s)
 {
     if (!s)
         return;
-    /* keep working memory of ordinary tiles, not of a huge one */
-    if (s->raw.cap > CACHE_SCRATCH_KEEP)
+    /* keep working memory of ordinary tiles, not of a huge one, and all
+     * in all no more than a sixteenth of the budget */
+    uint64_t keep = c->budget / 16 < CACHE_SCRATCH_KEEP ? c->budget / 16
+                                                        : CACHE_SCRATCH_KEEP;
+    if (s->raw.cap > keep)
         tdb_buf_free(&s->raw);
     for (int i = 0; i < 4; i++)
-        if (s->bufs[i].cap > CACHE_SCRATCH_KEEP)
+        if (s->bufs[i].cap > keep)
             tdb_buf_free(&s->bufs[i]);
+    uint64_t n = cache_scratch_bytes(s);
     pthread_mutex_lock(&c->lock);
+    if (c->scratch_bytes + n > c->budget / 16) {
+        pthread_mutex_unlock(&c->lock);
+        tdb_buf_free(&s->raw);
+        for (int i = 0; i < 4; i++)
+            tdb_buf_free(&s->bufs[i]);
+        n = 0;
+        pthread_mutex_lock(&c->lock);
+    }
+    c->scratch_bytes += n;
     s->next = c->scratch;
     c->scratch = s;
     pthread_mutex_unlock(&c->lock);
@@ -414,5 +648,6 @@ void tdb_cache_free(struct tdb_cache *c)
     free(c->buckets);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->loaded);
+    pthread_cond_destroy(&c->room);
     free(c);
 }

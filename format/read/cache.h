@@ -1,7 +1,11 @@
 /* cache.h: the decoded-tile cache: a byte-budgeted LRU keyed by
  * (fragment, field part, tile), with pins so that eviction never frees a
- * tile in use and single-flight loading so that two threads never decode
- * the same tile twice. */
+ * tile in use, single-flight loading so that two threads never decode the
+ * same tile twice, and admission: a load that asks for it (TDB_CACHE_TRY,
+ * TDB_CACHE_WAIT) starts only once its bytes fit in the budget beside
+ * every tile held, pinned or being decoded.  A thread that waits for room
+ * holds no pin (only keeps, which a waiter may free), so a wait always
+ * ends: pins are let go without waiting. */
 #ifndef TDB_CACHE_H
 #define TDB_CACHE_H
 
@@ -45,17 +49,52 @@ int tdb_cache_frag_id(struct tdb_cache *c, const char *identity,
 
 /* Finds or loads the tile for key and pins it; *tile points into the
  * entry until tdb_cache_release.  A failed load is not cached: the next
- * get tries again. */
+ * get tries again.  The load starts whatever the budget (the cache then
+ * holds more than its budget until pins are let go): for callers that
+ * hold other pins of this cache while they ask. */
 int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
                   tdb_cache_load_fn load, void *arg,
                   struct tdb_cache_entry **entry, const struct tdb_tile **tile,
                   struct tdb_error *err);
 
-/* tdb_cache_get with flags: TDB_CACHE_NOWAIT returns 1 (nothing pinned)
- * instead of waiting for another thread's load of the tile, TDB_CACHE_PEEK
- * returns 1 instead of loading a tile that is not there. */
+/* Flags of a request:
+ * TDB_CACHE_NOWAIT  returns 1 (nothing pinned) instead of waiting for
+ *                   another thread's load of the tile;
+ * TDB_CACHE_PEEK    returns 1 instead of loading a tile that is not there;
+ * TDB_CACHE_TRY     loads only when `need` bytes fit in the budget now,
+ *                   beside what is pinned, kept, or being loaded, once
+ *                   tiles no one holds are evicted, and no one waits for
+ *                   room; else returns 1;
+ * TDB_CACHE_WAIT    waits for that room, first come first served, also
+ *                   evicting kept tiles (tdb_cache_keep); a `need` larger
+ *                   than the budget is loaded once nothing else is held.
+ *                   The caller must hold no pin of this cache;
+ * TDB_CACHE_SPARE   with TRY, loads only while room for another load as
+ *                   large is left (a tile decoded ahead of the reads
+ *                   leaves room for the tiles a read asks for). */
 #define TDB_CACHE_NOWAIT 1u
 #define TDB_CACHE_PEEK 2u
+#define TDB_CACHE_TRY 4u
+#define TDB_CACHE_WAIT 8u
+#define TDB_CACHE_SPARE 16u
+
+struct tdb_cache_req {
+    struct tdb_cache_key key;
+    tdb_cache_load_fn load;
+    void *arg;
+    unsigned flags;
+    uint64_t need;      /* the most bytes the load holds while it runs
+                         * (the decoded tile and the bytes it decodes);
+                         * counted until the tile's own size replaces it */
+};
+
+/* Finds or loads rq->key as rq->flags say and pins it.
+ * @return 0, 1 (nothing pinned: see the flags), or a TDB_E_* code. */
+int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
+                    struct tdb_cache_entry **entry,
+                    const struct tdb_tile **tile, struct tdb_error *err);
+
+/* tdb_cache_fetch with need 0. */
 int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
                         tdb_cache_load_fn load, void *arg, unsigned flags,
                         struct tdb_cache_entry **entry,
@@ -65,26 +104,36 @@ void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
 /* One more pin of e (pinned already); tdb_cache_release lets it go. */
 void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e);
 /* With TDB_CACHE_DROP, once the cache is more than half full, the tile is
- * freed at once when no one else holds it (a sequential reader has passed
- * it: keeping it would only push out tiles that may be read again, and
- * reusing its memory spares the kernel zeroing new pages). */
+ * freed at once when no one else holds or keeps it (a sequential reader
+ * has passed it: keeping it would only push out tiles that may be read
+ * again, and reusing its memory spares the kernel zeroing new pages). */
 #define TDB_CACHE_DROP 1u
 void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
                              unsigned flags);
 
+/* Turns the caller's pin of e into a keep: the tile stays in the cache
+ * ahead of the LRU order, but a TDB_CACHE_WAIT that finds no other room
+ * frees it (e itself stays valid, for tdb_cache_unkeep, and a later get
+ * loads the tile again).  A reader keeps the tiles it will read. */
+void tdb_cache_keep(struct tdb_cache *c, struct tdb_cache_entry *e);
+/* Lets a keep of e go (flags: TDB_CACHE_DROP as for a release). */
+void tdb_cache_unkeep(struct tdb_cache *c, struct tdb_cache_entry *e,
+                      unsigned flags);
+
 /* Working memory for one decode (filters/filter.h), from the cache's free
  * list (NULL when out of memory: decode without); give it back with
- * tdb_cache_scratch_put. */
+ * tdb_cache_scratch_put.  Between decodes the list keeps buffers of at
+ * most a sixteenth of the budget in all (and 8 MiB each). */
 struct tdb_scratch;
 struct tdb_scratch *tdb_cache_scratch_get(struct tdb_cache *c);
 void tdb_cache_scratch_put(struct tdb_cache *c, struct tdb_scratch *s);
 
 void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st);
 
-/* The most bytes of decoded tiles (tdb_cache_stats' `used`: pinned or
- * not) the cache held at once since it was created or last reset; with
- * `reset`, counting starts again from what it holds now.  Tiles being
- * decoded count once their decode ends. */
+/* The most bytes the cache counted at once (tdb_cache_stats' `used`:
+ * decoded tiles, pinned, kept or not, and the `need` of loads under way)
+ * since it was created or last reset; with `reset`, counting starts again
+ * from what it holds now. */
 uint64_t tdb_cache_peak(struct tdb_cache *c, bool reset);
 
 #endif

@@ -1,15 +1,33 @@
 /* reader.c: reading one file of the mount contract on every core: the
  * tiles a read touches are decoded in parallel, and while a file is read
  * from start to end the tiles ahead of the reader are decoded by the tree's
- * pool of threads.  A reader keeps the tiles of the row of tiles it reads
- * and the ones decoded ahead pinned in the cache, so that even a cache
- * smaller than a row of tiles decodes each tile once per pass (no
- * thrashing).  The pinned bytes are bounded: the read's row of tiles (in a
- * dense view, where a tile's pieces end is known, it goes once read past;
- * a read waits for the one before it to let its row go, and one that
- * crosses into the next row reads the rows one after the other), plus
- * ahead a quarter of the cache (8 to 32 MiB) but no more than the budget
- * leaves beyond the read's own tiles. */
+ * pool of threads.  A reader's pins (struct rd_pin) keep the tiles of the
+ * row of tiles it reads and those decoded ahead in the cache
+ * (tdb_cache_keep: ahead of the LRU order, but never beyond the budget):
+ * the read's row of tiles (in a dense view, where a tile's pieces end is
+ * known, it goes once read past; a read waits for the one before it to let
+ * its row go, and one that crosses into the next row reads the rows one
+ * after the other), plus ahead a quarter of the cache (8 to 32 MiB) but no
+ * more than half of what the budget leaves beyond the read's own tiles.
+ *
+ * Every tile is decoded within the cache's budget, so that however many
+ * readers read, the cache holds at most its budget (or one tile, when a
+ * tile is larger):
+ *  - the pool's jobs and a read's own decodes start only when the budget
+ *    has room now (TDB_CACHE_TRY; a tile ahead also leaves room for
+ *    another as large), and never wait: a tile without room is left to
+ *    the copy, and a tile ahead without room stops decoding ahead;
+ *  - a read copies from the tiles the cache holds (TDB_TAKE_CACHED), then
+ *    takes the tiles it did not find a batch at a time, the first of each
+ *    once the budget has room for it (rd_copy): the only place a reader
+ *    waits for room, holding no pin of the cache and no lock of its own.
+ *    Keeps are no pins: a waiting load frees kept tiles, so a reader that
+ *    stops reading holds no one up.  A cache smaller than a row of tiles
+ *    thus decodes a tile once per read that touches it (a read copies a
+ *    tile's pieces before it takes the next), not once per piece;
+ *  - var-sized files (no positions without the offsets) are read as they
+ *    come, loading within the budget (TDB_TAKE_WAIT).
+ * Lock order: rd->lock, then the pool's or the cache's lock. */
 #include "read/reader.h"
 #include "tiledb_format.h"
 
@@ -44,7 +62,7 @@ struct rd_tile {
 
 struct rd_pin {
     struct rd_tile k;
-    struct tdb_cache_entry *e;  /* NULL until the tile is pinned */
+    struct tdb_cache_entry *e;  /* NULL until the tile is kept */
     bool queued;                /* a job for it is queued or running */
     uint64_t epoch;             /* the last read that wanted it */
     uint64_t last;              /* the file's bytes it gives end there
@@ -66,6 +84,8 @@ struct pool_job {
     struct pool_job *next;
     struct tdb_reader *rd;
     struct rd_tile k;
+    unsigned flags;             /* of its load: TDB_CACHE_TRY, and for a
+                                 * tile ahead of the reads TDB_CACHE_SPARE */
 };
 
 struct tdb_pool {
@@ -80,14 +100,15 @@ struct tdb_pool {
 struct tdb_reader {
     struct tdb_fs *fs;
     uint64_t ino;
-    struct tdb_fieldfile *ff;   /* NULL: plain reads */
+    struct tdb_fieldfile *ff;   /* a fixed-size field file; NULL: plain */
+    struct tdb_fieldfile *vff;  /* a var-sized one (read as it comes) */
     struct tdb_pool *pool;      /* NULL: no decoding ahead */
     uint64_t cs;                /* bytes per cell of the file */
     pthread_mutex_t lock;
     pthread_cond_t idle;        /* pending fell to 0 */
     pthread_cond_t done;        /* a job finished */
     pthread_cond_t moved;       /* a read began or ended */
-    uint64_t ahead_bytes;       /* decoded bytes to pin ahead */
+    uint64_t ahead_bytes;       /* decoded bytes to keep ahead */
     uint64_t budget;            /* the cache's budget */
     /* a dense view: a tile's pieces all lie within ext (its fragment's
      * tile extent) consecutive indices of dimension slab_dim, slab bytes
@@ -102,7 +123,7 @@ struct tdb_reader {
     unsigned nact;
     struct rd_pin *pins;
     size_t npins;
-    uint64_t pinned;            /* bytes of the pins */
+    uint64_t pinned;            /* bytes of the pins (kept or to be) */
     unsigned pending;           /* its jobs queued or running */
     unsigned decoding;          /* reads decoding a tile themselves */
     uint64_t epoch;
@@ -136,8 +157,7 @@ static struct rd_pin *rd_find(struct tdb_reader *rd, const struct rd_tile *k)
 static void rd_drop_tile(struct tdb_reader *rd, struct rd_pin *p, bool passed)
 {
     if (p->e)
-        tdb_cache_release_flags(p->k.f->arr->cache, p->e,
-                                passed ? TDB_CACHE_DROP : 0);
+        tdb_cache_unkeep(p->k.f->arr->cache, p->e, passed ? TDB_CACHE_DROP : 0);
     rd->pinned -= p->bytes;
     *p = rd->pins[--rd->npins];
 }
@@ -149,16 +169,57 @@ static void rd_drop(struct tdb_reader *rd, struct rd_pin *p)
 
 /* --------------------------------------------------------------- the pool */
 
-/* A job is done: its tile is pinned by e (NULL: the decode failed; the
- * read reports it). */
-static void rd_job_done(struct tdb_reader *rd, const struct rd_tile *k,
-                        struct tdb_cache_entry *e)
+/* Takes back rd's jobs that no thread has started: only the one for k
+ * when k is not NULL, only those of tiles ahead (their pins go too) with
+ * `ahead`; rd->lock held.  @return how many. */
+static unsigned pool_cancel(struct tdb_pool *p, struct tdb_reader *rd,
+                            const struct rd_tile *k, bool ahead)
 {
+    unsigned n = 0;
+    pthread_mutex_lock(&p->lock);
+    struct pool_job **pp = &p->head, *last = NULL;
+    while (*pp) {
+        struct pool_job *j = *pp;
+        if (j->rd == rd && (!k || rd_same(&j->k, k)) &&
+            (!ahead || (j->flags & TDB_CACHE_SPARE))) {
+            *pp = j->next;
+            struct rd_pin *pin = rd_find(rd, &j->k);
+            if (pin)
+                pin->queued = false;
+            if (pin && ahead && !pin->e)
+                rd_drop(rd, pin);
+            rd->pending--;
+            n++;
+            free(j);
+        } else {
+            last = j;
+            pp = &j->next;
+        }
+    }
+    p->tail = last;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+/* Job j is done: its tile is pinned by e (NULL: no room for it, r 1, or
+ * the decode failed; the read then decodes it itself, and reports the
+ * error).  A tile ahead without room stops decoding ahead (the jobs after
+ * it would take the room the tiles before them need): the next read plans
+ * it again. */
+static void rd_job_done(struct tdb_reader *rd, const struct pool_job *j,
+                        int r, struct tdb_cache_entry *e)
+{
+    const struct rd_tile *k = &j->k;
     pthread_mutex_lock(&rd->lock);
+    if (r == 1 && (j->flags & TDB_CACHE_SPARE)) {
+        pool_cancel(rd->pool, rd, NULL, true);
+        rd->ahead_pos = 0;
+    }
     struct rd_pin *p = rd_find(rd, k);
     if (p)
         p->queued = false;
     if (p && !p->e && e) {
+        tdb_cache_keep(k->f->arr->cache, e);
         p->e = e;
         e = NULL;
     } else if (p && !p->e) {
@@ -188,9 +249,9 @@ static void *pool_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         struct tdb_cache_entry *e = NULL;
         const struct tdb_tile *tile;
-        int r = tdb_frag_tile(j->k.f, j->k.field, j->k.part, j->k.t, &e,
-                              &tile, NULL);
-        rd_job_done(j->rd, &j->k, r == 0 ? e : NULL);
+        int r = tdb_frag_tile_flags(j->k.f, j->k.field, j->k.part, j->k.t,
+                                    j->flags, &e, &tile, NULL);
+        rd_job_done(j->rd, j, r, r == 0 ? e : NULL);
         free(j);
         pthread_mutex_lock(&p->lock);
     }
@@ -243,34 +304,6 @@ void tdb_pool_free(struct tdb_pool *p)
     free(p);
 }
 
-/* Takes back rd's jobs that no thread has started (only the one for k
- * when k is not NULL); rd->lock held.  @return how many. */
-static unsigned pool_cancel(struct tdb_pool *p, struct tdb_reader *rd,
-                            const struct rd_tile *k)
-{
-    unsigned n = 0;
-    pthread_mutex_lock(&p->lock);
-    struct pool_job **pp = &p->head, *last = NULL;
-    while (*pp) {
-        struct pool_job *j = *pp;
-        if (j->rd == rd && (!k || rd_same(&j->k, k))) {
-            *pp = j->next;
-            struct rd_pin *pin = rd_find(rd, &j->k);
-            if (pin)
-                pin->queued = false;
-            rd->pending--;
-            n++;
-            free(j);
-        } else {
-            last = j;
-            pp = &j->next;
-        }
-    }
-    p->tail = last;
-    pthread_mutex_unlock(&p->lock);
-    return n;
-}
-
 /* ------------------------------------------------------------ the reader */
 
 /* What rd_want is asked and tells. */
@@ -283,6 +316,8 @@ struct rd_ask {
     uint64_t row_slab;      /* in a dense view, at most this row of tiles
                              * (rd_tile_slab); else any */
     bool full;              /* set: the tile was not pinned (no room) */
+    bool ahead;             /* a tile after the read: decoded only while
+                             * the cache keeps room for another as large */
 };
 
 /* True when where tile k's pieces end is known (a dense fragment's tile
@@ -383,6 +418,8 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
     int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
                                 TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
                                 NULL);
+    if (r == 0)
+        tdb_cache_keep(k->f->arr->cache, e);
     struct pool_job *j = NULL;
     if (r != 0 && a->submit && rd->pool)
         j = calloc(1, sizeof *j);
@@ -395,6 +432,7 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
     if (j) {
         j->rd = rd;
         j->k = *k;
+        j->flags = TDB_CACHE_TRY | (a->ahead ? TDB_CACHE_SPARE : 0);
         rd->pending++;
         struct tdb_pool *pl = rd->pool;
         pthread_mutex_lock(&pl->lock);
@@ -410,8 +448,9 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
     return true;
 }
 
-/* Pins tile k in the calling thread (decoding it unless a job is already
- * doing so: the read then waits for that one).  Beyond the cache's budget,
+/* Keeps tile k in the calling thread (decoding it, when the cache has
+ * room, unless a job is already doing so: the read then waits for that
+ * one; without room the tile is left to rd_copy).  Beyond the budget,
  * a queued job is taken back and done here only while no other read of rd
  * decodes itself: the kernel sends several reads at once, and each
  * decoding the row's tiles beside the pool's threads would only hold more
@@ -425,7 +464,7 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
      * thread looks the tile up) */
     while (p && !p->e && p->queued &&
            ((rd->decoding > 0 && rd->pinned > rd->budget) ||
-            pool_cancel(rd->pool, rd, k) == 0)) {
+            pool_cancel(rd->pool, rd, k, false) == 0)) {
         pthread_cond_wait(&rd->done, &rd->lock);
         p = rd_find(rd, k);
     }
@@ -438,14 +477,18 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
     /* an error is the read's to report */
-    int r = tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tile, NULL);
+    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, TDB_CACHE_TRY,
+                                &e, &tile, NULL);
     pthread_mutex_lock(&rd->lock);
     rd->decoding--;
     pthread_cond_broadcast(&rd->done);
-    p = r == 0 ? rd_find(rd, k) : NULL;
-    if (p && !p->e) {
+    p = r >= 0 ? rd_find(rd, k) : NULL;
+    if (r == 0 && p && !p->e) {
+        tdb_cache_keep(k->f->arr->cache, e);
         p->e = e;
         e = NULL;
+    } else if (r == 1 && p && !p->e && !p->queued) {
+        rd_drop(rd, p);     /* no room: not kept */
     }
     if (r == 0 && e)
         tdb_cache_release(k->f->arr->cache, e);
@@ -534,7 +577,7 @@ static int rd_plan_read(void *arg, struct tdb_frag *f, int field,
     if (rd_memo_seen(pl, &k, to))
         return 0;
     struct rd_ask a = {from, to, pl->ncur > 0, UINT64_MAX, UINT64_MAX,
-                       UINT64_MAX, false};
+                       UINT64_MAX, false, false};
     if (rd_want(pl->rd, &k, pl->epoch, &a) && pl->ncur < RD_MAX_CUR)
         pl->cur[pl->ncur++] = k;
     return 0;
@@ -552,7 +595,7 @@ static int rd_plan_ahead(void *arg, struct tdb_frag *f, int field,
     struct rd_tile k = {f, field, part, t};
     if (!rd_memo_seen(pl, &k, to)) {
         struct rd_ask a = {from,          to,          true, pl->limit,
-                           pl->row_limit, pl->row_slab, false};
+                           pl->row_limit, pl->row_slab, false, true};
         rd_want(pl->rd, &k, pl->epoch, &a);
         if (a.full)
             return 1;
@@ -700,7 +743,8 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
         }
         rd->pool = tdb_fs_pool(fs);
-    } else {
+    } else if (rd->ff) {
+        rd->vff = rd->head ? NULL : rd->ff;
         rd->ff = NULL; /* var-sized: positions need the offsets */
     }
     if (rd->pool) {
@@ -832,10 +876,12 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
             if (rd_rows_known(rd, &p->k) && p->slab > pl.row_slab)
                 pl.row_slab = p->slab;
         }
-        /* ahead, no more than the budget leaves beyond the read's own
-         * tiles (a small cache: none; the read's tiles are decoded on
-         * every core all the same) */
-        uint64_t more = rd->budget > cur ? rd->budget - cur : 0;
+        /* ahead, no more than half of what the budget leaves beyond the
+         * read's own tiles (a small cache: none; the read's tiles are
+         * decoded on every core all the same): the other half is the next
+         * reads' room, so that they never find the cache full of tiles
+         * decoded for later ones */
+        uint64_t more = rd->budget > cur ? (rd->budget - cur) / 2 : 0;
         if (more > rd->ahead_bytes)
             more = rd->ahead_bytes;
         pl.limit = cur + more;
@@ -856,8 +902,8 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
         pthread_mutex_unlock(&rd->lock);
     }
     /* the read's own tiles, from its end back (the pool takes them from
-     * the front): pinned before the read, so that a cache smaller than
-     * the read still decodes each once */
+     * the front): decoded before the read where the budget has room (the
+     * copy takes the others one batch at a time) */
     for (unsigned i = pl.ncur; i-- > 0;)
         rd_pin_now(rd, &pl.cur[i]);
     return pl.npieces;
@@ -882,6 +928,124 @@ static size_t rd_row_cut(struct tdb_reader *rd, uint64_t poff, size_t plen)
     return cut;
 }
 
+/* ------------------------------------------------------------ copying */
+
+#define RD_BATCH 64     /* tiles rd_copy_missing holds at once */
+
+/* The tiles a read found missing from the cache (rd_copy). */
+struct rd_missing {
+    struct rd_tile *k;
+    size_t n, cap;
+    bool nomem;
+};
+
+static void rd_missed(void *arg, struct tdb_frag *f, int field,
+                      unsigned part, uint64_t t)
+{
+    struct rd_missing *m = arg;
+    struct rd_tile k = {f, field, part, t};
+    if (m->n && rd_same(&m->k[m->n - 1], &k))
+        return;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        struct rd_tile *nk = realloc(m->k, cap * sizeof *nk);
+        if (!nk) {
+            m->nomem = true;
+            return;
+        }
+        m->k = nk;
+        m->cap = cap;
+    }
+    m->k[m->n++] = k;
+}
+
+static int rd_tile_cmp(const void *pa, const void *pb)
+{
+    const struct rd_tile *a = pa, *b = pb;
+    uintptr_t fa = (uintptr_t)a->f, fb = (uintptr_t)b->f;
+    if (fa != fb)
+        return fa < fb ? -1 : 1;
+    if (a->field != b->field)
+        return a->field < b->field ? -1 : 1;
+    if (a->part != b->part)
+        return a->part < b->part ? -1 : 1;
+    return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* Copies the pieces of the tiles m lists (those rq, a TDB_TAKE_CACHED
+ * read, left out), a batch of tiles at a time: the first of each loaded
+ * once the budget has room for it (nothing pinned meanwhile), more while
+ * it has room now; then the read again from the tiles cached. */
+static int rd_copy_missing(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
+                           struct rd_missing *m, struct tdb_error *err)
+{
+    qsort(m->k, m->n, sizeof *m->k, rd_tile_cmp);
+    struct tdb_cache_entry *held[RD_BATCH];
+    int r = 0;
+    rq->missed = NULL;
+    for (size_t i = 0, n = 0; i < m->n && !r; i += n) {
+        const struct tdb_tile *tl;
+        unsigned flags = TDB_CACHE_WAIT;
+        for (n = 0; i + n < m->n && n < RD_BATCH; n++) {
+            const struct rd_tile *k = &m->k[i + n];
+            if (n && rd_same(k, &m->k[i + n - 1])) {
+                held[n] = NULL;
+                continue;
+            }
+            r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, flags,
+                                    &held[n], &tl, err);
+            if (r)
+                break;
+            flags = TDB_CACHE_TRY;
+        }
+        if (r == 1)
+            r = 0;
+        if (!r)
+            r = tdb_fieldfile_read_how(ff, rq, err);
+        for (size_t j = 0; j < n; j++)
+            tdb_cache_release(ff->arr->cache, held[j]);
+    }
+    return r;
+}
+
+/* The field's bytes [poff, poff + len) into buf (*got bytes), whatever
+ * the cache holds: from the tiles it holds, then the others loaded within
+ * the budget (rd_copy_missing).  The caller holds no pin. */
+static int rd_copy(struct tdb_reader *rd, uint64_t poff, void *buf,
+                   size_t len, size_t *got, struct tdb_error *err)
+{
+    struct rd_missing m = {NULL, 0, 0, false};
+    struct tdb_fieldread rq = {poff, buf, len, 0, TDB_TAKE_CACHED, rd_missed,
+                               &m};
+    int r = tdb_fieldfile_read_how(rd->ff, &rq, err);
+    if (!r && m.nomem) {
+        rq.take = TDB_TAKE_WAIT;
+        rq.missed = NULL;
+        r = tdb_fieldfile_read_how(rd->ff, &rq, err);
+    } else if (!r && m.n) {
+        r = rd_copy_missing(rd->ff, &rq, &m, err);
+    }
+    free(m.k);
+    *got = rq.got;
+    return r;
+}
+
+/* The file's bytes [off, off + len): a header's (.npy) first, then the
+ * field's from poff on. */
+static int rd_read_copy(struct tdb_reader *rd, uint64_t poff, uint64_t off,
+                        void *buf, size_t len, size_t *got,
+                        struct tdb_error *err)
+{
+    size_t h = off < rd->head ? (size_t)(rd->head - off) : 0, more = 0;
+    if (h > len)
+        h = len;
+    int r = h ? tdb_fs_read(rd->fs, rd->ino, off, buf, h, got, err) : 0;
+    if (!r && h < len)
+        r = rd_copy(rd, poff, (uint8_t *)buf + h, len - h, &more, err);
+    *got = r ? 0 : h + more;
+    return r;
+}
+
 /* Plans the tiles of the field's bytes [poff, poff + plen), then reads the
  * file's bytes [off, off + len) (which end where those do), a row of tiles
  * at a time where rd_row_cut says so. */
@@ -895,7 +1059,7 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
         size_t part = cut == plen ? len : len - (plen - cut);
         struct rd_read rr;
         rd_prepare(rd, poff, cut, &rr);
-        int r = tdb_fs_read(rd->fs, rd->ino, off, buf, part, &n, err);
+        int r = rd_read_copy(rd, poff, off, buf, part, &n, err);
         rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
         *got += n;
         if (r || n < part || cut == plen)
@@ -911,6 +1075,13 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
 int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
                     size_t len, size_t *got, struct tdb_error *err)
 {
+    if (rd->vff) {
+        struct tdb_fieldread rq = {off, buf, len, 0, TDB_TAKE_WAIT, NULL,
+                                   NULL};
+        int r = tdb_fieldfile_read_how(rd->vff, &rq, err);
+        *got = rq.got;
+        return r;
+    }
     if (!rd->ff)
         return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
     if (rd->head) {
@@ -955,7 +1126,8 @@ int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
     struct rd_read rr;
     uint64_t pieces = rd_prepare(rd, off, len, &rr);
     struct tdb_read_hold *h = NULL;
-    struct tdb_segsink sink = {segs, cap, 0, NULL, RD_HOLD_TILES, 0, true};
+    struct tdb_segsink sink = {segs, cap,           0,   NULL,
+                               RD_HOLD_TILES, 0, true, true};
     /* the kernel copies a reply page by page, and from memory given in
      * pieces one more time per piece: small pieces are cheaper copied */
     if (pieces <= len / RD_SEG_MIN + 1 && (h = malloc(sizeof *h))) {
@@ -972,7 +1144,7 @@ int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
         }
     }
     if (!h)
-        r = tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+        r = rd_copy(rd, off, buf, len, got, err);
     rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
     if (h) {
         *nsegs = sink.n;
@@ -1003,7 +1175,7 @@ void tdb_reader_close(struct tdb_reader *rd)
         return;
     pthread_mutex_lock(&rd->lock);
     if (rd->pool)
-        pool_cancel(rd->pool, rd, NULL);
+        pool_cancel(rd->pool, rd, NULL, false);
     while (rd->pending)
         pthread_cond_wait(&rd->idle, &rd->lock);
     while (rd->npins)

@@ -4,6 +4,7 @@
  * tiledbfs-cat read through these calls. */
 #include "read/json.h"
 #include "read/reader.h"
+#include "read/stamp.h"
 #include "read/view.h"
 
 #include <errno.h>
@@ -49,6 +50,8 @@ struct tdb_fs {
     size_t nnodes, capnodes;
     struct tdb_array **arrays;
     size_t narrays;
+    char **srcs;                /* folders of the arrays and groups opened */
+    size_t nsrcs;
     struct tdb_cells **cells;
     size_t ncells;
     /* slices made on lookup in __slice/ (inode TREE_SLICE_INO + index) */
@@ -751,10 +754,33 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
     return r;
 }
 
+/* Notes `path` as the folder of an array or group of the tree. */
+static int tree_note_source(struct tdb_fs *fs, const char *path,
+                            struct tdb_error *err)
+{
+    char **v = realloc(fs->srcs, (fs->nsrcs + 1) * sizeof *v);
+    if (!v)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    fs->srcs = v;
+    if (!(v[fs->nsrcs] = strdup(path)))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    fs->nsrcs++;
+    return 0;
+}
+
+const char *tdb_fs_source(const struct tdb_fs *fs, size_t i)
+{
+    return i < fs->nsrcs ? fs->srcs[i] : NULL;
+}
+
 static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
                        const struct tree_up *up, struct tdb_error *err)
 {
-    if (tdb_is_array(fs->io, path)) {
+    bool array = tdb_is_array(fs->io, path);
+    bool group = !array && tdb_is_group(fs->io, path);
+    if ((array || group) && tree_note_source(fs, path, err))
+        return TDB_E_NOMEM;
+    if (array) {
         struct tdb_array *a;
         struct tdb_open_options o = fs->opts;
         if (o.key)
@@ -771,7 +797,7 @@ static int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
         fs->arrays[fs->narrays++] = a;
         return tree_array(fs, node, a, err);
     }
-    if (tdb_is_group(fs->io, path))
+    if (group)
         return tree_group(fs, node, path, up, err);
     if (!tdb_io_exists(fs->io, path))
         return tdb_err(err, TDB_E_NOENT, "%s: no such file or folder",
@@ -854,6 +880,9 @@ void tdb_fs_close(struct tdb_fs *fs)
     for (size_t i = 0; i < fs->narrays; i++)
         tdb_array_close(fs->arrays[i]);
     free(fs->arrays);
+    for (size_t i = 0; i < fs->nsrcs; i++)
+        free(fs->srcs[i]);
+    free(fs->srcs);
     tdb_pool_free(fs->pool);
     pthread_mutex_destroy(&fs->pool_lock);
     if (fs->own_cache)

@@ -135,6 +135,13 @@ static int view_frag_field(const struct tdb_fieldfile *ff,
     return f->dim_field[ff->idx];
 }
 
+/* How a walk takes the tiles it copies from (view.h, tdb_tile_take). */
+struct view_how {
+    enum tdb_tile_take take;
+    tdb_tile_miss_fn missed;
+    void *arg;
+};
+
 /* What a walk over cells does with them: fill cells (no fragment holds
  * them, or the fragment lacks the field), cells that may be passed over
  * without decoding, and cells of a decoded tile.  Each returns 0 to go on,
@@ -157,6 +164,7 @@ struct view_visit {
     uint64_t cs;
     uint64_t pieces;            /* pieces of tiles the walk went over */
     struct tdb_cache_entry *entry;  /* the tile given to tile() */
+    const struct view_how *how;     /* how it takes tiles (NULL: load) */
 };
 
 /* The tiles a walk keeps pinned: a view alternates between a few tiles
@@ -193,15 +201,61 @@ struct view_cur {
     uint64_t told, upto;        /* planning: tile t's pieces end at upto,
                                  * plan() knows of them up to told (0: not
                                  * told of the tile yet) */
+    bool absent;                /* TDB_TAKE_CACHED: tile t is not in the
+                                 * cache (its pieces are passed over) */
 };
 
 struct view_pins {
     struct view_held h[VIEW_HELD];
     unsigned n, next;
     struct view_cur cur[VIEW_CUR];
+    struct view_how how;
 };
 
-/* Pins k's tile (k->tile, k->e) in the walk's ring. */
+/* Lets go of the tile in ring slot h (the view slot using it forgets
+ * it). */
+static void view_unpin_one(struct view_held *h)
+{
+    if (h->k->tile == h->tile) {
+        h->k->tile = NULL;
+        h->k->lim = h->k->first;
+    }
+    tdb_cache_release(h->f->arr->cache, h->e);
+}
+
+static void view_unpin_all(struct view_pins *vp)
+{
+    for (unsigned i = 0; i < vp->n; i++)
+        view_unpin_one(&vp->h[i]);
+    vp->n = vp->next = 0;
+}
+
+/* Pins k's tile as vp->how says: from the cache only (TDB_TAKE_CACHED),
+ * else loaded within the budget when it has room; when it has none, the
+ * ring lets go of its other tiles first, then the tile is loaded all the
+ * same (TDB_TAKE_LOAD) or once there is room (TDB_TAKE_WAIT).
+ * @return 0, 1 (not in the cache) or an error. */
+static int view_take(struct view_pins *vp, struct view_cur *k,
+                     struct tdb_cache_entry **e, const struct tdb_tile **tl,
+                     struct tdb_error *err)
+{
+    if (vp->how.take == TDB_TAKE_CACHED)
+        return tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
+                                   TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, e, tl,
+                                   err);
+    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, TDB_CACHE_TRY,
+                                e, tl, err);
+    if (r != 1)
+        return r;
+    view_unpin_all(vp);
+    return tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
+                               vp->how.take == TDB_TAKE_WAIT ? TDB_CACHE_WAIT
+                                                             : 0,
+                               e, tl, err);
+}
+
+/* Pins k's tile (k->tile, k->e) in the walk's ring.  @return 0, 1 (with
+ * TDB_TAKE_CACHED: not in the cache) or an error. */
 static int view_pin(struct view_pins *vp, struct view_cur *k,
                     struct tdb_error *err)
 {
@@ -217,7 +271,7 @@ static int view_pin(struct view_pins *vp, struct view_cur *k,
     }
     struct tdb_cache_entry *e;
     const struct tdb_tile *tl;
-    int r = tdb_frag_tile(k->f, k->field, k->part, k->t, &e, &tl, err);
+    int r = view_take(vp, k, &e, &tl, err);
     if (r)
         return r;
     struct view_held *h;
@@ -226,23 +280,12 @@ static int view_pin(struct view_pins *vp, struct view_cur *k,
     } else {
         h = &vp->h[vp->next];
         vp->next = (vp->next + 1) % VIEW_HELD;
-        if (h->k->tile == h->tile) {
-            h->k->tile = NULL;
-            h->k->lim = h->k->first;
-        }
-        tdb_cache_release(h->f->arr->cache, h->e);
+        view_unpin_one(h);
     }
     *h = (struct view_held){k->f, k->field, k->part, k->t, e, tl, k};
     k->tile = tl;
     k->e = e;
     return 0;
-}
-
-static void view_unpin_all(struct view_pins *vp)
-{
-    for (unsigned i = 0; i < vp->n; i++)
-        tdb_cache_release(vp->h[i].f->arr->cache, vp->h[i].e);
-    vp->n = vp->next = 0;
 }
 
 /* Tells plan() of the pieces of k's tile it does not know of yet. */
@@ -277,7 +320,8 @@ static int view_cur_set(struct tdb_fieldfile *ff, struct view_visit *v,
     int field = view_frag_field(ff, f, &part);
     if (field >= 0 && v->offsets_only && part == TDB_PART_VALUES)
         part = TDB_PART_OFFSETS;
-    *k = (struct view_cur){f, field, part, 0, 0, 0, NULL, NULL, 0, 0, 0};
+    *k = (struct view_cur){f, field, part, 0, 0, 0, NULL, NULL, 0, 0, 0,
+                           false};
     return r;
 }
 
@@ -293,6 +337,7 @@ static int view_cur_tile(struct view_cur *k, uint64_t fc,
     k->tile = NULL;
     k->lim = first;
     k->told = k->upto = 0;
+    k->absent = false;
     if (fc >= k->end)
         return tdb_err(err, TDB_E_CORRUPT, "%s: cell %llu beyond tile %llu",
                        f->fm->path, (unsigned long long)fc,
@@ -313,6 +358,20 @@ static inline void view_copy(uint8_t *d, const uint8_t *s, uint64_t n)
     }
 }
 
+/* The nb bytes of k's tile the window wants next are left out: the tile
+ * is not in the cache (TDB_TAKE_CACHED).  @return 1 to stop. */
+static int view_absent(struct view_pins *vp, struct view_cur *k,
+                       struct view_win *w, uint64_t nb)
+{
+    if (!k->absent && vp->how.missed)
+        vp->how.missed(vp->how.arg, k->f, k->field, k->part, k->t);
+    k->absent = true;
+    w->pos += nb;
+    if (w->sink)
+        w->sink->full = true;
+    return w->pos >= w->end || w->sink != NULL;
+}
+
 /* Cells [i, i + n) of k's tile into the copy window. @return 1 to stop. */
 static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
                            struct view_cur *k, uint64_t i, uint64_t n,
@@ -326,7 +385,9 @@ static int view_copy_cells(struct view_visit *v, struct view_pins *vp,
     }
     int r;
     if (!k->tile) {
-        r = view_pin(vp, k, err);
+        r = k->absent ? 1 : view_pin(vp, k, err);
+        if (r == 1)
+            return view_absent(vp, k, w, nb);
         if (r)
             return r;
         uint64_t held = k->tile->size / cs;
@@ -703,6 +764,7 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
     struct view_pins vp;
     vp.n = vp.next = 0;
     memset(vp.cur, 0, sizeof vp.cur);
+    vp.how = v->how ? *v->how : (struct view_how){TDB_TAKE_LOAD, NULL, NULL};
     int r = ff->cells->ops->plan_seek ? view_walk_plan(ff, c0, c1, v, &vp, err)
                                       : view_walk_runs(ff, c0, c1, v, &vp, err);
     /* the ends of the pieces plan() was not told of yet (also when it
@@ -738,12 +800,13 @@ static int view_fixed_fill(struct view_visit *v, uint64_t n)
 }
 
 static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
-                      struct view_win *w, struct tdb_error *err)
+                      struct view_win *w, const struct view_how *how,
+                      struct tdb_error *err)
 {
     bool validity = ff->part == TDB_FILE_VALIDITY;
     uint64_t cs = validity ? 1 : ff->cell_size;
     struct view_fixed x = {
-        {.fill = view_fixed_fill, .copy = w, .cs = cs}, w, cs,
+        {.fill = view_fixed_fill, .copy = w, .cs = cs, .how = how}, w, cs,
         validity ? &ff->fill_validity : ff->fill,
         validity ? 1 : ff->fill_size,
     };
@@ -787,13 +850,23 @@ static int view_var_tile(struct view_visit *v, const struct tdb_frag *f,
     return 0;
 }
 
-/* sizes_only: fn may get NULL bytes (only the sizes are decoded). */
+/* What view_var calls for each cell, and how it takes tiles; with
+ * sizes_only, fn may get NULL bytes (only the sizes are decoded). */
+struct view_varwalk {
+    bool sizes_only;
+    view_var_fn fn;
+    void *arg;
+    const struct view_how *how;     /* NULL: TDB_TAKE_LOAD */
+};
+
 static int view_var(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
-                    bool sizes_only, view_var_fn fn, void *arg,
-                    struct tdb_error *err)
+                    const struct view_varwalk *q, struct tdb_error *err)
 {
-    struct view_var x = {{.offsets_only = sizes_only, .fill = view_var_fill,
-                          .tile = view_var_tile}, ff, fn, arg};
+    struct view_var x = {{.offsets_only = q->sizes_only,
+                          .fill = view_var_fill,
+                          .tile = view_var_tile,
+                          .how = q->how},
+                         ff, q->fn, q->arg};
     return view_walk(ff, c0, c1, &x.v, err);
 }
 
@@ -826,7 +899,8 @@ static int view_var_sized(struct tdb_fieldfile *ff, struct tdb_error *err)
         if (!s.ckpt) {
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         } else {
-            r = view_var(ff, 0, n, true, view_size_cb, &s, err);
+            struct view_varwalk q = {true, view_size_cb, &s, NULL};
+            r = view_var(ff, 0, n, &q, err);
             if (r) {
                 free(s.ckpt);
             } else {
@@ -910,11 +984,56 @@ static int view_vals_cb(void *arg, const uint8_t *p, uint64_t n)
     return w->pos >= w->end;
 }
 
-int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
-                       size_t len, size_t *got, struct tdb_error *err)
+/* Var-sized bytes [off, off + len) into w (offsets or values), tiles
+ * taken as `how` says. */
+static int view_var_read(struct tdb_fieldfile *ff, uint64_t off, size_t len,
+                         struct view_win *w, const struct view_how *how,
+                         struct tdb_error *err)
 {
-    uint64_t size;
-    *got = 0;
+    int r = view_var_sized(ff, err);
+    if (r)
+        return r;
+    uint64_t n = ff->cells->ncells, c0, c1, k;
+    if (ff->part == TDB_FILE_OFFSETS) {
+        c0 = off / 8;
+        c1 = (off + len + 7) / 8;
+        if (c1 > n)
+            c1 = n;
+        k = c0 / TDB_CKPT;
+        struct view_skip sk = {c0, ff->ckpt[k], k * TDB_CKPT};
+        struct view_varwalk q = {true, view_skip_cb, &sk, how};
+        if ((r = view_var(ff, sk.cell, c0, &q, err)))
+            return r;
+        struct view_offs o = {w, sk.cum};
+        w->pos = c0 * 8;
+        q = (struct view_varwalk){true, view_offs_cb, &o, how};
+        return view_var(ff, c0, c1, &q, err);
+    }
+    /* the checkpoint at or before off, then walk to it */
+    size_t lo = 0, hi = (size_t)ff->nckpt;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (mid * (uint64_t)TDB_CKPT < n && ff->ckpt[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    c0 = (uint64_t)lo * TDB_CKPT;
+    w->pos = ff->ckpt[lo];
+    struct view_varwalk q = {false, view_vals_cb, w, how};
+    return view_var(ff, c0, n, &q, err);
+}
+
+int tdb_fieldfile_read_how(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
+                           struct tdb_error *err)
+{
+    uint64_t size, off = rq->off;
+    size_t len = rq->len;
+    bool fixed = ff->part == TDB_FILE_VALIDITY || !ff->var;
+    rq->got = 0;
+    if (!fixed && rq->take == TDB_TAKE_CACHED)
+        return tdb_err(err, TDB_E_INVAL, "var-sized values: no read from "
+                       "the cache alone");
     int r = tdb_cells_prepare(ff->cells, err);
     if (!r)
         r = tdb_fieldfile_size(ff, &size, err);
@@ -924,49 +1043,29 @@ int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
         return 0;
     if (len > size - off)
         len = (size_t)(size - off);
-    struct view_win w = {buf, 0, off, off + len, NULL, NULL, NULL};
-    uint64_t n = ff->cells->ncells;
-    if (ff->part == TDB_FILE_VALIDITY || !ff->var) {
+    struct view_win w = {rq->buf, 0, off, off + len, NULL, NULL, NULL};
+    struct view_how how = {rq->take, rq->missed, rq->arg};
+    if (fixed) {
         uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
         uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
-        if (c1 > n)
-            c1 = n;
+        if (c1 > ff->cells->ncells)
+            c1 = ff->cells->ncells;
         w.pos = c0 * cs;
-        r = view_fixed(ff, c0, c1, &w, err);
+        r = view_fixed(ff, c0, c1, &w, &how, err);
     } else {
-        if ((r = view_var_sized(ff, err)))
-            return r;
-        uint64_t c0, c1, k;
-        struct view_skip sk;
-        if (ff->part == TDB_FILE_OFFSETS) {
-            c0 = off / 8;
-            c1 = (off + len + 7) / 8;
-            if (c1 > n)
-                c1 = n;
-            k = c0 / TDB_CKPT;
-            sk = (struct view_skip){c0, ff->ckpt[k], k * TDB_CKPT};
-            if ((r = view_var(ff, sk.cell, c0, true, view_skip_cb, &sk, err)))
-                return r;
-            struct view_offs o = {&w, sk.cum};
-            w.pos = c0 * 8;
-            r = view_var(ff, c0, c1, true, view_offs_cb, &o, err);
-        } else {
-            /* the checkpoint at or before off, then walk to it */
-            size_t lo = 0, hi = (size_t)ff->nckpt;
-            while (hi - lo > 1) {
-                size_t mid = (lo + hi) / 2;
-                if (mid * (uint64_t)TDB_CKPT < n && ff->ckpt[mid] <= off)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-            c0 = (uint64_t)lo * TDB_CKPT;
-            w.pos = ff->ckpt[lo];
-            r = view_var(ff, c0, n, false, view_vals_cb, &w, err);
-        }
+        r = view_var_read(ff, off, len, &w, &how, err);
     }
     if (!r)
-        *got = len;
+        rq->got = len;
+    return r;
+}
+
+int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err)
+{
+    struct tdb_fieldread rq = {off, buf, len, 0, TDB_TAKE_LOAD, NULL, NULL};
+    int r = tdb_fieldfile_read_how(ff, &rq, err);
+    *got = rq.got;
     return r;
 }
 
@@ -1012,12 +1111,14 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
     if (len > size - off)
         len = (size_t)(size - off);
     struct view_win w = {NULL, 0, off, off + len, s, ff->arr->cache, NULL};
+    struct view_how how = {s->cached ? TDB_TAKE_CACHED : TDB_TAKE_LOAD, NULL,
+                           NULL};
     uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
     uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
     if (c1 > ff->cells->ncells)
         c1 = ff->cells->ncells;
     w.pos = c0 * cs;
-    r = view_fixed(ff, c0, c1, &w, err);
+    r = view_fixed(ff, c0, c1, &w, &how, err);
     if (!r)
         *got = len;
     return r;

@@ -157,16 +157,49 @@ bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
 int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                        size_t len, size_t *got, struct tdb_error *err);
 
+/* How a read takes the tiles it copies from:
+ * TDB_TAKE_LOAD    loads the missing ones whatever the cache's budget;
+ *                  beyond it the read holds only the tile it copies from
+ *                  (tdb_fieldfile_read);
+ * TDB_TAKE_WAIT    loads them within the budget, waiting for room when
+ *                  there is none (the caller holds no pin of the cache);
+ * TDB_TAKE_CACHED  only takes the tiles the cache holds now (fixed-size
+ *                  files): the bytes of the others are left as they are
+ *                  in buf, and `missed` hears of their tiles (at least
+ *                  once each). */
+enum tdb_tile_take { TDB_TAKE_LOAD, TDB_TAKE_WAIT, TDB_TAKE_CACHED };
+
+typedef void (*tdb_tile_miss_fn)(void *arg, struct tdb_frag *f, int field,
+                                 unsigned part, uint64_t t);
+
+/* A read of bytes [off, off + len) of a field file into buf. */
+struct tdb_fieldread {
+    uint64_t off;
+    void *buf;
+    size_t len;
+    size_t got;                 /* set: the bytes the file has there */
+    enum tdb_tile_take take;
+    tdb_tile_miss_fn missed;    /* TDB_TAKE_CACHED (may be NULL) */
+    void *arg;
+};
+
+/* tdb_fieldfile_read taking tiles as rq->take says.  @return 0 or an
+ * error (TDB_E_INVAL: TDB_TAKE_CACHED of a var-sized file). */
+int tdb_fieldfile_read_how(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
+                           struct tdb_error *err);
+
 /* Where tdb_fieldfile_segs puts a read's bytes: pieces of decoded tiles,
  * each tile pinned once more in held[] (give them back with
  * tdb_cache_release).  `full`: the read did not fit (more than cap pieces
- * or hcap tiles, or fill values: read it with tdb_fieldfile_read). */
+ * or hcap tiles, fill values, or with `cached` a tile the cache does not
+ * hold now: read it with tdb_fieldfile_read). */
 struct tdb_segsink {
     struct tdb_seg *segs;
     size_t cap, n;
     struct tdb_cache_entry **held;
     size_t hcap, nheld;
     bool full;
+    bool cached;                /* take only the tiles the cache holds */
 };
 
 /* tdb_fieldfile_read of a fixed-size file (values or validity) without

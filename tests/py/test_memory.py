@@ -1,8 +1,12 @@
-"""test_memory.py: a writable mount's memory stays within its cache budget
-whatever the number of writes (one tile cache per mount, shared by the trees
-that each write opens; a replaced tree is closed once nothing uses it)."""
+"""test_memory.py: a mount's memory stays within its cache budget whatever
+the number of writes (one tile cache per mount, shared by the trees that
+each write opens; a replaced tree is closed once nothing uses it) and
+whatever the number of readers (reads wait for room in the cache rather
+than hold tiles beyond it)."""
 import os
+import random
 import subprocess
+import threading
 
 import numpy
 
@@ -20,9 +24,9 @@ def vm_kib(pid, field):
     raise AssertionError(f'no {field} in /proc/{pid}/status')
 
 
-def sample(tmp_path, shape='1024x1024'):
+def sample(tmp_path, shape='1024x1024', tile='128x128'):
     arr = str(tmp_path / 'arr')
-    subprocess.run(['/usr/bin/python3', SAMPLE, '--shape', shape, '--tile', '128x128', arr],
+    subprocess.run(['/usr/bin/python3', SAMPLE, '--shape', shape, '--tile', tile, arr],
                    check=True, capture_output=True, timeout=CAT_TIMEOUT)
     return arr
 
@@ -71,3 +75,59 @@ def test_open_file_survives_write(mount, tmp_path):
         assert m.read() == b'K'
     with open(path, 'rb') as f:
         assert f.read() == want
+
+
+READERS = 16
+READS = 12
+
+
+def random_reader(path, seed, cols, failures):
+    """READS random reads of 1 MiB or of a tile's 4 MiB at any offset, each
+    compared with the values 20 + r + c / 10; the pages dropped after each,
+    so the next read goes to the daemon."""
+    rng = random.Random(seed)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            for i in range(READS):
+                n = (4 << 20) if i % 4 == 3 else (1 << 20)
+                off = rng.randrange(0, size - n) // 8 * 8
+                got = numpy.frombuffer(os.pread(fd, n, off), '<f8')
+                cell = numpy.arange(off // 8, off // 8 + n // 8)
+                want = 20 + cell // cols + (cell % cols) / 10
+                if not numpy.array_equal(got, want):
+                    failures.append(f'reader {seed}: wrong bytes at {off}')
+                    return
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        failures.append(f'reader {seed}: {e}')
+
+
+def test_rss_bounded_with_16_readers(mount, tmp_path):
+    """16 readers at once, random reads of 1 MiB and 4 MiB of a FLOAT64
+    field in 4 MiB tiles (a row of tiles: 16 MiB), cache_size=4M: the
+    daemon's peak resident memory (VmHWM) stays under the budget plus
+    32 MiB, however the reads interleave (reads once held their rows of
+    tiles pinned beyond the budget: about 100 MB with one reader, over
+    300 MB with 16)."""
+    cols = 4096
+    arr = sample(tmp_path, f'1024x{cols}', '512x1024')
+    mnt = mount(arr, ['cache_size=4M'])
+    pid = daemon_pid(mount, mnt)
+    path = os.path.join(mnt, 'temperature')
+    failures = []
+    threads = [threading.Thread(target=random_reader, args=(path, i, cols, failures))
+               for i in range(READERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+        assert not t.is_alive(), 'a reader still waits after 600 s'
+    assert not failures, failures
+    hwm = vm_kib(pid, 'VmHWM')
+    print(f'{READERS} readers, cache_size=4M: daemon VmHWM {hwm} KiB')
+    assert hwm <= (4 + 32) * 1024, f'daemon VmHWM {hwm} KiB with {READERS} readers, cache_size=4M'

@@ -1,6 +1,8 @@
 /* test_cache.c: the decoded-tile cache: hits, the byte budget (LRU order),
  * pins that survive eviction, failed loads not cached, single-flight,
- * tiles dropped once passed, the most bytes held at once. */
+ * tiles dropped once passed, the most bytes held at once, loads admitted
+ * within the budget however many threads ask (one at a time when a tile
+ * is larger than it), and keeps that a waiting load may free. */
 #include "read/cache.h"
 #include "unit.h"
 
@@ -209,6 +211,146 @@ static void test_peak(void)
     tdb_cache_free(c);
 }
 
+/* A loader that counts the loads under way at once: 1000-byte tiles,
+ * after `delay_us`. */
+struct counting {
+    pthread_mutex_t lock;
+    int now, most, calls;
+    unsigned delay_us;
+};
+
+static int load_counted(void *arg, const struct tdb_cache_key *k,
+                        struct tdb_tile *t, struct tdb_error *err)
+{
+    struct counting *l = arg;
+    (void)err;
+    pthread_mutex_lock(&l->lock);
+    l->calls++;
+    if (++l->now > l->most)
+        l->most = l->now;
+    pthread_mutex_unlock(&l->lock);
+    usleep(l->delay_us);
+    t->size = 1000;
+    t->data = malloc(1000);
+    memset(t->data, (int)k->tile, 1000);
+    pthread_mutex_lock(&l->lock);
+    l->now--;
+    pthread_mutex_unlock(&l->lock);
+    return 0;
+}
+
+struct asker {
+    struct tdb_cache *c;
+    struct counting *l;
+    uint64_t first, need;
+    int ok;
+};
+
+/* 20 tiles of its own, each pinned once loaded (TDB_CACHE_WAIT: nothing
+ * else pinned meanwhile), checked, let go. */
+static void *ask_waiting(void *arg)
+{
+    struct asker *a = arg;
+    for (uint64_t i = 0; i < 20; i++) {
+        struct tdb_cache_req rq = {{9, 0, a->first + i}, load_counted, a->l,
+                                   TDB_CACHE_WAIT, a->need};
+        struct tdb_cache_entry *e;
+        const struct tdb_tile *t;
+        if (tdb_cache_fetch(a->c, &rq, &e, &t, NULL) != 0)
+            return NULL;
+        int ok = t->data[999] == (uint8_t)(a->first + i);
+        tdb_cache_release(a->c, e);
+        if (!ok)
+            return NULL;
+    }
+    a->ok = 1;
+    return NULL;
+}
+
+/* 8 threads load 160 tiles (1000 bytes, need 1000) through a cache of
+ * `budget` bytes: every tile right, and *most loads at once. */
+static uint64_t waiting_loads(uint64_t budget, int *most)
+{
+    struct tdb_cache *c;
+    struct counting l = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 2000};
+    CHECK_EQ_INT(tdb_cache_create(&c, budget), 0);
+    pthread_t th[8];
+    struct asker as[8];
+    for (int i = 0; i < 8; i++) {
+        as[i] = (struct asker){c, &l, (uint64_t)i * 20, 1000, 0};
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, ask_waiting, &as[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(as[i].ok);
+    }
+    CHECK_EQ_INT(l.calls, 160);
+    uint64_t peak = tdb_cache_peak(c, false);
+    tdb_cache_free(c);
+    *most = l.most;
+    return peak;
+}
+
+/* Loads that wait for room keep the cache within its budget (tiles being
+ * loaded count), at most 3 at a time in a budget of 3,500 bytes (3 tiles
+ * of 1,000 and their entries); a tile larger than the budget is loaded
+ * alone. */
+static void test_waiting_loads_within_budget(void)
+{
+    int most;
+    uint64_t three = 3500, peak = waiting_loads(three, &most);
+    printf("budget %llu: peak %llu, %d loads at once\n",
+           (unsigned long long)three, (unsigned long long)peak, most);
+    CHECK(peak <= three);
+    CHECK(peak >= 2000);
+    CHECK(most <= 3);
+    peak = waiting_loads(1, &most);
+    printf("budget 1: peak %llu, %d loads at once\n",
+           (unsigned long long)peak, most);
+    CHECK_EQ_INT(most, 1);
+    CHECK(peak >= 1000 && peak <= 1000 + 512);
+}
+
+/* A kept tile stays when a load may not wait for room (TRY gives up, a
+ * plain get goes beyond the budget and evicts only what no one keeps),
+ * and goes for one that waits; its entry stays valid until unkept, and the
+ * tile is loaded again when asked for. */
+static void test_keep_yields_to_waiting_load(void)
+{
+    struct tdb_cache *c;
+    struct loader l = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    CHECK_EQ_INT(tdb_cache_create(&c, 1600), 0); /* one tile */
+    struct tdb_cache_entry *kept, *e;
+    const struct tdb_tile *t;
+    struct tdb_cache_req rq = {{2, 0, 0}, load_tile, &l, TDB_CACHE_TRY, 1000};
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &kept, &t, NULL), 0);
+    tdb_cache_keep(c, kept);
+    rq.key.tile = 1;
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e, &t, NULL), 1); /* no room */
+    struct tdb_cache_key k1 = {2, 0, 1};
+    CHECK_EQ_INT(tdb_cache_get(c, &k1, load_tile, &l, &e, &t, NULL), 0);
+    tdb_cache_release(c, e); /* evicted: over the budget, not kept */
+    struct tdb_cache_stats st;
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 1);
+    rq.flags = TDB_CACHE_WAIT;
+    rq.key.tile = 2;
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e, &t, NULL), 0);
+    CHECK_EQ_INT(t->data[0], 2);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 1); /* the kept tile went */
+    CHECK(st.used <= 1600);
+    tdb_cache_release(c, e);
+    tdb_cache_unkeep(c, kept, 0);
+    int calls = l.calls;
+    struct tdb_cache_key k0 = {2, 0, 0};
+    CHECK_EQ_INT(tdb_cache_get(c, &k0, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(t->data[999], 0);
+    CHECK_EQ_INT(l.calls, calls + 1);
+    tdb_cache_release(c, e);
+    tdb_cache_free(c);
+}
+
 int main(void)
 {
     RUN(test_hit_after_miss);
@@ -217,5 +359,7 @@ int main(void)
     RUN(test_single_flight);
     RUN(test_drop_and_hold);
     RUN(test_peak);
+    RUN(test_waiting_loads_within_budget);
+    RUN(test_keep_yields_to_waiting_load);
     return unit_done();
 }
