@@ -1,8 +1,11 @@
 /* test_tree.c: the file tree over corpus arrays without a mount: stat of
  * fixed-size files decodes no tile, any byte range reads the same bytes as
- * a whole read, and a tiny cache budget changes nothing but the hit rate. */
+ * a whole read, and a tiny cache budget changes nothing but the hit rate;
+ * .npy files of var-sized strings. */
 #include "tiledb_format.h"
+#include "tiledb_format_write.h"
 #include "support.h"
+#include "read/npy.h"           /* TDB_NPY_MAX_WIDTH */
 
 #include <stdlib.h>
 
@@ -192,6 +195,99 @@ out:
     tdb_io_free(&io);
 }
 
+/* Var-sized strings as a .npy: each value padded with zeros to the
+ * longest (S3 here), slices of the same width; one value longer than
+ * TDB_NPY_MAX_WIDTH bytes makes the file fail with TDB_E_UNSUPPORTED
+ * saying so, and nothing else. */
+static const char str_schema[] =
+    "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"i\", \"datatype\": "
+    "\"INT64\", \"domain\": [0, 3], \"tile_extent\": 2}], \"attrs\": "
+    "[{\"name\": \"s\", \"datatype\": \"STRING_ASCII\", \"cell_val_num\": "
+    "\"var\"}]}";
+
+static void str_write(const struct tdb_io *arr, const char *sub,
+                      const char *const *v, size_t n, uint64_t ts)
+{
+    struct tdb_io stg;
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    struct tdb_buf vals = {0}, offs = {0};
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ_INT(tdb_buf_put_u64(&offs, vals.len), 0);
+        CHECK_EQ_INT(tdb_buf_append(&vals, v[i], strlen(v[i])), 0);
+    }
+    unit_put(&stg, "w/__subarray.json", sub, strlen(sub));
+    unit_put(&stg, "w/s", vals.data ? (void *)vals.data : "", vals.len);
+    unit_put(&stg, "w/s.offsets", offs.data, offs.len);
+    char *name = NULL;
+    struct tdb_error err = {0};
+    int r = tdb_fragment_write(arr, &stg, "w", NULL, ts, &name, &err);
+    if (r)
+        fprintf(stderr, "  write: %s\n", err.msg);
+    CHECK_EQ_INT(r, 0);
+    free(name);
+    tdb_buf_free(&vals);
+    tdb_buf_free(&offs);
+    tdb_io_free(&stg);
+}
+
+static void test_npy_strings(void)
+{
+    struct tdb_io arr;
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    CHECK_EQ_INT(tdb_schema_from_json(str_schema, strlen(str_schema), &s,
+                                      &err), 0);
+    CHECK_EQ_INT(s ? tdb_array_create(&arr, s, NULL, 1, &err) : -1, 0);
+    tdb_schema_free(s);
+    static const char *const v[] = {"ab", "", "xyz", "q"};
+    str_write(&arr, "[[0, 3]]", v, 4, 2);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    struct tdb_fs *fs = NULL;
+    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    uint64_t n = 0;
+    uint8_t *f = fs ? unit_fs_file(fs, "s.npy", &n) : NULL;
+    CHECK(f && n == 128 + 12 && memmem(f, 128, "'descr': '|S3'", 14) &&
+          memmem(f, 128, "'shape': (4,)", 13) &&
+          !memcmp(f + 128, "ab\0\0\0\0xyzq\0\0", 12));
+    free(f);
+    f = fs ? unit_fs_file(fs, "__slice/s[1:3].npy", &n) : NULL;
+    CHECK(f && n == 128 + 6 && !memcmp(f + 128, "\0\0\0xyz", 6));
+    free(f);
+    for (int i = 0; fs && i < 12; i++) {     /* any range reads the same */
+        uint8_t b[12];
+        size_t got;
+        uint64_t ino;
+        CHECK_EQ_INT(tdb_fs_resolve(fs, "s.npy", &ino, &err), 0);
+        CHECK_EQ_INT(tdb_fs_read(fs, ino, 128 + (uint64_t)i, b, 12, &got, &err), 0);
+        CHECK(got == 12 - (size_t)i &&
+              !memcmp(b, "ab\0\0\0\0xyzq\0\0" + i, 12 - (size_t)i));
+    }
+    tdb_fs_close(fs);
+    fs = NULL;
+    char *big = malloc(TDB_NPY_MAX_WIDTH + 2);
+    if (big) {
+        memset(big, 'b', TDB_NPY_MAX_WIDTH + 1);
+        big[TDB_NPY_MAX_WIDTH + 1] = 0;
+        const char *const w[] = {big};
+        str_write(&arr, "[[2, 2]]", w, 1, 3);
+    }
+    free(big);
+    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    uint64_t ino;
+    struct tdb_stat st;
+    CHECK_EQ_INT(fs ? tdb_fs_resolve(fs, "s.npy", &ino, &err) : -1, 0);
+    CHECK_EQ_INT(fs ? tdb_fs_stat(fs, ino, &st, &err) : 0, TDB_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "65537 bytes") && strstr(err.msg, "65536"));
+    f = fs ? unit_fs_file(fs, "s", &n) : NULL;
+    CHECK(f && n == 2 + TDB_NPY_MAX_WIDTH + 1 + 1);
+    free(f);
+    tdb_fs_close(fs);
+    tdb_io_free(&arr);
+}
+
 int main(void)
 {
     corpus = unit_corpus();
@@ -200,5 +296,6 @@ int main(void)
     RUN_CORPUS(test_tiny_cache);
     RUN_CORPUS(test_paths);
     RUN_CORPUS(test_shared_cache);
+    RUN(test_npy_strings);
     return unit_done();
 }
