@@ -46,6 +46,29 @@ static size_t dense_pick_line(const struct dense_cells *dc, uint64_t *o,
     return k;
 }
 
+#define DENSE_CANDS 256
+
+/* The fragments that hold cells of the line of len cells along fast from
+ * offsets o, newest first (at most DENSE_CANDS). */
+static size_t dense_cands(const struct dense_cells *dc, const uint64_t *o,
+                          uint32_t fast, uint64_t len, struct tdb_frag **cand)
+{
+    /* the line's lowest and highest offsets along fast */
+    uint64_t far = o[fast] + (len - 1) * (uint64_t)dc->step[fast];
+    uint64_t a = dc->step[fast] < 0 ? far : o[fast];
+    uint64_t b = dc->step[fast] < 0 ? o[fast] : far;
+    size_t nc = 0;
+    for (size_t i = dc->nfrags; i-- > 0 && nc < DENSE_CANDS;) {
+        struct tdb_frag *f = dc->frags[i];
+        bool in = true;
+        for (uint32_t d = 0; d < dc->nd && in; d++)
+            in = d == fast || (o[d] >= f->ned_lo[d] && o[d] <= f->ned_hi[d]);
+        if (in && f->ned_hi[fast] >= a && f->ned_lo[fast] <= b)
+            cand[nc++] = f;
+    }
+    return nc;
+}
+
 static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
                       struct tdb_run *out, size_t cap, size_t *nout,
                       struct tdb_error *err)
@@ -63,21 +86,8 @@ static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
     }
     uint64_t row_left = dc->shape[fast] - at;
     uint64_t len = n < row_left ? n : row_left;
-    /* the line's lowest and highest offsets along fast */
-    uint64_t far = o[fast] + (len - 1) * (uint64_t)dc->step[fast];
-    uint64_t a = dc->step[fast] < 0 ? far : o[fast];
-    uint64_t b = dc->step[fast] < 0 ? o[fast] : far;
-    /* fragments that hold this row, newest first */
-    struct tdb_frag *cand[256];
-    size_t nc = 0;
-    for (size_t i = dc->nfrags; i-- > 0 && nc < 256;) {
-        struct tdb_frag *f = dc->frags[i];
-        bool in = true;
-        for (uint32_t d = 0; d < nd && in; d++)
-            in = d == fast || (o[d] >= f->ned_lo[d] && o[d] <= f->ned_hi[d]);
-        if (in && f->ned_hi[fast] >= a && f->ned_lo[fast] <= b)
-            cand[nc++] = f;
-    }
+    struct tdb_frag *cand[DENSE_CANDS];
+    size_t nc = dense_cands(dc, o, fast, len, cand);
     if (dc->step[fast] != 1) {
         *nout = dense_pick_line(dc, o, fast, len, cand, nc, out, cap);
         return 0;

@@ -499,12 +499,18 @@ static int64_t npy_coord(const struct tdb_dim *dim, uint64_t vlo, uint64_t len,
     return off - vlo >= len ? (int64_t)len : (int64_t)(off - vlo);
 }
 
-/* Item x along an axis of len cells (coords: dim and the view's first
- * offset vlo say where coordinates lie) into *start, *step, *count. */
+/* Where an item puts one axis. */
+struct npy_axis {
+    uint64_t start;
+    int64_t step;
+    uint64_t count;
+};
+
+/* Item x along an axis of ulen cells (dim not NULL: x holds coordinates
+ * of dim, the view's first cell at offset vlo) into *ax. */
 static int npy_item_pick(const struct npy_item *x, uint64_t ulen,
                          const struct tdb_dim *dim, uint64_t vlo,
-                         uint64_t *start, int64_t *step, uint64_t *count,
-                         struct tdb_error *err)
+                         struct npy_axis *ax, struct tdb_error *err)
 {
     int64_t len = (int64_t)ulen, v[3];
     for (int i = 0; i < 3; i++) {
@@ -522,9 +528,7 @@ static int npy_item_pick(const struct npy_item *x, uint64_t ulen,
                            "the view's %" PRIu64 " cells along it",
                            dim ? "coordinate" : "index",
                            x->v[0].neg ? "-" : "", x->v[0].mag, ulen);
-        *start = (uint64_t)v[0];
-        *step = 1;
-        *count = 1;
+        *ax = (struct npy_axis){(uint64_t)v[0], 1, 1};
         return 0;
     }
     int64_t st = x->has[2] ? npy_clamp(v[2], -(INT64_C(1) << 62),
@@ -532,17 +536,18 @@ static int npy_item_pick(const struct npy_item *x, uint64_t ulen,
     if (!st)
         return tdb_err(err, TDB_E_NOENT, "a step of 0");
     int64_t a, b;
+    uint64_t count;
     if (st > 0) {
         a = x->has[0] ? npy_clamp(v[0], 0, len) : 0;
         b = x->has[1] ? npy_clamp(v[1], 0, len) : len;
-        *count = b > a ? (uint64_t)((b - a + st - 1) / st) : 0;
+        count = b > a ? (uint64_t)((b - a + st - 1) / st) : 0;
     } else {
         a = x->has[0] ? npy_clamp(v[0], -1, len - 1) : len - 1;
         b = x->has[1] ? npy_clamp(v[1], -1, len - 1) : -1;
-        *count = a > b ? (uint64_t)((a - b - st - 1) / -st) : 0;
+        count = a > b ? (uint64_t)((a - b - st - 1) / -st) : 0;
     }
-    *start = *count ? (uint64_t)a : 0;
-    *step = *count ? st : 1;
+    *ax = count ? (struct npy_axis){(uint64_t)a, st, count}
+                : (struct npy_axis){0, 1, 0};
     return 0;
 }
 
@@ -557,34 +562,49 @@ bool tdb_npy_split(const char *name, size_t *field_len)
     return true;
 }
 
-/* The pick and output shape of index text over a dense view (region vlo,
- * vshape, nd dimensions of schema s). */
-static int npy_pick(const char *text, const struct tdb_schema *s,
-                    uint32_t nd, const uint64_t *vlo, const uint64_t *vshape,
-                    bool coords, struct tdb_dense_pick *p, uint32_t *ond,
-                    uint64_t *odims, struct tdb_error *err)
+/* A dense view being indexed: its region, and (coords) the schema whose
+ * dimensions' coordinates the index holds; and what the index gives: the
+ * cells picked and the shape of the result (integer items drop their
+ * axis). */
+struct npy_index {
+    const struct tdb_schema *s;
+    bool coords;
+    uint32_t nd;
+    uint64_t vlo[TDB_MAX_DIMS], vshape[TDB_MAX_DIMS];
+    struct tdb_dense_pick pick;
+    uint32_t ond;
+    uint64_t odims[TDB_MAX_DIMS];
+};
+
+static int npy_pick(const char *text, struct npy_index *ix,
+                    struct tdb_error *err)
 {
     struct npy_item it[TDB_MAX_DIMS];
     uint32_t n;
-    if (!npy_parse_index(text, it, nd, &n))
+    if (!npy_parse_index(text, it, ix->nd, &n))
         return tdb_err(err, TDB_E_NOENT, "not NAME[i,j,...].npy with at most "
-                       "%u items, each an integer or start:stop[:step]", nd);
-    memset(p, 0, sizeof *p);
-    *ond = 0;
-    for (uint32_t d = 0; d < nd; d++) {
+                       "%u items, each an integer or start:stop[:step]",
+                       ix->nd);
+    memset(&ix->pick, 0, sizeof ix->pick);
+    ix->ond = 0;
+    for (uint32_t d = 0; d < ix->nd; d++) {
         static const struct npy_item whole = {false, {false, false, false},
                                               {{0}}};
         const struct npy_item *x = d < n ? &it[d] : &whole;
-        int r = npy_item_pick(x, vshape[d], coords ? &s->dims[d] : NULL,
-                              vlo[d], &p->start[d], &p->step[d], &p->count[d],
-                              err);
+        struct npy_axis ax = {0, 1, 0};
+        int r = npy_item_pick(x, ix->vshape[d],
+                              ix->coords ? &ix->s->dims[d] : NULL,
+                              ix->vlo[d], &ax, err);
         if (r) {
             char m[TDB_ERROR_MSG_MAX];
             snprintf(m, sizeof m, "%s", err ? err->msg : "");
             return tdb_err(err, r, "dimension %u: %s", d, m);
         }
+        ix->pick.start[d] = ax.start;
+        ix->pick.step[d] = ax.step;
+        ix->pick.count[d] = ax.count;
         if (!x->is_int)
-            odims[(*ond)++] = p->count[d];
+            ix->odims[ix->ond++] = ax.count;
     }
     return 0;
 }
@@ -593,35 +613,36 @@ int tdb_npy_slice(struct tdb_npy **out, struct tdb_npy *base,
                   const char *index, bool coords, struct tdb_error *err)
 {
     const struct tdb_fieldfile *ff = base->ff;
-    uint32_t nd, ond = 0;
-    uint64_t vlo[TDB_MAX_DIMS], vshape[TDB_MAX_DIMS], odims[TDB_MAX_DIMS];
-    struct tdb_dense_pick p;
-    if (!tdb_cells_dense_region(ff->cells, &nd, vlo, vshape))
+    struct npy_index ix;
+    ix.s = ff->schema;
+    ix.coords = coords;
+    if (!tdb_cells_dense_region(ff->cells, &ix.nd, ix.vlo, ix.vshape))
         return tdb_err(err, TDB_E_NOENT, "%s: not a field of a dense view",
                        npy_field_name(ff));
-    int r = npy_pick(index, ff->schema, nd, vlo, vshape, coords, &p, &ond,
-                     odims, err);
+    int r = npy_pick(index, &ix, err);
     struct tdb_cells *cells = NULL;
     struct tdb_fieldfile *nff = NULL, *noffs = NULL;
     if (!r)
-        r = tdb_cells_dense_pick(&cells, ff->cells, &p, err);
+        r = tdb_cells_dense_pick(&cells, ff->cells, &ix.pick, err);
     if (!r && (!(nff = calloc(1, sizeof *nff)) ||
                (base->offs && !(noffs = calloc(1, sizeof *noffs)))))
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-    if (!r) {
-        tdb_fieldfile_init(nff, cells, ff->arr, ff->schema, ff->is_dim,
-                           ff->idx, ff->part);
-        if (noffs)
-            tdb_fieldfile_init(noffs, cells, ff->arr, ff->schema, ff->is_dim,
-                               ff->idx, TDB_FILE_OFFSETS);
-        struct tdb_npy_src src = {nff, noffs, ond, odims, true, base};
-        r = tdb_npy_new(out, &src, err);
-    }
     if (r) {
-        if (nff && cells)
-            tdb_fieldfile_destroy(nff);
-        if (noffs && cells)
-            tdb_fieldfile_destroy(noffs);
+        free(nff);
+        free(noffs);
+        tdb_cells_free(cells);
+        return r;
+    }
+    tdb_fieldfile_init(nff, cells, ff->arr, ff->schema, ff->is_dim, ff->idx,
+                       ff->part);
+    if (noffs)
+        tdb_fieldfile_init(noffs, cells, ff->arr, ff->schema, ff->is_dim,
+                           ff->idx, TDB_FILE_OFFSETS);
+    struct tdb_npy_src src = {nff, noffs, ix.ond, ix.odims, true, base};
+    r = tdb_npy_new(out, &src, err);
+    if (r) {
+        tdb_fieldfile_destroy(nff);
+        tdb_fieldfile_destroy(noffs);
         free(nff);
         free(noffs);
         tdb_cells_free(cells);
