@@ -6,6 +6,7 @@
 #include "read/npy.h"
 #include "read/reader.h"
 #include "read/view.h"
+#include "read/zarr.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,7 +17,8 @@
 enum tree_kind { TREE_DIR, TREE_BYTES, TREE_FIELD, TREE_NPY };
 
 /* Folders whose files are made on lookup from their names. */
-enum tree_made { TREE_MADE_NONE, TREE_MADE_SLICE, TREE_MADE_DOMAIN };
+enum tree_made { TREE_MADE_NONE, TREE_MADE_SLICE, TREE_MADE_DOMAIN,
+                 TREE_MADE_ZARR };
 
 struct tree_node {
     char *name;
@@ -31,6 +33,7 @@ struct tree_node {
     uint64_t raw;               /* TREE_NPY: the data file whose xattrs it
                                  * shows (0: a slice's own) */
     enum tree_made made;        /* TREE_DIR */
+    size_t zarr;                /* TREE_MADE_ZARR: index in fs->zarrs */
     const char *datatype;       /* xattrs */
     const char *dtype;
     char *shape_prefix;         /* dense: "23,17"; NULL: the cell count */
@@ -59,8 +62,23 @@ struct tdb_fs {
     pthread_mutex_t slice_lock;
     struct tree_node **slices;
     size_t nslices;
+    /* the Zarr arrays of __zarr/ folders: chunk c of zarrs[i] is inode
+     * TREE_CHUNK_INO + zarrs[i].base + c (no node) */
+    struct tree_zarr *zarrs;
+    size_t nzarrs;
+    uint64_t nchunks;
+    struct tdb_zarr **stores;
+    size_t nstores;
 };
 
+struct tree_zarr {
+    struct tdb_zarr *z;
+    uint32_t k;                 /* the array's index in z */
+    uint64_t base, n;           /* its chunks' inodes */
+    uint64_t mtime_ms;
+};
+
+#define TREE_CHUNK_INO (UINT64_C(1) << 38)
 #define TREE_SLICE_INO (UINT64_C(1) << 39)
 #define TREE_MAX_SLICES 65536
 
@@ -301,6 +319,75 @@ static int tree_numpy(struct tdb_fs *fs, uint64_t root, struct tdb_cells *view,
     return r;
 }
 
+/* One document of a Zarr store as a file of folder dir. */
+static int tree_zarr_doc(struct tdb_fs *fs, uint64_t dir,
+                         const struct tdb_zarr *z, int k, int which,
+                         uint64_t mtime)
+{
+    struct tdb_buf b;
+    const char *name;
+    uint64_t ino;
+    int r = tdb_zarr_doc(z, k, which, &name, &b);
+    if (!r)
+        r = tree_add_bytes(fs, dir, name, b.data, b.len, &ino);
+    if (!r)
+        fs->nodes[ino - 1].mtime_ms = mtime;
+    tdb_buf_free(&b);
+    return r;
+}
+
+/* __zarr/ of a dense view: the group's documents, a folder per array
+ * with its own and its chunks (made on lookup: inodes from
+ * TREE_CHUNK_INO on, nodes of none). */
+static int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
+                     struct tdb_cells *view, struct tdb_error *err)
+{
+    struct tdb_zarr *z = NULL;
+    int r = tdb_zarr_open(&z, a, view, err);
+    uint32_t n = z ? tdb_zarr_narrays(z) : 0;
+    uint64_t chunks = 0;
+    for (uint32_t k = 0; k < n; k++)
+        chunks += tdb_zarr_nchunks(z, k);
+    if (r || !z)
+        return r;
+    if (chunks > TREE_SLICE_INO - TREE_CHUNK_INO - fs->nchunks) {
+        tdb_zarr_free(z);       /* no inodes left for its chunks */
+        return 0;
+    }
+    struct tdb_zarr **st = realloc(fs->stores, (fs->nstores + 1) * sizeof *st);
+    if (!st) {
+        tdb_zarr_free(z);
+        return TDB_E_NOMEM;
+    }
+    fs->stores = st;
+    fs->stores[fs->nstores++] = z;
+    struct tree_zarr *zv = realloc(fs->zarrs, (fs->nzarrs + n + 1) * sizeof *zv);
+    if (!zv)
+        return TDB_E_NOMEM;
+    fs->zarrs = zv;
+    uint64_t dir, mtime = a->newest_ts;
+    r = tree_add(fs, root, "__zarr", TREE_DIR, &dir);
+    if (!r)
+        fs->nodes[dir - 1].mtime_ms = mtime;
+    for (int i = 0; !r && i < 3; i++)
+        r = tree_zarr_doc(fs, dir, z, -1, i, mtime);
+    for (uint32_t k = 0; !r && k < n; k++) {
+        uint64_t ad;
+        r = tree_add(fs, dir, tdb_zarr_name(z, k), TREE_DIR, &ad);
+        for (int i = 0; !r && i < 2; i++)
+            r = tree_zarr_doc(fs, ad, z, (int)k, i, mtime);
+        if (r)
+            break;
+        fs->nodes[ad - 1].made = TREE_MADE_ZARR;
+        fs->nodes[ad - 1].zarr = fs->nzarrs;
+        fs->nodes[ad - 1].mtime_ms = mtime;
+        fs->zarrs[fs->nzarrs++] = (struct tree_zarr){
+            z, k, fs->nchunks, tdb_zarr_nchunks(z, k), mtime};
+        fs->nchunks += tdb_zarr_nchunks(z, k);
+    }
+    return r;
+}
+
 static int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *m,
                      uint64_t mtime)
 {
@@ -491,9 +578,11 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
                        a->newest_ts);
     for (uint32_t k = 0; !r && view && !dense && k < s->ndims; k++)
         r = tree_field(fs, root, a, s, view, true, k, NULL, a->newest_ts);
-    /* numpy's files */
+    /* numpy's files, and the Zarr store of a dense view */
     if (!r && view)
         r = tree_numpy(fs, root, view, dense, a->newest_ts);
+    if (!r && view && dense)
+        r = tree_zarr(fs, root, a, view, err);
     free(all);
     if (r && err && !err->code)
         tdb_err(err, r, "building the tree: %s", tdb_strerror(r));
@@ -667,6 +756,10 @@ void tdb_fs_close(struct tdb_fs *fs)
         }
     }
     free(fs->nodes);
+    for (size_t i = 0; i < fs->nstores; i++)
+        tdb_zarr_free(fs->stores[i]);
+    free(fs->stores);
+    free(fs->zarrs);
     for (size_t i = 0; i < fs->ncells; i++)
         tdb_cells_free(fs->cells[i]);
     free(fs->cells);
@@ -694,6 +787,29 @@ static struct tree_node *tree_get(struct tdb_fs *fs, uint64_t ino)
         return n;
     }
     return ino >= 1 && ino <= fs->nnodes ? &fs->nodes[ino - 1] : NULL;
+}
+
+/* The Zarr array whose chunk *c inode ino is, or NULL. */
+static const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
+                                          uint64_t ino, uint64_t *c)
+{
+    if (ino < TREE_CHUNK_INO || ino >= TREE_SLICE_INO)
+        return NULL;
+    uint64_t id = ino - TREE_CHUNK_INO;
+    size_t lo = 0, hi = fs->nzarrs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct tree_zarr *z = &fs->zarrs[mid];
+        if (id < z->base) {
+            hi = mid;
+        } else if (id - z->base >= z->n) {
+            lo = mid + 1;
+        } else {
+            *c = id - z->base;
+            return z;
+        }
+    }
+    return NULL;
 }
 
 /* The slice already made as file `name` of folder dir (slice_lock held). */
@@ -802,6 +918,14 @@ int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
     }
     if (p->made == TREE_MADE_SLICE || p->made == TREE_MADE_DOMAIN)
         return tree_slice(fs, parent, name, ino, err);
+    uint64_t c;
+    if (p->made == TREE_MADE_ZARR) {
+        const struct tree_zarr *z = &fs->zarrs[p->zarr];
+        if (tdb_zarr_chunk_parse(z->z, z->k, name, &c)) {
+            *ino = TREE_CHUNK_INO + z->base + c;
+            return 0;
+        }
+    }
     return tdb_err(err, TDB_E_NOENT, "%s: no such file", name);
 }
 
@@ -846,11 +970,18 @@ int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
 int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
                 struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
-    if (!n)
+    uint64_t c;
+    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
+    struct tree_node *n = z ? NULL : tree_get(fs, ino);
+    if (!n && !z)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     memset(st, 0, sizeof *st);
     st->ino = ino;
+    if (z) {
+        st->size = tdb_zarr_chunk_bytes(z->z, z->k);
+        st->mtime_ms = z->mtime_ms;
+        return 0;
+    }
     st->mtime_ms = n->mtime_ms;
     switch (n->kind) {
     case TREE_DIR:
@@ -876,6 +1007,15 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     if (n->kind != TREE_DIR)
         return tdb_err(err, TDB_E_NOTDIR, "%s: not a folder", n->name);
+    if (index >= n->nkids && n->made == TREE_MADE_ZARR) {
+        /* then the chunks, where there are not too many to list */
+        const struct tree_zarr *z = &fs->zarrs[n->zarr];
+        uint64_t c = index - n->nkids;
+        if (c >= z->n || !(*name = tdb_zarr_chunk_key(z->z, z->k, c)))
+            return TDB_E_NOENT;
+        *child = TREE_CHUNK_INO + z->base + c;
+        return 0;
+    }
     if (index >= n->nkids)
         return TDB_E_NOENT;
     *child = n->kids[index];
@@ -886,8 +1026,12 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
 int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
                 size_t len, size_t *got, struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
+    uint64_t c;
+    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
+    struct tree_node *n = z ? NULL : tree_get(fs, ino);
     *got = 0;
+    if (z)
+        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got, err);
     if (!n)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     switch (n->kind) {
@@ -910,12 +1054,14 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
 int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
                 uint64_t *out, struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
-    if (!n)
+    uint64_t c;
+    bool chunk = tree_chunk(fs, ino, &c) != NULL;
+    struct tree_node *n = chunk ? NULL : tree_get(fs, ino);
+    if (!n && !chunk)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
-    if (n->kind == TREE_DIR)
+    if (n && n->kind == TREE_DIR)
         return tdb_err(err, TDB_E_ISDIR, "%s: is a folder", n->name);
-    if (n->kind == TREE_NPY)
+    if (n && n->kind == TREE_NPY)
         return tdb_npy_seek(n->npy, off, data, out, err);
     struct tdb_stat st;
     int r = tdb_fs_stat(fs, ino, &st, err);
@@ -923,7 +1069,7 @@ int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
         return r;
     if (off >= st.size)
         return TDB_E_NOENT;
-    if (n->kind == TREE_BYTES) {
+    if (chunk || n->kind == TREE_BYTES) {
         *out = data ? off : st.size;
         return 0;
     }

@@ -1,7 +1,8 @@
 /* test_tree.c: the file tree over corpus arrays without a mount: stat of
  * fixed-size files decodes no tile, any byte range reads the same bytes as
  * a whole read, and a tiny cache budget changes nothing but the hit rate;
- * .npy files of var-sized strings. */
+ * __zarr's chunks (a tile decoded once, in the cell order; views not
+ * aligned to the tiles), __slice/ and __domain/. */
 #include "tiledb_format.h"
 #include "tiledb_format_write.h"
 #include "support.h"
@@ -195,6 +196,246 @@ out:
     tdb_io_free(&io);
 }
 
+/* A dense view's cells as a row-major array of cs-byte cells. */
+struct grid {
+    const uint8_t *p;
+    uint64_t rows, cols, cs;
+};
+
+/* Where a chunk lies: its first cell (r0, c0) in the view, its rows and
+ * columns, order F (col) or C. */
+struct box {
+    uint64_t r0, c0, rows, cols;
+    bool col;
+};
+
+/* Checks chunk bytes against view v where they lie inside it; beyond it,
+ * when fill is not NULL, against fill. */
+static void check_chunk(const char *what, const uint8_t *chunk,
+                        const struct grid *v, const struct box *b,
+                        const uint8_t *fill)
+{
+    bool ok = true;
+    for (uint64_t i = 0; i < b->rows && ok; i++) {
+        for (uint64_t j = 0; j < b->cols && ok; j++) {
+            uint64_t at = b->col ? j * b->rows + i : i * b->cols + j;
+            const uint8_t *got = chunk + at * v->cs;
+            uint64_t r = b->r0 + i, c = b->c0 + j;
+            if (r < v->rows && c < v->cols)
+                ok = !memcmp(got, v->p + (r * v->cols + c) * v->cs,
+                             (size_t)v->cs);
+            else if (fill)
+                ok = !memcmp(got, fill, (size_t)v->cs);
+            if (!ok)
+                fprintf(stderr, "  %s: cell (%llu, %llu) of the chunk differs\n",
+                        what, (unsigned long long)i, (unsigned long long)j);
+        }
+    }
+    CHECK(ok);
+}
+
+/* dense_2d_colmajor: column-major tiles of 3 x 4 cells; the first chunk
+ * of f32 lies in one tile of one fragment: reading it decodes that tile
+ * alone, and its bytes are the tile's, column-major (order F).  An edge
+ * chunk holds fill values past the domain's end.  The folder lists the
+ * chunk files; keys outside the grid are not there. */
+static void test_zarr_chunk_is_tile(void)
+{
+    if (!unit_corpus_case("dense_2d_colmajor"))
+        return;
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case("dense_2d_colmajor", 0, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/dense_2d_colmajor/expected/f32", corpus);
+    size_t n = 0;
+    uint8_t *raw = (uint8_t *)unit_slurp(path, &n);
+    CHECK(raw && n == 20 * 18 * 4);
+    struct grid v = {raw, 20, 18, 4};
+    uint64_t size = 0;
+    struct tdb_cache_stats cs;
+    uint8_t *c = unit_fs_file(fs, "__zarr/f32/0.0", &size);
+    tdb_fs_cache_stats(fs, &cs);
+    CHECK_EQ_INT(cs.decodes, 1);
+    CHECK_EQ_INT(size, 3 * 4 * 4);
+    if (c && raw && size == 48)
+        check_chunk("f32/0.0", c, &v, &(struct box){0, 0, 3, 4, true}, NULL);
+    free(c);
+    static const uint8_t nan32[4] = {0x00, 0x00, 0xc0, 0x7f};
+    c = unit_fs_file(fs, "__zarr/f32/6.4", &size);
+    CHECK(c && size == 48);
+    if (c && raw && size == 48)
+        check_chunk("f32/6.4", c, &v, &(struct box){18, 16, 3, 4, true},
+                    nan32);
+    free(c);
+    uint8_t *doc = unit_fs_file(fs, "__zarr/f32/.zarray", &size);
+    CHECK(doc && strstr((char *)doc, "\"chunks\": [3, 4]") &&
+          strstr((char *)doc, "\"order\": \"F\"") &&
+          strstr((char *)doc, "\"fill_value\": \"NaN\""));
+    free(doc);
+    struct tdb_error err = {0};
+    uint64_t dir, ino, child;
+    const char *name;
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "__zarr/f32", &dir, &err), 0);
+    size_t count = 0;
+    for (uint64_t i = 0; !tdb_fs_readdir(fs, dir, i, &name, &child, &err); i++) {
+        char want[32];
+        if (i >= 2) {
+            snprintf(want, sizeof want, "%llu.%llu",
+                     (unsigned long long)(i - 2) / 5,
+                     (unsigned long long)(i - 2) % 5);
+            CHECK(!strcmp(name, want));
+        }
+        count++;
+    }
+    CHECK_EQ_INT(count, 2 + 7 * 5);
+    static const char *const bad[] = {"7.0", "0.5", "00.0", "0", "0.0.0",
+                                      "-1.0", "0.", ".0", NULL};
+    for (int i = 0; bad[i]; i++)
+        CHECK_EQ_INT(tdb_fs_lookup(fs, dir, bad[i], &ino, &err), TDB_E_NOENT);
+    free(raw);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+/* An array whose view (its current domain) starts inside a tile on both
+ * dimensions, column-major cells, two fragments (the newer over part of
+ * the older): each chunk holds the view's cells from its corner on, in
+ * order F; the coordinates begin at the view's first; __domain/ takes
+ * coordinates and __slice/ numpy's indexes. */
+static const char zarr_schema[] =
+    "{\"array_type\": \"dense\", \"cell_order\": \"col-major\", \"dims\": ["
+    "{\"name\": \"y\", \"datatype\": \"INT32\", \"domain\": [-10, 29], "
+    "\"tile_extent\": 4}, {\"name\": \"x\", \"datatype\": \"INT32\", "
+    "\"domain\": [0, 19], \"tile_extent\": 3}], \"attrs\": [{\"name\": \"v\", "
+    "\"datatype\": \"INT32\"}, {\"name\": \"n\", \"datatype\": \"FLOAT64\", "
+    "\"nullable\": true}], \"current_domain\": [[-7, 12], [2, 16]]}";
+
+/* Stages and commits at timestamp ts the cells of region
+ * [[r[0], r[1]], [r[2], r[3]]]: v the cell's number plus base, n its
+ * half, valid where v is odd. */
+static void zarr_write(const struct tdb_io *arr, const int *r, int base,
+                       uint64_t ts)
+{
+    int y0 = r[0], y1 = r[1], x0 = r[2], x1 = r[3];
+    struct tdb_io stg;
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    size_t cells = (size_t)(y1 - y0 + 1) * (size_t)(x1 - x0 + 1);
+    int32_t *v = malloc(cells * 4);
+    double *d = malloc(cells * 8);
+    uint8_t *ok = malloc(cells);
+    for (size_t i = 0; v && d && ok && i < cells; i++) {
+        v[i] = base + (int32_t)i;
+        d[i] = v[i] / 2.0;
+        ok[i] = (uint8_t)(v[i] & 1);
+    }
+    char sub[128];
+    int l = snprintf(sub, sizeof sub, "[[%d, %d], [%d, %d]]", y0, y1, x0, x1);
+    unit_put(&stg, "w/__subarray.json", sub, (size_t)l);
+    unit_put(&stg, "w/v", v, cells * 4);
+    unit_put(&stg, "w/n", d, cells * 8);
+    unit_put(&stg, "w/n.validity", ok, cells);
+    char *name = NULL;
+    struct tdb_error err = {0};
+    int rc = tdb_fragment_write(arr, &stg, "w", NULL, ts, &name, &err);
+    if (rc)
+        fprintf(stderr, "  write: %s\n", err.msg);
+    CHECK_EQ_INT(rc, 0);
+    free(name);
+    free(v);
+    free(d);
+    free(ok);
+    tdb_io_free(&stg);
+}
+
+/* Every chunk of Zarr array `field` (cs bytes a cell) of the 20 x 15 view
+ * against the view's own file. */
+static void zarr_check_field(struct tdb_fs *fs, const char *field,
+                             const char *raw_name, uint64_t cs)
+{
+    uint64_t n = 0;
+    uint8_t *raw = unit_fs_file(fs, raw_name, &n);
+    CHECK(raw && n == 20 * 15 * cs);
+    struct grid v = {raw, 20, 15, cs};
+    for (uint64_t i = 0; raw && i < 5; i++) {
+        for (uint64_t j = 0; j < 5; j++) {
+            char p[128];
+            uint64_t size = 0;
+            snprintf(p, sizeof p, "__zarr/%s/%llu.%llu", field,
+                     (unsigned long long)i, (unsigned long long)j);
+            uint8_t *c = unit_fs_file(fs, p, &size);
+            CHECK(c && size == 4 * 3 * cs);
+            if (c && size == 4 * 3 * cs)
+                check_chunk(p, c, &v, &(struct box){i * 4, j * 3, 4, 3, true},
+                            NULL);
+            free(c);
+        }
+    }
+    free(raw);
+}
+
+static void test_zarr_unaligned(void)
+{
+    struct tdb_io arr;
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    CHECK_EQ_INT(tdb_schema_from_json(zarr_schema, strlen(zarr_schema), &s,
+                                      &err), 0);
+    CHECK_EQ_INT(s ? tdb_array_create(&arr, s, NULL, 1, &err) : -1, 0);
+    tdb_schema_free(s);
+    zarr_write(&arr, (const int[]){-7, 12, 2, 16}, 0, 2);
+    zarr_write(&arr, (const int[]){-2, 5, 6, 11}, 1000, 3);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    struct tdb_fs *fs = NULL;
+    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    if (!fs) {
+        tdb_io_free(&arr);
+        return;
+    }
+    zarr_check_field(fs, "v", "v", 4);
+    zarr_check_field(fs, "n", "n", 8);
+    zarr_check_field(fs, "n.validity", "n.validity", 1);
+    uint64_t size = 0;
+    uint8_t *c = unit_fs_file(fs, "__zarr/y/0", &size);
+    static const int32_t y0[4] = {-7, -6, -5, -4};
+    CHECK(c && size == 16 && !memcmp(c, y0, 16));
+    free(c);
+    c = unit_fs_file(fs, "__zarr/x/4", &size);
+    static const int32_t x4[3] = {14, 15, 16};
+    CHECK(c && size == 12 && !memcmp(c, x4, 12));
+    free(c);
+    uint8_t *doc = unit_fs_file(fs, "__zarr/v/.zattrs", &size);
+    CHECK(doc && !strcmp((char *)doc, "{\"_ARRAY_DIMENSIONS\": [\"y\", \"x\"]}\n"));
+    free(doc);
+    /* __domain/v[-5:-1,3] is __slice/v[2:6,1], and __slice's steps */
+    uint64_t n1 = 0, n2 = 0, nr = 0;
+    uint8_t *a = unit_fs_file(fs, "__domain/v[-5:-1,3].npy", &n1);
+    uint8_t *b = unit_fs_file(fs, "__slice/v[2:6,1].npy", &n2);
+    uint8_t *raw = unit_fs_file(fs, "v", &nr);
+    CHECK(a && b && n1 == n2 && n1 == 128 + 16 && !memcmp(a, b, (size_t)n1));
+    CHECK(a && memmem(a, (size_t)n1, "'shape': (4,)", 13));
+    for (int i = 0; a && raw && nr == 1200 && i < 4; i++)
+        CHECK(!memcmp(a + 128 + 4 * i, raw + ((2 + i) * 15 + 1) * 4, 4));
+    free(a);
+    free(b);
+    a = unit_fs_file(fs, "__slice/v[::-7,-2::-6].npy", &n1);
+    CHECK(a && n1 == 128 + 3 * 3 * 4 &&
+          memmem(a, (size_t)n1, "'shape': (3, 3)", 15));
+    static const int rows[3] = {19, 12, 5}, cols[3] = {13, 7, 1};
+    for (int i = 0; a && raw && nr == 1200 && i < 9; i++)
+        CHECK(!memcmp(a + 128 + 4 * i,
+                      raw + (rows[i / 3] * 15 + cols[i % 3]) * 4, 4));
+    free(a);
+    free(raw);
+    tdb_fs_close(fs);
+    tdb_io_free(&arr);
+}
+
 /* Var-sized strings as a .npy: each value padded with zeros to the
  * longest (S3 here), slices of the same width; one value longer than
  * TDB_NPY_MAX_WIDTH bytes makes the file fail with TDB_E_UNSUPPORTED
@@ -296,6 +537,8 @@ int main(void)
     RUN_CORPUS(test_tiny_cache);
     RUN_CORPUS(test_paths);
     RUN_CORPUS(test_shared_cache);
+    RUN_CORPUS(test_zarr_chunk_is_tile);
+    RUN(test_zarr_unaligned);
     RUN(test_npy_strings);
     return unit_done();
 }
