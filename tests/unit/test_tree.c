@@ -300,6 +300,43 @@ static void test_zarr_chunk_is_tile(void)
     tdb_io_free(&io);
 }
 
+/* An empty array in memory (*arr) of schema JSON text. */
+static void mem_array(struct tdb_io *arr, const char *text)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(arr), 0);
+    CHECK_EQ_INT(tdb_schema_from_json(text, strlen(text), &s, &err), 0);
+    CHECK_EQ_INT(s ? tdb_array_create(arr, s, NULL, 1, &err) : -1, 0);
+    tdb_schema_free(s);
+}
+
+/* Commits staged folder "w" of stg (then freed) into arr at ts. */
+static void mem_commit(const struct tdb_io *arr, struct tdb_io *stg,
+                       uint64_t ts)
+{
+    char *name = NULL;
+    struct tdb_error err = {0};
+    int r = tdb_fragment_write(arr, stg, "w", NULL, ts, &name, &err);
+    if (r)
+        fprintf(stderr, "  write: %s\n", err.msg);
+    CHECK_EQ_INT(r, 0);
+    free(name);
+    tdb_io_free(stg);
+}
+
+/* The tree of arr with the default options (NULL, after saying why). */
+static struct tdb_fs *mem_open(const struct tdb_io *arr)
+{
+    struct tdb_open_options o;
+    struct tdb_error err = {0};
+    struct tdb_fs *fs = NULL;
+    tdb_open_options_init(&o);
+    if (tdb_fs_open(&fs, arr, &o, &err))
+        fprintf(stderr, "  open: %s\n", err.msg);
+    return fs;
+}
+
 /* An array whose view (its current domain) starts inside a tile on both
  * dimensions, column-major cells, two fragments (the newer over part of
  * the older): each chunk holds the view's cells from its corner on, in
@@ -338,17 +375,10 @@ static void zarr_write(const struct tdb_io *arr, const int *r, int base,
     unit_put(&stg, "w/v", v, cells * 4);
     unit_put(&stg, "w/n", d, cells * 8);
     unit_put(&stg, "w/n.validity", ok, cells);
-    char *name = NULL;
-    struct tdb_error err = {0};
-    int rc = tdb_fragment_write(arr, &stg, "w", NULL, ts, &name, &err);
-    if (rc)
-        fprintf(stderr, "  write: %s\n", err.msg);
-    CHECK_EQ_INT(rc, 0);
-    free(name);
+    mem_commit(arr, &stg, ts);
     free(v);
     free(d);
     free(ok);
-    tdb_io_free(&stg);
 }
 
 /* Every chunk of Zarr array `field` (cs bytes a cell) of the 20 x 15 view
@@ -380,19 +410,11 @@ static void zarr_check_field(struct tdb_fs *fs, const char *field,
 static void test_zarr_unaligned(void)
 {
     struct tdb_io arr;
-    struct tdb_schema *s = NULL;
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
-    CHECK_EQ_INT(tdb_schema_from_json(zarr_schema, strlen(zarr_schema), &s,
-                                      &err), 0);
-    CHECK_EQ_INT(s ? tdb_array_create(&arr, s, NULL, 1, &err) : -1, 0);
-    tdb_schema_free(s);
+    mem_array(&arr, zarr_schema);
     zarr_write(&arr, (const int[]){-7, 12, 2, 16}, 0, 2);
     zarr_write(&arr, (const int[]){-2, 5, 6, 11}, 1000, 3);
-    struct tdb_open_options o;
-    tdb_open_options_init(&o);
-    struct tdb_fs *fs = NULL;
-    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    struct tdb_fs *fs = mem_open(&arr);
+    CHECK(fs != NULL);
     if (!fs) {
         tdb_io_free(&arr);
         return;
@@ -460,34 +482,20 @@ static void str_write(const struct tdb_io *arr, const char *sub,
     unit_put(&stg, "w/__subarray.json", sub, strlen(sub));
     unit_put(&stg, "w/s", vals.data ? (void *)vals.data : "", vals.len);
     unit_put(&stg, "w/s.offsets", offs.data, offs.len);
-    char *name = NULL;
-    struct tdb_error err = {0};
-    int r = tdb_fragment_write(arr, &stg, "w", NULL, ts, &name, &err);
-    if (r)
-        fprintf(stderr, "  write: %s\n", err.msg);
-    CHECK_EQ_INT(r, 0);
-    free(name);
+    mem_commit(arr, &stg, ts);
     tdb_buf_free(&vals);
     tdb_buf_free(&offs);
-    tdb_io_free(&stg);
 }
 
 static void test_npy_strings(void)
 {
     struct tdb_io arr;
-    struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
-    CHECK_EQ_INT(tdb_schema_from_json(str_schema, strlen(str_schema), &s,
-                                      &err), 0);
-    CHECK_EQ_INT(s ? tdb_array_create(&arr, s, NULL, 1, &err) : -1, 0);
-    tdb_schema_free(s);
+    mem_array(&arr, str_schema);
     static const char *const v[] = {"ab", "", "xyz", "q"};
     str_write(&arr, "[[0, 3]]", v, 4, 2);
-    struct tdb_open_options o;
-    tdb_open_options_init(&o);
-    struct tdb_fs *fs = NULL;
-    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    struct tdb_fs *fs = mem_open(&arr);
+    CHECK(fs != NULL);
     uint64_t n = 0;
     uint8_t *f = fs ? unit_fs_file(fs, "s.npy", &n) : NULL;
     CHECK(f && n == 128 + 12 && memmem(f, 128, "'descr': '|S3'", 14) &&
@@ -516,7 +524,7 @@ static void test_npy_strings(void)
         str_write(&arr, "[[2, 2]]", w, 1, 3);
     }
     free(big);
-    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    fs = mem_open(&arr);
     uint64_t ino;
     struct tdb_stat st;
     CHECK_EQ_INT(fs ? tdb_fs_resolve(fs, "s.npy", &ino, &err) : -1, 0);
