@@ -49,6 +49,20 @@ static struct tdb_error *tdbm_error_slot(struct tdbm_mount *m)
     return e;
 }
 
+/* Logs "WHAT: message" of a failure and keeps the message for this
+ * thread's tdbm_error_take. */
+static void tdbm_tell(struct tdbm_mount *m, int code,
+                      const struct tdb_error *err, const char *what)
+{
+    struct tdb_error *e = tdbm_error_slot(m);
+
+    if (e) {
+        e->code = code;
+        snprintf(e->msg, sizeof e->msg, "%s", tdb_error_text(code, err));
+    }
+    tdbm_log(m, "%s: %s", what, tdb_error_text(code, err));
+}
+
 /* The -errno of a failed engine call.  An engine failure is logged as
  * "WHAT: message" (WHAT from fmt) and its message kept for this thread's
  * tdbm_error_take; a failure the caller caused is neither. */
@@ -58,20 +72,15 @@ static int tdbm_fail(struct tdbm_mount *m, int code,
 static int tdbm_fail(struct tdbm_mount *m, int code,
                      const struct tdb_error *err, const char *fmt, ...)
 {
-    struct tdb_error *e;
     char what[128];
     va_list ap;
 
     if (!tdbm_worth_logging(code))
         return -tdb_errno(code);
-    if ((e = tdbm_error_slot(m))) {
-        e->code = code;
-        snprintf(e->msg, sizeof e->msg, "%s", tdb_error_text(code, err));
-    }
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    tdbm_log(m, "%s: %s", what, tdb_error_text(code, err));
+    tdbm_tell(m, code, err, what);
     return -tdb_errno(code);
 }
 
@@ -426,6 +435,8 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(t->fs, tino, name, &ino, &err);
+    if (rc == TDB_E_NOENT && tdb_fs_made_on_lookup(t->fs, tino))
+        tdbm_tell(m, rc, &err, "lookup");   /* a malformed name: why */
     if (rc == TDB_E_NOENT && m->rw && tino == t->meta_dir &&
         tdbm_lookup_created(m, name, e)) {
         /* A metadata file created and not yet closed. */
