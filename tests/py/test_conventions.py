@@ -6,14 +6,13 @@ import re
 import shutil
 import stat
 import subprocess
-import tempfile
 
 import pytest
 
 from conftest import CAT_TIMEOUT, REPO, Mounts, get_case, run_cat
+from test_security import NOBODY, open_top  # noqa: F401 (a fixture)
 from test_write import STAGING, read_file, twin_of
 
-NOBODY = 65534
 OTHER = 65533        # a user of neither the owner's uid nor its group
 
 
@@ -117,21 +116,7 @@ def test_chown_only_to_the_owner(create_prog, cat_prog, mount, tmp_path):
     assert os.stat(path).st_uid == st.st_uid
 
 
-@pytest.fixture
-def shared_top():
-    """A folder other users can reach (pytest's folders are 0700)."""
-    top = tempfile.mkdtemp(prefix='tiledbfs-conventions-')
-    os.chmod(top, 0o755)
-    yield top
-    shutil.rmtree(top, ignore_errors=True)
-
-
-def user_mount(fs_prog, top, twin, opts):
-    mounts = Mounts(fs_prog, top)
-    return mounts, mounts(twin, opts)
-
-
-def test_uid_gid_umask_for_a_user(create_prog, cat_prog, fs_prog, shared_top, tmp_path):
+def test_uid_gid_umask_for_a_user(create_prog, cat_prog, fs_prog, open_top, tmp_path):
     """A root mount with uid=, gid=, umask=, allow_other: user 65534 owns
     every entry (staged ones too), reads the array and copies into
     __staging with cp -a, rsync -a and tar x, and commits; a third user
@@ -139,9 +124,9 @@ def test_uid_gid_umask_for_a_user(create_prog, cat_prog, fs_prog, shared_top, tm
     need_root()
     case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
     staging = str(tmp_path / 'staging')
-    mounts, mnt = user_mount(fs_prog, shared_top, twin, [
-        'rw', 'allow_other', 'staging_dir=' + staging,
-        f'uid={NOBODY}', f'gid={NOBODY}', 'umask=027'])
+    mounts = Mounts(fs_prog, open_top)
+    mnt = mounts(twin, ['rw', 'allow_other', 'staging_dir=' + staging,
+                        f'uid={NOBODY}', f'gid={NOBODY}', 'umask=027'])
     try:
         for p, mode in ((mnt, 0o750), (os.path.join(mnt, 'a'), 0o440),
                         (os.path.join(mnt, '__fragments'), 0o750),
@@ -154,7 +139,7 @@ def test_uid_gid_umask_for_a_user(create_prog, cat_prog, fs_prog, shared_top, tm
         r = as_user(NOBODY, NOBODY, ['cat', os.path.join(mnt, 'a')])
         ok(r, 'cat as the owner')
         assert r.stdout == read_file(os.path.join(mnt, 'a'))   # fill values: empty
-        src_top = os.path.join(shared_top, 'src')
+        src_top = os.path.join(open_top, 'src')
         os.mkdir(src_top)
         for i, (tool, argv) in enumerate(COPIERS):
             src = prepared(src_top, case, f'f{i}')
