@@ -193,7 +193,8 @@ struct tdbm_handle;
 
 struct tdbm_config {
     bool rw;
-    uid_t uid, gid;     /* the owner every entry shows */
+    uid_t uid, gid;     /* the owner every entry shows (uid= and gid= of
+                         * the options win) */
     /* One log line (no newline).  May be NULL. */
     void (*log)(void *arg, const char *line);
     /* The root changed: `names` (n of them) are its old entries, stale now
