@@ -53,22 +53,26 @@ def sparse_schema(R, C, TR, TC, filt):
 
 
 class RwMount:
-    """tiledbfs-create SCHEMA OUT, then a -o rw mount of OUT (unmounted on exit)."""
+    """tiledbfs-create SCHEMA OUT, then a -o rw mount of OUT (unmounted on exit);
+    with key_file, both encrypt with that AES-256-GCM key."""
 
-    def __init__(self, fs, create, out, schema):
+    def __init__(self, fs, create, out, schema, key_file=None):
         out = os.path.abspath(out)
-        self.fs, self.out = fs, out
+        self.fs, self.out, self.key_file = fs, out, key_file
         self.tmp = tempfile.mkdtemp(prefix='tiledbfs-benchgen-')
         sj = os.path.join(self.tmp, 'schema.json')
         with open(sj, 'w') as f:
             json.dump({"schema": schema}, f)
-        subprocess.run([create, sj, out], check=True)
+        key = ['-o', f'key_file={key_file}'] if key_file else []
+        subprocess.run([create] + key + [sj, out], check=True)
         self.mnt = os.path.join(self.tmp, 'mnt')
         os.mkdir(self.mnt)
 
     def __enter__(self):
-        subprocess.run([self.fs, '-o', f'rw,staging_dir={self.tmp}/stg', self.out, self.mnt],
-                       check=True)
+        opts = f'rw,staging_dir={self.tmp}/stg'
+        if self.key_file:
+            opts += f',key_file={self.key_file}'
+        subprocess.run([self.fs, '-o', opts, self.out, self.mnt], check=True)
         return self
 
     def stage(self, name):
@@ -115,6 +119,96 @@ def make_dense(fs, create, out, filt, R, C, TR, TC, frag_rows=None):
                 json.dump([[y0, y1 - 1], [0, C - 1]], fp)
             times.append(m.commit(f'f{f}'))
     return times
+
+
+# ------------------------------------------------ the filter rows' arrays
+#
+# scripts/bench measures each filter on a dense array "v" of data that
+# compresses like real data of its kind.  Each generator gives rows y0..y1-1
+# of a (R, C) array: {file name: bytes} as staged (v, and v.offsets for
+# strings).
+
+def gen_smooth_f32(y0, y1, C, rng):
+    """A smooth FLOAT32 field with a little noise (the dense arrays' data)."""
+    return {'v': dense_rows(y0, y1, C, rng).astype('<f4').tobytes()}
+
+
+def gen_smooth_f64(y0, y1, C, rng):
+    """The smooth field as FLOAT64 (SCALE_FLOAT's input)."""
+    return {'v': dense_rows(y0, y1, C, rng).astype('<f8').tobytes()}
+
+
+def gen_counters(dtype):
+    """Integer counters: running totals of small random increments, each row
+    going on from a base that grows with y."""
+    def gen(y0, y1, C, rng):
+        inc = rng.integers(0, 8, size=(y1 - y0, C)).astype(np.int64)
+        base = np.arange(y0, y1, dtype=np.int64)[:, None] * (C * 4)
+        return {'v': (base + np.cumsum(inc, axis=1)).astype(dtype).tobytes()}
+    return gen
+
+
+def gen_timestamps(y0, y1, C, rng):
+    """Sorted DATETIME_MS timestamps: one a second from 2024-01-01, with a
+    few milliseconds of jitter."""
+    idx = np.arange(y0 * C, y1 * C, dtype=np.int64)
+    t = 1704067200000 + idx * 1000 + rng.integers(-4, 5, size=idx.size)
+    return {'v': t.astype('<i8').tobytes()}
+
+
+WORDS = ('INFO WARN ERROR DEBUG TRACE FATAL NOTICE ok fail retry timeout '
+         'accepted rejected pending eu-west-1 us-east-1 ap-south-1 sensor-a '
+         'sensor-b sensor-c GET POST PUT DELETE HEAD 200 404 500 503 London '
+         'Paris Berlin Madrid Rome Lisbon Vienna Prague Warsaw Dublin').split()
+
+
+def gen_strings(y0, y1, C, rng):
+    """Repetitive strings: words of a 40-word vocabulary in runs of 1 to 32
+    (log levels, regions, cities, status codes)."""
+    n = (y1 - y0) * C
+    runs = rng.integers(1, 33, size=n // 8 + 1)
+    which = rng.integers(0, len(WORDS), size=runs.size)
+    cells = np.repeat(which, runs)[:n]
+    words = [w.encode() for w in WORDS]
+    lens = np.array([len(w) for w in words], dtype=np.int64)[cells]
+    offsets = np.zeros(n, dtype='<u8')
+    np.cumsum(lens[:-1], out=offsets[1:])
+    return {'v': b''.join(words[i] for i in cells.tolist()), 'v.offsets': offsets.tobytes()}
+
+
+def filter_schema(R, C, TR, TC, datatype, var, filters):
+    """A dense schema like dense_schema's, attribute v of `datatype` (var-sized
+    when `var`) with the filter list `filters` (schema JSON)."""
+    s = dense_schema(R, C, TR, TC, 'none')
+    a = s['attrs'][0]
+    a['datatype'] = datatype
+    a['filters'] = filters
+    if var:
+        a['cell_val_num'] = 'var'
+        a['fill_hex'] = '00'
+    else:
+        del a['fill_hex']
+    return s
+
+
+def make_filter_array(fs, create, out, schema, gen, R, C, frag_rows, key_file=None):
+    """A dense array of R x C cells of schema, one fragment per frag_rows rows
+    written from gen(y0, y1, C, rng) through a -o rw mount.  @return the
+    number of fragments."""
+    rng = np.random.default_rng(4)
+    n = 0
+    with RwMount(fs, create, out, schema, key_file) as m:
+        for y0 in range(0, R, frag_rows):
+            y1 = min(R, y0 + frag_rows)
+            d = m.stage(f'f{n}')
+            for name, data in gen(y0, y1, C, rng).items():
+                with open(os.path.join(d, name), 'wb') as f:
+                    f.write(data)
+            with open(os.path.join(d, '__subarray.json'), 'w') as fp:
+                json.dump([[y0, y1 - 1], [0, C - 1]], fp)
+            m.commit(f'f{n}')
+            n += 1
+    return n
 
 
 def make_sparse(fs, create, out, cells, C, nfrag):

@@ -13,6 +13,45 @@
 
 #define BWR_NAME "BIT_WIDTH_REDUCTION"
 
+/* n values of cw bytes at in, sign-extended when `sign`, plus off, as
+ * values of w bytes at out; cw, w and sign constants once inlined. */
+static inline __attribute__((always_inline)) void
+bwr_widen_w(const uint8_t *in, size_t n, unsigned cw, unsigned w, bool sign,
+            uint64_t off, uint8_t *out)
+{
+    for (size_t j = 0; j < n; j++) {
+        uint64_t v = tdb_numeric_load(in + j * cw, cw);
+        if (sign)
+            v = (uint64_t)tdb_numeric_sext(v, cw);
+        tdb_numeric_store(out + j * w, w, v + off);
+    }
+}
+
+#define BWR_WIDEN(cw_, w_)                                                 \
+    case (w_) * 16 + (cw_):                                                \
+        if (sign)                                                          \
+            bwr_widen_w(in, n, cw_, w_, true, off, out);                   \
+        else                                                               \
+            bwr_widen_w(in, n, cw_, w_, false, off, out);                  \
+        break
+
+/* bwr_widen_w for each reduction (cw < w, both 1, 2, 4 or 8). */
+static void bwr_widen(const uint8_t *in, size_t n, unsigned cw, unsigned w,
+                      bool sign, uint64_t off, uint8_t *out)
+{
+    switch (w * 16 + cw) {
+    BWR_WIDEN(1, 2);
+    BWR_WIDEN(1, 4);
+    BWR_WIDEN(2, 4);
+    BWR_WIDEN(1, 8);
+    BWR_WIDEN(2, 8);
+    BWR_WIDEN(4, 8);
+    default:
+        bwr_widen_w(in, n, cw, w, sign, off, out);
+        break;
+    }
+}
+
 static int bwr_decode(const struct tdb_filter_call *call,
                       struct tdb_cursor *md, const uint8_t *data, size_t size,
                       struct tdb_buf *md_out, struct tdb_buf *data_out)
@@ -67,14 +106,9 @@ static int bwr_decode(const struct tdb_filter_call *call,
             pos += nbytes;
             continue;
         }
-        uint64_t off = tdb_numeric_load(offp, w);
-        for (size_t j = 0; j < nv; j++) {
-            uint64_t v = tdb_numeric_load(data + pos, cw);
-            if (t.is_signed)
-                v = (uint64_t)tdb_numeric_sext(v, cw);
-            tdb_numeric_store(o + j * w, w, v + off);
-            pos += cw;
-        }
+        bwr_widen(data + pos, nv, cw, w, t.is_signed,
+                  tdb_numeric_load(offp, w), o);
+        pos += nv * cw;
     }
     if (data_out->len - start != orig)
         return tdb_err(call->err, TDB_E_CORRUPT,

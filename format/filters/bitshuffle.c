@@ -10,56 +10,16 @@
  * Transposing n values (n a multiple of 8) of w bytes: for each byte index
  * b < w and bit k < 8 (LSB first) there is a row of n/8 bytes, rows ordered
  * by b then k, in which bit (e % 8) of byte e / 8 is bit k of byte b of
- * value e. */
+ * value e: shuffle_simd.h's bit rows, by the vector path the call names. */
 #include "numeric_common.h"
 
 #define BITSHUFFLE_BLOCK 8192
 
-/* Bit 0 of each byte of y, byte m giving bit m of the result. */
-static inline uint8_t bitshuffle_gather(uint64_t y)
-{
-    return (uint8_t)(((y & UINT64_C(0x0101010101010101)) *
-                      UINT64_C(0x0102040810204080)) >> 56);
-}
-
-/* Bit m of r to bit 0 of byte m. */
-static inline uint64_t bitshuffle_spread(uint8_t r)
-{
-    uint64_t y = r;
-    y = (y | y << 28) & UINT64_C(0x0000000F0000000F);
-    y = (y | y << 14) & UINT64_C(0x0003000300030003);
-    y = (y | y << 7) & UINT64_C(0x0101010101010101);
-    return y;
-}
-
-/* Transposes n values (a multiple of 8) of w bytes from in to out. */
-static void bitshuffle_fwd(const uint8_t *in, size_t n, unsigned w,
-                           uint8_t *out)
-{
-    size_t row = n / 8;
-    for (size_t g = 0; g < row; g++)
-        for (unsigned b = 0; b < w; b++) {
-            uint64_t x = 0;
-            for (unsigned m = 0; m < 8; m++)
-                x |= (uint64_t)in[(g * 8 + m) * w + b] << (8 * m);
-            for (unsigned k = 0; k < 8; k++)
-                out[((size_t)b * 8 + k) * row + g] = bitshuffle_gather(x >> k);
-        }
-}
-
-static void bitshuffle_inv(const uint8_t *in, size_t n, unsigned w,
-                           uint8_t *out)
-{
-    size_t row = n / 8;
-    for (size_t g = 0; g < row; g++)
-        for (unsigned b = 0; b < w; b++) {
-            uint64_t x = 0;
-            for (unsigned k = 0; k < 8; k++)
-                x |= bitshuffle_spread(in[((size_t)b * 8 + k) * row + g]) << k;
-            for (unsigned m = 0; m < 8; m++)
-                out[(g * 8 + m) * w + b] = (uint8_t)(x >> (8 * m));
-        }
-}
+/* The arguments of bitshuffle_part. */
+struct bitshuffle_arg {
+    const struct tdb_shuffle_path *path;
+    bool un;                    /* unshuffle (decode) */
+};
 
 /* One part, shuffled (un = false) or unshuffled, appended to out. */
 static int bitshuffle_part(const struct tdb_filter_call *call,
@@ -67,8 +27,8 @@ static int bitshuffle_part(const struct tdb_filter_call *call,
                            void *arg)
 {
     unsigned w = tdb_dt_size(call->datatype);
-    bool un = *(const bool *)arg;
-    uint8_t *o;
+    const struct bitshuffle_arg *a = arg;
+    uint8_t *o, tmp[BITSHUFFLE_BLOCK];
     if (n == 0)
         return 0;
     if (tdb_buf_grow(out, n, &o))
@@ -81,21 +41,22 @@ static int bitshuffle_part(const struct tdb_filter_call *call,
         size_t blk = n - off < BITSHUFFLE_BLOCK ? n - off : BITSHUFFLE_BLOCK;
         size_t nv = blk / w;
         nv -= nv % 8;
-        if (un)
-            bitshuffle_inv(in + off, nv, w, o + off);
+        if (a->un)
+            a->path->bit_inv(in + off, nv, w, o + off, tmp);
         else
-            bitshuffle_fwd(in + off, nv, w, o + off);
+            a->path->bit_fwd(in + off, nv, w, o + off, tmp);
         memcpy(o + off + nv * w, in + off + nv * w, blk - nv * w);
     }
     return 0;
 }
 
-static int bitshuffle_check_type(const struct tdb_filter_call *call)
+static int bitshuffle_check_type(const struct tdb_filter_call *call,
+                                 struct bitshuffle_arg *a)
 {
     if (tdb_dt_size(call->datatype) == 0)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "BITSHUFFLE: unknown datatype %u", call->datatype);
-    return 0;
+    return tdb_numeric_path(call, "BITSHUFFLE", &a->path);
 }
 
 static int bitshuffle_decode(const struct tdb_filter_call *call,
@@ -103,12 +64,12 @@ static int bitshuffle_decode(const struct tdb_filter_call *call,
                              size_t size, struct tdb_buf *md_out,
                              struct tdb_buf *data_out)
 {
-    bool un = true;
-    int r = bitshuffle_check_type(call);
+    struct bitshuffle_arg a = {.un = true};
+    int r = bitshuffle_check_type(call, &a);
     if (r)
         return r;
     return tdb_numeric_parts_decode(call, "BITSHUFFLE", md, data, size,
-                                    md_out, data_out, bitshuffle_part, &un);
+                                    md_out, data_out, bitshuffle_part, &a);
 }
 
 static int bitshuffle_encode(const struct tdb_filter_call *call,
@@ -116,8 +77,8 @@ static int bitshuffle_encode(const struct tdb_filter_call *call,
                              const uint8_t *data, size_t size,
                              struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    bool un = false;
-    int r = bitshuffle_check_type(call);
+    struct bitshuffle_arg a = {.un = false};
+    int r = bitshuffle_check_type(call, &a);
     if (r)
         return r;
     if (size > UINT32_MAX)
@@ -129,9 +90,9 @@ static int bitshuffle_encode(const struct tdb_filter_call *call,
         (rem && tdb_buf_put_u32(md_out, (uint32_t)rem)) ||
         tdb_buf_append(md_out, md, md_size))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    r = bitshuffle_part(call, data, first, data_out, &un);
+    r = bitshuffle_part(call, data, first, data_out, &a);
     if (!r && rem)
-        r = bitshuffle_part(call, data + first, rem, data_out, &un);
+        r = bitshuffle_part(call, data + first, rem, data_out, &a);
     return r;
 }
 

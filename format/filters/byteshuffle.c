@@ -85,29 +85,36 @@ int tdb_numeric_parts_header(const struct tdb_filter_call *call,
 
 /* ------------------------------------------------------------ byteshuffle */
 
-/* The value width the shuffle works in: the size of the datatype. */
-static int byteshuffle_width(const struct tdb_filter_call *call, unsigned *w)
+/* The arguments of the shuffle: value width and kernels. */
+struct byteshuffle_arg {
+    unsigned w;
+    const struct tdb_shuffle_path *path;
+};
+
+/* The value width the shuffle works in (the size of the datatype) and the
+ * vector path the call names. */
+static int byteshuffle_arg(const struct tdb_filter_call *call,
+                           struct byteshuffle_arg *a)
 {
-    *w = tdb_dt_size(call->datatype);
-    if (*w == 0)
+    a->w = tdb_dt_size(call->datatype);
+    if (a->w == 0)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "BYTESHUFFLE: unknown datatype %u", call->datatype);
-    return 0;
+    return tdb_numeric_path(call, "BYTESHUFFLE", &a->path);
 }
 
-/* Gathers byte j of every value into row j; the bytes after the last whole
- * value stay at the end unchanged.  Inverse when `un`. */
-static void byteshuffle_run(const uint8_t *in, size_t n, unsigned w,
-                            uint8_t *out, bool un)
+/* Gathers byte j of every value into row j (shuffle_simd.h's byte rows);
+ * the bytes after the last whole value stay at the end unchanged.  Inverse
+ * when `un`. */
+static void byteshuffle_run(const uint8_t *in, size_t n,
+                            const struct byteshuffle_arg *a, uint8_t *out,
+                            bool un)
 {
-    size_t nv = n / w, tail = n % w;
-    for (size_t i = 0; i < nv; i++)
-        for (unsigned j = 0; j < w; j++) {
-            if (un)
-                out[i * w + j] = in[j * nv + i];
-            else
-                out[j * nv + i] = in[i * w + j];
-        }
+    size_t nv = n / a->w, tail = n % a->w;
+    if (un)
+        a->path->byte_inv(in, nv, a->w, out);
+    else
+        a->path->byte_fwd(in, nv, a->w, out);
     memcpy(out + n - tail, in + n - tail, tail);
 }
 
@@ -115,13 +122,12 @@ static int byteshuffle_part(const struct tdb_filter_call *call,
                             const uint8_t *in, size_t n, struct tdb_buf *out,
                             void *arg)
 {
-    unsigned w = *(const unsigned *)arg;
     uint8_t *o;
     if (n == 0)
         return 0;
     if (tdb_buf_grow(out, n, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    byteshuffle_run(in, n, w, o, true);
+    byteshuffle_run(in, n, arg, o, true);
     return 0;
 }
 
@@ -130,12 +136,12 @@ static int byteshuffle_decode(const struct tdb_filter_call *call,
                               size_t size, struct tdb_buf *md_out,
                               struct tdb_buf *data_out)
 {
-    unsigned w;
-    int r = byteshuffle_width(call, &w);
+    struct byteshuffle_arg a;
+    int r = byteshuffle_arg(call, &a);
     if (r)
         return r;
     return tdb_numeric_parts_decode(call, "BYTESHUFFLE", md, data, size,
-                                    md_out, data_out, byteshuffle_part, &w);
+                                    md_out, data_out, byteshuffle_part, &a);
 }
 
 static int byteshuffle_encode(const struct tdb_filter_call *call,
@@ -143,8 +149,8 @@ static int byteshuffle_encode(const struct tdb_filter_call *call,
                               const uint8_t *data, size_t size,
                               struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    unsigned w;
-    int r = byteshuffle_width(call, &w);
+    struct byteshuffle_arg a;
+    int r = byteshuffle_arg(call, &a);
     if (r)
         return r;
     r = tdb_numeric_parts_header(call, "BYTESHUFFLE", size, md, md_size,
@@ -154,7 +160,7 @@ static int byteshuffle_encode(const struct tdb_filter_call *call,
     uint8_t *o;
     if (tdb_buf_grow(data_out, size, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    byteshuffle_run(data, size, w, o, false);
+    byteshuffle_run(data, size, &a, o, false);
     return 0;
 }
 

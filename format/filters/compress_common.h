@@ -135,9 +135,22 @@ int tdb_compress_strings_check_input(const struct tdb_filter_call *call,
 static inline uint64_t tdb_compress_be(const uint8_t *p, unsigned w)
 {
     uint64_t v = 0;
-    for (unsigned i = 0; i < w; i++)
-        v = v << 8 | p[i];
-    return v;
+    switch (w) {    /* one load each when w is a constant */
+    case 1: return p[0];
+    case 2: return (uint64_t)p[0] << 8 | p[1];
+    case 4:
+        return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 |
+               (uint64_t)p[2] << 8 | p[3];
+    case 8:
+        return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 |
+               (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+               (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+               (uint64_t)p[6] << 8 | p[7];
+    default:
+        for (unsigned i = 0; i < w; i++)
+            v = v << 8 | p[i];
+        return v;
+    }
 }
 
 static inline void tdb_compress_st_be(uint8_t *p, unsigned w, uint64_t v)
@@ -153,6 +166,32 @@ static inline void tdb_compress_st_be(uint8_t *p, unsigned w, uint64_t v)
 static inline unsigned tdb_compress_width(uint8_t w)
 {
     return w == 0 ? 0 : w <= 1 ? 1 : w <= 2 ? 2 : w <= 4 ? 4 : 8;
+}
+
+/* Copies n bytes from s to d; a string of up to 16 bytes (the usual cell
+ * of RLE's and DICTIONARY's strings) by two overlapping loads and stores
+ * rather than a call. */
+static inline void tdb_compress_copy(uint8_t *d, const uint8_t *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else if (n > 16) {
+        memcpy(d, s, n);
+    } else if (n > 0) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
 }
 
 /* The smallest of 1, 2, 4, 8 bytes that holds v. */

@@ -57,6 +57,73 @@ truncated:
                    pos, n);
 }
 
+/* The ids of a chunk: cells big-endian ids of iw bytes at p, into words,
+ * which make at most `limit` string bytes. */
+struct dictionary_ids {
+    const uint8_t *p;
+    uint64_t cells;
+    unsigned iw;
+    const struct dictionary_word *words;
+    size_t nwords;
+    uint64_t limit;
+};
+
+/* Sums the lengths of the cells' strings into *total.  @return the first
+ * cell whose id is not in the dictionary or whose string takes the sum past
+ * ids->limit, or ids->cells; iw a constant once inlined. */
+static inline __attribute__((always_inline)) uint64_t
+dictionary_check_w(const struct dictionary_ids *ids, unsigned iw,
+                   uint64_t *total)
+{
+    uint64_t out = 0;
+    for (uint64_t i = 0; i < ids->cells; i++) {
+        uint64_t id = tdb_compress_be(ids->p + i * iw, iw);
+        if (id >= ids->nwords || ids->words[id].len > ids->limit - out)
+            return i;
+        out += ids->words[id].len;
+    }
+    *total = out;
+    return ids->cells;
+}
+
+static uint64_t dictionary_check(const struct dictionary_ids *ids,
+                                 uint64_t *total)
+{
+    switch (ids->iw) {
+    case 1: return dictionary_check_w(ids, 1, total);
+    case 2: return dictionary_check_w(ids, 2, total);
+    case 4: return dictionary_check_w(ids, 4, total);
+    default: return dictionary_check_w(ids, 8, total);
+    }
+}
+
+/* Writes the cells' strings to dst and their offsets to off (the ids
+ * checked); iw a constant once inlined. */
+static inline __attribute__((always_inline)) void
+dictionary_expand_w(const struct dictionary_ids *ids, unsigned iw,
+                    uint8_t *dst, uint8_t *off)
+{
+    uint64_t out = 0;
+    for (uint64_t i = 0; i < ids->cells; i++) {
+        const struct dictionary_word *w =
+            &ids->words[tdb_compress_be(ids->p + i * iw, iw)];
+        tdb_compress_copy(dst + out, w->p, w->len);
+        tdb_st64(off + i * 8, out);
+        out += w->len;
+    }
+}
+
+static void dictionary_expand(const struct dictionary_ids *ids, uint8_t *dst,
+                              uint8_t *off)
+{
+    switch (ids->iw) {
+    case 1: dictionary_expand_w(ids, 1, dst, off); break;
+    case 2: dictionary_expand_w(ids, 2, dst, off); break;
+    case 4: dictionary_expand_w(ids, 4, dst, off); break;
+    default: dictionary_expand_w(ids, 8, dst, off); break;
+    }
+}
+
 static int dictionary_decode(const struct tdb_filter_call *call,
                              struct tdb_cursor *md, const uint8_t *data,
                              size_t size, struct tdb_buf *md_out,
@@ -134,23 +201,22 @@ static int dictionary_decode(const struct tdb_filter_call *call,
     if (rc < 0)
         return rc;
     /* Check every id and the total before allocating anything. */
-    for (uint64_t i = 0; i < cells; i++) {
-        uint64_t id = tdb_compress_be(data + i * iw, iw);
-        if (id >= nwords) {
+    struct dictionary_ids ids = {data, cells, iw, words, nwords,
+                                 h.string_bytes};
+    uint64_t bad = dictionary_check(&ids, &out);
+    if (bad < cells) {
+        uint64_t id = tdb_compress_be(data + bad * iw, iw);
+        if (id >= nwords)
             rc = tdb_err(call->err, TDB_E_CORRUPT,
                          "DICTIONARY: cell %llu has id %llu but the "
                          "dictionary holds %zu strings",
-                         (unsigned long long)i, (unsigned long long)id,
+                         (unsigned long long)bad, (unsigned long long)id,
                          nwords);
-            goto fail;
-        }
-        if (words[id].len > h.string_bytes - out) {
+        else
             rc = tdb_err(call->err, TDB_E_CORRUPT,
                          "DICTIONARY: cells decode to more than the recorded "
                          "%u string bytes", h.string_bytes);
-            goto fail;
-        }
-        out += words[id].len;
+        goto fail;
     }
     if (out != h.string_bytes) {
         rc = tdb_err(call->err, TDB_E_CORRUPT,
@@ -164,15 +230,7 @@ static int dictionary_decode(const struct tdb_filter_call *call,
         rc = tdb_err(call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
         goto fail;
     }
-    out = 0;
-    for (uint64_t i = 0; i < cells; i++) {
-        const struct dictionary_word *w =
-            &words[tdb_compress_be(data + i * iw, iw)];
-        if (w->len > 0)
-            memcpy(dst + out, w->p, w->len);
-        tdb_st64(op + i * 8, out);
-        out += w->len;
-    }
+    dictionary_expand(&ids, dst, op);
     free(words);
     return 0;
 fail:

@@ -39,24 +39,38 @@ struct dd_reader {
     unsigned left;     /* bits of cur not yet read */
 };
 
-static uint64_t dd_get(struct dd_reader *r, unsigned nb)
+/* The next nb (1 to 63) bits, most significant first. */
+static inline uint64_t dd_take(struct dd_reader *r, unsigned nb)
 {
-    uint64_t v = 0;
-    while (nb > 0) {
-        if (r->left == 0) {
-            r->cur = tdb_le64(r->p);
-            r->p += 8;
-            r->left = 64;
-        }
-        unsigned take = nb < r->left ? nb : r->left;
-        uint64_t bits = r->cur >> (r->left - take);
-        if (take < 64)
-            bits &= (UINT64_C(1) << take) - 1;
-        v = take < 64 ? v << take | bits : bits;
-        r->left -= take;
-        nb -= take;
+    if (r->left >= nb) {
+        r->left -= nb;
+        return r->cur >> r->left & ((UINT64_C(1) << nb) - 1);
     }
-    return v;
+    unsigned have = r->left, more = nb - have;
+    uint64_t hi = have ? r->cur & ((UINT64_C(1) << have) - 1) : 0;
+    r->cur = tdb_le64(r->p);
+    r->p += 8;
+    r->left = 64 - more;
+    return hi << more | r->cur >> r->left;
+}
+
+/* Values 2..num-1 from their records of 1 + bitsize bits (sign, then
+ * magnitude of the double delta), after v2 = v[0] and v1 = v[1]; w a
+ * constant once inlined. */
+static inline __attribute__((always_inline)) void
+dd_expand(struct dd_reader *rd, unsigned bitsize, size_t num, unsigned w,
+          uint64_t v2, uint64_t v1, uint8_t *dst)
+{
+    uint64_t mask = (UINT64_C(1) << bitsize) - 1;
+    for (size_t i = 2; i < num; i++) {
+        uint64_t rec = dd_take(rd, bitsize + 1);
+        uint64_t mag = rec & mask;
+        uint64_t dd = rec >> bitsize ? 0 - mag : mag;
+        uint64_t v = dd + 2 * v1 - v2;
+        tdb_numeric_store(dst + i * w, w, v);
+        v2 = v1;
+        v1 = v;
+    }
 }
 
 static int dd_decompress(const struct tdb_filter_call *call,
@@ -109,14 +123,11 @@ static int dd_decompress(const struct tdb_filter_call *call,
         tdb_numeric_store(dst + i * w, w, v1);
     }
     struct dd_reader rd = {.p = words, .cur = 0, .left = 0};
-    for (size_t i = 2; i < num; i++) {
-        uint64_t neg = dd_get(&rd, 1);
-        uint64_t mag = dd_get(&rd, bitsize);
-        uint64_t dd = neg ? 0 - mag : mag;
-        uint64_t v = dd + 2 * v1 - v2;
-        tdb_numeric_store(dst + i * w, w, v);
-        v2 = v1;
-        v1 = v;
+    switch (w) {
+    case 1: dd_expand(&rd, bitsize, (size_t)num, 1, v2, v1, dst); break;
+    case 2: dd_expand(&rd, bitsize, (size_t)num, 2, v2, v1, dst); break;
+    case 4: dd_expand(&rd, bitsize, (size_t)num, 4, v2, v1, dst); break;
+    default: dd_expand(&rd, bitsize, (size_t)num, 8, v2, v1, dst); break;
     }
     /* Bytes after the last whole value: TileDB never writes them. */
     memset(dst + num * w, 0, dst_len - num * w);

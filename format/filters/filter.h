@@ -147,6 +147,9 @@ struct tdb_filter_call {
     bool bounded;
     uint64_t max_data, max_md, max_cells;
     struct tdb_scratch *scratch;    /* reusable memory (ZSTD contexts), or NULL */
+    /* The vector path of the byte-wise filters (enum tdb_simd of
+     * shuffle_simd.h); 0: the fastest this CPU runs. */
+    unsigned simd;
 };
 
 /* The limits of a decode call (see struct tdb_filter_call). */
@@ -221,6 +224,7 @@ struct tdb_tile_desc {
      * they are bounded by TDB_PIPELINE_MAX_CELLS. */
     uint64_t ncells;
     struct tdb_scratch *scratch;    /* reusable memory, or NULL */
+    unsigned simd;      /* struct tdb_filter_call's simd; 0: the fastest */
 };
 
 /* The most cells of a string tile whose cell count the caller did not

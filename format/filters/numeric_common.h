@@ -18,6 +18,21 @@
 #define TDB_NUMERIC_COMMON_H
 
 #include "filter.h"
+#include "shuffle_simd.h"
+
+/* The vector path the call names (struct tdb_filter_call.simd) into *p.
+ * @return 0, or TDB_E_UNSUPPORTED when this CPU cannot run it. */
+static inline int tdb_numeric_path(const struct tdb_filter_call *call,
+                                   const char *name,
+                                   const struct tdb_shuffle_path **p)
+{
+    *p = tdb_shuffle_path(call->simd);
+    if (!*p)
+        return tdb_err(call->err, TDB_E_UNSUPPORTED,
+                       "%s: vector path %u is not available on this CPU",
+                       name, call->simd);
+    return 0;
+}
 
 /* The options of BIT_WIDTH_REDUCTION and POSITIVE_DELTA: u32 max window
  * (bit_width_reduction.c). */

@@ -213,6 +213,7 @@ static void pipeline_call(struct tdb_filter_call *call,
     call->version = d->version;
     call->is_var = d->is_var;
     call->key = d->key;
+    call->simd = d->simd;
     call->err = err;
     unsigned t = pl->f[i]->type;
     call->strings_with_offsets =

@@ -162,8 +162,8 @@ static int rle_strings_walk(const struct tdb_filter_call *call,
                            "string bytes", (unsigned long long)max_bytes);
         if (dst || off) {
             for (uint64_t j = 0; j < run; j++) {
-                if (slen > 0)
-                    memcpy(dst + out + j * slen, data + in, (size_t)slen);
+                tdb_compress_copy(dst + out + j * slen, data + in,
+                                  (size_t)slen);
                 tdb_st64(off + (cells + j) * 8, out + j * slen);
             }
         }

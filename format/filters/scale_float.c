@@ -40,6 +40,35 @@ static int scale_float_state(const struct tdb_filter_call *call,
     return 0;
 }
 
+/* nv stored integers of iw bytes at in -> floats of fw bytes at o; fw and
+ * iw constants once inlined. */
+static inline __attribute__((always_inline)) void
+scale_float_unscale(const uint8_t *in, size_t nv,
+                    const struct scale_float_state *s, unsigned fw,
+                    unsigned iw, uint8_t *o)
+{
+    for (size_t i = 0; i < nv; i++) {
+        int64_t v = tdb_numeric_load_signed(in + i * iw, iw);
+        if (fw == 4) {
+            float x = (float)v;
+            float y = (float)(s->scale * (double)x + s->offset);
+            uint32_t u;
+            memcpy(&u, &y, 4);
+            tdb_st32(o + i * 4, u);
+        } else {
+            double y = s->scale * (double)v + s->offset;
+            uint64_t u;
+            memcpy(&u, &y, 8);
+            tdb_st64(o + i * 8, u);
+        }
+    }
+}
+
+#define SCALE_FLOAT_UNSCALE(fw_, iw_)                                      \
+    case (fw_) * 16 + (iw_):                                               \
+        scale_float_unscale(in, nv, s, fw_, iw_, o);                       \
+        break
+
 static int scale_float_part(const struct tdb_filter_call *call,
                             const uint8_t *in, size_t n, struct tdb_buf *out,
                             void *arg)
@@ -63,20 +92,15 @@ static int scale_float_part(const struct tdb_filter_call *call,
         return 0;
     if (tdb_buf_grow(out, (size_t)bytes, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < nv; i++) {
-        int64_t v = tdb_numeric_load_signed(in + i * s->iw, s->iw);
-        if (s->fw == 4) {
-            float x = (float)v;
-            float y = (float)(s->scale * (double)x + s->offset);
-            uint32_t u;
-            memcpy(&u, &y, 4);
-            tdb_st32(o + i * 4, u);
-        } else {
-            double y = s->scale * (double)v + s->offset;
-            uint64_t u;
-            memcpy(&u, &y, 8);
-            tdb_st64(o + i * 8, u);
-        }
+    switch (s->fw * 16 + s->iw) {
+    SCALE_FLOAT_UNSCALE(4, 1);
+    SCALE_FLOAT_UNSCALE(4, 2);
+    SCALE_FLOAT_UNSCALE(4, 4);
+    SCALE_FLOAT_UNSCALE(4, 8);
+    SCALE_FLOAT_UNSCALE(8, 1);
+    SCALE_FLOAT_UNSCALE(8, 2);
+    SCALE_FLOAT_UNSCALE(8, 4);
+    default: scale_float_unscale(in, nv, s, 8, 8, o); break;
     }
     return 0;
 }

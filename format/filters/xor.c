@@ -7,40 +7,65 @@
  * are kept as they are. */
 #include "numeric_common.h"
 
-static int xor_width(const struct tdb_filter_call *call, unsigned *w)
-{
-    *w = tdb_dt_size(call->datatype);
-    if (*w != 1 && *w != 2 && *w != 4 && *w != 8)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "XOR: datatype %u is not 1, 2, 4 or 8 bytes wide",
-                       call->datatype);
-    return 0;
-}
+/* The arguments of the filter: value width and kernels. */
+struct xor_arg {
+    unsigned w;
+    const struct tdb_shuffle_path *path;
+};
 
-static void xor_run(const uint8_t *in, size_t n, unsigned w, uint8_t *out,
-                    bool un)
+/* The values of in XORed each with the one before; w a constant once
+ * inlined. */
+static inline __attribute__((always_inline)) void
+xor_fwd_w(const uint8_t *in, size_t nv, unsigned w, uint8_t *out)
 {
-    size_t nv = n / w;
     uint64_t prev = 0;
     for (size_t i = 0; i < nv; i++) {
         uint64_t v = tdb_numeric_load(in + i * w, w);
-        uint64_t o = v ^ prev;
-        tdb_numeric_store(out + i * w, w, o);
-        prev = un ? o : v;
+        tdb_numeric_store(out + i * w, w, v ^ prev);
+        prev = v;
     }
+}
+
+/* XORs (un = false) or XORs back (shuffle_simd.h's running XOR) the n
+ * bytes at in into out; bytes after the last whole value are copied. */
+static void xor_run(const uint8_t *in, size_t n, const struct xor_arg *a,
+                    uint8_t *out, bool un)
+{
+    unsigned w = a->w;
+    size_t nv = n / w;
+    if (un)
+        a->path->xor_inv(in, nv, w, out);
+    else if (w == 1)
+        xor_fwd_w(in, nv, 1, out);
+    else if (w == 2)
+        xor_fwd_w(in, nv, 2, out);
+    else if (w == 4)
+        xor_fwd_w(in, nv, 4, out);
+    else
+        xor_fwd_w(in, nv, 8, out);
     memcpy(out + nv * w, in + nv * w, n - nv * w);
+}
+
+/* The value width (the datatype's) and the vector path the call names. */
+static int xor_args(const struct tdb_filter_call *call, struct xor_arg *a)
+{
+    a->w = tdb_dt_size(call->datatype);
+    if (a->w != 1 && a->w != 2 && a->w != 4 && a->w != 8)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "XOR: datatype %u is not 1, 2, 4 or 8 bytes wide",
+                       call->datatype);
+    return tdb_numeric_path(call, "XOR", &a->path);
 }
 
 static int xor_part(const struct tdb_filter_call *call, const uint8_t *in,
                     size_t n, struct tdb_buf *out, void *arg)
 {
-    unsigned w = *(const unsigned *)arg;
     uint8_t *o;
     if (n == 0)
         return 0;
     if (tdb_buf_grow(out, n, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    xor_run(in, n, w, o, true);
+    xor_run(in, n, arg, o, true);
     return 0;
 }
 
@@ -48,20 +73,20 @@ static int xor_decode(const struct tdb_filter_call *call,
                       struct tdb_cursor *md, const uint8_t *data, size_t size,
                       struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    unsigned w;
-    int r = xor_width(call, &w);
+    struct xor_arg a;
+    int r = xor_args(call, &a);
     if (r)
         return r;
     return tdb_numeric_parts_decode(call, "XOR", md, data, size, md_out,
-                                    data_out, xor_part, &w);
+                                    data_out, xor_part, &a);
 }
 
 static int xor_encode(const struct tdb_filter_call *call, const uint8_t *md,
                       size_t md_size, const uint8_t *data, size_t size,
                       struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    unsigned w;
-    int r = xor_width(call, &w);
+    struct xor_arg a;
+    int r = xor_args(call, &a);
     if (!r)
         r = tdb_numeric_parts_header(call, "XOR", size, md, md_size, md_out);
     if (r || size == 0)
@@ -69,7 +94,7 @@ static int xor_encode(const struct tdb_filter_call *call, const uint8_t *md,
     uint8_t *o;
     if (tdb_buf_grow(data_out, size, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    xor_run(data, size, w, o, false);
+    xor_run(data, size, &a, o, false);
     return 0;
 }
 

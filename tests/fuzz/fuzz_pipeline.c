@@ -2,9 +2,67 @@
  * Input: u8 datatype, u8 flags (1: var-sized values, 2: encrypted with
  * fuzz_key, 4: collect the offsets of string forms), u8 format version,
  * u16 cell size (0: the datatype's), u16 cells (0: unknown), then a
- * serialised filter pipeline and the filtered tile. */
+ * serialised filter pipeline and the filtered tile.
+ *
+ * The tile is decoded, and what decoded encoded again, through every
+ * vector path of the byte-wise filters this CPU runs (shuffle_simd.h):
+ * a path whose status or bytes differ from the scalar path's aborts (an
+ * encrypted encoding, whose IV is new each time, must decode to the same
+ * bytes instead). */
 #include "fuzz.h"
 #include "filters/filter.h"
+#include "filters/shuffle_simd.h"
+
+#include <stdlib.h>
+
+/* The outcome of one decode or encode. */
+struct fuzz_run {
+    int status;
+    struct tdb_buf out, offsets;
+};
+
+static void fuzz_run_free(struct fuzz_run *r)
+{
+    tdb_buf_free(&r->out);
+    tdb_buf_free(&r->offsets);
+}
+
+/* Aborts unless b (a vector path) came out as a (the scalar path). */
+static void fuzz_same(const struct fuzz_run *a, const struct fuzz_run *b)
+{
+    if (a->status != b->status)
+        abort();
+    if (a->status == 0 &&
+        (a->out.len != b->out.len || a->offsets.len != b->offsets.len ||
+         (a->out.len && memcmp(a->out.data, b->out.data, a->out.len)) ||
+         (a->offsets.len &&
+          memcmp(a->offsets.data, b->offsets.data, a->offsets.len))))
+        abort();
+}
+
+/* An encrypted tile differs at each encoding (a fresh IV): aborts unless
+ * r (a vector path's encoding) has the status of enc (the scalar path's)
+ * and decodes, by the scalar path, to the bytes of dec. */
+static void fuzz_same_encrypted(const struct tdb_pipeline *p,
+                                struct tdb_tile_desc *d,
+                                const struct fuzz_run *dec,
+                                const struct fuzz_run *enc,
+                                const struct fuzz_run *r)
+{
+    struct fuzz_run again = {0};
+    struct tdb_error err = {0};
+    unsigned simd = d->simd;
+    if (enc->status != r->status)
+        abort();
+    if (r->status)
+        return;
+    d->simd = TDB_SIMD_SCALAR;
+    again.status = tdb_pipeline_decode(p, d, r->out.data, r->out.len,
+                                       &again.out, NULL, &err);
+    d->simd = simd;
+    fuzz_same(dec, &again);
+    fuzz_run_free(&again);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -31,19 +89,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .key = flags & 2 ? fuzz_key : NULL,
         .what = "fuzz",
         .ncells = ncells,
+        .simd = TDB_SIMD_SCALAR,
     };
-    struct tdb_buf out = {0}, offsets = {0};
     const uint8_t *tile = data + c.pos;
-    tdb_pipeline_decode(&p, &d, tile, size - c.pos, &out,
-                        flags & 4 ? &offsets : NULL, &err);
+    struct fuzz_run dec = {0}, enc = {0};
+    dec.status = tdb_pipeline_decode(&p, &d, tile, size - c.pos, &dec.out,
+                                     flags & 4 ? &dec.offsets : NULL, &err);
     /* and back: what decoded must encode */
-    if (out.len && !(flags & 4) && out.len < (1u << 20)) {
-        struct tdb_buf enc = {0};
-        tdb_pipeline_encode(&p, &d, out.data, out.len, NULL, 0, &enc, &err);
-        tdb_buf_free(&enc);
+    bool back = dec.out.len && !(flags & 4) && dec.out.len < (1u << 20);
+    if (back)
+        enc.status = tdb_pipeline_encode(&p, &d, dec.out.data, dec.out.len,
+                                         NULL, 0, &enc.out, &err);
+    for (unsigned s = TDB_SIMD_SCALAR + 1; s < TDB_SIMD_COUNT; s++) {
+        if (!tdb_shuffle_path(s))
+            continue;
+        struct fuzz_run r = {0};
+        d.simd = s;
+        r.status = tdb_pipeline_decode(&p, &d, tile, size - c.pos, &r.out,
+                                       flags & 4 ? &r.offsets : NULL, &err);
+        fuzz_same(&dec, &r);
+        fuzz_run_free(&r);
+        if (back) {
+            r.status = tdb_pipeline_encode(&p, &d, dec.out.data, dec.out.len,
+                                           NULL, 0, &r.out, &err);
+            if (d.key)
+                fuzz_same_encrypted(&p, &d, &dec, &enc, &r);
+            else
+                fuzz_same(&enc, &r);
+            fuzz_run_free(&r);
+        }
     }
-    tdb_buf_free(&out);
-    tdb_buf_free(&offsets);
+    fuzz_run_free(&dec);
+    fuzz_run_free(&enc);
     tdb_pipeline_free(&p);
     return 0;
 }

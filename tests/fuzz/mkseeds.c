@@ -57,25 +57,27 @@ static struct tdb_filter mk(unsigned type)
     return f;
 }
 
-/* Encodes sample values of dt with the filters and writes the seed. */
+/* Encodes `bytes` (at most SEED_MAX) bytes of sample values of dt with
+ * the filters and writes the seed. */
+#define SEED_MAX 20000
 static void seed(const char *name, unsigned dt, const unsigned *types,
-                 unsigned n, bool key)
+                 unsigned n, bool key, size_t bytes)
 {
     struct tdb_filter f[8];
     struct tdb_pipeline p = {.max_chunk_size = 65536, .n = n, .f = f};
     for (unsigned i = 0; i < n; i++)
         f[i] = mk(types[i]);
     unsigned w = tdb_dt_size(dt);
-    uint8_t vals[600];
-    for (size_t i = 0; i < sizeof vals; i++)
+    static uint8_t vals[SEED_MAX];
+    for (size_t i = 0; i < bytes; i++)
         vals[i] = (uint8_t)(i / (3 * w)); /* non-decreasing values */
     if (dt == TDB_FLOAT32 || dt == TDB_FLOAT64)
-        for (size_t i = 0; i + w <= sizeof vals; i += w) {
+        for (size_t i = 0; i + w <= bytes; i += w) {
             double d = (double)(i / w) * 0.5;
             float x = (float)d;
             memcpy(vals + i, w == 4 ? (void *)&x : (void *)&d, w);
         }
-    size_t len = sizeof vals / w * w;
+    size_t len = bytes / w * w;
     struct tdb_tile_desc d = {.datatype = dt, .cell_size = w, .version = 22,
                               .key = key ? fuzz_key : NULL, .what = name};
     struct tdb_buf pipe = {0}, tile = {0};
@@ -182,7 +184,22 @@ int main(int argc, char **argv)
          true},
     };
     for (size_t i = 0; i < sizeof s / sizeof *s; i++)
-        seed(s[i].name, s[i].dt, s[i].t, s[i].n, s[i].key);
+        seed(s[i].name, s[i].dt, s[i].t, s[i].n, s[i].key, 600);
+    /* long enough for the wide loops of every vector path, with tails */
+    static const struct {
+        const char *name;
+        unsigned dt, n, t[2];
+        size_t bytes;
+    } wide[] = {
+        {"bitshuffle_lz4_blocks", TDB_FLOAT32, 2,
+         {TDB_FILTER_BITSHUFFLE, TDB_FILTER_LZ4}, 2 * 8192 + 1003},
+        {"bitshuffle_int16", TDB_INT16, 1, {TDB_FILTER_BITSHUFFLE}, 3001},
+        {"byteshuffle_zstd_wide", TDB_FLOAT64, 2,
+         {TDB_FILTER_BYTESHUFFLE, TDB_FILTER_ZSTD}, 5005},
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+        seed(wide[i].name, wide[i].dt, wide[i].t, wide[i].n, false,
+             wide[i].bytes);
     seed_strings("rle_strings", TDB_FILTER_RLE);
     seed_strings("dictionary_strings", TDB_FILTER_DICTIONARY);
 

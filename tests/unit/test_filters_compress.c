@@ -275,6 +275,81 @@ static void test_compressors_roundtrip(void)
     }
 }
 
+/* Decodes one GZIP data part (no metadata part) of n bytes of stream that
+ * inflate to orig bytes.  @return the status. */
+static int gzip_part(struct fx *x, const uint8_t *stream, size_t n,
+                     size_t orig)
+{
+    uint8_t md[16];
+    size_t m = 0;
+    put32(md, &m, 0);
+    put32(md, &m, 1);
+    put32(md, &m, (uint32_t)orig);
+    put32(md, &m, (uint32_t)n);
+    return fx_decode(x, md, m, stream, n);
+}
+
+/* GZIP parts are zlib streams as zlib writes them (TileDB writes them
+ * with zlib): every level and strategy zlib has, stored blocks to fixed
+ * Huffman codes, decode to the bytes compressed; bytes after the end of
+ * the stream are ignored, as zlib ignores them; a damaged checksum is
+ * corruption. */
+static void test_gzip_zlib_streams(void)
+{
+    static const size_t sizes[] = {1, 1000, 65536, 200000};
+    static const int strategies[] = {Z_DEFAULT_STRATEGY, Z_FILTERED,
+                                     Z_HUFFMAN_ONLY, Z_RLE, Z_FIXED};
+    struct fx x;
+    fx_init(&x, &tdb_filter_gzip, TDB_COMPRESSOR_GZIP, -1, 1);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t n = sizes[si];
+        uint8_t *v = make_values(n);
+        uLong cap = compressBound(n) + 16;
+        uint8_t *z = malloc(cap);
+        for (int level = 0; level <= 9; level++)
+            for (size_t st = 0; st < sizeof strategies / sizeof *strategies;
+                 st++) {
+                z_stream zs;
+                memset(&zs, 0, sizeof zs);
+                CHECK_EQ_INT(deflateInit2(&zs, level, Z_DEFLATED, 15, 8,
+                                          strategies[st]), Z_OK);
+                zs.next_in = v;
+                zs.avail_in = (uInt)n;
+                zs.next_out = z;
+                zs.avail_out = (uInt)cap;
+                CHECK_EQ_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
+                size_t len = zs.total_out;
+                deflateEnd(&zs);
+                memcpy(z + len, "trailing", 8);
+                CHECK_EQ_INT(gzip_part(&x, z, len + 8, n), 0);
+                CHECK(x.data_out.len == n &&
+                      memcmp(x.data_out.data, v, n) == 0);
+                z[len - 1] ^= 1;    /* the Adler-32 of the stream */
+                CHECK_EQ_INT(gzip_part(&x, z, len, n), TDB_E_CORRUPT);
+            }
+        free(z);
+        free(v);
+    }
+    fx_free(&x);
+}
+
+/* tdb_compress_copy (RLE's and DICTIONARY's strings) copies exactly n
+ * bytes for every n of its paths: nothing before or after them changes. */
+static void test_compress_copy(void)
+{
+    uint8_t src[64], dst[96], want[96];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)(i * 37 + 1);
+    for (size_t n = 0; n <= 40; n++)
+        for (size_t at = 0; at < 8; at++) {
+            memset(dst, 0xA5, sizeof dst);
+            memset(want, 0xA5, sizeof want);
+            memcpy(want + 16 + at, src + at, n);
+            tdb_compress_copy(dst + 16 + at, src + at, n);
+            CHECK_MEM(dst, want, sizeof dst);
+        }
+}
+
 /* An encoded chunk, then every truncation and every corrupted byte. */
 static void test_compressors_corrupt(void)
 {
@@ -1514,6 +1589,8 @@ int main(void)
     RUN(test_compressors_hand_vector);
     RUN(test_compressors_roundtrip);
     RUN(test_compressors_corrupt);
+    RUN(test_gzip_zlib_streams);
+    RUN(test_compress_copy);
     RUN(test_compressor_options);
     RUN(test_rle_fixed_hand_vector);
     RUN(test_rle_fixed_long_runs);
