@@ -452,7 +452,6 @@ int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
         rc = tdbm_option(o, tok, eq ? eq + 1 : NULL, why, cap);
         if (rc == 1) {
             char known[1024] = "";
-            char known[512] = "";
             size_t k = 0;
             for (const struct tdbm_option *t = tdbm_option_table; t->name;
                  t++)
