@@ -369,18 +369,10 @@ static int tdbm_parse_value(struct tdbm_options *o,
     case TDBM_OPT_SECONDS:
     case TDBM_OPT_REQUESTS:
     case TDBM_OPT_COUNT:
-        if (tdbm_parse_number(v, false, 256, &a))
-            return tdbm_why(why, cap, "%s=%s: not a number of "
-                            "threads (0 to 256)", t->name, v);
-        {
-            unsigned n = (unsigned)a;
-            memcpy(field, &n, sizeof n);
-        }
-        return 0;
+        return tdbm_parse_unsigned(t, v, field, why, cap);
     case TDBM_OPT_ID:
     case TDBM_OPT_MODE:
         return tdbm_parse_owner(t, v, field, why, cap);
-        return tdbm_parse_unsigned(t, v, field, why, cap);
     case TDBM_OPT_MEMBERS:
         if (strcmp(v, "inside") && strcmp(v, "any"))
             return tdbm_why(why, cap, "%s=%s: not inside or any", t->name, v);
