@@ -176,14 +176,16 @@ void tdbm_source_close(struct tdbm_source *s);
 
 /* ---------------------------------------------------------------- names */
 
-/* The name a key (metadata key, field or member name) has in the tree:
- * '/' and '%' percent-encoded ("%2F", "%25"), "" as "__attr".  @return a
- * new string, or NULL when out of memory. */
+/* The name metadata key `key` has in __meta/ (tdb_meta_key_name): '/'
+ * and '%' percent-encoded ("%2F", "%25"), "" as "__attr", and the keys
+ * ".", ".." and "__attr" as "%2E", "%2E." and "%5F_attr".  @return a new
+ * string, or NULL when out of memory. */
 char *tdbm_name_encode(const char *key);
 
-/* The key of a name of the tree: "%2F" (or "%2f") '/', "%25" '%'; any
- * other '%' is an error.  @return a new string, or NULL (errno EINVAL or
- * ENOMEM). */
+/* The key of a name of __meta/: the inverse of tdbm_name_encode (hex
+ * digits in either case).  A name no key is shown under ("%41", "%2E%2E",
+ * a '%' not followed by two hex digits) is an error.  @return a new
+ * string, or NULL (errno EINVAL or ENOMEM). */
 char *tdbm_name_decode(const char *name);
 
 /* --------------------------------------------------------------- mount */
