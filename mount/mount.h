@@ -376,6 +376,17 @@ int tdbm_setattr(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle *h,
 int tdbm_mkdir(struct tdbm_mount *m, uint64_t parent, const char *name,
                mode_t mode, struct tdbm_entry *e);
 
+/* The answer to a symbolic link, hard link or special file made in folder
+ * `parent`: -EPERM in __staging/ (the fragment writer takes regular files
+ * only), -EROFS elsewhere. */
+int tdbm_special(struct tdbm_mount *m, uint64_t parent);
+
+/* mknod(2): a regular file is made in __staging/ as tdbm_create makes it
+ * (and closed again); any other kind, or elsewhere, tdbm_special's answer.
+ * Counts one lookup of e->ino. */
+int tdbm_mknod(struct tdbm_mount *m, uint64_t parent, const char *name,
+               mode_t mode, struct tdbm_entry *e);
+
 /* Removes a staged file, or deletes metadata key `name` (rm __meta/KEY). */
 int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name);
 int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name);
