@@ -273,6 +273,13 @@ def test_create_numpy_dtypes(create_prog, cat_prog, tmp_path):
     err = r.stderr.decode()
     assert r.returncode == 1 and err.count('\n') == 1, err
     assert 'attrs[0].datatype: ">f8": big-endian' in err, err
+    # --help and the manual page say so
+    r = subprocess.run([create_prog, '--help'], capture_output=True, timeout=CAT_TIMEOUT)
+    ok(r, 'tiledbfs-create --help')
+    with open(os.path.join(REPO, 'man', 'tiledbfs-create.1')) as f:
+        man = f.read()
+    for text in (r.stdout.decode(), man):
+        assert "numpy's" in text and all(n in text for n in ('float64', 'datetime64[ns]', '<f8'))
 
 
 def test_key_file_newline_hint(cat_prog, tmp_path):
