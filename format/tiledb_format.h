@@ -375,11 +375,19 @@ enum { TDB_MEMBERS_INSIDE = 0, TDB_MEMBERS_ANY = 1 };
  * its own of 256 MiB. */
 void tdb_open_options_init(struct tdb_open_options *o);
 
-/* The name a field, metadata key or group member has in the tree: '/'
- * and '%' percent-encoded ("%2F", "%25"), the empty name "__attr", then
- * `suffix` (".offsets", ...; "" for none).  @return a new string (caller
- * frees), NULL when out of memory. */
+/* The name a field has in the tree (and the base of the names of
+ * metadata keys and group members): '/' and '%' percent-encoded ("%2F",
+ * "%25"), the empty name "__attr", then `suffix` (".offsets", ...; ""
+ * for none).  @return a new string (caller frees), NULL when out of
+ * memory. */
 char *tdb_mount_name(const char *name, const char *suffix);
+
+/* The name metadata key `key` has in __meta/: tdb_mount_name's (so ""
+ * is "__attr"), with the first character of the keys ".", ".." and
+ * "__attr" percent-encoded too ("%2E", "%2E.", "%5F_attr"), so that every
+ * key has a name of its own that a folder can hold.  @return a new string
+ * (caller frees), NULL when out of memory. */
+char *tdb_meta_key_name(const char *key);
 
 /* An opened source presented as the tree of the mount contract. */
 struct tdb_fs;

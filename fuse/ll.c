@@ -370,7 +370,10 @@ static void tdbfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 static void tdbfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                         mode_t mode, dev_t rdev)
 {
-    fuse_reply_err(req, EROFS);
+    struct tdbm_entry e;
+
+    tdbfs_reply_entry(req, tdbm_mknod(tdbfs_mount_of(req), parent, name, mode,
+                                      &e), &e);
 }
 
 static void tdbfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -395,7 +398,7 @@ static void tdbfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void tdbfs_symlink(fuse_req_t req, const char *link,
                           fuse_ino_t parent, const char *name)
 {
-    fuse_reply_err(req, EROFS);
+    fuse_reply_err(req, -tdbm_special(tdbfs_mount_of(req), parent));
 }
 
 static void tdbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -409,7 +412,7 @@ static void tdbfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void tdbfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                        const char *newname)
 {
-    fuse_reply_err(req, EROFS);
+    fuse_reply_err(req, -tdbm_special(tdbfs_mount_of(req), newparent));
 }
 
 static void tdbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,

@@ -1153,6 +1153,27 @@ int tdbm_mkdir(struct tdbm_mount *m, uint64_t parent, const char *name,
     return rc;
 }
 
+int tdbm_special(struct tdbm_mount *m, uint64_t parent)
+{
+    return tdbm_staging_ino(parent) && m->staging ? -EPERM : -EROFS;
+}
+
+int tdbm_mknod(struct tdbm_mount *m, uint64_t parent, const char *name,
+               mode_t mode, struct tdbm_entry *e)
+{
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    int rc;
+
+    if (!S_ISREG(mode) || !tdbm_staging_ino(parent) || !m->staging)
+        return tdbm_special(m, parent);
+    rc = tdbm_create(m, parent, name, O_WRONLY | O_CREAT | O_EXCL,
+                     mode & 07777, e, &h, &oi);
+    if (rc == 0)
+        tdbm_release(m, h);
+    return rc;
+}
+
 int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
 {
     struct tdbm_tree *t;

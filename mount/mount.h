@@ -181,14 +181,16 @@ void tdbm_source_close(struct tdbm_source *s);
 
 /* ---------------------------------------------------------------- names */
 
-/* The name a key (metadata key, field or member name) has in the tree:
- * '/' and '%' percent-encoded ("%2F", "%25"), "" as "__attr".  @return a
- * new string, or NULL when out of memory. */
+/* The name metadata key `key` has in __meta/ (tdb_meta_key_name): '/'
+ * and '%' percent-encoded ("%2F", "%25"), "" as "__attr", and the keys
+ * ".", ".." and "__attr" as "%2E", "%2E." and "%5F_attr".  @return a new
+ * string, or NULL when out of memory. */
 char *tdbm_name_encode(const char *key);
 
-/* The key of a name of the tree: "%2F" (or "%2f") '/', "%25" '%'; any
- * other '%' is an error.  @return a new string, or NULL (errno EINVAL or
- * ENOMEM). */
+/* The key of a name of __meta/: the inverse of tdbm_name_encode (hex
+ * digits in either case).  A name no key is shown under ("%41", "%2E%2E",
+ * a '%' not followed by two hex digits) is an error.  @return a new
+ * string, or NULL (errno EINVAL or ENOMEM). */
 char *tdbm_name_decode(const char *name);
 
 /* --------------------------------------------------------------- mount */
@@ -377,6 +379,17 @@ int tdbm_setattr(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle *h,
 
 /* Makes a staged folder (only in __staging/). */
 int tdbm_mkdir(struct tdbm_mount *m, uint64_t parent, const char *name,
+               mode_t mode, struct tdbm_entry *e);
+
+/* The answer to a symbolic link, hard link or special file made in folder
+ * `parent`: -EPERM in __staging/ (the fragment writer takes regular files
+ * only), -EROFS elsewhere. */
+int tdbm_special(struct tdbm_mount *m, uint64_t parent);
+
+/* mknod(2): a regular file is made in __staging/ as tdbm_create makes it
+ * (and closed again); any other kind, or elsewhere, tdbm_special's answer.
+ * Counts one lookup of e->ino. */
+int tdbm_mknod(struct tdbm_mount *m, uint64_t parent, const char *name,
                mode_t mode, struct tdbm_entry *e);
 
 /* Removes a staged file, or deletes metadata key `name` (rm __meta/KEY). */

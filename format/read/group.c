@@ -391,20 +391,6 @@ char *tdb_group_member_place(const struct tdb_group_member *m,
 char *tdb_group_shown_name(const char *name)
 {
     static const char *const reserved[] = {".", "..", "__group.json",
-                                           "__meta"};
-    if (!name[0])
-        return strdup("");
-    char *s = tdb_mount_name(name, "");
-    if (!s)
-        return NULL;
-    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
-        if (strcmp(s, reserved[i]))
-            continue;
-        char *e = malloc(strlen(s) + 3);
-        if (e)
-            sprintf(e, "%%%02X%s", (unsigned char)s[0], s + 1);
-        free(s);
-        return e;
-    }
-    return s;
+                                           "__meta", NULL};
+    return name[0] ? tdb_mount_name_reserved(name, reserved) : strdup("");
 }

@@ -175,6 +175,27 @@ char *tdb_mount_name(const char *name, const char *suffix)
     return s;
 }
 
+char *tdb_mount_name_reserved(const char *name, const char *const *reserved)
+{
+    char *s = tdb_mount_name(name, "");
+    for (size_t i = 0; s && reserved[i]; i++) {
+        if (strcmp(s, reserved[i]))
+            continue;
+        char *e = malloc(strlen(s) + 3);
+        if (e)
+            sprintf(e, "%%%02X%s", (unsigned char)s[0], s + 1);
+        free(s);
+        return e;
+    }
+    return s;
+}
+
+char *tdb_meta_key_name(const char *key)
+{
+    static const char *const reserved[] = {".", "..", "__attr", NULL};
+    return key[0] ? tdb_mount_name_reserved(key, reserved) : strdup("__attr");
+}
+
 static int tree_keep_cells(struct tdb_fs *fs, struct tdb_cells *c)
 {
     struct tdb_cells **v = realloc(fs->cells, (fs->ncells + 1) * sizeof *v);
@@ -403,7 +424,7 @@ static int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *
     int r = tree_add(fs, parent, "__meta", TREE_DIR, &dir);
     for (size_t i = 0; !r && m && i < m->n; i++) {
         const struct tdb_meta_item *it = &m->v[i];
-        char *name = tdb_mount_name(it->key, "");
+        char *name = tdb_meta_key_name(it->key);
         if (!name)
             return TDB_E_NOMEM;
         uint64_t ino;

@@ -250,9 +250,6 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
     if (!meta_dir || !name)
         return tdb_err(err, TDB_E_INVAL, "metadata write without a folder "
                        "or a key");
-    if (!name[0])
-        return tdb_err(err, TDB_E_INVAL, "%s: a metadata key cannot be "
-                       "empty", meta_dir);
     if (!del) {
         unsigned sz = tdb_dt_size(type);
         if (sz == 0 || type == TDB_ANY)

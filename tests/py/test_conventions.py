@@ -1,4 +1,4 @@
-"""test_conventions.py: the Linux conventions of the README: cp -a, rsync -a and tar x into __staging (with uid= and without), uid=, gid= and umask= of a root mount used by another user, fsname= and subtype= as findmnt shows them, mv of a prepared folder into __fragments (EXDEV), numpy's dtype names in tiledbfs-create, the key_file hint, and help texts that list every option of the table."""
+"""test_conventions.py: the Linux conventions of the README: cp -a, rsync -a and tar x into __staging (with uid= and without), uid=, gid= and umask= of a root mount used by another user, fsname= and subtype= as findmnt shows them, mv of a prepared folder into __fragments (EXDEV), links and special files in __staging (EPERM), numpy's dtype names in tiledbfs-create, the key_file hint, and help texts that list every option of the table."""
 import errno
 import json
 import os
@@ -209,6 +209,42 @@ def test_mv_into_fragments_from_outside(create_prog, cat_prog, mount, tmp_path):
     assert read_file(os.path.join(mnt, 'a')) == case.expected('a')
 
 
+def test_links_and_special_files(create_prog, cat_prog, mount, tmp_path):
+    """In __staging, a symbolic link, a hard link, a FIFO or a device is
+    EPERM (only regular files and folders can be staged; the filesystem
+    is not read-only there), and mknod of a regular file makes one.
+    Outside __staging they stay EROFS.  Nothing refused is left on disk."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    staging = tmp_path / 'staging'
+    mnt = mount(twin, ['rw', 'staging_dir=' + str(staging)])
+    folder = os.path.join(mnt, STAGING, 's')
+    os.mkdir(folder)
+    staged = os.path.join(folder, 'a')
+    with open(staged, 'wb') as f:
+        f.write(case.expected('a'))
+    attempts = [
+        ('symlink', lambda d: os.symlink('a', os.path.join(d, 'sym'))),
+        ('hard link', lambda d: os.link(staged, os.path.join(d, 'hard'))),
+        ('mkfifo', lambda d: os.mkfifo(os.path.join(d, 'fifo'))),
+    ]
+    if os.geteuid() == 0:       # for others the kernel refuses a device itself
+        attempts.append(('character device',
+                         lambda d: os.mknod(os.path.join(d, 'dev'), stat.S_IFCHR | 0o600,
+                                            os.makedev(1, 3))))
+    for where, d, want in [('__staging', folder, errno.EPERM),
+                           ('the root', mnt, errno.EROFS)]:
+        for what, fn in attempts:
+            with pytest.raises(OSError) as e:
+                fn(d)
+            assert e.value.errno == want, f'{what} in {where}: {errno.errorcode[e.value.errno]}'
+    os.mknod(os.path.join(folder, 'reg'), stat.S_IFREG | 0o644)
+    st = os.stat(os.path.join(folder, 'reg'))
+    assert stat.S_ISREG(st.st_mode) and st.st_size == 0
+    assert sorted(os.listdir(folder)) == ['a', 'reg']
+    assert sorted(os.listdir(staging / 's')) == ['a', 'reg']
+    assert read_file(staged) == case.expected('a')
+
+
 def test_create_numpy_dtypes(create_prog, cat_prog, tmp_path):
     """tiledbfs-create takes numpy's dtype names; the mount shows TileDB's
     datatype and numpy's dtype for each."""
@@ -237,6 +273,13 @@ def test_create_numpy_dtypes(create_prog, cat_prog, tmp_path):
     err = r.stderr.decode()
     assert r.returncode == 1 and err.count('\n') == 1, err
     assert 'attrs[0].datatype: ">f8": big-endian' in err, err
+    # --help and the manual page say so
+    r = subprocess.run([create_prog, '--help'], capture_output=True, timeout=CAT_TIMEOUT)
+    ok(r, 'tiledbfs-create --help')
+    with open(os.path.join(REPO, 'man', 'tiledbfs-create.1')) as f:
+        man = f.read()
+    for text in (r.stdout.decode(), man):
+        assert "numpy's" in text and all(n in text for n in ('float64', 'datetime64[ns]', '<f8'))
 
 
 def test_key_file_newline_hint(cat_prog, tmp_path):

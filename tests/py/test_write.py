@@ -461,6 +461,41 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
     assert e.value.errno == errno.ENOENT
 
 
+# Metadata keys a folder cannot hold as they are, and the key "__attr" that
+# the empty key is shown as: {key: name in __meta/} (docs/LAYOUT.md).
+ODD_KEYS = {'.': '%2E', '..': '%2E.', '': '__attr', '__attr': '%5F_attr'}
+
+
+def test_meta_odd_key_names(create_prog, cat_prog, mount, tmp_path):
+    """Creating MOUNT/__meta/%2E stores key "." (and so on for "..", ""
+    and "__attr"); each key is then listed once under its own name and
+    reads back through it, in the mount and by tiledbfs-cat; rm of that
+    name deletes that key."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    mnt = mount(twin, ['rw'])
+    meta = os.path.join(mnt, '__meta')
+    for i, name in enumerate(ODD_KEYS.values()):
+        write_file(os.path.join(meta, name), b'value %d' % i)
+    # the keys themselves, as __zarr/.zattrs holds them
+    zattrs = json.loads(cat_bytes(cat_prog, twin, '__zarr/.zattrs'))
+    assert zattrs == {k: 'value %d' % i for i, k in enumerate(ODD_KEYS)}
+    assert sorted(os.listdir(meta)) == sorted(ODD_KEYS.values())
+    for i, name in enumerate(ODD_KEYS.values()):
+        assert read_file(os.path.join(meta, name)) == b'value %d' % i, name
+        assert cat_bytes(cat_prog, twin, '__meta/' + name) == b'value %d' % i, name
+    # a name no key is shown under is refused, and stores nothing
+    for name in ('%41', '%2E%2E', '%5F_meta', '100%'):
+        with pytest.raises(OSError) as e:
+            write_file(os.path.join(meta, name), b'x')
+        assert e.value.errno == errno.EINVAL, name
+    os.unlink(os.path.join(meta, '%2E'))
+    assert sorted(os.listdir(meta)) == sorted(['%2E.', '__attr', '%5F_attr'])
+    zattrs = json.loads(cat_bytes(cat_prog, twin, '__zarr/.zattrs'))
+    assert sorted(zattrs) == ['', '..', '__attr']
+    assert not mount.unmount(mnt)
+    assert len(os.listdir(os.path.join(twin, '__meta'))) == len(ODD_KEYS) + 1
+
+
 def wait_for(cond, what, timeout=MOUNT_TIMEOUT):
     """Polls cond() until it is true, for what the daemon does after close()
     returns: the kernel sends the release of a file's last close without

@@ -1081,7 +1081,8 @@ static void test_fragments_exdev(void)
 
 static void test_names(void)
 {
-    const char *keys[] = {"plain", "a/b", "100%", "%2F/%25", "x%y/z", NULL};
+    const char *keys[] = {"plain", "a/b", "100%", "%2F/%25", "x%y/z", ".",
+                          "..", "", "__attr", "...", "./", NULL};
     for (int i = 0; keys[i]; i++) {
         char *enc = tdbm_name_encode(keys[i]);
         char *dec = enc ? tdbm_name_decode(enc) : NULL;
@@ -1096,9 +1097,30 @@ static void test_names(void)
     e = tdbm_name_decode("%2f");
     CHECK(e && strcmp(e, "/") == 0);
     free(e);
-    errno = 0;
-    CHECK(tdbm_name_decode("%41") == NULL && errno == EINVAL);
-    CHECK(tdbm_name_decode("end%") == NULL);
+    /* names a folder cannot hold, and the name "" is shown under */
+    static const char *const shown[][2] = {
+        {".", "%2E"}, {"..", "%2E."}, {"", "__attr"}, {"__attr", "%5F_attr"}};
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        e = tdbm_name_encode(shown[i][0]);
+        CHECK(e && strcmp(e, shown[i][1]) == 0);
+        free(e);
+        e = tdbm_name_decode(shown[i][1]);
+        CHECK(e && strcmp(e, shown[i][0]) == 0);
+        free(e);
+    }
+    e = tdbm_name_decode("%2e.");
+    CHECK(e && strcmp(e, "..") == 0);
+    free(e);
+    /* a name no key is shown under */
+    static const char *const bad[] = {"%41", "end%", "%2", "%zz", "%00",
+                                      "%2E%2E", ".", "..", "%5F_meta",
+                                      "%5F_attr2"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        errno = 0;
+        e = tdbm_name_decode(bad[i]);
+        CHECK(e == NULL && errno == EINVAL);
+        free(e);
+    }
 }
 
 /* Another thread takes no message of the main thread's failure. */

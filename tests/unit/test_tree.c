@@ -380,6 +380,54 @@ static void test_group_members(void)
     tdb_io_free(&mem);
 }
 
+/* Metadata keys a folder cannot hold as they are (".", "..", ""), and the
+ * key "__attr" that "" is shown as: each listed once under __meta/ by a
+ * name of its own (docs/LAYOUT.md), and each readable by that name. */
+static void test_meta_key_names(void)
+{
+    static const char *const keys[][2] = {
+        {".", "%2E"},          {"..", "%2E."},       {"", "__attr"},
+        {"__attr", "%5F_attr"}, {"a/b%", "a%2Fb%25"}, {"...", "..."},
+        {"__attr2", "__attr2"}};
+    const size_t n = sizeof keys / sizeof *keys;
+    struct tdb_io mem, arr;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    put_array(&mem, "arr");
+    CHECK_EQ_INT(tdb_io_sub(&arr, &mem, "arr"), 0);
+    for (size_t i = 0; i < n; i++) {
+        char *shown = tdb_meta_key_name(keys[i][0]);
+        CHECK(shown && !strcmp(shown, keys[i][1]));
+        free(shown);
+        /* the value of each key is its index */
+        CHECK_EQ_INT(tdb_meta_write(&arr, "__meta", keys[i][0], TDB_UINT8, 1,
+                                    &(uint8_t){(uint8_t)i}, false, NULL,
+                                    (uint64_t)(10 + i), &err), 0);
+    }
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    struct tdb_fs *fs = NULL;
+    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    if (fs) {
+        char got[512];
+        listing(fs, "__meta", got, sizeof got);
+        CHECK(!strcmp(got, "%2E|%2E.|%5F_attr|...|__attr|__attr2|a%2Fb%25"));
+        for (size_t i = 0; i < n; i++) {
+            char path[64];
+            uint64_t len = 0;
+            snprintf(path, sizeof path, "__meta/%s", keys[i][1]);
+            uint8_t *v = unit_fs_file(fs, path, &len);
+            CHECK(v && len == 1 && v[0] == i);
+            if (!v || len != 1 || v[0] != i)
+                fprintf(stderr, "  %s\n", path);
+            free(v);
+        }
+        tdb_fs_close(fs);
+    }
+    tdb_io_free(&arr);
+    tdb_io_free(&mem);
+}
+
 /* opts.locate decides for places the engine cannot judge by name: an
  * absolute uri inside the source becomes a path there, and one it says is
  * outside is left out. */
@@ -769,6 +817,7 @@ int main(void)
     RUN(test_path_normal);
     RUN(test_group_members);
     RUN(test_group_locate);
+    RUN(test_meta_key_names);
     RUN_CORPUS(test_stat_without_decoding);
     RUN_CORPUS(test_random_ranges);
     RUN_CORPUS(test_tiny_cache);
