@@ -358,6 +358,12 @@ struct tdb_stat {
 int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
                   uint64_t *ino, struct tdb_error *err);
 
+/* Whether folder ino makes its files from their names on lookup
+ * (__slice/, __domain/): a name it refuses is malformed, and the message
+ * of tdb_fs_lookup's TDB_E_NOENT says why (worth telling the user, since
+ * a lookup can answer nothing but "no such file"). */
+bool tdb_fs_made_on_lookup(struct tdb_fs *fs, uint64_t ino);
+
 /* Resolves a '/'-separated path ("" or "/" is the root). */
 int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
                    struct tdb_error *err);

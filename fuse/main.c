@@ -25,6 +25,9 @@ struct tdbfs_cmdline {
     size_t nopts;
     char *log;          /* -o log=syslog|stderr|FILE */
     char *readahead;    /* -o readahead=KiB */
+    char *fsname;       /* -o fsname=NAME: the source mount(8) shows */
+    char *subtype;      /* -o subtype=NAME: the type is fuse.NAME */
+    bool allow_other;   /* allow_other given (kept for FUSE) */
     bool has_dev;       /* dev or nodev given (kept for FUSE) */
     bool has_suid;      /* suid or nosuid given (kept for FUSE) */
 };
@@ -173,6 +176,15 @@ static void tdbfs_log_probe(struct tdbfs_daemon *d)
                 strerror(errno));
 }
 
+/* Keeps a copy of `value` in *field (the last one given wins).  @return
+ * 0 (the option is ours), or -1 when out of memory. */
+static int tdbfs_keep(char **field, const char *value)
+{
+    free(*field);
+    *field = strdup(value);
+    return *field ? 0 : -1;
+}
+
 /* The first argument that is not an option is SOURCE; the next one is the
  * mount point, left for fuse_parse_cmdline.  The contract's -o options
  * are kept (and removed from what FUSE sees); others go to FUSE. */
@@ -197,16 +209,16 @@ static int tdbfs_opt_proc(void *data, const char *arg, int key,
             cl->has_suid = true;
             return 1;
         }
-        if (!strncmp(arg, "readahead=", 10)) {
-            free(cl->readahead);
-            cl->readahead = strdup(arg + 10);
-            return cl->readahead ? 0 : -1;
-        }
-        if (!strncmp(arg, "log=", 4)) {
-            free(cl->log);
-            cl->log = strdup(arg + 4);
-            return cl->log ? 0 : -1;
-        }
+        if (!strncmp(arg, "readahead=", 10))
+            return tdbfs_keep(&cl->readahead, arg + 10);
+        if (!strcmp(arg, "allow_other"))
+            cl->allow_other = true; /* and FUSE's */
+        if (!strncmp(arg, "log=", 4))
+            return tdbfs_keep(&cl->log, arg + 4);
+        if (!strncmp(arg, "fsname=", 7))
+            return tdbfs_keep(&cl->fsname, arg + 7);
+        if (!strncmp(arg, "subtype=", 8))
+            return tdbfs_keep(&cl->subtype, arg + 8);
     }
     if (key == FUSE_OPT_KEY_OPT) {
         const char *eq = strchr(arg, '=');
@@ -234,12 +246,33 @@ static int tdbfs_opt_proc(void *data, const char *arg, int key,
     return 1;
 }
 
+/* The part of --help that says what a mount shows and where SOURCE may
+ * be (man tiledbfs and docs/LAYOUT.md have it all). */
+static const char tdbfs_help_shows[] =
+    "SOURCE is an array or group folder, or s3://BUCKET/PREFIX (S3 or a\n"
+    "server like it: keys, region and endpoint from AWS_ACCESS_KEY_ID,\n"
+    "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION or\n"
+    "AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else the\n"
+    "profile AWS_PROFILE of ~/.aws/credentials and ~/.aws/config).\n"
+    "\n"
+    "An array shows __array.json (schema, shape, fragments), __meta/KEY,\n"
+    "__fragments/NAME/, one file per field (ATTR, ATTR.offsets,\n"
+    "ATTR.validity; sparse: DIM too), NAME.npy for numpy.load,\n"
+    "__slice/NAME[...].npy and __domain/NAME[...].npy for parts of it (by\n"
+    "index, by coordinate), __zarr/ (dense: a Zarr v2 group for xarray,\n"
+    "zarr and dask), and with -o rw __staging/.\n"
+    "Data files carry user.tiledb.datatype, .dtype, .shape and\n"
+    ".cell_val_num; the root, user.tiledbfs.stats (the tile cache's\n"
+    "counters; getfattr is in Debian's attr package).  Cells never written\n"
+    "are holes that lseek's SEEK_HOLE and SEEK_DATA find.  docs/LAYOUT.md\n"
+    "and man tiledbfs say it all.\n";
+
 static void tdbfs_usage(const char *prog)
 {
     printf("usage: %s [-o OPTIONS] SOURCE MOUNTPOINT\n"
-           "Mounts a TileDB array or group folder SOURCE at MOUNTPOINT, "
-           "read-only unless -o rw.\n\n"
-           "tiledbfs options:\n", prog);
+           "Mounts a TileDB array or group SOURCE at MOUNTPOINT, "
+           "read-only unless -o rw.\n\n%s\n"
+           "tiledbfs options:\n", prog, tdbfs_help_shows);
     printf("    -o %-20s%s\n", "readahead=KiB",
            "the kernel's read-ahead for the mount (root only;\n"
            "                           default 1024, 0: the kernel's)");
@@ -250,6 +283,10 @@ static void tdbfs_usage(const char *prog)
            "                           syslog listens at " _PATH_LOG ", the file\n"
            "                           " TDBFS_ROOT_LOG " (root) or\n"
            "                           ~/.local/state/tiledbfs.log");
+    printf("    -o %-20s%s\n", "fsname=NAME",
+           "the source mount(8) and findmnt show (default SOURCE)");
+    printf("    -o %-20s%s\n", "subtype=NAME",
+           "the type they show is fuse.NAME (default tiledbfs)");
     tdbm_options_usage(stdout);
     printf("\nThrough mount(8) (mount -t fuse.tiledbfs, or fstab), mount.fuse3 "
            "starts\ntiledbfs with dev or nodev, suid or nosuid, and rw unless "
@@ -299,6 +336,12 @@ static int tdbfs_apply(const struct tdbfs_cmdline *cl, struct tdbm_options *o)
         o->rw = false;
     if (o->writable)
         o->rw = true;
+    /* FUSE lets in only the user who mounted, unless allow_other */
+    if (o->uid >= 0 && (uid_t)o->uid != getuid() && !cl->allow_other)
+        fprintf(stderr, "%s: uid=%lld without allow_other: that user "
+                "cannot use the mount (FUSE lets in only the user who "
+                "mounted it)\n", program_invocation_short_name,
+                (long long)o->uid);
     if (tdbm_options_check(o, why, sizeof why) == 0)
         return 0;
 fail:
@@ -307,27 +350,33 @@ fail:
 }
 
 /* Mount options FUSE gets from us: read-only unless rw, permissions
- * checked by the kernel, 1 MiB reads, and SOURCE as the name `mount`
- * shows. */
-static int tdbfs_mount_args(struct fuse_args *args, const char *source,
-                            bool rw)
+ * checked by the kernel, 1 MiB reads, and as the source and type that
+ * mount(8) and findmnt show, fsname= (default SOURCE) and fuse.SUBTYPE
+ * (default fuse.tiledbfs). */
+static int tdbfs_mount_args(struct fuse_args *args,
+                            const struct tdbfs_cmdline *cl,
+                            const char *source, bool rw)
 {
-    char *opts = NULL, *fsname = NULL;
+    char *opts = NULL, *fsname = NULL, *subtype = NULL;
     int rc = -1;
 
     /* default_permissions: the kernel checks every access against the
-     * modes and owners we report (staged entries are private to us), so
-     * that allow_other lets others read the array, not our staged files */
+     * modes and owners we report (staged entries are private to the
+     * owner), so that allow_other lets others read the array, not the
+     * owner's staged files */
     if (fuse_opt_add_opt(&opts, rw ? "rw" : "ro") != 0 ||
         fuse_opt_add_opt(&opts, "default_permissions") != 0 ||
         fuse_opt_add_opt(&opts, "max_read=1048576") != 0 ||
-        fuse_opt_add_opt(&opts, "subtype=tiledbfs") != 0 ||
-        asprintf(&fsname, "fsname=%s", source) < 0)
+        asprintf(&subtype, "subtype=%s",
+                 cl->subtype ? cl->subtype : "tiledbfs") < 0 ||
+        asprintf(&fsname, "fsname=%s", cl->fsname ? cl->fsname : source) < 0)
         goto out;
-    if (fuse_opt_add_opt_escaped(&opts, fsname) == 0 &&
+    if (fuse_opt_add_opt_escaped(&opts, subtype) == 0 &&
+        fuse_opt_add_opt_escaped(&opts, fsname) == 0 &&
         fuse_opt_add_arg(args, "-o") == 0 && fuse_opt_add_arg(args, opts) == 0)
         rc = 0;
 out:
+    free(subtype);
     free(fsname);
     free(opts);
     return rc;
@@ -445,7 +494,7 @@ int main(int argc, char *argv[])
         tdbfs_say(why);
         goto out_close;
     }
-    if (tdbfs_mount_args(&args, src.path, opts.rw) != 0) {
+    if (tdbfs_mount_args(&args, &cl, src.path, opts.rw) != 0) {
         tdbfs_say_nomem();
         goto out_close;
     }
@@ -499,6 +548,8 @@ out_args:
     free(cl.source);
     free(cl.log);
     free(cl.readahead);
+    free(cl.fsname);
+    free(cl.subtype);
     for (size_t i = 0; i < cl.nopts; i++)
         free(cl.opts[i]);
     free(cl.opts);

@@ -49,6 +49,20 @@ static struct tdb_error *tdbm_error_slot(struct tdbm_mount *m)
     return e;
 }
 
+/* Logs "WHAT: message" of a failure and keeps the message for this
+ * thread's tdbm_error_take. */
+static void tdbm_tell(struct tdbm_mount *m, int code,
+                      const struct tdb_error *err, const char *what)
+{
+    struct tdb_error *e = tdbm_error_slot(m);
+
+    if (e) {
+        e->code = code;
+        snprintf(e->msg, sizeof e->msg, "%s", tdb_error_text(code, err));
+    }
+    tdbm_log(m, "%s: %s", what, tdb_error_text(code, err));
+}
+
 /* The -errno of a failed engine call.  An engine failure is logged as
  * "WHAT: message" (WHAT from fmt) and its message kept for this thread's
  * tdbm_error_take; a failure the caller caused is neither. */
@@ -58,20 +72,15 @@ static int tdbm_fail(struct tdbm_mount *m, int code,
 static int tdbm_fail(struct tdbm_mount *m, int code,
                      const struct tdb_error *err, const char *fmt, ...)
 {
-    struct tdb_error *e;
     char what[128];
     va_list ap;
 
     if (!tdbm_worth_logging(code))
         return -tdb_errno(code);
-    if ((e = tdbm_error_slot(m))) {
-        e->code = code;
-        snprintf(e->msg, sizeof e->msg, "%s", tdb_error_text(code, err));
-    }
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    tdbm_log(m, "%s: %s", what, tdb_error_text(code, err));
+    tdbm_tell(m, code, err, what);
     return -tdb_errno(code);
 }
 
@@ -264,11 +273,11 @@ static void tdbm_fill_stat(const struct tdbm_mount *m,
     /* A folder's link count is 1, "unknown" to find and fts: counting its
      * subfolders would stat every child. */
     if (ts->is_dir)
-        st->st_mode = S_IFDIR | (m->rw ? 0755 : 0555);
+        st->st_mode = S_IFDIR | ((m->rw ? 0777 : 0555) & ~m->opts->umask);
     else if (m->rw && tdbm_meta_name(t, tino))
-        st->st_mode = S_IFREG | 0644;
+        st->st_mode = S_IFREG | (0666 & ~m->opts->umask);
     else
-        st->st_mode = S_IFREG | 0444;
+        st->st_mode = S_IFREG | (0444 & ~m->opts->umask);
     st->st_nlink = 1;
     st->st_uid = m->cfg.uid;
     st->st_gid = m->cfg.gid;
@@ -327,6 +336,11 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
     m->opts = o;
     m->source = src->path;
     m->cfg = *cfg;
+    /* uid= and gid= name the owner the mount shows, whoever runs it */
+    if (o->uid >= 0)
+        m->cfg.uid = (uid_t)o->uid;
+    if (o->gid >= 0)
+        m->cfg.gid = (gid_t)o->gid;
     m->cur->gen = 1;
     m->trees = m->cur;
     m->next_gen = 2;
@@ -380,7 +394,18 @@ const char *tdbm_staging_path(const struct tdbm_mount *m)
 
 /* -------------------------------------------------------------- lookups */
 
-static void tdbm_staging_entry(const struct stat *st, uint64_t ino,
+/* A staged entry as the mount shows it: the owner's, like every entry,
+ * whoever owns it on disk (the daemon's user), its owner bits less the
+ * umask. */
+static void tdbm_staged_attr(const struct tdbm_mount *m, struct stat *st)
+{
+    st->st_uid = m->cfg.uid;
+    st->st_gid = m->cfg.gid;
+    st->st_mode &= ~(mode_t)m->opts->umask;
+}
+
+static void tdbm_staging_entry(const struct tdbm_mount *m,
+                               const struct stat *st, uint64_t ino,
                                struct tdbm_entry *e)
 {
     memset(e, 0, sizeof *e);
@@ -388,6 +413,7 @@ static void tdbm_staging_entry(const struct stat *st, uint64_t ino,
     e->generation = 1;
     e->attr = *st;
     e->attr.st_ino = (ino_t)ino;
+    tdbm_staged_attr(m, &e->attr);
     e->attr_timeout = 0.0;
     e->entry_timeout = 0.0;
 }
@@ -408,7 +434,7 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
                                               &st)
                         : -ENOENT;
         if (rc == 0)
-            tdbm_staging_entry(&st, ino, e);
+            tdbm_staging_entry(m, &st, ino, e);
         return rc;
     }
     if (parent & TDBM_META_BIT)
@@ -418,7 +444,7 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         struct stat st;
         rc = tdbm_staging_stat(m->staging, TDBM_STAGING_ROOT, &st);
         if (rc == 0)
-            tdbm_staging_entry(&st, TDBM_STAGING_ROOT, e);
+            tdbm_staging_entry(m, &st, TDBM_STAGING_ROOT, e);
         return rc;
     }
     t = tdbm_tree_pin(m, parent, &tino);
@@ -426,6 +452,8 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(t->fs, tino, name, &ino, &err);
+    if (rc == TDB_E_NOENT && tdb_fs_made_on_lookup(t->fs, tino))
+        tdbm_tell(m, rc, &err, "lookup");   /* a malformed name: why */
     if (rc == TDB_E_NOENT && m->rw && tino == t->meta_dir &&
         tdbm_lookup_created(m, name, e)) {
         /* A metadata file created and not yet closed. */
@@ -490,8 +518,12 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
     int rc;
 
     *timeout = 0.0;
-    if (tdbm_staging_ino(ino))
-        return m->staging ? tdbm_staging_stat(m->staging, ino, st) : -ENOENT;
+    if (tdbm_staging_ino(ino)) {
+        rc = m->staging ? tdbm_staging_stat(m->staging, ino, st) : -ENOENT;
+        if (rc == 0)
+            tdbm_staged_attr(m, st);
+        return rc;
+    }
     pthread_mutex_lock(&m->lock);
     r = tdbm_rec_find(m, ino);
     if (r)
@@ -1056,25 +1088,42 @@ static bool tdbm_is_root_dir(struct tdbm_mount *m, uint64_t ino, bool frag)
     return yes;
 }
 
+/* Why nothing can be made in folder `parent` of a tree: in __fragments,
+ * EXDEV ("Invalid cross-device link"), for this is where mv from
+ * another filesystem, having got EXDEV from rename, makes its copy, and a
+ * copy made file by file has no last step that could commit it (a
+ * fragment is staged in __staging, then moved); elsewhere EROFS. */
+static int tdbm_not_here(struct tdbm_mount *m, uint64_t parent)
+{
+    return tdbm_is_root_dir(m, parent, true) ? -EXDEV : -EROFS;
+}
+
 int tdbm_setattr(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle *h,
                  const struct stat *attr, unsigned valid, struct stat *st)
 {
     struct tdbm_metarec *r;
     int rc = 0;
 
+    /* Every entry is the owner's: a chown to the owner and group it has
+     * already changes nothing and is accepted (cp -a, rsync -a and tar x
+     * as root ask for it), any other is refused. */
+    if (((valid & TDBM_SET_UID) && attr->st_uid != m->cfg.uid) ||
+        ((valid & TDBM_SET_GID) && attr->st_gid != m->cfg.gid))
+        return tdbm_staging_ino(ino) || m->rw ? -EPERM : -EROFS;
+    valid &= ~(TDBM_SET_UID | TDBM_SET_GID);
     if (tdbm_staging_ino(ino) && m->staging) {
-        if (valid & (TDBM_SET_UID | TDBM_SET_GID))
-            return -EPERM;
-        return tdbm_staging_setattr(m->staging, ino,
-                                    h && h->kind == TDBM_H_STG ? h->fd : -1,
-                                    attr, valid & ~(TDBM_SET_UID |
-                                                    TDBM_SET_GID), st);
+        rc = tdbm_staging_setattr(m->staging, ino,
+                                  h && h->kind == TDBM_H_STG ? h->fd : -1,
+                                  attr, valid, st);
+        if (rc == 0)
+            tdbm_staged_attr(m, st);
+        return rc;
     }
     /* A metadata file being written: its size may change (truncation);
      * times are accepted and forgotten. */
     pthread_mutex_lock(&m->lock);
     r = h && h->kind == TDBM_H_META ? h->rec : tdbm_rec_find(m, ino);
-    if (r && (valid & (TDBM_SET_UID | TDBM_SET_GID | TDBM_SET_MODE)))
+    if (r && (valid & TDBM_SET_MODE))
         rc = -EPERM;
     else if (r && (valid & TDBM_SET_SIZE))
         rc = attr->st_size < 0 ? -EINVAL
@@ -1097,10 +1146,10 @@ int tdbm_mkdir(struct tdbm_mount *m, uint64_t parent, const char *name,
     if (!tdbm_staging_ino(parent) || !m->staging)
         return parent == TDBM_ROOT_INO && m->staging &&
                        strcmp(name, TDBM_STAGING_NAME) == 0
-                   ? -EEXIST : -EROFS;
+                   ? -EEXIST : tdbm_not_here(m, parent);
     rc = tdbm_staging_mkdir(m->staging, parent, name, mode, &ino, &st);
     if (rc == 0)
-        tdbm_staging_entry(&st, ino, e);
+        tdbm_staging_entry(m, &st, ino, e);
     return rc;
 }
 
@@ -1182,12 +1231,12 @@ int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
             tdbm_release(m, h);
             return rc;
         }
-        tdbm_staging_entry(&st, ino, e);
+        tdbm_staging_entry(m, &st, ino, e);
         *out = h;
         return 0;
     }
     if (!tdbm_is_root_dir(m, parent, false))
-        return -EROFS;
+        return tdbm_not_here(m, parent);
     rc = tdbm_meta_create(m, parent, name, flags, e, out);
     oi->direct_io = rc == 0;
     return rc;

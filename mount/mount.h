@@ -79,7 +79,15 @@ struct tdbm_options {
     char *endpoint, *region, *profile;
     char *credentials_file, *config_file;  /* absolute */
     char *staging_dir;             /* absolute, owned; NULL: none given */
+    int64_t uid, gid;              /* -o uid=N, gid=N: the owner and group
+                                    * every entry shows; -1: the config's */
+    unsigned umask;                /* -o umask=M: mode bits no entry shows
+                                    * (TDBM_UMASK_DEFAULT) */
 };
+
+/* The umask of a mount without umask=: folders 0755 (0555 read-only),
+ * files 0644 where writable, else 0444. */
+#define TDBM_UMASK_DEFAULT 022
 
 enum tdbm_opt_kind {
     TDBM_OPT_BOOL,      /* a flag: name alone */
@@ -91,6 +99,8 @@ enum tdbm_opt_kind {
     TDBM_OPT_MEMBERS,   /* inside|any, into open.members */
     TDBM_OPT_SECONDS,   /* 1 to 86400, unsigned */
     TDBM_OPT_TEXT,      /* a string kept as given, char * (owned) */
+    TDBM_OPT_ID,        /* a user or group number, 0 to 2^32 - 2, int64_t */
+    TDBM_OPT_MODE,      /* octal mode bits, 0 to 0777, unsigned */
 };
 
 struct tdbm_option {
@@ -183,7 +193,8 @@ struct tdbm_handle;
 
 struct tdbm_config {
     bool rw;
-    uid_t uid, gid;     /* the owner every entry shows */
+    uid_t uid, gid;     /* the owner every entry shows (uid= and gid= of
+                         * the options win) */
     /* One log line (no newline).  May be NULL. */
     void (*log)(void *arg, const char *line);
     /* The root changed: `names` (n of them) are its old entries, stale now

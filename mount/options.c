@@ -1,6 +1,7 @@
 /* options.c: the mount contract's options, one typed table parsed once for both front ends. */
 #include "mount.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -52,6 +53,17 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("config_file", TDBM_OPT_STRING, config_file, "config_file=PATH",
              "s3://: the settings' file (instead of\n"
              "~/.aws/config)"),
+    TDBM_OPT("uid", TDBM_OPT_ID, uid, "uid=N",
+             "the owner every entry shows (default: the\n"
+             "user who mounts; with allow_other, a root\n"
+             "mount for user N)"),
+    TDBM_OPT("gid", TDBM_OPT_ID, gid, "gid=N",
+             "the group every entry shows (default: the\n"
+             "mounting user's group)"),
+    TDBM_OPT("umask", TDBM_OPT_MODE, umask, "umask=M",
+             "mode bits (octal) no entry shows (default\n"
+             "022: folders 0755 or 0555, files 0644 or\n"
+             "0444; staged entries never more than 0700)"),
     {NULL, TDBM_OPT_BOOL, 0, NULL, NULL}};
 
 static int tdbm_why(char *why, size_t cap, const char *fmt, ...)
@@ -70,6 +82,8 @@ void tdbm_options_init(struct tdbm_options *o)
 {
     memset(o, 0, sizeof *o);
     tdb_open_options_init(&o->open);
+    o->uid = o->gid = -1;
+    o->umask = TDBM_UMASK_DEFAULT;
 }
 
 void tdbm_options_free(struct tdbm_options *o)
@@ -136,6 +150,25 @@ int tdbm_parse_number(const char *s, bool units, uint64_t max,
     return 0;
 }
 
+/* Octal digits alone (as mount(8)'s umask=), at most `max`.  @return 0
+ * or -1. */
+static int tdbm_parse_octal(const char *s, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '7')
+            return -1;
+        v = v * 8 + (uint64_t)(*s - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out)
 {
     uint64_t v;
@@ -146,12 +179,31 @@ int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out)
     return 0;
 }
 
+/* What a key file of `got` bytes (the first of them in p) that is not a
+ * key probably holds instead, as advice for the message, or "". */
+static const char *tdbm_key_hint(const uint8_t *p, size_t got)
+{
+    size_t n = got;
+
+    if (got == TDBM_KEY_BYTES + 1 && p[TDBM_KEY_BYTES] == '\n')
+        return ": a trailing newline? write it with printf or head -c 32";
+    if (n && p[n - 1] == '\n')
+        n--;
+    if (n != 2 * TDBM_KEY_BYTES)
+        return "";
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit(p[i]))
+            return "";
+    return ": the key in hex? write the 32 bytes themselves (xxd -r -p)";
+}
+
 /* Reads exactly TDBM_KEY_BYTES from `path` into o->key.  The key bytes
  * appear in no message. */
 static int tdbm_read_key(struct tdbm_options *o, const char *path, char *why,
                          size_t cap)
 {
-    uint8_t tmp[TDBM_KEY_BYTES + 1];
+    /* room for a key written in hex with a newline, to say so */
+    uint8_t tmp[2 * TDBM_KEY_BYTES + 2];
     size_t got = 0;
     int fd, rc = -1;
 
@@ -171,11 +223,11 @@ static int tdbm_read_key(struct tdbm_options *o, const char *path, char *why,
         got += (size_t)n;
     }
     if (got != TDBM_KEY_BYTES) {
+        bool more = got == sizeof tmp;
         tdbm_why(why, cap, "key_file: %s: holds %s%zu bytes; an AES-256-GCM "
-                 "key is exactly %d", path,
-                 got > TDBM_KEY_BYTES ? "more than " : "",
-                 got > TDBM_KEY_BYTES ? (size_t)TDBM_KEY_BYTES : got,
-                 TDBM_KEY_BYTES);
+                 "key is exactly %d%s", path, more ? "more than " : "",
+                 more ? sizeof tmp - 1 : got, TDBM_KEY_BYTES,
+                 tdbm_key_hint(tmp, got));
         goto out;
     }
     memcpy(o->key, tmp, TDBM_KEY_BYTES);
@@ -204,7 +256,32 @@ static char *tdbm_absolute(const char *path)
     return abs;
 }
 
-/* Parses the value of a timestamp, size or count option into its field. */
+/* Parses uid=, gid= (a number) or umask= (octal) into `field`. */
+static int tdbm_parse_owner(const struct tdbm_option *t, const char *v,
+                            char *field, char *why, size_t cap)
+{
+    uint64_t a;
+
+    if (t->kind == TDBM_OPT_MODE) {
+        unsigned bits;
+        if (tdbm_parse_octal(v, 0777, &a))
+            return tdbm_why(why, cap, "%s=%s: not octal mode bits (0 to "
+                            "777)", t->name, v);
+        bits = (unsigned)a;
+        memcpy(field, &bits, sizeof bits);
+        return 0;
+    }
+    /* (uid_t)-1 means "unchanged" to chown(2): no one's number */
+    if (tdbm_parse_number(v, false, UINT32_MAX - 1, &a))
+        return tdbm_why(why, cap, "%s=%s: not a number (0 to %lu)", t->name,
+                        v, (unsigned long)UINT32_MAX - 1);
+    int64_t id = (int64_t)a;
+    memcpy(field, &id, sizeof id);
+    return 0;
+}
+
+/* Parses the value of a timestamp, size, count, owner or members option
+ * into its field. */
 static int tdbm_parse_value(struct tdbm_options *o,
                             const struct tdbm_option *t, const char *v,
                             char *why, size_t cap)
@@ -256,6 +333,9 @@ static int tdbm_parse_value(struct tdbm_options *o,
             memcpy(field, &n, sizeof n);
         }
         return 0;
+    case TDBM_OPT_ID:
+    case TDBM_OPT_MODE:
+        return tdbm_parse_owner(t, v, field, why, cap);
     case TDBM_OPT_MEMBERS:
         if (strcmp(v, "inside") && strcmp(v, "any"))
             return tdbm_why(why, cap, "%s=%s: not inside or any", t->name, v);
@@ -326,7 +406,7 @@ int tdbm_option_list(struct tdbm_options *o, const char *list, char *why,
             *eq = '\0';
         rc = tdbm_option(o, tok, eq ? eq + 1 : NULL, why, cap);
         if (rc == 1) {
-            char known[256] = "";
+            char known[1024] = "";
             size_t k = 0;
             for (const struct tdbm_option *t = tdbm_option_table; t->name;
                  t++)

@@ -11,11 +11,13 @@
  * still open keeps its own.  Each number counts the kernel's lookups and is
  * dropped when tdbm_staging_forget brings the count to zero.
  *
- * Permissions: staged entries are private to the daemon's user.  Folders
- * are 0700; files keep only their owner bits (a chmod asking for group or
+ * Permissions: staged entries are private to their owner.  Folders are
+ * 0700; files keep only their owner bits (a chmod asking for group or
  * other bits gets the owner's alone), and stat shows only the owner bits
  * whatever is on disk, so that with default_permissions (always set) the
- * kernel lets no other user read, list, change or commit them.
+ * kernel lets no other user read, list, change or commit them.  On disk
+ * they are the daemon's user's; the mount layer shows them as the mount's
+ * owner's (uid=, gid=) like every entry.
  *
  * This module includes no FUSE header; every function returns 0 or a
  * negative errno, and is safe to call from several threads.

@@ -31,16 +31,19 @@ static void tdbcat_usage(FILE *f)
     fprintf(f,
             "usage: %s [-o OPTIONS] [-x] SOURCE PATH\n"
             "Prints the bytes that tiledbfs shows at PATH of a mounted SOURCE\n"
-            "(a TileDB array or group folder); a folder's entries one a line.\n"
-            "  -x          print PATH's extended attributes as name=value\n"
-            "  -o OPTIONS  comma-separated: timestamp=T|T1:T2, cache_size=N[KMG],\n"
-            "              threads=N, key_file=PATH, rw, staging_dir=PATH,\n"
-            "              refresh=SECS; for s3:// endpoint=URL, region=NAME,\n"
-            "              profile=NAME, credentials_file=PATH, "
-            "config_file=PATH\n"
+            "(a TileDB array or group folder, or s3://BUCKET/PREFIX); a "
+            "folder's\nentries one a line.\n"
+            "  -x             print PATH's extended attributes as "
+            "name=value\n"
             "  -h, --help     this text\n"
-            "  -V, --version  print the version\n",
+            "  -V, --version  print the version\n"
+            "  -o OPTIONS     comma-separated, those of tiledbfs (the ones "
+            "only the\n"
+            "                 daemon uses, such as rw or uid=, are taken "
+            "and change\n"
+            "                 nothing printed):\n",
             program_invocation_short_name);
+    tdbm_options_usage(f);
 }
 
 /* Prints "PROG: WHAT: message" for a failed mount call: the engine's

@@ -130,12 +130,39 @@ static size_t json_utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+bool tdb_json_is_utf8(const void *s, size_t n)
+{
+    /* jansson's own check, the one its keys and strings must pass */
+    json_t *v = json_stringn(n ? (const char *)s : "", n);
+    json_decref(v);
+    return v != NULL;
+}
+
 static int json_put(struct tdb_buf *out, const char *s)
 {
     return tdb_buf_append(out, s, strlen(s));
 }
 
-static int json_put_str(struct tdb_buf *out, const char *s, size_t n)
+/* The code point of the ul-byte UTF-8 sequence at u, as \uXXXX (two of
+ * them, a surrogate pair, above U+FFFF). */
+static int json_put_escaped(struct tdb_buf *out, const unsigned char *u,
+                            size_t ul)
+{
+    static const unsigned char lead[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    uint32_t cp = u[0] & lead[ul];
+    char e[16];
+    for (size_t i = 1; i < ul; i++)
+        cp = cp << 6 | (u[i] & 0x3f);
+    if (cp > 0xffff)
+        snprintf(e, sizeof e, "\\u%04x\\u%04x",
+                 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + (cp & 0x3ff));
+    else
+        snprintf(e, sizeof e, "\\u%04x", cp);
+    return json_put(out, e);
+}
+
+static int json_put_str(struct tdb_buf *out, const char *s, size_t n,
+                        bool ascii)
 {
     const unsigned char *u = (const unsigned char *)s;
     int rc = json_put(out, "\"");
@@ -144,8 +171,9 @@ static int json_put_str(struct tdb_buf *out, const char *s, size_t n)
         char e[8];
         size_t ul;
         if (c >= 0x80 && (ul = json_utf8_len(u + i, n - i))) {
-            /* valid UTF-8 goes through as it is */
-            rc = tdb_buf_append(out, u + i, ul);
+            /* valid UTF-8 goes through as it is, or escaped */
+            rc = ascii ? json_put_escaped(out, u + i, ul)
+                       : tdb_buf_append(out, u + i, ul);
             i += ul - 1;
             continue;
         }
@@ -173,7 +201,7 @@ static const char *json_big_u64(const json_t *v)
     return d && json_is_string(d) ? json_string_value(d) : NULL;
 }
 
-static int json_dump_value(const json_t *v, struct tdb_buf *out)
+static int json_dump_value(const json_t *v, struct tdb_buf *out, bool ascii)
 {
     char s[40];
     int rc = 0;
@@ -192,11 +220,11 @@ static int json_dump_value(const json_t *v, struct tdb_buf *out)
                 rc = json_put(out, ", ");
             first = false;
             if (!rc)
-                rc = json_put_str(out, k, strlen(k));
+                rc = json_put_str(out, k, strlen(k), ascii);
             if (!rc)
                 rc = json_put(out, ": ");
             if (!rc)
-                rc = json_dump_value(json_object_iter_value(it), out);
+                rc = json_dump_value(json_object_iter_value(it), out, ascii);
         }
         return rc ? rc : json_put(out, "}");
     }
@@ -206,11 +234,12 @@ static int json_dump_value(const json_t *v, struct tdb_buf *out)
             if (i)
                 rc = json_put(out, ", ");
             if (!rc)
-                rc = json_dump_value(json_array_get(v, i), out);
+                rc = json_dump_value(json_array_get(v, i), out, ascii);
         }
         return rc ? rc : json_put(out, "]");
     case JSON_STRING:
-        return json_put_str(out, json_string_value(v), json_string_length(v));
+        return json_put_str(out, json_string_value(v), json_string_length(v),
+                            ascii);
     case JSON_INTEGER:
         snprintf(s, sizeof s, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return json_put(out, s);
@@ -232,17 +261,27 @@ static int json_dump_value(const json_t *v, struct tdb_buf *out)
     }
 }
 
-int tdb_json_dump(const json_t *doc, struct tdb_buf *out)
+static int json_dump(const json_t *doc, struct tdb_buf *out, bool ascii)
 {
     if (!doc)
         return TDB_E_NOMEM;
     size_t len = out->len;
-    int rc = json_dump_value(doc, out);
+    int rc = json_dump_value(doc, out, ascii);
     if (!rc)
         rc = json_put(out, "\n");
     if (rc)
         out->len = len;
     return rc;
+}
+
+int tdb_json_dump(const json_t *doc, struct tdb_buf *out)
+{
+    return json_dump(doc, out, false);
+}
+
+int tdb_json_dump_ascii(const json_t *doc, struct tdb_buf *out)
+{
+    return json_dump(doc, out, true);
 }
 
 /* ----------------------------------------------------------------- schema */

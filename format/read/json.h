@@ -21,6 +21,9 @@ json_t *tdb_json_u64(uint64_t v);
  * printer escapes invalid bytes as \u00XX). */
 json_t *tdb_json_bytes(const void *s, size_t n);
 json_t *tdb_json_cstr(const char *s);
+/* Whether s[0..n) is UTF-8 as jansson takes it for a key or a checked
+ * string (false also when memory is short). */
+bool tdb_json_is_utf8(const void *s, size_t n);
 /* A double: a number, or "NaN", "Infinity", "-Infinity" as strings. */
 json_t *tdb_json_double(double d);
 /* One value of a datatype (numbers, or a string for string types). */
@@ -51,6 +54,9 @@ json_t *tdb_jb_array(struct tdb_jb *jb);
  * that are not valid UTF-8 escaped (\u00XX), then "\n".  Appends to out.
  * @return 0, TDB_E_NOMEM, or TDB_E_INVAL for a value JSON cannot hold. */
 int tdb_json_dump(const json_t *doc, struct tdb_buf *out);
+/* tdb_json_dump with every character above U+007F escaped (\uXXXX, a
+ * surrogate pair above U+FFFF): ASCII, as Zarr's readers take JSON. */
+int tdb_json_dump_ascii(const json_t *doc, struct tdb_buf *out);
 
 /* The text of an array's __array.json: type, schema, (dense) the view
  * region lo..hi of `source` and its shape (none when empty), fragments and

@@ -3,9 +3,11 @@
  * group's __group.json, __meta/ and members.  Both the daemon and
  * tiledbfs-cat read through these calls. */
 #include "read/json.h"
+#include "read/npy.h"
 #include "read/reader.h"
 #include "read/stamp.h"
 #include "read/view.h"
+#include "read/zarr.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,9 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* TREE_NPY: a .npy file: a header (bytes, size) and then the bytes of a
- * field file (ff). */
+/* TREE_NPY: a .npy file (npy.c). */
 enum tree_kind { TREE_DIR, TREE_BYTES, TREE_FIELD, TREE_NPY };
+
+/* Folders whose files are made on lookup from their names. */
+enum tree_made { TREE_MADE_NONE, TREE_MADE_SLICE, TREE_MADE_DOMAIN,
+                 TREE_MADE_ZARR };
 
 struct tree_node {
     char *name;
@@ -25,10 +30,12 @@ struct tree_node {
     size_t nkids, capkids;
     uint8_t *bytes;             /* TREE_BYTES */
     uint64_t size;
-    struct tdb_fieldfile *ff;   /* TREE_FIELD, TREE_NPY */
-    bool ff_shared;             /* TREE_NPY of a data file: not ours */
-    struct tdb_cells *cells;    /* a slice's own view (owned) */
-    bool is_slice_dir;          /* __slice: names are made on lookup */
+    struct tdb_fieldfile *ff;   /* TREE_FIELD */
+    struct tdb_npy *npy;        /* TREE_NPY (owned) */
+    uint64_t raw;               /* TREE_NPY: the data file whose xattrs it
+                                 * shows (0: a slice's own) */
+    enum tree_made made;        /* TREE_DIR */
+    size_t zarr;                /* TREE_MADE_ZARR: index in fs->zarrs */
     const char *datatype;       /* xattrs */
     const char *dtype;
     char *shape_prefix;         /* dense: "23,17"; NULL: the cell count */
@@ -54,7 +61,8 @@ struct tdb_fs {
     size_t nsrcs;
     struct tdb_cells **cells;
     size_t ncells;
-    /* slices made on lookup in __slice/ (inode TREE_SLICE_INO + index) */
+    /* slices made on lookup in __slice/ and __domain/ (inode
+     * TREE_SLICE_INO + index) */
     pthread_mutex_t slice_lock;
     struct tree_node **slices;
     size_t nslices;
@@ -62,8 +70,23 @@ struct tdb_fs {
     char **warn;
     size_t nwarn;
     size_t nmembers;
+    /* the Zarr arrays of __zarr/ folders: chunk c of zarrs[i] is inode
+     * TREE_CHUNK_INO + zarrs[i].base + c (no node) */
+    struct tree_zarr *zarrs;
+    size_t nzarrs;
+    uint64_t nchunks;
+    struct tdb_zarr **stores;
+    size_t nstores;
 };
 
+struct tree_zarr {
+    struct tdb_zarr *z;
+    uint32_t k;                 /* the array's index in z */
+    uint64_t base, n;           /* its chunks' inodes */
+    uint64_t mtime_ms;
+};
+
+#define TREE_CHUNK_INO (UINT64_C(1) << 38)
 #define TREE_SLICE_INO (UINT64_C(1) << 39)
 #define TREE_MAX_SLICES 65536
 
@@ -217,56 +240,26 @@ static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
     return 0;
 }
 
-/* The header of a .npy file (format version 1.0) of `dtype` and shape
- * dims[0..nd) (then cvn as a last axis when above 1), padded so that the
- * data starts at a multiple of 64 bytes. */
-static int tree_npy_header(const char *dtype, uint32_t nd,
-                           const uint64_t *dims, uint32_t cvn,
-                           struct tdb_buf *out)
+/* The node of the `part` file of the same field as data file node `of`
+ * in folder dir, or 0. */
+static uint64_t tree_part_of(struct tdb_fs *fs, uint64_t dir, uint64_t of,
+                             enum tdb_field_part part)
 {
-    char shape[600];
-    size_t o = 0;
-    shape[0] = 0;
-    for (uint32_t d = 0; d < nd && o < sizeof shape; d++)
-        o += (size_t)snprintf(shape + o, sizeof shape - o, "%s%" PRIu64,
-                              d ? ", " : "", dims[d]);
-    if (cvn > 1 && o < sizeof shape)
-        o += (size_t)snprintf(shape + o, sizeof shape - o, ", %u", cvn);
-    else if (nd == 1 && o < sizeof shape)
-        o += (size_t)snprintf(shape + o, sizeof shape - o, ",");
-    if (o >= sizeof shape)
-        return TDB_E_NOMEM;
-    char dict[800];
-    int n = snprintf(dict, sizeof dict,
-                     "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-                     dtype, shape);
-    if (n < 0 || (size_t)n >= sizeof dict - 70)
-        return TDB_E_NOMEM;
-    size_t total = 10 + (size_t)n + 1;
-    size_t pad = (64 - total % 64) % 64;
-    uint8_t head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
-    uint16_t hl = (uint16_t)(n + pad + 1);
-    head[8] = (uint8_t)(hl & 0xff);
-    head[9] = (uint8_t)(hl >> 8);
-    int r = tdb_buf_append(out, head, 10);
-    if (!r)
-        r = tdb_buf_append(out, dict, (size_t)n);
-    for (size_t i = 0; !r && i < pad; i++)
-        r = tdb_buf_put_u8(out, ' ');
-    if (!r)
-        r = tdb_buf_put_u8(out, '\n');
-    return r;
+    const struct tdb_fieldfile *v = fs->nodes[of - 1].ff;
+    const struct tree_node *p = &fs->nodes[dir - 1];
+    for (size_t i = 0; i < p->nkids; i++) {
+        const struct tree_node *k = &fs->nodes[p->kids[i] - 1];
+        if (k->kind == TREE_FIELD && k->ff->cells == v->cells &&
+            k->ff->is_dim == v->is_dim && k->ff->idx == v->idx &&
+            k->ff->part == part)
+            return p->kids[i];
+    }
+    return 0;
 }
 
-/* The numpy dtype of a field's values in a .npy header (strings: S1). */
-static const char *tree_npy_dtype(unsigned type)
-{
-    const char *d = tdb_dt_numpy(type);
-    return d ? d : "|u1";
-}
-
-/* NAME.npy next to data file `vino` (fixed-size values of a dense view of
- * shape dims), unless the name is taken. */
+/* NAME.npy next to data file `vino` (one tdb_npy_fits), unless the name
+ * is taken: of shape dims[0..nd) (a dense view), or dims NULL (the
+ * cells, counted at first use). */
 static int tree_npy(struct tdb_fs *fs, uint64_t dir, uint64_t vino,
                     uint32_t nd, const uint64_t *dims)
 {
@@ -284,25 +277,123 @@ static int tree_npy(struct tdb_fs *fs, uint64_t dir, uint64_t vino,
             return 0; /* a field is called NAME.npy */
         }
     }
-    struct tdb_buf h = {0};
-    int r = tree_npy_header(tree_npy_dtype(v->ff->type), nd, dims,
-                            v->ff->cell_val_num, &h);
+    uint64_t offs = v->ff->var && v->ff->part == TDB_FILE_VALUES
+                        ? tree_part_of(fs, dir, vino, TDB_FILE_OFFSETS) : 0;
+    struct tdb_npy_src src = {v->ff, offs ? fs->nodes[offs - 1].ff : NULL,
+                              nd, dims, false, NULL};
+    struct tdb_npy *npy = NULL;
     uint64_t ino;
+    int r = tdb_npy_new(&npy, &src, NULL);
     if (!r)
         r = tree_add(fs, dir, name, TREE_NPY, &ino);
     free(name);
     if (r) {
-        tdb_buf_free(&h);
+        tdb_npy_free(npy);
         return r;
     }
     struct tree_node *n = &fs->nodes[ino - 1];
-    v = &fs->nodes[vino - 1];
-    n->size = h.len;
-    n->bytes = tdb_buf_take(&h, NULL);
-    n->ff = v->ff;
-    n->ff_shared = true;
-    n->mtime_ms = v->mtime_ms;
+    n->npy = npy;
+    n->raw = vino;
+    n->mtime_ms = fs->nodes[vino - 1].mtime_ms;
     return 0;
+}
+
+/* numpy's files of an array's view: NAME.npy for each data file that can
+ * have one; for a dense view (shape vshape) __slice/ and __domain/. */
+static int tree_numpy(struct tdb_fs *fs, uint64_t root, struct tdb_cells *view,
+                      bool dense, uint64_t mtime)
+{
+    uint32_t nd = 0;
+    uint64_t shape[TDB_MAX_DIMS];
+    if (dense && !tdb_cells_dense_shape(view, &nd, shape))
+        return 0;
+    size_t nk = fs->nodes[root - 1].nkids;
+    int r = 0;
+    for (size_t i = 0; !r && i < nk; i++) {
+        uint64_t kid = fs->nodes[root - 1].kids[i];
+        struct tree_node *k = &fs->nodes[kid - 1];
+        if (k->kind == TREE_FIELD && k->ff->cells == view &&
+            tdb_npy_fits(k->ff))
+            r = tree_npy(fs, root, kid, nd, dense ? shape : NULL);
+    }
+    static const char *const dirs[] = {"__slice", "__domain"};
+    for (int i = 0; dense && !r && i < 2; i++) {
+        uint64_t d;
+        if (!(r = tree_add(fs, root, dirs[i], TREE_DIR, &d))) {
+            fs->nodes[d - 1].made = i ? TREE_MADE_DOMAIN : TREE_MADE_SLICE;
+            fs->nodes[d - 1].mtime_ms = mtime;
+        }
+    }
+    return r;
+}
+
+/* One document of a Zarr store as a file of folder dir. */
+static int tree_zarr_doc(struct tdb_fs *fs, uint64_t dir,
+                         const struct tdb_zarr *z, int k, int which,
+                         uint64_t mtime)
+{
+    struct tdb_buf b;
+    const char *name;
+    uint64_t ino;
+    int r = tdb_zarr_doc(z, k, which, &name, &b);
+    if (!r)
+        r = tree_add_bytes(fs, dir, name, b.data, b.len, &ino);
+    if (!r)
+        fs->nodes[ino - 1].mtime_ms = mtime;
+    tdb_buf_free(&b);
+    return r;
+}
+
+/* __zarr/ of a dense view: the group's documents, a folder per array
+ * with its own and its chunks (made on lookup: inodes from
+ * TREE_CHUNK_INO on, nodes of none). */
+static int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
+                     struct tdb_cells *view, struct tdb_error *err)
+{
+    struct tdb_zarr *z = NULL;
+    int r = tdb_zarr_open(&z, a, view, err);
+    uint32_t n = z ? tdb_zarr_narrays(z) : 0;
+    uint64_t chunks = 0;
+    for (uint32_t k = 0; k < n; k++)
+        chunks += tdb_zarr_nchunks(z, k);
+    if (r || !z)
+        return r;
+    if (chunks > TREE_SLICE_INO - TREE_CHUNK_INO - fs->nchunks) {
+        tdb_zarr_free(z);       /* no inodes left for its chunks */
+        return 0;
+    }
+    struct tdb_zarr **st = realloc(fs->stores, (fs->nstores + 1) * sizeof *st);
+    if (!st) {
+        tdb_zarr_free(z);
+        return TDB_E_NOMEM;
+    }
+    fs->stores = st;
+    fs->stores[fs->nstores++] = z;
+    struct tree_zarr *zv = realloc(fs->zarrs, (fs->nzarrs + n + 1) * sizeof *zv);
+    if (!zv)
+        return TDB_E_NOMEM;
+    fs->zarrs = zv;
+    uint64_t dir, mtime = a->newest_ts;
+    r = tree_add(fs, root, "__zarr", TREE_DIR, &dir);
+    if (!r)
+        fs->nodes[dir - 1].mtime_ms = mtime;
+    for (int i = 0; !r && i < 3; i++)
+        r = tree_zarr_doc(fs, dir, z, -1, i, mtime);
+    for (uint32_t k = 0; !r && k < n; k++) {
+        uint64_t ad;
+        r = tree_add(fs, dir, tdb_zarr_name(z, k), TREE_DIR, &ad);
+        for (int i = 0; !r && i < 2; i++)
+            r = tree_zarr_doc(fs, ad, z, (int)k, i, mtime);
+        if (r)
+            break;
+        fs->nodes[ad - 1].made = TREE_MADE_ZARR;
+        fs->nodes[ad - 1].zarr = fs->nzarrs;
+        fs->nodes[ad - 1].mtime_ms = mtime;
+        fs->zarrs[fs->nzarrs++] = (struct tree_zarr){
+            z, k, fs->nchunks, tdb_zarr_nchunks(z, k), mtime};
+        fs->nchunks += tdb_zarr_nchunks(z, k);
+    }
+    return r;
 }
 
 static int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *m,
@@ -495,26 +586,11 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
                        a->newest_ts);
     for (uint32_t k = 0; !r && view && !dense && k < s->ndims; k++)
         r = tree_field(fs, root, a, s, view, true, k, NULL, a->newest_ts);
-    /* numpy's files: NAME.npy for each fixed-size attribute of a dense
-     * view, and __slice/NAME[a:b,c:d].npy made on lookup */
-    uint32_t vnd;
-    uint64_t vshape[TDB_MAX_DIMS];
-    if (!r && view && dense && tdb_cells_dense_shape(view, &vnd, vshape)) {
-        struct tree_node *rt = &fs->nodes[root - 1];
-        size_t nk = rt->nkids;
-        for (size_t i = 0; !r && i < nk; i++) {
-            uint64_t kid = fs->nodes[root - 1].kids[i];
-            struct tree_node *k = &fs->nodes[kid - 1];
-            if (k->kind == TREE_FIELD && k->ff->cells == view &&
-                k->ff->part == TDB_FILE_VALUES && !k->ff->var)
-                r = tree_npy(fs, root, kid, vnd, vshape);
-        }
-        uint64_t sdir;
-        if (!r && !(r = tree_add(fs, root, "__slice", TREE_DIR, &sdir))) {
-            fs->nodes[sdir - 1].is_slice_dir = true;
-            fs->nodes[sdir - 1].mtime_ms = a->newest_ts;
-        }
-    }
+    /* numpy's files, and the Zarr store of a dense view */
+    if (!r && view)
+        r = tree_numpy(fs, root, view, dense, a->newest_ts);
+    if (!r && view && dense)
+        r = tree_zarr(fs, root, a, view, err);
     free(all);
     if (r && err && !err->code)
         tdb_err(err, r, "building the tree: %s", tdb_strerror(r));
@@ -848,32 +924,34 @@ void tdb_fs_close(struct tdb_fs *fs)
 {
     if (!fs)
         return;
+    for (size_t i = 0; i < fs->nslices; i++) {
+        struct tree_node *n = fs->slices[i];
+        free(n->name);
+        tdb_npy_free(n->npy);
+        free(n);
+    }
+    free(fs->slices);
+    pthread_mutex_destroy(&fs->slice_lock);
     for (size_t i = 0; i < fs->nnodes; i++) {
         struct tree_node *n = &fs->nodes[i];
         free(n->name);
         free(n->kids);
         free(n->bytes);
         free(n->shape_prefix);
-        if (n->ff && !n->ff_shared) {
+        tdb_npy_free(n->npy);
+        if (n->ff) {
             tdb_fieldfile_destroy(n->ff);
             free(n->ff);
         }
     }
     free(fs->nodes);
-    for (size_t i = 0; i < fs->nslices; i++) {
-        struct tree_node *n = fs->slices[i];
-        free(n->name);
-        free(n->bytes);
-        tdb_fieldfile_destroy(n->ff);
-        free(n->ff);
-        tdb_cells_free(n->cells);
-        free(n);
-    }
-    free(fs->slices);
-    pthread_mutex_destroy(&fs->slice_lock);
     for (size_t i = 0; i < fs->nwarn; i++)
         free(fs->warn[i]);
     free(fs->warn);
+    for (size_t i = 0; i < fs->nstores; i++)
+        tdb_zarr_free(fs->stores[i]);
+    free(fs->stores);
+    free(fs->zarrs);
     for (size_t i = 0; i < fs->ncells; i++)
         tdb_cells_free(fs->cells[i]);
     free(fs->cells);
@@ -906,127 +984,117 @@ static struct tree_node *tree_get(struct tdb_fs *fs, uint64_t ino)
     return ino >= 1 && ino <= fs->nnodes ? &fs->nodes[ino - 1] : NULL;
 }
 
-/* Parses "[a:b,c:d]" (one a:b per dimension, half-open, a or b may be left
- * out) against a view of shape[0..nd).  @return true when valid. */
-static bool tree_slice_parse(const char *s, uint32_t nd, const uint64_t *shape,
-                             uint64_t *from, uint64_t *to)
+/* The Zarr array whose chunk *c inode ino is, or NULL. */
+static const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
+                                          uint64_t ino, uint64_t *c)
 {
-    if (*s++ != '[')
-        return false;
-    for (uint32_t d = 0; d < nd; d++) {
-        char *e;
-        from[d] = 0;
-        to[d] = shape[d];
-        if (*s >= '0' && *s <= '9') {
-            from[d] = strtoull(s, &e, 10);
-            s = e;
+    if (ino < TREE_CHUNK_INO || ino >= TREE_SLICE_INO)
+        return NULL;
+    uint64_t id = ino - TREE_CHUNK_INO;
+    size_t lo = 0, hi = fs->nzarrs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct tree_zarr *z = &fs->zarrs[mid];
+        if (id < z->base) {
+            hi = mid;
+        } else if (id - z->base >= z->n) {
+            lo = mid + 1;
+        } else {
+            *c = id - z->base;
+            return z;
         }
-        if (*s++ != ':')
-            return false;
-        if (*s >= '0' && *s <= '9') {
-            to[d] = strtoull(s, &e, 10);
-            s = e;
-        }
-        if (*s++ != (d + 1 < nd ? ',' : ']'))
-            return false;
-        if (to[d] > shape[d] || from[d] >= to[d])
-            return false;
     }
-    return !strcmp(s, ".npy");
+    return NULL;
 }
 
-/* Finds or makes __slice/NAME (a .npy of part of a data file's view). */
-static int tree_slice(struct tdb_fs *fs, struct tree_node *dir,
-                      const char *name, uint64_t *ino, struct tdb_error *err)
+/* The slice already made as file `name` of folder dir (slice_lock held). */
+static bool tree_slice_find(struct tdb_fs *fs, uint64_t dir, const char *name,
+                            uint64_t *ino)
 {
-    const char *br = strrchr(name, '[');
-    struct tree_node *root = dir->parent ? tree_get(fs, dir->parent) : NULL;
-    struct tree_node *v = NULL;
-    for (size_t i = 0; br && root && i < root->nkids && !v; i++) {
-        struct tree_node *k = &fs->nodes[root->kids[i] - 1];
-        if (k->kind == TREE_FIELD && k->ff->part == TDB_FILE_VALUES &&
-            !k->ff->var && strlen(k->name) == (size_t)(br - name) &&
-            !strncmp(k->name, name, (size_t)(br - name)))
-            v = k;
-    }
-    uint32_t nd;
-    uint64_t shape[TDB_MAX_DIMS], from[TDB_MAX_DIMS], to[TDB_MAX_DIMS];
-    if (!v || !tdb_cells_dense_shape(v->ff->cells, &nd, shape) ||
-        !tree_slice_parse(br, nd, shape, from, to))
-        return tdb_err(err, TDB_E_NOENT, "__slice/%s: not FIELD[a:b,...].npy "
-                       "of a fixed-size field, one a:b per dimension inside "
-                       "the view", name);
-    pthread_mutex_lock(&fs->slice_lock);
     for (size_t i = 0; i < fs->nslices; i++) {
-        if (!strcmp(fs->slices[i]->name, name)) {
+        if (fs->slices[i]->parent == dir && !strcmp(fs->slices[i]->name, name)) {
             *ino = TREE_SLICE_INO + i;
-            pthread_mutex_unlock(&fs->slice_lock);
-            return 0;
+            return true;
         }
+    }
+    return false;
+}
+
+/* The node of a slice of base (a NAME.npy): its xattrs those of the data
+ * file but the shape, its own. */
+static struct tree_node *tree_slice_node(struct tdb_fs *fs, uint64_t dir,
+                                         const char *name,
+                                         const struct tree_node *base,
+                                         struct tdb_npy *npy)
+{
+    const struct tree_node *raw = &fs->nodes[base->raw - 1];
+    struct tree_node *n = calloc(1, sizeof *n);
+    if (!n || !(n->name = strdup(name))) {
+        free(n);
+        return NULL;
+    }
+    n->kind = TREE_NPY;
+    n->parent = dir;
+    n->npy = npy;
+    n->has_xattrs = raw->has_xattrs;
+    n->datatype = raw->datatype;
+    n->dtype = raw->dtype;
+    n->cell_val_num = raw->cell_val_num;
+    n->mtime_ms = base->mtime_ms;
+    return n;
+}
+
+/* Finds or makes file `name` of folder dir (__slice/ or __domain/): a
+ * .npy of part of a NAME.npy next to the folder. */
+static int tree_slice(struct tdb_fs *fs, uint64_t dir, const char *name,
+                      uint64_t *ino, struct tdb_error *err)
+{
+    const struct tree_node *d = &fs->nodes[dir - 1], *base = NULL;
+    const struct tree_node *root = &fs->nodes[d->parent - 1];
+    size_t fl;
+    for (size_t i = 0; tdb_npy_split(name, &fl) && i < root->nkids && !base; i++) {
+        const struct tree_node *k = &fs->nodes[root->kids[i] - 1];
+        if (k->kind == TREE_NPY && strlen(k->name) == fl + 4 &&
+            !strncmp(k->name, name, fl) && !strcmp(k->name + fl, ".npy"))
+            base = k;
+    }
+    if (!base)
+        return tdb_err(err, TDB_E_NOENT, "%s/%s: not FIELD[...].npy of a "
+                       "FIELD.npy of this array", d->name, name);
+    pthread_mutex_lock(&fs->slice_lock);
+    bool made = tree_slice_find(fs, dir, name, ino);
+    pthread_mutex_unlock(&fs->slice_lock);
+    if (made)
+        return 0;
+    struct tdb_npy *npy = NULL;
+    struct tdb_error why = {0};
+    int r = tdb_npy_slice(&npy, base->npy, name + fl,
+                          d->made == TREE_MADE_DOMAIN, &why);
+    if (r)
+        return tdb_err(err, r, "%s/%s: %s", d->name, name, why.msg);
+    struct tree_node *n = tree_slice_node(fs, dir, name, base, npy);
+    if (!n) {
+        tdb_npy_free(npy);
+        return tdb_err(err, TDB_E_NOMEM, "%s/%s: out of memory", d->name, name);
+    }
+    pthread_mutex_lock(&fs->slice_lock);
+    /* another thread may have made it meanwhile: keep the first */
+    struct tree_node **t = NULL;
+    if (!(made = tree_slice_find(fs, dir, name, ino)) &&
+        fs->nslices < TREE_MAX_SLICES &&
+        (t = realloc(fs->slices, (fs->nslices + 1) * sizeof *t))) {
+        fs->slices = t;
+        fs->slices[fs->nslices] = n;
+        *ino = TREE_SLICE_INO + fs->nslices++;
     }
     pthread_mutex_unlock(&fs->slice_lock);
-    struct tree_node *n = calloc(1, sizeof *n);
-    struct tdb_buf h = {0};
-    uint64_t dims[TDB_MAX_DIMS];
-    for (uint32_t d = 0; d < nd; d++)
-        dims[d] = to[d] - from[d];
-    int r = n ? 0 : TDB_E_NOMEM;
-    if (!r && !(n->name = strdup(name)))
-        r = TDB_E_NOMEM;
-    if (!r)
-        r = tdb_cells_dense_sub(&n->cells, v->ff->cells, from, to, err);
-    if (!r && !(n->ff = calloc(1, sizeof *n->ff)))
-        r = TDB_E_NOMEM;
-    if (!r)
-        r = tdb_fieldfile_init(n->ff, n->cells, v->ff->arr, v->ff->schema,
-                               v->ff->is_dim, v->ff->idx, TDB_FILE_VALUES);
-    if (!r)
-        r = tree_npy_header(tree_npy_dtype(v->ff->type), nd, dims,
-                            v->ff->cell_val_num, &h);
-    if (!r) {
-        n->kind = TREE_NPY;
-        n->size = h.len;
-        n->bytes = tdb_buf_take(&h, NULL);
-        n->mtime_ms = v->mtime_ms;
-        pthread_mutex_lock(&fs->slice_lock);
-        /* another thread may have made it meanwhile: keep the first */
-        for (size_t i = 0; i < fs->nslices; i++) {
-            if (!strcmp(fs->slices[i]->name, name)) {
-                *ino = TREE_SLICE_INO + i;
-                pthread_mutex_unlock(&fs->slice_lock);
-                r = 1;
-                break;
-            }
-        }
-        if (!r) {
-            struct tree_node **t = fs->nslices < TREE_MAX_SLICES
-                ? realloc(fs->slices, (fs->nslices + 1) * sizeof *t) : NULL;
-            if (t) {
-                fs->slices = t;
-                fs->slices[fs->nslices] = n;
-                *ino = TREE_SLICE_INO + fs->nslices++;
-                n = NULL;
-            } else {
-                r = tdb_err(err, TDB_E_NOMEM, "__slice: too many slices");
-            }
-            pthread_mutex_unlock(&fs->slice_lock);
-        }
-    }
-    tdb_buf_free(&h);
-    if (n) {
+    if (made || !t) {
         free(n->name);
-        free(n->bytes);
-        if (n->ff)
-            tdb_fieldfile_destroy(n->ff);
-        free(n->ff);
-        tdb_cells_free(n->cells);
+        tdb_npy_free(n->npy);
         free(n);
     }
-    if (r == 1)
-        r = 0;
-    if (r && err && !err->code)
-        tdb_err(err, r, "__slice/%s: out of memory", name);
-    return r;
+    return made || t ? 0 : tdb_err(err, TDB_E_NOMEM, "%s/%s: too many slices",
+                                   d->name, name);
 }
 
 int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
@@ -1043,9 +1111,23 @@ int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
             return 0;
         }
     }
-    if (p->is_slice_dir)
-        return tree_slice(fs, p, name, ino, err);
+    if (p->made == TREE_MADE_SLICE || p->made == TREE_MADE_DOMAIN)
+        return tree_slice(fs, parent, name, ino, err);
+    uint64_t c;
+    if (p->made == TREE_MADE_ZARR) {
+        const struct tree_zarr *z = &fs->zarrs[p->zarr];
+        if (tdb_zarr_chunk_parse(z->z, z->k, name, &c)) {
+            *ino = TREE_CHUNK_INO + z->base + c;
+            return 0;
+        }
+    }
     return tdb_err(err, TDB_E_NOENT, "%s: no such file", name);
+}
+
+bool tdb_fs_made_on_lookup(struct tdb_fs *fs, uint64_t ino)
+{
+    const struct tree_node *n = tree_get(fs, ino);
+    return n && (n->made == TREE_MADE_SLICE || n->made == TREE_MADE_DOMAIN);
 }
 
 int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
@@ -1083,11 +1165,18 @@ int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
 int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
                 struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
-    if (!n)
+    uint64_t c;
+    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
+    struct tree_node *n = z ? NULL : tree_get(fs, ino);
+    if (!n && !z)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     memset(st, 0, sizeof *st);
     st->ino = ino;
+    if (z) {
+        st->size = tdb_zarr_chunk_bytes(z->z, z->k);
+        st->mtime_ms = z->mtime_ms;
+        return 0;
+    }
     st->mtime_ms = n->mtime_ms;
     switch (n->kind) {
     case TREE_DIR:
@@ -1099,11 +1188,8 @@ int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
         return 0;
     case TREE_FIELD:
         return tdb_fieldfile_size(n->ff, &st->size, err);
-    case TREE_NPY: {
-        int r = tdb_fieldfile_size(n->ff, &st->size, err);
-        st->size += n->size;
-        return r;
-    }
+    case TREE_NPY:
+        return tdb_npy_size(n->npy, &st->size, err);
     }
     return 0;
 }
@@ -1116,6 +1202,15 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     if (n->kind != TREE_DIR)
         return tdb_err(err, TDB_E_NOTDIR, "%s: not a folder", n->name);
+    if (index >= n->nkids && n->made == TREE_MADE_ZARR) {
+        /* then the chunks, where there are not too many to list */
+        const struct tree_zarr *z = &fs->zarrs[n->zarr];
+        uint64_t c = index - n->nkids;
+        if (c >= z->n || !(*name = tdb_zarr_chunk_key(z->z, z->k, c)))
+            return TDB_E_NOENT;
+        *child = TREE_CHUNK_INO + z->base + c;
+        return 0;
+    }
     if (index >= n->nkids)
         return TDB_E_NOENT;
     *child = n->kids[index];
@@ -1126,8 +1221,12 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
 int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
                 size_t len, size_t *got, struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
+    uint64_t c;
+    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
+    struct tree_node *n = z ? NULL : tree_get(fs, ino);
     *got = 0;
+    if (z)
+        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got, err);
     if (!n)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     switch (n->kind) {
@@ -1141,20 +1240,8 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
         return 0;
     case TREE_FIELD:
         return tdb_fieldfile_read(n->ff, off, buf, len, got, err);
-    case TREE_NPY: {
-        size_t h = 0;
-        if (off < n->size) {
-            h = len < n->size - off ? len : (size_t)(n->size - off);
-            memcpy(buf, n->bytes + off, h);
-        }
-        size_t more = 0;
-        int r = 0;
-        if (h < len)
-            r = tdb_fieldfile_read(n->ff, off + h - n->size,
-                                   (uint8_t *)buf + h, len - h, &more, err);
-        *got = r ? 0 : h + more;
-        return r;
-    }
+    case TREE_NPY:
+        return tdb_npy_read(n->npy, off, buf, len, got, err);
     }
     return 0;
 }
@@ -1162,30 +1249,26 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
 int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
                 uint64_t *out, struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
-    if (!n)
+    uint64_t c;
+    bool chunk = tree_chunk(fs, ino, &c) != NULL;
+    struct tree_node *n = chunk ? NULL : tree_get(fs, ino);
+    if (!n && !chunk)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
-    if (n->kind == TREE_DIR)
+    if (n && n->kind == TREE_DIR)
         return tdb_err(err, TDB_E_ISDIR, "%s: is a folder", n->name);
+    if (n && n->kind == TREE_NPY)
+        return tdb_npy_seek(n->npy, off, data, out, err);
     struct tdb_stat st;
     int r = tdb_fs_stat(fs, ino, &st, err);
     if (r)
         return r;
     if (off >= st.size)
         return TDB_E_NOENT;
-    if (n->kind == TREE_BYTES) {
+    if (chunk || n->kind == TREE_BYTES) {
         *out = data ? off : st.size;
         return 0;
     }
-    uint64_t head = n->kind == TREE_NPY ? n->size : 0;
-    if (off < head && data) {
-        *out = off; /* the header is data */
-        return 0;
-    }
-    r = tdb_fieldfile_seek(n->ff, off < head ? 0 : off - head, data, out, err);
-    if (!r)
-        *out += head;
-    return r;
+    return tdb_fieldfile_seek(n->ff, off, data, out, err);
 }
 
 struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs)
@@ -1207,8 +1290,10 @@ struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino,
                                        uint64_t *head)
 {
     struct tree_node *n = tree_get(fs, ino);
-    *head = n && n->kind == TREE_NPY ? n->size : 0;
-    return n && (n->kind == TREE_FIELD || n->kind == TREE_NPY) ? n->ff : NULL;
+    *head = 0;
+    if (n && n->kind == TREE_NPY)
+        return tdb_npy_fieldfile(n->npy, head);
+    return n && n->kind == TREE_FIELD ? n->ff : NULL;
 }
 
 #define TREE_STATS_XATTR "user.tiledbfs.stats"
@@ -1223,6 +1308,8 @@ int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,
         return 0;
     }
     struct tree_node *n = tree_get(fs, ino);
+    if (n && n->kind == TREE_NPY && n->raw)
+        n = &fs->nodes[n->raw - 1];     /* a NAME.npy: the data file's */
     if (!n || !n->has_xattrs || index >= 4)
         return TDB_E_NOENT;
     *name = tree_xattrs[index];
@@ -1235,6 +1322,8 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
     struct tree_node *n = tree_get(fs, ino);
     char tmp[600];
     const char *v = NULL;
+    if (n && n->kind == TREE_NPY && n->raw)
+        n = &fs->nodes[n->raw - 1];     /* a NAME.npy: the data file's */
     if (ino == TDB_ROOT_INO && !strcmp(name, TREE_STATS_XATTR)) {
         struct tdb_cache_stats cs;
         tdb_cache_stats(fs->cache, &cs);
@@ -1254,10 +1343,14 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
     } else if (!strcmp(name, tree_xattrs[1])) {
         v = n->dtype;
     } else if (!strcmp(name, tree_xattrs[2])) {
+        uint64_t sz;
         if (n->shape_prefix) {
             v = n->shape_prefix;
+        } else if (n->npy) {            /* a slice: its own shape */
+            if (tdb_npy_size(n->npy, &sz, NULL))
+                return TDB_E_IO;
+            v = tdb_npy_shape(n->npy);
         } else if (n->ff) {
-            uint64_t sz;
             if (tdb_fieldfile_size(n->ff, &sz, NULL))
                 return TDB_E_IO;
             uint64_t per = n->ff->part == TDB_FILE_OFFSETS ? 8

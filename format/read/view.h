@@ -102,7 +102,8 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
                      struct tdb_frag **frags, size_t n, uint64_t t0,
                      uint64_t t1, struct tdb_error *err);
 
-/* A dense view's shape (false for other views). */
+/* A dense view's shape (false for other views, and for picks that are
+ * not row-major with step 1: callers count on row-major order). */
 bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,
                            uint64_t *shape);
 /* The cells of box [from[d], to[d]) (offsets in view c, half-open) of a
@@ -110,6 +111,30 @@ bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,
 int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
                         const uint64_t *from, const uint64_t *to,
                         struct tdb_error *err);
+/* A dense view's region: its first cell's offsets from the domain's low
+ * bound, and its shape (false for other views). */
+bool tdb_cells_dense_region(const struct tdb_cells *c, uint32_t *nd,
+                            uint64_t *lo, uint64_t *shape);
+
+/* Cells of a dense view picked as numpy picks them: along dimension d,
+ * count[d] cells, the i-th at view offset start[d] + i * step[d] (step any
+ * sign but 0; offsets may pass the view's end, even the domain's: cells
+ * no fragment of the view wrote hold fill values), in row-major or, with
+ * col_major, column-major order (dimension 0 varies fastest). */
+struct tdb_dense_pick {
+    uint64_t start[TDB_MAX_DIMS];
+    int64_t step[TDB_MAX_DIMS];
+    uint64_t count[TDB_MAX_DIMS];
+    bool col_major;
+};
+/* The picked cells as a view of their own over the fragments of view c
+ * (a row-major view of step 1 everywhere is again a dense view for
+ * tdb_cells_dense_shape; other picks are not).  @return 0, TDB_E_INVAL
+ * (c is no dense view, or an offset would fall below the view or past
+ * 2^64), TDB_E_UNSUPPORTED (2^64 cells or more) or TDB_E_NOMEM. */
+int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
+                         const struct tdb_dense_pick *p,
+                         struct tdb_error *err);
 
 int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err);
 void tdb_cells_free(struct tdb_cells *c);

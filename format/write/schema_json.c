@@ -338,6 +338,80 @@ static int sj_bool(json_t *obj, const char *key, bool def,
     return 0;
 }
 
+/* numpy's names of the dtypes that have a TileDB datatype, as their
+ * type strings without the byte order ("int32" is "i4"). */
+static const struct {
+    const char *name, *str;
+} sj_numpy_names[] = {
+    {"int8", "i1"},    {"int16", "i2"},   {"int32", "i4"},
+    {"int64", "i8"},   {"uint8", "u1"},   {"uint16", "u2"},
+    {"uint32", "u4"},  {"uint64", "u8"},  {"float32", "f4"},
+    {"float64", "f8"}, {"bool", "b1"},    {"?", "b1"},
+};
+
+/* The TileDB datatype of numpy dtype `name`: a name ("float64",
+ * "datetime64[ns]", "timedelta64[s]") or a type string with or without
+ * its byte order ("<i4", "|u1", "=f8", "i2", "<M8[ms]").  Each type
+ * string is matched against the table of tdb_dt_numpy (the dtypes the
+ * mount's user.tiledb.dtype shows), first entry first, so "|u1" is UINT8
+ * (not BLOB) and "<u2" UINT16.  @return the datatype, or -1 with why[cap]
+ * saying why when the name is numpy's but has no TileDB datatype. */
+static int sj_numpy_type(const char *name, char *why, size_t cap)
+{
+    char str[32];
+    const char *s = name;
+    why[0] = '\0';
+    for (size_t i = 0; i < sizeof sj_numpy_names / sizeof *sj_numpy_names;
+         i++)
+        if (!strcmp(name, sj_numpy_names[i].name))
+            s = sj_numpy_names[i].str;
+    if (!strncmp(name, "datetime64[", 11) ||
+        !strncmp(name, "timedelta64[", 12)) {
+        snprintf(str, sizeof str, "%c8%s", name[0] == 'd' ? 'M' : 'm',
+                 strchr(name, '['));
+        s = str;
+    } else if (*s == '<' || *s == '|' || *s == '=') {
+        s++;    /* little-endian, none, native (little-endian here) */
+    } else if (*s == '>') {
+        snprintf(why, cap, "big-endian; TileDB stores little-endian values "
+                 "(\"<%s\")", s + 1);
+        return -1;
+    }
+    if (*s == 'S' || *s == 'U' || *s == 'O') {
+        snprintf(why, cap, "numpy's strings have no one TileDB datatype: "
+                 "write CHAR, STRING_ASCII or STRING_UTF8");
+        return -1;
+    }
+    for (unsigned t = 0; *s && t < TDB_DATATYPE_COUNT; t++) {
+        const char *np = tdb_dt_numpy(t);
+        if (np && (*np == '<' || *np == '|'))
+            np++;
+        if (np && t != TDB_ANY && !tdb_dt_is_string(t) && !strcmp(np, s))
+            return (int)t;
+    }
+    return -1;
+}
+
+/* A datatype's name in the schema JSON: TileDB's ("FLOAT64") or numpy's
+ * (sj_numpy_type).  @return the datatype, or an error naming `w`. */
+static int sj_type_name(const char *name, const struct sj_where *w,
+                        unsigned *out, struct tdb_error *err)
+{
+    char why[160] = "";
+    int t = tdb_dt_from_name(name);
+    if (t < 0)
+        t = sj_numpy_type(name, why, sizeof why);
+    if (t >= 0 && t != TDB_ANY) {
+        *out = (unsigned)t;
+        return 0;
+    }
+    if (why[0] && t < 0)
+        return sj_bad(err, TDB_E_INVAL, w, "\"%s\": %s", name, why);
+    return sj_bad(err, TDB_E_INVAL, w, "unknown datatype \"%s\" (TileDB's "
+                  "name, such as FLOAT64, or numpy's, such as float64 or "
+                  "<f8)", name);
+}
+
 static int sj_datatype(json_t *obj, const struct sj_where *parent,
                        unsigned *out, struct tdb_error *err)
 {
@@ -347,11 +421,7 @@ static int sj_datatype(json_t *obj, const struct sj_where *parent,
     if (rc)
         return rc;
     sj_at(&w, parent, "datatype");
-    int t = tdb_dt_from_name(name);
-    if (t < 0 || t == TDB_ANY)
-        return sj_bad(err, TDB_E_INVAL, &w, "unknown datatype \"%s\"", name);
-    *out = (unsigned)t;
-    return 0;
+    return sj_type_name(name, &w, out, err);
 }
 
 /* ---------------------------------------------------------------- filters */
@@ -415,12 +485,15 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
         known = k_delta;
         if ((v = json_object_get(o, "reinterpret_datatype")) &&
             !json_is_null(v)) {
-            int rt;
+            unsigned rt = TDB_ANY;
             sj_at(&k, w, "reinterpret_datatype");
-            if (!json_is_string(v) ||
-                (rt = tdb_dt_from_name(json_string_value(v))) < 0)
+            if (!json_is_string(v))
                 return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype "
                               "name");
+            /* ANY (the default: no reinterpretation) is a name here */
+            if (strcmp(json_string_value(v), "ANY") &&
+                (rc = sj_type_name(json_string_value(v), &k, &rt, err)))
+                return rc;
             f->reinterpret_type = (uint8_t)rt;
         }
         /* fall through */

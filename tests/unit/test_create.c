@@ -448,6 +448,83 @@ static void test_json_refused(void)
                TDB_E_INVAL, "duplicate");
 }
 
+/* The datatype a sparse schema with attribute a of datatype `name` gets
+ * (reinterpret: as a DELTA filter's reinterpret_datatype of a), or -1
+ * when refused; the message into msg[cap]. */
+static int numpy_type(const char *name, bool reinterpret, char *msg,
+                      size_t cap)
+{
+    char text[512];
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    int t = -1;
+
+    snprintf(text, sizeof text, "{\"array_type\": \"sparse\", \"dims\": "
+             "[{\"name\": \"x\", \"datatype\": \"int64\", \"domain\": "
+             "[0, 9]}], \"attrs\": [{\"name\": \"a\", \"datatype\": \"%s\", "
+             "\"filters\": [{\"type\": \"DELTA\", "
+             "\"reinterpret_datatype\": \"%s\"}]}]}",
+             reinterpret ? "INT64" : name, reinterpret ? name : "ANY");
+    if (tdb_schema_from_json(text, strlen(text), &s, &err) == 0) {
+        CHECK_EQ_INT(s->dims[0].type, TDB_INT64);
+        t = reinterpret ? s->attrs[0].filters.f[0].reinterpret_type
+                        : (int)s->attrs[0].type;
+    }
+    snprintf(msg, cap, "%s", err.msg);
+    tdb_schema_free(s);
+    return t;
+}
+
+/* numpy's dtype names and type strings are datatypes of the schema JSON
+ * too, as user.tiledb.dtype shows them; big-endian ones and numpy's
+ * strings are refused, saying why. */
+static void test_json_numpy_names(void)
+{
+    static const struct {
+        const char *name;
+        int type;
+    } ok[] = {
+        {"float64", TDB_FLOAT64}, {"<f8", TDB_FLOAT64}, {"f8", TDB_FLOAT64},
+        {"=f8", TDB_FLOAT64},     {"float32", TDB_FLOAT32},
+        {"<i4", TDB_INT32},       {"int32", TDB_INT32}, {"i2", TDB_INT16},
+        {"int8", TDB_INT8},       {"|i1", TDB_INT8},    {"|u1", TDB_UINT8},
+        {"uint8", TDB_UINT8},     {"<u2", TDB_UINT16},  {"uint32", TDB_UINT32},
+        {"<u8", TDB_UINT64},      {"int64", TDB_INT64}, {"bool", TDB_BOOL},
+        {"|b1", TDB_BOOL},        {"?", TDB_BOOL},
+        {"datetime64[ns]", 27}, {"<M8[D]", 21},  /* DATETIME_NS, _DAY */
+        {"timedelta64[s]", 33}, {"m8[ms]", 34},    /* TIME_SEC, TIME_MS */
+        {"FLOAT64", TDB_FLOAT64}, {"STRING_UTF8", TDB_STRING_UTF8},
+    };
+    char msg[TDB_ERROR_MSG_MAX];
+
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        int t = numpy_type(ok[i].name, false, msg, sizeof msg);
+        if (t != ok[i].type) {
+            fprintf(stderr, "FAIL %s: \"%s\" gave %d (%s), not %d\n",
+                    unit_cur, ok[i].name, t, msg, ok[i].type);
+            unit_cur_failed = 1;
+        }
+    }
+    CHECK_EQ_INT(numpy_type("int32", true, msg, sizeof msg), TDB_INT32);
+    CHECK_EQ_INT(numpy_type("ANY", true, msg, sizeof msg), TDB_ANY);
+    CHECK_EQ_INT(numpy_type(">i4", false, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "attrs[0].datatype: \">i4\": big-endian; TileDB "
+                 "stores little-endian values (\"<i4\")") != NULL);
+    CHECK_EQ_INT(numpy_type("S1", false, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "write CHAR, STRING_ASCII or STRING_UTF8") != NULL);
+    CHECK_EQ_INT(numpy_type("<U4", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("complex128", false, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "unknown datatype \"complex128\" (TileDB's name, "
+                 "such as FLOAT64, or numpy's, such as float64 or <f8)"));
+    CHECK_EQ_INT(numpy_type("m8[D]", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("ANY", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("float", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("i16", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("nope", true, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "reinterpret_datatype: unknown datatype") != NULL);
+}
+
 static void test_json_values(void)
 {
     /* uint64 above INT64_MAX, as a plain number and as a string; a whole
@@ -793,6 +870,7 @@ int main(void)
 {
     RUN(test_tsname);
     RUN(test_json_refused);
+    RUN(test_json_numpy_names);
     RUN(test_json_values);
     RUN(test_create_refuses);
     RUN(test_meta_write);

@@ -87,10 +87,11 @@ static const char *fx_mount(struct fixture *f, const char *opts, bool rw,
 }
 
 /* Builds fixture f: an empty array on disk with the schema of corpus case
- * `name`, mounted rw.  @return NULL, or the step that failed (with the
- * reason, when there is one, in why). */
-static const char *fx_build(struct fixture *f, const char *name, char *why,
-                            size_t whylen)
+ * `name`, mounted rw, with the options `more` too ("" or ",a=b...").
+ * @return NULL, or the step that failed (with the reason, when there is
+ * one, in why). */
+static const char *fx_build(struct fixture *f, const char *name,
+                            const char *more, char *why, size_t whylen)
 {
     char path[1024], opt[256];
     struct tdb_io src, dst;
@@ -116,7 +117,7 @@ static const char *fx_build(struct fixture *f, const char *name, char *why,
         snprintf(why, whylen, "cannot copy %s/__schema", path);
         return "the schema";
     }
-    snprintf(opt, sizeof opt, "rw,staging_dir=%s/stg", f->dir);
+    snprintf(opt, sizeof opt, "rw,staging_dir=%s/stg%s", f->dir, more);
     return fx_mount(f, opt, true, why, whylen);
 }
 
@@ -146,17 +147,24 @@ static bool fx_done(struct fixture *f, const char *name, const char *step,
     return false;
 }
 
-/* Sets up fixture f (see fx_build).  @return true; false when it could not
- * be set up: the running test has then failed, saying why, and must return
- * without touching f. */
-static bool fx_setup(struct fixture *f, const char *name)
+/* Sets up fixture f (see fx_build) with the options `more` ("" or
+ * ",a=b...").  @return true; false when it could not be set up: the
+ * running test has then failed, saying why, and must return without
+ * touching f. */
+static bool fx_setup_with(struct fixture *f, const char *name,
+                          const char *more)
 {
     char why[1200] = "";
 
     memset(f, 0, sizeof *f);
     logbuf[0] = '\0';
     invals = 0;
-    return fx_done(f, name, fx_build(f, name, why, sizeof why), why);
+    return fx_done(f, name, fx_build(f, name, more, why, sizeof why), why);
+}
+
+static bool fx_setup(struct fixture *f, const char *name)
+{
+    return fx_setup_with(f, name, "");
 }
 
 /* The inode of `name` in `parent` (0 when missing), counted as a lookup. */
@@ -716,6 +724,58 @@ static void test_inodes(void)
     fx_close(&f);
 }
 
+/* Writes n bytes of p into file `path`, replacing it. */
+static void put_file(const char *path, const void *p, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(write(fd, p, n), (long long)n);
+    close(fd);
+}
+
+/* The message of key_file= for a file holding `text`. */
+static const char *key_file_why(const char *path, const char *text,
+                                char *why, size_t cap)
+{
+    struct tdbm_options o;
+
+    tdbm_options_init(&o);
+    put_file(path, text, strlen(text));
+    CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, cap), -1);
+    CHECK(o.open.key == NULL);
+    tdbm_options_free(&o);
+    return why;
+}
+
+/* A key file that is not 32 bytes says what it probably holds instead:
+ * 32 bytes and a newline, or the key in hex (with or without one). */
+static void key_file_hints(const char *path)
+{
+    static const char hex[] = "00112233445566778899aabbccddeeff"
+                              "00112233445566778899AABBCCDDEEFF";
+    char why[1400], text[80];
+
+    key_file_why(path, "0123456789abcdef0123456789ABCDEF\n", why,
+                 sizeof why);
+    CHECK(strstr(why, "holds 33 bytes; an AES-256-GCM key is exactly 32: "
+                 "a trailing newline? write it with printf or head -c 32"));
+    key_file_why(path, hex, why, sizeof why);
+    CHECK(strstr(why, "holds 64 bytes") && strstr(why, "the key in hex?"));
+    snprintf(text, sizeof text, "%s\n", hex);
+    key_file_why(path, text, why, sizeof why);
+    CHECK(strstr(why, "holds 65 bytes") && strstr(why, "the key in hex?"));
+    text[5] = 'x';  /* not hex: no advice */
+    key_file_why(path, text, why, sizeof why);
+    CHECK(strstr(why, "holds 65 bytes; an AES-256-GCM key is exactly 32") &&
+          !strstr(why, "hex"));
+    snprintf(text, sizeof text, "%s\n\n", hex);
+    key_file_why(path, text, why, sizeof why);
+    CHECK(strstr(why, "holds more than 65 bytes") && !strstr(why, "hex"));
+    key_file_why(path, "short\n", why, sizeof why);
+    CHECK(strstr(why, "holds 6 bytes; an AES-256-GCM key is exactly 32") &&
+          !strstr(why, "newline"));
+}
+
 static void test_options(void)
 {
     struct tdbm_options o;
@@ -757,10 +817,13 @@ static void test_options(void)
     CHECK_EQ_INT(tdbm_option(&o, "timestamp", NULL, why, sizeof why), -1);
     CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
     CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
-    CHECK(strcmp(why, "unknown option bogus (known: timestamp, cache_size, "
-                 "threads, key_file, rw, writable, ro, staging_dir, "
-                 "group_members, refresh, endpoint, region, profile, "
-                 "credentials_file, config_file)") == 0);
+    /* the message names every option of the table */
+    CHECK(strncmp(why, "unknown option bogus (known: timestamp, ", 40) == 0);
+    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
+        char name[64];
+        snprintf(name, sizeof name, " %s%s", t->name, t[1].name ? "," : ")");
+        CHECK(strstr(why, name) != NULL);
+    }
     CHECK_EQ_INT(tdbm_option(&o, "group_members", "any", why, sizeof why), 0);
     CHECK_EQ_INT(o.open.members, TDB_MEMBERS_ANY);
     CHECK_EQ_INT(tdbm_option(&o, "group_members", "inside", why, sizeof why),
@@ -800,8 +863,10 @@ static void test_options(void)
     CHECK_MEM(o.key, key, 32);
     CHECK_EQ_INT(write(fd, key + 32, 1), 1);
     CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, sizeof why), -1);
-    CHECK(strstr(why, "holds more than 32 bytes") != NULL);
+    CHECK(strstr(why, "holds 33 bytes; an AES-256-GCM key is exactly 32") &&
+          !strstr(why, "newline"));
     close(fd);
+    key_file_hints(path);
     unlink(path);
     CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, sizeof why), -1);
     CHECK(strstr(why, "No such file or directory") != NULL);
@@ -831,6 +896,187 @@ static void test_options(void)
         CHECK_EQ_INT(tdbm_parse_kib("1048577", 1ul << 20, &kib), -1);
         CHECK_EQ_INT(tdbm_parse_kib("1K", 1ul << 20, &kib), -1);
     }
+}
+
+/* uid=, gid= and umask=: parsed, checked, and their defaults. */
+static void test_owner_options(void)
+{
+    struct tdbm_options o;
+    char why[400];
+
+    tdbm_options_init(&o);
+    CHECK(o.uid == -1 && o.gid == -1 && o.umask == 022);
+    CHECK_EQ_INT(tdbm_option_list(&o, "uid=1000,gid=0,umask=0027", why,
+                                  sizeof why), 0);
+    CHECK(o.uid == 1000 && o.gid == 0 && o.umask == 027);
+    CHECK_EQ_INT(tdbm_option(&o, "uid", "4294967294", why, sizeof why), 0);
+    CHECK(o.uid == 4294967294LL);
+    CHECK_EQ_INT(tdbm_option(&o, "umask", "7", why, sizeof why), 0);
+    CHECK(o.umask == 07);
+    CHECK_EQ_INT(tdbm_option(&o, "uid", "4294967295", why, sizeof why), -1);
+    CHECK(strcmp(why, "uid=4294967295: not a number (0 to 4294967294)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "gid", "-1", why, sizeof why), -1);
+    CHECK(strcmp(why, "gid=-1: not a number (0 to 4294967294)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "uid", "alice", why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option(&o, "umask", "8", why, sizeof why), -1);
+    CHECK(strcmp(why, "umask=8: not octal mode bits (0 to 777)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "umask", "1000", why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option(&o, "umask", "", why, sizeof why), -1);
+    CHECK(o.uid == 4294967294LL && o.gid == 0 && o.umask == 07);
+    tdbm_options_free(&o);
+}
+
+/* The mode and owner of `name` in `parent`. */
+static struct stat look_stat(struct tdbm_mount *m, uint64_t parent,
+                             const char *name)
+{
+    struct tdbm_entry e;
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    CHECK_EQ_INT(tdbm_lookup(m, parent, name, &e), 0);
+    st = e.attr;
+    tdbm_forget(m, e.ino, 1);
+    return st;
+}
+
+/* A read-only mount with uid=, gid=, umask=: every entry shows that owner
+ * and the modes less the umask. */
+static void test_owner_read_only(void)
+{
+    struct fixture f;
+    char why[1200] = "";
+    struct stat st;
+    double timeout;
+
+    memset(&f, 0, sizeof f);
+    snprintf(f.arr, sizeof f.arr, "%s/dense_1d_basic/array", unit_corpus());
+    if (!fx_done(&f, "dense_1d_basic", fx_mount(&f, "uid=4242,gid=4343,"
+                 "umask=027", false, why, sizeof why), why))
+        return;
+    CHECK_EQ_INT(tdbm_getattr(f.m, TDBM_ROOT_INO, &st, &timeout), 0);
+    CHECK_EQ_INT(st.st_mode, S_IFDIR | 0550);
+    CHECK(st.st_uid == 4242 && st.st_gid == 4343);
+    st = look_stat(f.m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(st.st_mode, S_IFREG | 0440);
+    CHECK(st.st_uid == 4242 && st.st_gid == 4343);
+    st = look_stat(f.m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(st.st_mode, S_IFDIR | 0550);
+    /* a read-only mount: no chown, not even to the owner it has */
+    st.st_uid = 4242;
+    {
+        struct stat out;
+        uint64_t a = look(f.m, TDBM_ROOT_INO, "a");
+        CHECK_EQ_INT(tdbm_setattr(f.m, a, NULL, &st, TDBM_SET_UID, &out),
+                     -EROFS);
+        tdbm_forget(f.m, a, 1);
+    }
+    fx_close(&f);
+}
+
+/* A writable mount with uid=, gid=, umask=: the tree, the metadata files
+ * and the staged entries show that owner, whoever owns them on disk; a
+ * chown to it is accepted (and changes nothing), any other refused. */
+static void test_owner_writable(void)
+{
+    struct fixture f;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e, fe;
+    struct stat st, out, disk;
+    char path[256];
+    uint64_t stg, meta;
+
+    if (!fx_setup_with(&f, "dense_1d_basic", ",uid=4242,gid=4343,umask=002"))
+        return;
+    st = look_stat(f.m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(st.st_mode, S_IFREG | 0444);
+    st = look_stat(f.m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(st.st_mode, S_IFDIR | 0775);
+    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(tdbm_create(f.m, meta, "k", O_WRONLY | O_CREAT, 0644, &e,
+                             &h, &oi), 0);
+    CHECK_EQ_INT(e.attr.st_mode, S_IFREG | 0664);
+    CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
+    st.st_uid = 4242;
+    st.st_gid = 4343;
+    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, h, &st, TDBM_SET_UID | TDBM_SET_GID,
+                              &out), 0);
+    st.st_gid = 0;
+    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, h, &st, TDBM_SET_GID, &out),
+                 -EPERM);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, e.ino, 1);
+    tdbm_forget(f.m, meta, 1);
+
+    stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    st = look_stat(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(st.st_mode, S_IFDIR | 0700);
+    CHECK(st.st_uid == 4242 && st.st_gid == 4343);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0777, &e), 0);
+    CHECK_EQ_INT(e.attr.st_mode, S_IFDIR | 0700);
+    CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
+    CHECK_EQ_INT(tdbm_create(f.m, e.ino, "a", O_WRONLY | O_CREAT, 0666, &fe,
+                             &h, &oi), 0);
+    CHECK_EQ_INT(fe.attr.st_mode, S_IFREG | 0600);
+    CHECK(fe.attr.st_uid == 4242 && fe.attr.st_gid == 4343);
+    /* on disk, the daemon's */
+    snprintf(path, sizeof path, "%s/stg/s/a", f.dir);
+    CHECK_EQ_INT(stat(path, &disk), 0);
+    CHECK(disk.st_uid == geteuid());
+    /* chown to the owner it has: accepted, with times (cp -a, tar x) */
+    st.st_uid = 4242;
+    st.st_gid = 4343;
+    st.st_mtim.tv_sec = 981173106;  /* 2001-02-03T04:05:06Z */
+    st.st_mtim.tv_nsec = 0;
+    CHECK_EQ_INT(tdbm_setattr(f.m, fe.ino, h, &st, TDBM_SET_UID |
+                              TDBM_SET_GID | TDBM_SET_MTIME, &out), 0);
+    CHECK(out.st_uid == 4242 && out.st_gid == 4343);
+    CHECK_EQ_INT(out.st_mtim.tv_sec, 981173106);
+    CHECK_EQ_INT(stat(path, &disk), 0);
+    CHECK_EQ_INT(disk.st_mtim.tv_sec, 981173106);
+    CHECK(disk.st_uid == geteuid());
+    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, NULL, &st, TDBM_SET_UID, &out), 0);
+    CHECK_EQ_INT(out.st_mode, S_IFDIR | 0700);
+    /* to another owner or group: refused, nothing changed */
+    st.st_uid = 4243;
+    CHECK_EQ_INT(tdbm_setattr(f.m, fe.ino, h, &st, TDBM_SET_UID |
+                              TDBM_SET_MTIME, &out), -EPERM);
+    st.st_uid = 4242;
+    st.st_gid = 4344;
+    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, NULL, &st, TDBM_SET_GID, &out),
+                 -EPERM);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, fe.ino, 1);
+    tdbm_forget(f.m, e.ino, 1);
+    fx_close(&f);
+}
+
+/* Nothing is made in __fragments but by a commit: mkdir and create there
+ * answer EXDEV (mv from another filesystem copies, and says "Invalid
+ * cross-device link"), elsewhere in the tree EROFS. */
+static void test_fragments_exdev(void)
+{
+    struct fixture f;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h = NULL;
+    struct tdbm_entry e;
+    uint64_t frag, meta;
+
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
+    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(tdbm_mkdir(f.m, frag, "prepared", 0755, &e), -EXDEV);
+    CHECK_EQ_INT(tdbm_create(f.m, frag, "a", O_WRONLY | O_CREAT, 0644, &e,
+                             &h, &oi), -EXDEV);
+    CHECK(h == NULL);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, TDBM_ROOT_INO, "x", 0755, &e), -EROFS);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, meta, "x", 0755, &e), -EROFS);
+    CHECK_EQ_INT(tdbm_create(f.m, TDBM_ROOT_INO, "x", O_WRONLY | O_CREAT,
+                             0644, &e, &h, &oi), -EROFS);
+    tdbm_forget(f.m, frag, 1);
+    tdbm_forget(f.m, meta, 1);
+    fx_close(&f);
 }
 
 static void test_names(void)
@@ -1336,7 +1582,11 @@ static void test_s3_option_values(void)
 int main(void)
 {
     RUN(test_options);
+    RUN(test_owner_options);
     RUN(test_names);
+    RUN_CORPUS(test_owner_read_only);
+    RUN_CORPUS(test_owner_writable);
+    RUN_CORPUS(test_fragments_exdev);
     RUN_CORPUS(test_inodes);
     RUN_CORPUS(test_meta);
     RUN_CORPUS(test_meta_store_fails);

@@ -19,7 +19,7 @@
 
 #define PAR_THREADS 8
 #define PAR_READS 24
-#define PAR_MAX_FILES 256
+#define PAR_MAX_FILES 1024
 
 static const char *corpus;
 

@@ -1,6 +1,8 @@
 /* test_tree.c: the file tree over corpus arrays without a mount: stat of
  * fixed-size files decodes no tile, any byte range reads the same bytes as
- * a whole read, and a tiny cache budget changes nothing but the hit rate.
+ * a whole read, and a tiny cache budget changes nothing but the hit rate;
+ * __zarr's chunks (a tile decoded once, in the cell order; views not
+ * aligned to the tiles), __slice/ and __domain/.
  * Groups made here (docs/LAYOUT.md "A group"): members left out with the
  * reason, names a group folder cannot hold as they are, places resolved by
  * name and kept inside the source. */
@@ -10,6 +12,7 @@
 #include "read/meta.h"
 #include "groupfile.h"
 #include "support.h"
+#include "read/npy.h"           /* TDB_NPY_MAX_WIDTH */
 
 #include <stdlib.h>
 
@@ -348,7 +351,7 @@ static void test_group_members(void)
                                : "%2E|%2E.|%5F_group.json|%5F_meta|"
                                  "__group.json|__meta|arr|dotted|sub"));
         listing(fs, "%2E", got, sizeof got);
-        CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|x"));
+        CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|a.npy|x|x.npy"));
         listing(fs, "sub", got, sizeof got);
         CHECK(!strcmp(got, "__group.json|__meta|deep"));
         const char *const *w;
@@ -419,6 +422,347 @@ static void test_group_locate(void)
     tdb_io_free(&mem);
 }
 
+/* A dense view's cells as a row-major array of cs-byte cells. */
+struct grid {
+    const uint8_t *p;
+    uint64_t rows, cols, cs;
+};
+
+/* Where a chunk lies: its first cell (r0, c0) in the view, its rows and
+ * columns, order F (col) or C. */
+struct box {
+    uint64_t r0, c0, rows, cols;
+    bool col;
+};
+
+/* Checks chunk bytes against view v where they lie inside it; beyond it,
+ * when fill is not NULL, against fill. */
+static void check_chunk(const char *what, const uint8_t *chunk,
+                        const struct grid *v, const struct box *b,
+                        const uint8_t *fill)
+{
+    bool ok = true;
+    for (uint64_t i = 0; i < b->rows && ok; i++) {
+        for (uint64_t j = 0; j < b->cols && ok; j++) {
+            uint64_t at = b->col ? j * b->rows + i : i * b->cols + j;
+            const uint8_t *got = chunk + at * v->cs;
+            uint64_t r = b->r0 + i, c = b->c0 + j;
+            if (r < v->rows && c < v->cols)
+                ok = !memcmp(got, v->p + (r * v->cols + c) * v->cs,
+                             (size_t)v->cs);
+            else if (fill)
+                ok = !memcmp(got, fill, (size_t)v->cs);
+            if (!ok)
+                fprintf(stderr, "  %s: cell (%llu, %llu) of the chunk differs\n",
+                        what, (unsigned long long)i, (unsigned long long)j);
+        }
+    }
+    CHECK(ok);
+}
+
+/* dense_2d_colmajor: column-major tiles of 3 x 4 cells; the first chunk
+ * of f32 lies in one tile of one fragment: reading it decodes that tile
+ * alone, and its bytes are the tile's, column-major (order F).  An edge
+ * chunk holds fill values past the domain's end.  The folder lists the
+ * chunk files; keys outside the grid are not there. */
+static void test_zarr_chunk_is_tile(void)
+{
+    if (!unit_corpus_case("dense_2d_colmajor"))
+        return;
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case("dense_2d_colmajor", 0, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/dense_2d_colmajor/expected/f32", corpus);
+    size_t n = 0;
+    uint8_t *raw = (uint8_t *)unit_slurp(path, &n);
+    CHECK(raw && n == 20 * 18 * 4);
+    struct grid v = {raw, 20, 18, 4};
+    uint64_t size = 0;
+    struct tdb_cache_stats cs;
+    uint8_t *c = unit_fs_file(fs, "__zarr/f32/0.0", &size);
+    tdb_fs_cache_stats(fs, &cs);
+    CHECK_EQ_INT(cs.decodes, 1);
+    CHECK_EQ_INT(size, 3 * 4 * 4);
+    if (c && raw && size == 48)
+        check_chunk("f32/0.0", c, &v, &(struct box){0, 0, 3, 4, true}, NULL);
+    free(c);
+    static const uint8_t nan32[4] = {0x00, 0x00, 0xc0, 0x7f};
+    c = unit_fs_file(fs, "__zarr/f32/6.4", &size);
+    CHECK(c && size == 48);
+    if (c && raw && size == 48)
+        check_chunk("f32/6.4", c, &v, &(struct box){18, 16, 3, 4, true},
+                    nan32);
+    free(c);
+    uint8_t *doc = unit_fs_file(fs, "__zarr/f32/.zarray", &size);
+    CHECK(doc && strstr((char *)doc, "\"chunks\": [3, 4]") &&
+          strstr((char *)doc, "\"order\": \"F\"") &&
+          strstr((char *)doc, "\"fill_value\": \"NaN\""));
+    free(doc);
+    struct tdb_error err = {0};
+    uint64_t dir, ino, child;
+    const char *name;
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "__zarr/f32", &dir, &err), 0);
+    size_t count = 0;
+    for (uint64_t i = 0; !tdb_fs_readdir(fs, dir, i, &name, &child, &err); i++) {
+        char want[32];
+        if (i >= 2) {
+            snprintf(want, sizeof want, "%llu.%llu",
+                     (unsigned long long)(i - 2) / 5,
+                     (unsigned long long)(i - 2) % 5);
+            CHECK(!strcmp(name, want));
+        }
+        count++;
+    }
+    CHECK_EQ_INT(count, 2 + 7 * 5);
+    static const char *const bad[] = {"7.0", "0.5", "00.0", "0", "0.0.0",
+                                      "-1.0", "0.", ".0", NULL};
+    for (int i = 0; bad[i]; i++)
+        CHECK_EQ_INT(tdb_fs_lookup(fs, dir, bad[i], &ino, &err), TDB_E_NOENT);
+    free(raw);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+/* An empty array in memory (*arr) of schema JSON text. */
+static void mem_array(struct tdb_io *arr, const char *text)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(arr), 0);
+    CHECK_EQ_INT(tdb_schema_from_json(text, strlen(text), &s, &err), 0);
+    CHECK_EQ_INT(s ? tdb_array_create(arr, s, NULL, 1, &err) : -1, 0);
+    tdb_schema_free(s);
+}
+
+/* Commits staged folder "w" of stg (then freed) into arr at ts. */
+static void mem_commit(const struct tdb_io *arr, struct tdb_io *stg,
+                       uint64_t ts)
+{
+    char *name = NULL;
+    struct tdb_error err = {0};
+    int r = tdb_fragment_write(arr, stg, "w", NULL, ts, &name, &err);
+    if (r)
+        fprintf(stderr, "  write: %s\n", err.msg);
+    CHECK_EQ_INT(r, 0);
+    free(name);
+    tdb_io_free(stg);
+}
+
+/* The tree of arr with the default options (NULL, after saying why). */
+static struct tdb_fs *mem_open(const struct tdb_io *arr)
+{
+    struct tdb_open_options o;
+    struct tdb_error err = {0};
+    struct tdb_fs *fs = NULL;
+    tdb_open_options_init(&o);
+    if (tdb_fs_open(&fs, arr, &o, &err))
+        fprintf(stderr, "  open: %s\n", err.msg);
+    return fs;
+}
+
+/* An array whose view (its current domain) starts inside a tile on both
+ * dimensions, column-major cells, two fragments (the newer over part of
+ * the older): each chunk holds the view's cells from its corner on, in
+ * order F; the coordinates begin at the view's first; __domain/ takes
+ * coordinates and __slice/ numpy's indexes. */
+static const char zarr_schema[] =
+    "{\"array_type\": \"dense\", \"cell_order\": \"col-major\", \"dims\": ["
+    "{\"name\": \"y\", \"datatype\": \"INT32\", \"domain\": [-10, 29], "
+    "\"tile_extent\": 4}, {\"name\": \"x\", \"datatype\": \"INT32\", "
+    "\"domain\": [0, 19], \"tile_extent\": 3}], \"attrs\": [{\"name\": \"v\", "
+    "\"datatype\": \"INT32\"}, {\"name\": \"n\", \"datatype\": \"FLOAT64\", "
+    "\"nullable\": true}], \"current_domain\": [[-7, 12], [2, 16]]}";
+
+/* Stages and commits at timestamp ts the cells of region
+ * [[r[0], r[1]], [r[2], r[3]]]: v the cell's number plus base, n its
+ * half, valid where v is odd. */
+static void zarr_write(const struct tdb_io *arr, const int *r, int base,
+                       uint64_t ts)
+{
+    int y0 = r[0], y1 = r[1], x0 = r[2], x1 = r[3];
+    struct tdb_io stg;
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    size_t cells = (size_t)(y1 - y0 + 1) * (size_t)(x1 - x0 + 1);
+    int32_t *v = malloc(cells * 4);
+    double *d = malloc(cells * 8);
+    uint8_t *ok = malloc(cells);
+    for (size_t i = 0; v && d && ok && i < cells; i++) {
+        v[i] = base + (int32_t)i;
+        d[i] = v[i] / 2.0;
+        ok[i] = (uint8_t)(v[i] & 1);
+    }
+    char sub[128];
+    int l = snprintf(sub, sizeof sub, "[[%d, %d], [%d, %d]]", y0, y1, x0, x1);
+    unit_put(&stg, "w/__subarray.json", sub, (size_t)l);
+    unit_put(&stg, "w/v", v, cells * 4);
+    unit_put(&stg, "w/n", d, cells * 8);
+    unit_put(&stg, "w/n.validity", ok, cells);
+    mem_commit(arr, &stg, ts);
+    free(v);
+    free(d);
+    free(ok);
+}
+
+/* Every chunk of Zarr array `field` (cs bytes a cell) of the 20 x 15 view
+ * against the view's own file. */
+static void zarr_check_field(struct tdb_fs *fs, const char *field,
+                             const char *raw_name, uint64_t cs)
+{
+    uint64_t n = 0;
+    uint8_t *raw = unit_fs_file(fs, raw_name, &n);
+    CHECK(raw && n == 20 * 15 * cs);
+    struct grid v = {raw, 20, 15, cs};
+    for (uint64_t i = 0; raw && i < 5; i++) {
+        for (uint64_t j = 0; j < 5; j++) {
+            char p[128];
+            uint64_t size = 0;
+            snprintf(p, sizeof p, "__zarr/%s/%llu.%llu", field,
+                     (unsigned long long)i, (unsigned long long)j);
+            uint8_t *c = unit_fs_file(fs, p, &size);
+            CHECK(c && size == 4 * 3 * cs);
+            if (c && size == 4 * 3 * cs)
+                check_chunk(p, c, &v, &(struct box){i * 4, j * 3, 4, 3, true},
+                            NULL);
+            free(c);
+        }
+    }
+    free(raw);
+}
+
+static void test_zarr_unaligned(void)
+{
+    struct tdb_io arr;
+    mem_array(&arr, zarr_schema);
+    zarr_write(&arr, (const int[]){-7, 12, 2, 16}, 0, 2);
+    zarr_write(&arr, (const int[]){-2, 5, 6, 11}, 1000, 3);
+    struct tdb_fs *fs = mem_open(&arr);
+    CHECK(fs != NULL);
+    if (!fs) {
+        tdb_io_free(&arr);
+        return;
+    }
+    zarr_check_field(fs, "v", "v", 4);
+    zarr_check_field(fs, "n", "n", 8);
+    zarr_check_field(fs, "n.validity", "n.validity", 1);
+    uint64_t size = 0;
+    uint8_t *c = unit_fs_file(fs, "__zarr/y/0", &size);
+    static const int32_t y0[4] = {-7, -6, -5, -4};
+    CHECK(c && size == 16 && !memcmp(c, y0, 16));
+    free(c);
+    c = unit_fs_file(fs, "__zarr/x/4", &size);
+    static const int32_t x4[3] = {14, 15, 16};
+    CHECK(c && size == 12 && !memcmp(c, x4, 12));
+    free(c);
+    uint8_t *doc = unit_fs_file(fs, "__zarr/v/.zattrs", &size);
+    CHECK(doc && !strcmp((char *)doc, "{\"_ARRAY_DIMENSIONS\": [\"y\", \"x\"]}\n"));
+    free(doc);
+    /* __domain/v[-5:-1,3] is __slice/v[2:6,1], and __slice's steps */
+    uint64_t n1 = 0, n2 = 0, nr = 0;
+    uint8_t *a = unit_fs_file(fs, "__domain/v[-5:-1,3].npy", &n1);
+    uint8_t *b = unit_fs_file(fs, "__slice/v[2:6,1].npy", &n2);
+    uint8_t *raw = unit_fs_file(fs, "v", &nr);
+    CHECK(a && b && n1 == n2 && n1 == 128 + 16 && !memcmp(a, b, (size_t)n1));
+    CHECK(a && memmem(a, (size_t)n1, "'shape': (4,)", 13));
+    for (int i = 0; a && raw && nr == 1200 && i < 4; i++)
+        CHECK(!memcmp(a + 128 + 4 * i, raw + ((2 + i) * 15 + 1) * 4, 4));
+    free(a);
+    free(b);
+    a = unit_fs_file(fs, "__slice/v[::-7,-2::-6].npy", &n1);
+    CHECK(a && n1 == 128 + 3 * 3 * 4 &&
+          memmem(a, (size_t)n1, "'shape': (3, 3)", 15));
+    static const int rows[3] = {19, 12, 5}, cols[3] = {13, 7, 1};
+    for (int i = 0; a && raw && nr == 1200 && i < 9; i++)
+        CHECK(!memcmp(a + 128 + 4 * i,
+                      raw + (rows[i / 3] * 15 + cols[i % 3]) * 4, 4));
+    free(a);
+    free(raw);
+    tdb_fs_close(fs);
+    tdb_io_free(&arr);
+}
+
+/* Var-sized strings as a .npy: each value padded with zeros to the
+ * longest (S3 here), slices of the same width; one value longer than
+ * TDB_NPY_MAX_WIDTH bytes makes the file fail with TDB_E_UNSUPPORTED
+ * saying so, and nothing else. */
+static const char str_schema[] =
+    "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"i\", \"datatype\": "
+    "\"INT64\", \"domain\": [0, 3], \"tile_extent\": 2}], \"attrs\": "
+    "[{\"name\": \"s\", \"datatype\": \"STRING_ASCII\", \"cell_val_num\": "
+    "\"var\"}]}";
+
+static void str_write(const struct tdb_io *arr, const char *sub,
+                      const char *const *v, size_t n, uint64_t ts)
+{
+    struct tdb_io stg;
+    CHECK_EQ_INT(tdb_io_mem(&stg), 0);
+    stg.ops->mkdir(stg.ctx, "w");
+    struct tdb_buf vals = {0}, offs = {0};
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ_INT(tdb_buf_put_u64(&offs, vals.len), 0);
+        CHECK_EQ_INT(tdb_buf_append(&vals, v[i], strlen(v[i])), 0);
+    }
+    unit_put(&stg, "w/__subarray.json", sub, strlen(sub));
+    unit_put(&stg, "w/s", vals.data ? (void *)vals.data : "", vals.len);
+    unit_put(&stg, "w/s.offsets", offs.data, offs.len);
+    mem_commit(arr, &stg, ts);
+    tdb_buf_free(&vals);
+    tdb_buf_free(&offs);
+}
+
+static void test_npy_strings(void)
+{
+    struct tdb_io arr;
+    struct tdb_error err = {0};
+    mem_array(&arr, str_schema);
+    static const char *const v[] = {"ab", "", "xyz", "q"};
+    str_write(&arr, "[[0, 3]]", v, 4, 2);
+    struct tdb_fs *fs = mem_open(&arr);
+    CHECK(fs != NULL);
+    uint64_t n = 0;
+    uint8_t *f = fs ? unit_fs_file(fs, "s.npy", &n) : NULL;
+    CHECK(f && n == 128 + 12 && memmem(f, 128, "'descr': '|S3'", 14) &&
+          memmem(f, 128, "'shape': (4,)", 13) &&
+          !memcmp(f + 128, "ab\0\0\0\0xyzq\0\0", 12));
+    free(f);
+    f = fs ? unit_fs_file(fs, "__slice/s[1:3].npy", &n) : NULL;
+    CHECK(f && n == 128 + 6 && !memcmp(f + 128, "\0\0\0xyz", 6));
+    free(f);
+    for (int i = 0; fs && i < 12; i++) {     /* any range reads the same */
+        uint8_t b[12];
+        size_t got;
+        uint64_t ino;
+        CHECK_EQ_INT(tdb_fs_resolve(fs, "s.npy", &ino, &err), 0);
+        CHECK_EQ_INT(tdb_fs_read(fs, ino, 128 + (uint64_t)i, b, 12, &got, &err), 0);
+        CHECK(got == 12 - (size_t)i &&
+              !memcmp(b, "ab\0\0\0\0xyzq\0\0" + i, 12 - (size_t)i));
+    }
+    tdb_fs_close(fs);
+    fs = NULL;
+    char *big = malloc(TDB_NPY_MAX_WIDTH + 2);
+    if (big) {
+        memset(big, 'b', TDB_NPY_MAX_WIDTH + 1);
+        big[TDB_NPY_MAX_WIDTH + 1] = 0;
+        const char *const w[] = {big};
+        str_write(&arr, "[[2, 2]]", w, 1, 3);
+    }
+    free(big);
+    fs = mem_open(&arr);
+    uint64_t ino;
+    struct tdb_stat st;
+    CHECK_EQ_INT(fs ? tdb_fs_resolve(fs, "s.npy", &ino, &err) : -1, 0);
+    CHECK_EQ_INT(fs ? tdb_fs_stat(fs, ino, &st, &err) : 0, TDB_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "65537 bytes") && strstr(err.msg, "65536"));
+    f = fs ? unit_fs_file(fs, "s", &n) : NULL;
+    CHECK(f && n == 2 + TDB_NPY_MAX_WIDTH + 1 + 1);
+    free(f);
+    tdb_fs_close(fs);
+    tdb_io_free(&arr);
+}
+
 int main(void)
 {
     corpus = unit_corpus();
@@ -430,5 +774,8 @@ int main(void)
     RUN_CORPUS(test_tiny_cache);
     RUN_CORPUS(test_paths);
     RUN_CORPUS(test_shared_cache);
+    RUN_CORPUS(test_zarr_chunk_is_tile);
+    RUN(test_zarr_unaligned);
+    RUN(test_npy_strings);
     return unit_done();
 }
