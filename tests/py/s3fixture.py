@@ -55,7 +55,10 @@ import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S3_DIR = os.path.join(REPO, 'tests', 's3')
-S3RVER = os.path.join(S3_DIR, 'node_modules', '.bin', 's3rver')
+# TILEDBFS_S3RVER=PROGRAM: an s3rver installed elsewhere (make distcheck's
+# tarball has no node_modules; scripts/test points it at the tree's)
+S3RVER = (os.environ.get('TILEDBFS_S3RVER')
+          or os.path.join(S3_DIR, 'node_modules', '.bin', 's3rver'))
 RGW = os.path.join(S3_DIR, 'rgw')
 SERVERS = ('s3rver', 'radosgw')
 BUCKET = 'tiledbfs'
