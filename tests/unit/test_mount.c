@@ -1489,11 +1489,71 @@ static void test_refresh_fails(void)
     fx_close(&l);
 }
 
+/* Opens file `name` of the root read-only as the kernel does, given the
+ * entry *e of an earlier lookup of it: an open that answers -ESTALE (a
+ * refresh replaced the view that lookup found, and as nothing used that
+ * view it closed) forgets *e and looks the name up again (the kernel
+ * walks the path again), which must find a newer view.  @return 0, or -1:
+ * an error, or a second lookup that found no newer view. */
+static int open_as_kernel(struct tdbm_mount *m, const char *name,
+                          struct tdbm_entry *e, struct tdbm_handle **h)
+{
+    struct tdbm_open_info oi;
+    uint64_t gen;
+    int rc;
+
+    while ((rc = tdbm_open(m, e->ino, O_RDONLY, h, &oi)) == -ESTALE) {
+        gen = e->ino >> TDBM_GEN_SHIFT;
+        tdbm_forget(m, e->ino, 1);
+        if (tdbm_lookup(m, TDBM_ROOT_INO, name, e) != 0 ||
+            e->ino >> TDBM_GEN_SHIFT <= gen)
+            return -1;
+    }
+    return rc == 0 ? 0 : -1;
+}
+
+/* A file looked up before a refresh and opened after it, the old view
+ * closed in between: the open answers -ESTALE (not the old bytes, not
+ * another error), and the kernel's second lookup opens the new view. */
+static void test_refresh_stale_open(void)
+{
+    int32_t want[50], v[50];
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    struct fixture l;
+    size_t got = 0;
+
+    CHECK_EQ_INT(expected("dense_1d_basic", "a", want, sizeof want),
+                 sizeof want);
+    if (!live_setup(&l, "dense_1d_basic", ".", "refresh=1", false))
+        return;
+    CHECK_EQ_INT(tdbm_lookup(l.m, TDBM_ROOT_INO, "a", &e), 0);
+    CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 1);
+    CHECK_EQ_INT(live_put(&l, ".", false), 0);
+    CHECK_EQ_INT(live_put(&l, ".", true), 0);
+    CHECK_EQ_INT(tdbm_refresh(l.m), 1);
+    CHECK_EQ_INT(tdbm_open(l.m, e.ino, O_RDONLY, &h, &oi), -ESTALE);
+    if (open_as_kernel(l.m, "a", &e, &h) == 0) {
+        CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 2);
+        CHECK_EQ_INT(tdbm_read(l.m, h, e.ino, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(got, sizeof v);
+        CHECK_MEM(v, want, sizeof want);
+        tdbm_release(l.m, h);
+        tdbm_forget(l.m, e.ino, 1);
+    } else {
+        CHECK(!"the second lookup opens the new view");
+    }
+    fx_close(&l);
+}
+
 /* Readers on threads while the source changes and is refreshed (commit
  * file in, out, in...): every read of the view a handle opened gives that
  * view's bytes (all fill values, or all the fragment's), a handle reads
  * the same bytes again after refreshes, and nothing is freed in use (run
- * under ThreadSanitizer and AddressSanitizer by scripts/sanitize). */
+ * under ThreadSanitizer and AddressSanitizer by scripts/sanitize).  A
+ * reader opens as the kernel does (open_as_kernel): a refresh between its
+ * lookup and its open may close the view the lookup found. */
 struct refresh_race {
     struct tdbm_mount *m;
     const int32_t *want;
@@ -1515,12 +1575,11 @@ static void *race_reader(void *arg)
     int32_t first[50], again[50];
 
     while (!atomic_load(&r->stop)) {
-        struct tdbm_open_info oi;
         struct tdbm_handle *h;
         struct tdbm_entry e;
         size_t got = 0;
         if (tdbm_lookup(r->m, TDBM_ROOT_INO, "a", &e) != 0 || !e.ino ||
-            tdbm_open(r->m, e.ino, O_RDONLY, &h, &oi) != 0) {
+            open_as_kernel(r->m, "a", &e, &h) != 0) {
             atomic_fetch_add(&r->bad, 1);
             break;
         }
@@ -1627,6 +1686,7 @@ int main(void)
     RUN_CORPUS(test_refresh_group);
     RUN_CORPUS(test_refresh_own_write);
     RUN_CORPUS(test_refresh_fails);
+    RUN_CORPUS(test_refresh_stale_open);
     RUN_CORPUS(test_refresh_threads);
     RUN(test_s3_option_values);
     return unit_done();
