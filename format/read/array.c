@@ -3,7 +3,7 @@
  * (format_spec/fragment.md: data files, var-sized and validity tiles, the
  * legacy __coords file). */
 #include "read/array.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 
 #include <stdio.h>
 #include <stdlib.h>

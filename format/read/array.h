@@ -5,12 +5,12 @@
 #define TDB_ARRAY_H
 
 #include "core/core.h"
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 #include "read/cache.h"
-#include "read/delcond.h"
-#include "read/fragmeta.h"
-#include "read/meta.h"
-#include "read/schema.h"
+#include "model/delcond.h"
+#include "model/fragmeta.h"
+#include "model/meta.h"
+#include "model/schema.h"
 
 #define TDB_MAX_DIMS 32
 

@@ -6,7 +6,7 @@
 #define TDB_VIEW_H
 
 #include "read/array.h"
-#include "read/order.h"
+#include "model/order.h"
 #include <pthread.h>
 #include <stdatomic.h>
 

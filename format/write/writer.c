@@ -1,7 +1,7 @@
 /* writer.c: writing one fragment at format version 22 from staged files (format_spec/fragment.md data files and tiles; docs/LAYOUT.md "Writing"). */
 #include "write/writer.h"
 #include "read/array.h"
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 #include "read/view.h"
 
 #include <jansson.h>

@@ -2,12 +2,12 @@
  * __array.json, __meta/, __fragments/, data files and their xattrs; a
  * group's __group.json, __meta/ and members.  Both the daemon and
  * tiledbfs-cat read through these calls. */
-#include "read/json.h"
-#include "read/npy.h"
-#include "read/reader.h"
-#include "read/stamp.h"
+#include "tree/json.h"
+#include "tree/npy.h"
+#include "tree/reader.h"
+#include "tree/stamp.h"
 #include "read/view.h"
-#include "read/zarr.h"
+#include "tree/zarr.h"
 
 #include <errno.h>
 #include <inttypes.h>

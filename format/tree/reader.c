@@ -31,7 +31,7 @@
  * for the bytes of its tiles and, reading on, of a growing window ahead
  * (fetch.c): decoding threads then find them arrived or on their way.
  * Lock order: rd->lock, then the pool's or the cache's lock. */
-#include "read/reader.h"
+#include "tree/reader.h"
 #include "read/fetch.h"
 #include "tiledb_format.h"
 

@@ -1,7 +1,7 @@
 /* group.c: group members (format_spec/group.md, group_file_hierarchy.md). */
-#include "read/meta.h"
+#include "model/meta.h"
 #include "read/view.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 #include "core/names.h"
 
 #include <stdio.h>
