@@ -10,6 +10,7 @@
 #include "tiledb_format_write.h"
 #include "model/generic_tile.h"
 #include "model/meta.h"
+#include "model/mount_names.h"
 #include "groupfile.h"
 #include "support.h"
 #include "tree/npy.h"           /* TDB_NPY_MAX_WIDTH */
