@@ -606,15 +606,6 @@ static void arr_want_frags(const struct tdb_io *io,
     free(w);
 }
 
-/* The enumeration files of the schema in force, asked for at once. */
-static void arr_want_enums(struct tdb_array *a)
-{
-    const struct tdb_schema *s = a->schema;
-    for (uint32_t i = 0; i < s->nenums; i++)
-        if (s->enums[i].path)
-            tdb_io_want(&a->io, TDB_WANT_FILE, s->enums[i].path);
-}
-
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
                    struct tdb_cache *cache, struct tdb_error *err)
@@ -651,32 +642,10 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                     path[0] ? path : ".");
         goto fail;
     }
-    a->schemas.v = calloc(a->dir->nschemas, sizeof *a->schemas.v);
-    if (!a->schemas.v) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if ((r = tdb_array_schemas_load(&a->io, a->dir, key, &a->schemas,
+                                    &a->schema, err)))
         goto fail;
-    }
-    for (size_t i = 0; i < a->dir->nschemas; i++) {
-        r = tdb_schema_load(&a->io, a->dir->schemas[i].path, key,
-                            &a->schemas.v[i], err);
-        if (r)
-            goto fail;
-        a->schemas.n++;
-    }
-    /* the schema in force at ts_end (arraydir applies TileDB's rule) */
-    struct tdb_schema *in_force =
-        a->schemas.v[a->dir->schema_latest < a->schemas.n ? a->dir->schema_latest
-                                                           : 0];
-    a->schema = in_force;
-    arr_want_enums(a);
-    /* its enumerations' values (shown in __array.json) */
-    for (uint32_t i = 0; i < in_force->nenums; i++)
-        if ((r = tdb_enumeration_load(&a->io, &in_force->enums[i], key, err)))
-            goto fail;
     a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
-    if ((r = tdb_arraydir_select(a->dir, a->schema->array_type == TDB_SPARSE,
-                                 err)))
-        goto fail;
     /* consolidated fragment metadata */
     if (a->dir->nfragmeta) {
         cons = calloc(a->dir->nfragmeta, sizeof *cons);

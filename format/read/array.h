@@ -11,6 +11,7 @@
 #include "model/fragmeta.h"
 #include "model/meta.h"
 #include "model/schema.h"
+#include "model/schemas.h"
 
 /* Parts of a field's tile in the cache key (key.part = field << 8 | part). */
 /* TDB_PART_OFFSETS: a var-sized field's offsets alone (the values are not
