@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "numeric_common.h"
+#include "numeric_int.h"
 
 /* ------------------------------------------------------------ byte rows */
 
