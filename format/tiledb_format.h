@@ -16,9 +16,14 @@
  *    and every free function accepts NULL.
  *  - Buffers are passed as (dst, dst_capacity) and sizes are uint64_t or
  *    size_t; the library never prints, never exits, keeps no global state.
- *  - All file access goes through a `struct tdb_io` (POSIX and in-memory
- *    backends are provided); fault injection and other backends plug in
+ *  - All file access goes through a `struct tdb_io`: backends for a POSIX
+ *    folder, memory and S3 below, one that follows no symbolic link in
+ *    tiledb_format_write.h; fault injection and other backends plug in
  *    there.
+ *  - Calls whose form follows the engine's internals (statistics of the
+ *    tile cache, reads that lend decoded tiles) sit in the section at the
+ *    end, visible only where TDB_UNSTABLE_API is defined before this
+ *    header is included.
  */
 #ifndef TILEDB_FORMAT_H
 #define TILEDB_FORMAT_H
@@ -38,7 +43,8 @@ enum tdb_status {
     TDB_E_IO = -1,          /* the I/O backend failed */
     TDB_E_CORRUPT = -2,     /* bytes on disk do not follow the format */
     TDB_E_NOMEM = -3,       /* allocation failed or a size cap was hit */
-    TDB_E_UNSUPPORTED = -4, /* valid format we do not handle (e.g. WEBP) */
+    TDB_E_UNSUPPORTED = -4, /* valid format we do not handle (e.g. a
+                             * format version newer than 23) */
     TDB_E_CHECKSUM = -5,    /* an MD5/SHA-256 checksum filter mismatched */
     TDB_E_AUTH = -6,        /* AES-256-GCM authentication failed (wrong key) */
     TDB_E_INVAL = -7,       /* the caller's arguments are wrong */
@@ -502,14 +508,6 @@ int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,
 int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
                     void *buf, size_t cap, size_t *size);
 
-/* Cache statistics, for tests and benchmarks. */
-struct tdb_cache_stats {
-    uint64_t budget, used, entries, hits, misses, decodes, evictions;
-    uint64_t decoded_bytes;     /* bytes the decodes produced */
-    uint64_t decode_ns;         /* time spent decoding (all threads) */
-};
-void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
-
 /* ------------------------------------------------ whether a source changed */
 
 #define TDB_STAMP_BYTES 32
@@ -535,9 +533,33 @@ int tdb_fs_watch_dirs(const struct tdb_fs *fs, struct tdb_names *out,
 int tdb_fs_stamp(const struct tdb_io *io, const struct tdb_fs *fs,
                  uint8_t out[TDB_STAMP_BYTES], struct tdb_error *err);
 
-/* ------------------------------------------------------------------
- * Reads without copying (added by the perf branch): a reader's bytes as
- * pieces of the decoded tiles themselves. */
+#ifdef __cplusplus
+}
+#endif
+#endif /* TILEDB_FORMAT_H */
+
+/* -------------------------------------------------------------- unstable
+ * Calls whose form follows the engine's internals (the tile cache, the
+ * decoded tiles) and changes with them: for the project's own front ends,
+ * tests and benchmarks.  A file sees them when it defines TDB_UNSTABLE_API
+ * before it includes this header (as zstd.h's ZSTD_STATIC_LINKING_ONLY). */
+#if defined(TDB_UNSTABLE_API) && !defined(TILEDB_FORMAT_H_UNSTABLE)
+#define TILEDB_FORMAT_H_UNSTABLE
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Statistics of a tree's tile cache, for tests and benchmarks. */
+struct tdb_cache_stats {
+    uint64_t budget, used, entries, hits, misses, decodes, evictions;
+    uint64_t decoded_bytes;     /* bytes the decodes produced */
+    uint64_t decode_ns;         /* time spent decoding (all threads) */
+};
+void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
+
+/* Reads without copying: a reader's bytes as pieces of the decoded tiles
+ * themselves. */
 struct tdb_seg {
     const void *base;
     size_t len;
@@ -560,4 +582,4 @@ void tdb_reader_done(struct tdb_read_hold *hold);
 #ifdef __cplusplus
 }
 #endif
-#endif
+#endif /* TDB_UNSTABLE_API */

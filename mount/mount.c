@@ -1,4 +1,5 @@
 /* mount.c: the trees of a mount, their inode numbers, and the requests that read them. */
+#define TDB_UNSTABLE_API /* tdb_reader_read_segs */
 #include "priv.h"
 
 #include <errno.h>

@@ -21,6 +21,7 @@
  * (mbps is 10^6 bytes per second; the cache counters are those of the
  * pass alone).  Errors: one line on stderr, exit status 1.
  */
+#define TDB_UNSTABLE_API /* tdb_fs_cache_stats */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>

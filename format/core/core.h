@@ -4,6 +4,10 @@
 #ifndef TDB_CORE_H
 #define TDB_CORE_H
 
+/* the engine sees the unstable section of its public header too */
+#ifndef TDB_UNSTABLE_API
+#define TDB_UNSTABLE_API
+#endif
 #include "tiledb_format.h"
 #include "tiledb_format_write.h"
 
@@ -153,7 +157,7 @@ uint8_t *tdb_buf_take(struct tdb_buf *b, size_t *len);
 /* numpy's dtype string ("<f8", "|u1", "|S1", "<M8[ms]"). */
 const char *tdb_dt_numpy(unsigned dt);
 bool tdb_dt_is_signed_int(unsigned dt);  /* INT*, DATETIME_*, TIME_* */
-bool tdb_dt_is_unsigned_int(unsigned dt);/* UINT*, BOOL?no, BLOB?no */
+bool tdb_dt_is_unsigned_int(unsigned dt);/* UINT* (not BOOL or BLOB) */
 bool tdb_dt_is_integer(unsigned dt);     /* either of the above */
 bool tdb_dt_is_float(unsigned dt);
 bool tdb_dt_is_string(unsigned dt);      /* CHAR, STRING_* */

@@ -24,56 +24,7 @@
                                     * up to this size */
 #define S3_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
 
-/* --------------------------------------------------------------- state */
-
-/* An object being written: its bytes wait in an unlinked temporary file
- * until sync or rename PUTs them. */
-struct s3_pending {
-    char *path;
-    int fd;
-    uint64_t size;
-    struct s3_pending *next;
-};
-
-
 /* ------------------------------------------------------------- helpers */
-
-/* The key of `path` (relative to the root; leading '/' ignored). */
-char *tdb_s3_key(struct s3 *s, const char *path)
-{
-    while (*path == '/')
-        path++;
-    size_t l = strlen(path);
-    while (l && path[l - 1] == '/')
-        l--;
-    char *k = NULL;
-    if (!s->prefix[0])
-        return strndup(path, l);
-    if (!l)
-        return strdup(s->prefix);
-    if (asprintf(&k, "%s/%.*s", s->prefix, (int)l, path) < 0)
-        return NULL;
-    return k;
-}
-
-/* The path as the cache names it (no leading or trailing '/'). */
-char *tdb_s3_norm(const char *path)
-{
-    while (*path == '/')
-        path++;
-    size_t l = strlen(path);
-    while (l && path[l - 1] == '/')
-        l--;
-    return strndup(path, l);
-}
-
-static struct s3_pending *s3_pending_find(struct s3 *s, const char *norm)
-{
-    for (struct s3_pending *p = s->pend; p; p = p->next)
-        if (!strcmp(p->path, norm))
-            return p;
-    return NULL;
-}
 
 /* Takes pending object `norm` off the list (s->lock held). */
 static struct s3_pending *s3_pending_take(struct s3 *s, const char *norm)
@@ -129,31 +80,13 @@ static int s3_head(struct s3 *s, const char *key, uint64_t *size)
 
 /* ------------------------------------------------------------ the ops */
 
-bool tdb_s3_pending(struct s3 *s, const char *norm)
-{
-    pthread_mutex_lock(&s->lock);
-    bool p = s3_pending_find(s, norm) != NULL;
-    pthread_mutex_unlock(&s->lock);
-    return p;
-}
-
-char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
-                   uint64_t size)
-{
-    char *id = NULL;
-    if (asprintf(&id, "%s/%s/%s\n%s\n%llu", s->host, s->bucket, key, etag,
-                 (unsigned long long)size) < 0)
-        return NULL;
-    return id;
-}
-
 /* Reads [off, off + len) of norm when it is being written: @return 1 (*rc
  * the outcome) or 0 (it is not). */
 static int s3_pending_read(struct s3 *s, const char *norm, uint64_t off,
                            void *buf, size_t len, int *rc)
 {
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = s3_pending_find(s, norm);
+    struct s3_pending *p = tdb_s3_pending_find(s, norm);
     int r = 0;
     if (p) {
         uint64_t end;
@@ -307,7 +240,7 @@ static int s3_size(void *ctx, const char *path, uint64_t *size)
     if (!norm)
         return TDB_E_NOMEM;
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = s3_pending_find(s, norm);
+    struct s3_pending *p = tdb_s3_pending_find(s, norm);
     if (p)
         *size = p->size;
     pthread_mutex_unlock(&s->lock);
@@ -454,7 +387,7 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
         return TDB_E_INVAL;
     }
     pthread_mutex_lock(&s->lock);
-    bool known = s3_pending_find(s, norm) != NULL;
+    bool known = tdb_s3_pending_find(s, norm) != NULL;
     pthread_mutex_unlock(&s->lock);
     struct s3_pending *np = NULL;
     int r = 0;
@@ -496,7 +429,7 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
         }
     }
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = s3_pending_find(s, norm);
+    struct s3_pending *p = tdb_s3_pending_find(s, norm);
     if (!p && np) {
         np->next = s->pend;
         s->pend = p = np;
@@ -536,7 +469,7 @@ static int s3_flush(struct s3 *s, const char *norm, const char *key,
     int r = s3_put_fd(s, key, p->fd, p->size);
     if (r) {   /* kept for another try */
         pthread_mutex_lock(&s->lock);
-        if (s3_pending_find(s, norm)) {
+        if (tdb_s3_pending_find(s, norm)) {
             s3_pending_free(p);
         } else {
             p->next = s->pend;

@@ -34,24 +34,7 @@ struct s3_listing {
     struct s3_listing *next;
 };
 
-void tdb_s3_dents_free(struct s3_dent *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(e[i].name);
-        free(e[i].etag);
-    }
-    free(e);
-}
-
 /* --------------------------------------------------------------- cache */
-
-uint64_t tdb_s3_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;      /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 
 static size_t s3_hash(const char *s)
 {

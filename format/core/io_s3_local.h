@@ -1,7 +1,10 @@
 /* io_s3_local.h: what the files of the S3 backend share: the backend's
  * state, one HTTP request (io_s3_http.c), the XML answers (io_s3_xml.c).
- * The backend proper is io_s3.c; signing io_s3_sign.c; the AWS
- * configuration io_s3_config.c. */
+ * The backend proper is io_s3.c, above the others: fetching ahead
+ * io_s3_fetch.c, listings io_s3_list.c, the disk cache io_s3_disk.c,
+ * requests io_s3_http.c, answers io_s3_xml.c, signing io_s3_sign.c, the
+ * AWS configuration io_s3_config.c, and beneath them all io_s3_common.c
+ * (paths and keys, objects being written, listing entries). */
 #ifndef TDB_IO_S3_LOCAL_H
 #define TDB_IO_S3_LOCAL_H
 
@@ -58,10 +61,18 @@ void tdb_s3_dents_free(struct s3_dent *e, size_t n);
 
 
 struct s3_dir;
-struct s3_pending;
 struct s3_listing;
 struct s3_got;
 struct s3_disk;
+
+/* An object being written: its bytes wait in an unlinked temporary file
+ * until sync or rename PUTs them. */
+struct s3_pending {
+    char *path;
+    int fd;
+    uint64_t size;
+    struct s3_pending *next;
+};
 
 struct s3 {
     char *bucket;
@@ -164,15 +175,17 @@ uint64_t tdb_s3_hash(const char *s);
 /* Monotonic milliseconds. */
 uint64_t tdb_s3_clock_ms(void);
 
-/* ------------------------------------------------------ paths (io_s3.c) */
+/* ---------------------------------------------- paths (io_s3_common.c) */
 
 /* The key of `path` (relative to the root; leading '/' ignored), and the
  * path as the caches name it (no leading or trailing '/').  @return a new
  * string, NULL when out of memory. */
 char *tdb_s3_key(struct s3 *s, const char *path);
 char *tdb_s3_norm(const char *path);
-/* Is norm being written (held in a temporary file)? */
+/* Is norm being written (held in a temporary file)?  _find: the object
+ * being written (s->lock held), or NULL. */
 bool tdb_s3_pending(struct s3 *s, const char *norm);
+struct s3_pending *tdb_s3_pending_find(struct s3 *s, const char *norm);
 /* The name of one version of an object in the disk cache. */
 char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
                    uint64_t size);

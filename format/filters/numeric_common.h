@@ -10,14 +10,15 @@
  *
  * Integers.  The filters that compute on values (BIT_WIDTH_REDUCTION,
  * POSITIVE_DELTA, DELTA, DOUBLE_DELTA) see the data as little-endian
- * integers of 1, 2, 4 or 8 bytes; the helpers below load them into a
- * uint64_t (modular arithmetic in that width gives TileDB's results) and
- * sign-extend where the width's signedness matters.
+ * integers of 1, 2, 4 or 8 bytes; numeric_int.h's helpers load them into
+ * a uint64_t (modular arithmetic in that width gives TileDB's results)
+ * and sign-extend where the width's signedness matters.
  */
 #ifndef TDB_NUMERIC_COMMON_H
 #define TDB_NUMERIC_COMMON_H
 
 #include "filter.h"
+#include "numeric_int.h"
 #include "shuffle_simd.h"
 
 /* The vector path the call names (struct tdb_filter_call.simd) into *p.
@@ -45,50 +46,6 @@ struct tdb_numeric_int {
     unsigned width;  /* bytes: 1, 2, 4 or 8 */
     bool is_signed;
 };
-
-/* Loads a little-endian unsigned integer of w (1, 2, 4, 8) bytes. */
-static inline uint64_t tdb_numeric_load(const uint8_t *p, unsigned w)
-{
-    switch (w) {
-    case 1: return p[0];
-    case 2: return tdb_le16(p);
-    case 4: return tdb_le32(p);
-    default: return tdb_le64(p);
-    }
-}
-
-/* Stores the low w bytes of v little-endian. */
-static inline void tdb_numeric_store(uint8_t *p, unsigned w, uint64_t v)
-{
-    switch (w) {
-    case 1: p[0] = (uint8_t)v; break;
-    case 2: tdb_st16(p, (uint16_t)v); break;
-    case 4: tdb_st32(p, (uint32_t)v); break;
-    default: tdb_st64(p, v); break;
-    }
-}
-
-/* All-ones mask of w bytes. */
-static inline uint64_t tdb_numeric_mask(unsigned w)
-{
-    return w >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * w)) - 1;
-}
-
-/* The value of the low w bytes of v read as a two's complement integer. */
-static inline int64_t tdb_numeric_sext(uint64_t v, unsigned w)
-{
-    if (w >= 8)
-        return (int64_t)v;
-    uint64_t sign = UINT64_C(1) << (8 * w - 1);
-    v &= tdb_numeric_mask(w);
-    return (int64_t)(v ^ sign) - (int64_t)sign;
-}
-
-/* Loads a value of type t as int64_t (signed) or uint64_t bits. */
-static inline int64_t tdb_numeric_load_signed(const uint8_t *p, unsigned w)
-{
-    return tdb_numeric_sext(tdb_numeric_load(p, w), w);
-}
 
 /* Appends the rest of md (the previous filters' metadata) to md_out and
  * data to data_out: what a filter that does not apply to the datatype

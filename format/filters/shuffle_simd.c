@@ -1,12 +1,12 @@
 /* shuffle_simd.c: the scalar kernels of shuffle_simd.h (the byte and bit
  * transpositions of BYTESHUFFLE and BITSHUFFLE, tile.md; the running XOR
- * and sums of XOR and DELTA, filters/xor.md, delta.md) and the choice of a
- * path by the CPU's features. */
+ * and sums of XOR and DELTA, filters/xor.md, delta.md); shuffle_path.c
+ * chooses a path by the CPU's features. */
 #include "shuffle_simd.h"
 
 #include <string.h>
 
-#include "numeric_common.h"
+#include "numeric_int.h"
 
 /* ------------------------------------------------------------ byte rows */
 
@@ -175,7 +175,7 @@ static void shuffle_add_inv(const uint8_t *in, size_t n, unsigned w,
     shuffle_scan_from(in, n, w, out, 0, true);
 }
 
-static const struct tdb_shuffle_path shuffle_scalar = {
+const struct tdb_shuffle_path tdb_shuffle_scalar = {
     .name = "scalar",
     .byte_fwd = shuffle_byte_fwd,
     .byte_inv = shuffle_byte_inv,
@@ -184,31 +184,3 @@ static const struct tdb_shuffle_path shuffle_scalar = {
     .xor_inv = shuffle_xor_inv,
     .add_inv = shuffle_add_inv,
 };
-
-/* ---------------------------------------------------------- the choice */
-
-const struct tdb_shuffle_path *tdb_shuffle_path(unsigned which)
-{
-    switch (which) {
-    case TDB_SIMD_BEST:
-        for (unsigned p = TDB_SIMD_COUNT - 1; p > TDB_SIMD_SCALAR; p--)
-            if (tdb_shuffle_path(p))
-                return tdb_shuffle_path(p);
-        return &shuffle_scalar;
-    case TDB_SIMD_SCALAR:
-        return &shuffle_scalar;
-#if TDB_SHUFFLE_X86
-    case TDB_SIMD_SSE2:
-        return __builtin_cpu_supports("sse2") ? &tdb_shuffle_sse2 : NULL;
-    case TDB_SIMD_AVX2:
-        return __builtin_cpu_supports("avx2") ? &tdb_shuffle_avx2 : NULL;
-    case TDB_SIMD_AVX512:
-        return __builtin_cpu_supports("avx512f") &&
-                       __builtin_cpu_supports("avx512bw")
-                   ? &tdb_shuffle_avx512
-                   : NULL;
-#endif
-    default:
-        return NULL;
-    }
-}

@@ -71,8 +71,10 @@ struct tdb_shuffle_path {
  * the fastest path this CPU runs, the scalar one at worst. */
 const struct tdb_shuffle_path *tdb_shuffle_path(unsigned which);
 
-/* The x86 paths: defined in their own files on x86, where
- * tdb_shuffle_path offers them only when the CPU has their features. */
+/* The paths: the scalar one (shuffle_simd.c), and on x86 the others,
+ * defined in their own files, which tdb_shuffle_path (shuffle_path.c)
+ * offers only when the CPU has their features. */
+extern const struct tdb_shuffle_path tdb_shuffle_scalar;
 extern const struct tdb_shuffle_path tdb_shuffle_sse2, tdb_shuffle_avx2,
     tdb_shuffle_avx512;
 

@@ -3,70 +3,10 @@
  * (format_spec/fragment.md: data files, var-sized and validity tiles, the
  * legacy __coords file). */
 #include "read/array.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-/* ------------------------------------------------------------ dimensions */
-
-static int64_t arr_i64(const struct tdb_dim *d, const uint8_t *v)
-{
-    switch (tdb_dt_size(d->type)) {
-    case 1: return (int8_t)v[0];
-    case 2: return (int16_t)tdb_le16(v);
-    case 4: return (int32_t)tdb_le32(v);
-    default: return (int64_t)tdb_le64(v);
-    }
-}
-
-static uint64_t arr_u64(const struct tdb_dim *d, const uint8_t *v)
-{
-    switch (tdb_dt_size(d->type)) {
-    case 1: return v[0];
-    case 2: return tdb_le16(v);
-    case 4: return tdb_le32(v);
-    default: return tdb_le64(v);
-    }
-}
-
-uint64_t tdb_dim_offset(const struct tdb_dim *d, const uint8_t *v)
-{
-    if (tdb_dt_is_signed_int(d->type))
-        return (uint64_t)arr_i64(d, v) - (uint64_t)arr_i64(d, d->lo);
-    return arr_u64(d, v) - arr_u64(d, d->lo);
-}
-
-void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v)
-{
-    unsigned n = tdb_dt_size(d->type);
-    uint64_t x = tdb_dt_is_signed_int(d->type)
-                     ? (uint64_t)arr_i64(d, d->lo) + off
-                     : arr_u64(d, d->lo) + off;
-    uint8_t t[8];
-    tdb_st64(t, x);
-    memcpy(v, t, n);
-}
-
-uint64_t tdb_dim_extent(const struct tdb_dim *d)
-{
-    if (!d->has_extent || !tdb_dt_is_integer(d->type))
-        return 0;
-    return tdb_dt_is_signed_int(d->type) ? (uint64_t)arr_i64(d, d->extent)
-                                         : arr_u64(d, d->extent);
-}
-
-uint64_t tdb_dim_span(const struct tdb_dim *d)
-{
-    uint64_t s = tdb_dim_offset(d, d->hi);
-    return s == UINT64_MAX ? UINT64_MAX : s + 1;
-}
-
-uint64_t tdb_dim_tile_span(const struct tdb_dim *d)
-{
-    uint64_t e = tdb_dim_extent(d);
-    return e ? e : tdb_dim_span(d);
-}
 
 /* ----------------------------------------------------------------- tiles */
 
@@ -666,15 +606,6 @@ static void arr_want_frags(const struct tdb_io *io,
     free(w);
 }
 
-/* The enumeration files of the schema in force, asked for at once. */
-static void arr_want_enums(struct tdb_array *a)
-{
-    const struct tdb_schema *s = a->schema;
-    for (uint32_t i = 0; i < s->nenums; i++)
-        if (s->enums[i].path)
-            tdb_io_want(&a->io, TDB_WANT_FILE, s->enums[i].path);
-}
-
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
                    struct tdb_cache *cache, struct tdb_error *err)
@@ -711,32 +642,10 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                     path[0] ? path : ".");
         goto fail;
     }
-    a->schemas.v = calloc(a->dir->nschemas, sizeof *a->schemas.v);
-    if (!a->schemas.v) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if ((r = tdb_array_schemas_load(&a->io, a->dir, key, &a->schemas,
+                                    &a->schema, err)))
         goto fail;
-    }
-    for (size_t i = 0; i < a->dir->nschemas; i++) {
-        r = tdb_schema_load(&a->io, a->dir->schemas[i].path, key,
-                            &a->schemas.v[i], err);
-        if (r)
-            goto fail;
-        a->schemas.n++;
-    }
-    /* the schema in force at ts_end (arraydir applies TileDB's rule) */
-    struct tdb_schema *in_force =
-        a->schemas.v[a->dir->schema_latest < a->schemas.n ? a->dir->schema_latest
-                                                           : 0];
-    a->schema = in_force;
-    arr_want_enums(a);
-    /* its enumerations' values (shown in __array.json) */
-    for (uint32_t i = 0; i < in_force->nenums; i++)
-        if ((r = tdb_enumeration_load(&a->io, &in_force->enums[i], key, err)))
-            goto fail;
     a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
-    if ((r = tdb_arraydir_select(a->dir, a->schema->array_type == TDB_SPARSE,
-                                 err)))
-        goto fail;
     /* consolidated fragment metadata */
     if (a->dir->nfragmeta) {
         cons = calloc(a->dir->nfragmeta, sizeof *cons);

@@ -5,14 +5,13 @@
 #define TDB_ARRAY_H
 
 #include "core/core.h"
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 #include "read/cache.h"
-#include "read/delcond.h"
-#include "read/fragmeta.h"
-#include "read/meta.h"
-#include "read/schema.h"
-
-#define TDB_MAX_DIMS 32
+#include "model/delcond.h"
+#include "model/fragmeta.h"
+#include "model/meta.h"
+#include "model/schema.h"
+#include "model/schemas.h"
 
 /* Parts of a field's tile in the cache key (key.part = field << 8 | part). */
 /* TDB_PART_OFFSETS: a var-sized field's offsets alone (the values are not
@@ -71,18 +70,6 @@ void tdb_array_close(struct tdb_array *a);
 
 /* The key to use for data tiles (NULL unless encrypted). */
 const uint8_t *tdb_array_key(const struct tdb_array *a);
-
-/* Offset of value v (tdb_dt_size(dim->type) bytes) from the domain's low
- * bound, for integer dims; and back. */
-uint64_t tdb_dim_offset(const struct tdb_dim *d, const uint8_t *v);
-void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v);
-/* Extent as a count of cells (integer dims), 0 when the dim has none. */
-uint64_t tdb_dim_extent(const struct tdb_dim *d);
-/* Number of cells in the domain of d (saturating at UINT64_MAX). */
-uint64_t tdb_dim_span(const struct tdb_dim *d);
-/* Cells of a space tile along d: the extent, or the whole domain when d
- * has none (integer dims). */
-uint64_t tdb_dim_tile_span(const struct tdb_dim *d);
 
 /* Number of cells in tile t of fragment f. */
 uint64_t tdb_frag_tile_cells(const struct tdb_frag *f, uint64_t t);

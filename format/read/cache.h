@@ -11,10 +11,14 @@
 
 #include "core/core.h"
 
+/* A tile's key.  The cache only hashes and compares keys (and hands them
+ * to the load); array.c makes part field << 8 | what of the field's tile
+ * (array.h's TDB_PART_*: values, validity, offsets alone, or dimension d
+ * of a legacy __coords file). */
 struct tdb_cache_key {
     uint64_t frag;      /* the fragment's id (tdb_cache_frag_id) */
-    uint64_t part;      /* field * 4 + part (values, validity, ...) */
-    uint64_t tile;
+    uint64_t part;      /* field << 8 | TDB_PART_* */
+    uint64_t tile;      /* the tile's number in the fragment */
 };
 
 /* A decoded tile: values, and for var-sized fields one uint64 offset per

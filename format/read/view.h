@@ -6,7 +6,7 @@
 #define TDB_VIEW_H
 
 #include "read/array.h"
-#include "read/order.h"
+#include "model/order.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -258,15 +258,5 @@ typedef int (*tdb_tile_plan_fn)(void *arg, struct tdb_frag *f, int field,
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
                         tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
                         struct tdb_error *err);
-
-/* The name a field has in the mount: '/' and '%' percent-encoded,
- * the empty name "__attr", then suffix (".offsets", ...).  Caller frees. */
-char *tdb_mount_name(const char *name, const char *suffix);
-
-/* tdb_mount_name(name, "") with its first character percent-encoded too
- * when that name is one of `reserved` (NULL-terminated): names a folder
- * cannot hold ("." and "..") or that stand for something else in it.
- * Caller frees; NULL when out of memory. */
-char *tdb_mount_name_reserved(const char *name, const char *const *reserved);
 
 #endif

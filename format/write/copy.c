@@ -1,6 +1,6 @@
 /* copy.c: an array or group copied whole from one storage to another, file by file, commit files last (array_file_hierarchy.md, group_file_hierarchy.md). */
 #include "core/core.h"
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 #include "tiledb_format_write.h"
 
 #include <stdlib.h>

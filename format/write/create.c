@@ -1,8 +1,8 @@
 /* create.c: a new array folder (format_spec/array_file_hierarchy.md, timestamped_name.md) with its schema file, and array metadata files (metadata.md), as TileDB 2.29 writes them. */
 #include "write/writer.h"
-#include "read/arraydir.h"
-#include "core/generic_tile.h"
-#include "read/meta.h"
+#include "model/arraydir.h"
+#include "model/generic_tile.h"
+#include "model/meta.h"
 
 #include <inttypes.h>
 #include <stdio.h>

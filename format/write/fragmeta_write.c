@@ -1,6 +1,6 @@
 /* fragmeta_write.c: building __fragment_metadata.tdb at format version 22 (format_spec/fragment.md: R-tree, tile offsets, tile metadata, footer), byte for byte as TileDB 2.29 writes it. */
 #include "write/writer.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 #include "filters/filter.h"
 
 #include <float.h>

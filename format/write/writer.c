@@ -1,8 +1,8 @@
 /* writer.c: writing one fragment at format version 22 from staged files (format_spec/fragment.md data files and tiles; docs/LAYOUT.md "Writing"). */
 #include "write/writer.h"
-#include "read/array.h"
-#include "read/arraydir.h"
-#include "read/view.h"
+#include "model/order.h"
+#include "model/arraydir.h"
+#include "model/schemas.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -70,8 +70,9 @@ struct wr_dense {
 struct wr {
     const struct tdb_io *io, *staged;
     const char *sdir;
-    struct tdb_array *arr;
-    const struct tdb_schema *s;
+    struct tdb_arraydir *dir;   /* the array folder */
+    struct tdb_schema_set schemas;
+    const struct tdb_schema *s; /* the schema in force */
     const uint8_t *key;         /* data key (NULL unless encrypted) */
     const struct tdb_write_extras *x;   /* a consolidation's (or NULL) */
     bool dense;
@@ -1916,7 +1917,7 @@ static void wr_cleanup(struct wr *w)
 static uint64_t wr_timestamp(const struct wr *w, uint64_t ts)
 {
     uint64_t t = ts ? ts : tdb_now_ms();
-    const struct tdb_arraydir *dir = w->arr->dir;
+    const struct tdb_arraydir *dir = w->dir;
     uint64_t newest = 0;
     for (size_t i = 0; i < dir->ncands; i++)
         if (dir->cands[i].ts.t2 > newest)
@@ -2022,27 +2023,29 @@ int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
         threads = n < 1 ? 1 : n > WR_THREADS_MAX ? WR_THREADS_MAX : (unsigned)n;
     }
     w.threads = threads > WR_THREADS_MAX ? WR_THREADS_MAX : threads;
-    struct tdb_cache *cache = NULL;
-    int r = tdb_cache_create(&cache, UINT64_C(1) << 20);
+    int r = tdb_arraydir_load(io, 0, UINT64_MAX, &w.dir, err);
     if (r)
-        return tdb_err(err, r, "out of memory");
-    struct tdb_open_options o;
-    tdb_open_options_init(&o);
-    o.key = key;
-    if ((r = tdb_array_open(&w.arr, io, "", &o, cache, err)))
         goto done;
-    w.s = w.arr->schema;
+    if (!w.dir->nschemas) {
+        r = tdb_err(err, TDB_E_INVAL, ".: not a TileDB array (no schema)");
+        goto done;
+    }
+    r = tdb_array_schemas_load(io, w.dir, key, &w.schemas, &w.s, err);
+    tdb_io_settle(io);
+    if (r)
+        goto done;
     w.dense = w.s->array_type == TDB_DENSE;
     if (w.dense && w.x && (w.x->timestamps || w.x->delete_meta)) {
         r = tdb_err(err, TDB_E_INVAL, "timestamps and delete metadata are "
                     "stored in sparse fragments only");
         goto done;
     }
-    if (w.arr->encrypted && !key) {
+    bool encrypted = w.s->encryption == TDB_AES_256_GCM;
+    if (encrypted && !key) {
         r = tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is needed");
         goto done;
     }
-    w.key = tdb_array_key(w.arr);
+    w.key = encrypted ? key : NULL;
     if (!tdb_io_isdir(staged, staged_dir)) {
         r = tdb_err(err, TDB_E_INVAL, "%s: not a folder", staged_dir);
         goto done;
@@ -2083,7 +2086,9 @@ done:
     free(w.fragdir);
     free(w.meta_path);
     free(w.tmp_commit);
-    tdb_array_close(w.arr);
-    tdb_cache_free(cache);
+    for (size_t i = 0; i < w.schemas.n; i++)
+        tdb_schema_free(w.schemas.v[i]);
+    free(w.schemas.v);
+    tdb_arraydir_free(w.dir);
     return r;
 }

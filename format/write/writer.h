@@ -8,7 +8,7 @@
 #include "tiledb_format_write.h"
 #include "core/core.h"
 #include "core/names.h"
-#include "read/schema.h"
+#include "model/schema.h"
 
 /* ------------------------------------------ consolidated fragments */
 

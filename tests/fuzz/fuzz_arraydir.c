@@ -1,11 +1,11 @@
-/* fuzz_arraydir.c: the array folder (format/read/arraydir.c: timestamped names,
+/* fuzz_arraydir.c: the array folder (format/model/arraydir.c: timestamped names,
  * commits, .vac, .con, .del, .ign, .meta files; meta.c's timestamped file
  * lists).  Input: records "path\0contents\0" making an in-memory array
  * folder (a path ending in '/' makes a folder); then the folder is loaded
  * at the whole time range and at [2, 3], for sparse and dense arrays. */
 #include "fuzz.h"
-#include "read/arraydir.h"
-#include "read/meta.h"
+#include "model/arraydir.h"
+#include "model/meta.h"
 
 #include <stdlib.h>
 

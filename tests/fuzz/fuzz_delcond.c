@@ -1,9 +1,9 @@
-/* fuzz_delcond.c: delete conditions (format/read/delcond.c): the input as a .del
+/* fuzz_delcond.c: delete conditions (format/model/delcond.c): the input as a .del
  * file (a generic tile) and as a decoded payload, each parsed condition
  * evaluated on one cell whose every field is an int32 1 (or null). */
 #include "fuzz.h"
-#include "read/delcond.h"
-#include "core/generic_tile.h"
+#include "model/delcond.h"
+#include "model/generic_tile.h"
 
 static int fuzz_get(void *arg, const char *name, const uint8_t **val,
                     uint64_t *size, unsigned *type, bool *is_null)

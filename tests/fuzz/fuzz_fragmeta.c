@@ -1,12 +1,12 @@
-/* fuzz_fragmeta.c: fragment metadata (format/read/fragmeta.c).  Input: u8 n,
+/* fuzz_fragmeta.c: fragment metadata (format/model/fragmeta.c).  Input: u8 n,
  * the schema's file name (n bytes), u32 m, the schema file (m bytes; a
  * generic tile), then __fragment_metadata.tdb of fragment
  * __1_1_0123456789abcdef0123456789abcdef_22 (as such and, from byte 8 on,
  * as the footer of a consolidated fragment metadata file).  Every field
  * and the R-tree are loaded too. */
 #include "fuzz.h"
-#include "read/fragmeta.h"
-#include "read/schema.h"
+#include "model/fragmeta.h"
+#include "model/schema.h"
 
 #include <stdio.h>
 

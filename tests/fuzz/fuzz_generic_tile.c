@@ -1,7 +1,7 @@
-/* fuzz_generic_tile.c: generic tiles (format/core/generic_tile.c): every tile
+/* fuzz_generic_tile.c: generic tiles (format/model/generic_tile.c): every tile
  * of the input one after the other, encrypted ones with fuzz_key. */
 #include "fuzz.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,8 +1,8 @@
-/* fuzz_group.c: group details files (format/read/group.c, tdb_group_apply):
+/* fuzz_group.c: group details files (format/model/group.c, tdb_group_apply):
  * the input as a __group file (a generic tile) and as a decoded payload. */
 #include "fuzz.h"
-#include "core/generic_tile.h"
-#include "read/meta.h"
+#include "model/generic_tile.h"
+#include "model/meta.h"
 
 #include <stdlib.h>
 

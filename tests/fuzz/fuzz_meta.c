@@ -1,8 +1,8 @@
-/* fuzz_meta.c: array metadata files (format/read/meta.c, tdb_meta_apply): the
+/* fuzz_meta.c: array metadata files (format/model/meta.c, tdb_meta_apply): the
  * input as a __meta file (a generic tile) and as a decoded payload. */
 #include "fuzz.h"
-#include "core/generic_tile.h"
-#include "read/meta.h"
+#include "model/generic_tile.h"
+#include "model/meta.h"
 
 #include <stdlib.h>
 

@@ -1,9 +1,9 @@
-/* fuzz_schema.c: array schemas (format/read/schema.c): the input as a schema
+/* fuzz_schema.c: array schemas (format/model/schema.c): the input as a schema
  * file (a generic tile, encrypted ones with fuzz_key) and as a decoded
  * payload. */
 #include "fuzz.h"
-#include "core/generic_tile.h"
-#include "read/schema.h"
+#include "model/generic_tile.h"
+#include "model/schema.h"
 #include "write/writer.h"
 
 static void fuzz_one(const uint8_t *p, size_t n)

@@ -1,7 +1,7 @@
 /* fuzz_schema_json.c: the "schema" object of __array.json
  * (format/write/schema_json.c, tdb_schema_from_json) and tdb_schema_check. */
 #include "fuzz.h"
-#include "read/schema.h"
+#include "model/schema.h"
 #include "write/writer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

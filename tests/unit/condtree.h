@@ -16,7 +16,7 @@
 #define TDB_UNIT_CONDTREE_H
 
 #include "core/core.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 #include "unit.h"
 
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* test_arraydir.c: unit tests of the array folder and time travel
- * (format/read/arraydir.c): timestamped names, commits, .con/.ign, .vac, .del,
+ * (format/model/arraydir.c): timestamped names, commits, .con/.ign, .vac, .del,
  * schemas at a timestamp, and every case of the reference corpus. */
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 #include "support.h"
 
 #include <dirent.h>

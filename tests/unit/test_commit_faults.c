@@ -8,8 +8,8 @@
  * value; and the no-follow POSIX backend refuses symbolic and hard links
  * and special files. */
 #include "write/writer.h"
-#include "read/arraydir.h"
-#include "read/meta.h"
+#include "model/arraydir.h"
+#include "model/meta.h"
 #include "support.h"
 
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /* test_create.c: creating arrays and writing metadata (format/write/schema_json.c, format/write/create.c): every corpus schema through JSON and back byte for byte, created arrays read back, metadata files, and refused schemas. */
 #include "support.h"
 
-#include "read/arraydir.h"
-#include "core/generic_tile.h"
-#include "read/json.h"
-#include "read/meta.h"
+#include "model/arraydir.h"
+#include "model/generic_tile.h"
+#include "tree/json.h"
+#include "model/meta.h"
 #include "write/writer.h"
 
 #include <dirent.h>

@@ -5,9 +5,9 @@
  * Every operator, combination, null and string case on single cells,
  * damaged and truncated trees, and a delete commit in a sparse array read
  * through the tree. */
-#include "read/delcond.h"
+#include "model/delcond.h"
 #include "condtree.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 #include "tiledb_format.h"
 #include "write/writer.h"
 #include "support.h"

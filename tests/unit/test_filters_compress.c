@@ -4,8 +4,8 @@
 
 #include "filters/compress_common.h"
 #include "capped.h"
-#include "read/json.h"
-#include "read/schema.h"
+#include "tree/json.h"
+#include "model/schema.h"
 #include "write/writer.h"
 
 #include <bzlib.h>

@@ -1,8 +1,8 @@
 /* test_fragmeta.c: fragment metadata (footers of versions 3-23, the legacy
  * layout, R-trees, tile offsets, consolidated fragment metadata) against
  * hand-built bytes and the reference corpus. */
-#include "read/fragmeta.h"
-#include "core/generic_tile.h"
+#include "model/fragmeta.h"
+#include "model/generic_tile.h"
 #include "support.h"
 
 #include <dirent.h>

@@ -1,8 +1,8 @@
 /* test_fragmeta_write.c: the builder of __fragment_metadata.tdb (format
  * version 22): byte-identical to TileDB 2.29 on corpus fragments, round
  * trips through the reader, encryption. */
-#include "read/fragmeta.h"
-#include "core/generic_tile.h"
+#include "model/fragmeta.h"
+#include "model/generic_tile.h"
 #include "write/writer.h"
 #include "support.h"
 

@@ -3,7 +3,7 @@
  * level and a reinterpret datatype (once printed as invalid JSON) giving
  * valid JSON that reads back through tdb_schema_from_json, alone and in
  * __array.json of a created array. */
-#include "read/json.h"
+#include "tree/json.h"
 #include "tiledb_format.h"
 #include "write/writer.h"
 #include "unit.h"

@@ -1,14 +1,14 @@
 /* test_meta.c: array/group metadata, group members and delete conditions
- * (format/read/meta.c, format/read/group.c, format/read/delcond.c) against the corpus and
+ * (format/model/meta.c, format/model/group.c, format/model/delcond.c) against the corpus and
  * hand-built inputs. */
 #include "support.h"
 #include "condtree.h"
 #include "groupfile.h"
 
-#include "read/arraydir.h"
-#include "read/delcond.h"
-#include "core/generic_tile.h"
-#include "read/meta.h"
+#include "model/arraydir.h"
+#include "model/delcond.h"
+#include "model/generic_tile.h"
+#include "model/meta.h"
 
 #include <dirent.h>
 #include <math.h>

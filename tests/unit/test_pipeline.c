@@ -1,7 +1,7 @@
 /* test_pipeline.c: filter pipelines (parse, write), chunked tiles (decode,
  * encode, TileDB's chunking), and generic tiles (plain and encrypted). */
 #include "filters/filter.h"
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* test_schema.c: array schemas (format/read/schema.c): hand-built payloads of
+/* test_schema.c: array schemas (format/model/schema.c): hand-built payloads of
  * every format version, the version-22 serialisation byte for byte, round
  * trips, truncated and corrupt input, enumeration files, and every schema of
  * the reference corpus against its case.json. */
 #include "support.h"
-#include "read/schema.h"
-#include "core/generic_tile.h"
+#include "model/schema.h"
+#include "model/generic_tile.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * sparse cells, the var-sized checkpoints).  Arrays this test writes itself
  * always run; the corpus arrays run when the corpus is there. */
 #include "tiledb_format.h"
-#include "read/schema.h"
+#include "model/schema.h"
 #include "write/writer.h"
 #include "support.h"
 

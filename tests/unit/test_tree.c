@@ -8,11 +8,12 @@
  * name and kept inside the source. */
 #include "tiledb_format.h"
 #include "tiledb_format_write.h"
-#include "core/generic_tile.h"
-#include "read/meta.h"
+#include "model/generic_tile.h"
+#include "model/meta.h"
+#include "model/mount_names.h"
 #include "groupfile.h"
 #include "support.h"
-#include "read/npy.h"           /* TDB_NPY_MAX_WIDTH */
+#include "tree/npy.h"           /* TDB_NPY_MAX_WIDTH */
 
 #include <stdlib.h>
 

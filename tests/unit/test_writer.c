@@ -4,7 +4,7 @@
  * sparse writes, and one test per bad input, which must leave the array as
  * it was. */
 #include "write/writer.h"
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 #include "support.h"
 
 #include <fcntl.h>

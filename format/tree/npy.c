@@ -2,7 +2,7 @@
  * files"): NAME.npy over a field file, var-sized strings padded to the
  * longest, and __slice/ and __domain/ names read as numpy reads an
  * index. */
-#include "read/npy.h"
+#include "tree/npy.h"
 
 #include <inttypes.h>
 #include <stdio.h>

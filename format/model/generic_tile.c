@@ -1,6 +1,6 @@
 /* generic_tile.c: generic tiles (format_spec/generic_tile.md): a header with
  * sizes, datatype, encryption and its own filter pipeline, then a tile. */
-#include "core/generic_tile.h"
+#include "model/generic_tile.h"
 #include "filters/filter.h"
 
 #include <stdio.h>

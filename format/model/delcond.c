@@ -1,7 +1,7 @@
 /* delcond.c: delete commit files (format_spec/delete_commit_file.md): the
  * serialised query condition tree and its evaluation on one cell. */
-#include "read/delcond.h"
-#include "core/generic_tile.h"
+#include "model/delcond.h"
+#include "model/generic_tile.h"
 
 #include <stdlib.h>
 

@@ -119,11 +119,4 @@ char *tdb_group_member_place(const struct tdb_group_member *m,
  * out of memory. */
 char *tdb_path_normal(const char *base, const char *rel, bool *above);
 
-/* The folder name member `name` is shown under: tdb_mount_name's ('/' and
- * '%' percent-encoded) with the first character percent-encoded too when
- * the name is ".", "..", "__group.json" or "__meta" (names the group
- * folder itself uses).  "" for an empty name (no folder can have it).
- * @return a new string, or NULL when out of memory. */
-char *tdb_group_shown_name(const char *name);
-
 #endif

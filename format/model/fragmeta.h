@@ -5,7 +5,7 @@
 #define TDB_FRAGMETA_H
 
 #include "core/core.h"
-#include "read/schema.h"
+#include "model/schema.h"
 #include <pthread.h>
 
 /* Field numbering inside a fragment (as TileDB numbers its files):

@@ -4,7 +4,7 @@
 #ifndef TDB_ORDER_H
 #define TDB_ORDER_H
 
-#include "read/array.h"
+#include "model/schema.h"
 
 /* One cell's coordinates: per dimension a pointer and a size. */
 struct tdb_coords {

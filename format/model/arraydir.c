@@ -1,5 +1,5 @@
 /* arraydir.c: the array folder and time travel (array_file_hierarchy.md). */
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

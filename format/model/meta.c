@@ -2,9 +2,9 @@
  * vacuum_file.md), both directions: which files are live, their payload
  * decoded and applied (reading), and encoded (tdb_meta_serialize_*, for
  * write/create.c, which wraps it in a generic tile and publishes it). */
-#include "read/meta.h"
-#include "read/arraydir.h"
-#include "core/generic_tile.h"
+#include "model/meta.h"
+#include "model/arraydir.h"
+#include "model/generic_tile.h"
 
 #include <stdlib.h>
 

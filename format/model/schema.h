@@ -7,6 +7,9 @@
 #include "core/core.h"
 #include "filters/filter.h"
 
+/* The most dimensions of an array the engine reads or writes. */
+#define TDB_MAX_DIMS 32
+
 struct tdb_dim {
     char *name;
     unsigned type;
@@ -111,5 +114,19 @@ int tdb_schema_dim_index(const struct tdb_schema *s, const char *name);
  * tile). */
 int tdb_schema_serialize(const struct tdb_schema *s, struct tdb_buf *out,
                          struct tdb_error *err);
+
+/* ------------------------------------------------------ dimensions (dim.c) */
+
+/* Offset of value v (tdb_dt_size(dim->type) bytes) from the domain's low
+ * bound, for integer dims; and back. */
+uint64_t tdb_dim_offset(const struct tdb_dim *d, const uint8_t *v);
+void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v);
+/* Extent as a count of cells (integer dims), 0 when the dim has none. */
+uint64_t tdb_dim_extent(const struct tdb_dim *d);
+/* Number of cells in the domain of d (saturating at UINT64_MAX). */
+uint64_t tdb_dim_span(const struct tdb_dim *d);
+/* Cells of a space tile along d: the extent, or the whole domain when d
+ * has none (integer dims). */
+uint64_t tdb_dim_tile_span(const struct tdb_dim *d);
 
 #endif

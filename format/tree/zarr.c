@@ -3,8 +3,8 @@
  * whose chunks are the space tiles, one per nullable attribute's validity,
  * one per dimension holding its coordinates; .zgroup, .zattrs (the array
  * metadata) and the consolidated .zmetadata. */
-#include "read/zarr.h"
-#include "read/json.h"
+#include "tree/zarr.h"
+#include "tree/json.h"
 
 #include <inttypes.h>
 #include <openssl/evp.h>

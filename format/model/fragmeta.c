@@ -1,6 +1,6 @@
 /* fragmeta.c: fragment metadata (format_spec/fragment.md: footer, R-tree, tile offsets and sizes, legacy layout; consolidated_fragment_metadata_file.md). */
-#include "read/fragmeta.h"
-#include "core/generic_tile.h"
+#include "model/fragmeta.h"
+#include "model/generic_tile.h"
 #include "core/names.h"
 
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * consolidation's vacuum removes some.  So the names in a few folders
  * tell whether a tree opened earlier still shows the source as it is.
  */
-#include "read/stamp.h"
+#include "tree/stamp.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>

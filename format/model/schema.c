@@ -1,10 +1,10 @@
 /* schema.c: array schemas, format versions 1-23 (format_spec/array_schema.md,
  * enumeration.md, current_domain.md), their enumeration files, and the
  * version-22 serialisation. */
-#include "read/schema.h"
-#include "core/generic_tile.h"
+#include "model/schema.h"
+#include "model/generic_tile.h"
 #include "core/names.h"
-#include "read/arraydir.h"
+#include "model/arraydir.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,12 +2,13 @@
  * __array.json, __meta/, __fragments/, data files and their xattrs; a
  * group's __group.json, __meta/ and members.  Both the daemon and
  * tiledbfs-cat read through these calls. */
-#include "read/json.h"
-#include "read/npy.h"
-#include "read/reader.h"
-#include "read/stamp.h"
+#include "tree/json.h"
+#include "tree/npy.h"
+#include "tree/reader.h"
+#include "tree/stamp.h"
+#include "model/mount_names.h"
 #include "read/view.h"
-#include "read/zarr.h"
+#include "tree/zarr.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -150,50 +151,6 @@ static int tree_add_bytes(struct tdb_fs *fs, uint64_t parent, const char *name,
         memcpy(nd->bytes, p, (size_t)n);
     nd->size = n;
     return 0;
-}
-
-char *tdb_mount_name(const char *name, const char *suffix)
-{
-    size_t n = strlen(name);
-    char *s = malloc(3 * n + strlen(suffix) + 8);
-    if (!s)
-        return NULL;
-    char *o = s;
-    if (!n) {
-        strcpy(o, "__attr");
-        o += 6;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (name[i] == '/' || name[i] == '%') {
-            sprintf(o, "%%%02X", (unsigned char)name[i]);
-            o += 3;
-        } else {
-            *o++ = name[i];
-        }
-    }
-    strcpy(o, suffix);
-    return s;
-}
-
-char *tdb_mount_name_reserved(const char *name, const char *const *reserved)
-{
-    char *s = tdb_mount_name(name, "");
-    for (size_t i = 0; s && reserved[i]; i++) {
-        if (strcmp(s, reserved[i]))
-            continue;
-        char *e = malloc(strlen(s) + 3);
-        if (e)
-            sprintf(e, "%%%02X%s", (unsigned char)s[0], s + 1);
-        free(s);
-        return e;
-    }
-    return s;
-}
-
-char *tdb_meta_key_name(const char *key)
-{
-    static const char *const reserved[] = {".", "..", "__attr", NULL};
-    return key[0] ? tdb_mount_name_reserved(key, reserved) : strdup("__attr");
 }
 
 static int tree_keep_cells(struct tdb_fs *fs, struct tdb_cells *c)

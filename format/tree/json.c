@@ -1,7 +1,7 @@
 /* json.c: the JSON documents of the mount contract (__array.json,
  * __fragment.json, __group.json), built as jansson trees and printed by
  * tdb_json_dump. */
-#include "read/json.h"
+#include "tree/json.h"
 #include "filters/filter.h"
 
 #include <inttypes.h>

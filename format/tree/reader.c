@@ -31,7 +31,7 @@
  * for the bytes of its tiles and, reading on, of a growing window ahead
  * (fetch.c): decoding threads then find them arrived or on their way.
  * Lock order: rd->lock, then the pool's or the cache's lock. */
-#include "read/reader.h"
+#include "tree/reader.h"
 #include "read/fetch.h"
 #include "tiledb_format.h"
 
@@ -84,21 +84,13 @@ struct rd_slab {
     uint64_t at, ext, end;
 };
 
-struct pool_job {
-    struct pool_job *next;
+/* A tile decoded by the pool. */
+struct rd_job {
+    struct tdb_pool_job base;
     struct tdb_reader *rd;
     struct rd_tile k;
     unsigned flags;             /* of its load: TDB_CACHE_TRY, and for a
                                  * tile ahead of the reads TDB_CACHE_SPARE */
-};
-
-struct tdb_pool {
-    pthread_mutex_t lock;
-    pthread_cond_t work;
-    struct pool_job *head, *tail;
-    bool stop;
-    unsigned n;
-    pthread_t *th;
 };
 
 struct tdb_reader {
@@ -174,35 +166,42 @@ static void rd_drop(struct tdb_reader *rd, struct rd_pin *p)
 
 /* --------------------------------------------------------------- the pool */
 
+/* Which of rd's jobs rd_cancel takes back. */
+struct rd_cancel {
+    const struct tdb_reader *rd;
+    const struct rd_tile *k;
+    bool ahead;
+};
+
+static bool rd_cancel_match(const struct tdb_pool_job *pj, void *arg)
+{
+    const struct rd_job *j = (const struct rd_job *)pj;
+    const struct rd_cancel *c = arg;
+    return j->rd == c->rd && (!c->k || rd_same(&j->k, c->k)) &&
+           (!c->ahead || (j->flags & TDB_CACHE_SPARE));
+}
+
 /* Takes back rd's jobs that no thread has started: only the one for k
  * when k is not NULL, only those of tiles ahead (their pins go too) with
  * `ahead`; rd->lock held.  @return how many. */
-static unsigned pool_cancel(struct tdb_pool *p, struct tdb_reader *rd,
-                            const struct rd_tile *k, bool ahead)
+static unsigned rd_cancel(struct tdb_reader *rd, const struct rd_tile *k,
+                          bool ahead)
 {
+    struct rd_cancel c = {rd, k, ahead};
+    struct tdb_pool_job *l = tdb_pool_take(rd->pool, rd_cancel_match, &c);
     unsigned n = 0;
-    pthread_mutex_lock(&p->lock);
-    struct pool_job **pp = &p->head, *last = NULL;
-    while (*pp) {
-        struct pool_job *j = *pp;
-        if (j->rd == rd && (!k || rd_same(&j->k, k)) &&
-            (!ahead || (j->flags & TDB_CACHE_SPARE))) {
-            *pp = j->next;
-            struct rd_pin *pin = rd_find(rd, &j->k);
-            if (pin)
-                pin->queued = false;
-            if (pin && ahead && !pin->e)
-                rd_drop(rd, pin);
-            rd->pending--;
-            n++;
-            free(j);
-        } else {
-            last = j;
-            pp = &j->next;
-        }
+    while (l) {
+        struct rd_job *j = (struct rd_job *)l;
+        l = l->next;
+        struct rd_pin *pin = rd_find(rd, &j->k);
+        if (pin)
+            pin->queued = false;
+        if (pin && ahead && !pin->e)
+            rd_drop(rd, pin);
+        rd->pending--;
+        n++;
+        free(j);
     }
-    p->tail = last;
-    pthread_mutex_unlock(&p->lock);
     return n;
 }
 
@@ -211,13 +210,13 @@ static unsigned pool_cancel(struct tdb_pool *p, struct tdb_reader *rd,
  * error).  A tile ahead without room stops decoding ahead (the jobs after
  * it would take the room the tiles before them need): the next read plans
  * it again. */
-static void rd_job_done(struct tdb_reader *rd, const struct pool_job *j,
+static void rd_job_done(struct tdb_reader *rd, const struct rd_job *j,
                         int r, struct tdb_cache_entry *e)
 {
     const struct rd_tile *k = &j->k;
     pthread_mutex_lock(&rd->lock);
     if (r == 1 && (j->flags & TDB_CACHE_SPARE)) {
-        pool_cancel(rd->pool, rd, NULL, true);
+        rd_cancel(rd, NULL, true);
         rd->ahead_pos = 0;
     }
     struct rd_pin *p = rd_find(rd, k);
@@ -238,75 +237,16 @@ static void rd_job_done(struct tdb_reader *rd, const struct pool_job *j,
     pthread_mutex_unlock(&rd->lock);
 }
 
-static void *pool_main(void *arg)
+/* A job of the pool: decodes its tile. */
+static void rd_job_run(struct tdb_pool_job *pj)
 {
-    struct tdb_pool *p = arg;
-    pthread_mutex_lock(&p->lock);
-    for (;;) {
-        while (!p->head && !p->stop)
-            pthread_cond_wait(&p->work, &p->lock);
-        if (!p->head)
-            break;
-        struct pool_job *j = p->head;
-        p->head = j->next;
-        if (!p->head)
-            p->tail = NULL;
-        pthread_mutex_unlock(&p->lock);
-        struct tdb_cache_entry *e = NULL;
-        const struct tdb_tile *tile;
-        int r = tdb_frag_tile_flags(j->k.f, j->k.field, j->k.part, j->k.t,
-                                    j->flags, &e, &tile, NULL);
-        rd_job_done(j->rd, j, r, r == 0 ? e : NULL);
-        free(j);
-        pthread_mutex_lock(&p->lock);
-    }
-    pthread_mutex_unlock(&p->lock);
-    return NULL;
-}
-
-int tdb_pool_create(struct tdb_pool **out, unsigned nthreads)
-{
-    struct tdb_pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return TDB_E_NOMEM;
-    if (!nthreads) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        nthreads = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
-    }
-    p->th = calloc(nthreads, sizeof *p->th);
-    if (!p->th) {
-        free(p);
-        return TDB_E_NOMEM;
-    }
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->work, NULL);
-    for (unsigned i = 0; i < nthreads; i++) {
-        if (pthread_create(&p->th[i], NULL, pool_main, p) != 0)
-            break;
-        p->n++;
-    }
-    if (!p->n) {
-        tdb_pool_free(p);
-        return TDB_E_NOMEM;
-    }
-    *out = p;
-    return 0;
-}
-
-void tdb_pool_free(struct tdb_pool *p)
-{
-    if (!p)
-        return;
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->lock);
-    for (unsigned i = 0; i < p->n; i++)
-        pthread_join(p->th[i], NULL);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->work);
-    free(p->th);
-    free(p);
+    struct rd_job *j = (struct rd_job *)pj;
+    struct tdb_cache_entry *e = NULL;
+    const struct tdb_tile *tile;
+    int r = tdb_frag_tile_flags(j->k.f, j->k.field, j->k.part, j->k.t,
+                                j->flags, &e, &tile, NULL);
+    rd_job_done(j->rd, j, r, r == 0 ? e : NULL);
+    free(j);
 }
 
 /* ------------------------------------------------------------ the reader */
@@ -425,7 +365,7 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
                                 NULL);
     if (r == 0)
         tdb_cache_keep(k->f->arr->cache, e);
-    struct pool_job *j = NULL;
+    struct rd_job *j = NULL;
     if (r != 0 && a->submit && rd->pool)
         j = calloc(1, sizeof *j);
     p = &rd->pins[rd->npins++];
@@ -435,19 +375,12 @@ static bool rd_want(struct tdb_reader *rd, const struct rd_tile *k,
         rd_pin_end(rd, p, a->from);
     rd->pinned += bytes;
     if (j) {
+        j->base.run = rd_job_run;
         j->rd = rd;
         j->k = *k;
         j->flags = TDB_CACHE_TRY | (a->ahead ? TDB_CACHE_SPARE : 0);
         rd->pending++;
-        struct tdb_pool *pl = rd->pool;
-        pthread_mutex_lock(&pl->lock);
-        if (pl->tail)
-            pl->tail->next = j;
-        else
-            pl->head = j;
-        pl->tail = j;
-        pthread_cond_signal(&pl->work);
-        pthread_mutex_unlock(&pl->lock);
+        tdb_pool_submit(rd->pool, &j->base);
     }
     pthread_mutex_unlock(&rd->lock);
     return true;
@@ -469,7 +402,7 @@ static void rd_pin_now(struct tdb_reader *rd, const struct rd_tile *k)
      * thread looks the tile up) */
     while (p && !p->e && p->queued &&
            ((rd->decoding > 0 && rd->pinned > rd->budget) ||
-            pool_cancel(rd->pool, rd, k, false) == 0)) {
+            rd_cancel(rd, k, false) == 0)) {
         pthread_cond_wait(&rd->done, &rd->lock);
         p = rd_find(rd, k);
     }
@@ -1188,7 +1121,7 @@ void tdb_reader_close(struct tdb_reader *rd)
         return;
     pthread_mutex_lock(&rd->lock);
     if (rd->pool)
-        pool_cancel(rd->pool, rd, NULL, false);
+        rd_cancel(rd, NULL, false);
     while (rd->pending)
         pthread_cond_wait(&rd->idle, &rd->lock);
     while (rd->npins)

@@ -1,6 +1,6 @@
 /* order.c: the global order of sparse cells (tile order, then cell order,
  * or the Hilbert curve), as FORMAT-NOTES describes TileDB's behaviour. */
-#include "read/view.h"
+#include "model/order.h"
 
 #include <math.h>
 

@@ -1,17 +1,10 @@
-/* reader.h: the decode pool of an opened tree (threads that decode tiles
- * ahead of a reader) and what the tree gives the readers (reader.c). */
+/* reader.h: what an opened tree gives the readers of its files (reader.c):
+ * its decode pool and its field files. */
 #ifndef TDB_READER_H
 #define TDB_READER_H
 
+#include "read/pool.h"
 #include "read/view.h"
-
-struct tdb_pool;
-
-/* Starts `nthreads` decoding threads (0: one per online CPU).
- * @return 0 or TDB_E_NOMEM. */
-int tdb_pool_create(struct tdb_pool **out, unsigned nthreads);
-/* Stops the threads; every reader using the pool must be closed first. */
-void tdb_pool_free(struct tdb_pool *p);
 
 /* tree.c: the pool of fs (started on first use; NULL when threads=1 or
  * it could not start: readers then decode in the calling thread), and the

@@ -1,7 +1,6 @@
 /* group.c: group members (format_spec/group.md, group_file_hierarchy.md). */
-#include "read/meta.h"
-#include "read/view.h"
-#include "core/generic_tile.h"
+#include "model/meta.h"
+#include "model/generic_tile.h"
 #include "core/names.h"
 
 #include <stdio.h>
@@ -386,11 +385,4 @@ char *tdb_group_member_place(const struct tdb_group_member *m,
                  k[0] ? "/" : "", k);
     free(k);
     return out;
-}
-
-char *tdb_group_shown_name(const char *name)
-{
-    static const char *const reserved[] = {".", "..", "__group.json",
-                                           "__meta", NULL};
-    return name[0] ? tdb_mount_name_reserved(name, reserved) : strdup("");
 }

@@ -1,0 +1,36 @@
+/* pool.h: a pool of threads that run queued jobs in order (pool.c): the
+ * tiles a reader decodes ahead of its reads (tree/reader.c) run here, one
+ * pool per opened tree. */
+#ifndef TDB_POOL_H
+#define TDB_POOL_H
+
+#include <stdbool.h>
+
+struct tdb_pool;
+
+/* A job: the caller's struct begins with one.  A thread of the pool calls
+ * run(j) once, after which the job is run's (to free). */
+struct tdb_pool_job {
+    struct tdb_pool_job *next;  /* the pool's */
+    void (*run)(struct tdb_pool_job *j);
+};
+
+/* Starts `nthreads` threads (0: one per online CPU, at most 64).
+ * @return 0 or TDB_E_NOMEM. */
+int tdb_pool_create(struct tdb_pool **out, unsigned nthreads);
+/* Stops the threads once the jobs queued have run; every user of the pool
+ * must have taken back or seen run the jobs it queued first. */
+void tdb_pool_free(struct tdb_pool *p);
+
+/* Queues job j, to run after those queued before it. */
+void tdb_pool_submit(struct tdb_pool *p, struct tdb_pool_job *j);
+
+/* Takes back the queued jobs no thread has started for which take(j, arg)
+ * is true (called under the pool's lock: it must not call the pool).
+ * @return them, linked by next in queue order (NULL: none). */
+struct tdb_pool_job *tdb_pool_take(struct tdb_pool *p,
+                                   bool (*take)(const struct tdb_pool_job *j,
+                                                void *arg),
+                                   void *arg);
+
+#endif
