@@ -258,8 +258,9 @@ static int arr_decode(struct tdb_frag *f, const struct tdb_pipeline *p,
         .what = what,
         .ncells = tdb_frag_tile_cells(f, t), /* bounds string offsets */
         .scratch = sc,
+        .offsets = offsets,
     };
-    r = tdb_pipeline_decode(p, &d, raw->data, raw->len, out, offsets, err);
+    r = tdb_pipeline_decode(p, &d, raw->data, raw->len, out, err);
     tdb_buf_free(&own);
     tdb_cache_scratch_put(f->arr->cache, sc);
     return r;

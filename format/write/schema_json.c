@@ -441,8 +441,135 @@ static uint8_t sj_compressor(unsigned type)
     }
 }
 
-static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
-                     struct tdb_error *err)
+/* DELTA's and DOUBLE_DELTA's "reinterpret_datatype" (ANY, the default, is
+ * no reinterpretation). */
+static int sj_filter_reinterpret(json_t *o, const struct sj_where *w,
+                                 struct tdb_filter *f, struct tdb_error *err)
+{
+    json_t *v = json_object_get(o, "reinterpret_datatype");
+    struct sj_where k;
+    unsigned rt = TDB_ANY;
+    int rc;
+    if (!v || json_is_null(v))
+        return 0;
+    sj_at(&k, w, "reinterpret_datatype");
+    if (!json_is_string(v))
+        return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype name");
+    /* ANY (the default: no reinterpretation) is a name here */
+    if (strcmp(json_string_value(v), "ANY") &&
+        (rc = sj_type_name(json_string_value(v), &k, &rt, err)))
+        return rc;
+    f->reinterpret_type = (uint8_t)rt;
+    return 0;
+}
+
+/* A compressor's "level". */
+static int sj_filter_level(json_t *o, const struct sj_where *w,
+                           struct tdb_filter *f, struct tdb_error *err)
+{
+    json_t *v = json_object_get(o, "level");
+    struct sj_where k;
+    bool neg;
+    uint64_t mag;
+    int rc;
+    f->level = SJ_LEVEL;
+    if (!v || json_is_null(v))
+        return 0;
+    sj_at(&k, w, "level");
+    if ((rc = sj_int(v, &k, &neg, &mag, err)))
+        return rc;
+    if (mag > INT32_MAX)
+        return sj_bad(err, TDB_E_INVAL, &k, "out of range");
+    f->level = neg ? -(int32_t)mag : (int32_t)mag;
+    return 0;
+}
+
+/* BIT_WIDTH_REDUCTION's and POSITIVE_DELTA's "max_window". */
+static int sj_filter_window(json_t *o, const struct sj_where *w,
+                            struct tdb_filter *f, struct tdb_error *err)
+{
+    uint64_t mw = SJ_MAX_WINDOW;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    sj_at(&k, w, "max_window");
+    if ((v = json_object_get(o, "max_window")) && !json_is_null(v) &&
+        (rc = sj_uint(v, &k, UINT32_MAX, &mw, err)))
+        return rc;
+    if (mw == 0)
+        return sj_bad(err, TDB_E_INVAL, &k, "must not be 0");
+    f->max_window = (uint32_t)mw;
+    return 0;
+}
+
+/* SCALE_FLOAT's "scale", "offset" and "byte_width". */
+static int sj_filter_scale(json_t *o, const struct sj_where *w,
+                           struct tdb_filter *f, struct tdb_error *err)
+{
+    uint64_t bw = 8;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    f->scale = 1.0;
+    f->offset = 0.0;
+    sj_at(&k, w, "scale");
+    if ((v = json_object_get(o, "scale")) &&
+        (rc = sj_double(v, &k, &f->scale, err)))
+        return rc;
+    sj_at(&k, w, "offset");
+    if ((v = json_object_get(o, "offset")) &&
+        (rc = sj_double(v, &k, &f->offset, err)))
+        return rc;
+    sj_at(&k, w, "byte_width");
+    if ((v = json_object_get(o, "byte_width")) &&
+        (rc = sj_uint(v, &k, 8, &bw, err)))
+        return rc;
+    if (bw != 1 && bw != 2 && bw != 4 && bw != 8)
+        return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
+                      "4 or 8", bw);
+    f->byte_width = bw;
+    return 0;
+}
+
+/* WEBP's "quality", "format" and "lossless"; the tile extents come from
+ * the schema (sj_webp_extents). */
+static int sj_filter_webp(json_t *o, const struct sj_where *w,
+                          struct tdb_filter *f, struct tdb_error *err)
+{
+    struct tdb_webp_options *opt = tdb_webp_options_edit(f);
+    double q = 100.0;
+    const char *fmt;
+    bool lossless;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    sj_at(&k, w, "quality");
+    if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
+        (rc = sj_double(v, &k, &q, err)))
+        return rc;
+    if (!(q >= 0.0 && q <= 100.0))
+        return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
+    opt->quality = (float)q;
+    if ((rc = sj_str(o, "format", true, w, &fmt, err)))
+        return rc;
+    for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
+        if (!strcasecmp(fmt, tdb_webp_format_name(i)))
+            opt->format = (uint8_t)i;
+    sj_at(&k, w, "format");
+    if (!opt->format)
+        return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
+                      "RGBA or BGRA", fmt);
+    if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
+        return rc;
+    opt->lossless = lossless;
+    return 0;
+}
+
+/* The options of filter f from o, and the keys o may hold. */
+static int sj_filter_options(json_t *o, const struct sj_where *w,
+                             struct tdb_filter *f,
+                             const char *const **known,
+                             struct tdb_error *err)
 {
     static const char *const k_none[] = {"type", NULL};
     static const char *const k_comp[] = {"type", "level", NULL};
@@ -453,9 +580,41 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
                                           "byte_width", NULL};
     static const char *const k_webp[] = {"type", "quality", "format",
                                          "lossless", NULL};
+    int rc;
+    *known = k_none;
+    switch (f->type) {
+    case TDB_FILTER_DELTA:
+    case TDB_FILTER_DOUBLE_DELTA:
+        *known = k_delta;
+        if ((rc = sj_filter_reinterpret(o, w, f, err)))
+            return rc;
+        return sj_filter_level(o, w, f, err);
+    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
+    case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
+        *known = k_comp;
+        return sj_filter_level(o, w, f, err);
+    case TDB_FILTER_BIT_WIDTH_REDUCTION:
+    case TDB_FILTER_POSITIVE_DELTA:
+        *known = k_window;
+        return sj_filter_window(o, w, f, err);
+    case TDB_FILTER_SCALE_FLOAT:
+        *known = k_scale;
+        return sj_filter_scale(o, w, f, err);
+    case TDB_FILTER_WEBP:
+        *known = k_webp;
+        return sj_filter_webp(o, w, f, err);
+    default:
+        return 0;
+    }
+}
+
+/* One filter of a pipeline from its object.  On failure f holds nothing. */
+static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
+                     struct tdb_error *err)
+{
+    const char *const *known;
     const char *name;
     struct sj_where k;
-    json_t *v;
     int rc;
     if (!json_is_object(o))
         return sj_bad(err, TDB_E_INVAL, w, "expected an object");
@@ -473,113 +632,15 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
     if (t == TDB_FILTER_AES_256_GCM)
         return sj_bad(err, TDB_E_INVAL, &k, "AES_256_GCM is not a filter of "
                       "a schema (give the key when creating the array)");
-    memset(f, 0, sizeof *f);
-    f->type = (uint8_t)t;
-    f->ops = tdb_filter_lookup(t);
-    f->reinterpret_type = TDB_ANY;
+    if (tdb_filter_init(f, t))
+        return sj_nomem(err);
     f->compressor = sj_compressor(t);
-    const char *const *known = k_none;
-    switch (t) {
-    case TDB_FILTER_DELTA:
-    case TDB_FILTER_DOUBLE_DELTA:
-        known = k_delta;
-        if ((v = json_object_get(o, "reinterpret_datatype")) &&
-            !json_is_null(v)) {
-            unsigned rt = TDB_ANY;
-            sj_at(&k, w, "reinterpret_datatype");
-            if (!json_is_string(v))
-                return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype "
-                              "name");
-            /* ANY (the default: no reinterpretation) is a name here */
-            if (strcmp(json_string_value(v), "ANY") &&
-                (rc = sj_type_name(json_string_value(v), &k, &rt, err)))
-                return rc;
-            f->reinterpret_type = (uint8_t)rt;
-        }
-        /* fall through */
-    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
-    case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
-        if (known == k_none)
-            known = k_comp;
-        f->level = SJ_LEVEL;
-        if ((v = json_object_get(o, "level")) && !json_is_null(v)) {
-            bool neg;
-            uint64_t mag;
-            sj_at(&k, w, "level");
-            if ((rc = sj_int(v, &k, &neg, &mag, err)))
-                return rc;
-            if (mag > INT32_MAX)
-                return sj_bad(err, TDB_E_INVAL, &k, "out of range");
-            f->level = neg ? -(int32_t)mag : (int32_t)mag;
-        }
-        break;
-    case TDB_FILTER_BIT_WIDTH_REDUCTION:
-    case TDB_FILTER_POSITIVE_DELTA: {
-        uint64_t mw = SJ_MAX_WINDOW;
-        known = k_window;
-        sj_at(&k, w, "max_window");
-        if ((v = json_object_get(o, "max_window")) && !json_is_null(v) &&
-            (rc = sj_uint(v, &k, UINT32_MAX, &mw, err)))
-            return rc;
-        if (mw == 0)
-            return sj_bad(err, TDB_E_INVAL, &k, "must not be 0");
-        f->max_window = (uint32_t)mw;
-        break;
-    }
-    case TDB_FILTER_SCALE_FLOAT: {
-        uint64_t bw = 8;
-        known = k_scale;
-        f->scale = 1.0;
-        f->offset = 0.0;
-        sj_at(&k, w, "scale");
-        if ((v = json_object_get(o, "scale")) &&
-            (rc = sj_double(v, &k, &f->scale, err)))
-            return rc;
-        sj_at(&k, w, "offset");
-        if ((v = json_object_get(o, "offset")) &&
-            (rc = sj_double(v, &k, &f->offset, err)))
-            return rc;
-        sj_at(&k, w, "byte_width");
-        if ((v = json_object_get(o, "byte_width")) &&
-            (rc = sj_uint(v, &k, 8, &bw, err)))
-            return rc;
-        if (bw != 1 && bw != 2 && bw != 4 && bw != 8)
-            return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
-                          "4 or 8", bw);
-        f->byte_width = bw;
-        break;
-    }
-    case TDB_FILTER_WEBP: {
-        /* the tile extents come from the schema (sj_webp_extents) */
-        double q = 100.0;
-        const char *fmt;
-        bool lossless;
-        known = k_webp;
-        sj_at(&k, w, "quality");
-        if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
-            (rc = sj_double(v, &k, &q, err)))
-            return rc;
-        if (!(q >= 0.0 && q <= 100.0))
-            return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
-        f->webp_quality = (float)q;
-        if ((rc = sj_str(o, "format", true, w, &fmt, err)))
-            return rc;
-        for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
-            if (!strcasecmp(fmt, tdb_webp_format_name(i)))
-                f->webp_format = (uint8_t)i;
-        sj_at(&k, w, "format");
-        if (!f->webp_format)
-            return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
-                          "RGBA or BGRA", fmt);
-        if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
-            return rc;
-        f->webp_lossless = lossless;
-        break;
-    }
-    default:
-        break;
-    }
-    return sj_known_keys(o, known, w, err);
+    rc = sj_filter_options(o, w, f, &known, err);
+    if (!rc)
+        rc = sj_known_keys(o, known, w, err);
+    if (rc)
+        tdb_filter_release(f);
+    return rc;
 }
 
 /* A pipeline from an array of filters; absent or null: `def` (may be NULL
@@ -1344,9 +1405,10 @@ static void sj_webp_extents(struct tdb_schema *s)
     for (uint32_t i = 0; i < s->nattrs; i++)
         for (uint32_t j = 0; j < s->attrs[i].filters.n; j++) {
             struct tdb_filter *f = &s->attrs[i].filters.f[j];
-            if (f->type == TDB_FILTER_WEBP) {
-                f->webp_y_extent = (uint16_t)y;
-                f->webp_x_extent = (uint16_t)x;
+            struct tdb_webp_options *o = tdb_webp_options_edit(f);
+            if (f->type == TDB_FILTER_WEBP && o) {
+                o->y_extent = (uint16_t)y;
+                o->x_extent = (uint16_t)x;
             }
         }
 }
@@ -1370,7 +1432,8 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
         const struct tdb_attr *a = &s->attrs[i];
         for (uint32_t j = 0; j < a->filters.n; j++) {
             const struct tdb_filter *f = &a->filters.f[j];
-            unsigned bpp = tdb_webp_pixel_bytes(f->webp_format);
+            const struct tdb_webp_options *o = tdb_webp_options(f);
+            unsigned bpp = tdb_webp_pixel_bytes(o->format);
             uint64_t y = 0, x = 0;
             if (f->type != TDB_FILTER_WEBP)
                 continue;
@@ -1389,8 +1452,8 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
                 return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
                                "filter's format is not set (RGB, BGR, RGBA "
                                "or BGRA)", a->name);
-            if (!(f->webp_quality >= 0.0f && f->webp_quality <= 100.0f) ||
-                f->webp_lossless > 1)
+            if (!(o->quality >= 0.0f && o->quality <= 100.0f) ||
+                o->lossless > 1)
                 return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
                                "filter's quality is in [0, 100], its "
                                "lossless flag 0 or 1", a->name);
@@ -1406,11 +1469,11 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
                                "%d x %d", a->name, (unsigned long long)y,
                                (unsigned long long)(x / bpp),
                                SJ_WEBP_MAX_SIDE, SJ_WEBP_MAX_SIDE);
-            if (f->webp_y_extent != y || f->webp_x_extent != x)
+            if (o->y_extent != y || o->x_extent != x)
                 return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
                                "filter's tile extents (%u, %u) are not the "
                                "schema's (%llu, %llu)", a->name,
-                               f->webp_y_extent, f->webp_x_extent,
+                               o->y_extent, o->x_extent,
                                (unsigned long long)y, (unsigned long long)x);
         }
     }

@@ -1073,11 +1073,12 @@ static int wr_emit(const struct wr *w, struct wr_scratch *sc,
         .key = w->key,
         .what = what,
         .scratch = sc->fsc,
+        .in_offsets = offs,
+        .n_offsets = noffs,
     };
     struct wr_out *out = &job->out[job->nout];
     tdb_buf_reset(&out->b);
-    int r = tdb_pipeline_encode(p, &d, data, size, offs, noffs, &out->b,
-                                &job->err);
+    int r = tdb_pipeline_encode(p, &d, data, size, &out->b, &job->err);
     if (r)
         return r;
     out->o = o;

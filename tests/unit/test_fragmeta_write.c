@@ -37,10 +37,10 @@ static int decode_tile(const struct tdb_io *io, const char *path,
     int rc = tdb_io_read(io, path, offs[t], buf, (size_t)len, &err);
     struct tdb_tile_desc d = {
         .datatype = type, .cell_size = cell_size, .version = 22,
-        .is_var = is_var, .key = NULL, .what = path,
+        .is_var = is_var, .key = NULL, .what = path, .offsets = kept,
     };
     if (!rc)
-        rc = tdb_pipeline_decode(p, &d, buf, (size_t)len, out, kept, &err);
+        rc = tdb_pipeline_decode(p, &d, buf, (size_t)len, out, &err);
     if (rc)
         fprintf(stderr, "  decode %s tile %llu: %s\n", path,
                 (unsigned long long)t, err.msg);
