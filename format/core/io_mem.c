@@ -97,11 +97,21 @@ static int io_mem_is_dir(void *ctx, const char *path, bool *is_dir)
     return r;
 }
 
-/* Calls fn once for each distinct child of dir among `paths`. */
-static int io_mem_children(const char *dir, char **paths, size_t n,
-                           size_t stride, struct tdb_names *seen,
-                           bool dirs_only, tdb_io_list_fn fn, void *arg)
+/* A listing under way: the folder, the names told so far, whom to tell. */
+struct io_mem_listing {
+    const char *dir;
+    struct tdb_names seen;
+    tdb_io_list_fn fn;
+    void *arg;
+};
+
+/* Calls the listing's fn once for each distinct child of its folder among
+ * `paths` (n of them, `stride` bytes apart), as folders when dirs_only. */
+static int io_mem_children(struct io_mem_listing *ls, char **paths, size_t n,
+                           size_t stride, bool dirs_only)
 {
+    const char *dir = ls->dir;
+    struct tdb_names *seen = &ls->seen;
     size_t l = strlen(dir);
     for (size_t i = 0; i < n; i++) {
         const char *p = *(char **)((char *)paths + i * stride);
@@ -135,7 +145,7 @@ static int io_mem_children(const char *dir, char **paths, size_t n,
             return TDB_E_NOMEM;
         seen->n++;
         struct tdb_dirent ent = {name, slash != NULL || dirs_only};
-        int r = fn(arg, &ent);
+        int r = ls->fn(ls->arg, &ent);
         if (r)
             return r;
     }
@@ -149,19 +159,19 @@ static int io_mem_list(void *ctx, const char *path, tdb_io_list_fn fn,
     path = io_mem_norm(path);
     pthread_mutex_lock(&m->lock);
     int r;
-    struct tdb_names seen = {0};
+    struct io_mem_listing ls = {.dir = path, .fn = fn, .arg = arg};
     if (!io_mem_has_dir(m, path) || io_mem_find(m, path)) {
         r = TDB_E_NOENT;
     } else {
-        r = m->n ? io_mem_children(path, &m->f[0].path, m->n, sizeof *m->f,
-                                   &seen, false, fn, arg)
+        r = m->n ? io_mem_children(&ls, &m->f[0].path, m->n, sizeof *m->f,
+                                   false)
                  : 0;
         if (!r && m->ndirs)
-            r = io_mem_children(path, m->dirs, m->ndirs, sizeof *m->dirs,
-                                &seen, true, fn, arg);
+            r = io_mem_children(&ls, m->dirs, m->ndirs, sizeof *m->dirs,
+                                true);
     }
     pthread_mutex_unlock(&m->lock);
-    tdb_names_free(&seen);
+    tdb_names_free(&ls.seen);
     return r;
 }
 

@@ -23,21 +23,29 @@ char *tdb_s3_encode(const char *s, bool keep_slash);
  * same string is the request's query.  @return a new string or NULL. */
 char *tdb_s3_query(const struct tdb_s3_pair *p, size_t n);
 
-/* The Authorization header value of a request signed with AWS Signature
- * Version 4 (service "s3"):
- *   method        "GET", "PUT", ...
- *   path          the encoded path ("/bucket/key" or "/key")
- *   query         its canonical query string (tdb_s3_query), or ""
- *   hdr, nhdr     the headers to sign, any case and order (host,
- *                 x-amz-date and x-amz-content-sha256 among them)
- *   payload_hash  hex SHA-256 of the body (also x-amz-content-sha256)
- *   amz_date      "YYYYMMDDTHHMMSSZ" (the x-amz-date header)
- * into out (cap bytes).  @return 0, TDB_E_INVAL (out too small) or
- * TDB_E_NOMEM. */
-int tdb_s3_sigv4(char *out, size_t cap, const char *method, const char *path,
-                 const char *query, const struct tdb_s3_pair *hdr,
-                 size_t nhdr, const char *payload_hash, const char *amz_date,
-                 const char *region, const char *key_id, const char *secret);
+/* A request to sign with AWS Signature Version 4 (service "s3"). */
+struct tdb_s3_request {
+    const char *method;         /* "GET", "PUT", ... */
+    const char *path;           /* encoded: "/bucket/key" or "/key" */
+    const char *query;          /* canonical (tdb_s3_query), or "" */
+    const struct tdb_s3_pair *hdr;  /* the headers to sign, any case and
+                                     * order (host, x-amz-date and
+                                     * x-amz-content-sha256 among them) */
+    size_t nhdr;
+    const char *payload_hash;   /* hex SHA-256 of the body (also
+                                 * x-amz-content-sha256) */
+    const char *amz_date;       /* "YYYYMMDDTHHMMSSZ" (x-amz-date) */
+};
+
+/* Who signs: the region and the credentials. */
+struct tdb_s3_signer {
+    const char *region, *key_id, *secret;
+};
+
+/* The Authorization header value of request rq signed by `by`, into out
+ * (cap bytes).  @return 0, TDB_E_INVAL (out too small) or TDB_E_NOMEM. */
+int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
+                 const struct tdb_s3_signer *by);
 
 /* Hex SHA-256 of len bytes (65 bytes written, NUL-terminated). */
 void tdb_s3_sha256_hex(const void *data, size_t len, char out[65]);

@@ -194,9 +194,13 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
     for (size_t i = 0; !r && i < nh; i++)
         r = s3_header(&c->hl, hdr[i].name, hdr[i].value);
     if (!r && s->key_id && s->secret) {
-        r = tdb_s3_sigv4(auth, sizeof auth, c->method, c->uri,
-                         c->query ? c->query : "", hdr, nh, c->hash, date,
-                         s->region, s->key_id, s->secret);
+        struct tdb_s3_request rq = {
+            .method = c->method, .path = c->uri,
+            .query = c->query ? c->query : "", .hdr = hdr, .nhdr = nh,
+            .payload_hash = c->hash, .amz_date = date,
+        };
+        struct tdb_s3_signer by = {s->region, s->key_id, s->secret};
+        r = tdb_s3_sigv4(auth, sizeof auth, &rq, &by);
         if (!r)
             r = s3_header(&c->hl, "Authorization", auth);
         explicit_bzero(auth, sizeof auth);

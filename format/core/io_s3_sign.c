@@ -145,89 +145,111 @@ static char *s3_trim_value(const char *v)
     return out;
 }
 
-int tdb_s3_sigv4(char *out, size_t cap, const char *method, const char *path,
-                 const char *query, const struct tdb_s3_pair *hdr,
-                 size_t nhdr, const char *payload_hash, const char *amz_date,
-                 const char *region, const char *key_id, const char *secret)
+#define S3_ADD(b, s) tdb_buf_append((b), (s), strlen(s))
+
+/* The canonical request's hash (65 bytes) and the signed headers' names
+ * (NUL-terminated, in names), from the headers h sorted by name. */
+static int s3_canonical(const struct tdb_s3_request *rq,
+                        const struct s3_hdr *h, struct tdb_buf *names,
+                        char creq_hash[65])
+{
+    struct tdb_buf creq = {0};
+    int r = TDB_E_NOMEM;
+    if (S3_ADD(&creq, rq->method) || S3_ADD(&creq, "\n") ||
+        S3_ADD(&creq, rq->path) || S3_ADD(&creq, "\n") ||
+        S3_ADD(&creq, rq->query) || S3_ADD(&creq, "\n"))
+        goto out;
+    for (size_t i = 0; i < rq->nhdr; i++)
+        if (S3_ADD(&creq, h[i].name) || S3_ADD(&creq, ":") ||
+            S3_ADD(&creq, h[i].value) || S3_ADD(&creq, "\n") ||
+            (i && S3_ADD(names, ";")) || S3_ADD(names, h[i].name))
+            goto out;
+    if (tdb_buf_append(names, "", 1) || S3_ADD(&creq, "\n") ||
+        S3_ADD(&creq, (char *)names->data) || S3_ADD(&creq, "\n") ||
+        S3_ADD(&creq, rq->payload_hash))
+        goto out;
+    tdb_s3_sha256_hex(creq.data, creq.len, creq_hash);
+    r = 0;
+out:
+    tdb_buf_free(&creq);
+    return r;
+}
+
+/* The signature (hex) of the string to sign sts, with the signing key
+ * of `day`: an HMAC chain over date, region, service, terminator. */
+static int s3_signature(const struct tdb_s3_signer *by, const char *day,
+                        const char *sts, char sighex[65])
+{
+    char *key = NULL;
+    if (asprintf(&key, "AWS4%s", by->secret) < 0)
+        return TDB_E_NOMEM;
+    unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
+    s3_hmac(key, strlen(key), day, k1);
+    s3_hmac(k1, 32, by->region, k2);
+    s3_hmac(k2, 32, "s3", k3);
+    s3_hmac(k3, 32, "aws4_request", k4);
+    s3_hmac(k4, 32, sts, sig);
+    tdb_s3_hex(sig, 32, sighex);
+    explicit_bzero(k1, sizeof k1);
+    explicit_bzero(k2, sizeof k2);
+    explicit_bzero(k3, sizeof k3);
+    explicit_bzero(k4, sizeof k4);
+    explicit_bzero(key, strlen(key));
+    free(key);
+    return 0;
+}
+
+int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
+                 const struct tdb_s3_signer *by)
 {
     int r = TDB_E_NOMEM;
+    size_t nhdr = rq->nhdr;
     struct s3_hdr *h = calloc(nhdr ? nhdr : 1, sizeof *h);
-    struct tdb_buf creq = {0}, names = {0}, sts = {0};
-    char *key = NULL;
+    struct tdb_buf names = {0}, sts = {0};
     if (!h)
         return TDB_E_NOMEM;
     for (size_t i = 0; i < nhdr; i++) {
-        if (!(h[i].name = strdup(hdr[i].name)) ||
-            !(h[i].value = s3_trim_value(hdr[i].value)))
+        if (!(h[i].name = strdup(rq->hdr[i].name)) ||
+            !(h[i].value = s3_trim_value(rq->hdr[i].value)))
             goto out;
         for (char *p = h[i].name; *p; p++)
             *p = (char)tolower((unsigned char)*p);
     }
     qsort(h, nhdr, sizeof *h, s3_hdr_cmp);
-    /* the canonical request */
-#define S3_ADD(b, s) tdb_buf_append((b), (s), strlen(s))
-    if (S3_ADD(&creq, method) || S3_ADD(&creq, "\n") || S3_ADD(&creq, path) ||
-        S3_ADD(&creq, "\n") || S3_ADD(&creq, query) || S3_ADD(&creq, "\n"))
-        goto out;
-    for (size_t i = 0; i < nhdr; i++)
-        if (S3_ADD(&creq, h[i].name) || S3_ADD(&creq, ":") ||
-            S3_ADD(&creq, h[i].value) || S3_ADD(&creq, "\n") ||
-            (i && S3_ADD(&names, ";")) || S3_ADD(&names, h[i].name))
-            goto out;
-    if (tdb_buf_append(&names, "", 1) || S3_ADD(&creq, "\n") ||
-        S3_ADD(&creq, (char *)names.data) || S3_ADD(&creq, "\n") ||
-        S3_ADD(&creq, payload_hash))
-        goto out;
     char creq_hash[65];
-    tdb_s3_sha256_hex(creq.data, creq.len, creq_hash);
+    if ((r = s3_canonical(rq, h, &names, creq_hash)))
+        goto out;
     /* the string to sign */
     char day[9];
-    snprintf(day, sizeof day, "%.8s", amz_date);
+    snprintf(day, sizeof day, "%.8s", rq->amz_date);
     char scope[128];
     if ((size_t)snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day,
-                         region) >= sizeof scope) {
+                         by->region) >= sizeof scope) {
         r = TDB_E_INVAL;
         goto out;
     }
-    if (S3_ADD(&sts, "AWS4-HMAC-SHA256\n") || S3_ADD(&sts, amz_date) ||
+    r = TDB_E_NOMEM;
+    if (S3_ADD(&sts, "AWS4-HMAC-SHA256\n") || S3_ADD(&sts, rq->amz_date) ||
         S3_ADD(&sts, "\n") || S3_ADD(&sts, scope) || S3_ADD(&sts, "\n") ||
         S3_ADD(&sts, creq_hash) || tdb_buf_append(&sts, "", 1))
         goto out;
-#undef S3_ADD
-    /* the signing key: HMAC chain over date, region, service, terminator */
-    if (asprintf(&key, "AWS4%s", secret) < 0) {
-        key = NULL;
-        goto out;
-    }
-    unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
-    s3_hmac(key, strlen(key), day, k1);
-    s3_hmac(k1, 32, region, k2);
-    s3_hmac(k2, 32, "s3", k3);
-    s3_hmac(k3, 32, "aws4_request", k4);
-    s3_hmac(k4, 32, (const char *)sts.data, sig);
     char sighex[65];
-    tdb_s3_hex(sig, 32, sighex);
+    if ((r = s3_signature(by, day, (const char *)sts.data, sighex)))
+        goto out;
     int n = snprintf(out, cap,
                      "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
                      "Signature=%s",
-                     key_id, scope, (char *)names.data, sighex);
+                     by->key_id, scope, (char *)names.data, sighex);
     r = n < 0 || (size_t)n >= cap ? TDB_E_INVAL : 0;
-    explicit_bzero(k1, sizeof k1);
-    explicit_bzero(k2, sizeof k2);
-    explicit_bzero(k3, sizeof k3);
-    explicit_bzero(k4, sizeof k4);
 out:
-    if (key) {
-        explicit_bzero(key, strlen(key));
-        free(key);
-    }
     for (size_t i = 0; i < nhdr; i++) {
         free(h[i].name);
         free(h[i].value);
     }
     free(h);
-    tdb_buf_free(&creq);
     tdb_buf_free(&names);
     tdb_buf_free(&sts);
     return r;
 }
+
+#undef S3_ADD

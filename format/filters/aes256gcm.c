@@ -92,9 +92,13 @@ static int aes_decrypt_part(const struct tdb_filter_call *call,
 }
 
 static int aes_decode(const struct tdb_filter_call *call,
-                      struct tdb_cursor *md, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+                      struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     uint32_t nmd = 0, ndata = 0;
     struct tdb_cursor dc;
     uint8_t dummy = 0;
@@ -153,10 +157,15 @@ static int aes_encrypt_part(const struct tdb_filter_call *call,
     return 0;
 }
 
-static int aes_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                      size_t md_size, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int aes_encode(const struct tdb_filter_call *call,
+                      struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     int rc;
 
     if (!call->key)

@@ -53,13 +53,16 @@ static void bwr_widen(const uint8_t *in, size_t n, unsigned cw, unsigned w,
 }
 
 static int bwr_decode(const struct tdb_filter_call *call,
-                      struct tdb_cursor *md, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+                      struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
-        return tdb_numeric_passthrough(call, md, data, size, md_out,
-                                       data_out);
+        return tdb_numeric_passthrough(call, st);
     unsigned w = t.width;
     uint32_t orig, nwin;
     tdb_cur_u32(md, &orig);
@@ -118,7 +121,7 @@ static int bwr_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": windows use %zu of %zu bytes of data", pos,
                        size);
-    return tdb_numeric_passthrough(call, md, NULL, 0, md_out, data_out);
+    return tdb_numeric_pass_md(call, md, md_out);
 }
 
 /* Bits TileDB gives a window of n values at p (and its minimum in *min);
@@ -162,14 +165,18 @@ static unsigned bwr_bits(const uint8_t *p, size_t n, struct tdb_numeric_int t,
                                : r1 <= UINT32_MAX ? 32 : 64;
 }
 
-static int bwr_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                      size_t md_size, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int bwr_encode(const struct tdb_filter_call *call,
+                      struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
-        return tdb_numeric_passthrough_enc(call, md, md_size, data, size,
-                                           md_out, data_out);
+        return tdb_numeric_passthrough_enc(call, st);
     unsigned w = t.width;
     uint64_t window, nwin;
     if (size > UINT32_MAX)

@@ -60,23 +60,25 @@ static int bitshuffle_check_type(const struct tdb_filter_call *call,
 }
 
 static int bitshuffle_decode(const struct tdb_filter_call *call,
-                             struct tdb_cursor *md, const uint8_t *data,
-                             size_t size, struct tdb_buf *md_out,
-                             struct tdb_buf *data_out)
+                             struct tdb_filter_stage *st)
 {
     struct bitshuffle_arg a = {.un = true};
     int r = bitshuffle_check_type(call, &a);
     if (r)
         return r;
-    return tdb_numeric_parts_decode(call, "BITSHUFFLE", md, data, size,
-                                    md_out, data_out, bitshuffle_part, &a);
+    return tdb_numeric_parts_decode(call, "BITSHUFFLE", st, bitshuffle_part,
+                                    &a);
 }
 
 static int bitshuffle_encode(const struct tdb_filter_call *call,
-                             const uint8_t *md, size_t md_size,
-                             const uint8_t *data, size_t size,
-                             struct tdb_buf *md_out, struct tdb_buf *data_out)
+                             struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct bitshuffle_arg a = {.un = false};
     int r = bitshuffle_check_type(call, &a);
     if (r)

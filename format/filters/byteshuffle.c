@@ -6,27 +6,36 @@
 
 /* ------------------------------------------------ shared: numeric_common.h */
 
-int tdb_numeric_passthrough(const struct tdb_filter_call *call,
-                            struct tdb_cursor *md, const uint8_t *data,
-                            size_t size, struct tdb_buf *md_out,
-                            struct tdb_buf *data_out)
+int tdb_numeric_pass_md(const struct tdb_filter_call *call,
+                        struct tdb_cursor *md, struct tdb_buf *md_out)
 {
     const uint8_t *rest;
     size_t left = tdb_cur_left(md);
     if (tdb_cur_bytes(md, left, &rest))
         return tdb_err(call->err, TDB_E_CORRUPT, "metadata cursor is bad");
-    if (tdb_buf_append(md_out, rest, left) ||
-        tdb_buf_append(data_out, data, size))
+    if (tdb_buf_append(md_out, rest, left))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     return 0;
 }
 
-int tdb_numeric_passthrough_enc(const struct tdb_filter_call *call,
-                                const uint8_t *md, size_t md_size,
-                                const uint8_t *data, size_t size,
-                                struct tdb_buf *md_out,
-                                struct tdb_buf *data_out)
+int tdb_numeric_passthrough(const struct tdb_filter_call *call,
+                            struct tdb_filter_stage *st)
 {
+    int r = tdb_numeric_pass_md(call, &st->md, st->md_out);
+    if (!r && tdb_buf_append(st->data_out, st->data, st->size))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    return r;
+}
+
+int tdb_numeric_passthrough_enc(const struct tdb_filter_call *call,
+                                struct tdb_filter_stage *st)
+{
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     if (tdb_buf_append(md_out, md, md_size) ||
         tdb_buf_append(data_out, data, size))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
@@ -34,11 +43,14 @@ int tdb_numeric_passthrough_enc(const struct tdb_filter_call *call,
 }
 
 int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
-                             const char *name, struct tdb_cursor *md,
-                             const uint8_t *data, size_t size,
-                             struct tdb_buf *md_out, struct tdb_buf *data_out,
+                             const char *name, struct tdb_filter_stage *st,
                              tdb_numeric_part_fn fn, void *arg)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     uint32_t nparts;
     if (tdb_cur_u32(md, &nparts))
         return tdb_err(call->err, TDB_E_CORRUPT,
@@ -64,7 +76,7 @@ int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "%s: parts cover %zu of %zu bytes of data", name, off,
                        size);
-    return tdb_numeric_passthrough(call, md, NULL, 0, md_out, data_out);
+    return tdb_numeric_pass_md(call, md, md_out);
 }
 
 int tdb_numeric_parts_header(const struct tdb_filter_call *call,
@@ -132,23 +144,25 @@ static int byteshuffle_part(const struct tdb_filter_call *call,
 }
 
 static int byteshuffle_decode(const struct tdb_filter_call *call,
-                              struct tdb_cursor *md, const uint8_t *data,
-                              size_t size, struct tdb_buf *md_out,
-                              struct tdb_buf *data_out)
+                              struct tdb_filter_stage *st)
 {
     struct byteshuffle_arg a;
     int r = byteshuffle_arg(call, &a);
     if (r)
         return r;
-    return tdb_numeric_parts_decode(call, "BYTESHUFFLE", md, data, size,
-                                    md_out, data_out, byteshuffle_part, &a);
+    return tdb_numeric_parts_decode(call, "BYTESHUFFLE", st, byteshuffle_part,
+                                    &a);
 }
 
 static int byteshuffle_encode(const struct tdb_filter_call *call,
-                              const uint8_t *md, size_t md_size,
-                              const uint8_t *data, size_t size,
-                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+                              struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct byteshuffle_arg a;
     int r = byteshuffle_arg(call, &a);
     if (r)

@@ -131,20 +131,15 @@ static int bzip2_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 }
 
 static int bzip2_decode(const struct tdb_filter_call *call,
-                        struct tdb_cursor *md, const uint8_t *data,
-                        size_t size, struct tdb_buf *md_out,
-                        struct tdb_buf *data_out)
+                        struct tdb_filter_stage *st)
 {
-    return tdb_compress_decode(&bzip2_codec, call, md, data, size, md_out,
-                               data_out);
+    return tdb_compress_decode(&bzip2_codec, call, st);
 }
 
-static int bzip2_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                        size_t md_size, const uint8_t *data, size_t size,
-                        struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int bzip2_encode(const struct tdb_filter_call *call,
+                        struct tdb_filter_stage *st)
 {
-    return tdb_compress_encode(&bzip2_codec, call, md, md_size, data, size,
-                               md_out, data_out);
+    return tdb_compress_encode(&bzip2_codec, call, st);
 }
 
 const struct tdb_filter_ops tdb_filter_bzip2 = {

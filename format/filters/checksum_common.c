@@ -72,11 +72,16 @@ static int checksum_verify(unsigned digest, const struct tdb_filter_call *call,
 }
 
 /* Passes the metadata md[0..md_size) and the data on unchanged. */
-static int checksum_pass_on(unsigned digest, const struct tdb_filter_call *call,
-                            const uint8_t *md, size_t md_size,
-                            const uint8_t *data, size_t size,
-                            struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int checksum_pass_on(unsigned digest,
+                            const struct tdb_filter_call *call,
+                            struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     int rc = tdb_buf_append(md_out, md, md_size);
     if (rc == 0)
         rc = tdb_buf_append(data_out, data, size);
@@ -86,12 +91,14 @@ static int checksum_pass_on(unsigned digest, const struct tdb_filter_call *call,
     return 0;
 }
 
-int tdb_checksum_decode(unsigned digest,
-                        const struct tdb_filter_call *call,
-                        struct tdb_cursor *md, const uint8_t *data,
-                        size_t size, struct tdb_buf *md_out,
-                        struct tdb_buf *data_out)
+int tdb_checksum_decode(unsigned digest, const struct tdb_filter_call *call,
+                        struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     size_t dlen = digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32;
     uint32_t nmd, ndata;
     struct tdb_cursor hdr, rest, dc;
@@ -117,8 +124,10 @@ int tdb_checksum_decode(unsigned digest,
         rc = checksum_verify(digest, call, &hdr, ndata, &dc, "data");
     if (rc < 0)
         return rc;
-    return checksum_pass_on(digest, call, tail, tail_len, data, size, md_out,
-                            data_out);
+    struct tdb_filter_stage pass = {.data = data, .size = size,
+                                    .md_out = md_out, .data_out = data_out};
+    tdb_cur_init(&pass.md, tail, tail_len);
+    return checksum_pass_on(digest, call, &pass);
 }
 
 static int checksum_part(unsigned digest, const struct tdb_filter_call *call,
@@ -139,13 +148,14 @@ static int checksum_part(unsigned digest, const struct tdb_filter_call *call,
     return 0;
 }
 
-int tdb_checksum_encode(unsigned digest,
-                        const struct tdb_filter_call *call,
-                        const uint8_t *md, size_t md_size,
-                        const uint8_t *data, size_t size,
-                        struct tdb_buf *md_out,
-                        struct tdb_buf *data_out)
+int tdb_checksum_encode(unsigned digest, const struct tdb_filter_call *call,
+                        struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
     int rc = tdb_compress_write_counts(call, md_size, size,
                                        checksum_name(digest), md_out);
 
@@ -155,6 +165,5 @@ int tdb_checksum_encode(unsigned digest,
         rc = checksum_part(digest, call, data, size, md_out);
     if (rc < 0)
         return rc;
-    return checksum_pass_on(digest, call, md, md_size, data, size, md_out,
-                            data_out);
+    return checksum_pass_on(digest, call, st);
 }

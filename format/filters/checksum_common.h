@@ -14,12 +14,8 @@
 /* The checksum filters' decode and encode; digest is TDB_FILTER_CHECKSUM_MD5
  * or TDB_FILTER_CHECKSUM_SHA256.  A mismatch is TDB_E_CHECKSUM. */
 int tdb_checksum_decode(unsigned digest, const struct tdb_filter_call *call,
-                        struct tdb_cursor *md, const uint8_t *data,
-                        size_t size, struct tdb_buf *md_out,
-                        struct tdb_buf *data_out);
+                        struct tdb_filter_stage *st);
 int tdb_checksum_encode(unsigned digest, const struct tdb_filter_call *call,
-                        const uint8_t *md, size_t md_size,
-                        const uint8_t *data, size_t size,
-                        struct tdb_buf *md_out, struct tdb_buf *data_out);
+                        struct tdb_filter_stage *st);
 
 #endif

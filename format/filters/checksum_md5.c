@@ -2,23 +2,15 @@
 #include "checksum_common.h"
 
 static int checksum_md5_decode(const struct tdb_filter_call *call,
-                               struct tdb_cursor *md, const uint8_t *data,
-                               size_t size, struct tdb_buf *md_out,
-                               struct tdb_buf *data_out)
+                               struct tdb_filter_stage *st)
 {
-    return tdb_checksum_decode(TDB_FILTER_CHECKSUM_MD5, call, md,
-                               data, size, md_out, data_out);
+    return tdb_checksum_decode(TDB_FILTER_CHECKSUM_MD5, call, st);
 }
 
 static int checksum_md5_encode(const struct tdb_filter_call *call,
-                               const uint8_t *md, size_t md_size,
-                               const uint8_t *data, size_t size,
-                               struct tdb_buf *md_out,
-                               struct tdb_buf *data_out)
+                               struct tdb_filter_stage *st)
 {
-    return tdb_checksum_encode(TDB_FILTER_CHECKSUM_MD5, call, md,
-                               md_size, data, size, md_out,
-                               data_out);
+    return tdb_checksum_encode(TDB_FILTER_CHECKSUM_MD5, call, st);
 }
 
 const struct tdb_filter_ops tdb_filter_checksum_md5 = {

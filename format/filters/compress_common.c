@@ -74,16 +74,27 @@ int tdb_compress_write_counts(const struct tdb_filter_call *call,
     return 0;
 }
 
-/* Decompresses `nparts` parts described in md, taking their bytes from the
- * data cursor, into out; together they may hold at most `limit` bytes (the
- * caller's bound, struct tdb_filter_call), checked before allocating. */
+/* The parts of one kind ("metadata", "data") of a chunk: how many, the
+ * most bytes they may hold together (the caller's bound, struct
+ * tdb_filter_call) and where they go. */
+struct compress_parts {
+    const char *kind;
+    uint32_t nparts;
+    uint64_t limit;
+    struct tdb_buf *out;
+};
+
+/* Decompresses the parts described in md, taking their bytes from the
+ * data cursor; the limit is checked before allocating. */
 static int gzip_frame_parts(const struct tdb_compress_codec *codec,
                             const struct tdb_filter_call *call,
                             struct tdb_cursor *md, struct tdb_cursor *data,
-                            uint32_t nparts, const char *kind,
-                            uint64_t limit, struct tdb_buf *out)
+                            const struct compress_parts *pp)
 {
-    uint64_t total = 0;
+    const char *kind = pp->kind;
+    uint32_t nparts = pp->nparts;
+    uint64_t limit = pp->limit, total = 0;
+    struct tdb_buf *out = pp->out;
 
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t orig = 0, comp = 0;
@@ -142,10 +153,13 @@ static int gzip_frame_parts(const struct tdb_compress_codec *codec,
 
 int tdb_compress_decode(const struct tdb_compress_codec *codec,
                         const struct tdb_filter_call *call,
-                        struct tdb_cursor *md, const uint8_t *data,
-                        size_t size, struct tdb_buf *md_out,
-                        struct tdb_buf *data_out)
+                        struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     uint32_t nmd, ndata;
     struct tdb_cursor dc;
     /* 8 bytes of metadata per part: two u32 lengths */
@@ -155,11 +169,13 @@ int tdb_compress_decode(const struct tdb_compress_codec *codec,
     if (rc < 0)
         return rc;
     tdb_cur_init(&dc, data, size);
-    rc = gzip_frame_parts(codec, call, md, &dc, nmd, "metadata",
-                          tdb_filter_max_md(call), md_out);
+    struct compress_parts mp = {"metadata", nmd, tdb_filter_max_md(call),
+                                md_out};
+    struct compress_parts dp = {"data", ndata, tdb_filter_max_data(call),
+                                data_out};
+    rc = gzip_frame_parts(codec, call, md, &dc, &mp);
     if (rc == 0)
-        rc = gzip_frame_parts(codec, call, md, &dc, ndata, "data",
-                              tdb_filter_max_data(call), data_out);
+        rc = gzip_frame_parts(codec, call, md, &dc, &dp);
     if (rc == 0)
         tdb_cur_skip(md, tdb_cur_left(md));
     return rc;
@@ -194,10 +210,15 @@ static int gzip_frame_part(const struct tdb_compress_codec *codec,
 }
 
 int tdb_compress_encode(const struct tdb_compress_codec *codec,
-                        const struct tdb_filter_call *call, const uint8_t *md,
-                        size_t md_size, const uint8_t *data, size_t size,
-                        struct tdb_buf *md_out, struct tdb_buf *data_out)
+                        const struct tdb_filter_call *call,
+                        struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     int rc = tdb_compress_write_counts(call, md_size, size, codec->name,
                                        md_out);
 

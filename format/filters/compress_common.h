@@ -100,16 +100,13 @@ int tdb_compress_write_options(const struct tdb_filter *f, uint8_t compressor,
  * dropped, as TileDB does. */
 int tdb_compress_decode(const struct tdb_compress_codec *codec,
                         const struct tdb_filter_call *call,
-                        struct tdb_cursor *md, const uint8_t *data,
-                        size_t size, struct tdb_buf *md_out,
-                        struct tdb_buf *data_out);
+                        struct tdb_filter_stage *st);
 
 /* The filter encode for a framed compressor: the input metadata (when not
  * empty) and the input data (when not empty) are one part each. */
 int tdb_compress_encode(const struct tdb_compress_codec *codec,
-                        const struct tdb_filter_call *call, const uint8_t *md,
-                        size_t md_size, const uint8_t *data, size_t size,
-                        struct tdb_buf *md_out, struct tdb_buf *data_out);
+                        const struct tdb_filter_call *call,
+                        struct tdb_filter_stage *st);
 
 /* The fixed prefix of the var-sized string forms of RLE and DICTIONARY. */
 struct tdb_compress_strings_hdr {

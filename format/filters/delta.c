@@ -123,24 +123,19 @@ static const struct tdb_compress_codec delta_codec = {
 };
 
 static int delta_decode(const struct tdb_filter_call *call,
-                        struct tdb_cursor *md, const uint8_t *data,
-                        size_t size, struct tdb_buf *md_out,
-                        struct tdb_buf *data_out)
+                        struct tdb_filter_stage *st)
 {
     struct tdb_numeric_int t;
     int r = delta_int(call, &t);  /* before anything is allocated */
     if (r)
         return r;
-    return tdb_compress_decode(&delta_codec, call, md, data, size, md_out,
-                               data_out);
+    return tdb_compress_decode(&delta_codec, call, st);
 }
 
-static int delta_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                        size_t md_size, const uint8_t *data, size_t size,
-                        struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int delta_encode(const struct tdb_filter_call *call,
+                        struct tdb_filter_stage *st)
 {
-    return tdb_compress_encode(&delta_codec, call, md, md_size, data, size,
-                               md_out, data_out);
+    return tdb_compress_encode(&delta_codec, call, st);
 }
 
 static int delta_read_options(struct tdb_filter *f, struct tdb_cursor *c,

@@ -124,20 +124,119 @@ static void dictionary_expand(const struct dictionary_ids *ids, uint8_t *dst,
     }
 }
 
-static int dictionary_decode(const struct tdb_filter_call *call,
-                             struct tdb_cursor *md, const uint8_t *data,
-                             size_t size, struct tdb_buf *md_out,
-                             struct tdb_buf *data_out)
-{
+/* What a chunk's metadata says. */
+struct dictionary_md {
     struct tdb_compress_strings_hdr h;
+    unsigned iw, sw;            /* id and string length widths */
+    const uint8_t *dict;
+    uint32_t dict_size;
+    uint64_t cells;
+};
+
+/* Reads and checks the chunk's metadata against its `size` data bytes and
+ * the call's limits; an empty chunk has m->h.encoded_bytes 0. */
+static int dictionary_read_md(const struct tdb_filter_call *call,
+                              struct tdb_cursor *md, size_t size,
+                              struct dictionary_md *m)
+{
     uint8_t iw8 = 0, sw8 = 0;
-    uint32_t dict_size = 0;
-    const uint8_t *dict = NULL;
-    struct dictionary_word *words = NULL;
-    size_t nwords = 0, base = data_out->len, off_base;
-    unsigned iw, sw;
-    uint64_t cells, out = 0;
+    int rc = tdb_compress_strings_read_hdr(&m->h, md, "DICTIONARY",
+                                           call->err);
+    if (rc < 0)
+        return rc;
+    tdb_cur_u8(md, &iw8);
+    tdb_cur_u8(md, &sw8);
+    tdb_cur_u32(md, &m->dict_size);
+    tdb_cur_bytes(md, m->dict_size, &m->dict);
+    if (md->bad)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: metadata truncated (widths or "
+                       "dictionary)");
+    tdb_cur_skip(md, tdb_cur_left(md));
+    if (m->h.encoded_bytes > size)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: metadata records %u encoded bytes but "
+                       "the chunk holds %zu", m->h.encoded_bytes, size);
+    if (m->h.offsets_bytes % 8 != 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: offsets size %u is not a multiple of 8",
+                       m->h.offsets_bytes);
+    m->cells = m->h.offsets_bytes / 8;
+    if (m->h.string_bytes > tdb_filter_max_data(call) ||
+        m->cells > tdb_filter_max_cells(call))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: metadata records %u string bytes in %llu "
+                       "cells, more than the tile allows (%llu bytes, %llu "
+                       "cells)", m->h.string_bytes,
+                       (unsigned long long)m->cells,
+                       (unsigned long long)tdb_filter_max_data(call),
+                       (unsigned long long)tdb_filter_max_cells(call));
+    if (m->h.encoded_bytes == 0) {
+        if (m->h.string_bytes != 0 || m->cells != 0)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "DICTIONARY: no ids for %u string bytes in %llu "
+                           "cells", m->h.string_bytes,
+                           (unsigned long long)m->cells);
+        return 0;
+    }
+    m->iw = tdb_compress_width(iw8);
+    m->sw = tdb_compress_width(sw8);
+    if (!m->iw || !m->sw)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: zero id or string length width");
+    if (m->h.encoded_bytes % m->iw != 0 ||
+        m->h.encoded_bytes / m->iw != m->cells)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: %u bytes of %u-byte ids do not make the "
+                       "%llu recorded cells", m->h.encoded_bytes, m->iw,
+                       (unsigned long long)m->cells);
+    return 0;
+}
+
+/* Checks every id of the chunk and the total before allocating anything,
+ * then writes the strings to data_out and their offsets to call->offsets
+ * (both as they were on failure). */
+static int dictionary_expand_chunk(const struct tdb_filter_call *call,
+                                   const struct tdb_filter_stage *st,
+                                   const struct dictionary_md *m,
+                                   const struct dictionary_word *words,
+                                   size_t nwords)
+{
+    const struct dictionary_ids ids = {st->data, m->cells, m->iw, words,
+                                       nwords, m->h.string_bytes};
+    uint64_t out = 0, bad = dictionary_check(&ids, &out);
     uint8_t *dst = NULL, *op = NULL;
+    if (bad < m->cells) {
+        uint64_t id = tdb_compress_be(st->data + bad * m->iw, m->iw);
+        if (id >= nwords)
+            return tdb_err(call->err, TDB_E_CORRUPT,
+                           "DICTIONARY: cell %llu has id %llu but the "
+                           "dictionary holds %zu strings",
+                           (unsigned long long)bad, (unsigned long long)id,
+                           nwords);
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: cells decode to more than the recorded "
+                       "%u string bytes", m->h.string_bytes);
+    }
+    if (out != m->h.string_bytes)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "DICTIONARY: cells decode to %llu bytes, metadata "
+                       "records %u", (unsigned long long)out,
+                       m->h.string_bytes);
+    if ((m->h.string_bytes > 0 &&
+         tdb_buf_grow(st->data_out, m->h.string_bytes, &dst) < 0) ||
+        tdb_buf_grow(call->offsets, (size_t)m->cells * 8, &op) < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
+    dictionary_expand(&ids, dst, op);
+    return 0;
+}
+
+static int dictionary_decode(const struct tdb_filter_call *call,
+                             struct tdb_filter_stage *st)
+{
+    struct dictionary_md m;
+    struct dictionary_word *words = NULL;
+    size_t nwords = 0, base = st->data_out->len, off_base;
     int rc;
 
     if (!call->strings_with_offsets)
@@ -150,93 +249,18 @@ static int dictionary_decode(const struct tdb_filter_call *call,
                        "DICTIONARY: string tile decoded without an offsets "
                        "buffer");
     off_base = call->offsets->len;
-    rc = tdb_compress_strings_read_hdr(&h, md, "DICTIONARY", call->err);
+    rc = dictionary_read_md(call, &st->md, st->size, &m);
+    if (rc < 0 || m.h.encoded_bytes == 0)
+        return rc;
+    rc = dictionary_parse(call, m.dict, m.dict_size, m.sw, &words, &nwords);
     if (rc < 0)
         return rc;
-    tdb_cur_u8(md, &iw8);
-    tdb_cur_u8(md, &sw8);
-    tdb_cur_u32(md, &dict_size);
-    tdb_cur_bytes(md, dict_size, &dict);
-    if (md->bad)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "DICTIONARY: metadata truncated (widths or "
-                       "dictionary)");
-    tdb_cur_skip(md, tdb_cur_left(md));
-    if (h.encoded_bytes > size)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "DICTIONARY: metadata records %u encoded bytes but "
-                       "the chunk holds %zu", h.encoded_bytes, size);
-    if (h.offsets_bytes % 8 != 0)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "DICTIONARY: offsets size %u is not a multiple of 8",
-                       h.offsets_bytes);
-    cells = h.offsets_bytes / 8;
-    if (h.string_bytes > tdb_filter_max_data(call) ||
-        cells > tdb_filter_max_cells(call))
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "DICTIONARY: metadata records %u string bytes in %llu "
-                       "cells, more than the tile allows (%llu bytes, %llu "
-                       "cells)", h.string_bytes, (unsigned long long)cells,
-                       (unsigned long long)tdb_filter_max_data(call),
-                       (unsigned long long)tdb_filter_max_cells(call));
-    if (h.encoded_bytes == 0) {
-        if (h.string_bytes != 0 || cells != 0)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           "DICTIONARY: no ids for %u string bytes in %llu "
-                           "cells", h.string_bytes,
-                           (unsigned long long)cells);
-        return 0;
-    }
-    iw = tdb_compress_width(iw8);
-    sw = tdb_compress_width(sw8);
-    if (!iw || !sw)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "DICTIONARY: zero id or string length width");
-    if (h.encoded_bytes % iw != 0 || h.encoded_bytes / iw != cells)
-        return tdb_err(call->err, TDB_E_CORRUPT,
-                       "DICTIONARY: %u bytes of %u-byte ids do not make the "
-                       "%llu recorded cells", h.encoded_bytes, iw,
-                       (unsigned long long)cells);
-    rc = dictionary_parse(call, dict, dict_size, sw, &words, &nwords);
-    if (rc < 0)
-        return rc;
-    /* Check every id and the total before allocating anything. */
-    struct dictionary_ids ids = {data, cells, iw, words, nwords,
-                                 h.string_bytes};
-    uint64_t bad = dictionary_check(&ids, &out);
-    if (bad < cells) {
-        uint64_t id = tdb_compress_be(data + bad * iw, iw);
-        if (id >= nwords)
-            rc = tdb_err(call->err, TDB_E_CORRUPT,
-                         "DICTIONARY: cell %llu has id %llu but the "
-                         "dictionary holds %zu strings",
-                         (unsigned long long)bad, (unsigned long long)id,
-                         nwords);
-        else
-            rc = tdb_err(call->err, TDB_E_CORRUPT,
-                         "DICTIONARY: cells decode to more than the recorded "
-                         "%u string bytes", h.string_bytes);
-        goto fail;
-    }
-    if (out != h.string_bytes) {
-        rc = tdb_err(call->err, TDB_E_CORRUPT,
-                     "DICTIONARY: cells decode to %llu bytes, metadata "
-                     "records %u", (unsigned long long)out, h.string_bytes);
-        goto fail;
-    }
-    if ((h.string_bytes > 0 &&
-         tdb_buf_grow(data_out, h.string_bytes, &dst) < 0) ||
-        tdb_buf_grow(call->offsets, (size_t)cells * 8, &op) < 0) {
-        rc = tdb_err(call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
-        goto fail;
-    }
-    dictionary_expand(&ids, dst, op);
+    rc = dictionary_expand_chunk(call, st, &m, words, nwords);
     free(words);
-    return 0;
-fail:
-    free(words);
-    data_out->len = base;
-    call->offsets->len = off_base;
+    if (rc < 0) {
+        st->data_out->len = base;
+        call->offsets->len = off_base;
+    }
     return rc;
 }
 
@@ -269,18 +293,84 @@ struct dictionary_table {
     size_t mask;
 };
 
-static int dictionary_encode(const struct tdb_filter_call *call,
-                             const uint8_t *md, size_t md_size,
-                             const uint8_t *data, size_t size,
-                             struct tdb_buf *md_out, struct tdb_buf *data_out)
+/* Encoding one chunk: its strings, the dictionary so far and the table
+ * that finds a string's id. */
+struct dictionary_enc {
+    const struct tdb_filter_call *call;
+    const uint8_t *data;
+    size_t size;
+    struct dictionary_table t;
+    struct tdb_buf dict;
+    uint64_t nwords;
+    unsigned sw;                /* string length width */
+};
+
+/* The id of cell i's string, adding the string to the dictionary when it
+ * is new. */
+static int dictionary_id(struct dictionary_enc *e, uint64_t i, uint64_t *id)
 {
-    struct tdb_compress_strings_hdr h = {0};
-    struct dictionary_table t = {0};
-    struct tdb_buf dict = {0};
-    uint64_t n = call->n_offsets, max_len = 0, nwords = 0, enc;
+    const uint8_t *s;
+    size_t len, k;
+    dictionary_cell(e->call, e->data, e->size, i, &s, &len);
+    k = (size_t)dictionary_hash(s, len) & e->t.mask;
+    for (;; k = (k + 1) & e->t.mask) {
+        const uint8_t *o;
+        size_t olen;
+        if (e->t.slot[k] == 0) {
+            uint8_t *p;
+            e->t.slot[k] = i + 1;
+            e->t.id[k] = e->nwords++;
+            if (tdb_buf_grow(&e->dict, e->sw + len, &p) < 0)
+                return tdb_err(e->call->err, TDB_E_NOMEM,
+                               "DICTIONARY: out of memory");
+            tdb_compress_st_be(p, e->sw, len);
+            if (len > 0)
+                memcpy(p + e->sw, s, len);
+            break;
+        }
+        dictionary_cell(e->call, e->data, e->size, e->t.slot[k] - 1, &o,
+                        &olen);
+        if (olen == len && (len == 0 || memcmp(o, s, len) == 0))
+            break;
+    }
+    *id = e->t.id[k];
+    return 0;
+}
+
+/* Appends the chunk's metadata: the strings prefix, the widths and the
+ * dictionary. */
+static int dictionary_put_md(const struct dictionary_enc *e, uint64_t n,
+                             unsigned iw, struct tdb_buf *md_out)
+{
+    struct tdb_compress_strings_hdr h = {
+        .string_bytes = (uint32_t)e->size,
+        .encoded_bytes = (uint32_t)(n * iw),
+        .offsets_bytes = (uint32_t)(n * 8),
+    };
+    int rc = tdb_compress_strings_write_hdr(&h, md_out);
+    if (rc == 0)
+        rc = tdb_buf_put_u8(md_out, (uint8_t)iw);
+    if (rc == 0)
+        rc = tdb_buf_put_u8(md_out, (uint8_t)e->sw);
+    if (rc == 0)
+        rc = tdb_buf_put_u32(md_out, (uint32_t)e->dict.len);
+    if (rc == 0)
+        rc = tdb_buf_append(md_out, e->dict.data, e->dict.len);
+    if (rc < 0)
+        rc = tdb_err(e->call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
+    return rc;
+}
+
+static int dictionary_encode(const struct tdb_filter_call *call,
+                             struct tdb_filter_stage *st)
+{
+    struct dictionary_enc e = {.call = call, .data = st->data,
+                               .size = st->size};
+    struct tdb_buf *data_out = st->data_out;
+    uint64_t n = call->n_offsets, max_len = 0, enc;
     const uint8_t *s;
     size_t len, cap = 16;
-    uint8_t iw, sw, *ids = NULL;
+    uint8_t iw, *ids = NULL;
     size_t base = data_out->len;
     int rc;
 
@@ -288,85 +378,45 @@ static int dictionary_encode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_UNSUPPORTED,
                        "DICTIONARY: applies only to var-sized ASCII/UTF-8 "
                        "strings");
-    rc = tdb_compress_strings_check_input(call, md_size, size, "DICTIONARY");
+    rc = tdb_compress_strings_check_input(call, st->md.len, st->size,
+                                          "DICTIONARY");
     if (rc < 0)
         return rc;
     for (uint64_t i = 0; i < n; i++) {
-        dictionary_cell(call, data, size, i, &s, &len);
+        dictionary_cell(call, st->data, st->size, i, &s, &len);
         if (len > max_len)
             max_len = len;
     }
     iw = tdb_compress_bytesize(n);
-    sw = tdb_compress_bytesize(max_len);
-    if (n > UINT32_MAX / 8 || size > UINT32_MAX)
+    e.sw = tdb_compress_bytesize(max_len);
+    if (n > UINT32_MAX / 8 || st->size > UINT32_MAX)
         return tdb_err(call->err, TDB_E_INVAL,
                        "DICTIONARY: string tile too large for the format");
     enc = n * iw;
     while (cap < 2 * n)
         cap *= 2;
-    t.slot = calloc(cap, sizeof *t.slot);
-    t.id = calloc(cap, sizeof *t.id);
-    t.mask = cap - 1;
-    if (!t.slot || !t.id ||
-        (enc > 0 && tdb_buf_grow(data_out, (size_t)enc, &ids) < 0)) {
+    e.t.slot = calloc(cap, sizeof *e.t.slot);
+    e.t.id = calloc(cap, sizeof *e.t.id);
+    e.t.mask = cap - 1;
+    if (!e.t.slot || !e.t.id ||
+        (enc > 0 && tdb_buf_grow(data_out, (size_t)enc, &ids) < 0))
         rc = tdb_err(call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
-        goto done;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        uint64_t id = 0;
+        rc = dictionary_id(&e, i, &id);
+        if (rc == 0)
+            tdb_compress_st_be(ids + i * iw, iw, id);
     }
-    for (uint64_t i = 0; i < n; i++) {
-        size_t k;
-        uint64_t id;
-
-        dictionary_cell(call, data, size, i, &s, &len);
-        k = (size_t)dictionary_hash(s, len) & t.mask;
-        for (;; k = (k + 1) & t.mask) {
-            const uint8_t *o;
-            size_t olen;
-            if (t.slot[k] == 0) {
-                uint8_t *p;
-                t.slot[k] = i + 1;
-                t.id[k] = nwords++;
-                if (tdb_buf_grow(&dict, sw + len, &p) < 0) {
-                    rc = tdb_err(call->err, TDB_E_NOMEM,
-                                 "DICTIONARY: out of memory");
-                    goto done;
-                }
-                tdb_compress_st_be(p, sw, len);
-                if (len > 0)
-                    memcpy(p + sw, s, len);
-                break;
-            }
-            dictionary_cell(call, data, size, t.slot[k] - 1, &o, &olen);
-            if (olen == len && (len == 0 || memcmp(o, s, len) == 0))
-                break;
-        }
-        id = t.id[k];
-        tdb_compress_st_be(ids + i * iw, iw, id);
-    }
-    if (dict.len > UINT32_MAX) {
+    if (rc == 0 && e.dict.len > UINT32_MAX)
         rc = tdb_err(call->err, TDB_E_INVAL,
                      "DICTIONARY: dictionary exceeds 4 GiB");
-        goto done;
-    }
-    h.string_bytes = (uint32_t)size;
-    h.encoded_bytes = (uint32_t)enc;
-    h.offsets_bytes = (uint32_t)(n * 8);
-    rc = tdb_compress_strings_write_hdr(&h, md_out);
     if (rc == 0)
-        rc = tdb_buf_put_u8(md_out, iw);
-    if (rc == 0)
-        rc = tdb_buf_put_u8(md_out, sw);
-    if (rc == 0)
-        rc = tdb_buf_put_u32(md_out, (uint32_t)dict.len);
-    if (rc == 0)
-        rc = tdb_buf_append(md_out, dict.data, dict.len);
-    if (rc < 0)
-        rc = tdb_err(call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
-done:
+        rc = dictionary_put_md(&e, n, iw, st->md_out);
     if (rc < 0)
         data_out->len = base;
-    free(t.slot);
-    free(t.id);
-    tdb_buf_free(&dict);
+    free(e.t.slot);
+    free(e.t.id);
+    tdb_buf_free(&e.dict);
     return rc;
 }
 

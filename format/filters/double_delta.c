@@ -291,23 +291,19 @@ static const struct tdb_compress_codec dd_codec = {
 };
 
 static int dd_decode(const struct tdb_filter_call *call,
-                     struct tdb_cursor *md, const uint8_t *data, size_t size,
-                     struct tdb_buf *md_out, struct tdb_buf *data_out)
+                     struct tdb_filter_stage *st)
 {
     struct tdb_numeric_int t;
     int r = dd_int(call, &t);  /* before anything is allocated */
     if (r)
         return r;
-    return tdb_compress_decode(&dd_codec, call, md, data, size, md_out,
-                               data_out);
+    return tdb_compress_decode(&dd_codec, call, st);
 }
 
-static int dd_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                     size_t md_size, const uint8_t *data, size_t size,
-                     struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int dd_encode(const struct tdb_filter_call *call,
+                     struct tdb_filter_stage *st)
 {
-    return tdb_compress_encode(&dd_codec, call, md, md_size, data, size,
-                               md_out, data_out);
+    return tdb_compress_encode(&dd_codec, call, st);
 }
 
 static int dd_read_options(struct tdb_filter *f, struct tdb_cursor *c,

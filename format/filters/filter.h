@@ -43,8 +43,8 @@ enum tdb_filter_type {
     TDB_FILTER_TYPE_COUNT = 20
 };
 
-/* One filter of a pipeline with its options (the union of every filter's
- * options; each filter reads the fields it owns). */
+/* One filter of a pipeline with its options: the options several filters
+ * share here, a filter's own in its private_data. */
 struct tdb_filter {
     uint8_t type;
     const struct tdb_filter_ops *ops;
@@ -57,17 +57,23 @@ struct tdb_filter {
     /* SCALE_FLOAT */
     double scale, offset;
     uint64_t byte_width;
-    /* WEBP (webp.c): quality 0..100 (lossy), input format (enum
-     * tdb_webp_format), lossless 0 or 1, and the tile extents of
-     * dimension 0 (rows of the image) and dimension 1 (bytes of a row),
-     * which TileDB copies from the schema into the options. */
-    float webp_quality;
-    uint8_t webp_format, webp_lossless;
-    uint16_t webp_y_extent, webp_x_extent;
     /* options bytes of a filter we cannot run, kept verbatim */
     uint8_t *raw;
     uint32_t raw_size;
+    /* What the filter itself keeps (WEBP: struct tdb_webp_options), made
+     * by its ops' init, copied by copy, freed by free; NULL for a filter
+     * without such state. */
+    void *private_data;
 };
+
+/* Makes f a filter of `type` with default options (and the private state
+ * its ops make); f->ops is NULL for a type we do not know.
+ * @return 0 or TDB_E_NOMEM (f then holds nothing). */
+int tdb_filter_init(struct tdb_filter *f, unsigned type);
+
+/* Frees what f holds (its raw options, its private state), leaving it a
+ * filter without them.  NULL is fine. */
+void tdb_filter_release(struct tdb_filter *f);
 
 /* The pixel layouts of the WEBP filter (TileDB's tiledb_filter_webp_format_t):
  * 3 bytes a pixel below TDB_WEBP_RGBA, 4 from it. */
@@ -94,6 +100,22 @@ static inline unsigned tdb_webp_pixel_bytes(unsigned fmt)
                                                           : 0;
 }
 
+/* The options of a WEBP filter, its private_data (webp.c). */
+struct tdb_webp_options {
+    float quality;              /* 0..100 (lossy) */
+    uint8_t format;             /* enum tdb_webp_format */
+    uint8_t lossless;           /* 0 or 1 */
+    /* the tile extents of dimension 0 (rows of the image) and dimension 1
+     * (bytes of a row), which TileDB copies from the schema */
+    uint16_t y_extent, x_extent;
+};
+
+/* The options of WEBP filter f: all zero when it holds none (they are made
+ * by tdb_filter_init and by reading the filter's options). */
+const struct tdb_webp_options *tdb_webp_options(const struct tdb_filter *f);
+/* The same to change; NULL when f holds none. */
+struct tdb_webp_options *tdb_webp_options_edit(struct tdb_filter *f);
+
 /* A filter pipeline as serialised in a schema or a generic tile. */
 struct tdb_pipeline {
     uint32_t max_chunk_size;
@@ -103,21 +125,20 @@ struct tdb_pipeline {
 
 /* Working memory that one decode at a time reuses (a free list of them
  * lives in the tile cache): the pipeline's stage buffers, a tile's bytes
- * as read, and the ZSTD decoding context, so that decoding a tile
+ * as read, and each filter's own working state, so that decoding a tile
  * allocates nothing but its result. */
 struct tdb_scratch {
     struct tdb_scratch *next;
     struct tdb_buf raw;
     struct tdb_buf bufs[4];
-    void *zstd_dctx;            /* zstd.c: a ZSTD_DCtx, made on first use */
-    void *zstd_cctx;            /* zstd.c: a ZSTD_CCtx, made on first use */
+    /* by filter type: what that filter keeps between calls (zstd.c: its
+     * contexts), made by the filter on first use and freed by its ops'
+     * scratch_free */
+    void *filter_state[TDB_FILTER_TYPE_COUNT];
 };
 
 /* Frees a scratch and what it holds (NULL is fine). */
 void tdb_scratch_free(struct tdb_scratch *s);
-/* zstd.c: frees a ZSTD_DCtx / ZSTD_CCtx of a scratch. */
-void tdb_zstd_dctx_free(void *dctx);
-void tdb_zstd_cctx_free(void *cctx);
 
 /* Everything a filter may need to know besides its options. */
 struct tdb_filter_call {
@@ -166,6 +187,16 @@ static inline uint64_t tdb_filter_max_cells(const struct tdb_filter_call *c)
     return c->bounded ? c->max_cells : TDB_MAX_TILE_BYTES / 8;
 }
 
+/* The bytes one filter reads and writes in one step of a pipeline; the
+ * filter appends to both outputs. */
+struct tdb_filter_stage {
+    struct tdb_cursor md;        /* the metadata in */
+    const uint8_t *data;         /* the data in: size bytes */
+    size_t size;
+    struct tdb_buf *md_out;
+    struct tdb_buf *data_out;
+};
+
 struct tdb_filter_ops {
     const char *name;   /* "GZIP" ... as TileDB spells the filter */
     uint8_t type;
@@ -178,15 +209,23 @@ struct tdb_filter_ops {
     /* The datatype this filter hands on (forward direction) given the
      * datatype it receives; NULL means unchanged. */
     unsigned (*output_type)(const struct tdb_filter *f, unsigned in_type);
-    /* Reverse: (md, data) -> (md_out, data_out).  md is a cursor at the
-     * front of this filter's metadata. */
-    int (*decode)(const struct tdb_filter_call *call, struct tdb_cursor *md,
-                  const uint8_t *data, size_t size, struct tdb_buf *md_out,
-                  struct tdb_buf *data_out);
-    /* Forward: (md, data) -> (md_out, data_out). */
-    int (*encode)(const struct tdb_filter_call *call, const uint8_t *md,
-                  size_t md_size, const uint8_t *data, size_t size,
-                  struct tdb_buf *md_out, struct tdb_buf *data_out);
+    /* Reverse: st->md is a cursor at the front of this filter's
+     * metadata; (st->md, st->data) -> (st->md_out, st->data_out). */
+    int (*decode)(const struct tdb_filter_call *call,
+                  struct tdb_filter_stage *st);
+    /* Forward: (st->md, st->data) -> (st->md_out, st->data_out); the input
+     * metadata is the whole of st->md. */
+    int (*encode)(const struct tdb_filter_call *call,
+                  struct tdb_filter_stage *st);
+    /* Optional, together: make f->private_data with default options
+     * (@return 0 or TDB_E_NOMEM), make dst's a copy of src's (dst holds
+     * none yet; @return 0 or TDB_E_NOMEM), free f's (never NULL here). */
+    int (*init)(struct tdb_filter *f);
+    int (*copy)(struct tdb_filter *dst, const struct tdb_filter *src);
+    void (*free)(struct tdb_filter *f);
+    /* Optional: frees what the filter keeps in a scratch
+     * (scratch->filter_state[type]; never NULL here). */
+    void (*scratch_free)(void *state);
 };
 
 /* The table: NULL for types we do not know. */
@@ -225,6 +264,14 @@ struct tdb_tile_desc {
     uint64_t ncells;
     struct tdb_scratch *scratch;    /* reusable memory, or NULL */
     unsigned simd;      /* struct tdb_filter_call's simd; 0: the fastest */
+    /* Decoding: where the cell offsets come out when the pipeline stores
+     * them itself (uint64 each, first 0, relative to the tile; appended),
+     * or NULL. */
+    struct tdb_buf *offsets;
+    /* Encoding var-sized values: the cell offsets (relative, first 0), so
+     * that chunks hold whole cells; NULL for fixed-size values. */
+    const uint64_t *in_offsets;
+    uint64_t n_offsets;
 };
 
 /* The most cells of a string tile whose cell count the caller did not
@@ -237,21 +284,19 @@ bool tdb_pipeline_skips_offsets(const struct tdb_pipeline *p,
                                 unsigned datatype, uint32_t version);
 
 /* Reverses a filtered tile (tile.md: num chunks, chunks) of `size` bytes
- * into `out` (appended).  When offsets is non-NULL and the pipeline stores
- * the offsets itself, the cell offsets come out there (uint64 each, first
- * 0, relative to the tile).  Errors name d->what. */
+ * into `out` (appended); the cell offsets of a pipeline that stores them
+ * itself go to d->offsets.  Errors name d->what. */
 int tdb_pipeline_decode(const struct tdb_pipeline *p,
                         const struct tdb_tile_desc *d, const uint8_t *src,
                         size_t size, struct tdb_buf *out,
-                        struct tdb_buf *offsets, struct tdb_error *err);
+                        struct tdb_error *err);
 
 /* Filters `size` bytes into a tile (tile.md) appended to `out`, chunking as
- * TileDB does (cells never split).  For var-sized values pass the cell
- * offsets (relative, first 0) so chunks hold whole cells. */
+ * TileDB does (cells never split; var-sized values chunk at the offsets
+ * d->in_offsets). */
 int tdb_pipeline_encode(const struct tdb_pipeline *p,
                         const struct tdb_tile_desc *d, const uint8_t *src,
-                        size_t size, const uint64_t *offsets,
-                        uint64_t n_offsets, struct tdb_buf *out,
+                        size_t size, struct tdb_buf *out,
                         struct tdb_error *err);
 
 #endif

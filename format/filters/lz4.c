@@ -70,20 +70,15 @@ static int lz4_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 }
 
 static int lz4_decode(const struct tdb_filter_call *call,
-                      struct tdb_cursor *md, const uint8_t *data,
-                      size_t size, struct tdb_buf *md_out,
-                      struct tdb_buf *data_out)
+                      struct tdb_filter_stage *st)
 {
-    return tdb_compress_decode(&lz4_codec, call, md, data, size, md_out,
-                               data_out);
+    return tdb_compress_decode(&lz4_codec, call, st);
 }
 
-static int lz4_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                      size_t md_size, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int lz4_encode(const struct tdb_filter_call *call,
+                      struct tdb_filter_stage *st)
 {
-    return tdb_compress_encode(&lz4_codec, call, md, md_size, data, size,
-                               md_out, data_out);
+    return tdb_compress_encode(&lz4_codec, call, st);
 }
 
 const struct tdb_filter_ops tdb_filter_lz4 = {

@@ -13,9 +13,13 @@ static int noop_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 }
 
 static int noop_decode(const struct tdb_filter_call *call,
-                       struct tdb_cursor *md, const uint8_t *data, size_t size,
-                       struct tdb_buf *md_out, struct tdb_buf *data_out)
+                       struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     const uint8_t *rest = NULL;
     size_t n = tdb_cur_left(md);
 
@@ -27,10 +31,15 @@ static int noop_decode(const struct tdb_filter_call *call,
     return 0;
 }
 
-static int noop_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                       size_t md_size, const uint8_t *data, size_t size,
-                       struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int noop_encode(const struct tdb_filter_call *call,
+                       struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     if (tdb_buf_append(md_out, md, md_size) < 0 ||
         tdb_buf_append(data_out, data, size) < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "NONE: out of memory");

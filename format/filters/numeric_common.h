@@ -47,20 +47,20 @@ struct tdb_numeric_int {
     bool is_signed;
 };
 
+/* Appends the rest of md (the previous filters' metadata) to md_out.
+ * Defined in byteshuffle.c. */
+int tdb_numeric_pass_md(const struct tdb_filter_call *call,
+                        struct tdb_cursor *md, struct tdb_buf *md_out);
+
 /* Appends the rest of md (the previous filters' metadata) to md_out and
  * data to data_out: what a filter that does not apply to the datatype
  * does.  Defined in byteshuffle.c. */
 int tdb_numeric_passthrough(const struct tdb_filter_call *call,
-                            struct tdb_cursor *md, const uint8_t *data,
-                            size_t size, struct tdb_buf *md_out,
-                            struct tdb_buf *data_out);
+                            struct tdb_filter_stage *st);
 
 /* Appends md[0..md_size) and data[0..size) unchanged (encode side). */
 int tdb_numeric_passthrough_enc(const struct tdb_filter_call *call,
-                                const uint8_t *md, size_t md_size,
-                                const uint8_t *data, size_t size,
-                                struct tdb_buf *md_out,
-                                struct tdb_buf *data_out);
+                                struct tdb_filter_stage *st);
 
 /* Reverses one part: in[0..n) (as stored) -> appended to out.  `arg` is
  * the filter's own state. */
@@ -72,9 +72,7 @@ typedef int (*tdb_numeric_part_fn)(const struct tdb_filter_call *call,
  * passes the rest of md through to md_out.  The parts must cover data
  * exactly.  Errors name `name`.  Defined in byteshuffle.c. */
 int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
-                             const char *name, struct tdb_cursor *md,
-                             const uint8_t *data, size_t size,
-                             struct tdb_buf *md_out, struct tdb_buf *data_out,
+                             const char *name, struct tdb_filter_stage *st,
                              tdb_numeric_part_fn fn, void *arg);
 
 /* Writes the parts framing of one part of `part_bytes` (as stored)

@@ -35,6 +35,50 @@ const struct tdb_filter_ops *tdb_filter_lookup(unsigned type)
     return type < TDB_FILTER_TYPE_COUNT ? pipeline_table[type] : NULL;
 }
 
+int tdb_filter_init(struct tdb_filter *f, unsigned type)
+{
+    memset(f, 0, sizeof *f);
+    f->type = (uint8_t)type;
+    f->ops = tdb_filter_lookup(type);
+    f->reinterpret_type = TDB_ANY;
+    if (f->ops && f->ops->init && f->ops->init(f)) {
+        memset(f, 0, sizeof *f);
+        return TDB_E_NOMEM;
+    }
+    return 0;
+}
+
+void tdb_filter_release(struct tdb_filter *f)
+{
+    if (!f)
+        return;
+    if (f->private_data && f->ops && f->ops->free)
+        f->ops->free(f);
+    f->private_data = NULL;
+    free(f->raw);
+    f->raw = NULL;
+    f->raw_size = 0;
+}
+
+/* Makes dst a copy of src that owns its own raw options and state. */
+static int filter_copy(struct tdb_filter *dst, const struct tdb_filter *src)
+{
+    *dst = *src;
+    dst->raw = NULL;
+    dst->private_data = NULL;
+    if (src->private_data && src->ops->copy(dst, src))
+        return TDB_E_NOMEM;
+    if (src->raw_size) {
+        dst->raw = malloc(src->raw_size);
+        if (!dst->raw) {
+            tdb_filter_release(dst);
+            return TDB_E_NOMEM;
+        }
+        memcpy(dst->raw, src->raw, src->raw_size);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------- (de)serial */
 
 int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
@@ -119,7 +163,7 @@ void tdb_pipeline_free(struct tdb_pipeline *p)
     if (!p)
         return;
     for (uint32_t i = 0; p->f && i < p->n; i++)
-        free(p->f[i].raw);
+        tdb_filter_release(&p->f[i]);
     free(p->f);
     memset(p, 0, sizeof *p);
 }
@@ -131,16 +175,10 @@ int tdb_pipeline_copy(struct tdb_pipeline *dst, const struct tdb_pipeline *src)
     if (!dst->f)
         return TDB_E_NOMEM;
     for (uint32_t i = 0; i < src->n; i++) {
-        dst->f[i] = src->f[i];
-        dst->f[i].raw = NULL;
-        if (src->f[i].raw_size) {
-            dst->f[i].raw = malloc(src->f[i].raw_size);
-            if (!dst->f[i].raw) {
-                dst->n = i;
-                tdb_pipeline_free(dst);
-                return TDB_E_NOMEM;
-            }
-            memcpy(dst->f[i].raw, src->f[i].raw, src->f[i].raw_size);
+        if (filter_copy(&dst->f[i], &src->f[i])) {
+            dst->n = i;
+            tdb_pipeline_free(dst);
+            return TDB_E_NOMEM;
         }
     }
     return 0;
@@ -328,15 +366,190 @@ static void pipeline_bounds(const struct pipeline_plan *pl, bool string_mode,
     }
 }
 
+/* What decoding one tile keeps across its chunks. */
+struct pipeline_dec {
+    const struct tdb_tile_desc *d;
+    struct pipeline_plan pl;
+    bool string_mode;
+    uint64_t cells;         /* the most cells of the tile */
+    size_t off0;            /* d->offsets->len before the tile */
+    uint64_t total;         /* bytes the chunks so far declare */
+    struct tdb_buf *bufs;   /* the four stage buffers */
+    struct tdb_buf *out;
+    struct tdb_error *err;
+};
+
+/* One chunk on its way through the filters: its current (md, data). */
+struct pipeline_chunk {
+    uint64_t k;             /* its number in the tile */
+    uint32_t orig;          /* the bytes it declares */
+    const uint8_t *md, *data;
+    size_t mlen, dlen;
+    uint64_t cells_left;    /* the cells the earlier chunks have not used */
+    uint64_t bx[PIPELINE_MAX_FILTERS + 2], bm[PIPELINE_MAX_FILTERS + 2];
+};
+
+/* Reserves room in out for what the chunks after h declare (a hint that
+ * may fail, and only within what `size` bytes of tile can plausibly give:
+ * damaged headers allocate nothing). */
+static void pipeline_reserve(struct tdb_cursor h, uint64_t nchunks,
+                             size_t size, struct tdb_buf *out)
+{
+    uint64_t want = 0;
+    uint32_t orig, flen, mlen;
+    const uint8_t *skip;
+    for (uint64_t k = 0; k < nchunks; k++) {
+        if (tdb_cur_u32(&h, &orig) || tdb_cur_u32(&h, &flen) ||
+            tdb_cur_u32(&h, &mlen) ||
+            tdb_cur_bytes(&h, (size_t)flen + mlen, &skip))
+            break;
+        want += orig;
+    }
+    if (want <= (uint64_t)size * 64 + (1u << 20))
+        tdb_buf_reserve(out, (size_t)want);
+}
+
+/* Runs the decoder of filter i on the chunk's current (md, data) into mo
+ * and dout (its bytes from dbase on), and checks that it stayed within
+ * the bounds of its stage. */
+static int pipeline_decode_filter(struct pipeline_dec *dc,
+                                  const struct pipeline_chunk *ch, uint32_t i,
+                                  struct tdb_buf *mo, struct tdb_buf *dout,
+                                  size_t dbase)
+{
+    const struct tdb_filter *f = dc->pl.f[i];
+    struct tdb_buf *offsets = dc->d->offsets;
+    struct tdb_error *err = dc->err;
+    struct tdb_filter_call call;
+    pipeline_call(&call, &dc->pl, i, dc->d, dc->string_mode, err);
+    call.offsets = offsets;
+    call.bounded = true;
+    call.max_data = ch->bx[i];
+    call.max_md = ch->bm[i];
+    call.max_cells = ch->cells_left;
+    call.scratch = dc->d->scratch;
+    if (!f->ops || !f->ops->decode)
+        return tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot decode",
+                       f->type);
+    struct tdb_filter_stage st = {.data = ch->data, .size = ch->dlen,
+                                  .md_out = mo, .data_out = dout};
+    tdb_cur_init(&st.md, ch->md, ch->mlen);
+    if (err)
+        err->code = 0;
+    size_t off_before = offsets ? offsets->len : 0;
+    int r = f->ops->decode(&call, &st);
+    if (r) {
+        if (!err || !err->code)
+            tdb_err(err, r, "decode failed");
+        return r;
+    }
+    /* every decoder checks before allocating; this catches one that
+     * would hand on more */
+    if (dout->len - dbase > ch->bx[i] || mo->len > ch->bm[i] ||
+        (offsets && (offsets->len - off_before) / 8 > ch->cells_left))
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s decoded %zu data and %zu metadata bytes, more "
+                       "than a chunk of %u bytes allows (%llu, %llu)",
+                       f->ops->name, dout->len - dbase, mo->len, ch->orig,
+                       (unsigned long long)ch->bx[i],
+                       (unsigned long long)ch->bm[i]);
+    return 0;
+}
+
+/* Runs the filters last to first over the chunk, alternating between the
+ * stage buffers; the last stage decodes straight onto the end of out
+ * (from out_base on).  The chunk's (md, data) end as the decoded ones. */
+static int pipeline_decode_filters(struct pipeline_dec *dc,
+                                   struct pipeline_chunk *ch, size_t out_base)
+{
+    int which = 0;
+    for (uint32_t i = dc->pl.n; i-- > 0;) {
+        struct tdb_buf *mo = &dc->bufs[which * 2];
+        struct tdb_buf *dout = &dc->bufs[which * 2 + 1];
+        size_t dbase = 0;
+        tdb_buf_reset(mo);
+        if (i == 0) {
+            dout = dc->out;
+            dbase = out_base;
+        } else {
+            tdb_buf_reset(dout);
+        }
+        int r = pipeline_decode_filter(dc, ch, i, mo, dout, dbase);
+        if (r)
+            return r;
+        ch->md = mo->data;
+        ch->mlen = mo->len;
+        ch->data = dout->data ? dout->data + dbase : NULL;  /* (none) */
+        ch->dlen = dout->len - dbase;
+        which ^= 1;
+    }
+    return 0;
+}
+
+/* Reads chunk k's header and bytes from c and decodes it onto out. */
+static int pipeline_decode_chunk(struct pipeline_dec *dc, struct tdb_cursor *c,
+                                 uint64_t k)
+{
+    const struct tdb_tile_desc *d = dc->d;
+    struct tdb_buf *out = dc->out, *offsets = d->offsets;
+    struct tdb_error *err = dc->err;
+    struct pipeline_chunk ch;   /* (its bounds are set below) */
+    uint32_t flen, mlen;
+    ch.k = k;
+    tdb_cur_u32(c, &ch.orig);
+    tdb_cur_u32(c, &flen);
+    tdb_cur_u32(c, &mlen);
+    tdb_cur_bytes(c, mlen, &ch.md);
+    if (tdb_cur_bytes(c, flen, &ch.data))
+        return tdb_err(err, TDB_E_CORRUPT, "%s: chunk %llu truncated",
+                       d->what, (unsigned long long)k);
+    if (!tdb_add_ok(dc->total, ch.orig, &dc->total) ||
+        dc->total > TDB_MAX_TILE_BYTES)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: tile larger than %llu bytes",
+                       d->what, (unsigned long long)TDB_MAX_TILE_BYTES);
+    ch.mlen = mlen;
+    ch.dlen = flen;
+    uint64_t used = offsets ? (offsets->len - dc->off0) / 8 : 0;
+    ch.cells_left = used > dc->cells ? 0 : dc->cells - used;
+    pipeline_bounds(&dc->pl, dc->string_mode, ch.orig, ch.cells_left, ch.bx,
+                    ch.bm);
+    const size_t out_base = out->len;
+    int r = pipeline_decode_filters(dc, &ch, out_base);
+    if (r) {
+        if (dc->pl.n)
+            out->len = out_base;
+        tdb_err_ctx(err, r, "%s: chunk %llu", d->what, (unsigned long long)k);
+        return r;
+    }
+    if (ch.dlen != ch.orig) {
+        if (dc->pl.n)
+            out->len = out_base;
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: chunk %llu decodes to %zu bytes, header says %u",
+                       d->what, (unsigned long long)k, ch.dlen, ch.orig);
+    }
+    if (!dc->pl.n && (r = tdb_buf_append(out, ch.data, ch.dlen)))
+        return tdb_err(err, r, "%s: out of memory", d->what);
+    return 0;
+}
+
 int tdb_pipeline_decode(const struct tdb_pipeline *p,
                         const struct tdb_tile_desc *d, const uint8_t *src,
                         size_t size, struct tdb_buf *out,
-                        struct tdb_buf *offsets, struct tdb_error *err)
+                        struct tdb_error *err)
 {
-    struct pipeline_plan pl;
-    pipeline_plan(p, d, &pl);
-    bool string_mode = offsets && d->is_var && p &&
-                       tdb_pipeline_skips_offsets(p, d->datatype, d->version);
+    struct tdb_buf own[4] = {{0}};
+    struct pipeline_dec dc = {
+        .d = d,
+        .string_mode = d->offsets && d->is_var && p &&
+                       tdb_pipeline_skips_offsets(p, d->datatype, d->version),
+        .cells = d->ncells ? d->ncells : TDB_PIPELINE_MAX_CELLS,
+        .off0 = d->offsets ? d->offsets->len : 0,
+        .bufs = d->scratch ? d->scratch->bufs : own,
+        .out = out,
+        .err = err,
+    };
+    pipeline_plan(p, d, &dc.pl);
     struct tdb_cursor c;
     tdb_cur_init(&c, src, size);
     uint64_t nchunks;
@@ -346,130 +559,10 @@ int tdb_pipeline_decode(const struct tdb_pipeline *p,
     if (nchunks > size / 12 + 1)
         return tdb_err(err, TDB_E_CORRUPT, "%s: tile claims %llu chunks in %zu bytes",
                        d->what, (unsigned long long)nchunks, size);
-    uint64_t cells = d->ncells ? d->ncells : TDB_PIPELINE_MAX_CELLS;
-    size_t off0 = offsets ? offsets->len : 0;
-    uint64_t bx[PIPELINE_MAX_FILTERS + 2], bm[PIPELINE_MAX_FILTERS + 2];
-    struct tdb_buf own[4] = {{0}};
-    struct tdb_buf *bufs = d->scratch ? d->scratch->bufs : own;
+    pipeline_reserve(c, nchunks, size, out);
     int r = 0;
-    uint64_t total = 0;
-    /* the declared size, to allocate the result once (within what the
-     * tile's bytes can plausibly give: damaged headers allocate nothing) */
-    {
-        struct tdb_cursor h = c;
-        uint64_t want = 0;
-        uint32_t orig, flen, mlen;
-        const uint8_t *skip;
-        for (uint64_t k = 0; k < nchunks; k++) {
-            if (tdb_cur_u32(&h, &orig) || tdb_cur_u32(&h, &flen) ||
-                tdb_cur_u32(&h, &mlen) ||
-                tdb_cur_bytes(&h, (size_t)flen + mlen, &skip))
-                break;
-            want += orig;
-        }
-        if (want <= (uint64_t)size * 64 + (1u << 20))
-            tdb_buf_reserve(out, (size_t)want); /* a hint: may fail */
-    }
-    for (uint64_t k = 0; k < nchunks && !r; k++) {
-        uint32_t orig, flen, mlen;
-        const uint8_t *md, *data;
-        tdb_cur_u32(&c, &orig);
-        tdb_cur_u32(&c, &flen);
-        tdb_cur_u32(&c, &mlen);
-        tdb_cur_bytes(&c, mlen, &md);
-        if (tdb_cur_bytes(&c, flen, &data)) {
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: chunk %llu truncated", d->what,
-                        (unsigned long long)k);
-            break;
-        }
-        if (!tdb_add_ok(total, orig, &total) || total > TDB_MAX_TILE_BYTES) {
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: tile larger than %llu bytes",
-                        d->what, (unsigned long long)TDB_MAX_TILE_BYTES);
-            break;
-        }
-        /* the cells the earlier chunks have not used */
-        uint64_t cells_left = cells - (offsets ? (offsets->len - off0) / 8 : 0);
-        if (offsets && (offsets->len - off0) / 8 > cells)
-            cells_left = 0;
-        pipeline_bounds(&pl, string_mode, orig, cells_left, bx, bm);
-        const uint8_t *cur_md = md, *cur_data = data;
-        size_t cur_mlen = mlen, cur_dlen = flen;
-        int which = 0;
-        /* the last stage decodes straight onto the end of out (filters
-         * append to their output and undo what they appended on failure) */
-        const size_t out_base = out->len;
-        for (uint32_t i = pl.n; i-- > 0;) {
-            struct tdb_buf *mo = &bufs[which * 2], *dout = &bufs[which * 2 + 1];
-            size_t dbase = 0;
-            tdb_buf_reset(mo);
-            if (i == 0) {
-                dout = out;
-                dbase = out_base;
-            } else {
-                tdb_buf_reset(dout);
-            }
-            struct tdb_filter_call call;
-            pipeline_call(&call, &pl, i, d, string_mode, err);
-            call.offsets = offsets;
-            call.bounded = true;
-            call.max_data = bx[i];
-            call.max_md = bm[i];
-            call.max_cells = cells_left;
-            call.scratch = d->scratch;
-            if (!pl.f[i]->ops || !pl.f[i]->ops->decode) {
-                r = tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot decode",
-                            pl.f[i]->type);
-                break;
-            }
-            struct tdb_cursor mc;
-            tdb_cur_init(&mc, cur_md, cur_mlen);
-            if (err)
-                err->code = 0;
-            size_t off_before = offsets ? offsets->len : 0;
-            r = pl.f[i]->ops->decode(&call, &mc, cur_data, cur_dlen, mo, dout);
-            if (r) {
-                if (!err || !err->code)
-                    tdb_err(err, r, "decode failed");
-                break;
-            }
-            /* every decoder checks before allocating; this catches one
-             * that would hand on more */
-            if (dout->len - dbase > bx[i] || mo->len > bm[i] ||
-                (offsets && (offsets->len - off_before) / 8 > cells_left)) {
-                r = tdb_err(err, TDB_E_CORRUPT,
-                            "%s decoded %zu data and %zu metadata bytes, more "
-                            "than a chunk of %u bytes allows (%llu, %llu)",
-                            pl.f[i]->ops->name, dout->len - dbase, mo->len, orig,
-                            (unsigned long long)bx[i],
-                            (unsigned long long)bm[i]);
-                break;
-            }
-            cur_md = mo->data;
-            cur_mlen = mo->len;
-            cur_data = dout->data ? dout->data + dbase : NULL;  /* (none) */
-            cur_dlen = dout->len - dbase;
-            which ^= 1;
-        }
-        if (r) {
-            if (pl.n)
-                out->len = out_base;
-            tdb_err_ctx(err, r, "%s: chunk %llu", d->what, (unsigned long long)k);
-            break;
-        }
-        if (cur_dlen != orig) {
-            if (pl.n)
-                out->len = out_base;
-            r = tdb_err(err, TDB_E_CORRUPT,
-                        "%s: chunk %llu decodes to %zu bytes, header says %u",
-                        d->what, (unsigned long long)k, cur_dlen, orig);
-            break;
-        }
-        if (!pl.n) {
-            r = tdb_buf_append(out, cur_data, cur_dlen);
-            if (r)
-                r = tdb_err(err, r, "%s: out of memory", d->what);
-        }
-    }
+    for (uint64_t k = 0; k < nchunks && !r; k++)
+        r = pipeline_decode_chunk(&dc, &c, k);
     for (int i = 0; i < 4; i++)
         tdb_buf_free(&own[i]);
     return r;
@@ -482,10 +575,9 @@ void tdb_scratch_free(struct tdb_scratch *s)
     tdb_buf_free(&s->raw);
     for (int i = 0; i < 4; i++)
         tdb_buf_free(&s->bufs[i]);
-    if (s->zstd_dctx)
-        tdb_zstd_dctx_free(s->zstd_dctx);
-    if (s->zstd_cctx)
-        tdb_zstd_cctx_free(s->zstd_cctx);
+    for (unsigned t = 0; t < TDB_FILTER_TYPE_COUNT; t++)
+        if (s->filter_state[t])
+            tdb_filter_lookup(t)->scratch_free(s->filter_state[t]);
     free(s);
 }
 
@@ -520,16 +612,12 @@ static int pipeline_var_chunks(uint64_t chunk, const uint64_t *off, uint64_t n,
     return r;
 }
 
-int tdb_pipeline_encode(const struct tdb_pipeline *p,
-                        const struct tdb_tile_desc *d, const uint8_t *src,
-                        size_t size, const uint64_t *offsets,
-                        uint64_t n_offsets, struct tdb_buf *out,
-                        struct tdb_error *err)
+/* The start of every chunk of a tile of `size` bytes, as TileDB cuts it
+ * (cells never split), appended to bounds as uint64s. */
+static int pipeline_chunk_starts(const struct tdb_pipeline *p,
+                                 const struct tdb_tile_desc *d, size_t size,
+                                 bool string_mode, struct tdb_buf *bounds)
 {
-    struct pipeline_plan pl;
-    pipeline_plan(p, d, &pl);
-    bool string_mode = offsets && d->is_var && p &&
-                       tdb_pipeline_skips_offsets(p, d->datatype, d->version);
     uint64_t cs = d->cell_size ? d->cell_size : 1;
     bool chunking = p && p->max_chunk_size != 0 && !string_mode &&
                     !tdb_pipeline_has(p, TDB_FILTER_WEBP);
@@ -540,77 +628,119 @@ int tdb_pipeline_encode(const struct tdb_pipeline *p,
         if (chunk < cs)
             chunk = cs;
     }
-    /* chunk boundaries */
-    struct tdb_buf bounds = {0};
+    const uint64_t *offsets = d->in_offsets;
     int r = 0;
     if (offsets && !string_mode && chunking && size != chunk) {
-        r = pipeline_var_chunks(chunk, offsets, n_offsets, size, &bounds);
+        r = pipeline_var_chunks(chunk, offsets, d->n_offsets, size, bounds);
     } else if (offsets && (!chunking || size == chunk)) {
-        r = tdb_buf_put_u64(&bounds, 0);
+        r = tdb_buf_put_u64(bounds, 0);
     } else if (size != chunk) {
         for (uint64_t o = 0; o < size && !r; o += chunk)
-            r = tdb_buf_put_u64(&bounds, o);
+            r = tdb_buf_put_u64(bounds, o);
     } else {
-        r = tdb_buf_put_u64(&bounds, 0);
+        r = tdb_buf_put_u64(bounds, 0);
     }
+    return r;
+}
+
+/* What encoding one tile keeps across its chunks. */
+struct pipeline_enc {
+    const struct tdb_tile_desc *d;
+    struct pipeline_plan pl;
+    bool string_mode;
+    struct tdb_buf bufs[4];     /* the stage buffers */
+    struct tdb_error *err;
+};
+
+/* Runs the filters first to last over chunk k, alternating between the
+ * stage buffers; *st ends as the filtered (md, data). */
+static int pipeline_encode_filters(struct pipeline_enc *ec,
+                                   struct tdb_filter_stage *st, uint64_t k)
+{
+    const struct pipeline_plan *pl = &ec->pl;
+    int which = 0;
+    for (uint32_t i = 0; i < pl->n; i++) {
+        struct tdb_buf *mo = &ec->bufs[which * 2];
+        struct tdb_buf *dout = &ec->bufs[which * 2 + 1];
+        tdb_buf_reset(mo);
+        tdb_buf_reset(dout);
+        struct tdb_filter_call call;
+        pipeline_call(&call, pl, i, ec->d, ec->string_mode, ec->err);
+        call.scratch = ec->d->scratch;
+        call.in_offsets = ec->d->in_offsets;
+        call.n_offsets = ec->d->n_offsets;
+        if (!pl->f[i]->ops || !pl->f[i]->ops->encode)
+            return tdb_err(ec->err, TDB_E_UNSUPPORTED,
+                           "filter type %u cannot encode", pl->f[i]->type);
+        st->md_out = mo;
+        st->data_out = dout;
+        int r = pl->f[i]->ops->encode(&call, st);
+        if (r) {
+            tdb_err_ctx(ec->err, r, "%s: encoding chunk %llu", ec->d->what,
+                        (unsigned long long)k);
+            return r;
+        }
+        tdb_cur_init(&st->md, mo->data, mo->len);
+        st->data = dout->data;
+        st->size = dout->len;
+        which ^= 1;
+    }
+    return 0;
+}
+
+/* Appends one filtered chunk (tile.md) that holds `orig` bytes. */
+static int pipeline_put_chunk(struct tdb_buf *out, uint64_t orig,
+                              const struct tdb_filter_stage *st)
+{
+    int r = tdb_buf_put_u32(out, (uint32_t)orig);
+    if (!r)
+        r = tdb_buf_put_u32(out, (uint32_t)st->size);
+    if (!r)
+        r = tdb_buf_put_u32(out, (uint32_t)st->md.len);
+    if (!r)
+        r = tdb_buf_append(out, st->md.p, st->md.len);
+    if (!r)
+        r = tdb_buf_append(out, st->data, st->size);
+    return r;
+}
+
+int tdb_pipeline_encode(const struct tdb_pipeline *p,
+                        const struct tdb_tile_desc *d, const uint8_t *src,
+                        size_t size, struct tdb_buf *out,
+                        struct tdb_error *err)
+{
+    struct pipeline_enc ec = {
+        .d = d,
+        .string_mode = d->in_offsets && d->is_var && p &&
+                       tdb_pipeline_skips_offsets(p, d->datatype, d->version),
+        .err = err,
+    };
+    pipeline_plan(p, d, &ec.pl);
+    struct tdb_buf bounds = {0};
+    int r = pipeline_chunk_starts(p, d, size, ec.string_mode, &bounds);
     if (r) {
         tdb_buf_free(&bounds);
         return tdb_err(err, r, "%s: out of memory", d->what);
     }
     uint64_t nchunks = bounds.len / 8;
     r = tdb_buf_put_u64(out, nchunks);
-    struct tdb_buf bufs[4] = {{0}};
     for (uint64_t k = 0; k < nchunks && !r; k++) {
         uint64_t start = tdb_le64(bounds.data + 8 * k);
         uint64_t end = k + 1 < nchunks ? tdb_le64(bounds.data + 8 * (k + 1)) : size;
-        const uint8_t *cur_md = NULL, *cur_data = src + start;
-        size_t cur_mlen = 0, cur_dlen = (size_t)(end - start);
-        int which = 0;
-        for (uint32_t i = 0; i < pl.n; i++) {
-            struct tdb_buf *mo = &bufs[which * 2], *dout = &bufs[which * 2 + 1];
-            tdb_buf_reset(mo);
-            tdb_buf_reset(dout);
-            struct tdb_filter_call call;
-            pipeline_call(&call, &pl, i, d, string_mode, err);
-            call.scratch = d->scratch;
-            call.in_offsets = offsets;
-            call.n_offsets = n_offsets;
-            if (!pl.f[i]->ops || !pl.f[i]->ops->encode) {
-                r = tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot encode",
-                            pl.f[i]->type);
-                break;
-            }
-            r = pl.f[i]->ops->encode(&call, cur_md, cur_mlen, cur_data,
-                                     cur_dlen, mo, dout);
-            if (r) {
-                tdb_err_ctx(err, r, "%s: encoding chunk %llu", d->what,
-                            (unsigned long long)k);
-                break;
-            }
-            cur_md = mo->data;
-            cur_mlen = mo->len;
-            cur_data = dout->data;
-            cur_dlen = dout->len;
-            which ^= 1;
-        }
+        struct tdb_filter_stage st = {.data = src + start,
+                                      .size = (size_t)(end - start)};
+        tdb_cur_init(&st.md, NULL, 0);
+        r = pipeline_encode_filters(&ec, &st, k);
         if (r)
             break;
-        if (cur_dlen > UINT32_MAX || cur_mlen > UINT32_MAX) {
+        if (st.size > UINT32_MAX || st.md.len > UINT32_MAX) {
             r = tdb_err(err, TDB_E_INVAL, "%s: filtered chunk too large", d->what);
             break;
         }
-        r = tdb_buf_put_u32(out, (uint32_t)(end - start));
-        if (!r)
-            r = tdb_buf_put_u32(out, (uint32_t)cur_dlen);
-        if (!r)
-            r = tdb_buf_put_u32(out, (uint32_t)cur_mlen);
-        if (!r)
-            r = tdb_buf_append(out, cur_md, cur_mlen);
-        if (!r)
-            r = tdb_buf_append(out, cur_data, cur_dlen);
+        r = pipeline_put_chunk(out, end - start, &st);
     }
     for (int i = 0; i < 4; i++)
-        tdb_buf_free(&bufs[i]);
+        tdb_buf_free(&ec.bufs[i]);
     tdb_buf_free(&bounds);
     return r;
 }

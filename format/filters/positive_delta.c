@@ -11,13 +11,16 @@
 #define PD_NAME "POSITIVE_DELTA"
 
 static int pd_decode(const struct tdb_filter_call *call,
-                     struct tdb_cursor *md, const uint8_t *data, size_t size,
-                     struct tdb_buf *md_out, struct tdb_buf *data_out)
+                     struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, true, &t))
-        return tdb_numeric_passthrough(call, md, data, size, md_out,
-                                       data_out);
+        return tdb_numeric_passthrough(call, st);
     unsigned w = t.width;
     uint32_t nwin;
     if (tdb_cur_u32(md, &nwin))
@@ -56,17 +59,21 @@ static int pd_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        PD_NAME ": windows cover %zu of %zu bytes of data", pos,
                        size);
-    return tdb_numeric_passthrough(call, md, NULL, 0, md_out, data_out);
+    return tdb_numeric_pass_md(call, md, md_out);
 }
 
-static int pd_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                     size_t md_size, const uint8_t *data, size_t size,
-                     struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int pd_encode(const struct tdb_filter_call *call,
+                     struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, true, &t))
-        return tdb_numeric_passthrough_enc(call, md, md_size, data, size,
-                                           md_out, data_out);
+        return tdb_numeric_passthrough_enc(call, st);
     unsigned w = t.width;
     uint64_t window, nwin;
     if (size > UINT32_MAX)

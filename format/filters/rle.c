@@ -127,14 +127,29 @@ static const struct tdb_compress_codec rle_codec = {
  * big-endian run length, a big-endian string length and the string bytes.
  * Every cell of a run gets its own offset. */
 
+/* A walk over the runs of a chunk's string form: n bytes at data, runs
+ * of rw-byte run lengths and sw-byte string lengths that make at most
+ * max_bytes in max_cells; where the strings and their offsets go (both
+ * NULL: the walk only checks and counts), and what the runs make. */
+struct rle_walk {
+    const uint8_t *data;
+    size_t n;
+    unsigned rw, sw;
+    uint64_t max_bytes, max_cells;
+    uint8_t *dst, *off;
+    uint64_t bytes, cells;
+};
+
 /* Walks the runs: checks them and counts bytes and cells (dst == NULL), or
  * writes the strings to dst and the offsets to off. */
 static int rle_strings_walk(const struct tdb_filter_call *call,
-                            const uint8_t *data, size_t n, unsigned rw,
-                            unsigned sw, uint64_t max_bytes,
-                            uint64_t max_cells, uint8_t *dst, uint8_t *off,
-                            uint64_t *bytes_out, uint64_t *cells_out)
+                            struct rle_walk *wk)
 {
+    const uint8_t *data = wk->data;
+    size_t n = wk->n;
+    unsigned rw = wk->rw, sw = wk->sw;
+    uint64_t max_bytes = wk->max_bytes, max_cells = wk->max_cells;
+    uint8_t *dst = wk->dst, *off = wk->off;
     uint64_t out = 0, cells = 0;
     size_t in = 0;
 
@@ -171,8 +186,8 @@ static int rle_strings_walk(const struct tdb_filter_call *call,
         cells += run;
         in += (size_t)slen;
     }
-    *bytes_out = out;
-    *cells_out = cells;
+    wk->bytes = out;
+    wk->cells = cells;
     return 0;
 }
 
@@ -183,7 +198,7 @@ static int rle_strings_decode(const struct tdb_filter_call *call,
     struct tdb_compress_strings_hdr h;
     uint8_t rw8 = 0, sw8 = 0, dummy = 0;
     unsigned rw, sw;
-    uint64_t bytes = 0, cells = 0, max_cells;
+    uint64_t bytes, cells, max_cells;
     uint8_t *dst = &dummy, *off = &dummy;
     int rc;
 
@@ -222,10 +237,14 @@ static int rle_strings_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: zero run or string length width");
     /* First pass checks everything; nothing is allocated before. */
-    rc = rle_strings_walk(call, data, h.encoded_bytes, rw, sw, h.string_bytes,
-                          max_cells, NULL, NULL, &bytes, &cells);
+    struct rle_walk wk = {.data = data, .n = h.encoded_bytes, .rw = rw,
+                          .sw = sw, .max_bytes = h.string_bytes,
+                          .max_cells = max_cells};
+    rc = rle_strings_walk(call, &wk);
     if (rc < 0)
         return rc;
+    bytes = wk.bytes;
+    cells = wk.cells;
     if (bytes != h.string_bytes || cells != max_cells)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: strings decode to %llu bytes in %llu cells, "
@@ -238,8 +257,11 @@ static int rle_strings_decode(const struct tdb_filter_call *call,
         data_out->len -= (size_t)bytes;
         return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
     }
-    return rle_strings_walk(call, data, h.encoded_bytes, rw, sw, bytes, cells,
-                            dst, off, &bytes, &cells);
+    wk.max_bytes = bytes;
+    wk.max_cells = cells;
+    wk.dst = dst;
+    wk.off = off;
+    return rle_strings_walk(call, &wk);
 }
 
 /* The string of cell i of the encode input. */
@@ -344,27 +366,32 @@ static int rle_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 }
 
 static int rle_decode(const struct tdb_filter_call *call,
-                      struct tdb_cursor *md, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+                      struct tdb_filter_stage *st)
 {
+    struct tdb_cursor *md = &st->md;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *data_out = st->data_out;
     if (call->strings_with_offsets)
         return rle_strings_decode(call, md, data, size, data_out);
-    return tdb_compress_decode(&rle_codec, call, md, data, size, md_out,
-                               data_out);
+    return tdb_compress_decode(&rle_codec, call, st);
 }
 
-static int rle_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                      size_t md_size, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int rle_encode(const struct tdb_filter_call *call,
+                      struct tdb_filter_stage *st)
 {
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     if (call->strings_with_offsets) {
         int rc = tdb_compress_strings_check_input(call, md_size, size, "RLE");
         if (rc < 0)
             return rc;
         return rle_strings_encode(call, data, size, md_out, data_out);
     }
-    return tdb_compress_encode(&rle_codec, call, md, md_size, data, size,
-                               md_out, data_out);
+    return tdb_compress_encode(&rle_codec, call, st);
 }
 
 const struct tdb_filter_ops tdb_filter_rle = {

@@ -106,17 +106,16 @@ static int scale_float_part(const struct tdb_filter_call *call,
 }
 
 static int scale_float_decode(const struct tdb_filter_call *call,
-                              struct tdb_cursor *md, const uint8_t *data,
-                              size_t size, struct tdb_buf *md_out,
-                              struct tdb_buf *data_out)
+                              struct tdb_filter_stage *st)
 {
+    struct tdb_buf *data_out = st->data_out;
     struct scale_float_state s;
     int r = scale_float_state(call, &s);
     if (r)
         return r;
     s.base = data_out->len;
-    return tdb_numeric_parts_decode(call, "SCALE_FLOAT", md, data, size,
-                                    md_out, data_out, scale_float_part, &s);
+    return tdb_numeric_parts_decode(call, "SCALE_FLOAT", st, scale_float_part,
+                                    &s);
 }
 
 /* A rounded value converted to a signed integer of w bytes the way x86-64
@@ -135,10 +134,14 @@ static uint64_t scale_float_to_int(double v, unsigned w)
 }
 
 static int scale_float_encode(const struct tdb_filter_call *call,
-                              const uint8_t *md, size_t md_size,
-                              const uint8_t *data, size_t size,
-                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+                              struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct scale_float_state s;
     int r = scale_float_state(call, &s);
     if (r)

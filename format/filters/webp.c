@@ -13,6 +13,7 @@
  * bytes per part, in the option's pixel format. */
 #include "filter.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <webp/decode.h>
 #include <webp/encode.h>
@@ -22,6 +23,47 @@
 #define WEBP_MAX_SIDE 16383
 /* The effort of lossless encoding, as libwebp's simple API gives it. */
 #define WEBP_LOSSLESS_EFFORT 70.0f
+
+/* The options of a filter that holds none: all zero. */
+static const struct tdb_webp_options webp_none;
+
+static const struct tdb_webp_options *webp_opts(const struct tdb_filter *f)
+{
+    return f && f->type == TDB_FILTER_WEBP && f->private_data ? f->private_data
+                                                         : &webp_none;
+}
+
+const struct tdb_webp_options *tdb_webp_options(const struct tdb_filter *f)
+{
+    return webp_opts(f);
+}
+
+struct tdb_webp_options *tdb_webp_options_edit(struct tdb_filter *f)
+{
+    return f->private_data;
+}
+
+static int webp_init(struct tdb_filter *f)
+{
+    f->private_data = calloc(1, sizeof(struct tdb_webp_options));
+    return f->private_data ? 0 : TDB_E_NOMEM;
+}
+
+static int webp_copy(struct tdb_filter *dst, const struct tdb_filter *src)
+{
+    dst->private_data = malloc(sizeof(struct tdb_webp_options));
+    if (!dst->private_data)
+        return TDB_E_NOMEM;
+    memcpy(dst->private_data, src->private_data,
+           sizeof(struct tdb_webp_options));
+    return 0;
+}
+
+static void webp_free(struct tdb_filter *f)
+{
+    free(f->private_data);
+    f->private_data = NULL;
+}
 
 static int webp_read_options(struct tdb_filter *f, struct tdb_cursor *c,
                              uint32_t version, struct tdb_error *err)
@@ -46,25 +88,29 @@ static int webp_read_options(struct tdb_filter *f, struct tdb_cursor *c,
     if (p[5] > 1)
         return tdb_err(err, TDB_E_CORRUPT, "WEBP filter options: lossless "
                        "flag %u is not 0 or 1", p[5]);
-    f->webp_quality = q;
-    f->webp_format = p[4];
-    f->webp_lossless = p[5];
-    f->webp_y_extent = tdb_le16(p + 6);
-    f->webp_x_extent = tdb_le16(p + 8);
+    if (!f->private_data && webp_init(f))
+        return tdb_err(err, TDB_E_NOMEM, "WEBP: out of memory");
+    struct tdb_webp_options *o = f->private_data;
+    o->quality = q;
+    o->format = p[4];
+    o->lossless = p[5];
+    o->y_extent = tdb_le16(p + 6);
+    o->x_extent = tdb_le16(p + 8);
     return 0;
 }
 
 static int webp_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 {
+    const struct tdb_webp_options *opt = webp_opts(f);
     uint8_t o[WEBP_OPTIONS_SIZE] = {0};
     uint32_t qbits;
 
-    memcpy(&qbits, &f->webp_quality, sizeof qbits);
+    memcpy(&qbits, &opt->quality, sizeof qbits);
     tdb_st32(o, qbits);
-    o[4] = f->webp_format;
-    o[5] = f->webp_lossless;
-    tdb_st16(o + 6, f->webp_y_extent);
-    tdb_st16(o + 8, f->webp_x_extent);
+    o[4] = opt->format;
+    o[5] = opt->lossless;
+    tdb_st16(o + 6, opt->y_extent);
+    tdb_st16(o + 8, opt->x_extent);
     return tdb_buf_append(out, o, sizeof o);
 }
 
@@ -82,26 +128,56 @@ static uint8_t *webp_decode_into(unsigned fmt, const uint8_t *src, size_t n,
     }
 }
 
-static int webp_decode(const struct tdb_filter_call *call,
-                       struct tdb_cursor *md, const uint8_t *data, size_t size,
-                       struct tdb_buf *md_out, struct tdb_buf *data_out)
+/* Decodes the part at st->data + *used, `len` bytes (its size from the
+ * metadata), of images in format fmt onto st->data_out; *made counts the
+ * bytes decoded so far. */
+static int webp_decode_part(const struct tdb_filter_call *call,
+                            const struct tdb_filter_stage *st, uint32_t i,
+                            uint32_t len, size_t *used, uint64_t *made)
 {
-    const struct tdb_filter *f = call->filter;
-    unsigned fmt = f ? f->webp_format : TDB_WEBP_NONE;
+    unsigned fmt = webp_opts(call->filter)->format;
     unsigned bpp = tdb_webp_pixel_bytes(fmt);
-    uint64_t limit = tdb_filter_max_data(call), made = 0;
-    size_t base = data_out->len, used = 0;
+    uint64_t limit = tdb_filter_max_data(call);
+    const uint8_t *src = st->data + *used;
+    int w = 0, h = 0;
+    uint8_t *dst;
+
+    if (len > st->size - *used)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u of %u "
+                       "bytes overruns the %zu data bytes", i, len,
+                       st->size - *used);
+    if (!WebPGetInfo(src, len, &w, &h) || w <= 0 || h <= 0)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u (%u "
+                       "bytes) is not a WebP image", i, len);
+    uint64_t n = (uint64_t)w * (uint64_t)h * bpp;
+    if (n > limit - *made || n > SIZE_MAX)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u is a "
+                       "%dx%d image of %llu bytes, more than the %llu "
+                       "the chunk's declared size allows", i, w, h,
+                       (unsigned long long)n,
+                       (unsigned long long)(limit - *made));
+    if (tdb_buf_grow(st->data_out, (size_t)n, &dst) < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
+    if (!webp_decode_into(fmt, src, len, dst, (size_t)n, w * (int)bpp))
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u: "
+                       "damaged WebP image (%dx%d, %u bytes)", i, w, h,
+                       len);
+    *made += n;
+    *used += len;
+    return 0;
+}
+
+/* Decodes the parts the metadata lists, then hands on the rest of the
+ * metadata. */
+static int webp_decode_parts(const struct tdb_filter_call *call,
+                             struct tdb_filter_stage *st)
+{
+    struct tdb_cursor *md = &st->md;
+    uint64_t made = 0;
+    size_t used = 0;
     const uint8_t *rest;
     uint32_t nparts;
 
-    if (!bpp)
-        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: the filter's input "
-                       "format is not set (RGB, BGR, RGBA or BGRA)");
-    if (call->datatype != TDB_UINT8)
-        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: filters UINT8 "
-                       "values only, not %s",
-                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
-                                                   : "?");
     if (tdb_cur_u32(md, &nparts))
         return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: metadata truncated "
                        "(no part count)");
@@ -111,62 +187,42 @@ static int webp_decode(const struct tdb_filter_call *call,
                        nparts);
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t len;
-        int w = 0, h = 0;
-        uint64_t n;
-        uint8_t *dst;
-
         tdb_cur_u32(md, &len);
-        if (len > size - used) {
-            data_out->len = base;
-            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u of %u "
-                           "bytes overruns the %zu data bytes", i, len,
-                           size - used);
-        }
-        if (!WebPGetInfo(data + used, len, &w, &h) || w <= 0 || h <= 0) {
-            data_out->len = base;
-            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u (%u "
-                           "bytes) is not a WebP image", i, len);
-        }
-        n = (uint64_t)w * (uint64_t)h * bpp;
-        if (n > limit - made || n > SIZE_MAX) {
-            data_out->len = base;
-            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u is a "
-                           "%dx%d image of %llu bytes, more than the %llu "
-                           "the chunk's declared size allows", i, w, h,
-                           (unsigned long long)n,
-                           (unsigned long long)(limit - made));
-        }
-        if (tdb_buf_grow(data_out, (size_t)n, &dst) < 0) {
-            data_out->len = base;
-            return tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
-        }
-        if (!webp_decode_into(fmt, data + used, len, dst, (size_t)n,
-                              w * (int)bpp)) {
-            data_out->len = base;
-            return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: part %u: "
-                           "damaged WebP image (%dx%d, %u bytes)", i, w, h,
-                           len);
-        }
-        made += n;
-        used += len;
+        int rc = webp_decode_part(call, st, i, len, &used, &made);
+        if (rc)
+            return rc;
     }
-    if (used != size) {
-        data_out->len = base;
+    if (used != st->size)
         return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: %zu data bytes "
-                       "after the %u parts", size - used, nparts);
-    }
+                       "after the %u parts", st->size - used, nparts);
     size_t left = tdb_cur_left(md);
-    if (left > tdb_filter_max_md(call) || tdb_cur_bytes(md, left, &rest)) {
-        data_out->len = base;
+    if (left > tdb_filter_max_md(call) || tdb_cur_bytes(md, left, &rest))
         return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: %zu bytes of "
                        "metadata to hand on, more than the chunk allows",
                        left);
-    }
-    if (tdb_buf_append(md_out, rest, left) < 0) {
-        data_out->len = base;
+    if (tdb_buf_append(st->md_out, rest, left) < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
-    }
     return 0;
+}
+
+static int webp_decode(const struct tdb_filter_call *call,
+                       struct tdb_filter_stage *st)
+{
+    unsigned bpp = tdb_webp_pixel_bytes(webp_opts(call->filter)->format);
+    size_t base = st->data_out->len;
+
+    if (!bpp)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: the filter's input "
+                       "format is not set (RGB, BGR, RGBA or BGRA)");
+    if (call->datatype != TDB_UINT8)
+        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: filters UINT8 "
+                       "values only, not %s",
+                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
+                                                   : "?");
+    int rc = webp_decode_parts(call, st);
+    if (rc)
+        st->data_out->len = base;
+    return rc;
 }
 
 static int webp_import(unsigned fmt, WebPPicture *pic, const uint8_t *src,
@@ -181,13 +237,19 @@ static int webp_import(unsigned fmt, WebPPicture *pic, const uint8_t *src,
     }
 }
 
-/* Encodes an image of h rows of stride bytes, w pixels each, appending the
- * WebP file to out. */
+/* An image to encode: h rows of stride bytes, w pixels each. */
+struct webp_image {
+    const uint8_t *src;
+    int w, h, stride;
+};
+
+/* Encodes an image, appending the WebP file to out and its size to *len. */
 static int webp_encode_image(const struct tdb_filter_call *call,
-                             const uint8_t *src, int w, int h, int stride,
+                             const struct webp_image *img,
                              struct tdb_buf *out, size_t *len)
 {
-    const struct tdb_filter *f = call->filter;
+    const struct tdb_webp_options *o = webp_opts(call->filter);
+    int w = img->w, h = img->h;
     WebPConfig config;
     WebPPicture pic;
     WebPMemoryWriter wr;
@@ -196,23 +258,22 @@ static int webp_encode_image(const struct tdb_filter_call *call,
     /* Lossless keeps every byte, the colour under transparent pixels too
      * ("exact"; libwebp's simple lossless API would change it). */
     if (!WebPConfigPreset(&config, WEBP_PRESET_DEFAULT,
-                          f->webp_lossless ? WEBP_LOSSLESS_EFFORT
-                                           : f->webp_quality) ||
+                          o->lossless ? WEBP_LOSSLESS_EFFORT : o->quality) ||
         !WebPPictureInit(&pic))
         return tdb_err(call->err, TDB_E_INVAL, "WEBP: libwebp version "
                        "mismatch");
-    config.lossless = f->webp_lossless;
-    config.exact = f->webp_lossless;
+    config.lossless = o->lossless;
+    config.exact = o->lossless;
     if (!WebPValidateConfig(&config))
         return tdb_err(call->err, TDB_E_INVAL, "WEBP: libwebp refuses "
-                       "quality %g", (double)f->webp_quality);
-    pic.use_argb = f->webp_lossless;
+                       "quality %g", (double)o->quality);
+    pic.use_argb = o->lossless;
     pic.width = w;
     pic.height = h;
     WebPMemoryWriterInit(&wr);
     pic.writer = WebPMemoryWrite;
     pic.custom_ptr = &wr;
-    if (!webp_import(f->webp_format, &pic, src, stride))
+    if (!webp_import(o->format, &pic, img->src, img->stride))
         rc = tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
     else if (!WebPEncode(&config, &pic))
         rc = tdb_err(call->err, pic.error_code == VP8_ENC_ERROR_OUT_OF_MEMORY
@@ -231,12 +292,16 @@ static int webp_encode_image(const struct tdb_filter_call *call,
     return rc;
 }
 
-static int webp_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                       size_t md_size, const uint8_t *data, size_t size,
-                       struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int webp_encode(const struct tdb_filter_call *call,
+                       struct tdb_filter_stage *st)
 {
-    const struct tdb_filter *f = call->filter;
-    unsigned bpp = f ? tdb_webp_pixel_bytes(f->webp_format) : 0;
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
+    const struct tdb_webp_options *o = webp_opts(call->filter);
+    unsigned bpp = tdb_webp_pixel_bytes(o->format);
     size_t base = data_out->len, len = 0;
     unsigned y, x;
     int rc;
@@ -249,8 +314,8 @@ static int webp_encode(const struct tdb_filter_call *call, const uint8_t *md,
                        "only, not %s",
                        tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
                                                    : "?");
-    y = f->webp_y_extent;
-    x = f->webp_x_extent;
+    y = o->y_extent;
+    x = o->x_extent;
     if (y == 0 || x == 0 || x % bpp || y > WEBP_MAX_SIDE ||
         x / bpp > WEBP_MAX_SIDE)
         return tdb_err(call->err, TDB_E_INVAL, "WEBP: the filter's tile "
@@ -260,8 +325,9 @@ static int webp_encode(const struct tdb_filter_call *call, const uint8_t *md,
     if (size != (size_t)y * x)
         return tdb_err(call->err, TDB_E_INVAL, "WEBP: a chunk of %zu bytes "
                        "is not one tile of %u rows of %u bytes", size, y, x);
-    rc = webp_encode_image(call, data, (int)(x / bpp), (int)y, (int)x,
-                           data_out, &len);
+    struct webp_image img = {.src = st->data, .w = (int)(x / bpp),
+                             .h = (int)y, .stride = (int)x};
+    rc = webp_encode_image(call, &img, data_out, &len);
     if (!rc && (tdb_buf_put_u32(md_out, 1) < 0 ||
                 tdb_buf_put_u32(md_out, (uint32_t)len) < 0 ||
                 tdb_buf_append(md_out, md, md_size) < 0))
@@ -287,4 +353,7 @@ const struct tdb_filter_ops tdb_filter_webp = {
     .output_type = webp_output_type,
     .decode = webp_decode,
     .encode = webp_encode,
+    .init = webp_init,
+    .copy = webp_copy,
+    .free = webp_free,
 };

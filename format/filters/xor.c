@@ -70,21 +70,24 @@ static int xor_part(const struct tdb_filter_call *call, const uint8_t *in,
 }
 
 static int xor_decode(const struct tdb_filter_call *call,
-                      struct tdb_cursor *md, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+                      struct tdb_filter_stage *st)
 {
     struct xor_arg a;
     int r = xor_args(call, &a);
     if (r)
         return r;
-    return tdb_numeric_parts_decode(call, "XOR", md, data, size, md_out,
-                                    data_out, xor_part, &a);
+    return tdb_numeric_parts_decode(call, "XOR", st, xor_part, &a);
 }
 
-static int xor_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                      size_t md_size, const uint8_t *data, size_t size,
-                      struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int xor_encode(const struct tdb_filter_call *call,
+                      struct tdb_filter_stage *st)
 {
+    const uint8_t *md = st->md.p;
+    size_t md_size = st->md.len;
+    const uint8_t *data = st->data;
+    size_t size = st->size;
+    struct tdb_buf *md_out = st->md_out;
+    struct tdb_buf *data_out = st->data_out;
     struct xor_arg a;
     int r = xor_args(call, &a);
     if (!r)

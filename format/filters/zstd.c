@@ -4,17 +4,46 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_decompressBound */
 #include <zstd.h>
 
+#include <stdlib.h>
+
+/* What the filter keeps in a scratch: its contexts, each made on first
+ * use, so that a chunk does not set up zstd's tables afresh. */
+struct zstd_state {
+    ZSTD_DCtx *dctx;
+    ZSTD_CCtx *cctx;
+};
+
+/* The scratch's state of this filter, made on first use; NULL without a
+ * scratch or memory. */
+static struct zstd_state *zstd_state(const struct tdb_filter_call *call)
+{
+    struct tdb_scratch *sc = call->scratch;
+    if (!sc)
+        return NULL;
+    if (!sc->filter_state[TDB_FILTER_ZSTD])
+        sc->filter_state[TDB_FILTER_ZSTD] = calloc(1, sizeof(struct zstd_state));
+    return sc->filter_state[TDB_FILTER_ZSTD];
+}
+
+static void zstd_scratch_free(void *state)
+{
+    struct zstd_state *zs = state;
+    ZSTD_freeDCtx(zs->dctx);
+    ZSTD_freeCCtx(zs->cctx);
+    free(zs);
+}
+
 static int zstd_decompress(const struct tdb_filter_call *call,
                            const uint8_t *src, size_t n, uint8_t *dst,
                            size_t dst_len)
 {
     size_t ret;
-    struct tdb_scratch *sc = call->scratch;
+    struct zstd_state *zs = zstd_state(call);
 
-    if (sc && !sc->zstd_dctx)
-        sc->zstd_dctx = ZSTD_createDCtx();
-    if (sc && sc->zstd_dctx)
-        ret = ZSTD_decompressDCtx(sc->zstd_dctx, dst, dst_len, src, n);
+    if (zs && !zs->dctx)
+        zs->dctx = ZSTD_createDCtx();
+    if (zs && zs->dctx)
+        ret = ZSTD_decompressDCtx(zs->dctx, dst, dst_len, src, n);
     else
         ret = ZSTD_decompress(dst, dst_len, src, n);
 
@@ -58,12 +87,12 @@ static int zstd_compress(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_NOMEM, "ZSTD: out of memory");
     /* a context kept in the scratch: the same bytes as ZSTD_compress's
      * fresh one, without setting up its tables for every chunk */
-    struct tdb_scratch *sc = call->scratch;
-    if (sc && !sc->zstd_cctx)
-        sc->zstd_cctx = ZSTD_createCCtx();
-    if (sc && sc->zstd_cctx)
-        ret = ZSTD_compressCCtx(sc->zstd_cctx, out->data + out->len, bound,
-                                src, n, level);
+    struct zstd_state *zs = zstd_state(call);
+    if (zs && !zs->cctx)
+        zs->cctx = ZSTD_createCCtx();
+    if (zs && zs->cctx)
+        ret = ZSTD_compressCCtx(zs->cctx, out->data + out->len, bound, src, n,
+                                level);
     else
         ret = ZSTD_compress(out->data + out->len, bound, src, n, level);
     if (ZSTD_isError(ret))
@@ -92,20 +121,15 @@ static int zstd_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 }
 
 static int zstd_decode(const struct tdb_filter_call *call,
-                       struct tdb_cursor *md, const uint8_t *data,
-                       size_t size, struct tdb_buf *md_out,
-                       struct tdb_buf *data_out)
+                       struct tdb_filter_stage *st)
 {
-    return tdb_compress_decode(&zstd_codec, call, md, data, size, md_out,
-                               data_out);
+    return tdb_compress_decode(&zstd_codec, call, st);
 }
 
-static int zstd_encode(const struct tdb_filter_call *call, const uint8_t *md,
-                       size_t md_size, const uint8_t *data, size_t size,
-                       struct tdb_buf *md_out, struct tdb_buf *data_out)
+static int zstd_encode(const struct tdb_filter_call *call,
+                       struct tdb_filter_stage *st)
 {
-    return tdb_compress_encode(&zstd_codec, call, md, md_size, data, size,
-                               md_out, data_out);
+    return tdb_compress_encode(&zstd_codec, call, st);
 }
 
 const struct tdb_filter_ops tdb_filter_zstd = {
@@ -116,14 +140,5 @@ const struct tdb_filter_ops tdb_filter_zstd = {
     .output_type = NULL,
     .decode = zstd_decode,
     .encode = zstd_encode,
+    .scratch_free = zstd_scratch_free,
 };
-
-void tdb_zstd_dctx_free(void *dctx)
-{
-    ZSTD_freeDCtx(dctx);
-}
-
-void tdb_zstd_cctx_free(void *cctx)
-{
-    ZSTD_freeCCtx(cctx);
-}

@@ -158,31 +158,41 @@ static void arraydir_entries_free(struct tdb_dir_entry *v, size_t n)
     free(v);
 }
 
-static int arraydir_entry_init(struct tdb_dir_entry *e, const char *name,
-                               size_t name_len, const char *dir,
-                               const char *file, const struct tdb_tsname *ts,
-                               uint64_t offset)
+/* What an entry is made of: its name (name_len bytes), its file (in
+ * folder dir; dir NULL: file is the path), its timestamps (NULL: none)
+ * and the offset of its tile in the file. */
+struct arraydir_new {
+    const char *name;
+    size_t name_len;
+    const char *dir, *file;
+    const struct tdb_tsname *ts;
+    uint64_t offset;
+};
+
+static int arraydir_entry_init(struct tdb_dir_entry *e,
+                               const struct arraydir_new *nw)
 {
     memset(e, 0, sizeof *e);
-    e->name = malloc(name_len + 1);
-    e->path = dir ? tdb_path_join(dir, file) : strdup(file);
+    e->name = malloc(nw->name_len + 1);
+    e->path = nw->dir ? tdb_path_join(nw->dir, nw->file) : strdup(nw->file);
     if (!e->name || !e->path) {
         arraydir_entry_clear(e);
         return TDB_E_NOMEM;
     }
-    memcpy(e->name, name, name_len);
-    e->name[name_len] = 0;
-    if (ts)
-        e->ts = *ts;
-    e->offset = offset;
+    memcpy(e->name, nw->name, nw->name_len);
+    e->name[nw->name_len] = 0;
+    if (nw->ts)
+        e->ts = *nw->ts;
+    e->offset = nw->offset;
     return 0;
 }
 
 static int arraydir_entry_copy(struct tdb_dir_entry *dst,
                                const struct tdb_dir_entry *src)
 {
-    return arraydir_entry_init(dst, src->name, strlen(src->name), NULL,
-                               src->path, &src->ts, src->offset);
+    struct arraydir_new nw = {src->name, strlen(src->name), NULL, src->path,
+                              &src->ts, src->offset};
+    return arraydir_entry_init(dst, &nw);
 }
 
 /* ------------------------------------------------------------ the loading */
@@ -199,15 +209,13 @@ struct arraydir_load {
 
 /* Adds an entry to one of d's lists; `n` and `v` are the list's fields. */
 static int arraydir_push(struct arraydir_load *L, struct tdb_dir_entry **v,
-                         size_t *n, size_t *cap, const char *name,
-                         size_t name_len, const char *dir, const char *file,
-                         const struct tdb_tsname *ts, uint64_t offset)
+                         size_t *n, size_t *cap, const struct arraydir_new *nw)
 {
     struct tdb_dir_entry *nv = arraydir_grow(*v, *n, cap, sizeof **v);
     if (!nv)
         return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
     *v = nv;
-    if (arraydir_entry_init(&nv[*n], name, name_len, dir, file, ts, offset))
+    if (arraydir_entry_init(&nv[*n], nw))
         return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
     (*n)++;
     return 0;
@@ -230,10 +238,11 @@ static int arraydir_load_schemas(struct arraydir_load *L)
     int r;
     if (arraydir_names_has(&L->root, ARRAYDIR_LEGACY_SCHEMA) &&
         !tdb_io_isdir(L->io, ARRAYDIR_LEGACY_SCHEMA)) {
+        struct arraydir_new nw = {ARRAYDIR_LEGACY_SCHEMA,
+                                  strlen(ARRAYDIR_LEGACY_SCHEMA), NULL,
+                                  ARRAYDIR_LEGACY_SCHEMA, NULL, 0};
         r = arraydir_push(L, &d->schemas, &d->nschemas, &L->cap_schemas,
-                          ARRAYDIR_LEGACY_SCHEMA,
-                          strlen(ARRAYDIR_LEGACY_SCHEMA), NULL,
-                          ARRAYDIR_LEGACY_SCHEMA, NULL, 0);
+                          &nw);
         if (r)
             return r;
     }
@@ -244,8 +253,9 @@ static int arraydir_load_schemas(struct arraydir_load *L)
         if (L->schema.is_dir[i] || !strcmp(nm, "__enumerations") ||
             tdb_tsname_parse(nm, &ts))
             continue;
-        r = arraydir_push(L, &d->schemas, &d->nschemas, &L->cap_schemas, nm,
-                          strlen(nm), "__schema", nm, &ts, 0);
+        struct arraydir_new nw = {nm, strlen(nm), "__schema", nm, &ts, 0};
+        r = arraydir_push(L, &d->schemas, &d->nschemas, &L->cap_schemas,
+                          &nw);
         if (r)
             return r;
         if (ts.t2 <= d->ts_end) {
@@ -349,9 +359,10 @@ static int arraydir_load_con(struct arraydir_load *L, const char *path)
                 const char *base = strrchr(marker, '/');
                 base = base ? base + 1 : marker;
                 size_t bl = strlen(base) - 4;
+                struct arraydir_new nw = {base, bl, NULL, path, &ts,
+                                          tile_off};
                 r = arraydir_push(L, &d->deletes, &d->ndeletes,
-                                  &L->cap_deletes, base, bl, NULL, path, &ts,
-                                  tile_off);
+                                  &L->cap_deletes, &nw);
             }
             pos = (size_t)(tile_off + size);
         }
@@ -406,7 +417,8 @@ static int arraydir_load_vac(struct arraydir_load *L, const char *dir,
     struct tdb_arraydir_vac *v = &nv[d->nvacs];
     memset(v, 0, sizeof *v);
     size_t fl = strlen(file);
-    if (arraydir_entry_init(&v->e, file, fl - 4, dir, file, ts, 0))
+    struct arraydir_new nw = {file, fl - 4, dir, file, ts, 0};
+    if (arraydir_entry_init(&v->e, &nw))
         return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
     d->nvacs++;
 
@@ -472,8 +484,9 @@ static int arraydir_load_root(struct arraydir_load *L)
         if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".meta")) {
             if (tdb_tsname_parse(nm, &ts))
                 memset(&ts, 0, sizeof ts);
+            struct arraydir_new nw = {nm, nl - 5, NULL, nm, &ts, 0};
             r = arraydir_push(L, &d->fragmeta, &d->nfragmeta,
-                              &L->cap_fragmeta, nm, nl - 5, NULL, nm, &ts, 0);
+                              &L->cap_fragmeta, &nw);
             if (r)
                 return r;
             continue;
@@ -495,8 +508,8 @@ static int arraydir_load_root(struct arraydir_load *L)
         }
         if (!committed)
             continue;
-        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, nm, nl,
-                          NULL, nm, &ts, 0);
+        struct arraydir_new nw = {nm, nl, NULL, nm, &ts, 0};
+        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
         if (r)
             return r;
     }
@@ -523,8 +536,8 @@ static int arraydir_load_commits(struct arraydir_load *L)
         tmp[bl] = 0;
         if (tdb_tsname_parse(tmp, &ts))
             continue;
-        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, tmp, bl,
-                          "__fragments", tmp, &ts, 0);
+        struct arraydir_new nw = {tmp, bl, "__fragments", tmp, &ts, 0};
+        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
         if (r)
             return r;
     }
@@ -542,16 +555,18 @@ static int arraydir_load_commits(struct arraydir_load *L)
             char tmp[TDB_MAX_NAME + 1];
             memcpy(tmp, nm, nl - 4);
             tmp[nl - 4] = 0;
-            r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, tmp,
-                              nl - 4, "__fragments", tmp, &ts, 0);
+            struct arraydir_new nw = {tmp, nl - 4, "__fragments", tmp, &ts,
+                                      0};
+            r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
         } else if (arraydir_ends_with(nm, nl, ".vac")) {
             r = arraydir_load_vac(L, "__commits", nm, &ts);
         } else if (arraydir_ends_with(nm, nl, ".del")) {
             if (!arraydir_in_range(&ts, d->ts_start, d->ts_end, false) ||
                 arraydir_strs_has(&L->con, rel))
                 continue;
+            struct arraydir_new nw = {nm, nl - 4, "__commits", nm, &ts, 0};
             r = arraydir_push(L, &d->deletes, &d->ndeletes, &L->cap_deletes,
-                              nm, nl - 4, "__commits", nm, &ts, 0);
+                              &nw);
         } else {
             continue;
         }
@@ -573,9 +588,9 @@ static int arraydir_load_fragmeta(struct arraydir_load *L)
         if (tdb_tsname_parse(nm, &ts))
             memset(&ts, 0, sizeof ts);
         size_t stem = arraydir_ends_with(nm, nl, ".meta") ? nl - 5 : nl;
+        struct arraydir_new nw = {nm, stem, "__fragment_meta", nm, &ts, 0};
         int r = arraydir_push(L, &d->fragmeta, &d->nfragmeta,
-                              &L->cap_fragmeta, nm, stem, "__fragment_meta",
-                              nm, &ts, 0);
+                              &L->cap_fragmeta, &nw);
         if (r)
             return r;
     }

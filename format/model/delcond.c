@@ -372,59 +372,30 @@ static bool delcond_in_set(const struct delcond_node *n, const uint8_t *v,
     return false;
 }
 
-/* One value node; *res gets its truth. */
-static int delcond_eval_value(const struct delcond_node *n,
-                              const struct tdb_cell_view *cell, bool *res,
-                              struct tdb_error *err)
+/* The cell's side of a comparison: its bytes (NULL: a null), their size
+ * and type, and how they compare. */
+struct delcond_lhs {
+    const uint8_t *v;
+    uint64_t size;
+    unsigned type;
+    enum delcond_kind k;
+};
+
+static int delcond_unsupported(const struct delcond_node *n, unsigned type,
+                               struct tdb_error *err)
 {
-    const uint8_t *val = NULL;
-    uint64_t size = 0;
-    unsigned type = 0;
-    bool is_null = false;
+    return tdb_err(err, TDB_E_UNSUPPORTED,
+                   "delete condition: field '%s' has datatype %s, which "
+                   "conditions cannot compare", n->field,
+                   tdb_dt_name(type) ? tdb_dt_name(type) : "unknown");
+}
 
-    *res = false;
-    if (n->op == DELCOND_ALWAYS_TRUE || n->op == DELCOND_ALWAYS_FALSE) {
-        *res = n->op == DELCOND_ALWAYS_TRUE;
-        return 0;
-    }
-    int r = cell->get(cell->arg, n->field, &val, &size, &type, &is_null);
-    if (r == 1)
-        return 0;                   /* field absent in this fragment */
-    if (r < 0)
-        return tdb_err(err, r, "delete condition: cannot read field '%s'",
-                       n->field);
-    if (!val && !is_null && size)
-        return tdb_err(err, TDB_E_INVAL,
-                       "delete condition: field '%s' has no value",
-                       n->field);
-    bool var = cell->is_var ? cell->is_var(cell->arg, n->field) : true;
-    enum delcond_kind k = delcond_kind_of(type, var);
-    const uint8_t *lhs = is_null ? NULL : (val ? val : (const uint8_t *)"");
-
-    /* Sets: the whole cell's bytes against each member. */
-    if (n->op == DELCOND_IN || n->op == DELCOND_NOT_IN) {
-        if (k == DELCOND_K_NONE)
-            goto unsupported;
-        if (!lhs)
-            return 0;
-        bool in = delcond_in_set(n, lhs, size);
-        *res = n->op == DELCOND_IN ? in : !in;
-        return 0;
-    }
-
-    /* A value-less node: strings compare with "" (as TileDB reads it back);
-     * other types take it as a null test. */
-    const uint8_t *rhs = n->data;
-    if (n->size == 0 && k != DELCOND_K_STRING) {
-        if (n->op != DELCOND_EQ && n->op != DELCOND_NE)
-            return tdb_err(err, TDB_E_CORRUPT,
-                           "delete condition on '%s': empty value with an "
-                           "ordering operator", n->field);
-        rhs = NULL;
-    } else if (k == DELCOND_K_NONE) {
-        goto unsupported;
-    }
-
+/* Compares the cell's value with the node's (rhs; NULL: a null test). */
+static int delcond_compare(const struct delcond_node *n,
+                           const struct delcond_lhs *l, const uint8_t *rhs,
+                           bool *res, struct tdb_error *err)
+{
+    const uint8_t *lhs = l->v;
     switch (n->op) {
     case DELCOND_EQ:
         if (!lhs || !rhs) {
@@ -443,23 +414,22 @@ static int delcond_eval_value(const struct delcond_node *n,
             return 0;
         break;
     }
-
     int c;
     bool unordered = false;
-    if (k == DELCOND_K_STRING) {
-        c = delcond_cmp_bytes(lhs, size, rhs, n->size);
+    if (l->k == DELCOND_K_STRING) {
+        c = delcond_cmp_bytes(lhs, l->size, rhs, n->size);
     } else {
-        unsigned need = delcond_kind_size[k];
+        unsigned need = delcond_kind_size[l->k];
         if (n->size < need)
             return tdb_err(err, TDB_E_CORRUPT,
                            "delete condition on '%s': value of %llu bytes "
                            "for a %u-byte type", n->field,
                            (unsigned long long)n->size, need);
-        if (size < need)
+        if (l->size < need)
             return tdb_err(err, TDB_E_INVAL,
                            "delete condition: field '%s' has a %llu-byte "
-                           "value", n->field, (unsigned long long)size);
-        c = delcond_cmp_num(k, lhs, rhs, &unordered);
+                           "value", n->field, (unsigned long long)l->size);
+        c = delcond_cmp_num(l->k, lhs, rhs, &unordered);
     }
     switch (n->op) {
     case DELCOND_LT: *res = !unordered && c < 0; break;
@@ -471,12 +441,60 @@ static int delcond_eval_value(const struct delcond_node *n,
     default: *res = false; break;
     }
     return 0;
+}
 
-unsupported:
-    return tdb_err(err, TDB_E_UNSUPPORTED,
-                   "delete condition: field '%s' has datatype %s, which "
-                   "conditions cannot compare", n->field,
-                   tdb_dt_name(type) ? tdb_dt_name(type) : "unknown");
+/* One value node; *res gets its truth. */
+static int delcond_eval_value(const struct delcond_node *n,
+                              const struct tdb_cell_view *cell, bool *res,
+                              struct tdb_error *err)
+{
+    const uint8_t *val = NULL;
+    struct delcond_lhs l = {0};
+    bool is_null = false;
+
+    *res = false;
+    if (n->op == DELCOND_ALWAYS_TRUE || n->op == DELCOND_ALWAYS_FALSE) {
+        *res = n->op == DELCOND_ALWAYS_TRUE;
+        return 0;
+    }
+    int r = cell->get(cell->arg, n->field, &val, &l.size, &l.type, &is_null);
+    if (r == 1)
+        return 0;                   /* field absent in this fragment */
+    if (r < 0)
+        return tdb_err(err, r, "delete condition: cannot read field '%s'",
+                       n->field);
+    if (!val && !is_null && l.size)
+        return tdb_err(err, TDB_E_INVAL,
+                       "delete condition: field '%s' has no value",
+                       n->field);
+    bool var = cell->is_var ? cell->is_var(cell->arg, n->field) : true;
+    l.k = delcond_kind_of(l.type, var);
+    l.v = is_null ? NULL : (val ? val : (const uint8_t *)"");
+
+    /* Sets: the whole cell's bytes against each member. */
+    if (n->op == DELCOND_IN || n->op == DELCOND_NOT_IN) {
+        if (l.k == DELCOND_K_NONE)
+            return delcond_unsupported(n, l.type, err);
+        if (!l.v)
+            return 0;
+        bool in = delcond_in_set(n, l.v, l.size);
+        *res = n->op == DELCOND_IN ? in : !in;
+        return 0;
+    }
+
+    /* A value-less node: strings compare with "" (as TileDB reads it back);
+     * other types take it as a null test. */
+    const uint8_t *rhs = n->data;
+    if (n->size == 0 && l.k != DELCOND_K_STRING) {
+        if (n->op != DELCOND_EQ && n->op != DELCOND_NE)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "delete condition on '%s': empty value with an "
+                           "ordering operator", n->field);
+        rhs = NULL;
+    } else if (l.k == DELCOND_K_NONE) {
+        return delcond_unsupported(n, l.type, err);
+    }
+    return delcond_compare(n, &l, rhs, res, err);
 }
 
 static int delcond_eval_node(const struct delcond_node *n,

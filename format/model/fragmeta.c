@@ -130,30 +130,12 @@ fragmeta_legacy_schema(const struct tdb_schema_set *s)
 
 /* --------------------------------------------------------------- fields */
 
-/* Lays out the fields of the fragment (see fragmeta.h) once version,
- * schema, has_timestamps and has_delete_meta are known. */
-static int fragmeta_fields(struct tdb_fragmeta *fm, struct tdb_error *err)
+/* The kind, place on disk and index in the schema of every field. */
+static void fragmeta_field_kinds(struct tdb_fragmeta *fm)
 {
     const struct tdb_schema *s = fm->schema;
     uint32_t na = s->nattrs, nd = s->ndims;
     bool split = fm->version >= 5;
-    uint32_t n = na + (split ? nd : 1) + (fm->has_timestamps ? 1 : 0) +
-                 (fm->has_delete_meta ? 2 : 0);
-    fm->nfields = n;
-    fm->kinds = calloc(n, sizeof *fm->kinds);
-    fm->disk = calloc(n, sizeof *fm->disk);
-    fm->index = calloc(n, sizeof *fm->index);
-    fm->is_var = calloc(n, sizeof *fm->is_var);
-    fm->is_nullable = calloc(n, sizeof *fm->is_nullable);
-    fm->file_names = calloc(n, sizeof *fm->file_names);
-    fm->file_var_names = calloc(n, sizeof *fm->file_var_names);
-    fm->file_validity_names = calloc(n, sizeof *fm->file_validity_names);
-    fm->tiles = calloc(n, sizeof *fm->tiles);
-    if (!fm->kinds || !fm->disk || !fm->index || !fm->is_var ||
-        !fm->is_nullable || !fm->file_names || !fm->file_var_names ||
-        !fm->file_validity_names || !fm->tiles)
-        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
-
     uint32_t f = 0;
     for (uint32_t i = 0; i < na; i++, f++) {
         fm->kinds[f] = TDB_FIELD_ATTR;
@@ -185,33 +167,59 @@ static int fragmeta_fields(struct tdb_fragmeta *fm, struct tdb_error *err)
         fm->kinds[f] = TDB_FIELD_DELETE_IDX;
         fm->disk[f++] = next++;
     }
+}
 
-    for (f = 0; f < n; f++) {
-        char num[24], *base = NULL;
-        switch (fm->kinds[f]) {
-        case TDB_FIELD_ATTR:
-            if (fm->version >= 9) {
-                snprintf(num, sizeof num, "a%u", fm->index[f]);
-                base = fragmeta_strdup(num);
-            } else {
-                base = fragmeta_encode_name(s->attrs[fm->index[f]].name,
-                                            fm->version);
-            }
-            break;
-        case TDB_FIELD_DIM:
-            if (fm->version >= 9) {
-                snprintf(num, sizeof num, "d%u", fm->index[f]);
-                base = fragmeta_strdup(num);
-            } else {
-                base = fragmeta_encode_name(s->dims[fm->index[f]].name,
-                                            fm->version);
-            }
-            break;
-        case TDB_FIELD_COORDS: base = fragmeta_strdup("__coords"); break;
-        case TDB_FIELD_TIMESTAMPS: base = fragmeta_strdup("t"); break;
-        case TDB_FIELD_DELETE_TS: base = fragmeta_strdup("dt"); break;
-        case TDB_FIELD_DELETE_IDX: base = fragmeta_strdup("dci"); break;
-        }
+/* The name of field f's files without ".tdb" (NULL: out of memory). */
+static char *fragmeta_field_base(const struct tdb_fragmeta *fm, uint32_t f)
+{
+    const struct tdb_schema *s = fm->schema;
+    char num[24];
+    switch (fm->kinds[f]) {
+    case TDB_FIELD_ATTR:
+        if (fm->version < 9)
+            return fragmeta_encode_name(s->attrs[fm->index[f]].name,
+                                        fm->version);
+        snprintf(num, sizeof num, "a%u", fm->index[f]);
+        return fragmeta_strdup(num);
+    case TDB_FIELD_DIM:
+        if (fm->version < 9)
+            return fragmeta_encode_name(s->dims[fm->index[f]].name,
+                                        fm->version);
+        snprintf(num, sizeof num, "d%u", fm->index[f]);
+        return fragmeta_strdup(num);
+    case TDB_FIELD_COORDS: return fragmeta_strdup("__coords");
+    case TDB_FIELD_TIMESTAMPS: return fragmeta_strdup("t");
+    case TDB_FIELD_DELETE_TS: return fragmeta_strdup("dt");
+    case TDB_FIELD_DELETE_IDX: return fragmeta_strdup("dci");
+    }
+    return NULL;
+}
+
+/* Lays out the fields of the fragment (see fragmeta.h) once version,
+ * schema, has_timestamps and has_delete_meta are known. */
+static int fragmeta_fields(struct tdb_fragmeta *fm, struct tdb_error *err)
+{
+    const struct tdb_schema *s = fm->schema;
+    bool split = fm->version >= 5;
+    uint32_t n = s->nattrs + (split ? s->ndims : 1) +
+                 (fm->has_timestamps ? 1 : 0) + (fm->has_delete_meta ? 2 : 0);
+    fm->nfields = n;
+    fm->kinds = calloc(n, sizeof *fm->kinds);
+    fm->disk = calloc(n, sizeof *fm->disk);
+    fm->index = calloc(n, sizeof *fm->index);
+    fm->is_var = calloc(n, sizeof *fm->is_var);
+    fm->is_nullable = calloc(n, sizeof *fm->is_nullable);
+    fm->file_names = calloc(n, sizeof *fm->file_names);
+    fm->file_var_names = calloc(n, sizeof *fm->file_var_names);
+    fm->file_validity_names = calloc(n, sizeof *fm->file_validity_names);
+    fm->tiles = calloc(n, sizeof *fm->tiles);
+    if (!fm->kinds || !fm->disk || !fm->index || !fm->is_var ||
+        !fm->is_nullable || !fm->file_names || !fm->file_var_names ||
+        !fm->file_validity_names || !fm->tiles)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
+    fragmeta_field_kinds(fm);
+    for (uint32_t f = 0; f < n; f++) {
+        char *base = fragmeta_field_base(fm, f);
         if (!base)
             return tdb_err(err, TDB_E_NOMEM, "%s: out of memory",
                            fm->meta_path);
@@ -334,18 +342,13 @@ static int fragmeta_footer_err(struct tdb_fragmeta *fm, int rc,
                    "truncated or corrupt (%s)", fm->meta_path, what);
 }
 
-/* Parses a footer (fragment.md "Footer") from p[0..n).  `exact`: the size
- * is known (the bytes must be consumed exactly). */
-static int fragmeta_parse_footer(struct tdb_fragmeta *fm,
-                                 const struct tdb_schema_set *schemas,
-                                 const uint8_t *p, size_t n, bool exact,
-                                 struct tdb_error *err)
+/* The footer's version and the schema it names (since version 10) or the
+ * schema a legacy fragment takes. */
+static int fragmeta_footer_schema(struct tdb_fragmeta *fm,
+                                  const struct tdb_schema_set *schemas,
+                                  struct tdb_cursor *c, struct tdb_error *err)
 {
-    struct tdb_cursor c;
-    int rc;
-    tdb_cur_init(&c, p, n);
-
-    if (tdb_cur_u32(&c, &fm->version))
+    if (tdb_cur_u32(c, &fm->version))
         return fragmeta_footer_err(fm, -1, "version", err);
     if (fm->version > FRAGMETA_MAX_VERSION)
         return tdb_err(err, TDB_E_UNSUPPORTED, "%s: fragment format version "
@@ -358,8 +361,8 @@ static int fragmeta_parse_footer(struct tdb_fragmeta *fm,
     if (fm->version >= 10) {
         uint64_t len;
         const uint8_t *q;
-        if (tdb_cur_u64(&c, &len) || len == 0 || len > TDB_MAX_NAME ||
-            tdb_cur_bytes(&c, (size_t)len, &q))
+        if (tdb_cur_u64(c, &len) || len == 0 || len > TDB_MAX_NAME ||
+            tdb_cur_bytes(c, (size_t)len, &q))
             return fragmeta_footer_err(fm, -1, "array schema name", err);
         fm->schema_name = malloc((size_t)len + 1);
         if (!fm->schema_name)
@@ -380,37 +383,48 @@ static int fragmeta_parse_footer(struct tdb_fragmeta *fm,
                            "a fragment of format version %u", fm->meta_path,
                            fm->version);
     }
-    const struct tdb_schema *s = fm->schema;
-    if (s->ndims == 0)
+    if (fm->schema->ndims == 0)
         return tdb_err(err, TDB_E_CORRUPT, "%s: schema %s has no dimensions",
-                       fm->meta_path, s->name ? s->name : "?");
+                       fm->meta_path,
+                       fm->schema->name ? fm->schema->name : "?");
+    return 0;
+}
 
+/* The dense flag, the non-empty domain, the tile numbers and which
+ * special fields the fragment has. */
+static int fragmeta_footer_shape(struct tdb_fragmeta *fm, struct tdb_cursor *c,
+                                 struct tdb_error *err)
+{
     uint8_t dense, null_ned;
-    if (tdb_cur_u8(&c, &dense) || tdb_cur_u8(&c, &null_ned))
+    if (tdb_cur_u8(c, &dense) || tdb_cur_u8(c, &null_ned))
         return fragmeta_footer_err(fm, -1, "dense flag", err);
     fm->dense = dense != 0;
     fm->ned_null = null_ned != 0;
-    fm->ned = calloc(s->ndims, sizeof *fm->ned);
+    fm->ned = calloc(fm->schema->ndims, sizeof *fm->ned);
     if (!fm->ned)
         return fragmeta_footer_err(fm, TDB_E_NOMEM, "", err);
     if (!fm->ned_null) {
-        rc = fragmeta_read_ranges(fm, &c, fm->ned, true);
+        int rc = fragmeta_read_ranges(fm, c, fm->ned, true);
         if (rc)
             return fragmeta_footer_err(fm, rc, "non-empty domain", err);
     }
     uint8_t ts = 0, del = 0;
-    if (tdb_cur_u64(&c, &fm->sparse_tile_num) ||
-        tdb_cur_u64(&c, &fm->last_tile_cell_num) ||
-        (fm->version >= 14 && tdb_cur_u8(&c, &ts)) ||
-        (fm->version >= 15 && tdb_cur_u8(&c, &del)))
+    if (tdb_cur_u64(c, &fm->sparse_tile_num) ||
+        tdb_cur_u64(c, &fm->last_tile_cell_num) ||
+        (fm->version >= 14 && tdb_cur_u8(c, &ts)) ||
+        (fm->version >= 15 && tdb_cur_u8(c, &del)))
         return fragmeta_footer_err(fm, -1, "tile numbers", err);
     fm->has_timestamps = ts != 0;
     fm->has_delete_meta = del != 0;
-    rc = fragmeta_fields(fm, err);
-    if (rc)
-        return rc;
+    return fragmeta_fields(fm, err);
+}
 
-    /* lengths of the per-field lists */
+/* The per-field lists: file sizes and where the generic tiles start. */
+static int fragmeta_footer_lists(struct tdb_fragmeta *fm, struct tdb_cursor *c,
+                                 bool exact, struct tdb_error *err)
+{
+    const struct tdb_schema *s = fm->schema;
+    int rc;
     uint32_t nfix, nvar, nall = s->nattrs + s->ndims + 1 +
                                (fm->has_timestamps ? 1u : 0u) +
                                (fm->has_delete_meta ? 2u : 0u);
@@ -420,35 +434,53 @@ static int fragmeta_parse_footer(struct tdb_fragmeta *fm,
     } else {
         nfix = nvar = nall;
     }
-    if ((rc = fragmeta_read_list(fm, &c, nfix, &fm->file_sizes)) ||
-        (rc = fragmeta_read_list(fm, &c, nvar, &fm->file_var_sizes)) ||
-        (rc = fragmeta_read_list(fm, &c, fm->version >= 7 ? nall : 0,
+    if ((rc = fragmeta_read_list(fm, c, nfix, &fm->file_sizes)) ||
+        (rc = fragmeta_read_list(fm, c, nvar, &fm->file_var_sizes)) ||
+        (rc = fragmeta_read_list(fm, c, fm->version >= 7 ? nall : 0,
                                  &fm->file_validity_sizes)))
         return fragmeta_footer_err(fm, rc, "file sizes", err);
-    if (tdb_cur_u64(&c, &fm->rtree_off))
+    if (tdb_cur_u64(c, &fm->rtree_off))
         return fragmeta_footer_err(fm, -1, "R-tree offset", err);
-    if ((rc = fragmeta_read_list(fm, &c, nfix, &fm->gt_tile_offsets)) ||
-        (rc = fragmeta_read_list(fm, &c, nvar, &fm->gt_var_offsets)) ||
-        (rc = fragmeta_read_list(fm, &c, nvar, &fm->gt_var_sizes)))
+    if ((rc = fragmeta_read_list(fm, c, nfix, &fm->gt_tile_offsets)) ||
+        (rc = fragmeta_read_list(fm, c, nvar, &fm->gt_var_offsets)) ||
+        (rc = fragmeta_read_list(fm, c, nvar, &fm->gt_var_sizes)))
         return fragmeta_footer_err(fm, rc, "tile offsets", err);
     if (fm->version >= 7 &&
-        (rc = fragmeta_read_list(fm, &c, nall, &fm->gt_validity_offsets)))
+        (rc = fragmeta_read_list(fm, c, nall, &fm->gt_validity_offsets)))
         return fragmeta_footer_err(fm, rc, "validity offsets", err);
-    if (fm->version >= 11) {
-        if ((rc = fragmeta_read_list(fm, &c, nall, &fm->gt_mins)) ||
-            (rc = fragmeta_read_list(fm, &c, nall, &fm->gt_maxs)) ||
-            (rc = fragmeta_read_list(fm, &c, nall, &fm->gt_sums)) ||
-            (rc = fragmeta_read_list(fm, &c, nall, &fm->gt_null_counts)))
-            return fragmeta_footer_err(fm, rc, "tile metadata offsets", err);
-        /* TileDB's version-11 reader has no fragment min/max offset while
-         * its writer emits one; take it when the bytes are there. */
-        if (fm->version >= 12 || (exact && tdb_cur_left(&c) >= 8)) {
-            if (tdb_cur_u64(&c, &fm->gt_frag_mins_maxs))
-                return fragmeta_footer_err(fm, -1, "fragment metadata "
-                                           "offset", err);
-            fm->has_frag_mins_maxs = true;
-        }
+    if (fm->version < 11)
+        return 0;
+    if ((rc = fragmeta_read_list(fm, c, nall, &fm->gt_mins)) ||
+        (rc = fragmeta_read_list(fm, c, nall, &fm->gt_maxs)) ||
+        (rc = fragmeta_read_list(fm, c, nall, &fm->gt_sums)) ||
+        (rc = fragmeta_read_list(fm, c, nall, &fm->gt_null_counts)))
+        return fragmeta_footer_err(fm, rc, "tile metadata offsets", err);
+    /* TileDB's version-11 reader has no fragment min/max offset while
+     * its writer emits one; take it when the bytes are there. */
+    if (fm->version >= 12 || (exact && tdb_cur_left(c) >= 8)) {
+        if (tdb_cur_u64(c, &fm->gt_frag_mins_maxs))
+            return fragmeta_footer_err(fm, -1, "fragment metadata "
+                                       "offset", err);
+        fm->has_frag_mins_maxs = true;
     }
+    return 0;
+}
+
+/* Parses a footer (fragment.md "Footer") from p[0..n).  `exact`: the size
+ * is known (the bytes must be consumed exactly). */
+static int fragmeta_parse_footer(struct tdb_fragmeta *fm,
+                                 const struct tdb_schema_set *schemas,
+                                 const uint8_t *p, size_t n, bool exact,
+                                 struct tdb_error *err)
+{
+    struct tdb_cursor c;
+    int rc;
+    tdb_cur_init(&c, p, n);
+
+    if ((rc = fragmeta_footer_schema(fm, schemas, &c, err)) ||
+        (rc = fragmeta_footer_shape(fm, &c, err)) ||
+        (rc = fragmeta_footer_lists(fm, &c, exact, err)))
+        return rc;
     if (fm->version >= 16 && tdb_cur_u64(&c, &fm->gt_processed_conditions))
         return fragmeta_footer_err(fm, -1, "processed conditions offset",
                                    err);
@@ -460,7 +492,7 @@ static int fragmeta_parse_footer(struct tdb_fragmeta *fm,
             uint64_t id;
             uint32_t size;
             if (tdb_cur_u64(&c, &id) || tdb_cur_u32(&c, &size) ||
-                (id == 0 && size != 16u * s->ndims) ||
+                (id == 0 && size != 16u * fm->schema->ndims) ||
                 tdb_cur_skip(&c, size))
                 return fragmeta_footer_err(fm, -1, "optional section", err);
         }
@@ -803,6 +835,84 @@ static int fragmeta_legacy_lists(struct tdb_fragmeta *fm, struct tdb_cursor *c,
     return 0;
 }
 
+/* Versions 1 and 2: the tile's parts after the version: the non-empty
+ * domain, the MBRs, the bounding coordinates, the tile offsets and the
+ * file sizes.  @return 0, TDB_E_NOMEM, or 1 when they are truncated or
+ * corrupt (*what says which). */
+static int fragmeta_legacy_body(struct tdb_fragmeta *fm, struct tdb_cursor *c,
+                                const char **what)
+{
+    const struct tdb_schema *s = fm->schema;
+    uint32_t na = s->nattrs, nd = s->ndims;
+    uint64_t ned_size, cnt;
+    int rc;
+    *what = "non-empty domain";
+    fm->ned = calloc(nd, sizeof *fm->ned);
+    if (!fm->ned)
+        return TDB_E_NOMEM;
+    if (tdb_cur_u64(c, &ned_size))
+        return 1;
+    fm->ned_null = ned_size == 0;
+    if (!fm->ned_null && (ned_size != fragmeta_fixed_domain_size(s) ||
+                          fragmeta_read_ranges(fm, c, fm->ned, true)))
+        return 1;
+    *what = "MBRs";
+    uint64_t minb = fragmeta_mbr_min_bytes(fm);
+    if (tdb_cur_u64(c, &cnt) || cnt > tdb_cur_left(c) / minb)
+        return 1;
+    fm->mbrs = calloc(cnt ? cnt * nd : 1, sizeof *fm->mbrs);
+    if (!fm->mbrs)
+        return TDB_E_NOMEM;
+    for (uint64_t m = 0; m < cnt; m++)
+        if (fragmeta_read_ranges(fm, c, fm->mbrs + m * nd, false))
+            return 1;
+    fm->nmbrs = cnt;
+    fm->sparse_tile_num = cnt;
+    fm->rtree_loaded = true;
+    *what = "bounding coordinates";
+    if (tdb_cur_u64(c, &cnt) || cnt > tdb_cur_left(c) / minb ||
+        tdb_cur_skip(c, (size_t)(cnt * fragmeta_fixed_domain_size(s))))
+        return 1;
+    *what = "tile offsets";
+    if ((rc = fragmeta_legacy_lists(fm, c, na + 1, 0)) ||
+        (rc = fragmeta_legacy_lists(fm, c, na, 1)) ||
+        (rc = fragmeta_legacy_lists(fm, c, na, 2)))
+        return rc == TDB_E_NOMEM ? rc : 1;
+    *what = "file sizes";
+    if (tdb_cur_u64(c, &fm->last_tile_cell_num))
+        return 1;
+    if ((rc = fragmeta_read_list(fm, c, na + 1, &fm->file_sizes)) ||
+        (rc = fragmeta_read_list(fm, c, na, &fm->file_var_sizes)) ||
+        (rc = fragmeta_read_list(fm, c, 0, &fm->file_validity_sizes)))
+        return rc == TDB_E_NOMEM ? rc : 1;
+    for (uint32_t f = 0; f < fm->nfields; f++)
+        fm->tiles[f].loaded = true;
+    return 0;
+}
+
+/* Versions 1 and 2: the version, whether the fragment is dense and its
+ * fields. */
+static int fragmeta_legacy_head(struct tdb_fragmeta *fm, struct tdb_cursor *c,
+                                struct tdb_error *err)
+{
+    if (fm->schema->ndims == 0)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: schema has no dimensions",
+                       fm->meta_path);
+    if (tdb_cur_u32(c, &fm->version))
+        return tdb_err(err, TDB_E_CORRUPT, "%s: legacy fragment metadata is "
+                       "truncated or corrupt (version)", fm->meta_path);
+    if (fm->version < 1 || fm->version > 2)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: legacy fragment metadata "
+                       "gives format version %u", fm->meta_path, fm->version);
+    /* v1-v2 record no dense flag: a dense fragment has no coordinates */
+    char *coords = tdb_path_join(fm->path, "__coords.tdb");
+    if (!coords)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
+    fm->dense = !tdb_io_exists(fm->io, coords);
+    free(coords);
+    return fragmeta_fields(fm, err);
+}
+
 /* Versions 1 and 2: one generic tile holding everything. */
 static int fragmeta_load_legacy(struct tdb_fragmeta *fm,
                                 const struct tdb_schema_set *schemas,
@@ -822,98 +932,18 @@ static int fragmeta_load_legacy(struct tdb_fragmeta *fm,
         return tdb_err(err, TDB_E_NOENT, "%s: the array has no schema "
                        "(__array_schema.tdb)", fm->meta_path);
     }
-    const struct tdb_schema *s = fm->schema;
     struct tdb_cursor c;
     const char *what = "version";
-    uint64_t ned_size, cnt;
-    uint32_t na = s->nattrs, nd = s->ndims;
     tdb_cur_init(&c, b.data, b.len);
-    if (nd == 0) {
-        rc = tdb_err(err, TDB_E_CORRUPT, "%s: schema has no dimensions",
-                     fm->meta_path);
-        goto done;
-    }
-    if (tdb_cur_u32(&c, &fm->version))
-        goto corrupt;
-    if (fm->version < 1 || fm->version > 2) {
-        rc = tdb_err(err, TDB_E_CORRUPT, "%s: legacy fragment metadata gives "
-                     "format version %u", fm->meta_path, fm->version);
-        goto done;
-    }
-    /* v1-v2 record no dense flag: a dense fragment has no coordinates */
-    char *coords = tdb_path_join(fm->path, "__coords.tdb");
-    if (!coords) {
-        rc = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
-        goto done;
-    }
-    fm->dense = !tdb_io_exists(fm->io, coords);
-    free(coords);
-    rc = fragmeta_fields(fm, err);
-    if (rc)
-        goto done;
-
-    what = "non-empty domain";
-    fm->ned = calloc(nd, sizeof *fm->ned);
-    if (!fm->ned) {
-        rc = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
-        goto done;
-    }
-    if (tdb_cur_u64(&c, &ned_size))
-        goto corrupt;
-    fm->ned_null = ned_size == 0;
-    if (!fm->ned_null) {
-        if (ned_size != fragmeta_fixed_domain_size(s) ||
-            fragmeta_read_ranges(fm, &c, fm->ned, true))
-            goto corrupt;
-    }
-    what = "MBRs";
-    uint64_t minb = fragmeta_mbr_min_bytes(fm);
-    if (tdb_cur_u64(&c, &cnt) || cnt > tdb_cur_left(&c) / minb)
-        goto corrupt;
-    fm->mbrs = calloc(cnt ? cnt * nd : 1, sizeof *fm->mbrs);
-    if (!fm->mbrs) {
-        rc = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
-        goto done;
-    }
-    for (uint64_t m = 0; m < cnt; m++)
-        if (fragmeta_read_ranges(fm, &c, fm->mbrs + m * nd, false))
-            goto corrupt;
-    fm->nmbrs = cnt;
-    fm->sparse_tile_num = cnt;
-    fm->rtree_loaded = true;
-    what = "bounding coordinates";
-    if (tdb_cur_u64(&c, &cnt) || cnt > tdb_cur_left(&c) / minb ||
-        tdb_cur_skip(&c, (size_t)(cnt * fragmeta_fixed_domain_size(s))))
-        goto corrupt;
-    what = "tile offsets";
-    if ((rc = fragmeta_legacy_lists(fm, &c, na + 1, 0)) ||
-        (rc = fragmeta_legacy_lists(fm, &c, na, 1)) ||
-        (rc = fragmeta_legacy_lists(fm, &c, na, 2))) {
-        if (rc == TDB_E_NOMEM) {
+    rc = fragmeta_legacy_head(fm, &c, err);
+    if (!rc) {
+        rc = fragmeta_legacy_body(fm, &c, &what);
+        if (rc == TDB_E_NOMEM)
             rc = tdb_err(err, rc, "%s: out of memory", fm->meta_path);
-            goto done;
-        }
-        goto corrupt;
+        else if (rc == 1)
+            rc = tdb_err(err, TDB_E_CORRUPT, "%s: legacy fragment metadata "
+                         "is truncated or corrupt (%s)", fm->meta_path, what);
     }
-    what = "file sizes";
-    if (tdb_cur_u64(&c, &fm->last_tile_cell_num) ||
-        (rc = fragmeta_read_list(fm, &c, na + 1, &fm->file_sizes)) ||
-        (rc = fragmeta_read_list(fm, &c, na, &fm->file_var_sizes)) ||
-        (rc = fragmeta_read_list(fm, &c, 0, &fm->file_validity_sizes))) {
-        if (rc == TDB_E_NOMEM) {
-            rc = tdb_err(err, rc, "%s: out of memory", fm->meta_path);
-            goto done;
-        }
-        goto corrupt;
-    }
-    for (uint32_t f = 0; f < fm->nfields; f++)
-        fm->tiles[f].loaded = true;
-    rc = 0;
-    goto done;
-corrupt:
-    rc = tdb_err(err, TDB_E_CORRUPT, "%s: legacy fragment metadata is "
-                 "truncated or corrupt (%s)", fm->meta_path, what);
-done:
     tdb_buf_free(&b);
     return rc;
 }

@@ -95,7 +95,7 @@ int tdb_generic_tile_decode(const uint8_t *src, size_t size, uint64_t off,
         .what = where,
     };
     size_t before = out->len;
-    r = tdb_pipeline_decode(&p, &d, data, (size_t)h.persisted, out, NULL, err);
+    r = tdb_pipeline_decode(&p, &d, data, (size_t)h.persisted, out, err);
     tdb_pipeline_free(&p);
     if (r)
         return r;
@@ -182,7 +182,7 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
     };
     int r = tdb_pipeline_write(pp, &pipe);
     if (!r)
-        r = tdb_pipeline_encode(pp, &d, src, size, NULL, 0, &tile, err);
+        r = tdb_pipeline_encode(pp, &d, src, size, &tile, err);
     if (!r) {
         r = tdb_buf_put_u32(out, GT_FORMAT_VERSION);
         if (!r)

@@ -79,16 +79,81 @@ static int meta_apply_vac(const struct tdb_io *io, const char *path,
     return 0;
 }
 
+/* The timestamped files of a folder being listed: those live so far
+ * and the vacuum files in range. */
+struct meta_ts_list {
+    const char *dir;
+    struct tdb_ts_file *files;
+    size_t n;
+    char **vacs;
+    size_t nvac;
+};
+
+/* Takes name into l when it is a timestamped file (or vacuum file) live
+ * for [ts_start, ts_end]. */
+static int meta_ts_take(struct meta_ts_list *l, const char *name,
+                        uint64_t ts_start, uint64_t ts_end,
+                        struct tdb_error *err)
+{
+    if (meta_ends_with(name, ".tmp"))
+        return 0;
+    bool vac = meta_ends_with(name, ".vac");
+    char base[256];
+    size_t blen = strlen(name) - (vac ? 4 : 0);
+    if (blen >= sizeof base)
+        return 0;                   /* not a timestamped name */
+    memcpy(base, name, blen);
+    base[blen] = 0;
+    struct tdb_tsname ts;
+    if (tdb_tsname_parse(base, &ts) != 0)
+        return 0;                   /* not ours: TileDB ignores it too */
+    if (ts.t1 < ts_start || ts.t2 > ts_end)
+        return 0;
+    if (vac) {
+        if (!(l->vacs[l->nvac] = tdb_path_join(l->dir, name)))
+            return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", l->dir);
+        l->nvac++;
+        return 0;
+    }
+    if (!(l->files[l->n].name = strdup(name)))
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", l->dir);
+    l->files[l->n].t1 = ts.t1;
+    l->files[l->n].t2 = ts.t2;
+    l->n++;
+    return 0;
+}
+
+/* Drops the files the vacuum files list. */
+static int meta_ts_vacuum(const struct tdb_io *io, struct meta_ts_list *l,
+                          struct tdb_error *err)
+{
+    bool *dropped = calloc(l->n ? l->n : 1, sizeof *dropped);
+    int r = 0;
+    if (!dropped)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", l->dir);
+    for (size_t v = 0; v < l->nvac && !r; v++)
+        r = meta_apply_vac(io, l->vacs[v], l->files, l->n, dropped, err);
+    if (!r) {
+        size_t k = 0;
+        for (size_t i = 0; i < l->n; i++) {
+            if (dropped[i])
+                free(l->files[i].name);
+            else
+                l->files[k++] = l->files[i];
+        }
+        l->n = k;
+    }
+    free(dropped);
+    return r;
+}
+
 int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
                       uint64_t ts_start, uint64_t ts_end,
                       struct tdb_ts_file **out, size_t *nout,
                       struct tdb_error *err)
 {
     struct tdb_names names;
-    struct tdb_ts_file *files = NULL;
-    char **vacs = NULL;
-    bool *dropped = NULL;
-    size_t n = 0, nvac = 0;
+    struct meta_ts_list l = {.dir = dir};
     int r;
 
     *out = NULL;
@@ -96,74 +161,26 @@ int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
     if ((r = tdb_io_names(io, dir, &names, err)))
         return r;
     tdb_io_want_names(io, dir, &names, NULL); /* read next, at once */
-    files = calloc(names.n ? names.n : 1, sizeof *files);
-    vacs = calloc(names.n ? names.n : 1, sizeof *vacs);
-    if (!files || !vacs) {
+    l.files = calloc(names.n ? names.n : 1, sizeof *l.files);
+    l.vacs = calloc(names.n ? names.n : 1, sizeof *l.vacs);
+    if (!l.files || !l.vacs)
         r = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
-        goto out;
+    for (size_t i = 0; i < names.n && !r; i++)
+        if (!names.is_dir[i])
+            r = meta_ts_take(&l, names.v[i], ts_start, ts_end, err);
+    if (!r && l.nvac)
+        r = meta_ts_vacuum(io, &l, err);
+    if (!r) {
+        qsort(l.files, l.n, sizeof *l.files, meta_ts_cmp);
+        *out = l.files;
+        *nout = l.n;
+        l.files = NULL;
+        l.n = 0;
     }
-    for (size_t i = 0; i < names.n; i++) {
-        const char *name = names.v[i];
-        if (names.is_dir[i] || meta_ends_with(name, ".tmp"))
-            continue;
-        bool vac = meta_ends_with(name, ".vac");
-        char base[256];
-        size_t blen = strlen(name) - (vac ? 4 : 0);
-        if (blen >= sizeof base)
-            continue;               /* not a timestamped name */
-        memcpy(base, name, blen);
-        base[blen] = 0;
-        struct tdb_tsname ts;
-        if (tdb_tsname_parse(base, &ts) != 0)
-            continue;               /* not ours: TileDB ignores it too */
-        if (ts.t1 < ts_start || ts.t2 > ts_end)
-            continue;
-        if (vac) {
-            if (!(vacs[nvac] = tdb_path_join(dir, name))) {
-                r = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
-                goto out;
-            }
-            nvac++;
-            continue;
-        }
-        if (!(files[n].name = strdup(name))) {
-            r = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
-            goto out;
-        }
-        files[n].t1 = ts.t1;
-        files[n].t2 = ts.t2;
-        n++;
-    }
-    if (nvac) {
-        dropped = calloc(n ? n : 1, sizeof *dropped);
-        if (!dropped) {
-            r = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
-            goto out;
-        }
-        for (size_t v = 0; v < nvac; v++)
-            if ((r = meta_apply_vac(io, vacs[v], files, n, dropped, err)))
-                goto out;
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (dropped[i])
-                free(files[i].name);
-            else
-                files[k++] = files[i];
-        }
-        n = k;
-    }
-    qsort(files, n, sizeof *files, meta_ts_cmp);
-    *out = files;
-    *nout = n;
-    files = NULL;
-    n = 0;
-    r = 0;
-out:
-    tdb_ts_files_free(files, n);
-    for (size_t v = 0; v < nvac; v++)
-        free(vacs[v]);
-    free(vacs);
-    free(dropped);
+    tdb_ts_files_free(l.files, l.n);
+    for (size_t v = 0; v < l.nvac; v++)
+        free(l.vacs[v]);
+    free(l.vacs);
     tdb_names_free(&names);
     return r;
 }

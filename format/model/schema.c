@@ -465,11 +465,12 @@ static int schema_read_current_domain(struct schema_ctx *x,
 
 /* ----------------------------------------------------------------- schema */
 
-static int schema_parse_body(struct schema_ctx *x, struct tdb_schema *s)
+/* The version, the array type, the orders, the capacity and the
+ * pipelines of coordinates, offsets and validity. */
+static int schema_parse_head(struct schema_ctx *x, struct tdb_schema *s)
 {
     int rc;
     uint8_t b;
-    uint32_t n;
     if ((rc = schema_u32(x, &s->version, "the format version")))
         return rc;
     x->version = s->version;
@@ -503,9 +504,13 @@ static int schema_parse_body(struct schema_ctx *x, struct tdb_schema *s)
     if (s->version >= 7 &&
         (rc = schema_pipeline(x, &s->validity_filters, "validity filters")))
         return rc;
-    if ((rc = schema_read_domain(x, s)))
-        return rc;
+    return 0;
+}
 
+static int schema_parse_attrs(struct schema_ctx *x, struct tdb_schema *s)
+{
+    uint32_t n;
+    int rc;
     if ((rc = schema_u32(x, &n, "number of attributes")) ||
         (rc = schema_count(x, n, SCHEMA_MIN_ATTR, "number of attributes")))
         return rc;
@@ -521,50 +526,71 @@ static int schema_parse_body(struct schema_ctx *x, struct tdb_schema *s)
     if (s->array_type == TDB_DENSE && n == 0)
         return tdb_err(x->err, TDB_E_CORRUPT,
                        "%s: dense array schema without attributes", x->what);
+    return 0;
+}
 
-    if (s->version >= 18) {
-        if ((rc = schema_u32(x, &n, "number of dimension labels")) ||
-            (rc = schema_count(x, n, SCHEMA_MIN_LABEL,
-                               "number of dimension labels")))
+static int schema_parse_labels(struct schema_ctx *x, struct tdb_schema *s)
+{
+    uint32_t n;
+    int rc;
+    if ((rc = schema_u32(x, &n, "number of dimension labels")) ||
+        (rc = schema_count(x, n, SCHEMA_MIN_LABEL,
+                           "number of dimension labels")))
+        return rc;
+    if (!(s->labels = schema_calloc(x, n, sizeof *s->labels)))
+        return TDB_E_NOMEM;
+    s->nlabels = n;
+    for (uint32_t i = 0; i < n; i++) {
+        schema_part(x, "dimension label", i);
+        if ((rc = schema_read_label(x, &s->labels[i], s->ndims)))
             return rc;
-        if (!(s->labels = schema_calloc(x, n, sizeof *s->labels)))
-            return TDB_E_NOMEM;
-        s->nlabels = n;
-        for (uint32_t i = 0; i < n; i++) {
-            schema_part(x, "dimension label", i);
-            if ((rc = schema_read_label(x, &s->labels[i], s->ndims)))
-                return rc;
-        }
-        schema_part(x, NULL, 0);
     }
+    schema_part(x, NULL, 0);
+    return 0;
+}
 
-    if (s->version >= 20) {
-        if ((rc = schema_u32(x, &n, "number of enumerations")) ||
-            (rc = schema_count(x, n, SCHEMA_MIN_ENUM,
-                               "number of enumerations")))
+/* The enumerations, and that every attribute's is among them. */
+static int schema_parse_enums(struct schema_ctx *x, struct tdb_schema *s)
+{
+    uint32_t n;
+    int rc;
+    if ((rc = schema_u32(x, &n, "number of enumerations")) ||
+        (rc = schema_count(x, n, SCHEMA_MIN_ENUM,
+                           "number of enumerations")))
+        return rc;
+    if (!(s->enums = schema_calloc(x, n, sizeof *s->enums)))
+        return TDB_E_NOMEM;
+    s->nenums = n;
+    for (uint32_t i = 0; i < n; i++) {
+        schema_part(x, "enumeration", i);
+        if ((rc = schema_read_enum(x, &s->enums[i])))
             return rc;
-        if (!(s->enums = schema_calloc(x, n, sizeof *s->enums)))
-            return TDB_E_NOMEM;
-        s->nenums = n;
-        for (uint32_t i = 0; i < n; i++) {
-            schema_part(x, "enumeration", i);
-            if ((rc = schema_read_enum(x, &s->enums[i])))
-                return rc;
-        }
-        schema_part(x, NULL, 0);
-        for (uint32_t i = 0; i < s->nattrs; i++) {
-            const char *en = s->attrs[i].enumeration;
-            uint32_t j = 0;
-            while (en && j < s->nenums && strcmp(s->enums[j].name, en))
-                j++;
-            if (en && j == s->nenums)
-                return tdb_err(x->err, TDB_E_CORRUPT,
-                               "%s: attribute '%s' refers to enumeration "
-                               "'%s', which the schema does not list",
-                               x->what, s->attrs[i].name, en);
-        }
     }
+    schema_part(x, NULL, 0);
+    for (uint32_t i = 0; i < s->nattrs; i++) {
+        const char *en = s->attrs[i].enumeration;
+        uint32_t j = 0;
+        while (en && j < s->nenums && strcmp(s->enums[j].name, en))
+            j++;
+        if (en && j == s->nenums)
+            return tdb_err(x->err, TDB_E_CORRUPT,
+                           "%s: attribute '%s' refers to enumeration "
+                           "'%s', which the schema does not list",
+                           x->what, s->attrs[i].name, en);
+    }
+    return 0;
+}
 
+static int schema_parse_body(struct schema_ctx *x, struct tdb_schema *s)
+{
+    int rc;
+    if ((rc = schema_parse_head(x, s)) || (rc = schema_read_domain(x, s)) ||
+        (rc = schema_parse_attrs(x, s)))
+        return rc;
+    if (s->version >= 18 && (rc = schema_parse_labels(x, s)))
+        return rc;
+    if (s->version >= 20 && (rc = schema_parse_enums(x, s)))
+        return rc;
     if (s->version >= 22 && (rc = schema_read_current_domain(x, s)))
         return rc;
     return 0;

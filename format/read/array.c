@@ -129,21 +129,32 @@ static void arr_field_info(const struct tdb_frag *f, int ff,
     }
 }
 
-/* Reads the filtered bytes of tile t of a data file whose tiles start at
- * offs[] and which ends at file_size. */
-static int arr_read_tile_bytes(struct tdb_frag *f, const char *file,
-                               const uint64_t *offs, uint64_t ntiles,
-                               uint64_t t, uint64_t file_size,
-                               struct tdb_buf *buf, const char *what,
-                               struct tdb_error *err)
+/* One tile to read and reverse: tile t of a data file whose ntiles tiles
+ * start at offs[] and which ends at file_size, filtered by p. */
+struct arr_tile_src {
+    const char *file;           /* in the fragment's folder */
+    const uint64_t *offs;
+    uint64_t ntiles, t, file_size;
+    const struct tdb_pipeline *p;
+    unsigned type;              /* of its values */
+    uint64_t cell_size;         /* bytes a cell (var-sized: a value) */
+    bool is_var;
+    const char *what;           /* names file, field and tile for errors */
+};
+
+/* Reads the filtered bytes of the tile into buf. */
+static int arr_read_tile_bytes(struct tdb_frag *f,
+                               const struct arr_tile_src *ts,
+                               struct tdb_buf *buf, struct tdb_error *err)
 {
-    uint64_t start = offs[t];
-    uint64_t end = t + 1 < ntiles ? offs[t + 1] : file_size;
+    uint64_t t = ts->t;
+    uint64_t start = ts->offs[t];
+    uint64_t end = t + 1 < ts->ntiles ? ts->offs[t + 1] : ts->file_size;
     if (end < start || end - start > TDB_MAX_TILE_BYTES)
         return tdb_err(err, TDB_E_CORRUPT, "%s: tile offsets out of order "
-                       "(%llu..%llu)", what, (unsigned long long)start,
+                       "(%llu..%llu)", ts->what, (unsigned long long)start,
                        (unsigned long long)end);
-    char *path = tdb_path_join(f->fm->path, file);
+    char *path = tdb_path_join(f->fm->path, ts->file);
     if (!path)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     size_t len = (size_t)(end - start);
@@ -153,7 +164,7 @@ static int arr_read_tile_bytes(struct tdb_frag *f, const char *file,
                 ? tdb_io_read(&f->arr->io, path, start, dst, len, err)
                 : tdb_err(err, TDB_E_NOMEM, "out of memory");
     if (r)
-        tdb_err_ctx(err, r, "%s", what);
+        tdb_err_ctx(err, r, "%s", ts->what);
     free(path);
     return r;
 }
@@ -173,165 +184,253 @@ static char *arr_file_variant(const char *name, const char *suffix)
     return s;
 }
 
-static int arr_decode(struct tdb_frag *f, const struct tdb_pipeline *p,
-                      unsigned type, uint64_t cell_size, bool is_var,
-                      const char *file, const uint64_t *offs, uint64_t ntiles,
-                      uint64_t t, uint64_t file_size, const char *what,
+/* Reads and reverses the tile into out (appended); the offsets of a
+ * pipeline that stores them itself go to offsets. */
+static int arr_decode(struct tdb_frag *f, const struct arr_tile_src *ts,
                       struct tdb_buf *out, struct tdb_buf *offsets,
                       struct tdb_error *err)
 {
     struct tdb_scratch *sc = tdb_cache_scratch_get(f->arr->cache);
     struct tdb_buf own = {0}, *raw = sc ? &sc->raw : &own;
-    int r = arr_read_tile_bytes(f, file, offs, ntiles, t, file_size, raw,
-                                what, err);
+    int r = arr_read_tile_bytes(f, ts, raw, err);
     if (r) {
         tdb_buf_free(&own);
         tdb_cache_scratch_put(f->arr->cache, sc);
         return r;
     }
     struct tdb_tile_desc d = {
-        .datatype = type,
-        .cell_size = cell_size,
+        .datatype = ts->type,
+        .cell_size = ts->cell_size,
         .version = f->fm->version,
-        .is_var = is_var,
+        .is_var = ts->is_var,
         .key = tdb_array_key(f->arr),
-        .what = what,
-        .ncells = tdb_frag_tile_cells(f, t), /* bounds string offsets */
+        .what = ts->what,
+        .ncells = tdb_frag_tile_cells(f, ts->t), /* bounds string offsets */
         .scratch = sc,
+        .offsets = offsets,
     };
-    r = tdb_pipeline_decode(p, &d, raw->data, raw->len, out, offsets, err);
+    r = tdb_pipeline_decode(ts->p, &d, raw->data, raw->len, out, err);
     tdb_buf_free(&own);
     tdb_cache_scratch_put(f->arr->cache, sc);
+    return r;
+}
+
+/* Loading one tile of one field of a fragment into the cache. */
+struct arr_load {
+    struct tdb_frag *f;
+    int ff;                     /* the field's number in the fragment */
+    unsigned part;              /* TDB_PART_* */
+    uint64_t t, ncells;
+    const struct tdb_field_tiles *ft;
+    struct arr_field fi;
+    unsigned vs;                /* bytes a value */
+    char what[768];
+    struct tdb_error *err;
+};
+
+/* The tile of file (one of the field's), its tiles starting at offs. */
+static struct arr_tile_src arr_load_src(const struct arr_load *ld,
+                                        const char *file,
+                                        const uint64_t *offs,
+                                        uint64_t file_size)
+{
+    return (struct arr_tile_src){
+        .file = file, .offs = offs, .ntiles = ld->ft->ntiles, .t = ld->t,
+        .file_size = file_size, .p = ld->fi.filters, .type = ld->fi.type,
+        .cell_size = ld->vs, .what = ld->what,
+    };
+}
+
+/* ld->what for file */
+static void arr_load_name(struct arr_load *ld, const char *file)
+{
+    snprintf(ld->what, sizeof ld->what, "%s/%s: field '%s' tile %llu",
+             ld->f->fm->path, file, ld->fi.name, (unsigned long long)ld->t);
+}
+
+/* The validity values of the tile: one byte a cell. */
+static int arr_load_validity(struct arr_load *ld, struct tdb_buf *data)
+{
+    const struct tdb_fragmeta *fm = ld->f->fm;
+    struct tdb_error *err = ld->err;
+    char *file = arr_file_variant(fm->file_names[ld->ff], "_validity");
+    if (!file)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    arr_load_name(ld, file);
+    struct arr_tile_src ts = arr_load_src(ld, file, ld->ft->validity_offsets,
+                                          fm->file_validity_sizes[ld->ff]);
+    ts.p = &ld->f->fs->validity_filters;
+    ts.type = TDB_UINT8;
+    ts.cell_size = 1;
+    int r = ld->ft->validity_offsets
+                ? arr_decode(ld->f, &ts, data, NULL, err)
+                : tdb_err(err, TDB_E_CORRUPT, "%s: no validity tiles",
+                          ld->what);
+    free(file);
+    if (!r && data->len != ld->ncells)
+        r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu validity values, expected "
+                    "%llu", ld->what, data->len,
+                    (unsigned long long)ld->ncells);
+    return r;
+}
+
+/* Makes the var tile's offsets relative to the tile and checks they
+ * ascend within var_len bytes. */
+static int arr_load_rebase(const struct arr_load *ld, struct tdb_buf *offsets,
+                           uint64_t var_len)
+{
+    uint64_t ncells = ld->ncells;
+    uint64_t base = ncells ? tdb_le64(offsets->data) : 0, prev = 0;
+    int r = 0;
+    for (uint64_t i = 0; i < ncells && !r; i++) {
+        uint64_t o = tdb_le64(offsets->data + 8 * i) - base;
+        if (o < prev || o > var_len)
+            r = tdb_err(ld->err, TDB_E_CORRUPT, "%s: offset %llu of cell %llu "
+                        "out of order or past %llu bytes", ld->what,
+                        (unsigned long long)o, (unsigned long long)i,
+                        (unsigned long long)var_len);
+        tdb_st64(offsets->data + 8 * i, o);
+        prev = o;
+    }
+    return r;
+}
+
+/* A var-sized field's tile: the offsets (from the offsets file, or from
+ * the pipeline that stores them itself) and, unless the offsets alone
+ * are asked for, the values. */
+static int arr_load_var(struct arr_load *ld, struct tdb_buf *data,
+                        struct tdb_buf *offsets)
+{
+    const struct tdb_fragmeta *fm = ld->f->fm;
+    const struct tdb_field_tiles *ft = ld->ft;
+    struct tdb_error *err = ld->err;
+    uint64_t t = ld->t, ncells = ld->ncells;
+    int ff = ld->ff, r = 0;
+    bool skip = tdb_pipeline_skips_offsets(ld->fi.filters, ld->fi.type,
+                                           fm->version);
+    if (!skip) {
+        struct arr_tile_src ts = arr_load_src(ld, fm->file_names[ff],
+                                              ft->offsets, fm->file_sizes[ff]);
+        ts.p = &ld->f->fs->offsets_filters;
+        ts.type = TDB_UINT64;
+        ts.cell_size = 8;
+        r = arr_decode(ld->f, &ts, offsets, NULL, err);
+        if (!r && offsets->len != ncells * 8)
+            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu offsets bytes, expected "
+                        "%llu cells", ld->what, offsets->len,
+                        (unsigned long long)ncells);
+    }
+    /* offsets alone: the values' size comes from the metadata */
+    bool only_offsets = ld->part == TDB_PART_OFFSETS && !skip && ft->var_sizes;
+    char *file = arr_file_variant(fm->file_names[ff], "_var");
+    if (!r && !file)
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (!r && !only_offsets) {
+        arr_load_name(ld, file);
+        struct arr_tile_src ts = arr_load_src(ld, file, ft->var_offsets,
+                                              fm->file_var_sizes[ff]);
+        ts.is_var = true;
+        r = ft->var_offsets
+                ? arr_decode(ld->f, &ts, data, skip ? offsets : NULL, err)
+                : tdb_err(err, TDB_E_CORRUPT, "%s: no var tiles", ld->what);
+    }
+    free(file);
+    uint64_t var_len = only_offsets ? ft->var_sizes[t] : data->len;
+    if (!r && !only_offsets && ft->var_sizes && data->len != ft->var_sizes[t])
+        r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu bytes, metadata says %llu",
+                    ld->what, data->len, (unsigned long long)ft->var_sizes[t]);
+    if (!r && offsets->len != ncells * 8)
+        r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu offsets for %llu cells",
+                    ld->what, offsets->len / 8, (unsigned long long)ncells);
+    if (!r)
+        r = arr_load_rebase(ld, offsets, var_len);
+    return r;
+}
+
+/* Dimension j out of the legacy coordinates tile. */
+static int arr_load_legacy_dim(struct arr_load *ld, unsigned j,
+                               struct tdb_buf *data)
+{
+    const struct tdb_fragmeta *fm = ld->f->fm;
+    uint32_t nd = ld->f->fs->ndims;
+    uint64_t ncells = ld->ncells, vs = ld->vs;
+    struct tdb_buf all = {0};
+    struct arr_tile_src ts = arr_load_src(ld, fm->file_names[ld->ff],
+                                          ld->ft->offsets,
+                                          fm->file_sizes[ld->ff]);
+    ts.cell_size = vs * nd;
+    int r = arr_decode(ld->f, &ts, &all, NULL, ld->err);
+    uint64_t need = ncells * vs * nd;
+    if (!r && all.len != need)
+        r = tdb_err(ld->err, TDB_E_CORRUPT, "%s: %zu coordinate bytes, "
+                    "expected %llu", ld->what, all.len,
+                    (unsigned long long)need);
+    if (!r)
+        r = tdb_buf_reserve(data, (size_t)(ncells * vs));
+    for (uint64_t i = 0; !r && i < ncells; i++) {
+        const uint8_t *src = ld->f->zipped ? all.data + (i * nd + j) * vs
+                                           : all.data + (j * ncells + i) * vs;
+        tdb_buf_append(data, src, vs);
+    }
+    tdb_buf_free(&all);
+    return r;
+}
+
+/* A fixed-size field's tile. */
+static int arr_load_fixed(struct arr_load *ld, struct tdb_buf *data)
+{
+    const struct tdb_fragmeta *fm = ld->f->fm;
+    uint64_t cs = (uint64_t)ld->vs * ld->fi.cell_val_num;
+    struct arr_tile_src ts = arr_load_src(ld, fm->file_names[ld->ff],
+                                          ld->ft->offsets,
+                                          fm->file_sizes[ld->ff]);
+    ts.cell_size = cs;
+    int r = arr_decode(ld->f, &ts, data, NULL, ld->err);
+    if (!r && data->len != ld->ncells * cs)
+        r = tdb_err(ld->err, TDB_E_CORRUPT, "%s: %zu bytes, expected %llu "
+                    "cells of %llu bytes", ld->what, data->len,
+                    (unsigned long long)ld->ncells, (unsigned long long)cs);
     return r;
 }
 
 static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
                          struct tdb_tile *tile, struct tdb_error *err)
 {
-    struct tdb_frag *f = arg;
-    struct tdb_fragmeta *fm = f->fm;
-    const struct tdb_schema *s = f->fs;
-    int ff = (int)(key->part >> 8);
-    unsigned part = (unsigned)(key->part & 0xff);
-    uint64_t t = key->tile;
-    int r = tdb_fragmeta_load_field(fm, (uint32_t)ff, err);
+    struct arr_load ld = {.f = arg, .ff = (int)(key->part >> 8),
+                          .part = (unsigned)(key->part & 0xff),
+                          .t = key->tile, .err = err};
+    struct tdb_fragmeta *fm = ld.f->fm;
+    int r = tdb_fragmeta_load_field(fm, (uint32_t)ld.ff, err);
     if (r)
         return r;
-    struct tdb_field_tiles *ft = &fm->tiles[ff];
-    struct arr_field fi;
-    arr_field_info(f, ff, &fi);
-    char what[768];
-    snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
-             fm->file_names[ff], fi.name, (unsigned long long)t);
-    if (t >= ft->ntiles)
+    ld.ft = &fm->tiles[ld.ff];
+    arr_field_info(ld.f, ld.ff, &ld.fi);
+    arr_load_name(&ld, fm->file_names[ld.ff]);
+    if (ld.t >= ld.ft->ntiles)
         return tdb_err(err, TDB_E_CORRUPT, "%s: the fragment has %llu tiles",
-                       what, (unsigned long long)ft->ntiles);
-    uint64_t ncells = tdb_frag_tile_cells(f, t);
+                       ld.what, (unsigned long long)ld.ft->ntiles);
+    ld.ncells = tdb_frag_tile_cells(ld.f, ld.t);
+    ld.vs = tdb_dt_size(ld.fi.type);
     struct tdb_buf data = {0}, offsets = {0};
-    unsigned vs = tdb_dt_size(fi.type);
-    if (part == TDB_PART_VALIDITY) {
-        char *file = arr_file_variant(fm->file_names[ff], "_validity");
-        if (!file)
-            return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
-                 file, fi.name, (unsigned long long)t);
-        r = ft->validity_offsets
-                ? arr_decode(f, &s->validity_filters, TDB_UINT8, 1, false, file,
-                             ft->validity_offsets, ft->ntiles, t,
-                             fm->file_validity_sizes[ff], what, &data, NULL, err)
-                : tdb_err(err, TDB_E_CORRUPT, "%s: no validity tiles", what);
-        free(file);
-        if (!r && data.len != ncells)
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu validity values, expected "
-                        "%llu", what, data.len, (unsigned long long)ncells);
-    } else if (fi.var) {
-        bool skip = tdb_pipeline_skips_offsets(fi.filters, fi.type, fm->version);
-        if (!skip) {
-            r = arr_decode(f, &s->offsets_filters, TDB_UINT64, 8, false,
-                           fm->file_names[ff], ft->offsets, ft->ntiles, t,
-                           fm->file_sizes[ff], what, &offsets, NULL, err);
-            if (!r && offsets.len != ncells * 8)
-                r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu offsets bytes, expected "
-                            "%llu cells", what, offsets.len,
-                            (unsigned long long)ncells);
-        }
-        /* offsets alone: the values' size comes from the metadata */
-        bool only_offsets = part == TDB_PART_OFFSETS && !skip && ft->var_sizes;
-        char *file = arr_file_variant(fm->file_names[ff], "_var");
-        if (!r && !file)
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        if (!r && !only_offsets) {
-            snprintf(what, sizeof what, "%s/%s: field '%s' tile %llu", fm->path,
-                     file, fi.name, (unsigned long long)t);
-            r = ft->var_offsets
-                    ? arr_decode(f, fi.filters, fi.type, vs, true, file,
-                                 ft->var_offsets, ft->ntiles, t,
-                                 fm->file_var_sizes[ff], what, &data,
-                                 skip ? &offsets : NULL, err)
-                    : tdb_err(err, TDB_E_CORRUPT, "%s: no var tiles", what);
-        }
-        free(file);
-        uint64_t var_len = only_offsets ? ft->var_sizes[t] : data.len;
-        if (!r && !only_offsets && ft->var_sizes && data.len != ft->var_sizes[t])
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu bytes, metadata says %llu",
-                        what, data.len, (unsigned long long)ft->var_sizes[t]);
-        if (!r && offsets.len != ncells * 8)
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu offsets for %llu cells", what,
-                        offsets.len / 8, (unsigned long long)ncells);
-        if (!r) {
-            /* make offsets relative to the tile, check they ascend */
-            uint64_t base = ncells ? tdb_le64(offsets.data) : 0, prev = 0;
-            for (uint64_t i = 0; i < ncells && !r; i++) {
-                uint64_t o = tdb_le64(offsets.data + 8 * i) - base;
-                if (o < prev || o > var_len)
-                    r = tdb_err(err, TDB_E_CORRUPT, "%s: offset %llu of cell %llu "
-                                "out of order or past %llu bytes", what,
-                                (unsigned long long)o, (unsigned long long)i,
-                                (unsigned long long)var_len);
-                tdb_st64(offsets.data + 8 * i, o);
-                prev = o;
-            }
-        }
-    } else if (part >= TDB_PART_LEGACY_DIM) {
-        /* one dimension out of the legacy coordinates tile */
-        unsigned j = part - TDB_PART_LEGACY_DIM;
-        struct tdb_buf all = {0};
-        r = arr_decode(f, fi.filters, fi.type, (uint64_t)vs * s->ndims, false,
-                       fm->file_names[ff], ft->offsets, ft->ntiles, t,
-                       fm->file_sizes[ff], what, &all, NULL, err);
-        uint64_t need = ncells * vs * s->ndims;
-        if (!r && all.len != need)
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu coordinate bytes, expected "
-                        "%llu", what, all.len, (unsigned long long)need);
-        if (!r)
-            r = tdb_buf_reserve(&data, (size_t)(ncells * vs));
-        for (uint64_t i = 0; !r && i < ncells; i++) {
-            const uint8_t *src = f->zipped
-                                     ? all.data + (i * s->ndims + j) * vs
-                                     : all.data + (j * ncells + i) * vs;
-            tdb_buf_append(&data, src, vs);
-        }
-        tdb_buf_free(&all);
-    } else {
-        uint64_t cs = (uint64_t)vs * fi.cell_val_num;
-        r = arr_decode(f, fi.filters, fi.type, cs, false, fm->file_names[ff],
-                       ft->offsets, ft->ntiles, t, fm->file_sizes[ff], what,
-                       &data, NULL, err);
-        if (!r && data.len != ncells * cs)
-            r = tdb_err(err, TDB_E_CORRUPT, "%s: %zu bytes, expected %llu cells "
-                        "of %llu bytes", what, data.len, (unsigned long long)ncells,
-                        (unsigned long long)cs);
-    }
+    if (ld.part == TDB_PART_VALIDITY)
+        r = arr_load_validity(&ld, &data);
+    else if (ld.fi.var)
+        r = arr_load_var(&ld, &data, &offsets);
+    else if (ld.part >= TDB_PART_LEGACY_DIM)
+        r = arr_load_legacy_dim(&ld, ld.part - TDB_PART_LEGACY_DIM, &data);
+    else
+        r = arr_load_fixed(&ld, &data);
     if (r) {
         tdb_buf_free(&data);
         tdb_buf_free(&offsets);
         return r;
     }
     tile->size = data.len;
-    if (fi.var && part == TDB_PART_OFFSETS && !data.len && ft->var_sizes)
-        tile->size = ft->var_sizes[t];  /* offsets alone */
+    if (ld.fi.var && ld.part == TDB_PART_OFFSETS && !data.len &&
+        ld.ft->var_sizes)
+        tile->size = ld.ft->var_sizes[ld.t];  /* offsets alone */
     tile->data = tdb_buf_take(&data, NULL);
-    tile->ncells = ncells;
+    tile->ncells = ld.ncells;
     tile->offsets = offsets.len ? (uint64_t *)tdb_buf_take(&offsets, NULL) : NULL;
     /* offsets were stored little-endian in place; on LE hosts they are
      * already native */
@@ -606,6 +705,149 @@ static void arr_want_frags(const struct tdb_io *io,
     free(w);
 }
 
+/* Every schema of the array, the one in force at ts_end with its
+ * enumerations (model/schemas.c, as writing learns them), and the
+ * fragments its array type's rule keeps. */
+static int arr_load_schemas(struct tdb_array *a, const char *path,
+                            struct tdb_error *err)
+{
+    if (!a->dir->nschemas)
+        return tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array (no schema)",
+                       path[0] ? path : ".");
+    int r = tdb_array_schemas_load(&a->io, a->dir, a->has_key ? a->key : NULL,
+                                   &a->schemas, &a->schema, err);
+    if (!r)
+        a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
+    return r;
+}
+
+/* Consolidated fragment metadata: the files loaded, their count in
+ * *ncons (freed by the caller also on failure). */
+static int arr_load_cons(struct tdb_array *a, struct tdb_cons_fragmeta ***cons,
+                         size_t *ncons, struct tdb_error *err)
+{
+    const uint8_t *key = a->has_key ? a->key : NULL;
+    if (!a->dir->nfragmeta)
+        return 0;
+    *cons = calloc(a->dir->nfragmeta, sizeof **cons);
+    if (!*cons)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < a->dir->nfragmeta; i++) {
+        int r = tdb_cons_fragmeta_load(&a->io, a->dir->fragmeta[i].path, key,
+                                       &(*cons)[i], err);
+        if (r)
+            return r;
+        (*ncons)++;
+    }
+    return 0;
+}
+
+/* The footer of fragment `name` in the consolidated files: the first that
+ * lists it wins, as in TileDB.  NULL when none does. */
+static const uint8_t *arr_cons_footer(struct tdb_cons_fragmeta *const *cons,
+                                      size_t ncons, const char *name,
+                                      size_t *size)
+{
+    for (size_t c = 0; c < ncons; c++)
+        for (size_t k = 0; k < cons[c]->n; k++)
+            if (!strcmp(cons[c]->names[k], name)) {
+                *size = (size_t)cons[c]->sizes[k];
+                return cons[c]->data + cons[c]->offsets[k];
+            }
+    *size = 0;
+    return NULL;
+}
+
+/* Every fragment's metadata, from its footer in the consolidated files
+ * when one lists it. */
+static int arr_load_frags(struct tdb_array *a, const char *path,
+                          struct tdb_cons_fragmeta *const *cons, size_t ncons,
+                          struct tdb_error *err)
+{
+    const uint8_t *key = a->has_key ? a->key : NULL;
+    a->frags = calloc(a->dir->nfrags ? a->dir->nfrags : 1, sizeof *a->frags);
+    if (!a->frags)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < a->dir->nfrags; i++) {
+        const struct tdb_dir_entry *fe = &a->dir->frags[i];
+        size_t footer_size;
+        const uint8_t *footer = arr_cons_footer(cons, ncons, fe->name,
+                                                &footer_size);
+        struct tdb_frag *f = &a->frags[a->nfrags];
+        f->arr = a;
+        f->index = a->nfrags;
+        int r = arr_frag_id(a, path, fe->path, &f->uid, err);
+        if (r)
+            return r;
+        r = tdb_fragmeta_load(&a->io, fe->path, fe->name, &a->schemas, key,
+                              footer, footer_size, &f->fm, err);
+        if (r)
+            return r;
+        a->nfrags++;
+        if ((r = arr_frag_setup(a, f, err)))
+            return r;
+        if (fe->ts.t2 > a->newest_ts)
+            a->newest_ts = fe->ts.t2;
+    }
+    return 0;
+}
+
+/* The array's metadata and its delete conditions. */
+static int arr_load_meta_conds(struct tdb_array *a, struct tdb_error *err)
+{
+    const uint8_t *key = a->has_key ? a->key : NULL;
+    int r = tdb_meta_load(&a->io, "__meta", a->ts_start, a->ts_end, key,
+                          &a->meta, err);
+    if (r)
+        return r;
+    if (a->meta && a->meta->newest_ts > a->newest_ts)
+        a->newest_ts = a->meta->newest_ts;
+    if (!a->dir->ndeletes)
+        return 0;
+    a->conds = calloc(a->dir->ndeletes, sizeof *a->conds);
+    if (!a->conds)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    a->cond_ents = a->dir->deletes;
+    for (size_t i = 0; i < a->dir->ndeletes; i++) {
+        r = tdb_cond_load_at(&a->io, a->dir->deletes[i].path,
+                             a->dir->deletes[i].offset, key, &a->conds[i],
+                             err);
+        if (r)
+            return r;
+        a->nconds++;
+    }
+    return 0;
+}
+
+/* Loads what the array's folder holds into a (its io, options and cache
+ * set). */
+static int arr_load(struct tdb_array *a, const char *path,
+                    struct tdb_error *err)
+{
+    struct tdb_cons_fragmeta **cons = NULL;
+    size_t ncons = 0;
+    arr_want_folders(&a->io);
+    int r = tdb_arraydir_load(&a->io, a->ts_start, a->ts_end, &a->dir, err);
+    if (r)
+        return r;
+    /* every committed fragment (the sparse rule may keep more than the
+     * dense one load applied), unless consolidated metadata may hold it */
+    if (!a->dir->nfragmeta)
+        arr_want_frags(&a->io, a->dir, true, NULL, 0);
+    if (!(r = arr_load_schemas(a, path, err)))
+        r = arr_load_cons(a, &cons, &ncons, err);
+    if (!r && a->dir->nfragmeta)
+        arr_want_frags(&a->io, a->dir, false, cons, ncons);
+    if (!r)
+        r = arr_load_frags(a, path, cons, ncons, err);
+    if (!r)
+        r = arr_load_meta_conds(a, err);
+    for (size_t c = 0; c < ncons; c++)
+        tdb_cons_fragmeta_free(cons[c]);
+    free(cons);
+    return r;
+}
+
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
                    struct tdb_cache *cache, struct tdb_error *err)
@@ -627,112 +869,15 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         memcpy(a->key, o->key, 32);
         a->has_key = true;
     }
-    const uint8_t *key = a->has_key ? a->key : NULL;
-    struct tdb_cons_fragmeta **cons = NULL;
-    size_t ncons = 0;
-    arr_want_folders(&a->io);
-    if ((r = tdb_arraydir_load(&a->io, a->ts_start, a->ts_end, &a->dir, err)))
-        goto fail;
-    /* every committed fragment (the sparse rule may keep more than the
-     * dense one load applied), unless consolidated metadata may hold it */
-    if (!a->dir->nfragmeta)
-        arr_want_frags(&a->io, a->dir, true, NULL, 0);
-    if (!a->dir->nschemas) {
-        r = tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array (no schema)",
-                    path[0] ? path : ".");
-        goto fail;
-    }
-    if ((r = tdb_array_schemas_load(&a->io, a->dir, key, &a->schemas,
-                                    &a->schema, err)))
-        goto fail;
-    a->encrypted = a->schema->encryption == TDB_AES_256_GCM;
-    /* consolidated fragment metadata */
-    if (a->dir->nfragmeta) {
-        cons = calloc(a->dir->nfragmeta, sizeof *cons);
-        if (!cons) {
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-            goto fail;
-        }
-        for (size_t i = 0; i < a->dir->nfragmeta; i++) {
-            r = tdb_cons_fragmeta_load(&a->io, a->dir->fragmeta[i].path, key,
-                                       &cons[i], err);
-            if (r)
-                goto fail;
-            ncons++;
-        }
-    }
-    if (a->dir->nfragmeta)
-        arr_want_frags(&a->io, a->dir, false, cons, ncons);
-    a->frags = calloc(a->dir->nfrags ? a->dir->nfrags : 1, sizeof *a->frags);
-    if (!a->frags) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < a->dir->nfrags; i++) {
-        const struct tdb_dir_entry *fe = &a->dir->frags[i];
-        const uint8_t *footer = NULL;
-        size_t footer_size = 0;
-        /* the first consolidated file that lists it wins, as in TileDB */
-        for (size_t c = 0; c < ncons && !footer; c++) {
-            for (size_t k = 0; k < cons[c]->n; k++) {
-                if (!strcmp(cons[c]->names[k], fe->name)) {
-                    footer = cons[c]->data + cons[c]->offsets[k];
-                    footer_size = (size_t)cons[c]->sizes[k];
-                    break;
-                }
-            }
-        }
-        struct tdb_frag *f = &a->frags[a->nfrags];
-        f->arr = a;
-        f->index = a->nfrags;
-        r = arr_frag_id(a, path, fe->path, &f->uid, err);
-        if (r)
-            goto fail;
-        r = tdb_fragmeta_load(&a->io, fe->path, fe->name, &a->schemas, key,
-                              footer, footer_size, &f->fm, err);
-        if (r)
-            goto fail;
-        a->nfrags++;
-        if ((r = arr_frag_setup(a, f, err)))
-            goto fail;
-        if (fe->ts.t2 > a->newest_ts)
-            a->newest_ts = fe->ts.t2;
-    }
-    if ((r = tdb_meta_load(&a->io, "__meta", a->ts_start, a->ts_end, key,
-                           &a->meta, err)))
-        goto fail;
-    if (a->meta && a->meta->newest_ts > a->newest_ts)
-        a->newest_ts = a->meta->newest_ts;
-    if (a->dir->ndeletes) {
-        a->conds = calloc(a->dir->ndeletes, sizeof *a->conds);
-        if (!a->conds) {
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-            goto fail;
-        }
-        a->cond_ents = a->dir->deletes;
-        for (size_t i = 0; i < a->dir->ndeletes; i++) {
-            r = tdb_cond_load_at(&a->io, a->dir->deletes[i].path,
-                                 a->dir->deletes[i].offset, key, &a->conds[i],
-                                 err);
-            if (r)
-                goto fail;
-            a->nconds++;
-        }
-    }
-    for (size_t c = 0; c < ncons; c++)
-        tdb_cons_fragmeta_free(cons[c]);
-    free(cons);
+    r = arr_load(a, path, err);
     /* nothing asked for ahead is left on its way (a daemon forks next) */
     tdb_io_settle(&a->io);
+    if (r) {
+        tdb_array_close(a);
+        return r;
+    }
     *out = a;
     return 0;
-fail:
-    for (size_t c = 0; c < ncons; c++)
-        tdb_cons_fragmeta_free(cons[c]);
-    free(cons);
-    tdb_io_settle(&a->io);
-    tdb_array_close(a);
-    return r;
 }
 
 void tdb_array_close(struct tdb_array *a)

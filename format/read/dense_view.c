@@ -19,16 +19,26 @@ struct dense_cells {
     struct tdb_frag **frags;    /* newest last */
 };
 
+#define DENSE_CANDS 256
+
+/* The fragments that may hold a line, newest first. */
+struct dense_cand_list {
+    struct tdb_frag *v[DENSE_CANDS];
+    size_t n;
+};
+
 /* A line of len cells along dimension `fast` from offsets o (the others
  * fixed) cell by cell, for steps other than 1: each cell is its own run
- * unless it follows the one before in the same fragment.  cand: the
+ * unless it follows the one before in the same fragment.  cl: the
  * fragments that may hold the line, newest first. */
 static size_t dense_pick_line(const struct dense_cells *dc, uint64_t *o,
                               uint32_t fast, uint64_t len,
-                              struct tdb_frag *const *cand, size_t nc,
-                              struct tdb_run *out, size_t cap)
+                              const struct dense_cand_list *cl,
+                              struct tdb_runs *rs)
 {
-    size_t k = 0;
+    struct tdb_frag *const *cand = cl->v;
+    size_t nc = cl->n, cap = rs->cap, k = 0;
+    struct tdb_run *out = rs->v;
     for (uint64_t i = 0; i < len && k < cap; i++) {
         struct tdb_frag *owner = NULL;
         for (size_t j = 0; j < nc && !owner; j++)
@@ -46,7 +56,6 @@ static size_t dense_pick_line(const struct dense_cells *dc, uint64_t *o,
     return k;
 }
 
-#define DENSE_CANDS 256
 
 /* The fragments that hold cells of the line of len cells along fast from
  * offsets o, newest first (at most DENSE_CANDS). */
@@ -70,9 +79,10 @@ static size_t dense_cands(const struct dense_cells *dc, const uint64_t *o,
 }
 
 static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
-                      struct tdb_run *out, size_t cap, size_t *nout,
-                      struct tdb_error *err)
+                      struct tdb_runs *rs, struct tdb_error *err)
 {
+    struct tdb_run *out = rs->v;
+    size_t cap = rs->cap;
     struct dense_cells *dc = (struct dense_cells *)c;
     uint32_t nd = dc->nd, fast = dc->col ? 0 : nd - 1;
     uint64_t o[TDB_MAX_DIMS], rest = first, at = 0;
@@ -86,10 +96,12 @@ static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
     }
     uint64_t row_left = dc->shape[fast] - at;
     uint64_t len = n < row_left ? n : row_left;
-    struct tdb_frag *cand[DENSE_CANDS];
-    size_t nc = dense_cands(dc, o, fast, len, cand);
+    struct dense_cand_list cl;
+    cl.n = dense_cands(dc, o, fast, len, cl.v);
+    struct tdb_frag *const *cand = cl.v;
+    size_t nc = cl.n;
     if (dc->step[fast] != 1) {
-        *nout = dense_pick_line(dc, o, fast, len, cand, nc, out, cap);
+        rs->n = dense_pick_line(dc, o, fast, len, &cl, rs);
         return 0;
     }
     size_t k = 0;
@@ -143,7 +155,7 @@ static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
             x += cnt;
         }
     }
-    *nout = k;
+    rs->n = k;
     (void)err;
     return 0;
 }

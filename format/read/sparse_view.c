@@ -783,106 +783,145 @@ static int sp_take_equal(struct sparse_cells *sc, struct sp_cur *k,
     return 0;
 }
 
+/* The merge in general: its heap of cursors and a copy of the key of the
+ * cells being merged. */
+struct sp_slow {
+    struct sparse_cells *sc;
+    struct sp_plan *pl;
+    struct sp_heap hp;
+    struct sp_cur **eq;         /* heads taken off the heap, equal to key */
+    uint8_t *keybuf;            /* key's var-sized bytes */
+    size_t keycap;
+    struct tdb_error *err;
+};
+
+/* Sets up cursor i over fragment i at its first kept cell. */
+static int sp_slow_cur_init(struct sparse_cells *sc, struct sp_cur *cur,
+                            size_t i, struct tdb_error *err)
+{
+    const struct tdb_frag *f = sc->frags[i];
+    cur->f = sc->frags[i];
+    cur->cache = sc->base.arr->cache;
+    cur->ncells = f->ncells;
+    cur->ts_field = tdb_fragmeta_ts_field(f->fm);
+    cur->dts_field = tdb_fragmeta_delete_ts_field(f->fm);
+    cur->slot = i;
+    cur->okey = &sc->okey;
+    for (uint32_t d = 0; d < f->fs->ndims && d < TDB_MAX_DIMS; d++)
+        cur->vs[d] = tdb_dt_size(f->fs->dims[d].type);
+    return sp_next_kept(sc, cur, err);
+}
+
+/* Copies m's head into key, its var-sized bytes into ms->keybuf: the
+ * cursors move on. */
+static int sp_slow_key(struct sp_slow *ms, const struct sp_cur *m,
+                       struct sp_head *key)
+{
+    const struct tdb_schema *s = ms->hp.s;
+    key->hilbert = m->h.hilbert;
+    key->key = m->h.key;
+    key->kvalid = m->h.kvalid;
+    bool bytes = !(ms->sc->okey.exact && key->kvalid);   /* see sp_same */
+    size_t need = 0;
+    for (uint32_t d = 0; d < s->ndims && bytes; d++)
+        need += (size_t)m->h.c.n[d];
+    if (need > ms->keycap) {
+        uint8_t *kb = realloc(ms->keybuf, need);
+        if (!kb)
+            return tdb_err(ms->err, TDB_E_NOMEM, "out of memory");
+        ms->keybuf = kb;
+        ms->keycap = need;
+    }
+    size_t used = 0;
+    for (uint32_t d = 0; d < s->ndims && bytes; d++) {
+        key->c.n[d] = m->h.c.n[d];
+        if (key->c.n[d])
+            memcpy(ms->keybuf + used, m->h.c.v[d], (size_t)key->c.n[d]);
+        key->c.v[d] = ms->keybuf + used;
+        used += (size_t)key->c.n[d];
+    }
+    return 0;
+}
+
+/* No duplicates: the newest version of the coordinates of the smallest
+ * head m wins, including versions kept side by side in one fragment. */
+static int sp_slow_versions(struct sp_slow *ms, struct sp_cur *m)
+{
+    struct sparse_cells *sc = ms->sc;
+    struct sp_heap *hp = &ms->hp;
+    struct sp_head key;
+    struct sp_win w = {0};
+    int r;
+    if ((r = sp_slow_key(ms, m, &key)) ||
+        (r = sp_take_equal(sc, m, &key, &w, ms->err)))
+        return r;
+    sp_top_moved(hp);
+    /* other heads at the same place in the order (other fragments'
+     * versions): take them off, take their equal cells, put them back */
+    if (hp->n && sp_at(hp->s, &sc->okey, &hp->h[0]->h, &key)) {
+        size_t ne = 0;
+        while (hp->n && sp_at(hp->s, &sc->okey, &hp->h[0]->h, &key))
+            ms->eq[ne++] = sp_pop(hp);
+        for (size_t i = 0; i < ne && !r; i++)
+            r = sp_take_equal(sc, ms->eq[i], &key, &w, ms->err);
+        if (r)
+            return r;
+        for (size_t i = 0; i < ne; i++)
+            if (!ms->eq[i]->done)
+                sp_push(hp, ms->eq[i]);
+    }
+    if (w.deleted)
+        return 0;
+    r = sp_emit(ms->pl, w.slot, w.cell);
+    if (r)
+        r = tdb_err(ms->err, r, "out of memory");
+    return r;
+}
+
+/* Merges the heads until none is left: the smallest first; among equal
+ * coordinates the newest first. */
+static int sp_slow_run(struct sp_slow *ms, bool dups)
+{
+    int r = 0;
+    while (!r && ms->hp.n) {
+        struct sp_cur *m = ms->hp.h[0];
+        if (!dups) {
+            r = sp_slow_versions(ms, m);
+            continue;
+        }
+        r = sp_emit(ms->pl, m->slot, m->cell);
+        if (r)
+            return tdb_err(ms->err, r, "out of memory");
+        m->cell++;
+        if (!(r = sp_next_kept(ms->sc, m, ms->err)))
+            sp_top_moved(&ms->hp);
+    }
+    return r;
+}
+
 /* The merge in general: a heap of cursors over the fragments' cells, each
  * cell's coordinates compared (by key where the keys decide). */
 static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
                          struct tdb_error *err)
 {
-    struct tdb_array *a = sc->base.arr;
-    const struct tdb_schema *s = a->schema;
-    bool dups = s->allows_dups;
+    const struct tdb_schema *s = sc->base.arr->schema;
     size_t n = sc->nfrags;
     struct sp_cur *cur = calloc(n ? n : 1, sizeof *cur);
     struct sp_cur **heap = calloc(n ? n : 1, sizeof *heap);
-    struct sp_cur **eq = calloc(n ? n : 1, sizeof *eq);
-    uint8_t *keybuf = NULL;
-    size_t keycap = 0;
+    struct sp_slow ms = {.sc = sc, .pl = pl, .hp = {heap, 0, s},
+                         .eq = calloc(n ? n : 1, sizeof *ms.eq), .err = err};
     int r = 0;
-    if (!cur || !heap || !eq || sp_plan_init(pl, n, false)) {
+    if (!cur || !heap || !ms.eq || sp_plan_init(pl, n, false)) {
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
-    struct sp_heap hp = {heap, 0, s};
     for (size_t i = 0; i < n && !r; i++) {
-        cur[i].f = sc->frags[i];
-        cur[i].cache = a->cache;
-        cur[i].ncells = sc->frags[i]->ncells;
-        cur[i].ts_field = tdb_fragmeta_ts_field(sc->frags[i]->fm);
-        cur[i].dts_field = tdb_fragmeta_delete_ts_field(sc->frags[i]->fm);
-        cur[i].slot = i;
-        cur[i].okey = &sc->okey;
-        for (uint32_t d = 0; d < sc->frags[i]->fs->ndims && d < TDB_MAX_DIMS; d++)
-            cur[i].vs[d] = tdb_dt_size(sc->frags[i]->fs->dims[d].type);
-        r = sp_next_kept(sc, &cur[i], err);
+        r = sp_slow_cur_init(sc, &cur[i], i, err);
         if (!r && !cur[i].done)
-            sp_push(&hp, &cur[i]);
+            sp_push(&ms.hp, &cur[i]);
     }
-    while (!r && hp.n) {
-        /* the smallest head; among equal coordinates the newest first */
-        struct sp_cur *m = hp.h[0];
-        if (dups) {
-            r = sp_emit(pl, m->slot, m->cell);
-            if (r) {
-                r = tdb_err(err, r, "out of memory");
-                break;
-            }
-            m->cell++;
-            if (!(r = sp_next_kept(sc, m, err)))
-                sp_top_moved(&hp);
-            continue;
-        }
-        /* no duplicates: the newest version of these coordinates wins,
-         * including versions kept side by side in one fragment.  Copy the
-         * key's var-sized bytes: the cursors move on. */
-        struct sp_head key;
-        key.hilbert = m->h.hilbert;
-        key.key = m->h.key;
-        key.kvalid = m->h.kvalid;
-        bool bytes = !(sc->okey.exact && key.kvalid);   /* see sp_same */
-        size_t need = 0;
-        for (uint32_t d = 0; d < s->ndims && bytes; d++)
-            need += (size_t)m->h.c.n[d];
-        if (need > keycap) {
-            uint8_t *kb = realloc(keybuf, need);
-            if (!kb) {
-                r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-                break;
-            }
-            keybuf = kb;
-            keycap = need;
-        }
-        size_t used = 0;
-        for (uint32_t d = 0; d < s->ndims && bytes; d++) {
-            key.c.n[d] = m->h.c.n[d];
-            if (key.c.n[d])
-                memcpy(keybuf + used, m->h.c.v[d], (size_t)key.c.n[d]);
-            key.c.v[d] = keybuf + used;
-            used += (size_t)key.c.n[d];
-        }
-        struct sp_win w = {0};
-        if ((r = sp_take_equal(sc, m, &key, &w, err)))
-            break;
-        sp_top_moved(&hp);
-        /* other heads at the same place in the order (other fragments'
-         * versions): take them off, take their equal cells, put them back */
-        if (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key)) {
-            size_t ne = 0;
-            while (hp.n && sp_at(s, &sc->okey, &hp.h[0]->h, &key))
-                eq[ne++] = sp_pop(&hp);
-            for (size_t i = 0; i < ne && !r; i++)
-                r = sp_take_equal(sc, eq[i], &key, &w, err);
-            if (r)
-                break;
-            for (size_t i = 0; i < ne; i++)
-                if (!eq[i]->done)
-                    sp_push(&hp, eq[i]);
-        }
-        if (w.deleted)
-            continue;
-        r = sp_emit(pl, w.slot, w.cell);
-        if (r)
-            r = tdb_err(err, r, "out of memory");
-    }
+    if (!r)
+        r = sp_slow_run(&ms, s->allows_dups);
     if (!r && ((r = sp_plan_end(pl)) || (r = sp_plan_seal(pl))))
         r = tdb_err(err, r, "out of memory");
 out:
@@ -890,8 +929,8 @@ out:
         sp_unpin(&cur[i]);
     free(cur);
     free(heap);
-    free(eq);
-    free(keybuf);
+    free(ms.eq);
+    free(ms.keybuf);
     if (r)
         sp_plan_free(pl);
     return r;
@@ -903,9 +942,9 @@ out:
  * coordinates inside the domain; row- or column-major order), no cell
  * carries a timestamp or a delete timestamp and no delete condition
  * applies, the merge compares keys alone: computed a block of cells at a
- * time, in a tree of losers.  The key space is cut into ranges of about
- * equal cells (estimated from the tiles' MBRs) merged side by side, one
- * thread each, and their plans are joined.  A fragment found not stored in order, or a cell without a key,
+ * time, in a tournament that keeps each match's loser.  The key space is
+ * cut into ranges of about equal cells (estimated from the tiles' MBRs)
+ * merged side by side, one thread each, and their plans are joined.  A fragment found not stored in order, or a cell without a key,
  * sends the merge back to sp_slow_merge (return 1). */
 #define SP_BLOCK 1024               /* cells keyed at a time, at most */
 #define SP_BLOCK_BYTES (4u << 20)   /* the keys of a range's blocks, at most */
@@ -1083,71 +1122,148 @@ static inline bool sp_lt(const uint64_t *hk, const uint32_t *hr, uint32_t a,
     return hk[a] < hk[b] || (hk[a] == hk[b] && hr[a] > hr[b]);
 }
 
-/* The tree of losers over leaves [0, K): the winner of the subtree at
- * node (leaf i is node K + i). */
-static uint32_t sp_tree_build(uint32_t *tree, const uint64_t *hk,
+/* Plays the tournament over leaves [0, K) below node (leaf i is node
+ * K + i): loser[n] is the loser of the match at node n; returns the
+ * winner. */
+static uint32_t sp_tournament_play(uint32_t *loser, const uint64_t *hk,
                               const uint32_t *hr, size_t K, size_t node)
 {
     if (node >= K)
         return (uint32_t)(node - K);
-    uint32_t a = sp_tree_build(tree, hk, hr, K, 2 * node);
-    uint32_t b = sp_tree_build(tree, hk, hr, K, 2 * node + 1);
+    uint32_t a = sp_tournament_play(loser, hk, hr, K, 2 * node);
+    uint32_t b = sp_tournament_play(loser, hk, hr, K, 2 * node + 1);
     bool bw = sp_lt(hk, hr, b, a);
-    tree[node] = bw ? a : b;
+    loser[node] = bw ? a : b;
     return bw ? b : a;
+}
+
+/* The merge of one range: a source per fragment and the tournament over
+ * their head keys.  The tournament's leaves are nodes K..2K-1, one per
+ * fragment (any K: a leaf's path to the root is log2 of its node). */
+struct sp_tournament {
+    size_t K;
+    struct sp_src *src;
+    uint64_t *keys;             /* each source's block of keys */
+    uint64_t *hk;               /* each source's head key */
+    uint32_t *hr;               /* its rank; 0 when it has no cell left */
+    uint32_t *loser;            /* the loser at each node; [0]: the winner */
+    uint64_t *loser_key;        /* the losers' keys beside them: no lookup
+                                 * per level */
+};
+
+static void sp_tournament_free(struct sp_tournament *tn)
+{
+    for (size_t i = 0; tn->src && i < tn->K; i++)
+        sp_src_unpin(&tn->src[i]);
+    free(tn->src);
+    free(tn->keys);
+    free(tn->hk);
+    free(tn->hr);
+    free(tn->loser);
+    free(tn->loser_key);
+}
+
+/* Sets up the range's sources at its lower bound, keys their first block
+ * and plays the tournament.  @return 0, 1 (back to the slow merge) or an
+ * error. */
+static int sp_tournament_start(struct sp_range *rg, struct sp_tournament *tn,
+                               struct tdb_error *err)
+{
+    const struct sp_fast *fx = rg->fx;
+    struct sparse_cells *sc = fx->sc;
+    size_t n = sc->nfrags, K = n;
+    tn->K = K;
+    tn->src = calloc(n, sizeof *tn->src);
+    tn->keys = malloc(n * fx->block * sizeof *tn->keys);
+    tn->hk = malloc(K * sizeof *tn->hk);
+    tn->hr = malloc(K * sizeof *tn->hr);
+    tn->loser = malloc(K * sizeof *tn->loser);
+    tn->loser_key = malloc(K * sizeof *tn->loser_key);
+    if (!tn->src || !tn->keys || !tn->hk || !tn->hr || !tn->loser ||
+        !tn->loser_key || sp_plan_init(&rg->plan, n, rg->has_lo))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        struct sp_src *x = &tn->src[i];
+        x->f = sc->frags[i];
+        x->base = tn->src;
+        x->keys = tn->keys + i * fx->block;
+        int r;
+        if (rg->has_lo &&
+            (r = sp_src_lower_bound(fx, x, i, rg->lo, &x->next, err)))
+            return r;
+        rg->begin[i] = x->next;
+        r = sp_src_fill(fx, x, err);
+        if (r == 1 || r < 0)
+            return r;
+        tn->hk[i] = r ? UINT64_MAX : x->keys[0];
+        tn->hr[i] = r ? 0 : fx->rbits ? 1 : fx->rank[i];
+    }
+    tn->loser[0] = sp_tournament_play(tn->loser, tn->hk, tn->hr, K, 1);
+    for (size_t node = 1; node < K; node++)
+        tn->loser_key[node] = tn->hk[tn->loser[node]];
+    return 0;
+}
+
+/* Source w's new head (key wk) plays the losers from node up to the root
+ * when ranks never decide (packed keys); @return the new winner.  With
+ * masks: the compiler would branch, and which head wins is a coin toss. */
+static inline uint32_t sp_replay_packed(uint32_t *loser, uint64_t *loser_key,
+                                        size_t node, uint32_t w, uint64_t wk)
+{
+    for (; node; node >>= 1) {
+        uint64_t lk = loser_key[node];
+        uint32_t l = loser[node];
+        uint64_t m = -(uint64_t)(lk < wk);
+        uint64_t dk = (lk ^ wk) & m;
+        uint32_t dl = (l ^ w) & (uint32_t)m;
+        loser_key[node] = lk ^ dk;
+        loser[node] = l ^ dl;
+        wk ^= dk;
+        w ^= dl;
+    }
+    return w;
+}
+
+/* The same when ranks (hr) decide between equal keys. */
+static inline uint32_t sp_replay(uint32_t *loser, uint64_t *loser_key,
+                                 const uint32_t *hr, size_t node, uint32_t w,
+                                 uint64_t wk)
+{
+    uint32_t wr = hr[w];
+    for (; node; node >>= 1) {
+        uint64_t lk = loser_key[node];
+        uint32_t l = loser[node];
+        bool sw = (lk < wk) | ((lk == wk) & (hr[l] > wr));
+        loser_key[node] = sw ? wk : lk;
+        loser[node] = sw ? w : l;
+        wk = sw ? lk : wk;
+        wr = sw ? hr[l] : wr;
+        w = sw ? l : w;
+    }
+    return w;
 }
 
 /* Merges the range's cells into its plan. */
 static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
 {
     const struct sp_fast *fx = rg->fx;
-    struct sparse_cells *sc = fx->sc;
     struct sp_plan *pl = &rg->plan;
-    /* the tree's leaves are nodes K..2K-1, one per fragment (any K: a
-     * leaf's path to the root is log2 of its node) */
-    size_t n = sc->nfrags, K = n;
-    bool dups = sc->base.arr->schema->allows_dups;
-    struct sp_src *src = calloc(n, sizeof *src);
-    uint64_t *keys = malloc(n * fx->block * sizeof *keys);
-    uint64_t *hk = malloc(K * sizeof *hk);
-    uint32_t *hr = malloc(K * sizeof *hr);
-    uint32_t *tree = malloc(K * sizeof *tree);
-    uint64_t *tk = malloc(K * sizeof *tk);
-    int r = 0;
-    if (!src || !keys || !hk || !hr || !tree || !tk || sp_plan_init(pl, n, rg->has_lo)) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    struct sp_tournament tn = {0};
+    size_t n = fx->sc->nfrags, K = n;
+    bool dups = fx->sc->base.arr->schema->allows_dups;
+    int r = sp_tournament_start(rg, &tn, err);
+    if (r)
         goto out;
-    }
-    for (size_t i = n; i < K; i++) {
-        hk[i] = UINT64_MAX;
-        hr[i] = 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct sp_src *x = &src[i];
-        x->f = sc->frags[i];
-        x->base = src;
-        x->keys = keys + i * fx->block;
-        if (rg->has_lo &&
-            (r = sp_src_lower_bound(fx, x, i, rg->lo, &x->next, err)))
-            goto out;
-        rg->begin[i] = x->next;
-        r = sp_src_fill(fx, x, err);
-        if (r == 1 || r < 0)
-            goto out;
-        hk[i] = r ? UINT64_MAX : x->keys[0];
-        hr[i] = r ? 0 : fx->rbits ? 1 : fx->rank[i];
-        r = 0;
-    }
-    tree[0] = sp_tree_build(tree, hk, hr, K, 1);
-    /* the losers' keys beside them in the nodes: no lookup per level */
-    for (size_t node = 1; node < K; node++)
-        tk[node] = hk[tree[node]];
+    struct sp_src *src = tn.src;
+    uint64_t *hk = tn.hk;
+    uint32_t *hr = tn.hr, *loser = tn.loser;
+    uint64_t *loser_key = tn.loser_key;
     unsigned rb = fx->rbits;
     uint64_t hi = rg->has_hi ? rg->hi << rb : UINT64_MAX;
     uint64_t last = 0;
     uint32_t lslot = 0;
     bool have = false;
-    uint32_t w = tree[0];
+    uint32_t w = tn.loser[0];
     for (;;) {
         uint64_t key = hk[w];
         if (!hr[w] || key >= hi)
@@ -1180,49 +1296,15 @@ static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
         }
         /* w's new head plays the losers up to the root (ranks only
          * decide between equal keys: never when packed) */
-        uint64_t wk = hk[w];
-        size_t node = (w + K) >> 1;
-        if (rb) {
-            /* with masks: the compiler would branch, and which head
-             * wins is a coin toss */
-            for (; node; node >>= 1) {
-                uint64_t lk = tk[node];
-                uint32_t l = tree[node];
-                uint64_t m = -(uint64_t)(lk < wk);
-                uint64_t dk = (lk ^ wk) & m;
-                uint32_t dl = (l ^ w) & (uint32_t)m;
-                tk[node] = lk ^ dk;
-                tree[node] = l ^ dl;
-                wk ^= dk;
-                w ^= dl;
-            }
-            continue;
-        }
-        uint32_t wr = hr[w];
-        for (; node; node >>= 1) {
-            uint64_t lk = tk[node];
-            uint32_t l = tree[node];
-            bool sw = (lk < wk) | ((lk == wk) & (hr[l] > wr));
-            tk[node] = sw ? wk : lk;
-            tree[node] = sw ? w : l;
-            wk = sw ? lk : wk;
-            wr = sw ? hr[l] : wr;
-            w = sw ? l : w;
-        }
+        w = rb ? sp_replay_packed(loser, loser_key, (w + K) >> 1, w, hk[w])
+               : sp_replay(loser, loser_key, hr, (w + K) >> 1, w, hk[w]);
     }
     for (size_t i = 0; i < n; i++)
         rg->stop[i] = hr[i] ? src[i].kcell + src[i].i : src[i].next;
     if ((r = sp_plan_end(pl)))
         r = tdb_err(err, r, "out of memory");
 out:
-    for (size_t i = 0; src && i < n; i++)
-        sp_src_unpin(&src[i]);
-    free(src);
-    free(keys);
-    free(hk);
-    free(hr);
-    free(tree);
-    free(tk);
+    sp_tournament_free(&tn);
     return r;
 }
 
@@ -1405,53 +1487,38 @@ static size_t sp_plan_ranges(struct sp_fast *fx, size_t nthreads, uint64_t *cut)
     return 1;
 }
 
-static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
-                         struct tdb_error *err)
+/* Whether the fast merge applies (see above). */
+static bool sp_fast_applies(const struct sparse_cells *sc)
 {
-    struct tdb_array *a = sc->base.arr;
-    const struct tdb_schema *s = a->schema;
+    const struct tdb_array *a = sc->base.arr;
     size_t n = sc->nfrags;
     if (a->nconds || !sc->okey.exact || sc->okey.hilbert || !n ||
         n > UINT32_MAX - 1)
-        return 1;
-    struct sp_fast fx = {.sc = sc};
-    /* blocks of SP_BLOCK cells, smaller where many fragments would take
-     * more than SP_BLOCK_BYTES */
-    fx.block = SP_BLOCK_BYTES / 8 / n;
-    fx.block = fx.block > SP_BLOCK ? SP_BLOCK : fx.block < 16 ? 16 : fx.block;
-    for (uint32_t d = 0; d < s->ndims; d++)
-        fx.vs[d] = tdb_dt_size(s->dims[d].type);
+        return false;
     for (size_t f = 0; f < n; f++) {
         const struct tdb_frag *fr = sc->frags[f];
         if (fr->fm->has_timestamps || fr->fm->has_delete_meta ||
-            fr->fm->dense || fr->fs->ndims != s->ndims)
-            return 1;
+            fr->fm->dense || fr->fs->ndims != a->schema->ndims)
+            return false;
     }
-    uint64_t cut[SP_RANGES_MAX];
-    struct sp_range rg[SP_RANGES_MAX];
-    memset(rg, 0, sizeof rg);
-    size_t nr = 0;
-    int r = 0;
-    fx.rank = calloc(n, sizeof *fx.rank);
-    fx.mbr_lo = calloc(n, sizeof *fx.mbr_lo);
-    fx.mbr_hi = calloc(n, sizeof *fx.mbr_hi);
-    if (!fx.rank || !fx.mbr_lo || !fx.mbr_hi) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto out;
-    }
-    /* newer: a later t2, then a later place in frags[] */
+    return true;
+}
+
+/* Each fragment's rank (newer: a later t2, then a later place in
+ * frags[]) and whether the rank fits beside every key (fx->rbits). */
+static int sp_fast_ranks(struct sp_fast *fx, struct tdb_error *err)
+{
+    const struct sparse_cells *sc = fx->sc;
+    size_t n = sc->nfrags;
     struct tdb_keyed *age = malloc(n * sizeof *age);
-    if (!age) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto out;
-    }
+    if (!age)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
     for (size_t f = 0; f < n; f++)
         age[f] = (struct tdb_keyed){sc->frags[f]->fm->t2, f};
     qsort(age, n, sizeof *age, tdb_keyed_cmp);
     for (size_t i = 0; i < n; i++)
-        fx.rank[age[i].at] = (uint32_t)(i + 1);
+        fx->rank[age[i].at] = (uint32_t)(i + 1);
     free(age);
-    /* the rank fits beside every key? */
     uint64_t prod = 1;
     bool fits = true;
     for (unsigned i = 0; i < sc->okey.nparts && fits; i++)
@@ -1460,7 +1527,77 @@ static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
     while (((uint64_t)1 << rbits) - 1 < n)
         rbits++;
     if (fits && prod <= UINT64_MAX >> rbits)
-        fx.rbits = rbits;
+        fx->rbits = rbits;
+    return 0;
+}
+
+/* Merges fx->nr ranges on nthreads threads (this one among them). */
+static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
+{
+    size_t nr = fx->nr;
+    atomic_init(&fx->next, 0);
+    pthread_t th[SP_RANGES_MAX];
+    size_t nth = nr < nthreads ? nr : nthreads, started = 0;
+    /* the threads start far apart in the order (their first tiles
+     * differ: a tile two threads want is decoded by one while the other
+     * waits): one block of ranges per thread, taken in turn */
+    size_t per = (nr + nth - 1) / nth, no = 0;
+    for (size_t i = 0; i < per; i++)
+        for (size_t b = 0; b < nth; b++)
+            if (b * per + i < nr)
+                fx->order[no++] = b * per + i;
+    while (started + 1 < nth &&
+           !pthread_create(&th[started], NULL, sp_range_thread, fx))
+        started++;
+    sp_range_thread(fx);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* The ranges' outcome: the first error, 1 when two ranges do not meet
+ * where one left each fragment, else 0. */
+static int sp_fast_outcome(const struct sp_range *rg, size_t nr, size_t n,
+                           struct tdb_error *err)
+{
+    int r = 0;
+    for (size_t p = 0; p < nr && !r; p++)
+        if (rg[p].r) {
+            r = rg[p].r;
+            if (r < 0 && err)
+                *err = rg[p].err;
+        }
+    for (size_t p = 1; p < nr && !r; p++)
+        for (size_t f = 0; f < n && !r; f++)
+            r = rg[p - 1].stop[f] != rg[p].begin[f];
+    return r;
+}
+
+static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
+                         struct tdb_error *err)
+{
+    const struct tdb_schema *s = sc->base.arr->schema;
+    size_t n = sc->nfrags;
+    if (!sp_fast_applies(sc))
+        return 1;
+    struct sp_fast fx = {.sc = sc};
+    /* blocks of SP_BLOCK cells, smaller where many fragments would take
+     * more than SP_BLOCK_BYTES */
+    fx.block = SP_BLOCK_BYTES / 8 / n;
+    fx.block = fx.block > SP_BLOCK ? SP_BLOCK : fx.block < 16 ? 16 : fx.block;
+    for (uint32_t d = 0; d < s->ndims; d++)
+        fx.vs[d] = tdb_dt_size(s->dims[d].type);
+    uint64_t cut[SP_RANGES_MAX];
+    struct sp_range rg[SP_RANGES_MAX];
+    memset(rg, 0, sizeof rg);
+    size_t nr = 0;
+    int r = 0;
+    fx.rank = calloc(n, sizeof *fx.rank);
+    fx.mbr_lo = calloc(n, sizeof *fx.mbr_lo);
+    fx.mbr_hi = calloc(n, sizeof *fx.mbr_hi);
+    if (!fx.rank || !fx.mbr_lo || !fx.mbr_hi)
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (r || (r = sp_fast_ranks(&fx, err)))
+        goto out;
     long cpus = sc->threads ? (long)sc->threads : sysconf(_SC_NPROCESSORS_ONLN);
     size_t nthreads = cpus < 1 ? 1 : cpus > SP_RANGES_MAX ? SP_RANGES_MAX
                                                           : (size_t)cpus;
@@ -1478,36 +1615,10 @@ static int sp_fast_merge(struct sparse_cells *sc, struct sp_plan *out,
             goto out;
         }
     }
-    /* this thread and nth - 1 more take the ranges in turn */
     fx.rg = rg;
     fx.nr = nr;
-    atomic_init(&fx.next, 0);
-    pthread_t th[SP_RANGES_MAX];
-    size_t nth = nr < nthreads ? nr : nthreads, started = 0;
-    /* the threads start far apart in the order (their first tiles
-     * differ: a tile two threads want is decoded by one while the other
-     * waits): one block of ranges per thread, taken in turn */
-    size_t per = (nr + nth - 1) / nth, no = 0;
-    for (size_t i = 0; i < per; i++)
-        for (size_t b = 0; b < nth; b++)
-            if (b * per + i < nr)
-                fx.order[no++] = b * per + i;
-    while (started + 1 < nth &&
-           !pthread_create(&th[started], NULL, sp_range_thread, &fx))
-        started++;
-    sp_range_thread(&fx);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    for (size_t p = 0; p < nr && !r; p++)
-        if (rg[p].r) {
-            r = rg[p].r;
-            if (r < 0 && err)
-                *err = rg[p].err;
-        }
-    /* the ranges meet where one left each fragment */
-    for (size_t p = 1; p < nr && !r; p++)
-        for (size_t f = 0; f < n && !r; f++)
-            r = rg[p - 1].stop[f] != rg[p].begin[f];
+    sp_fast_run(&fx, nthreads);
+    r = sp_fast_outcome(rg, nr, n, err);
     if (!r && (r = sp_join(rg, nr, n)))
         r = tdb_err(err, r, "out of memory");
 out:
@@ -1734,11 +1845,12 @@ static void sparse_plan_done(struct tdb_cells *c, struct tdb_plan_pos *pp)
 }
 
 static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
-                       struct tdb_run *out, size_t cap, size_t *nout,
-                       struct tdb_error *err)
+                       struct tdb_runs *rs, struct tdb_error *err)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
-    *nout = 0;
+    struct tdb_run *out = rs->v;
+    size_t cap = rs->cap;
+    rs->n = 0;
     if (!sc->plan.nck || !cap || !n)
         return 0;
     struct tdb_plan_pos pp;
@@ -1764,7 +1876,7 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
         pp.cell = e;
         pp.p = np;
     }
-    *nout = kk;
+    rs->n = kk;
     sparse_plan_done(c, &pp);
     return 0;
 }

@@ -463,17 +463,19 @@ static size_t view_plan_fast(struct view_pins *vp, const struct tdb_run *runs,
     return i;
 }
 
-/* One run of the view: cells [fc, fc + count) of k's fragment f (NULL:
- * fill) are view cells from `cell` on.  @return 0, 1 to stop, or an
- * error. */
+/* One run of the view: cells [fcell, fcell + count) of k's fragment
+ * ru->frag (NULL: fill) are view cells from `cell` on.  @return 0, 1 to
+ * stop, or an error. */
 static int view_run(struct view_visit *v, struct view_pins *vp,
-                    struct view_cur *k, struct tdb_frag *f, uint64_t fc,
-                    uint64_t count, uint64_t cell, struct tdb_error *err)
+                    struct view_cur *k, const struct tdb_run *ru,
+                    uint64_t cell, struct tdb_error *err)
 {
+    struct tdb_frag *f = ru->frag;
+    uint64_t fc = ru->fcell;
     int r;
     if (!f || k->field < 0)
-        return v->fill(v, count);
-    uint64_t left = count;
+        return v->fill(v, ru->count);
+    uint64_t left = ru->count;
     while (left) {
         if (fc - k->first >= k->end - k->first) {
             if (v->plan && (r = view_plan_flush(v, k)))
@@ -513,10 +515,11 @@ static int view_walk_runs(struct tdb_fieldfile *ff, uint64_t c0,
     struct tdb_run runs[VIEW_RUNS];
     while (c0 < c1) {
         size_t nr;
-        int r = ff->cells->ops->runs(ff->cells, c0, c1 - c0, runs, VIEW_RUNS,
-                                     &nr, err);
+        struct tdb_runs rs = {runs, VIEW_RUNS, 0};
+        int r = ff->cells->ops->runs(ff->cells, c0, c1 - c0, &rs, err);
         if (r)
             return r;
+        nr = rs.n;
         if (!nr)
             return tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                            (unsigned long long)c0);
@@ -539,7 +542,7 @@ static int view_walk_runs(struct tdb_fieldfile *ff, uint64_t c0,
                 if (k->f != f && (r = view_cur_set(ff, v, k, f)))
                     return r < 0 ? r : 0;
             }
-            r = view_run(v, vp, k, f, ru->fcell, ru->count, cell, err);
+            r = view_run(v, vp, k, ru, cell, err);
             if (r)
                 return r < 0 ? r : 0;
         }
@@ -644,21 +647,28 @@ static void view_plan_plan(struct view_pins *vp, struct tdb_plan_pos *pp,
     *pieces += (uint64_t)(p - p0);
 }
 
-/* Fragment slot's cells [a, b) lie in view cells [ca, cb): plan() hears of
- * their tiles as pieces [ca, cb) (the cells between two checkpoints of a
- * plan: the pieces within are not told apart). */
+/* Cells [a, b) of fragment slot f that lie in view cells [ca, cb). */
+struct view_span {
+    size_t slot;
+    struct tdb_frag *f;
+    uint64_t a, b, ca, cb;
+};
+
+/* plan() hears of the span's tiles as pieces [ca, cb) (the cells between
+ * two checkpoints of a plan: the pieces within are not told apart). */
 static int view_plan_span(struct tdb_fieldfile *ff, struct view_visit *v,
-                          struct view_pins *vp, size_t slot,
-                          struct tdb_frag *f, uint64_t a, uint64_t b,
-                          uint64_t ca, uint64_t cb, struct tdb_error *err)
+                          struct view_pins *vp, const struct view_span *sp,
+                          struct tdb_error *err)
 {
-    struct view_cur *k = &vp->cur[slot % VIEW_CUR];
+    struct view_cur *k = &vp->cur[sp->slot % VIEW_CUR];
+    struct tdb_frag *f = sp->f;
+    uint64_t b = sp->b, ca = sp->ca, cb = sp->cb;
     int r;
     if (k->f != f && (r = view_cur_set(ff, v, k, f)))
         return r;
     if (k->field < 0)
         return 0;               /* fill values: no tile */
-    for (uint64_t fc = a; fc < b; fc = k->end) {
+    for (uint64_t fc = sp->a; fc < b; fc = k->end) {
         if (fc - k->first >= k->end - k->first) {
             if ((r = view_plan_flush(v, k)) || (r = view_cur_tile(k, fc, err)))
                 return r;
@@ -688,10 +698,10 @@ static int view_plan_steps(struct tdb_fieldfile *ff, struct tdb_plan_pos *pp,
             if (nb[f] < pp->next[f])
                 return 0;       /* a fragment goes back: entry by entry */
         for (size_t f = 0; f < pp->nfrags; f++) {
-            int r = nb[f] == pp->next[f]
-                        ? 0
-                        : view_plan_span(ff, v, vp, f, pp->frags[f],
-                                         pp->next[f], nb[f], pp->cell, cb, err);
+            struct view_span sp = {f, pp->frags[f], pp->next[f], nb[f],
+                                   pp->cell, cb};
+            int r = nb[f] == pp->next[f] ? 0
+                                         : view_plan_span(ff, v, vp, &sp, err);
             if (r)
                 return r;
         }
@@ -745,7 +755,8 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
         struct view_cur *k = &vp->cur[slot % VIEW_CUR];
         if (k->f != f && (r = view_cur_set(ff, v, k, f)))
             break;
-        if ((r = view_run(v, vp, k, f, fcell + skip, n, c0, err)))
+        struct tdb_run ru = {f, fcell + skip, n};
+        if ((r = view_run(v, vp, k, &ru, c0, err)))
             break;
         c0 += n;
         if (skip + n == count) {
@@ -1174,9 +1185,10 @@ int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
     struct tdb_run runs[VIEW_RUNS];
     while (c < n) {
         size_t nr;
-        if ((r = ff->cells->ops->runs(ff->cells, c, n - c, runs, VIEW_RUNS,
-                                      &nr, err)))
+        struct tdb_runs rs = {runs, VIEW_RUNS, 0};
+        if ((r = ff->cells->ops->runs(ff->cells, c, n - c, &rs, err)))
             return r;
+        nr = rs.n;
         if (!nr)
             break;
         for (size_t i = 0; i < nr; i++) {

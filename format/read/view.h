@@ -42,13 +42,18 @@ struct tdb_plan_pos {
 void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
                      uint64_t *fcell, uint64_t *count, const uint8_t **np);
 
+/* Runs being filled: room for cap of them at v, n so far. */
+struct tdb_runs {
+    struct tdb_run *v;
+    size_t cap, n;
+};
+
 struct tdb_cells;
 struct tdb_cells_ops {
-    /* Fills out[] with runs covering cells [first, first+n) (or a prefix
-     * of them, at least one cell), *nout runs. */
+    /* Fills out with runs covering cells [first, first+n) (or a prefix of
+     * them, at least one cell). */
     int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
-                struct tdb_run *out, size_t cap, size_t *nout,
-                struct tdb_error *err);
+                struct tdb_runs *out, struct tdb_error *err);
     /* Sparse merges (NULL for others): *pp at the entry holding cell
      * `first` (or at the end); give it back with plan_done (where a read
      * stopped is where the next one likely starts).  @return 0 or

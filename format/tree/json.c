@@ -329,10 +329,11 @@ static void json_pipeline(struct tdb_jb *jb, json_t *o, const char *key,
             break;
         case TDB_FILTER_WEBP: {
             /* the tile extents are the schema's, not printed */
-            const char *fmt = tdb_webp_format_name(f->webp_format);
-            tdb_jb_set(jb, fo, "quality", tdb_json_double(f->webp_quality));
+            const struct tdb_webp_options *wo = tdb_webp_options(f);
+            const char *fmt = tdb_webp_format_name(wo->format);
+            tdb_jb_set(jb, fo, "quality", tdb_json_double(wo->quality));
             tdb_jb_set(jb, fo, "format", tdb_json_cstr(fmt ? fmt : "NONE"));
-            tdb_jb_set(jb, fo, "lossless", json_boolean(f->webp_lossless));
+            tdb_jb_set(jb, fo, "lossless", json_boolean(wo->lossless));
             break;
         }
         default:

@@ -764,20 +764,17 @@ struct rd_read {
     bool seq, active;
 };
 
-/* Plans the tiles of the field's bytes [poff, poff + plen) and pins them
- * (a read starts: end it with rd_trim).  @return the pieces of tiles the
- * read gives. */
-static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
-                           struct rd_read *rr)
+/* Starts a read of the field's bytes [poff, poff + plen): its epoch,
+ * whether it follows the last (the kernel's read-ahead may send a few
+ * requests out of order), and, reading on, the tiles already passed
+ * unpinned; *ahead where reading ahead goes on from. */
+static void rd_start(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                     struct rd_read *rr, uint64_t *ahead)
 {
-    /* the storage is asked for the bytes first: they travel while the
-     * tiles are planned (fetch.c; nothing for local storage) */
-    tdb_fetcher_read(rd->fetch, poff, plen);
     pthread_mutex_lock(&rd->lock);
     uint64_t epoch = ++rd->epoch;
     bool active = rd_begin(rd, epoch, poff);
     pthread_cond_broadcast(&rd->moved);
-    /* the kernel's read-ahead may send a few requests out of order */
     bool seq = poff + RD_SEQ_SLACK >= rd->next_off &&
                poff <= rd->next_off + RD_SEQ_SLACK;
     if (!seq || poff + plen > rd->next_off)
@@ -788,7 +785,7 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
         rd->nearly = 0;
     }
     rd_seen(rd, poff, poff + plen);
-    uint64_t ahead = rd->ahead_pos > poff + plen ? rd->ahead_pos : poff + plen;
+    *ahead = rd->ahead_pos > poff + plen ? rd->ahead_pos : poff + plen;
     /* reading on, the tiles already passed go before this read pins its
      * own: a cache smaller than a row then holds one row, not two */
     if (seq && active) {
@@ -797,9 +794,64 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     }
     pthread_mutex_unlock(&rd->lock);
     *rr = (struct rd_read){epoch, poff, poff + plen, seq, active};
+}
+
+/* Plans the tiles ahead of a sequential read, from `ahead` on, within
+ * what the cache's budget leaves. */
+static void rd_prepare_ahead(struct tdb_reader *rd, struct rd_plan *pl,
+                             uint64_t ahead)
+{
+    pthread_mutex_lock(&rd->lock);
+    uint64_t cur = 0;
+    pl->row_slab = rd->slab ? 0 : UINT64_MAX;
+    for (size_t i = 0; i < rd->npins; i++) {
+        const struct rd_pin *p = &rd->pins[i];
+        if (p->epoch != pl->epoch)
+            continue;
+        cur += p->bytes;
+        if (rd_rows_known(rd, &p->k) && p->slab > pl->row_slab)
+            pl->row_slab = p->slab;
+    }
+    /* ahead, no more than half of what the budget leaves beyond the
+     * read's own tiles (a small cache: none; the read's tiles are decoded
+     * on every core all the same): the other half is the next reads'
+     * room, so that they never find the cache full of tiles decoded for
+     * later ones */
+    uint64_t more = rd->budget > cur ? (rd->budget - cur) / 2 : 0;
+    if (more > rd->ahead_bytes)
+        more = rd->ahead_bytes;
+    pl->limit = cur + more;
+    /* the rest of the read's row of tiles whatever the cache: in a dense
+     * view, the tiles starting before its end; elsewhere the tiles of
+     * RD_AHEAD_MIN bytes (where their pieces end is known only as far as
+     * the walk went) */
+    uint64_t row = rd->slab ? RD_ROW_MAX : RD_AHEAD_MIN;
+    pl->row_limit = cur + (more > row ? more : row);
+    pthread_mutex_unlock(&rd->lock);
+    pl->pos = ahead;
+    tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead, pl,
+                        NULL, NULL);
+    rd_memo_flush(pl);
+    pthread_mutex_lock(&rd->lock);
+    if (pl->pos > rd->ahead_pos)
+        rd->ahead_pos = pl->pos;
+    pthread_mutex_unlock(&rd->lock);
+}
+
+/* Plans the tiles of the field's bytes [poff, poff + plen) and pins them
+ * (a read starts: end it with rd_trim).  @return the pieces of tiles the
+ * read gives. */
+static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
+                           struct rd_read *rr)
+{
+    uint64_t ahead;
+    /* the storage is asked for the bytes first: they travel while the
+     * tiles are planned (fetch.c; nothing for local storage) */
+    tdb_fetcher_read(rd->fetch, poff, plen);
+    rd_start(rd, poff, plen, rr, &ahead);
     struct rd_plan pl;
     pl.rd = rd;
-    pl.epoch = epoch;
+    pl.epoch = rr->epoch;
     pl.ncur = 0;
     pl.npieces = 0;
     pl.limit = pl.row_limit = pl.pos = 0;
@@ -810,43 +862,8 @@ static uint64_t rd_prepare(struct tdb_reader *rd, uint64_t poff, size_t plen,
     tdb_fieldfile_tiles(rd->ff, poff, plen, rd_plan_read, &pl, &pl.npieces,
                         NULL);
     rd_memo_flush(&pl);
-    if (seq && rd->pool) {
-        pthread_mutex_lock(&rd->lock);
-        uint64_t cur = 0;
-        pl.row_slab = rd->slab ? 0 : UINT64_MAX;
-        for (size_t i = 0; i < rd->npins; i++) {
-            const struct rd_pin *p = &rd->pins[i];
-            if (p->epoch != epoch)
-                continue;
-            cur += p->bytes;
-            if (rd_rows_known(rd, &p->k) && p->slab > pl.row_slab)
-                pl.row_slab = p->slab;
-        }
-        /* ahead, no more than half of what the budget leaves beyond the
-         * read's own tiles (a small cache: none; the read's tiles are
-         * decoded on every core all the same): the other half is the next
-         * reads' room, so that they never find the cache full of tiles
-         * decoded for later ones */
-        uint64_t more = rd->budget > cur ? (rd->budget - cur) / 2 : 0;
-        if (more > rd->ahead_bytes)
-            more = rd->ahead_bytes;
-        pl.limit = cur + more;
-        /* the rest of the read's row of tiles whatever the cache: in a
-         * dense view, the tiles starting before its end; elsewhere the
-         * tiles of RD_AHEAD_MIN bytes (where their pieces end is known
-         * only as far as the walk went) */
-        uint64_t row = rd->slab ? RD_ROW_MAX : RD_AHEAD_MIN;
-        pl.row_limit = cur + (more > row ? more : row);
-        pthread_mutex_unlock(&rd->lock);
-        pl.pos = ahead;
-        tdb_fieldfile_tiles(rd->ff, ahead, RD_AHEAD_VIEW, rd_plan_ahead, &pl,
-                            NULL, NULL);
-        rd_memo_flush(&pl);
-        pthread_mutex_lock(&rd->lock);
-        if (pl.pos > rd->ahead_pos)
-            rd->ahead_pos = pl.pos;
-        pthread_mutex_unlock(&rd->lock);
-    }
+    if (rr->seq && rd->pool)
+        rd_prepare_ahead(rd, &pl, ahead);
     /* the read's own tiles, from its end back (the pool takes them from
      * the front): decoded before the read where the budget has room (the
      * copy takes the others one batch at a time) */

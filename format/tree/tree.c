@@ -163,12 +163,23 @@ static int tree_keep_cells(struct tdb_fs *fs, struct tdb_cells *c)
     return 0;
 }
 
-/* The data files of one field over `cells` in folder `dir`. */
-static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
-                      const struct tdb_schema *s, struct tdb_cells *cells,
-                      bool is_dim, uint32_t idx, const char *shape,
-                      uint64_t mtime)
+/* A cell view whose fields' data files go in folder dir. */
+struct tree_view {
+    uint64_t dir;
+    struct tdb_array *a;
+    const struct tdb_schema *s;
+    struct tdb_cells *cells;
+    const char *shape;          /* dense: the shape of the view, or NULL */
+    bool dims;                  /* the dimensions get files too (sparse) */
+    uint64_t mtime;
+};
+
+/* The data files of one field of the view. */
+static int tree_field(struct tdb_fs *fs, const struct tree_view *v,
+                      bool is_dim, uint32_t idx)
 {
+    const struct tdb_schema *s = v->s;
+    const char *shape = v->shape;
     const char *name = is_dim ? s->dims[idx].name : s->attrs[idx].name;
     unsigned type = is_dim ? s->dims[idx].type : s->attrs[idx].type;
     uint32_t cvn = is_dim ? s->dims[idx].cell_val_num : s->attrs[idx].cell_val_num;
@@ -185,7 +196,7 @@ static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
         if (!fname)
             return TDB_E_NOMEM;
         uint64_t ino;
-        int r = tree_add(fs, dir, fname, TREE_FIELD, &ino);
+        int r = tree_add(fs, v->dir, fname, TREE_FIELD, &ino);
         free(fname);
         if (r)
             return r;
@@ -193,9 +204,9 @@ static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
         n->ff = calloc(1, sizeof *n->ff);
         if (!n->ff)
             return TDB_E_NOMEM;
-        tdb_fieldfile_init(n->ff, cells, a, s, is_dim, idx, parts[p]);
+        tdb_fieldfile_init(n->ff, v->cells, v->a, s, is_dim, idx, parts[p]);
         n->has_xattrs = true;
-        n->mtime_ms = mtime;
+        n->mtime_ms = v->mtime;
         if (p == 0) {
             n->datatype = tdb_dt_name(type);
             n->dtype = tdb_dt_numpy(type);
@@ -216,6 +227,18 @@ static int tree_field(struct tdb_fs *fs, uint64_t dir, struct tdb_array *a,
         }
     }
     return 0;
+}
+
+/* The data files of every attribute of the view and, when v->dims, of
+ * every dimension. */
+static int tree_fields(struct tdb_fs *fs, const struct tree_view *v)
+{
+    int r = 0;
+    for (uint32_t k = 0; !r && k < v->s->nattrs; k++)
+        r = tree_field(fs, v, false, k);
+    for (uint32_t k = 0; !r && v->dims && k < v->s->ndims; k++)
+        r = tree_field(fs, v, true, k);
+    return r;
 }
 
 /* The node of the `part` file of the same field as data file node `of`
@@ -472,38 +495,67 @@ static uint64_t tree_frag_bytes(struct tdb_fs *fs, struct tdb_array *a,
     return total;
 }
 
-static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
-                      struct tdb_error *err)
+/* The region the merged dense view shows (tree_region). */
+struct tree_dense_region {
+    uint64_t lo[TDB_MAX_DIMS], hi[TDB_MAX_DIMS];
+    const char *source;
+    bool empty;
+    char shape[512];
+};
+
+/* The folder of fragment f in fdir: its __fragment.json and the data
+ * files of its cells alone. */
+static int tree_fragment(struct tdb_fs *fs, uint64_t fdir, struct tdb_array *a,
+                         struct tdb_frag *f, struct tdb_error *err)
 {
     const struct tdb_schema *s = a->schema;
     bool dense = s->array_type == TDB_DENSE;
-    uint64_t lo[TDB_MAX_DIMS], hi[TDB_MAX_DIMS];
-    char shape[512] = "";
-    const char *source = NULL;
-    bool empty = false;
-    int r = 0;
-    struct tdb_frag **all = calloc(a->nfrags ? a->nfrags : 1, sizeof *all);
-    if (!all)
-        return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < a->nfrags; i++)
-        all[i] = &a->frags[i];
-    struct tdb_cells *view = NULL;
-    if (dense) {
-        source = tree_region(a, lo, hi, &empty);
-        if (!empty)
-            tree_shape_str(s, lo, hi, shape, sizeof shape);
-        if (!empty)
-            r = tdb_cells_dense(&view, a, lo, hi, all, a->nfrags, err);
+    uint64_t dir, ino;
+    int r = tree_add(fs, fdir, f->fm->name, TREE_DIR, &dir);
+    if (r)
+        return r;
+    fs->nodes[dir - 1].mtime_ms = f->fm->t2;
+    struct tdb_buf fj;
+    if ((r = tdb_json_fragment(&fj, f, tree_frag_bytes(fs, a, f))))
+        return r;
+    r = tree_add_bytes(fs, dir, "__fragment.json", fj.data, fj.len, &ino);
+    tdb_buf_free(&fj);
+    if (r)
+        return r;
+    fs->nodes[ino - 1].mtime_ms = f->fm->t2;
+    struct tdb_cells *fc = NULL;
+    char fshape[512] = "";
+    if (f->fm->dense) {
+        uint64_t flo[TDB_MAX_DIMS], fhi[TDB_MAX_DIMS];
+        for (uint32_t d = 0; d < s->ndims; d++) {
+            flo[d] = f->ned_lo[d];
+            fhi[d] = f->ned_hi[d];
+        }
+        tree_shape_str(s, flo, fhi, fshape, sizeof fshape);
+        r = tdb_cells_dense(&fc, a, flo, fhi, &f, 1, err);
     } else {
-        r = tdb_cells_sparse(&view, a, all, a->nfrags, a->ts_start, a->ts_end, err);
+        r = tdb_cells_sparse(&fc, a, &f, 1, f->fm->t1, f->fm->t2, err);
     }
-    if (!r && view && (r = tree_keep_cells(fs, view)))
-        tdb_cells_free(view);
-    /* __array.json */
+    if (r)
+        return r;
+    if ((r = tree_keep_cells(fs, fc))) {
+        tdb_cells_free(fc);
+        return r;
+    }
+    struct tree_view v = {.dir = dir, .a = a, .s = f->fs, .cells = fc,
+                          .shape = dense ? fshape : NULL, .dims = !dense,
+                          .mtime = f->fm->t2};
+    return tree_fields(fs, &v);
+}
+
+/* __array.json and the array's metadata in folder root. */
+static int tree_array_json(struct tdb_fs *fs, uint64_t root,
+                           struct tdb_array *a,
+                           const struct tree_dense_region *rg)
+{
     struct tdb_buf jtext = {0};
-    if (!r)
-        r = tdb_json_array(&jtext, a, source, empty, lo, hi);
     uint64_t ino;
+    int r = tdb_json_array(&jtext, a, rg->source, rg->empty, rg->lo, rg->hi);
     if (!r)
         r = tree_add_bytes(fs, root, "__array.json", jtext.data, jtext.len,
                            &ino);
@@ -512,64 +564,65 @@ static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
     tdb_buf_free(&jtext);
     if (!r)
         r = tree_meta(fs, root, a->meta, a->newest_ts);
-    /* __fragments */
+    return r;
+}
+
+/* The merged view of every fragment: dense, of the region tree_region
+ * gives (none when it is empty). */
+static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
+                           struct tree_dense_region *rg,
+                           struct tdb_cells **view, struct tdb_error *err)
+{
+    const struct tdb_schema *s = a->schema;
+    int r = 0;
+    struct tdb_frag **all = calloc(a->nfrags ? a->nfrags : 1, sizeof *all);
+    if (!all)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < a->nfrags; i++)
+        all[i] = &a->frags[i];
+    if (s->array_type == TDB_DENSE) {
+        rg->source = tree_region(a, rg->lo, rg->hi, &rg->empty);
+        if (!rg->empty)
+            tree_shape_str(s, rg->lo, rg->hi, rg->shape, sizeof rg->shape);
+        if (!rg->empty)
+            r = tdb_cells_dense(view, a, rg->lo, rg->hi, all, a->nfrags, err);
+    } else {
+        r = tdb_cells_sparse(view, a, all, a->nfrags, a->ts_start, a->ts_end,
+                             err);
+    }
+    if (!r && *view && (r = tree_keep_cells(fs, *view)))
+        tdb_cells_free(*view);
+    free(all);
+    return r;
+}
+
+static int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
+                      struct tdb_error *err)
+{
+    const struct tdb_schema *s = a->schema;
+    bool dense = s->array_type == TDB_DENSE;
+    struct tree_dense_region rg = {.shape = ""};
+    struct tdb_cells *view = NULL;
+    int r = tree_array_view(fs, a, &rg, &view, err);
+    if (!r)
+        r = tree_array_json(fs, root, a, &rg);
     uint64_t fdir = 0;
     if (!r)
         r = tree_add(fs, root, "__fragments", TREE_DIR, &fdir);
     if (!r)
         fs->nodes[fdir - 1].mtime_ms = a->newest_ts;
-    for (size_t i = 0; !r && i < a->nfrags; i++) {
-        struct tdb_frag *f = &a->frags[i];
-        uint64_t dir;
-        if ((r = tree_add(fs, fdir, f->fm->name, TREE_DIR, &dir)))
-            break;
-        fs->nodes[dir - 1].mtime_ms = f->fm->t2;
-        struct tdb_buf fj;
-        if ((r = tdb_json_fragment(&fj, f, tree_frag_bytes(fs, a, f))))
-            break;
-        r = tree_add_bytes(fs, dir, "__fragment.json", fj.data, fj.len, &ino);
-        tdb_buf_free(&fj);
-        if (!r)
-            fs->nodes[ino - 1].mtime_ms = f->fm->t2;
-        if (r)
-            break;
-        struct tdb_cells *fc = NULL;
-        char fshape[512] = "";
-        if (f->fm->dense) {
-            uint64_t flo[TDB_MAX_DIMS], fhi[TDB_MAX_DIMS];
-            for (uint32_t d = 0; d < s->ndims; d++) {
-                flo[d] = f->ned_lo[d];
-                fhi[d] = f->ned_hi[d];
-            }
-            tree_shape_str(s, flo, fhi, fshape, sizeof fshape);
-            r = tdb_cells_dense(&fc, a, flo, fhi, &f, 1, err);
-        } else {
-            r = tdb_cells_sparse(&fc, a, &f, 1, f->fm->t1, f->fm->t2, err);
-        }
-        if (r)
-            break;
-        if ((r = tree_keep_cells(fs, fc))) {
-            tdb_cells_free(fc);
-            break;
-        }
-        for (uint32_t k = 0; !r && k < f->fs->nattrs; k++)
-            r = tree_field(fs, dir, a, f->fs, fc, false, k,
-                           dense ? fshape : NULL, f->fm->t2);
-        for (uint32_t k = 0; !r && !dense && k < f->fs->ndims; k++)
-            r = tree_field(fs, dir, a, f->fs, fc, true, k, NULL, f->fm->t2);
-    }
-    /* the merged view */
-    for (uint32_t k = 0; !r && view && k < s->nattrs; k++)
-        r = tree_field(fs, root, a, s, view, false, k, dense ? shape : NULL,
-                       a->newest_ts);
-    for (uint32_t k = 0; !r && view && !dense && k < s->ndims; k++)
-        r = tree_field(fs, root, a, s, view, true, k, NULL, a->newest_ts);
-    /* numpy's files, and the Zarr store of a dense view */
+    for (size_t i = 0; !r && i < a->nfrags; i++)
+        r = tree_fragment(fs, fdir, a, &a->frags[i], err);
+    /* the merged view, numpy's files, and the Zarr store of a dense view */
+    struct tree_view v = {.dir = root, .a = a, .s = s, .cells = view,
+                          .shape = dense ? rg.shape : NULL, .dims = !dense,
+                          .mtime = a->newest_ts};
+    if (!r && view)
+        r = tree_fields(fs, &v);
     if (!r && view)
         r = tree_numpy(fs, root, view, dense, a->newest_ts);
     if (!r && view && dense)
         r = tree_zarr(fs, root, a, view, err);
-    free(all);
     if (r && err && !err->code)
         tdb_err(err, r, "building the tree: %s", tdb_strerror(r));
     fs->nodes[root - 1].mtime_ms = a->newest_ts;

@@ -90,14 +90,88 @@ static int create_enumeration(const struct tdb_io *io,
     return rc;
 }
 
+/* The array's folder, which must be missing (then made: *made_root) or
+ * empty, and its subfolders (*made of them). */
+static int create_folders(const struct tdb_io *io, bool *made_root,
+                          size_t *made, struct tdb_error *err)
+{
+    struct tdb_names names = {0};
+    int rc = 0;
+    if (tdb_io_exists(io, "")) {
+        if (!tdb_io_isdir(io, ""))
+            return tdb_err(err, TDB_E_NOTDIR, "cannot create an array: the "
+                           "path exists and is not a folder");
+        if ((rc = tdb_io_names(io, "", &names, err)))
+            return rc;
+        if (names.n)
+            rc = tdb_err(err, TDB_E_INVAL, "cannot create an array: the "
+                         "folder is not empty (it holds '%s')", names.v[0]);
+        tdb_names_free(&names);
+        if (rc)
+            return rc;
+    } else {
+        if ((rc = io->ops->mkdir(io->ctx, "")))
+            return tdb_err(err, rc, "cannot make the array folder: %s",
+                           tdb_strerror(rc));
+        *made_root = true;
+    }
+    for (*made = 0; *made < CREATE_NDIRS; (*made)++)
+        if ((rc = io->ops->mkdir(io->ctx, create_dirs[*made])))
+            return tdb_err(err, rc, "cannot make folder %s: %s",
+                           create_dirs[*made], tdb_strerror(rc));
+    return 0;
+}
+
+/* Undoes a half-made array, as TileDB removes one: the enumeration files
+ * (once their folder was made), the folders made. */
+static void create_undo(const struct tdb_io *io, const struct tdb_schema *s,
+                        size_t made, bool made_root)
+{
+    if (!io || !io->ops || !io->ops->remove)
+        return;
+    for (uint32_t i = 0; i < s->nenums && made > 1; i++) {
+        const char *f = s->enums[i].path ? strrchr(s->enums[i].path, '/')
+                                         : NULL;
+        f = f ? f + 1 : s->enums[i].path;
+        char *ep = f ? create_join("__schema/__enumerations", f) : NULL;
+        if (ep)
+            io->ops->remove(io->ctx, ep);
+        free(ep);
+    }
+    while (made > 0)
+        io->ops->remove(io->ctx, create_dirs[--made]);
+    if (made_root)
+        io->ops->remove(io->ctx, "");
+}
+
+/* Writes the enumerations, then the schema file (which names them) as
+ * __schema/<name>. */
+static int create_files(const struct tdb_io *io, const struct tdb_schema *s,
+                        const uint8_t *key, const char *name,
+                        const struct tdb_buf *file, struct tdb_error *err)
+{
+    char tmp[CREATE_NAME_MAX + 16];
+    /* The temporary file sits in the array folder, where neither TileDB
+     * nor we look for schemas. */
+    snprintf(tmp, sizeof tmp, ".%s.tmp", name);
+    char *final = create_join("__schema", name);
+    if (!final)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < s->nenums; i++)
+        rc = create_enumeration(io, &s->enums[i], key, err);
+    if (!rc)
+        rc = tdb_io_publish(io, tmp, final, file->data, file->len, err);
+    free(final);
+    return rc;
+}
+
 int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
                      const uint8_t *key, uint64_t timestamp_ms,
                      struct tdb_error *err)
 {
     struct tdb_buf payload = {0}, file = {0};
-    struct tdb_names names = {0};
-    char name[CREATE_NAME_MAX], tmp[CREATE_NAME_MAX + 16];
-    char *final = NULL;
+    char name[CREATE_NAME_MAX];
     uint8_t rnd[16];
     size_t made = 0;
     bool made_root = false;
@@ -114,77 +188,19 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
                        "dimension labels");
     if ((rc = tdb_schema_check(s, err)))
         return tdb_err_ctx(err, rc, "cannot create the array");
-    if ((rc = tdb_schema_serialize(s, &payload, err)) ||
-        (rc = create_generic_tile(&payload, key, &file, err)) ||
-        (rc = tdb_random(rnd, 16, err)))
-        goto out;
-
-    /* The folder must be missing or empty. */
-    if (tdb_io_exists(io, "")) {
-        if (!tdb_io_isdir(io, "")) {
-            rc = tdb_err(err, TDB_E_NOTDIR, "cannot create an array: the "
-                         "path exists and is not a folder");
-            goto out;
-        }
-        if ((rc = tdb_io_names(io, "", &names, err)))
-            goto out;
-        if (names.n) {
-            rc = tdb_err(err, TDB_E_INVAL, "cannot create an array: the "
-                         "folder is not empty (it holds '%s')", names.v[0]);
-            goto out;
-        }
-    } else {
-        if ((rc = io->ops->mkdir(io->ctx, ""))) {
-            rc = tdb_err(err, rc, "cannot make the array folder: %s",
-                         tdb_strerror(rc));
-            goto out;
-        }
-        made_root = true;
+    if (!(rc = tdb_schema_serialize(s, &payload, err)) &&
+        !(rc = create_generic_tile(&payload, key, &file, err)) &&
+        !(rc = tdb_random(rnd, 16, err)) &&
+        !(rc = create_folders(io, &made_root, &made, err))) {
+        if (!timestamp_ms)
+            timestamp_ms = tdb_now_ms();
+        tdb_tsname_make(name, sizeof name, timestamp_ms, timestamp_ms, rnd, 0);
+        rc = create_files(io, s, key, name, &file, err);
     }
-    for (made = 0; made < CREATE_NDIRS; made++) {
-        if ((rc = io->ops->mkdir(io->ctx, create_dirs[made]))) {
-            rc = tdb_err(err, rc, "cannot make folder %s: %s",
-                         create_dirs[made], tdb_strerror(rc));
-            goto out;
-        }
-    }
-    if (!timestamp_ms)
-        timestamp_ms = tdb_now_ms();
-    tdb_tsname_make(name, sizeof name, timestamp_ms, timestamp_ms, rnd, 0);
-    /* The temporary file sits in the array folder, where neither TileDB
-     * nor we look for schemas. */
-    snprintf(tmp, sizeof tmp, ".%s.tmp", name);
-    if (!(final = create_join("__schema", name))) {
-        rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto out;
-    }
-    /* enumerations first: the schema file, written last, names them */
-    for (uint32_t i = 0; !rc && i < s->nenums; i++)
-        rc = create_enumeration(io, &s->enums[i], key, err);
-    if (!rc)
-        rc = tdb_io_publish(io, tmp, final, file.data, file.len, err);
-
-out:
-    if (rc && io && io->ops && io->ops->remove) {
-        for (uint32_t i = 0; i < s->nenums && made > 1; i++) {
-            const char *f = s->enums[i].path ? strrchr(s->enums[i].path, '/')
-                                             : NULL;
-            f = f ? f + 1 : s->enums[i].path;
-            char *ep = f ? create_join("__schema/__enumerations", f) : NULL;
-            if (ep)
-                io->ops->remove(io->ctx, ep);
-            free(ep);
-        }
-        /* Undo what we made, as TileDB removes a half-made array. */
-        while (made > 0)
-            io->ops->remove(io->ctx, create_dirs[--made]);
-        if (made_root)
-            io->ops->remove(io->ctx, "");
-    }
-    tdb_names_free(&names);
+    if (rc)
+        create_undo(io, s, made, made_root);
     tdb_buf_free(&payload);
     tdb_buf_free(&file);
-    free(final);
     return rc;
 }
 

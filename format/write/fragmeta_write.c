@@ -676,17 +676,26 @@ static int fmw_dense_geometry(const struct tdb_fmw *w, struct fmw_dense *g,
     return 0;
 }
 
-/* Runs the generator over the slabs TileDB's dense tiler visits in tile
- * `id` (tile order), for a write of the non-empty domain in row-major
- * order. */
-static void fmw_dense_slabs(const struct tdb_fmw *w,
-                            const struct fmw_dense *g, uint64_t id,
-                            struct fmw_gen *gen, bool var)
+/* The part of one dense tile a write covers, and how the tiler copies
+ * it: `copy` cells a slab, the dimensions iterated (nr of them, from
+ * first_d on) and their ranges [0, rhi]. */
+struct fmw_slabs {
+    uint32_t nd;
+    uint64_t slo[FMW_MAX_DIMS], shi[FMW_MAX_DIMS], len[FMW_MAX_DIMS];
+    uint64_t tlo[FMW_MAX_DIMS], strides[FMW_MAX_DIMS];
+    uint64_t start;             /* the first cell in the tile */
+    uint64_t copy, rhi[FMW_MAX_DIMS];
+    uint32_t nr, first_d;
+};
+
+/* The box of tile `id` (tile order) the non-empty domain covers, and the
+ * strides of the tile's cell order. */
+static void fmw_slabs_box(const struct tdb_fmw *w, const struct fmw_dense *g,
+                          uint64_t id, struct fmw_slabs *sl)
 {
     uint32_t nd = g->nd;
-    uint64_t tc[FMW_MAX_DIMS], slo[FMW_MAX_DIMS], shi[FMW_MAX_DIMS];
-    uint64_t tlo[FMW_MAX_DIMS], strides[FMW_MAX_DIMS];
-    uint64_t len[FMW_MAX_DIMS] = {0};
+    uint64_t tc[FMW_MAX_DIMS];
+    sl->nd = nd;
     /* tile coordinates inside the fragment's tile domain */
     if (w->s->tile_order == TDB_COL_MAJOR) {
         for (uint32_t d = 0; d < nd; d++) {
@@ -700,103 +709,129 @@ static void fmw_dense_slabs(const struct tdb_fmw *w,
         }
     }
     for (uint32_t d = 0; d < nd; d++) {
-        tlo[d] = (g->t0[d] + tc[d]) * g->ext[d];
-        uint64_t thi = tlo[d] + g->ext[d] - 1;
-        slo[d] = g->lo[d] > tlo[d] ? g->lo[d] : tlo[d];
-        shi[d] = g->hi[d] < thi ? g->hi[d] : thi;
-        len[d] = shi[d] - slo[d] + 1;
+        sl->tlo[d] = (g->t0[d] + tc[d]) * g->ext[d];
+        uint64_t thi = sl->tlo[d] + g->ext[d] - 1;
+        sl->slo[d] = g->lo[d] > sl->tlo[d] ? g->lo[d] : sl->tlo[d];
+        sl->shi[d] = g->hi[d] < thi ? g->hi[d] : thi;
+        sl->len[d] = sl->shi[d] - sl->slo[d] + 1;
     }
+    if (w->s->cell_order == TDB_COL_MAJOR) {
+        sl->strides[0] = 1;
+        for (uint32_t d = 1; d < nd; d++)
+            sl->strides[d] = sl->strides[d - 1] * g->ext[d - 1];
+    } else {
+        sl->strides[nd - 1] = 1;
+        for (uint32_t d = nd - 1; d-- > 0;)
+            sl->strides[d] = sl->strides[d + 1] * g->ext[d + 1];
+    }
+    sl->start = 0;
+    for (uint32_t d = 0; d < nd; d++)
+        sl->start += (sl->slo[d] - sl->tlo[d]) * sl->strides[d];
+}
+
+/* Whether the box spans dimension n of the fragment whole. */
+static bool fmw_slabs_whole(const struct fmw_dense *g,
+                            const struct fmw_slabs *sl, uint32_t n)
+{
+    return sl->len[n] == g->ext[n] && sl->slo[n] == g->lo[n] &&
+           sl->shi[n] == g->hi[n];
+}
+
+/* The copy plan of a row-major box in row-major cells: slabs grow over
+ * the trailing dimensions the box spans whole. */
+static void fmw_slabs_row(const struct fmw_dense *g, struct fmw_slabs *sl)
+{
+    uint32_t nd = sl->nd;
+    sl->copy = sl->len[nd - 1];
+    int32_t last = (int32_t)nd - 2;
+    for (; last >= 0; last--) {
+        if (fmw_slabs_whole(g, sl, (uint32_t)last + 1))
+            sl->copy *= sl->len[last];
+        else
+            break;
+    }
+    if (last < 0) {
+        sl->nr = 1;
+        sl->rhi[0] = 0;
+    } else {
+        sl->nr = (uint32_t)last + 1;
+        for (uint32_t d = 0; d < sl->nr; d++)
+            sl->rhi[d] = sl->len[d] - 1;
+    }
+}
+
+/* The same in column-major cells, over the leading dimensions. */
+static void fmw_slabs_col(const struct fmw_dense *g, struct fmw_slabs *sl)
+{
+    uint32_t nd = sl->nd;
+    sl->copy = sl->len[0];
+    uint32_t last = 1;
+    for (; last < nd; last++) {
+        if (fmw_slabs_whole(g, sl, last - 1))
+            sl->copy *= sl->len[last];
+        else
+            break;
+    }
+    if (last == nd) {
+        sl->nr = 1;
+        sl->rhi[0] = 0;
+        sl->first_d = nd - 1;
+    } else {
+        sl->nr = nd - last;
+        for (uint32_t d = last; d < nd; d++)
+            sl->rhi[d - last] = sl->len[d] - 1;
+        sl->first_d = last;
+    }
+}
+
+/* Runs the generator over the slabs TileDB's dense tiler visits in tile
+ * `id` (tile order), for a write of the non-empty domain in row-major
+ * order. */
+static void fmw_dense_slabs(const struct tdb_fmw *w,
+                            const struct fmw_dense *g, uint64_t id,
+                            struct fmw_gen *gen, bool var)
+{
+    struct fmw_slabs sl = {0};
+    fmw_slabs_box(w, g, id, &sl);
+    uint32_t nd = sl.nd;
     bool col = w->s->cell_order == TDB_COL_MAJOR;
     bool sub_col = w->sub_layout == TDB_COL_MAJOR;
-    if (col) {
-        strides[0] = 1;
-        for (uint32_t d = 1; d < nd; d++)
-            strides[d] = strides[d - 1] * g->ext[d - 1];
-    } else {
-        strides[nd - 1] = 1;
-        for (uint32_t d = nd - 1; d-- > 0;)
-            strides[d] = strides[d + 1] * g->ext[d + 1];
-    }
-    uint64_t start = 0;
-    for (uint32_t d = 0; d < nd; d++)
-        start += (slo[d] - tlo[d]) * strides[d];
-
-    /* the copy plan: elements per slab, the dimensions iterated (from
-     * first_d on) and their ranges */
-    uint64_t copy, rhi[FMW_MAX_DIMS];
-    uint32_t nr, first_d = 0;
     if (nd == 1) {
-        copy = len[0];
-        nr = 1;
-        rhi[0] = 0;
+        sl.copy = sl.len[0];
+        sl.nr = 1;
+        sl.rhi[0] = 0;
     } else if (col != sub_col) {
-        copy = 1;
-        nr = nd;
+        sl.copy = 1;
+        sl.nr = nd;
         for (uint32_t d = 0; d < nd; d++)
-            rhi[d] = len[d] - 1;
+            sl.rhi[d] = sl.len[d] - 1;
     } else if (!col) {
-        copy = len[nd - 1];
-        int32_t last = (int32_t)nd - 2;
-        for (; last >= 0; last--) {
-            uint32_t n = (uint32_t)last + 1;
-            if (len[n] == g->ext[n] && slo[n] == g->lo[n] &&
-                shi[n] == g->hi[n])
-                copy *= len[last];
-            else
-                break;
-        }
-        if (last < 0) {
-            nr = 1;
-            rhi[0] = 0;
-        } else {
-            nr = (uint32_t)last + 1;
-            for (uint32_t d = 0; d < nr; d++)
-                rhi[d] = len[d] - 1;
-        }
+        fmw_slabs_row(g, &sl);
     } else {
-        copy = len[0];
-        uint32_t last = 1;
-        for (; last < nd; last++) {
-            uint32_t n = last - 1;
-            if (len[n] == g->ext[n] && slo[n] == g->lo[n] &&
-                shi[n] == g->hi[n])
-                copy *= len[last];
-            else
-                break;
-        }
-        if (last == nd) {
-            nr = 1;
-            rhi[0] = 0;
-            first_d = nd - 1;
-        } else {
-            nr = nd - last;
-            for (uint32_t d = last; d < nd; d++)
-                rhi[d - last] = len[d] - 1;
-            first_d = last;
-        }
+        fmw_slabs_col(g, &sl);
     }
     uint64_t toff[FMW_MAX_DIMS], cc[FMW_MAX_DIMS];
-    for (uint32_t i = 0; i < nr; i++) {
-        toff[i] = start;
+    for (uint32_t i = 0; i < sl.nr; i++) {
+        toff[i] = sl.start;
         cc[i] = 0;
     }
-    uint32_t d = nr - 1;
+    uint32_t d = sl.nr - 1;
     for (;;) {
         if (var)
-            fmw_slab_var(gen, toff[d], toff[d] + copy);
+            fmw_slab_var(gen, toff[d], toff[d] + sl.copy);
         else
-            fmw_slab_fixed(gen, toff[d], toff[d] + copy);
+            fmw_slab_fixed(gen, toff[d], toff[d] + sl.copy);
         int32_t ldc = (int32_t)d;
         for (; ldc >= 0; ldc--) {
-            if (++cc[ldc] > rhi[ldc])
+            if (++cc[ldc] > sl.rhi[ldc])
                 cc[ldc] = 0;
             else
                 break;
         }
         if (ldc < 0)
             break;
-        toff[ldc] += strides[(uint32_t)ldc + first_d];
-        for (uint32_t i = (uint32_t)ldc + 1; i < nr; i++)
+        toff[ldc] += sl.strides[(uint32_t)ldc + sl.first_d];
+        for (uint32_t i = (uint32_t)ldc + 1; i < sl.nr; i++)
             toff[i] = toff[i - 1];
     }
 }
@@ -981,10 +1016,73 @@ int tdb_fmw_set_extras(struct tdb_fmw *w, const struct tdb_write_extras *x,
 
 /* ------------------------------------------------------------- add tile */
 
+/* Checks tile `tile` of field f (`name`) against what the field holds;
+ * *ncells the tile's cells. */
+static int fmw_tile_check(const struct fmw_field *f, const char *name,
+                          uint64_t tile, const struct tdb_fmw_tile *t,
+                          uint64_t *ncells, struct tdb_error *err)
+{
+    uint64_t size = t->size;
+    *ncells = t->ncells;
+    if (!f->var && *ncells == 0 && f->cell_size)
+        *ncells = size / f->cell_size;
+    uint64_t n = *ncells;
+    if (n > TDB_MAX_TILE_BYTES || (size && !t->data) ||
+        (f->var && n && !t->offsets) || (f->nullable && n && !t->validity))
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s tile "
+                       "%llu: missing data, offsets or validity", name,
+                       (unsigned long long)tile);
+    if (!f->var) {
+        uint64_t need;
+        if (!tdb_mul_ok(n, f->cell_size, &need) || need > size)
+            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
+                           "tile %llu: %llu bytes hold fewer than %llu cells",
+                           name, (unsigned long long)tile,
+                           (unsigned long long)size, (unsigned long long)n);
+        return 0;
+    }
+    for (uint64_t c = 0; c < n; c++)
+        if (t->offsets[c] > size || (c && t->offsets[c] < t->offsets[c - 1]))
+            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field "
+                           "%s tile %llu: offset %llu of cell %llu is "
+                           "descending or past the %llu value bytes",
+                           name, (unsigned long long)tile,
+                           (unsigned long long)t->offsets[c],
+                           (unsigned long long)c, (unsigned long long)size);
+    return 0;
+}
+
+/* Runs the generator over a dense fragment's tile `tile` as TileDB's
+ * tiler visits it. */
+static int fmw_tile_dense(const struct tdb_fmw *w, const char *name,
+                          uint64_t tile, struct fmw_gen *g,
+                          struct tdb_error *err)
+{
+    struct fmw_dense geo;
+    int rc = fmw_dense_geometry(w, &geo, err);
+    if (rc)
+        return rc;
+    if (tile >= geo.tiles)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s: "
+                       "more than the %llu tiles of the non-empty "
+                       "domain", name, (unsigned long long)geo.tiles);
+    if (g->ncells != geo.cells_per_tile)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
+                       "tile %llu has %llu cells, a dense tile %llu",
+                       name, (unsigned long long)tile,
+                       (unsigned long long)g->ncells,
+                       (unsigned long long)geo.cells_per_tile);
+    if (w->sub_layout != TDB_GLOBAL_ORDER)
+        fmw_dense_slabs(w, &geo, tile, g, g->f->var);
+    else if (g->f->var)
+        fmw_slab_var(g, 0, g->ncells);
+    else
+        fmw_slab_fixed(g, 0, g->ncells);
+    return 0;
+}
+
 int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
-                       const uint8_t *data, uint64_t size,
-                       const uint64_t *offsets, uint64_t ncells,
-                       const uint8_t *validity, struct tdb_fmw_stats *st,
+                       const struct tdb_fmw_tile *t, struct tdb_fmw_stats *st,
                        struct tdb_error *err)
 {
     const struct fmw_field *f = w ? fmw_field_c(w, field) : NULL;
@@ -995,69 +1093,24 @@ int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
     if (!f->stores_tiles)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: dimension %s of "
                        "a dense fragment has no tiles", name);
-    if (!f->var && ncells == 0 && f->cell_size)
-        ncells = size / f->cell_size;
-    if (ncells > TDB_MAX_TILE_BYTES || (size && !data) ||
-        (f->var && ncells && !offsets) || (f->nullable && ncells && !validity))
-        return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s tile "
-                       "%llu: missing data, offsets or validity", name,
-                       (unsigned long long)tile);
-    if (!f->var) {
-        uint64_t need;
-        if (!tdb_mul_ok(ncells, f->cell_size, &need) || need > size)
-            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
-                           "tile %llu: %llu bytes hold fewer than %llu cells",
-                           name, (unsigned long long)tile,
-                           (unsigned long long)size,
-                           (unsigned long long)ncells);
-    } else {
-        for (uint64_t c = 0; c < ncells; c++)
-            if (offsets[c] > size || (c && offsets[c] < offsets[c - 1]))
-                return tdb_err(err, TDB_E_INVAL, "fragment metadata: field "
-                               "%s tile %llu: offset %llu of cell %llu is "
-                               "descending or past the %llu value bytes",
-                               name, (unsigned long long)tile,
-                               (unsigned long long)offsets[c],
-                               (unsigned long long)c,
-                               (unsigned long long)size);
-    }
-
+    uint64_t ncells;
+    int rc = fmw_tile_check(f, name, tile, t, &ncells, err);
+    if (rc)
+        return rc;
     struct fmw_gen g;
     memset(&g, 0, sizeof g);
     g.f = f;
-    g.data = data;
-    g.size = size;
-    g.offsets = offsets;
-    g.validity = validity;
+    g.data = t->data;
+    g.size = t->size;
+    g.offsets = t->offsets;
+    g.validity = t->validity;
     g.ncells = ncells;
-    if (w->dense) {
-        struct fmw_dense geo;
-        int rc = fmw_dense_geometry(w, &geo, err);
-        if (rc)
-            return rc;
-        if (tile >= geo.tiles)
-            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s: "
-                           "more than the %llu tiles of the non-empty "
-                           "domain", name, (unsigned long long)geo.tiles);
-        if (ncells != geo.cells_per_tile)
-            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
-                           "tile %llu has %llu cells, a dense tile %llu",
-                           name, (unsigned long long)tile,
-                           (unsigned long long)ncells,
-                           (unsigned long long)geo.cells_per_tile);
-        if (w->sub_layout == TDB_GLOBAL_ORDER) {
-            if (f->var)
-                fmw_slab_var(&g, 0, ncells);
-            else
-                fmw_slab_fixed(&g, 0, ncells);
-        } else {
-            fmw_dense_slabs(w, &geo, tile, &g, f->var);
-        }
-    } else if (f->var) {
+    if (w->dense && (rc = fmw_tile_dense(w, name, tile, &g, err)))
+        return rc;
+    if (!w->dense && f->var)
         fmw_slab_var(&g, 0, ncells);
-    } else {
+    else if (!w->dense)
         fmw_slab_fixed(&g, 0, ncells);
-    }
     memset(st, 0, sizeof *st);
     st->field = field;
     st->tile = tile;
@@ -1072,8 +1125,7 @@ int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
     return 0;
 }
 
-int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
-                           uint64_t var_size, uint64_t validity_off,
+int tdb_fmw_add_tile_stats(struct tdb_fmw *w, const struct tdb_fmw_where *at,
                            const struct tdb_fmw_stats *st,
                            struct tdb_error *err)
 {
@@ -1083,13 +1135,13 @@ int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
                        "tile %llu recorded out of order",
                        w ? fmw_field_name(w, st->field) : "?",
                        (unsigned long long)st->tile);
-    int rc = fmw_push(&f->offs, off);
+    int rc = fmw_push(&f->offs, at->off);
     if (!rc)
-        rc = fmw_push(&f->var_offs, f->var ? var_off : 0);
+        rc = fmw_push(&f->var_offs, f->var ? at->var_off : 0);
     if (!rc)
-        rc = fmw_push(&f->var_sizes, f->var ? var_size : 0);
+        rc = fmw_push(&f->var_sizes, f->var ? at->var_size : 0);
     if (!rc)
-        rc = fmw_push(&f->val_offs, f->nullable ? validity_off : 0);
+        rc = fmw_push(&f->val_offs, f->nullable ? at->validity_off : 0);
     if (!rc && f->nullable)
         rc = fmw_push(&f->nulls, st->nulls);
     /* null counts are always kept (0 for non-nullable fields): the rule
@@ -1133,21 +1185,17 @@ int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
     return 0;
 }
 
-int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
-                     uint64_t var_off, uint64_t var_size,
-                     uint64_t validity_off, const uint8_t *data,
-                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
-                     const uint8_t *validity, struct tdb_error *err)
+int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field,
+                     const struct tdb_fmw_where *at,
+                     const struct tdb_fmw_tile *t, struct tdb_error *err)
 {
     struct fmw_field *f = w ? fmw_field(w, field) : NULL;
     if (!f)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: no field %u",
                        field);
     struct tdb_fmw_stats st;
-    int rc = tdb_fmw_tile_stats(w, field, f->ntiles, data, size, offsets,
-                                ncells, validity, &st, err);
-    return rc ? rc : tdb_fmw_add_tile_stats(w, off, var_off, var_size,
-                                            validity_off, &st, err);
+    int rc = tdb_fmw_tile_stats(w, field, f->ntiles, t, &st, err);
+    return rc ? rc : tdb_fmw_add_tile_stats(w, at, &st, err);
 }
 
 int tdb_fmw_set_file_sizes(struct tdb_fmw *w, uint32_t field, uint64_t size,
@@ -1470,125 +1518,165 @@ static int fmw_put_minmax(const struct tdb_fmw *w, const struct fmw_field *f,
     return rc;
 }
 
+/* What one field's fragment min, max, sum and null count come from: its
+ * tile mins and maxs as stored (two size words, then the values). */
+struct fmw_field_tiles {
+    const struct tdb_fmw *w;
+    const struct fmw_field *f;
+    uint64_t cpt, ntiles;
+    const struct tdb_buf *tmins, *tmaxs;
+};
+
+/* A field's fragment min, max and sum. */
+struct fmw_field_mm {
+    const uint8_t *min, *max;
+    uint64_t min_size, max_size;
+    uint8_t nmin[8], nmax[8], sum[8];
+};
+
+/* Whether tile t of a nullable field holds nulls only (TileDB skips it). */
+static bool fmw_tile_skipped(const struct fmw_field_tiles *ft, uint64_t t)
+{
+    return ft->f->nullable &&
+           fmw_all_null(ft->w, ft->f, ft->cpt, ft->ntiles, t);
+}
+
+/* Var-sized values: the least and greatest strings of the tiles'. */
+static void fmw_field_mm_var(const struct fmw_field_tiles *ft,
+                             struct fmw_field_mm *m)
+{
+    uint64_t ntiles = ft->ntiles;
+    const uint8_t *mins = ft->tmins->data + 16, *maxs = ft->tmaxs->data + 16;
+    uint64_t vmin = tdb_le64(ft->tmins->data + 8);
+    uint64_t vmax = tdb_le64(ft->tmaxs->data + 8);
+    const uint8_t *mind = mins + ntiles * 8, *maxd = maxs + ntiles * 8;
+    for (uint64_t t = 0; t < ntiles; t++) {
+        if (fmw_tile_skipped(ft, t))
+            continue;
+        uint64_t a = tdb_le64(mins + 8 * t), c = tdb_le64(maxs + 8 * t);
+        uint64_t an = t == ntiles - 1 ? vmin - a
+                                      : tdb_le64(mins + 8 * t + 8) - a;
+        uint64_t cn = t == ntiles - 1 ? vmax - c
+                                      : tdb_le64(maxs + 8 * t + 8) - c;
+        if (!m->min && !m->max) {
+            m->min = mind + a;
+            m->min_size = an;
+            m->max = maxd + c;
+            m->max_size = cn;
+            continue;
+        }
+        uint64_t k = m->min_size < an ? m->min_size : an;
+        int cmp = strncmp((const char *)m->min, (const char *)mind + a,
+                          (size_t)k);
+        if (cmp != 0 ? cmp > 0 : an < m->min_size) {
+            m->min = mind + a;
+            m->min_size = an;
+        }
+        k = m->max_size < cn ? m->max_size : cn;
+        cmp = strncmp((const char *)m->max, (const char *)maxd + c,
+                      (size_t)k);
+        if (cmp != 0 ? cmp < 0 : cn > m->max_size) {
+            m->max = maxd + c;
+            m->max_size = cn;
+        }
+    }
+}
+
+/* Fixed-size characters: the least and greatest of the tiles'. */
+static void fmw_field_mm_char(const struct fmw_field_tiles *ft,
+                              struct fmw_field_mm *m)
+{
+    uint64_t n = ft->f->cvn;
+    const uint8_t *mv = ft->tmins->data + 16, *xv = ft->tmaxs->data + 16;
+    for (uint64_t t = 0; t < ft->ntiles; t++) {
+        if (fmw_tile_skipped(ft, t))
+            continue;   /* TileDB then does not advance either */
+        if (!m->min || strncmp((const char *)m->min, (const char *)mv,
+                               (size_t)n) > 0)
+            m->min = mv;
+        mv += n;
+        if (!m->max || strncmp((const char *)m->max, (const char *)xv,
+                               (size_t)n) < 0)
+            m->max = xv;
+        xv += n;
+    }
+    m->min_size = m->min ? n : 0;
+    m->max_size = m->max ? n : 0;
+}
+
+/* Numbers: the least and greatest of the tiles' and the sum of their
+ * sums. */
+static void fmw_field_mm_num(const struct fmw_field_tiles *ft,
+                             struct fmw_field_mm *m)
+{
+    const struct fmw_field *f = ft->f;
+    const uint8_t *mins = ft->tmins->data + 16, *maxs = ft->tmaxs->data + 16;
+    unsigned vs = f->vsize;
+    if (f->has_mm) {
+        fmw_type_limits(f->type, m->nmin, m->nmax);
+        for (uint64_t t = 0; t < ft->ntiles; t++) {
+            if (fmw_tile_skipped(ft, t))
+                continue;
+            if (!fmw_lt(f->type, m->nmin, mins + t * vs))
+                memcpy(m->nmin, mins + t * vs, vs);
+            if (!fmw_lt(f->type, maxs + t * vs, m->nmax))
+                memcpy(m->nmax, maxs + t * vs, vs);
+        }
+        m->min = m->nmin;
+        m->max = m->nmax;
+        m->min_size = m->max_size = vs;
+    }
+    if (!f->has_sum)
+        return;
+    int cls = fmw_sum_class(f->type);
+    for (uint64_t t = 0; t < ft->ntiles; t++) {
+        if (fmw_tile_skipped(ft, t))
+            continue;
+        struct fmw_num v;
+        uint64_t u = f->sums.len >= 8 * (t + 1)
+                         ? tdb_le64(f->sums.data + 8 * t) : 0;
+        v.u = u;
+        v.i = (int64_t)u;
+        memcpy(&v.d, &u, 8);
+        if (!fmw_sum_add(cls, m->sum, v))
+            break;
+    }
+}
+
 /* One field's fragment min, max, sum and null count
  * (FragmentMetadata::compute_fragment_min_max_sum_null_count). */
-static int fmw_put_fragment_md(const struct tdb_fmw *w,
-                               const struct fmw_field *f, uint64_t cpt,
-                               uint64_t ntiles, const struct tdb_buf *tmins,
-                               const struct tdb_buf *tmaxs,
+static int fmw_put_fragment_md(const struct fmw_field_tiles *ft,
                                struct tdb_buf *b)
 {
-    const uint8_t *min = NULL, *max = NULL;
-    uint64_t min_size = 0, max_size = 0;
-    uint8_t nmin[8], nmax[8], sum[8] = {0};
-    /* tile mins/maxes as stored: skip the two size words */
-    const uint8_t *mins = tmins->data + 16, *maxs = tmaxs->data + 16;
+    const struct fmw_field *f = ft->f;
+    struct fmw_field_mm m = {0};
     /* std::accumulate into an int: the sum wraps to 32 bits and is then
      * sign-extended */
     uint32_t nc32 = 0;
     if (f->nullable && f->has_md)
-        for (uint64_t t = 0; t < ntiles; t++)
+        for (uint64_t t = 0; t < ft->ntiles; t++)
             nc32 += (uint32_t)f->nulls.v[t];
     uint64_t null_count = (uint64_t)(int64_t)(int32_t)nc32;
-    bool nullable = f->nullable;
 
     if (f->var) {
-        if (f->has_md && f->has_mm) {
-            uint64_t vmin = tdb_le64(tmins->data + 8);
-            uint64_t vmax = tdb_le64(tmaxs->data + 8);
-            const uint8_t *mind = mins + ntiles * 8, *maxd = maxs + ntiles * 8;
-            for (uint64_t t = 0; t < ntiles; t++) {
-                if (nullable && fmw_all_null(w, f, cpt, ntiles, t))
-                    continue;
-                uint64_t a = tdb_le64(mins + 8 * t), c = tdb_le64(maxs + 8 * t);
-                uint64_t an = t == ntiles - 1 ? vmin - a
-                                              : tdb_le64(mins + 8 * t + 8) - a;
-                uint64_t cn = t == ntiles - 1 ? vmax - c
-                                              : tdb_le64(maxs + 8 * t + 8) - c;
-                if (!min && !max) {
-                    min = mind + a;
-                    min_size = an;
-                    max = maxd + c;
-                    max_size = cn;
-                    continue;
-                }
-                uint64_t m = min_size < an ? min_size : an;
-                int cmp = strncmp((const char *)min, (const char *)mind + a,
-                                  (size_t)m);
-                if (cmp != 0 ? cmp > 0 : an < min_size) {
-                    min = mind + a;
-                    min_size = an;
-                }
-                m = max_size < cn ? max_size : cn;
-                cmp = strncmp((const char *)max, (const char *)maxd + c,
-                              (size_t)m);
-                if (cmp != 0 ? cmp < 0 : cn > max_size) {
-                    max = maxd + c;
-                    max_size = cn;
-                }
-            }
-        }
+        if (f->has_md && f->has_mm)
+            fmw_field_mm_var(ft, &m);
     } else if (f->kind == FMW_CHAR) {
-        if (f->has_mm) {
-            uint64_t n = f->cvn;
-            const uint8_t *mv = mins, *xv = maxs;
-            for (uint64_t t = 0; t < ntiles; t++) {
-                if (nullable && fmw_all_null(w, f, cpt, ntiles, t))
-                    continue;   /* TileDB then does not advance either */
-                if (!min || strncmp((const char *)min, (const char *)mv,
-                                    (size_t)n) > 0)
-                    min = mv;
-                mv += n;
-                if (!max || strncmp((const char *)max, (const char *)xv,
-                                    (size_t)n) < 0)
-                    max = xv;
-                xv += n;
-            }
-            min_size = min ? n : 0;
-            max_size = max ? n : 0;
-        }
+        if (f->has_mm)
+            fmw_field_mm_char(ft, &m);
     } else if ((f->kind == FMW_SIGNED || f->kind == FMW_UNSIGNED ||
                 f->kind == FMW_FLOAT) && f->has_md) {
-        unsigned vs = f->vsize;
-        if (f->has_mm) {
-            fmw_type_limits(f->type, nmin, nmax);
-            for (uint64_t t = 0; t < ntiles; t++) {
-                if (nullable && fmw_all_null(w, f, cpt, ntiles, t))
-                    continue;
-                if (!fmw_lt(f->type, nmin, mins + t * vs))
-                    memcpy(nmin, mins + t * vs, vs);
-                if (!fmw_lt(f->type, maxs + t * vs, nmax))
-                    memcpy(nmax, maxs + t * vs, vs);
-            }
-            min = nmin;
-            max = nmax;
-            min_size = max_size = vs;
-        }
-        if (f->has_sum) {
-            int cls = fmw_sum_class(f->type);
-            for (uint64_t t = 0; t < ntiles; t++) {
-                if (nullable && fmw_all_null(w, f, cpt, ntiles, t))
-                    continue;
-                struct fmw_num v;
-                uint64_t u = f->sums.len >= 8 * (t + 1)
-                                 ? tdb_le64(f->sums.data + 8 * t) : 0;
-                v.u = u;
-                v.i = (int64_t)u;
-                memcpy(&v.d, &u, 8);
-                if (!fmw_sum_add(cls, sum, v))
-                    break;
-            }
-        }
+        fmw_field_mm_num(ft, &m);
     }
-    int rc = tdb_buf_put_u64(b, min_size);
-    if (!rc && min_size)
-        rc = tdb_buf_append(b, min, (size_t)min_size);
+    int rc = tdb_buf_put_u64(b, m.min_size);
+    if (!rc && m.min_size)
+        rc = tdb_buf_append(b, m.min, (size_t)m.min_size);
     if (!rc)
-        rc = tdb_buf_put_u64(b, max_size);
-    if (!rc && max_size)
-        rc = tdb_buf_append(b, max, (size_t)max_size);
+        rc = tdb_buf_put_u64(b, m.max_size);
+    if (!rc && m.max_size)
+        rc = tdb_buf_append(b, m.max, (size_t)m.max_size);
     if (!rc)
-        rc = tdb_buf_append(b, sum, 8);
+        rc = tdb_buf_append(b, m.sum, 8);
     if (!rc)
         rc = tdb_buf_put_u64(b, null_count);
     return rc;
@@ -1606,37 +1694,201 @@ static int fmw_gt(const struct tdb_pipeline *p, const uint8_t *key,
                                    err);
 }
 
+/* The fragment's tiles (and, dense, cells per tile), checking that every
+ * field that stores tiles has them all. */
+static int fmw_tile_count(const struct tdb_fmw *w, uint64_t *ntiles,
+                          uint64_t *cpt, struct tdb_error *err)
+{
+    *cpt = 0;
+    if (w->dense) {
+        struct fmw_dense geo;
+        int rc = fmw_dense_geometry(w, &geo, err);
+        if (rc)
+            return rc;
+        *ntiles = geo.tiles;
+        *cpt = geo.cells_per_tile;
+    } else {
+        *ntiles = w->sparse_tiles ? w->sparse_tiles : w->nmbrs;
+        if (!w->ned_set)
+            return tdb_err(err, TDB_E_INVAL, "fragment metadata: the sparse "
+                           "fragment has no non-empty domain");
+    }
+    for (uint32_t i = 0; i < w->nfields; i++)
+        if (w->f[i].stores_tiles && w->f[i].ntiles != *ntiles) {
+            uint32_t api = i < w->s->nattrs ? i : i - 1;
+            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
+                           "has %llu tiles, the fragment %llu",
+                           fmw_field_name(w, api),
+                           (unsigned long long)w->f[i].ntiles,
+                           (unsigned long long)*ntiles);
+        }
+    return 0;
+}
+
+/* A metadata file on its way out: its generic tiles so far and where each
+ * one starts. */
+struct fmw_file {
+    const struct tdb_pipeline *pipe;
+    const uint8_t *key;
+    uint64_t ntiles, cpt;
+    struct tdb_buf p;           /* the next generic tile's contents */
+    struct tdb_buf file;
+    uint64_t rtree_off, frag_off, proc_off;
+    uint64_t *goff;             /* 8 per field: the per-field tiles */
+    struct tdb_buf *allmins, *allmaxs;
+    struct tdb_error *err;
+};
+
+/* Appends o->p as a generic tile and records where it starts in *off. */
+static int fmw_file_put(struct fmw_file *o, struct tdb_buf *p, uint64_t *off)
+{
+    return fmw_gt(o->pipe, o->key, p, &o->file, off, o->err);
+}
+
+/* Per field: tile offsets, var offsets, var sizes, validity offsets, the
+ * mins, the maxs, the sums and the null counts. */
+static int fmw_file_fields(const struct tdb_fmw *w, struct fmw_file *o)
+{
+    uint32_t n = w->nfields;
+    uint64_t ntiles = o->ntiles;
+    int rc = 0;
+    for (int list = 0; list < 4 && rc == 0; list++)
+        for (uint32_t i = 0; i < n && rc == 0; i++) {
+            const struct fmw_field *f = &w->f[i];
+            const struct fmw_u64s *l = list == 0 ? &f->offs
+                                       : list == 1 ? &f->var_offs
+                                       : list == 2 ? &f->var_sizes
+                                                   : &f->val_offs;
+            tdb_buf_reset(&o->p);
+            rc = fmw_put_list(&o->p, l, ntiles);
+            if (!rc)
+                rc = fmw_file_put(o, &o->p, &o->goff[list * n + i]);
+        }
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        rc = fmw_put_minmax(w, &w->f[i], false, o->cpt, ntiles,
+                            &o->allmins[i]);
+        if (!rc)
+            rc = fmw_file_put(o, &o->allmins[i], &o->goff[4 * n + i]);
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        rc = fmw_put_minmax(w, &w->f[i], true, o->cpt, ntiles,
+                            &o->allmaxs[i]);
+        if (!rc)
+            rc = fmw_file_put(o, &o->allmaxs[i], &o->goff[5 * n + i]);
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        const struct fmw_field *f = &w->f[i];
+        bool has = f->has_md && f->has_sum && !f->var;
+        tdb_buf_reset(&o->p);
+        rc = tdb_buf_put_u64(&o->p, has ? ntiles : 0);
+        for (uint64_t t = 0; has && t < ntiles && rc == 0; t++)
+            rc = tdb_buf_put_u64(&o->p, f->ntiles == ntiles
+                                            ? tdb_le64(f->sums.data + 8 * t)
+                                            : 0);
+        if (!rc)
+            rc = fmw_file_put(o, &o->p, &o->goff[6 * n + i]);
+    }
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        const struct fmw_field *f = &w->f[i];
+        bool has = f->has_md && f->nullable;
+        tdb_buf_reset(&o->p);
+        rc = fmw_put_list(&o->p, &f->nulls, has ? ntiles : 0);
+        if (!rc)
+            rc = fmw_file_put(o, &o->p, &o->goff[7 * n + i]);
+    }
+    return rc;
+}
+
+/* The fragment's own metadata and its processed delete conditions. */
+static int fmw_file_fragment(const struct tdb_fmw *w, struct fmw_file *o)
+{
+    int rc = 0;
+    tdb_buf_reset(&o->p);
+    for (uint32_t i = 0; i < w->nfields && rc == 0; i++) {
+        struct fmw_field_tiles ft = {
+            .w = w, .f = &w->f[i], .cpt = o->cpt, .ntiles = o->ntiles,
+            .tmins = &o->allmins[i], .tmaxs = &o->allmaxs[i],
+        };
+        rc = fmw_put_fragment_md(&ft, &o->p);
+    }
+    if (!rc)
+        rc = fmw_file_put(o, &o->p, &o->frag_off);
+    if (rc)
+        return rc;
+    tdb_buf_reset(&o->p);
+    rc = tdb_buf_put_u64(&o->p, w->nprocessed);
+    for (size_t i = 0; i < w->nprocessed && rc == 0; i++) {
+        size_t len = strlen(w->processed[i]);
+        rc = tdb_buf_put_u64(&o->p, len);
+        if (!rc)
+            rc = tdb_buf_append(&o->p, w->processed[i], len);
+    }
+    if (!rc)
+        rc = fmw_file_put(o, &o->p, &o->proc_off);
+    return rc;
+}
+
+/* The footer: what the fragment is, its file sizes and where its generic
+ * tiles start. */
+static int fmw_file_footer(const struct tdb_fmw *w, struct fmw_file *o)
+{
+    const struct tdb_schema *s = w->s;
+    struct tdb_buf *file = &o->file;
+    uint32_t n = w->nfields;
+    size_t foot = file->len, nlen = strlen(w->schema_name);
+    int rc = tdb_buf_put_u32(file, TDB_WRITE_VERSION);
+    if (!rc)
+        rc = tdb_buf_put_u64(file, nlen);
+    if (!rc)
+        rc = tdb_buf_append(file, w->schema_name, nlen);
+    if (!rc)
+        rc = tdb_buf_put_u8(file, w->dense ? 1 : 0);
+    if (!rc)
+        rc = tdb_buf_put_u8(file, 0);      /* non-empty domain set */
+    for (uint32_t d = 0; d < s->ndims && rc == 0; d++)
+        rc = fmw_put_range(file, &s->dims[d], &w->ned[d]);
+    if (!rc)
+        rc = tdb_buf_put_u64(file, w->dense ? 0 : o->ntiles);
+    if (!rc) {
+        uint64_t last = w->dense ? 0 : w->last_tile_cells;
+        if (last == 0)
+            last = w->dense ? o->cpt : s->capacity;
+        rc = tdb_buf_put_u64(file, last);
+    }
+    if (!rc)
+        rc = tdb_buf_put_u8(file, w->has_ts ? 1 : 0);
+    if (!rc)
+        rc = tdb_buf_put_u8(file, w->has_dm ? 1 : 0);
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        rc = tdb_buf_put_u64(file, w->f[i].fsize);
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        rc = tdb_buf_put_u64(file, w->f[i].fvar);
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        rc = tdb_buf_put_u64(file, w->f[i].fval);
+    if (!rc)
+        rc = tdb_buf_put_u64(file, o->rtree_off);
+    for (uint32_t i = 0; i < 8 * n && rc == 0; i++)
+        rc = tdb_buf_put_u64(file, o->goff[i]);
+    if (!rc)
+        rc = tdb_buf_put_u64(file, o->frag_off);
+    if (!rc)
+        rc = tdb_buf_put_u64(file, o->proc_off);
+    if (!rc)
+        rc = tdb_buf_put_u64(file, (uint64_t)(file->len - foot));
+    return rc;
+}
+
 int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
                       struct tdb_buf *out, struct tdb_error *err)
 {
     if (!w || !out)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: nothing to "
                        "serialize");
-    const struct tdb_schema *s = w->s;
     uint32_t n = w->nfields;
-    uint64_t ntiles, cpt = 0;
-    if (w->dense) {
-        struct fmw_dense geo;
-        int rc = fmw_dense_geometry(w, &geo, err);
-        if (rc)
-            return rc;
-        ntiles = geo.tiles;
-        cpt = geo.cells_per_tile;
-    } else {
-        ntiles = w->sparse_tiles ? w->sparse_tiles : w->nmbrs;
-        if (!w->ned_set)
-            return tdb_err(err, TDB_E_INVAL, "fragment metadata: the sparse "
-                           "fragment has no non-empty domain");
-    }
-    for (uint32_t i = 0; i < n; i++)
-        if (w->f[i].stores_tiles && w->f[i].ntiles != ntiles) {
-            uint32_t api = i < s->nattrs ? i : i - 1;
-            return tdb_err(err, TDB_E_INVAL, "fragment metadata: field %s "
-                           "has %llu tiles, the fragment %llu",
-                           fmw_field_name(w, api),
-                           (unsigned long long)w->f[i].ntiles,
-                           (unsigned long long)ntiles);
-        }
+    struct fmw_file o = {.key = key, .err = err};
+    int rc = fmw_tile_count(w, &o.ntiles, &o.cpt, err);
+    if (rc)
+        return rc;
 
     struct tdb_filter gz = {0};
     gz.type = TDB_FILTER_GZIP;
@@ -1648,141 +1900,34 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
     if (!gz.ops)
         return tdb_err(err, TDB_E_UNSUPPORTED, "fragment metadata: no GZIP "
                        "filter");
+    o.pipe = &pipe;
 
-    uint64_t rtree_off = 0, *goff = calloc((size_t)n * 8, sizeof *goff);
-    uint64_t frag_off = 0, proc_off = 0;
-    struct tdb_buf p = {0}, file = {0};
-    struct tdb_buf *allmins = calloc(n, sizeof *allmins);
-    struct tdb_buf *allmaxs = calloc(n, sizeof *allmaxs);
-    int rc = (!goff || !allmins || !allmaxs) ? TDB_E_NOMEM : 0;
-
-    if (!rc) {
-        rc = fmw_rtree(w, ntiles, &p, err);
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &p, &file, &rtree_off, err);
-    }
-    /* per-field lists: tile offsets, var offsets, var sizes, validity */
-    for (int list = 0; list < 4 && rc == 0; list++)
-        for (uint32_t i = 0; i < n && rc == 0; i++) {
-            const struct fmw_field *f = &w->f[i];
-            const struct fmw_u64s *l = list == 0 ? &f->offs
-                                       : list == 1 ? &f->var_offs
-                                       : list == 2 ? &f->var_sizes
-                                                   : &f->val_offs;
-            tdb_buf_reset(&p);
-            rc = fmw_put_list(&p, l, ntiles);
-            if (!rc)
-                rc = fmw_gt(&pipe, key, &p, &file, &goff[list * n + i], err);
-        }
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
-        rc = fmw_put_minmax(w, &w->f[i], false, cpt, ntiles, &allmins[i]);
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &allmins[i], &file, &goff[4 * n + i],
-                        err);
-    }
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
-        rc = fmw_put_minmax(w, &w->f[i], true, cpt, ntiles, &allmaxs[i]);
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &allmaxs[i], &file, &goff[5 * n + i],
-                        err);
-    }
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
-        const struct fmw_field *f = &w->f[i];
-        bool has = f->has_md && f->has_sum && !f->var;
-        tdb_buf_reset(&p);
-        rc = tdb_buf_put_u64(&p, has ? ntiles : 0);
-        for (uint64_t t = 0; has && t < ntiles && rc == 0; t++)
-            rc = tdb_buf_put_u64(&p, f->ntiles == ntiles
-                                         ? tdb_le64(f->sums.data + 8 * t)
-                                         : 0);
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &p, &file, &goff[6 * n + i], err);
-    }
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
-        const struct fmw_field *f = &w->f[i];
-        bool has = f->has_md && f->nullable;
-        tdb_buf_reset(&p);
-        rc = fmw_put_list(&p, &f->nulls, has ? ntiles : 0);
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &p, &file, &goff[7 * n + i], err);
-    }
-    if (!rc) {
-        tdb_buf_reset(&p);
-        for (uint32_t i = 0; i < n && rc == 0; i++)
-            rc = fmw_put_fragment_md(w, &w->f[i], cpt, ntiles, &allmins[i],
-                                     &allmaxs[i], &p);
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &p, &file, &frag_off, err);
-    }
-    if (!rc) {                  /* processed delete conditions */
-        tdb_buf_reset(&p);
-        rc = tdb_buf_put_u64(&p, w->nprocessed);
-        for (size_t i = 0; i < w->nprocessed && rc == 0; i++) {
-            size_t len = strlen(w->processed[i]);
-            rc = tdb_buf_put_u64(&p, len);
-            if (!rc)
-                rc = tdb_buf_append(&p, w->processed[i], len);
-        }
-        if (!rc)
-            rc = fmw_gt(&pipe, key, &p, &file, &proc_off, err);
-    }
-
-    /* the footer */
-    size_t foot = file.len;
-    if (!rc) {
-        size_t nlen = strlen(w->schema_name);
-        rc = tdb_buf_put_u32(&file, TDB_WRITE_VERSION);
-        if (!rc)
-            rc = tdb_buf_put_u64(&file, nlen);
-        if (!rc)
-            rc = tdb_buf_append(&file, w->schema_name, nlen);
-        if (!rc)
-            rc = tdb_buf_put_u8(&file, w->dense ? 1 : 0);
-        if (!rc)
-            rc = tdb_buf_put_u8(&file, 0);      /* non-empty domain set */
-        for (uint32_t d = 0; d < s->ndims && rc == 0; d++)
-            rc = fmw_put_range(&file, &s->dims[d], &w->ned[d]);
-        if (!rc)
-            rc = tdb_buf_put_u64(&file, w->dense ? 0 : ntiles);
-        if (!rc) {
-            uint64_t last = w->dense ? 0 : w->last_tile_cells;
-            if (last == 0)
-                last = w->dense ? cpt : s->capacity;
-            rc = tdb_buf_put_u64(&file, last);
-        }
-        if (!rc)
-            rc = tdb_buf_put_u8(&file, w->has_ts ? 1 : 0);
-        if (!rc)
-            rc = tdb_buf_put_u8(&file, w->has_dm ? 1 : 0);
-        for (uint32_t i = 0; i < n && rc == 0; i++)
-            rc = tdb_buf_put_u64(&file, w->f[i].fsize);
-        for (uint32_t i = 0; i < n && rc == 0; i++)
-            rc = tdb_buf_put_u64(&file, w->f[i].fvar);
-        for (uint32_t i = 0; i < n && rc == 0; i++)
-            rc = tdb_buf_put_u64(&file, w->f[i].fval);
-        if (!rc)
-            rc = tdb_buf_put_u64(&file, rtree_off);
-        for (uint32_t i = 0; i < 8 * n && rc == 0; i++)
-            rc = tdb_buf_put_u64(&file, goff[i]);
-        if (!rc)
-            rc = tdb_buf_put_u64(&file, frag_off);
-        if (!rc)
-            rc = tdb_buf_put_u64(&file, proc_off);
-        if (!rc)
-            rc = tdb_buf_put_u64(&file, (uint64_t)(file.len - foot));
-    }
+    o.goff = calloc((size_t)n * 8, sizeof *o.goff);
+    o.allmins = calloc(n, sizeof *o.allmins);
+    o.allmaxs = calloc(n, sizeof *o.allmaxs);
+    rc = (!o.goff || !o.allmins || !o.allmaxs) ? TDB_E_NOMEM : 0;
     if (!rc)
-        rc = tdb_buf_append(out, file.data, file.len);
+        rc = fmw_rtree(w, o.ntiles, &o.p, err);
+    if (!rc)
+        rc = fmw_file_put(&o, &o.p, &o.rtree_off);
+    if (!rc)
+        rc = fmw_file_fields(w, &o);
+    if (!rc)
+        rc = fmw_file_fragment(w, &o);
+    if (!rc)
+        rc = fmw_file_footer(w, &o);
+    if (!rc)
+        rc = tdb_buf_append(out, o.file.data, o.file.len);
 
-    tdb_buf_free(&p);
-    tdb_buf_free(&file);
-    for (uint32_t i = 0; allmins && i < n; i++)
-        tdb_buf_free(&allmins[i]);
-    for (uint32_t i = 0; allmaxs && i < n; i++)
-        tdb_buf_free(&allmaxs[i]);
-    free(allmins);
-    free(allmaxs);
-    free(goff);
+    tdb_buf_free(&o.p);
+    tdb_buf_free(&o.file);
+    for (uint32_t i = 0; o.allmins && i < n; i++)
+        tdb_buf_free(&o.allmins[i]);
+    for (uint32_t i = 0; o.allmaxs && i < n; i++)
+        tdb_buf_free(&o.allmaxs[i]);
+    free(o.allmins);
+    free(o.allmaxs);
+    free(o.goff);
     if (rc == TDB_E_NOMEM)
         return tdb_err(err, rc, "fragment metadata: out of memory");
     return rc;

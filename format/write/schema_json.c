@@ -441,8 +441,135 @@ static uint8_t sj_compressor(unsigned type)
     }
 }
 
-static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
-                     struct tdb_error *err)
+/* DELTA's and DOUBLE_DELTA's "reinterpret_datatype" (ANY, the default, is
+ * no reinterpretation). */
+static int sj_filter_reinterpret(json_t *o, const struct sj_where *w,
+                                 struct tdb_filter *f, struct tdb_error *err)
+{
+    json_t *v = json_object_get(o, "reinterpret_datatype");
+    struct sj_where k;
+    unsigned rt = TDB_ANY;
+    int rc;
+    if (!v || json_is_null(v))
+        return 0;
+    sj_at(&k, w, "reinterpret_datatype");
+    if (!json_is_string(v))
+        return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype name");
+    /* ANY (the default: no reinterpretation) is a name here */
+    if (strcmp(json_string_value(v), "ANY") &&
+        (rc = sj_type_name(json_string_value(v), &k, &rt, err)))
+        return rc;
+    f->reinterpret_type = (uint8_t)rt;
+    return 0;
+}
+
+/* A compressor's "level". */
+static int sj_filter_level(json_t *o, const struct sj_where *w,
+                           struct tdb_filter *f, struct tdb_error *err)
+{
+    json_t *v = json_object_get(o, "level");
+    struct sj_where k;
+    bool neg;
+    uint64_t mag;
+    int rc;
+    f->level = SJ_LEVEL;
+    if (!v || json_is_null(v))
+        return 0;
+    sj_at(&k, w, "level");
+    if ((rc = sj_int(v, &k, &neg, &mag, err)))
+        return rc;
+    if (mag > INT32_MAX)
+        return sj_bad(err, TDB_E_INVAL, &k, "out of range");
+    f->level = neg ? -(int32_t)mag : (int32_t)mag;
+    return 0;
+}
+
+/* BIT_WIDTH_REDUCTION's and POSITIVE_DELTA's "max_window". */
+static int sj_filter_window(json_t *o, const struct sj_where *w,
+                            struct tdb_filter *f, struct tdb_error *err)
+{
+    uint64_t mw = SJ_MAX_WINDOW;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    sj_at(&k, w, "max_window");
+    if ((v = json_object_get(o, "max_window")) && !json_is_null(v) &&
+        (rc = sj_uint(v, &k, UINT32_MAX, &mw, err)))
+        return rc;
+    if (mw == 0)
+        return sj_bad(err, TDB_E_INVAL, &k, "must not be 0");
+    f->max_window = (uint32_t)mw;
+    return 0;
+}
+
+/* SCALE_FLOAT's "scale", "offset" and "byte_width". */
+static int sj_filter_scale(json_t *o, const struct sj_where *w,
+                           struct tdb_filter *f, struct tdb_error *err)
+{
+    uint64_t bw = 8;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    f->scale = 1.0;
+    f->offset = 0.0;
+    sj_at(&k, w, "scale");
+    if ((v = json_object_get(o, "scale")) &&
+        (rc = sj_double(v, &k, &f->scale, err)))
+        return rc;
+    sj_at(&k, w, "offset");
+    if ((v = json_object_get(o, "offset")) &&
+        (rc = sj_double(v, &k, &f->offset, err)))
+        return rc;
+    sj_at(&k, w, "byte_width");
+    if ((v = json_object_get(o, "byte_width")) &&
+        (rc = sj_uint(v, &k, 8, &bw, err)))
+        return rc;
+    if (bw != 1 && bw != 2 && bw != 4 && bw != 8)
+        return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
+                      "4 or 8", bw);
+    f->byte_width = bw;
+    return 0;
+}
+
+/* WEBP's "quality", "format" and "lossless"; the tile extents come from
+ * the schema (sj_webp_extents). */
+static int sj_filter_webp(json_t *o, const struct sj_where *w,
+                          struct tdb_filter *f, struct tdb_error *err)
+{
+    struct tdb_webp_options *opt = tdb_webp_options_edit(f);
+    double q = 100.0;
+    const char *fmt;
+    bool lossless;
+    struct sj_where k;
+    json_t *v;
+    int rc;
+    sj_at(&k, w, "quality");
+    if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
+        (rc = sj_double(v, &k, &q, err)))
+        return rc;
+    if (!(q >= 0.0 && q <= 100.0))
+        return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
+    opt->quality = (float)q;
+    if ((rc = sj_str(o, "format", true, w, &fmt, err)))
+        return rc;
+    for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
+        if (!strcasecmp(fmt, tdb_webp_format_name(i)))
+            opt->format = (uint8_t)i;
+    sj_at(&k, w, "format");
+    if (!opt->format)
+        return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
+                      "RGBA or BGRA", fmt);
+    if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
+        return rc;
+    opt->lossless = lossless;
+    return 0;
+}
+
+/* The options of filter f from o, and the keys o may hold. */
+static int sj_filter_options(json_t *o, const struct sj_where *w,
+                             struct tdb_filter *f,
+                             const char *const **known,
+                             struct tdb_error *err)
 {
     static const char *const k_none[] = {"type", NULL};
     static const char *const k_comp[] = {"type", "level", NULL};
@@ -453,9 +580,41 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
                                           "byte_width", NULL};
     static const char *const k_webp[] = {"type", "quality", "format",
                                          "lossless", NULL};
+    int rc;
+    *known = k_none;
+    switch (f->type) {
+    case TDB_FILTER_DELTA:
+    case TDB_FILTER_DOUBLE_DELTA:
+        *known = k_delta;
+        if ((rc = sj_filter_reinterpret(o, w, f, err)))
+            return rc;
+        return sj_filter_level(o, w, f, err);
+    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
+    case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
+        *known = k_comp;
+        return sj_filter_level(o, w, f, err);
+    case TDB_FILTER_BIT_WIDTH_REDUCTION:
+    case TDB_FILTER_POSITIVE_DELTA:
+        *known = k_window;
+        return sj_filter_window(o, w, f, err);
+    case TDB_FILTER_SCALE_FLOAT:
+        *known = k_scale;
+        return sj_filter_scale(o, w, f, err);
+    case TDB_FILTER_WEBP:
+        *known = k_webp;
+        return sj_filter_webp(o, w, f, err);
+    default:
+        return 0;
+    }
+}
+
+/* One filter of a pipeline from its object.  On failure f holds nothing. */
+static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
+                     struct tdb_error *err)
+{
+    const char *const *known;
     const char *name;
     struct sj_where k;
-    json_t *v;
     int rc;
     if (!json_is_object(o))
         return sj_bad(err, TDB_E_INVAL, w, "expected an object");
@@ -473,113 +632,15 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
     if (t == TDB_FILTER_AES_256_GCM)
         return sj_bad(err, TDB_E_INVAL, &k, "AES_256_GCM is not a filter of "
                       "a schema (give the key when creating the array)");
-    memset(f, 0, sizeof *f);
-    f->type = (uint8_t)t;
-    f->ops = tdb_filter_lookup(t);
-    f->reinterpret_type = TDB_ANY;
+    if (tdb_filter_init(f, t))
+        return sj_nomem(err);
     f->compressor = sj_compressor(t);
-    const char *const *known = k_none;
-    switch (t) {
-    case TDB_FILTER_DELTA:
-    case TDB_FILTER_DOUBLE_DELTA:
-        known = k_delta;
-        if ((v = json_object_get(o, "reinterpret_datatype")) &&
-            !json_is_null(v)) {
-            unsigned rt = TDB_ANY;
-            sj_at(&k, w, "reinterpret_datatype");
-            if (!json_is_string(v))
-                return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype "
-                              "name");
-            /* ANY (the default: no reinterpretation) is a name here */
-            if (strcmp(json_string_value(v), "ANY") &&
-                (rc = sj_type_name(json_string_value(v), &k, &rt, err)))
-                return rc;
-            f->reinterpret_type = (uint8_t)rt;
-        }
-        /* fall through */
-    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
-    case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
-        if (known == k_none)
-            known = k_comp;
-        f->level = SJ_LEVEL;
-        if ((v = json_object_get(o, "level")) && !json_is_null(v)) {
-            bool neg;
-            uint64_t mag;
-            sj_at(&k, w, "level");
-            if ((rc = sj_int(v, &k, &neg, &mag, err)))
-                return rc;
-            if (mag > INT32_MAX)
-                return sj_bad(err, TDB_E_INVAL, &k, "out of range");
-            f->level = neg ? -(int32_t)mag : (int32_t)mag;
-        }
-        break;
-    case TDB_FILTER_BIT_WIDTH_REDUCTION:
-    case TDB_FILTER_POSITIVE_DELTA: {
-        uint64_t mw = SJ_MAX_WINDOW;
-        known = k_window;
-        sj_at(&k, w, "max_window");
-        if ((v = json_object_get(o, "max_window")) && !json_is_null(v) &&
-            (rc = sj_uint(v, &k, UINT32_MAX, &mw, err)))
-            return rc;
-        if (mw == 0)
-            return sj_bad(err, TDB_E_INVAL, &k, "must not be 0");
-        f->max_window = (uint32_t)mw;
-        break;
-    }
-    case TDB_FILTER_SCALE_FLOAT: {
-        uint64_t bw = 8;
-        known = k_scale;
-        f->scale = 1.0;
-        f->offset = 0.0;
-        sj_at(&k, w, "scale");
-        if ((v = json_object_get(o, "scale")) &&
-            (rc = sj_double(v, &k, &f->scale, err)))
-            return rc;
-        sj_at(&k, w, "offset");
-        if ((v = json_object_get(o, "offset")) &&
-            (rc = sj_double(v, &k, &f->offset, err)))
-            return rc;
-        sj_at(&k, w, "byte_width");
-        if ((v = json_object_get(o, "byte_width")) &&
-            (rc = sj_uint(v, &k, 8, &bw, err)))
-            return rc;
-        if (bw != 1 && bw != 2 && bw != 4 && bw != 8)
-            return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
-                          "4 or 8", bw);
-        f->byte_width = bw;
-        break;
-    }
-    case TDB_FILTER_WEBP: {
-        /* the tile extents come from the schema (sj_webp_extents) */
-        double q = 100.0;
-        const char *fmt;
-        bool lossless;
-        known = k_webp;
-        sj_at(&k, w, "quality");
-        if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
-            (rc = sj_double(v, &k, &q, err)))
-            return rc;
-        if (!(q >= 0.0 && q <= 100.0))
-            return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
-        f->webp_quality = (float)q;
-        if ((rc = sj_str(o, "format", true, w, &fmt, err)))
-            return rc;
-        for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
-            if (!strcasecmp(fmt, tdb_webp_format_name(i)))
-                f->webp_format = (uint8_t)i;
-        sj_at(&k, w, "format");
-        if (!f->webp_format)
-            return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
-                          "RGBA or BGRA", fmt);
-        if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
-            return rc;
-        f->webp_lossless = lossless;
-        break;
-    }
-    default:
-        break;
-    }
-    return sj_known_keys(o, known, w, err);
+    rc = sj_filter_options(o, w, f, &known, err);
+    if (!rc)
+        rc = sj_known_keys(o, known, w, err);
+    if (rc)
+        tdb_filter_release(f);
+    return rc;
 }
 
 /* A pipeline from an array of filters; absent or null: `def` (may be NULL
@@ -748,27 +809,13 @@ static int sj_hex(const char *s, uint8_t **out, uint64_t *size)
     return 0;
 }
 
-static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
-                   struct tdb_error *err)
+/* An attribute's "enumeration" and "cell_val_num". */
+static int sj_attr_shape(json_t *o, const struct sj_where *w,
+                         struct tdb_attr *a, struct tdb_error *err)
 {
-    static const char *const known[] = {"name", "datatype", "cell_val_num",
-                                        "nullable", "fill_hex",
-                                        "fill_validity", "enumeration",
-                                        "filters", "filters_max_chunk_size",
-                                        NULL};
-    const char *name, *hex;
     struct sj_where k;
     json_t *v;
     int rc;
-    if (!json_is_object(o))
-        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
-    if ((rc = sj_known_keys(o, known, w, err)) ||
-        (rc = sj_str(o, "name", true, w, &name, err)))
-        return rc;
-    if (!(a->name = strdup(name)))
-        return sj_nomem(err);
-    if ((rc = sj_datatype(o, w, &a->type, err)))
-        return rc;
     sj_at(&k, w, "enumeration");
     if ((v = json_object_get(o, "enumeration")) && !json_is_null(v)) {
         if (!json_is_string(v))
@@ -778,21 +825,30 @@ static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
     }
     a->cell_val_num = 1;
     sj_at(&k, w, "cell_val_num");
-    if ((v = json_object_get(o, "cell_val_num")) && !json_is_null(v)) {
-        uint64_t n;
-        if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
-            a->cell_val_num = TDB_VAR_NUM;
-        } else {
-            if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
-                return rc;
-            if (n == 0)
-                return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1 "
-                              "(or \"var\")");
-            a->cell_val_num = (uint32_t)n;
-        }
+    if (!(v = json_object_get(o, "cell_val_num")) || json_is_null(v))
+        return 0;
+    if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+        a->cell_val_num = TDB_VAR_NUM;
+        return 0;
     }
-    if ((rc = sj_bool(o, "nullable", false, w, &a->nullable, err)))
+    uint64_t n;
+    if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
         return rc;
+    if (n == 0)
+        return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1 (or \"var\")");
+    a->cell_val_num = (uint32_t)n;
+    return 0;
+}
+
+/* An attribute's "fill_hex" (absent: TileDB's default fill of its type)
+ * and "fill_validity". */
+static int sj_attr_fill(json_t *o, const struct sj_where *w,
+                        struct tdb_attr *a, struct tdb_error *err)
+{
+    const char *hex;
+    struct sj_where k;
+    json_t *v;
+    int rc;
     uint64_t fv = 0;
     sj_at(&k, w, "fill_validity");
     if ((v = json_object_get(o, "fill_validity")) && !json_is_null(v)) {
@@ -807,33 +863,56 @@ static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
     sj_at(&k, w, "fill_hex");
     uint64_t cell = (uint64_t)tdb_dt_size(a->type) *
                     (a->cell_val_num == TDB_VAR_NUM ? 1 : a->cell_val_num);
-    if (hex) {
-        rc = sj_hex(hex, &a->fill, &a->fill_size);
-        if (rc == TDB_E_NOMEM)
-            return sj_nomem(err);
-        if (rc)
-            return sj_bad(err, TDB_E_INVAL, &k, "expected an even number of "
-                          "hex digits");
-        if (a->fill_size == 0)
-            return sj_bad(err, TDB_E_INVAL, &k, "a fill value has at least "
-                          "one byte");
-        if (a->cell_val_num != TDB_VAR_NUM && a->fill_size != cell)
-            return sj_bad(err, TDB_E_INVAL, &k, "holds %" PRIu64 " bytes; a "
-                          "cell of %u %s values is %" PRIu64, a->fill_size,
-                          a->cell_val_num, tdb_dt_name(a->type), cell);
-        if (a->cell_val_num == TDB_VAR_NUM &&
-            a->fill_size % tdb_dt_size(a->type))
-            return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " bytes are not "
-                          "whole %s values", a->fill_size,
-                          tdb_dt_name(a->type));
-    } else {
+    if (!hex) {
         unsigned sz = tdb_dt_size(a->type);
         if (!(a->fill = malloc((size_t)cell)))
             return sj_nomem(err);
         for (uint64_t i = 0; i < cell / sz; i++)
             tdb_dt_default_fill(a->type, a->fill + i * sz);
         a->fill_size = cell;
+        return 0;
     }
+    rc = sj_hex(hex, &a->fill, &a->fill_size);
+    if (rc == TDB_E_NOMEM)
+        return sj_nomem(err);
+    if (rc)
+        return sj_bad(err, TDB_E_INVAL, &k, "expected an even number of "
+                      "hex digits");
+    if (a->fill_size == 0)
+        return sj_bad(err, TDB_E_INVAL, &k, "a fill value has at least "
+                      "one byte");
+    if (a->cell_val_num != TDB_VAR_NUM && a->fill_size != cell)
+        return sj_bad(err, TDB_E_INVAL, &k, "holds %" PRIu64 " bytes; a "
+                      "cell of %u %s values is %" PRIu64, a->fill_size,
+                      a->cell_val_num, tdb_dt_name(a->type), cell);
+    if (a->cell_val_num == TDB_VAR_NUM && a->fill_size % tdb_dt_size(a->type))
+        return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " bytes are not "
+                      "whole %s values", a->fill_size, tdb_dt_name(a->type));
+    return 0;
+}
+
+static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
+                   struct tdb_error *err)
+{
+    static const char *const known[] = {"name", "datatype", "cell_val_num",
+                                        "nullable", "fill_hex",
+                                        "fill_validity", "enumeration",
+                                        "filters", "filters_max_chunk_size",
+                                        NULL};
+    const char *name;
+    int rc;
+    if (!json_is_object(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
+    if ((rc = sj_known_keys(o, known, w, err)) ||
+        (rc = sj_str(o, "name", true, w, &name, err)))
+        return rc;
+    if (!(a->name = strdup(name)))
+        return sj_nomem(err);
+    if ((rc = sj_datatype(o, w, &a->type, err)) ||
+        (rc = sj_attr_shape(o, w, a, err)) ||
+        (rc = sj_bool(o, "nullable", false, w, &a->nullable, err)) ||
+        (rc = sj_attr_fill(o, w, a, err)))
+        return rc;
     return sj_pipeline(o, "filters", w, NULL, &a->filters, err);
 }
 
@@ -911,6 +990,103 @@ static int sj_layout(json_t *obj, const char *key, bool cell,
     return 0;
 }
 
+/* A new enumeration file name: __<32 hex>_0, as TileDB names them. */
+static int sj_enum_path(struct tdb_enumeration *en, struct tdb_error *err)
+{
+    uint8_t rnd[16];
+    char file[64];
+    int rr = tdb_random(rnd, sizeof rnd, err);
+    if (rr)
+        return tdb_err_ctx(err, rr, "enumeration '%s': its file name",
+                           en->name);
+    snprintf(file, sizeof file, "__");
+    for (int b = 0; b < 16; b++)
+        snprintf(file + 2 + 2 * b, 3, "%02x", rnd[b]);
+    strcat(file, "_0");
+    if (!(en->path = strdup(file)))
+        return sj_nomem(err);
+    return 0;
+}
+
+/* An enumeration's "cell_val_num". */
+static int sj_enum_cvn(json_t *e, const struct sj_where *ew,
+                       struct tdb_enumeration *en, struct tdb_error *err)
+{
+    json_t *v = json_object_get(e, "cell_val_num");
+    struct sj_where k;
+    int rc;
+    en->cell_val_num = 1;
+    sj_at(&k, ew, "cell_val_num");
+    if (v && json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+        en->cell_val_num = TDB_VAR_NUM;
+    } else if (v && !json_is_null(v)) {
+        uint64_t cv;
+        if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &cv, err)))
+            return rc;
+        if (!cv)
+            return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1");
+        en->cell_val_num = (uint32_t)cv;
+    }
+    return 0;
+}
+
+/* An enumeration's values: "data_hex" and, var-sized, "offsets_hex". */
+static int sj_enum_values(json_t *e, const struct sj_where *ew,
+                          struct tdb_enumeration *en, struct tdb_error *err)
+{
+    const char *hex;
+    struct sj_where k;
+    int rc;
+    if ((rc = sj_str(e, "data_hex", true, ew, &hex, err)))
+        return rc;
+    sj_at(&k, ew, "data_hex");
+    if (sj_hex(hex, &en->data, &en->data_size))
+        return sj_bad(err, TDB_E_INVAL, &k, "not hexadecimal bytes");
+    if (en->cell_val_num != TDB_VAR_NUM) {
+        uint64_t cell = (uint64_t)tdb_dt_size(en->type) * en->cell_val_num;
+        if (!cell || en->data_size % cell)
+            return sj_bad(err, TDB_E_INVAL, &k, "not whole values");
+        return 0;
+    }
+    if ((rc = sj_str(e, "offsets_hex", true, ew, &hex, err)))
+        return rc;
+    sj_at(&k, ew, "offsets_hex");
+    if (sj_hex(hex, &en->offsets, &en->offsets_size) || en->offsets_size % 8)
+        return sj_bad(err, TDB_E_INVAL, &k, "not uint64 offsets");
+    for (uint64_t j = 0; j < en->offsets_size / 8; j++) {
+        uint64_t off = tdb_le64(en->offsets + 8 * j);
+        if (off > en->data_size ||
+            (j && off < tdb_le64(en->offsets + 8 * (j - 1))))
+            return sj_bad(err, TDB_E_INVAL, &k, "offset %llu of value "
+                          "%llu out of order or past the data",
+                          (unsigned long long)off, (unsigned long long)j);
+    }
+    return 0;
+}
+
+/* One enumeration from its object. */
+static int sj_enumeration(json_t *e, const struct sj_where *ew,
+                          struct tdb_enumeration *en, struct tdb_error *err)
+{
+    static const char *const known[] = {"name", "datatype", "cell_val_num",
+                                        "ordered", "data_hex", "offsets_hex",
+                                        NULL};
+    const char *name;
+    int rc;
+    if (!json_is_object(e))
+        return sj_bad(err, TDB_E_INVAL, ew, "expected an object");
+    if ((rc = sj_known_keys(e, known, ew, err)) ||
+        (rc = sj_str(e, "name", true, ew, &name, err)) ||
+        (rc = sj_datatype(e, ew, &en->type, err)) ||
+        (rc = sj_bool(e, "ordered", false, ew, &en->ordered, err)))
+        return rc;
+    if (!(en->name = strdup(name)))
+        return sj_nomem(err);
+    if ((rc = sj_enum_path(en, err)) || (rc = sj_enum_cvn(e, ew, en, err)))
+        return rc;
+    return sj_enum_values(e, ew, en, err);
+}
+
 /* "enumerations": [{"name", "datatype", "cell_val_num", "ordered",
  * "data_hex", "offsets_hex"}] as json.c writes them; each gets a new file
  * name __<32 hex>_0 under __schema/__enumerations, as TileDB names them.
@@ -918,9 +1094,6 @@ static int sj_layout(json_t *obj, const char *key, bool cell,
 static int sj_enumerations(json_t *o, const struct sj_where *w,
                            struct tdb_schema *s, struct tdb_error *err)
 {
-    static const char *const known[] = {"name", "datatype", "cell_val_num",
-                                        "ordered", "data_hex", "offsets_hex",
-                                        NULL};
     size_t n = o && !json_is_null(o) ? json_array_size(o) : 0;
     int rc;
     if (o && !json_is_null(o) && !json_is_array(o))
@@ -931,75 +1104,15 @@ static int sj_enumerations(json_t *o, const struct sj_where *w,
         return sj_nomem(err);
     s->nenums = (uint32_t)n;
     for (uint32_t i = 0; i < s->nenums; i++) {
-        json_t *e = json_array_get(o, i);
-        struct tdb_enumeration *en = &s->enums[i];
-        struct sj_where ew, k;
-        const char *name, *hex;
+        struct sj_where ew;
         sj_at(&ew, w, "[%u]", i);
-        if (!json_is_object(e))
-            return sj_bad(err, TDB_E_INVAL, &ew, "expected an object");
-        if ((rc = sj_known_keys(e, known, &ew, err)) ||
-            (rc = sj_str(e, "name", true, &ew, &name, err)) ||
-            (rc = sj_datatype(e, &ew, &en->type, err)) ||
-            (rc = sj_bool(e, "ordered", false, &ew, &en->ordered, err)))
+        if ((rc = sj_enumeration(json_array_get(o, i), &ew, &s->enums[i],
+                                 err)))
             return rc;
-        if (!(en->name = strdup(name)))
-            return sj_nomem(err);
-        uint8_t rnd[16];
-        char file[64];
-        int rr = tdb_random(rnd, sizeof rnd, err);
-        if (rr)
-            return tdb_err_ctx(err, rr, "enumeration '%s': its file name",
-                               en->name);
-        snprintf(file, sizeof file, "__");
-        for (int b = 0; b < 16; b++)
-            snprintf(file + 2 + 2 * b, 3, "%02x", rnd[b]);
-        strcat(file, "_0");
-        if (!(en->path = strdup(file)))
-            return sj_nomem(err);
-        en->cell_val_num = 1;
-        json_t *v = json_object_get(e, "cell_val_num");
-        sj_at(&k, &ew, "cell_val_num");
-        if (v && json_is_string(v) && !strcmp(json_string_value(v), "var")) {
-            en->cell_val_num = TDB_VAR_NUM;
-        } else if (v && !json_is_null(v)) {
-            uint64_t cv;
-            if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &cv, err)))
-                return rc;
-            if (!cv)
-                return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1");
-            en->cell_val_num = (uint32_t)cv;
-        }
-        if ((rc = sj_str(e, "data_hex", true, &ew, &hex, err)))
-            return rc;
-        sj_at(&k, &ew, "data_hex");
-        if (sj_hex(hex, &en->data, &en->data_size))
-            return sj_bad(err, TDB_E_INVAL, &k, "not hexadecimal bytes");
-        if (en->cell_val_num == TDB_VAR_NUM) {
-            if ((rc = sj_str(e, "offsets_hex", true, &ew, &hex, err)))
-                return rc;
-            sj_at(&k, &ew, "offsets_hex");
-            if (sj_hex(hex, &en->offsets, &en->offsets_size) ||
-                en->offsets_size % 8)
-                return sj_bad(err, TDB_E_INVAL, &k, "not uint64 offsets");
-            for (uint64_t j = 0; j < en->offsets_size / 8; j++) {
-                uint64_t off = tdb_le64(en->offsets + 8 * j);
-                if (off > en->data_size ||
-                    (j && off < tdb_le64(en->offsets + 8 * (j - 1))))
-                    return sj_bad(err, TDB_E_INVAL, &k, "offset %llu of value "
-                                  "%llu out of order or past the data",
-                                  (unsigned long long)off,
-                                  (unsigned long long)j);
-            }
-        } else {
-            uint64_t cell = (uint64_t)tdb_dt_size(en->type) * en->cell_val_num;
-            if (!cell || en->data_size % cell)
-                return sj_bad(err, TDB_E_INVAL, &k, "not whole values");
-        }
         for (uint32_t j = 0; j < i; j++)
-            if (!strcmp(s->enums[j].name, en->name))
+            if (!strcmp(s->enums[j].name, s->enums[i].name))
                 return sj_bad(err, TDB_E_INVAL, &ew, "a second enumeration "
-                              "named '%s'", en->name);
+                              "named '%s'", s->enums[i].name);
     }
     for (uint32_t a = 0; a < s->nattrs; a++) {
         const char *en = s->attrs[a].enumeration;
@@ -1011,6 +1124,78 @@ static int sj_enumerations(json_t *o, const struct sj_where *w,
                            "enumeration named '%s' in \"enumerations\"", a, en);
     }
     return 0;
+}
+
+/* "dims": at least one dimension. */
+static int sj_dims(json_t *o, const struct sj_where *top,
+                   struct tdb_schema *s, struct tdb_error *err)
+{
+    json_t *dims = json_object_get(o, "dims");
+    struct sj_where w;
+    int rc;
+    sj_at(&w, top, "dims");
+    if (!json_is_array(dims) || json_array_size(dims) == 0)
+        return sj_bad(err, TDB_E_INVAL, &w, "expected an array of at least "
+                      "one dimension");
+    if (json_array_size(dims) > UINT16_MAX)
+        return sj_bad(err, TDB_E_INVAL, &w, "too many dimensions");
+    s->ndims = (uint32_t)json_array_size(dims);
+    if (!(s->dims = calloc(s->ndims, sizeof *s->dims)))
+        return sj_nomem(err);
+    for (uint32_t i = 0; i < s->ndims; i++) {
+        struct sj_where dw;
+        sj_at(&dw, &w, "[%u]", i);
+        if ((rc = sj_dim(json_array_get(dims, i), &dw, &s->dims[i],
+                         &s->coords_filters, err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* "attrs" (absent or null: none). */
+static int sj_attrs(json_t *o, const struct sj_where *top,
+                    struct tdb_schema *s, struct tdb_error *err)
+{
+    json_t *attrs = json_object_get(o, "attrs");
+    struct sj_where w;
+    int rc;
+    sj_at(&w, top, "attrs");
+    if (attrs && !json_is_null(attrs) && !json_is_array(attrs))
+        return sj_bad(err, TDB_E_INVAL, &w, "expected an array");
+    size_t na = attrs ? json_array_size(attrs) : 0;
+    if (na > UINT16_MAX)
+        return sj_bad(err, TDB_E_INVAL, &w, "too many attributes");
+    if (!(s->attrs = calloc(na ? na : 1, sizeof *s->attrs)))
+        return sj_nomem(err);
+    s->nattrs = (uint32_t)na;
+    for (uint32_t i = 0; i < s->nattrs; i++) {
+        struct sj_where aw;
+        sj_at(&aw, &w, "[%u]", i);
+        if ((rc = sj_attr(json_array_get(attrs, i), &aw, &s->attrs[i], err)))
+            return rc;
+    }
+    return 0;
+}
+
+/* The coordinates', offsets' and validity pipelines, by default TileDB's:
+ * ZSTD for coordinates and offsets, RLE for validity. */
+static int sj_schema_pipelines(json_t *o, const struct sj_where *top,
+                               struct tdb_schema *s, struct tdb_error *err)
+{
+    struct tdb_filter zstd = {.type = TDB_FILTER_ZSTD, .compressor = 2,
+                              .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
+                              .ops = tdb_filter_lookup(TDB_FILTER_ZSTD)};
+    struct tdb_filter rle = {.type = TDB_FILTER_RLE, .compressor = 4,
+                             .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
+                             .ops = tdb_filter_lookup(TDB_FILTER_RLE)};
+    int rc;
+    if ((rc = sj_pipeline(o, "coords_filters", top, &zstd,
+                          &s->coords_filters, err)) ||
+        (rc = sj_pipeline(o, "offsets_filters", top, &zstd,
+                          &s->offsets_filters, err)))
+        return rc;
+    return sj_pipeline(o, "validity_filters", top, &rle,
+                       &s->validity_filters, err);
 }
 
 static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
@@ -1046,57 +1231,9 @@ static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
     if ((v = json_object_get(o, "capacity")) && !json_is_null(v) &&
         (rc = sj_uint(v, &w, UINT64_MAX, &s->capacity, err)))
         return rc;
-
-    /* TileDB's default pipelines: ZSTD for coordinates and offsets, RLE
-     * for validity. */
-    struct tdb_filter zstd = {.type = TDB_FILTER_ZSTD, .compressor = 2,
-                              .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
-                              .ops = tdb_filter_lookup(TDB_FILTER_ZSTD)};
-    struct tdb_filter rle = {.type = TDB_FILTER_RLE, .compressor = 4,
-                             .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
-                             .ops = tdb_filter_lookup(TDB_FILTER_RLE)};
-    if ((rc = sj_pipeline(o, "coords_filters", &top, &zstd,
-                          &s->coords_filters, err)) ||
-        (rc = sj_pipeline(o, "offsets_filters", &top, &zstd,
-                          &s->offsets_filters, err)) ||
-        (rc = sj_pipeline(o, "validity_filters", &top, &rle,
-                          &s->validity_filters, err)))
+    if ((rc = sj_schema_pipelines(o, &top, s, err)) ||
+        (rc = sj_dims(o, &top, s, err)) || (rc = sj_attrs(o, &top, s, err)))
         return rc;
-
-    json_t *dims = json_object_get(o, "dims");
-    sj_at(&w, &top, "dims");
-    if (!json_is_array(dims) || json_array_size(dims) == 0)
-        return sj_bad(err, TDB_E_INVAL, &w, "expected an array of at least "
-                      "one dimension");
-    if (json_array_size(dims) > UINT16_MAX)
-        return sj_bad(err, TDB_E_INVAL, &w, "too many dimensions");
-    s->ndims = (uint32_t)json_array_size(dims);
-    if (!(s->dims = calloc(s->ndims, sizeof *s->dims)))
-        return sj_nomem(err);
-    for (uint32_t i = 0; i < s->ndims; i++) {
-        struct sj_where dw;
-        sj_at(&dw, &w, "[%u]", i);
-        if ((rc = sj_dim(json_array_get(dims, i), &dw, &s->dims[i],
-                         &s->coords_filters, err)))
-            return rc;
-    }
-
-    json_t *attrs = json_object_get(o, "attrs");
-    sj_at(&w, &top, "attrs");
-    if (attrs && !json_is_null(attrs) && !json_is_array(attrs))
-        return sj_bad(err, TDB_E_INVAL, &w, "expected an array");
-    size_t na = attrs ? json_array_size(attrs) : 0;
-    if (na > UINT16_MAX)
-        return sj_bad(err, TDB_E_INVAL, &w, "too many attributes");
-    if (!(s->attrs = calloc(na ? na : 1, sizeof *s->attrs)))
-        return sj_nomem(err);
-    s->nattrs = (uint32_t)na;
-    for (uint32_t i = 0; i < s->nattrs; i++) {
-        struct sj_where aw;
-        sj_at(&aw, &w, "[%u]", i);
-        if ((rc = sj_attr(json_array_get(attrs, i), &aw, &s->attrs[i], err)))
-            return rc;
-    }
     sj_at(&w, &top, "enumerations");
     if ((rc = sj_enumerations(json_object_get(o, "enumerations"), &w, s, err)))
         return rc;
@@ -1344,9 +1481,10 @@ static void sj_webp_extents(struct tdb_schema *s)
     for (uint32_t i = 0; i < s->nattrs; i++)
         for (uint32_t j = 0; j < s->attrs[i].filters.n; j++) {
             struct tdb_filter *f = &s->attrs[i].filters.f[j];
-            if (f->type == TDB_FILTER_WEBP) {
-                f->webp_y_extent = (uint16_t)y;
-                f->webp_x_extent = (uint16_t)x;
+            struct tdb_webp_options *o = tdb_webp_options_edit(f);
+            if (f->type == TDB_FILTER_WEBP && o) {
+                o->y_extent = (uint16_t)y;
+                o->x_extent = (uint16_t)x;
             }
         }
 }
@@ -1370,7 +1508,8 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
         const struct tdb_attr *a = &s->attrs[i];
         for (uint32_t j = 0; j < a->filters.n; j++) {
             const struct tdb_filter *f = &a->filters.f[j];
-            unsigned bpp = tdb_webp_pixel_bytes(f->webp_format);
+            const struct tdb_webp_options *o = tdb_webp_options(f);
+            unsigned bpp = tdb_webp_pixel_bytes(o->format);
             uint64_t y = 0, x = 0;
             if (f->type != TDB_FILTER_WEBP)
                 continue;
@@ -1389,8 +1528,8 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
                 return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
                                "filter's format is not set (RGB, BGR, RGBA "
                                "or BGRA)", a->name);
-            if (!(f->webp_quality >= 0.0f && f->webp_quality <= 100.0f) ||
-                f->webp_lossless > 1)
+            if (!(o->quality >= 0.0f && o->quality <= 100.0f) ||
+                o->lossless > 1)
                 return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
                                "filter's quality is in [0, 100], its "
                                "lossless flag 0 or 1", a->name);
@@ -1406,22 +1545,20 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
                                "%d x %d", a->name, (unsigned long long)y,
                                (unsigned long long)(x / bpp),
                                SJ_WEBP_MAX_SIDE, SJ_WEBP_MAX_SIDE);
-            if (f->webp_y_extent != y || f->webp_x_extent != x)
+            if (o->y_extent != y || o->x_extent != x)
                 return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
                                "filter's tile extents (%u, %u) are not the "
                                "schema's (%llu, %llu)", a->name,
-                               f->webp_y_extent, f->webp_x_extent,
+                               o->y_extent, o->x_extent,
                                (unsigned long long)y, (unsigned long long)x);
         }
     }
     return 0;
 }
 
-int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
+/* The array type, the orders, and what each array type asks. */
+static int sj_check_kind(const struct tdb_schema *s, struct tdb_error *err)
 {
-    int rc;
-    if (!s || s->ndims == 0 || !s->dims)
-        return tdb_err(err, TDB_E_INVAL, "array schema without dimensions");
     if (s->array_type != TDB_DENSE && s->array_type != TDB_SPARSE)
         return tdb_err(err, TDB_E_INVAL, "invalid array type %u",
                        s->array_type);
@@ -1435,27 +1572,35 @@ int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
     if (s->cell_order == TDB_HILBERT && s->ndims > SJ_HILBERT_MAX_DIMS)
         return tdb_err(err, TDB_E_INVAL, "hilbert order supports at most %d "
                        "dimensions", SJ_HILBERT_MAX_DIMS);
-    if (s->array_type == TDB_DENSE) {
-        if (s->nattrs == 0)
-            return tdb_err(err, TDB_E_INVAL, "a dense array needs at least "
-                           "one attribute");
-        if (s->cell_order == TDB_HILBERT)
-            return tdb_err(err, TDB_E_INVAL, "dense arrays cannot have the "
-                           "hilbert cell order");
-        if (s->allows_dups)
-            return tdb_err(err, TDB_E_INVAL, "dense arrays cannot allow "
-                           "duplicates");
-        for (uint32_t i = 1; i < s->ndims; i++)
-            if (s->dims[i].type != s->dims[0].type)
-                return tdb_err(err, TDB_E_INVAL, "dimension '%s': in a dense "
-                               "array every dimension has the same datatype "
-                               "(%s, not %s)", s->dims[i].name,
-                               tdb_dt_name(s->dims[0].type),
-                               tdb_dt_name(s->dims[i].type));
-    } else if (s->capacity == 0) {
-        return tdb_err(err, TDB_E_INVAL, "a sparse array's capacity cannot "
-                       "be 0");
+    if (s->array_type != TDB_DENSE) {
+        if (s->capacity == 0)
+            return tdb_err(err, TDB_E_INVAL, "a sparse array's capacity "
+                           "cannot be 0");
+        return 0;
     }
+    if (s->nattrs == 0)
+        return tdb_err(err, TDB_E_INVAL, "a dense array needs at least "
+                       "one attribute");
+    if (s->cell_order == TDB_HILBERT)
+        return tdb_err(err, TDB_E_INVAL, "dense arrays cannot have the "
+                       "hilbert cell order");
+    if (s->allows_dups)
+        return tdb_err(err, TDB_E_INVAL, "dense arrays cannot allow "
+                       "duplicates");
+    for (uint32_t i = 1; i < s->ndims; i++)
+        if (s->dims[i].type != s->dims[0].type)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': in a dense "
+                           "array every dimension has the same datatype "
+                           "(%s, not %s)", s->dims[i].name,
+                           tdb_dt_name(s->dims[0].type),
+                           tdb_dt_name(s->dims[i].type));
+    return 0;
+}
+
+/* Every dimension and attribute: named, once, and valid. */
+static int sj_check_fields(const struct tdb_schema *s, struct tdb_error *err)
+{
+    int rc;
     for (uint32_t i = 0; i < s->ndims; i++) {
         const char *n = s->dims[i].name;
         if (!n || !n[0])
@@ -1487,6 +1632,12 @@ int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
             return tdb_err(err, TDB_E_INVAL, "'%s' names both a dimension "
                            "and an attribute", n);
     }
+    return 0;
+}
+
+/* The current domain: ordered bounds inside each dimension's domain. */
+static int sj_check_current(const struct tdb_schema *s, struct tdb_error *err)
+{
     for (uint32_t i = 0; s->has_current_domain && i < s->ndims; i++) {
         const struct tdb_dim *d = &s->dims[i];
         const struct tdb_range *r = &s->current_domain[i];
@@ -1508,6 +1659,17 @@ int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
             return tdb_err(err, TDB_E_INVAL, "current domain of '%s' lies "
                            "outside the dimension's domain", d->name);
     }
+    return 0;
+}
+
+int tdb_schema_check(const struct tdb_schema *s, struct tdb_error *err)
+{
+    int rc;
+    if (!s || s->ndims == 0 || !s->dims)
+        return tdb_err(err, TDB_E_INVAL, "array schema without dimensions");
+    if ((rc = sj_check_kind(s, err)) || (rc = sj_check_fields(s, err)) ||
+        (rc = sj_check_current(s, err)))
+        return rc;
     return sj_check_webp(s, err);
 }
 

@@ -155,12 +155,22 @@ static int wr_refused(struct tdb_error *err, const char *nm, int r)
     return 0;
 }
 
-/* Reads staged bytes [off, off+len) of part p of f. */
-static int wr_sread_e(const struct wr *w, const struct wr_field *f, int p,
-                      uint64_t off, void *buf, size_t len,
-                      struct tdb_error *err)
+/* A read of staged bytes [off, off + len) of part p of a field into buf. */
+struct wr_read {
+    int p;
+    uint64_t off;
+    void *buf;
+    size_t len;
+};
+
+/* Reads staged bytes of field f. */
+static int wr_sread_e(const struct wr *w, const struct wr_field *f,
+                      const struct wr_read *rd, struct tdb_error *err)
 {
-    int r = w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, buf,
+    int p = rd->p;
+    uint64_t off = rd->off;
+    size_t len = rd->len;
+    int r = w->staged->ops->read_at(w->staged->ctx, f->spath[p], off, rd->buf,
                                     len);
     if (wr_refused(err, f->sname[p], r))
         return TDB_E_INVAL; /* swapped for a link since its size was read */
@@ -174,7 +184,8 @@ static int wr_sread_e(const struct wr *w, const struct wr_field *f, int p,
 static int wr_sread(struct wr *w, const struct wr_field *f, int p, uint64_t off,
                     void *buf, size_t len)
 {
-    return wr_sread_e(w, f, p, off, buf, len, w->err);
+    struct wr_read rd = {p, off, buf, len};
+    return wr_sread_e(w, f, &rd, w->err);
 }
 
 /* One piece of a tile: `len` bytes at `from` of a staged part go to `to`. */
@@ -299,7 +310,8 @@ static int wr_gather(const struct wr *w, struct wr_scratch *sc,
         size_t len = (size_t)(end - start);
         int r;
         if (j == i + 1) {
-            r = wr_sread_e(w, f, p, start, out + pc[i].to, len, err);
+            struct wr_read rd = {p, start, out + pc[i].to, len};
+            r = wr_sread_e(w, f, &rd, err);
             if (r)
                 return r;
             i = j;
@@ -308,7 +320,8 @@ static int wr_gather(const struct wr *w, struct wr_scratch *sc,
         tdb_buf_reset(&sc->tmp);
         if (tdb_buf_reserve(&sc->tmp, len))
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        r = wr_sread_e(w, f, p, start, sc->tmp.data, len, err);
+        struct wr_read rd = {p, start, sc->tmp.data, len};
+        r = wr_sread_e(w, f, &rd, err);
         if (r)
             return r;
         for (size_t k = i; k < j; k++)
@@ -883,31 +896,37 @@ static int wr_check_coord(struct wr *w, uint32_t j, uint64_t c,
     return 0;
 }
 
-/* Loads the dimensions' staged files, checks them, sorts the cells into
- * global order and checks for duplicates. */
-static int wr_sparse_prepare(struct wr *w)
+/* The cell count, from the first dimension's staged file; its name in
+ * *nm0. */
+static int wr_sparse_count(struct wr *w, const char **nm0)
 {
     const struct tdb_schema *s = w->s;
-    if (s->ndims > TDB_MAX_DIMS || !s->ndims)
-        return tdb_err(w->err, TDB_E_UNSUPPORTED, "%u dimensions", s->ndims);
-    /* the cell count, from the first dimension's file */
     struct wr_field *f0 = &w->f[s->nattrs];
     uint64_t unit = f0->var ? 8 : f0->vsize;
-    const char *nm0 = f0->sname[f0->var ? WR_OFFSETS : WR_VALUES];
     uint64_t sz0 = f0->ssize[f0->var ? WR_OFFSETS : WR_VALUES];
+    *nm0 = f0->sname[f0->var ? WR_OFFSETS : WR_VALUES];
     if (sz0 % unit)
         return tdb_err(w->err, TDB_E_INVAL, "%s: %llu bytes, not a whole number "
-                       "of %llu-byte cells", nm0, (unsigned long long)sz0,
+                       "of %llu-byte cells", *nm0, (unsigned long long)sz0,
                        (unsigned long long)unit);
     w->ncells = sz0 / unit;
     if (!w->ncells)
-        return tdb_err(w->err, TDB_E_INVAL, "%s: no cells to write", nm0);
+        return tdb_err(w->err, TDB_E_INVAL, "%s: no cells to write", *nm0);
     if (w->ncells > TDB_MAX_COUNT)
         return tdb_err(w->err, TDB_E_INVAL, "%s: %llu cells, more than one "
-                       "fragment may take", nm0, (unsigned long long)w->ncells);
-    snprintf(w->nfrom, sizeof w->nfrom, "the count of %s, %llu bytes", nm0,
+                       "fragment may take", *nm0,
+                       (unsigned long long)w->ncells);
+    snprintf(w->nfrom, sizeof w->nfrom, "the count of %s, %llu bytes", *nm0,
              (unsigned long long)sz0);
-    /* every file's size first: nothing is read until they agree */
+    return 0;
+}
+
+/* Every staged file's size (nothing is read until they agree), then the
+ * dimensions loaded and checked, and the attributes' offsets and
+ * validity. */
+static int wr_sparse_load(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
     int r = 0;
     for (uint32_t i = 0; i < w->nf && !r; i++)
         r = wr_check_sizes(w, &w->f[i], w->ncells);
@@ -918,9 +937,6 @@ static int wr_sparse_prepare(struct wr *w)
                         f->sname[WR_VALUES],
                         (unsigned long long)f->ssize[WR_VALUES]);
     }
-    if (r)
-        return r;
-    /* load and check the dimensions */
     for (uint32_t j = 0; j < s->ndims && !r; j++) {
         struct wr_field *f = &w->f[s->nattrs + j];
         for (int p = 0; p < 2 && !r; p++) {
@@ -935,8 +951,6 @@ static int wr_sparse_prepare(struct wr *w)
         if (!r && f->var)
             r = wr_check_offsets(w, f, w->ncells);
     }
-    if (r)
-        return r;
     /* coordinates inside the domain */
     for (uint64_t c = 0; c < w->ncells && !r; c++) {
         struct tdb_coords co;
@@ -947,9 +961,13 @@ static int wr_sparse_prepare(struct wr *w)
     /* the attributes' offsets and validity (special fields have none) */
     for (uint32_t i = 0; i < s->nattrs && !r; i++)
         r = wr_check_content(w, &w->f[i], w->ncells);
-    if (r)
-        return r;
-    /* global order */
+    return r;
+}
+
+/* Sorts the cells into global order (w->perm). */
+static int wr_sparse_order(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
     w->perm = malloc((size_t)w->ncells * sizeof *w->perm);
     if (!w->perm)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
@@ -965,22 +983,35 @@ static int wr_sparse_prepare(struct wr *w)
             w->hil[c] = tdb_hilbert(s, &co);
         }
     }
-    if ((r = wr_sort(w)))
+    return wr_sort(w);
+}
+
+/* Loads the dimensions' staged files, checks them, sorts the cells into
+ * global order and checks for duplicates. */
+static int wr_sparse_prepare(struct wr *w)
+{
+    const struct tdb_schema *s = w->s;
+    const char *nm0;
+    int r;
+    if (s->ndims > TDB_MAX_DIMS || !s->ndims)
+        return tdb_err(w->err, TDB_E_UNSUPPORTED, "%u dimensions", s->ndims);
+    if ((r = wr_sparse_count(w, &nm0)) || (r = wr_sparse_load(w)) ||
+        (r = wr_sparse_order(w)))
         return r;
     /* (a consolidation with timestamps keeps every version of a cell) */
-    if (!s->allows_dups && !(w->x && w->x->timestamps)) {
-        for (uint64_t i = 1; i < w->ncells; i++) {
-            struct tdb_coords a, b;
-            wr_coords(w, w->perm[i - 1], &a);
-            wr_coords(w, w->perm[i], &b);
-            if (tdb_coords_equal(s, &a, &b)) {
-                uint64_t x = w->perm[i - 1], y = w->perm[i];
-                return tdb_err(w->err, TDB_E_INVAL, "%s: cells %llu and %llu "
-                               "have the same coordinates, and the array does "
-                               "not allow duplicates", nm0,
-                               (unsigned long long)(x < y ? x : y),
-                               (unsigned long long)(x < y ? y : x));
-            }
+    if (s->allows_dups || (w->x && w->x->timestamps))
+        return 0;
+    for (uint64_t i = 1; i < w->ncells; i++) {
+        struct tdb_coords a, b;
+        wr_coords(w, w->perm[i - 1], &a);
+        wr_coords(w, w->perm[i], &b);
+        if (tdb_coords_equal(s, &a, &b)) {
+            uint64_t x = w->perm[i - 1], y = w->perm[i];
+            return tdb_err(w->err, TDB_E_INVAL, "%s: cells %llu and %llu "
+                           "have the same coordinates, and the array does "
+                           "not allow duplicates", nm0,
+                           (unsigned long long)(x < y ? x : y),
+                           (unsigned long long)(x < y ? y : x));
         }
     }
     return 0;
@@ -1054,30 +1085,42 @@ static int wr_append(struct wr *w, struct wr_field *f, int o, const uint8_t *p,
     return 0;
 }
 
-/* The next output of job: `size` bytes filtered into a tile for output
- * file o of its field. */
+/* A tile to filter: `size` bytes of values of `type`, cs bytes a cell
+ * (var-sized: a value, with the cells' offsets). */
+struct wr_tile {
+    const struct tdb_pipeline *p;
+    unsigned type;
+    uint64_t cs;
+    bool is_var;
+    const uint8_t *data;
+    size_t size;
+    const uint64_t *offs;
+    uint64_t noffs;
+};
+
+/* The next output of job: the tile filtered for output file o of its
+ * field. */
 static int wr_emit(const struct wr *w, struct wr_scratch *sc,
-                   struct wr_job *job, int o,
-                   const struct tdb_pipeline *p, unsigned type, uint64_t cs,
-                   bool is_var, const uint8_t *data, size_t size,
-                   const uint64_t *offs, uint64_t noffs)
+                   struct wr_job *job, int o, const struct wr_tile *tl)
 {
     const struct wr_field *f = &w->f[job->fi];
     char what[512];
     snprintf(what, sizeof what, "%s/%s: tile %llu", w->fragdir, f->out[o],
              (unsigned long long)job->t);
     struct tdb_tile_desc d = {
-        .datatype = type,
-        .cell_size = cs,
+        .datatype = tl->type,
+        .cell_size = tl->cs,
         .version = TDB_WRITE_VERSION,
-        .is_var = is_var,
+        .is_var = tl->is_var,
         .key = w->key,
         .what = what,
         .scratch = sc->fsc,
+        .in_offsets = tl->offs,
+        .n_offsets = tl->noffs,
     };
     struct wr_out *out = &job->out[job->nout];
     tdb_buf_reset(&out->b);
-    int r = tdb_pipeline_encode(p, &d, data, size, offs, noffs, &out->b,
+    int r = tdb_pipeline_encode(tl->p, &d, tl->data, tl->size, &out->b,
                                 &job->err);
     if (r)
         return r;
@@ -1184,9 +1227,10 @@ static int wr_job_src(const struct wr *w, struct wr_scratch *sc,
  * bytes each from a staged file of such cells; *full: every cell of the
  * tile is written (else the rest must be zeroed). */
 static int wr_cell_pieces(const struct wr *w, struct wr_scratch *sc,
-                          const struct wr_job *job, uint64_t cs, size_t *np,
-                          bool *full, struct tdb_error *err)
+                          struct wr_job *job, uint64_t cs, size_t *np,
+                          bool *full)
 {
+    struct tdb_error *err = &job->err;
     uint64_t m = job->m;
     int r = wr_pieces(sc, m, err);
     if (r)
@@ -1231,7 +1275,7 @@ static int wr_validity_tile(const struct wr *w, struct wr_scratch *sc,
     uint64_t m = job->m;
     size_t np;
     bool full;
-    int r = wr_cell_pieces(w, sc, job, 1, &np, &full, &job->err);
+    int r = wr_cell_pieces(w, sc, job, 1, &np, &full);
     if (r)
         return r;
     uint8_t *v = full ? malloc((size_t)m ? (size_t)m : 1)
@@ -1240,9 +1284,151 @@ static int wr_validity_tile(const struct wr *w, struct wr_scratch *sc,
         return tdb_err(&job->err, TDB_E_NOMEM, "out of memory");
     job->valid = v;
     r = wr_gather(w, sc, f, WR_VALIDITY, np, v, &job->err);
+    struct wr_tile tl = {.p = &w->s->validity_filters, .type = TDB_UINT8,
+                         .cs = 1, .data = v, .size = (size_t)m};
     if (!r)
-        r = wr_emit(w, sc, job, WR_OUT_VALIDITY, &w->s->validity_filters,
-                    TDB_UINT8, 1, false, v, (size_t)m, NULL, 0);
+        r = wr_emit(w, sc, job, WR_OUT_VALIDITY, &tl);
+    return r;
+}
+
+/* A fixed-size field's tile: *size bytes gathered into job->data. */
+static int wr_job_fixed(const struct wr *w, struct wr_scratch *sc,
+                        struct wr_job *job, uint64_t *size)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    struct tdb_error *err = &job->err;
+    uint64_t m = job->m;
+    size_t np;
+    bool full;
+    int r;
+    if (!tdb_mul_ok(m, f->cell_size, size) || *size > TDB_MAX_TILE_BYTES)
+        return tdb_err(err, TDB_E_UNSUPPORTED, "%s: tiles of %llu cells "
+                       "of %llu bytes are too large", f->out[0],
+                       (unsigned long long)m,
+                       (unsigned long long)f->cell_size);
+    if ((r = wr_cell_pieces(w, sc, job, f->cell_size, &np, &full)))
+        return r;
+    size_t n = (size_t)*size ? (size_t)*size : 1;
+    if (!(job->data = full ? malloc(n) : calloc(n, 1)))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
+    struct wr_tile tl = {.p = f->filters, .type = f->type,
+                         .cs = f->cell_size, .data = job->data,
+                         .size = (size_t)*size};
+    if (!r)
+        r = wr_emit(w, sc, job, WR_OUT_FIXED, &tl);
+    return r;
+}
+
+/* The start and end of each staged cell src[k]'s value, into se (16 bytes
+ * a cell; nothing for cells not written). */
+static int wr_var_bounds(const struct wr *w, struct wr_scratch *sc,
+                         struct wr_job *job, const uint64_t *src, uint8_t *se)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    size_t np = 0;
+    for (uint64_t k = 0; k < job->m; k++) {
+        if (src[k] == WR_NONE)
+            continue;
+        wr_piece_add(sc, &np, src[k] * 8, 8, 16 * k);
+        if (src[k] + 1 < w->ncells)
+            wr_piece_add(sc, &np, (src[k] + 1) * 8, 8, 16 * k + 8);
+        else
+            tdb_st64(se + 16 * k + 8, f->ssize[WR_VALUES]);
+    }
+    return wr_gather(w, sc, f, WR_OFFSETS, np, se, &job->err);
+}
+
+/* The pieces that gather the values bounded by se, each cell's offset in
+ * the tile in rel[] and (as stored) ob; *size the tile's bytes. */
+static int wr_var_layout(const struct wr *w, struct wr_scratch *sc,
+                         struct wr_job *job, const uint8_t *se, uint8_t *ob,
+                         size_t *np)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    const uint64_t *src = job->src ? job->src : sc->src;
+    uint64_t size = 0;
+    int r = 0;
+    *np = 0;
+    for (uint64_t k = 0; k < job->m && !r; k++) {
+        uint64_t len = f->vsize;
+        job->rel[k] = size;
+        if (src[k] != WR_NONE) {
+            uint64_t st = tdb_le64(se + 16 * k), en = tdb_le64(se + 16 * k + 8);
+            len = en - st;
+            if (len)
+                wr_piece_add(sc, np, st, len, size);
+        }
+        tdb_st64(ob + 8 * k, size);
+        if (!tdb_add_ok(size, len, &size) || size > TDB_MAX_TILE_BYTES)
+            r = tdb_err(&job->err, TDB_E_UNSUPPORTED, "%s: tile %llu is "
+                        "larger than %llu bytes", f->out[WR_OUT_VAR],
+                        (unsigned long long)job->t,
+                        (unsigned long long)TDB_MAX_TILE_BYTES);
+    }
+    job->size = size;
+    return r;
+}
+
+/* The offsets tile of a var-sized field: ob, or an empty tile (no chunks)
+ * when the filter stores the offsets. */
+static int wr_var_offsets(const struct wr *w, struct wr_scratch *sc,
+                          struct wr_job *job, const uint8_t *ob)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    if (f->skip_offsets) {
+        static const uint8_t zero[8] = {0};
+        struct wr_out *out = &job->out[job->nout];
+        tdb_buf_reset(&out->b);
+        if (tdb_buf_append(&out->b, zero, 8))
+            return tdb_err(&job->err, TDB_E_NOMEM, "out of memory");
+        out->o = WR_OUT_FIXED;
+        job->nout++;
+        return 0;
+    }
+    struct wr_tile tl = {.p = &w->s->offsets_filters, .type = TDB_UINT64,
+                         .cs = 8, .data = ob, .size = (size_t)job->m * 8};
+    return wr_emit(w, sc, job, WR_OUT_FIXED, &tl);
+}
+
+/* A var-sized field's tile: *size value bytes gathered into job->data,
+ * the cells' offsets in job->rel. */
+static int wr_job_var(const struct wr *w, struct wr_scratch *sc,
+                      struct wr_job *job, uint64_t *size)
+{
+    const struct wr_field *f = &w->f[job->fi];
+    struct tdb_error *err = &job->err;
+    uint64_t m = job->m;
+    int r;
+    if (!job->src && (r = wr_job_src(w, sc, job, err)))
+        return r;
+    uint8_t *se = malloc((size_t)m * 16 + 1);
+    uint64_t *rel = job->rel = malloc((size_t)m * sizeof *rel + 1);
+    uint8_t *ob = malloc((size_t)m * 8 + 1);
+    if (!se || !rel || !ob || wr_pieces(sc, 2 * m, err)) {
+        free(se);
+        free(ob);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    size_t np = 0;
+    job->size = 0;
+    r = wr_var_bounds(w, sc, job, job->src ? job->src : sc->src, se);
+    if (!r)
+        r = wr_var_layout(w, sc, job, se, ob, &np);
+    *size = job->size;
+    free(se);
+    if (!r && !(job->data = calloc((size_t)*size ? (size_t)*size : 1, 1)))
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (!r)
+        r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
+    if (!r)
+        r = wr_var_offsets(w, sc, job, ob);
+    free(ob);
+    struct wr_tile tl = {.p = f->filters, .type = f->type, .cs = f->vsize,
+                         .is_var = true, .data = job->data,
+                         .size = (size_t)*size, .offs = rel, .noffs = m};
+    if (!r)
+        r = wr_emit(w, sc, job, WR_OUT_VAR, &tl);
     return r;
 }
 
@@ -1253,101 +1439,18 @@ static int wr_job_work(const struct wr *w, struct wr_scratch *sc,
                        struct wr_job *job)
 {
     const struct wr_field *f = &w->f[job->fi];
-    struct tdb_error *err = &job->err;
-    const uint64_t *src = job->src;
-    uint64_t m = job->m, size = 0;
-    int r = 0;
-    if (!f->var) {
-        if (!tdb_mul_ok(m, f->cell_size, &size) || size > TDB_MAX_TILE_BYTES)
-            return tdb_err(err, TDB_E_UNSUPPORTED, "%s: tiles of %llu cells "
-                           "of %llu bytes are too large", f->out[0],
-                           (unsigned long long)m,
-                           (unsigned long long)f->cell_size);
-        size_t np;
-        bool full;
-        if ((r = wr_cell_pieces(w, sc, job, f->cell_size, &np, &full, err)))
-            return r;
-        size_t n = (size_t)size ? (size_t)size : 1;
-        if (!(job->data = full ? malloc(n) : calloc(n, 1)))
-            return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
-        if (!r)
-            r = wr_emit(w, sc, job, WR_OUT_FIXED, f->filters, f->type,
-                        f->cell_size, false, job->data, (size_t)size, NULL, 0);
-    } else {
-        if (!src) {
-            if ((r = wr_job_src(w, sc, job, err)))
-                return r;
-            src = sc->src;
-        }
-        /* start and end of each cell's value */
-        uint8_t *se = malloc((size_t)m * 16 + 1);
-        uint64_t *rel = job->rel = malloc((size_t)m * sizeof *rel + 1);
-        uint8_t *ob = malloc((size_t)m * 8 + 1);
-        if (!se || !rel || !ob || wr_pieces(sc, 2 * m, err)) {
-            free(se);
-            free(ob);
-            return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        }
-        size_t np = 0;
-        for (uint64_t k = 0; k < m; k++) {
-            if (src[k] == WR_NONE)
-                continue;
-            wr_piece_add(sc, &np, src[k] * 8, 8, 16 * k);
-            if (src[k] + 1 < w->ncells)
-                wr_piece_add(sc, &np, (src[k] + 1) * 8, 8, 16 * k + 8);
-            else
-                tdb_st64(se + 16 * k + 8, f->ssize[WR_VALUES]);
-        }
-        r = wr_gather(w, sc, f, WR_OFFSETS, np, se, err);
-        np = 0;
-        for (uint64_t k = 0; k < m && !r; k++) {
-            uint64_t len = f->vsize;
-            rel[k] = size;
-            if (src[k] != WR_NONE) {
-                uint64_t st = tdb_le64(se + 16 * k), en = tdb_le64(se + 16 * k + 8);
-                len = en - st;
-                if (len)
-                    wr_piece_add(sc, &np, st, len, size);
-            }
-            tdb_st64(ob + 8 * k, size);
-            if (!tdb_add_ok(size, len, &size) || size > TDB_MAX_TILE_BYTES)
-                r = tdb_err(err, TDB_E_UNSUPPORTED, "%s: tile %llu is larger "
-                            "than %llu bytes", f->out[WR_OUT_VAR],
-                            (unsigned long long)job->t,
-                            (unsigned long long)TDB_MAX_TILE_BYTES);
-        }
-        free(se);
-        if (!r && !(job->data = calloc((size_t)size ? (size_t)size : 1, 1)))
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        if (!r)
-            r = wr_gather(w, sc, f, WR_VALUES, np, job->data, err);
-        if (!r && f->skip_offsets) {
-            /* the filter stores the offsets: an empty tile (no chunks) */
-            static const uint8_t zero[8] = {0};
-            struct wr_out *out = &job->out[job->nout];
-            tdb_buf_reset(&out->b);
-            if (tdb_buf_append(&out->b, zero, 8)) {
-                r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-            } else {
-                out->o = WR_OUT_FIXED;
-                job->nout++;
-            }
-        } else if (!r) {
-            r = wr_emit(w, sc, job, WR_OUT_FIXED, &w->s->offsets_filters,
-                        TDB_UINT64, 8, false, ob, (size_t)m * 8, NULL, 0);
-        }
-        free(ob);
-        if (!r)
-            r = wr_emit(w, sc, job, WR_OUT_VAR, f->filters, f->type, f->vsize,
-                        true, job->data, (size_t)size, rel, m);
-    }
+    uint64_t size = 0;
+    int r = f->var ? wr_job_var(w, sc, job, &size)
+                   : wr_job_fixed(w, sc, job, &size);
     if (!r && f->nullable)
         r = wr_validity_tile(w, sc, job);
     job->size = size;
+    struct tdb_fmw_tile t = {.data = job->data, .size = size,
+                             .offsets = job->rel, .ncells = job->m,
+                             .validity = job->valid};
     if (!r)
-        r = tdb_fmw_tile_stats(w->fmw, f->fid, job->t, job->data, size,
-                               job->rel, m, job->valid, &job->st, err);
+        r = tdb_fmw_tile_stats(w->fmw, f->fid, job->t, &t, &job->st,
+                               &job->err);
     return r;
 }
 
@@ -1374,11 +1477,14 @@ static int wr_job_record(struct wr *w, struct wr_job *job)
         if (w->err)
             *w->err = job->err;
     }
+    struct tdb_fmw_where where = {
+        .off = at[WR_OUT_FIXED],
+        .var_off = f->var ? at[WR_OUT_VAR] : 0,
+        .var_size = f->var ? job->size : 0,
+        .validity_off = at[WR_OUT_VALIDITY],
+    };
     if (!r)
-        r = tdb_fmw_add_tile_stats(w->fmw, at[WR_OUT_FIXED],
-                                   f->var ? at[WR_OUT_VAR] : 0,
-                                   f->var ? job->size : 0,
-                                   at[WR_OUT_VALIDITY], &job->st, w->err);
+        r = tdb_fmw_add_tile_stats(w->fmw, &where, &job->st, w->err);
     wr_job_clear(job);
     return r;
 }
@@ -1980,6 +2086,38 @@ static int wr_write(struct wr *w, uint64_t ts)
     return r ? r : wr_commit(w);
 }
 
+/* Checks everything before anything is written (the staged folder and
+ * its files against the schema) and removes the folder of an earlier
+ * attempt that did not commit.  A fragment committed before whose staged
+ * files are not yet removed is done: its name in *name. */
+static int wr_prepare(struct wr *w, char **name)
+{
+    const struct tdb_io *io = w->io, *staged = w->staged;
+    const char *staged_dir = w->sdir;
+    int r;
+    if (!tdb_io_isdir(staged, staged_dir))
+        return tdb_err(w->err, TDB_E_INVAL, "%s: not a folder", staged_dir);
+    if ((*name = wr_already_committed(io, staged, staged_dir)))
+        return 0;
+    bool has_subarray = false;
+    if ((r = wr_fields_init(w)) || (r = wr_match_staged(w, &has_subarray)))
+        return r;
+    if (w->dense) {
+        if ((r = wr_region(w, has_subarray)))
+            return r;
+        snprintf(w->nfrom, sizeof w->nfrom, "the cells of the region");
+        for (uint32_t i = 0; i < w->nf && !r; i++)
+            r = wr_check_sizes(w, &w->f[i], w->ncells);
+        for (uint32_t i = 0; i < w->nf && !r; i++)
+            r = wr_check_content(w, &w->f[i], w->ncells);
+    } else {
+        r = wr_sparse_prepare(w);
+    }
+    if (!r)
+        r = tdb_fragment_clean(io, staged, staged_dir, NULL, w->err);
+    return r;
+}
+
 int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
                        const char *staged_dir, const uint8_t *key,
                        uint64_t timestamp_ms, char **name,
@@ -2046,32 +2184,7 @@ int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
         goto done;
     }
     w.key = encrypted ? key : NULL;
-    if (!tdb_io_isdir(staged, staged_dir)) {
-        r = tdb_err(err, TDB_E_INVAL, "%s: not a folder", staged_dir);
-        goto done;
-    }
-    /* committed before, and the staged files not yet removed: done */
-    if ((*name = wr_already_committed(io, staged, staged_dir)))
-        goto done;
-    /* everything is checked before anything is written */
-    bool has_subarray = false;
-    if ((r = wr_fields_init(&w)) || (r = wr_match_staged(&w, &has_subarray)))
-        goto done;
-    if (w.dense) {
-        if ((r = wr_region(&w, has_subarray)))
-            goto done;
-        snprintf(w.nfrom, sizeof w.nfrom, "the cells of the region");
-        for (uint32_t i = 0; i < w.nf && !r; i++)
-            r = wr_check_sizes(&w, &w.f[i], w.ncells);
-        for (uint32_t i = 0; i < w.nf && !r; i++)
-            r = wr_check_content(&w, &w.f[i], w.ncells);
-    } else {
-        r = wr_sparse_prepare(&w);
-    }
-    /* an earlier attempt that did not commit: its folder goes */
-    if (!r)
-        r = tdb_fragment_clean(io, staged, staged_dir, NULL, err);
-    if (r)
+    if ((r = wr_prepare(&w, name)) || *name)
         goto done;
     r = wr_write(&w, rq->timestamp_ms);
     if (r)

@@ -58,17 +58,31 @@ int tdb_fmw_create(struct tdb_fmw **out, const struct tdb_schema *s,
                    struct tdb_error *err);
 void tdb_fmw_free(struct tdb_fmw *w);
 
-/* Records the next tile of field `field`: where its filtered bytes start
- * in the field's files (values or offsets file `off`; var file `var_off`
- * and decoded var size `var_size`; validity file `validity_off`), and its
- * decoded contents, from which the tile's min, max, sum and null count are
- * computed as TileDB computes them.  `offsets` (var-sized fields: one per
- * cell, relative, first 0) and `validity` (nullable) may be NULL. */
-int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
-                     uint64_t var_off, uint64_t var_size,
-                     uint64_t validity_off, const uint8_t *data,
-                     uint64_t size, const uint64_t *offsets, uint64_t ncells,
-                     const uint8_t *validity, struct tdb_error *err);
+/* A tile's decoded contents: `size` bytes of data in `ncells` cells (0
+ * for a fixed-size field: as many as the bytes hold); `offsets`
+ * (var-sized fields: one per cell, relative, first 0) and `validity`
+ * (nullable) may be NULL. */
+struct tdb_fmw_tile {
+    const uint8_t *data;
+    uint64_t size;
+    const uint64_t *offsets;
+    uint64_t ncells;
+    const uint8_t *validity;
+};
+
+/* Where a tile's filtered bytes start in its field's files: the values or
+ * offsets file, the var file (and the tile's decoded var size), the
+ * validity file. */
+struct tdb_fmw_where {
+    uint64_t off, var_off, var_size, validity_off;
+};
+
+/* Records the next tile of field `field`: where it is, and its contents,
+ * from which its min, max, sum and null count are computed as TileDB
+ * computes them. */
+int tdb_fmw_add_tile(struct tdb_fmw *w, uint32_t field,
+                     const struct tdb_fmw_where *at,
+                     const struct tdb_fmw_tile *t, struct tdb_error *err);
 
 /* tdb_fmw_add_tile in two steps, so that threads can compute the metadata
  * of different tiles at once while one thread records them in order:
@@ -89,12 +103,9 @@ struct tdb_fmw_stats {
 };
 
 int tdb_fmw_tile_stats(const struct tdb_fmw *w, uint32_t field, uint64_t tile,
-                       const uint8_t *data, uint64_t size,
-                       const uint64_t *offsets, uint64_t ncells,
-                       const uint8_t *validity, struct tdb_fmw_stats *st,
+                       const struct tdb_fmw_tile *t, struct tdb_fmw_stats *st,
                        struct tdb_error *err);
-int tdb_fmw_add_tile_stats(struct tdb_fmw *w, uint64_t off, uint64_t var_off,
-                           uint64_t var_size, uint64_t validity_off,
+int tdb_fmw_add_tile_stats(struct tdb_fmw *w, const struct tdb_fmw_where *at,
                            const struct tdb_fmw_stats *st,
                            struct tdb_error *err);
 

@@ -83,7 +83,7 @@ static void seed(const char *name, unsigned dt, const unsigned *types,
     struct tdb_buf pipe = {0}, tile = {0};
     struct tdb_error err = {0};
     if (tdb_pipeline_write(&p, &pipe) ||
-        tdb_pipeline_encode(&p, &d, vals, len, NULL, 0, &tile, &err)) {
+        tdb_pipeline_encode(&p, &d, vals, len, &tile, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         exit(1);
     }
@@ -100,12 +100,13 @@ static void seed_strings(const char *name, unsigned type)
     static const char s[] = "aaabbbbbbccaaaaaadd";
     uint64_t off[] = {0, 3, 3, 9, 11, 17};
     struct tdb_tile_desc d = {.datatype = TDB_STRING_ASCII, .cell_size = 1,
-                              .version = 22, .is_var = true, .what = name};
+                              .version = 22, .is_var = true, .what = name,
+                              .in_offsets = off, .n_offsets = 6};
     struct tdb_buf pipe = {0}, tile = {0};
     struct tdb_error err = {0};
     if (tdb_pipeline_write(&p, &pipe) ||
-        tdb_pipeline_encode(&p, &d, (const uint8_t *)s, sizeof s - 1, off, 6,
-                            &tile, &err)) {
+        tdb_pipeline_encode(&p, &d, (const uint8_t *)s, sizeof s - 1, &tile,
+                            &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         exit(1);
     }

@@ -53,6 +53,7 @@ static void fx_reset(struct fx *x)
 
 static void fx_free(struct fx *x)
 {
+    tdb_filter_release(&x->f);
     tdb_buf_free(&x->md_out);
     tdb_buf_free(&x->data_out);
     tdb_buf_free(&x->offsets);
@@ -61,12 +62,11 @@ static void fx_free(struct fx *x)
 static int fx_decode(struct fx *x, const void *md, size_t md_len,
                      const void *data, size_t size)
 {
-    struct tdb_cursor c;
     int rc;
 
     fx_reset(x);
-    tdb_cur_init(&c, md, md_len);
-    rc = x->f.ops->decode(&x->call, &c, data, size, &x->md_out, &x->data_out);
+    rc = filter_decode(x->f.ops, &x->call, md, md_len, data, size,
+                       &x->md_out, &x->data_out);
     if (rc < 0) {
         /* a failed call always explains itself */
         CHECK_EQ_INT(x->err.code, rc);
@@ -83,7 +83,8 @@ static void fx_roundtrip(struct fx *x, const uint8_t *md, size_t md_len,
     int rc;
 
     fx_reset(x);
-    rc = x->f.ops->encode(&x->call, md, md_len, data, size, &emd, &edata);
+    rc = filter_encode(x->f.ops, &x->call, md, md_len, data, size, &emd,
+                       &edata);
     CHECK_EQ_INT(rc, 0);
     rc = fx_decode(x, emd.data, emd.len, edata.data, edata.len);
     CHECK_EQ_INT(rc, 0);
@@ -358,8 +359,8 @@ static void test_compressors_corrupt(void)
         struct fx x;
         struct tdb_buf md = {0}, data = {0};
         fx_init(&x, codecs[k].ops, codecs[k].compressor, -1, 1);
-        CHECK_EQ_INT(x.f.ops->encode(&x.call, (const uint8_t *)"abcd", 4, v,
-                                     3000, &md, &data),
+        CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, (const uint8_t *)"abcd",
+                                   4, v, 3000, &md, &data),
                      0);
         fx_abuse(&x, md.data, md.len, data.data, data.len, true);
         /* Garbage where a stream should be. */
@@ -445,8 +446,8 @@ static void test_rle_fixed_hand_vector(void)
     CHECK_EQ_INT(x.md_out.len, 0);
 
     /* The encoder writes exactly these bytes. */
-    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0, vals, sizeof vals,
-                                       &emd, &edata),
+    CHECK_EQ_INT(filter_encode(&tdb_filter_rle, &x.call, NULL, 0, vals,
+                               sizeof vals, &emd, &edata),
                  0);
     CHECK_EQ_INT(emd.len, n);
     CHECK_MEM(emd.data, md, n);
@@ -472,7 +473,8 @@ static void test_rle_fixed_long_runs(void)
 
     memset(v, 0x42, n);
     fx_init(&x, &tdb_filter_rle, TDB_COMPRESSOR_RLE, -1, 1);
-    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0, v, n, &emd, &edata),
+    CHECK_EQ_INT(filter_encode(&tdb_filter_rle, &x.call, NULL, 0, v, n, &emd,
+                               &edata),
                  0);
     CHECK_EQ_INT(edata.len, sizeof want);
     CHECK_MEM(edata.data, want, sizeof want);
@@ -497,9 +499,8 @@ static void test_rle_fixed_long_runs(void)
     }
     /* Input that is not whole values cannot be encoded. */
     x.call.cell_size = 4;
-    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0,
-                                       (const uint8_t *)"abcde", 5, &emd,
-                                       &edata),
+    CHECK_EQ_INT(filter_encode(&tdb_filter_rle, &x.call, NULL, 0,
+                               (const uint8_t *)"abcde", 5, &emd, &edata),
                  TDB_E_INVAL);
     tdb_buf_free(&emd);
     tdb_buf_free(&edata);
@@ -537,9 +538,8 @@ static void test_rle_strings_hand_vector(void)
     /* The encoder writes exactly these bytes. */
     x.call.in_offsets = want_off;
     x.call.n_offsets = 6;
-    CHECK_EQ_INT(tdb_filter_rle.encode(&x.call, NULL, 0,
-                                       (const uint8_t *)"aaaab", 5, &emd,
-                                       &edata),
+    CHECK_EQ_INT(filter_encode(&tdb_filter_rle, &x.call, NULL, 0,
+                               (const uint8_t *)"aaaab", 5, &emd, &edata),
                  0);
     CHECK_EQ_INT(emd.len, n);
     CHECK_MEM(emd.data, md, n);
@@ -603,8 +603,8 @@ static void test_rle_dict_strings_roundtrip(void)
             x.call.n_offsets = cells;
             {
                 struct tdb_buf emd = {0}, edata = {0};
-                int rc = ops[k]->encode(&x.call, NULL, 0, s, len, &emd,
-                                        &edata);
+                int rc = filter_encode(ops[k], &x.call, NULL, 0, s, len, &emd,
+                                       &edata);
                 CHECK_EQ_INT(rc, 0);
                 rc = fx_decode(&x, emd.data, emd.len, edata.data, edata.len);
                 CHECK_EQ_INT(rc, 0);
@@ -636,9 +636,9 @@ static void test_rle_dict_strings_roundtrip(void)
             struct tdb_buf emd = {0}, edata = {0};
             x.call.in_offsets = bad;
             x.call.n_offsets = 3;
-            CHECK_EQ_INT(ops[k]->encode(&x.call, NULL, 0,
-                                        (const uint8_t *)"abcd", 4, &emd,
-                                        &edata),
+            CHECK_EQ_INT(filter_encode(ops[k], &x.call, NULL, 0,
+                                       (const uint8_t *)"abcd", 4, &emd,
+                                       &edata),
                          TDB_E_INVAL);
             tdb_buf_free(&emd);
             tdb_buf_free(&edata);
@@ -687,9 +687,8 @@ static void test_dictionary_hand_vector(void)
 
     x.call.in_offsets = want_off;
     x.call.n_offsets = 4;
-    CHECK_EQ_INT(tdb_filter_dictionary.encode(&x.call, NULL, 0,
-                                              (const uint8_t *)want, 13,
-                                              &emd, &edata),
+    CHECK_EQ_INT(filter_encode(&tdb_filter_dictionary, &x.call, NULL, 0,
+                               (const uint8_t *)want, 13, &emd, &edata),
                  0);
     CHECK_EQ_INT(emd.len, n);
     CHECK_MEM(emd.data, md, n);
@@ -751,8 +750,8 @@ static void test_checksums(void)
         /* The encoder writes exactly these bytes. */
         {
             struct tdb_buf emd = {0}, edata = {0};
-            CHECK_EQ_INT(ops[k]->encode(&x.call, (const uint8_t *)tail, tl,
-                                        data, xl, &emd, &edata),
+            CHECK_EQ_INT(filter_encode(ops[k], &x.call, (const uint8_t *)tail,
+                                       tl, data, xl, &emd, &edata),
                          0);
             CHECK_EQ_INT(emd.len, n);
             CHECK_MEM(emd.data, md, n);
@@ -884,8 +883,9 @@ static void test_aes256gcm(void)
         fx_roundtrip(&x, NULL, 0, v, 1);
         fx_roundtrip(&x, v + 100, 60, v, 50000);
         fx_reset(&x);
-        CHECK_EQ_INT(x.f.ops->encode(&x.call, (const uint8_t *)"PLAINMETA", 9,
-                                     v, 100, &emd, &edata),
+        CHECK_EQ_INT(filter_encode(x.f.ops, &x.call,
+                                   (const uint8_t *)"PLAINMETA", 9, v, 100,
+                                   &emd, &edata),
                      0);
         CHECK_EQ_INT(emd.len, 8 + 2 * 36);
         CHECK_EQ_INT(edata.len, 109);
@@ -894,7 +894,8 @@ static void test_aes256gcm(void)
         CHECK_EQ_INT(fx_decode(&x, emd.data, emd.len, edata.data, edata.len),
                      TDB_E_AUTH);
         x.call.key = NULL;
-        CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, v, 100, &emd, &edata),
+        CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, v, 100, &emd,
+                                   &edata),
                      TDB_E_NOKEY);
         tdb_buf_free(&emd);
         tdb_buf_free(&edata);
@@ -937,11 +938,13 @@ static void webp_fx(struct fx *x, unsigned fmt, bool lossless, float quality,
                     unsigned ye, unsigned xe)
 {
     fx_init(x, &tdb_filter_webp, 0, 0, 1);
-    x->f.webp_format = (uint8_t)fmt;
-    x->f.webp_lossless = lossless;
-    x->f.webp_quality = quality;
-    x->f.webp_y_extent = (uint16_t)ye;
-    x->f.webp_x_extent = (uint16_t)xe;
+    CHECK_EQ_INT(tdb_filter_init(&x->f, TDB_FILTER_WEBP), 0);
+    struct tdb_webp_options *o = tdb_webp_options_edit(&x->f);
+    o->format = (uint8_t)fmt;
+    o->lossless = lossless;
+    o->quality = quality;
+    o->y_extent = (uint16_t)ye;
+    o->x_extent = (uint16_t)xe;
 }
 
 /* Pixels of noise, a quarter of them transparent (alpha 0 over a colour
@@ -963,7 +966,8 @@ static void test_webp_options(void)
     /* quality 100.0f, format RGB (1), lossless 1, extents 16 and 48. */
     static const uint8_t opts[] = {0x00, 0x00, 0xc8, 0x42, 1, 1,
                                    16, 0, 48, 0, 0, 0};
-    struct tdb_filter f = {0};
+    struct tdb_filter f = {.type = TDB_FILTER_WEBP, .ops = &tdb_filter_webp};
+    const struct tdb_webp_options *o;
     struct tdb_error err = {0};
     struct tdb_cursor c;
     struct tdb_buf out = {0};
@@ -971,11 +975,12 @@ static void test_webp_options(void)
 
     tdb_cur_init(&c, opts, sizeof opts);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err), 0);
-    CHECK(f.webp_quality == 100.0f);
-    CHECK_EQ_INT(f.webp_format, TDB_WEBP_RGB);
-    CHECK_EQ_INT(f.webp_lossless, 1);
-    CHECK_EQ_INT(f.webp_y_extent, 16);
-    CHECK_EQ_INT(f.webp_x_extent, 48);
+    o = tdb_webp_options(&f);
+    CHECK(o->quality == 100.0f);
+    CHECK_EQ_INT(o->format, TDB_WEBP_RGB);
+    CHECK_EQ_INT(o->lossless, 1);
+    CHECK_EQ_INT(o->y_extent, 16);
+    CHECK_EQ_INT(o->x_extent, 48);
     CHECK_EQ_INT(tdb_filter_webp.write_options(&f, &out), 0);
     CHECK_EQ_INT(out.len, sizeof opts);
     CHECK_MEM(out.data, opts, sizeof opts);
@@ -985,11 +990,11 @@ static void test_webp_options(void)
                                     2, 1, 0, 4, 0, 0};
     tdb_cur_init(&c, opts2, sizeof opts2);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err), 0);
-    CHECK(f.webp_quality == 37.5f);
-    CHECK_EQ_INT(f.webp_format, TDB_WEBP_BGRA);
-    CHECK_EQ_INT(f.webp_lossless, 0);
-    CHECK_EQ_INT(f.webp_y_extent, 258);
-    CHECK_EQ_INT(f.webp_x_extent, 1024);
+    CHECK(o->quality == 37.5f);
+    CHECK_EQ_INT(o->format, TDB_WEBP_BGRA);
+    CHECK_EQ_INT(o->lossless, 0);
+    CHECK_EQ_INT(o->y_extent, 258);
+    CHECK_EQ_INT(o->x_extent, 1024);
     CHECK_EQ_INT(tdb_filter_webp.output_type(&f, TDB_UINT8), TDB_BLOB);
     /* sizes other than TileDB's 12 bytes, and values it never writes */
     size_t sizes[] = {0, 10, 11, 13};
@@ -1020,6 +1025,7 @@ static void test_webp_options(void)
     tdb_cur_init(&c, bad, sizeof bad);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
                  TDB_E_CORRUPT);
+    tdb_filter_release(&f);
 }
 
 /* Lossless: every format and a few shapes come back byte for byte, the
@@ -1048,8 +1054,8 @@ static void test_webp_lossless_roundtrip(void)
     struct tdb_buf md = {0}, data = {0};
     uint8_t *img = webp_noise(4 * 6 * 3, 3, 9);
     webp_fx(&x, TDB_WEBP_RGB, true, 100.0f, 4, 18);
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, (const uint8_t *)"MD", 2, img, 72,
-                                 &md, &data),
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, (const uint8_t *)"MD", 2, img,
+                               72, &md, &data),
                  0);
     CHECK_EQ_INT(md.len, 10);
     if (md.len == 10) {
@@ -1069,7 +1075,8 @@ static void test_webp_lossless_roundtrip(void)
      * unseen) */
     tdb_buf_reset(&md);
     tdb_buf_reset(&data);
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, 72, &md, &data), 0);
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 72, &md, &data),
+                 0);
     fx_abuse(&x, md.data, md.len, data.data, data.len, true);
     tdb_buf_free(&md);
     tdb_buf_free(&data);
@@ -1094,7 +1101,8 @@ static void test_webp_lossy(void)
         struct fx x;
         struct tdb_buf md = {0}, data = {0};
         webp_fx(&x, fmts[i], false, 90.0f, h, w * bpp);
-        CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, n, &md, &data),
+        CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, n, &md,
+                                   &data),
                      0);
         CHECK(data.len > 0 && data.len < n);
         CHECK(data.len > 16 && !memcmp(data.data + 8, "WEBPVP8 ", 8));
@@ -1121,29 +1129,30 @@ static void test_webp_encode_refused(void)
     struct tdb_buf md = {0}, data = {0};
     uint8_t img[96] = {0};
     webp_fx(&x, TDB_WEBP_RGBA, true, 100.0f, 4, 24);
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, 95, &md, &data),
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 95, &md, &data),
                  TDB_E_INVAL);
     CHECK(strstr(x.err.msg, "not one tile of 4 rows of 24 bytes") != NULL);
-    x.f.webp_x_extent = 22; /* not whole pixels */
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, 88, &md, &data),
+    tdb_webp_options_edit(&x.f)->x_extent = 22; /* not whole pixels */
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 88, &md, &data),
                  TDB_E_INVAL);
-    x.f.webp_x_extent = 24;
-    x.f.webp_format = TDB_WEBP_NONE;
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, 96, &md, &data),
+    tdb_webp_options_edit(&x.f)->x_extent = 24;
+    tdb_webp_options_edit(&x.f)->format = TDB_WEBP_NONE;
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 96, &md, &data),
                  TDB_E_INVAL);
     CHECK(strstr(x.err.msg, "format is not set") != NULL);
-    x.f.webp_format = TDB_WEBP_RGBA;
+    tdb_webp_options_edit(&x.f)->format = TDB_WEBP_RGBA;
     x.call.datatype = TDB_INT32;
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, 96, &md, &data),
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 96, &md, &data),
                  TDB_E_INVAL);
     CHECK_EQ_INT(data.len, 0);
     x.call.datatype = TDB_UINT8;
-    CHECK_EQ_INT(x.f.ops->encode(&x.call, NULL, 0, img, 96, &md, &data), 0);
+    CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 96, &md, &data),
+                 0);
     x.call.datatype = TDB_INT32;
     CHECK_EQ_INT(fx_decode(&x, md.data, md.len, data.data, data.len),
                  TDB_E_CORRUPT);
     x.call.datatype = TDB_UINT8;
-    x.f.webp_format = TDB_WEBP_NONE;
+    tdb_webp_options_edit(&x.f)->format = TDB_WEBP_NONE;
     CHECK_EQ_INT(fx_decode(&x, md.data, md.len, data.data, data.len),
                  TDB_E_CORRUPT);
     tdb_buf_free(&md);
@@ -1198,7 +1207,7 @@ static void test_webp_tiledb_tile(void)
     struct tdb_buf t = {0}, out = {0};
     struct tdb_error err = {0};
     webp_tile(&t, 96, webp, n);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out, NULL,
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out,
                                      &err),
                  0);
     CHECK_EQ_INT(out.len, 96);
@@ -1208,7 +1217,7 @@ static void test_webp_tiledb_tile(void)
     tdb_pipeline_free(&p);
     webp_pipeline(&p, TDB_WEBP_BGRA, 1, 4, 24);
     tdb_buf_reset(&out);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out, NULL,
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out,
                                      &err),
                  0);
     CHECK(out.len == 96 && out.data[0] == img[2] && out.data[2] == img[0] &&
@@ -1217,7 +1226,7 @@ static void test_webp_tiledb_tile(void)
     tdb_pipeline_free(&p);
     webp_pipeline(&p, TDB_WEBP_RGB, 1, 4, 18);
     tdb_buf_reset(&out);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out, NULL,
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out,
                                      &err),
                  TDB_E_CORRUPT);
     tdb_pipeline_free(&p);
@@ -1225,13 +1234,13 @@ static void test_webp_tiledb_tile(void)
     /* our encoder's tile through tdb_pipeline_encode: one chunk */
     webp_pipeline(&p, TDB_WEBP_RGBA, 1, 4, 24);
     tdb_buf_reset(&t);
-    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, img, 96, NULL, 0, &t, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, img, 96, &t, &err), 0);
     CHECK(t.len > 8 + 12 + 8 && tdb_le64(t.data) == 1 &&
           tdb_le32(t.data + 8) == 96 && tdb_le32(t.data + 16) == 8 &&
           tdb_le32(t.data + 20) == 1 &&
           tdb_le32(t.data + 24) == tdb_le32(t.data + 12));
     tdb_buf_reset(&out);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out, NULL,
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out,
                                      &err),
                  0);
     CHECK(out.len == 96 && !memcmp(out.data, img, 96));
@@ -1255,12 +1264,14 @@ static void test_webp_damaged(void)
         WebPFree(webp);
         return;
     }
-    struct tdb_filter f = capped_filter(TDB_FILTER_WEBP, 0);
-    f.webp_format = TDB_WEBP_RGBA;
-    f.webp_lossless = 1;
-    f.webp_quality = 100.0f;
-    f.webp_y_extent = 4;
-    f.webp_x_extent = 16;
+    struct tdb_filter f;
+    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_WEBP), 0);
+    struct tdb_webp_options *o = tdb_webp_options_edit(&f);
+    o->format = TDB_WEBP_RGBA;
+    o->lossless = 1;
+    o->quality = 100.0f;
+    o->y_extent = 4;
+    o->x_extent = 16;
     struct tdb_buf t = {0};
     uint8_t md[12];
 
@@ -1271,7 +1282,7 @@ static void test_webp_damaged(void)
         struct tdb_tile_desc d = {.datatype = TDB_UINT8, .cell_size = 1,
                                   .version = 22, .what = "ok"};
         struct tdb_buf out = {0};
-        CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out, NULL,
+        CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out,
                                          NULL),
                      0);
         CHECK(out.len == 64 && !memcmp(out.data, img, 64));
@@ -1331,6 +1342,7 @@ static void test_webp_damaged(void)
     free(big);
     tdb_buf_free(&t);
     WebPFree(webp);
+    tdb_filter_release(&f);
 }
 
 /* Schema JSON with a WEBP filter, the array created, a fragment written by
@@ -1356,11 +1368,12 @@ static void test_webp_array(void)
         return;
     const struct tdb_filter *f = &s->attrs[0].filters.f[0];
     CHECK_EQ_INT(f->type, TDB_FILTER_WEBP);
-    CHECK(f->webp_quality == 100.0f);
-    CHECK_EQ_INT(f->webp_format, TDB_WEBP_RGBA);
-    CHECK_EQ_INT(f->webp_lossless, 1);
-    CHECK_EQ_INT(f->webp_y_extent, 4);
-    CHECK_EQ_INT(f->webp_x_extent, 24);
+    const struct tdb_webp_options *wo = tdb_webp_options(f);
+    CHECK(wo->quality == 100.0f);
+    CHECK_EQ_INT(wo->format, TDB_WEBP_RGBA);
+    CHECK_EQ_INT(wo->lossless, 1);
+    CHECK_EQ_INT(wo->y_extent, 4);
+    CHECK_EQ_INT(wo->x_extent, 24);
 
     /* the JSON form prints the options and reads back the same */
     json_t *j = tdb_json_schema(s);
@@ -1375,9 +1388,9 @@ static void test_webp_array(void)
                  0);
     if (back) {
         const struct tdb_filter *g = &back->attrs[0].filters.f[0];
-        CHECK(g->webp_quality == 100.0f && g->webp_format == TDB_WEBP_RGBA &&
-              g->webp_lossless == 1 && g->webp_y_extent == 4 &&
-              g->webp_x_extent == 24);
+        const struct tdb_webp_options *go = tdb_webp_options(g);
+        CHECK(go->quality == 100.0f && go->format == TDB_WEBP_RGBA &&
+              go->lossless == 1 && go->y_extent == 4 && go->x_extent == 24);
         tdb_schema_free(back);
     }
     tdb_buf_free(&text);

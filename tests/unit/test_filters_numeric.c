@@ -51,13 +51,11 @@ static int dec(const struct tdb_filter_ops *ops,
                size_t md_len, const uint8_t *data, size_t size,
                struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
-    struct tdb_cursor cur;
-    tdb_cur_init(&cur, md, md_len);
     tdb_buf_reset(md_out);
     tdb_buf_reset(data_out);
     test_err.code = 0;
     test_err.msg[0] = 0;
-    return ops->decode(c, &cur, data, size, md_out, data_out);
+    return filter_decode(ops, c, md, md_len, data, size, md_out, data_out);
 }
 
 static int enc(const struct tdb_filter_ops *ops,
@@ -68,7 +66,7 @@ static int enc(const struct tdb_filter_ops *ops,
     tdb_buf_reset(md_out);
     tdb_buf_reset(data_out);
     test_err.code = 0;
-    return ops->encode(c, md, md_len, data, size, md_out, data_out);
+    return filter_encode(ops, c, md, md_len, data, size, md_out, data_out);
 }
 
 /* Decodes a hand-built chunk and checks the expected data and metadata. */

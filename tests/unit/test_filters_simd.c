@@ -268,8 +268,11 @@ static int check_filter(const struct tdb_filter_ops *ops, unsigned dt,
                    d2 = {0};
     int bad = 0;
     fill(in, size, size % 3 == 0 ? 3 : 0);
-    if (ops->encode(&cs, NULL, 0, in, size, &m0, &d0) ||
-        ops->encode(&cp, NULL, 0, in, size, &m1, &d1)) {
+    struct tdb_filter_stage s0 = {.data = in, .size = size, .md_out = &m0,
+                                  .data_out = &d0};
+    struct tdb_filter_stage s1 = {.data = in, .size = size, .md_out = &m1,
+                                  .data_out = &d1};
+    if (ops->encode(&cs, &s0) || ops->encode(&cp, &s1)) {
         fprintf(stderr, "  %s encode failed: %s\n", ops->name, test_err.msg);
         bad = 1;
     } else if (m0.len != m1.len || d0.len != d1.len ||
@@ -279,9 +282,10 @@ static int check_filter(const struct tdb_filter_ops *ops, unsigned dt,
                 ops->name, dt, size, tdb_shuffle_path(which)->name);
         bad = 1;
     } else {
-        struct tdb_cursor cur;
-        tdb_cur_init(&cur, m1.data, m1.len);
-        if (ops->decode(&cp, &cur, d1.data, d1.len, &m2, &d2) ||
+        struct tdb_filter_stage s2 = {.data = d1.data, .size = d1.len,
+                                      .md_out = &m2, .data_out = &d2};
+        tdb_cur_init(&s2.md, m1.data, m1.len);
+        if (ops->decode(&cp, &s2) ||
             d2.len != size || (size && memcmp(d2.data, in, size))) {
             fprintf(stderr, "  %s dt %u size %zu: path %s decodes "
                     "otherwise\n", ops->name, dt, size,
@@ -372,8 +376,9 @@ static void test_path_choice(void)
     struct tdb_filter_call c = mkcall(&f, TDB_INT32, TDB_SIMD_COUNT);
     struct tdb_buf m = {0}, d = {0};
     uint8_t in[64] = {0};
-    CHECK_EQ_INT(tdb_filter_bitshuffle.encode(&c, NULL, 0, in, sizeof in,
-                                              &m, &d),
+    struct tdb_filter_stage st = {.data = in, .size = sizeof in, .md_out = &m,
+                                  .data_out = &d};
+    CHECK_EQ_INT(tdb_filter_bitshuffle.encode(&c, &st),
                  TDB_E_UNSUPPORTED);
     CHECK(strstr(test_err.msg, "not available") != NULL);
     tdb_buf_free(&m);

@@ -10,6 +10,18 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
+/* tdb_fmw_add_tile with its where and what spelled out. */
+static int add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
+                    uint64_t var_off, uint64_t var_size,
+                    uint64_t validity_off, const uint8_t *data, uint64_t size,
+                    const uint64_t *offsets, uint64_t ncells,
+                    const uint8_t *validity, struct tdb_error *err)
+{
+    struct tdb_fmw_where at = {off, var_off, var_size, validity_off};
+    struct tdb_fmw_tile t = {data, size, offsets, ncells, validity};
+    return tdb_fmw_add_tile(w, field, &at, &t, err);
+}
+
 static void fmt(char *dst, size_t cap, const char *f, ...)
     __attribute__((format(printf, 3, 4)));
 static void fmt(char *dst, size_t cap, const char *f, ...)
@@ -37,10 +49,10 @@ static int decode_tile(const struct tdb_io *io, const char *path,
     int rc = tdb_io_read(io, path, offs[t], buf, (size_t)len, &err);
     struct tdb_tile_desc d = {
         .datatype = type, .cell_size = cell_size, .version = 22,
-        .is_var = is_var, .key = NULL, .what = path,
+        .is_var = is_var, .key = NULL, .what = path, .offsets = kept,
     };
     if (!rc)
-        rc = tdb_pipeline_decode(p, &d, buf, (size_t)len, out, kept, &err);
+        rc = tdb_pipeline_decode(p, &d, buf, (size_t)len, out, &err);
     if (rc)
         fprintf(stderr, "  decode %s tile %llu: %s\n", path,
                 (unsigned long long)t, err.msg);
@@ -171,7 +183,7 @@ static int rebuild_fragment(const char *arr, const char *frag, unsigned layout)
                             &s->validity_filters, TDB_UINT8, 1, false, &val,
                             NULL))
                 goto done;
-            if (tdb_fmw_add_tile(w, f, t->offsets[i],
+            if (add_tile(w, f, t->offsets[i],
                                  var ? t->var_offsets[i] : 0,
                                  var ? t->var_sizes[i] : 0,
                                  fm->is_nullable[f] ? t->validity_offsets[i]
@@ -366,10 +378,10 @@ static int rt_dense(const uint8_t *key, struct tdb_schema *s,
             for (int k = 0; k < n; k++)
                 sv[vsize++] = in ? 'x' : 0;
         }
-        rc = tdb_fmw_add_tile(w, 0, foff, 0, 0, 0, fv, 80, NULL, 10, NULL,
+        rc = add_tile(w, 0, foff, 0, 0, 0, fv, 80, NULL, 10, NULL,
                               err);
         if (!rc)
-            rc = tdb_fmw_add_tile(w, 1, soff, svoff, vsize, vaoff, sv, vsize,
+            rc = add_tile(w, 1, soff, svoff, vsize, vaoff, sv, vsize,
                                   offs, 10, val, err);
         foff += 100;
         soff += 90;
@@ -514,14 +526,14 @@ static void test_roundtrip_sparse(void)
             memcpy(sv + vsize, str[c0 + c], strlen(str[c0 + c]));
             vsize += strlen(str[c0 + c]);
         }
-        CHECK_EQ_INT(tdb_fmw_add_tile(w, 0, 100 * (uint64_t)t, 0, 0, 0, fv,
+        CHECK_EQ_INT(add_tile(w, 0, 100 * (uint64_t)t, 0, 0, 0, fv,
                                       8 * (uint64_t)n, NULL, (uint64_t)n,
                                       NULL, &err), 0);
-        CHECK_EQ_INT(tdb_fmw_add_tile(w, 1, 50 * (uint64_t)t,
+        CHECK_EQ_INT(add_tile(w, 1, 50 * (uint64_t)t,
                                       20 * (uint64_t)t, vsize,
                                       30 * (uint64_t)t, sv, vsize, offs,
                                       (uint64_t)n, valid + c0, &err), 0);
-        CHECK_EQ_INT(tdb_fmw_add_tile(w, 2, 40 * (uint64_t)t, 0, 0, 0, dv,
+        CHECK_EQ_INT(add_tile(w, 2, 40 * (uint64_t)t, 0, 0, 0, dv,
                                       4 * (uint64_t)n, NULL, (uint64_t)n,
                                       NULL, &err), 0);
         struct tdb_range mbr = rng(coords[c0], coords[c0 + n - 1]);
@@ -649,25 +661,25 @@ static void test_errors(void)
     uint8_t fv[80] = {0};
     CHECK_EQ_INT(tdb_fmw_create(&w, s, s->name, true, &err), 0);
     /* no non-empty domain yet */
-    CHECK_EQ_INT(tdb_fmw_add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
+    CHECK_EQ_INT(add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
     struct tdb_range ned = rng(0, 9);
     CHECK_EQ_INT(tdb_fmw_set_ned(w, &ned, &err), 0);
     /* a dense dimension has no tiles; a tile too short */
-    CHECK_EQ_INT(tdb_fmw_add_tile(w, 2, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
+    CHECK_EQ_INT(add_tile(w, 2, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
-    CHECK_EQ_INT(tdb_fmw_add_tile(w, 0, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
+    CHECK_EQ_INT(add_tile(w, 0, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
-    CHECK_EQ_INT(tdb_fmw_add_tile(w, 7, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
+    CHECK_EQ_INT(add_tile(w, 7, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
     /* descending offsets */
     uint64_t offs[10] = {0, 2, 1, 3, 4, 5, 6, 7, 8, 9};
     uint8_t val[10] = {0};
-    CHECK_EQ_INT(tdb_fmw_add_tile(w, 1, 0, 0, 10, 0, fv, 10, offs, 10, val,
+    CHECK_EQ_INT(add_tile(w, 1, 0, 0, 10, 0, fv, 10, offs, 10, val,
                                   &err), TDB_E_INVAL);
     CHECK(strstr(err.msg, "descending") != NULL);
     /* a field short of tiles */
-    CHECK_EQ_INT(tdb_fmw_add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
+    CHECK_EQ_INT(add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
                                   &err), 0);
     CHECK_EQ_INT(tdb_fmw_serialize(w, NULL, &b, &err), TDB_E_INVAL);
     CHECK(strstr(err.msg, "field s has 0 tiles") != NULL);

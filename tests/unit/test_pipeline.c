@@ -62,14 +62,14 @@ static void test_tile_decode_unfiltered(void)
                               .version = 22, .what = "t.tdb: tile 0"};
     struct tdb_buf out = {0};
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_pipeline_decode(&none, &d, tile, sizeof tile, &out, NULL, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_decode(&none, &d, tile, sizeof tile, &out, &err), 0);
     CHECK_EQ_INT(out.len, 5);
     CHECK_MEM(out.data, "abcde", 5);
     /* every truncation is an error naming the tile */
     for (size_t n = 0; n < sizeof tile; n++) {
         tdb_buf_reset(&out);
         err.msg[0] = 0;
-        CHECK(tdb_pipeline_decode(&none, &d, tile, n, &out, NULL, &err) != 0);
+        CHECK(tdb_pipeline_decode(&none, &d, tile, n, &out, &err) != 0);
         CHECK(strstr(err.msg, "t.tdb: tile 0") != NULL);
     }
     /* a chunk whose original length lies */
@@ -77,7 +77,7 @@ static void test_tile_decode_unfiltered(void)
     memcpy(bad, tile, sizeof tile);
     bad[8] = 4;
     tdb_buf_reset(&out);
-    CHECK_EQ_INT(tdb_pipeline_decode(&none, &d, bad, sizeof bad, &out, NULL, &err),
+    CHECK_EQ_INT(tdb_pipeline_decode(&none, &d, bad, sizeof bad, &out, &err),
                  TDB_E_CORRUPT);
     tdb_buf_free(&out);
 }
@@ -96,16 +96,16 @@ static void test_encode_decode_chunks(void)
     struct tdb_tile_desc d = {.datatype = TDB_INT32, .cell_size = 4,
                               .version = 22, .what = "a0.tdb: tile 3"};
     struct tdb_buf enc = {0}, dec = {0};
-    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, (uint8_t *)v, n * 4, NULL, 0, &enc, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, (uint8_t *)v, n * 4, &enc, &err), 0);
     CHECK_EQ_INT(tdb_le64(enc.data), 4);
     CHECK(enc.len < n * 4);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, NULL, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, &err), 0);
     CHECK_EQ_INT(dec.len, n * 4);
     CHECK(dec.len == n * 4 && !memcmp(dec.data, v, n * 4));
     /* damage the compressed bytes: an error, never wrong data */
     enc.data[enc.len / 2] ^= 0xff;
     tdb_buf_reset(&dec);
-    int r = tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, NULL, &err);
+    int r = tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, &err);
     CHECK(r != 0 || (dec.len == n * 4 && memcmp(dec.data, v, n * 4) != 0) ||
           dec.len != n * 4);
     tdb_buf_free(&enc);
@@ -126,10 +126,11 @@ static void test_var_chunks_whole_cells(void)
         memset(data + i * cs, (int)('a' + i), cs);
     }
     struct tdb_tile_desc d = {.datatype = TDB_STRING_ASCII, .cell_size = 1,
-                              .version = 22, .is_var = true, .what = "v"};
+                              .version = 22, .is_var = true, .what = "v",
+                              .in_offsets = off, .n_offsets = ncell};
     struct tdb_buf enc = {0}, dec = {0};
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data, ncell * cs, off, ncell, &enc, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data, ncell * cs, &enc, &err), 0);
     uint64_t nchunks = tdb_le64(enc.data);
     CHECK(nchunks >= 2);
     /* each chunk's original length is a multiple of the cell size */
@@ -142,7 +143,7 @@ static void test_var_chunks_whole_cells(void)
         pos += 12 + fl + ml;
     }
     CHECK_EQ_INT(pos, enc.len);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, NULL, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, &err), 0);
     CHECK(dec.len == ncell * cs && !memcmp(dec.data, data, dec.len));
     tdb_buf_free(&enc);
     tdb_buf_free(&dec);
@@ -210,12 +211,12 @@ static void test_checksum_guards(void)
                               .version = 22, .what = "a1.tdb: tile 2"};
     struct tdb_buf enc = {0}, dec = {0};
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data, sizeof data, NULL, 0, &enc, &err), 0);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, NULL, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data, sizeof data, &enc, &err), 0);
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, &err), 0);
     CHECK(dec.len == sizeof data && !memcmp(dec.data, data, sizeof data));
     enc.data[enc.len - 10] ^= 1;
     tdb_buf_reset(&dec);
-    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, NULL, &err),
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, enc.data, enc.len, &dec, &err),
                  TDB_E_CHECKSUM);
     CHECK(strstr(err.msg, "a1.tdb: tile 2") != NULL);
     tdb_buf_free(&enc);

@@ -1455,12 +1455,12 @@ static void test_zstd_context_same_bytes(void)
                                       .what = "zstd tile"};
             struct tdb_buf fresh = {0}, kept = {0};
             struct tdb_error err = {0};
-            CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data[k], len, NULL, 0,
+            CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data[k], len,
                                              &fresh, &err), 0);
             d.scratch = sc;
-            CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data[k], len, NULL, 0,
+            CHECK_EQ_INT(tdb_pipeline_encode(&p, &d, data[k], len,
                                              &kept, &err), 0);
-            CHECK(sc->zstd_cctx != NULL);
+            CHECK(sc->filter_state[TDB_FILTER_ZSTD] != NULL);
             CHECK_EQ_INT(kept.len, fresh.len);
             CHECK(kept.len == fresh.len &&
                   !memcmp(kept.data, fresh.data, fresh.len));
