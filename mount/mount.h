@@ -122,6 +122,9 @@ extern const struct tdbm_option tdbm_option_table[];
 /* The entry of option `name`, or NULL. */
 const struct tdbm_option *tdbm_option_find(const char *name);
 
+/* The option table's help, one "    -o USAGE  HELP" entry per option. */
+void tdbm_options_usage(FILE *f);
+
 /* Defaults: whole time range, no key, default cache, read-only. */
 void tdbm_options_init(struct tdbm_options *o);
 
@@ -349,18 +352,6 @@ int tdbm_setxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
 int tdbm_removexattr(struct tdbm_mount *m, uint64_t ino, const char *name);
 
 void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv);
-
-/* The kernel's read-ahead of the mount at `mnt` (the kernel starts FUSE
- * mounts at 128 KiB, so sequential reads come as 128 KiB requests; 1 MiB
- * requests cost less per byte): its sysfs file into out[cap] ("" when not
- * found), looked up in /proc/self/mountinfo (a stat would wait for the
- * session, which is not running yet); tdbm_set_readahead writes `kib` to
- * it, best effort (only root may, and the kernel lowers it again when it
- * takes the INIT reply: write it on the first request). */
-void tdbm_readahead_file(const char *mnt, char *out, size_t cap);
-/* The option table's help, one "    -o USAGE  HELP" entry per option. */
-void tdbm_options_usage(FILE *f);
-void tdbm_set_readahead(const char *file, unsigned long kib);
 
 /* setattr's `valid` bits. */
 #define TDBM_SET_SIZE 1u
