@@ -60,8 +60,8 @@ static void tdbfs_init(void *userdata, struct fuse_conn_info *conn)
 {
     conn->max_read = TDBM_IO_MAX;
     conn->max_write = TDBM_IO_MAX;
-    /* Pages stay valid: a tree never changes, and staged files change
-     * only through the mount. */
+    /* Pages stay valid: a generation never changes, and staged files
+     * change only through the mount. */
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
@@ -203,7 +203,7 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
     tdbfs_reply_open(req, fi, rc, h, &oi, false);
 }
 
-/* A tree file's bytes go out from the decoded tiles themselves. */
+/* A generation's file's bytes go out from the decoded tiles themselves. */
 static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {
