@@ -362,6 +362,7 @@ int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
         h = tdbm_handle_new(TDBM_H_DIR);
         if (!h)
             return -ENOMEM;
+        h->ino = ino;
         h->gen = tdbm_gen_pin(m, ino, &h->tino);
         if (!h->gen) {
             tdbm_release(m, h);
@@ -383,9 +384,8 @@ int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
     return 0;
 }
 
-int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                   uint64_t i, const char **name, uint64_t *child,
-                   bool report)
+int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
+                   const char **name, uint64_t *child, bool report)
 {
     struct tdb_error err;
     uint64_t c;
@@ -411,18 +411,19 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         return 1;
     if (rc < 0)
         return report ? tdbm_fail(m, rc, &err, "readdir inode %llu",
-                                (unsigned long long)ino)
+                                (unsigned long long)h->ino)
                       : -tdb_errno(rc);
     *child = tdbm_gen_ino(h->gen, c);
     return 0;
 }
 
-/* A failed read of a generation's file.  @return -errno. */
-static int tdbm_read_failed(struct tdbm_mount *m, uint64_t ino, uint64_t off,
-                            size_t size, int rc, const struct tdb_error *err)
+/* A failed read of h, a generation's file.  @return -errno. */
+static int tdbm_read_failed(struct tdbm_mount *m, const struct tdbm_handle *h,
+                            uint64_t off, size_t size, int rc,
+                            const struct tdb_error *err)
 {
     return tdbm_fail(m, rc, err, "read inode %llu at %lld+%zu",
-                     (unsigned long long)ino, (long long)off, size);
+                     (unsigned long long)h->ino, (long long)off, size);
 }
 
 /* Opens staged file `ino` through a descriptor of our own. */
@@ -497,6 +498,7 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
         }
         h->gen = g;
         h->tino = tino;
+        h->ino = ino;
         tdb_error_clear(&err);
         rc = tdb_reader_open(&h->rd, g->fs, tino, &err);
         if (rc < 0) {
@@ -512,8 +514,8 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
     return 0;
 }
 
-int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-              uint64_t off, void *buf, size_t size, size_t *got)
+int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+              void *buf, size_t size, size_t *got)
 {
     struct tdb_error err;
     int rc;
@@ -540,14 +542,14 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     case TDBM_H_FILE:
         tdb_error_clear(&err);
         rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
-        return rc < 0 ? tdbm_read_failed(m, ino, off, size, rc, &err) : 0;
+        return rc < 0 ? tdbm_read_failed(m, h, off, size, rc, &err) : 0;
     default:
         return -EISDIR;
     }
 }
 
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                  uint64_t off, size_t size, struct tdbm_reply *r)
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+                  size_t size, struct tdbm_reply *r)
 {
     struct tdb_seg segs[TDBM_IOV_MAX];
     struct tdb_error err;
@@ -561,7 +563,7 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     if (!(r->buf = malloc(size ? size : 1)))
         return -ENOMEM;
     if (h->kind != TDBM_H_FILE) {
-        if ((rc = tdbm_read(m, h, ino, off, r->buf, size, &got)) < 0)
+        if ((rc = tdbm_read(m, h, off, r->buf, size, &got)) < 0)
             return rc;
         r->iov[0] = (struct iovec){r->buf, got};
         r->n = 1;
@@ -571,7 +573,7 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
                               &r->n, &got, &r->hold, &err);
     if (rc < 0)
-        return tdbm_read_failed(m, ino, off, size, rc, &err);
+        return tdbm_read_failed(m, h, off, size, rc, &err);
     for (size_t i = 0; i < r->n; i++)
         r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
                                    segs[i].len};
@@ -885,16 +887,17 @@ int tdbm_special(struct tdbm_mount *m, uint64_t parent)
 int tdbm_mknod(struct tdbm_mount *m, uint64_t parent, const char *name,
                mode_t mode, struct tdbm_entry *e)
 {
-    struct tdbm_open_info oi;
-    struct tdbm_handle *h;
+    struct tdbm_created c;
     int rc;
 
     if (!S_ISREG(mode) || !tdbm_staging_ino(parent) || !m->staging)
         return tdbm_special(m, parent);
     rc = tdbm_create(m, parent, name, O_WRONLY | O_CREAT | O_EXCL,
-                     mode & 07777, e, &h, &oi);
-    if (rc == 0)
-        tdbm_release(m, h);
+                     mode & 07777, &c);
+    if (rc == 0) {
+        *e = c.e;
+        tdbm_release(m, c.h);
+    }
     return rc;
 }
 
@@ -956,33 +959,32 @@ int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
 }
 
 int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
-                int flags, mode_t mode, struct tdbm_entry *e,
-                struct tdbm_handle **out, struct tdbm_open_info *oi)
+                int flags, mode_t mode, struct tdbm_created *out)
 {
+    struct tdbm_staged_file f;
     struct tdbm_handle *h;
-    struct stat st;
-    uint64_t ino;
     int rc;
 
-    memset(oi, 0, sizeof *oi);
-    *out = NULL;
+    memset(&out->oi, 0, sizeof out->oi);
+    out->h = NULL;
     if (tdbm_staging_ino(parent) && m->staging) {
         h = tdbm_handle_new(TDBM_H_STG);
         if (!h)
             return -ENOMEM;
         rc = tdbm_staging_create(m->staging, parent, name, flags & ~O_APPEND,
-                                 mode, &ino, &st, &h->fd);
+                                 mode, &f);
+        h->fd = f.fd;
         if (rc < 0) {
             tdbm_release(m, h);
             return rc;
         }
-        tdbm_staging_entry(m, &st, ino, e);
-        *out = h;
+        tdbm_staging_entry(m, &f.st, f.ino, &out->e);
+        out->h = h;
         return 0;
     }
     if (!tdbm_is_root_dir(m, parent, false))
         return tdbm_not_here(m, parent);
-    rc = tdbm_meta_create(m, parent, name, flags, e, out);
-    oi->direct_io = rc == 0;
+    rc = tdbm_meta_create(m, parent, name, flags, &out->e, &out->h);
+    out->oi.direct_io = rc == 0;
     return rc;
 }

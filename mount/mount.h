@@ -288,9 +288,8 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
  * INO" when `report`). */
 int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **h,
                  struct tdbm_open_info *oi);
-int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                   uint64_t i, const char **name, uint64_t *child,
-                   bool report);
+int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
+                   const char **name, uint64_t *child, bool report);
 
 /* Opens a file with open(2) `flags`.  A file of a generation is read
  * through a tdb_reader of its own; a metadata file opened for writing (or with a
@@ -301,10 +300,10 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
 /* Closes a handle of tdbm_open, tdbm_opendir or tdbm_create (NULL ok). */
 void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
 
-/* Reads up to `size` bytes at `off` (fewer only at the end); -EISDIR for
- * a folder. */
-int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-              uint64_t off, void *buf, size_t size, size_t *got);
+/* Reads up to `size` bytes at `off` of the file open as `h` (fewer only at
+ * the end); -EISDIR for a folder. */
+int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+              void *buf, size_t size, size_t *got);
 
 /* A read's bytes as pieces for the reply (tdbm_read_iov), and what holds
  * their memory. */
@@ -320,8 +319,8 @@ struct tdbm_reply {
  * themselves where these are long (tdb_reader_read_segs), else through a
  * buffer of at most TDBM_IO_MAX bytes.  @return 0 or -errno; either way
  * tdbm_read_done(r) once the reply is out. */
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                  uint64_t off, size_t size, struct tdbm_reply *r);
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+                  size_t size, struct tdbm_reply *r);
 void tdbm_read_done(struct tdbm_reply *r);
 
 /* lseek's SEEK_DATA (data true) or SEEK_HOLE from `off` in an open file:
@@ -402,11 +401,17 @@ int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name);
 int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
                 uint64_t newparent, const char *newname, unsigned flags);
 
+/* What create gives the kernel: the entry and the open file. */
+struct tdbm_created {
+    struct tdbm_entry e;        /* counted as one lookup of e.ino */
+    struct tdbm_handle *h;
+    struct tdbm_open_info oi;
+};
+
 /* Creates a staged file, or a metadata file of the root's __meta, open
- * with open(2) `flags`; counts one lookup of e->ino. */
+ * with open(2) `flags`, into *out. */
 int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
-                int flags, mode_t mode, struct tdbm_entry *e,
-                struct tdbm_handle **h, struct tdbm_open_info *oi);
+                int flags, mode_t mode, struct tdbm_created *out);
 
 /* Resolves a '/'-separated path from the root with tdbm_lookup (each
  * lookup but the last given back); *ino is counted as one lookup. */

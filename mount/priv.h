@@ -106,6 +106,7 @@ enum tdbm_hkind { TDBM_H_FILE, TDBM_H_DIR, TDBM_H_STG, TDBM_H_STGDIR,
 /* An open file or folder. */
 struct tdbm_handle {
     enum tdbm_hkind kind;
+    uint64_t ino;               /* FILE, DIR: what was opened */
     struct tdbm_gen *gen;       /* FILE, DIR, META of a generation's
                                  * node: pinned */
     uint64_t tino;              /* the engine's inode in gen's tree */
