@@ -60,8 +60,8 @@ static void tdbfs_init(void *userdata, struct fuse_conn_info *conn)
 {
     conn->max_read = TDBM_IO_MAX;
     conn->max_write = TDBM_IO_MAX;
-    /* Pages stay valid: a tree never changes, and staged files change
-     * only through the mount. */
+    /* Pages stay valid: a generation never changes, and staged files
+     * change only through the mount. */
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
@@ -162,8 +162,8 @@ static void tdbfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
         name = i == 0 ? "." : "..";
         if (i >= 2) {
-            int rc = tdbm_dir_entry(tdbfs_mount_of(req), h, ino, i - 2,
-                                    &name, &child, pos == 0);
+            int rc = tdbm_dir_entry(tdbfs_mount_of(req), h, i - 2, &name,
+                                    &child, pos == 0);
             if (rc == 1)
                 break;
             if (rc < 0) {
@@ -203,13 +203,13 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
     tdbfs_reply_open(req, fi, rc, h, &oi, false);
 }
 
-/* A tree file's bytes go out from the decoded tiles themselves. */
+/* A generation's file's bytes go out from the decoded tiles themselves. */
 static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {
     struct tdbm_handle *h = tdbfs_handle_of(fi);
     struct tdbm_reply r = {.hold = NULL, .buf = NULL};
-    int rc = h && off >= 0 ? tdbm_read_iov(tdbfs_mount_of(req), h, ino,
+    int rc = h && off >= 0 ? tdbm_read_iov(tdbfs_mount_of(req), h,
                                            (uint64_t)off, size, &r)
                            : -EINVAL;
 
@@ -420,20 +420,18 @@ static void tdbfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
     struct tdbm_mount *m = tdbfs_mount_of(req);
     struct fuse_entry_param e;
-    struct tdbm_open_info oi;
-    struct tdbm_handle *h;
-    struct tdbm_entry te;
-    int rc = tdbm_create(m, parent, name, fi->flags, mode, &te, &h, &oi);
+    struct tdbm_created c;
+    int rc = tdbm_create(m, parent, name, fi->flags, mode, &c);
 
     if (rc < 0) {
         fuse_reply_err(req, -rc);
         return;
     }
-    tdbfs_entry(&te, &e);
-    tdbfs_set_open(fi, h, &oi, false);
+    tdbfs_entry(&c.e, &e);
+    tdbfs_set_open(fi, c.h, &c.oi, false);
     if (fuse_reply_create(req, &e, fi) != 0) {
-        tdbm_forget(m, te.ino, 1);
-        tdbm_release(m, h);
+        tdbm_forget(m, c.e.ino, 1);
+        tdbm_release(m, c.h);
     }
 }
 

@@ -2,16 +2,11 @@
 #include "tiledbfs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef PACKAGE_VERSION
@@ -39,142 +34,6 @@ static const char *const tdbfs_ignored[] = {
     "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime",
     "nolazytime", "diratime", "nodiratime", "iversion", "noiversion", "mand",
     "nomand", "symfollow", "nosymfollow", NULL};
-
-/* One log line of the mount layer: on stderr until the daemon runs in
- * the background, then to the log file, stderr or syslog. */
-void tdbfs_log_line(void *arg, const char *line)
-{
-    const struct tdbfs_daemon *d = arg;
-
-    if (!d->daemonized) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name, line);
-    } else if (d->log_fd >= 0) {
-        /* one write per line: lines of several threads do not mix */
-        char buf[4096], stamp[32];
-        time_t now = time(NULL);
-        struct tm tm;
-        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S%z",
-                 localtime_r(&now, &tm));
-        int n = snprintf(buf, sizeof buf, "%s tiledbfs[%ld]: %s\n", stamp,
-                         (long)getpid(), line);
-        if (n > 0) {
-            ssize_t w = write(d->log_fd, buf, (size_t)n < sizeof buf
-                                                  ? (size_t)n : sizeof buf);
-            (void)w;    /* nowhere left to report it */
-        }
-    } else if (d->log_stderr) {
-        fprintf(stderr, "tiledbfs: %s\n", line);
-    } else {
-        syslog(LOG_ERR, "%s", line);
-    }
-}
-
-/* Does a syslog daemon listen where syslog(3) sends (_PATH_LOG, as glibc
- * connects: a datagram socket, else a stream one)?  Without one syslog(3)
- * drops every line silently.  why[cap]: the path and the error. */
-static bool tdbfs_syslog_listens(char *why, size_t cap)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    static const int types[] = {SOCK_DGRAM, SOCK_STREAM};
-    int e = 0;
-
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", _PATH_LOG);
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
-        int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            e = errno;
-            continue;
-        }
-        int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-        e = errno;
-        close(fd);
-        if (rc == 0)
-            return true;
-    }
-    snprintf(why, cap, "%s: %s", _PATH_LOG, strerror(e));
-    return false;
-}
-
-/* Opens log file `path` for appending.  @return the descriptor or -1. */
-static int tdbfs_log_open(const char *path, int flags)
-{
-    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
-                flags, 0640);
-}
-
-/* Where the daemon logs, from -o log= (NULL: the default) and -f: sets
- * d->log_stderr and d->log_fd (syslog by default; see tdbfs_log_probe).
- * @return 0 or -1 after printing why. */
-static int tdbfs_log_setup(struct tdbfs_daemon *d, const char *log,
-                           bool foreground)
-{
-    d->log_fd = -1;
-    d->log_stderr = foreground;
-    if (log && strcmp(log, "stderr") == 0) {
-        d->log_stderr = true;
-    } else if (log && strcmp(log, "syslog") == 0) {
-        d->log_stderr = false;
-    } else if (log && strchr(log, '/')) {
-        if ((d->log_fd = tdbfs_log_open(log, 0)) < 0) {
-            fprintf(stderr, "%s: log=%s: %s\n", program_invocation_short_name,
-                    log, strerror(errno));
-            return -1;
-        }
-    } else if (log) {
-        fprintf(stderr, "%s: log=%s: not syslog or stderr, nor a file (a path "
-                "with a /)\n", program_invocation_short_name, log);
-        return -1;
-    }
-    return 0;
-}
-
-/* The file a daemon logs to where no syslog listens: TDBFS_ROOT_LOG for
- * root, else tiledbfs.log in $XDG_STATE_HOME (default ~/.local/state, made
- * 0700 when missing).  path[cap] gets its name.  @return the opened
- * descriptor, or -1 with errno. */
-#define TDBFS_ROOT_LOG "/var/log/tiledbfs.log"
-static int tdbfs_log_fallback(char *path, size_t cap)
-{
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-
-    if (geteuid() == 0) {
-        snprintf(path, cap, "%s", TDBFS_ROOT_LOG);
-    } else if (state && state[0] == '/') {
-        snprintf(path, cap, "%s/tiledbfs.log", state);
-    } else if (home && home[0] == '/') {
-        snprintf(path, cap, "%s/.local", home);
-        mkdir(path, 0700);
-        snprintf(path, cap, "%s/.local/state", home);
-        mkdir(path, 0700);
-        snprintf(path, cap, "%s/.local/state/tiledbfs.log", home);
-    } else {
-        snprintf(path, cap, "~/.local/state/tiledbfs.log");
-        errno = ENOENT;
-        return -1;
-    }
-    return tdbfs_log_open(path, O_NOFOLLOW);
-}
-
-/* Once mounted, before going to the background: syslog(3) drops every
- * line when nothing listens at _PATH_LOG (a container), so the lines go to
- * the file of tdbfs_log_fallback instead, and the daemon says so. */
-static void tdbfs_log_probe(struct tdbfs_daemon *d)
-{
-    char why[256], path[PATH_MAX];
-
-    if (d->log_stderr || d->log_fd >= 0 ||
-        tdbfs_syslog_listens(why, sizeof why))
-        return;
-    d->log_fd = tdbfs_log_fallback(path, sizeof path);
-    if (d->log_fd >= 0)
-        fprintf(stderr, "%s: syslog cannot be reached (%s): logging to %s\n",
-                program_invocation_short_name, why, path);
-    else
-        fprintf(stderr, "%s: syslog cannot be reached (%s), nor %s (%s): "
-                "nothing will be logged (-o log=FILE or log=stderr says "
-                "where)\n", program_invocation_short_name, why, path,
-                strerror(errno));
-}
 
 /* Keeps a copy of `value` in *field (the last one given wins).  @return
  * 0 (the option is ours), or -1 when out of memory. */
@@ -294,12 +153,6 @@ static void tdbfs_usage(const char *prog)
            "stays read-only:\nask for writes with writable.\n\n");
 }
 
-void tdbfs_readahead_once(struct tdbfs_daemon *d)
-{
-    if (d->bdi_ra[0] && !atomic_exchange(&d->ra_done, true))
-        tdbm_set_readahead(d->bdi_ra, d->readahead_kib);
-}
-
 static void tdbfs_say_nomem(void)
 {
     fprintf(stderr, "%s: %s\n", program_invocation_short_name,
@@ -402,160 +255,183 @@ static int tdbfs_loop(struct fuse_session *se,
     return ret;
 }
 
-int main(int argc, char *argv[])
-{
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+/* What main holds from the command line to the end of the session. */
+struct tdbfs_run {
+    struct fuse_args args;
     struct fuse_cmdline_opts fopts;
     struct tdbfs_cmdline cl;
     struct tdbm_options opts;
     struct tdbm_source src;
-    struct tdbm_config cfg;
     struct tdbfs_daemon d;
-    struct fuse_session *se = NULL;
-    struct tdb_cache *cache = NULL;
-    char why[TDB_ERROR_MSG_MAX + 256];
-    int errfd = -1;
-    int ret = 1;
+    struct tdb_cache *cache;
+    unsigned long readahead;    /* KiB */
+};
 
-    memset(&fopts, 0, sizeof fopts);
-    memset(&cl, 0, sizeof cl);
-    memset(&src, 0, sizeof src);
-    memset(&d, 0, sizeof d);
-    d.log_fd = -1;
-    pthread_mutex_init(&d.qlock, NULL);
-    pthread_cond_init(&d.qcond, NULL);
-    tdbm_options_init(&opts);
+static void tdbfs_run_init(struct tdbfs_run *r, int argc, char *argv[])
+{
+    memset(r, 0, sizeof *r);
+    r->args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+    r->d.log_fd = -1;
+    pthread_mutex_init(&r->d.qlock, NULL);
+    pthread_cond_init(&r->d.qcond, NULL);
+    tdbm_options_init(&r->opts);
+    r->readahead = 1024;
+}
 
-    if (fuse_opt_parse(&args, &cl, NULL, tdbfs_opt_proc) != 0)
-        goto out_args;
-    if (fuse_parse_cmdline(&args, &fopts) != 0)
-        goto out_args;
-    if (fopts.show_help) {
-        tdbfs_usage(argv[0]);
+static void tdbfs_run_free(struct tdbfs_run *r)
+{
+    tdbm_mount_free(r->d.m);
+    tdbm_source_close(&r->src);
+    tdb_cache_free(r->cache);
+    tdbm_options_free(&r->opts);
+    if (r->d.log_fd >= 0)
+        close(r->d.log_fd);
+    free(r->cl.source);
+    free(r->cl.log);
+    free(r->cl.readahead);
+    free(r->cl.fsname);
+    free(r->cl.subtype);
+    for (size_t i = 0; i < r->cl.nopts; i++)
+        free(r->cl.opts[i]);
+    free(r->cl.opts);
+    free(r->fopts.mountpoint);
+    fuse_opt_free_args(&r->args);
+    pthread_cond_destroy(&r->d.qcond);
+    pthread_mutex_destroy(&r->d.qlock);
+}
+
+/* The command line into r: FUSE's options, the contract's, ours, and
+ * where to log.  @return 0, 1 when done (--help, --version), or -1 after
+ * printing why. */
+static int tdbfs_parse(struct tdbfs_run *r, const char *prog)
+{
+    if (fuse_opt_parse(&r->args, &r->cl, NULL, tdbfs_opt_proc) != 0 ||
+        fuse_parse_cmdline(&r->args, &r->fopts) != 0)
+        return -1;
+    if (r->fopts.show_help) {
+        tdbfs_usage(prog);
         fuse_cmdline_help();
         fuse_lowlevel_help();
-        ret = 0;
-        goto out_args;
+        return 1;
     }
-    if (fopts.show_version) {
+    if (r->fopts.show_version) {
         printf("tiledbfs " PACKAGE_VERSION "\n");
         fflush(stdout);
         fuse_lowlevel_version();
-        ret = 0;
-        goto out_args;
+        return 1;
     }
-    if (!cl.source || !fopts.mountpoint) {
+    if (!r->cl.source || !r->fopts.mountpoint) {
         fprintf(stderr, "usage: %s [-o OPTIONS] SOURCE MOUNTPOINT "
-                "(%s --help for more)\n", argv[0], argv[0]);
-        goto out_args;
+                "(%s --help for more)\n", prog, prog);
+        return -1;
     }
-    if (tdbfs_apply(&cl, &opts) != 0)
-        goto out_args;
-    unsigned long readahead = 1024;
-    if (cl.readahead && tdbm_parse_kib(cl.readahead, 1ul << 20, &readahead)) {
+    if (tdbfs_apply(&r->cl, &r->opts) != 0)
+        return -1;
+    if (r->cl.readahead &&
+        tdbm_parse_kib(r->cl.readahead, 1ul << 20, &r->readahead)) {
         fprintf(stderr, "%s: readahead=%s: not a number of KiB (0 to "
-                "1048576)\n", program_invocation_short_name, cl.readahead);
-        goto out_args;
+                "1048576)\n", program_invocation_short_name, r->cl.readahead);
+        return -1;
     }
-    if (tdbfs_log_setup(&d, cl.log, fopts.foreground) != 0)
-        goto out_args;
-    /* One tile cache for the mount: every tree a write opens shares it. */
-    if (tdb_cache_create(&cache, opts.open.cache_bytes
-                                     ? opts.open.cache_bytes
-                                     : TDB_DEFAULT_CACHE_BYTES) != 0) {
+    return tdbfs_log_setup(&r->d, r->cl.log, r->fopts.foreground);
+}
+
+/* Opens the source and the mount layer's mount of it, and adds the mount
+ * options FUSE gets.  @return 0 or -1 after printing why. */
+static int tdbfs_start(struct tdbfs_run *r)
+{
+    char why[TDB_ERROR_MSG_MAX + 256];
+    const char *const *warn;
+    struct tdbm_config cfg;
+
+    /* One tile cache for the mount: every generation a write opens shares
+     * it. */
+    if (tdb_cache_create(&r->cache, r->opts.open.cache_bytes
+                                        ? r->opts.open.cache_bytes
+                                        : TDB_DEFAULT_CACHE_BYTES) != 0) {
         tdbfs_say_nomem();
-        goto out_args;
+        return -1;
     }
-    opts.open.cache = cache;
-    if (tdbm_source_open(&src, cl.source, &opts, why, sizeof why) != 0) {
+    r->opts.open.cache = r->cache;
+    if (tdbm_source_open(&r->src, r->cl.source, &r->opts, why,
+                         sizeof why) != 0) {
         tdbfs_say(why);
-        goto out_args;
+        return -1;
     }
     /* group members left out: said once, at start */
-    const char *const *warn;
-    for (size_t i = 0, n = tdb_fs_warnings(src.fs, &warn); i < n; i++) {
+    for (size_t i = 0, n = tdb_fs_warnings(r->src.fs, &warn); i < n; i++) {
         snprintf(why, sizeof why, "%s", warn[i]);
         tdbfs_say(why);
     }
-
     memset(&cfg, 0, sizeof cfg);
-    cfg.rw = opts.rw;
+    cfg.rw = r->opts.rw;
     cfg.uid = getuid();
     cfg.gid = getgid();
     cfg.log = tdbfs_log_line;
     cfg.inval = tdbfs_invalidate_soon;
-    cfg.arg = &d;
-    d.rw = opts.rw;
-    if (tdbm_mount_new(&d.m, &src, &opts, &cfg) != 0) {
+    cfg.arg = &r->d;
+    r->d.rw = r->opts.rw;
+    if (tdbm_mount_new(&r->d.m, &r->src, &r->opts, &cfg) != 0) {
         tdbfs_say_nomem();
-        goto out_close;
+        return -1;
     }
-    if (tdbm_mount_staging(d.m, why, sizeof why) != 0) {
+    if (tdbm_mount_staging(r->d.m, why, sizeof why) != 0) {
         tdbfs_say(why);
-        goto out_close;
+        return -1;
     }
-    if (tdbfs_mount_args(&args, &cl, src.path, opts.rw) != 0) {
+    if (tdbfs_mount_args(&r->args, &r->cl, r->src.path, r->opts.rw) != 0) {
         tdbfs_say_nomem();
-        goto out_close;
+        return -1;
     }
+    return 0;
+}
 
-    se = fuse_session_new(&args, &tdbfs_ops, sizeof tdbfs_ops, &d);
+/* Mounts, goes to the background and serves until unmounted.  @return
+ * the exit status. */
+static int tdbfs_serve(struct tdbfs_run *r)
+{
+    struct tdbfs_daemon *d = &r->d;
+    struct fuse_session *se;
+    int ret = 1;
+
+    se = fuse_session_new(&r->args, &tdbfs_ops, sizeof tdbfs_ops, d);
     if (!se)
-        goto out_close;
-    d.se = se;
+        return 1;
+    d->se = se;
     if (fuse_set_signal_handlers(se) != 0)
         goto out_session;
-    if (fuse_session_mount(se, fopts.mountpoint) != 0)
+    if (fuse_session_mount(se, r->fopts.mountpoint) != 0)
         goto out_signals;
-    d.readahead_kib = readahead;
-    if (readahead)
-        tdbm_readahead_file(fopts.mountpoint, d.bdi_ra, sizeof d.bdi_ra);
-    tdbfs_log_probe(&d);
-    /* fuse_daemonize points stderr at /dev/null: log=stderr keeps it */
-    if (d.log_stderr && d.log_fd < 0 && !fopts.foreground) {
-        errfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-        if (errfd < 0)
-            d.log_stderr = false;
-    }
-    if (!d.log_stderr && d.log_fd < 0)
-        openlog("tiledbfs", LOG_PID, LOG_DAEMON);
-    fuse_daemonize(fopts.foreground);
-    if (errfd >= 0) {
-        dup2(errfd, STDERR_FILENO);
-        close(errfd);
-    }
-    d.daemonized = true;
-
-    if (d.rw && fopts.singlethread)
-        tdbfs_notifier_start(&d);
-    tdbfs_watcher_start(&d);
-    ret = tdbfs_loop(se, &fopts) != 0;
-    tdbfs_watcher_stop(&d);
-    tdbfs_notifier_stop(&d);
+    d->readahead_kib = r->readahead;
+    if (r->readahead)
+        tdbfs_readahead_file(r->fopts.mountpoint, d->bdi_ra,
+                             sizeof d->bdi_ra);
+    tdbfs_log_daemonize(d, r->fopts.foreground);
+    if (d->rw && r->fopts.singlethread)
+        tdbfs_notifier_start(d);
+    tdbfs_watcher_start(d);
+    ret = tdbfs_loop(se, &r->fopts) != 0;
+    tdbfs_watcher_stop(d);
+    tdbfs_notifier_stop(d);
     fuse_session_unmount(se);
 out_signals:
     fuse_remove_signal_handlers(se);
 out_session:
     fuse_session_destroy(se);
-out_close:
-    tdbm_mount_free(d.m);
-    tdbm_source_close(&src);
-out_args:
-    tdb_cache_free(cache);
-    tdbm_options_free(&opts);
-    if (d.log_fd >= 0)
-        close(d.log_fd);
-    free(cl.source);
-    free(cl.log);
-    free(cl.readahead);
-    free(cl.fsname);
-    free(cl.subtype);
-    for (size_t i = 0; i < cl.nopts; i++)
-        free(cl.opts[i]);
-    free(cl.opts);
-    free(fopts.mountpoint);
-    fuse_opt_free_args(&args);
-    pthread_cond_destroy(&d.qcond);
-    pthread_mutex_destroy(&d.qlock);
+    return ret;
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbfs_run r;
+    int ret = 1, rc;
+
+    tdbfs_run_init(&r, argc, argv);
+    rc = tdbfs_parse(&r, argv[0]);
+    if (rc > 0)
+        ret = 0;
+    else if (rc == 0 && tdbfs_start(&r) == 0)
+        ret = tdbfs_serve(&r);
+    tdbfs_run_free(&r);
     return ret;
 }

@@ -33,7 +33,8 @@ struct tdbfs_watch {
     unsigned secs;
     int stopfd;       /* eventfd, written to stop the thread */
     int ifd;          /* inotify, or -1: the periodic check alone */
-    int *wds;         /* the watches of the current tree's folders */
+    int *wds;         /* the watches of the current generation's
+                       * folders */
     size_t nwds;
     bool warned;      /* a watch failed, said once */
 };
@@ -55,7 +56,7 @@ static void tdbfs_watch_say(struct tdbfs_watch *w, const char *what, int e)
     tdbfs_log_line(w->d, line);
 }
 
-/* Watches the folders of the current tree, and no others. */
+/* Watches the folders of the current generation, and no others. */
 static void tdbfs_watch_sync(struct tdbfs_watch *w)
 {
     char **paths;

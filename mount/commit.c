@@ -1,4 +1,4 @@
-/* commit.c: writes to the array (a staged folder committed as a fragment), the reload after each, and the staging folder's set-up. */
+/* commit.c: a staged folder committed as a fragment of the array, and the staging folder's set-up. */
 #include "priv.h"
 #include "tiledb_format_write.h"
 
@@ -9,35 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
-
-/* A write timestamp: now in ms, but always after the previous one, so that
- * two writes of one daemon are applied in the order they were made.
- * m->commit held. */
-uint64_t tdbm_next_ts(struct tdbm_mount *m)
-{
-    uint64_t ms;
-
-    for (;;) {
-        ms = tdb_now_ms(); /* the engine's clock */
-        if (ms > m->last_ts)
-            break;
-        struct timespec nap = {0, 200000};
-        nanosleep(&nap, NULL);
-    }
-    m->last_ts = ms;
-    return ms;
-}
-
-/* Hands the old root's names to the front end (no lock held). */
-void tdbm_invalidate(struct tdbm_mount *m, char **names, size_t n)
-{
-    if (m->cfg.inval)
-        m->cfg.inval(m->cfg.arg, names, n);
-    else
-        tdbm_names_free(names, n);
-}
 
 /* The errno of a commit refused for its staged input: `mv` prints "Bad
  * message" (EINVAL would print "cannot move ... to a subdirectory of

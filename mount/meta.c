@@ -27,18 +27,57 @@ struct tdbm_metarec *tdbm_rec_find(struct tdbm_mount *m, uint64_t ino)
     return NULL;
 }
 
-/* The record of `ino` with one more open file, made (holding `init`)
- * when missing.  @return 0, 1 for an existing record (the caller keeps
- * its bytes), or -errno. */
-static int tdbm_rec_open(struct tdbm_mount *m, uint64_t ino, const char *name,
-                         const uint8_t *init, size_t init_len, bool dirty,
+/* What a new record of a metadata file holds. */
+struct tdbm_recinit {
+    uint64_t ino;
+    const char *name;       /* under __meta/ */
+    const uint8_t *bytes;   /* its value so far (copied) */
+    size_t len;
+    bool dirty;             /* not stored as it is */
+};
+
+/* A new record as `in` says, with one open file.  @return it, or NULL
+ * with errno. */
+static struct tdbm_metarec *tdbm_rec_new(const struct tdbm_recinit *in)
+{
+    struct tdbm_metarec *r = calloc(1, sizeof *r);
+
+    if (!r)
+        return NULL;
+    r->key = tdbm_name_decode(in->name);
+    if (!r->key) {
+        free(r);
+        return NULL;
+    }
+    r->fname = strdup(in->name);
+    if (in->len && (r->buf = malloc(in->len)))
+        memcpy(r->buf, in->bytes, in->len);
+    if (!r->fname || (in->len && !r->buf)) {
+        free(r->buf);
+        free(r->fname);
+        free(r->key);
+        free(r);
+        errno = ENOMEM;
+        return NULL;
+    }
+    r->len = r->cap = in->len;
+    r->ino = in->ino;
+    r->type = -1;
+    r->dirty = in->dirty;
+    r->refs = 1;
+    return r;
+}
+
+/* The record of in->ino with one more open file, made as `in` says when
+ * missing.  @return 0, 1 for an existing record (the caller keeps its
+ * bytes), or -errno. */
+static int tdbm_rec_open(struct tdbm_mount *m, const struct tdbm_recinit *in,
                          struct tdbm_metarec **out)
 {
     struct tdbm_metarec *r;
-    char *key;
 
     pthread_mutex_lock(&m->lock);
-    r = tdbm_rec_find(m, ino);
+    r = tdbm_rec_find(m, in->ino);
     if (r) {
         r->refs++;
         pthread_mutex_unlock(&m->lock);
@@ -47,36 +86,9 @@ static int tdbm_rec_open(struct tdbm_mount *m, uint64_t ino, const char *name,
     }
     pthread_mutex_unlock(&m->lock);
 
-    key = tdbm_name_decode(name);
-    if (!key)
+    r = tdbm_rec_new(in);
+    if (!r)
         return -errno;
-    r = calloc(1, sizeof *r);
-    if (!r) {
-        free(key);
-        return -ENOMEM;
-    }
-    r->fname = strdup(name);
-    if (!r->fname) {
-        free(key);
-        free(r);
-        return -ENOMEM;
-    }
-    r->ino = ino;
-    r->key = key;
-    r->type = -1;
-    r->dirty = dirty;
-    r->refs = 1;
-    if (init_len) {
-        r->buf = malloc(init_len);
-        if (!r->buf) {
-            free(r->fname);
-            free(key);
-            free(r);
-            return -ENOMEM;
-        }
-        memcpy(r->buf, init, init_len);
-        r->len = r->cap = init_len;
-    }
     pthread_mutex_lock(&m->lock);
     r->next = m->recs;
     m->recs = r;
@@ -85,7 +97,7 @@ static int tdbm_rec_open(struct tdbm_mount *m, uint64_t ino, const char *name,
     return 0;
 }
 
-void tdbm_rec_close(struct tdbm_mount *m, struct tdbm_metarec *r)
+static void tdbm_rec_close(struct tdbm_mount *m, struct tdbm_metarec *r)
 {
     bool gone = false;
 
@@ -172,51 +184,65 @@ bool tdbm_lookup_created(struct tdbm_mount *m, const char *name,
 }
 
 /* The name of engine inode `tino` when it is a key file of the root's
- * __meta, else NULL (valid while t is pinned). */
-const char *tdbm_meta_name(const struct tdbm_tree *t, uint64_t tino)
+ * __meta, else NULL (valid while g is pinned). */
+const char *tdbm_meta_name(const struct tdbm_gen *g, uint64_t tino)
 {
     const char *name;
     uint64_t child;
 
-    if (!t->meta_dir || tino == t->meta_dir)
+    if (!g->meta_dir || tino == g->meta_dir)
         return NULL;
     for (uint64_t i = 0;
-         tdb_fs_readdir(t->fs, t->meta_dir, i, &name, &child, NULL) == 0; i++)
+         tdb_fs_readdir(g->fs, g->meta_dir, i, &name, &child, NULL) == 0; i++)
         if (child == tino)
             return name;
     return NULL;
 }
 
-/* Opens a metadata file (for writing, or to read what a writer has
- * written): a record holding its bytes (none with O_TRUNC). */
-int tdbm_open_meta(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t tino,
-                   uint64_t ino, const char *name, int flags,
-                   struct tdbm_handle **out)
+/* The bytes of engine file `at`, unless O_TRUNC in `flags` or at->gen is
+ * NULL: *buf (malloc'd; NULL when there are none) and *len.  @return 0
+ * or -errno. */
+static int tdbm_meta_bytes(const struct tdbm_node *at, int flags,
+                           uint8_t **buf, size_t *len)
+{
+    struct tdb_stat ts;
+
+    *buf = NULL;
+    *len = 0;
+    if ((flags & O_TRUNC) || !at->gen ||
+        tdb_fs_stat(at->gen->fs, at->tino, &ts, NULL) != 0 || !ts.size)
+        return 0;
+    if (ts.size > TDBM_META_MAX)
+        return -EFBIG;
+    *buf = malloc((size_t)ts.size);
+    if (!*buf || tdb_fs_read(at->gen->fs, at->tino, 0, *buf, (size_t)ts.size,
+                             len, NULL) != 0) {
+        free(*buf);
+        *buf = NULL;
+        *len = 0;
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Opens metadata file `name` at node `at` (for writing, or to read what a
+ * writer has written): a record holding its bytes (none with O_TRUNC).
+ * The handle takes at->gen's pin. */
+int tdbm_open_meta(struct tdbm_mount *m, const struct tdbm_node *at,
+                   const char *name, int flags, struct tdbm_handle **out)
 {
     struct tdbm_handle *h = tdbm_handle_new(TDBM_H_META);
-    struct tdb_stat ts;
-    uint8_t *init = NULL;
-    size_t got = 0;
+    struct tdbm_recinit in = {.ino = at->ino, .name = name,
+                              .dirty = (flags & O_TRUNC) != 0};
+    uint8_t *init;
     int rc;
 
     if (!h)
         return -ENOMEM;
-    if (!(flags & O_TRUNC) && t && tdb_fs_stat(t->fs, tino, &ts, NULL) == 0 &&
-        ts.size) {
-        if (ts.size > TDBM_META_MAX) {
-            free(h);
-            return -EFBIG;
-        }
-        init = malloc((size_t)ts.size);
-        if (!init || tdb_fs_read(t->fs, tino, 0, init, (size_t)ts.size, &got,
-                                 NULL) != 0) {
-            free(init);
-            free(h);
-            return -EIO;
-        }
-    }
-    rc = tdbm_rec_open(m, ino, name, init, got, (flags & O_TRUNC) != 0,
-                       &h->rec);
+    rc = tdbm_meta_bytes(at, flags, &init, &in.len);
+    in.bytes = init;
+    if (rc == 0)
+        rc = tdbm_rec_open(m, &in, &h->rec);
     free(init);
     if (rc < 0) {
         free(h);
@@ -228,6 +254,8 @@ int tdbm_open_meta(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t tino,
         tdbm_rec_resize(h->rec, 0);
         pthread_mutex_unlock(&m->lock);
     }
+    h->gen = at->gen;
+    h->tino = at->tino;
     *out = h;
     return 0;
 }
@@ -266,38 +294,37 @@ int tdbm_meta_create(struct tdbm_mount *m, uint64_t parent, const char *name,
                      struct tdbm_handle **out)
 {
     struct tdbm_handle *h = NULL;
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     uint64_t tino, child;
     int rc;
 
-    t = tdbm_tree_pin(m, parent, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, parent, &tino);
+    if (!g)
         return -ESTALE;
     memset(e, 0, sizeof *e);
     e->generation = 1;
-    if (tdb_fs_lookup(t->fs, tino, name, &child, NULL) == 0) {
+    if (tdb_fs_lookup(g->fs, tino, name, &child, NULL) == 0) {
         /* The key exists: open it for writing. */
+        struct tdbm_node at = {g, child, tdbm_gen_ino(g, child)};
         if (flags & O_EXCL) {
-            tdbm_tree_unpin(m, t, 1);
+            tdbm_gen_unpin(m, g, 1);
             return -EEXIST;
         }
-        e->ino = t->gen << TDBM_GEN_SHIFT | child;
-        rc = tdbm_open_meta(m, t, child, e->ino, name, flags, &h);
-        if (rc == 0) {
-            h->tree = t;
-            h->tino = child;
-            tdbm_tree_ref(m, t); /* the kernel's lookup of e->ino */
-        }
+        e->ino = at.ino;
+        rc = tdbm_open_meta(m, &at, name, flags, &h);
+        if (rc == 0)
+            tdbm_gen_ref(m, g); /* the kernel's lookup of e->ino */
     } else {
-        tdbm_tree_unpin(m, t, 1);
+        struct tdbm_node at = {NULL, 0, 0};
+        tdbm_gen_unpin(m, g, 1);
         pthread_mutex_lock(&m->lock);
-        e->ino = TDBM_META_BIT | m->next_meta_ino++;
+        at.ino = e->ino = TDBM_META_BIT | m->next_meta_ino++;
         pthread_mutex_unlock(&m->lock);
-        rc = tdbm_open_meta(m, NULL, 0, e->ino, name, flags | O_TRUNC, &h);
-        t = NULL;
+        rc = tdbm_open_meta(m, &at, name, flags | O_TRUNC, &h);
+        g = NULL;
     }
     if (rc < 0) {
-        tdbm_tree_unpin(m, t, 1);
+        tdbm_gen_unpin(m, g, 1);
         return rc;
     }
     pthread_mutex_lock(&m->lock);

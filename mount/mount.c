@@ -1,281 +1,25 @@
-/* mount.c: the trees of a mount, their inode numbers, and the requests that read them. */
+/* mount.c: the requests of the front ends: lookups, attributes, open files and folders, reads, writes and renames. */
 #define TDB_UNSTABLE_API /* tdb_reader_read_segs */
 #include "priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* One log line through the front end; the engine's messages name file,
- * field and tile and never hold the key. */
-void tdbm_log(const struct tdbm_mount *m, const char *fmt, ...)
-{
-    char line[TDB_ERROR_MSG_MAX + 128];
-    va_list ap;
-
-    if (!m->cfg.log)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    for (char *p = line; *p; p++)
-        if ((unsigned char)*p < 0x20)
-            *p = '?';
-    m->cfg.log(m->cfg.arg, line);
-}
-
-/* Whether a failure is the engine's (bad bytes, I/O, memory, key), worth a
- * log line, rather than the caller's (no such name, not a folder...). */
-static bool tdbm_worth_logging(int code)
-{
-    return code != TDB_E_NOENT && code != TDB_E_NOTDIR &&
-           code != TDB_E_ISDIR && code != TDB_E_INVAL && code != TDB_E_ROFS;
-}
-
-/* This thread's message slot of the mount (tdbm_error_take), made on
- * first use; NULL when memory is short. */
-static struct tdb_error *tdbm_error_slot(struct tdbm_mount *m)
-{
-    struct tdb_error *e = pthread_getspecific(m->errkey);
-
-    if (!e && (e = malloc(sizeof *e)) &&
-        pthread_setspecific(m->errkey, e) != 0) {
-        free(e);
-        e = NULL;
-    }
-    return e;
-}
-
-/* Logs "WHAT: message" of a failure and keeps the message for this
- * thread's tdbm_error_take. */
-static void tdbm_tell(struct tdbm_mount *m, int code,
-                      const struct tdb_error *err, const char *what)
-{
-    struct tdb_error *e = tdbm_error_slot(m);
-
-    if (e) {
-        e->code = code;
-        snprintf(e->msg, sizeof e->msg, "%s", tdb_error_text(code, err));
-    }
-    tdbm_log(m, "%s: %s", what, tdb_error_text(code, err));
-}
-
-/* The -errno of a failed engine call.  An engine failure is logged as
- * "WHAT: message" (WHAT from fmt) and its message kept for this thread's
- * tdbm_error_take; a failure the caller caused is neither. */
-static int tdbm_fail(struct tdbm_mount *m, int code,
-                     const struct tdb_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int tdbm_fail(struct tdbm_mount *m, int code,
-                     const struct tdb_error *err, const char *fmt, ...)
-{
-    char what[128];
-    va_list ap;
-
-    if (!tdbm_worth_logging(code))
-        return -tdb_errno(code);
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    tdbm_tell(m, code, err, what);
-    return -tdb_errno(code);
-}
-
-bool tdbm_error_take(struct tdbm_mount *m, struct tdb_error *out)
-{
-    struct tdb_error *e = pthread_getspecific(m->errkey);
-
-    if (!e || !e->msg[0])
-        return false;
-    *out = *e;
-    e->msg[0] = '\0';
-    return true;
-}
-
-void tdbm_names_free(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-/* --------------------------------------------------------------- trees */
-
-static uint64_t tdbm_ino(const struct tdbm_tree *t, uint64_t tino)
-{
-    if (tino == TDB_ROOT_INO)
-        return TDBM_ROOT_INO;
-    return t->gen << TDBM_GEN_SHIFT | tino;
-}
-
-static bool tdbm_staging_ino(uint64_t ino)
-{
-    return (ino & TDBM_STAGING_BIT) != 0;
-}
-
-static bool tdbm_is_tree_ino(uint64_t ino)
-{
-    return !tdbm_staging_ino(ino) && !(ino & TDBM_META_BIT);
-}
-
-/* A new tree over `fs`, not yet in the list. */
-struct tdbm_tree *tdbm_tree_new(struct tdb_fs *fs)
-{
-    struct tdbm_tree *t = calloc(1, sizeof *t);
-    uint64_t ino;
-
-    if (!t)
-        return NULL;
-    t->fs = fs;
-    if (tdb_fs_lookup(fs, TDB_ROOT_INO, TDBM_META_DIR, &ino, NULL) == 0)
-        t->meta_dir = ino;
-    if (tdb_fs_lookup(fs, TDB_ROOT_INO, TDBM_FRAG_DIR, &ino, NULL) == 0)
-        t->frag_dir = ino;
-    return t;
-}
-
-/* Unlinks t from the list (m->lock held). */
-static void tdbm_tree_unlink(struct tdbm_mount *m, struct tdbm_tree *t)
-{
-    for (struct tdbm_tree **pp = &m->trees; *pp; pp = &(*pp)->next) {
-        if (*pp == t) {
-            *pp = t->next;
-            return;
-        }
-    }
-}
-
-/* What a retired tree no longer needs (m->lock held): *fs receives the
- * engine tree to close when nothing pins it, and *gone is true when the
- * record itself can go (then it is unlinked here). */
-void tdbm_tree_settle(struct tdbm_mount *m, struct tdbm_tree *t,
-                      struct tdb_fs **fs, bool *gone)
-{
-    *fs = NULL;
-    *gone = false;
-    if (!t->retired || t->pins)
-        return;
-    *fs = t->fs;
-    t->fs = NULL;
-    if (t->lookups == 0) {
-        tdbm_tree_unlink(m, t);
-        *gone = true;
-    }
-}
-
-/* Changes t's counts by (dpins, dlookups), then closes what is no longer
- * needed.  Counts never go below 0. */
-static void tdbm_tree_count(struct tdbm_mount *m, struct tdbm_tree *t,
-                            int64_t dpins, int64_t dlookups)
-{
-    struct tdb_fs *fs;
-    bool gone;
-
-    if (!t)
-        return;
-    pthread_mutex_lock(&m->lock);
-    if (dpins < 0)
-        t->pins = t->pins > (uint64_t)-dpins ? t->pins - (uint64_t)-dpins : 0;
-    else
-        t->pins += (uint64_t)dpins;
-    if (dlookups < 0)
-        t->lookups = t->lookups > (uint64_t)-dlookups
-                         ? t->lookups - (uint64_t)-dlookups : 0;
-    else
-        t->lookups += (uint64_t)dlookups;
-    tdbm_tree_settle(m, t, &fs, &gone);
-    pthread_mutex_unlock(&m->lock);
-    tdb_fs_close(fs);
-    if (gone)
-        free(t);
-}
-
-/* The tree of `ino` with one more pin, and the engine inode in it; NULL
- * when the tree is closed (a number the kernel kept from before a write)
- * or gone. */
-struct tdbm_tree *tdbm_tree_pin(struct tdbm_mount *m, uint64_t ino,
-                                uint64_t *tino)
-{
-    struct tdbm_tree *t = NULL;
-
-    if (!tdbm_is_tree_ino(ino))
-        return NULL;
-    pthread_mutex_lock(&m->lock);
-    if (ino == TDBM_ROOT_INO) {
-        t = m->cur;
-        *tino = TDB_ROOT_INO;
-    } else {
-        uint64_t gen = ino >> TDBM_GEN_SHIFT;
-        for (t = m->trees; t && t->gen != gen; t = t->next)
-            ;
-        *tino = ino & TDBM_TINO_MASK;
-    }
-    if (t && !t->fs)
-        t = NULL;
-    if (t)
-        t->pins++;
-    pthread_mutex_unlock(&m->lock);
-    return t;
-}
-
-/* Drops `n` pins of t. */
-void tdbm_tree_unpin(struct tdbm_mount *m, struct tdbm_tree *t, uint64_t n)
-{
-    tdbm_tree_count(m, t, -(int64_t)n, 0);
-}
-
-/* Counts one more lookup of one of t's inodes by the kernel. */
-void tdbm_tree_ref(struct tdbm_mount *m, struct tdbm_tree *t)
-{
-    tdbm_tree_count(m, t, 0, 1);
-}
-
-/* Takes back `n` lookups of t's inodes (the kernel forgot them). */
-static void tdbm_tree_forget(struct tdbm_mount *m, struct tdbm_tree *t,
-                             uint64_t n)
-{
-    tdbm_tree_count(m, t, 0, -(int64_t)n);
-}
-
-/* The names of the root of t, for invalidation (NULL when out of memory). */
-char **tdbm_root_names(const struct tdbm_tree *t, size_t *n)
-{
-    const char *name;
-    uint64_t child;
-    size_t cnt = 0;
-    char **v;
-
-    while (tdb_fs_readdir(t->fs, TDB_ROOT_INO, cnt, &name, &child, NULL) == 0)
-        cnt++;
-    v = calloc(cnt ? cnt : 1, sizeof *v);
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < cnt; i++) {
-        if (tdb_fs_readdir(t->fs, TDB_ROOT_INO, i, &name, &child, NULL) != 0 ||
-            !(v[i] = strdup(name))) {
-            tdbm_names_free(v, i);
-            return NULL;
-        }
-    }
-    *n = cnt;
-    return v;
-}
-
 static void tdbm_fill_stat(const struct tdbm_mount *m,
-                           const struct tdbm_tree *t, uint64_t tino,
+                           const struct tdbm_gen *g, uint64_t tino,
                            const struct tdb_stat *ts, struct stat *st)
 {
     memset(st, 0, sizeof *st);
-    st->st_ino = tdbm_ino(t, tino);
+    st->st_ino = tdbm_gen_ino(g, tino);
     /* A folder's link count is 1, "unknown" to find and fts: counting its
      * subfolders would stat every child. */
     if (ts->is_dir)
         st->st_mode = S_IFDIR | ((m->rw ? 0777 : 0555) & ~m->opts->umask);
-    else if (m->rw && tdbm_meta_name(t, tino))
+    else if (m->rw && tdbm_meta_name(g, tino))
         st->st_mode = S_IFREG | (0666 & ~m->opts->umask);
     else
         st->st_mode = S_IFREG | (0444 & ~m->opts->umask);
@@ -292,16 +36,16 @@ static void tdbm_fill_stat(const struct tdbm_mount *m,
 }
 
 /* Whether the root may change: with each commit (rw) or refresh.  Its
- * number stays 1 in every tree, so the kernel keeps none of its
+ * number stays 1 in every generation, so the kernel keeps none of its
  * attributes, readdir pages or missing names (those are not invalidated
- * in time for every reader); every other node is of one tree and never
- * changes. */
+ * in time for every reader); every other node is of one generation and
+ * never changes. */
 static bool tdbm_root_changes(const struct tdbm_mount *m)
 {
     return m->rw || m->live;
 }
 
-/* The attribute timeout of a tree node. */
+/* The attribute timeout of a node of a generation. */
 static double tdbm_attr_timeout(const struct tdbm_mount *m, uint64_t ino)
 {
     return tdbm_root_changes(m) && ino == TDBM_ROOT_INO ? 0.0 : TDBM_TIMEOUT;
@@ -323,13 +67,13 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
         free(m);
         return -ENOMEM;
     }
-    m->cur = tdbm_tree_new(src->fs);
+    m->cur = tdbm_gen_new(src->fs);
     if (!m->cur) {
         pthread_key_delete(m->errkey);
         free(m);
         return -ENOMEM;
     }
-    src->fs = NULL; /* the tree owns it now */
+    src->fs = NULL; /* the generation owns it now */
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->commit, NULL);
     m->io = &src->io;
@@ -342,8 +86,8 @@ int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
         m->cfg.uid = (uid_t)o->uid;
     if (o->gid >= 0)
         m->cfg.gid = (gid_t)o->gid;
-    m->cur->gen = 1;
-    m->trees = m->cur;
+    m->cur->num = 1;
+    m->gens = m->cur;
     m->next_gen = 2;
     m->next_meta_ino = 1;
     m->rw = cfg->rw;
@@ -360,11 +104,11 @@ void tdbm_mount_free(struct tdbm_mount *m)
 {
     if (!m)
         return;
-    while (m->trees) {
-        struct tdbm_tree *t = m->trees;
-        m->trees = t->next;
-        tdb_fs_close(t->fs);
-        free(t);
+    while (m->gens) {
+        struct tdbm_gen *g = m->gens;
+        m->gens = g->next;
+        tdb_fs_close(g->fs);
+        free(g);
     }
     while (m->recs) {
         struct tdbm_metarec *r = m->recs;
@@ -422,7 +166,7 @@ static void tdbm_staging_entry(const struct tdbm_mount *m,
 int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
                 struct tdbm_entry *e)
 {
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     struct tdb_error err;
     struct tdb_stat ts;
     uint64_t tino, ino;
@@ -448,17 +192,17 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
             tdbm_staging_entry(m, &st, TDBM_STAGING_ROOT, e);
         return rc;
     }
-    t = tdbm_tree_pin(m, parent, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, parent, &tino);
+    if (!g)
         return -ESTALE;
     tdb_error_clear(&err);
-    rc = tdb_fs_lookup(t->fs, tino, name, &ino, &err);
-    if (rc == TDB_E_NOENT && tdb_fs_made_on_lookup(t->fs, tino))
+    rc = tdb_fs_lookup(g->fs, tino, name, &ino, &err);
+    if (rc == TDB_E_NOENT && tdb_fs_made_on_lookup(g->fs, tino))
         tdbm_tell(m, rc, &err, "lookup");   /* a malformed name: why */
-    if (rc == TDB_E_NOENT && m->rw && tino == t->meta_dir &&
+    if (rc == TDB_E_NOENT && m->rw && tino == g->meta_dir &&
         tdbm_lookup_created(m, name, e)) {
         /* A metadata file created and not yet closed. */
-        tdbm_tree_unpin(m, t, 1);
+        tdbm_gen_unpin(m, g, 1);
         return 0;
     }
     if (rc == TDB_E_NOENT && !m->rw &&
@@ -467,52 +211,44 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
          * changes. */
         e->ino = 0;
         e->entry_timeout = TDBM_TIMEOUT;
-        tdbm_tree_unpin(m, t, 1);
+        tdbm_gen_unpin(m, g, 1);
         return 0;
     }
     if (rc == 0)
-        rc = tdb_fs_stat(t->fs, ino, &ts, &err);
+        rc = tdb_fs_stat(g->fs, ino, &ts, &err);
     if (rc < 0) {
         rc = tdbm_fail(m, rc, &err, "lookup inode %llu",
                        (unsigned long long)parent);
-        tdbm_tree_unpin(m, t, 1);
+        tdbm_gen_unpin(m, g, 1);
         return rc;
     }
-    e->ino = tdbm_ino(t, ino);
+    e->ino = tdbm_gen_ino(g, ino);
     e->generation = 1;
     e->attr_timeout = tdbm_attr_timeout(m, e->ino);
     e->entry_timeout = TDBM_TIMEOUT;
-    tdbm_fill_stat(m, t, ino, &ts, &e->attr);
+    tdbm_fill_stat(m, g, ino, &ts, &e->attr);
     /* The pin becomes the kernel's lookup reference, taken back if the
      * reply is lost (the root is not counted: it is always there). */
     if (e->ino == TDBM_ROOT_INO)
-        tdbm_tree_unpin(m, t, 1);
+        tdbm_gen_unpin(m, g, 1);
     else
-        tdbm_tree_count(m, t, -1, 1);
+        tdbm_gen_count(m, g, -1, 1);
     return 0;
 }
 
 void tdbm_forget(struct tdbm_mount *m, uint64_t ino, uint64_t n)
 {
-    if (tdbm_staging_ino(ino)) {
-        if (m->staging && ino != TDBM_STAGING_ROOT)
-            tdbm_staging_forget(m->staging, ino, n);
-    } else if (!(ino & TDBM_META_BIT) && ino != TDBM_ROOT_INO && ino != 0) {
-        struct tdbm_tree *t;
-        uint64_t gen = ino >> TDBM_GEN_SHIFT;
-        pthread_mutex_lock(&m->lock);
-        for (t = m->trees; t && t->gen != gen; t = t->next)
-            ;
-        pthread_mutex_unlock(&m->lock);
-        tdbm_tree_forget(m, t, n);
-    }
+    if (!tdbm_staging_ino(ino))
+        tdbm_gen_forget(m, ino, n);
+    else if (m->staging && ino != TDBM_STAGING_ROOT)
+        tdbm_staging_forget(m->staging, ino, n);
 }
 
 int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
                  double *timeout)
 {
     struct tdbm_metarec *r;
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     struct tdb_error err;
     struct tdb_stat ts;
     uint64_t tino;
@@ -534,19 +270,19 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
         return 0;
     if (ino & TDBM_META_BIT)
         return -ENOENT; /* written, closed and forgotten */
-    t = tdbm_tree_pin(m, ino, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, ino, &tino);
+    if (!g)
         return -ESTALE;
     tdb_error_clear(&err);
-    rc = tdb_fs_stat(t->fs, tino, &ts, &err);
+    rc = tdb_fs_stat(g->fs, tino, &ts, &err);
     if (rc < 0) {
         rc = tdbm_fail(m, rc, &err, "getattr inode %llu",
                        (unsigned long long)ino);
     } else {
-        tdbm_fill_stat(m, t, tino, &ts, st);
+        tdbm_fill_stat(m, g, tino, &ts, st);
         *timeout = tdbm_attr_timeout(m, ino);
     }
-    tdbm_tree_unpin(m, t, 1);
+    tdbm_gen_unpin(m, g, 1);
     return rc;
 }
 
@@ -586,17 +322,6 @@ int tdbm_resolve(struct tdbm_mount *m, const char *path, uint64_t *ino,
 
 /* ------------------------------------------------------------- handles */
 
-struct tdbm_handle *tdbm_handle_new(enum tdbm_hkind kind)
-{
-    struct tdbm_handle *h = calloc(1, sizeof *h);
-
-    if (h) {
-        h->kind = kind;
-        h->fd = -1;
-    }
-    return h;
-}
-
 void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h)
 {
     if (!h)
@@ -607,9 +332,9 @@ void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h)
         tdbm_staging_names_free(h->names, h->nnames);
     if (h->rec)
         tdbm_meta_release(m, h->rec);
-    tdb_reader_close(h->rd); /* before the tree it reads may close */
-    if (h->tree)
-        tdbm_tree_unpin(m, h->tree, 1);
+    tdb_reader_close(h->rd); /* before its generation may close */
+    if (h->gen)
+        tdbm_gen_unpin(m, h->gen, 1);
     free(h);
 }
 
@@ -638,19 +363,20 @@ int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
         h = tdbm_handle_new(TDBM_H_DIR);
         if (!h)
             return -ENOMEM;
-        h->tree = tdbm_tree_pin(m, ino, &h->tino);
-        if (!h->tree) {
+        h->ino = ino;
+        h->gen = tdbm_gen_pin(m, ino, &h->tino);
+        if (!h->gen) {
             tdbm_release(m, h);
             return (ino & TDBM_META_BIT) ? -ENOTDIR : -ESTALE;
         }
         h->with_staging = ino == TDBM_ROOT_INO && m->staging;
         while (h->with_staging &&
-               tdb_fs_readdir(h->tree->fs, h->tino, h->ntree, &name, &child,
+               tdb_fs_readdir(h->gen->fs, h->tino, h->ntree, &name, &child,
                               NULL) == 0)
             h->ntree++;
-        /* A tree's folders never change; the root of a writable mount
-         * gains nothing either, but its __staging entry is ours; the root
-         * of a live mount is each tree's. */
+        /* A generation's folders never change; the root of a writable
+         * mount gains nothing either, but its __staging entry is ours;
+         * the root of a live mount is each generation's. */
         oi->cache_readdir = !m->rw &&
                             !(ino == TDBM_ROOT_INO && tdbm_root_changes(m));
         oi->keep_cache = oi->cache_readdir;
@@ -659,9 +385,8 @@ int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
     return 0;
 }
 
-int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                   uint64_t i, const char **name, uint64_t *child,
-                   bool report)
+int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
+                   const char **name, uint64_t *child, bool report)
 {
     struct tdb_error err;
     uint64_t c;
@@ -682,23 +407,24 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         return 0;
     }
     tdb_error_clear(&err);
-    rc = tdb_fs_readdir(h->tree->fs, h->tino, i, name, &c, &err);
+    rc = tdb_fs_readdir(h->gen->fs, h->tino, i, name, &c, &err);
     if (rc == TDB_E_NOENT)
         return 1;
     if (rc < 0)
         return report ? tdbm_fail(m, rc, &err, "readdir inode %llu",
-                                (unsigned long long)ino)
+                                (unsigned long long)h->ino)
                       : -tdb_errno(rc);
-    *child = tdbm_ino(h->tree, c);
+    *child = tdbm_gen_ino(h->gen, c);
     return 0;
 }
 
-/* A failed read of a tree file.  @return -errno. */
-static int tdbm_read_failed(struct tdbm_mount *m, uint64_t ino, uint64_t off,
-                            size_t size, int rc, const struct tdb_error *err)
+/* A failed read of h, a generation's file.  @return -errno. */
+static int tdbm_read_failed(struct tdbm_mount *m, const struct tdbm_handle *h,
+                            uint64_t off, size_t size, int rc,
+                            const struct tdb_error *err)
 {
     return tdbm_fail(m, rc, err, "read inode %llu at %lld+%zu",
-                     (unsigned long long)ino, (long long)off, size);
+                     (unsigned long long)h->ino, (long long)off, size);
 }
 
 /* Opens staged file `ino` through a descriptor of our own. */
@@ -727,7 +453,7 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
     bool writing = (flags & O_ACCMODE) != O_RDONLY;
     struct tdbm_handle *h = NULL;
     struct tdbm_metarec *r;
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     uint64_t tino;
     int rc;
 
@@ -743,8 +469,8 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
         oi->direct_io = rc == 0;
         return rc;
     }
-    t = tdbm_tree_pin(m, ino, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, ino, &tino);
+    if (!g)
         return -ESTALE;
     pthread_mutex_lock(&m->lock);
     r = tdbm_rec_find(m, ino);
@@ -752,30 +478,30 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
     if (writing || r) {
         /* Writable only: a key of the root's __meta; an open record of it
          * serves readers too, so that they see what was written. */
-        const char *name = tdbm_meta_name(t, tino);
+        const struct tdbm_node at = {g, tino, ino};
+        const char *name = tdbm_meta_name(g, tino);
         if (!name) {
-            tdbm_tree_unpin(m, t, 1);
+            tdbm_gen_unpin(m, g, 1);
             return -EROFS;
         }
-        rc = tdbm_open_meta(m, t, tino, ino, name, writing ? flags : 0, &h);
+        rc = tdbm_open_meta(m, &at, name, writing ? flags : 0, &h);
         if (rc < 0) {
-            tdbm_tree_unpin(m, t, 1);
+            tdbm_gen_unpin(m, g, 1);
             return rc;
         }
-        h->tree = t;
-        h->tino = tino;
         oi->direct_io = true;
     } else {
         struct tdb_error err;
-        h = tdbm_handle_new(TDBM_H_TREE);
+        h = tdbm_handle_new(TDBM_H_FILE);
         if (!h) {
-            tdbm_tree_unpin(m, t, 1);
+            tdbm_gen_unpin(m, g, 1);
             return -ENOMEM;
         }
-        h->tree = t;
+        h->gen = g;
         h->tino = tino;
+        h->ino = ino;
         tdb_error_clear(&err);
-        rc = tdb_reader_open(&h->rd, t->fs, tino, &err);
+        rc = tdb_reader_open(&h->rd, g->fs, tino, &err);
         if (rc < 0) {
             tdbm_release(m, h);
             return tdbm_fail(m, rc, &err, "open inode %llu",
@@ -789,8 +515,8 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
     return 0;
 }
 
-int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-              uint64_t off, void *buf, size_t size, size_t *got)
+int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+              void *buf, size_t size, size_t *got)
 {
     struct tdb_error err;
     int rc;
@@ -814,17 +540,17 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         }
         pthread_mutex_unlock(&m->lock);
         return 0;
-    case TDBM_H_TREE:
+    case TDBM_H_FILE:
         tdb_error_clear(&err);
         rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
-        return rc < 0 ? tdbm_read_failed(m, ino, off, size, rc, &err) : 0;
+        return rc < 0 ? tdbm_read_failed(m, h, off, size, rc, &err) : 0;
     default:
         return -EISDIR;
     }
 }
 
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                  uint64_t off, size_t size, struct tdbm_reply *r)
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+                  size_t size, struct tdbm_reply *r)
 {
     struct tdb_seg segs[TDBM_IOV_MAX];
     struct tdb_error err;
@@ -837,8 +563,8 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
         size = TDBM_IO_MAX;
     if (!(r->buf = malloc(size ? size : 1)))
         return -ENOMEM;
-    if (h->kind != TDBM_H_TREE) {
-        if ((rc = tdbm_read(m, h, ino, off, r->buf, size, &got)) < 0)
+    if (h->kind != TDBM_H_FILE) {
+        if ((rc = tdbm_read(m, h, off, r->buf, size, &got)) < 0)
             return rc;
         r->iov[0] = (struct iovec){r->buf, got};
         r->n = 1;
@@ -848,7 +574,7 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
     rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
                               &r->n, &got, &r->hold, &err);
     if (rc < 0)
-        return tdbm_read_failed(m, ino, off, size, rc, &err);
+        return tdbm_read_failed(m, h, off, size, rc, &err);
     for (size_t i = 0; i < r->n; i++)
         r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
                                    segs[i].len};
@@ -885,9 +611,9 @@ int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
         *out = data ? off : len;
         return 0;
     }
-    case TDBM_H_TREE:
+    case TDBM_H_FILE:
         tdb_error_clear(&err);
-        rc = tdb_fs_seek(h->tree->fs, h->tino, off, data, out, &err);
+        rc = tdb_fs_seek(h->gen->fs, h->tino, off, data, out, &err);
         if (rc == TDB_E_NOENT)
             return -ENXIO;
         return rc < 0 ? tdbm_fail(m, rc, &err, "lseek") : 0;
@@ -931,7 +657,7 @@ int tdbm_listxattr(struct tdbm_mount *m, uint64_t ino, char **buf,
                    size_t *len)
 {
     struct tdbm_metarec *r;
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     uint64_t tino;
     bool typed;
 
@@ -947,17 +673,17 @@ int tdbm_listxattr(struct tdbm_mount *m, uint64_t ino, char **buf,
         return tdbm_xattr_copy(TDBM_DATATYPE_XATTR,
                                typed ? sizeof TDBM_DATATYPE_XATTR : 0, buf,
                                len);
-    t = tdbm_tree_pin(m, ino, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, ino, &tino);
+    if (!g)
         return -ESTALE;
-    *len = tdbm_xattr_names(t->fs, tino, NULL);
+    *len = tdbm_xattr_names(g->fs, tino, NULL);
     if (*len && !(*buf = malloc(*len))) {
-        tdbm_tree_unpin(m, t, 1);
+        tdbm_gen_unpin(m, g, 1);
         return -ENOMEM;
     }
     if (*len)
-        tdbm_xattr_names(t->fs, tino, *buf);
-    tdbm_tree_unpin(m, t, 1);
+        tdbm_xattr_names(g->fs, tino, *buf);
+    tdbm_gen_unpin(m, g, 1);
     return 0;
 }
 
@@ -965,7 +691,7 @@ int tdbm_getxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
                   char **val, size_t *len)
 {
     struct tdbm_metarec *r;
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     const char *dt = NULL;
     size_t need = 0;
     uint64_t tino;
@@ -985,15 +711,15 @@ int tdbm_getxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
         return tdbm_xattr_copy(dt, strlen(dt), val, len);
     if (ino & TDBM_META_BIT)
         return -ENODATA;
-    t = tdbm_tree_pin(m, ino, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, ino, &tino);
+    if (!g)
         return -ESTALE;
-    rc = tdb_fs_getxattr(t->fs, tino, name, NULL, 0, &need);
+    rc = tdb_fs_getxattr(g->fs, tino, name, NULL, 0, &need);
     if (rc == 0 && !(*val = malloc(need ? need : 1)))
         rc = TDB_E_NOMEM;
     if (rc == 0)
-        rc = tdb_fs_getxattr(t->fs, tino, name, *val, need, &need);
-    tdbm_tree_unpin(m, t, 1);
+        rc = tdb_fs_getxattr(g->fs, tino, name, *val, need, &need);
+    tdbm_gen_unpin(m, g, 1);
     if (rc < 0) {
         free(*val);
         *val = NULL;
@@ -1071,25 +797,25 @@ int tdbm_fallocate(struct tdbm_handle *h, int mode, uint64_t off,
     return fallocate(h->fd, mode, (off_t)off, (off_t)len) != 0 ? -errno : 0;
 }
 
-/* Whether `ino` is the root's __meta (or __fragments) folder of its tree;
+/* Whether `ino` is the root's __meta (or __fragments) folder of its generation;
  * pins nothing. */
 static bool tdbm_is_root_dir(struct tdbm_mount *m, uint64_t ino, bool frag)
 {
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     uint64_t tino;
     bool yes;
 
     if (!m->rw || ino == TDBM_ROOT_INO)
         return false;
-    t = tdbm_tree_pin(m, ino, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, ino, &tino);
+    if (!g)
         return false;
-    yes = tino == (frag ? t->frag_dir : t->meta_dir) && tino != 0;
-    tdbm_tree_unpin(m, t, 1);
+    yes = tino == (frag ? g->frag_dir : g->meta_dir) && tino != 0;
+    tdbm_gen_unpin(m, g, 1);
     return yes;
 }
 
-/* Why nothing can be made in folder `parent` of a tree: in __fragments,
+/* Why nothing can be made in folder `parent` of a generation: in __fragments,
  * EXDEV ("Invalid cross-device link"), for this is where mv from
  * another filesystem, having got EXDEV from rename, makes its copy, and a
  * copy made file by file has no last step that could commit it (a
@@ -1162,22 +888,23 @@ int tdbm_special(struct tdbm_mount *m, uint64_t parent)
 int tdbm_mknod(struct tdbm_mount *m, uint64_t parent, const char *name,
                mode_t mode, struct tdbm_entry *e)
 {
-    struct tdbm_open_info oi;
-    struct tdbm_handle *h;
+    struct tdbm_created c;
     int rc;
 
     if (!S_ISREG(mode) || !tdbm_staging_ino(parent) || !m->staging)
         return tdbm_special(m, parent);
     rc = tdbm_create(m, parent, name, O_WRONLY | O_CREAT | O_EXCL,
-                     mode & 07777, e, &h, &oi);
-    if (rc == 0)
-        tdbm_release(m, h);
+                     mode & 07777, &c);
+    if (rc == 0) {
+        *e = c.e;
+        tdbm_release(m, c.h);
+    }
     return rc;
 }
 
 int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
 {
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     uint64_t tino, child;
     char *key;
     int rc;
@@ -1187,10 +914,10 @@ int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
     if (!tdbm_is_root_dir(m, parent, false))
         return -EROFS;
     /* rm __meta/KEY: a deletion of the key. */
-    t = tdbm_tree_pin(m, parent, &tino);
-    rc = t && tdb_fs_lookup(t->fs, tino, name, &child, NULL) == 0 ? 0
+    g = tdbm_gen_pin(m, parent, &tino);
+    rc = g && tdb_fs_lookup(g->fs, tino, name, &child, NULL) == 0 ? 0
                                                                  : -ENOENT;
-    tdbm_tree_unpin(m, t, 1);
+    tdbm_gen_unpin(m, g, 1);
     if (rc == 0) {
         key = tdbm_name_decode(name);
         rc = key ? tdbm_meta_delete(m, key) : -errno;
@@ -1233,78 +960,32 @@ int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
 }
 
 int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
-                int flags, mode_t mode, struct tdbm_entry *e,
-                struct tdbm_handle **out, struct tdbm_open_info *oi)
+                int flags, mode_t mode, struct tdbm_created *out)
 {
+    struct tdbm_staged_file f;
     struct tdbm_handle *h;
-    struct stat st;
-    uint64_t ino;
     int rc;
 
-    memset(oi, 0, sizeof *oi);
-    *out = NULL;
+    memset(&out->oi, 0, sizeof out->oi);
+    out->h = NULL;
     if (tdbm_staging_ino(parent) && m->staging) {
         h = tdbm_handle_new(TDBM_H_STG);
         if (!h)
             return -ENOMEM;
         rc = tdbm_staging_create(m->staging, parent, name, flags & ~O_APPEND,
-                                 mode, &ino, &st, &h->fd);
+                                 mode, &f);
+        h->fd = f.fd;
         if (rc < 0) {
             tdbm_release(m, h);
             return rc;
         }
-        tdbm_staging_entry(m, &st, ino, e);
-        *out = h;
+        tdbm_staging_entry(m, &f.st, f.ino, &out->e);
+        out->h = h;
         return 0;
     }
     if (!tdbm_is_root_dir(m, parent, false))
         return tdbm_not_here(m, parent);
-    rc = tdbm_meta_create(m, parent, name, flags, e, out);
-    oi->direct_io = rc == 0;
+    rc = tdbm_meta_create(m, parent, name, flags, &out->e, &out->h);
+    out->oi.direct_io = rc == 0;
     return rc;
-}
-
-void tdbm_readahead_file(const char *mnt, char *out, size_t cap)
-{
-    char *real = realpath(mnt, NULL), line[4096], dev[64] = "";
-    FILE *f = real ? fopen("/proc/self/mountinfo", "re") : NULL;
-
-    while (f && fgets(line, sizeof line, f)) {
-        char majmin[64], point[4096];
-        /* ID PARENT MAJ:MIN ROOT POINT ... (POINT octal-escaped) */
-        if (sscanf(line, "%*s %*s %63s %*s %4095s", majmin, point) == 2 &&
-            strcmp(point, real) == 0)
-            snprintf(dev, sizeof dev, "%s", majmin); /* the last one wins */
-    }
-    if (f)
-        fclose(f);
-    free(real);
-    out[0] = '\0';
-    if (dev[0])
-        snprintf(out, cap, "/sys/class/bdi/%s/read_ahead_kb", dev);
-}
-
-void tdbm_set_readahead(const char *file, unsigned long kib)
-{
-    FILE *ra = file[0] ? fopen(file, "we") : NULL;
-
-    if (ra) {
-        fprintf(ra, "%lu\n", kib);
-        fclose(ra);
-    }
-}
-
-void tdbm_options_usage(FILE *f)
-{
-    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
-        fprintf(f, "    -o %-20s", t->usage);
-        if (strlen(t->usage) >= 20)     /* the help on a line of its own */
-            fprintf(f, "\n%27s", "");
-        for (const char *p = t->help; *p; p++) {
-            fputc(*p, f);
-            if (*p == '\n')
-                fprintf(f, "%27s", "");
-        }
-        fputc('\n', f);
-    }
 }

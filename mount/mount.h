@@ -7,19 +7,21 @@
  * end (fuse/ for the daemon, tools/ for tiledbfs-cat) only translates its
  * requests into the calls below and their results into replies.
  *
- * Inode numbers.  The root is TDBM_ROOT_INO (1) and always the current
- * tree's.  A node of a tree is (generation << 40) | engine inode; a staged
- * entry has bit 62 set (TDBM_STAGING_BIT), a metadata file created and not
- * yet stored bit 61 (TDBM_META_BIT).  Numbers are never reused.
+ * Generations.  An opened source is a tree (struct tdb_fs) that never
+ * changes; the mount publishes it as a generation, its view of the
+ * source.  A write (a commit, or a metadata value stored or deleted) opens
+ * a new generation, which becomes current, and so does, with -o refresh,
+ * a change of the source made elsewhere (tdbm_refresh); the old one lives
+ * on while a request or an open handle uses it (so an open file keeps
+ * reading the bytes it opened) and its numbers answer -ESTALE afterwards.
+ * After each such swap the mount calls the front end's `inval` callback
+ * with the old root's entry names, with no lock of the mount held.
  *
- * Trees.  An opened source is a tree (struct tdb_fs) that never changes.
- * A write (a commit, or a metadata value stored or deleted) opens a new
- * tree, which becomes current, and so does, with -o refresh, a change of
- * the source made elsewhere (tdbm_refresh); the old one lives on while a
- * request or an open handle uses it (so an open file keeps reading the
- * bytes it opened) and its numbers answer -ESTALE afterwards.  After each such swap the
- * mount calls the front end's `inval` callback with the old root's entry
- * names, with no lock of the mount held.
+ * Inode numbers.  The root is TDBM_ROOT_INO (1) and always the current
+ * generation's.  Any other node of a generation is (the generation's
+ * number << 40) | engine inode; a staged entry has bit 62 set
+ * (TDBM_STAGING_BIT), a metadata file created and not yet stored bit 61
+ * (TDBM_META_BIT).  Numbers are never reused.
  *
  * Conventions.  Every call returns 0 or a negative errno (a few return 1
  * as documented).  The mount never prints: a failure of the engine (bad
@@ -46,7 +48,8 @@
 
 #define TDBM_ROOT_INO 1
 #define TDBM_IO_MAX (1u << 20) /* bytes per read or write request */
-#define TDBM_TIMEOUT 86400.0   /* seconds an entry of a tree stays valid */
+#define TDBM_TIMEOUT 86400.0   /* seconds an entry of a generation stays
+                                * valid */
 #define TDBM_GEN_SHIFT 40
 #define TDBM_TINO_MASK ((UINT64_C(1) << TDBM_GEN_SHIFT) - 1)
 #define TDBM_STAGING_BIT (UINT64_C(1) << 62)
@@ -122,6 +125,9 @@ extern const struct tdbm_option tdbm_option_table[];
 /* The entry of option `name`, or NULL. */
 const struct tdbm_option *tdbm_option_find(const char *name);
 
+/* The option table's help, one "    -o USAGE  HELP" entry per option. */
+void tdbm_options_usage(FILE *f);
+
 /* Defaults: whole time range, no key, default cache, read-only. */
 void tdbm_options_init(struct tdbm_options *o);
 
@@ -162,17 +168,21 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap);
 
 /* An opened SOURCE. */
 struct tdbm_source {
-    char *path;       /* absolute path of SOURCE, owned */
+    char *path;       /* SOURCE: its absolute path (symbolic links
+                       * resolved), or the s3:// URL as given; owned */
     struct tdb_io io;
     struct tdb_fs *fs;
     uint8_t stamp[TDB_STAMP_BYTES]; /* with refresh=: tdb_fs_stamp of the */
     bool stamped;                   /* root, taken before fs was opened */
 };
 
-/* Opens SOURCE (an array or group folder) with a POSIX backend rooted at
- * its absolute path.  `o` must outlive the source (the engine may keep
- * o->open.key).  With o->refresh the source's digest is taken first.  A key_file given for an array that is not encrypted is an
- * error.  @return 0, or -1 with "SOURCE: message" in why[cap]. */
+/* Opens SOURCE: an array or group folder (read through the engine's
+ * local-file I/O rooted at its absolute path), or an s3:// URL (through
+ * its S3 I/O, with the S3 options of `o`; -o rw then needs staging_dir=).
+ * `o` must outlive the source (the engine may keep o->open.key).  With
+ * o->refresh the source's digest is taken first.  A key_file given for an
+ * array that is not encrypted is an error.  @return 0, or -1 with
+ * "SOURCE: message" in why[cap]. */
 int tdbm_source_open(struct tdbm_source *s, const char *source,
                      const struct tdbm_options *o, char *why, size_t cap);
 
@@ -211,14 +221,14 @@ struct tdbm_config {
     void *arg;
 };
 
-/* A mount of `src` (which must outlive it; its tree becomes the mount's:
- * src->fs is set to NULL).  `o` must outlive the mount.  @return 0 or
+/* A mount of `src` (which must outlive it; its tree becomes the mount's
+ * first generation: src->fs is set to NULL).  `o` must outlive the mount.  @return 0 or
  * -ENOMEM. */
 int tdbm_mount_new(struct tdbm_mount **out, struct tdbm_source *src,
                    const struct tdbm_options *o,
                    const struct tdbm_config *cfg);
 
-/* Closes the mount, its trees and staging folder. */
+/* Closes the mount, its generations and staging folder. */
 void tdbm_mount_free(struct tdbm_mount *m);
 
 /* The engine's message about the calling thread's last lookup, getattr,
@@ -262,7 +272,8 @@ struct tdbm_open_info {
 /* Finds `name` in `parent`.  On success the result is counted as one
  * lookup of e->ino by the front end (give it back with tdbm_forget when
  * the reply is lost); e->ino 0 is a negative entry to keep entry_timeout
- * seconds.  -ESTALE: `parent` is of a tree closed since. */
+ * seconds.  -ESTALE: `parent` is of a generation closed
+ * since. */
 int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
                 struct tdbm_entry *e);
 
@@ -277,12 +288,11 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
  * INO" when `report`). */
 int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **h,
                  struct tdbm_open_info *oi);
-int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                   uint64_t i, const char **name, uint64_t *child,
-                   bool report);
+int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
+                   const char **name, uint64_t *child, bool report);
 
-/* Opens a file with open(2) `flags`.  A tree file is read through a
- * tdb_reader of its own; a metadata file opened for writing (or with a
+/* Opens a file with open(2) `flags`.  A file of a generation is read
+ * through a tdb_reader of its own; a metadata file opened for writing (or with a
  * writer open) through the value's buffer. */
 int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
               struct tdbm_handle **h, struct tdbm_open_info *oi);
@@ -290,10 +300,10 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
 /* Closes a handle of tdbm_open, tdbm_opendir or tdbm_create (NULL ok). */
 void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
 
-/* Reads up to `size` bytes at `off` (fewer only at the end); -EISDIR for
- * a folder. */
-int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-              uint64_t off, void *buf, size_t size, size_t *got);
+/* Reads up to `size` bytes at `off` of the file open as `h` (fewer only at
+ * the end); -EISDIR for a folder. */
+int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+              void *buf, size_t size, size_t *got);
 
 /* A read's bytes as pieces for the reply (tdbm_read_iov), and what holds
  * their memory. */
@@ -305,12 +315,12 @@ struct tdbm_reply {
     void *buf;                      /* or this buffer */
 };
 
-/* tdbm_read into r: a tree file's bytes as pieces of the decoded tiles
+/* tdbm_read into r: a generation's file's bytes as pieces of the decoded tiles
  * themselves where these are long (tdb_reader_read_segs), else through a
  * buffer of at most TDBM_IO_MAX bytes.  @return 0 or -errno; either way
  * tdbm_read_done(r) once the reply is out. */
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t ino,
-                  uint64_t off, size_t size, struct tdbm_reply *r);
+int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
+                  size_t size, struct tdbm_reply *r);
 void tdbm_read_done(struct tdbm_reply *r);
 
 /* lseek's SEEK_DATA (data true) or SEEK_HOLE from `off` in an open file:
@@ -349,18 +359,6 @@ int tdbm_setxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
 int tdbm_removexattr(struct tdbm_mount *m, uint64_t ino, const char *name);
 
 void tdbm_statfs(struct tdbm_mount *m, struct statvfs *sv);
-
-/* The kernel's read-ahead of the mount at `mnt` (the kernel starts FUSE
- * mounts at 128 KiB, so sequential reads come as 128 KiB requests; 1 MiB
- * requests cost less per byte): its sysfs file into out[cap] ("" when not
- * found), looked up in /proc/self/mountinfo (a stat would wait for the
- * session, which is not running yet); tdbm_set_readahead writes `kib` to
- * it, best effort (only root may, and the kernel lowers it again when it
- * takes the INIT reply: write it on the first request). */
-void tdbm_readahead_file(const char *mnt, char *out, size_t cap);
-/* The option table's help, one "    -o USAGE  HELP" entry per option. */
-void tdbm_options_usage(FILE *f);
-void tdbm_set_readahead(const char *file, unsigned long kib);
 
 /* setattr's `valid` bits. */
 #define TDBM_SET_SIZE 1u
@@ -403,11 +401,17 @@ int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name);
 int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
                 uint64_t newparent, const char *newname, unsigned flags);
 
+/* What create gives the kernel: the entry and the open file. */
+struct tdbm_created {
+    struct tdbm_entry e;        /* counted as one lookup of e.ino */
+    struct tdbm_handle *h;
+    struct tdbm_open_info oi;
+};
+
 /* Creates a staged file, or a metadata file of the root's __meta, open
- * with open(2) `flags`; counts one lookup of e->ino. */
+ * with open(2) `flags`, into *out. */
 int tdbm_create(struct tdbm_mount *m, uint64_t parent, const char *name,
-                int flags, mode_t mode, struct tdbm_entry *e,
-                struct tdbm_handle **h, struct tdbm_open_info *oi);
+                int flags, mode_t mode, struct tdbm_created *out);
 
 /* Resolves a '/'-separated path from the root with tdbm_lookup (each
  * lookup but the last given back); *ino is counted as one lookup. */
@@ -420,22 +424,22 @@ int tdbm_resolve(struct tdbm_mount *m, const char *path, uint64_t *ino,
  * when the mount does not refresh (no refresh=; timestamp= excludes it). */
 unsigned tdbm_refresh_secs(const struct tdbm_mount *m);
 
-/* Whether the source changed since the current tree was opened (a commit,
- * schema, metadata value or group member another writer added, or a
- * consolidation's vacuum: tdb_fs_stamp of the tree's folders); if so,
- * opens a new tree and makes it current as a write does: lookups and
- * opens from then on see it, open files and folders keep the tree they
+/* Whether the source changed since the current generation was opened (a
+ * commit, schema, metadata value or group member another writer added, or
+ * a consolidation's vacuum: tdb_fs_stamp of its folders); if so, opens a
+ * new generation and makes it current as a write does: lookups and opens
+ * from then on see it, open files and folders keep the generation they
  * opened, and the front end's `inval` is called with the old root's
  * names.  Serialised with the mount's own writes.  @return 1 when a new
- * tree became current, 0 when nothing changed (or the mount is not live),
- * or -errno when a listing or the open failed (the current tree stays;
- * logged once until a check succeeds again). */
+ * generation became current, 0 when nothing changed (or the mount is not
+ * live), or -errno when a listing or the open failed (the current
+ * generation stays; logged once until a check succeeds again). */
 int tdbm_refresh(struct tdbm_mount *m);
 
 /* The local folders whose changes tdbm_refresh would see (absolute paths,
  * whether or not they exist now), for a front end that watches them
- * (inotify): of the current tree's arrays and groups, each folder and its
- * __schema, __commits, __fragment_meta, __meta and __group.  None (*n 0)
+ * (inotify): of the current generation's arrays and groups, each folder
+ * and its __schema, __commits, __fragment_meta, __meta and __group.  None (*n 0)
  * when the mount is not live or the source is in an object store.  Free
  * with tdbm_names_free.  @return 0 or -errno. */
 int tdbm_watch_dirs(struct tdbm_mount *m, char ***paths, size_t *n);

@@ -1,4 +1,4 @@
-/* names.c: metadata keys and the names __meta/ shows for them, both directions. */
+/* names.c: metadata keys and the names __meta/ shows for them, both directions; lists of names. */
 #include "mount.h"
 
 #include <errno.h>
@@ -72,4 +72,11 @@ char *tdbm_name_decode(const char *name)
     }
     free(again);
     return key;
+}
+
+void tdbm_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
 }

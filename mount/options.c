@@ -470,3 +470,18 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
                         "together (a view as of a time never changes)");
     return 0;
 }
+
+void tdbm_options_usage(FILE *f)
+{
+    for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
+        fprintf(f, "    -o %-20s", t->usage);
+        if (strlen(t->usage) >= 20)     /* the help on a line of its own */
+            fprintf(f, "\n%27s", "");
+        for (const char *p = t->help; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n')
+                fprintf(f, "%27s", "");
+        }
+        fputc('\n', f);
+    }
+}

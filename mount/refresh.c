@@ -1,90 +1,16 @@
-/* refresh.c: a new tree made current: after a write of the mount (tdbm_reload) and, with -o refresh, when the source changed elsewhere (tdbm_refresh). */
+/* refresh.c: -o refresh: a new generation made current when the source changed elsewhere (tdbm_refresh), and the folders to watch for it. */
 /*
- * A live mount keeps with each tree the digest of the source's listings
- * (tdb_fs_stamp) taken just before that tree was opened; tdbm_refresh
- * takes it again and opens a new tree when it differs.  Taken before the
- * open, a digest can miss nothing: a change made between it and the open
- * only costs one reopen more.
+ * A live mount keeps with each generation the digest of the source's
+ * listings (tdb_fs_stamp) taken just before it was opened; tdbm_refresh
+ * takes it again and opens a new generation when it differs.  Taken
+ * before the open, a digest can miss nothing: a change made between it
+ * and the open only costs one reopen more.
  */
 #include "priv.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Opens a tree of the source, stamped first when the mount is live (with
- * `stamp` when given, else a digest taken now over the current tree's
- * folders; a digest that fails leaves the tree unstamped, so that the next
- * check reopens).  m->commit held.  @return 0 or a TDB_E_* code with err
- * filled. */
-static int tdbm_tree_open(struct tdbm_mount *m, const uint8_t *stamp,
-                          struct tdbm_tree **out, struct tdb_error *err)
-{
-    uint8_t now[TDB_STAMP_BYTES];
-    struct tdb_fs *fs;
-    int rc;
-
-    *out = NULL;
-    tdb_error_clear(err);
-    if (m->live && !stamp && tdb_fs_stamp(m->io, m->cur->fs, now, err) == 0)
-        stamp = now;
-    tdb_error_clear(err);
-    rc = tdb_fs_open(&fs, m->io, m->open, err);
-    if (rc < 0)
-        return rc;
-    *out = tdbm_tree_new(fs);
-    if (!*out) {
-        tdb_fs_close(fs);
-        return TDB_E_NOMEM;
-    }
-    if (stamp)
-        memcpy((*out)->stamp, stamp, TDB_STAMP_BYTES);
-    (*out)->stamped = stamp != NULL;
-    return 0;
-}
-
-/* Makes t the current tree; *names receives the old root's entries to
- * invalidate (NULL when out of memory).  m->commit held. */
-static void tdbm_tree_swap(struct tdbm_mount *m, struct tdbm_tree *t,
-                           char ***names, size_t *n)
-{
-    struct tdbm_tree *old;
-    struct tdb_fs *oldfs;
-    bool gone;
-
-    pthread_mutex_lock(&m->lock);
-    old = m->cur;
-    *names = tdbm_root_names(old, n);
-    t->gen = m->next_gen++;
-    t->next = m->trees;
-    m->trees = t;
-    m->cur = t;
-    old->retired = true;
-    tdbm_tree_settle(m, old, &oldfs, &gone);
-    pthread_mutex_unlock(&m->lock);
-    tdb_fs_close(oldfs);
-    if (gone)
-        free(old);
-}
-
-/* Opens a new tree and makes it current; *names receives the old root's
- * entries to invalidate.  m->commit held.  @return 0 or a TDB_E_* code
- * (then the old tree stays current). */
-int tdbm_reload(struct tdbm_mount *m, char ***names, size_t *n)
-{
-    struct tdbm_tree *t;
-    struct tdb_error err;
-    int rc;
-
-    *names = NULL;
-    *n = 0;
-    rc = tdbm_tree_open(m, NULL, &t, &err);
-    if (rc < 0)
-        tdbm_log(m, "reopening after a write: %s", tdb_error_text(rc, &err));
-    else
-        tdbm_tree_swap(m, t, names, n);
-    return rc;
-}
 
 /* Logs a failed check once, until one succeeds again (a server that is
  * down would otherwise log a line each check), and when one does.
@@ -103,7 +29,7 @@ static void tdbm_refresh_said(struct tdbm_mount *m, int rc,
 int tdbm_refresh(struct tdbm_mount *m)
 {
     uint8_t now[TDB_STAMP_BYTES];
-    struct tdbm_tree *t = NULL;
+    struct tdbm_gen *g = NULL;
     struct tdb_error err;
     char **names = NULL;
     size_t n = 0;
@@ -121,10 +47,10 @@ int tdbm_refresh(struct tdbm_mount *m)
         return 0;
     }
     if (rc == 0)
-        rc = tdbm_tree_open(m, now, &t, &err);
+        rc = tdbm_gen_open(m, now, &g, &err);
     tdbm_refresh_said(m, rc, &err);
     if (rc == 0)
-        tdbm_tree_swap(m, t, &names, &n);
+        tdbm_gen_swap(m, g, &names, &n);
     pthread_mutex_unlock(&m->commit);
     if (names)
         tdbm_invalidate(m, names, n);
@@ -153,7 +79,7 @@ static char *tdbm_local_path(const struct tdbm_mount *m, const char *rel)
 int tdbm_watch_dirs(struct tdbm_mount *m, char ***paths, size_t *n)
 {
     struct tdb_names dirs;
-    struct tdbm_tree *t;
+    struct tdbm_gen *g;
     struct tdb_error err;
     uint64_t tino;
     char **v;
@@ -163,12 +89,12 @@ int tdbm_watch_dirs(struct tdbm_mount *m, char ***paths, size_t *n)
     *n = 0;
     if (!m->live || tdb_io_is_url(m->source))
         return 0;
-    t = tdbm_tree_pin(m, TDBM_ROOT_INO, &tino);
-    if (!t)
+    g = tdbm_gen_pin(m, TDBM_ROOT_INO, &tino);
+    if (!g)
         return -ESTALE;
     tdb_error_clear(&err);
-    rc = tdb_fs_watch_dirs(t->fs, &dirs, &err);
-    tdbm_tree_unpin(m, t, 1);
+    rc = tdb_fs_watch_dirs(g->fs, &dirs, &err);
+    tdbm_gen_unpin(m, g, 1);
     if (rc < 0)
         return -tdb_errno(rc);
     v = calloc(dirs.n ? dirs.n : 1, sizeof *v);

@@ -427,12 +427,12 @@ int tdbm_staging_rmdir(struct tdbm_staging *st, uint64_t parent,
 
 int tdbm_staging_create(struct tdbm_staging *st, uint64_t parent,
                          const char *name, int flags, mode_t mode,
-                         uint64_t *ino, struct stat *out, int *fd)
+                         struct tdbm_staged_file *out)
 {
     char path[PATH_MAX];
     int depth, rc;
 
-    *fd = -1;
+    out->fd = -1;
     pthread_mutex_lock(&st->lock);
     rc = staging_join(st, parent, name, path, sizeof path, &depth);
     if (rc == 0 && depth != 1)
@@ -441,28 +441,28 @@ int tdbm_staging_create(struct tdbm_staging *st, uint64_t parent,
         struct stat old;
         bool existed = fstatat(st->dirfd, path, &old,
                                AT_SYMLINK_NOFOLLOW) == 0;
-        *fd = openat(st->dirfd, path,
-                     (flags & ~O_NOFOLLOW) | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                     (mode & STAGING_MODE_MASK) | S_IRUSR | S_IWUSR);
-        if (*fd < 0)
+        out->fd = openat(st->dirfd, path, (flags & ~O_NOFOLLOW) | O_CREAT |
+                                              O_CLOEXEC | O_NOFOLLOW,
+                         (mode & STAGING_MODE_MASK) | S_IRUSR | S_IWUSR);
+        if (out->fd < 0)
             rc = -errno;
         else if (!existed)
             staging_detach(st, path);
     }
     if (rc == 0)
-        rc = staging_ref(st, path, ino);
-    if (rc == 0 && fstat(*fd, out) != 0)
+        rc = staging_ref(st, path, &out->ino);
+    if (rc == 0 && fstat(out->fd, &out->st) != 0)
         rc = -errno;
-    if (rc == 0 && !S_ISREG(out->st_mode))
+    if (rc == 0 && !S_ISREG(out->st.st_mode))
         rc = -EPERM;
     if (rc == 0) {
-        out->st_ino = *ino;
-        staging_private(out);
+        out->st.st_ino = out->ino;
+        staging_private(&out->st);
     }
     pthread_mutex_unlock(&st->lock);
-    if (rc < 0 && *fd >= 0) {
-        close(*fd);
-        *fd = -1;
+    if (rc < 0 && out->fd >= 0) {
+        close(out->fd);
+        out->fd = -1;
     }
     return rc;
 }

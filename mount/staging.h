@@ -71,11 +71,18 @@ int tdbm_staging_mkdir(struct tdbm_staging *st, uint64_t parent,
 int tdbm_staging_rmdir(struct tdbm_staging *st, uint64_t parent,
                         const char *name);
 
-/* Creates (or opens, per `flags`) regular file `name` in a staged folder;
- * *fd receives an open descriptor the caller closes.  Counts one lookup. */
+/* A staged file tdbm_staging_create made or opened. */
+struct tdbm_staged_file {
+    uint64_t ino;
+    struct stat st;
+    int fd;             /* open, the caller's to close; -1 on failure */
+};
+
+/* Creates (or opens, per `flags`) regular file `name` in a staged folder
+ * into *out.  Counts one lookup. */
 int tdbm_staging_create(struct tdbm_staging *st, uint64_t parent,
                          const char *name, int flags, mode_t mode,
-                         uint64_t *ino, struct stat *out, int *fd);
+                         struct tdbm_staged_file *out);
 
 /* Opens an existing regular file; *fd is the caller's to close. */
 int tdbm_staging_open_file(struct tdbm_staging *st, uint64_t ino,

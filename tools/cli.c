@@ -1,4 +1,4 @@
-/* cli.c: the printing side of the mount contract's "Command" section, shared by tiledbfs-cat and tiledbfs-create. */
+/* cli.c: the printing side of the mount contract's "Command" section, shared by tiledbfs-cat, tiledbfs-create and tiledbfs-copy. */
 #include "cli.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* cli.h: the printing side of the mount contract's "Command" section, for tiledbfs-cat and tiledbfs-create. */
+/* cli.h: the printing side of the mount contract's "Command" section, for tiledbfs-cat, tiledbfs-create and tiledbfs-copy. */
 /*
  * The options and SOURCE are parsed and opened by the mount layer
  * (../mount/mount.h: one typed option table for every front end); this

@@ -98,7 +98,7 @@ static int tdbcat_file(struct tdbm_mount *m, const char *path, uint64_t ino)
     for (;;) {
         size_t got = 0;
 
-        rc = tdbm_read(m, h, ino, off, buf, TDBCLI_READ_MAX, &got);
+        rc = tdbm_read(m, h, off, buf, TDBCLI_READ_MAX, &got);
         if (rc < 0) {
             rc = tdbcat_fail(m, path, rc);
             break;
@@ -127,7 +127,7 @@ static int tdbcat_folder(struct tdbm_mount *m, const char *path, uint64_t ino)
         const char *name;
         uint64_t child;
 
-        rc = tdbm_dir_entry(m, h, ino, i, &name, &child, true);
+        rc = tdbm_dir_entry(m, h, i, &name, &child, true);
         if (rc == 1) {
             rc = 0;
             break;

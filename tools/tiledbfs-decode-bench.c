@@ -4,7 +4,7 @@
  *                         [-n PASSES] [-R] [-o OPTIONS] SOURCE PATH
  *
  * Opens SOURCE with tdb_fs_open (public API only: format/tiledb_format.h)
- * and reads file PATH of the tree from THREADS threads (default: the
+ * and reads file PATH of its tree from THREADS threads (default: the
  * online CPUs).  The file is cut into RANGE-byte ranges (default 16 MiB);
  * thread k reads ranges k, k + THREADS, k + 2 * THREADS, ... with
  * tdb_fs_read calls of REQUEST bytes (default: RANGE) into a buffer of its
@@ -12,8 +12,9 @@
  * (and its decoded-tile cache) serves every pass.  -R reads through a
  * reader per thread (tdb_reader_read), as the mount and tiledbfs-cat do:
  * tiles pinned row by row and decoded ahead (without it, tdb_fs_read
- * pins nothing: a cache smaller than a row then decodes a tile per read). 
- * -o takes the options of the mount contract (mount/options.c: cache_size=, timestamp=, threads=, key_file=).
+ * pins nothing: a cache smaller than a row then decodes a tile per read).
+ * -o takes the options of the mount contract (mount/options.c:
+ * cache_size=, timestamp=, threads=, key_file=).
  *
  * Prints one line per pass, "key=value" separated by spaces:
  *   pass=1 threads=2 bytes=... seconds=... mbps=... decodes=... hits=...
@@ -151,158 +152,198 @@ static void dbench_report(const char *what, int code,
             tdb_error_text(code, err));
 }
 
-int main(int argc, char **argv)
+/* The command line into b, mo and *passes.  @return 0, 1 after -h, or
+ * -1 after printing why. */
+static int dbench_parse(int argc, char **argv, struct dbench *b,
+                        struct tdbm_options *mo, unsigned long *passes)
 {
-    struct dbench b = {.range = 16u << 20};
-    struct tdbm_options mo;
-    struct tdb_error err = {0};
-    char why[512];
-    struct tdb_io io = {0};
-    struct dbench_worker *w = NULL;
-    unsigned long passes = 1;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int c, st, rc = 1;
+    char why[512], *end;
+    int c;
 
-    b.threads = ncpu > 0 ? (unsigned)ncpu : 1;
-    tdbm_options_init(&mo);
     while ((c = getopt(argc, argv, "t:r:s:l:n:Ro:h")) != -1) {
-        char *end;
         switch (c) {
         case 't':
-            b.threads = (unsigned)strtoul(optarg, &end, 10);
-            if (*end || b.threads == 0 || b.threads > DBENCH_MAX_THREADS) {
-                fprintf(stderr, "%s: bad -t %s\n",
-                        program_invocation_short_name, optarg);
-                return 1;
-            }
+            b->threads = (unsigned)strtoul(optarg, &end, 10);
+            if (*end || b->threads == 0 || b->threads > DBENCH_MAX_THREADS)
+                goto bad;
             break;
         case 'r':
         case 's':
         case 'l':
-            if (dbench_size(optarg, c == 'r'   ? &b.range
-                                    : c == 's' ? &b.request
-                                               : &b.limit) < 0) {
-                fprintf(stderr, "%s: bad -%c %s\n",
-                        program_invocation_short_name, c, optarg);
-                return 1;
-            }
+            if (dbench_size(optarg, c == 'r'   ? &b->range
+                                    : c == 's' ? &b->request
+                                               : &b->limit) < 0)
+                goto bad;
             break;
         case 'n':
-            passes = strtoul(optarg, &end, 10);
-            if (*end || passes == 0 || passes > 1000) {
-                fprintf(stderr, "%s: bad -n %s\n",
-                        program_invocation_short_name, optarg);
-                return 1;
-            }
+            *passes = strtoul(optarg, &end, 10);
+            if (*end || *passes == 0 || *passes > 1000)
+                goto bad;
             break;
         case 'o':
-            if (tdbm_option_list(&mo, optarg, why, sizeof why) < 0) {
+            if (tdbm_option_list(mo, optarg, why, sizeof why) < 0) {
                 fprintf(stderr, "%s: -o %s: %s\n",
                         program_invocation_short_name, optarg, why);
-                return 1;
+                return -1;
             }
             break;
         case 'R':
-            b.reader = true;
+            b->reader = true;
             break;
         case 'h':
             dbench_usage(stdout);
-            return 0;
+            return 1;
         default:
             dbench_usage(stderr);
-            return 1;
+            return -1;
         }
     }
     if (argc - optind != 2) {
         dbench_usage(stderr);
-        return 1;
+        return -1;
     }
-    if (b.request == 0 || b.request > b.range)
-        b.request = b.range;
+    if (b->request == 0 || b->request > b->range)
+        b->request = b->range;
+    return 0;
+bad:
+    fprintf(stderr, "%s: bad -%c %s\n", program_invocation_short_name, c,
+            optarg);
+    return -1;
+}
 
-    const char *source = argv[optind], *path = argv[optind + 1];
+/* Opens `source` into io and b->fs and finds file `path` in it: b->ino
+ * and b->size.  @return 0 or -1 after printing why. */
+static int dbench_open(struct dbench *b, struct tdb_io *io,
+                       const struct tdbm_options *mo, const char *source,
+                       const char *path)
+{
+    struct tdb_error err = {0};
     struct tdb_stat sb;
-    st = tdb_io_posix(&io, source);
+    int st = tdb_io_posix(io, source);
+
     if (st < 0) {
         dbench_report(source, st, NULL);
-        return 1;
+        return -1;
     }
-    st = tdb_fs_open(&b.fs, &io, &mo.open, &err);
+    st = tdb_fs_open(&b->fs, io, &mo->open, &err);
     if (st < 0) {
         dbench_report(source, st, &err);
-        goto done;
+        return -1;
     }
-    st = tdb_fs_resolve(b.fs, path, &b.ino, &err);
+    st = tdb_fs_resolve(b->fs, path, &b->ino, &err);
     if (st == 0)
-        st = tdb_fs_stat(b.fs, b.ino, &sb, &err);
+        st = tdb_fs_stat(b->fs, b->ino, &sb, &err);
     if (st == 0 && sb.is_dir) {
         st = TDB_E_ISDIR;
         err.msg[0] = 0;
     }
     if (st < 0) {
         dbench_report(path, st, &err);
-        goto done;
+        return -1;
     }
-    b.size = b.limit && b.limit < sb.size ? b.limit : sb.size;
+    b->size = b->limit && b->limit < sb.size ? b->limit : sb.size;
+    return 0;
+}
+
+/* Runs the workers w[] of one pass.  @return the bytes they read, or
+ * UINT64_MAX after printing why one failed. */
+static uint64_t dbench_workers(struct dbench *b, struct dbench_worker *w,
+                               const char *path)
+{
+    uint64_t bytes = 0;
+    unsigned started = 0;
+    bool failed = false;
+
+    for (unsigned k = 0; k < b->threads; k++) {
+        memset(&w[k], 0, sizeof w[k]);
+        w[k].b = b;
+        w[k].index = k;
+        if (pthread_create(&w[k].tid, NULL, dbench_run, &w[k]) != 0) {
+            fprintf(stderr, "%s: cannot start a thread\n",
+                    program_invocation_short_name);
+            failed = true;
+            break;
+        }
+        started++;
+    }
+    for (unsigned k = 0; k < started; k++) {
+        pthread_join(w[k].tid, NULL);
+        bytes += w[k].bytes;
+        if (w[k].code < 0) {
+            dbench_report(path, w[k].code, &w[k].err);
+            failed = true;
+        }
+    }
+    return failed ? UINT64_MAX : bytes;
+}
+
+/* Pass `p`: reads the file once and prints its line.  @return 0 or -1
+ * after printing why. */
+static int dbench_pass(struct dbench *b, struct dbench_worker *w,
+                       unsigned long p, const char *path)
+{
+    struct tdb_cache_stats s0, s1;
+    uint64_t bytes, decodes;
+    double t0, secs;
+
+    tdb_fs_cache_stats(b->fs, &s0);
+    t0 = dbench_now();
+    bytes = dbench_workers(b, w, path);
+    secs = dbench_now() - t0;
+    if (bytes == UINT64_MAX)
+        return -1;
+    if (bytes != b->size) {
+        fprintf(stderr, "%s: %s: read %llu bytes of %llu\n",
+                program_invocation_short_name, path,
+                (unsigned long long)bytes, (unsigned long long)b->size);
+        return -1;
+    }
+    tdb_fs_cache_stats(b->fs, &s1);
+    decodes = s1.decodes - s0.decodes;
+    printf("pass=%lu threads=%u range=%llu request=%llu bytes=%llu "
+           "seconds=%.6f mbps=%.1f decodes=%llu hits=%llu misses=%llu "
+           "evictions=%llu decodes_per_mib=%.2f cache_budget=%llu\n",
+           p, b->threads, (unsigned long long)b->range,
+           (unsigned long long)b->request, (unsigned long long)bytes,
+           secs, secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
+           (unsigned long long)decodes,
+           (unsigned long long)(s1.hits - s0.hits),
+           (unsigned long long)(s1.misses - s0.misses),
+           (unsigned long long)(s1.evictions - s0.evictions),
+           bytes ? (double)decodes / ((double)bytes / 1048576.0) : 0.0,
+           (unsigned long long)s1.budget);
+    fflush(stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct dbench b = {.range = 16u << 20};
+    struct tdbm_options mo;
+    struct tdb_io io = {0};
+    struct dbench_worker *w = NULL;
+    unsigned long passes = 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *path;
+    int rc;
+
+    b.threads = ncpu > 0 ? (unsigned)ncpu : 1;
+    tdbm_options_init(&mo);
+    rc = dbench_parse(argc, argv, &b, &mo, &passes);
+    if (rc != 0)
+        return rc < 0;
+    path = argv[optind + 1];
+    rc = 1;
+    if (dbench_open(&b, &io, &mo, argv[optind], path) != 0)
+        goto done;
     w = calloc(b.threads, sizeof *w);
     if (!w) {
         dbench_report(path, TDB_E_NOMEM, NULL);
         goto done;
     }
-
-    for (unsigned long p = 1; p <= passes; p++) {
-        struct tdb_cache_stats s0, s1;
-        uint64_t bytes = 0;
-        unsigned started = 0;
-        bool failed = false;
-
-        tdb_fs_cache_stats(b.fs, &s0);
-        double t0 = dbench_now();
-        for (unsigned k = 0; k < b.threads; k++) {
-            memset(&w[k], 0, sizeof w[k]);
-            w[k].b = &b;
-            w[k].index = k;
-            if (pthread_create(&w[k].tid, NULL, dbench_run, &w[k]) != 0) {
-                fprintf(stderr, "%s: cannot start a thread\n",
-                        program_invocation_short_name);
-                failed = true;
-                break;
-            }
-            started++;
-        }
-        for (unsigned k = 0; k < started; k++) {
-            pthread_join(w[k].tid, NULL);
-            bytes += w[k].bytes;
-            if (w[k].code < 0) {
-                dbench_report(path, w[k].code, &w[k].err);
-                failed = true;
-            }
-        }
-        double secs = dbench_now() - t0;
-        if (failed)
+    for (unsigned long p = 1; p <= passes; p++)
+        if (dbench_pass(&b, w, p, path) != 0)
             goto done;
-        if (bytes != b.size) {
-            fprintf(stderr, "%s: %s: read %llu bytes of %llu\n",
-                    program_invocation_short_name, path,
-                    (unsigned long long)bytes, (unsigned long long)b.size);
-            goto done;
-        }
-        tdb_fs_cache_stats(b.fs, &s1);
-        uint64_t decodes = s1.decodes - s0.decodes;
-        printf("pass=%lu threads=%u range=%llu request=%llu bytes=%llu "
-               "seconds=%.6f mbps=%.1f decodes=%llu hits=%llu misses=%llu "
-               "evictions=%llu decodes_per_mib=%.2f cache_budget=%llu\n",
-               p, b.threads, (unsigned long long)b.range,
-               (unsigned long long)b.request, (unsigned long long)bytes,
-               secs, secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
-               (unsigned long long)decodes,
-               (unsigned long long)(s1.hits - s0.hits),
-               (unsigned long long)(s1.misses - s0.misses),
-               (unsigned long long)(s1.evictions - s0.evictions),
-               bytes ? (double)decodes / ((double)bytes / 1048576.0) : 0.0,
-               (unsigned long long)s1.budget);
-        fflush(stdout);
-    }
     rc = 0;
 done:
     free(w);

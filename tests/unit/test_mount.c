@@ -182,7 +182,7 @@ static size_t slurp(struct tdbm_mount *m, uint64_t ino, void *buf, size_t cap)
     size_t got = 0;
     if (tdbm_open(m, ino, O_RDONLY, &h, &oi) != 0)
         return (size_t)-1;
-    if (tdbm_read(m, h, ino, 0, buf, cap, &got) != 0)
+    if (tdbm_read(m, h, 0, buf, cap, &got) != 0)
         got = (size_t)-1;
     tdbm_release(m, h);
     return got;
@@ -192,12 +192,14 @@ static size_t slurp(struct tdbm_mount *m, uint64_t ino, void *buf, size_t cap)
 static void stage(struct tdbm_mount *m, uint64_t dir, const char *name,
                   const void *p, size_t len)
 {
-    struct tdbm_open_info oi;
+    struct tdbm_created c;
     struct tdbm_handle *h;
     struct tdbm_entry e;
     size_t done = 0;
-    CHECK_EQ_INT(tdbm_create(m, dir, name, O_WRONLY | O_CREAT | O_TRUNC,
-                             0600, &e, &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_create(m, dir, name, O_WRONLY | O_CREAT | O_TRUNC, 0600,
+                             &c), 0);
+    e = c.e;
+    h = c.h;
     CHECK(e.ino & TDBM_STAGING_BIT);
     CHECK_EQ_INT(tdbm_write(m, h, p, len, 0, &done), 0);
     CHECK_EQ_INT(done, len);
@@ -210,17 +212,19 @@ static void stage(struct tdbm_mount *m, uint64_t dir, const char *name,
 static int meta_put(struct tdbm_mount *m, const char *name, const char *type,
                     const void *p, size_t len)
 {
-    struct tdbm_open_info oi;
+    struct tdbm_created c;
     struct tdbm_handle *h;
     struct tdbm_entry e;
     size_t done = 0;
     uint64_t meta = look(m, TDBM_ROOT_INO, "__meta");
     int rc = tdbm_create(m, meta, name, O_WRONLY | O_CREAT | O_TRUNC, 0644,
-                         &e, &h, &oi);
+                         &c);
     tdbm_forget(m, meta, 1);
     if (rc)
         return rc;
-    CHECK(oi.direct_io);
+    e = c.e;
+    h = c.h;
+    CHECK(c.oi.direct_io);
     if (type)
         CHECK_EQ_INT(tdbm_setxattr(m, e.ino, TDBM_DATATYPE_XATTR, type,
                                    strlen(type), false), 0);
@@ -274,18 +278,20 @@ static void test_meta(void)
     CHECK_EQ_INT(look(f.m, meta, "bad"), 0);
     /* an unknown type and a bad name */
     {
-        struct tdbm_open_info oi;
+        struct tdbm_created c;
         struct tdbm_handle *h;
         struct tdbm_entry e;
         CHECK_EQ_INT(tdbm_create(f.m, meta, "t", O_WRONLY | O_CREAT, 0644,
-                                 &e, &h, &oi), 0);
+                                 &c), 0);
+        e = c.e;
+        h = c.h;
         CHECK(e.ino & TDBM_META_BIT);
         CHECK_EQ_INT(tdbm_setxattr(f.m, e.ino, TDBM_DATATYPE_XATTR, "NOPE",
                                    4, false), -EINVAL);
         CHECK_EQ_INT(tdbm_flush(f.m, h), 0); /* nothing written: no value */
         tdbm_release(f.m, h);
         CHECK_EQ_INT(tdbm_create(f.m, meta, "a%zz", O_WRONLY | O_CREAT, 0644,
-                                 &e, &h, &oi), -EINVAL);
+                                 &c), -EINVAL);
     }
     /* rm __meta/KEY deletes the key */
     invals = 0;
@@ -318,15 +324,13 @@ static size_t meta_files(const struct fixture *f)
 static struct tdbm_handle *meta_open(struct tdbm_mount *m, const char *name,
                                      uint64_t *ino)
 {
-    struct tdbm_open_info oi;
-    struct tdbm_handle *h = NULL;
-    struct tdbm_entry e;
+    struct tdbm_created c = {.h = NULL};
     uint64_t meta = look(m, TDBM_ROOT_INO, "__meta");
-    CHECK_EQ_INT(tdbm_create(m, meta, name, O_WRONLY | O_CREAT | O_TRUNC,
-                             0644, &e, &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_create(m, meta, name, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+                             &c), 0);
     tdbm_forget(m, meta, 1);
-    *ino = e.ino;
-    return h;
+    *ino = c.e.ino;
+    return c.h;
 }
 
 /* The last close of a file meta_open opened. */
@@ -592,7 +596,7 @@ static void test_commit_dense(void)
     CHECK_EQ_INT(ia >> TDBM_GEN_SHIFT, 1);
     CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &h, &oi), 0);
     CHECK(oi.keep_cache && oi.noflush && !oi.direct_io);
-    CHECK_EQ_INT(tdbm_read(f.m, h, ia, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(tdbm_read(f.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
 
     stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
@@ -607,7 +611,7 @@ static void test_commit_dense(void)
     CHECK_EQ_INT(look(f.m, stg, "s"), 0); /* the staged folder is gone */
 
     /* the old handle reads the old bytes; the path, the new ones */
-    CHECK_EQ_INT(tdbm_read(f.m, h, ia, 0, old, sizeof old, &got), 0);
+    CHECK_EQ_INT(tdbm_read(f.m, h, 0, old, sizeof old, &got), 0);
     CHECK_EQ_INT(got, sizeof old);
     CHECK_MEM(old, before, sizeof old);
     CHECK(memcmp(before, a, sizeof a) != 0);
@@ -979,7 +983,7 @@ static void test_owner_read_only(void)
 static void test_owner_writable(void)
 {
     struct fixture f;
-    struct tdbm_open_info oi;
+    struct tdbm_created c;
     struct tdbm_handle *h;
     struct tdbm_entry e, fe;
     struct stat st, out, disk;
@@ -993,8 +997,9 @@ static void test_owner_writable(void)
     st = look_stat(f.m, TDBM_ROOT_INO, "__fragments");
     CHECK_EQ_INT(st.st_mode, S_IFDIR | 0775);
     meta = look(f.m, TDBM_ROOT_INO, "__meta");
-    CHECK_EQ_INT(tdbm_create(f.m, meta, "k", O_WRONLY | O_CREAT, 0644, &e,
-                             &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_create(f.m, meta, "k", O_WRONLY | O_CREAT, 0644, &c), 0);
+    e = c.e;
+    h = c.h;
     CHECK_EQ_INT(e.attr.st_mode, S_IFREG | 0664);
     CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
     st.st_uid = 4242;
@@ -1015,8 +1020,10 @@ static void test_owner_writable(void)
     CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0777, &e), 0);
     CHECK_EQ_INT(e.attr.st_mode, S_IFDIR | 0700);
     CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
-    CHECK_EQ_INT(tdbm_create(f.m, e.ino, "a", O_WRONLY | O_CREAT, 0666, &fe,
-                             &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_create(f.m, e.ino, "a", O_WRONLY | O_CREAT, 0666,
+                             &c), 0);
+    fe = c.e;
+    h = c.h;
     CHECK_EQ_INT(fe.attr.st_mode, S_IFREG | 0600);
     CHECK(fe.attr.st_uid == 4242 && fe.attr.st_gid == 4343);
     /* on disk, the daemon's */
@@ -1057,8 +1064,7 @@ static void test_owner_writable(void)
 static void test_fragments_exdev(void)
 {
     struct fixture f;
-    struct tdbm_open_info oi;
-    struct tdbm_handle *h = NULL;
+    struct tdbm_created c = {.h = NULL};
     struct tdbm_entry e;
     uint64_t frag, meta;
 
@@ -1067,13 +1073,13 @@ static void test_fragments_exdev(void)
     frag = look(f.m, TDBM_ROOT_INO, "__fragments");
     meta = look(f.m, TDBM_ROOT_INO, "__meta");
     CHECK_EQ_INT(tdbm_mkdir(f.m, frag, "prepared", 0755, &e), -EXDEV);
-    CHECK_EQ_INT(tdbm_create(f.m, frag, "a", O_WRONLY | O_CREAT, 0644, &e,
-                             &h, &oi), -EXDEV);
-    CHECK(h == NULL);
+    CHECK_EQ_INT(tdbm_create(f.m, frag, "a", O_WRONLY | O_CREAT, 0644,
+                             &c), -EXDEV);
+    CHECK(c.h == NULL);
     CHECK_EQ_INT(tdbm_mkdir(f.m, TDBM_ROOT_INO, "x", 0755, &e), -EROFS);
     CHECK_EQ_INT(tdbm_mkdir(f.m, meta, "x", 0755, &e), -EROFS);
-    CHECK_EQ_INT(tdbm_create(f.m, TDBM_ROOT_INO, "x", O_WRONLY | O_CREAT,
-                             0644, &e, &h, &oi), -EROFS);
+    CHECK_EQ_INT(tdbm_create(f.m, TDBM_ROOT_INO, "x", O_WRONLY | O_CREAT, 0644,
+                             &c), -EROFS);
     tdbm_forget(f.m, frag, 1);
     tdbm_forget(f.m, meta, 1);
     fx_close(&f);
@@ -1184,7 +1190,7 @@ static void test_error_take(void)
 
     CHECK_EQ_INT(tdbm_resolve(m, "a", &ino, &st), 0);
     CHECK_EQ_INT(tdbm_open(m, ino, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(m, h, ino, 0, buf, sizeof buf, &got), -EIO);
+    CHECK_EQ_INT(tdbm_read(m, h, 0, buf, sizeof buf, &got), -EIO);
     CHECK_EQ_INT(pthread_create(&th, NULL, take_elsewhere, m), 0);
     CHECK_EQ_INT(pthread_join(th, &other), 0);
     CHECK(other == NULL);
@@ -1298,7 +1304,7 @@ static void test_refresh(void)
     CHECK_EQ_INT(tdbm_refresh(l.m), 0);
     ia = look(l.m, TDBM_ROOT_INO, "a");
     CHECK_EQ_INT(tdbm_open(l.m, ia, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(l.m, h, ia, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(tdbm_read(l.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
     CHECK_EQ_INT((uint32_t)before[0], 0x80000000u); /* the fill value */
 
@@ -1321,7 +1327,7 @@ static void test_refresh(void)
     tdbm_forget(l.m, na, 1);
     /* the handle opened before reads what it read */
     memset(after, 0, sizeof after);
-    CHECK_EQ_INT(tdbm_read(l.m, h, ia, 0, after, sizeof after, &got), 0);
+    CHECK_EQ_INT(tdbm_read(l.m, h, 0, after, sizeof after, &got), 0);
     CHECK_EQ_INT(got, sizeof after);
     CHECK_MEM(after, before, sizeof before);
     tdbm_release(l.m, h);
@@ -1394,7 +1400,7 @@ static int frag_count(struct tdbm_mount *m, const char *name)
 
     f = dir ? look(m, dir, "__fragments") : 0;
     if (f && tdbm_opendir(m, f, &h, &oi) == 0) {
-        while (tdbm_dir_entry(m, h, f, (uint64_t)++n, &entry, &child,
+        while (tdbm_dir_entry(m, h, (uint64_t)++n, &entry, &child,
                               true) == 0)
             ;
         tdbm_release(m, h);
@@ -1536,7 +1542,7 @@ static void test_refresh_stale_open(void)
     CHECK_EQ_INT(tdbm_open(l.m, e.ino, O_RDONLY, &h, &oi), -ESTALE);
     if (open_as_kernel(l.m, "a", &e, &h) == 0) {
         CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 2);
-        CHECK_EQ_INT(tdbm_read(l.m, h, e.ino, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(tdbm_read(l.m, h, 0, v, sizeof v, &got), 0);
         CHECK_EQ_INT(got, sizeof v);
         CHECK_MEM(v, want, sizeof want);
         tdbm_release(l.m, h);
@@ -1585,7 +1591,7 @@ static void *race_reader(void *arg)
         }
         for (int k = 0; k < 3; k++) {
             int32_t *v = k ? again : first;
-            if (tdbm_read(r->m, h, e.ino, 0, v, sizeof first, &got) != 0 ||
+            if (tdbm_read(r->m, h, 0, v, sizeof first, &got) != 0 ||
                 got != sizeof first || !race_view(v, r->want) ||
                 (k && memcmp(first, again, sizeof first) != 0))
                 atomic_fetch_add(&r->bad, 1);
