@@ -437,7 +437,12 @@ static void test_small_cache_holds_one_row(void)
             printf("  a %llu-byte cache: %llu decodes, peak %llu bytes\n",
                    (unsigned long long)budget, (unsigned long long)decodes,
                    (unsigned long long)peak);
-            CHECK_EQ_INT(decodes, RT_TILES);
+            /* a tile decoded ahead is given back when a read needs its
+             * room first, which timing decides (seen once in many runs
+             * under ThreadSanitizer on a loaded machine: 257 of 256):
+             * at most one tile in 64 decoded twice */
+            CHECK(decodes >= RT_TILES);
+            CHECK(decodes <= RT_TILES + RT_TILES / 64);
             CHECK(peak <= budget);
             if (budget >= RT_ROW * rows + RT_TILE) /* decoded ahead */
                 CHECK(peak >= RT_ROW * rows + RT_TILE);
