@@ -11,6 +11,9 @@
 #     holds for calls (nm: the object that uses a symbol and the one that
 #     defines it), and no two files of format/ need each other, directly or
 #     through others (no circle in the graph of includes and calls).
+#  4. With mount/ and fuse/ built, no two files of either folder call each
+#     other, directly or through others (their order, bottom up, is written
+#     at the top of mount/priv.h and fuse/tiledbfs.h).
 # Prints each offending line; exit 1 if any.
 set -u
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -157,4 +160,55 @@ function circle(w,   i, s) {
     print "circle: " s w
 }
 ' || status=1
+
+# 4: calls between the files of mount/ and of fuse/ (nm), without circles.
+for dir in mount fuse; do
+    objs=$(ls "$builddir"/$dir/*.o 2>/dev/null)
+    if [ -z "$objs" ]; then
+        echo "SKIP calls between $dir/'s files: no objects under $builddir/$dir" >&2
+        continue
+    fi
+    for o in $objs; do
+        nm "$o" | sed "s|^|$o |"
+    done | awk -v dir="$dir" '
+# mount/commit.o, fuse/tiledbfs-ll.o -> commit, ll
+function name(o,   s) {
+    s = o; sub(/.*\//, "", s); sub(/^tiledbfs-/, "", s); sub(/\.o$/, "", s)
+    return dir "/" s ".c"
+}
+NF == 4 && $3 ~ /^[TDBR]$/ { def[$4] = name($1); next }
+NF == 3 && $2 == "U" { use[name($1), $3] = 1; next }
+END {
+    for (k in use) {
+        split(k, p, SUBSEP)
+        t = def[p[2]]
+        if (t == "" || t == p[1]) continue
+        if (!((p[1], t) in edge)) out[p[1]] = out[p[1]] " " t
+        edge[p[1], t] = 1
+        node[p[1]] = 1; node[t] = 1
+    }
+    ncirc = 0
+    for (v in node) if (!(v in color)) dfs(v)
+    n = 0; for (v in node) n++
+    printf "%s/: %d files calling each other, %d circles\n", dir, n, ncirc
+    exit ncirc ? 1 : 0
+}
+function dfs(v,   m, ws, i, w) {
+    color[v] = 1; path[++depth] = v
+    m = split(out[v], ws, " ")
+    for (i = 1; i <= m; i++) {
+        w = ws[i]
+        if (!(w in color)) dfs(w)
+        else if (color[w] == 1) { circle(w); ncirc++ }
+    }
+    color[v] = 2; depth--
+}
+function circle(w,   i, s) {
+    for (i = depth; i > 0 && path[i] != w; i--) ;
+    s = ""
+    for (; i <= depth; i++) s = s path[i] " -> "
+    print "circle: " s w
+}
+' || status=1
+done
 exit $status
