@@ -58,7 +58,6 @@ static int bwr_decode(const struct tdb_filter_call *call,
     struct tdb_cursor *md = &st->md;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
@@ -121,7 +120,7 @@ static int bwr_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": windows use %zu of %zu bytes of data", pos,
                        size);
-    return tdb_numeric_pass_md(call, md, md_out);
+    return tdb_numeric_pass_md(call, md, st->md_out);
 }
 
 /* Bits TileDB gives a window of n values at p (and its minimum in *min);
@@ -168,8 +167,6 @@ static unsigned bwr_bits(const uint8_t *p, size_t n, struct tdb_numeric_int t,
 static int bwr_encode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
     const uint8_t *data = st->data;
     size_t size = st->size;
     struct tdb_buf *md_out = st->md_out;
@@ -213,7 +210,7 @@ static int bwr_encode(const struct tdb_filter_call *call,
             tdb_numeric_store(o + j * cw, cw,
                               tdb_numeric_load(data + pos + j * w, w) - min);
     }
-    if (tdb_buf_append(md_out, md, md_size))
+    if (tdb_buf_append(md_out, st->md.p, st->md.len))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     return 0;
 }

@@ -16,7 +16,6 @@ static int pd_decode(const struct tdb_filter_call *call,
     struct tdb_cursor *md = &st->md;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, true, &t))
@@ -59,14 +58,12 @@ static int pd_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        PD_NAME ": windows cover %zu of %zu bytes of data", pos,
                        size);
-    return tdb_numeric_pass_md(call, md, md_out);
+    return tdb_numeric_pass_md(call, md, st->md_out);
 }
 
 static int pd_encode(const struct tdb_filter_call *call,
                      struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
     const uint8_t *data = st->data;
     size_t size = st->size;
     struct tdb_buf *md_out = st->md_out;
@@ -115,7 +112,7 @@ static int pd_encode(const struct tdb_filter_call *call,
             prev = v;
         }
     }
-    if (tdb_buf_append(md_out, md, md_size))
+    if (tdb_buf_append(md_out, st->md.p, st->md.len))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     return 0;
 }
