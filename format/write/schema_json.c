@@ -809,13 +809,39 @@ static int sj_hex(const char *s, uint8_t **out, uint64_t *size)
     return 0;
 }
 
+/* o's "cell_val_num" into *out: 1 when absent or null, TDB_VAR_NUM for
+ * "var", else a count from 1 to SJ_MAX_CELL_VALS (0 is an error with the
+ * message zero_msg). */
+static int sj_cell_val_num(json_t *o, const struct sj_where *w,
+                           const char *zero_msg, uint32_t *out,
+                           struct tdb_error *err)
+{
+    json_t *v = json_object_get(o, "cell_val_num");
+    struct sj_where k;
+    uint64_t n;
+    int rc;
+    *out = 1;
+    sj_at(&k, w, "cell_val_num");
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+        *out = TDB_VAR_NUM;
+        return 0;
+    }
+    if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
+        return rc;
+    if (n == 0)
+        return sj_bad(err, TDB_E_INVAL, &k, "%s", zero_msg);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 /* An attribute's "enumeration" and "cell_val_num". */
 static int sj_attr_shape(json_t *o, const struct sj_where *w,
                          struct tdb_attr *a, struct tdb_error *err)
 {
     struct sj_where k;
     json_t *v;
-    int rc;
     sj_at(&k, w, "enumeration");
     if ((v = json_object_get(o, "enumeration")) && !json_is_null(v)) {
         if (!json_is_string(v))
@@ -823,21 +849,8 @@ static int sj_attr_shape(json_t *o, const struct sj_where *w,
         if (!(a->enumeration = strdup(json_string_value(v))))
             return sj_nomem(err);
     }
-    a->cell_val_num = 1;
-    sj_at(&k, w, "cell_val_num");
-    if (!(v = json_object_get(o, "cell_val_num")) || json_is_null(v))
-        return 0;
-    if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
-        a->cell_val_num = TDB_VAR_NUM;
-        return 0;
-    }
-    uint64_t n;
-    if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
-        return rc;
-    if (n == 0)
-        return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1 (or \"var\")");
-    a->cell_val_num = (uint32_t)n;
-    return 0;
+    return sj_cell_val_num(o, w, "must be at least 1 (or \"var\")",
+                           &a->cell_val_num, err);
 }
 
 /* An attribute's "fill_hex" (absent: TileDB's default fill of its type)
@@ -1012,22 +1025,8 @@ static int sj_enum_path(struct tdb_enumeration *en, struct tdb_error *err)
 static int sj_enum_cvn(json_t *e, const struct sj_where *ew,
                        struct tdb_enumeration *en, struct tdb_error *err)
 {
-    json_t *v = json_object_get(e, "cell_val_num");
-    struct sj_where k;
-    int rc;
-    en->cell_val_num = 1;
-    sj_at(&k, ew, "cell_val_num");
-    if (v && json_is_string(v) && !strcmp(json_string_value(v), "var")) {
-        en->cell_val_num = TDB_VAR_NUM;
-    } else if (v && !json_is_null(v)) {
-        uint64_t cv;
-        if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &cv, err)))
-            return rc;
-        if (!cv)
-            return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1");
-        en->cell_val_num = (uint32_t)cv;
-    }
-    return 0;
+    return sj_cell_val_num(e, ew, "must be at least 1", &en->cell_val_num,
+                           err);
 }
 
 /* An enumeration's values: "data_hex" and, var-sized, "offsets_hex". */
