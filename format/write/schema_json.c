@@ -700,6 +700,25 @@ static int sj_pipeline(json_t *obj, const char *key,
     return 0;
 }
 
+/* What a dimension, an attribute and an enumeration begin with: o is an
+ * object of only the keys in `known` (NULL-ended), with a "name" (copied
+ * to *name) and a "datatype" (into *type). */
+static int sj_named(json_t *o, const struct sj_where *w,
+                    const char *const *known, char **name, unsigned *type,
+                    struct tdb_error *err)
+{
+    const char *s;
+    int rc;
+    if (!json_is_object(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
+    if ((rc = sj_known_keys(o, known, w, err)) ||
+        (rc = sj_str(o, "name", true, w, &s, err)))
+        return rc;
+    if (!(*name = strdup(s)))
+        return sj_nomem(err);
+    return sj_datatype(o, w, type, err);
+}
+
 /* ------------------------------------------------------------- dimensions */
 
 static int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
@@ -708,18 +727,10 @@ static int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
     static const char *const known[] = {"name", "datatype", "domain",
                                         "tile_extent", "var", "filters",
                                         "filters_max_chunk_size", NULL};
-    const char *name;
     struct sj_where k;
     bool var;
     int rc;
-    if (!json_is_object(o))
-        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
-    if ((rc = sj_known_keys(o, known, w, err)) ||
-        (rc = sj_str(o, "name", true, w, &name, err)))
-        return rc;
-    if (!(d->name = strdup(name)))
-        return sj_nomem(err);
-    if ((rc = sj_datatype(o, w, &d->type, err)) ||
+    if ((rc = sj_named(o, w, known, &d->name, &d->type, err)) ||
         (rc = sj_bool(o, "var", false, w, &var, err)))
         return rc;
     unsigned sz = tdb_dt_size(d->type);
@@ -912,16 +923,8 @@ static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
                                         "fill_validity", "enumeration",
                                         "filters", "filters_max_chunk_size",
                                         NULL};
-    const char *name;
     int rc;
-    if (!json_is_object(o))
-        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
-    if ((rc = sj_known_keys(o, known, w, err)) ||
-        (rc = sj_str(o, "name", true, w, &name, err)))
-        return rc;
-    if (!(a->name = strdup(name)))
-        return sj_nomem(err);
-    if ((rc = sj_datatype(o, w, &a->type, err)) ||
+    if ((rc = sj_named(o, w, known, &a->name, &a->type, err)) ||
         (rc = sj_attr_shape(o, w, a, err)) ||
         (rc = sj_bool(o, "nullable", false, w, &a->nullable, err)) ||
         (rc = sj_attr_fill(o, w, a, err)))
@@ -1070,17 +1073,10 @@ static int sj_enumeration(json_t *e, const struct sj_where *ew,
     static const char *const known[] = {"name", "datatype", "cell_val_num",
                                         "ordered", "data_hex", "offsets_hex",
                                         NULL};
-    const char *name;
     int rc;
-    if (!json_is_object(e))
-        return sj_bad(err, TDB_E_INVAL, ew, "expected an object");
-    if ((rc = sj_known_keys(e, known, ew, err)) ||
-        (rc = sj_str(e, "name", true, ew, &name, err)) ||
-        (rc = sj_datatype(e, ew, &en->type, err)) ||
+    if ((rc = sj_named(e, ew, known, &en->name, &en->type, err)) ||
         (rc = sj_bool(e, "ordered", false, ew, &en->ordered, err)))
         return rc;
-    if (!(en->name = strdup(name)))
-        return sj_nomem(err);
     if ((rc = sj_enum_path(en, err)) || (rc = sj_enum_cvn(e, ew, en, err)))
         return rc;
     return sj_enum_values(e, ew, en, err);
