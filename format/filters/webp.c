@@ -205,21 +205,31 @@ static int webp_decode_parts(const struct tdb_filter_call *call,
     return 0;
 }
 
+/* A WEBP filter runs on UINT8 values with its pixel format set (bpp, its
+ * bytes a pixel, not 0); else the error `code`. */
+static int webp_check_input(const struct tdb_filter_call *call, unsigned bpp,
+                            int code)
+{
+    if (!bpp)
+        return tdb_err(call->err, code, "WEBP: the filter's input "
+                       "format is not set (RGB, BGR, RGBA or BGRA)");
+    if (call->datatype != TDB_UINT8)
+        return tdb_err(call->err, code, "WEBP: filters UINT8 values only, "
+                       "not %s",
+                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
+                                                   : "?");
+    return 0;
+}
+
 static int webp_decode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
     unsigned bpp = tdb_webp_pixel_bytes(webp_opts(call->filter)->format);
     size_t base = st->data_out->len;
-
-    if (!bpp)
-        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: the filter's input "
-                       "format is not set (RGB, BGR, RGBA or BGRA)");
-    if (call->datatype != TDB_UINT8)
-        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: filters UINT8 "
-                       "values only, not %s",
-                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
-                                                   : "?");
-    int rc = webp_decode_parts(call, st);
+    int rc = webp_check_input(call, bpp, TDB_E_CORRUPT);
+    if (rc)
+        return rc;
+    rc = webp_decode_parts(call, st);
     if (rc)
         st->data_out->len = base;
     return rc;
@@ -301,14 +311,8 @@ static int webp_encode(const struct tdb_filter_call *call,
     unsigned y, x;
     int rc;
 
-    if (!bpp)
-        return tdb_err(call->err, TDB_E_INVAL, "WEBP: the filter's input "
-                       "format is not set (RGB, BGR, RGBA or BGRA)");
-    if (call->datatype != TDB_UINT8)
-        return tdb_err(call->err, TDB_E_INVAL, "WEBP: filters UINT8 values "
-                       "only, not %s",
-                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
-                                                   : "?");
+    if ((rc = webp_check_input(call, bpp, TDB_E_INVAL)))
+        return rc;
     y = o->y_extent;
     x = o->x_extent;
     if (y == 0 || x == 0 || x % bpp || y > WEBP_MAX_SIDE ||
