@@ -95,8 +95,6 @@ static int aes_decode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
     struct tdb_cursor *md = &st->md;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
     struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
     uint32_t nmd = 0, ndata = 0;
@@ -111,7 +109,7 @@ static int aes_decode(const struct tdb_filter_call *call,
     if ((rc = tdb_compress_read_counts(call, md, AES_PART_MD, "AES-256-GCM",
                                        "part", &nmd, &ndata)))
         return rc;
-    tdb_cur_init(&dc, size ? data : &dummy, size);
+    tdb_cur_init(&dc, st->size ? st->data : &dummy, st->size);
     for (uint32_t i = 0; rc == 0 && i < nmd; i++)
         rc = aes_decrypt_part(call, md, &dc, "metadata", i, md_out);
     for (uint32_t i = 0; rc == 0 && i < ndata; i++)
@@ -160,24 +158,20 @@ static int aes_encrypt_part(const struct tdb_filter_call *call,
 static int aes_encode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     int rc;
 
     if (!call->key)
         return tdb_err(call->err, TDB_E_NOKEY,
                        "AES-256-GCM: no key to encrypt with");
-    if ((rc = tdb_compress_write_counts(call, md_size, size, "AES-256-GCM",
-                                        md_out)))
+    if ((rc = tdb_compress_write_counts(call, st->md.len, size, "AES-256-GCM",
+                                        st->md_out)))
         return rc;
-    if (md_size)
-        rc = aes_encrypt_part(call, md, md_size, md_out, data_out);
+    if (st->md.len)
+        rc = aes_encrypt_part(call, st->md.p, st->md.len, st->md_out,
+                              st->data_out);
     if (rc == 0 && size)
-        rc = aes_encrypt_part(call, data, size, md_out, data_out);
+        rc = aes_encrypt_part(call, st->data, size, st->md_out, st->data_out);
     return rc;
 }
 

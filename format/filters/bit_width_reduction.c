@@ -58,7 +58,6 @@ static int bwr_decode(const struct tdb_filter_call *call,
     struct tdb_cursor *md = &st->md;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
@@ -121,7 +120,7 @@ static int bwr_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": windows use %zu of %zu bytes of data", pos,
                        size);
-    return tdb_numeric_pass_md(call, md, md_out);
+    return tdb_numeric_pass_md(call, md, st->md_out);
 }
 
 /* Bits TileDB gives a window of n values at p (and its minimum in *min);
@@ -168,12 +167,8 @@ static unsigned bwr_bits(const uint8_t *p, size_t n, struct tdb_numeric_int t,
 static int bwr_encode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
         return tdb_numeric_passthrough_enc(call, st);
@@ -186,8 +181,8 @@ static int bwr_encode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_INVAL,
                        BWR_NAME ": window of %u bytes holds no %u-byte value",
                        call->filter->max_window, w);
-    if (tdb_buf_put_u32(md_out, (uint32_t)size) ||
-        tdb_buf_put_u32(md_out, (uint32_t)nwin))
+    if (tdb_buf_put_u32(st->md_out, (uint32_t)size) ||
+        tdb_buf_put_u32(st->md_out, (uint32_t)nwin))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     for (uint64_t i = 0; i < nwin; i++) {
         size_t pos = (size_t)(i * window);
@@ -196,24 +191,24 @@ static int bwr_encode(const struct tdb_filter_call *call,
         uint64_t min;
         unsigned bits = bwr_bits(data + pos, nv, t, &min);
         uint8_t *m, *o;
-        if (tdb_buf_grow(md_out, w + 5, &m))
+        if (tdb_buf_grow(st->md_out, w + 5, &m))
             return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
         tdb_numeric_store(m, w, min);
         m[w] = (uint8_t)bits;
         tdb_st32(m + w + 1, (uint32_t)nbytes);
         if (bits >= 8 * w || nbytes % w != 0) {
-            if (tdb_buf_append(data_out, data + pos, nbytes))
+            if (tdb_buf_append(st->data_out, data + pos, nbytes))
                 return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
             continue;
         }
         unsigned cw = bits / 8;
-        if (tdb_buf_grow(data_out, nv * cw, &o))
+        if (tdb_buf_grow(st->data_out, nv * cw, &o))
             return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
         for (size_t j = 0; j < nv; j++)
             tdb_numeric_store(o + j * cw, cw,
                               tdb_numeric_load(data + pos + j * w, w) - min);
     }
-    if (tdb_buf_append(md_out, md, md_size))
+    if (tdb_buf_append(st->md_out, st->md.p, st->md.len))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     return 0;
 }

@@ -73,28 +73,23 @@ static int bitshuffle_decode(const struct tdb_filter_call *call,
 static int bitshuffle_encode(const struct tdb_filter_call *call,
                              struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     struct bitshuffle_arg a = {.un = false};
     int r = bitshuffle_check_type(call, &a);
     if (r)
         return r;
-    if (size > UINT32_MAX)
+    if (st->size > UINT32_MAX)
         return tdb_err(call->err, TDB_E_INVAL,
-                       "BITSHUFFLE: input of %zu bytes exceeds 4 GiB", size);
-    size_t rem = size % 8, first = size - rem;
-    if (tdb_buf_put_u32(md_out, rem ? 2 : 1) ||
-        tdb_buf_put_u32(md_out, (uint32_t)first) ||
-        (rem && tdb_buf_put_u32(md_out, (uint32_t)rem)) ||
-        tdb_buf_append(md_out, md, md_size))
+                       "BITSHUFFLE: input of %zu bytes exceeds 4 GiB",
+                       st->size);
+    size_t rem = st->size % 8, first = st->size - rem;
+    if (tdb_buf_put_u32(st->md_out, rem ? 2 : 1) ||
+        tdb_buf_put_u32(st->md_out, (uint32_t)first) ||
+        (rem && tdb_buf_put_u32(st->md_out, (uint32_t)rem)) ||
+        tdb_buf_append(st->md_out, st->md.p, st->md.len))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    r = bitshuffle_part(call, data, first, data_out, &a);
+    r = bitshuffle_part(call, st->data, first, st->data_out, &a);
     if (!r && rem)
-        r = bitshuffle_part(call, data + first, rem, data_out, &a);
+        r = bitshuffle_part(call, st->data + first, rem, st->data_out, &a);
     return r;
 }
 

@@ -30,14 +30,8 @@ int tdb_numeric_passthrough(const struct tdb_filter_call *call,
 int tdb_numeric_passthrough_enc(const struct tdb_filter_call *call,
                                 struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
-    if (tdb_buf_append(md_out, md, md_size) ||
-        tdb_buf_append(data_out, data, size))
+    if (tdb_buf_append(st->md_out, st->md.p, st->md.len) ||
+        tdb_buf_append(st->data_out, st->data, st->size))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     return 0;
 }
@@ -49,7 +43,6 @@ int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
     struct tdb_cursor *md = &st->md;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
     uint32_t nparts;
     if (tdb_cur_u32(md, &nparts))
@@ -76,7 +69,7 @@ int tdb_numeric_parts_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "%s: parts cover %zu of %zu bytes of data", name, off,
                        size);
-    return tdb_numeric_pass_md(call, md, md_out);
+    return tdb_numeric_pass_md(call, md, st->md_out);
 }
 
 int tdb_numeric_parts_header(const struct tdb_filter_call *call,
@@ -157,24 +150,18 @@ static int byteshuffle_decode(const struct tdb_filter_call *call,
 static int byteshuffle_encode(const struct tdb_filter_call *call,
                               struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     struct byteshuffle_arg a;
     int r = byteshuffle_arg(call, &a);
     if (r)
         return r;
-    r = tdb_numeric_parts_header(call, "BYTESHUFFLE", size, md, md_size,
-                                 md_out);
-    if (r || size == 0)
+    r = tdb_numeric_parts_header(call, "BYTESHUFFLE", st->size, st->md.p,
+                                 st->md.len, st->md_out);
+    if (r || st->size == 0)
         return r;
     uint8_t *o;
-    if (tdb_buf_grow(data_out, size, &o))
+    if (tdb_buf_grow(st->data_out, st->size, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    byteshuffle_run(data, size, &a, o, false);
+    byteshuffle_run(st->data, st->size, &a, o, false);
     return 0;
 }
 

@@ -76,15 +76,9 @@ static int checksum_pass_on(unsigned digest,
                             const struct tdb_filter_call *call,
                             struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
-    int rc = tdb_buf_append(md_out, md, md_size);
+    int rc = tdb_buf_append(st->md_out, st->md.p, st->md.len);
     if (rc == 0)
-        rc = tdb_buf_append(data_out, data, size);
+        rc = tdb_buf_append(st->data_out, st->data, st->size);
     if (rc < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "%s: out of memory",
                        checksum_name(digest));
@@ -94,11 +88,6 @@ static int checksum_pass_on(unsigned digest,
 int tdb_checksum_decode(unsigned digest, const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
-    struct tdb_cursor *md = &st->md;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     size_t dlen = digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32;
     uint32_t nmd, ndata;
     struct tdb_cursor hdr, rest, dc;
@@ -106,26 +95,28 @@ int tdb_checksum_decode(unsigned digest, const struct tdb_filter_call *call,
     size_t tail_len;
     uint8_t dummy = 0;
     /* per checksum: u64 bytes covered and the digest */
-    int rc = tdb_compress_read_counts(call, md, 8 + dlen,
-                                      checksum_name(digest), "checksum",
-                                      &nmd, &ndata);
+    int rc =
+        tdb_compress_read_counts(call, &st->md, 8 + dlen, checksum_name(digest),
+                                 "checksum", &nmd, &ndata);
 
     if (rc < 0)
         return rc;
     /* hdr walks the checksums; the metadata after them is passed on. */
-    hdr = *md;
-    tdb_cur_skip(md, ((size_t)nmd + ndata) * (8 + dlen)); /* fits: read */
-    tail_len = tdb_cur_left(md);
-    tdb_cur_bytes(md, tail_len, &tail);
+    hdr = st->md;
+    tdb_cur_skip(&st->md, ((size_t)nmd + ndata) * (8 + dlen)); /* fits: read */
+    tail_len = tdb_cur_left(&st->md);
+    tdb_cur_bytes(&st->md, tail_len, &tail);
     tdb_cur_init(&rest, tail_len ? tail : &dummy, tail_len);
-    tdb_cur_init(&dc, size ? data : &dummy, size);
+    tdb_cur_init(&dc, st->size ? st->data : &dummy, st->size);
     rc = checksum_verify(digest, call, &hdr, nmd, &rest, "metadata");
     if (rc == 0)
         rc = checksum_verify(digest, call, &hdr, ndata, &dc, "data");
     if (rc < 0)
         return rc;
-    struct tdb_filter_stage pass = {.data = data, .size = size,
-                                    .md_out = md_out, .data_out = data_out};
+    struct tdb_filter_stage pass = {.data = st->data,
+                                    .size = st->size,
+                                    .md_out = st->md_out,
+                                    .data_out = st->data_out};
     tdb_cur_init(&pass.md, tail, tail_len);
     return checksum_pass_on(digest, call, &pass);
 }
@@ -151,18 +142,15 @@ static int checksum_part(unsigned digest, const struct tdb_filter_call *call,
 int tdb_checksum_encode(unsigned digest, const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
     size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
     int rc = tdb_compress_write_counts(call, md_size, size,
-                                       checksum_name(digest), md_out);
+                                       checksum_name(digest), st->md_out);
 
     if (rc == 0 && md_size)
-        rc = checksum_part(digest, call, md, md_size, md_out);
+        rc = checksum_part(digest, call, st->md.p, md_size, st->md_out);
     if (rc == 0 && size)
-        rc = checksum_part(digest, call, data, size, md_out);
+        rc = checksum_part(digest, call, st->data, size, st->md_out);
     if (rc < 0)
         return rc;
     return checksum_pass_on(digest, call, st);

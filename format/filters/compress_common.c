@@ -155,29 +155,24 @@ int tdb_compress_decode(const struct tdb_compress_codec *codec,
                         const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
-    struct tdb_cursor *md = &st->md;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     uint32_t nmd, ndata;
     struct tdb_cursor dc;
     /* 8 bytes of metadata per part: two u32 lengths */
-    int rc = tdb_compress_read_counts(call, md, 8, codec->name, "part", &nmd,
-                                      &ndata);
+    int rc = tdb_compress_read_counts(call, &st->md, 8, codec->name, "part",
+                                      &nmd, &ndata);
 
     if (rc < 0)
         return rc;
-    tdb_cur_init(&dc, data, size);
+    tdb_cur_init(&dc, st->data, st->size);
     struct compress_parts mp = {"metadata", nmd, tdb_filter_max_md(call),
-                                md_out};
+                                st->md_out};
     struct compress_parts dp = {"data", ndata, tdb_filter_max_data(call),
-                                data_out};
-    rc = gzip_frame_parts(codec, call, md, &dc, &mp);
+                                st->data_out};
+    rc = gzip_frame_parts(codec, call, &st->md, &dc, &mp);
     if (rc == 0)
-        rc = gzip_frame_parts(codec, call, md, &dc, &dp);
+        rc = gzip_frame_parts(codec, call, &st->md, &dc, &dp);
     if (rc == 0)
-        tdb_cur_skip(md, tdb_cur_left(md));
+        tdb_cur_skip(&st->md, tdb_cur_left(&st->md));
     return rc;
 }
 
@@ -213,19 +208,17 @@ int tdb_compress_encode(const struct tdb_compress_codec *codec,
                         const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
     size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
-    int rc = tdb_compress_write_counts(call, md_size, size, codec->name,
-                                       md_out);
+    int rc =
+        tdb_compress_write_counts(call, md_size, size, codec->name, st->md_out);
 
     if (rc == 0 && md_size)
-        rc = gzip_frame_part(codec, call, md, md_size, md_out, data_out);
+        rc = gzip_frame_part(codec, call, st->md.p, md_size, st->md_out,
+                             st->data_out);
     if (rc == 0 && size)
-        rc = gzip_frame_part(codec, call, data, size, md_out, data_out);
+        rc = gzip_frame_part(codec, call, st->data, size, st->md_out,
+                             st->data_out);
     return rc;
 }
 

@@ -15,18 +15,13 @@ static int noop_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 static int noop_decode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
-    struct tdb_cursor *md = &st->md;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     const uint8_t *rest = NULL;
-    size_t n = tdb_cur_left(md);
+    size_t n = tdb_cur_left(&st->md);
 
     if (n > 0)
-        tdb_cur_bytes(md, n, &rest);
-    if (tdb_buf_append(md_out, rest, n) < 0 ||
-        tdb_buf_append(data_out, data, size) < 0)
+        tdb_cur_bytes(&st->md, n, &rest);
+    if (tdb_buf_append(st->md_out, rest, n) < 0 ||
+        tdb_buf_append(st->data_out, st->data, st->size) < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "NONE: out of memory");
     return 0;
 }
@@ -34,14 +29,8 @@ static int noop_decode(const struct tdb_filter_call *call,
 static int noop_encode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
-    if (tdb_buf_append(md_out, md, md_size) < 0 ||
-        tdb_buf_append(data_out, data, size) < 0)
+    if (tdb_buf_append(st->md_out, st->md.p, st->md.len) < 0 ||
+        tdb_buf_append(st->data_out, st->data, st->size) < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "NONE: out of memory");
     return 0;
 }

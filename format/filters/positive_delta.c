@@ -16,7 +16,6 @@ static int pd_decode(const struct tdb_filter_call *call,
     struct tdb_cursor *md = &st->md;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, true, &t))
@@ -59,18 +58,14 @@ static int pd_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        PD_NAME ": windows cover %zu of %zu bytes of data", pos,
                        size);
-    return tdb_numeric_pass_md(call, md, md_out);
+    return tdb_numeric_pass_md(call, md, st->md_out);
 }
 
 static int pd_encode(const struct tdb_filter_call *call,
                      struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
     const uint8_t *data = st->data;
     size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     struct tdb_numeric_int t;
     if (!tdb_numeric_window_int(call->datatype, call->version, true, &t))
         return tdb_numeric_passthrough_enc(call, st);
@@ -83,14 +78,14 @@ static int pd_encode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_INVAL,
                        PD_NAME ": window of %u bytes holds no %u-byte value",
                        call->filter->max_window, w);
-    if (tdb_buf_put_u32(md_out, (uint32_t)nwin))
+    if (tdb_buf_put_u32(st->md_out, (uint32_t)nwin))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     for (uint64_t i = 0; i < nwin; i++) {
         size_t pos = (size_t)(i * window);
         size_t nbytes = size - pos < window ? size - pos : (size_t)window;
         uint8_t *m, *o;
-        if (tdb_buf_grow(md_out, w + 4, &m) ||
-            tdb_buf_grow(data_out, nbytes, &o))
+        if (tdb_buf_grow(st->md_out, w + 4, &m) ||
+            tdb_buf_grow(st->data_out, nbytes, &o))
             return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
         /* The first value; a window shorter than one value (which TileDB
          * reads past) gives its bytes, zero-padded. */
@@ -115,7 +110,7 @@ static int pd_encode(const struct tdb_filter_call *call,
             prev = v;
         }
     }
-    if (tdb_buf_append(md_out, md, md_size))
+    if (tdb_buf_append(st->md_out, st->md.p, st->md.len))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     return 0;
 }

@@ -368,28 +368,22 @@ static int rle_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 static int rle_decode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
-    struct tdb_cursor *md = &st->md;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *data_out = st->data_out;
     if (call->strings_with_offsets)
-        return rle_strings_decode(call, md, data, size, data_out);
+        return rle_strings_decode(call, &st->md, st->data, st->size,
+                                  st->data_out);
     return tdb_compress_decode(&rle_codec, call, st);
 }
 
 static int rle_encode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     if (call->strings_with_offsets) {
-        int rc = tdb_compress_strings_check_input(call, md_size, size, "RLE");
+        int rc =
+            tdb_compress_strings_check_input(call, st->md.len, st->size, "RLE");
         if (rc < 0)
             return rc;
-        return rle_strings_encode(call, data, size, md_out, data_out);
+        return rle_strings_encode(call, st->data, st->size, st->md_out,
+                                  st->data_out);
     }
     return tdb_compress_encode(&rle_codec, call, st);
 }

@@ -108,12 +108,11 @@ static int scale_float_part(const struct tdb_filter_call *call,
 static int scale_float_decode(const struct tdb_filter_call *call,
                               struct tdb_filter_stage *st)
 {
-    struct tdb_buf *data_out = st->data_out;
     struct scale_float_state s;
     int r = scale_float_state(call, &s);
     if (r)
         return r;
-    s.base = data_out->len;
+    s.base = st->data_out->len;
     return tdb_numeric_parts_decode(call, "SCALE_FLOAT", st, scale_float_part,
                                     &s);
 }
@@ -136,27 +135,23 @@ static uint64_t scale_float_to_int(double v, unsigned w)
 static int scale_float_encode(const struct tdb_filter_call *call,
                               struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
     const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     struct scale_float_state s;
     int r = scale_float_state(call, &s);
     if (r)
         return r;
-    if (size % s.fw != 0)
+    if (st->size % s.fw != 0)
         return tdb_err(call->err, TDB_E_INVAL,
                        "SCALE_FLOAT: input of %zu bytes is not whole %u-byte "
-                       "floats", size, s.fw);
-    size_t nv = size / s.fw;
-    r = tdb_numeric_parts_header(call, "SCALE_FLOAT", (uint64_t)nv * s.iw, md,
-                                 md_size, md_out);
+                       "floats",
+                       st->size, s.fw);
+    size_t nv = st->size / s.fw;
+    r = tdb_numeric_parts_header(call, "SCALE_FLOAT", (uint64_t)nv * s.iw,
+                                 st->md.p, st->md.len, st->md_out);
     if (r || nv == 0)
         return r;
     uint8_t *o;
-    if (tdb_buf_grow(data_out, nv * s.iw, &o))
+    if (tdb_buf_grow(st->data_out, nv * s.iw, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     for (size_t i = 0; i < nv; i++) {
         double q;

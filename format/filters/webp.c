@@ -205,21 +205,31 @@ static int webp_decode_parts(const struct tdb_filter_call *call,
     return 0;
 }
 
+/* A WEBP filter runs on UINT8 values with its pixel format set (bpp, its
+ * bytes a pixel, not 0); else the error `code`. */
+static int webp_check_input(const struct tdb_filter_call *call, unsigned bpp,
+                            int code)
+{
+    if (!bpp)
+        return tdb_err(call->err, code, "WEBP: the filter's input "
+                       "format is not set (RGB, BGR, RGBA or BGRA)");
+    if (call->datatype != TDB_UINT8)
+        return tdb_err(call->err, code, "WEBP: filters UINT8 values only, "
+                       "not %s",
+                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
+                                                   : "?");
+    return 0;
+}
+
 static int webp_decode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
     unsigned bpp = tdb_webp_pixel_bytes(webp_opts(call->filter)->format);
     size_t base = st->data_out->len;
-
-    if (!bpp)
-        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: the filter's input "
-                       "format is not set (RGB, BGR, RGBA or BGRA)");
-    if (call->datatype != TDB_UINT8)
-        return tdb_err(call->err, TDB_E_CORRUPT, "WEBP: filters UINT8 "
-                       "values only, not %s",
-                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
-                                                   : "?");
-    int rc = webp_decode_parts(call, st);
+    int rc = webp_check_input(call, bpp, TDB_E_CORRUPT);
+    if (rc)
+        return rc;
+    rc = webp_decode_parts(call, st);
     if (rc)
         st->data_out->len = base;
     return rc;
@@ -295,25 +305,14 @@ static int webp_encode_image(const struct tdb_filter_call *call,
 static int webp_encode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     const struct tdb_webp_options *o = webp_opts(call->filter);
     unsigned bpp = tdb_webp_pixel_bytes(o->format);
-    size_t base = data_out->len, len = 0;
+    size_t base = st->data_out->len, len = 0;
     unsigned y, x;
     int rc;
 
-    if (!bpp)
-        return tdb_err(call->err, TDB_E_INVAL, "WEBP: the filter's input "
-                       "format is not set (RGB, BGR, RGBA or BGRA)");
-    if (call->datatype != TDB_UINT8)
-        return tdb_err(call->err, TDB_E_INVAL, "WEBP: filters UINT8 values "
-                       "only, not %s",
-                       tdb_dt_name(call->datatype) ? tdb_dt_name(call->datatype)
-                                                   : "?");
+    if ((rc = webp_check_input(call, bpp, TDB_E_INVAL)))
+        return rc;
     y = o->y_extent;
     x = o->x_extent;
     if (y == 0 || x == 0 || x % bpp || y > WEBP_MAX_SIDE ||
@@ -322,18 +321,20 @@ static int webp_encode(const struct tdb_filter_call *call,
                        "extents (%u rows of %u bytes) are not an image of "
                        "%u-byte pixels of at most %d x %d", y, x, bpp,
                        WEBP_MAX_SIDE, WEBP_MAX_SIDE);
-    if (size != (size_t)y * x)
-        return tdb_err(call->err, TDB_E_INVAL, "WEBP: a chunk of %zu bytes "
-                       "is not one tile of %u rows of %u bytes", size, y, x);
+    if (st->size != (size_t)y * x)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "WEBP: a chunk of %zu bytes "
+                       "is not one tile of %u rows of %u bytes",
+                       st->size, y, x);
     struct webp_image img = {.src = st->data, .w = (int)(x / bpp),
                              .h = (int)y, .stride = (int)x};
-    rc = webp_encode_image(call, &img, data_out, &len);
-    if (!rc && (tdb_buf_put_u32(md_out, 1) < 0 ||
-                tdb_buf_put_u32(md_out, (uint32_t)len) < 0 ||
-                tdb_buf_append(md_out, md, md_size) < 0))
+    rc = webp_encode_image(call, &img, st->data_out, &len);
+    if (!rc && (tdb_buf_put_u32(st->md_out, 1) < 0 ||
+                tdb_buf_put_u32(st->md_out, (uint32_t)len) < 0 ||
+                tdb_buf_append(st->md_out, st->md.p, st->md.len) < 0))
         rc = tdb_err(call->err, TDB_E_NOMEM, "WEBP: out of memory");
     if (rc)
-        data_out->len = base;
+        st->data_out->len = base;
     return rc;
 }
 

@@ -82,22 +82,17 @@ static int xor_decode(const struct tdb_filter_call *call,
 static int xor_encode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
-    const uint8_t *md = st->md.p;
-    size_t md_size = st->md.len;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
-    struct tdb_buf *md_out = st->md_out;
-    struct tdb_buf *data_out = st->data_out;
     struct xor_arg a;
     int r = xor_args(call, &a);
     if (!r)
-        r = tdb_numeric_parts_header(call, "XOR", size, md, md_size, md_out);
-    if (r || size == 0)
+        r = tdb_numeric_parts_header(call, "XOR", st->size, st->md.p,
+                                     st->md.len, st->md_out);
+    if (r || st->size == 0)
         return r;
     uint8_t *o;
-    if (tdb_buf_grow(data_out, size, &o))
+    if (tdb_buf_grow(st->data_out, st->size, &o))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-    xor_run(data, size, &a, o, false);
+    xor_run(st->data, st->size, &a, o, false);
     return 0;
 }
 

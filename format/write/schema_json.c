@@ -700,6 +700,25 @@ static int sj_pipeline(json_t *obj, const char *key,
     return 0;
 }
 
+/* What a dimension, an attribute and an enumeration begin with: o is an
+ * object of only the keys in `known` (NULL-ended), with a "name" (copied
+ * to *name) and a "datatype" (into *type). */
+static int sj_named(json_t *o, const struct sj_where *w,
+                    const char *const *known, char **name, unsigned *type,
+                    struct tdb_error *err)
+{
+    const char *s;
+    int rc;
+    if (!json_is_object(o))
+        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
+    if ((rc = sj_known_keys(o, known, w, err)) ||
+        (rc = sj_str(o, "name", true, w, &s, err)))
+        return rc;
+    if (!(*name = strdup(s)))
+        return sj_nomem(err);
+    return sj_datatype(o, w, type, err);
+}
+
 /* ------------------------------------------------------------- dimensions */
 
 static int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
@@ -708,18 +727,10 @@ static int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
     static const char *const known[] = {"name", "datatype", "domain",
                                         "tile_extent", "var", "filters",
                                         "filters_max_chunk_size", NULL};
-    const char *name;
     struct sj_where k;
     bool var;
     int rc;
-    if (!json_is_object(o))
-        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
-    if ((rc = sj_known_keys(o, known, w, err)) ||
-        (rc = sj_str(o, "name", true, w, &name, err)))
-        return rc;
-    if (!(d->name = strdup(name)))
-        return sj_nomem(err);
-    if ((rc = sj_datatype(o, w, &d->type, err)) ||
+    if ((rc = sj_named(o, w, known, &d->name, &d->type, err)) ||
         (rc = sj_bool(o, "var", false, w, &var, err)))
         return rc;
     unsigned sz = tdb_dt_size(d->type);
@@ -809,13 +820,39 @@ static int sj_hex(const char *s, uint8_t **out, uint64_t *size)
     return 0;
 }
 
+/* o's "cell_val_num" into *out: 1 when absent or null, TDB_VAR_NUM for
+ * "var", else a count from 1 to SJ_MAX_CELL_VALS (0 is an error with the
+ * message zero_msg). */
+static int sj_cell_val_num(json_t *o, const struct sj_where *w,
+                           const char *zero_msg, uint32_t *out,
+                           struct tdb_error *err)
+{
+    json_t *v = json_object_get(o, "cell_val_num");
+    struct sj_where k;
+    uint64_t n;
+    int rc;
+    *out = 1;
+    sj_at(&k, w, "cell_val_num");
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
+        *out = TDB_VAR_NUM;
+        return 0;
+    }
+    if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
+        return rc;
+    if (n == 0)
+        return sj_bad(err, TDB_E_INVAL, &k, "%s", zero_msg);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 /* An attribute's "enumeration" and "cell_val_num". */
 static int sj_attr_shape(json_t *o, const struct sj_where *w,
                          struct tdb_attr *a, struct tdb_error *err)
 {
     struct sj_where k;
     json_t *v;
-    int rc;
     sj_at(&k, w, "enumeration");
     if ((v = json_object_get(o, "enumeration")) && !json_is_null(v)) {
         if (!json_is_string(v))
@@ -823,21 +860,8 @@ static int sj_attr_shape(json_t *o, const struct sj_where *w,
         if (!(a->enumeration = strdup(json_string_value(v))))
             return sj_nomem(err);
     }
-    a->cell_val_num = 1;
-    sj_at(&k, w, "cell_val_num");
-    if (!(v = json_object_get(o, "cell_val_num")) || json_is_null(v))
-        return 0;
-    if (json_is_string(v) && !strcmp(json_string_value(v), "var")) {
-        a->cell_val_num = TDB_VAR_NUM;
-        return 0;
-    }
-    uint64_t n;
-    if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &n, err)))
-        return rc;
-    if (n == 0)
-        return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1 (or \"var\")");
-    a->cell_val_num = (uint32_t)n;
-    return 0;
+    return sj_cell_val_num(o, w, "must be at least 1 (or \"var\")",
+                           &a->cell_val_num, err);
 }
 
 /* An attribute's "fill_hex" (absent: TileDB's default fill of its type)
@@ -899,16 +923,8 @@ static int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
                                         "fill_validity", "enumeration",
                                         "filters", "filters_max_chunk_size",
                                         NULL};
-    const char *name;
     int rc;
-    if (!json_is_object(o))
-        return sj_bad(err, TDB_E_INVAL, w, "expected an object");
-    if ((rc = sj_known_keys(o, known, w, err)) ||
-        (rc = sj_str(o, "name", true, w, &name, err)))
-        return rc;
-    if (!(a->name = strdup(name)))
-        return sj_nomem(err);
-    if ((rc = sj_datatype(o, w, &a->type, err)) ||
+    if ((rc = sj_named(o, w, known, &a->name, &a->type, err)) ||
         (rc = sj_attr_shape(o, w, a, err)) ||
         (rc = sj_bool(o, "nullable", false, w, &a->nullable, err)) ||
         (rc = sj_attr_fill(o, w, a, err)))
@@ -1012,22 +1028,8 @@ static int sj_enum_path(struct tdb_enumeration *en, struct tdb_error *err)
 static int sj_enum_cvn(json_t *e, const struct sj_where *ew,
                        struct tdb_enumeration *en, struct tdb_error *err)
 {
-    json_t *v = json_object_get(e, "cell_val_num");
-    struct sj_where k;
-    int rc;
-    en->cell_val_num = 1;
-    sj_at(&k, ew, "cell_val_num");
-    if (v && json_is_string(v) && !strcmp(json_string_value(v), "var")) {
-        en->cell_val_num = TDB_VAR_NUM;
-    } else if (v && !json_is_null(v)) {
-        uint64_t cv;
-        if ((rc = sj_uint(v, &k, SJ_MAX_CELL_VALS, &cv, err)))
-            return rc;
-        if (!cv)
-            return sj_bad(err, TDB_E_INVAL, &k, "must be at least 1");
-        en->cell_val_num = (uint32_t)cv;
-    }
-    return 0;
+    return sj_cell_val_num(e, ew, "must be at least 1", &en->cell_val_num,
+                           err);
 }
 
 /* An enumeration's values: "data_hex" and, var-sized, "offsets_hex". */
@@ -1071,17 +1073,10 @@ static int sj_enumeration(json_t *e, const struct sj_where *ew,
     static const char *const known[] = {"name", "datatype", "cell_val_num",
                                         "ordered", "data_hex", "offsets_hex",
                                         NULL};
-    const char *name;
     int rc;
-    if (!json_is_object(e))
-        return sj_bad(err, TDB_E_INVAL, ew, "expected an object");
-    if ((rc = sj_known_keys(e, known, ew, err)) ||
-        (rc = sj_str(e, "name", true, ew, &name, err)) ||
-        (rc = sj_datatype(e, ew, &en->type, err)) ||
+    if ((rc = sj_named(e, ew, known, &en->name, &en->type, err)) ||
         (rc = sj_bool(e, "ordered", false, ew, &en->ordered, err)))
         return rc;
-    if (!(en->name = strdup(name)))
-        return sj_nomem(err);
     if ((rc = sj_enum_path(en, err)) || (rc = sj_enum_cvn(e, ew, en, err)))
         return rc;
     return sj_enum_values(e, ew, en, err);

@@ -8,33 +8,25 @@
 
 /* ---------------------------------------------------- one filter alone */
 
-/* Runs ops's encode on (md, data), appending to md_out and data_out. */
-static inline int filter_encode(const struct tdb_filter_ops *ops,
-                                const struct tdb_filter_call *call,
-                                const void *md, size_t md_len,
-                                const void *data, size_t size,
-                                struct tdb_buf *md_out,
-                                struct tdb_buf *data_out)
+/* Runs fn, a filter's encode or decode, on (md, data), appending to md_out
+ * and data_out. */
+static inline int filter_run(int (*fn)(const struct tdb_filter_call *,
+                                       struct tdb_filter_stage *),
+                             const struct tdb_filter_call *call,
+                             const void *md, size_t md_len,
+                             const void *data, size_t size,
+                             struct tdb_buf *md_out, struct tdb_buf *data_out)
 {
     struct tdb_filter_stage st = {.data = data, .size = size,
                                   .md_out = md_out, .data_out = data_out};
     tdb_cur_init(&st.md, md, md_len);
-    return ops->encode(call, &st);
+    return fn(call, &st);
 }
 
-/* Runs ops's decode on (md, data), appending to md_out and data_out. */
-static inline int filter_decode(const struct tdb_filter_ops *ops,
-                                const struct tdb_filter_call *call,
-                                const void *md, size_t md_len,
-                                const void *data, size_t size,
-                                struct tdb_buf *md_out,
-                                struct tdb_buf *data_out)
-{
-    struct tdb_filter_stage st = {.data = data, .size = size,
-                                  .md_out = md_out, .data_out = data_out};
-    tdb_cur_init(&st.md, md, md_len);
-    return ops->decode(call, &st);
-}
+/* filter_encode(ops, call, md, md_len, data, size, md_out, data_out) and
+ * filter_decode(...): filter_run with ops's encode or decode. */
+#define filter_encode(ops, ...) filter_run((ops)->encode, __VA_ARGS__)
+#define filter_decode(ops, ...) filter_run((ops)->decode, __VA_ARGS__)
 
 /* ------------------------------------------ bounded allocation (issue #7) */
 
