@@ -77,6 +77,28 @@ EOF
 echo "format/: $ninc includes of a folder's header, $nbad against the folder order"
 [ "$nbad" -eq 0 ] || status=1
 
+# The circles of a graph, for the awk programs below: dfs(v) walks from v
+# along out[v] (targets separated by spaces); an edge back to a file on
+# the path closes a circle, printed and counted in ncirc.
+circles_awk='
+function dfs(v,   m, ws, i, w) {
+    color[v] = 1; path[++depth] = v
+    m = split(out[v], ws, " ")
+    for (i = 1; i <= m; i++) {
+        w = ws[i]
+        if (!(w in color)) dfs(w)
+        else if (color[w] == 1) { circle(w); ncirc++ }
+    }
+    color[v] = 2; depth--
+}
+function circle(w,   i, s) {
+    for (i = depth; i > 0 && path[i] != w; i--) ;
+    s = ""
+    for (; i <= depth; i++) s = s path[i] " -> "
+    print "circle: " s w
+}
+'
+
 # 3: the graph of calls (nm) and includes between the engine's files.
 objs=$(ls "$builddir"/format/*/*.o 2>/dev/null)
 if [ -z "$objs" ]; then
@@ -143,23 +165,7 @@ END {
     printf "format/: %d files, %d calls and includes against the folder order, %d circles\n", n, nup, ncirc
     exit (nup || ncirc) ? 1 : 0
 }
-function dfs(v,   m, ws, i, w) {
-    color[v] = 1; path[++depth] = v
-    m = split(out[v], ws, " ")
-    for (i = 1; i <= m; i++) {
-        w = ws[i]
-        if (!(w in color)) dfs(w)
-        else if (color[w] == 1) { circle(w); ncirc++ }
-    }
-    color[v] = 2; depth--
-}
-function circle(w,   i, s) {
-    for (i = depth; i > 0 && path[i] != w; i--) ;
-    s = ""
-    for (; i <= depth; i++) s = s path[i] " -> "
-    print "circle: " s w
-}
-' || status=1
+'"$circles_awk" || status=1
 
 # 4: calls between the files of mount/ and of fuse/ (nm), without circles.
 for dir in mount fuse; do
@@ -193,22 +199,6 @@ END {
     printf "%s/: %d files calling each other, %d circles\n", dir, n, ncirc
     exit ncirc ? 1 : 0
 }
-function dfs(v,   m, ws, i, w) {
-    color[v] = 1; path[++depth] = v
-    m = split(out[v], ws, " ")
-    for (i = 1; i <= m; i++) {
-        w = ws[i]
-        if (!(w in color)) dfs(w)
-        else if (color[w] == 1) { circle(w); ncirc++ }
-    }
-    color[v] = 2; depth--
-}
-function circle(w,   i, s) {
-    for (i = depth; i > 0 && path[i] != w; i--) ;
-    s = ""
-    for (; i <= depth; i++) s = s path[i] " -> "
-    print "circle: " s w
-}
-' || status=1
+'"$circles_awk" || status=1
 done
 exit $status
