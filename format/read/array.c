@@ -708,12 +708,8 @@ static void arr_want_frags(const struct tdb_io *io,
 /* Every schema of the array, the one in force at ts_end with its
  * enumerations (model/schemas.c, as writing learns them), and the
  * fragments its array type's rule keeps. */
-static int arr_load_schemas(struct tdb_array *a, const char *path,
-                            struct tdb_error *err)
+static int arr_load_schemas(struct tdb_array *a, struct tdb_error *err)
 {
-    if (!a->dir->nschemas)
-        return tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array (no schema)",
-                       path[0] ? path : ".");
     int r = tdb_array_schemas_load(&a->io, a->dir, a->has_key ? a->key : NULL,
                                    &a->schemas, &a->schema, err);
     if (!r)
@@ -834,7 +830,7 @@ static int arr_load(struct tdb_array *a, const char *path,
      * dense one load applied), unless consolidated metadata may hold it */
     if (!a->dir->nfragmeta)
         arr_want_frags(&a->io, a->dir, true, NULL, 0);
-    if (!(r = arr_load_schemas(a, path, err)))
+    if (!(r = arr_load_schemas(a, err)))
         r = arr_load_cons(a, &cons, &ncons, err);
     if (!r && a->dir->nfragmeta)
         arr_want_frags(&a->io, a->dir, false, cons, ncons);

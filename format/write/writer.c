@@ -2164,10 +2164,6 @@ int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
     int r = tdb_arraydir_load(io, 0, UINT64_MAX, &w.dir, err);
     if (r)
         goto done;
-    if (!w.dir->nschemas) {
-        r = tdb_err(err, TDB_E_INVAL, ".: not a TileDB array (no schema)");
-        goto done;
-    }
     r = tdb_array_schemas_load(io, w.dir, key, &w.schemas, &w.s, err);
     tdb_io_settle(io);
     if (r)
