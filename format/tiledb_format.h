@@ -555,6 +555,9 @@ struct tdb_cache_stats {
     uint64_t budget, used, entries, hits, misses, decodes, evictions;
     uint64_t decoded_bytes;     /* bytes the decodes produced */
     uint64_t decode_ns;         /* time spent decoding (all threads) */
+    uint64_t pooled;            /* of used: freed tiles' blocks kept for
+                                 * loads to decode into */
+    uint64_t reused;            /* loads handed a pooled block */
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
 

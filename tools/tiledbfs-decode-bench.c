@@ -18,9 +18,10 @@
  *
  * Prints one line per pass, "key=value" separated by spaces:
  *   pass=1 threads=2 bytes=... seconds=... mbps=... decodes=... hits=...
- *   misses=... evictions=... decodes_per_mib=...
+ *   misses=... evictions=... decodes_per_mib=... cache_budget=...
+ *   reused=...
  * (mbps is 10^6 bytes per second; the cache counters are those of the
- * pass alone).  Errors: one line on stderr, exit status 1.
+ * pass alone; reused: decodes into the memory of tiles freed before).  Errors: one line on stderr, exit status 1.
  */
 #define TDB_UNSTABLE_API /* tdb_fs_cache_stats */
 #include <errno.h>
@@ -302,7 +303,8 @@ static int dbench_pass(struct dbench *b, struct dbench_worker *w,
     decodes = s1.decodes - s0.decodes;
     printf("pass=%lu threads=%u range=%llu request=%llu bytes=%llu "
            "seconds=%.6f mbps=%.1f decodes=%llu hits=%llu misses=%llu "
-           "evictions=%llu decodes_per_mib=%.2f cache_budget=%llu\n",
+           "evictions=%llu decodes_per_mib=%.2f cache_budget=%llu "
+           "reused=%llu\n",
            p, b->threads, (unsigned long long)b->range,
            (unsigned long long)b->request, (unsigned long long)bytes,
            secs, secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
@@ -311,7 +313,8 @@ static int dbench_pass(struct dbench *b, struct dbench_worker *w,
            (unsigned long long)(s1.misses - s0.misses),
            (unsigned long long)(s1.evictions - s0.evictions),
            bytes ? (double)decodes / ((double)bytes / 1048576.0) : 0.0,
-           (unsigned long long)s1.budget);
+           (unsigned long long)s1.budget,
+           (unsigned long long)(s1.reused - s0.reused));
     fflush(stdout);
     return 0;
 }

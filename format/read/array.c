@@ -393,6 +393,32 @@ static int arr_load_fixed(struct arr_load *ld, struct tdb_buf *data)
     return r;
 }
 
+/* The decoded bytes in data (a block the cache pooled, `pooled`, or one
+ * of its own) as t's data: a block of its own cut to its bytes, so that
+ * the cache counts and pools what it is; data_cap 0 (unknown) when it is
+ * too small to pool. */
+static void arr_tile_take(struct tdb_tile *t, struct tdb_buf *data,
+                          const uint8_t *pooled, size_t pooled_cap)
+{
+    if (data->data != pooled || data->cap != pooled_cap) {
+        if (!data->len)
+            tdb_buf_free(data);
+        else if (data->len < TDB_CACHE_POOL_MIN)
+            data->cap = 0;
+        else if (data->cap > data->len) {
+            uint8_t *p = realloc(data->data, data->len);
+            if (p) {
+                data->data = p;
+                data->cap = data->len;
+            } else {
+                data->cap = 0;
+            }
+        }
+    }
+    t->data_cap = data->cap;
+    t->data = tdb_buf_take(data, NULL);
+}
+
 static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
                          struct tdb_tile *tile, struct tdb_error *err)
 {
@@ -411,7 +437,13 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
                        ld.what, (unsigned long long)ld.ft->ntiles);
     ld.ncells = tdb_frag_tile_cells(ld.f, ld.t);
     ld.vs = tdb_dt_size(ld.fi.type);
-    struct tdb_buf data = {0}, offsets = {0};
+    /* a pooled block from the cache, to decode into */
+    struct tdb_buf data = {tile->data, 0, (size_t)tile->data_cap};
+    struct tdb_buf offsets = {0};
+    const uint8_t *pooled = tile->data;
+    size_t pooled_cap = data.cap;
+    tile->data = NULL;
+    tile->data_cap = 0;
     if (ld.part == TDB_PART_VALIDITY)
         r = arr_load_validity(&ld, &data);
     else if (ld.fi.var)
@@ -429,7 +461,7 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
     if (ld.fi.var && ld.part == TDB_PART_OFFSETS && !data.len &&
         ld.ft->var_sizes)
         tile->size = ld.ft->var_sizes[ld.t];  /* offsets alone */
-    tile->data = tdb_buf_take(&data, NULL);
+    arr_tile_take(tile, &data, pooled, pooled_cap);
     tile->ncells = ld.ncells;
     tile->offsets = offsets.len ? (uint64_t *)tdb_buf_take(&offsets, NULL) : NULL;
     /* offsets were stored little-endian in place; on LE hosts they are
@@ -458,9 +490,10 @@ static uint64_t arr_tile_span(const uint64_t *offs, uint64_t ntiles,
 
 /* The most bytes loading tile t of field ff (part) holds at once, as far
  * as the fragment metadata tells: the tile decoded and the bytes read
- * from the files. */
+ * from the files; *size: the bytes of the tile's data (0: unknown, or
+ * offsets alone). */
 static uint64_t arr_tile_need(struct tdb_frag *f, int ff, unsigned part,
-                              uint64_t t)
+                              uint64_t t, uint64_t *size)
 {
     struct tdb_fragmeta *fm = f->fm;
     uint64_t ncells = tdb_frag_tile_cells(f, t);
@@ -472,7 +505,7 @@ static uint64_t arr_tile_need(struct tdb_frag *f, int ff, unsigned part,
     arr_field_info(f, ff, &fi);
     uint64_t vs = tdb_dt_size(fi.type), fixed = 0, var = 0, raw;
     if (part == TDB_PART_VALIDITY) {
-        fixed = ncells;
+        fixed = *size = ncells;
         raw = arr_tile_span(ft->validity_offsets, ft->ntiles, t,
                             fm->file_validity_sizes[ff]);
     } else if (fi.var) {
@@ -480,12 +513,15 @@ static uint64_t arr_tile_need(struct tdb_frag *f, int ff, unsigned part,
                             fm->file_var_sizes[ff]);
         fixed = ncells * 8;
         var = ft->var_sizes ? ft->var_sizes[t] : raw;
+        *size = ft->var_sizes && part != TDB_PART_OFFSETS ? var : 0;
         raw += arr_tile_span(ft->offsets, ft->ntiles, t, fm->file_sizes[ff]);
     } else {
         raw = arr_tile_span(ft->offsets, ft->ntiles, t, fm->file_sizes[ff]);
         fixed = part >= TDB_PART_LEGACY_DIM ? vs * (f->fs->ndims + 1)
                                             : vs * fi.cell_val_num;
         fixed = ncells > UINT64_MAX / (fixed + 1) ? UINT64_MAX : ncells * fixed;
+        *size = part >= TDB_PART_LEGACY_DIM && fixed != UINT64_MAX
+                    ? ncells * vs : fixed;
     }
     uint64_t need = fixed + raw;
     need = need < raw ? UINT64_MAX : need;
@@ -497,9 +533,9 @@ int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
                         const struct tdb_tile **tile, struct tdb_error *err)
 {
     struct tdb_cache_req rq = {{f->uid, ((uint64_t)field << 8) | part, t},
-                               arr_tile_load, f, flags, 0};
+                               arr_tile_load, f, flags, 0, 0};
     if (flags & (TDB_CACHE_TRY | TDB_CACHE_WAIT))
-        rq.need = arr_tile_need(f, field, part, t);
+        rq.need = arr_tile_need(f, field, part, t, &rq.size);
     return tdb_cache_fetch(f->arr->cache, &rq, e, tile, err);
 }
 

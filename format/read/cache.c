@@ -1,7 +1,8 @@
 /* cache.c: the decoded-tile cache (the mount's bounded LRU): hash table,
  * LRU list of tiles no one holds, list of tiles only kept, pins,
- * single-flight loads, and admission of loads against the budget (a queue
- * of the loads that wait for room). */
+ * single-flight loads, admission of loads against the budget (a queue
+ * of the loads that wait for room), and the pool of freed tiles' blocks
+ * that loads decode into. */
 #include "read/cache.h"
 #include "filters/filter.h"
 
@@ -41,6 +42,15 @@ struct cache_waiter {
 
 #define CACHE_SCRATCH_KEEP (8u << 20)
 
+/* A block of the pool: a freed tile's data, these its first bytes. */
+struct cache_block {
+    struct cache_block *next;
+    uint64_t cap;               /* the block's bytes */
+};
+
+/* The most pooled blocks a load looks at for the best fit. */
+#define CACHE_POOL_SCAN 32
+
 struct tdb_cache {
     pthread_mutex_t lock;
     pthread_cond_t loaded;
@@ -61,6 +71,16 @@ struct tdb_cache {
     uint64_t *ids;
     struct tdb_scratch *scratch;    /* free list */
     uint64_t scratch_bytes;         /* the buffers it keeps */
+    struct cache_block *pool;       /* most recently freed first */
+    uint64_t pooled;                /* its bytes (counted in `used`) */
+    uint64_t reused;                /* loads handed a pooled block */
+};
+
+/* What the admission of a load hands its entry: a pooled block (NULL:
+ * none) and the bytes the load counts while it runs. */
+struct cache_grant {
+    struct cache_block *blk;
+    uint64_t need;
 };
 
 void tdb_tile_free(struct tdb_tile *t)
@@ -160,9 +180,57 @@ static void cache_unlink(struct tdb_cache *c, struct tdb_cache_entry *e)
     cache_wake(c);
 }
 
-static void cache_entry_free(struct tdb_cache_entry *e)
+/* Frees t (c->lock held): its data block, when its size is known and
+ * large enough, to the pool (counted in `used`: never more than the tile
+ * counted there, whose bytes its entry has given back). */
+static void cache_tile_free(struct tdb_cache *c, struct tdb_tile *t)
 {
-    tdb_tile_free(&e->tile);
+    if (t->data && t->data_cap >= TDB_CACHE_POOL_MIN) {
+        struct cache_block *b = (struct cache_block *)(void *)t->data;
+        b->next = c->pool;
+        b->cap = t->data_cap;
+        c->pool = b;
+        c->pooled += b->cap;
+        c->used += b->cap;
+        t->data = NULL;
+    }
+    tdb_tile_free(t);
+}
+
+/* Frees the most recently pooled block (c->lock held; the pool not
+ * empty). */
+static void cache_pool_drop(struct tdb_cache *c)
+{
+    struct cache_block *b = c->pool;
+    c->pool = b->next;
+    c->pooled -= b->cap;
+    c->used -= b->cap;
+    free(b);
+}
+
+/* Takes out of the pool the smallest block of size to `most` bytes
+ * (c->lock held).  @return it, or NULL when there is none. */
+static struct cache_block *cache_pool_take(struct tdb_cache *c,
+                                           uint64_t size, uint64_t most)
+{
+    struct cache_block **best = NULL, **pp = &c->pool;
+    for (int n = 0; *pp && n < CACHE_POOL_SCAN; pp = &(*pp)->next, n++)
+        if ((*pp)->cap >= size && (*pp)->cap <= most &&
+            (!best || (*pp)->cap < (*best)->cap))
+            best = pp;
+    if (!best)
+        return NULL;
+    struct cache_block *b = *best;
+    *best = b->next;
+    c->pooled -= b->cap;
+    c->used -= b->cap;
+    c->reused++;
+    return b;
+}
+
+static void cache_entry_free(struct tdb_cache *c, struct tdb_cache_entry *e)
+{
+    cache_tile_free(c, &e->tile);
     free(e->err_copy);
     free(e);
 }
@@ -174,10 +242,10 @@ static void cache_evict_one(struct tdb_cache *c, struct tdb_cache_entry *e)
     cache_unlink(c, e);
     c->evictions++;
     if (e->keeps) {
-        tdb_tile_free(&e->tile);
+        cache_tile_free(c, &e->tile);
         e->gone = true;
     } else {
-        cache_entry_free(e);
+        cache_entry_free(c, e);
     }
 }
 
@@ -187,12 +255,44 @@ static bool cache_over(const struct tdb_cache *c, uint64_t need)
     return need > c->budget || c->used > c->budget - need;
 }
 
-/* Frees tiles no one holds, least recently used first, until `used` plus
- * `need` is within budget. */
+/* Frees pooled blocks, then tiles no one holds, least recently used
+ * first, until `used` plus `need` is within budget. */
 static void cache_evict_for(struct tdb_cache *c, uint64_t need)
 {
-    while (cache_over(c, need) && c->lru.tail)
+    while (cache_over(c, need)) {
+        if (c->pool)
+            cache_pool_drop(c);
+        else if (c->lru.tail)
+            cache_evict_one(c, c->lru.tail);
+        else
+            break;
+    }
+}
+
+/* Hands g a pooled block for a load of `size` data bytes that adds at
+ * most `slack` bytes to g->need (c->lock held): of size to twice size
+ * bytes, the smallest there is.  When there is none and tiles must be
+ * evicted for g->need even once the pool is freed, the least recently
+ * used go first, their blocks offered to the load. */
+static void cache_grant(struct tdb_cache *c, uint64_t size, uint64_t slack,
+                        struct cache_grant *g)
+{
+    if (!size || size > TDB_MAX_TILE_BYTES)
+        return;
+    uint64_t most = size + (slack < size ? slack : size);
+    struct cache_block *b = cache_pool_take(c, size, most);
+    uint64_t need = g->need + sizeof(struct tdb_cache_entry);
+    while (!b && c->lru.tail && need < UINT64_MAX - c->budget &&
+           c->used - c->pooled + need > c->budget) {
         cache_evict_one(c, c->lru.tail);
+        b = cache_pool_take(c, size, most);
+    }
+    if (!b)
+        return;
+    uint64_t base = g->need > size ? g->need : size;
+    g->blk = b;
+    g->need = base + (b->cap - size) < base ? UINT64_MAX
+                                             : base + (b->cap - size);
 }
 
 static void cache_evict(struct tdb_cache *c)
@@ -205,15 +305,20 @@ static void cache_evict(struct tdb_cache *c)
  * within the budget once the tiles no one holds go (and the kept ones,
  * with `kept`), or, with `kept` and need larger than the budget, once
  * nothing else is held at all. */
-static bool cache_admit(struct tdb_cache *c, uint64_t need, bool kept)
+static bool cache_admit(struct tdb_cache *c, uint64_t size,
+                        struct cache_grant *g, bool kept)
 {
-    need = need + sizeof(struct tdb_cache_entry) < need
-               ? UINT64_MAX
-               : need + sizeof(struct tdb_cache_entry);
-    uint64_t held = c->used - c->lru.bytes - (kept ? c->kept.bytes : 0);
+    uint64_t need = g->need + sizeof(struct tdb_cache_entry) < g->need
+                        ? UINT64_MAX
+                        : g->need + sizeof(struct tdb_cache_entry);
+    uint64_t held = c->used - c->pooled - c->lru.bytes -
+                    (kept ? c->kept.bytes : 0);
     bool fits = need <= c->budget && held <= c->budget - need;
     if (!fits && !(kept && held == 0))
         return false;
+    uint64_t was = g->need;
+    cache_grant(c, size, fits ? c->budget - held - need : 0, g);
+    need += g->need - was;
     cache_evict_for(c, need);
     while (kept && (cache_over(c, need) || !fits) && c->kept.tail)
         cache_evict_one(c, c->kept.tail);
@@ -263,7 +368,7 @@ static int cache_hit(struct tdb_cache *c, struct tdb_cache_entry *e,
         if (err && e->err_copy)
             *err = *e->err_copy;
         if (--e->refs == 0)
-            cache_entry_free(e);
+            cache_entry_free(c, e);
         pthread_mutex_unlock(&c->lock);
         return r;
     }
@@ -275,11 +380,13 @@ static int cache_hit(struct tdb_cache *c, struct tdb_cache_entry *e,
 }
 
 /* Finds rq->key (then *found) or, as rq->flags say, makes room for its
- * load (c->lock held throughout; a wait lets it go meanwhile).
- * @return 0 (found, or room made) or 1 (nothing to do: see the flags). */
+ * load and grants it *g (c->lock held throughout; a wait lets it go
+ * meanwhile).  @return 0 (found, or room made) or 1 (nothing to do: see
+ * the flags). */
 static int cache_lookup_or_admit(struct tdb_cache *c,
                                  const struct tdb_cache_req *rq,
-                                 struct tdb_cache_entry **found)
+                                 struct tdb_cache_entry **found,
+                                 struct cache_grant *g)
 {
     struct cache_waiter w = {NULL};
     bool queued = false;
@@ -303,7 +410,7 @@ static int cache_lookup_or_admit(struct tdb_cache *c,
                 c->wait_tail = &w;
                 queued = true;
             }
-            if (c->wait_head == &w && cache_admit(c, rq->need, true)) {
+            if (c->wait_head == &w && cache_admit(c, rq->size, g, true)) {
                 cache_wait_leave(c, &w);
                 return 0;
             }
@@ -312,12 +419,15 @@ static int cache_lookup_or_admit(struct tdb_cache *c,
         }
         if (rq->flags & TDB_CACHE_TRY) {
             uint64_t n = rq->need, spare = rq->flags & TDB_CACHE_SPARE ? n : 0;
-            return !c->wait_head && n + spare >= n &&
-                           cache_admit(c, n + spare, false)
-                       ? 0
-                       : 1;
+            g->need = n + spare;
+            if (c->wait_head || n + spare < n ||
+                !cache_admit(c, rq->size, g, false))
+                return 1;
+            g->need -= spare;
+            return 0;
         }
-        cache_evict_for(c, rq->need);
+        cache_grant(c, rq->size, rq->size, g);
+        cache_evict_for(c, g->need);
         return 0;
     }
 }
@@ -334,9 +444,10 @@ static int cache_load_failed(struct tdb_cache *c, struct tdb_cache_entry *e,
     if (e->err_copy)
         *e->err_copy = *lerr;
     cache_unlink(c, e); /* the next get loads again */
+    cache_tile_free(c, &e->tile);
     pthread_cond_broadcast(&c->loaded);
     if (--e->refs == 0)
-        cache_entry_free(e);
+        cache_entry_free(c, e);
     pthread_mutex_unlock(&c->lock);
     if (err)
         *err = *lerr;
@@ -348,8 +459,9 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
                     const struct tdb_tile **tile, struct tdb_error *err)
 {
     struct tdb_cache_entry *e = NULL;
+    struct cache_grant g = {NULL, rq->need};
     pthread_mutex_lock(&c->lock);
-    if (cache_lookup_or_admit(c, rq, &e)) {
+    if (cache_lookup_or_admit(c, rq, &e, &g)) {
         pthread_mutex_unlock(&c->lock);
         return 1;
     }
@@ -358,14 +470,19 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
     if (!(e = calloc(1, sizeof *e))) {
         cache_wake(c);
         pthread_mutex_unlock(&c->lock);
+        free(g.blk);
         return tdb_err(err, TDB_E_NOMEM, "tile cache: out of memory");
     }
     e->key = rq->key;
     e->state = CACHE_LOADING;
     e->refs = 1;
-    e->bytes = rq->need + sizeof *e;
-    if (e->bytes < rq->need)
+    e->bytes = g.need + sizeof *e;
+    if (e->bytes < g.need)
         e->bytes = UINT64_MAX;
+    if (g.blk) {
+        e->tile.data = (uint8_t *)g.blk;
+        e->tile.data_cap = g.blk->cap;
+    }
     size_t b = cache_hash(c, &rq->key);
     e->hnext = c->buckets[b];
     c->buckets[b] = e;
@@ -385,8 +502,9 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
     pthread_mutex_lock(&c->lock);
     if (r)
         return cache_load_failed(c, e, r, &lerr, err);
-    uint64_t bytes = e->tile.size +
-                     e->tile.ncells * 8 * (e->tile.offsets != NULL) +
+    uint64_t data = e->tile.data_cap > e->tile.size ? e->tile.data_cap
+                                                    : e->tile.size;
+    uint64_t bytes = data + e->tile.ncells * 8 * (e->tile.offsets != NULL) +
                      sizeof *e;
     c->used = c->used - e->bytes + bytes;
     e->bytes = bytes;
@@ -411,7 +529,7 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
                         struct tdb_cache_entry **entry,
                         const struct tdb_tile **tile, struct tdb_error *err)
 {
-    struct tdb_cache_req rq = {*key, load, arg, flags, 0};
+    struct tdb_cache_req rq = {*key, load, arg, flags, 0, 0};
     return tdb_cache_fetch(c, &rq, entry, tile, err);
 }
 
@@ -438,9 +556,10 @@ static void cache_idle(struct tdb_cache *c, struct tdb_cache_entry *e,
 {
     if (e->keeps) {
         cache_list_push(&c->kept, e);
-    } else if ((flags & TDB_CACHE_DROP) && c->used > c->budget / 2) {
+    } else if ((flags & TDB_CACHE_DROP) &&
+               c->used - c->pooled > c->budget / 2) {
         cache_unlink(c, e);
-        cache_entry_free(e);
+        cache_entry_free(c, e);
         c->evictions++;
     } else {
         cache_list_push(&c->lru, e);
@@ -482,7 +601,7 @@ void tdb_cache_unkeep(struct tdb_cache *c, struct tdb_cache_entry *e,
     pthread_mutex_lock(&c->lock);
     if (--e->keeps == 0 && e->refs == 0) {
         if (e->gone) {
-            cache_entry_free(e);
+            cache_entry_free(c, e);
         } else {
             cache_list_remove(e);
             cache_idle(c, e, flags);
@@ -503,6 +622,8 @@ void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st)
     st->evictions = c->evictions;
     st->decoded_bytes = c->decoded_bytes;
     st->decode_ns = c->decode_ns;
+    st->pooled = c->pooled;
+    st->reused = c->reused;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -641,10 +762,12 @@ void tdb_cache_free(struct tdb_cache *c)
         struct tdb_cache_entry *e = c->buckets[i];
         while (e) {
             struct tdb_cache_entry *n = e->hnext;
-            cache_entry_free(e);
+            cache_entry_free(c, e);
             e = n;
         }
     }
+    while (c->pool)
+        cache_pool_drop(c);
     free(c->buckets);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->loaded);

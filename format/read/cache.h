@@ -22,18 +22,30 @@ struct tdb_cache_key {
 };
 
 /* A decoded tile: values, and for var-sized fields one uint64 offset per
- * cell (relative to data, first 0). */
+ * cell (relative to data, first 0).  data_cap is the size of the block
+ * data points to (malloc'ed, at least size bytes), 0 when unknown: a
+ * block of known size goes to the cache's pool when the tile is freed,
+ * for a later load to decode into (tdb_cache_req's size). */
 struct tdb_tile {
     uint8_t *data;
     uint64_t size;
     uint64_t *offsets;
     uint64_t ncells;
+    uint64_t data_cap;
 };
+
+/* Blocks smaller than this are freed, not pooled (malloc serves them from
+ * memory it keeps anyway): a load may leave data_cap 0 for them. */
+#define TDB_CACHE_POOL_MIN (64u << 10)
 
 void tdb_tile_free(struct tdb_tile *t);
 
 /* Fills *t for key; called with no lock held, at most once at a time per
- * key.  @return 0 or a TDB_E_* code (with err filled). */
+ * key.  *t is zero but for a block of pooled memory the request's `size`
+ * found: t->data, t->data_cap bytes, to decode into or free.  The load
+ * leaves in t->data_cap the size of the block t->data points to (or 0),
+ * and on failure frees what it made of t or leaves it in t.
+ * @return 0 or a TDB_E_* code (with err filled). */
 typedef int (*tdb_cache_load_fn)(void *arg, const struct tdb_cache_key *key,
                                  struct tdb_tile *t, struct tdb_error *err);
 
@@ -90,6 +102,10 @@ struct tdb_cache_req {
     uint64_t need;      /* the most bytes the load holds while it runs
                          * (the decoded tile and the bytes it decodes);
                          * counted until the tile's own size replaces it */
+    uint64_t size;      /* the tile's data bytes when known (else 0): the
+                         * load is handed a pooled block of size to twice
+                         * size bytes when the pool has one, and need
+                         * counts the block's whole size */
 };
 
 /* Finds or loads rq->key as rq->flags say and pins it.
@@ -132,10 +148,16 @@ struct tdb_scratch;
 struct tdb_scratch *tdb_cache_scratch_get(struct tdb_cache *c);
 void tdb_cache_scratch_put(struct tdb_cache *c, struct tdb_scratch *s);
 
+/* The pool: blocks of freed tiles' data (of 64 KiB and more) that the
+ * loads of tiles of about their size decode into instead of fresh memory
+ * the kernel has to fault in and zero.  Pooled bytes count in `used`
+ * (tdb_cache_stats' `pooled` of them) and are freed before any tile is
+ * evicted to make room. */
 void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st);
 
 /* The most bytes the cache counted at once (tdb_cache_stats' `used`:
- * decoded tiles, pinned, kept or not, and the `need` of loads under way)
+ * decoded tiles, pinned, kept or not, the `need` of loads under way and
+ * the pool)
  * since it was created or last reset; with `reset`, counting starts again
  * from what it holds now. */
 uint64_t tdb_cache_peak(struct tdb_cache *c, bool reset);

@@ -2,7 +2,8 @@
  * pins that survive eviction, failed loads not cached, single-flight,
  * tiles dropped once passed, the most bytes held at once, loads admitted
  * within the budget however many threads ask (one at a time when a tile
- * is larger than it), and keeps that a waiting load may free. */
+ * is larger than it), keeps that a waiting load may free, and the pool
+ * of freed tiles' blocks that loads decode into. */
 #include "read/cache.h"
 #include "unit.h"
 
@@ -253,7 +254,7 @@ static void *ask_waiting(void *arg)
     struct asker *a = arg;
     for (uint64_t i = 0; i < 20; i++) {
         struct tdb_cache_req rq = {{9, 0, a->first + i}, load_counted, a->l,
-                                   TDB_CACHE_WAIT, a->need};
+                                   TDB_CACHE_WAIT, a->need, 0};
         struct tdb_cache_entry *e;
         const struct tdb_tile *t;
         if (tdb_cache_fetch(a->c, &rq, &e, &t, NULL) != 0)
@@ -322,7 +323,8 @@ static void test_keep_yields_to_waiting_load(void)
     CHECK_EQ_INT(tdb_cache_create(&c, 1600), 0); /* one tile */
     struct tdb_cache_entry *kept, *e;
     const struct tdb_tile *t;
-    struct tdb_cache_req rq = {{2, 0, 0}, load_tile, &l, TDB_CACHE_TRY, 1000};
+    struct tdb_cache_req rq = {{2, 0, 0}, load_tile, &l, TDB_CACHE_TRY, 1000,
+                               0};
     CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &kept, &t, NULL), 0);
     tdb_cache_keep(c, kept);
     rq.key.tile = 1;
@@ -351,6 +353,136 @@ static void test_keep_yields_to_waiting_load(void)
     tdb_cache_free(c);
 }
 
+/* A load that decodes into the block the cache hands it, else into one
+ * of its own of exactly `size` bytes. */
+struct pool_loader {
+    uint64_t size;
+    int calls, given;
+    uintptr_t given_at;         /* the last block handed over */
+};
+
+static int load_pooled(void *arg, const struct tdb_cache_key *k,
+                       struct tdb_tile *t, struct tdb_error *err)
+{
+    struct pool_loader *l = arg;
+    (void)err;
+    l->calls++;
+    if (t->data) {
+        l->given++;
+        l->given_at = (uintptr_t)t->data;
+        CHECK(t->data_cap >= l->size && t->data_cap <= 2 * l->size);
+    }
+    if (t->data && t->data_cap < l->size)
+        tdb_tile_free(t);
+    if (!t->data) {
+        t->data = malloc(l->size);
+        t->data_cap = l->size;
+    }
+    memset(t->data, (int)k->tile, l->size);
+    t->size = l->size;
+    return 0;
+}
+
+static int fetch_pooled(struct tdb_cache *c, struct pool_loader *l,
+                        uint64_t tile, struct tdb_cache_entry **e,
+                        const struct tdb_tile **t)
+{
+    struct tdb_cache_req rq = {{5, 0, tile}, load_pooled, l, TDB_CACHE_TRY,
+                               l->size, l->size};
+    return tdb_cache_fetch(c, &rq, e, t, NULL);
+}
+
+#define POOL_TILE (256u << 10)
+
+/* A tile dropped, or evicted for a load, leaves its block to a load of the
+ * same size, which decodes into that very block; used (pool included)
+ * stays within the budget. */
+static void test_pool_reuse(void)
+{
+    struct tdb_cache *c;
+    struct pool_loader l = {POOL_TILE, 0, 0, 0};
+    CHECK_EQ_INT(tdb_cache_create(&c, 3 * POOL_TILE + 8192), 0);
+    struct tdb_cache_entry *e[5];
+    const struct tdb_tile *t[5];
+    CHECK_EQ_INT(fetch_pooled(c, &l, 0, &e[0], &t[0]), 0);
+    CHECK_EQ_INT(fetch_pooled(c, &l, 1, &e[1], &t[1]), 0);
+    uintptr_t first = (uintptr_t)t[0]->data;
+    tdb_cache_release_flags(c, e[0], TDB_CACHE_DROP); /* 2 of 3: freed */
+    struct tdb_cache_stats st;
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 1);
+    CHECK_EQ_INT(st.pooled, POOL_TILE);
+    CHECK_EQ_INT(st.reused, 0);
+    CHECK_EQ_INT(fetch_pooled(c, &l, 2, &e[2], &t[2]), 0);
+    CHECK_EQ_INT(l.given, 1);
+    CHECK(l.given_at == first);
+    CHECK(t[2]->data == (const uint8_t *)first);
+    CHECK_EQ_INT(t[2]->data[POOL_TILE - 1], 2);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.pooled, 0);
+    CHECK_EQ_INT(st.reused, 1);
+    /* no drop: tiles 1 and 2 in the LRU list, 3 fits beside them, 4
+     * evicts tile 1 and decodes into its block */
+    uintptr_t second = (uintptr_t)t[1]->data;
+    tdb_cache_release(c, e[1]);
+    tdb_cache_release(c, e[2]);
+    CHECK_EQ_INT(fetch_pooled(c, &l, 3, &e[3], &t[3]), 0);
+    CHECK_EQ_INT(l.given, 1);
+    CHECK_EQ_INT(fetch_pooled(c, &l, 4, &e[4], &t[4]), 0);
+    CHECK_EQ_INT(l.given, 2);
+    CHECK(l.given_at == second);
+    CHECK_EQ_INT(t[4]->data[0], 4);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.reused, 2);
+    CHECK_EQ_INT(st.evictions, 2);
+    CHECK(st.used <= st.budget);
+    CHECK(tdb_cache_peak(c, false) <= st.budget);
+    tdb_cache_release(c, e[3]);
+    tdb_cache_release(c, e[4]);
+    tdb_cache_free(c);
+}
+
+/* Pooled bytes count as used: a load that needs room frees the pool
+ * before it evicts a tile, and a block more than twice the load's size is
+ * not handed to it. */
+static void test_pool_freed_first(void)
+{
+    struct tdb_cache *c;
+    struct pool_loader l = {POOL_TILE, 0, 0, 0};
+    uint64_t budget = 3 * POOL_TILE + 8192;
+    CHECK_EQ_INT(tdb_cache_create(&c, budget), 0);
+    struct tdb_cache_entry *e[4];
+    const struct tdb_tile *t[4];
+    for (uint64_t i = 0; i < 3; i++)
+        CHECK_EQ_INT(fetch_pooled(c, &l, i, &e[i], &t[i]), 0);
+    tdb_cache_release_flags(c, e[0], TDB_CACHE_DROP); /* to the pool */
+    tdb_cache_release(c, e[1]);                       /* to the LRU */
+    struct tdb_cache_stats st;
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.pooled, POOL_TILE);
+    CHECK(st.used > 3 * POOL_TILE); /* the pool counts */
+    CHECK(st.used <= budget);
+    l.size = POOL_TILE / 4; /* the pooled block is too large for it */
+    CHECK_EQ_INT(fetch_pooled(c, &l, 3, &e[3], &t[3]), 0);
+    CHECK_EQ_INT(l.given, 0);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.pooled, 0);
+    CHECK_EQ_INT(st.evictions, 1); /* the drop alone: tile 1 stayed */
+    CHECK_EQ_INT(st.entries, 3);
+    CHECK(st.used <= budget);
+    CHECK(tdb_cache_peak(c, false) <= budget);
+    struct tdb_cache_key k1 = {5, 0, 1};
+    struct tdb_cache_entry *e1;
+    const struct tdb_tile *t1;
+    CHECK_EQ_INT(tdb_cache_get_flags(c, &k1, load_pooled, &l, TDB_CACHE_PEEK,
+                                     &e1, &t1, NULL), 0);
+    CHECK_EQ_INT(t1->data[0], 1);
+    tdb_cache_release(c, e1);
+    tdb_cache_release(c, e[2]);
+    tdb_cache_release(c, e[3]);
+    tdb_cache_free(c);
+}
+
 int main(void)
 {
     RUN(test_hit_after_miss);
@@ -359,6 +491,8 @@ int main(void)
     RUN(test_single_flight);
     RUN(test_drop_and_hold);
     RUN(test_peak);
+    RUN(test_pool_reuse);
+    RUN(test_pool_freed_first);
     RUN(test_waiting_loads_within_budget);
     RUN(test_keep_yields_to_waiting_load);
     return unit_done();
