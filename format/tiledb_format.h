@@ -139,6 +139,11 @@ struct tdb_io_ops {
     void (*prefetch)(void *ctx, const struct tdb_io_want *want, size_t n);
     /* Optional: returns once nothing fetched ahead is still in flight. */
     void (*settle)(void *ctx);
+    /* Optional: a new descriptor open for reading file `path` (the caller
+     * closes it), or a TDB_E_* code; path NULL asks whether the backend
+     * has descriptors (0, else TDB_E_UNSUPPORTED).  NULL: it has none
+     * (object storage, memory). */
+    int (*dup_fd)(void *ctx, const char *path);
 };
 
 struct tdb_io {
@@ -161,6 +166,9 @@ void tdb_io_prefetch(const struct tdb_io *io, const struct tdb_io_want *want,
                      size_t n);
 /* io's settle, when it has one (else nothing). */
 void tdb_io_settle(const struct tdb_io *io);
+/* io's dup_fd: @return a descriptor, or a TDB_E_* code (TDB_E_UNSUPPORTED
+ * when the backend has none); path NULL: 0 when it has them. */
+int tdb_io_dup_fd(const struct tdb_io *io, const char *path);
 
 /* One read of a batch: `len` bytes of `path` at `off` into `buf`; `rc` is
  * its outcome (0 or a TDB_E_* code). */
@@ -581,6 +589,29 @@ int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
                          struct tdb_read_hold **hold, struct tdb_error *err);
 /* Ends a read of tdb_reader_read_segs (NULL: nothing). */
 void tdb_reader_done(struct tdb_read_hold *hold);
+
+/* Reads from the array's own files: tdb_reader_read's bytes as ranges of
+ * its data files, for a reply spliced from them.  Only where those bytes
+ * are the stored bytes of unfiltered tiles, in pieces long enough to pay
+ * (32 KiB on average), on storage with file descriptors; other reads get
+ * out->n 0 (read them with tdb_reader_read_segs).  rg[i].fd is one of
+ * fds[0, nfd), which the caller closes once the reply is out. */
+#define TDB_RANGE_FDS 16
+struct tdb_file_range {
+    int fd;
+    uint64_t off;
+    size_t len;
+};
+struct tdb_file_ranges {
+    struct tdb_file_range *rg;       /* cap of them, the caller's */
+    size_t cap, n;
+    int fds[TDB_RANGE_FDS];
+    size_t nfd;
+};
+/* @return 0 (*got bytes in out->n ranges, or none) or a TDB_E_* code. */
+int tdb_reader_read_ranges(struct tdb_reader *rd, uint64_t off, size_t len,
+                           struct tdb_file_ranges *out, size_t *got,
+                           struct tdb_error *err);
 
 #ifdef __cplusplus
 }

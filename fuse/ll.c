@@ -58,6 +58,12 @@ static void tdbfs_reply_open(fuse_req_t req, struct fuse_file_info *fi,
 
 static void tdbfs_init(void *userdata, struct fuse_conn_info *conn)
 {
+    struct tdbfs_daemon *d = userdata;
+
+    if (d->splice && (conn->capable & FUSE_CAP_SPLICE_WRITE))
+        conn->want |= FUSE_CAP_SPLICE_WRITE;
+    else
+        d->splice = false;
     conn->max_read = TDBM_IO_MAX;
     conn->max_write = TDBM_IO_MAX;
     /* Pages stay valid: a generation never changes, and staged files
@@ -203,18 +209,47 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
     tdbfs_reply_open(req, fi, rc, h, &oi, false);
 }
 
-/* A generation's file's bytes go out from the decoded tiles themselves. */
+/* Replies with the ranges of files of r, spliced (libfuse copies them
+ * when the kernel or the pipe cannot take a splice). */
+static void tdbfs_reply_ranges(fuse_req_t req, const struct tdbm_reply *r)
+{
+    struct fuse_bufvec *bv = malloc(sizeof *bv +
+                                    r->nrg * sizeof bv->buf[0]);
+
+    if (!bv) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    *bv = FUSE_BUFVEC_INIT(0);
+    bv->count = r->nrg;
+    for (size_t i = 0; i < r->nrg; i++)
+        bv->buf[i] = (struct fuse_buf){
+            .size = r->rg[i].len,
+            .flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY,
+            .fd = r->rg[i].fd,
+            .pos = (off_t)r->rg[i].off,
+        };
+    fuse_reply_data(req, bv, 0);
+    free(bv);
+}
+
+/* A generation's file's bytes go out spliced from the data files, or
+ * from the decoded tiles themselves. */
 static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {
     struct tdbm_handle *h = tdbfs_handle_of(fi);
-    struct tdbm_reply r = {.hold = NULL, .buf = NULL};
-    int rc = h && off >= 0 ? tdbm_read_iov(tdbfs_mount_of(req), h,
-                                           (uint64_t)off, size, &r)
-                           : -EINVAL;
+    struct tdbfs_daemon *d = fuse_req_userdata(req);
+    struct tdbm_reply r;
+    int rc;
 
+    r.ranges_ok = d->splice;
+    rc = h && off >= 0 ? tdbm_read_iov(d->m, h, (uint64_t)off, size, &r)
+                       : -EINVAL;
     if (rc < 0)
         fuse_reply_err(req, -rc);
+    else if (r.nrg)
+        tdbfs_reply_ranges(req, &r);
     else
         fuse_reply_iov(req, r.iov, (int)r.n);
     tdbm_read_done(&r);

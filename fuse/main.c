@@ -403,6 +403,7 @@ static int tdbfs_serve(struct tdbfs_run *r)
     if (fuse_session_mount(se, r->fopts.mountpoint) != 0)
         goto out_signals;
     d->readahead_kib = r->readahead;
+    d->splice = !r->opts.no_splice;
     if (r->readahead)
         tdbfs_readahead_file(r->fopts.mountpoint, d->bdi_ra,
                              sizeof d->bdi_ra);

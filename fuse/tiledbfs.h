@@ -33,6 +33,8 @@ struct tdbfs_daemon {
     struct tdbm_mount *m;
     struct fuse_session *se;
     bool rw;
+    bool splice;      /* replies may be spliced from the data files: the
+                       * kernel takes them, and no -o no_splice */
     bool log_stderr;  /* -o log= (default: -f): stderr, else syslog */
     int log_fd;       /* -o log=FILE, or the file used where no syslog
                        * listens: its descriptor; else -1 */

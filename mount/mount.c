@@ -549,6 +549,29 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
     }
 }
 
+/* tdbm_read_iov as ranges of files: @return 1 when the read is not one. */
+static int tdbm_read_ranges(struct tdbm_mount *m, struct tdbm_handle *h,
+                            uint64_t off, size_t size, struct tdbm_reply *r)
+{
+    _Static_assert(TDBM_RANGE_FDS == TDB_RANGE_FDS, "one count of files");
+    struct tdb_file_range rg[TDBM_RANGES_MAX];
+    struct tdb_file_ranges out = {.rg = rg, .cap = TDBM_RANGES_MAX};
+    struct tdb_error err;
+    size_t got;
+
+    tdb_error_clear(&err);
+    int rc = tdb_reader_read_ranges(h->rd, off, size, &out, &got, &err);
+    if (rc < 0)
+        return tdbm_read_failed(m, h, off, size, rc, &err);
+    for (size_t i = 0; i < out.nfd; i++)
+        r->fds[i] = out.fds[i];
+    r->nfd = out.nfd;
+    for (size_t i = 0; i < out.n; i++)
+        r->rg[i] = (struct tdbm_range){rg[i].fd, rg[i].off, rg[i].len};
+    r->nrg = out.n;
+    return out.n ? 0 : 1;
+}
+
 int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
                   size_t size, struct tdbm_reply *r)
 {
@@ -557,10 +580,14 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
     size_t got;
     int rc;
 
-    r->n = 0;
+    r->n = r->nrg = r->nfd = 0;
     r->hold = NULL;
+    r->buf = NULL;
     if (size > TDBM_IO_MAX)
         size = TDBM_IO_MAX;
+    if (r->ranges_ok && h->kind == TDBM_H_FILE &&
+        (rc = tdbm_read_ranges(m, h, off, size, r)) <= 0)
+        return rc;
     if (!(r->buf = malloc(size ? size : 1)))
         return -ENOMEM;
     if (h->kind != TDBM_H_FILE) {
@@ -583,6 +610,8 @@ int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
 
 void tdbm_read_done(struct tdbm_reply *r)
 {
+    for (size_t i = 0; i < r->nfd; i++)
+        close(r->fds[i]);
     tdb_reader_done(r->hold);
     free(r->buf);
 }

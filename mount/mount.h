@@ -77,6 +77,7 @@ struct tdbm_options {
     bool writable;                 /* -o writable: rw, also through mount(8) */
     bool ro;                       /* -o ro: read-only (the default) */
     bool timestamp_set;            /* timestamp= was given */
+    bool no_splice;                /* -o no_splice: replies are copies */
     unsigned refresh;              /* -o refresh=SECS; 0: never */
     /* s3:// sources (owned; NULL: as the environment and ~/.aws say) */
     char *endpoint, *region, *profile;
@@ -308,17 +309,32 @@ int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
 /* A read's bytes as pieces for the reply (tdbm_read_iov), and what holds
  * their memory. */
 #define TDBM_IOV_MAX 1023
+#define TDBM_RANGES_MAX 256
+#define TDBM_RANGE_FDS 16
+struct tdbm_range {
+    int fd;
+    uint64_t off;
+    size_t len;
+};
 struct tdbm_reply {
+    bool ranges_ok;                 /* in: ranges of files will do */
+    struct tdbm_range rg[TDBM_RANGES_MAX];  /* the bytes as ranges of */
+    size_t nrg;                     /* files (nrg 0: as iov[]) */
+    int fds[TDBM_RANGE_FDS];        /* their descriptors */
+    size_t nfd;
     struct iovec iov[TDBM_IOV_MAX];
     size_t n;
     struct tdb_read_hold *hold;     /* the decoded tiles they are in */
     void *buf;                      /* or this buffer */
 };
 
-/* tdbm_read into r: a generation's file's bytes as pieces of the decoded tiles
- * themselves where these are long (tdb_reader_read_segs), else through a
- * buffer of at most TDBM_IO_MAX bytes.  @return 0 or -errno; either way
- * tdbm_read_done(r) once the reply is out. */
+/* tdbm_read into r: a generation's file's bytes, with r->ranges_ok, as
+ * ranges of the array's data files where they are stored as they read
+ * (tdb_reader_read_ranges: unfiltered tiles, long pieces, local storage);
+ * else as pieces of the decoded tiles themselves where these are long
+ * (tdb_reader_read_segs), else through a buffer of at most TDBM_IO_MAX
+ * bytes.  @return 0 or -errno; either way tdbm_read_done(r) once the
+ * reply is out. */
 int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
                   size_t size, struct tdbm_reply *r);
 void tdbm_read_done(struct tdbm_reply *r);

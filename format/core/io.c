@@ -6,6 +6,7 @@
 #include "core/io_local.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -171,6 +172,19 @@ int tdb_io_fd_read(struct tdb_io_fdcache *c, const char *p,
     return r;
 }
 
+int tdb_io_fd_dup(struct tdb_io_fdcache *c, const char *p,
+                  tdb_io_open_fn open_fn, void *ctx)
+{
+    struct tdb_io_fd *slot;
+    int fd = io_fd_get(c, p, open_fn, ctx, &slot);
+    if (fd < 0)
+        return fd;
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    int r = d < 0 ? tdb_io_errno(errno) : d;
+    io_fd_put(c, slot, fd);
+    return r;
+}
+
 int tdb_io_pwrite_all(int fd, uint64_t off, const void *buf, size_t len)
 {
     size_t done = 0;
@@ -220,6 +234,12 @@ void tdb_io_settle(const struct tdb_io *io)
 {
     if (io->ops->settle)
         io->ops->settle(io->ctx);
+}
+
+int tdb_io_dup_fd(const struct tdb_io *io, const char *path)
+{
+    return io->ops->dup_fd ? io->ops->dup_fd(io->ctx, path)
+                           : TDB_E_UNSUPPORTED;
 }
 
 void tdb_io_want(const struct tdb_io *io, enum tdb_io_want_kind kind,

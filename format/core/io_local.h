@@ -47,6 +47,11 @@ int tdb_io_fd_read(struct tdb_io_fdcache *c, const char *p,
                    tdb_io_open_fn open_fn, void *ctx, uint64_t off, void *buf,
                    size_t len);
 
+/* A new descriptor (the caller's to close) of file `p` through the cache.
+ * @return it or a TDB_E_* code. */
+int tdb_io_fd_dup(struct tdb_io_fdcache *c, const char *p,
+                  tdb_io_open_fn open_fn, void *ctx);
+
 /* The TDB_E_* code of an errno value, the one mapping of every POSIX
  * backend: ENOENT, ENOTDIR: TDB_E_NOENT; EACCES, EPERM: TDB_E_ACCES;
  * ENOSPC, EDQUOT, EROFS, ENOMEM their own; anything else TDB_E_IO. */

@@ -139,6 +139,12 @@ static int io_nf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
     return tdb_io_fd_read(&nf->fdc, path, io_nf_open_read, nf, off, buf, len);
 }
 
+static int io_nf_dup_fd(void *ctx, const char *path)
+{
+    struct io_nf *nf = ctx;
+    return path ? tdb_io_fd_dup(&nf->fdc, path, io_nf_open_read, nf) : 0;
+}
+
 static int io_nf_stat(struct io_nf *nf, const char *path, struct stat *st)
 {
     const char *leaf;
@@ -313,6 +319,7 @@ static const struct tdb_io_ops io_nf_ops = {
     .remove = io_nf_remove,
     .sync = io_nf_sync,
     .destroy = io_nf_destroy,
+    .dup_fd = io_nf_dup_fd,
 };
 
 int tdb_io_posix_nofollow(struct tdb_io *io, int dirfd)

@@ -112,6 +112,19 @@ static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
     return r;
 }
 
+static int io_posix_dup_fd(void *ctx, const char *path)
+{
+    struct io_posix *px = ctx;
+    if (!path)
+        return 0;
+    char *p = io_posix_path(ctx, path);
+    if (!p)
+        return TDB_E_NOMEM;
+    int r = tdb_io_fd_dup(&px->fdc, p, io_posix_open_read, px);
+    free(p);
+    return r;
+}
+
 static int io_posix_stat(void *ctx, const char *path, struct stat *st)
 {
     char *p = io_posix_path(ctx, path);
@@ -330,6 +343,7 @@ static const struct tdb_io_ops io_posix_ops = {
     .remove = io_posix_remove,
     .sync = io_posix_sync,
     .destroy = io_posix_destroy,
+    .dup_fd = io_posix_dup_fd,
 };
 
 int tdb_io_posix(struct tdb_io *io, const char *root)

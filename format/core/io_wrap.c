@@ -87,6 +87,16 @@ static int io_wrap_read_at(void *ctx, const char *path, uint64_t off,
     IO_WRAP_CALL(path, w->inner->ops->read_at(w->inner->ctx, p, off, buf, len));
 }
 
+static int io_wrap_dup_fd(void *ctx, const char *path)
+{
+    const struct io_wrap *v = ctx;
+    if (!v->inner->ops->dup_fd)
+        return TDB_E_UNSUPPORTED;
+    if (!path)
+        return v->inner->ops->dup_fd(v->inner->ctx, NULL);
+    IO_WRAP_CALL(path, w->inner->ops->dup_fd(w->inner->ctx, p));
+}
+
 static int io_wrap_size(void *ctx, const char *path, uint64_t *size)
 {
     IO_WRAP_CALL(path, w->inner->ops->size(w->inner->ctx, p, size));
@@ -197,6 +207,7 @@ static const struct tdb_io_ops io_wrap_ops = {
     .destroy = io_wrap_destroy,
     .prefetch = io_wrap_prefetch,
     .settle = io_wrap_settle,
+    .dup_fd = io_wrap_dup_fd,
 };
 
 /* A wrapper of `inner` with `prefix` (copied; NULL: none) and schedule f. */

@@ -608,6 +608,16 @@ int tdb_frag_tile_ranges(struct tdb_frag *f, int field, unsigned part,
     return n;
 }
 
+bool tdb_frag_field_unfiltered(const struct tdb_frag *f, int field,
+                               unsigned part)
+{
+    struct arr_field fi;
+    if (part != TDB_PART_VALUES || field < 0)
+        return false;
+    arr_field_info(f, field, &fi);
+    return !fi.var && fi.filters && fi.filters->n == 0;
+}
+
 /* ------------------------------------------------------------ opening */
 
 const uint8_t *tdb_array_key(const struct tdb_array *a)

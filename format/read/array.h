@@ -106,6 +106,11 @@ int tdb_frag_tile_ranges(struct tdb_frag *f, int field, unsigned part,
                          uint64_t t, struct tdb_tile_range out[2],
                          struct tdb_error *err);
 
+/* True when the values of fixed-size field `field` (part: TDB_PART_VALUES)
+ * are stored unfiltered: a tile is its bytes, cut in chunks (rawtile.h). */
+bool tdb_frag_field_unfiltered(const struct tdb_frag *f, int field,
+                               unsigned part);
+
 /* Dense fragments: fragment cell number of the cell at offsets o[] (inside
  * the fragment's tile box). */
 uint64_t tdb_frag_dense_cell(const struct tdb_frag *f, const uint64_t *o);

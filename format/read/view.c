@@ -160,6 +160,11 @@ struct view_visit {
      * (cell: the end told before), at the latest when the walk ends. */
     int (*plan)(struct view_visit *v, struct tdb_frag *f, int field,
                 unsigned part, uint64_t t, uint64_t cell, uint64_t end);
+    /* When set, called for each piece of a tile the walk goes over, in
+     * the view's order, instead of decoding it: cells [i, i + n) of tile
+     * t (tdb_fieldfile_places). */
+    int (*place)(struct view_visit *v, struct tdb_frag *f, int field,
+                 unsigned part, uint64_t t, uint64_t i, uint64_t n);
     struct view_win *copy;
     uint64_t cs;
     uint64_t pieces;            /* pieces of tiles the walk went over */
@@ -488,7 +493,9 @@ static int view_run(struct view_visit *v, struct view_pins *vp,
             n = left;
         v->pieces++;
         r = 0;
-        if (v->plan) {
+        if (v->place) {
+            r = v->place(v, f, k->field, k->part, k->t, fc - k->first, n);
+        } else if (v->plan) {
             r = view_plan_piece(v, k, cell, cell + n);
         } else if (v->copy) {
             r = view_copy_cells(v, vp, k, fc - k->first, n, err);
@@ -1160,6 +1167,68 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     r = view_walk(ff, c0, c1, &p.v, err);
     if (pieces)
         *pieces = p.v.pieces;
+    return r;
+}
+
+/* A walk over where a window's bytes lie in the tiles. */
+struct view_places {
+    struct view_visit v;
+    tdb_tile_place_fn fn;
+    void *arg;
+    uint64_t pos, off, end;
+    bool filled, stopped;
+};
+
+static int view_places_fill(struct view_visit *v, uint64_t n)
+{
+    (void)n;
+    ((struct view_places *)v)->filled = true;
+    return 1;
+}
+
+static int view_places_tile(struct view_visit *v, struct tdb_frag *f,
+                            int field, unsigned part, uint64_t t, uint64_t i,
+                            uint64_t n)
+{
+    struct view_places *x = (struct view_places *)v;
+    uint64_t a = x->pos, b = a + n * v->cs;
+    x->pos = b;
+    if (b <= x->off)
+        return 0;
+    uint64_t s = a > x->off ? a : x->off, e = b < x->end ? b : x->end;
+    int r = x->fn(x->arg, f, field, part, t, i * v->cs + (s - a), e - s);
+    x->stopped = r != 0;
+    return r ? r : x->pos >= x->end;
+}
+
+int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
+                         tdb_tile_place_fn fn, void *arg, size_t *got,
+                         struct tdb_error *err)
+{
+    uint64_t size;
+    *got = 0;
+    if (ff->var || ff->part != TDB_FILE_VALUES)
+        return 1;
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (!r)
+        r = tdb_fieldfile_size(ff, &size, err);
+    if (r || off >= size || !len)
+        return r;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    uint64_t cs = ff->cell_size, c0 = off / cs,
+             c1 = (off + len + cs - 1) / cs;
+    if (c1 > ff->cells->ncells)
+        c1 = ff->cells->ncells;
+    struct view_places x = {
+        {.fill = view_places_fill, .place = view_places_tile, .cs = cs},
+        fn, arg, c0 * cs, off, off + len, false, false};
+    r = view_walk(ff, c0, c1, &x.v, err);
+    if (r < 0)
+        return r;
+    if (x.filled || x.stopped || x.pos < x.end)
+        return 1;
+    *got = len;
     return r;
 }
 

@@ -238,6 +238,20 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
                        struct tdb_segsink *s, size_t *got,
                        struct tdb_error *err);
 
+/* Where the bytes [off, off + len) of a fixed-size values file lie in the
+ * tiles, in reading order, without decoding any: fn hears of each piece,
+ * bytes [from, from + n) of tile t of fragment field `field` (part), and
+ * returns 0 to go on or non-zero to stop (a negative error is returned).
+ * @return 0 when fn heard of every byte (*got: the bytes, fewer only at
+ * the file's end), 1 when it did not (fn stopped it, cells no fragment
+ * wrote, a var-sized or validity file), or an error. */
+typedef int (*tdb_tile_place_fn)(void *arg, struct tdb_frag *f, int field,
+                                 unsigned part, uint64_t t, uint64_t from,
+                                 uint64_t n);
+int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
+                         tdb_tile_place_fn fn, void *arg, size_t *got,
+                         struct tdb_error *err);
+
 /* SEEK_DATA (data true) / SEEK_HOLE: the first offset at or after `off`
  * in written cells / in cells no fragment wrote (fill values).  Only fixed
  * -size files of dense views have holes; the end of a file is a hole.

@@ -33,6 +33,7 @@
  * Lock order: rd->lock, then the pool's or the cache's lock. */
 #include "tree/reader.h"
 #include "read/fetch.h"
+#include "tree/ranges.h"
 #include "tiledb_format.h"
 
 #include <pthread.h>
@@ -132,6 +133,7 @@ struct tdb_reader {
     uint64_t early_lo[RD_MAX_AHEAD_READS], early_hi[RD_MAX_AHEAD_READS];
     unsigned nearly;
     uint64_t head;              /* bytes before the field's (.npy header) */
+    struct tdb_rangemaps *ranges;   /* NULL: no reads from the files */
     uint64_t ahead_pos;         /* decoding ahead was planned up to here */
 };
 
@@ -717,6 +719,9 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
                                                             : rd->slab * shape[d];
         }
     }
+    if (rd->ff && !rd->ff->var && rd->ff->part == TDB_FILE_VALUES &&
+        tdb_io_dup_fd(&rd->ff->arr->io, NULL) == 0)
+        rd->ranges = tdb_rangemaps_new();
     pthread_mutex_init(&rd->lock, NULL);
     pthread_cond_init(&rd->idle, NULL);
     pthread_cond_init(&rd->done, NULL);
@@ -1149,6 +1154,18 @@ void tdb_reader_close(struct tdb_reader *rd)
     pthread_cond_destroy(&rd->done);
     pthread_cond_destroy(&rd->moved);
     tdb_fetcher_free(rd->fetch);
+    tdb_rangemaps_free(rd->ranges);
     free(rd->pins);
     free(rd);
+}
+
+int tdb_reader_read_ranges(struct tdb_reader *rd, uint64_t off, size_t len,
+                           struct tdb_file_ranges *out, size_t *got,
+                           struct tdb_error *err)
+{
+    out->n = out->nfd = 0;
+    *got = 0;
+    if (!rd->ranges || rd->head)
+        return 0;
+    return tdb_rangemaps_read(rd->ranges, rd->ff, off, len, out, got, err);
 }

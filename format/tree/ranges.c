@@ -1,0 +1,202 @@
+/* ranges.c: reads answered by ranges of the data files (ranges.h).
+ *
+ * A piece of an unfiltered tile lies in its file as it reads, cut only at
+ * the tile's chunks (64 KiB as TileDB writes them): the read's pieces,
+ * mapped through the chunk maps of their tiles (read from the chunk
+ * headers once, kept for the last RM_MAPS tiles), are the ranges.  A read
+ * of short pieces (a row of a wide array crossing narrow tiles) is cheaper
+ * copied than spliced a piece at a time, so it is refused, as are fill
+ * values and filtered tiles; a file whose tiles are all filtered, or whose
+ * reads keep coming in short pieces, is not tried again. */
+#include "tree/ranges.h"
+#include "read/rawtile.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define RM_MAPS 64          /* chunk maps kept */
+#define RM_PIECE (4u << 10) /* average bytes a range, at least */
+#define RM_GIVE_UP 8        /* refusals in a row before the file is not
+                             * tried any more */
+
+struct rm_map {
+    struct tdb_frag *f;     /* NULL: a free slot */
+    int field;
+    uint64_t t;
+    bool raw;               /* false: the tile is not stored as it reads */
+    struct tdb_raw_tile m;
+};
+
+struct tdb_rangemaps {
+    pthread_mutex_t lock;
+    struct rm_map maps[RM_MAPS];
+    unsigned next;
+    unsigned refused;       /* reads refused in a row */
+    bool never;             /* a filtered tile: no read of it will do */
+};
+
+struct tdb_rangemaps *tdb_rangemaps_new(void)
+{
+    struct tdb_rangemaps *m = calloc(1, sizeof *m);
+    if (m)
+        pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+void tdb_rangemaps_free(struct tdb_rangemaps *m)
+{
+    if (!m)
+        return;
+    for (unsigned i = 0; i < RM_MAPS; i++)
+        tdb_raw_tile_free(&m->maps[i].m);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+/* One read being mapped. */
+struct rm_read {
+    struct tdb_rangemaps *m;
+    struct tdb_fieldfile *ff;
+    struct tdb_file_ranges *out;
+    char *paths[TDB_RANGE_FDS];         /* of fds[i] */
+    size_t maxn;            /* more ranges than this: refused */
+    bool filtered;
+    struct tdb_error *err;
+};
+
+/* The map of tile t of f's field (m->lock held; loads it unlocked). */
+static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
+                      unsigned part, uint64_t t, struct rm_map **out)
+{
+    struct tdb_rangemaps *m = rr->m;
+    for (unsigned i = 0; i < RM_MAPS; i++) {
+        struct rm_map *e = &m->maps[i];
+        if (e->f == f && e->field == field && e->t == t) {
+            *out = e;
+            return 0;
+        }
+    }
+    struct rm_map *e = &m->maps[m->next++ % RM_MAPS];
+    tdb_raw_tile_free(&e->m);
+    *e = (struct rm_map){f, field, t, false, {0}};
+    uint64_t size = tdb_frag_tile_cells(f, t) * rr->ff->cell_size;
+    int r = tdb_raw_tile_map(f, field, part, t, size, &e->m, rr->err);
+    if (r < 0) {
+        e->f = NULL;
+        return r;
+    }
+    e->raw = r == 0;
+    *out = e;
+    return 0;
+}
+
+/* The index in out->fds of the descriptor of path (a new slot: fd -1
+ * until the read is taken), or -1 when all are used. */
+static int rm_fd_slot(struct rm_read *rr, const char *path)
+{
+    struct tdb_file_ranges *o = rr->out;
+    for (size_t i = 0; i < o->nfd; i++)
+        if (!strcmp(rr->paths[i], path))
+            return (int)i;
+    if (o->nfd == TDB_RANGE_FDS || !(rr->paths[o->nfd] = strdup(path)))
+        return -1;
+    o->fds[o->nfd] = -1;
+    return (int)o->nfd++;
+}
+
+/* Appends [off, off + n) of descriptor slot fd; 1 when out is full. */
+static int rm_put(struct rm_read *rr, int fd, uint64_t off, uint64_t n)
+{
+    struct tdb_file_ranges *o = rr->out;
+    struct tdb_file_range *last = o->n ? &o->rg[o->n - 1] : NULL;
+    if (last && last->fd == fd && last->off + last->len == off) {
+        last->len += (size_t)n;
+        return 0;
+    }
+    if (o->n == o->cap || o->n == rr->maxn)
+        return 1;
+    o->rg[o->n++] = (struct tdb_file_range){fd, off, (size_t)n};
+    return 0;
+}
+
+static int rm_piece(void *arg, struct tdb_frag *f, int field, unsigned part,
+                    uint64_t t, uint64_t from, uint64_t n)
+{
+    struct rm_read *rr = arg;
+    struct rm_map *e;
+    int r = rm_map_get(rr, f, field, part, t, &e);
+    if (r)
+        return r;
+    if (!e->raw) {
+        rr->filtered = !tdb_frag_field_unfiltered(f, field, part);
+        return 1;
+    }
+    const struct tdb_raw_tile *m = &e->m;
+    if (from + n > m->end[m->n - 1])
+        return 1;
+    int fd = rm_fd_slot(rr, m->path);
+    if (fd < 0)
+        return 1;
+    for (uint64_t k = tdb_raw_tile_chunk(m, from); n; k++) {
+        uint64_t start = k ? m->end[k - 1] : 0, take = m->end[k] - from;
+        if (take > n)
+            take = n;
+        if (rm_put(rr, fd, m->off[k] + (from - start), take))
+            return 1;
+        from += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* Opens the descriptors of the read's files.  @return 0 or an error
+ * (those opened closed again). */
+static int rm_open_fds(struct rm_read *rr)
+{
+    struct tdb_file_ranges *o = rr->out;
+    for (size_t i = 0; i < o->nfd; i++) {
+        int fd = tdb_io_dup_fd(&rr->ff->arr->io, rr->paths[i]);
+        if (fd < 0) {
+            while (i)
+                close(o->fds[--i]);
+            o->nfd = 0;
+            return fd;
+        }
+        o->fds[i] = fd;
+    }
+    for (size_t i = 0; i < o->n; i++)
+        o->rg[i].fd = o->fds[o->rg[i].fd];
+    return 0;
+}
+
+int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
+                       uint64_t off, size_t len, struct tdb_file_ranges *out,
+                       size_t *got, struct tdb_error *err)
+{
+    struct rm_read rr = {m, ff, out, {0}, len / RM_PIECE + 1, false, err};
+    out->n = out->nfd = 0;
+    *got = 0;
+    pthread_mutex_lock(&m->lock);
+    if (m->never || m->refused >= RM_GIVE_UP) {
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+    }
+    int r = tdb_fieldfile_places(ff, off, len, rm_piece, &rr, got, err);
+    if (r == 0 && out->n > *got / RM_PIECE + 1)
+        r = 1;              /* a short file in short pieces */
+    if (r == 0 && out->n && rm_open_fds(&rr) < 0)
+        r = 1;              /* the decoding way says what is wrong */
+    if (r < 0 || r == 1 || !out->n) {
+        out->n = out->nfd = 0;
+        *got = 0;
+        m->never |= rr.filtered;
+        m->refused += r == 1;
+    } else {
+        m->refused = 0;
+    }
+    pthread_mutex_unlock(&m->lock);
+    for (size_t i = 0; i < TDB_RANGE_FDS; i++)
+        free(rr.paths[i]);
+    return r < 0 ? r : 0;
+}
