@@ -6,9 +6,12 @@
  * headers once, kept for the last RM_MAPS tiles), are the ranges.  A read
  * of short pieces (a row of a wide array crossing narrow tiles) is cheaper
  * copied than spliced a piece at a time, so it is refused, as are fill
- * values and filtered tiles; a file whose tiles are all filtered, or whose
- * reads keep coming in short pieces, is not tried again. */
+ * values and filtered tiles, and so is a read of a tile the cache holds
+ * decoded (replying from memory is cheaper than from the file); a file
+ * whose tiles are all filtered, or whose reads keep coming in short
+ * pieces, is not tried again. */
 #include "tree/ranges.h"
+#include "read/cache.h"
 #include "read/rawtile.h"
 
 #include <pthread.h>
@@ -62,6 +65,7 @@ struct rm_read {
     char *paths[TDB_RANGE_FDS];         /* of fds[i] */
     size_t maxn;            /* more ranges than this: refused */
     bool filtered;
+    bool cached;            /* a tile is in the cache: refused */
     struct tdb_error *err;
 };
 
@@ -124,6 +128,15 @@ static int rm_piece(void *arg, struct tdb_frag *f, int field, unsigned part,
                     uint64_t t, uint64_t from, uint64_t n)
 {
     struct rm_read *rr = arg;
+    struct tdb_cache_entry *ce;
+    const struct tdb_tile *tile;
+    if (tdb_frag_tile_flags(f, field, part, t,
+                            TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &ce, &tile,
+                            NULL) == 0) {
+        tdb_cache_release(f->arr->cache, ce);
+        rr->cached = true;
+        return 1;
+    }
     struct rm_map *e;
     int r = rm_map_get(rr, f, field, part, t, &e);
     if (r)
@@ -174,7 +187,8 @@ int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
                        uint64_t off, size_t len, struct tdb_file_ranges *out,
                        size_t *got, struct tdb_error *err)
 {
-    struct rm_read rr = {m, ff, out, {0}, len / RM_PIECE + 1, false, err};
+    struct rm_read rr = {m, ff, out, {0}, len / RM_PIECE + 1, false, false,
+                         err};
     out->n = out->nfd = 0;
     *got = 0;
     pthread_mutex_lock(&m->lock);
@@ -191,7 +205,7 @@ int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
         out->n = out->nfd = 0;
         *got = 0;
         m->never |= rr.filtered;
-        m->refused += r == 1;
+        m->refused += r == 1 && !rr.cached;
     } else {
         m->refused = 0;
     }
