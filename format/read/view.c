@@ -1111,23 +1111,36 @@ static int view_plan_tile(struct view_visit *v, struct tdb_frag *f, int field,
     return p->fn(p->arg, f, field, part, t, cell * p->cs, end * p->cs);
 }
 
+/* Prepares ff's cells and cuts [off, off + *len) at the file's end
+ * (*len 0: nothing there).  @return 0 or an error. */
+static int view_clip(struct tdb_fieldfile *ff, uint64_t off, size_t *len,
+                     struct tdb_error *err)
+{
+    uint64_t size;
+    int r = tdb_cells_prepare(ff->cells, err);
+    if (!r)
+        r = tdb_fieldfile_size(ff, &size, err);
+    if (r)
+        return r;
+    if (off >= size)
+        *len = 0;
+    else if (*len > size - off)
+        *len = (size_t)(size - off);
+    return 0;
+}
+
 int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
                        struct tdb_segsink *s, size_t *got,
                        struct tdb_error *err)
 {
-    uint64_t size;
     *got = 0;
     if (ff->var && ff->part != TDB_FILE_VALIDITY) {
         s->full = true;
         return 0;
     }
-    int r = tdb_cells_prepare(ff->cells, err);
-    if (!r)
-        r = tdb_fieldfile_size(ff, &size, err);
-    if (r || off >= size || !len)
+    int r = view_clip(ff, off, &len, err);
+    if (r || !len)
         return r;
-    if (len > size - off)
-        len = (size_t)(size - off);
     struct view_win w = {NULL, 0, off, off + len, s, ff->arr->cache, NULL};
     struct view_how how = {s->cached ? TDB_TAKE_CACHED : TDB_TAKE_LOAD, NULL,
                            NULL};
@@ -1205,17 +1218,12 @@ int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
                          tdb_tile_place_fn fn, void *arg, size_t *got,
                          struct tdb_error *err)
 {
-    uint64_t size;
     *got = 0;
     if (ff->var || ff->part != TDB_FILE_VALUES)
         return 1;
-    int r = tdb_cells_prepare(ff->cells, err);
-    if (!r)
-        r = tdb_fieldfile_size(ff, &size, err);
-    if (r || off >= size || !len)
+    int r = view_clip(ff, off, &len, err);
+    if (r || !len)
         return r;
-    if (len > size - off)
-        len = (size_t)(size - off);
     uint64_t cs = ff->cell_size, c0 = off / cs,
              c1 = (off + len + cs - 1) / cs;
     if (c1 > ff->cells->ncells)

@@ -79,6 +79,20 @@ static inline void unit_put(const struct tdb_io *io, const char *path,
 int unit_copy_tree(const struct tdb_io *src, const char *sp,
                    const struct tdb_io *dst, const char *dp);
 
+/* A new empty folder /tmp/tdb_test_TAG.XXXXXX (caller frees it, and
+ * removes it with unit_rm_rf); NULL when it cannot be made. */
+char *unit_temp_dir(const char *tag);
+/* Removes path and everything under it. */
+void unit_rm_rf(const char *path);
+
+/* A dense FLOAT32 array `rows` x `cols` (INT32 dimensions y and x, tiles
+ * ty x tx), its attribute v filtered by `filter` (a JSON list's items),
+ * written whole in one fragment (value i: (i % 977) / 2), in folder dir
+ * (a POSIX io) or, dir NULL, in memory; *arr is freed by the caller.
+ * @return 0 or an error (printed; nothing to free). */
+int unit_dense_f32(struct tdb_io *arr, const char *dir, int rows, int cols,
+                   int ty, int tx, const char *filter);
+
 /* An in-memory array (*mem, freed by the caller) holding the schemas
  * (__schema) of corpus case `name`.  @return 0 or an error. */
 int unit_array_from_case(const char *name, struct tdb_io *mem);

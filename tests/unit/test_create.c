@@ -9,7 +9,6 @@
 
 #include <dirent.h>
 #include <math.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,31 +16,6 @@
 #include <jansson.h>
 
 /* ---------------------------------------------------------------- helpers */
-
-static int rm_one(const char *p, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *path)
-{
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* A new empty temporary folder (caller frees and removes). */
-static char *temp_dir(void)
-{
-    char *t = strdup("/tmp/tdb_test_create.XXXXXX");
-    if (t && !mkdtemp(t)) {
-        free(t);
-        return NULL;
-    }
-    return t;
-}
 
 /* The 32-byte key of a corpus case (case.json key_hex), if any. */
 static bool case_key(const char *case_dir, uint8_t key[32])
@@ -336,7 +310,7 @@ static void test_corpus_round_trip(void)
     }
     closedir(d);
     qsort(names, n, sizeof *names, name_cmp);
-    char *tmp = temp_dir();
+    char *tmp = unit_temp_dir("create");
     CHECK(tmp != NULL);
     int tested = 0;
     for (size_t i = 0; i < n && tmp; i++) {
@@ -349,7 +323,7 @@ static void test_corpus_round_trip(void)
     printf("  %d corpus schemas through JSON and back\n", tested);
     CHECK(tested > 0);
     if (tmp)
-        rm_rf(tmp);
+        unit_rm_rf(tmp);
     free(tmp);
 }
 
@@ -657,7 +631,7 @@ static void test_create_refuses(void)
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
                                       &err), 0);
-    char *tmp = temp_dir();
+    char *tmp = unit_temp_dir("create");
     if (!s || !tmp) {
         tdb_schema_free(s);
         free(tmp);
@@ -714,7 +688,7 @@ static void test_create_refuses(void)
     s->enums = NULL;
     tdb_io_free(&io);
     tdb_schema_free(s);
-    rm_rf(tmp);
+    unit_rm_rf(tmp);
     free(tmp);
 }
 
@@ -736,7 +710,7 @@ static void test_meta_write(void)
 {
     struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    char *tmp = temp_dir();
+    char *tmp = unit_temp_dir("create");
     uint8_t key[32];
     for (int i = 0; i < 32; i++)
         key[i] = (uint8_t)(i * 7 + 1);
@@ -866,7 +840,7 @@ static void test_meta_write(void)
         tdb_io_free(&io);
     }
     tdb_schema_free(s);
-    rm_rf(tmp);
+    unit_rm_rf(tmp);
     free(tmp);
 }
 

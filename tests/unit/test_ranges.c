@@ -9,65 +9,17 @@
 #include "support.h"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define ROWS 64
 #define COLS 1024
 
-static int rm_one(const char *p, const struct stat *st, int flag,
-                  struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-/* A dense FLOAT32 array ROWS x COLS, tiles ty x tx, `filter` its
- * attribute's filters (JSON), written whole, in folder `dir` (or in
- * memory, dir NULL).  @return 0 or an error. */
-static int make_array(struct tdb_io *arr, const char *dir, int ty, int tx,
+/* The array of the tests: ROWS x COLS, tiles 8 x tx, `filter`. */
+static int make_array(struct tdb_io *arr, const char *dir, int tx,
                       const char *filter)
 {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "{\"type\": \"array\", \"schema\": {\"array_type\": "
-             "\"dense\", \"dims\": [{\"name\": \"y\", \"datatype\": "
-             "\"INT32\", \"domain\": [0, %d], \"tile_extent\": %d}, "
-             "{\"name\": \"x\", \"datatype\": \"INT32\", \"domain\": "
-             "[0, %d], \"tile_extent\": %d}], \"attrs\": [{\"name\": "
-             "\"v\", \"datatype\": \"FLOAT32\", \"filters\": [%s]}]}}",
-             ROWS - 1, ty, COLS - 1, tx, filter);
-    struct tdb_schema *s = NULL;
-    struct tdb_error err = {0};
-    struct tdb_io stg;
-    float *v = malloc((size_t)ROWS * COLS * sizeof *v);
-    int r = !v ? TDB_E_NOMEM : dir ? tdb_io_posix(arr, dir) : tdb_io_mem(arr);
-    if (!r && (r = tdb_io_mem(&stg)) != 0)
-        tdb_io_free(arr);
-    if (r) {
-        free(v);
-        return r;
-    }
-    for (size_t i = 0; i < (size_t)ROWS * COLS; i++)
-        v[i] = (float)i * 0.25f;
-    char *name = NULL;
-    if (!(r = tdb_schema_from_json(text, strlen(text), &s, &err)) &&
-        !(r = tdb_array_create(arr, s, NULL, 1, &err)) &&
-        !(r = stg.ops->write_at(stg.ctx, "s/v", 0, v,
-                                (size_t)ROWS * COLS * sizeof *v)))
-        r = tdb_fragment_write(arr, &stg, "s", NULL, 2, &name, &err);
-    if (r)
-        fprintf(stderr, "  array: %s\n", err.msg);
-    free(name);
-    tdb_schema_free(s);
-    tdb_io_free(&stg);
-    free(v);
-    if (r)
-        tdb_io_free(arr);
-    return r;
+    return unit_dense_f32(arr, dir, ROWS, COLS, 8, tx, filter);
 }
 
 /* What one read of [off, off + len) through ranges gave. */
@@ -143,16 +95,6 @@ static size_t ranges_of(const struct tdb_io *io)
     return n;
 }
 
-static char *temp_dir(void)
-{
-    char *t = strdup("/tmp/tdb_test_ranges.XXXXXX");
-    if (t && !mkdtemp(t)) {
-        free(t);
-        return NULL;
-    }
-    return t;
-}
-
 /* The data file of v in the array at dir. */
 static char *data_file(const char *dir)
 {
@@ -172,16 +114,16 @@ static char *data_file(const char *dir)
 
 static void test_wide_tiles_give_ranges(void)
 {
-    char *dir = temp_dir();
+    char *dir = unit_temp_dir("ranges");
     struct tdb_io io;
     CHECK(dir != NULL);
-    if (!dir || make_array(&io, dir, 8, COLS, ""))
+    if (!dir || make_array(&io, dir, COLS, ""))
         goto out;
     CHECK(ranges_of(&io) > 0);
     tdb_io_free(&io);
 out:
     if (dir)
-        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        unit_rm_rf(dir);
     free(dir);
 }
 
@@ -197,18 +139,18 @@ static void test_none_where_they_do_not_pay(void)
         {false, COLS, ""},      /* no descriptors */
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        char *dir = cases[c].local ? temp_dir() : NULL;
+        char *dir = cases[c].local ? unit_temp_dir("ranges") : NULL;
         struct tdb_io io;
         if (cases[c].local && !dir) {
             CHECK(0);
             continue;
         }
-        if (!make_array(&io, dir, 8, cases[c].tx, cases[c].filter)) {
+        if (!make_array(&io, dir, cases[c].tx, cases[c].filter)) {
             CHECK_EQ_INT(ranges_of(&io), 0);
             tdb_io_free(&io);
         }
         if (dir)
-            nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+            unit_rm_rf(dir);
         free(dir);
     }
 }
@@ -217,10 +159,10 @@ static void test_none_where_they_do_not_pay(void)
  * the decoding way reports the tile as corrupt. */
 static void test_damaged_header_read_the_decoding_way(void)
 {
-    char *dir = temp_dir(), *file = NULL;
+    char *dir = unit_temp_dir("ranges"), *file = NULL;
     struct tdb_io io;
     CHECK(dir != NULL);
-    if (!dir || make_array(&io, dir, 8, COLS, ""))
+    if (!dir || make_array(&io, dir, COLS, ""))
         goto out;
     file = data_file(dir);
     CHECK(file != NULL);
@@ -255,7 +197,7 @@ static void test_damaged_header_read_the_decoding_way(void)
     tdb_io_free(&io);
 out:
     if (dir)
-        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        unit_rm_rf(dir);
     free(dir);
     free(file);
 }

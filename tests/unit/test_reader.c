@@ -285,43 +285,7 @@ static void test_small_cache_no_thrash(void)
 
 static int rows_array(struct tdb_io *arr, const char *filter)
 {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "{\"type\": \"array\", \"schema\": {\"array_type\": "
-             "\"dense\", \"dims\": [{\"name\": \"y\", \"datatype\": "
-             "\"INT32\", \"domain\": [0, %d], \"tile_extent\": %d}, "
-             "{\"name\": \"x\", \"datatype\": \"INT32\", \"domain\": "
-             "[0, %d], \"tile_extent\": %d}], \"attrs\": [{\"name\": "
-             "\"v\", \"datatype\": \"FLOAT32\", \"filters\": [%s]}]}}",
-             RT_ROWS - 1, RT_TY, RT_COLS - 1, RT_TX, filter);
-    struct tdb_schema *s = NULL;
-    struct tdb_error err = {0};
-    struct tdb_io stg;
-    float *v = malloc((size_t)RT_ROWS * RT_COLS * sizeof *v);
-    int r = v ? tdb_io_mem(arr) : TDB_E_NOMEM;
-    if (!r && (r = tdb_io_mem(&stg)) != 0)
-        tdb_io_free(arr);
-    if (r) {
-        free(v);
-        return r;
-    }
-    for (size_t i = 0; i < (size_t)RT_ROWS * RT_COLS; i++)
-        v[i] = (float)(i % 977) * 0.5f;
-    char *name = NULL;
-    if (!(r = tdb_schema_from_json(text, strlen(text), &s, &err)) &&
-        !(r = tdb_array_create(arr, s, NULL, 1, &err)) &&
-        !(r = stg.ops->write_at(stg.ctx, "s/v", 0, v,
-                                (size_t)RT_ROWS * RT_COLS * sizeof *v)))
-        r = tdb_fragment_write(arr, &stg, "s", NULL, 2, &name, &err);
-    if (r)
-        fprintf(stderr, "  rows array: %s\n", err.msg);
-    free(name);
-    tdb_schema_free(s);
-    tdb_io_free(&stg);
-    free(v);
-    if (r)
-        tdb_io_free(arr);
-    return r;
+    return unit_dense_f32(arr, NULL, RT_ROWS, RT_COLS, RT_TY, RT_TX, filter);
 }
 
 /* Reads file v of the array at `arr` from start to end through a reader
