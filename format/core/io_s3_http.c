@@ -563,6 +563,17 @@ static void s3_after_fork(struct s3_loop *L)
     L->running = false;
 }
 
+/* Joins the thread that ended, when it ran in this process (a thread of
+ * the process that forked is not here to join): once this returns, its
+ * exit, thread-local destructors included, is over.  L->lock held, or
+ * no other thread uses L; the ended thread takes L->lock no more. */
+static void s3_join(struct s3_loop *L)
+{
+    if (L->joinable && L->pid == getpid())
+        pthread_join(L->thread, NULL);
+    L->joinable = false;
+}
+
 int tdb_s3_submit(struct s3 *s, struct s3_call *c)
 {
     struct s3_loop *L = &s->loop;
@@ -603,18 +614,15 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c)
     L->calls++;
     int r = 0;
     if (!L->running) {
-        pthread_t th;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &at, s3_loop_main, s) == 0) {
+        s3_join(L);
+        if (pthread_create(&L->thread, NULL, s3_loop_main, s) == 0) {
             L->running = true;
+            L->joinable = true;
             L->pid = getpid();
         } else {
             L->tail = s3_unlink(&L->head, c);
             r = TDB_E_NOMEM;
         }
-        pthread_attr_destroy(&at);
     } else {
         curl_multi_wakeup(L->multi);
     }
@@ -708,6 +716,7 @@ void tdb_s3_loop_free(struct s3_loop *L)
         pthread_cond_wait(&L->idle_cv, &L->lock);
     s3_abandon(L);      /* what a fork left queued with no thread */
     pthread_mutex_unlock(&L->lock);
+    s3_join(L);
     for (size_t i = 0; i < L->nidle; i++)
         curl_easy_cleanup(L->idle[i]);
     L->nidle = 0;

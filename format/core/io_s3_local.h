@@ -27,13 +27,19 @@
  * run on libcurl's multi interface, at most max_active at a time.  The
  * thread runs while there is work and ends when there is none; the next
  * call starts it again (so a process that forks after opening a source,
- * as the daemon does, has it in the child). */
+ * as the daemon does, has it in the child).  An ended thread is joined
+ * before the next one starts and when the backend is freed: its exit
+ * runs the thread-local destructors of the libraries it used (OpenSSL's
+ * among them), which must be over before the process exits and
+ * OpenSSL's own clean-up frees what they free. */
 struct s3_loop {
     pthread_mutex_t lock;       /* everything below but idle[] */
     pthread_cond_t idle_cv;     /* running went false */
-    bool running;               /* the thread exists */
+    bool running;               /* the thread runs its loop */
+    bool joinable;              /* `thread` was started and not joined */
     bool stop;                  /* destroy: fail what is left, end */
     pid_t pid;                  /* the process the thread runs in */
+    pthread_t thread;
     CURLM *multi;
     CURLSH *share;              /* DNS and TLS sessions */
     struct s3_call *head, *tail;  /* waiting to start, in order */

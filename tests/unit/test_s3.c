@@ -691,20 +691,26 @@ static void queued_done(struct s3_call *c)
     pthread_mutex_unlock(&q->b->m);
 }
 
-/* Queues a GET of key into q, one call more of b. */
-static int queue_get(struct s3 *s, struct batch *b, struct queued *q,
-                     const char *key)
+/* Queues a GET of key into q, one call more of b, ending with done (which
+ * calls queued_done). */
+static int queue_call(struct s3 *s, struct batch *b, struct queued *q,
+                      const char *key, void (*done)(struct s3_call *c))
 {
     memset(q, 0, sizeof *q);
     snprintf(q->key, sizeof q->key, "%s", key);
     q->c = (struct s3_call){.method = "GET", .key = q->key, .up_fd = -1,
-                            .sink = S3_SINK_MEM, .done = queued_done,
-                            .arg = q};
+                            .sink = S3_SINK_MEM, .done = done, .arg = q};
     q->b = b;
     pthread_mutex_lock(&b->m);
     b->left++;
     pthread_mutex_unlock(&b->m);
     return tdb_s3_submit(s, &q->c);
+}
+
+static int queue_get(struct s3 *s, struct batch *b, struct queued *q,
+                     const char *key)
+{
+    return queue_call(s, b, q, key, queued_done);
 }
 
 /* Waits until at most `left` calls of b are under way. */
@@ -850,6 +856,66 @@ static void test_queue_stall(void)
     http_stop(&srv);
 }
 
+/* A thread-local value whose destructor runs as the I/O thread exits,
+ * slowly, as OpenSSL's per-thread clean-up runs there (set by a call's
+ * done, on the I/O thread). */
+static pthread_key_t exit_key;
+static pthread_mutex_t exit_m = PTHREAD_MUTEX_INITIALIZER;
+static bool exit_over;
+
+static void exit_destructor(void *arg)
+{
+    (void)arg;
+    usleep(300000);
+    pthread_mutex_lock(&exit_m);
+    exit_over = true;
+    pthread_mutex_unlock(&exit_m);
+}
+
+static void exit_done(struct s3_call *c)
+{
+    pthread_setspecific(exit_key, c);
+    queued_done(c);
+}
+
+/* Once tdb_io_free returns, the I/O thread's exit is over, its
+ * thread-local destructors included, whether it ended at the free or
+ * idle before it: else the process may exit meanwhile, and OpenSSL's
+ * clean-up at exit free what the thread's destructor frees (a double
+ * free). */
+static void test_thread_exit(void)
+{
+    struct http_srv srv;
+    CHECK_EQ_INT(http_start(&srv, 0), 0);
+    CHECK_EQ_INT(pthread_key_create(&exit_key, exit_destructor), 0);
+    for (int idle = 0; idle < 2; idle++) {
+        struct tdb_io io = {0};
+        CHECK_EQ_INT(http_backend(&io, &srv, 2, 30), 0);
+        struct s3 *s = io.ctx;
+        struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                          0};
+        struct queued q;
+        exit_over = false;
+        CHECK_EQ_INT(queue_call(s, &b, &q, "obj", exit_done), 0);
+        batch_wait(&b, 0);
+        CHECK_EQ_INT(q.c.r, 0);
+        tdb_s3_call_clear(&q.c);
+        bool running = idle;
+        while (running) {       /* the thread leaves its loop, idle */
+            pthread_mutex_lock(&s->loop.lock);
+            running = s->loop.running;
+            pthread_mutex_unlock(&s->loop.lock);
+            usleep(1000);
+        }
+        tdb_io_free(&io);
+        pthread_mutex_lock(&exit_m);
+        CHECK(exit_over);
+        pthread_mutex_unlock(&exit_m);
+    }
+    pthread_key_delete(exit_key);
+    http_stop(&srv);
+}
+
 int main(void)
 {
     tdb_s3_global_init();
@@ -867,5 +933,6 @@ int main(void)
     RUN(test_queue_bound);
     RUN(test_queue_stall);
     RUN(test_prefetch_reads);
+    RUN(test_thread_exit);
     return unit_done();
 }
