@@ -549,7 +549,7 @@ void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e)
 }
 
 /* e (in the table, READY) is held by no one: to the kept list, to the LRU
- * list, or (TDB_CACHE_DROP, the cache more than a sixteenth full) freed
+ * list, or (TDB_CACHE_DROP, the cache more than half full) freed
  * (c->lock held). */
 static void cache_idle(struct tdb_cache *c, struct tdb_cache_entry *e,
                        unsigned flags)
@@ -557,7 +557,7 @@ static void cache_idle(struct tdb_cache *c, struct tdb_cache_entry *e,
     if (e->keeps) {
         cache_list_push(&c->kept, e);
     } else if ((flags & TDB_CACHE_DROP) &&
-               c->used - c->pooled > c->budget / 16) {
+               c->used - c->pooled > c->budget / 2) {
         cache_unlink(c, e);
         cache_entry_free(c, e);
         c->evictions++;

@@ -123,11 +123,10 @@ int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
 /* One more pin of e (pinned already); tdb_cache_release lets it go. */
 void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e);
-/* With TDB_CACHE_DROP, once the cache is more than a sixteenth full (its
- * pool left out), the tile is freed at once when no one else holds or
- * keeps it (a sequential reader has passed it: keeping it would only push
- * out tiles that may be read again, and its block, decoded into next,
- * spares the kernel faulting in and zeroing new pages). */
+/* With TDB_CACHE_DROP, once the cache is more than half full, the tile is
+ * freed at once when no one else holds or keeps it (a sequential reader
+ * has passed it: keeping it would only push out tiles that may be read
+ * again, and reusing its memory spares the kernel zeroing new pages). */
 #define TDB_CACHE_DROP 1u
 void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
                              unsigned flags);

@@ -158,7 +158,7 @@ static void test_drop_and_hold(void)
     struct loader l = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
     struct tdb_cache_entry *e[4];
     const struct tdb_tile *t;
-    CHECK_EQ_INT(tdb_cache_create(&c, 40000), 0); /* a 16th: 2,500 */
+    CHECK_EQ_INT(tdb_cache_create(&c, 5000), 0); /* half: 2,500 */
     for (uint64_t i = 0; i < 4; i++) {
         struct tdb_cache_key k = {1, 0, i};
         CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
