@@ -137,6 +137,19 @@ def create_prog():
     return find_program(os.path.join('tools', 'tiledbfs-create'))
 
 
+SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'scripts', 'make_sample.py')
+
+
+def make_sample(tmp_path, shape='1024x1024', tile='128x128'):
+    """scripts/make_sample.py's dense array (shape and tile extents RxC) at
+    tmp_path/arr; @return its path."""
+    arr = str(tmp_path / 'arr')
+    subprocess.run(['/usr/bin/python3', SAMPLE, '--shape', shape, '--tile', tile, arr],
+                   check=True, capture_output=True, timeout=CAT_TIMEOUT)
+    return arr
+
+
 def run_cat(prog, source, path, opts=(), timeout=CAT_TIMEOUT, extra=()):
     """Runs tiledbfs-cat; returns the CompletedProcess (bytes)."""
     cmd = [prog] + o_args(list(opts)) + list(extra) + [source, path]

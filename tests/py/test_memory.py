@@ -5,15 +5,11 @@ whatever the number of readers (reads wait for room in the cache rather
 than hold tiles beyond it)."""
 import os
 import random
-import subprocess
 import threading
 
 import numpy
 
-from conftest import CAT_TIMEOUT
-
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SAMPLE = os.path.join(TOP, 'scripts', 'make_sample.py')
+from conftest import make_sample
 
 
 def vm_kib(pid, field):
@@ -22,13 +18,6 @@ def vm_kib(pid, field):
             if line.startswith(field + ':'):
                 return int(line.split()[1])
     raise AssertionError(f'no {field} in /proc/{pid}/status')
-
-
-def sample(tmp_path, shape='1024x1024', tile='128x128'):
-    arr = str(tmp_path / 'arr')
-    subprocess.run(['/usr/bin/python3', SAMPLE, '--shape', shape, '--tile', tile, arr],
-                   check=True, capture_output=True, timeout=CAT_TIMEOUT)
-    return arr
 
 
 def daemon_pid(mount, mnt):
@@ -40,7 +29,7 @@ def test_rss_bounded_over_writes(mount, tmp_path):
     cache_size=4M: the daemon's resident memory stays under the budget plus
     32 MiB (it grew by a whole cache per write when each tree had its own
     and replaced trees lived until the kernel forgot their inodes)."""
-    arr = sample(tmp_path)
+    arr = make_sample(tmp_path)
     mnt = mount(arr, ['rw', 'cache_size=4M'])
     pid = daemon_pid(mount, mnt)
     path = os.path.join(mnt, 'temperature')
@@ -61,7 +50,7 @@ def test_open_file_survives_write(mount, tmp_path):
     """A file open before a write keeps reading the tree it was opened in
     (that tree is closed only when nothing uses it), and a new open sees the
     new tree."""
-    arr = sample(tmp_path, '256x256')
+    arr = make_sample(tmp_path, '256x256')
     mnt = mount(arr, ['rw', 'cache_size=1M'])
     path = os.path.join(mnt, 'count')
     want = numpy.arange(256 * 256, dtype='<i4').tobytes()
@@ -115,7 +104,7 @@ def test_rss_bounded_with_16_readers(mount, tmp_path):
     tiles pinned beyond the budget: about 100 MB with one reader, over
     300 MB with 16)."""
     cols = 4096
-    arr = sample(tmp_path, f'1024x{cols}', '512x1024')
+    arr = make_sample(tmp_path, f'1024x{cols}', '512x1024')
     mnt = mount(arr, ['cache_size=4M'])
     pid = daemon_pid(mount, mnt)
     path = os.path.join(mnt, 'temperature')

@@ -8,23 +8,13 @@ import glob
 import mmap
 import os
 import struct
-import subprocess
 
 import numpy
 import pytest
 
-from conftest import CAT_TIMEOUT, run_cat
+from conftest import make_sample, run_cat
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SAMPLE = os.path.join(TOP, 'scripts', 'make_sample.py')
 CHUNK = 64 * 1024
-
-
-def sample(tmp_path, shape, tile, name='arr'):
-    arr = str(tmp_path / name)
-    subprocess.run(['/usr/bin/python3', SAMPLE, '--shape', shape, '--tile', tile, arr],
-                   check=True, capture_output=True, timeout=CAT_TIMEOUT)
-    return arr
 
 
 def expected_temperature(rows, cols):
@@ -51,7 +41,7 @@ def read_all(path, bs):
 def test_full_row_tiles_spliced(mount, tmp_path, cat_prog):
     """Tiles as wide as the array: a read is long pieces of tiles, spliced;
     no tile is decoded and the bytes are the array's."""
-    arr = sample(tmp_path, '512x2048', '16x2048')   # 256 KiB tiles, 4 chunks
+    arr = make_sample(tmp_path, '512x2048', '16x2048')   # 256 KiB tiles, 4 chunks
     want = expected_temperature(512, 2048)
     mnt = mount(arr)
     got = read_all(os.path.join(mnt, 'temperature'), 1 << 20)
@@ -62,7 +52,7 @@ def test_full_row_tiles_spliced(mount, tmp_path, cat_prog):
 
 
 def test_no_splice_decodes_same_bytes(mount, tmp_path):
-    arr = sample(tmp_path, '512x2048', '16x2048')
+    arr = make_sample(tmp_path, '512x2048', '16x2048')
     mnt = mount(arr, ['no_splice'])
     got = read_all(os.path.join(mnt, 'temperature'), 1 << 20)
     assert got == expected_temperature(512, 2048)
@@ -73,7 +63,7 @@ def test_no_splice_decodes_same_bytes(mount, tmp_path):
 def test_narrow_tiles_same_bytes(mount, tmp_path, tile):
     """Rows crossing tiles: 4 KiB pieces are spliced, 1 KiB ones copied;
     either way the bytes are the array's, at any offset and size."""
-    arr = sample(tmp_path, '256x2048', tile)
+    arr = make_sample(tmp_path, '256x2048', tile)
     want = expected_temperature(256, 2048)
     mnt = mount(arr)
     path = os.path.join(mnt, 'temperature')
@@ -95,7 +85,7 @@ def test_narrow_tiles_same_bytes(mount, tmp_path, tile):
 def test_fill_values_and_two_fragments(mount, tmp_path):
     """A second fragment over part of the region, and cells no fragment
     wrote: pieces of two files and fill values, read exactly."""
-    arr = sample(tmp_path, '256x2048', '16x2048')
+    arr = make_sample(tmp_path, '256x2048', '16x2048')
     mnt = mount(arr, ['rw'])
     new = os.path.join(mnt, '__staging', 'new')
     os.mkdir(new)
@@ -129,7 +119,7 @@ def corrupt_chunk(arr, tile, chunk, chunks_per_tile, tile_bytes):
 
 
 def test_damaged_chunk_header_is_eio(mount, tmp_path):
-    arr = sample(tmp_path, '256x2048', '16x2048')   # 16 tiles of 256 KiB
+    arr = make_sample(tmp_path, '256x2048', '16x2048')   # 16 tiles of 256 KiB
     corrupt_chunk(arr, tile=3, chunk=1, chunks_per_tile=4, tile_bytes=16 * 2048 * 8)
     want = expected_temperature(256, 2048)
     mnt = mount(arr)
