@@ -352,6 +352,7 @@ static int tdbfs_start(struct tdbfs_run *r)
         tdbfs_say_nomem();
         return -1;
     }
+    tdb_cache_huge_pages(r->cache, r->opts.open.huge_pages);
     r->opts.open.cache = r->cache;
     if (tdbm_source_open(&r->src, r->cl.source, &r->opts, why,
                          sizeof why) != 0) {

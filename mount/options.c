@@ -22,6 +22,8 @@ const struct tdbm_option tdbm_option_table[] = {
              "decoding and sparse merge threads (default: one per CPU)"),
     TDBM_OPT("key_file", TDBM_OPT_KEYFILE, key, "key_file=PATH",
              "32-byte AES-256-GCM key"),
+    TDBM_OPT("huge_pages", TDBM_OPT_BOOL, open.huge_pages, "huge_pages",
+             "decode large tiles into transparent huge pages"),
     TDBM_OPT("no_splice", TDBM_OPT_BOOL, no_splice, "no_splice",
              "copy unfiltered tiles into replies, not splice them"),
     TDBM_OPT("rw", TDBM_OPT_BOOL, rw, "rw",

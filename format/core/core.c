@@ -249,9 +249,12 @@ int tdb_buf_reserve(struct tdb_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    uint8_t *p = realloc(b->data, cap);
+    uint8_t *p = b->lent ? malloc(cap) : realloc(b->data, cap);
     if (!p)
         return TDB_E_NOMEM;
+    if (b->lent && b->len)
+        memcpy(p, b->data, b->len);
+    b->lent = false;
     b->data = p;
     b->cap = cap;
     return 0;
@@ -314,9 +317,11 @@ void tdb_buf_free(struct tdb_buf *b)
 {
     if (!b)
         return;
-    free(b->data);
+    if (!b->lent)
+        free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->lent = false;
 }
 
 uint8_t *tdb_buf_take(struct tdb_buf *b, size_t *len)
@@ -326,5 +331,6 @@ uint8_t *tdb_buf_take(struct tdb_buf *b, size_t *len)
         *len = b->len;
     b->data = NULL;
     b->len = b->cap = 0;
+    b->lent = false;
     return p;
 }

@@ -130,11 +130,15 @@ int tdb_keyed_cmp(const void *a, const void *b);
 
 /* ------------------------------------------------------- the output buffer */
 
-/* A growable byte buffer; zero-initialise it ({0}) before use. */
+/* A growable byte buffer; zero-initialise it ({0}) before use.  With
+ * `lent`, data is memory the buffer does not own (a block the tile cache
+ * lends a load): growing past cap moves the bytes to memory of its own
+ * (and clears lent), freeing forgets it; its owner takes it back. */
 struct tdb_buf {
     uint8_t *data;
     size_t len;
     size_t cap;
+    bool lent;
 };
 
 int tdb_buf_reserve(struct tdb_buf *b, size_t extra);  /* cap >= len+extra */

@@ -438,7 +438,8 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
     ld.ncells = tdb_frag_tile_cells(ld.f, ld.t);
     ld.vs = tdb_dt_size(ld.fi.type);
     /* a pooled block from the cache, to decode into */
-    struct tdb_buf data = {tile->data, 0, (size_t)tile->data_cap};
+    struct tdb_buf data = {tile->data, 0, (size_t)tile->data_cap,
+                           tile->data != NULL};
     struct tdb_buf offsets = {0};
     const uint8_t *pooled = tile->data;
     size_t pooled_cap = data.cap;

@@ -2,8 +2,9 @@
  * LRU list of tiles no one holds, list of tiles only kept, pins,
  * single-flight loads, admission of loads against the budget (a queue
  * of the loads that wait for room), and the pool of freed tiles' blocks
- * that loads decode into. */
+ * that loads decode into (large ones on huge pages: blocks.c). */
 #include "read/cache.h"
+#include "read/blocks.h"
 #include "filters/filter.h"
 
 #include <pthread.h>
@@ -74,6 +75,8 @@ struct tdb_cache {
     struct cache_block *pool;       /* most recently freed first */
     uint64_t pooled;                /* its bytes (counted in `used`) */
     uint64_t reused;                /* loads handed a pooled block */
+    struct tdb_blocks blocks;       /* blocks of 256 KiB and more */
+    bool huge;                      /* tdb_cache_huge_pages */
 };
 
 /* What the admission of a load hands its entry: a pooled block (NULL:
@@ -180,18 +183,24 @@ static void cache_unlink(struct tdb_cache *c, struct tdb_cache_entry *e)
     cache_wake(c);
 }
 
+/* Block p, of cap bytes, to the pool (c->lock held). */
+static void cache_pool_put(struct tdb_cache *c, void *p, uint64_t cap)
+{
+    struct cache_block *b = p;
+    b->next = c->pool;
+    b->cap = cap;
+    c->pool = b;
+    c->pooled += cap;
+    c->used += cap;
+}
+
 /* Frees t (c->lock held): its data block, when its size is known and
  * large enough, to the pool (counted in `used`: never more than the tile
  * counted there, whose bytes its entry has given back). */
 static void cache_tile_free(struct tdb_cache *c, struct tdb_tile *t)
 {
     if (t->data && t->data_cap >= TDB_CACHE_POOL_MIN) {
-        struct cache_block *b = (struct cache_block *)(void *)t->data;
-        b->next = c->pool;
-        b->cap = t->data_cap;
-        c->pool = b;
-        c->pooled += b->cap;
-        c->used += b->cap;
+        cache_pool_put(c, t->data, t->data_cap);
         t->data = NULL;
     }
     tdb_tile_free(t);
@@ -205,7 +214,10 @@ static void cache_pool_drop(struct tdb_cache *c)
     c->pool = b->next;
     c->pooled -= b->cap;
     c->used -= b->cap;
-    free(b);
+    if (tdb_blocks_owns(&c->blocks, b))
+        tdb_blocks_put(&c->blocks, b);
+    else
+        free(b);
 }
 
 /* Takes out of the pool the smallest block of size to `most` bytes
@@ -273,7 +285,9 @@ static void cache_evict_for(struct tdb_cache *c, uint64_t need)
  * most `slack` bytes to g->need (c->lock held): of size to twice size
  * bytes, the smallest there is.  When there is none and tiles must be
  * evicted for g->need even once the pool is freed, the least recently
- * used go first, their blocks offered to the load. */
+ * used go first, their blocks offered to the load.  When none of them
+ * fits either, a block of huge pages (blocks.c) where the size is one
+ * they serve. */
 static void cache_grant(struct tdb_cache *c, uint64_t size, uint64_t slack,
                         struct cache_grant *g)
 {
@@ -286,6 +300,13 @@ static void cache_grant(struct tdb_cache *c, uint64_t size, uint64_t slack,
            c->used - c->pooled + need > c->budget) {
         cache_evict_one(c, c->lru.tail);
         b = cache_pool_take(c, size, most);
+    }
+    void *p;
+    size_t cap;
+    if (!b && c->huge && size <= SIZE_MAX &&
+        tdb_blocks_get(&c->blocks, (size_t)size, &p, &cap) == 0) {
+        b = p;
+        b->cap = cap;
     }
     if (!b)
         return;
@@ -468,9 +489,10 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
     if (e)
         return cache_hit(c, e, entry, tile, err);
     if (!(e = calloc(1, sizeof *e))) {
+        if (g.blk)
+            cache_pool_put(c, g.blk, g.blk->cap);
         cache_wake(c);
         pthread_mutex_unlock(&c->lock);
-        free(g.blk);
         return tdb_err(err, TDB_E_NOMEM, "tile cache: out of memory");
     }
     e->key = rq->key;
@@ -479,9 +501,10 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
     e->bytes = g.need + sizeof *e;
     if (e->bytes < g.need)
         e->bytes = UINT64_MAX;
+    uint64_t lent_cap = g.blk ? g.blk->cap : 0;
     if (g.blk) {
         e->tile.data = (uint8_t *)g.blk;
-        e->tile.data_cap = g.blk->cap;
+        e->tile.data_cap = lent_cap;
     }
     size_t b = cache_hash(c, &rq->key);
     e->hnext = c->buckets[b];
@@ -500,6 +523,8 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
     clock_gettime(CLOCK_MONOTONIC, &t1);
 
     pthread_mutex_lock(&c->lock);
+    if (g.blk && e->tile.data != (uint8_t *)g.blk)
+        cache_pool_put(c, g.blk, lent_cap);   /* the load moved off it */
     if (r)
         return cache_load_failed(c, e, r, &lerr, err);
     uint64_t data = e->tile.data_cap > e->tile.size ? e->tile.data_cap
@@ -624,6 +649,14 @@ void tdb_cache_stats(struct tdb_cache *c, struct tdb_cache_stats *st)
     st->decode_ns = c->decode_ns;
     st->pooled = c->pooled;
     st->reused = c->reused;
+    st->huge = c->blocks.mapped;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void tdb_cache_huge_pages(struct tdb_cache *c, bool on)
+{
+    pthread_mutex_lock(&c->lock);
+    c->huge = on;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -768,6 +801,7 @@ void tdb_cache_free(struct tdb_cache *c)
     }
     while (c->pool)
         cache_pool_drop(c);
+    tdb_blocks_fini(&c->blocks);
     free(c->buckets);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->loaded);

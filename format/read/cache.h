@@ -41,8 +41,9 @@ struct tdb_tile {
 void tdb_tile_free(struct tdb_tile *t);
 
 /* Fills *t for key; called with no lock held, at most once at a time per
- * key.  *t is zero but for a block of pooled memory the request's `size`
- * found: t->data, t->data_cap bytes, to decode into or free.  The load
+ * key.  *t is zero but for a block the cache lends for the request's
+ * `size`: t->data, t->data_cap bytes, to decode into (never to free or
+ * realloc: a load that leaves t->data elsewhere gives it back).  The load
  * leaves in t->data_cap the size of the block t->data points to (or 0),
  * and on failure frees what it made of t or leaves it in t.
  * @return 0 or a TDB_E_* code (with err filled). */

@@ -938,6 +938,7 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
             free(fs);
             return tdb_err(err, r, "out of memory");
         }
+        tdb_cache_huge_pages(fs->cache, opts->huge_pages);
         fs->own_cache = true;
     }
     r = tree_add(fs, 0, "", TREE_DIR, &root);
@@ -1362,10 +1363,11 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
                  "hits=%" PRIu64 " misses=%" PRIu64 " decodes=%" PRIu64
                  " decoded_bytes=%" PRIu64 " decode_ms=%" PRIu64
                  " evictions=%" PRIu64 " cache_used=%" PRIu64
-                 " cache_budget=%" PRIu64 " entries=%" PRIu64,
+                 " cache_budget=%" PRIu64 " entries=%" PRIu64
+                 " huge_bytes=%" PRIu64,
                  cs.hits, cs.misses, cs.decodes, cs.decoded_bytes,
                  cs.decode_ns / 1000000, cs.evictions, cs.used, cs.budget,
-                 cs.entries);
+                 cs.entries, cs.huge);
         v = tmp;
     } else if (!n || !n->has_xattrs) {
         return TDB_E_NOENT;

@@ -134,3 +134,35 @@ def test_damaged_chunk_header_is_eio(mount, tmp_path):
         assert os.pread(fd, tile, 4 * tile) == want[4 * tile:5 * tile]
     finally:
         os.close(fd)
+
+
+def test_huge_pages_same_bytes(mount, tmp_path, cat_prog):
+    """-o huge_pages: 256 KiB tiles decode into 2 MiB regions of huge pages
+    (counted in huge_bytes, none without the option) and the bytes are
+    the array's, read whole, at odd offsets, and again from the cache."""
+    arr = make_sample(tmp_path, '512x2048', '16x2048')   # 256 KiB tiles
+    want = expected_temperature(512, 2048)
+    plain = mount(arr, ['no_splice'])
+    assert read_all(os.path.join(plain, 'temperature'), 1 << 20) == want
+    assert stats(plain)['huge_bytes'] == 0
+    mnt = mount(arr, ['no_splice', 'huge_pages', 'cache_size=4M'])
+    path = os.path.join(mnt, 'temperature')
+    assert read_all(path, 1 << 20) == want
+    st = stats(mnt)
+    assert st['decodes'] >= 32
+    if os.path.exists('/sys/kernel/mm/transparent_hugepage'):
+        assert 0 < st['huge_bytes'] <= 6 << 20
+    else:   # a kernel without them: malloc's memory, the same bytes
+        assert st['huge_bytes'] == 0
+    assert st['cache_used'] <= st['cache_budget']
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        for off, n in ((4093, 9000), (len(want) - 100, 1000), (12345, 1 << 20)):
+            buf = mmap.mmap(-1, n)
+            got = os.preadv(fd, [buf], off)
+            assert buf[:got] == want[off:off + n]
+    finally:
+        os.close(fd)
+    assert read_all(path, 1 << 20) == want
+    r = run_cat(cat_prog, arr, 'temperature', ['huge_pages'])
+    assert r.returncode == 0 and r.stdout == want

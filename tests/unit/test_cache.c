@@ -2,8 +2,10 @@
  * pins that survive eviction, failed loads not cached, single-flight,
  * tiles dropped once passed, the most bytes held at once, loads admitted
  * within the budget however many threads ask (one at a time when a tile
- * is larger than it), keeps that a waiting load may free, and the pool
- * of freed tiles' blocks that loads decode into. */
+ * is larger than it), keeps that a waiting load may free, the pool
+ * of freed tiles' blocks that loads decode into, and the blocks on huge
+ * pages (blocks.c) that large tiles decode into. */
+#include "read/blocks.h"
 #include "read/cache.h"
 #include "unit.h"
 
@@ -392,7 +394,7 @@ static int fetch_pooled(struct tdb_cache *c, struct pool_loader *l,
     return tdb_cache_fetch(c, &rq, e, t, NULL);
 }
 
-#define POOL_TILE (256u << 10)
+#define POOL_TILE (128u << 10) /* under TDB_BLOCKS_MIN: malloc's blocks */
 
 /* A tile dropped, or evicted for a load, leaves its block to a load of the
  * same size, which decodes into that very block; used (pool included)
@@ -483,6 +485,140 @@ static void test_pool_freed_first(void)
     tdb_cache_free(c);
 }
 
+#define HUGE_TILE (1u << 20)
+
+/* The allocator alone: two 1 MiB blocks share a 2 MiB-aligned region, a
+ * third maps another; sizes that would leave more than an eighth of a
+ * region unused are refused; a block of 3 MiB has a region of its own; a
+ * block given back while its region is in use comes back zeroed (its
+ * pages returned), and the regions go with their last block. */
+static void test_blocks(void)
+{
+    struct tdb_blocks b = {0};
+    void *p[5];
+    size_t cap;
+    if (!TDB_BLOCKS_ON) {
+        CHECK_EQ_INT(tdb_blocks_get(&b, HUGE_TILE, &p[0], &cap), -1);
+        return;
+    }
+    CHECK_EQ_INT(tdb_blocks_get(&b, HUGE_TILE, &p[0], &cap), 0);
+    CHECK_EQ_INT(cap, HUGE_TILE);
+    CHECK_EQ_INT((uintptr_t)p[0] % (2u << 20), 0);
+    CHECK_EQ_INT(tdb_blocks_get(&b, HUGE_TILE - 100, &p[1], &cap), 0);
+    CHECK_EQ_INT(cap, HUGE_TILE);
+    CHECK((uint8_t *)p[1] == (uint8_t *)p[0] + HUGE_TILE);
+    CHECK_EQ_INT(b.mapped, 2u << 20);
+    CHECK_EQ_INT(tdb_blocks_get(&b, HUGE_TILE, &p[2], &cap), 0);
+    CHECK_EQ_INT(tdb_blocks_get(&b, HUGE_TILE, &p[4], &cap), 0);
+    CHECK_EQ_INT(b.mapped, 4u << 20);
+    CHECK_EQ_INT(tdb_blocks_get(&b, 1152u << 10, &p[3], &cap), -1);
+    CHECK_EQ_INT(tdb_blocks_get(&b, TDB_BLOCKS_MIN - 1, &p[3], &cap), -1);
+    CHECK_EQ_INT(tdb_blocks_get(&b, 3u << 20, &p[3], &cap), 0);
+    CHECK_EQ_INT(cap, 3u << 20);
+    CHECK_EQ_INT(b.mapped, 7u << 20);
+    for (int i = 0; i < 5; i++)
+        CHECK(tdb_blocks_owns(&b, (uint8_t *)p[i] + (i == 3 ? cap - 1 : 0)));
+    int local;
+    CHECK(!tdb_blocks_owns(&b, &local));
+    CHECK(!tdb_blocks_owns(&b, (uint8_t *)p[3] + cap));
+    memset(p[0], 0xab, HUGE_TILE);
+    memset(p[1], 0xcd, HUGE_TILE);
+    tdb_blocks_put(&b, p[0]);   /* its region keeps p[1]: pages returned */
+    CHECK_EQ_INT(b.mapped, 7u << 20);
+    void *again;
+    CHECK_EQ_INT(tdb_blocks_get(&b, HUGE_TILE, &again, &cap), 0);
+    CHECK(again == p[0]);       /* the one free slot */
+    CHECK_EQ_INT(((uint8_t *)again)[0], 0);
+    CHECK_EQ_INT(((uint8_t *)again)[HUGE_TILE - 1], 0);
+    CHECK_EQ_INT(((uint8_t *)p[1])[0], 0xcd);
+    CHECK_EQ_INT(((uint8_t *)p[1])[HUGE_TILE - 1], 0xcd);
+    tdb_blocks_put(&b, p[3]);
+    CHECK_EQ_INT(b.mapped, 4u << 20);
+    tdb_blocks_put(&b, p[2]);
+    tdb_blocks_put(&b, p[4]);
+    CHECK_EQ_INT(b.mapped, 2u << 20);
+    tdb_blocks_put(&b, again);
+    tdb_blocks_put(&b, p[1]);
+    CHECK_EQ_INT(b.mapped, 0);
+    CHECK_EQ_INT(b.n, 0);
+    tdb_blocks_fini(&b);
+}
+
+/* A load that fails, or that leaves the block it was lent, when `mode`
+ * says so (1: fails, 2: decodes into memory of its own). */
+struct lend_loader {
+    int mode, given;
+};
+
+static int load_lent(void *arg, const struct tdb_cache_key *k,
+                     struct tdb_tile *t, struct tdb_error *err)
+{
+    struct lend_loader *l = arg;
+    l->given += t->data != NULL;
+    if (l->mode == 1) {
+        t->data = NULL;
+        return tdb_err(err, TDB_E_CORRUPT, "x.tdb: tile %llu corrupt",
+                       (unsigned long long)k->tile);
+    }
+    if (l->mode == 2 || !t->data) {
+        t->data = malloc(HUGE_TILE);
+        t->data_cap = HUGE_TILE;
+    }
+    memset(t->data, (int)k->tile, HUGE_TILE);
+    t->size = HUGE_TILE;
+    return 0;
+}
+
+/* With huge pages asked for, tiles of 1 MiB decode into the blocks the
+ * cache lends them (where blocks.c gives them); a block a load failed with, or left for
+ * memory of its own, goes back to the pool, and the next load decodes
+ * into it; used stays within the budget, and freeing the cache unmaps
+ * every region. */
+static void test_lent_blocks(void)
+{
+    struct tdb_cache *c;
+    struct lend_loader l = {0, 0};
+    CHECK_EQ_INT(tdb_cache_create(&c, 4 * HUGE_TILE), 0);
+    tdb_cache_huge_pages(c, true);
+    struct tdb_cache_entry *e[3];
+    const struct tdb_tile *t[3];
+    struct tdb_cache_stats st;
+    struct tdb_cache_req rq = {{6, 0, 0}, load_lent, &l, TDB_CACHE_TRY,
+                               HUGE_TILE, HUGE_TILE};
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e[0], &t[0], NULL), 0);
+    CHECK_EQ_INT(t[0]->data[HUGE_TILE - 1], 0);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(l.given, TDB_BLOCKS_ON);
+    CHECK_EQ_INT(st.huge, TDB_BLOCKS_ON ? 2u << 20 : 0);
+    if (TDB_BLOCKS_ON)
+        CHECK_EQ_INT((uintptr_t)t[0]->data % HUGE_TILE, 0);
+    l.mode = 1;
+    rq.key.tile = 1;
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e[1], &t[1], NULL), TDB_E_CORRUPT);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.pooled, TDB_BLOCKS_ON ? HUGE_TILE : 0);
+    CHECK_EQ_INT(st.entries, 1);
+    l.mode = 2;
+    rq.key.tile = 2;
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e[1], &t[1], NULL), 0);
+    CHECK_EQ_INT(t[1]->data[0], 2);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.pooled, TDB_BLOCKS_ON ? HUGE_TILE : 0);
+    CHECK_EQ_INT(st.reused, TDB_BLOCKS_ON);
+    l.mode = 0;
+    rq.key.tile = 3;
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e[2], &t[2], NULL), 0);
+    CHECK_EQ_INT(t[2]->data[7], 3);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.pooled, 0);
+    CHECK_EQ_INT(st.reused, 2 * TDB_BLOCKS_ON);
+    CHECK_EQ_INT(st.huge, TDB_BLOCKS_ON ? 2u << 20 : 0);
+    CHECK(st.used <= st.budget);
+    for (int i = 0; i < 3; i++)
+        tdb_cache_release(c, e[i]);
+    tdb_cache_free(c);
+}
+
 int main(void)
 {
     RUN(test_hit_after_miss);
@@ -493,6 +629,8 @@ int main(void)
     RUN(test_peak);
     RUN(test_pool_reuse);
     RUN(test_pool_freed_first);
+    RUN(test_blocks);
+    RUN(test_lent_blocks);
     RUN(test_waiting_loads_within_budget);
     RUN(test_keep_yields_to_waiting_load);
     return unit_done();
