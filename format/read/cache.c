@@ -574,15 +574,16 @@ void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e)
 }
 
 /* e (in the table, READY) is held by no one: to the kept list, to the LRU
- * list, or (TDB_CACHE_DROP, the cache more than half full) freed
- * (c->lock held). */
+ * list, or (TDB_CACHE_DROP, the cache more than half full, or
+ * TDB_CACHE_DROP_NOW) freed (c->lock held). */
 static void cache_idle(struct tdb_cache *c, struct tdb_cache_entry *e,
                        unsigned flags)
 {
     if (e->keeps) {
         cache_list_push(&c->kept, e);
     } else if ((flags & TDB_CACHE_DROP) &&
-               c->used - c->pooled > c->budget / 2) {
+               ((flags & TDB_CACHE_DROP_NOW) ||
+                c->used - c->pooled > c->budget / 2)) {
         cache_unlink(c, e);
         cache_entry_free(c, e);
         c->evictions++;

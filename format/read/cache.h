@@ -129,6 +129,9 @@ void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e);
  * has passed it: keeping it would only push out tiles that may be read
  * again, and reusing its memory spares the kernel zeroing new pages). */
 #define TDB_CACHE_DROP 1u
+/* With TDB_CACHE_DROP: the tile is freed at once however full the cache
+ * is (a reader going through a file larger than the cache). */
+#define TDB_CACHE_DROP_NOW 2u
 void tdb_cache_release_flags(struct tdb_cache *c, struct tdb_cache_entry *e,
                              unsigned flags);
 

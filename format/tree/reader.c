@@ -108,6 +108,10 @@ struct tdb_reader {
     pthread_cond_t moved;       /* a read began or ended */
     uint64_t ahead_bytes;       /* decoded bytes to keep ahead */
     uint64_t budget;            /* the cache's budget */
+    unsigned drop;              /* the flags a tile passed reading on is
+                                 * let go with: TDB_CACHE_DROP, and
+                                 * TDB_CACHE_DROP_NOW for a file larger
+                                 * than the cache */
     /* a dense view: a tile's pieces all lie within ext (its fragment's
      * tile extent) consecutive indices of dimension slab_dim, slab bytes
      * of the file each (0: not a dense view) */
@@ -156,7 +160,7 @@ static struct rd_pin *rd_find(struct tdb_reader *rd, const struct rd_tile *k)
 static void rd_drop_tile(struct tdb_reader *rd, struct rd_pin *p, bool passed)
 {
     if (p->e)
-        tdb_cache_unkeep(p->k.f->arr->cache, p->e, passed ? TDB_CACHE_DROP : 0);
+        tdb_cache_unkeep(p->k.f->arr->cache, p->e, passed ? rd->drop : 0);
     rd->pinned -= p->bytes;
     *p = rd->pins[--rd->npins];
 }
@@ -674,6 +678,7 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     rd->fs = fs;
     rd->ino = ino;
+    rd->drop = TDB_CACHE_DROP;
     rd->ff = tdb_fs_fieldfile(fs, ino, &rd->head);
     if (rd->ff && (!rd->ff->var || rd->ff->part == TDB_FILE_VALIDITY)) {
         rd->cs = rd->ff->part == TDB_FILE_VALIDITY ? 1 : rd->ff->cell_size;
@@ -709,6 +714,10 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
         struct tdb_cache_stats cs;
         tdb_fs_cache_stats(fs, &cs);
         rd->budget = cs.budget;
+        /* a file the cache cannot hold: a re-read would find none of the
+         * tiles passed, which would only push out other files' */
+        if (st.size > cs.budget)
+            rd->drop |= TDB_CACHE_DROP_NOW;
         if (tdb_cells_dense_shape(rd->ff->cells, &nd, shape) && nd) {
             /* the first dimension that is more than one index wide */
             while (rd->slab_dim + 1 < nd && shape[rd->slab_dim] == 1)
@@ -1072,7 +1081,8 @@ int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
  * closed). */
 struct tdb_read_hold {
     struct tdb_cache *cache;
-    bool passed;                /* a sequential read: tiles it passed go */
+    unsigned drop;              /* flags of a sequential read's release:
+                                 * tiles it passed go (tdb_reader's drop) */
     size_t nheld;
     struct tdb_cache_entry *held[RD_HOLD_TILES];
 };
@@ -1103,7 +1113,7 @@ int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
         sink.full = false;
         r = tdb_fieldfile_segs(rd->ff, off, len, &sink, got, err);
         h->cache = rd->ff->arr->cache;
-        h->passed = rr.seq;
+        h->drop = rr.seq ? rd->drop : 0;
         h->nheld = sink.nheld;
         if (r || sink.full) {
             tdb_reader_done(h);
@@ -1133,7 +1143,7 @@ void tdb_reader_done(struct tdb_read_hold *h)
         return;
     for (size_t i = 0; i < h->nheld; i++)
         tdb_cache_release_flags(h->cache, h->held[i],
-                                h->passed ? TDB_CACHE_DROP : 0);
+                                h->drop);
     free(h);
 }
 

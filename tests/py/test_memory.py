@@ -120,3 +120,32 @@ def test_rss_bounded_with_16_readers(mount, tmp_path):
     hwm = vm_kib(pid, 'VmHWM')
     print(f'{READERS} readers, cache_size=4M: daemon VmHWM {hwm} KiB')
     assert hwm <= (4 + 32) * 1024, f'daemon VmHWM {hwm} KiB with {READERS} readers, cache_size=4M'
+
+
+def cache_stats(mnt):
+    v = os.getxattr(mnt, 'user.tiledbfs.stats').decode()
+    return dict((k, int(x)) for k, x in (p.split('=') for p in v.split()))
+
+
+def test_file_larger_than_cache_leaves_no_tiles(mount, tmp_path):
+    """A file larger than cache_size read from start to end: each tile it
+    passed is let go at once (a re-read could find none of them, and they
+    would push out other files' tiles), so none stays once the read ends;
+    a file the cache can hold keeps its tiles, and a re-read decodes
+    nothing.  The bytes are the array's either way."""
+    arr = make_sample(tmp_path)                   # 8 MiB, 128 KiB tiles
+    r, c = numpy.mgrid[0:1024, 0:1024]
+    want = (20 + r + c / 10).astype('<f8')
+    small = mount(arr, ['cache_size=4M'])
+    got = numpy.fromfile(os.path.join(small, 'temperature'), '<f8')
+    assert numpy.array_equal(got.reshape(1024, 1024), want)
+    st = cache_stats(small)
+    assert st['decodes'] >= 64
+    assert st['entries'] <= 1, st
+    big = mount(arr, ['cache_size=32M'])
+    path = os.path.join(big, 'temperature')
+    assert numpy.array_equal(numpy.fromfile(path, '<f8').reshape(1024, 1024), want)
+    st = cache_stats(big)
+    assert st['decodes'] == 64 and st['entries'] == 64, st
+    assert numpy.array_equal(numpy.fromfile(path, '<f8').reshape(1024, 1024), want)
+    assert cache_stats(big)['decodes'] == 64

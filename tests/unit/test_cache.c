@@ -182,6 +182,18 @@ static void test_drop_and_hold(void)
     CHECK_EQ_INT(t->data[0], 0);
     tdb_cache_release(c, e[0]);
     CHECK_EQ_INT(l.calls, 4);
+    /* TDB_CACHE_DROP_NOW: freed however empty the cache is */
+    struct tdb_cache_key k5 = {1, 0, 5};
+    CHECK_EQ_INT(tdb_cache_get(c, &k5, load_tile, &l, &e[1], &t, NULL), 0);
+    tdb_cache_release_flags(c, e[1], TDB_CACHE_DROP_NOW); /* no DROP: stays */
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 3);
+    CHECK_EQ_INT(tdb_cache_get(c, &k5, load_tile, &l, &e[1], &t, NULL), 0);
+    tdb_cache_release_flags(c, e[1], TDB_CACHE_DROP | TDB_CACHE_DROP_NOW);
+    tdb_cache_stats(c, &st);
+    CHECK_EQ_INT(st.entries, 2);
+    CHECK_EQ_INT(st.evictions, 3);
+    CHECK_EQ_INT(l.calls, 5);
     tdb_cache_free(c);
 }
 
