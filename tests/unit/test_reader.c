@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static struct tdb_fs *open_array(const char *name, struct tdb_io *io,
                                  uint64_t cache, unsigned threads)
@@ -316,8 +317,19 @@ static void rows_read(const struct tdb_io *arr, uint64_t budget, size_t chunk,
     } else {
         uint64_t off = 0;
         size_t want = first ? first : chunk, got = want;
+        int waited = 0;
         while (got == want &&
                tdb_reader_read(rd, off, buf, want, &got, &err) == 0) {
+            /* after each read, until they have, time for the decoding
+             * threads to go ahead into the next row of tiles however
+             * loaded the machine is (2 s in all; the tiles behind the
+             * read are let go at once, the file being larger than these
+             * caches) */
+            while (budget >= RT_ROW + RT_TILE && waited < 2000 &&
+                   tdb_cache_peak(c, false) < RT_ROW + RT_TILE) {
+                usleep(1000);
+                waited++;
+            }
             off += got;
             if (got == want)
                 want = got = chunk;
