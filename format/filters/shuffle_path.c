@@ -18,11 +18,6 @@ const struct tdb_shuffle_path *tdb_shuffle_path(unsigned which)
         return __builtin_cpu_supports("sse2") ? &tdb_shuffle_sse2 : NULL;
     case TDB_SIMD_AVX2:
         return __builtin_cpu_supports("avx2") ? &tdb_shuffle_avx2 : NULL;
-    case TDB_SIMD_AVX512:
-        return __builtin_cpu_supports("avx512f") &&
-                       __builtin_cpu_supports("avx512bw")
-                   ? &tdb_shuffle_avx512
-                   : NULL;
 #endif
     default:
         return NULL;

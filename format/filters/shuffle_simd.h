@@ -3,8 +3,8 @@
  * (filters/xor.md, delta.md), with one implementation per instruction set.
  *
  * Each path is a table of kernels: the portable scalar one (shuffle_simd.c)
- * and, on x86, SSE2, AVX2 and AVX-512 (shuffle_sse2.c, shuffle_avx2.c,
- * shuffle_avx512.c: one algorithm, shuffle_x86.h, compiled for each with
+ * and, on x86, SSE2 and AVX2 (shuffle_sse2.c, shuffle_avx2.c: one
+ * algorithm, shuffle_x86.h, compiled for each with
  * function target attributes, so the build needs no flags and runs on any
  * x86 CPU).  Every path writes the same bytes as the scalar one.  A filter
  * asks for the path its call names (struct tdb_filter_call.simd): 0 means
@@ -40,12 +40,11 @@ enum tdb_simd {
     TDB_SIMD_SCALAR = 1,
     TDB_SIMD_SSE2 = 2,
     TDB_SIMD_AVX2 = 3,
-    TDB_SIMD_AVX512 = 4,
-    TDB_SIMD_COUNT = 5
+    TDB_SIMD_COUNT = 4
 };
 
 struct tdb_shuffle_path {
-    const char *name;           /* "scalar", "sse2", "avx2", "avx512" */
+    const char *name;           /* "scalar", "sse2", "avx2" */
     /* n values of w bytes (any w >= 1) at in -> byte rows at out. */
     void (*byte_fwd)(const uint8_t *in, size_t n, unsigned w, uint8_t *out);
     /* Byte rows of n values of w bytes at in -> the values at out. */
@@ -75,8 +74,7 @@ const struct tdb_shuffle_path *tdb_shuffle_path(unsigned which);
  * defined in their own files, which tdb_shuffle_path (shuffle_path.c)
  * offers only when the CPU has their features. */
 extern const struct tdb_shuffle_path tdb_shuffle_scalar;
-extern const struct tdb_shuffle_path tdb_shuffle_sse2, tdb_shuffle_avx2,
-    tdb_shuffle_avx512;
+extern const struct tdb_shuffle_path tdb_shuffle_sse2, tdb_shuffle_avx2;
 
 /* ------------------------------------------------- scalar pieces, shared */
 

@@ -1,10 +1,10 @@
 /* shuffle_x86.h: the kernels of shuffle_simd.h in x86 vector instructions,
- * one algorithm for SSE2, AVX2 and AVX-512.
+ * one algorithm for SSE2 and AVX2.
  *
- * Included once by each of shuffle_sse2.c, shuffle_avx2.c and
- * shuffle_avx512.c after they define, for their instruction set:
+ * Included once by each of shuffle_sse2.c and shuffle_avx2.c after they
+ * define, for their instruction set:
  *   SX_TARGET     the function attribute target("...")
- *   SX_V          bytes in a vector (16, 32, 64)
+ *   SX_V          bytes in a vector (16, 32)
  *   sx_vec        the vector type
  *   sx_load(p), sx_store(p, v)              unaligned whole vectors
  *   sx_load_lanes(p, s), sx_store_lanes(p, s, v)
@@ -262,7 +262,7 @@ static SX_TARGET void sx_bit_inv(const uint8_t *in, size_t n, unsigned w,
 /* ---------------------------------------------- running XOR and sums */
 
 /* The running values cross every lane, so these work on 16-byte vectors
- * in every path (in AVX encodings under AVX2 and AVX-512). */
+ * in every path (in AVX encodings under AVX2). */
 
 /* a ^ b, or a + b in w-byte integers. */
 SX_INLINE __m128i sx_op(__m128i a, __m128i b, unsigned w, bool add)
