@@ -170,6 +170,21 @@ def fuse_missing():
     return None
 
 
+def private_mount_ns_missing():
+    """Why `unshare --mount --propagation private` cannot run here (not
+    root, no unshare(1), or the system refuses: in a chroot or a package
+    builder, where / is not a mount point), or None."""
+    if os.geteuid() != 0:
+        return 'a mount namespace needs root'
+    if shutil.which('unshare') is None:
+        return 'unshare (util-linux) is not installed'
+    r = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'true'],
+                       capture_output=True, timeout=30)
+    if r.returncode != 0:
+        return f'no private mount namespace here: {r.stderr.decode(errors="replace").strip()}'
+    return None
+
+
 class Mounts:
     """Starts `tiledbfs -f` in the background and unmounts at teardown."""
 

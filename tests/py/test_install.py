@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, MOUNT_TIMEOUT, REPO, fuse_missing, get_case
+from conftest import BUILD, MOUNT_TIMEOUT, REPO, fuse_missing, get_case, private_mount_ns_missing
 
 PROGRAMS = ('tiledbfs', 'tiledbfs-cat', 'tiledbfs-create', 'tiledbfs-copy')
 MAN_DIR = os.path.join(REPO, 'man')
@@ -150,10 +150,9 @@ def need_root_mounts():
         pytest.skip('mount.fuse3 (package fuse3) is not installed')
     if not os.path.isdir('/usr/local/sbin'):
         pytest.skip('/usr/local/sbin does not exist (the first folder of /bin/sh\'s PATH)')
-    r = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'true'],
-                       capture_output=True, timeout=30)
-    if r.returncode != 0:
-        pytest.skip(f'no private mount namespace here: {r.stderr.decode(errors="replace").strip()}')
+    why = private_mount_ns_missing()
+    if why:
+        pytest.skip(why)
 
 
 def daemons_on(mnt):

@@ -1,12 +1,11 @@
 """test_logging.py: where the daemon's log lines go (README "Options", -o log=): the reason of a damaged tile's EIO is written where --help says, with no syslog listening (a mount namespace without /dev/log: the file /var/log/tiledbfs.log), and in a log=FILE."""
 import errno
 import os
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import CAT_TIMEOUT, MOUNT_TIMEOUT, fuse_missing, get_case
+from conftest import CAT_TIMEOUT, MOUNT_TIMEOUT, fuse_missing, get_case, private_mount_ns_missing
 from test_errors import copy_case, data_file
 
 # Run inside a mount namespace of its own: /dev/log hidden (an empty file
@@ -56,8 +55,9 @@ def test_no_syslog_logs_to_a_file(fs_prog, tmp_path):
     why = fuse_missing()
     if why:
         pytest.skip(f'no FUSE here: {why}')
-    if os.geteuid() != 0 or not shutil.which('unshare'):
-        pytest.skip('hiding /dev/log needs root and unshare(1) (a mount namespace)')
+    why = private_mount_ns_missing()
+    if why:
+        pytest.skip(f'hiding /dev/log needs a private mount namespace: {why}')
     assert 'when no syslog listens at /dev/log, the file /var/log/tiledbfs.log (root)' \
         in help_text(fs_prog), help_text(fs_prog)
     array, fname = damaged_array(tmp_path)
