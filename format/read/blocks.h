@@ -10,7 +10,9 @@
  * of their own.  A slot given back while its region has others in use
  * has its pages returned to the system (MADV_DONTNEED); a region with
  * none in use is unmapped.  The memory they hold is therefore the slots
- * in use, which the cache counts.
+ * in use, which the cache counts.  The regions that have a free slot are
+ * listed by slot size, so a block is found, given and given back in
+ * O(log regions), whatever their number.
  *
  * Not thread-safe: the cache calls these under its lock.  Where the
  * system has no madvise(MADV_HUGEPAGE), and under AddressSanitizer
@@ -45,10 +47,20 @@
 
 struct tdb_blocks_region;
 
+/* slot sizes of regions of more than one slot: 64 KiB steps below 2 MiB */
+#define TDB_BLOCKS_SIZES 32
+
+/* The bases of the regions of one slot size that have a free slot. */
+struct tdb_blocks_free {
+    uint8_t **base;
+    size_t n, cap;
+};
+
 struct tdb_blocks {
     struct tdb_blocks_region *r;        /* sorted by address */
     size_t n, cap;
     uint64_t mapped;                    /* bytes of the regions */
+    struct tdb_blocks_free free[TDB_BLOCKS_SIZES];  /* by slot / 64 KiB */
 };
 
 /* A block of at least `size` bytes into *p, its size into *cap.
@@ -59,8 +71,9 @@ int tdb_blocks_get(struct tdb_blocks *b, size_t size, void **p, size_t *cap);
 /* True when p is a block of b's (one tdb_blocks_get gave). */
 bool tdb_blocks_owns(const struct tdb_blocks *b, const void *p);
 
-/* Gives block p (one of b's) back. */
-void tdb_blocks_put(struct tdb_blocks *b, void *p);
+/* Gives block p back when it is one of b's.  @return true when it was
+ * (then it is b's again), false when p is none of b's (untouched). */
+bool tdb_blocks_put(struct tdb_blocks *b, void *p);
 
 /* Unmaps every region (the blocks in use with them). */
 void tdb_blocks_fini(struct tdb_blocks *b);

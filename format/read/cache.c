@@ -214,9 +214,7 @@ static void cache_pool_drop(struct tdb_cache *c)
     c->pool = b->next;
     c->pooled -= b->cap;
     c->used -= b->cap;
-    if (tdb_blocks_owns(&c->blocks, b))
-        tdb_blocks_put(&c->blocks, b);
-    else
+    if (!tdb_blocks_put(&c->blocks, b))
         free(b);
 }
 

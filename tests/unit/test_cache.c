@@ -556,6 +556,47 @@ static void test_blocks(void)
     tdb_blocks_fini(&b);
 }
 
+/* Many regions of one slot size: a block given back in any of them is
+ * the next one given, before a region is added; a block of another size
+ * never takes it; put says whether the block was one of b's; and with
+ * every block back, no region and no listed one is left. */
+static void test_blocks_many(void)
+{
+    enum { REGIONS = 20, PER = 8, SMALL = 256u << 10 };
+    static void *p[REGIONS * PER];
+    struct tdb_blocks b = {0};
+    void *q, *r, *other;
+    size_t cap;
+    int local;
+    if (!TDB_BLOCKS_ON)
+        return;
+    for (int i = 0; i < REGIONS * PER; i++)
+        CHECK_EQ_INT(tdb_blocks_get(&b, SMALL, &p[i], &cap), 0);
+    CHECK_EQ_INT(b.n, REGIONS);
+    CHECK_EQ_INT(b.mapped, (uint64_t)REGIONS << 21);
+    CHECK_EQ_INT(b.free[SMALL >> 16].n, 0);     /* all full */
+    CHECK(tdb_blocks_put(&b, p[3 * PER + 5]));
+    CHECK(tdb_blocks_put(&b, p[17 * PER]));
+    CHECK_EQ_INT(b.free[SMALL >> 16].n, 2);
+    CHECK_EQ_INT(tdb_blocks_get(&b, 512u << 10, &other, &cap), 0);
+    CHECK_EQ_INT(b.n, REGIONS + 1);             /* a region of its own */
+    CHECK_EQ_INT(tdb_blocks_get(&b, SMALL, &q, &cap), 0);
+    CHECK_EQ_INT(tdb_blocks_get(&b, SMALL, &r, &cap), 0);
+    CHECK((q == p[3 * PER + 5] && r == p[17 * PER]) ||
+          (r == p[3 * PER + 5] && q == p[17 * PER]));
+    CHECK_EQ_INT(b.n, REGIONS + 1);
+    CHECK_EQ_INT(b.free[SMALL >> 16].n, 0);
+    CHECK(!tdb_blocks_put(&b, &local));
+    CHECK(tdb_blocks_put(&b, other));
+    for (int i = 0; i < REGIONS * PER; i++)
+        CHECK(tdb_blocks_put(&b, p[i]));
+    CHECK_EQ_INT(b.n, 0);
+    CHECK_EQ_INT(b.mapped, 0);
+    for (int i = 0; i < TDB_BLOCKS_SIZES; i++)
+        CHECK_EQ_INT(b.free[i].n, 0);
+    tdb_blocks_fini(&b);
+}
+
 /* A load that fails, or that leaves the block it was lent, when `mode`
  * says so (1: fails, 2: decodes into memory of its own). */
 struct lend_loader {
@@ -642,6 +683,7 @@ int main(void)
     RUN(test_pool_reuse);
     RUN(test_pool_freed_first);
     RUN(test_blocks);
+    RUN(test_blocks_many);
     RUN(test_lent_blocks);
     RUN(test_waiting_loads_within_budget);
     RUN(test_keep_yields_to_waiting_load);
