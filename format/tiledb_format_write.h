@@ -164,6 +164,53 @@ bool tdb_staged_is_trash(const char *name);
 int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
                      size_t *removed, struct tdb_error *err);
 
+/* ------------------------------------------------------ consolidation */
+
+/* What a consolidation or a vacuum did. */
+struct tdb_cons_result {
+    uint64_t merged;    /* entries of the new file (commits, footers) */
+    uint64_t removed;   /* files removed */
+    char name[256];     /* the new file, relative to the array; "" when
+                         * there was nothing to consolidate */
+};
+
+/* Consolidates the commits of the array at the root of io as TileDB's
+ * commits consolidation does (sm.consolidation.mode=commits): one
+ * __commits/<timestamped name>.con naming every commit (a delete's with
+ * its condition), the name's times those of the first and last.  A .con
+ * that already names every commit is left as it is.  key: the array's
+ * (NULL: none), to read its schema.  TDB_E_UNSUPPORTED below format 12.
+ * The new file is published whole (written, synced, renamed): a kill
+ * leaves the array as it was, or with the new file, and a run after it
+ * works. */
+int tdb_consolidate_commits(const struct tdb_io *io, const uint8_t *key,
+                            struct tdb_cons_result *r, struct tdb_error *err);
+
+/* Removes what commits consolidation superseded, as TileDB's vacuum does:
+ * the commit files a .con names, then, when one .con names every commit,
+ * the other .con and the .ign files; and what a killed consolidation
+ * left.  Every file it removes is named by a file it keeps, so a reader
+ * sees the same array at every step. */
+int tdb_vacuum_commits(const struct tdb_io *io, struct tdb_cons_result *r,
+                       struct tdb_error *err);
+
+/* Consolidates the footers of the array's live fragments (format 3 on)
+ * into one consolidated fragment metadata file (sm.consolidation.mode=
+ * fragment_meta), __fragment_meta/<timestamped name>.meta (the array's
+ * folder below format 12), encrypted with key when the array is, so that
+ * an open reads one file instead of one per fragment.  Nothing is done
+ * for fewer than two fragments.  Published whole, as above. */
+int tdb_consolidate_fragment_meta(const struct tdb_io *io, const uint8_t *key,
+                                  struct tdb_cons_result *r,
+                                  struct tdb_error *err);
+
+/* Removes every consolidated fragment metadata file but those of the
+ * latest end time, as TileDB's vacuum does, and what a killed
+ * consolidation left. */
+int tdb_vacuum_fragment_meta(const struct tdb_io *io,
+                             struct tdb_cons_result *r,
+                             struct tdb_error *err);
+
 /* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
  * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
  * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a

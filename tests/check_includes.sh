@@ -6,7 +6,8 @@
 #     tiledb_format_write.h (writing).
 #  2. Inside format/, each folder includes headers of its own folder and of
 #     the folders below it only.  Bottom up: core, filters, model, then
-#     read and write side by side (neither includes the other), then tree.
+#     read and write side by side (neither includes the other), then tree
+#     and consolidate side by side (the reader feeding the writer).
 #  3. With the engine built (its objects in $top_builddir), the same order
 #     holds for calls (nm: the object that uses a symbol and the one that
 #     defines it), and no two files of format/ need each other, directly or
@@ -39,7 +40,7 @@ rank() {
     filters) echo 1 ;;
     model) echo 2 ;;
     read | write) echo 3 ;;
-    tree) echo 4 ;;
+    tree | consolidate) echo 4 ;;
     *) echo -1 ;;
     esac
 }
@@ -116,7 +117,7 @@ function folder(f,   p) { split(f, p, "/"); return p[2] }
 function rank(d) {
     if (d == "core") return 0; if (d == "filters") return 1
     if (d == "model") return 2; if (d == "read" || d == "write") return 3
-    if (d == "tree") return 4; return -1
+    if (d == "tree" || d == "consolidate") return 4; return -1
 }
 # format/x/libtdbformat_a-name.o -> format/x/name.c
 function source(o,   s) {

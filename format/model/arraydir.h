@@ -76,6 +76,38 @@ int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
 
 void tdb_arraydir_free(struct tdb_arraydir *d);
 
+/* A commit as TileDB's commits consolidation takes it. */
+struct tdb_commit {
+    char *marker;       /* relative to the array root: "__commits/N.wrt",
+                         * "__commits/N.del", a legacy "N.ok" */
+    char *cond_path;    /* a delete (or update): the file its condition tile
+                         * is in (the .del itself, or a .con); else NULL */
+    uint64_t cond_off, cond_size;
+    bool in_con;        /* named by a .con */
+    bool on_disk;       /* a file of that name is in the folder */
+};
+
+/* Every commit of an array (format 12 on), and the files that list them. */
+struct tdb_commits {
+    /* TileDB's order: those the .con files name (less those an .ign
+     * names), sorted by marker; then the .ok files of the root and the
+     * .wrt and .del files of __commits that no .con names, by name. */
+    size_t n;
+    struct tdb_commit *v;
+    size_t ncons, nignores;
+    char **cons, **ignores;     /* relative paths */
+    /* Index in cons of a .con that names every consolidated commit and
+     * nothing else (the other .con files and the .ign files are then
+     * superseded), or -1. */
+    long whole;
+};
+
+/* Lists the commits of the array at the root of io.  Free with
+ * tdb_commits_free (also after an error). */
+int tdb_arraydir_commits(const struct tdb_io *io, struct tdb_commits *out,
+                         struct tdb_error *err);
+void tdb_commits_free(struct tdb_commits *c);
+
 /* True when the folder at the root of io looks like an array / a group. */
 bool tdb_is_array(const struct tdb_io *io, const char *path);
 bool tdb_is_group(const struct tdb_io *io, const char *path);

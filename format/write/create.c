@@ -43,11 +43,8 @@ static void create_gt_pipeline(struct tdb_pipeline *p, struct tdb_filter f[2],
     p->f = f;
 }
 
-/* `payload` as one generic tile of CHAR cells (TileDB's generic tile
- * datatype), appended to out. */
-static int create_generic_tile(const struct tdb_buf *payload,
-                               const uint8_t *key, struct tdb_buf *out,
-                               struct tdb_error *err)
+int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
+                           struct tdb_buf *out, struct tdb_error *err)
 {
     struct tdb_filter f[2];
     struct tdb_pipeline p;
@@ -82,7 +79,7 @@ static int create_enumeration(const struct tdb_io *io,
     if ((rc = tdb_enumeration_serialize(e, &payload)))
         rc = tdb_err(err, rc, "enumeration '%s': cannot serialise it",
                      e->name ? e->name : "");
-    else if (!(rc = create_generic_tile(&payload, key, &file, err)))
+    else if (!(rc = tdb_write_generic_tile(&payload, key, &file, err)))
         rc = tdb_io_publish(io, tmp, final, file.data, file.len, err);
     tdb_buf_free(&payload);
     tdb_buf_free(&file);
@@ -189,7 +186,7 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
     if ((rc = tdb_schema_check(s, err)))
         return tdb_err_ctx(err, rc, "cannot create the array");
     if (!(rc = tdb_schema_serialize(s, &payload, err)) &&
-        !(rc = create_generic_tile(&payload, key, &file, err)) &&
+        !(rc = tdb_write_generic_tile(&payload, key, &file, err)) &&
         !(rc = tdb_random(rnd, 16, err)) &&
         !(rc = create_folders(io, &made_root, &made, err))) {
         if (!timestamp_ms)
@@ -288,7 +285,7 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
                      meta_dir, name);
         goto out;
     }
-    if ((rc = create_generic_tile(&payload, key, &file, err)))
+    if ((rc = tdb_write_generic_tile(&payload, key, &file, err)))
         goto out;
     if ((rc = io->ops->mkdir(io->ctx, meta_dir))) {
         rc = tdb_err(err, rc, "%s: cannot make the folder: %s", meta_dir,

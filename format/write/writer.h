@@ -10,6 +10,12 @@
 #include "core/names.h"
 #include "model/schema.h"
 
+/* `payload` as one generic tile of CHAR cells as TileDB writes a file
+ * of one (schemas, metadata, consolidated lists): GZIP level 1, then
+ * AES-256-GCM when key is non-NULL.  Appended to out (create.c). */
+int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
+                           struct tdb_buf *out, struct tdb_error *err);
+
 /* ------------------------------------------ consolidated fragments */
 
 /* What TileDB's fragment consolidation stores in a sparse fragment beside

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import BUILD, MOUNT_TIMEOUT, REPO, fuse_missing, get_case, private_mount_ns_missing
 
-PROGRAMS = ('tiledbfs', 'tiledbfs-cat', 'tiledbfs-create', 'tiledbfs-copy')
+PROGRAMS = ('tiledbfs', 'tiledbfs-cat', 'tiledbfs-create', 'tiledbfs-copy',
+            'tiledbfs-consolidate')
 MAN_DIR = os.path.join(REPO, 'man')
 SCRIPT_TIMEOUT = 120   # seconds for one script in a private mount namespace
 # /bin/sh's own PATH: mount(8) clears the environment's, so mount.fuse3's
@@ -120,6 +121,7 @@ def help_options(prog_rel):
     ('tiledbfs-cat', 'tools/tiledbfs-cat', None),
     ('tiledbfs-create', 'tools/tiledbfs-create', None),
     ('tiledbfs-copy', 'tools/tiledbfs-copy', None),
+    ('tiledbfs-consolidate', 'tools/tiledbfs-consolidate', None),
 ])
 def test_man_page_lists_every_option(prog, rel, own_flags):
     """Every -o option of --help (and every flag: for tiledbfs, its own and

@@ -1,0 +1,88 @@
+/* cons.c: what the consolidations share (cons.h). */
+#include "consolidate/cons.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int tdb_cons_array_load(const struct tdb_io *io, const uint8_t *key,
+                        struct tdb_cons_array *a, struct tdb_error *err)
+{
+    memset(a, 0, sizeof *a);
+    int r = tdb_arraydir_load(io, 0, UINT64_MAX, &a->dir, err);
+    if (!r)
+        r = tdb_array_schemas_load(io, a->dir, key, &a->schemas, &a->latest,
+                                   err);
+    if (r)
+        return r;
+    if (a->latest->encryption == TDB_AES_256_GCM) {
+        if (!key)
+            return tdb_err(err, TDB_E_NOKEY,
+                           "the array is encrypted: a key is needed");
+        a->key = key;
+    }
+    a->write_version =
+        a->latest->version < 7 ? TDB_WRITE_VERSION : a->latest->version;
+    return 0;
+}
+
+void tdb_cons_array_free(struct tdb_cons_array *a)
+{
+    for (size_t i = 0; i < a->schemas.n; i++)
+        tdb_schema_free(a->schemas.v[i]);
+    free(a->schemas.v);
+    tdb_arraydir_free(a->dir);
+    memset(a, 0, sizeof *a);
+}
+
+int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
+                  const char *suffix, char *out, char *tmp, size_t cap,
+                  struct tdb_error *err)
+{
+    uint8_t rnd[16];
+    char name[96];
+    int r = tdb_random(rnd, sizeof rnd, err);
+    if (r)
+        return r;
+    tdb_tsname_make(name, sizeof name, t1, t2, rnd, version);
+    const char *sep = dir[0] ? "/" : "";
+    if (snprintf(out, cap, "%s%s%s%s", dir, sep, name, suffix) >= (int)cap ||
+        snprintf(tmp, cap, "%s%s.%s%s.tmp", dir, sep, name, suffix) >=
+            (int)cap)
+        return tdb_err(err, TDB_E_INVAL, "%s: name too long", dir);
+    return 0;
+}
+
+int tdb_cons_remove(const struct tdb_io *io, const char *path,
+                    struct tdb_cons_result *r, struct tdb_error *err)
+{
+    int rc = io->ops->remove(io->ctx, path);
+    if (rc == TDB_E_NOENT)
+        return 0;
+    if (rc)
+        return tdb_err(err, rc, "%s: cannot remove it", path);
+    r->removed++;
+    return 0;
+}
+
+int tdb_cons_sweep(const struct tdb_io *io, const char *dir,
+                   const char *suffix, struct tdb_cons_result *r,
+                   struct tdb_error *err)
+{
+    struct tdb_names names = {0};
+    char end[32], path[TDB_MAX_NAME + 64];
+    int rc = tdb_io_names(io, dir, &names, err);
+    snprintf(end, sizeof end, "%s.tmp", suffix);
+    size_t el = strlen(end);
+    for (size_t i = 0; !rc && i < names.n; i++) {
+        const char *nm = names.v[i];
+        size_t nl = strlen(nm);
+        if (names.is_dir[i] || strncmp(nm, ".__", 3) || nl <= el + 3 ||
+            strcmp(nm + nl - el, end) ||
+            snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "",
+                     nm) >= (int)sizeof path)
+            continue;
+        rc = tdb_cons_remove(io, path, r, err);
+    }
+    tdb_names_free(&names);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* cons.h: what the consolidations and vacuums of format/consolidate/
+ * share (their calls are public: tiledb_format_write.h): the array as
+ * they find it, and the name of the file a consolidation writes. */
+#ifndef TDB_CONS_H
+#define TDB_CONS_H
+
+#include "model/arraydir.h"
+#include "model/schemas.h"
+#include "tiledb_format_write.h"
+
+/* The array at the root of io as a consolidation opens it: its folder
+ * over every timestamp, its schemas and the newest one. */
+struct tdb_cons_array {
+    struct tdb_arraydir *dir;
+    struct tdb_schema_set schemas;
+    const struct tdb_schema *latest;
+    uint32_t write_version;     /* what TileDB writes for this array: the
+                                 * newest schema's version, or 22 below 7 */
+    const uint8_t *key;         /* NULL unless the array is encrypted */
+};
+
+/* Loads a; a key is needed (TDB_E_NOKEY) when the array is encrypted.
+ * Free with tdb_cons_array_free, on failure too. */
+int tdb_cons_array_load(const struct tdb_io *io, const uint8_t *key,
+                        struct tdb_cons_array *a, struct tdb_error *err);
+void tdb_cons_array_free(struct tdb_cons_array *a);
+
+/* The name of a consolidated file "DIR/__t1_t2_<uuid>[_v]SUFFIX" (v left
+ * out when version is 0) into out[cap], and its temporary name (what
+ * tdb_io_publish writes first: DIR/.NAME.tmp, which no reader lists)
+ * into tmp[cap]. */
+int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
+                  const char *suffix, char *out, char *tmp, size_t cap,
+                  struct tdb_error *err);
+
+/* Removes file `path` (relative to the array), counting it in r->removed;
+ * a file already gone is no error. */
+int tdb_cons_remove(const struct tdb_io *io, const char *path,
+                    struct tdb_cons_result *r, struct tdb_error *err);
+
+/* Removes the temporary files ("DIR/.__*SUFFIX.tmp") a consolidation
+ * killed before its rename left in folder dir. */
+int tdb_cons_sweep(const struct tdb_io *io, const char *dir,
+                   const char *suffix, struct tdb_cons_result *r,
+                   struct tdb_error *err);
+
+#endif

@@ -1,0 +1,405 @@
+/* test_consolidate.c: consolidation and vacuum of fragment metadata and
+ * commits (format/consolidate/): what they write is what TileDB 2.29
+ * wrote for the corpus's consolidated cases, byte for byte; every corpus
+ * array reads the same after them; a kill at any step leaves the array
+ * readable as before and a run after it finishes the work. */
+#include "unit.h"
+#include "support.h"
+
+#include "model/generic_tile.h"
+#include "tiledb_format_write.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A copy of corpus case `name`'s array in a new temp folder (*dir, freed
+ * and removed by the caller with unit_rm_rf), opened as *io. */
+static bool copy_case(const char *name, char **dir, struct tdb_io *io)
+{
+    char path[4096];
+    struct tdb_io src;
+    *dir = unit_temp_dir("cons");
+    CHECK(*dir != NULL);
+    if (!*dir)
+        return false;
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
+    CHECK_EQ_INT(tdb_io_posix(io, *dir), 0);
+    CHECK_EQ_INT(unit_copy_tree(&src, "", io, ""), 0);
+    tdb_io_free(&src);
+    return !unit_cur_failed;
+}
+
+static void drop_case(char *dir, struct tdb_io *io)
+{
+    tdb_io_free(io);
+    unit_rm_rf(dir);
+    free(dir);
+}
+
+/* The name of the one file of folder `dir` of io ending in `suffix`
+ * (NULL when there is not exactly one). */
+static char *only_file(const struct tdb_io *io, const char *dir,
+                       const char *suffix)
+{
+    struct tdb_names n = {0};
+    struct tdb_error err = {0};
+    char *found = NULL;
+    int count = 0;
+    CHECK_EQ_INT(tdb_io_names(io, dir, &n, &err), 0);
+    for (size_t i = 0; i < n.n; i++) {
+        size_t l = strlen(n.v[i]), sl = strlen(suffix);
+        if (l >= sl && !strcmp(n.v[i] + l - sl, suffix)) {
+            count++;
+            free(found);
+            found = tdb_path_join(dir, n.v[i]);
+        }
+    }
+    tdb_names_free(&n);
+    if (count != 1) {
+        free(found);
+        return NULL;
+    }
+    return found;
+}
+
+/* Files of folder dir of io whose names end in suffix. */
+static size_t count_files(const struct tdb_io *io, const char *dir,
+                          const char *suffix)
+{
+    struct tdb_names n = {0};
+    struct tdb_error err = {0};
+    size_t count = 0;
+    CHECK_EQ_INT(tdb_io_names(io, dir, &n, &err), 0);
+    for (size_t i = 0; i < n.n; i++) {
+        size_t l = strlen(n.v[i]), sl = strlen(suffix);
+        count += l >= sl && !strcmp(n.v[i] + l - sl, suffix);
+    }
+    tdb_names_free(&n);
+    return count;
+}
+
+static uint8_t *read_whole(const struct tdb_io *io, const char *path,
+                           uint64_t *size)
+{
+    struct tdb_error err = {0};
+    uint8_t *b = NULL;
+    *size = 0;
+    if (tdb_io_size(io, path, size, &err) == 0 &&
+        (b = malloc(*size ? (size_t)*size : 1)) != NULL &&
+        tdb_io_read(io, path, 0, b, (size_t)*size, &err) != 0) {
+        free(b);
+        b = NULL;
+    }
+    CHECK(b != NULL);
+    return b;
+}
+
+/* ---------------------------------------------------- as TileDB wrote */
+
+/* consolidated_commits holds the .con TileDB wrote for three fragments
+ * (their .wrt files vacuumed).  With the .wrt files back and the .con
+ * gone, the commits consolidation writes the same bytes, under a name of
+ * the same times and version; the vacuum then removes the three .wrt
+ * files and nothing else, and a second consolidation has nothing to do. */
+static void test_commits_as_tiledb(void)
+{
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    char *dir, *con;
+    uint64_t n, m;
+    if (!copy_case("consolidated_commits", &dir, &io))
+        return;
+    con = only_file(&io, "__commits", ".con");
+    CHECK(con != NULL);
+    uint8_t *theirs = con ? read_whole(&io, con, &n) : NULL;
+    if (!theirs) {
+        free(con);
+        drop_case(dir, &io);
+        return;
+    }
+    /* the .wrt files the .con names, then no .con */
+    for (char *p = (char *)theirs, *nl; (nl = memchr(p, '\n', theirs + n -
+                                                     (uint8_t *)p));
+         p = nl + 1) {
+        char wrt[256];
+        snprintf(wrt, sizeof wrt, "%.*s", (int)(nl - p), p);
+        unit_put(&io, wrt, "", 0);
+    }
+    CHECK_EQ_INT(io.ops->remove(io.ctx, con), 0);
+    CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
+    CHECK_EQ_INT(r.merged, 3);
+    CHECK(!strncmp(r.name, "__commits/__1_3_", 16));
+    CHECK(strlen(r.name) == strlen(con) &&
+          !strcmp(r.name + strlen(r.name) - 7, "_22.con"));
+    uint8_t *ours = read_whole(&io, r.name, &m);
+    CHECK(ours && unit_same_bytes("the .con", ours, m, theirs, n));
+    free(ours);
+    CHECK_EQ_INT(count_files(&io, "__commits", ".wrt"), 3);
+    CHECK_EQ_INT(tdb_vacuum_commits(&io, &r, &err), 0);
+    CHECK_EQ_INT(r.removed, 3);
+    CHECK_EQ_INT(count_files(&io, "__commits", ".wrt"), 0);
+    CHECK_EQ_INT(count_files(&io, "__commits", ".con"), 1);
+    CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
+    CHECK_EQ_INT(r.name[0], 0);
+    free(theirs);
+    free(con);
+    drop_case(dir, &io);
+}
+
+/* consolidated_fragment_meta holds the .meta TileDB wrote for its three
+ * fragments.  Without it, the fragment metadata consolidation writes a
+ * file of the same times whose contents (the generic tile decoded) are
+ * TileDB's, byte for byte. */
+static void test_fragment_meta_as_tiledb(void)
+{
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    struct tdb_buf theirs = {0}, ours = {0};
+    uint64_t next;
+    char *dir, *meta;
+    if (!copy_case("consolidated_fragment_meta", &dir, &io))
+        return;
+    meta = only_file(&io, "__fragment_meta", ".meta");
+    CHECK(meta != NULL);
+    if (meta) {
+        CHECK_EQ_INT(tdb_generic_tile_read(&io, meta, 0, NULL, &theirs, &next,
+                                           &err), 0);
+        CHECK_EQ_INT(io.ops->remove(io.ctx, meta), 0);
+    }
+    CHECK_EQ_INT(tdb_consolidate_fragment_meta(&io, NULL, &r, &err), 0);
+    CHECK_EQ_INT(r.merged, 3);
+    CHECK(!strncmp(r.name, "__fragment_meta/__1_3_", 22));
+    CHECK_EQ_INT(tdb_generic_tile_read(&io, r.name, 0, NULL, &ours, &next,
+                                       &err), 0);
+    CHECK(theirs.len > 100 && unit_same_bytes("the .meta's contents",
+                                              ours.data, ours.len,
+                                              theirs.data, theirs.len));
+    tdb_buf_free(&theirs);
+    tdb_buf_free(&ours);
+    free(meta);
+    drop_case(dir, &io);
+}
+
+/* ------------------------------------------------------ refusals */
+
+/* Commits are consolidated from format 12 on (TileDB's rule); an
+ * encrypted array needs its key; neither changes the array. */
+static void test_refusals(void)
+{
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    char *dir;
+    if (copy_case("legacy_zero_var_chunks_v10", &dir, &io)) {
+        CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err),
+                     TDB_E_UNSUPPORTED);
+        CHECK(strstr(err.msg, "from format version 12 on; this array's is "
+                              "10") != NULL);
+        CHECK_EQ_INT(r.name[0], 0);
+        drop_case(dir, &io);
+    }
+    if (copy_case("encrypted_aes256gcm", &dir, &io)) {
+        CHECK(tdb_consolidate_fragment_meta(&io, NULL, &r, &err) ==
+              TDB_E_NOKEY);
+        CHECK(tdb_consolidate_commits(&io, NULL, &r, &err) == TDB_E_NOKEY);
+        CHECK_EQ_INT(count_files(&io, "__fragment_meta", ".meta"), 0);
+        CHECK_EQ_INT(count_files(&io, "__commits", ".con"), 0);
+        drop_case(dir, &io);
+    }
+}
+
+/* ----------------------------------------------------- same views */
+
+/* Every file of expected/ (relative path rel) of the case, against the
+ * tree of the array in io. */
+static const char *exp_root;
+static struct tdb_fs *exp_fs;
+static int exp_bad;
+
+static int exp_one(const char *path, const struct stat *st, int kind,
+                   struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (kind != FTW_F)
+        return 0;
+    const char *rel = path + strlen(exp_root) + 1;
+    size_t n;
+    uint64_t m;
+    char *want = unit_slurp(path, &n);
+    uint8_t *got = unit_fs_file(exp_fs, rel, &m);
+    if (!want || !got || !unit_same_bytes(rel, got, m, (uint8_t *)want, n))
+        exp_bad++;
+    free(want);
+    free(got);
+    return 0;
+}
+
+/* The tree of the array in io (opened with the case's key, if any) shows
+ * every expected file of case `name`.  @return true when it does. */
+static bool views_exact(const char *name, const struct tdb_io *io,
+                        const uint8_t *key)
+{
+    char root[4096];
+    struct tdb_open_options o;
+    struct tdb_error err = {0};
+    tdb_open_options_init(&o);
+    o.key = key;
+    /* the case's open range (mount_options "timestamp=T0:T1") */
+    snprintf(root, sizeof root, "%s/%s/case.json", unit_corpus(), name);
+    char *cj = unit_slurp(root, NULL);
+    const char *mo = cj ? strstr(cj, "\"mount_options\"") : NULL;
+    unit_timestamp_range(mo ? mo : "", &o.ts_start, &o.ts_end);
+    free(cj);
+    snprintf(root, sizeof root, "%s/%s/expected", unit_corpus(), name);
+    exp_root = root;
+    exp_bad = 0;
+    exp_fs = NULL;
+    if (tdb_fs_open(&exp_fs, io, &o, &err)) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        return false;
+    }
+    nftw(root, exp_one, 16, FTW_PHYS);
+    tdb_fs_close(exp_fs);
+    return exp_bad == 0;
+}
+
+/* Consolidates and vacuums both modes on io; @return the first error. */
+static int cons_all(const struct tdb_io *io, const uint8_t *key,
+                    struct tdb_error *err)
+{
+    struct tdb_cons_result r;
+    int rc = tdb_consolidate_fragment_meta(io, key, &r, err);
+    if (!rc)
+        rc = tdb_vacuum_fragment_meta(io, &r, err);
+    if (!rc)
+        rc = tdb_consolidate_commits(io, key, &r, err);
+    if (!rc)
+        rc = tdb_vacuum_commits(io, &r, err);
+    return rc;
+}
+
+static const uint8_t case_key[32] = "0123456789abcdeF0123456789abcdeF";
+
+/* Cases of several fragments, deletes, time travel, vacuum files and an
+ * encrypted array: after consolidation and vacuum, every view is the
+ * corpus's.  (check_corpus.py over a consolidated copy of the whole corpus
+ * is the same check for every case; README "Keeping an array healthy".) */
+static void test_views_after(void)
+{
+    static const char *const cases[] = {
+        "dense_fragments_overlap", "sparse_delete", "sparse_dups",
+        "consolidated_dense", "consolidated_sparse_vacuumed",
+        "time_travel_t2", "encrypted_aes256gcm", "metadata_types",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct tdb_io io;
+        struct tdb_error err = {0};
+        char *dir;
+        bool enc = !strcmp(cases[i], "encrypted_aes256gcm");
+        if (!copy_case(cases[i], &dir, &io))
+            continue;
+        int rc = cons_all(&io, enc ? case_key : NULL, &err);
+        if (rc)
+            fprintf(stderr, "  %s: %s\n", cases[i], err.msg);
+        CHECK_EQ_INT(rc, 0);
+        if (!views_exact(cases[i], &io, enc ? case_key : NULL)) {
+            fprintf(stderr, "  %s: views differ after consolidation\n",
+                    cases[i]);
+            CHECK(false);
+        }
+        drop_case(dir, &io);
+    }
+}
+
+/* sparse_delete's delete commit goes into the .con with its condition:
+ * the .del file is removed by the vacuum and the cells stay deleted. */
+static void test_delete_in_con(void)
+{
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    char *dir;
+    if (!copy_case("sparse_delete", &dir, &io))
+        return;
+    size_t dels = count_files(&io, "__commits", ".del");
+    CHECK(dels > 0);
+    CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
+    CHECK_EQ_INT(tdb_vacuum_commits(&io, &r, &err), 0);
+    CHECK_EQ_INT(count_files(&io, "__commits", ".del"), 0);
+    CHECK_EQ_INT(count_files(&io, "__commits", ".wrt"), 0);
+    CHECK(views_exact("sparse_delete", &io, NULL));
+    drop_case(dir, &io);
+}
+
+/* ------------------------------------------------------------ kills */
+
+/* A kill at every mutating call of consolidation and vacuum (the faulty
+ * backend refuses that call and every later one): the array reads as
+ * before, and a run after it finishes, leaving no temporary file. */
+static void test_kills(void)
+{
+    static const char *const cases[] = {"sparse_delete",
+                                        "dense_fragments_overlap"};
+    for (size_t c = 0; c < 2; c++) {
+        uint64_t total = 0;
+        for (uint64_t k = 1; k == 1 || k <= total + 1; k++) {
+            struct tdb_io io, faulty;
+            struct tdb_io_fault f = {.fail_at = k, .crash = true};
+            struct tdb_error err = {0};
+            char *dir;
+            if (!copy_case(cases[c], &dir, &io))
+                return;
+            CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
+            int rc = cons_all(&faulty, NULL, &err);
+            if (k == 1) {
+                /* count the calls of a whole run first */
+                struct tdb_io_fault all = {0};
+                struct tdb_io io2, counting;
+                char *dir2;
+                if (copy_case(cases[c], &dir2, &io2)) {
+                    CHECK_EQ_INT(tdb_io_faulty(&counting, &io2, &all), 0);
+                    CHECK_EQ_INT(cons_all(&counting, NULL, &err), 0);
+                    total = all.count;
+                    tdb_io_free(&counting);
+                    drop_case(dir2, &io2);
+                }
+                CHECK(total > 4);
+            }
+            CHECK(k > total ? rc == 0 : rc != 0);
+            tdb_io_free(&faulty);
+            if (!views_exact(cases[c], &io, NULL)) {
+                fprintf(stderr, "  %s: killed at call %llu: views differ\n",
+                        cases[c], (unsigned long long)k);
+                CHECK(false);
+            }
+            CHECK_EQ_INT(cons_all(&io, NULL, &err), 0);
+            CHECK(views_exact(cases[c], &io, NULL));
+            CHECK_EQ_INT(count_files(&io, "__commits", ".tmp") +
+                             count_files(&io, "__fragment_meta", ".tmp"),
+                         0);
+            drop_case(dir, &io);
+            if (unit_cur_failed)
+                return;
+        }
+        printf("   %s: killed at each of %llu calls, then run again\n",
+               cases[c], (unsigned long long)total);
+    }
+}
+
+int main(void)
+{
+    RUN_CORPUS(test_commits_as_tiledb);
+    RUN_CORPUS(test_fragment_meta_as_tiledb);
+    RUN_CORPUS(test_refusals);
+    RUN_CORPUS(test_views_after);
+    RUN_CORPUS(test_delete_in_con);
+    RUN_CORPUS(test_kills);
+    return unit_done();
+}

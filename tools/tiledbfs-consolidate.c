@@ -1,0 +1,208 @@
+/* tiledbfs-consolidate.c: consolidates (and vacuums) a TileDB array's fragment metadata and commits, as TileDB's consolidation does, without TileDB. */
+/*
+ *   tiledbfs-consolidate [-o OPTIONS] [--mode=MODE[,MODE]] [--vacuum] [-v]
+ *                        SOURCE
+ *
+ * SOURCE is an array folder or s3://BUCKET/PREFIX.  MODE is fragment_meta
+ * (every live fragment's footer in one __fragment_meta/ file, so an open
+ * reads one file instead of one per fragment), commits (every commit in
+ * one __commits/ .con file) or all (both, in that order: the default).
+ * --vacuum then removes what each consolidation superseded.  Each file is
+ * published whole and every removal leaves a file that still names what
+ * it removed, so a reader sees the same cells at every step, and after a
+ * kill the command can be run again.  -o takes key_file= and the S3
+ * options of tiledbfs.  -v prints one line per step.  Errors: one line on
+ * stderr, exit status 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tiledb_format_write.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "(unknown version)"
+#endif
+
+/* The modes, in the order "all" runs them. */
+static const struct tdbcons_mode {
+    const char *name;
+    int (*consolidate)(const struct tdb_io *, const uint8_t *,
+                       struct tdb_cons_result *, struct tdb_error *);
+    int (*vacuum)(const struct tdb_io *, struct tdb_cons_result *,
+                  struct tdb_error *);
+} tdbcons_modes[] = {
+    {"fragment_meta", tdb_consolidate_fragment_meta, tdb_vacuum_fragment_meta},
+    {"commits", tdb_consolidate_commits, tdb_vacuum_commits},
+};
+#define TDBCONS_NMODES (sizeof tdbcons_modes / sizeof tdbcons_modes[0])
+
+static void tdbcons_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [-o OPTIONS] [--mode=MODE[,MODE]] [--vacuum] [-v] "
+            "SOURCE\n"
+            "Consolidates the TileDB array SOURCE (a folder or "
+            "s3://BUCKET/PREFIX) as\n"
+            "TileDB does, without TileDB.\n"
+            "  --mode=MODE    fragment_meta, commits, or all (both, the "
+            "default)\n"
+            "  --vacuum       then remove what each consolidation "
+            "superseded\n"
+            "  -o key_file=PATH,endpoint=URL,region=NAME,profile=NAME,\n"
+            "     credentials_file=PATH,config_file=PATH\n"
+            "                 the array's key; where and as whom s3:// is "
+            "reached\n"
+            "  -v             print what each step did\n"
+            "  -h, --help     this text\n"
+            "  -V, --version  print the version\n",
+            program_invocation_short_name);
+}
+
+/* Parses MODE[,MODE] into the set `want` (a bit per tdbcons_modes entry).
+ * @return 0 or -1 after printing an error. */
+static int tdbcons_parse_modes(const char *list, unsigned *want)
+{
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    if (!copy) {
+        tdbcli_report_errno("--mode", -ENOMEM);
+        return -1;
+    }
+    *want = 0;
+    for (char *m = strtok_r(copy, ",", &save); m && !rc;
+         m = strtok_r(NULL, ",", &save)) {
+        size_t i = 0;
+        if (!strcmp(m, "all")) {
+            *want = (1u << TDBCONS_NMODES) - 1;
+            continue;
+        }
+        while (i < TDBCONS_NMODES && strcmp(m, tdbcons_modes[i].name))
+            i++;
+        if (i == TDBCONS_NMODES) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "unknown mode '%.40s' (fragment_meta, "
+                     "commits, all)", m);
+            tdbcli_report_text("--mode", msg);
+            rc = -1;
+        } else {
+            *want |= 1u << i;
+        }
+    }
+    if (!rc && !*want) {
+        tdbcli_report_text("--mode", "no mode given");
+        rc = -1;
+    }
+    free(copy);
+    return rc;
+}
+
+/* Runs one mode's consolidation, then (vacuum) its vacuum.  @return 0 or
+ * -1 after printing an error. */
+static int tdbcons_run(const struct tdbcons_mode *m, const struct tdb_io *io,
+                       const uint8_t *key, bool vacuum, bool verbose)
+{
+    struct tdb_cons_result r;
+    struct tdb_error err;
+    int rc;
+
+    tdb_error_clear(&err);
+    rc = m->consolidate(io, key, &r, &err);
+    if (rc < 0) {
+        tdbcli_report(m->name, rc, &err);
+        return -1;
+    }
+    if (verbose && r.name[0])
+        printf("%s: %llu consolidated into %s\n", m->name,
+               (unsigned long long)r.merged, r.name);
+    else if (verbose)
+        printf("%s: nothing to consolidate\n", m->name);
+    if (!vacuum)
+        return 0;
+    tdb_error_clear(&err);
+    rc = m->vacuum(io, &r, &err);
+    if (rc < 0) {
+        tdbcli_report(m->name, rc, &err);
+        return -1;
+    }
+    if (verbose)
+        printf("%s: vacuum removed %llu files\n", m->name,
+               (unsigned long long)r.removed);
+    return 0;
+}
+
+static const struct option tdbcons_longopts[] = {
+    {"mode", required_argument, NULL, 'm'},
+    {"vacuum", no_argument, NULL, 'u'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *const tdbcons_key_option[] = {"key_file", NULL};
+
+int main(int argc, char *argv[])
+{
+    struct tdbm_options opts;
+    struct tdb_io io = {0};
+    unsigned want = (1u << TDBCONS_NMODES) - 1;
+    bool vacuum = false, verbose = false;
+    int c, rc, ret = 1;
+
+    tdbm_options_init(&opts);
+    while ((c = getopt_long(argc, argv, "o:vhV", tdbcons_longopts, NULL)) !=
+           -1) {
+        switch (c) {
+        case 'o':
+            if (tdbcli_option_list_only(&opts, optarg, tdbcons_key_option,
+                                        tdbcli_s3_options,
+                                        "consolidating") < 0)
+                goto out;
+            break;
+        case 'm':
+            if (tdbcons_parse_modes(optarg, &want) < 0)
+                goto out;
+            break;
+        case 'u':
+            vacuum = true;
+            break;
+        case 'v':
+            verbose = true;
+            break;
+        case 'V':
+            printf("tiledbfs-consolidate " PACKAGE_VERSION "\n");
+            ret = 0;
+            goto out;
+        case 'h':
+            tdbcons_usage(stdout);
+            ret = 0;
+            goto out;
+        default:
+            tdbcons_usage(stderr);
+            goto out;
+        }
+    }
+    if (argc - optind != 1) {
+        tdbcons_usage(stderr);
+        goto out;
+    }
+    if (tdb_io_is_url(argv[optind]))
+        rc = tdbcli_open_url(&io, argv[optind], &opts, false);
+    else if ((rc = tdb_io_posix(&io, argv[optind])) < 0)
+        tdbcli_report(argv[optind], rc, NULL);
+    if (rc < 0)
+        goto out;
+    for (size_t i = 0; i < TDBCONS_NMODES; i++)
+        if ((want & (1u << i)) &&
+            tdbcons_run(&tdbcons_modes[i], &io, opts.open.key, vacuum,
+                        verbose) < 0)
+            goto out;
+    ret = 0;
+out:
+    tdb_io_free(&io);
+    tdbm_options_free(&opts);
+    return ret;
+}
