@@ -234,7 +234,10 @@ struct tdb_s3_tuning {
                                  * at most (64 MiB) */
     const char *disk_cache;     /* a folder keeping fetched bytes for the
                                  * next reads and mounts (made when
-                                 * missing), or NULL: none */
+                                 * missing, made 0700; refused when a
+                                 * symbolic link, not the user's own or
+                                 * writable by group or others), or NULL:
+                                 * none */
     uint64_t disk_cache_bytes;  /* its size bound (TDB_S3_DISK_CACHE_BYTES) */
 };
 
@@ -299,7 +302,8 @@ int tdb_io_open_url(struct tdb_io *io, const char *source,
 /* tdb_io_open_url with options `o` (NULL: none) for an s3:// source;
  * `create`: the prefix may hold nothing yet (an array about to be made
  * there), only the bucket must answer.  A disk_cache of o->tune that
- * cannot be made or written fails the open (TDB_E_IO). */
+ * cannot be made, or is refused (see struct tdb_s3_tuning), fails the
+ * open (TDB_E_IO, the message naming the folder and why). */
 int tdb_io_open_url_with(struct tdb_io *io, const char *source,
                          const struct tdb_s3_options *o, bool create,
                          struct tdb_error *err);

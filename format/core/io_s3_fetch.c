@@ -538,7 +538,10 @@ int tdb_s3_fetched_size(struct s3 *s, const char *norm, uint64_t *size)
         while (g->state == S3_GOT_FLIGHT)
             pthread_cond_wait(&s->cv, &s->lock);
         g->refs--;
-        if (g->state == 0 && g->size != UINT64_MAX) {
+        if (g->dead) {          /* it changed meanwhile: not its size */
+            if (!g->refs)
+                s3_got_drop(s, g);
+        } else if (g->state == 0 && g->size != UINT64_MAX) {
             *size = g->size;
             r = 1;
         } else if (g->state == TDB_E_NOENT) {

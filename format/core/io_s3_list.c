@@ -176,6 +176,7 @@ static void s3_listing_wait(struct s3 *s, const char *norm)
 static int s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out,
                          bool wait)
 {
+    memset(out, 0, sizeof *out);    /* the caller frees out->etag */
     char *dir = strdup(path);
     if (!dir)
         return 0;
@@ -186,7 +187,6 @@ static int s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out,
     else
         dir[0] = 0;
     int found = 0;
-    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->lock);
     if (wait)
         s3_listing_wait(s, dir);

@@ -205,7 +205,9 @@ void tdb_s3_dir_put(struct s3 *s, const char *path, struct s3_dent *e,
 /* What the cached listing of path's folder says of it, once no listing of
  * that folder is on its way: 1 found (*out: is_dir, size and a copy of
  * the etag to free; no name), TDB_E_NOENT (listed, not there), 0 (not
- * known).  tdb_s3_dir_peek does not wait. */
+ * known, or out of memory).  *out is cleared first whatever the outcome,
+ * so out->etag is always for the caller to free.  tdb_s3_dir_peek does
+ * not wait. */
 int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out);
 int tdb_s3_dir_peek(struct s3 *s, const char *path, struct s3_dent *out);
 /* A fresh listing of folder norm (waiting for one on its way), copied
@@ -237,7 +239,9 @@ void tdb_s3_want(struct s3 *s, const struct tdb_io_want *w, size_t n);
  * way): @return 1 (*rc its outcome) or 0 (not held: read it). */
 int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
                         void *buf, size_t len, int *rc);
-/* The size of a file fetched whole: 1 (*size), TDB_E_NOENT, or 0. */
+/* The size of a file fetched whole (waiting for it when on its way): 1
+ * (*size), TDB_E_NOENT, or 0 (not held, or forgotten while on its way:
+ * then it goes at once). */
 int tdb_s3_fetched_size(struct s3 *s, const char *norm, uint64_t *size);
 /* norm changed: what was fetched of it goes. */
 void tdb_s3_fetched_forget(struct s3 *s, const char *norm);

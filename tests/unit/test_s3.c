@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -482,6 +483,128 @@ static void test_disk_bound(void)
     free(dir);
 }
 
+/* The file of piece (id, off, len) under dir (as io_s3_disk.c names it:
+ * XX/ and 62 more hex digits of the SHA-256 of identity and range). */
+static char *piece_path(const char *dir, const char *id, uint64_t off,
+                        uint64_t len)
+{
+    char *k = NULL, *p = NULL, hex[65];
+    if (asprintf(&k, "%s\n%llu\n%llu", id, (unsigned long long)off,
+                 (unsigned long long)len) < 0)
+        return NULL;
+    tdb_s3_sha256_hex(k, strlen(k), hex);
+    free(k);
+    return asprintf(&p, "%s/%.2s/%s", dir, hex, hex + 2) < 0 ? NULL : p;
+}
+
+/* A file at path holding n bytes of s, dated `age` seconds ago. */
+static void dated_file(const char *path, const char *s, size_t n, int age)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    CHECK_EQ_INT(fwrite(s, 1, n, f), n);
+    fclose(f);
+    struct timespec t[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+    CHECK_EQ_INT(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* What the cache removes is its own: a leftover temporary file of its
+ * (tmp.PID.SEQ, starting with the magic) once an hour old, a damaged
+ * piece (its header intact); not a fresh temporary file, nor one of
+ * another name or other bytes, nor a FIFO named as a piece (not opened:
+ * the scan does not block), nor pieces in a subfolder that is not ours or
+ * that others can write (neither read nor removed). */
+static void test_disk_own_files(void)
+{
+    char *dir = disk_tmpdir();
+    struct s3_disk *d = NULL;
+    struct tdb_error err = {0};
+    static uint8_t data[1000];
+    CHECK(dir != NULL);
+    const char *id = "h/b/k\n\"e\"\n100000";
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    tdb_s3_disk_put(d, id, 0, 1000, data);
+    tdb_s3_disk_put(d, id, 1000, 1000, data);
+    tdb_s3_disk_close(d);
+    char *a = piece_path(dir, id, 0, 1000), *b = piece_path(dir, id, 1000,
+                                                             1000);
+    CHECK(a && b && exists(a) && exists(b));
+    char sub[128], p1[256], p2[256], p3[256], p4[256], fifo[256];
+    snprintf(sub, sizeof sub, "%.*s", (int)(strrchr(a, '/') - a), a);
+    snprintf(p1, sizeof p1, "%s/tmp.99.1", sub);
+    snprintf(p2, sizeof p2, "%s/tmp.99.2", sub);
+    snprintf(p3, sizeof p3, "%s/tmp.99.x", sub);
+    snprintf(p4, sizeof p4, "%s/tmp.99.4", sub);
+    snprintf(fifo, sizeof fifo, "%s/%062d", sub, 0);
+    dated_file(p1, "TDBFSDC1 and more", 17, 7200);   /* ours, stale */
+    dated_file(p2, "TDBFS", 5, 0);                   /* ours, fresh */
+    dated_file(p3, "TDBFSDC1", 8, 7200);             /* another name */
+    dated_file(p4, "TDBFSDCx", 8, 7200);             /* other bytes */
+    CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+    CHECK_EQ_INT(truncate(b, 500), 0);             /* damaged */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK(!exists(p1) && exists(p2) && exists(p3) && exists(p4));
+    CHECK(exists(fifo) && exists(a) && exists(b));
+    tdb_s3_disk_close(d);
+    /* past the bound: every piece goes, the damaged one too; the FIFO
+     * and the files that are not the cache's stay */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+    CHECK(!exists(a) && !exists(b));
+    CHECK(exists(fifo) && exists(p2) && exists(p3) && exists(p4));
+    tdb_s3_disk_close(d);
+    /* a subfolder others can write, one not ours: its pieces are not read
+     * and not removed */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    tdb_s3_disk_put(d, id, 0, 1000, data);
+    CHECK(tdb_s3_disk_has(d, id, 0, 1000));
+    CHECK_EQ_INT(chmod(sub, 0777), 0);
+    CHECK(!tdb_s3_disk_has(d, id, 0, 1000));
+    tdb_s3_disk_close(d);
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+    CHECK(exists(a));
+    tdb_s3_disk_close(d);
+    CHECK_EQ_INT(chmod(sub, 0700), 0);
+    if (geteuid() == 0) {
+        CHECK_EQ_INT(chown(sub, 65534, 65534), 0);
+        CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+        CHECK(exists(a) && !tdb_s3_disk_has(d, id, 0, 1000));
+        /* nor written there: a piece of that subfolder is not kept */
+        char *c = NULL;
+        uint64_t off = 2000;
+        for (; off < 100000; off++) {
+            free(c);
+            c = piece_path(dir, id, off, 10);
+            if (!c || !strncmp(c, sub, strlen(sub)))
+                break;
+        }
+        CHECK(c != NULL && off < 100000);
+        tdb_s3_disk_put(d, id, off, 10, data);
+        CHECK(c && !exists(c) && !tdb_s3_disk_has(d, id, off, 10));
+        free(c);
+        tdb_s3_disk_close(d);
+        CHECK_EQ_INT(chown(sub, 0, 0), 0);
+    }
+    /* ours again: it is read, then evicted */
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK(tdb_s3_disk_has(d, id, 0, 1000));
+    tdb_s3_disk_close(d);
+    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+    CHECK(!exists(a));
+    tdb_s3_disk_close(d);
+    free(a);
+    free(b);
+    rm_rf(dir);
+    free(dir);
+}
+
 /* ------------------------------------------------------- the I/O thread */
 
 /* A small HTTP/1.1 server on 127.0.0.1: each connection on a thread of its
@@ -916,6 +1039,105 @@ static void test_thread_exit(void)
     http_stop(&srv);
 }
 
+/* ------------------------------------------------- failures on the way */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define S3_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define S3_TEST_SANITIZED 1
+#endif
+#endif
+
+#ifndef S3_TEST_SANITIZED
+/* A malloc whose next call on this thread fails when malloc_fail_next is
+ * set (glibc's own functions, strdup among them, call it too; calloc and
+ * realloc stay glibc's).  Not under a sanitizer, which has its own. */
+extern void *__libc_malloc(size_t n);
+static _Thread_local bool malloc_fail_next;
+
+void *malloc(size_t n)
+{
+    if (malloc_fail_next) {
+        malloc_fail_next = false;
+        errno = ENOMEM;
+        return NULL;
+    }
+    return __libc_malloc(n);
+}
+#endif
+
+/* A lookup in the listings that runs out of memory at its first
+ * allocation clears *out all the same: its callers free out->etag
+ * whatever the outcome (it was left as the caller's stack had it). */
+static void test_dir_lookup_nomem(void)
+{
+#ifdef S3_TEST_SANITIZED
+    fprintf(stderr, "  (skipped under a sanitizer: no malloc of ours)\n");
+#else
+    struct http_srv srv;
+    struct tdb_io io = {0};
+    CHECK_EQ_INT(http_start(&srv, 0), 0);
+    CHECK_EQ_INT(http_backend(&io, &srv, 4, 30), 0);
+    static char stale;
+    struct s3_dent e = {.name = &stale, .is_dir = true, .size = 7,
+                        .etag = &stale};
+    malloc_fail_next = true;
+    CHECK_EQ_INT(tdb_s3_dir_peek(io.ctx, "a/b", &e), 0);
+    CHECK(!malloc_fail_next);       /* it did allocate, and failed */
+    CHECK(e.etag == NULL && e.name == NULL && !e.is_dir && e.size == 0);
+    malloc_fail_next = false;
+    tdb_io_free(&io);
+    http_stop(&srv);
+#endif
+}
+
+struct forgetting {
+    struct s3 *s;
+    const char *norm;
+    int after_ms;
+};
+
+static void *forgetting_main(void *arg)
+{
+    struct forgetting *f = arg;
+    usleep((useconds_t)f->after_ms * 1000);
+    tdb_s3_fetched_forget(f->s, f->norm);
+    return NULL;
+}
+
+/* A file fetched whole that changes (tdb_s3_fetched_forget) while a size
+ * waits for it: the size is not taken from it, and it goes as soon as
+ * the wait ends (it stayed, dead, until evicted, its bytes counted). */
+static void test_fetched_size_forgotten(void)
+{
+    struct http_srv srv;
+    struct tdb_io io = {0};
+    CHECK_EQ_INT(http_start(&srv, 600), 0);     /* answers after 0.6 s */
+    CHECK_EQ_INT(http_backend(&io, &srv, 4, 30), 0);
+    struct s3 *s = io.ctx;
+    struct tdb_io_want w = {TDB_WANT_FILE, "small-data", 0, 0};
+    tdb_io_prefetch(&io, &w, 1);
+    /* forgotten 0.2 s into the size's wait for it */
+    struct forgetting f = {s, "small-data", 200};
+    pthread_t th;
+    CHECK_EQ_INT(pthread_create(&th, NULL, forgetting_main, &f), 0);
+    uint64_t size = 0;
+    CHECK_EQ_INT(tdb_s3_fetched_size(s, "small-data", &size), 0);
+    pthread_join(th, NULL);
+    tdb_s3_settle(s);
+    pthread_mutex_lock(&s->lock);
+    uint64_t held = s->meta_bytes;
+    pthread_mutex_unlock(&s->lock);
+    CHECK_EQ_INT(held, 0);
+    /* fetched again, kept, and its size known */
+    tdb_io_prefetch(&io, &w, 1);
+    CHECK_EQ_INT(tdb_s3_fetched_size(s, "small-data", &size), 1);
+    CHECK_EQ_INT(size, DATA_SIZE);
+    tdb_io_free(&io);
+    http_stop(&srv);
+}
+
 int main(void)
 {
     tdb_s3_global_init();
@@ -930,9 +1152,12 @@ int main(void)
     RUN(test_coalesce);
     RUN(test_disk_pieces);
     RUN(test_disk_bound);
+    RUN(test_disk_own_files);
     RUN(test_queue_bound);
     RUN(test_queue_stall);
     RUN(test_prefetch_reads);
     RUN(test_thread_exit);
+    RUN(test_dir_lookup_nomem);
+    RUN(test_fetched_size_forgotten);
     return unit_done();
 }
