@@ -199,7 +199,8 @@ int tdb_vacuum_commits(const struct tdb_io *io, struct tdb_cons_result *r,
  * fragment_meta), __fragment_meta/<timestamped name>.meta (the array's
  * folder below format 12), encrypted with key when the array is, so that
  * an open reads one file instead of one per fragment.  Nothing is done
- * for fewer than two fragments.  Published whole, as above. */
+ * for fewer than two fragments, nor when such a file already holds
+ * exactly the live fragments' footers.  Published whole, as above. */
 int tdb_consolidate_fragment_meta(const struct tdb_io *io, const uint8_t *key,
                                   struct tdb_cons_result *r,
                                   struct tdb_error *err);

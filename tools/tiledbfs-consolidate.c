@@ -6,7 +6,9 @@
  * SOURCE is an array folder or s3://BUCKET/PREFIX.  MODE is fragment_meta
  * (every live fragment's footer in one __fragment_meta/ file, so an open
  * reads one file instead of one per fragment), commits (every commit in
- * one __commits/ .con file) or all (both, in that order: the default).
+ * one __commits/ .con file) or all (both, in that order: the default;
+ * a mode that does not apply to the array, commits below format 12, is
+ * then skipped with a line saying so).
  * --vacuum then removes what each consolidation superseded.  Each file is
  * published whole and every removal leaves a file that still names what
  * it removed, so a reader sees the same cells at every step, and after a
@@ -62,9 +64,11 @@ static void tdbcons_usage(FILE *f)
             program_invocation_short_name);
 }
 
-/* Parses MODE[,MODE] into the set `want` (a bit per tdbcons_modes entry).
- * @return 0 or -1 after printing an error. */
-static int tdbcons_parse_modes(const char *list, unsigned *want)
+/* Parses MODE[,MODE] into the set `want` (a bit per tdbcons_modes entry)
+ * and `named`, those named (not by all).  @return 0 or -1 after printing
+ * an error. */
+static int tdbcons_parse_modes(const char *list, unsigned *want,
+                               unsigned *named)
 {
     char *copy = strdup(list), *save = NULL;
     int rc = 0;
@@ -72,7 +76,7 @@ static int tdbcons_parse_modes(const char *list, unsigned *want)
         tdbcli_report_errno("--mode", -ENOMEM);
         return -1;
     }
-    *want = 0;
+    *want = *named = 0;
     for (char *m = strtok_r(copy, ",", &save); m && !rc;
          m = strtok_r(NULL, ",", &save)) {
         size_t i = 0;
@@ -90,6 +94,7 @@ static int tdbcons_parse_modes(const char *list, unsigned *want)
             rc = -1;
         } else {
             *want |= 1u << i;
+            *named |= 1u << i;
         }
     }
     if (!rc && !*want) {
@@ -100,10 +105,13 @@ static int tdbcons_parse_modes(const char *list, unsigned *want)
     return rc;
 }
 
-/* Runs one mode's consolidation, then (vacuum) its vacuum.  @return 0 or
- * -1 after printing an error. */
+/* Runs one mode's consolidation, then (vacuum) its vacuum.  A mode that
+ * does not apply to the array (commits below format 12) is an error when
+ * asked for by name; as part of all (`named` false) it is skipped, saying
+ * so.  @return 0 or -1 after printing an error. */
 static int tdbcons_run(const struct tdbcons_mode *m, const struct tdb_io *io,
-                       const uint8_t *key, bool vacuum, bool verbose)
+                       const uint8_t *key, bool vacuum, bool verbose,
+                       bool named)
 {
     struct tdb_cons_result r;
     struct tdb_error err;
@@ -111,6 +119,11 @@ static int tdbcons_run(const struct tdbcons_mode *m, const struct tdb_io *io,
 
     tdb_error_clear(&err);
     rc = m->consolidate(io, key, &r, &err);
+    if (rc == TDB_E_UNSUPPORTED && !named) {
+        fprintf(stderr, "%s: %s: skipped: %s\n", program_invocation_short_name,
+                m->name, err.msg);
+        return 0;
+    }
     if (rc < 0) {
         tdbcli_report(m->name, rc, &err);
         return -1;
@@ -148,7 +161,7 @@ int main(int argc, char *argv[])
 {
     struct tdbm_options opts;
     struct tdb_io io = {0};
-    unsigned want = (1u << TDBCONS_NMODES) - 1;
+    unsigned want = (1u << TDBCONS_NMODES) - 1, named = 0;
     bool vacuum = false, verbose = false;
     int c, rc, ret = 1;
 
@@ -163,7 +176,7 @@ int main(int argc, char *argv[])
                 goto out;
             break;
         case 'm':
-            if (tdbcons_parse_modes(optarg, &want) < 0)
+            if (tdbcons_parse_modes(optarg, &want, &named) < 0)
                 goto out;
             break;
         case 'u':
@@ -198,7 +211,7 @@ int main(int argc, char *argv[])
     for (size_t i = 0; i < TDBCONS_NMODES; i++)
         if ((want & (1u << i)) &&
             tdbcons_run(&tdbcons_modes[i], &io, opts.open.key, vacuum,
-                        verbose) < 0)
+                        verbose, (named & (1u << i)) != 0) < 0)
             goto out;
     ret = 0;
 out:

@@ -92,6 +92,28 @@ static int fm_payload(const struct fm_footers *f, struct tdb_buf *out)
     return r;
 }
 
+/* True when a consolidated fragment metadata file of the array already
+ * holds the footers of exactly these fragments, in this order (TileDB
+ * would write the same contents again under a new name). */
+static bool fm_done(const struct tdb_io *io, const struct tdb_cons_array *a,
+                    const struct fm_footers *f)
+{
+    for (size_t i = 0; i < a->dir->nfragmeta; i++) {
+        struct tdb_cons_fragmeta *c;
+        struct tdb_error err;
+        if (tdb_cons_fragmeta_load(io, a->dir->fragmeta[i].path, a->key, &c,
+                                   &err))
+            continue;   /* not one to keep: the new file supersedes it */
+        bool same = c->n == f->n;
+        for (size_t k = 0; same && k < f->n; k++)
+            same = !strcmp(c->names[k], f->e[k]->name);
+        tdb_cons_fragmeta_free(c);
+        if (same)
+            return true;
+    }
+    return false;
+}
+
 /* Where TileDB keeps them: __fragment_meta from format 12, before it the
  * array's own folder. */
 static const char *fm_dir(uint32_t write_version)
@@ -114,7 +136,7 @@ int tdb_consolidate_fragment_meta(const struct tdb_io *io, const uint8_t *key,
     if (!r)
         r = fm_footers_read(io, &a, &f, err);
     /* as TileDB: nothing to do for fewer than two fragments */
-    if (r || f.n < 2)
+    if (r || f.n < 2 || fm_done(io, &a, &f))
         goto done;
     const char *dir = fm_dir(a.write_version);
     if (dir[0] && !tdb_io_exists(io, dir) &&

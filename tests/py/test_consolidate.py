@@ -1,0 +1,157 @@
+"""test_consolidate.py: tiledbfs-consolidate as a user runs it: every corpus array consolidated and vacuumed reads the same through tiledbfs-cat and a mount, on a folder and in both S3 servers; what it leaves and removes; its errors."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import (CORPUS, case_names, case_options, find_program, get_case, o_args,
+                      run_cat)
+import s3fixture
+
+
+@pytest.fixture(scope='session')
+def cons_prog():
+    return find_program(os.path.join('tools', 'tiledbfs-consolidate'))
+
+
+def consolidate(prog, source, opts=(), extra=('--vacuum',)):
+    """tiledbfs-consolidate -v EXTRA SOURCE: the finished process."""
+    return subprocess.run([prog, '-v'] + list(extra) + o_args(opts) + [source],
+                          capture_output=True, timeout=120)
+
+
+def key_only(opts):
+    """The options of a case the tool takes: key_file= alone."""
+    return [o for o in opts if o.startswith('key_file=')]
+
+
+def differing(cat_prog, case, source, opts):
+    """The expected files of case that tiledbfs-cat of source does not show
+    byte for byte."""
+    bad = []
+    for path in case.expected_paths:
+        r = run_cat(cat_prog, source, path, opts)
+        if r.returncode != 0 or r.stdout != case.expected(path):
+            bad.append(f'{path}: exit {r.returncode} {r.stderr.decode(errors="replace")[:200]}')
+    return bad
+
+
+def files(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, fs in os.walk(root) for f in fs)
+
+
+def test_every_array_reads_the_same(case, cons_prog, cat_prog, tmp_path):
+    """Each corpus array, consolidated (fragment_meta, commits) and
+    vacuumed: every expected file byte for byte; a group is refused."""
+    arr = tmp_path / 'array'
+    shutil.copytree(case.array, arr)
+    opts = case_options(case, tmp_path)
+    r = consolidate(cons_prog, str(arr), key_only(opts))
+    out = (r.stdout + r.stderr).decode(errors='replace')
+    if case.info.get('kind') != 'array':
+        assert r.returncode == 1 and 'not a TileDB array' in out, out
+        return
+    assert r.returncode == 0, out
+    bad = differing(cat_prog, case, str(arr), opts)
+    assert not bad, f'{case.name} after consolidation:\n  ' + '\n  '.join(bad)
+
+
+def test_what_is_left(cons_prog, tmp_path):
+    """dense_fragments_overlap: one .meta and one .con are written, the
+    .wrt files go, the fragments stay; a second run has nothing to do."""
+    case = get_case('dense_fragments_overlap')
+    arr = tmp_path / 'array'
+    shutil.copytree(case.array, arr)
+    wrts = [f for f in os.listdir(arr / '__commits') if f.endswith('.wrt')]
+    frags = sorted(os.listdir(arr / '__fragments'))
+    assert len(wrts) >= 2
+    r = consolidate(cons_prog, str(arr))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert f'fragment_meta: {len(frags)} consolidated into __fragment_meta/' in out, out
+    assert f'commits: {len(wrts)} consolidated into __commits/' in out, out
+    assert f'commits: vacuum removed {len(wrts)} files' in out, out
+    commits = os.listdir(arr / '__commits')
+    assert len(commits) == 1 and commits[0].endswith('_22.con'), commits
+    con = (arr / '__commits' / commits[0]).read_bytes()
+    assert con == b''.join(b'__commits/' + w.encode() + b'\n' for w in sorted(wrts))
+    assert len(os.listdir(arr / '__fragment_meta')) == 1
+    assert sorted(os.listdir(arr / '__fragments')) == frags
+    before = files(arr)
+    r = consolidate(cons_prog, str(arr))
+    assert r.returncode == 0, r.stderr
+    assert 'fragment_meta: nothing to consolidate' in r.stdout.decode(), r.stdout
+    assert 'commits: nothing to consolidate' in r.stdout.decode(), r.stdout
+    assert files(arr) == before
+
+
+def test_modes_and_errors(cons_prog, tmp_path):
+    """--mode picks the steps; an unknown mode, a missing key, commits of a
+    format-10 array named alone and a group are errors that change
+    nothing; under all, the format-10 array's commits are skipped, said."""
+    case = get_case('dense_fragments_overlap')
+    arr = tmp_path / 'array'
+    shutil.copytree(case.array, arr)
+    r = consolidate(cons_prog, str(arr), extra=['--mode=commits'])
+    assert r.returncode == 0 and b'fragment_meta' not in r.stdout, r.stdout
+    assert not (arr / '__fragment_meta').exists() or os.listdir(arr / '__fragment_meta') == []
+    before = files(arr)
+    r = consolidate(cons_prog, str(arr), extra=['--mode=fragments'])
+    assert r.returncode == 1
+    assert b"unknown mode 'fragments' (fragment_meta, commits, all)" in r.stderr, r.stderr
+    assert files(arr) == before
+
+    enc = get_case('encrypted_aes256gcm')
+    earr = tmp_path / 'enc'
+    shutil.copytree(enc.array, earr)
+    ebefore = files(earr)
+    r = consolidate(cons_prog, str(earr))
+    assert r.returncode == 1 and b'a key is needed' in r.stderr, r.stderr
+    assert files(earr) == ebefore
+
+    old = get_case('legacy_zero_var_chunks_v10')
+    oarr = tmp_path / 'old'
+    shutil.copytree(old.array, oarr)
+    obefore = files(oarr)
+    r = consolidate(cons_prog, str(oarr), extra=['--mode=commits'])
+    assert r.returncode == 1 and b'from format version 12 on' in r.stderr, r.stderr
+    r = consolidate(cons_prog, str(oarr))
+    assert r.returncode == 0, r.stderr
+    assert b'commits: skipped: commits are consolidated from format version 12 on' in r.stderr
+    assert files(oarr) == obefore
+
+
+def test_mount_of_consolidated(cons_prog, mount, tmp_path):
+    """A mount of a consolidated array lists the same fragments and shows
+    the same bytes."""
+    case = get_case('sparse_delete')
+    arr = tmp_path / 'array'
+    shutil.copytree(case.array, arr)
+    r = consolidate(cons_prog, str(arr))
+    assert r.returncode == 0, r.stderr
+    mnt = mount(str(arr), [])
+    for path in case.expected_paths:
+        with open(os.path.join(mnt, path), 'rb') as f:
+            assert f.read() == case.expected(path), path
+
+
+@pytest.mark.parametrize('name', ['dense_fragments_overlap', 'sparse_delete'])
+def test_s3(name, cons_prog, cat_prog, s3_server, tmp_path):
+    """In the bucket: the same files are written and removed as on a
+    folder, and every expected file reads the same."""
+    case = get_case(name)
+    prefix = f'cons/{s3_server.name}/{name}-{os.getpid()}'
+    s3_server.upload(case.array, prefix)
+    url = s3_server.url(prefix)
+    r = consolidate(cons_prog, url)
+    assert r.returncode == 0, r.stderr
+    keys = s3_server.client.keys(prefix + '/')
+    rel = sorted(k[len(prefix) + 1:] for k in keys)
+    commits = [k for k in rel if k.startswith('__commits/')]
+    assert len(commits) == 1 and commits[0].endswith('.con'), rel
+    assert len([k for k in rel if k.startswith('__fragment_meta/')]) == 1, rel
+    assert not [k for k in rel if k.endswith('.tmp')], rel
+    bad = differing(cat_prog, case, url, [])
+    assert not bad, f'{name} in {s3_server.name}:\n  ' + '\n  '.join(bad)
