@@ -81,8 +81,8 @@ struct tdb_copy_stats {
  * Without the key of an encrypted array its fragment metadata cannot be
  * read: each fragment's folder is then listed and its metadata file must
  * be there.  Once copied, the same references are read back from dst,
- * which must name every file src's name (TDB_E_IO when a file or a
- * commit did not arrive).  src is only read.  A failure after writing
+ * whose references must name every file src's name (TDB_E_NOENT when a
+ * file did not arrive, TDB_E_IO when a commit did not).  src is only read.  A failure after writing
  * began stops the copy and leaves what was copied.  @return 0 or a
  * TDB_E_* code. */
 int tdb_array_copy(const struct tdb_io *src, const struct tdb_io *dst,

@@ -7,7 +7,10 @@
  * byte for byte (an encrypted array needs no key), the commit files last,
  * so a mount of DST with -o refresh= sees whole fragments only.  A local
  * SRC is read without following symbolic links (a link inside it is an
- * error).  -o takes the S3 options of tiledbfs (endpoint=, region=,
+ * error).  What SRC's listings show is checked against the array's own
+ * references before anything is written, and DST's references against
+ * SRC's once copied (tdb_array_copy).  A DST inside SRC is refused before
+ * anything is opened.  -o takes the S3 options of tiledbfs (endpoint=, region=,
  * profile=, credentials_file=, config_file=), for both ends.  Errors: one
  * line on stderr, exit status 1.
  */
@@ -35,13 +38,15 @@ static void tdbcopy_usage(FILE *f)
             "s3://BUCKET/PREFIX) to DST\n"
             "(a missing or empty folder, or an s3:// prefix with no "
             "objects), file by\n"
-            "file, the commit files last.\n"
+            "file, the commit files last, checked against the array's "
+            "references.\n"
             "  -o endpoint=URL,region=NAME,profile=NAME,credentials_file="
             "PATH,\n     config_file=PATH\n"
             "                 where and as whom s3:// ends are reached (as "
             "for tiledbfs;\n"
             "                 default: the environment, ~/.aws)\n"
             "  -v             print what was copied: \"N files, B bytes\"\n"
+            "                 (and how many the source's listings left out)\n"
             "  -h, --help     this text\n"
             "  -V, --version  print the version\n",
             program_invocation_short_name);

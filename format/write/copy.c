@@ -367,7 +367,9 @@ static int copy_refs(struct copy_pass *p, const char *base);
 /* The references of the group at `base` (io rooted there): the files of
  * its __group and __meta folders, and each member whose place is inside
  * the group's folder (a relative uri), as an array or group of its own.
- * The members of an encrypted group cannot be read without its key. */
+ * The members of an encrypted group cannot be read without its key: each
+ * folder of the group's folder that is an array or a group is then
+ * checked as one. */
 static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
                            const char *base)
 {
@@ -393,11 +395,21 @@ static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
         }
         tdb_names_free(&n);
     }
-    if (!r) {
-        r = tdb_group_load(io, "", 0, UINT64_MAX, &g, p->err);
-        if (r == TDB_E_NOKEY) {
-            tdb_error_clear(p->err);
-            r = 0;
+    if (!r && (r = tdb_group_load(io, "", 0, UINT64_MAX, &g, p->err)) ==
+                  TDB_E_NOKEY) {
+        /* each folder of the group's that is an array or a group */
+        struct tdb_names n;
+        tdb_error_clear(p->err);
+        if (!(r = tdb_io_names(io, "", &n, p->err))) {
+            for (size_t i = 0; !r && i < n.n; i++) {
+                if (!n.is_dir[i] || !strncmp(n.v[i], "__", 2))
+                    continue;
+                char *place = copy_join(base, n.v[i]);
+                r = place ? copy_refs(p, place)
+                          : tdb_err(p->err, TDB_E_NOMEM, "out of memory");
+                free(place);
+            }
+            tdb_names_free(&n);
         }
     }
     for (size_t i = 0; !r && g && i < g->n; i++) {
@@ -422,16 +434,15 @@ static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
 }
 
 /* The references of the array or group at `base`; a place that is
- * neither (a group's member removed from storage) names nothing. */
+ * neither (a group's member removed from storage) names nothing.  Each
+ * member lies below its group, so the walk's bound on depth bounds this
+ * recursion too (on the destination: the folders that were copied). */
 static int copy_refs(struct copy_pass *p, const char *base)
 {
     struct tdb_io sub;
     const struct tdb_io *io = p->io;
     int r;
 
-    if (copy_components(base) > COPY_DEPTH)
-        return tdb_err(p->err, TDB_E_INVAL, "%.256s...: folders nested "
-                       "more than %d deep", base, COPY_DEPTH);
     if (base[0]) {
         if (p->pl && (r = copy_walk_path(p->pl, base)))
             return r;

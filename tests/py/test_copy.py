@@ -263,3 +263,22 @@ def test_copy_beside_the_source_s3(s3_server, copy_prog, tmp_path):
     s3_server.upload(case.array, f'{prefix}/p')
     ok(run([copy_prog, s3_server.url(f'{prefix}/p'), s3_server.url(f'{prefix}/p2')]))
     assert len(s3_server.client.keys(f'{prefix}/p2/')) == len(tree_digests(case.array))
+
+
+def test_copy_too_deep_one_short_line(copy_prog, tmp_path):
+    """A source with folders nested more than 64 deep: one line of less
+    than 1 kB (the path cut), and nothing written."""
+    case = get_case('dense_1d_basic')
+    src = tmp_path / 'src'
+    shutil.copytree(case.array, src)
+    deep = src / '__meta'
+    for _ in range(70):
+        deep = deep / 'inner'
+    deep.mkdir(parents=True)
+    refused(copy_prog, src, tmp_path / 'dst', 'nested more than 64 deep')
+
+
+def test_copy_missing_source(copy_prog, tmp_path):
+    one_line_error(run([copy_prog, str(tmp_path / 'none'), str(tmp_path / 'dst')]),
+                   str(tmp_path / 'none'))
+    assert not (tmp_path / 'dst').exists()
