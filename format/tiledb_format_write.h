@@ -78,15 +78,20 @@ struct tdb_copy_stats {
  * else by name, and copied; one that src lacks, or
  * holds with another size, fails the copy before anything is written
  * (TDB_E_NOENT, TDB_E_CORRUPT; err names the file and what names it).
- * Without the key of an encrypted array its fragment metadata cannot be
- * read: each fragment's folder is then listed and its metadata file must
- * be there.  Once copied, the same references are read back from dst,
+ * The bytes are copied as they are, so no key is needed; `key` (32
+ * bytes, or NULL) is the AES-256-GCM key the check reads an encrypted
+ * array's (or group's, and its members') metadata with (a wrong one:
+ * TDB_E_AUTH, nothing written).  Without it, the fragment metadata of an
+ * encrypted array cannot be read: each fragment's folder is then listed
+ * and its metadata file must be there; the members of an encrypted group
+ * are then the arrays and groups among its folders.  Once copied, the same references are read back from dst,
  * whose references must name every file src's name (TDB_E_NOENT when a
  * file did not arrive, TDB_E_IO when a commit did not).  src is only read.  A failure after writing
  * began stops the copy and leaves what was copied.  @return 0 or a
  * TDB_E_* code. */
 int tdb_array_copy(const struct tdb_io *src, const struct tdb_io *dst,
-                   struct tdb_copy_stats *st, struct tdb_error *err);
+                   const uint8_t *key, struct tdb_copy_stats *st,
+                   struct tdb_error *err);
 
 /* Creates an empty array at the root of io (which must be an empty or
  * missing folder): __schema/<timestamped name> (and its enumerations),

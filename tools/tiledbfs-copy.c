@@ -11,7 +11,8 @@
  * references before anything is written, and DST's references against
  * SRC's once copied (tdb_array_copy).  A DST inside SRC is refused before
  * anything is opened.  -o takes the S3 options of tiledbfs (endpoint=, region=,
- * profile=, credentials_file=, config_file=), for both ends.  Errors: one
+ * profile=, credentials_file=, config_file=), for both ends, and
+ * key_file= (an encrypted array's key, for the check only).  Errors: one
  * line on stderr, exit status 1.
  */
 #include <errno.h>
@@ -45,6 +46,11 @@ static void tdbcopy_usage(FILE *f)
             "                 where and as whom s3:// ends are reached (as "
             "for tiledbfs;\n"
             "                 default: the environment, ~/.aws)\n"
+            "  -o key_file=PATH  the 32-byte AES-256-GCM key of an encrypted "
+            "array, for\n"
+            "                 the check to read its fragment metadata (the "
+            "bytes are\n"
+            "                 copied as they are, with or without it)\n"
             "  -v             print what was copied: \"N files, B bytes\"\n"
             "                 (and how many the source's listings left out)\n"
             "  -h, --help     this text\n"
@@ -209,6 +215,9 @@ static int tdbcopy_check_ends(const char *src, const char *dst)
     return 0;
 }
 
+/* Beside the S3 options: the key the check reads encrypted metadata with. */
+static const char *const tdbcopy_opts[] = {"key_file", NULL};
+
 static const struct option tdbcopy_longopts[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -230,7 +239,7 @@ int main(int argc, char *argv[])
         switch (c) {
         case 'o':
             if (tdbcli_option_list_only(&opts, optarg, tdbcli_s3_options,
-                                        NULL, "copying") < 0)
+                                        tdbcopy_opts, "copying") < 0)
                 goto out;
             break;
         case 'v':
@@ -258,7 +267,7 @@ int main(int argc, char *argv[])
         tdbcopy_open(&dst, argv[optind + 1], true, &opts) < 0)
         goto out;
     tdb_error_clear(&err);
-    rc = tdb_array_copy(&src, &dst, &st, &err);
+    rc = tdb_array_copy(&src, &dst, opts.open.key, &st, &err);
     if (rc < 0) {
         tdbcli_report(NULL, rc, &err);
         goto out;

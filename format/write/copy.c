@@ -196,6 +196,7 @@ static int copy_walk_path(struct copy_plan *pl, const char *dir)
  * NULL: each named file must be there). */
 struct copy_pass {
     const struct tdb_io *io;
+    const uint8_t *key;         /* the array's and its members' (or NULL) */
     struct copy_plan *pl;
     struct copy_set need;       /* what the references name, and sizes */
     struct tdb_error *err;
@@ -287,9 +288,9 @@ static int copy_need_fragment(struct copy_pass *p, const char *fdir,
  * metadata, delete commits, vacuum files and consolidated fragment
  * metadata (as its folders list them); for each fragment a commit names,
  * the fragment's metadata file, then every file that metadata names, of
- * the size it states.  Without the key of an encrypted array its fragment
- * metadata cannot be read: each fragment's folder is then listed (on the
- * source) and its metadata file must be there. */
+ * the size it states.  Without the key of an encrypted array (p->key)
+ * its fragment metadata cannot be read: each fragment's folder is then
+ * listed (on the source) and its metadata file must be there. */
 static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
                            const char *base)
 {
@@ -316,7 +317,7 @@ static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
         r = copy_need_entries(p, base, &d->vacs[i].e, 1, why);
     if (r)
         goto out;
-    r = tdb_array_schemas_load(io, d, NULL, &set, &in_force, p->err);
+    r = tdb_array_schemas_load(io, d, p->key, &set, &in_force, p->err);
     if (r == TDB_E_NOKEY) {
         nokey = true;
         tdb_error_clear(p->err);
@@ -338,8 +339,8 @@ static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
         free(fwhy);
         fwhy = NULL;
         if (!r && !nokey) {
-            r = tdb_fragmeta_load(io, fe->path, fe->name, &set, NULL, NULL, 0,
-                                  &fm, p->err);
+            r = tdb_fragmeta_load(io, fe->path, fe->name, &set, p->key, NULL,
+                                  0, &fm, p->err);
             if (!r && asprintf(&fwhy, "the metadata of fragment %s",
                                fdir) < 0) {
                 fwhy = NULL;
@@ -395,8 +396,8 @@ static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
         }
         tdb_names_free(&n);
     }
-    if (!r && (r = tdb_group_load(io, "", 0, UINT64_MAX, &g, p->err)) ==
-                  TDB_E_NOKEY) {
+    if (!r && (r = tdb_group_load_key(io, "", 0, UINT64_MAX, p->key, &g,
+                                      p->err)) == TDB_E_NOKEY) {
         /* each folder of the group's that is an array or a group */
         struct tdb_names n;
         tdb_error_clear(p->err);
@@ -556,11 +557,12 @@ static int copy_compare(const struct copy_set *src, const struct copy_set *dst,
 }
 
 int tdb_array_copy(const struct tdb_io *src, const struct tdb_io *dst,
-                   struct tdb_copy_stats *st, struct tdb_error *err)
+                   const uint8_t *key, struct tdb_copy_stats *st,
+                   struct tdb_error *err)
 {
     struct copy_plan pl = {.src = src, .err = err};
-    struct copy_pass ps = {.io = src, .pl = &pl, .err = err};
-    struct copy_pass pd = {.io = dst, .err = err};
+    struct copy_pass ps = {.io = src, .key = key, .pl = &pl, .err = err};
+    struct copy_pass pd = {.io = dst, .key = key, .err = err};
     bool missing;
     int r;
 

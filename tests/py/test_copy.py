@@ -137,10 +137,12 @@ def damaged(tmp_path):
 
 
 def refused(copy_prog, src, dst, *needles):
-    """The copy fails with one line naming needles, writes nothing, and
-    leaves the source as it was."""
+    """The copy fails with one line naming needles (up to '-o', then its
+    options), writes nothing, and leaves the source as it was."""
+    opts = needles[needles.index('-o'):] if '-o' in needles else ()
+    needles = needles[:len(needles) - len(opts)]
     before = tree_state(src)
-    one_line_error(run([copy_prog, str(src), str(dst)]), *needles)
+    one_line_error(run([copy_prog, *opts, str(src), str(dst)]), *needles)
     assert not os.path.lexists(dst)
     assert tree_state(src) == before
 
@@ -176,6 +178,24 @@ def test_copy_missing_group_member_file(tmp_path, copy_prog):
     lost = 'nested/x/' + fragment_file(src / 'nested' / 'x', 'a0.tdb')
     os.unlink(src / lost)
     refused(copy_prog, src, tmp_path / 'dst', lost, 'is missing')
+
+
+def test_copy_encrypted_with_key_file(tmp_path, copy_prog):
+    """An encrypted array: without its key the check stops at each
+    fragment's metadata file; with key_file= it reads that metadata and
+    finds a data file gone.  A wrong key opens nothing and writes nothing."""
+    case = get_case('encrypted_aes256gcm')
+    src = tmp_path / 'src'
+    shutil.copytree(case.array, src)
+    key = [o for o in case_options(case, tmp_path) if o.startswith('key_file=')]
+    ok(run([copy_prog, '-o', key[0], str(src), str(tmp_path / 'whole')]))
+    assert tree_digests(str(tmp_path / 'whole')) == tree_digests(case.array)
+    wrong = tmp_path / 'wrong.key'
+    wrong.write_bytes(bytes(32))
+    refused(copy_prog, src, tmp_path / 'dst', 'wrong', '-o', f'key_file={wrong}')
+    lost = fragment_file(src, 'a0.tdb')
+    os.unlink(src / lost)
+    refused(copy_prog, src, tmp_path / 'dst', lost, 'is missing', '-o', key[0])
 
 
 # ------------------------------------------ a destination that loses writes

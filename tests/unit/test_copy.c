@@ -92,7 +92,7 @@ static void test_copy_encrypted_group(void)
     put_group(&src, "arr", KEY);
     put_array(&src, "arr", KEY);
     CHECK_EQ_INT(tdb_io_mem(&dst), 0);
-    CHECK_EQ_INT(tdb_array_copy(&src, &dst, &st, &err), 0);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst, NULL, &st, &err), 0);
     CHECK(same_tree(&src, &dst, "", &nfiles));
     CHECK_EQ_INT(st.files, nfiles);
     CHECK(nfiles >= 5);
@@ -107,12 +107,48 @@ static void test_copy_encrypted_group(void)
     tdb_names_free(&n);
     CHECK_EQ_INT(src.ops->remove(src.ctx, meta), 0);
     CHECK_EQ_INT(tdb_io_mem(&dst2), 0);
-    CHECK_EQ_INT(tdb_array_copy(&src, &dst2, &st, &err), TDB_E_NOENT);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst2, NULL, &st, &err), TDB_E_NOENT);
     CHECK(strstr(err.msg, meta) != NULL);
     CHECK(strstr(err.msg, "the commit of fragment") != NULL);
     CHECK(!tdb_io_exists(&dst2, "__group"));
     CHECK_EQ_INT(st.files, 0);
     tdb_io_free(&dst2);
+    tdb_io_free(&dst);
+    tdb_io_free(&src);
+}
+
+/* With the key the check reads the encrypted metadata: a fragment file
+ * gone is found; a wrong key opens nothing, and nothing is written. */
+static void test_copy_encrypted_with_key(void)
+{
+    struct tdb_io src, dst;
+    struct tdb_copy_stats st;
+    struct tdb_error err = {0};
+    struct tdb_names n;
+    uint8_t wrong[32];
+    char file[256];
+    size_t nfiles = 0;
+    CHECK_EQ_INT(tdb_io_mem(&src), 0);
+    put_group(&src, "arr", KEY);
+    put_array(&src, "arr", KEY);
+    CHECK_EQ_INT(tdb_io_mem(&dst), 0);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst, KEY, &st, &err), 0);
+    CHECK(same_tree(&src, &dst, "", &nfiles));
+    tdb_io_free(&dst);
+    memcpy(wrong, KEY, 32);
+    wrong[0] ^= 1;
+    CHECK_EQ_INT(tdb_io_mem(&dst), 0);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst, wrong, &st, &err), TDB_E_AUTH);
+    CHECK(!tdb_io_exists(&dst, "__group"));
+    tdb_io_free(&dst);
+    CHECK_EQ_INT(tdb_io_names(&src, "arr/__fragments", &n, NULL), 0);
+    snprintf(file, sizeof file, "arr/__fragments/%s/a0.tdb", n.v[0]);
+    tdb_names_free(&n);
+    CHECK_EQ_INT(src.ops->remove(src.ctx, file), 0);
+    CHECK_EQ_INT(tdb_io_mem(&dst), 0);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst, KEY, &st, &err), TDB_E_NOENT);
+    CHECK(strstr(err.msg, file) != NULL);
+    CHECK(!tdb_io_exists(&dst, "__group"));
     tdb_io_free(&dst);
     tdb_io_free(&src);
 }
@@ -134,7 +170,7 @@ static void test_copy_group_member_checked(void)
     tdb_names_free(&n);
     CHECK_EQ_INT(src.ops->remove(src.ctx, file), 0);
     CHECK_EQ_INT(tdb_io_mem(&dst), 0);
-    CHECK_EQ_INT(tdb_array_copy(&src, &dst, &st, &err), TDB_E_NOENT);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst, NULL, &st, &err), TDB_E_NOENT);
     CHECK(strstr(err.msg, file) != NULL);
     CHECK(strstr(err.msg, "the metadata of fragment") != NULL);
     tdb_io_free(&dst);
@@ -196,7 +232,7 @@ static void test_copy_lost_write(void)
         CHECK_EQ_INT(tdb_io_mem(&src), 0);
         put_array(&src, "", NULL);
         CHECK_EQ_INT(tdb_io_mem(&l.inner), 0);
-        CHECK_EQ_INT(tdb_array_copy(&src, &dst, &st, &err), codes[k]);
+        CHECK_EQ_INT(tdb_array_copy(&src, &dst, NULL, &st, &err), codes[k]);
         CHECK(strstr(err.msg, "the copy is incomplete") != NULL);
         CHECK(strstr(err.msg, names[k]) != NULL);
         CHECK(strstr(err.msg, says[k]) != NULL);
@@ -208,6 +244,7 @@ static void test_copy_lost_write(void)
 int main(void)
 {
     RUN(test_copy_encrypted_group);
+    RUN(test_copy_encrypted_with_key);
     RUN(test_copy_group_member_checked);
     RUN(test_copy_lost_write);
     return unit_done();
