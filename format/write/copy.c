@@ -338,6 +338,13 @@ static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
             r = copy_need(p, meta, COPY_ANY, fwhy);
         free(fwhy);
         fwhy = NULL;
+        if (!r && !nokey && !p->pl) {
+            /* one listing of the folder gives the sizes of its files (on
+             * object storage: one request, not one per file) */
+            struct tdb_names n;
+            if (!(r = tdb_io_names(io, fe->path, &n, p->err)))
+                tdb_names_free(&n);
+        }
         if (!r && !nokey) {
             r = tdb_fragmeta_load(io, fe->path, fe->name, &set, p->key, NULL,
                                   0, &fm, p->err);
@@ -579,8 +586,11 @@ int tdb_array_copy(const struct tdb_io *src, const struct tdb_io *dst,
     if ((r = copy_refs(&ps, "")))
         goto out;
     st->unlisted = pl.files.n - pl.listed;
-    if (!(r = copy_run(&pl, dst, missing, st, err)) &&
-        !(r = copy_refs(&pd, "")))
+    if ((r = copy_run(&pl, dst, missing, st, err)))
+        goto out;
+    /* every listing of dst the check makes, from one listing ahead */
+    tdb_io_prefetch(dst, &(struct tdb_io_want){TDB_WANT_TREE, "", 0, 0}, 1);
+    if (!(r = copy_refs(&pd, "")))
         r = copy_compare(&ps.need, &pd.need, err);
 out:
     copy_set_free(&pl.files);

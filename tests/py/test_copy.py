@@ -302,3 +302,19 @@ def test_copy_missing_source(copy_prog, tmp_path):
     one_line_error(run([copy_prog, str(tmp_path / 'none'), str(tmp_path / 'dst')]),
                    str(tmp_path / 'none'))
     assert not (tmp_path / 'dst').exists()
+
+
+def test_copy_check_reads_listings_not_each_file(s3_server, copy_prog, tmp_path):
+    """The check of an upload reads the sizes of the copied files from
+    listings (one listing ahead of the whole prefix), not one HEAD per
+    file: 55 files, 2 fragments, 1 HEAD (the open's)."""
+    case = get_case('dense_var_nullable')
+    proxy = VerifyingProxy(s3_server)
+    try:
+        env = dict(os.environ, AWS_ENDPOINT_URL=proxy.endpoint)
+        ok(run([copy_prog, case.array, s3_server.url(f'copy/{tmp_path.name}/cost')], env))
+    finally:
+        proxy.close()
+    n = len(tree_digests(case.array))
+    assert proxy.methods.count('PUT') == n
+    assert proxy.methods.count('HEAD') <= 1, proxy.methods
