@@ -452,18 +452,16 @@ static int copy_refs(struct copy_pass *p, const char *base)
     int r;
 
     if (base[0]) {
-        if (p->pl && (r = copy_walk_path(p->pl, base)))
-            return r;
         if ((r = tdb_io_sub(&sub, p->io, base)))
             return tdb_err(p->err, r, "out of memory");
         io = &sub;
     }
-    if (tdb_is_array(io, ""))
+    bool array = tdb_is_array(io, ""), group = !array && tdb_is_group(io, "");
+    r = base[0] && p->pl && (array || group) ? copy_walk_path(p->pl, base) : 0;
+    if (!r && array)
         r = copy_refs_array(p, io, base);
-    else if (tdb_is_group(io, ""))
+    else if (!r && group)
         r = copy_refs_group(p, io, base);
-    else
-        r = 0;
     if (base[0])
         tdb_io_free(&sub);
     return r;

@@ -177,6 +177,25 @@ static void test_copy_group_member_checked(void)
     tdb_io_free(&src);
 }
 
+/* A member whose folder is gone names nothing, and no folder is made for
+ * it. */
+static void test_copy_dangling_member(void)
+{
+    struct tdb_io src, dst;
+    struct tdb_copy_stats st;
+    struct tdb_error err = {0};
+    size_t nfiles = 0;
+    CHECK_EQ_INT(tdb_io_mem(&src), 0);
+    put_group(&src, "gone", NULL);
+    CHECK_EQ_INT(tdb_io_mem(&dst), 0);
+    CHECK_EQ_INT(tdb_array_copy(&src, &dst, NULL, &st, &err), 0);
+    CHECK(same_tree(&src, &dst, "", &nfiles));
+    CHECK_EQ_INT(nfiles, 2);
+    CHECK(!tdb_io_exists(&dst, "gone"));
+    tdb_io_free(&dst);
+    tdb_io_free(&src);
+}
+
 /* A destination whose write of one file answers success and keeps
  * nothing: the references read back from it fail the copy. */
 struct lossy {
@@ -246,6 +265,7 @@ int main(void)
     RUN(test_copy_encrypted_group);
     RUN(test_copy_encrypted_with_key);
     RUN(test_copy_group_member_checked);
+    RUN(test_copy_dangling_member);
     RUN(test_copy_lost_write);
     return unit_done();
 }
