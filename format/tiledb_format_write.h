@@ -54,6 +54,8 @@ void tdb_schema_free(struct tdb_schema *s);
 /* What tdb_array_copy copied. */
 struct tdb_copy_stats {
     uint64_t files, bytes;
+    uint64_t unlisted;  /* of files: those the walk of src's listings
+                         * missed, found through the array's references */
 };
 
 /* Copies the array or group at the root of `src` (with its members under
@@ -62,10 +64,34 @@ struct tdb_copy_stats {
  * encrypted array stays encrypted, no key needed), folders made as
  * needed, each file synced; the commit files (__commits/, NAME.ok) after
  * every other file, so that a reader of dst sees whole fragments or none,
- * as after TileDB's writes.  A failure stops the copy and leaves what was
- * copied (err names the file).  @return 0 or a TDB_E_* code. */
+ * as after TileDB's writes.
+ *
+ * What is copied is what src's listings show, checked, before anything
+ * is written, against the array's own references: every fragment a
+ * commit names must have its metadata file, and every file that metadata
+ * names must be there with the size it states; the schemas, metadata,
+ * delete commits, vacuum files and consolidated fragment metadata the
+ * array's folders list, and the members inside a group's folder, each
+ * checked the same way.  A file the references name that no listing
+ * showed (an object store that leaves out the prefix of a folder holding
+ * only folders) is found by listing the folders the references name, or
+ * else by name, and copied; one that src lacks, or
+ * holds with another size, fails the copy before anything is written
+ * (TDB_E_NOENT, TDB_E_CORRUPT; err names the file and what names it).
+ * The bytes are copied as they are, so no key is needed; `key` (32
+ * bytes, or NULL) is the AES-256-GCM key the check reads an encrypted
+ * array's (or group's, and its members') metadata with (a wrong one:
+ * TDB_E_AUTH, nothing written).  Without it, the fragment metadata of an
+ * encrypted array cannot be read: each fragment's folder is then listed
+ * and its metadata file must be there; the members of an encrypted group
+ * are then the arrays and groups among its folders.  Once copied, the same references are read back from dst,
+ * whose references must name every file src's name (TDB_E_NOENT when a
+ * file did not arrive, TDB_E_IO when a commit did not).  src is only read.  A failure after writing
+ * began stops the copy and leaves what was copied.  @return 0 or a
+ * TDB_E_* code. */
 int tdb_array_copy(const struct tdb_io *src, const struct tdb_io *dst,
-                   struct tdb_copy_stats *st, struct tdb_error *err);
+                   const uint8_t *key, struct tdb_copy_stats *st,
+                   struct tdb_error *err);
 
 /* Creates an empty array at the root of io (which must be an empty or
  * missing folder): __schema/<timestamped name> (and its enumerations),

@@ -7,8 +7,12 @@
  * byte for byte (an encrypted array needs no key), the commit files last,
  * so a mount of DST with -o refresh= sees whole fragments only.  A local
  * SRC is read without following symbolic links (a link inside it is an
- * error).  -o takes the S3 options of tiledbfs (endpoint=, region=,
- * profile=, credentials_file=, config_file=), for both ends.  Errors: one
+ * error).  What SRC's listings show is checked against the array's own
+ * references before anything is written, and DST's references against
+ * SRC's once copied (tdb_array_copy).  A DST inside SRC is refused before
+ * anything is opened.  -o takes the S3 options of tiledbfs (endpoint=, region=,
+ * profile=, credentials_file=, config_file=), for both ends, and
+ * key_file= (an encrypted array's key, for the check only).  Errors: one
  * line on stderr, exit status 1.
  */
 #include <errno.h>
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -34,13 +39,20 @@ static void tdbcopy_usage(FILE *f)
             "s3://BUCKET/PREFIX) to DST\n"
             "(a missing or empty folder, or an s3:// prefix with no "
             "objects), file by\n"
-            "file, the commit files last.\n"
+            "file, the commit files last, checked against the array's "
+            "references.\n"
             "  -o endpoint=URL,region=NAME,profile=NAME,credentials_file="
             "PATH,\n     config_file=PATH\n"
             "                 where and as whom s3:// ends are reached (as "
             "for tiledbfs;\n"
             "                 default: the environment, ~/.aws)\n"
+            "  -o key_file=PATH  the 32-byte AES-256-GCM key of an encrypted "
+            "array, for\n"
+            "                 the check to read its fragment metadata (the "
+            "bytes are\n"
+            "                 copied as they are, with or without it)\n"
             "  -v             print what was copied: \"N files, B bytes\"\n"
+            "                 (and how many the source's listings left out)\n"
             "  -h, --help     this text\n"
             "  -V, --version  print the version\n",
             program_invocation_short_name);
@@ -74,6 +86,138 @@ static int tdbcopy_open(struct tdb_io *io, const char *where, bool dst,
     return 0;
 }
 
+/* The last component of `p` taken off ("a/b/" -> "a", "a" -> ".",
+ * "/a" -> "/"), in place. */
+static void tdbcopy_parent(char *p)
+{
+    size_t l = strlen(p);
+    while (l > 1 && p[l - 1] == '/')
+        l--;
+    while (l && p[l - 1] != '/')
+        l--;
+    while (l > 1 && p[l - 1] == '/')
+        l--;
+    if (!l)
+        strcpy(p, ".");
+    else
+        p[l] = 0;
+}
+
+/* Whether the local folder `dst` is the folder `src` or lies inside it:
+ * from dst (or the nearest of its parents that exists), each ".." up to
+ * the root is compared with src by device and inode, so that no symbolic
+ * link nor ".." in either path hides it.  @return 1 inside, 0 not, -1
+ * after printing an error. */
+static int tdbcopy_local_inside(const char *src, const char *dst)
+{
+    struct stat ss, st;
+    char *p = strdup(dst);
+    int fd = -1, ret = -1;
+
+    if (!p) {
+        tdbcli_report_errno(dst, -ENOMEM);
+        return -1;
+    }
+    if (stat(src, &ss) < 0) {
+        tdbcli_report_errno(src, -errno);
+        goto out;
+    }
+    while ((fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        if (errno != ENOENT || !strcmp(p, ".") || !strcmp(p, "/")) {
+            ret = 0;    /* not a folder: the copy's own checks say so */
+            goto out;
+        }
+        tdbcopy_parent(p);
+    }
+    for (;;) {
+        if (fstat(fd, &st) < 0) {
+            tdbcli_report_errno(dst, -errno);
+            goto out;
+        }
+        if (st.st_dev == ss.st_dev && st.st_ino == ss.st_ino) {
+            ret = 1;
+            goto out;
+        }
+        int up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct stat su;
+        if (up < 0 || fstat(up, &su) < 0) {
+            tdbcli_report_errno(dst, -errno);
+            if (up >= 0)
+                close(up);
+            goto out;
+        }
+        close(fd);
+        fd = up;
+        if (su.st_dev == st.st_dev && su.st_ino == st.st_ino) {
+            ret = 0;    /* the root */
+            goto out;
+        }
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(p);
+    return ret;
+}
+
+/* The bucket of s3:// `url` and its prefix without a leading or trailing
+ * '/' (as the S3 backend names keys). */
+static void tdbcopy_url_split(const char *url, const char **bucket,
+                              size_t *bl, const char **prefix, size_t *pl)
+{
+    const char *b = url + 5, *slash = strchr(b, '/');
+    *bucket = b;
+    *bl = slash ? (size_t)(slash - b) : strlen(b);
+    const char *q = slash ? slash : b + *bl;
+    while (*q == '/')
+        q++;
+    size_t l = strlen(q);
+    while (l && q[l - 1] == '/')
+        l--;
+    *prefix = q;
+    *pl = l;
+}
+
+/* Whether s3:// `dst` is `src` or a prefix under it (same bucket; both
+ * ends are reached through the same endpoint). */
+static bool tdbcopy_url_inside(const char *src, const char *dst)
+{
+    const char *sb, *sp, *db, *dp;
+    size_t sbl, spl, dbl, dpl;
+
+    tdbcopy_url_split(src, &sb, &sbl, &sp, &spl);
+    tdbcopy_url_split(dst, &db, &dbl, &dp, &dpl);
+    if (sbl != dbl || memcmp(sb, db, sbl))
+        return false;
+    return !spl || (dpl >= spl && !memcmp(sp, dp, spl) &&
+                    (dpl == spl || dp[spl] == '/'));
+}
+
+/* Refuses a destination inside the source (the copy would copy itself
+ * into itself), before anything is opened or written.  @return 0 or -1
+ * after printing an error. */
+static int tdbcopy_check_ends(const char *src, const char *dst)
+{
+    bool su = tdb_io_is_url(src), du = tdb_io_is_url(dst);
+    int inside = 0;
+
+    if (su && du)
+        inside = tdbcopy_url_inside(src, dst);
+    else if (!su && !du && (inside = tdbcopy_local_inside(src, dst)) < 0)
+        return -1;
+    if (inside) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "the destination is inside the source "
+                 "%.300s: nothing was copied", src);
+        tdbcli_report_text(dst, msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Beside the S3 options: the key the check reads encrypted metadata with. */
+static const char *const tdbcopy_opts[] = {"key_file", NULL};
+
 static const struct option tdbcopy_longopts[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -95,7 +239,7 @@ int main(int argc, char *argv[])
         switch (c) {
         case 'o':
             if (tdbcli_option_list_only(&opts, optarg, tdbcli_s3_options,
-                                        NULL, "copying") < 0)
+                                        tdbcopy_opts, "copying") < 0)
                 goto out;
             break;
         case 'v':
@@ -118,16 +262,22 @@ int main(int argc, char *argv[])
         tdbcopy_usage(stderr);
         goto out;
     }
-    if (tdbcopy_open(&src, argv[optind], false, &opts) < 0 ||
+    if (tdbcopy_check_ends(argv[optind], argv[optind + 1]) < 0 ||
+        tdbcopy_open(&src, argv[optind], false, &opts) < 0 ||
         tdbcopy_open(&dst, argv[optind + 1], true, &opts) < 0)
         goto out;
     tdb_error_clear(&err);
-    rc = tdb_array_copy(&src, &dst, &st, &err);
+    rc = tdb_array_copy(&src, &dst, opts.open.key, &st, &err);
     if (rc < 0) {
         tdbcli_report(NULL, rc, &err);
         goto out;
     }
-    if (verbose)
+    if (verbose && st.unlisted)
+        printf("%llu files, %llu bytes (%llu not in the source's listings, "
+               "found through the array's references)\n",
+               (unsigned long long)st.files, (unsigned long long)st.bytes,
+               (unsigned long long)st.unlisted);
+    else if (verbose)
         printf("%llu files, %llu bytes\n", (unsigned long long)st.files,
                (unsigned long long)st.bytes);
     ret = 0;
