@@ -117,7 +117,7 @@ int tdb_vacuum_commits(const struct tdb_io *io, struct tdb_cons_result *res,
     for (size_t i = 0; !r && c.whole >= 0 && i < c.nignores; i++)
         r = tdb_cons_remove(io, c.ignores[i], res, err);
     if (!r)
-        r = tdb_cons_sweep(io, "__commits", ".con", res, err);
+        r = tdb_cons_sweep(io, res, err);
     tdb_commits_free(&c);
     return r;
 }

@@ -46,8 +46,7 @@ int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
     tdb_tsname_make(name, sizeof name, t1, t2, rnd, version);
     const char *sep = dir[0] ? "/" : "";
     if (snprintf(out, cap, "%s%s%s%s", dir, sep, name, suffix) >= (int)cap ||
-        snprintf(tmp, cap, "%s%s.%s%s.tmp", dir, sep, name, suffix) >=
-            (int)cap)
+        snprintf(tmp, cap, ".%s%s" TDB_CONS_TMP, name, suffix) >= (int)cap)
         return tdb_err(err, TDB_E_INVAL, "%s: name too long", dir);
     return 0;
 }
@@ -64,24 +63,18 @@ int tdb_cons_remove(const struct tdb_io *io, const char *path,
     return 0;
 }
 
-int tdb_cons_sweep(const struct tdb_io *io, const char *dir,
-                   const char *suffix, struct tdb_cons_result *r,
+int tdb_cons_sweep(const struct tdb_io *io, struct tdb_cons_result *r,
                    struct tdb_error *err)
 {
     struct tdb_names names = {0};
-    char end[32], path[TDB_MAX_NAME + 64];
-    int rc = tdb_io_names(io, dir, &names, err);
-    snprintf(end, sizeof end, "%s.tmp", suffix);
-    size_t el = strlen(end);
+    size_t el = strlen(TDB_CONS_TMP);
+    int rc = tdb_io_names(io, "", &names, err);
     for (size_t i = 0; !rc && i < names.n; i++) {
         const char *nm = names.v[i];
         size_t nl = strlen(nm);
-        if (names.is_dir[i] || strncmp(nm, ".__", 3) || nl <= el + 3 ||
-            strcmp(nm + nl - el, end) ||
-            snprintf(path, sizeof path, "%s%s%s", dir, dir[0] ? "/" : "",
-                     nm) >= (int)sizeof path)
-            continue;
-        rc = tdb_cons_remove(io, path, r, err);
+        if (!names.is_dir[i] && !strncmp(nm, ".__", 3) && nl > el + 3 &&
+            !strcmp(nm + nl - el, TDB_CONS_TMP))
+            rc = tdb_cons_remove(io, nm, r, err);
     }
     tdb_names_free(&names);
     return rc;

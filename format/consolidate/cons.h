@@ -25,10 +25,15 @@ int tdb_cons_array_load(const struct tdb_io *io, const uint8_t *key,
                         struct tdb_cons_array *a, struct tdb_error *err);
 void tdb_cons_array_free(struct tdb_cons_array *a);
 
+/* The end of the temporary names of consolidations. */
+#define TDB_CONS_TMP ".cons.tmp"
+
 /* The name of a consolidated file "DIR/__t1_t2_<uuid>[_v]SUFFIX" (v left
  * out when version is 0) into out[cap], and its temporary name (what
- * tdb_io_publish writes first: DIR/.NAME.tmp, which no reader lists)
- * into tmp[cap]. */
+ * tdb_io_publish writes first) into tmp[cap]: ".__t1_t2_<uuid>[_v]SUFFIX"
+ * TDB_CONS_TMP in the array's folder, where neither TileDB nor the engine
+ * takes a file for metadata (in __fragment_meta or __meta, both would
+ * read any file as one). */
 int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
                   const char *suffix, char *out, char *tmp, size_t cap,
                   struct tdb_error *err);
@@ -38,10 +43,9 @@ int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
 int tdb_cons_remove(const struct tdb_io *io, const char *path,
                     struct tdb_cons_result *r, struct tdb_error *err);
 
-/* Removes the temporary files ("DIR/.__*SUFFIX.tmp") a consolidation
- * killed before its rename left in folder dir. */
-int tdb_cons_sweep(const struct tdb_io *io, const char *dir,
-                   const char *suffix, struct tdb_cons_result *r,
+/* Removes the temporary files (".__*" TDB_CONS_TMP) that consolidations
+ * killed before their rename left in the array's folder. */
+int tdb_cons_sweep(const struct tdb_io *io, struct tdb_cons_result *r,
                    struct tdb_error *err);
 
 #endif

@@ -187,9 +187,7 @@ int tdb_vacuum_fragment_meta(const struct tdb_io *io,
         if (d->fragmeta[i].ts.t2 != latest)
             r = tdb_cons_remove(io, d->fragmeta[i].path, res, err);
     if (!r)
-        r = tdb_cons_sweep(io, "__fragment_meta", ".meta", res, err);
-    if (!r)
-        r = tdb_cons_sweep(io, "", ".meta", res, err);
+        r = tdb_cons_sweep(io, res, err);
     tdb_arraydir_free(d);
     return r;
 }
