@@ -238,6 +238,23 @@ int tdb_vacuum_fragment_meta(const struct tdb_io *io,
                              struct tdb_cons_result *r,
                              struct tdb_error *err);
 
+/* Consolidates the array's metadata as TileDB's array metadata
+ * consolidation does (sm.consolidation.mode=array_meta): every key in
+ * force in one __meta/<timestamped name> (none when no key is), the times
+ * those of the first and last file merged, then <that name>.vac naming
+ * the files merged, which readers then leave out.  Nothing is done for
+ * fewer than two metadata files.  Published whole, as above: before the
+ * .vac is, the new file holds what the files it merges hold, so a reader
+ * sees the same keys at every step. */
+int tdb_consolidate_array_meta(const struct tdb_io *io, const uint8_t *key,
+                               struct tdb_cons_result *r,
+                               struct tdb_error *err);
+
+/* Removes the metadata files the .vac files of __meta name, then the .vac
+ * files, as TileDB's vacuum does, and what a killed consolidation left. */
+int tdb_vacuum_array_meta(const struct tdb_io *io, struct tdb_cons_result *r,
+                          struct tdb_error *err);
+
 /* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
  * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
  * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a

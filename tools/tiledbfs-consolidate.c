@@ -1,4 +1,4 @@
-/* tiledbfs-consolidate.c: consolidates (and vacuums) a TileDB array's fragment metadata and commits, as TileDB's consolidation does, without TileDB. */
+/* tiledbfs-consolidate.c: consolidates (and vacuums) a TileDB array's fragment metadata, commits and metadata, as TileDB's consolidation does, without TileDB. */
 /*
  *   tiledbfs-consolidate [-o OPTIONS] [--mode=MODE[,MODE]] [--vacuum] [-v]
  *                        SOURCE
@@ -6,7 +6,8 @@
  * SOURCE is an array folder or s3://BUCKET/PREFIX.  MODE is fragment_meta
  * (every live fragment's footer in one __fragment_meta/ file, so an open
  * reads one file instead of one per fragment), commits (every commit in
- * one __commits/ .con file) or all (both, in that order: the default;
+ * one __commits/ .con file), array_meta (every metadata key in force in
+ * one __meta/ file) or all (the three, in that order: the default;
  * a mode that does not apply to the array, commits below format 12, is
  * then skipped with a line saying so).
  * --vacuum then removes what each consolidation superseded.  Each file is
@@ -39,6 +40,7 @@ static const struct tdbcons_mode {
 } tdbcons_modes[] = {
     {"fragment_meta", tdb_consolidate_fragment_meta, tdb_vacuum_fragment_meta},
     {"commits", tdb_consolidate_commits, tdb_vacuum_commits},
+    {"array_meta", tdb_consolidate_array_meta, tdb_vacuum_array_meta},
 };
 #define TDBCONS_NMODES (sizeof tdbcons_modes / sizeof tdbcons_modes[0])
 
@@ -50,8 +52,9 @@ static void tdbcons_usage(FILE *f)
             "Consolidates the TileDB array SOURCE (a folder or "
             "s3://BUCKET/PREFIX) as\n"
             "TileDB does, without TileDB.\n"
-            "  --mode=MODE    fragment_meta, commits, or all (both, the "
-            "default)\n"
+            "  --mode=MODE    fragment_meta, commits, array_meta, or all "
+            "(the three,\n"
+            "                 the default)\n"
             "  --vacuum       then remove what each consolidation "
             "superseded\n"
             "  -o key_file=PATH,endpoint=URL,region=NAME,profile=NAME,\n"
@@ -89,7 +92,7 @@ static int tdbcons_parse_modes(const char *list, unsigned *want,
         if (i == TDBCONS_NMODES) {
             char msg[160];
             snprintf(msg, sizeof msg, "unknown mode '%.40s' (fragment_meta, "
-                     "commits, all)", m);
+                     "commits, array_meta, all)", m);
             tdbcli_report_text("--mode", msg);
             rc = -1;
         } else {

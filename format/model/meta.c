@@ -379,14 +379,36 @@ int tdb_meta_load(const struct tdb_io *io, const char *dir,
 
 /* ------------------------------------------------------------- writing */
 
-static int meta_put_key(struct tdb_buf *out, const char *key)
+static int meta_put_key_len(struct tdb_buf *out, const char *key, size_t len)
 {
-    size_t len = strlen(key);
     if (len > UINT32_MAX)
         return TDB_E_INVAL;
     int r = tdb_buf_put_u32(out, (uint32_t)len);
     if (r == 0)
         r = tdb_buf_append(out, key, len);
+    return r;
+}
+
+static int meta_put_key(struct tdb_buf *out, const char *key)
+{
+    return meta_put_key_len(out, key, strlen(key));
+}
+
+int tdb_meta_serialize_item(struct tdb_buf *out,
+                            const struct tdb_meta_item *it)
+{
+    size_t start = out->len;
+    int r = meta_put_key_len(out, it->key, it->key_len);
+    if (r == 0)
+        r = tdb_buf_put_u8(out, 0);
+    if (r == 0)
+        r = tdb_buf_put_u8(out, (uint8_t)it->type);
+    if (r == 0)
+        r = tdb_buf_put_u32(out, it->count);
+    if (r == 0 && it->size)
+        r = tdb_buf_append(out, it->value, (size_t)it->size);
+    if (r)
+        out->len = start;
     return r;
 }
 

@@ -62,6 +62,9 @@ void tdb_ts_files_free(struct tdb_ts_file *f, size_t n);
 int tdb_meta_serialize_put(struct tdb_buf *out, const char *key,
                            unsigned type, uint32_t count, const void *value);
 int tdb_meta_serialize_del(struct tdb_buf *out, const char *key);
+/* A put of item `it` as it was loaded (its key may hold NULs). */
+int tdb_meta_serialize_item(struct tdb_buf *out,
+                            const struct tdb_meta_item *it);
 
 struct tdb_group_member {
     char *name;                 /* the member's name (folder name shown) */
