@@ -765,9 +765,11 @@ out:
 
 /* ------------------------------------------------------ processed conds */
 
-static int fragmeta_load_processed(struct tdb_fragmeta *fm,
-                                   struct tdb_error *err)
+int tdb_fragmeta_load_processed(struct tdb_fragmeta *fm,
+                                struct tdb_error *err)
 {
+    if (fm->version < 16 || fm->processed_loaded)
+        return 0;
     struct tdb_buf b = {0};
     uint64_t next, cnt;
     int rc = tdb_generic_tile_read(fm->io, fm->meta_path,
@@ -792,6 +794,7 @@ static int fragmeta_load_processed(struct tdb_fragmeta *fm,
         fm->nprocessed = i + 1;
     }
     tdb_buf_free(&b);
+    fm->processed_loaded = true;
     return 0;
 corrupt:
     tdb_buf_free(&b);
@@ -1076,11 +1079,6 @@ int tdb_fragmeta_load(const struct tdb_io *io, const char *path,
     }
     if (rc)
         goto fail;
-    if (fm->version >= 16) {
-        rc = fragmeta_load_processed(fm, err);
-        if (rc)
-            goto fail;
-    }
     *out = fm;
     return 0;
 fail:

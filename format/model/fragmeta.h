@@ -63,9 +63,11 @@ struct tdb_fragmeta {
     /* R-tree leaves: one MBR per sparse tile (sparse fragments). */
     uint64_t nmbrs;
     struct tdb_range *mbrs;     /* nmbrs * ndims ranges */
-    /* Processed delete conditions (v16): names of .del files. */
+    /* Processed delete conditions (v16): names of .del files, loaded by
+     * tdb_fragmeta_load_processed. */
     uint64_t nprocessed;
     char **processed;
+    bool processed_loaded;
     /* Lazily loaded per-field tile info; guarded by lock. */
     struct tdb_field_tiles *tiles;
     pthread_mutex_t lock;
@@ -109,6 +111,14 @@ int tdb_fragmeta_load(const struct tdb_io *io, const char *path,
  * offsets (and null counts where stored) are loaded.  Thread-safe. */
 int tdb_fragmeta_load_field(struct tdb_fragmeta *fm, uint32_t f,
                             struct tdb_error *err);
+
+/* Loads the processed delete conditions (format 16 on: a generic tile of
+ * __fragment_metadata.tdb), if not yet done: what a read needs only when
+ * the array has delete commits, so an open from consolidated footers
+ * reads nothing of each fragment otherwise.  Not thread-safe: call it
+ * before the fragment is shared. */
+int tdb_fragmeta_load_processed(struct tdb_fragmeta *fm,
+                                struct tdb_error *err);
 
 /* Loads the R-tree (MBRs of sparse tiles), if not yet done.  Thread-safe. */
 int tdb_fragmeta_load_rtree(struct tdb_fragmeta *fm, struct tdb_error *err);

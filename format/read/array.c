@@ -847,6 +847,19 @@ static int arr_load_meta_conds(struct tdb_array *a, struct tdb_error *err)
         a->newest_ts = a->meta->newest_ts;
     if (!a->dir->ndeletes)
         return 0;
+    /* which deletes each fragment processed: asked for at once, then read */
+    struct tdb_io_want *w = calloc(a->nfrags ? a->nfrags : 1, sizeof *w);
+    size_t k = 0;
+    for (size_t i = 0; w && i < a->nfrags; i++)
+        if (a->frags[i].fm->version >= 16)
+            w[k++] = (struct tdb_io_want){TDB_WANT_FILE,
+                                          a->frags[i].fm->meta_path, 0, 0};
+    if (w)
+        tdb_io_prefetch(&a->io, w, k);
+    free(w);
+    for (size_t i = 0; i < a->nfrags; i++)
+        if ((r = tdb_fragmeta_load_processed(a->frags[i].fm, err)))
+            return r;
     a->conds = calloc(a->dir->ndeletes, sizeof *a->conds);
     if (!a->conds)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");

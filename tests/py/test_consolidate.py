@@ -158,3 +158,43 @@ def test_s3(name, cons_prog, cat_prog, s3_server, tmp_path):
     assert not [k for k in rel if k.endswith('.tmp')], rel
     bad = differing(cat_prog, case, url, [])
     assert not bad, f'{name} in {s3_server.name}:\n  ' + '\n  '.join(bad)
+
+
+def test_s3_open_of_many_fragments(cons_prog, mount, s3_server, tmp_path):
+    """After fragment_meta and commits consolidation, a mount of an array of
+    60 fragments in the bucket asks for no file of any fragment (60 or more
+    requests before, a handful after; counted by the proxy, not timed) and
+    shows the same bytes."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), 'scripts'))
+    import bench_arrays
+    import latency_proxy
+    nfrag = 60
+    many = tmp_path / 'many'
+    bench_arrays.make_many(find_program(os.path.join('fuse', 'tiledbfs')),
+                           find_program(os.path.join('tools', 'tiledbfs-create')),
+                           str(many), nfrag)
+    cons = tmp_path / 'cons'
+    shutil.copytree(many, cons)
+    r = consolidate(cons_prog, str(cons), extra=['--vacuum', '--mode=fragment_meta,commits'])
+    assert r.returncode == 0, r.stderr
+    prefix = f'consmany/{s3_server.name}/{os.getpid()}'
+    s3_server.upload(str(many), prefix + '/many')
+    s3_server.upload(str(cons), prefix + '/cons')
+    proxy = latency_proxy.LatencyProxy((s3_server.host, s3_server.port))
+    try:
+        os.environ['AWS_ENDPOINT_URL'] = proxy.endpoint
+        got, reqs = {}, {}
+        for name in ('many', 'cons'):
+            proxy.reset()
+            mnt = mount(s3_server.url(f'{prefix}/{name}'), [])
+            reqs[name] = proxy.count()
+            with open(os.path.join(mnt, 'v'), 'rb') as f:
+                got[name] = f.read()
+    finally:
+        os.environ['AWS_ENDPOINT_URL'] = s3_server.endpoint
+        proxy.close()
+    assert got['many'] == got['cons'] and len(got['cons']) > 0
+    assert reqs['many'] >= nfrag, reqs
+    assert reqs['cons'] <= 12, reqs

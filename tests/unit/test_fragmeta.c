@@ -263,6 +263,9 @@ static void test_footer_versions(void)
                 }
                 CHECK_EQ_INT(fm->has_frag_mins_maxs, v >= 12);
                 if (v >= 16) {
+                    /* read when asked for (an array with deletes) */
+                    CHECK_EQ_INT(fm->nprocessed, 0);
+                    CHECK_EQ_INT(tdb_fragmeta_load_processed(fm, &err), 0);
                     CHECK_EQ_INT(fm->nprocessed, 1);
                     CHECK(fm->nprocessed == 1 &&
                           strcmp(fm->processed[0], "x.del") == 0);
