@@ -198,10 +198,11 @@ void tdbm_source_close(struct tdbm_source *s);
  * string, or NULL when out of memory. */
 char *tdbm_name_encode(const char *key);
 
-/* The key of a name of __meta/: the inverse of tdbm_name_encode (hex
- * digits in either case).  A name no key is shown under ("%41", "%2E%2E",
- * a '%' not followed by two hex digits) is an error.  @return a new
- * string, or NULL (errno EINVAL or ENOMEM). */
+/* The key of a name of __meta/: the inverse of tdbm_name_encode, which
+ * gives each key one name (hex digits in capitals).  A name no key is
+ * shown under ("%41", "%2E%2E", "%2f", a '%' not followed by two hex
+ * digits) is an error.  @return a new string, or NULL (errno EINVAL or
+ * ENOMEM). */
 char *tdbm_name_decode(const char *name);
 
 /* --------------------------------------------------------------- mount */

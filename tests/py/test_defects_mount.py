@@ -1,0 +1,91 @@
+"""test_defects_mount.py: errors that tell the truth (issue 27, points 5 to 11) on a real mount: one spelling per __meta key (5), EIO and a log line for a file whose fragment was vacuumed (6), cache sizes of 0 refused (7), an AWS file the options name that cannot be read says why (8), no write bit for other users on a rw mount whatever umask= says (9), S3 options given with a local SOURCE warned of (10), and __slice/ names kept in a bounded table (11)."""
+import errno
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import MOUNT_TIMEOUT, Mounts, make_sample, run_cat
+from test_security import as_nobody
+
+# ---------------------------------------------------------------- helpers
+
+
+def stats(mnt):
+    v = os.getxattr(mnt, 'user.tiledbfs.stats').decode()
+    return dict((k, int(x)) for k, x in (p.split('=') for p in v.split()))
+
+
+def one_line_error(r, *needles):
+    """r failed with one line on stderr holding every needle."""
+    err = r.stderr.decode(errors='replace').strip()
+    assert r.returncode != 0 and len(err.split('\n')) == 1, (r.returncode, err)
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+def errno_of(fn):
+    try:
+        fn()
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def read(path):
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def write(path, data):
+    with open(path, 'wb') as f:
+        f.write(data)
+
+
+def rw_mount(mount, tmp_path, opts=()):
+    arr = make_sample(tmp_path, '8x6', '8x6')
+    return arr, mount(arr, ['rw', 'staging_dir=' + str(tmp_path / 'staging')] + list(opts))
+
+
+# ------------------------------------------- 5: one spelling per __meta key
+
+# (key, the one name __meta/ shows it under, spellings of it no key has)
+ESCAPES = [
+    ('/', '%2F', ['%2f']),
+    ('100%', '100%25', []),
+    ('x/y%z', 'x%2Fy%25z', ['x%2fy%25z']),
+    ('.', '%2E', ['%2e']),
+    ('..', '%2E.', ['%2e.']),
+    ('__attr', '%5F_attr', ['%5f_attr']),
+    ('', '__attr', []),
+]
+
+
+@pytest.mark.parametrize('key,shown,others', ESCAPES,
+                         ids=[e[1] for e in ESCAPES])
+def test_meta_names_one_spelling(mount, tmp_path, key, shown, others):
+    """Writing, reading and removing agree on each escape of __meta/: the
+    name the key is listed under sets, reads and deletes it; another
+    spelling of it (hex digits in lower case) is no name of a key: writing
+    it is EINVAL (as for %41), reading and removing it ENOENT, and the key
+    stays as it was."""
+    _, mnt = rw_mount(mount, tmp_path)
+    meta = os.path.join(mnt, '__meta')
+    before = sorted(os.listdir(meta))
+    write(os.path.join(meta, shown), b'v1')
+    assert sorted(os.listdir(meta)) == sorted(before + [shown])
+    assert read(os.path.join(meta, shown)) == b'v1'
+    for o in others:
+        p = os.path.join(meta, o)
+        assert errno_of(lambda: write(p, b'v2')) == errno.EINVAL, o
+        assert errno_of(lambda: read(p)) == errno.ENOENT, o
+        assert errno_of(lambda: os.unlink(p)) == errno.ENOENT, o
+        assert read(os.path.join(meta, shown)) == b'v1'
+        assert sorted(os.listdir(meta)) == sorted(before + [shown])
+    os.unlink(os.path.join(meta, shown))
+    assert sorted(os.listdir(meta)) == before
+    assert errno_of(lambda: read(os.path.join(meta, shown))) == errno.ENOENT
