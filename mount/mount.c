@@ -418,11 +418,16 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
     return 0;
 }
 
-/* A failed read of h, a generation's file.  @return -errno. */
+/* A failed read of h, a generation's file.  A file of the array that is
+ * gone (a vacuumed fragment: the engine's TDB_E_NOENT) is no fault of the
+ * caller, whose file the folder lists: it is EIO, logged with the name of
+ * what is missing.  @return -errno. */
 static int tdbm_read_failed(struct tdbm_mount *m, const struct tdbm_handle *h,
                             uint64_t off, size_t size, int rc,
                             const struct tdb_error *err)
 {
+    if (rc == TDB_E_NOENT)
+        rc = TDB_E_IO;
     return tdbm_fail(m, rc, err, "read inode %llu at %lld+%zu",
                      (unsigned long long)h->ino, (long long)off, size);
 }

@@ -89,3 +89,29 @@ def test_meta_names_one_spelling(mount, tmp_path, key, shown, others):
     os.unlink(os.path.join(meta, shown))
     assert sorted(os.listdir(meta)) == before
     assert errno_of(lambda: read(os.path.join(meta, shown))) == errno.ENOENT
+
+
+# ------------------------------------ 6: a vacuumed fragment: EIO and a log
+
+
+def test_vacuumed_fragment_read_is_eio_and_logged(mount, tmp_path):
+    """A file whose fragment was removed under the mount (a vacuum) fails
+    to read with EIO, not ENOENT (ls still shows it), and the daemon logs
+    a line naming the fragment's file."""
+    arr = make_sample(tmp_path, '64x64', '16x16')
+    mnt = mount(arr)
+    frag, = os.listdir(os.path.join(arr, '__fragments'))
+    shutil.rmtree(os.path.join(arr, '__fragments', frag))
+    names = ['count', 'temperature.npy', f'__fragments/{frag}/temperature',
+             '__slice/count[0:2].npy']
+    for name in names:
+        p = os.path.join(mnt, name)
+        if not name.startswith('__slice/'):     # made on lookup: not listed
+            assert os.path.basename(name) in os.listdir(os.path.dirname(p))
+        assert errno_of(lambda: read(p)) == errno.EIO, name
+    _, proc, errpath = mount.active[-1]
+    with open(errpath, 'rb') as f:
+        log = f.read().decode(errors='replace')
+    lines = [ln for ln in log.splitlines() if frag in ln]
+    assert len(lines) >= len(names), log
+    assert all(f'__fragments/{frag}/' in ln for ln in lines), log
