@@ -368,6 +368,10 @@ static int tdbm_parse_value(struct tdbm_options *o,
     case TDBM_OPT_SIZE:
         if (tdbm_parse_number(v, true, UINT64_MAX, &a))
             return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
+        /* 0 is no size these take (the engine reads 0 as "the default") */
+        if (a == 0)
+            return tdbm_why(why, cap, "%s=%s: not a size above 0 (leave the "
+                            "option out for its default)", t->name, v);
         memcpy(field, &a, sizeof a);
         return 0;
     case TDBM_OPT_SECONDS:

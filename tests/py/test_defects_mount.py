@@ -115,3 +115,24 @@ def test_vacuumed_fragment_read_is_eio_and_logged(mount, tmp_path):
     lines = [ln for ln in log.splitlines() if frag in ln]
     assert len(lines) >= len(names), log
     assert all(f'__fragments/{frag}/' in ln for ln in lines), log
+
+
+# ------------------------------------------------ 7: sizes of 0 are refused
+
+ZERO_SIZES = ['cache_size=0', 'disk_cache_size=0', 's3_readahead=0', 'cache_size=0K']
+
+
+@pytest.mark.parametrize('opt', ZERO_SIZES)
+def test_zero_size_refused(cat_prog, fs_prog, tmp_path, opt):
+    """An explicit size of 0 (which the engine would read as its default,
+    256 MiB or 1 GiB) is refused with one line naming the option, by
+    tiledbfs-cat and by the daemon before it mounts."""
+    arr = make_sample(tmp_path, '8x6', '8x6')
+    r = run_cat(cat_prog, arr, 'temperature', [opt])
+    one_line_error(r, opt, 'above 0')
+    mnt = tmp_path / 'mnt'
+    mnt.mkdir()
+    r = subprocess.run([fs_prog, '-f', '-o', opt, arr, str(mnt)],
+                       capture_output=True, timeout=MOUNT_TIMEOUT)
+    one_line_error(r, opt, 'above 0')
+    assert not os.path.ismount(str(mnt))

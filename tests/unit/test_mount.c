@@ -813,6 +813,13 @@ static void test_options(void)
     CHECK(strcmp(why, "cache_size=5T: not a size") == 0);
     CHECK_EQ_INT(tdbm_option(&o, "cache_size", "18446744073709551615G", why,
                              sizeof why), -1);
+    /* 0 is no size: the engine would take it for its default */
+    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "0", why, sizeof why), -1);
+    CHECK(strcmp(why, "cache_size=0: not a size above 0 (leave the option "
+                 "out for its default)") == 0);
+    CHECK_EQ_INT(tdbm_option(&o, "disk_cache_size", "0M", why, sizeof why),
+                 -1);
+    CHECK(o.open.cache_bytes == 1u << 30 && o.s3.disk_cache_bytes == 0);
     CHECK_EQ_INT(tdbm_option(&o, "threads", "257", why, sizeof why), -1);
     CHECK(strcmp(why, "threads=257: not a number of threads "
                  "(0 to 256)") == 0);
