@@ -136,3 +136,34 @@ def test_zero_size_refused(cat_prog, fs_prog, tmp_path, opt):
                        capture_output=True, timeout=MOUNT_TIMEOUT)
     one_line_error(r, opt, 'above 0')
     assert not os.path.ismount(str(mnt))
+
+
+# ------------------------------- 8: an AWS file that cannot be read says why
+
+
+def aws_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith('AWS_')}
+    env['HOME'] = str(tmp_path)
+    return env
+
+
+@pytest.mark.parametrize('option', ['credentials_file', 'config_file'])
+def test_aws_file_unreadable_says_why(cat_prog, tmp_path, option):
+    """credentials_file= or config_file= naming a folder, a FIFO or a file
+    too large is a one-line error saying that the option's file cannot be
+    read, and why (not "profile default: in neither ...", nor read as
+    empty, nor a read that waits on a FIFO)."""
+    folder = tmp_path / 'afolder'
+    folder.mkdir()
+    fifo = str(tmp_path / 'afifo')
+    os.mkfifo(fifo)
+    big = tmp_path / 'big'
+    big.write_bytes(b'#' * (2 << 20))
+    env = aws_env(tmp_path)
+    for path, why in ((str(folder), 'it is a folder'), (fifo, 'not a regular file'),
+                      (str(big), 'larger than 1 MiB'),
+                      (str(tmp_path / 'none'), 'No such file')):
+        r = subprocess.run([cat_prog, '-o', f'{option}={path},endpoint=http://127.0.0.1:1,'
+                            's3_timeout=2', 's3://bucket/arr', '__array.json'],
+                           capture_output=True, env=env, timeout=30)
+        one_line_error(r, f'{option}={path}: cannot read it: ', why)
