@@ -160,6 +160,12 @@ int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
 /* The S3 options of `o` as the engine takes them (pointing into o). */
 void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3);
 
+/* The options given in `o` that only an s3:// SOURCE reads (endpoint=,
+ * disk_cache=, ...), as "endpoint=, disk_cache=" into out[cap].
+ * @return how many. */
+size_t tdbm_options_s3_given(const struct tdbm_options *o, char *out,
+                             size_t cap);
+
 /* The checks between options of a mount (rw and refresh= exclude
  * timestamp=).
  * @return 0 or -1 with a sentence in why[cap]. */
@@ -175,6 +181,8 @@ struct tdbm_source {
     struct tdb_fs *fs;
     uint8_t stamp[TDB_STAMP_BYTES]; /* with refresh=: tdb_fs_stamp of the */
     bool stamped;                   /* root, taken before fs was opened */
+    char warning[512];  /* what the front end says at start, or "": the
+                         * s3:// options a local SOURCE ignores */
 };
 
 /* Opens SOURCE: an array or group folder (read through the engine's

@@ -479,6 +479,57 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
     return 0;
 }
 
+/* The options that only an s3:// SOURCE reads. */
+static const char *const tdbm_s3_only[] = {
+    "endpoint", "region", "profile", "credentials_file", "config_file",
+    "s3_requests", "s3_timeout", "s3_readahead", "disk_cache",
+    "disk_cache_size", NULL};
+
+/* Whether option t was given a value in o (none of these takes 0). */
+static bool tdbm_option_given(const struct tdbm_options *o,
+                              const struct tdbm_option *t)
+{
+    const char *field = (const char *)o + t->offset;
+
+    switch (t->kind) {
+    case TDBM_OPT_STRING:
+    case TDBM_OPT_TEXT: {
+        char *v;
+        memcpy(&v, field, sizeof v);
+        return v != NULL;
+    }
+    case TDBM_OPT_SIZE: {
+        uint64_t v;
+        memcpy(&v, field, sizeof v);
+        return v != 0;
+    }
+    default: {
+        unsigned v;
+        memcpy(&v, field, sizeof v);
+        return v != 0;
+    }
+    }
+}
+
+size_t tdbm_options_s3_given(const struct tdbm_options *o, char *out,
+                             size_t cap)
+{
+    size_t n = 0, len = 0;
+
+    if (cap)
+        out[0] = '\0';
+    for (size_t i = 0; tdbm_s3_only[i]; i++) {
+        const struct tdbm_option *t = tdbm_option_find(tdbm_s3_only[i]);
+        if (!t || !tdbm_option_given(o, t))
+            continue;
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s=",
+                                    n ? ", " : "", t->name);
+        n++;
+    }
+    return n;
+}
+
 void tdbm_options_usage(FILE *f)
 {
     for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {

@@ -167,3 +167,28 @@ def test_aws_file_unreadable_says_why(cat_prog, tmp_path, option):
                             's3_timeout=2', 's3://bucket/arr', '__array.json'],
                            capture_output=True, env=env, timeout=30)
         one_line_error(r, f'{option}={path}: cannot read it: ', why)
+
+
+# -------------------------------- 10: S3 options with a local SOURCE: said
+
+
+def test_s3_options_local_source_warned(cat_prog, mount, tmp_path):
+    """endpoint=, disk_cache= (and the other s3:// options) given with a
+    local SOURCE are not silently ignored: one line at start names them;
+    the files read as without them, and no disk cache folder is made."""
+    arr = make_sample(tmp_path, '8x6', '8x6')
+    plain = run_cat(cat_prog, arr, 'temperature')
+    assert plain.returncode == 0 and plain.stderr == b''
+    dc = str(tmp_path / 'dc')
+    r = run_cat(cat_prog, arr, 'temperature',
+                ['endpoint=http://127.0.0.1:1', 'disk_cache=' + dc])
+    assert r.returncode == 0 and r.stdout == plain.stdout
+    err = r.stderr.decode()
+    assert len(err.strip().split('\n')) == 1, err
+    assert 'endpoint=, disk_cache= are only for an s3:// SOURCE' in err, err
+    assert not os.path.exists(dc)
+    mnt = mount(arr, ['region=x', 's3_requests=4', 'disk_cache_size=1M'])
+    assert read(os.path.join(mnt, 'temperature')) == plain.stdout
+    with open(mount.active[-1][2], 'rb') as f:
+        log = f.read().decode()
+    assert 'region=, s3_requests=, disk_cache_size= are only for an s3:// SOURCE' in log, log
