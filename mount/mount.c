@@ -17,10 +17,12 @@ static void tdbm_fill_stat(const struct tdbm_mount *m,
     st->st_ino = tdbm_gen_ino(g, tino);
     /* A folder's link count is 1, "unknown" to find and fts: counting its
      * subfolders would stat every child. */
+    /* With rw, only the owner may write, whatever umask= says (the
+     * daemon writes what anyone with a write bit asks). */
     if (ts->is_dir)
-        st->st_mode = S_IFDIR | ((m->rw ? 0777 : 0555) & ~m->opts->umask);
+        st->st_mode = S_IFDIR | ((m->rw ? 0755 : 0555) & ~m->opts->umask);
     else if (m->rw && tdbm_meta_name(g, tino))
-        st->st_mode = S_IFREG | (0666 & ~m->opts->umask);
+        st->st_mode = S_IFREG | (0644 & ~m->opts->umask);
     else
         st->st_mode = S_IFREG | (0444 & ~m->opts->umask);
     st->st_nlink = 1;

@@ -67,7 +67,8 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("umask", TDBM_OPT_MODE, umask, "umask=M",
              "mode bits (octal) no entry shows (default\n"
              "022: folders 0755 or 0555, files 0644 or\n"
-             "0444; staged entries never more than 0700)"),
+             "0444; no write bit but the owner's ever;\n"
+             "staged entries never more than 0700)"),
     TDBM_OPT("s3_requests", TDBM_OPT_REQUESTS, s3.requests, "s3_requests=N",
              "s3:// requests in flight at most (default 64)"),
     TDBM_OPT("s3_timeout", TDBM_OPT_SECONDS, s3.timeout_s, "s3_timeout=SECS",

@@ -169,6 +169,64 @@ def test_aws_file_unreadable_says_why(cat_prog, tmp_path, option):
         one_line_error(r, f'{option}={path}: cannot read it: ', why)
 
 
+# ------------------------------------- 9: rw: only the owner writes, always
+
+
+def test_rw_umask_000_others_cannot_write(fs_prog, tmp_path):
+    """-o rw,allow_other,umask=000: umask= takes bits away and never adds
+    write bits for others: folders show 0755, __meta/ files 0644, data
+    files 0444, __staging 0700; another user (uid 65534) reads the array
+    but cannot write, replace or delete a __meta key, nor stage."""
+    arr = make_sample(tmp_path, '8x6', '8x6')
+    top = tempfile.mkdtemp(prefix='tiledbfs-defects-')
+    os.chmod(top, 0o755)     # a mountpoint the other user can reach
+    mounts = Mounts(fs_prog, top)
+    try:
+        mnt = mounts(arr, ['rw', 'allow_other', 'umask=000',
+                           'staging_dir=' + str(tmp_path / 'staging')])
+        for name, mode in (('', 0o755), ('__meta', 0o755), ('__meta/units', 0o644),
+                           ('__fragments', 0o755), ('temperature', 0o444),
+                           ('__staging', 0o700)):
+            got = stat.S_IMODE(os.stat(os.path.join(mnt, name)).st_mode)
+            assert got == mode, f'{name}: {oct(got)}'
+        units = read(os.path.join(mnt, '__meta', 'units'))
+        code = r'''
+import errno, os, sys
+mnt = sys.argv[1]
+def attempt(what, fn):
+    try:
+        fn()
+        print(what, 'ok')
+    except OSError as e:
+        print(what, errno.errorcode.get(e.errno, str(e.errno)))
+def write(p, b):
+    with open(p, 'wb') as f:
+        f.write(b)
+attempt('read', lambda: open(os.path.join(mnt, 'temperature'), 'rb').read())
+attempt('new-key', lambda: write(os.path.join(mnt, '__meta', 'theirs'), b'x'))
+attempt('replace-key', lambda: write(os.path.join(mnt, '__meta', 'units'), b'x'))
+attempt('append-key', lambda: open(os.path.join(mnt, '__meta', 'units'), 'ab').write(b'x'))
+attempt('delete-key', lambda: os.unlink(os.path.join(mnt, '__meta', 'units')))
+attempt('stage', lambda: os.mkdir(os.path.join(mnt, '__staging', 'theirs')))
+attempt('fragment', lambda: os.mkdir(os.path.join(mnt, '__fragments', 'theirs')))
+'''
+        rc, out = as_nobody(code, mnt)
+        assert rc == 0, out
+        got = dict(line.split(' ', 1) for line in out.strip().split('\n'))
+        assert got.pop('read') == 'ok', out
+        for what, e in got.items():
+            assert e in ('EACCES', 'EPERM'), f'{what}: {e}'
+        assert sorted(os.listdir(os.path.join(mnt, '__meta'))) == ['units']
+        assert read(os.path.join(mnt, '__meta', 'units')) == units
+        # the owner still writes
+        write(os.path.join(mnt, '__meta', 'mine'), b'y')
+        assert read(os.path.join(mnt, '__meta', 'mine')) == b'y'
+    finally:
+        problems = mounts.close()
+        shutil.rmtree(top, ignore_errors=True)
+    assert not problems, '; '.join(problems)
+
+
 # -------------------------------- 10: S3 options with a local SOURCE: said
 
 
