@@ -199,7 +199,8 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(g->fs, tino, name, &ino, &err);
-    if (rc == TDB_E_NOENT && tdb_fs_made_on_lookup(g->fs, tino))
+    bool made = tdb_fs_made_on_lookup(g->fs, tino);
+    if (rc == TDB_E_NOENT && made)
         tdbm_tell(m, rc, &err, "lookup");   /* a malformed name: why */
     if (rc == TDB_E_NOENT && m->rw && tino == g->meta_dir &&
         tdbm_lookup_created(m, name, e)) {
@@ -227,7 +228,11 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
     e->ino = tdbm_gen_ino(g, ino);
     e->generation = 1;
     e->attr_timeout = tdbm_attr_timeout(m, e->ino);
-    e->entry_timeout = TDBM_TIMEOUT;
+    /* A file made on lookup (__slice/NAME) is dropped when idle ones are
+     * too many, its number with it: the kernel asks again each time (a
+     * lookup that makes it anew, under a new number), rather than use a
+     * number that may be gone. */
+    e->entry_timeout = made ? 0.0 : TDBM_TIMEOUT;
     tdbm_fill_stat(m, g, ino, &ts, &e->attr);
     /* The pin becomes the kernel's lookup reference, taken back if the
      * reply is lost (the root is not counted: it is always there). */

@@ -250,3 +250,49 @@ def test_s3_options_local_source_warned(cat_prog, mount, tmp_path):
     with open(mount.active[-1][2], 'rb') as f:
         log = f.read().decode()
     assert 'region=, s3_requests=, disk_cache_size= are only for an s3:// SOURCE' in log, log
+
+
+# ------------------------------------------- 11: __slice/ names, bounded
+
+
+def vm_kib(pid, field):
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    return 0
+
+
+def test_slice_names_bounded(mount, tmp_path):
+    """Distinct __slice/ and __domain/ names, 20,000 of them (any user of an
+    allow_other mount may make them): the daemon keeps at most
+    slices_idle_max idle ones (cache_size=1M: 64) plus those open, drops
+    the oldest (slice_evictions), and its memory does not grow with the
+    names; a slice dropped is made again at its next lookup with the same
+    bytes, and one held open reads on whatever is dropped meanwhile."""
+    arr = make_sample(tmp_path, '8x6', '8x6')
+    mnt = mount(arr, ['cache_size=1M'])
+    pid = mount.active[-1][1].pid
+    s0 = stats(mnt)
+    keep = s0['slices_idle_max']
+    assert keep == 64 and s0['slices'] == 0, s0
+    first = os.path.join(mnt, '__slice', 'temperature[1:3,::2].npy')
+    want = read(first)
+    held = open(os.path.join(mnt, '__domain', 'count[2:5].npy'), 'rb')
+    held_want = read(held.name)
+    rss0 = vm_kib(pid, 'VmRSS')
+    n = 20000
+    for i in range(n):
+        a, b, c = i % 8, (i // 8) % 6, i // 48
+        d = '__slice' if i % 2 else '__domain'
+        os.stat(os.path.join(mnt, d, f'temperature[{a}:{a + 1},{b}:{b + 1}:{c + 1}].npy'))
+    grown = vm_kib(pid, 'VmRSS') - rss0
+    s = stats(mnt)
+    assert s['slices'] <= keep + 1, s                    # the idle ones and the open one
+    assert s['slice_evictions'] >= n + 2 - (keep + 1), s
+    assert grown < 16 << 10, f'the daemon grew {grown} KiB for {n} slice names'
+    assert read(held.name) == held_want
+    held.seek(0)
+    assert held.read() == held_want                      # held open: never dropped
+    held.close()
+    assert read(first) == want                           # dropped, then made again

@@ -1133,6 +1133,81 @@ static void test_names(void)
     }
 }
 
+/* A stat of user.tiledbfs.stats's `key` on mount m. */
+static long long stat_of(struct tdbm_mount *m, const char *key)
+{
+    char *v = NULL, pat[64];
+    size_t len = 0;
+    long long n = -1;
+    if (tdbm_getxattr(m, TDBM_ROOT_INO, "user.tiledbfs.stats", &v, &len) != 0)
+        return -1;
+    char *z = realloc(v, len + 1);
+    if (z) {
+        z[len] = '\0';
+        snprintf(pat, sizeof pat, " %s=", key);
+        char *at = strstr(z, pat);
+        if (at)
+            n = atoll(at + strlen(pat));
+        v = z;
+    }
+    free(v);
+    return n;
+}
+
+/* __slice/ files are kept as the cache keeps tiles: past slices_idle_max
+ * idle ones (64 with cache_size=1M) the oldest go, their numbers with
+ * them (getattr: ENOENT), and the kernel never keeps their entries
+ * (entry_timeout 0), so that its next lookup makes one anew under a new
+ * number, with the same bytes; one open is never dropped. */
+static void test_slices_dropped(void)
+{
+    struct fixture f;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e, e2;
+    char why[1200] = "", name[64];
+    uint8_t want[256], got[256], held[256];
+    struct stat st;
+    double timeout;
+    size_t n, nh, g;
+
+    memset(&f, 0, sizeof f);
+    snprintf(f.arr, sizeof f.arr, "%s/dense_1d_basic/array", unit_corpus());
+    if (!fx_done(&f, "dense_1d_basic", fx_mount(&f, "cache_size=1M", false,
+                                                why, sizeof why), why))
+        return;
+    CHECK_EQ_INT((int)stat_of(f.m, "slices_idle_max"), 64);
+    uint64_t dir = look(f.m, TDBM_ROOT_INO, "__slice");
+    CHECK_EQ_INT(tdbm_lookup(f.m, dir, "a[3:9].npy", &e), 0);
+    CHECK(e.ino != 0 && e.entry_timeout == 0.0);
+    n = slurp(f.m, e.ino, want, sizeof want);
+    CHECK(n > 24 && n < sizeof want);
+    CHECK_EQ_INT(tdbm_lookup(f.m, dir, "b[::7].npy", &e2), 0);
+    CHECK_EQ_INT(tdbm_open(f.m, e2.ino, O_RDONLY, &h, &oi), 0);
+    CHECK_EQ_INT(tdbm_read(f.m, h, 0, held, sizeof held, &nh), 0);
+    for (int i = 0; i < 200; i++) {
+        struct tdbm_entry x;
+        snprintf(name, sizeof name, "a[0:%d:%d].npy", 1 + i % 50, 1 + i / 50);
+        CHECK_EQ_INT(tdbm_lookup(f.m, dir, name, &x), 0);
+        tdbm_forget(f.m, x.ino, 1);
+    }
+    CHECK(stat_of(f.m, "slices") <= 65 && stat_of(f.m, "slices") > 0);
+    CHECK(stat_of(f.m, "slice_evictions") >= 202 - 65);
+    /* the first is gone, its number with it; a lookup makes it again */
+    CHECK_EQ_INT(tdbm_getattr(f.m, e.ino, &st, &timeout), -ENOENT);
+    tdbm_forget(f.m, e.ino, 1);
+    CHECK_EQ_INT(tdbm_lookup(f.m, dir, "a[3:9].npy", &e), 0);
+    CHECK(slurp(f.m, e.ino, got, sizeof got) == n && !memcmp(got, want, n));
+    tdbm_forget(f.m, e.ino, 1);
+    /* the one open reads on */
+    CHECK_EQ_INT(tdbm_read(f.m, h, 0, got, sizeof got, &g), 0);
+    CHECK(g == nh && !memcmp(got, held, nh));
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, e2.ino, 1);
+    tdbm_forget(f.m, dir, 1);
+    fx_close(&f);
+}
+
 /* Another thread takes no message of the main thread's failure. */
 static void *take_elsewhere(void *arg)
 {
@@ -1675,6 +1750,7 @@ int main(void)
     RUN(test_options);
     RUN(test_owner_options);
     RUN(test_names);
+    RUN_CORPUS(test_slices_dropped);
     RUN_CORPUS(test_owner_read_only);
     RUN_CORPUS(test_owner_writable);
     RUN_CORPUS(test_fragments_exdev);
