@@ -165,6 +165,23 @@ static void tdbm_staging_entry(const struct tdbm_mount *m,
     e->entry_timeout = 0.0;
 }
 
+/* Whether engine inode tino, which failed a call with TDB_E_NOENT, is
+ * no longer in g's tree: a file of __slice/ dropped since its lookup
+ * (the tree drops idle ones).  Such a number is stale (-ESTALE: the
+ * kernel then looks the name up again, which makes the file anew); a file
+ * still there failed for a missing file of the array.  A readdir tells
+ * them apart: a file there is no folder (TDB_E_NOTDIR), and a folder
+ * never fails with TDB_E_NOENT.  The missing file of the array is EIO,
+ * logged: the file is listed, so ENOENT would mislead. */
+static bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino)
+{
+    const char *name;
+    uint64_t child;
+
+    return tdb_fs_readdir(g->fs, tino, 0, &name, &child, NULL) ==
+           TDB_E_NOENT;
+}
+
 int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
                 struct tdbm_entry *e)
 {
@@ -217,8 +234,12 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         tdbm_gen_unpin(m, g, 1);
         return 0;
     }
-    if (rc == 0)
-        rc = tdb_fs_stat(g->fs, ino, &ts, &err);
+    if (rc == 0 && (rc = tdb_fs_stat(g->fs, ino, &ts, &err)) == TDB_E_NOENT)
+        rc = tdbm_gone(g, ino) ? -ESTALE : TDB_E_IO; /* see tdbm_gone */
+    if (rc == -ESTALE) {
+        tdbm_gen_unpin(m, g, 1);
+        return rc;
+    }
     if (rc < 0) {
         rc = tdbm_fail(m, rc, &err, "lookup inode %llu",
                        (unsigned long long)parent);
@@ -282,10 +303,12 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_stat(g->fs, tino, &ts, &err);
-    if (rc < 0) {
+    if (rc == TDB_E_NOENT)
+        rc = tdbm_gone(g, tino) ? -ESTALE : TDB_E_IO; /* see tdbm_gone */
+    if (rc < 0 && rc != -ESTALE) {
         rc = tdbm_fail(m, rc, &err, "getattr inode %llu",
                        (unsigned long long)ino);
-    } else {
+    } else if (rc == 0) {
         tdbm_fill_stat(m, g, tino, &ts, st);
         *timeout = tdbm_attr_timeout(m, ino);
     }
@@ -514,6 +537,12 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
         h->ino = ino;
         tdb_error_clear(&err);
         rc = tdb_reader_open(&h->rd, g->fs, tino, &err);
+        if (rc == TDB_E_NOENT && tdbm_gone(g, tino)) {
+            tdbm_release(m, h);
+            return -ESTALE;
+        }
+        if (rc == TDB_E_NOENT)
+            rc = TDB_E_IO; /* a file of the array is missing */
         if (rc < 0) {
             tdbm_release(m, h);
             return tdbm_fail(m, rc, &err, "open inode %llu",
@@ -760,11 +789,13 @@ int tdbm_getxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
         rc = TDB_E_NOMEM;
     if (rc == 0)
         rc = tdb_fs_getxattr(g->fs, tino, name, *val, need, &need);
+    bool gone = rc == TDB_E_NOENT && tdbm_gone(g, tino);
     tdbm_gen_unpin(m, g, 1);
     if (rc < 0) {
         free(*val);
         *val = NULL;
-        return rc == TDB_E_NOENT ? -ENODATA : -tdb_errno(rc);
+        return gone ? -ESTALE : rc == TDB_E_NOENT ? -ENODATA
+                                                  : -tdb_errno(rc);
     }
     *len = need;
     return 0;

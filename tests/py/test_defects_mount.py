@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import MOUNT_TIMEOUT, Mounts, make_sample, run_cat
+from conftest import MOUNT_TIMEOUT, Mounts, get_case, make_sample, run_cat
 from test_security import as_nobody
 
 # ---------------------------------------------------------------- helpers
@@ -115,6 +115,25 @@ def test_vacuumed_fragment_read_is_eio_and_logged(mount, tmp_path):
     lines = [ln for ln in log.splitlines() if frag in ln]
     assert len(lines) >= len(names), log
     assert all(f'__fragments/{frag}/' in ln for ln in lines), log
+
+
+def test_vacuumed_fragment_stat_of_var_sized_is_eio(mount, tmp_path):
+    """The size of a var-sized values file needs its offsets: with the
+    fragment removed, stat (the lookup) of such a file is EIO too, logged,
+    not ENOENT for a file the folder lists."""
+    case = get_case('dense_var_nullable')
+    arr = str(tmp_path / 'arr')
+    shutil.copytree(case.array, arr)
+    mnt = mount(arr)
+    listed = os.listdir(mnt)
+    for frag in os.listdir(os.path.join(arr, '__fragments')):
+        shutil.rmtree(os.path.join(arr, '__fragments', frag))
+    for name in ('s_ascii', 'n_str', 's_utf8.npy'):
+        assert name in listed
+        assert errno_of(lambda: os.stat(os.path.join(mnt, name))) == errno.EIO, name
+    with open(mount.active[-1][2], 'rb') as f:
+        log = f.read().decode(errors='replace')
+    assert log.count('__fragments/__') >= 3, log
 
 
 # ------------------------------------------------ 7: sizes of 0 are refused

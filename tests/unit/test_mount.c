@@ -1156,16 +1156,17 @@ static long long stat_of(struct tdbm_mount *m, const char *key)
 
 /* __slice/ files are kept as the cache keeps tiles: past slices_idle_max
  * idle ones (64 with cache_size=1M) the oldest go, their numbers with
- * them (getattr: ENOENT), and the kernel never keeps their entries
- * (entry_timeout 0), so that its next lookup makes one anew under a new
- * number, with the same bytes; one open is never dropped. */
+ * them (getattr, open, getxattr: ESTALE), and the kernel never keeps
+ * their entries (entry_timeout 0), so that its next lookup makes one anew
+ * under a new number, with the same bytes; one open is never dropped. */
 static void test_slices_dropped(void)
 {
     struct fixture f;
     struct tdbm_open_info oi;
-    struct tdbm_handle *h;
+    struct tdbm_handle *h, *h2;
     struct tdbm_entry e, e2;
-    char why[1200] = "", name[64];
+    char why[1200] = "", name[64], *xv = NULL;
+    size_t xl;
     uint8_t want[256], got[256], held[256];
     struct stat st;
     double timeout;
@@ -1193,8 +1194,12 @@ static void test_slices_dropped(void)
     }
     CHECK(stat_of(f.m, "slices") <= 65 && stat_of(f.m, "slices") > 0);
     CHECK(stat_of(f.m, "slice_evictions") >= 202 - 65);
-    /* the first is gone, its number with it; a lookup makes it again */
-    CHECK_EQ_INT(tdbm_getattr(f.m, e.ino, &st, &timeout), -ENOENT);
+    /* the first is gone, its number with it (stale: the kernel then
+     * looks the name up again); a lookup makes it again */
+    CHECK_EQ_INT(tdbm_getattr(f.m, e.ino, &st, &timeout), -ESTALE);
+    CHECK_EQ_INT(tdbm_open(f.m, e.ino, O_RDONLY, &h2, &oi), -ESTALE);
+    CHECK_EQ_INT(tdbm_getxattr(f.m, e.ino, "user.tiledb.dtype", &xv, &xl),
+                 -ESTALE);
     tdbm_forget(f.m, e.ino, 1);
     CHECK_EQ_INT(tdbm_lookup(f.m, dir, "a[3:9].npy", &e), 0);
     CHECK(slurp(f.m, e.ino, got, sizeof got) == n && !memcmp(got, want, n));
