@@ -359,6 +359,10 @@ static int tdbfs_start(struct tdbfs_run *r)
         tdbfs_say(why);
         return -1;
     }
+    if (r->src.warning[0]) {
+        snprintf(why, sizeof why, "%s", r->src.warning);
+        tdbfs_say(why);
+    }
     /* group members left out: said once, at start */
     for (size_t i = 0, n = tdb_fs_warnings(r->src.fs, &warn); i < n; i++) {
         snprintf(why, sizeof why, "%s", warn[i]);

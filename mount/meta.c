@@ -150,7 +150,7 @@ void tdbm_rec_stat(const struct tdbm_mount *m, const struct tdbm_metarec *r,
 
     memset(st, 0, sizeof *st);
     st->st_ino = (ino_t)r->ino;
-    st->st_mode = S_IFREG | (0666 & ~m->opts->umask);
+    st->st_mode = S_IFREG | (0644 & ~m->opts->umask); /* owner writes */
     st->st_nlink = 1;
     st->st_uid = m->cfg.uid;
     st->st_gid = m->cfg.gid;

@@ -17,10 +17,12 @@ static void tdbm_fill_stat(const struct tdbm_mount *m,
     st->st_ino = tdbm_gen_ino(g, tino);
     /* A folder's link count is 1, "unknown" to find and fts: counting its
      * subfolders would stat every child. */
+    /* With rw, only the owner may write, whatever umask= says (the
+     * daemon writes what anyone with a write bit asks). */
     if (ts->is_dir)
-        st->st_mode = S_IFDIR | ((m->rw ? 0777 : 0555) & ~m->opts->umask);
+        st->st_mode = S_IFDIR | ((m->rw ? 0755 : 0555) & ~m->opts->umask);
     else if (m->rw && tdbm_meta_name(g, tino))
-        st->st_mode = S_IFREG | (0666 & ~m->opts->umask);
+        st->st_mode = S_IFREG | (0644 & ~m->opts->umask);
     else
         st->st_mode = S_IFREG | (0444 & ~m->opts->umask);
     st->st_nlink = 1;
@@ -163,6 +165,23 @@ static void tdbm_staging_entry(const struct tdbm_mount *m,
     e->entry_timeout = 0.0;
 }
 
+/* Whether engine inode tino, which failed a call with TDB_E_NOENT, is
+ * no longer in g's tree: a file of __slice/ dropped since its lookup
+ * (the tree drops idle ones).  Such a number is stale (-ESTALE: the
+ * kernel then looks the name up again, which makes the file anew); a file
+ * still there failed for a missing file of the array.  A readdir tells
+ * them apart: a file there is no folder (TDB_E_NOTDIR), and a folder
+ * never fails with TDB_E_NOENT.  The missing file of the array is EIO,
+ * logged: the file is listed, so ENOENT would mislead. */
+static bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino)
+{
+    const char *name;
+    uint64_t child;
+
+    return tdb_fs_readdir(g->fs, tino, 0, &name, &child, NULL) ==
+           TDB_E_NOENT;
+}
+
 int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
                 struct tdbm_entry *e)
 {
@@ -197,7 +216,8 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(g->fs, tino, name, &ino, &err);
-    if (rc == TDB_E_NOENT && tdb_fs_made_on_lookup(g->fs, tino))
+    bool made = tdb_fs_made_on_lookup(g->fs, tino);
+    if (rc == TDB_E_NOENT && made)
         tdbm_tell(m, rc, &err, "lookup");   /* a malformed name: why */
     if (rc == TDB_E_NOENT && m->rw && tino == g->meta_dir &&
         tdbm_lookup_created(m, name, e)) {
@@ -214,8 +234,12 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         tdbm_gen_unpin(m, g, 1);
         return 0;
     }
-    if (rc == 0)
-        rc = tdb_fs_stat(g->fs, ino, &ts, &err);
+    if (rc == 0 && (rc = tdb_fs_stat(g->fs, ino, &ts, &err)) == TDB_E_NOENT)
+        rc = tdbm_gone(g, ino) ? -ESTALE : TDB_E_IO; /* see tdbm_gone */
+    if (rc == -ESTALE) {
+        tdbm_gen_unpin(m, g, 1);
+        return rc;
+    }
     if (rc < 0) {
         rc = tdbm_fail(m, rc, &err, "lookup inode %llu",
                        (unsigned long long)parent);
@@ -225,7 +249,11 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
     e->ino = tdbm_gen_ino(g, ino);
     e->generation = 1;
     e->attr_timeout = tdbm_attr_timeout(m, e->ino);
-    e->entry_timeout = TDBM_TIMEOUT;
+    /* A file made on lookup (__slice/NAME) is dropped when idle ones are
+     * too many, its number with it: the kernel asks again each time (a
+     * lookup that makes it anew, under a new number), rather than use a
+     * number that may be gone. */
+    e->entry_timeout = made ? 0.0 : TDBM_TIMEOUT;
     tdbm_fill_stat(m, g, ino, &ts, &e->attr);
     /* The pin becomes the kernel's lookup reference, taken back if the
      * reply is lost (the root is not counted: it is always there). */
@@ -275,10 +303,12 @@ int tdbm_getattr(struct tdbm_mount *m, uint64_t ino, struct stat *st,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_stat(g->fs, tino, &ts, &err);
-    if (rc < 0) {
+    if (rc == TDB_E_NOENT)
+        rc = tdbm_gone(g, tino) ? -ESTALE : TDB_E_IO; /* see tdbm_gone */
+    if (rc < 0 && rc != -ESTALE) {
         rc = tdbm_fail(m, rc, &err, "getattr inode %llu",
                        (unsigned long long)ino);
-    } else {
+    } else if (rc == 0) {
         tdbm_fill_stat(m, g, tino, &ts, st);
         *timeout = tdbm_attr_timeout(m, ino);
     }
@@ -418,11 +448,16 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
     return 0;
 }
 
-/* A failed read of h, a generation's file.  @return -errno. */
+/* A failed read of h, a generation's file.  A file of the array that is
+ * gone (a vacuumed fragment: the engine's TDB_E_NOENT) is no fault of the
+ * caller, whose file the folder lists: it is EIO, logged with the name of
+ * what is missing.  @return -errno. */
 static int tdbm_read_failed(struct tdbm_mount *m, const struct tdbm_handle *h,
                             uint64_t off, size_t size, int rc,
                             const struct tdb_error *err)
 {
+    if (rc == TDB_E_NOENT)
+        rc = TDB_E_IO;
     return tdbm_fail(m, rc, err, "read inode %llu at %lld+%zu",
                      (unsigned long long)h->ino, (long long)off, size);
 }
@@ -502,6 +537,12 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
         h->ino = ino;
         tdb_error_clear(&err);
         rc = tdb_reader_open(&h->rd, g->fs, tino, &err);
+        if (rc == TDB_E_NOENT && tdbm_gone(g, tino)) {
+            tdbm_release(m, h);
+            return -ESTALE;
+        }
+        if (rc == TDB_E_NOENT)
+            rc = TDB_E_IO; /* a file of the array is missing */
         if (rc < 0) {
             tdbm_release(m, h);
             return tdbm_fail(m, rc, &err, "open inode %llu",
@@ -748,11 +789,13 @@ int tdbm_getxattr(struct tdbm_mount *m, uint64_t ino, const char *name,
         rc = TDB_E_NOMEM;
     if (rc == 0)
         rc = tdb_fs_getxattr(g->fs, tino, name, *val, need, &need);
+    bool gone = rc == TDB_E_NOENT && tdbm_gone(g, tino);
     tdbm_gen_unpin(m, g, 1);
     if (rc < 0) {
         free(*val);
         *val = NULL;
-        return rc == TDB_E_NOENT ? -ENODATA : -tdb_errno(rc);
+        return gone ? -ESTALE : rc == TDB_E_NOENT ? -ENODATA
+                                                  : -tdb_errno(rc);
     }
     *len = need;
     return 0;

@@ -160,6 +160,12 @@ int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
 /* The S3 options of `o` as the engine takes them (pointing into o). */
 void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3);
 
+/* The options given in `o` that only an s3:// SOURCE reads (endpoint=,
+ * disk_cache=, ...), as "endpoint=, disk_cache=" into out[cap].
+ * @return how many. */
+size_t tdbm_options_s3_given(const struct tdbm_options *o, char *out,
+                             size_t cap);
+
 /* The checks between options of a mount (rw and refresh= exclude
  * timestamp=).
  * @return 0 or -1 with a sentence in why[cap]. */
@@ -175,6 +181,8 @@ struct tdbm_source {
     struct tdb_fs *fs;
     uint8_t stamp[TDB_STAMP_BYTES]; /* with refresh=: tdb_fs_stamp of the */
     bool stamped;                   /* root, taken before fs was opened */
+    char warning[512];  /* what the front end says at start, or "": the
+                         * s3:// options a local SOURCE ignores */
 };
 
 /* Opens SOURCE: an array or group folder (read through the engine's
@@ -198,10 +206,11 @@ void tdbm_source_close(struct tdbm_source *s);
  * string, or NULL when out of memory. */
 char *tdbm_name_encode(const char *key);
 
-/* The key of a name of __meta/: the inverse of tdbm_name_encode (hex
- * digits in either case).  A name no key is shown under ("%41", "%2E%2E",
- * a '%' not followed by two hex digits) is an error.  @return a new
- * string, or NULL (errno EINVAL or ENOMEM). */
+/* The key of a name of __meta/: the inverse of tdbm_name_encode, which
+ * gives each key one name (hex digits in capitals).  A name no key is
+ * shown under ("%41", "%2E%2E", "%2f", a '%' not followed by two hex
+ * digits) is an error.  @return a new string, or NULL (errno EINVAL or
+ * ENOMEM). */
 char *tdbm_name_decode(const char *name);
 
 /* --------------------------------------------------------------- mount */

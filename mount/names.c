@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 char *tdbm_name_encode(const char *key)
 {
@@ -57,9 +56,10 @@ char *tdbm_name_decode(const char *name)
     char *key = tdbm_name_unescape(name);
     char *again = key ? tdbm_name_encode(key) : NULL;
 
-    /* Only the name the key is shown under (hex digits in either case):
-     * "%41" would store key "A", which then shows as "A". */
-    if (again && strcasecmp(again, name) != 0) {
+    /* Only the name the key is shown under, its one spelling: "%41"
+     * would store key "A", which then shows as "A", and "%2f" the key "/",
+     * shown as "%2F" (a name no read or rm of "%2f" would find). */
+    if (again && strcmp(again, name) != 0) {
         free(again);
         free(key);
         errno = EINVAL;

@@ -67,7 +67,8 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("umask", TDBM_OPT_MODE, umask, "umask=M",
              "mode bits (octal) no entry shows (default\n"
              "022: folders 0755 or 0555, files 0644 or\n"
-             "0444; staged entries never more than 0700)"),
+             "0444; no write bit but the owner's ever;\n"
+             "staged entries never more than 0700)"),
     TDBM_OPT("s3_requests", TDBM_OPT_REQUESTS, s3.requests, "s3_requests=N",
              "s3:// requests in flight at most (default 64)"),
     TDBM_OPT("s3_timeout", TDBM_OPT_SECONDS, s3.timeout_s, "s3_timeout=SECS",
@@ -368,6 +369,10 @@ static int tdbm_parse_value(struct tdbm_options *o,
     case TDBM_OPT_SIZE:
         if (tdbm_parse_number(v, true, UINT64_MAX, &a))
             return tdbm_why(why, cap, "%s=%s: not a size", t->name, v);
+        /* 0 is no size these take (the engine reads 0 as "the default") */
+        if (a == 0)
+            return tdbm_why(why, cap, "%s=%s: not a size above 0 (leave the "
+                            "option out for its default)", t->name, v);
         memcpy(field, &a, sizeof a);
         return 0;
     case TDBM_OPT_SECONDS:
@@ -473,6 +478,57 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
         return tdbm_why(why, cap, "refresh= and timestamp= do not go "
                         "together (a view as of a time never changes)");
     return 0;
+}
+
+/* The options that only an s3:// SOURCE reads. */
+static const char *const tdbm_s3_only[] = {
+    "endpoint", "region", "profile", "credentials_file", "config_file",
+    "s3_requests", "s3_timeout", "s3_readahead", "disk_cache",
+    "disk_cache_size", NULL};
+
+/* Whether option t was given a value in o (none of these takes 0). */
+static bool tdbm_option_given(const struct tdbm_options *o,
+                              const struct tdbm_option *t)
+{
+    const char *field = (const char *)o + t->offset;
+
+    switch (t->kind) {
+    case TDBM_OPT_STRING:
+    case TDBM_OPT_TEXT: {
+        char *v;
+        memcpy(&v, field, sizeof v);
+        return v != NULL;
+    }
+    case TDBM_OPT_SIZE: {
+        uint64_t v;
+        memcpy(&v, field, sizeof v);
+        return v != 0;
+    }
+    default: {
+        unsigned v;
+        memcpy(&v, field, sizeof v);
+        return v != 0;
+    }
+    }
+}
+
+size_t tdbm_options_s3_given(const struct tdbm_options *o, char *out,
+                             size_t cap)
+{
+    size_t n = 0, len = 0;
+
+    if (cap)
+        out[0] = '\0';
+    for (size_t i = 0; tdbm_s3_only[i]; i++) {
+        const struct tdbm_option *t = tdbm_option_find(tdbm_s3_only[i]);
+        if (!t || !tdbm_option_given(o, t))
+            continue;
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s=",
+                                    n ? ", " : "", t->name);
+        n++;
+    }
+    return n;
 }
 
 void tdbm_options_usage(FILE *f)

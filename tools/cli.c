@@ -129,8 +129,11 @@ int tdbcli_open(struct tdbm_source *s, const char *source,
 {
     char why[TDB_ERROR_MSG_MAX + 256];
 
-    if (tdbm_source_open(s, source, o, why, sizeof why) == 0)
+    if (tdbm_source_open(s, source, o, why, sizeof why) == 0) {
+        if (s->warning[0])
+            tdbcli_say(NULL, "%s", s->warning);
         return 0;
+    }
     tdbcli_say(NULL, "%s", why);
     return -1;
 }

@@ -4,9 +4,13 @@
 #include "core/io_s3.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------- ini files */
 
@@ -76,25 +80,58 @@ static int s3_dupenv(char **dst, const char *name)
     return (*dst = strdup(v)) ? 0 : TDB_E_NOMEM;
 }
 
-/* Reads a small text file (an ini file of ~/.aws); NULL when missing. */
-static char *s3_slurp(const char *path, size_t *len)
+#define S3_INI_MAX (1u << 20) /* bytes of an ini file at most */
+
+/* Reads a small text file (an ini file of ~/.aws).  @return its text, or
+ * NULL with *why, a short reason (a folder, no regular file, too large,
+ * strerror's). */
+static char *s3_slurp(const char *path, size_t *len, const char **why)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
     struct tdb_buf b = {0};
     char chunk[4096];
-    size_t n;
-    int bad = 0;
-    while (!bad && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        bad = tdb_buf_append(&b, chunk, n) || b.len > (1u << 20);
-    fclose(f);
-    if (bad || tdb_buf_append(&b, "", 1)) {
-        tdb_buf_free(&b);
-        return NULL;
+    struct stat st;
+    ssize_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        *why = strerror(errno);
+        goto fail;
     }
+    if (!S_ISREG(st.st_mode)) {
+        *why = S_ISDIR(st.st_mode) ? "it is a folder, not a file"
+                                   : "it is not a regular file";
+        goto fail;
+    }
+    while ((n = read(fd, chunk, sizeof chunk)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            *why = strerror(errno);
+            goto fail;
+        }
+        if (tdb_buf_append(&b, chunk, (size_t)n)) {
+            *why = strerror(ENOMEM);
+            goto fail;
+        }
+        if (b.len > S3_INI_MAX) {
+            *why = "it is larger than 1 MiB";
+            goto fail;
+        }
+    }
+    if (tdb_buf_append(&b, "", 1)) {
+        *why = strerror(ENOMEM);
+        goto fail;
+    }
+    close(fd);
     *len = b.len - 1;
     return (char *)b.data;
+fail:
+    if (fd >= 0)
+        close(fd);
+    if (b.data)
+        explicit_bzero(b.data, b.len);
+    tdb_buf_free(&b);
+    return NULL;
 }
 
 /* Sets *dst (when still NULL) from `key` of `section` in ini text. */
@@ -170,14 +207,19 @@ static int s3_files_read(struct s3_files *f, const struct tdb_s3_options *o,
         f->section = NULL;
         return tdb_err(err, TDB_E_NOMEM, "AWS configuration: out of memory");
     }
-    f->cred = f->credpath ? s3_slurp(f->credpath, &f->credlen) : NULL;
-    f->conf = f->confpath ? s3_slurp(f->confpath, &f->conflen) : NULL;
+    const char *cwhy = NULL, *fwhy = NULL;
+    f->cred = f->credpath ? s3_slurp(f->credpath, &f->credlen, &cwhy)
+                          : NULL;
+    f->conf = f->confpath ? s3_slurp(f->confpath, &f->conflen, &fwhy)
+                          : NULL;
+    /* a file the options name must be read; one found as the AWS tools
+     * find them may be missing */
     if (o->credentials_file && !f->cred)
         return tdb_err(err, TDB_E_INVAL, "credentials_file=%s: cannot read "
-                       "it", o->credentials_file);
+                       "it: %s", o->credentials_file, cwhy);
     if (o->config_file && !f->conf)
-        return tdb_err(err, TDB_E_INVAL, "config_file=%s: cannot read it",
-                       o->config_file);
+        return tdb_err(err, TDB_E_INVAL, "config_file=%s: cannot read it: "
+                       "%s", o->config_file, fwhy);
     return 0;
 }
 

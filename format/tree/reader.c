@@ -667,15 +667,20 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
                     struct tdb_error *err)
 {
     struct tdb_stat st;
-    int r = tdb_fs_stat(fs, ino, &st, err);
-    if (r)
-        return r;
-    if (st.is_dir)
-        return tdb_err(err, TDB_E_ISDIR, "inode %llu: a folder",
+    if (tdb_fs_hold(fs, ino))
+        return tdb_err(err, TDB_E_NOENT, "no inode %llu",
                        (unsigned long long)ino);
-    struct tdb_reader *rd = calloc(1, sizeof *rd);
-    if (!rd)
-        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    int r = tdb_fs_stat(fs, ino, &st, err);
+    if (!r && st.is_dir)
+        r = tdb_err(err, TDB_E_ISDIR, "inode %llu: a folder",
+                    (unsigned long long)ino);
+    struct tdb_reader *rd = r ? NULL : calloc(1, sizeof *rd);
+    if (!r && !rd)
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (r) {
+        tdb_fs_unhold(fs, ino);
+        return r;
+    }
     rd->fs = fs;
     rd->ino = ino;
     rd->drop = TDB_CACHE_DROP;
@@ -685,12 +690,14 @@ int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
         rd->pins = calloc(RD_MAX_PINS, sizeof *rd->pins);
         if (!rd->pins) {
             free(rd);
+            tdb_fs_unhold(fs, ino);
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
         }
         rd->pool = tdb_fs_pool(fs);
         if (tdb_fetcher_new(&rd->fetch, rd->ff)) {
             free(rd->pins);
             free(rd);
+            tdb_fs_unhold(fs, ino);
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
         }
     } else if (rd->ff) {
@@ -1166,6 +1173,7 @@ void tdb_reader_close(struct tdb_reader *rd)
     tdb_fetcher_free(rd->fetch);
     tdb_rangemaps_free(rd->ranges);
     free(rd->pins);
+    tdb_fs_unhold(rd->fs, rd->ino);
     free(rd);
 }
 

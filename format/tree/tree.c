@@ -6,6 +6,7 @@
 #include "tree/npy.h"
 #include "tree/reader.h"
 #include "tree/stamp.h"
+#include "core/names.h"
 #include "model/mount_names.h"
 #include "read/view.h"
 #include "tree/zarr.h"
@@ -45,6 +46,32 @@ struct tree_node {
     uint64_t mtime_ms;
 };
 
+/* A file of __slice/ or __domain/, made on lookup from its name: inode
+ * TREE_SLICE_INO + a serial number never given twice.  `refs` counts the
+ * readers that hold it open and the calls under way; an idle one (refs 0)
+ * is in the LRU list, newest first. */
+struct tree_slice {
+    struct tree_node node;
+    uint64_t ino;
+    size_t refs;
+    uint64_t hash;                          /* of (folder, name) */
+    struct tree_slice *by_name, *by_ino;    /* hash chains */
+    struct tree_slice *newer, *older;       /* LRU, when idle */
+};
+
+/* The slices of a tree: found by (folder, name) and by inode in constant
+ * time (chained tables of nbuckets, a power of two, at least as many as
+ * the slices); at most `keep` idle ones are kept (the oldest go first), so
+ * a user making name after name costs a bounded table, however many. */
+struct tree_slices {
+    pthread_mutex_t lock;
+    struct tree_slice **names, **inos;
+    size_t nbuckets, n, idle, keep;
+    struct tree_slice *newest, *oldest;
+    uint64_t serial, evicted;
+    uint64_t seed;                          /* of the hash: random */
+};
+
 struct tdb_fs {
     const struct tdb_io *io;
     struct tdb_open_options opts;
@@ -62,11 +89,8 @@ struct tdb_fs {
     size_t nsrcs;
     struct tdb_cells **cells;
     size_t ncells;
-    /* slices made on lookup in __slice/ and __domain/ (inode
-     * TREE_SLICE_INO + index) */
-    pthread_mutex_t slice_lock;
-    struct tree_node **slices;
-    size_t nslices;
+    /* slices made on lookup in __slice/ and __domain/ */
+    struct tree_slices slices;
     /* group members left out (tdb_fs_warnings), members opened */
     char **warn;
     size_t nwarn;
@@ -89,7 +113,21 @@ struct tree_zarr {
 
 #define TREE_CHUNK_INO (UINT64_C(1) << 38)
 #define TREE_SLICE_INO (UINT64_C(1) << 39)
-#define TREE_MAX_SLICES 65536
+#define TREE_SLICE_SERIALS (UINT64_C(1) << 39) /* below the mount's 2^40 */
+/* Idle slices kept: one per 64 KiB of the tile cache's budget (a slice
+ * holds some 3 KiB), 64 to 4096 (4096 with the default 256 MiB). */
+#define TREE_SLICES_PER_BYTES (UINT64_C(64) << 10)
+#define TREE_SLICES_MIN 64
+#define TREE_SLICES_MAX 4096
+
+static void tree_slice_free(struct tree_slice *sl)
+{
+    if (!sl)
+        return;
+    free(sl->node.name);
+    tdb_npy_free(sl->node.npy);
+    free(sl);
+}
 
 static const char *const tree_xattrs[] = {
     "user.tiledb.datatype", "user.tiledb.dtype", "user.tiledb.shape",
@@ -922,7 +960,7 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
     fs->io = io;
     fs->opts = *opts;
     pthread_mutex_init(&fs->pool_lock, NULL);
-    pthread_mutex_init(&fs->slice_lock, NULL);
+    pthread_mutex_init(&fs->slices.lock, NULL);
     if (opts->key) {
         memcpy(fs->key, opts->key, 32);
         fs->opts.key = fs->key;
@@ -941,6 +979,15 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
         tdb_cache_huge_pages(fs->cache, opts->huge_pages);
         fs->own_cache = true;
     }
+    struct tdb_cache_stats cs;
+    tdb_cache_stats(fs->cache, &cs);
+    uint64_t keep = cs.budget / TREE_SLICES_PER_BYTES;
+    fs->slices.keep = keep < TREE_SLICES_MIN   ? TREE_SLICES_MIN
+                      : keep > TREE_SLICES_MAX ? TREE_SLICES_MAX
+                                               : (size_t)keep;
+    /* a seed no user knows, so that no names can be made to share a
+     * chain (should getrandom fail, 0: the chains still work) */
+    (void)tdb_random(&fs->slices.seed, sizeof fs->slices.seed, NULL);
     r = tree_add(fs, 0, "", TREE_DIR, &root);
     if (!r)
         r = tree_source(fs, root, "", NULL, err);
@@ -956,14 +1003,15 @@ void tdb_fs_close(struct tdb_fs *fs)
 {
     if (!fs)
         return;
-    for (size_t i = 0; i < fs->nslices; i++) {
-        struct tree_node *n = fs->slices[i];
-        free(n->name);
-        tdb_npy_free(n->npy);
-        free(n);
+    for (size_t b = 0; b < fs->slices.nbuckets; b++) {
+        for (struct tree_slice *sl = fs->slices.names[b], *nx; sl; sl = nx) {
+            nx = sl->by_name;
+            tree_slice_free(sl);
+        }
     }
-    free(fs->slices);
-    pthread_mutex_destroy(&fs->slice_lock);
+    free(fs->slices.names);
+    free(fs->slices.inos);
+    pthread_mutex_destroy(&fs->slices.lock);
     for (size_t i = 0; i < fs->nnodes; i++) {
         struct tree_node *n = &fs->nodes[i];
         free(n->name);
@@ -1001,19 +1049,230 @@ void tdb_fs_close(struct tdb_fs *fs)
     free(fs);
 }
 
+/* ------------------------------------------------------------- slices */
+
+/* FNV-1a of (dir, name) from a random basis. */
+static uint64_t tree_slice_hash(uint64_t seed, uint64_t dir, const char *name)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325) ^ seed;
+    for (int i = 0; i < 8; i++)
+        h = (h ^ ((dir >> (8 * i)) & 0xff)) * UINT64_C(0x100000001b3);
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static size_t tree_ino_bucket(uint64_t ino, size_t nbuckets)
+{
+    return (size_t)((ino * UINT64_C(0x9e3779b97f4a7c15)) >> 32) &
+           (nbuckets - 1);
+}
+
+/* Takes idle sl out of the LRU list (slices.lock held). */
+static void tree_lru_out(struct tree_slices *S, struct tree_slice *sl)
+{
+    if (sl->newer)
+        sl->newer->older = sl->older;
+    else
+        S->newest = sl->older;
+    if (sl->older)
+        sl->older->newer = sl->newer;
+    else
+        S->oldest = sl->newer;
+    sl->newer = sl->older = NULL;
+    S->idle--;
+}
+
+/* Puts idle sl first in the LRU list (slices.lock held). */
+static void tree_lru_in(struct tree_slices *S, struct tree_slice *sl)
+{
+    sl->older = S->newest;
+    sl->newer = NULL;
+    if (S->newest)
+        S->newest->newer = sl;
+    else
+        S->oldest = sl;
+    S->newest = sl;
+    S->idle++;
+}
+
+/* Drops the oldest idle slices past the bound (slices.lock held): out of
+ * both chains, then freed. */
+static void tree_slices_trim(struct tdb_fs *fs)
+{
+    struct tree_slices *S = &fs->slices;
+    while (S->idle > S->keep) {
+        struct tree_slice *sl = S->oldest, **pp;
+        tree_lru_out(S, sl);
+        for (pp = &S->names[sl->hash & (S->nbuckets - 1)]; *pp != sl;
+             pp = &(*pp)->by_name)
+            ;
+        *pp = sl->by_name;
+        for (pp = &S->inos[tree_ino_bucket(sl->ino, S->nbuckets)]; *pp != sl;
+             pp = &(*pp)->by_ino)
+            ;
+        *pp = sl->by_ino;
+        S->n--;
+        S->evicted++;
+        tree_slice_free(sl);
+    }
+}
+
+/* One more use of sl (slices.lock held): an idle one leaves the LRU. */
+static void tree_slice_ref(struct tdb_fs *fs, struct tree_slice *sl)
+{
+    if (sl->refs++ == 0)
+        tree_lru_out(&fs->slices, sl);
+}
+
+/* One use less (slices.lock held): the last makes it idle, the newest. */
+static void tree_slice_unref(struct tdb_fs *fs, struct tree_slice *sl)
+{
+    if (--sl->refs == 0) {
+        tree_lru_in(&fs->slices, sl);
+        tree_slices_trim(fs);
+    }
+}
+
+/* A lookup found sl: an idle one becomes the newest (slices.lock held). */
+static void tree_slice_touch(struct tdb_fs *fs, struct tree_slice *sl)
+{
+    if (sl->refs == 0) {
+        tree_lru_out(&fs->slices, sl);
+        tree_lru_in(&fs->slices, sl);
+    }
+}
+
+/* Doubles the tables, the slices rehashed (slices.lock held).  @return 0
+ * or TDB_E_NOMEM (the tables unchanged). */
+static int tree_slices_grow(struct tree_slices *S)
+{
+    size_t nb = S->nbuckets ? 2 * S->nbuckets : 64;
+    struct tree_slice **names = calloc(nb, sizeof *names);
+    struct tree_slice **inos = calloc(nb, sizeof *inos);
+    if (!names || !inos) {
+        free(names);
+        free(inos);
+        return TDB_E_NOMEM;
+    }
+    for (size_t b = 0; b < S->nbuckets; b++) {
+        for (struct tree_slice *sl = S->names[b], *nx; sl; sl = nx) {
+            nx = sl->by_name;
+            sl->by_name = names[sl->hash & (nb - 1)];
+            names[sl->hash & (nb - 1)] = sl;
+            size_t i = tree_ino_bucket(sl->ino, nb);
+            sl->by_ino = inos[i];
+            inos[i] = sl;
+        }
+    }
+    free(S->names);
+    free(S->inos);
+    S->names = names;
+    S->inos = inos;
+    S->nbuckets = nb;
+    return 0;
+}
+
+/* Adds new slice sl, idle, newest, with the next inode number (slices.lock
+ * held); older idle ones past the bound go.  @return 0, TDB_E_NOMEM or
+ * TDB_E_NOSPC (every number given). */
+static int tree_slice_insert(struct tdb_fs *fs, struct tree_slice *sl)
+{
+    struct tree_slices *S = &fs->slices;
+    int r;
+    if (S->serial == TREE_SLICE_SERIALS)
+        return TDB_E_NOSPC;
+    if (S->n >= S->nbuckets && (r = tree_slices_grow(S)) != 0)
+        return r;
+    sl->ino = TREE_SLICE_INO + S->serial++;
+    size_t i = sl->hash & (S->nbuckets - 1);
+    sl->by_name = S->names[i];
+    S->names[i] = sl;
+    i = tree_ino_bucket(sl->ino, S->nbuckets);
+    sl->by_ino = S->inos[i];
+    S->inos[i] = sl;
+    S->n++;
+    tree_lru_in(S, sl);
+    tree_slices_trim(fs);
+    return 0;
+}
+
 /* ------------------------------------------------------------- the calls */
 
+/* The slice of inode ino, or NULL (slices.lock held). */
+static struct tree_slice *tree_slice_by_ino(struct tdb_fs *fs, uint64_t ino)
+{
+    struct tree_slices *S = &fs->slices;
+    if (!S->nbuckets)
+        return NULL;
+    struct tree_slice *sl = S->inos[tree_ino_bucket(ino, S->nbuckets)];
+    while (sl && sl->ino != ino)
+        sl = sl->by_ino;
+    return sl;
+}
+
+/* The node of inode ino when it is no slice (folders, and the files
+ * opened with the tree), or NULL. */
+static struct tree_node *tree_perm(struct tdb_fs *fs, uint64_t ino)
+{
+    return ino >= 1 && ino <= fs->nnodes ? &fs->nodes[ino - 1] : NULL;
+}
+
+/* The node of inode ino, or NULL; a slice is held until tree_put. */
 static struct tree_node *tree_get(struct tdb_fs *fs, uint64_t ino)
 {
     if (ino >= TREE_SLICE_INO) {
         struct tree_node *n = NULL;
-        pthread_mutex_lock(&fs->slice_lock);
-        if (ino - TREE_SLICE_INO < fs->nslices)
-            n = fs->slices[ino - TREE_SLICE_INO];
-        pthread_mutex_unlock(&fs->slice_lock);
+        pthread_mutex_lock(&fs->slices.lock);
+        struct tree_slice *sl = tree_slice_by_ino(fs, ino);
+        if (sl) {
+            tree_slice_ref(fs, sl);
+            n = &sl->node;
+        }
+        pthread_mutex_unlock(&fs->slices.lock);
         return n;
     }
-    return ino >= 1 && ino <= fs->nnodes ? &fs->nodes[ino - 1] : NULL;
+    return tree_perm(fs, ino);
+}
+
+/* Gives back what tree_get(fs, ino) returned (n may be NULL). */
+static void tree_put(struct tdb_fs *fs, uint64_t ino, struct tree_node *n)
+{
+    if (ino < TREE_SLICE_INO || !n)
+        return;
+    pthread_mutex_lock(&fs->slices.lock);
+    tree_slice_unref(fs, (struct tree_slice *)n);
+    pthread_mutex_unlock(&fs->slices.lock);
+}
+
+/* The error for inode ino, which is no folder of tree_perm's: a slice
+ * (a file), or none. */
+static int tree_not_dir(struct tdb_fs *fs, uint64_t ino,
+                        struct tdb_error *err)
+{
+    struct tree_node *n = tree_get(fs, ino);
+    tree_put(fs, ino, n);
+    return n ? tdb_err(err, TDB_E_NOTDIR, "inode %" PRIu64 ": not a folder",
+                       ino)
+             : tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
+}
+
+int tdb_fs_hold(struct tdb_fs *fs, uint64_t ino)
+{
+    if (ino < TREE_SLICE_INO)
+        return 0; /* never dropped (tdb_fs_stat says whether it is one) */
+    return tree_get(fs, ino) ? 0 : TDB_E_NOENT;
+}
+
+void tdb_fs_unhold(struct tdb_fs *fs, uint64_t ino)
+{
+    if (ino < TREE_SLICE_INO)
+        return;
+    pthread_mutex_lock(&fs->slices.lock);
+    struct tree_slice *sl = tree_slice_by_ino(fs, ino);
+    if (sl)
+        tree_slice_unref(fs, sl);
+    pthread_mutex_unlock(&fs->slices.lock);
 }
 
 /* The Zarr array whose chunk *c inode ino is, or NULL. */
@@ -1039,30 +1298,33 @@ static const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
     return NULL;
 }
 
-/* The slice already made as file `name` of folder dir (slice_lock held). */
-static bool tree_slice_find(struct tdb_fs *fs, uint64_t dir, const char *name,
-                            uint64_t *ino)
+/* The slice made as file `name` of folder dir, whose hash is h, or NULL
+ * (slices.lock held). */
+static struct tree_slice *tree_slice_find(struct tdb_fs *fs, uint64_t dir,
+                                          const char *name, uint64_t h)
 {
-    for (size_t i = 0; i < fs->nslices; i++) {
-        if (fs->slices[i]->parent == dir && !strcmp(fs->slices[i]->name, name)) {
-            *ino = TREE_SLICE_INO + i;
-            return true;
-        }
-    }
-    return false;
+    struct tree_slices *S = &fs->slices;
+    if (!S->nbuckets)
+        return NULL;
+    struct tree_slice *sl = S->names[h & (S->nbuckets - 1)];
+    while (sl && (sl->hash != h || sl->node.parent != dir ||
+                  strcmp(sl->node.name, name)))
+        sl = sl->by_name;
+    return sl;
 }
 
 /* The node of a slice of base (a NAME.npy): its xattrs those of the data
  * file but the shape, its own. */
-static struct tree_node *tree_slice_node(struct tdb_fs *fs, uint64_t dir,
-                                         const char *name,
-                                         const struct tree_node *base,
-                                         struct tdb_npy *npy)
+static struct tree_slice *tree_slice_node(struct tdb_fs *fs, uint64_t dir,
+                                          const char *name,
+                                          const struct tree_node *base,
+                                          struct tdb_npy *npy)
 {
     const struct tree_node *raw = &fs->nodes[base->raw - 1];
-    struct tree_node *n = calloc(1, sizeof *n);
+    struct tree_slice *sl = calloc(1, sizeof *sl);
+    struct tree_node *n = sl ? &sl->node : NULL;
     if (!n || !(n->name = strdup(name))) {
-        free(n);
+        free(sl);
         return NULL;
     }
     n->kind = TREE_NPY;
@@ -1073,7 +1335,7 @@ static struct tree_node *tree_slice_node(struct tdb_fs *fs, uint64_t dir,
     n->dtype = raw->dtype;
     n->cell_val_num = raw->cell_val_num;
     n->mtime_ms = base->mtime_ms;
-    return n;
+    return sl;
 }
 
 /* Finds or makes file `name` of folder dir (__slice/ or __domain/): a
@@ -1093,10 +1355,15 @@ static int tree_slice(struct tdb_fs *fs, uint64_t dir, const char *name,
     if (!base)
         return tdb_err(err, TDB_E_NOENT, "%s/%s: not FIELD[...].npy of a "
                        "FIELD.npy of this array", d->name, name);
-    pthread_mutex_lock(&fs->slice_lock);
-    bool made = tree_slice_find(fs, dir, name, ino);
-    pthread_mutex_unlock(&fs->slice_lock);
-    if (made)
+    uint64_t h = tree_slice_hash(fs->slices.seed, dir, name);
+    pthread_mutex_lock(&fs->slices.lock);
+    struct tree_slice *sl = tree_slice_find(fs, dir, name, h);
+    if (sl) {
+        tree_slice_touch(fs, sl);
+        *ino = sl->ino;
+    }
+    pthread_mutex_unlock(&fs->slices.lock);
+    if (sl)
         return 0;
     struct tdb_npy *npy = NULL;
     struct tdb_error why = {0};
@@ -1104,37 +1371,35 @@ static int tree_slice(struct tdb_fs *fs, uint64_t dir, const char *name,
                           d->made == TREE_MADE_DOMAIN, &why);
     if (r)
         return tdb_err(err, r, "%s/%s: %s", d->name, name, why.msg);
-    struct tree_node *n = tree_slice_node(fs, dir, name, base, npy);
-    if (!n) {
+    struct tree_slice *made = tree_slice_node(fs, dir, name, base, npy);
+    if (!made) {
         tdb_npy_free(npy);
         return tdb_err(err, TDB_E_NOMEM, "%s/%s: out of memory", d->name, name);
     }
-    pthread_mutex_lock(&fs->slice_lock);
+    made->hash = h;
+    pthread_mutex_lock(&fs->slices.lock);
     /* another thread may have made it meanwhile: keep the first */
-    struct tree_node **t = NULL;
-    if (!(made = tree_slice_find(fs, dir, name, ino)) &&
-        fs->nslices < TREE_MAX_SLICES &&
-        (t = realloc(fs->slices, (fs->nslices + 1) * sizeof *t))) {
-        fs->slices = t;
-        fs->slices[fs->nslices] = n;
-        *ino = TREE_SLICE_INO + fs->nslices++;
+    if ((sl = tree_slice_find(fs, dir, name, h))) {
+        tree_slice_touch(fs, sl);
+        *ino = sl->ino;
+    } else if ((r = tree_slice_insert(fs, made)) == 0) {
+        *ino = made->ino;
+        made = NULL;
     }
-    pthread_mutex_unlock(&fs->slice_lock);
-    if (made || !t) {
-        free(n->name);
-        tdb_npy_free(n->npy);
-        free(n);
-    }
-    return made || t ? 0 : tdb_err(err, TDB_E_NOMEM, "%s/%s: too many slices",
-                                   d->name, name);
+    pthread_mutex_unlock(&fs->slices.lock);
+    tree_slice_free(made);
+    return r ? tdb_err(err, r, "%s/%s: %s", d->name, name,
+                       r == TDB_E_NOMEM ? "out of memory"
+                                        : "no inode numbers left for slices")
+             : 0;
 }
 
 int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
                   uint64_t *ino, struct tdb_error *err)
 {
-    struct tree_node *p = tree_get(fs, parent);
+    struct tree_node *p = tree_perm(fs, parent);
     if (!p)
-        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, parent);
+        return tree_not_dir(fs, parent, err);
     if (p->kind != TREE_DIR)
         return tdb_err(err, TDB_E_NOTDIR, "%s: not a folder", p->name);
     for (size_t i = 0; i < p->nkids; i++) {
@@ -1158,7 +1423,7 @@ int tdb_fs_lookup(struct tdb_fs *fs, uint64_t parent, const char *name,
 
 bool tdb_fs_made_on_lookup(struct tdb_fs *fs, uint64_t ino)
 {
-    const struct tree_node *n = tree_get(fs, ino);
+    const struct tree_node *n = tree_perm(fs, ino);
     return n && (n->made == TREE_MADE_SLICE || n->made == TREE_MADE_DOMAIN);
 }
 
@@ -1182,8 +1447,10 @@ int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
             continue;
         if (!strcmp(part, "..")) {
             struct tree_node *nd = tree_get(fs, cur);
-            if (nd && nd->parent)
-                cur = nd->parent;
+            uint64_t up = nd ? nd->parent : 0;
+            tree_put(fs, cur, nd);
+            if (up)
+                cur = up;
             continue;
         }
         int r = tdb_fs_lookup(fs, cur, part, &cur, err);
@@ -1194,14 +1461,10 @@ int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
     return 0;
 }
 
-int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
-                struct tdb_error *err)
+/* tdb_fs_stat of node n or Zarr chunk z. */
+static int tree_stat(const struct tree_node *n, const struct tree_zarr *z,
+                     uint64_t ino, struct tdb_stat *st, struct tdb_error *err)
 {
-    uint64_t c;
-    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
-    struct tree_node *n = z ? NULL : tree_get(fs, ino);
-    if (!n && !z)
-        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     memset(st, 0, sizeof *st);
     st->ino = ino;
     if (z) {
@@ -1226,12 +1489,25 @@ int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
     return 0;
 }
 
+int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
+                struct tdb_error *err)
+{
+    uint64_t c;
+    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
+    struct tree_node *n = z ? NULL : tree_get(fs, ino);
+    if (!n && !z)
+        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
+    int r = tree_stat(n, z, ino, st, err);
+    tree_put(fs, ino, n);
+    return r;
+}
+
 int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
                    const char **name, uint64_t *child, struct tdb_error *err)
 {
-    struct tree_node *n = tree_get(fs, ino);
+    struct tree_node *n = tree_perm(fs, ino);
     if (!n)
-        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
+        return tree_not_dir(fs, ino, err);
     if (n->kind != TREE_DIR)
         return tdb_err(err, TDB_E_NOTDIR, "%s: not a folder", n->name);
     if (index >= n->nkids && n->made == TREE_MADE_ZARR) {
@@ -1250,17 +1526,10 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
     return 0;
 }
 
-int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
-                size_t len, size_t *got, struct tdb_error *err)
+/* tdb_fs_read of node n. */
+static int tree_read(const struct tree_node *n, uint64_t off, void *buf,
+                     size_t len, size_t *got, struct tdb_error *err)
 {
-    uint64_t c;
-    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
-    struct tree_node *n = z ? NULL : tree_get(fs, ino);
-    *got = 0;
-    if (z)
-        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got, err);
-    if (!n)
-        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     switch (n->kind) {
     case TREE_DIR:
         return tdb_err(err, TDB_E_ISDIR, "%s: is a folder", n->name);
@@ -1278,6 +1547,22 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
     return 0;
 }
 
+int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
+                size_t len, size_t *got, struct tdb_error *err)
+{
+    uint64_t c;
+    const struct tree_zarr *z = tree_chunk(fs, ino, &c);
+    *got = 0;
+    if (z)
+        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got, err);
+    struct tree_node *n = tree_get(fs, ino);
+    if (!n)
+        return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
+    int r = tree_read(n, off, buf, len, got, err);
+    tree_put(fs, ino, n);
+    return r;
+}
+
 int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
                 uint64_t *out, struct tdb_error *err)
 {
@@ -1288,8 +1573,11 @@ int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     if (n && n->kind == TREE_DIR)
         return tdb_err(err, TDB_E_ISDIR, "%s: is a folder", n->name);
-    if (n && n->kind == TREE_NPY)
-        return tdb_npy_seek(n->npy, off, data, out, err);
+    if (n && n->kind == TREE_NPY) {
+        int r = tdb_npy_seek(n->npy, off, data, out, err);
+        tree_put(fs, ino, n);
+        return r;
+    }
     struct tdb_stat st;
     int r = tdb_fs_stat(fs, ino, &st, err);
     if (r)
@@ -1322,10 +1610,14 @@ struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino,
                                        uint64_t *head)
 {
     struct tree_node *n = tree_get(fs, ino);
+    struct tdb_fieldfile *ff = NULL;
     *head = 0;
     if (n && n->kind == TREE_NPY)
-        return tdb_npy_fieldfile(n->npy, head);
-    return n && n->kind == TREE_FIELD ? n->ff : NULL;
+        ff = tdb_npy_fieldfile(n->npy, head);
+    else if (n && n->kind == TREE_FIELD)
+        ff = n->ff;
+    tree_put(fs, ino, n); /* a slice: the caller holds it (tdb_fs_hold) */
+    return ff;
 }
 
 #define TREE_STATS_XATTR "user.tiledbfs.stats"
@@ -1340,18 +1632,23 @@ int tdb_fs_listxattr(struct tdb_fs *fs, uint64_t ino, size_t index,
         return 0;
     }
     struct tree_node *n = tree_get(fs, ino);
-    if (n && n->kind == TREE_NPY && n->raw)
-        n = &fs->nodes[n->raw - 1];     /* a NAME.npy: the data file's */
-    if (!n || !n->has_xattrs || index >= 4)
+    /* a NAME.npy shows the data file's, a slice its own (in fs->nodes,
+     * as the names are: static) */
+    bool has = n && (n->kind == TREE_NPY && n->raw
+                         ? fs->nodes[n->raw - 1].has_xattrs
+                         : n->has_xattrs);
+    tree_put(fs, ino, n);
+    if (!has || index >= 4)
         return TDB_E_NOENT;
     *name = tree_xattrs[index];
     return 0;
 }
 
-int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
-                    void *buf, size_t cap, size_t *size)
+/* tdb_fs_getxattr of node n (NULL: none). */
+static int tree_getxattr(struct tdb_fs *fs, uint64_t ino, struct tree_node *n,
+                         const char *name, void *buf, size_t cap,
+                         size_t *size)
 {
-    struct tree_node *n = tree_get(fs, ino);
     char tmp[600];
     const char *v = NULL;
     if (n && n->kind == TREE_NPY && n->raw)
@@ -1359,15 +1656,20 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
     if (ino == TDB_ROOT_INO && !strcmp(name, TREE_STATS_XATTR)) {
         struct tdb_cache_stats cs;
         tdb_cache_stats(fs->cache, &cs);
+        pthread_mutex_lock(&fs->slices.lock);
+        size_t sn = fs->slices.n;
+        uint64_t sev = fs->slices.evicted;
+        pthread_mutex_unlock(&fs->slices.lock);
         snprintf(tmp, sizeof tmp,
                  "hits=%" PRIu64 " misses=%" PRIu64 " decodes=%" PRIu64
                  " decoded_bytes=%" PRIu64 " decode_ms=%" PRIu64
                  " evictions=%" PRIu64 " cache_used=%" PRIu64
                  " cache_budget=%" PRIu64 " entries=%" PRIu64
-                 " huge_bytes=%" PRIu64,
+                 " huge_bytes=%" PRIu64 " slices=%zu slices_idle_max=%zu"
+                 " slice_evictions=%" PRIu64,
                  cs.hits, cs.misses, cs.decodes, cs.decoded_bytes,
                  cs.decode_ns / 1000000, cs.evictions, cs.used, cs.budget,
-                 cs.entries, cs.huge);
+                 cs.entries, cs.huge, sn, fs->slices.keep, sev);
         v = tmp;
     } else if (!n || !n->has_xattrs) {
         return TDB_E_NOENT;
@@ -1419,6 +1721,15 @@ int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
         return TDB_E_INVAL;
     memcpy(buf, v, l);
     return 0;
+}
+
+int tdb_fs_getxattr(struct tdb_fs *fs, uint64_t ino, const char *name,
+                    void *buf, size_t cap, size_t *size)
+{
+    struct tree_node *n = tree_get(fs, ino);
+    int r = tree_getxattr(fs, ino, n, name, buf, cap, size);
+    tree_put(fs, ino, n);
+    return r;
 }
 
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st)
