@@ -111,6 +111,20 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
                    const void *value, bool del, const uint8_t *key,
                    uint64_t timestamp_ms, struct tdb_error *err);
 
+/* Evolves the schema of the array at the root of io as TileDB's
+ * ArraySchemaEvolution does: its newest schema, changed as the evolution
+ * JSON json[0..len) says (docs/SCHEMA.md "Evolution": add_attributes, in
+ * the form of a schema's "attrs", and drop_attributes, names), checked as
+ * a new schema is, written as __schema/__t_t_<uuid> at timestamp_ms (0:
+ * now; it must come after the newest schema's).  Fragments written before
+ * show an added attribute's fill value and no longer show a dropped one.
+ * key: the array's (NULL: none).  *name receives the new schema file's
+ * name (caller frees).  On bad input TDB_E_INVAL with err naming the key,
+ * and the array is unchanged; the file is published whole. */
+int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
+                      const uint8_t *key, uint64_t timestamp_ms, char **name,
+                      struct tdb_error *err);
+
 /* ---------------------------------------------------------- fragments */
 
 /* Writes one fragment into the array at the root of `io` from the files in

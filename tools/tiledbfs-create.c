@@ -1,13 +1,17 @@
 /* tiledbfs-create.c: creates an empty TileDB array (format version 22) from a schema JSON, the "schema" of __array.json. */
 /*
  *   tiledbfs-create [-o OPTIONS] SCHEMA.json ARRAY
+ *   tiledbfs-create [-o OPTIONS] --evolve EVOLUTION.json ARRAY
  *
  * SCHEMA.json is the "schema" object of a mounted array's __array.json, or
  * the whole __array.json ("-" reads standard input).  ARRAY (a folder, or
  * s3://BUCKET/PREFIX) must not exist or be empty.  With key_file= the
  * array is encrypted with that AES-256-GCM key; endpoint=, region=,
  * profile=, credentials_file= and config_file= say how to reach an s3://
- * ARRAY, as for tiledbfs.  Errors: one line on stderr, exit status 1.
+ * ARRAY, as for tiledbfs.  With --evolve, ARRAY exists and its schema is
+ * evolved as EVOLUTION.json says (docs/SCHEMA.md "Evolution": attributes
+ * added and dropped), as TileDB's schema evolution does.  Errors: one
+ * line on stderr, exit status 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,6 +34,7 @@ static void tdbcreate_usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-o OPTIONS] SCHEMA.json ARRAY\n"
+            "       %s [-o OPTIONS] --evolve EVOLUTION.json ARRAY\n"
             "Creates an empty TileDB array at ARRAY (a missing or empty "
             "folder,\nor s3://BUCKET/PREFIX with no objects under it) "
             "from SCHEMA.json:\nthe \"schema\" object of a mounted "
@@ -38,6 +43,12 @@ static void tdbcreate_usage(FILE *f)
             "(FLOAT64, INT32, STRING_UTF8, ...) or numpy's (float64, int32, "
             "bool,\ndatetime64[ns], <f8, |u1, ...); the source's docs/SCHEMA.md "
             "lists them.\n"
+            "  --evolve          evolve the schema of the existing ARRAY as "
+            "EVOLUTION.json\n"
+            "                    says: {\"add_attributes\": [ATTR, ...], "
+            "\"drop_attributes\":\n"
+            "                    [NAME, ...]} (docs/SCHEMA.md "
+            "\"Evolution\")\n"
             "  -o key_file=PATH  encrypt the array with this 32-byte "
             "AES-256-GCM key\n"
             "  -o endpoint=URL,region=NAME,profile=NAME,credentials_file="
@@ -48,7 +59,7 @@ static void tdbcreate_usage(FILE *f)
             "environment, ~/.aws)\n"
             "  -h, --help        this text\n"
             "  -V, --version     print the version\n",
-            program_invocation_short_name);
+            program_invocation_short_name, program_invocation_short_name);
 }
 
 /* Prints "PROG: WHAT: message" on one line. */
@@ -130,6 +141,7 @@ static int tdbcreate_open(struct tdb_io *io, const char *array,
 static const char *const tdbcreate_opts[] = {"key_file", NULL};
 
 static const struct option tdbcreate_longopts[] = {
+    {"evolve", no_argument, NULL, 'e'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -143,6 +155,7 @@ int main(int argc, char *argv[])
     struct tdb_io io = {0};
     char *text = NULL;
     size_t len = 0;
+    bool evolve = false;
     int c, rc, ret = 1;
 
     tdbm_options_init(&opts);
@@ -154,6 +167,9 @@ int main(int argc, char *argv[])
                                         tdbcli_s3_options,
                                         "creating an array") < 0)
                 goto out;
+            break;
+        case 'e':
+            evolve = true;
             break;
         case 'V':
             printf("tiledbfs-create " PACKAGE_VERSION "\n");
@@ -176,6 +192,25 @@ int main(int argc, char *argv[])
 
     if (tdbcreate_slurp(json_path, &text, &len) < 0)
         goto out;
+    if (evolve) {
+        char *name = NULL;
+        rc = tdb_io_is_url(array) ? tdbcli_open_url(&io, array, &opts, false)
+                                  : tdb_io_posix(&io, array);
+        if (rc < 0) {
+            if (!tdb_io_is_url(array))
+                tdbcreate_say(array, strerror(ENOMEM));
+            goto out;
+        }
+        tdb_error_clear(&err);
+        rc = tdb_schema_evolve(&io, text, len, opts.open.key, 0, &name, &err);
+        free(name);
+        if (rc < 0) {
+            tdbcli_report(array, rc, &err);
+            goto out;
+        }
+        ret = 0;
+        goto out;
+    }
     tdb_error_clear(&err);
     rc = tdb_schema_from_json(text, len, &schema, &err);
     if (rc < 0) {

@@ -727,6 +727,15 @@ static void schema_enum_clear_data(struct tdb_enumeration *e)
     e->data_size = e->offsets_size = 0;
 }
 
+void tdb_attr_clear(struct tdb_attr *a)
+{
+    free(a->name);
+    tdb_pipeline_free(&a->filters);
+    free(a->fill);
+    free(a->enumeration);
+    memset(a, 0, sizeof *a);
+}
+
 void tdb_schema_free(struct tdb_schema *s)
 {
     if (!s)
@@ -740,12 +749,8 @@ void tdb_schema_free(struct tdb_schema *s)
         tdb_pipeline_free(&s->dims[i].filters);
     }
     free(s->dims);
-    for (uint32_t i = 0; s->attrs && i < s->nattrs; i++) {
-        free(s->attrs[i].name);
-        tdb_pipeline_free(&s->attrs[i].filters);
-        free(s->attrs[i].fill);
-        free(s->attrs[i].enumeration);
-    }
+    for (uint32_t i = 0; s->attrs && i < s->nattrs; i++)
+        tdb_attr_clear(&s->attrs[i]);
     free(s->attrs);
     for (uint32_t i = 0; s->labels && i < s->nlabels; i++) {
         free(s->labels[i].name);

@@ -97,6 +97,9 @@ int tdb_schema_load(const struct tdb_io *io, const char *path,
 
 /* tdb_schema_free: tiledb_format_write.h (schemas are public there). */
 
+/* Frees what attribute a holds and zeroes it. */
+void tdb_attr_clear(struct tdb_attr *a);
+
 /* Loads the data of enumeration e (file under __schema/__enumerations). */
 int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,
                          const uint8_t *key, struct tdb_error *err);

@@ -141,11 +141,12 @@ static void create_undo(const struct tdb_io *io, const struct tdb_schema *s,
         io->ops->remove(io->ctx, "");
 }
 
-/* Writes the enumerations, then the schema file (which names them) as
- * __schema/<name>. */
+/* Writes the enumerations (with `enums`), then the schema file (which
+ * names them) as __schema/<name>. */
 static int create_files(const struct tdb_io *io, const struct tdb_schema *s,
                         const uint8_t *key, const char *name,
-                        const struct tdb_buf *file, struct tdb_error *err)
+                        const struct tdb_buf *file, bool enums,
+                        struct tdb_error *err)
 {
     char tmp[CREATE_NAME_MAX + 16];
     /* The temporary file sits in the array folder, where neither TileDB
@@ -155,7 +156,7 @@ static int create_files(const struct tdb_io *io, const struct tdb_schema *s,
     if (!final)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     int rc = 0;
-    for (uint32_t i = 0; !rc && i < s->nenums; i++)
+    for (uint32_t i = 0; enums && !rc && i < s->nenums; i++)
         rc = create_enumeration(io, &s->enums[i], key, err);
     if (!rc)
         rc = tdb_io_publish(io, tmp, final, file->data, file->len, err);
@@ -192,10 +193,31 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
         if (!timestamp_ms)
             timestamp_ms = tdb_now_ms();
         tdb_tsname_make(name, sizeof name, timestamp_ms, timestamp_ms, rnd, 0);
-        rc = create_files(io, s, key, name, &file, err);
+        rc = create_files(io, s, key, name, &file, true, err);
     }
     if (rc)
         create_undo(io, s, made, made_root);
+    tdb_buf_free(&payload);
+    tdb_buf_free(&file);
+    return rc;
+}
+
+int tdb_schema_publish(const struct tdb_io *io, const struct tdb_schema *s,
+                       const uint8_t *key, uint64_t timestamp_ms, char *name,
+                       size_t cap, struct tdb_error *err)
+{
+    struct tdb_buf payload = {0}, file = {0};
+    uint8_t rnd[16];
+    int rc;
+    if (cap < CREATE_NAME_MAX)
+        return tdb_err(err, TDB_E_INVAL, "schema name: no room");
+    if (!(rc = tdb_schema_check(s, err)) &&
+        !(rc = tdb_schema_serialize(s, &payload, err)) &&
+        !(rc = tdb_write_generic_tile(&payload, key, &file, err)) &&
+        !(rc = tdb_random(rnd, 16, err))) {
+        tdb_tsname_make(name, cap, timestamp_ms, timestamp_ms, rnd, 0);
+        rc = create_files(io, s, key, name, &file, false, err);
+    }
     tdb_buf_free(&payload);
     tdb_buf_free(&file);
     return rc;

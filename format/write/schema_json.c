@@ -1713,3 +1713,97 @@ int tdb_schema_from_json(const char *text, size_t len,
     return 0;
 }
 
+
+/* -------------------------------------------------------------- evolution */
+
+/* drop_attributes: the names of attributes s has, each dropped. */
+static int sj_evolve_drops(json_t *drops, const struct sj_where *top,
+                           struct tdb_schema *s, struct tdb_error *err)
+{
+    struct sj_where w;
+    sj_at(&w, top, "drop_attributes");
+    if (!drops || json_is_null(drops))
+        return 0;
+    if (!json_is_array(drops))
+        return sj_bad(err, TDB_E_INVAL, &w, "expected an array of names");
+    for (size_t i = 0; i < json_array_size(drops); i++) {
+        struct sj_where iw;
+        sj_at(&iw, &w, "[%zu]", i);
+        const char *name = json_string_value(json_array_get(drops, i));
+        if (!name)
+            return sj_bad(err, TDB_E_INVAL, &iw, "expected a name");
+        int a = tdb_schema_attr_index(s, name);
+        if (a < 0)
+            return sj_bad(err, TDB_E_INVAL, &iw, "the array has no attribute "
+                          "\"%s\"", name);
+        tdb_attr_clear(&s->attrs[a]);
+        memmove(&s->attrs[a], &s->attrs[a + 1],
+                (s->nattrs - (uint32_t)a - 1) * sizeof *s->attrs);
+        s->nattrs--;
+    }
+    return 0;
+}
+
+/* add_attributes: attributes in the form of a schema's "attrs", appended. */
+static int sj_evolve_adds(json_t *adds, const struct sj_where *top,
+                          struct tdb_schema *s, struct tdb_error *err)
+{
+    struct sj_where w;
+    sj_at(&w, top, "add_attributes");
+    if (!adds || json_is_null(adds))
+        return 0;
+    if (!json_is_array(adds))
+        return sj_bad(err, TDB_E_INVAL, &w, "expected an array of attributes");
+    size_t na = json_array_size(adds);
+    if (na > UINT16_MAX - s->nattrs)
+        return sj_bad(err, TDB_E_INVAL, &w, "too many attributes");
+    struct tdb_attr *v = realloc(s->attrs, (s->nattrs + na + 1) * sizeof *v);
+    if (!v)
+        return sj_nomem(err);
+    s->attrs = v;
+    for (size_t i = 0; i < na; i++) {
+        struct sj_where aw;
+        struct tdb_attr *a = &s->attrs[s->nattrs];
+        sj_at(&aw, &w, "[%zu]", i);
+        memset(a, 0, sizeof *a);
+        int rc = sj_attr(json_array_get(adds, i), &aw, a, err);
+        if (rc) {
+            tdb_attr_clear(a);
+            return rc;
+        }
+        if (a->enumeration) {
+            tdb_attr_clear(a);
+            return sj_bad(err, TDB_E_UNSUPPORTED, &aw, "an added attribute "
+                          "with an enumeration is not supported yet");
+        }
+        s->nattrs++;
+    }
+    return 0;
+}
+
+int tdb_schema_evolve_json(struct tdb_schema *s, const char *text, size_t len,
+                           struct tdb_error *err)
+{
+    static const char *const known[] = {"add_attributes", "drop_attributes",
+                                        NULL};
+    struct sj_where top = {""};
+    json_error_t je;
+    json_t *root = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)
+                        : NULL;
+    if (!root)
+        return tdb_err(err, TDB_E_INVAL, "evolution JSON: line %d column %d: "
+                       "%s", text ? je.line : 0, text ? je.column : 0,
+                       text ? je.text : "no text");
+    int rc;
+    if (!json_is_object(root))
+        rc = tdb_err(err, TDB_E_INVAL, "evolution JSON: expected an object");
+    else if (!(rc = sj_known_keys(root, known, &top, err)) &&
+             !(rc = sj_evolve_drops(json_object_get(root, "drop_attributes"),
+                                    &top, s, err)) &&
+             !(rc = sj_evolve_adds(json_object_get(root, "add_attributes"),
+                                   &top, s, err)) &&
+             (rc = tdb_schema_check(s, err)))
+        tdb_err_ctx(err, rc, "the evolved schema");
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,240 @@
+/* test_evolve.c: schema evolution (tdb_schema_evolve): the schema file it
+ * writes holds the bytes TileDB 2.29 wrote for the corpus's evolved
+ * arrays; the views of an evolved array; bad evolutions change nothing. */
+#include "unit.h"
+#include "support.h"
+
+#include "model/generic_tile.h"
+#include "tiledb_format_write.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A copy of corpus case `name`'s array in a new temp folder (*dir, freed
+ * and removed by the caller with unit_rm_rf), opened as *io. */
+static bool copy_case(const char *name, char **dir, struct tdb_io *io)
+{
+    char path[4096];
+    struct tdb_io src;
+    *dir = unit_temp_dir("evolve");
+    CHECK(*dir != NULL);
+    if (!*dir)
+        return false;
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
+    CHECK_EQ_INT(tdb_io_posix(io, *dir), 0);
+    CHECK_EQ_INT(unit_copy_tree(&src, "", io, ""), 0);
+    tdb_io_free(&src);
+    return !unit_cur_failed;
+}
+
+static void drop_case(char *dir, struct tdb_io *io)
+{
+    tdb_io_free(io);
+    unit_rm_rf(dir);
+    free(dir);
+}
+
+/* The names of folder __schema's schema files, oldest first (2 at most). */
+static size_t schema_files(const struct tdb_io *io, char names[2][128])
+{
+    struct tdb_names n = {0};
+    struct tdb_error err = {0};
+    size_t k = 0;
+    CHECK_EQ_INT(tdb_io_names(io, "__schema", &n, &err), 0);
+    for (size_t i = 0; i < n.n; i++)
+        if (!n.is_dir[i] && k < 2)
+            snprintf(names[k++], 128, "__schema/%s", n.v[i]);
+    tdb_names_free(&n);
+    return k;
+}
+
+/* The "attrs" of the schema the tree of case `name` shows (its
+ * __array.json): a new JSON array (caller decrefs), NULL on failure. */
+static json_t *case_attrs(const char *name)
+{
+    struct tdb_io io;
+    uint64_t size;
+    json_t *attrs = NULL;
+    struct tdb_fs *fs = unit_open_case(name, NULL, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return NULL;
+    uint8_t *text = unit_fs_file(fs, "__array.json", &size);
+    /* (its timestamp range ends at UINT64_MAX: numbers as reals) */
+    json_t *root = text ? json_loadb((char *)text, size,
+                                     JSON_DECODE_INT_AS_REAL, NULL)
+                        : NULL;
+    json_t *schema = root ? json_object_get(root, "schema") : NULL;
+    if (schema)
+        attrs = json_incref(json_object_get(schema, "attrs"));
+    CHECK(attrs != NULL);
+    json_decref(root);
+    free(text);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+    return attrs;
+}
+
+/* Case `name` was evolved by TileDB at time 2 (its second schema file).
+ * That file taken away, tdb_schema_evolve of `evolution` at time 2 writes
+ * a schema file whose contents are TileDB's, byte for byte. */
+static void check_as_tiledb(const char *name, const char *evolution)
+{
+    struct tdb_io io;
+    struct tdb_error err = {0};
+    struct tdb_buf theirs = {0}, ours = {0};
+    char files[2][128], *dir, *made = NULL, path[300];
+    uint64_t next;
+    if (!copy_case(name, &dir, &io))
+        return;
+    CHECK_EQ_INT(schema_files(&io, files), 2);
+    CHECK_EQ_INT(tdb_generic_tile_read(&io, files[1], 0, NULL, &theirs,
+                                       &next, &err), 0);
+    CHECK_EQ_INT(io.ops->remove(io.ctx, files[1]), 0);
+    int rc = tdb_schema_evolve(&io, evolution, strlen(evolution), NULL, 2,
+                               &made, &err);
+    if (rc)
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(made && !strncmp(made, "__2_2_", 6) && strlen(made) == 38);
+    snprintf(path, sizeof path, "__schema/%s", made ? made : "");
+    CHECK_EQ_INT(tdb_generic_tile_read(&io, path, 0, NULL, &ours, &next,
+                                       &err), 0);
+    CHECK(theirs.len > 50 && unit_same_bytes(name, ours.data, ours.len,
+                                             theirs.data, theirs.len));
+    free(made);
+    tdb_buf_free(&theirs);
+    tdb_buf_free(&ours);
+    drop_case(dir, &io);
+}
+
+/* schema_evolution_add_attr added c and s at 2: the same attributes (as
+ * its __array.json shows them) added again. */
+static void test_add_as_tiledb(void)
+{
+    json_t *attrs = case_attrs("schema_evolution_add_attr");
+    if (!attrs)
+        return;
+    json_t *add = json_array();
+    for (size_t i = 0; i < json_array_size(attrs); i++) {
+        json_t *a = json_array_get(attrs, i);
+        const char *n = json_string_value(json_object_get(a, "name"));
+        if (n && (!strcmp(n, "c") || !strcmp(n, "s")))
+            json_array_append(add, a);
+    }
+    CHECK_EQ_INT(json_array_size(add), 2);
+    json_t *evo = json_pack("{s:o}", "add_attributes", add);
+    char *text = json_dumps(evo, JSON_COMPACT);
+    check_as_tiledb("schema_evolution_add_attr", text);
+    free(text);
+    json_decref(evo);
+    json_decref(attrs);
+}
+
+/* schema_evolution_drop_attr dropped b at 2. */
+static void test_drop_as_tiledb(void)
+{
+    check_as_tiledb("schema_evolution_drop_attr",
+                    "{\"drop_attributes\": [\"b\"]}");
+}
+
+/* An evolved array's views: an added attribute shows its fill value in
+ * the cells written before; a dropped one is gone from the view, while
+ * the older fragment's own folder still shows it. */
+static void test_views(void)
+{
+    struct tdb_io io;
+    struct tdb_error err = {0};
+    struct tdb_open_options o;
+    struct tdb_fs *fs = NULL;
+    char *dir, *made = NULL;
+    uint64_t size;
+    if (!copy_case("dense_1d_basic", &dir, &io))
+        return;
+    static const char evo[] =
+        "{\"add_attributes\": [{\"name\": \"z\", \"datatype\": \"INT16\", "
+        "\"cell_val_num\": 1, \"fill_hex\": \"2a00\", \"filters\": []}],"
+        " \"drop_attributes\": [\"b\"]}";
+    /* at 5, after the corpus's times (1): TileDB and the engine take the
+     * schema in force in listing order, so times of another number of
+     * digits would sort before */
+    CHECK_EQ_INT(tdb_schema_evolve(&io, evo, sizeof evo - 1, NULL, 5, &made,
+                                   &err), 0);
+    free(made);
+    tdb_open_options_init(&o);
+    CHECK_EQ_INT(tdb_fs_open(&fs, &io, &o, &err), 0);
+    if (fs) {
+        uint8_t *z = unit_fs_file(fs, "z", &size), *b;
+        CHECK(z && size >= 2 && size % 2 == 0);
+        for (uint64_t i = 0; z && i < size / 2; i++)
+            CHECK(z[2 * i] == 42 && z[2 * i + 1] == 0);
+        free(z);
+        uint64_t ino;
+        CHECK_EQ_INT(tdb_fs_resolve(fs, "b", &ino, &err), TDB_E_NOENT);
+        CHECK_EQ_INT(tdb_fs_resolve(fs, "a", &ino, &err), 0);
+        /* the fragment written before keeps b in its own folder */
+        struct tdb_names n = {0};
+        CHECK_EQ_INT(tdb_io_names(&io, "__fragments", &n, &err), 0);
+        char path[300];
+        snprintf(path, sizeof path, "__fragments/%s/b",
+                 n.n ? n.v[0] : "none");
+        tdb_names_free(&n);
+        b = unit_fs_file(fs, path, &size);
+        CHECK(b != NULL && size > 0);
+        free(b);
+        tdb_fs_close(fs);
+    }
+    drop_case(dir, &io);
+}
+
+/* Bad evolutions: each refused with the key named, the array unchanged
+ * (still one schema file). */
+static void test_refused(void)
+{
+    static const struct {
+        const char *json, *says;
+    } bad[] = {
+        {"{\"drop_attributes\": [\"nope\"]}", "no attribute \"nope\""},
+        {"{\"add_attributes\": [{\"name\": \"a\", \"datatype\": \"INT8\"}]}",
+         "a"},
+        {"{\"rename\": 1}", "rename"},
+        {"[1]", "expected an object"},
+        {"{\"add_attributes\": [{\"name\": \"q\", \"datatype\": \"NOPE\"}]}",
+         "NOPE"},
+        {"{", "evolution JSON"},
+        {"{}", "not after the newest schema's"},
+    };
+    struct tdb_io io;
+    char *dir, files[2][128];
+    if (!copy_case("dense_1d_basic", &dir, &io))
+        return;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct tdb_error err = {0};
+        char *made = NULL;
+        /* the last at time 1, the schema's own */
+        int rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json),
+                                   NULL, i + 1 < sizeof bad / sizeof *bad ? 0
+                                                                          : 1,
+                                   &made, &err);
+        CHECK(rc != 0 && made == NULL);
+        if (!strstr(err.msg, bad[i].says)) {
+            fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n", bad[i].json,
+                    err.msg, bad[i].says);
+            CHECK(false);
+        }
+        CHECK_EQ_INT(schema_files(&io, files), 1);
+    }
+    drop_case(dir, &io);
+}
+
+int main(void)
+{
+    RUN_CORPUS(test_add_as_tiledb);
+    RUN_CORPUS(test_drop_as_tiledb);
+    RUN_CORPUS(test_views);
+    RUN_CORPUS(test_refused);
+    return unit_done();
+}
