@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "core/io_s3.h"
 #include "core/io_s3_local.h"
+#include "core/io_s3_header.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -214,24 +215,62 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
     return r;
 }
 
+/* Is p[0..n) name ":" (any case)?  Then *v is what follows, spaces and
+ * the line's end trimmed, and *e its end. */
+static bool s3_header_is(const char *p, size_t n, const char *name,
+                         const char **v, const char **e)
+{
+    size_t l = strlen(name);
+    if (n <= l || strncasecmp(p, name, l) || p[l] != ':')
+        return false;
+    const char *b = p + l + 1, *end = p + n;
+    while (b < end && (*b == ' ' || *b == '\t'))
+        b++;
+    while (end > b && (end[-1] == '\r' || end[-1] == '\n' ||
+                       end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    *v = b;
+    *e = end;
+    return true;
+}
+
+/* Are p[0..n) printable ASCII (no NUL, no control byte)? */
+static bool s3_printable(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] < 0x20 || (unsigned char)p[i] > 0x7e)
+            return false;
+    return true;
+}
+
+void tdb_s3_header_line(struct s3_call *c, const char *p, size_t n)
+{
+    const char *v, *e;
+    if (s3_header_is(p, n, "etag", &v, &e)) {
+        size_t l = (size_t)(e - v);
+        free(c->etag);
+        c->etag = l && l <= S3_ETAG_MAX && s3_printable(v, l)
+                      ? strndup(v, l) : NULL;
+    } else if (s3_header_is(p, n, "content-range", &v, &e)) {
+        /* "bytes A-B/TOTAL" (TOTAL "*" when unknown): read within the
+         * line, which is not NUL-terminated */
+        const char *slash = memchr(v, '/', (size_t)(e - v));
+        if (!slash || slash + 1 == e || e - (slash + 1) > 18)
+            return;
+        curl_off_t t = 0;
+        for (const char *d = slash + 1; d < e; d++) {
+            if (*d < '0' || *d > '9')
+                return;
+            t = t * 10 + (*d - '0');
+        }
+        c->total = t;
+    }
+}
+
 static size_t s3_on_header(char *p, size_t size, size_t nmemb, void *arg)
 {
-    struct s3_call *c = arg;
     size_t n = size * nmemb;
-    if (n > 5 && !strncasecmp(p, "etag:", 5)) {
-        const char *v = p + 5, *e = p + n;
-        while (v < e && (*v == ' ' || *v == '\t'))
-            v++;
-        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
-            e--;
-        free(c->etag);
-        c->etag = strndup(v, (size_t)(e - v));
-    } else if (n > 14 && !strncasecmp(p, "content-range:", 14)) {
-        /* "bytes A-B/TOTAL" */
-        const char *slash = memchr(p, '/', n);
-        if (slash && slash[1] >= '0' && slash[1] <= '9')
-            c->total = (curl_off_t)strtoull(slash + 1, NULL, 10);
-    }
+    tdb_s3_header_line(arg, p, n);
     return n;
 }
 

@@ -223,11 +223,14 @@ static int dictionary_expand_chunk(const struct tdb_filter_call *call,
                        "DICTIONARY: cells decode to %llu bytes, metadata "
                        "records %u", (unsigned long long)out,
                        m->h.string_bytes);
+    /* cells whose strings are all empty write no byte: dst stays NULL,
+     * and dst + 0 is undefined behaviour, so they write to `none` */
+    uint8_t none[1];
     if ((m->h.string_bytes > 0 &&
          tdb_buf_grow(st->data_out, m->h.string_bytes, &dst) < 0) ||
         tdb_buf_grow(call->offsets, (size_t)m->cells * 8, &op) < 0)
         return tdb_err(call->err, TDB_E_NOMEM, "DICTIONARY: out of memory");
-    dictionary_expand(&ids, dst, op);
+    dictionary_expand(&ids, dst ? dst : none, op);
     return 0;
 }
 

@@ -409,6 +409,17 @@ static void pipeline_reserve(struct tdb_cursor h, uint64_t nchunks,
         tdb_buf_reserve(out, (size_t)want);
 }
 
+/* What a stage is handed for bytes it has none of (an empty chunk, a
+ * stage that wrote nothing): an empty buffer's data is NULL, and a filter
+ * that computes data + 0 from it is undefined behaviour, so a stage's
+ * data and metadata are never NULL. */
+static const uint8_t pipeline_none[1];
+
+static const uint8_t *pipeline_bytes(const uint8_t *p)
+{
+    return p ? p : pipeline_none;
+}
+
 /* Runs the decoder of filter i on the chunk's current (md, data) into mo
  * and dout (its bytes from dbase on), and checks that it stayed within
  * the bounds of its stage. */
@@ -431,9 +442,10 @@ static int pipeline_decode_filter(struct pipeline_dec *dc,
     if (!f->ops || !f->ops->decode)
         return tdb_err(err, TDB_E_UNSUPPORTED, "filter type %u cannot decode",
                        f->type);
-    struct tdb_filter_stage st = {.data = ch->data, .size = ch->dlen,
-                                  .md_out = mo, .data_out = dout};
-    tdb_cur_init(&st.md, ch->md, ch->mlen);
+    struct tdb_filter_stage st = {.data = pipeline_bytes(ch->data),
+                                  .size = ch->dlen, .md_out = mo,
+                                  .data_out = dout};
+    tdb_cur_init(&st.md, pipeline_bytes(ch->md), ch->mlen);
     if (err)
         err->code = 0;
     size_t off_before = offsets ? offsets->len : 0;
@@ -477,9 +489,9 @@ static int pipeline_decode_filters(struct pipeline_dec *dc,
         int r = pipeline_decode_filter(dc, ch, i, mo, dout, dbase);
         if (r)
             return r;
-        ch->md = mo->data;
+        ch->md = pipeline_bytes(mo->data);
         ch->mlen = mo->len;
-        ch->data = dout->data ? dout->data + dbase : NULL;  /* (none) */
+        ch->data = dout->data ? dout->data + dbase : pipeline_none;
         ch->dlen = dout->len - dbase;
         which ^= 1;
     }
@@ -680,8 +692,8 @@ static int pipeline_encode_filters(struct pipeline_enc *ec,
                         (unsigned long long)k);
             return r;
         }
-        tdb_cur_init(&st->md, mo->data, mo->len);
-        st->data = dout->data;
+        tdb_cur_init(&st->md, pipeline_bytes(mo->data), mo->len);
+        st->data = pipeline_bytes(dout->data);
         st->size = dout->len;
         which ^= 1;
     }
@@ -727,9 +739,10 @@ int tdb_pipeline_encode(const struct tdb_pipeline *p,
     for (uint64_t k = 0; k < nchunks && !r; k++) {
         uint64_t start = tdb_le64(bounds.data + 8 * k);
         uint64_t end = k + 1 < nchunks ? tdb_le64(bounds.data + 8 * (k + 1)) : size;
-        struct tdb_filter_stage st = {.data = src + start,
-                                      .size = (size_t)(end - start)};
-        tdb_cur_init(&st.md, NULL, 0);
+        struct tdb_filter_stage st = {
+            .data = src ? src + start : pipeline_none,
+            .size = (size_t)(end - start)};
+        tdb_cur_init(&st.md, pipeline_none, 0);
         r = pipeline_encode_filters(&ec, &st, k);
         if (r)
             break;

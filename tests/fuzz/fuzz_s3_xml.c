@@ -1,0 +1,68 @@
+/* fuzz_s3_xml.c: the XML of S3's answers (format/core/io_s3_xml.c) from a
+ * hostile endpoint: ListObjectsV2 listings and Error bodies.
+ * Input: a flags byte (bit 0: an error answer, read by tdb_s3_status; its
+ * HTTP status 400 + the next byte), then the listed prefix up to a NUL
+ * (at most 64 bytes), then the body.  Aborts when a listing's entries
+ * break their contract (a name that is empty; a folder with a size) or
+ * an error's code or message is not the one tdb_s3_status promises. */
+#include "fuzz.h"
+#include "core/io_s3_local.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void fuzz_listing(const char *prefix, const struct tdb_buf *body)
+{
+    struct s3_xml x;
+    tdb_s3_xml_parse(&x, body, prefix);
+    for (size_t i = 0; i < x.n; i++) {
+        const struct s3_dent *e = &x.e[i];
+        if (!e->name || !e->name[0])
+            abort();
+        if (e->is_dir && e->size)
+            abort();
+    }
+    tdb_s3_xml_free(&x);
+}
+
+static void fuzz_error(unsigned status, const char *key,
+                       const struct tdb_buf *body)
+{
+    static struct s3 s;     /* tdb_s3_status reads only the bucket */
+    s.bucket = "bucket";
+    struct s3_call c = {.method = "GET", .key = key[0] ? key : NULL,
+                        .status = 400 + (long)status, .cc = CURLE_OK,
+                        .mem = *body};
+    struct tdb_error err = {0};
+    int r = tdb_s3_status(&s, &c, &err);
+    if (r != (c.status == 404 ? TDB_E_NOENT : TDB_E_IO) ||
+        strnlen(err.msg, sizeof err.msg) == sizeof err.msg)
+        abort();
+    if (tdb_s3_status(&s, &c, NULL) != r)
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    uint8_t flags = data[0], status = data[1];
+    size_t pos = 2;
+    char prefix[65];
+    size_t pl = 0;
+    while (pos < size && data[pos] && pl < 64)
+        prefix[pl++] = (char)data[pos++];
+    prefix[pl] = 0;
+    if (pos < size && !data[pos])
+        pos++;
+    /* the body in a buffer of its exact size */
+    struct tdb_buf body = {0};
+    if (tdb_buf_append(&body, data + pos, size - pos))
+        return 0;
+    if (flags & 1)
+        fuzz_error(status, prefix, &body);
+    else
+        fuzz_listing(prefix, &body);
+    tdb_buf_free(&body);
+    return 0;
+}
