@@ -17,6 +17,10 @@
 #define SCHEMA_MIN_ENUM 8
 /* Largest cell (fill value) we accept. */
 #define SCHEMA_MAX_CELL (UINT64_C(1) << 28)
+/* Default fill values (schemas before format 6 store none) of one schema,
+ * at most: a few bytes of input must not make the daemon fill 256 MiB an
+ * attribute. */
+#define SCHEMA_MAX_FILLS (UINT64_C(1) << 26)
 
 #define SCHEMA_CURRENT_DOMAIN_VERSION 0
 #define SCHEMA_ENUMERATION_VERSION 0
@@ -31,6 +35,7 @@ struct schema_ctx {
     uint32_t version;
     struct tdb_error *err;
     char part[80];              /* "dimension 2 ", ... or "" */
+    uint64_t fills;             /* bytes of default fill values made */
 };
 
 static int schema_trunc(struct schema_ctx *x, const char *field)
@@ -308,9 +313,18 @@ static int schema_read_attr(struct schema_ctx *x, struct tdb_attr *a)
                            x->what);
         memcpy(a->fill, p, (size_t)n);
         a->fill_size = n;
-    } else if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
-                                   &a->fill_size)) {
-        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    } else {
+        uint64_t n = a->cell_val_num == TDB_VAR_NUM ? 1 : a->cell_val_num;
+        if (n * tdb_dt_size(a->type) > SCHEMA_MAX_FILLS - x->fills)
+            return tdb_err(x->err, TDB_E_CORRUPT, "%s: attribute '%s': "
+                           "default fill values of more than %llu MiB in "
+                           "one schema", x->what, a->name,
+                           (unsigned long long)(SCHEMA_MAX_FILLS >> 20));
+        if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
+                                &a->fill_size))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+        x->fills += a->fill_size;
     }
     if (x->version >= 7) {
         if ((rc = schema_bool(x, &a->nullable, "attribute nullable flag")) ||

@@ -1325,8 +1325,33 @@ static void test_corpus(void)
     CHECK(cnt.schemas >= cnt.arrays);
 }
 
+/* A 75-byte format-1 schema (fuzz_schema found it) whose one INT32
+ * attribute has 67,108,864 values a cell and, as before format 6, no
+ * fill value: its default fill would be 256 MiB.  Refused as corrupt
+ * beyond 64 MiB of default fills a schema, at once, instead of filling
+ * them (tests/fuzz/corpus/fuzz_schema/timeout-default-fill-256mib). */
+static void test_default_fill_bounded(void)
+{
+    static const uint8_t v1[75] = {
+        0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x4e,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x81, 0x7e, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x81, 0x7e, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_parse(v1, sizeof v1, "v1", &s, &err),
+                 TDB_E_CORRUPT);
+    CHECK(strstr(err.msg, "default fill values of more than 64 MiB") != NULL);
+    CHECK(s == NULL);
+    tdb_schema_free(s);
+}
+
 int main(void)
 {
+    RUN(test_default_fill_bounded);
     RUN(test_every_version);
     RUN(test_v4_defaults);
     RUN(test_serialize_bytes);
