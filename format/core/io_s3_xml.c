@@ -42,6 +42,16 @@ static void s3_xml_add(struct s3_xml *x, const char *full, bool is_dir,
         l--;
     if (!l)     /* the folder's own marker object ("prefix/") */
         return;
+    /* a name with an empty, "." or ".." part (a hostile or broken server:
+     * S3 keys may hold them) names nothing a folder can show: left out */
+    for (size_t i = 0; i <= l;) {
+        const char *end = memchr(name + i, '/', l - i);
+        size_t n = end ? (size_t)(end - (name + i)) : l - i;
+        if (n == 0 || (n == 1 && name[i] == '.') ||
+            (n == 2 && name[i] == '.' && name[i + 1] == '.'))
+            return;
+        i += n + 1;
+    }
     if (x->n == x->cap) {
         size_t nc = x->cap ? 2 * x->cap : 64;
         struct s3_dent *ne = realloc(x->e, nc * sizeof *ne);

@@ -3,7 +3,8 @@
  * Input: a flags byte (bit 0: an error answer, read by tdb_s3_status; its
  * HTTP status 400 + the next byte), then the listed prefix up to a NUL
  * (at most 64 bytes), then the body.  Aborts when a listing's entries
- * break their contract (a name that is empty; a folder with a size) or
+ * break their contract (a name that is empty or has an empty, "." or ".."
+ * part; a folder with a size) or
  * an error's code or message is not the one tdb_s3_status promises. */
 #include "fuzz.h"
 #include "core/io_s3_local.h"
@@ -19,6 +20,16 @@ static void fuzz_listing(const char *prefix, const struct tdb_buf *body)
         const struct s3_dent *e = &x.e[i];
         if (!e->name || !e->name[0])
             abort();
+        /* no empty, "." or ".." part */
+        for (const char *p = e->name; *p;) {
+            size_t n = strcspn(p, "/");
+            if (n == 0 || (n == 1 && p[0] == '.') ||
+                (n == 2 && p[0] == '.' && p[1] == '.'))
+                abort();
+            p += n + (p[n] == '/');
+            if (p[-1] == '/' && !*p)
+                abort();
+        }
         if (e->is_dir && e->size)
             abort();
     }

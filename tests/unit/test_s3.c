@@ -1138,9 +1138,35 @@ static void test_fetched_size_forgotten(void)
     http_stop(&srv);
 }
 
+/* A listing's names with an empty, "." or ".." part (which S3 keys may
+ * have, and a hostile server may send) are left out; the others stay. */
+static void test_xml_odd_names(void)
+{
+    static const char body[] =
+        "<?xml version=\"1.0\"?><ListBucketResult>"
+        "<Contents><Key>p/ok</Key><Size>1</Size></Contents>"
+        "<Contents><Key>p/..</Key><Size>1</Size></Contents>"
+        "<Contents><Key>p/a/../b</Key><Size>1</Size></Contents>"
+        "<Contents><Key>p/./c</Key><Size>1</Size></Contents>"
+        "<Contents><Key>p//d</Key><Size>1</Size></Contents>"
+        "<Contents><Key>p/e/f.tdb</Key><Size>2</Size></Contents>"
+        "<CommonPrefixes><Prefix>p/../</Prefix></CommonPrefixes>"
+        "<CommonPrefixes><Prefix>p/g/</Prefix></CommonPrefixes>"
+        "</ListBucketResult>";
+    struct tdb_buf b = {(uint8_t *)body, sizeof body - 1, sizeof body, true};
+    struct s3_xml x;
+    CHECK_EQ_INT(tdb_s3_xml_parse(&x, &b, "p/"), 0);
+    CHECK_EQ_INT(x.n, 3);
+    for (size_t i = 0; i < x.n; i++)
+        CHECK(!strcmp(x.e[i].name, "ok") || !strcmp(x.e[i].name, "e/f.tdb") ||
+              (!strcmp(x.e[i].name, "g") && x.e[i].is_dir));
+    tdb_s3_xml_free(&x);
+}
+
 int main(void)
 {
     tdb_s3_global_init();
+    RUN(test_xml_odd_names);
     RUN(test_sigv4_get_range);
     RUN(test_sigv4_put);
     RUN(test_sigv4_query);
