@@ -520,8 +520,10 @@ void tdb_reader_close(struct tdb_reader *rd);
 
 /* The root folder has one extended attribute, user.tiledbfs.stats: one
  * line "hits=N misses=N decodes=N decoded_bytes=N decode_ms=N
- * evictions=N cache_used=N cache_budget=N entries=N huge_bytes=N" of the
- * tile cache (huge_bytes: tdb_cache_stats' huge).
+ * evictions=N cache_used=N cache_budget=N entries=N huge_bytes=N
+ * slices=N slices_idle_max=N slice_evictions=N" of the tile cache
+ * (huge_bytes: tdb_cache_stats' huge) and of the __slice/ files the tree
+ * holds, the idle ones kept at most and those dropped.
  *
  * Extended attributes of a data file (user.tiledb.datatype, .dtype,
  * .shape, .cell_val_num).  tdb_fs_listxattr lists their names;
