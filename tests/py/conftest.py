@@ -159,6 +159,27 @@ def run_cat(prog, source, path, opts=(), timeout=CAT_TIMEOUT, extra=()):
 
 # --------------------------------------------------------------------- FUSE
 
+def run(cmd, env=None):
+    return subprocess.run(cmd, capture_output=True, timeout=CAT_TIMEOUT, env=env)
+
+
+def ok(r):
+    """The stdout of finished process r, which must have exited 0."""
+    assert r.returncode == 0, r.stderr.decode(errors='replace')
+    return r.stdout
+
+
+def one_line_error(r, *needles):
+    """The error of finished process r: exit 1, one short line on stderr
+    holding every needle."""
+    err = r.stderr.decode(errors='replace').strip()
+    assert r.returncode == 1 and len(err.split('\n')) == 1, err
+    assert len(err) < 1024, err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
 def fuse_missing():
     """Why FUSE mounts cannot work here, or None."""
     if not os.path.exists('/dev/fuse'):
@@ -314,7 +335,12 @@ def s3_servers(tmp_path_factory):
 def s3_server(request, s3_servers, monkeypatch):
     """An s3fixture.S3Server (a test runs once per server); the programs the
     test runs reach it through the AWS_* variables."""
-    server = s3_servers.get(request.param)
+    return point_at(s3_servers.get(request.param), monkeypatch)
+
+
+def point_at(server, monkeypatch):
+    """Points the AWS_* variables (those of the programs a test runs) at
+    server, and only at it; @return server."""
     for k in s3fixture.AWS_ENV_KEYS:
         monkeypatch.delenv(k, raising=False)
     for k, v in server.env().items():

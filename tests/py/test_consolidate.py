@@ -5,9 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import (CORPUS, case_names, case_options, find_program, get_case, o_args,
-                      run_cat)
-import s3fixture
+from conftest import case_options, find_program, get_case, o_args, run_cat
 
 
 @pytest.fixture(scope='session')

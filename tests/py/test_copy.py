@@ -2,35 +2,17 @@
 import hashlib
 import os
 import shutil
-import subprocess
 
 import pytest
 
-from conftest import CAT_TIMEOUT, case_options, find_program, get_case, o_args
+from conftest import (case_options, find_program, get_case, o_args, ok,
+                      one_line_error, run)
 from s3fixture import VerifyingProxy
 
 
 @pytest.fixture(scope='session')
 def copy_prog():
     return find_program(os.path.join('tools', 'tiledbfs-copy'))
-
-
-def run(cmd, env=None):
-    return subprocess.run(cmd, capture_output=True, timeout=CAT_TIMEOUT, env=env)
-
-
-def ok(r):
-    assert r.returncode == 0, r.stderr.decode(errors='replace')
-    return r.stdout
-
-
-def one_line_error(r, *needles):
-    err = r.stderr.decode(errors='replace').strip()
-    assert r.returncode == 1 and len(err.split('\n')) == 1, err
-    assert len(err) < 1024, err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 def tree_state(root):

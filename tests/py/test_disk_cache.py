@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from conftest import CAT_TIMEOUT, CORPUS, MOUNT_TIMEOUT, NO_CORPUS, fuse_missing, get_case, run_cat
+from conftest import (CAT_TIMEOUT, CORPUS, MOUNT_TIMEOUT, NO_CORPUS, fuse_missing, get_case,
+                      point_at)
 
 NOBODY = 65534
 CASE = 'dense_1d_basic'
@@ -34,13 +35,7 @@ def as_nobody(code, *args):
 def s3rver(s3_servers, monkeypatch):
     """The s3rver of the session (the disk cache is the same whatever the
     server), the programs pointed at it."""
-    import s3fixture
-    server = s3_servers.get('s3rver')
-    for k in s3fixture.AWS_ENV_KEYS:
-        monkeypatch.delenv(k, raising=False)
-    for k, v in server.env().items():
-        monkeypatch.setenv(k, v)
-    return server
+    return point_at(s3_servers.get('s3rver'), monkeypatch)
 
 
 @pytest.fixture

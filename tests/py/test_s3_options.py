@@ -2,11 +2,11 @@
 import hashlib
 import json
 import os
-import subprocess
 
 import pytest
 
-from conftest import CAT_TIMEOUT, case_options, find_program, get_case, o_args
+from conftest import (case_options, find_program, get_case, o_args, ok,
+                      one_line_error, run)
 from s3fixture import AWS_ENV_KEYS, VerifyingProxy
 from test_write import commit, read_file, stage
 
@@ -26,23 +26,6 @@ def bare_env(tmp_path, **more):
     env = {k: v for k, v in os.environ.items() if k not in AWS_ENV_KEYS}
     env.update(HOME=str(home), **more)
     return env
-
-
-def run(cmd, env=None):
-    return subprocess.run(cmd, capture_output=True, timeout=CAT_TIMEOUT, env=env)
-
-
-def ok(r):
-    assert r.returncode == 0, r.stderr.decode(errors='replace')
-    return r.stdout
-
-
-def one_line_error(r, *needles):
-    err = r.stderr.decode(errors='replace').strip()
-    assert r.returncode == 1 and len(err.split('\n')) == 1, err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 def credentials(path, server, profile='default', other='nobody'):

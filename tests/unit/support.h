@@ -82,8 +82,36 @@ int unit_copy_tree(const struct tdb_io *src, const char *sp,
 /* A new empty folder /tmp/tdb_test_TAG.XXXXXX (caller frees it, and
  * removes it with unit_rm_rf); NULL when it cannot be made. */
 char *unit_temp_dir(const char *tag);
+
 /* Removes path and everything under it. */
 void unit_rm_rf(const char *path);
+
+/* A copy of corpus case `name`'s array in a new temp folder (*dir),
+ * opened as *io; a failure fails the running test.  @return true when it
+ * was made: the caller then ends it with unit_drop_case. */
+static inline bool unit_copy_case(const char *name, char **dir,
+                                  struct tdb_io *io)
+{
+    char path[4096];
+    struct tdb_io src;
+    *dir = unit_temp_dir("case");
+    CHECK(*dir != NULL);
+    if (!*dir)
+        return false;
+    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
+    CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
+    CHECK_EQ_INT(tdb_io_posix(io, *dir), 0);
+    CHECK_EQ_INT(unit_copy_tree(&src, "", io, ""), 0);
+    tdb_io_free(&src);
+    return !unit_cur_failed;
+}
+
+static inline void unit_drop_case(char *dir, struct tdb_io *io)
+{
+    tdb_io_free(io);
+    unit_rm_rf(dir);
+    free(dir);
+}
 
 /* A dense FLOAT32 array `rows` x `cols` (INT32 dimensions y and x, tiles
  * ty x tx), its attribute v filtered by `filter` (a JSON list's items),

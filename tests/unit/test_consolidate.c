@@ -15,31 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* A copy of corpus case `name`'s array in a new temp folder (*dir, freed
- * and removed by the caller with unit_rm_rf), opened as *io. */
-static bool copy_case(const char *name, char **dir, struct tdb_io *io)
-{
-    char path[4096];
-    struct tdb_io src;
-    *dir = unit_temp_dir("cons");
-    CHECK(*dir != NULL);
-    if (!*dir)
-        return false;
-    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
-    CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
-    CHECK_EQ_INT(tdb_io_posix(io, *dir), 0);
-    CHECK_EQ_INT(unit_copy_tree(&src, "", io, ""), 0);
-    tdb_io_free(&src);
-    return !unit_cur_failed;
-}
-
-static void drop_case(char *dir, struct tdb_io *io)
-{
-    tdb_io_free(io);
-    unit_rm_rf(dir);
-    free(dir);
-}
-
 /* The name of the one file of folder `dir` of io ending in `suffix`
  * (NULL when there is not exactly one). */
 static char *only_file(const struct tdb_io *io, const char *dir,
@@ -112,14 +87,14 @@ static void test_commits_as_tiledb(void)
     struct tdb_error err = {0};
     char *dir, *con;
     uint64_t n, m;
-    if (!copy_case("consolidated_commits", &dir, &io))
+    if (!unit_copy_case("consolidated_commits", &dir, &io))
         return;
     con = only_file(&io, "__commits", ".con");
     CHECK(con != NULL);
     uint8_t *theirs = con ? read_whole(&io, con, &n) : NULL;
     if (!theirs) {
         free(con);
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
         return;
     }
     /* the .wrt files the .con names, then no .con */
@@ -148,7 +123,7 @@ static void test_commits_as_tiledb(void)
     CHECK_EQ_INT(r.name[0], 0);
     free(theirs);
     free(con);
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* consolidated_fragment_meta holds the .meta TileDB wrote for its three
@@ -163,7 +138,7 @@ static void test_fragment_meta_as_tiledb(void)
     struct tdb_buf theirs = {0}, ours = {0};
     uint64_t next;
     char *dir, *meta;
-    if (!copy_case("consolidated_fragment_meta", &dir, &io))
+    if (!unit_copy_case("consolidated_fragment_meta", &dir, &io))
         return;
     meta = only_file(&io, "__fragment_meta", ".meta");
     CHECK(meta != NULL);
@@ -183,7 +158,7 @@ static void test_fragment_meta_as_tiledb(void)
     tdb_buf_free(&theirs);
     tdb_buf_free(&ours);
     free(meta);
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* consolidated_array_meta holds the file TileDB wrote when it merged the
@@ -200,14 +175,14 @@ static void test_array_meta_as_tiledb(void)
     struct tdb_buf theirs = {0}, ours = {0};
     uint64_t next, nvac, mvac;
     char *dir, *vac, tpath[300];
-    if (!copy_case("consolidated_array_meta", &dir, &io))
+    if (!unit_copy_case("consolidated_array_meta", &dir, &io))
         return;
     vac = only_file(&io, "__meta", ".vac");
     CHECK(vac != NULL);
     uint8_t *their_vac = vac ? read_whole(&io, vac, &nvac) : NULL;
     if (!their_vac) {
         free(vac);
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
         return;
     }
     snprintf(tpath, sizeof tpath, "%.*s", (int)(strlen(vac) - 4), vac);
@@ -244,7 +219,7 @@ static void test_array_meta_as_tiledb(void)
     free(vac);
     tdb_buf_free(&theirs);
     tdb_buf_free(&ours);
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* ------------------------------------------------------ refusals */
@@ -257,21 +232,21 @@ static void test_refusals(void)
     struct tdb_cons_result r;
     struct tdb_error err = {0};
     char *dir;
-    if (copy_case("legacy_zero_var_chunks_v10", &dir, &io)) {
+    if (unit_copy_case("legacy_zero_var_chunks_v10", &dir, &io)) {
         CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err),
                      TDB_E_UNSUPPORTED);
         CHECK(strstr(err.msg, "from format version 12 on; this array's is "
                               "10") != NULL);
         CHECK_EQ_INT(r.name[0], 0);
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
     }
-    if (copy_case("encrypted_aes256gcm", &dir, &io)) {
+    if (unit_copy_case("encrypted_aes256gcm", &dir, &io)) {
         CHECK(tdb_consolidate_fragment_meta(&io, NULL, &r, &err) ==
               TDB_E_NOKEY);
         CHECK(tdb_consolidate_commits(&io, NULL, &r, &err) == TDB_E_NOKEY);
         CHECK_EQ_INT(count_files(&io, "__fragment_meta", ".meta"), 0);
         CHECK_EQ_INT(count_files(&io, "__commits", ".con"), 0);
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
     }
 }
 
@@ -378,7 +353,7 @@ static void test_views_after(void)
         struct tdb_error err = {0};
         char *dir;
         bool enc = !strcmp(cases[i], "encrypted_aes256gcm");
-        if (!copy_case(cases[i], &dir, &io))
+        if (!unit_copy_case(cases[i], &dir, &io))
             continue;
         int rc = cons_modes(&io, enc ? case_key : NULL,
                             strcmp(cases[i], "time_travel_t2") != 0, &err);
@@ -390,7 +365,7 @@ static void test_views_after(void)
                     cases[i]);
             CHECK(false);
         }
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
     }
 }
 
@@ -402,7 +377,7 @@ static void test_delete_in_con(void)
     struct tdb_cons_result r;
     struct tdb_error err = {0};
     char *dir;
-    if (!copy_case("sparse_delete", &dir, &io))
+    if (!unit_copy_case("sparse_delete", &dir, &io))
         return;
     size_t dels = count_files(&io, "__commits", ".del");
     CHECK(dels > 0);
@@ -411,7 +386,7 @@ static void test_delete_in_con(void)
     CHECK_EQ_INT(count_files(&io, "__commits", ".del"), 0);
     CHECK_EQ_INT(count_files(&io, "__commits", ".wrt"), 0);
     CHECK(views_exact("sparse_delete", &io, NULL));
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* ------------------------------------------------------------ kills */
@@ -431,7 +406,7 @@ static void test_kills(void)
             struct tdb_io_fault f = {.fail_at = k, .crash = true};
             struct tdb_error err = {0};
             char *dir;
-            if (!copy_case(cases[c], &dir, &io))
+            if (!unit_copy_case(cases[c], &dir, &io))
                 return;
             CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
             int rc = cons_all(&faulty, NULL, &err);
@@ -440,12 +415,12 @@ static void test_kills(void)
                 struct tdb_io_fault all = {0};
                 struct tdb_io io2, counting;
                 char *dir2;
-                if (copy_case(cases[c], &dir2, &io2)) {
+                if (unit_copy_case(cases[c], &dir2, &io2)) {
                     CHECK_EQ_INT(tdb_io_faulty(&counting, &io2, &all), 0);
                     CHECK_EQ_INT(cons_all(&counting, NULL, &err), 0);
                     total = all.count;
                     tdb_io_free(&counting);
-                    drop_case(dir2, &io2);
+                    unit_drop_case(dir2, &io2);
                 }
                 CHECK(total > 4);
             }
@@ -463,7 +438,7 @@ static void test_kills(void)
                              count_files(&io, "__commits", ".tmp") +
                              count_files(&io, "__fragment_meta", ".tmp"),
                          0);
-            drop_case(dir, &io);
+            unit_drop_case(dir, &io);
             if (unit_cur_failed)
                 return;
         }

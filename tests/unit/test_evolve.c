@@ -12,31 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A copy of corpus case `name`'s array in a new temp folder (*dir, freed
- * and removed by the caller with unit_rm_rf), opened as *io. */
-static bool copy_case(const char *name, char **dir, struct tdb_io *io)
-{
-    char path[4096];
-    struct tdb_io src;
-    *dir = unit_temp_dir("evolve");
-    CHECK(*dir != NULL);
-    if (!*dir)
-        return false;
-    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
-    CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
-    CHECK_EQ_INT(tdb_io_posix(io, *dir), 0);
-    CHECK_EQ_INT(unit_copy_tree(&src, "", io, ""), 0);
-    tdb_io_free(&src);
-    return !unit_cur_failed;
-}
-
-static void drop_case(char *dir, struct tdb_io *io)
-{
-    tdb_io_free(io);
-    unit_rm_rf(dir);
-    free(dir);
-}
-
 /* The names of folder __schema's schema files, oldest first (2 at most). */
 static size_t schema_files(const struct tdb_io *io, char names[2][128])
 {
@@ -88,7 +63,7 @@ static void check_as_tiledb(const char *name, const char *evolution)
     struct tdb_buf theirs = {0}, ours = {0};
     char files[2][128], *dir, *made = NULL, path[300];
     uint64_t next;
-    if (!copy_case(name, &dir, &io))
+    if (!unit_copy_case(name, &dir, &io))
         return;
     CHECK_EQ_INT(schema_files(&io, files), 2);
     CHECK_EQ_INT(tdb_generic_tile_read(&io, files[1], 0, NULL, &theirs,
@@ -108,7 +83,7 @@ static void check_as_tiledb(const char *name, const char *evolution)
     free(made);
     tdb_buf_free(&theirs);
     tdb_buf_free(&ours);
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* schema_evolution_add_attr added c and s at 2: the same attributes (as
@@ -152,7 +127,7 @@ static void test_views(void)
     struct tdb_fs *fs = NULL;
     char *dir, *made = NULL;
     uint64_t size;
-    if (!copy_case("dense_1d_basic", &dir, &io))
+    if (!unit_copy_case("dense_1d_basic", &dir, &io))
         return;
     static const char evo[] =
         "{\"add_attributes\": [{\"name\": \"z\", \"datatype\": \"INT16\", "
@@ -187,7 +162,7 @@ static void test_views(void)
         free(b);
         tdb_fs_close(fs);
     }
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* Bad evolutions: each refused with the key named, the array unchanged
@@ -209,7 +184,7 @@ static void test_refused(void)
     };
     struct tdb_io io;
     char *dir, files[2][128];
-    if (!copy_case("dense_1d_basic", &dir, &io))
+    if (!unit_copy_case("dense_1d_basic", &dir, &io))
         return;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct tdb_error err = {0};
@@ -227,7 +202,7 @@ static void test_refused(void)
         }
         CHECK_EQ_INT(schema_files(&io, files), 1);
     }
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 int main(void)
