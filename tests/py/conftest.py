@@ -1,8 +1,10 @@
 """conftest.py: fixtures of the Python suite: the build, the reference corpus, its cases, and FUSE mounts (the mount contract end to end)."""
+import atexit
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -158,6 +160,29 @@ def run_cat(prog, source, path, opts=(), timeout=CAT_TIMEOUT, extra=()):
 
 
 # --------------------------------------------------------------------- FUSE
+
+NOBODY_PROGS = {}      # a program of the build -> its copy other users can run
+
+
+def for_nobody(prog):
+    """Where uid 65534 can run program `prog` of the build: a copy in a
+    folder every user can reach, made on first use (the build may be in a
+    folder only root reads: a checkout in /root is 0700)."""
+    if prog not in NOBODY_PROGS:
+        top = NOBODY_PROGS.setdefault('', tempfile.mkdtemp(prefix='tiledbfs-progs-'))
+        os.chmod(top, 0o755)
+        dst = os.path.join(top, os.path.basename(prog))
+        shutil.copy(prog, dst)
+        os.chmod(dst, 0o755)
+        NOBODY_PROGS[prog] = dst
+    return NOBODY_PROGS[prog]
+
+
+@atexit.register
+def _drop_nobody_progs():
+    if '' in NOBODY_PROGS:
+        shutil.rmtree(NOBODY_PROGS[''], ignore_errors=True)
+
 
 def run(cmd, env=None):
     return subprocess.run(cmd, capture_output=True, timeout=CAT_TIMEOUT, env=env)

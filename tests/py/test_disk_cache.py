@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import (CAT_TIMEOUT, CORPUS, MOUNT_TIMEOUT, NO_CORPUS, fuse_missing, get_case,
-                      point_at)
+                      for_nobody, point_at)
 
 NOBODY = 65534
 CASE = 'dense_1d_basic'
@@ -274,7 +274,7 @@ def test_links_inside_not_followed(fs_prog, cat_prog, array_url, open_top, mount
             assert not mount.unmount(m)
         else:
             for path in case.expected_paths:
-                r = subprocess.run([cat_prog, '-o', ','.join(opts), array_url, path],
+                r = subprocess.run([for_nobody(cat_prog), '-o', ','.join(opts), array_url, path],
                                    preexec_fn=become_nobody, capture_output=True,
                                    timeout=CAT_TIMEOUT)
                 assert r.returncode == 0, r.stderr.decode(errors='replace')

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import CAT_TIMEOUT, Mounts, fuse_missing, get_case
+from conftest import CAT_TIMEOUT, Mounts, for_nobody, fuse_missing, get_case
 from test_write import (STAGING, commit, dense_files, make_twin, read_file, stage, twin_of,
                         write_file)
 
@@ -264,8 +264,9 @@ def run_as_nobody(cmd):
     setpriv = shutil.which('setpriv')
     if setpriv is None:
         pytest.skip('setpriv is not installed')
-    return subprocess.run([setpriv, f'--reuid={NOBODY}', f'--regid={NOBODY}', '--clear-groups']
-                          + cmd, capture_output=True, timeout=CAT_TIMEOUT)
+    return subprocess.run([setpriv, f'--reuid={NOBODY}', f'--regid={NOBODY}', '--clear-groups',
+                           for_nobody(cmd[0])] + cmd[1:], capture_output=True,
+                          timeout=CAT_TIMEOUT)
 
 
 @pytest.fixture

@@ -337,8 +337,15 @@ static int rt_load(struct tdb_io *io, const struct tdb_buf *b,
     (void)wkey;
     if (rc)
         return rc;
-    return tdb_fragmeta_load(io, "__fragments/" RT_NAME, RT_NAME, &set, rkey,
-                             NULL, 0, fm, err);
+    rc = tdb_fragmeta_load(io, "__fragments/" RT_NAME, RT_NAME, &set, rkey,
+                           NULL, 0, fm, err);
+    /* and its first encrypted generic tile, as an open of an array with
+     * delete commits reads it */
+    if (!rc && (rc = tdb_fragmeta_load_processed(*fm, err))) {
+        tdb_fragmeta_free(*fm);
+        *fm = NULL;
+    }
+    return rc;
 }
 
 static double rd(const uint8_t *p)
