@@ -931,7 +931,7 @@ static long arraydir_commits_whole(const struct tdb_commits *c,
         size_t hits = 0;
         for (size_t k = 0; k < lines[i].n; k++) {
             struct tdb_commit key = {.marker = lines[i].v[k]};
-            if (!bsearch(&key, c->v, nfrom_con, sizeof *c->v,
+            if (!nfrom_con || !bsearch(&key, c->v, nfrom_con, sizeof *c->v,
                          arraydir_commit_cmp))
                 break;
             hits++;
@@ -962,7 +962,7 @@ static int arraydir_commits_files(struct arraydir_commits_load *C,
                 continue;
             snprintf(rel, sizeof rel, "%s%s", pass ? "__commits/" : "", nm);
             struct tdb_commit key = {.marker = rel};
-            if (bsearch(&key, c->v, nfrom_con, sizeof *c->v,
+            if (nfrom_con && bsearch(&key, c->v, nfrom_con, sizeof *c->v,
                         arraydir_commit_cmp))
                 continue;
             uint64_t size = 0;
