@@ -287,6 +287,15 @@ int tdb_fragment_delete(const struct tdb_io *io, const char *name,
                         const uint8_t *key, struct tdb_cons_result *r,
                         struct tdb_error *err);
 
+/* tdb_fragment_delete's first steps alone: the .ign when needed and the
+ * commit file; the fragment is gone for every reader that opens the array
+ * from then on, while one that opened it before still finds its files.
+ * tdb_fragment_delete(name) later removes the folder.  TDB_E_NOENT when
+ * the fragment is not committed. */
+int tdb_fragment_uncommit(const struct tdb_io *io, const char *name,
+                          const uint8_t *key, struct tdb_cons_result *r,
+                          struct tdb_error *err);
+
 /* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
  * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
  * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a

@@ -75,9 +75,10 @@ static const struct tdb_dir_entry *frag_find(const struct tdb_arraydir *d,
     return NULL;
 }
 
-int tdb_fragment_delete(const struct tdb_io *io, const char *name,
-                        const uint8_t *key, struct tdb_cons_result *res,
-                        struct tdb_error *err)
+/* Both calls: the commit (and .ign), then, unless `uncommit`, the folder. */
+static int frag_delete(const struct tdb_io *io, const char *name,
+                       const uint8_t *key, bool uncommit,
+                       struct tdb_cons_result *res, struct tdb_error *err)
 {
     memset(res, 0, sizeof *res);
     if (!io->ops->write_at || !io->ops->rename || !io->ops->remove)
@@ -99,7 +100,7 @@ int tdb_fragment_delete(const struct tdb_io *io, const char *name,
         dir = tdb_path_join("__fragments", name);
         if (!dir)
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        else if (!tdb_io_isdir(io, dir))
+        else if (uncommit || !tdb_io_isdir(io, dir))
             r = tdb_err(err, TDB_E_NOENT, "__fragments/%s: no such "
                         "committed fragment", name);
         else
@@ -129,7 +130,7 @@ int tdb_fragment_delete(const struct tdb_io *io, const char *name,
         r = frag_write_ignore(io, marker, &ts, res, err);
     if (!r && cm->on_disk)
         r = tdb_cons_remove(io, marker, res, err);
-    if (!r)
+    if (!r && !uncommit)
         r = frag_remove_folder(io, dir, res, err);
 done:
     /* and what an .ign's write cut short left */
@@ -139,4 +140,18 @@ done:
     tdb_commits_free(&c);
     tdb_cons_array_free(&a);
     return r;
+}
+
+int tdb_fragment_delete(const struct tdb_io *io, const char *name,
+                        const uint8_t *key, struct tdb_cons_result *r,
+                        struct tdb_error *err)
+{
+    return frag_delete(io, name, key, false, r, err);
+}
+
+int tdb_fragment_uncommit(const struct tdb_io *io, const char *name,
+                          const uint8_t *key, struct tdb_cons_result *r,
+                          struct tdb_error *err)
+{
+    return frag_delete(io, name, key, true, r, err);
 }

@@ -218,6 +218,50 @@ static void test_in_con(void)
     }
 }
 
+/* The commit alone (tdb_fragment_uncommit): a tree opened before reads
+ * the fragment's cells still, one opened after does not show it; the
+ * folder goes with tdb_fragment_delete, which then finds nothing. */
+static void test_uncommit(void)
+{
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    struct tdb_open_options o;
+    struct tdb_fs *before = NULL;
+    char *dir, path[4096];
+    if (!copy_case("time_travel_t3", &dir, &io))
+        return;
+    tdb_open_options_init(&o);
+    CHECK_EQ_INT(tdb_fs_open(&before, &io, &o, &err), 0);
+    CHECK_EQ_INT(tdb_fragment_uncommit(&io, F3, NULL, &r, &err), 0);
+    CHECK_EQ_INT(r.removed, 1);
+    CHECK(tdb_io_isdir(&io, "__fragments/" F3));
+    CHECK(views_as("time_travel_t2", &io, NULL));
+    CHECK_EQ_INT(tdb_fragment_uncommit(&io, F3, NULL, &r, &err), TDB_E_NOENT);
+    if (before) {
+        static const char *const files[] = {"a", "s", "__fragments/" F3 "/a"};
+        for (size_t i = 0; i < 3; i++) {
+            size_t n;
+            uint64_t m;
+            snprintf(path, sizeof path, "%s/time_travel_t3/expected/%s",
+                     unit_corpus(), files[i]);
+            char *want = unit_slurp(path, &n);
+            uint8_t *got = unit_fs_file(before, files[i], &m);
+            CHECK(want && got &&
+                  unit_same_bytes(files[i], got, m, (uint8_t *)want, n));
+            free(want);
+            free(got);
+        }
+        tdb_fs_close(before);
+    }
+    CHECK_EQ_INT(tdb_fragment_delete(&io, F3, NULL, &r, &err), 0);
+    CHECK_EQ_INT(r.removed, 5);
+    CHECK(!tdb_io_exists(&io, "__fragments/" F3));
+    CHECK_EQ_INT(tdb_fragment_delete(&io, F3, NULL, &r, &err), TDB_E_NOENT);
+    CHECK(views_as("time_travel_t2", &io, NULL));
+    drop_case(dir, &io);
+}
+
 static const uint8_t case_key[32] = "0123456789abcdeF0123456789abcdeF";
 
 /* Refusals: a name that is no fragment's, storage without writes, an
@@ -337,6 +381,7 @@ int main(void)
 {
     RUN_CORPUS(test_newest_and_oldest);
     RUN_CORPUS(test_in_con);
+    RUN_CORPUS(test_uncommit);
     RUN_CORPUS(test_refusals);
     RUN_CORPUS(test_kills);
     return unit_done();
