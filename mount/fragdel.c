@@ -56,11 +56,17 @@ static bool tdbm_hidden_locked(const struct tdbm_mount *m, const char *frag,
     return false;
 }
 
-bool tdbm_frag_hidden(struct tdbm_mount *m, const char *frag,
-                      const char *file)
+bool tdbm_frag_hidden(struct tdbm_mount *m, const struct tdbm_gen *g,
+                      uint64_t tino, const char *file)
 {
+    const char *frag;
     bool yes;
 
+    pthread_mutex_lock(&m->lock);
+    yes = m->hidden != NULL;
+    pthread_mutex_unlock(&m->lock);
+    if (!yes || !(frag = tdbm_frag_of(g, tino)))
+        return false;
     pthread_mutex_lock(&m->lock);
     yes = tdbm_hidden_locked(m, frag, file);
     pthread_mutex_unlock(&m->lock);

@@ -217,13 +217,10 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(g->fs, tino, name, &ino, &err);
-    if (rc == 0 && m->rw) {
+    if (rc == 0 && m->rw && tdbm_frag_hidden(m, g, tino, name)) {
         /* a file of a fragment's folder unlinked (rm -r): gone here */
-        const char *frag = tdbm_frag_of(g, tino);
-        if (frag && tdbm_frag_hidden(m, frag, name)) {
-            tdbm_gen_unpin(m, g, 1);
-            return -ENOENT;
-        }
+        tdbm_gen_unpin(m, g, 1);
+        return -ENOENT;
     }
     bool made = tdb_fs_made_on_lookup(g->fs, tino);
     if (rc == TDB_E_NOENT && made)

@@ -221,9 +221,10 @@ int tdbm_staging_forget_commit(struct tdbm_mount *m, const char *name);
 /* The name of fragment folder `tino` of g (a folder of its __fragments),
  * or NULL. */
 const char *tdbm_frag_of(const struct tdbm_gen *g, uint64_t tino);
-/* Whether file `file` of fragment `frag`'s folder was unlinked. */
-bool tdbm_frag_hidden(struct tdbm_mount *m, const char *frag,
-                      const char *file);
+/* Whether file `file` of folder `tino` of g, a fragment's, was unlinked
+ * (cheap when nothing is). */
+bool tdbm_frag_hidden(struct tdbm_mount *m, const struct tdbm_gen *g,
+                      uint64_t tino, const char *file);
 /* unlink(parent, name) when parent is a fragment's folder of a writable
  * mount: hides the file from this mount.  @return 1 when parent is no
  * such folder, else 0 or -errno. */

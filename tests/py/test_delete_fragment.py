@@ -8,7 +8,9 @@ import uuid
 
 import pytest
 
-from conftest import find_program, get_case, run_cat
+from conftest import Mounts, find_program, get_case, run_cat
+from test_conventions import NOBODY, OTHER, as_user, need_root
+from test_security import open_top  # noqa: F401 (a fixture)
 from test_write import read_file
 
 F1 = '__1_1_367943aa735472cd535279568caf50a7_22'
@@ -181,3 +183,26 @@ def test_s3_rm_r_fragment(s3_server, mount, cat_prog, tmp_path):
     assert sorted(os.listdir(os.path.join(fresh, '__fragments'))) == [F1, F2]
     for path in without_meta(t2):
         assert read_file(os.path.join(fresh, path)) == t2.expected(path), path
+
+
+def test_rm_r_as_the_owner(fs_prog, open_top, tmp_path):
+    """A root mount with uid=, gid=, allow_other: the owner (user 65534)
+    deletes a fragment with a plain rm -r (no prompt: stdin is no
+    terminal); another user is refused (Permission denied) and removes
+    nothing."""
+    need_root()
+    arr = os.path.join(open_top, 'array')
+    shutil.copytree(get_case('time_travel_t3').array, arr)
+    mounts = Mounts(fs_prog, open_top)
+    mnt = mounts(arr, ['rw', 'allow_other', f'staging_dir={tmp_path / "staging"}',
+                       f'uid={NOBODY}', f'gid={NOBODY}'])
+    try:
+        r = as_user(OTHER, OTHER, ['rm', '-r', os.path.join(mnt, '__fragments', F2)])
+        assert r.returncode != 0 and b'Permission denied' in r.stderr, r
+        r = as_user(NOBODY, NOBODY, ['rm', '-r', os.path.join(mnt, '__fragments', F3)])
+        assert r.returncode == 0, r.stderr
+        assert sorted(os.listdir(os.path.join(mnt, '__fragments'))) == [F1, F2]
+    finally:
+        problems = mounts.close()
+    assert not problems, '; '.join(problems)
+    assert sorted(os.listdir(os.path.join(arr, '__fragments'))) == [F1, F2]
