@@ -19,29 +19,6 @@
 #define F1 "__1_1_367943aa735472cd535279568caf50a7_22"
 #define F3 "__3_3_10b742418e150345ee6e504e8ec30706_22"
 
-static bool copy_case(const char *name, char **dir, struct tdb_io *io)
-{
-    char path[4096];
-    struct tdb_io src;
-    *dir = unit_temp_dir("delfrag");
-    CHECK(*dir != NULL);
-    if (!*dir)
-        return false;
-    snprintf(path, sizeof path, "%s/%s/array", unit_corpus(), name);
-    CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
-    CHECK_EQ_INT(tdb_io_posix(io, *dir), 0);
-    CHECK_EQ_INT(unit_copy_tree(&src, "", io, ""), 0);
-    tdb_io_free(&src);
-    return !unit_cur_failed;
-}
-
-static void drop_case(char *dir, struct tdb_io *io)
-{
-    tdb_io_free(io);
-    unit_rm_rf(dir);
-    free(dir);
-}
-
 /* Files of folder dir of io whose names end in suffix. */
 static size_t count_files(const struct tdb_io *io, const char *dir,
                           const char *suffix)
@@ -159,7 +136,7 @@ static void test_newest_and_oldest(void)
         struct tdb_cons_result r;
         struct tdb_error err = {0};
         char *dir, wrt[128];
-        if (!copy_case("time_travel_t3", &dir, &io))
+        if (!unit_copy_case("time_travel_t3", &dir, &io))
             return;
         CHECK(views_as("time_travel_t3", &io, NULL));
         int rc = tdb_fragment_delete(&io, cases[i].frag, NULL, &r, &err);
@@ -176,7 +153,7 @@ static void test_newest_and_oldest(void)
         CHECK(views_as(cases[i].as, &io, NULL));
         CHECK_EQ_INT(tdb_fragment_delete(&io, cases[i].frag, NULL, &r, &err),
                      TDB_E_NOENT);
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
     }
 }
 
@@ -190,7 +167,7 @@ static void test_in_con(void)
         struct tdb_cons_result r;
         struct tdb_error err = {0};
         char *dir;
-        if (!copy_case("time_travel_t3", &dir, &io))
+        if (!unit_copy_case("time_travel_t3", &dir, &io))
             return;
         CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
         if (vac)
@@ -214,7 +191,7 @@ static void test_in_con(void)
         CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
         CHECK_EQ_INT(tdb_vacuum_commits(&io, &r, &err), 0);
         CHECK(views_as("time_travel_t2", &io, NULL));
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
     }
 }
 
@@ -229,7 +206,7 @@ static void test_uncommit(void)
     struct tdb_open_options o;
     struct tdb_fs *before = NULL;
     char *dir, path[4096];
-    if (!copy_case("time_travel_t3", &dir, &io))
+    if (!unit_copy_case("time_travel_t3", &dir, &io))
         return;
     tdb_open_options_init(&o);
     CHECK_EQ_INT(tdb_fs_open(&before, &io, &o, &err), 0);
@@ -259,7 +236,7 @@ static void test_uncommit(void)
     CHECK(!tdb_io_exists(&io, "__fragments/" F3));
     CHECK_EQ_INT(tdb_fragment_delete(&io, F3, NULL, &r, &err), TDB_E_NOENT);
     CHECK(views_as("time_travel_t2", &io, NULL));
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 static const uint8_t case_key[32] = "0123456789abcdeF0123456789abcdeF";
@@ -272,7 +249,7 @@ static void test_refusals(void)
     struct tdb_cons_result r;
     struct tdb_error err = {0};
     char *dir;
-    if (!copy_case("time_travel_t3", &dir, &io))
+    if (!unit_copy_case("time_travel_t3", &dir, &io))
         return;
     CHECK_EQ_INT(tdb_fragment_delete(&io, "__4_4_10b742418e150345ee6e504e8"
                                      "ec30706_22", NULL, &r, &err),
@@ -286,9 +263,9 @@ static void test_refusals(void)
     struct tdb_io rio = {&ro, io.ctx};
     CHECK_EQ_INT(tdb_fragment_delete(&rio, F3, NULL, &r, &err), TDB_E_ROFS);
     CHECK(views_as("time_travel_t3", &io, NULL));
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 
-    if (!copy_case("encrypted_aes256gcm", &dir, &io))
+    if (!unit_copy_case("encrypted_aes256gcm", &dir, &io))
         return;
     struct tdb_names n = {0};
     CHECK_EQ_INT(tdb_io_names(&io, "__fragments", &n, &err), 0);
@@ -303,7 +280,7 @@ static void test_refusals(void)
         free(frag);
     }
     tdb_names_free(&n);
-    drop_case(dir, &io);
+    unit_drop_case(dir, &io);
 }
 
 /* ------------------------------------------------------------ kills */
@@ -322,7 +299,7 @@ static void test_kills(void)
         struct tdb_cons_result r;
         struct tdb_error err = {0};
         char *dir;
-        if (!copy_case("time_travel_t3", &dir, &io))
+        if (!unit_copy_case("time_travel_t3", &dir, &io))
             return;
         CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
         CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
@@ -333,7 +310,7 @@ static void test_kills(void)
             struct tdb_io_fault all = {0};
             struct tdb_io io2, counting;
             char *dir2;
-            if (copy_case("time_travel_t3", &dir2, &io2)) {
+            if (unit_copy_case("time_travel_t3", &dir2, &io2)) {
                 CHECK_EQ_INT(tdb_consolidate_commits(&io2, NULL, &r, &err),
                              0);
                 CHECK_EQ_INT(tdb_io_faulty(&counting, &io2, &all), 0);
@@ -341,7 +318,7 @@ static void test_kills(void)
                                                  &err), 0);
                 total = all.count;
                 tdb_io_free(&counting);
-                drop_case(dir2, &io2);
+                unit_drop_case(dir2, &io2);
             }
             CHECK(total >= 6);
         }
@@ -366,7 +343,7 @@ static void test_kills(void)
         CHECK_EQ_INT(count_files(&io, "", ".tmp") +
                          count_files(&io, "__commits", ".tmp"),
                      0);
-        drop_case(dir, &io);
+        unit_drop_case(dir, &io);
         if (unit_cur_failed)
             return;
     }
