@@ -283,6 +283,41 @@ static void test_refusals(void)
     unit_drop_case(dir, &io);
 }
 
+/* Arrays below format 12: a fragment of the array's folder committed by
+ * NAME.ok loses the .ok, then its folder; one of format 1, committed by
+ * its own metadata, is refused (TDB_E_UNSUPPORTED) and kept whole. */
+static void test_legacy(void)
+{
+    static const char ok_frag[] =
+        "__1693562063524_1693562063524_0fcdefaa40d34ff2a4b09153472fbdc2_10";
+    static const char v1_frag[] =
+        "__5dc2cc9cce204a189f825fd4919d0c55_1541540586869";
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    char *dir, path[256];
+    if (!unit_copy_case("legacy_zero_var_chunks_v10", &dir, &io))
+        return;
+    CHECK_EQ_INT(shown_frags(&io), 1);
+    CHECK_EQ_INT(tdb_fragment_delete(&io, ok_frag, NULL, &r, &err), 0);
+    snprintf(path, sizeof path, "%s.ok", ok_frag);
+    CHECK(!tdb_io_exists(&io, path));
+    CHECK(!tdb_io_exists(&io, ok_frag));
+    CHECK_EQ_INT(shown_frags(&io), 0);
+    CHECK_EQ_INT(tdb_fragment_delete(&io, ok_frag, NULL, &r, &err),
+                 TDB_E_NOENT);
+    unit_drop_case(dir, &io);
+
+    if (!unit_copy_case("legacy_non_split_coords_v1_4_0", &dir, &io))
+        return;
+    CHECK_EQ_INT(tdb_fragment_delete(&io, v1_frag, NULL, &r, &err),
+                 TDB_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, v1_frag) != NULL);
+    CHECK_EQ_INT(r.removed, 0);
+    CHECK(views_as("legacy_non_split_coords_v1_4_0", &io, NULL));
+    unit_drop_case(dir, &io);
+}
+
 /* ------------------------------------------------------------ kills */
 
 /* A kill at every mutating call of a delete of a fragment whose commit is
@@ -360,6 +395,7 @@ int main(void)
     RUN_CORPUS(test_in_con);
     RUN_CORPUS(test_uncommit);
     RUN_CORPUS(test_refusals);
+    RUN_CORPUS(test_legacy);
     RUN_CORPUS(test_kills);
     return unit_done();
 }
