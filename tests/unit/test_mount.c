@@ -1986,6 +1986,32 @@ static void test_fragment_rm_at_end(void)
     fx_close(&f);
 }
 
+/* A delete that fails (the commit removed behind the mount's back) says
+ * why, naming the fragment, and answers the engine's errno. */
+static void test_fragment_rm_fails(void)
+{
+    struct fixture f;
+    char names[512], path[1200];
+    uint64_t frag, fd;
+
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
+    commit_all(f.m, 7);
+    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    listing(f.m, frag, names, sizeof names);
+    fd = look(f.m, frag, names);
+    unlink_all(f.m, fd);
+    snprintf(path, sizeof path, "%s/__commits/%s.wrt", f.arr, names);
+    CHECK_EQ_INT(unlink(path), 0);
+    logbuf[0] = '\0';
+    CHECK_EQ_INT(tdbm_rmdir(f.m, frag, names), -ENOENT);
+    snprintf(path, sizeof path, "deleting fragment __fragments/%s: ", names);
+    CHECK(strstr(logbuf, path) != NULL);
+    tdbm_forget(f.m, fd, 1);
+    tdbm_forget(f.m, frag, 1);
+    fx_close(&f);
+}
+
 int main(void)
 {
     RUN(test_options);
@@ -2009,6 +2035,7 @@ int main(void)
     RUN_CORPUS(test_commit_sparse);
     RUN_CORPUS(test_fragment_rm);
     RUN_CORPUS(test_fragment_rm_at_end);
+    RUN_CORPUS(test_fragment_rm_fails);
     RUN_CORPUS(test_error_take);
     RUN_CORPUS(test_refresh);
     RUN_CORPUS(test_refresh_watch_dirs);
