@@ -269,6 +269,33 @@ int tdb_consolidate_array_meta(const struct tdb_io *io, const uint8_t *key,
 int tdb_vacuum_array_meta(const struct tdb_io *io, struct tdb_cons_result *r,
                           struct tdb_error *err);
 
+/* Removes fragment `name` (its timestamped name) of the array at the root
+ * of io as TileDB's Array::delete_fragments_list does, in an order that
+ * never shows a reader a committed fragment with missing files: when a
+ * consolidated commits file (.con) names its commit, first an ignore file
+ * __commits/__t1_t2_<uuid>_22.ign naming it (r->name); then its commit
+ * file (__commits/NAME.wrt, NAME.ok below format 12); then the files of
+ * its folder and the folder (r->removed counts the files).  A kill at any
+ * step leaves the fragment committed and whole, or uncommitted; calling
+ * again finishes the work: a fragment folder without a commit is removed
+ * (so never call it for a fragment that a writer is still writing).
+ * key: the array's, when it is encrypted.  TDB_E_NOENT when there is no
+ * such fragment, committed or not; TDB_E_UNSUPPORTED for a fragment
+ * committed otherwise (a .con of a legacy array's folder, or before
+ * format 5 by its metadata). */
+int tdb_fragment_delete(const struct tdb_io *io, const char *name,
+                        const uint8_t *key, struct tdb_cons_result *r,
+                        struct tdb_error *err);
+
+/* tdb_fragment_delete's first steps alone: the .ign when needed and the
+ * commit file; the fragment is gone for every reader that opens the array
+ * from then on, while one that opened it before still finds its files.
+ * tdb_fragment_delete(name) later removes the folder.  TDB_E_NOENT when
+ * the fragment is not committed. */
+int tdb_fragment_uncommit(const struct tdb_io *io, const char *name,
+                          const uint8_t *key, struct tdb_cons_result *r,
+                          struct tdb_error *err);
+
 /* A POSIX backend rooted at folder descriptor `dirfd` (duplicated) that
  * follows no symbolic link: each folder of a path is opened O_NOFOLLOW |
  * O_DIRECTORY relative to the previous one, the last name O_NOFOLLOW; a

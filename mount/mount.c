@@ -112,6 +112,7 @@ void tdbm_mount_free(struct tdbm_mount *m)
         tdb_fs_close(g->fs);
         free(g);
     }
+    tdbm_frag_end(m);
     while (m->recs) {
         struct tdbm_metarec *r = m->recs;
         m->recs = r->next;
@@ -216,6 +217,11 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
         return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(g->fs, tino, name, &ino, &err);
+    if (rc == 0 && m->rw && tdbm_frag_hidden(m, g, tino, name)) {
+        /* a file of a fragment's folder unlinked (rm -r): gone here */
+        tdbm_gen_unpin(m, g, 1);
+        return -ENOENT;
+    }
     bool made = tdb_fs_made_on_lookup(g->fs, tino);
     if (rc == TDB_E_NOENT && made)
         tdbm_tell(m, rc, &err, "lookup");   /* a malformed name: why */
@@ -365,7 +371,10 @@ void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h)
     tdb_reader_close(h->rd); /* before its generation may close */
     if (h->gen)
         tdbm_gen_unpin(m, h->gen, 1);
+    free(h->vis);
     free(h);
+    /* the last handle of an old view may let a deleted fragment go */
+    tdbm_frag_reap(m);
 }
 
 int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
@@ -400,6 +409,10 @@ int tdbm_opendir(struct tdbm_mount *m, uint64_t ino, struct tdbm_handle **out,
             return (ino & TDBM_META_BIT) ? -ENOTDIR : -ESTALE;
         }
         h->with_staging = ino == TDBM_ROOT_INO && m->staging;
+        if (m->rw && (rc = tdbm_frag_listing(m, h)) < 0) {
+            tdbm_release(m, h);
+            return rc;
+        }
         while (h->with_staging &&
                tdb_fs_readdir(h->gen->fs, h->tino, h->ntree, &name, &child,
                               NULL) == 0)
@@ -435,6 +448,11 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
         *name = TDBM_STAGING_NAME;
         *child = TDBM_STAGING_ROOT;
         return 0;
+    }
+    if (h->filtered) {
+        if (i >= h->nvis)
+            return 1;
+        i = h->vis[i];
     }
     tdb_error_clear(&err);
     rc = tdb_fs_readdir(h->gen->fs, h->tino, i, name, &c, &err);
@@ -983,6 +1001,8 @@ int tdbm_unlink(struct tdbm_mount *m, uint64_t parent, const char *name)
 
     if (tdbm_staging_ino(parent) && m->staging)
         return tdbm_staging_unlink(m->staging, parent, name);
+    if ((rc = tdbm_frag_unlink(m, parent, name)) <= 0)
+        return rc; /* rm -r __fragments/NAME: a file of it hidden */
     if (!tdbm_is_root_dir(m, parent, false))
         return -EROFS;
     /* rm __meta/KEY: a deletion of the key. */
@@ -1002,6 +1022,10 @@ int tdbm_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
 {
     int rc = 0;
 
+    if (!tdbm_staging_ino(parent) &&
+        (rc = tdbm_frag_rmdir(m, parent, name)) <= 0)
+        return rc; /* rmdir __fragments/NAME: the fragment deleted */
+    rc = 0;
     if (!tdbm_staging_ino(parent) || !m->staging)
         return -EROFS;
     if (parent == TDBM_STAGING_ROOT)
@@ -1028,6 +1052,7 @@ int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
         rc = -EROFS; /* a file, not a staged folder, into __fragments */
     if (rc == 0)
         rc = tdbm_commit(m, name);
+    tdbm_frag_reap(m);
     return rc;
 }
 

@@ -10,6 +10,7 @@
  *   refresh.c  -o refresh: a changed source makes a new generation
  *   meta.c     the metadata files of __meta/ and their stores
  *   commit.c   commits of staged folders; the staging folder's set-up
+ *   fragdel.c  rm -r __fragments/NAME: a fragment deleted
  *   mount.c    the requests of the front ends
  *
  * Locks.  `lock` guards the list of generations, the records and the
@@ -95,6 +96,11 @@ struct tdbm_mount {
     bool live;                     /* -o refresh: tdbm_refresh checks */
     bool refresh_failing;          /* the last check failed (m->commit) */
 
+    struct tdbm_hidden *hidden;    /* files of fragment folders unlinked
+                                    * (fragdel.c; under lock) */
+    struct tdbm_pending *pending;  /* deleted fragments whose folders wait
+                                    * for old generations (under lock) */
+
     pthread_key_t errkey;          /* each thread's struct tdb_error */
 };
 
@@ -119,6 +125,9 @@ struct tdbm_handle {
     bool writer;                /* META: opened for writing (its flush
                                  * stores) */
     struct tdb_reader *rd;      /* FILE: reads, decoding ahead */
+    bool filtered;              /* DIR of a fragment: vis lists what it */
+    uint64_t *vis;              /* shows (the engine's indexes of the */
+    uint64_t nvis;              /* entries this mount has not hidden) */
 };
 
 static inline bool tdbm_staging_ino(uint64_t ino)
@@ -207,5 +216,30 @@ int tdbm_commit(struct tdbm_mount *m, const char *name);
  * fragment folder its marker names, so that the marker goes last.
  * @return 0 or -errno (then the folder stays). */
 int tdbm_staging_forget_commit(struct tdbm_mount *m, const char *name);
+
+/* fragdel.c */
+/* The name of fragment folder `tino` of g (a folder of its __fragments),
+ * or NULL. */
+const char *tdbm_frag_of(const struct tdbm_gen *g, uint64_t tino);
+/* Whether file `file` of folder `tino` of g, a fragment's, was unlinked
+ * (cheap when nothing is). */
+bool tdbm_frag_hidden(struct tdbm_mount *m, const struct tdbm_gen *g,
+                      uint64_t tino, const char *file);
+/* unlink(parent, name) when parent is a fragment's folder of a writable
+ * mount: hides the file from this mount.  @return 1 when parent is no
+ * such folder, else 0 or -errno. */
+int tdbm_frag_unlink(struct tdbm_mount *m, uint64_t parent, const char *name);
+/* rmdir(parent, name) when parent is __fragments of a writable mount:
+ * deletes fragment `name` once its folder lists nothing (else ENOTEMPTY).
+ * @return 1 when parent is no such folder, else 0 or -errno. */
+int tdbm_frag_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name);
+/* A folder handle of a fragment with hidden files: fills h->vis.
+ * @return 0 or -ENOMEM. */
+int tdbm_frag_listing(struct tdbm_mount *m, struct tdbm_handle *h);
+/* Removes the folders of deleted fragments no open generation shows. */
+void tdbm_frag_reap(struct tdbm_mount *m);
+/* The mount ends (every generation closed): removes the folders still
+ * waiting and forgets the hidden files. */
+void tdbm_frag_end(struct tdbm_mount *m);
 
 #endif
