@@ -306,7 +306,7 @@ static uint64_t disk_scan_sub(int sfd, const char *sub, time_t now,
         }
         struct disk_file *f = &(*v)[(*n)++];
         memcpy(f->sub, sub, 3);
-        snprintf(f->name, sizeof f->name, "%s", nm);
+        memcpy(f->name, nm, strlen(nm) + 1);     /* at most 62: above */
         f->mtime = st.st_mtime;
         f->size = (uint64_t)st.st_size;
     }
