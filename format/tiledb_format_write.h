@@ -214,6 +214,45 @@ struct tdb_cons_result {
                          * there was nothing to consolidate */
 };
 
+/* How a fragment consolidation reads the array. */
+struct tdb_cons_options {
+    const uint8_t *key;     /* the array's (NULL: none) */
+    unsigned threads;       /* decoding and encoding threads (0: one per
+                             * online CPU) */
+    uint64_t cache_bytes;   /* decoded-tile cache (0: 128 MiB) */
+};
+
+/* Consolidates the fragments of the array at the root of io as TileDB's
+ * fragment consolidation does with its default configuration
+ * (sm.consolidation.mode=fragments): every live fragment merged into one,
+ * __fragments/__t1_t2_<uuid>_22 with t1 the first one's first timestamp
+ * and t2 the last one's last (r->name); a sparse array's keeps every
+ * version of every cell with its timestamp, so that opening the array at
+ * any time shows what it showed before.  Dense fragments are merged only
+ * as TileDB merges them: when the box around their non-empty domains has
+ * no more cells than their non-empty domains expanded to whole space
+ * tiles (sm.consolidation.amplification 1.0); otherwise, as with fewer
+ * than two fragments, nothing is done (r->name "").  Then
+ * __commits/<name>.vac names the merged fragments, which readers leave
+ * out from then on.  Memory: the tile cache, plus the writer's tiles in
+ * flight (two per thread and field) and, for a sparse array, the merge's
+ * plan (about a byte per run of one fragment's cells) and the writer's
+ * cell order (12 bytes a cell).  A kill leaves the array as it was (the
+ * new fragment uncommitted, or committed before its .vac: the same cells
+ * twice over, newest wins), and a run after it works.  TDB_E_UNSUPPORTED
+ * below format 19 and, for now, for a sparse array with deletes. */
+int tdb_consolidate_fragments(const struct tdb_io *io,
+                              const struct tdb_cons_options *o,
+                              struct tdb_cons_result *r,
+                              struct tdb_error *err);
+
+/* Removes the fragments the .vac files of committed consolidated
+ * fragments name, each as tdb_fragment_delete removes one (its commit,
+ * then its folder), then the .vac: readers already leave them out, so no
+ * view loses a cell at any step. */
+int tdb_vacuum_fragments(const struct tdb_io *io, const uint8_t *key,
+                         struct tdb_cons_result *r, struct tdb_error *err);
+
 /* Consolidates the commits of the array at the root of io as TileDB's
  * commits consolidation does (sm.consolidation.mode=commits): one
  * __commits/<timestamped name>.con naming every commit (a delete's with

@@ -1,21 +1,23 @@
-/* tiledbfs-consolidate.c: consolidates (and vacuums) a TileDB array's fragment metadata, commits and metadata, as TileDB's consolidation does, without TileDB. */
+/* tiledbfs-consolidate.c: consolidates (and vacuums) a TileDB array's fragments, fragment metadata, commits and metadata, as TileDB's consolidation does, without TileDB. */
 /*
  *   tiledbfs-consolidate [-o OPTIONS] [--mode=MODE[,MODE]] [--vacuum] [-v]
  *                        SOURCE
  *
- * SOURCE is an array folder or s3://BUCKET/PREFIX.  MODE is fragment_meta
- * (every live fragment's footer in one __fragment_meta/ file, so an open
- * reads one file instead of one per fragment), commits (every commit in
- * one __commits/ .con file), array_meta (every metadata key in force in
- * one __meta/ file) or all (the three, in that order: the default;
- * a mode that does not apply to the array, commits below format 12, is
- * then skipped with a line saying so).
+ * SOURCE is an array folder or s3://BUCKET/PREFIX.  MODE is fragments
+ * (the live fragments merged into one, as TileDB's default configuration
+ * merges them), fragment_meta (every live fragment's footer in one
+ * __fragment_meta/ file, so an open reads one file instead of one per
+ * fragment), commits (every commit in one __commits/ .con file),
+ * array_meta (every metadata key in force in one __meta/ file) or all
+ * (the four, in that order: the default; a mode that does not apply to
+ * the array, commits below format 12, is then skipped with a line saying
+ * so).
  * --vacuum then removes what each consolidation superseded.  Each file is
  * published whole and every removal leaves a file that still names what
  * it removed, so a reader sees the same cells at every step, and after a
- * kill the command can be run again.  -o takes key_file= and the S3
- * options of tiledbfs.  -v prints one line per step.  Errors: one line on
- * stderr, exit status 1.
+ * kill the command can be run again.  -o takes key_file=, threads=,
+ * cache_size= and the S3 options of tiledbfs.  -v prints one line per
+ * step.  Errors: one line on stderr, exit status 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,17 +32,55 @@
 #define PACKAGE_VERSION "(unknown version)"
 #endif
 
-/* The modes, in the order "all" runs them. */
+/* The modes' calls, over one signature. */
+static int tdbcons_frags(const struct tdb_io *io,
+                         const struct tdb_cons_options *o,
+                         struct tdb_cons_result *r, struct tdb_error *err)
+{
+    return tdb_consolidate_fragments(io, o, r, err);
+}
+
+static int tdbcons_frags_vac(const struct tdb_io *io,
+                             const struct tdb_cons_options *o,
+                             struct tdb_cons_result *r, struct tdb_error *err)
+{
+    return tdb_vacuum_fragments(io, o->key, r, err);
+}
+
+#define TDBCONS_KEYED(fn)                                                   \
+    static int tdbcons_##fn(const struct tdb_io *io,                        \
+                            const struct tdb_cons_options *o,               \
+                            struct tdb_cons_result *r, struct tdb_error *err) \
+    {                                                                       \
+        return tdb_consolidate_##fn(io, o->key, r, err);                    \
+    }                                                                       \
+    static int tdbcons_##fn##_vac(const struct tdb_io *io,                  \
+                                  const struct tdb_cons_options *o,         \
+                                  struct tdb_cons_result *r,                \
+                                  struct tdb_error *err)                    \
+    {                                                                       \
+        (void)o;                                                            \
+        return tdb_vacuum_##fn(io, r, err);                                 \
+    }
+TDBCONS_KEYED(fragment_meta)
+TDBCONS_KEYED(commits)
+TDBCONS_KEYED(array_meta)
+
+typedef int (*tdbcons_fn)(const struct tdb_io *,
+                          const struct tdb_cons_options *,
+                          struct tdb_cons_result *, struct tdb_error *);
+
+/* The modes, in the order "all" runs them (TileDB's users' order:
+ * fragments first, whose vacuum leaves the fewest footers and commits to
+ * consolidate next). */
 static const struct tdbcons_mode {
     const char *name;
-    int (*consolidate)(const struct tdb_io *, const uint8_t *,
-                       struct tdb_cons_result *, struct tdb_error *);
-    int (*vacuum)(const struct tdb_io *, struct tdb_cons_result *,
-                  struct tdb_error *);
+    tdbcons_fn consolidate, vacuum;
 } tdbcons_modes[] = {
-    {"fragment_meta", tdb_consolidate_fragment_meta, tdb_vacuum_fragment_meta},
-    {"commits", tdb_consolidate_commits, tdb_vacuum_commits},
-    {"array_meta", tdb_consolidate_array_meta, tdb_vacuum_array_meta},
+    {"fragments", tdbcons_frags, tdbcons_frags_vac},
+    {"fragment_meta", tdbcons_fragment_meta, tdbcons_fragment_meta_vac},
+    {"commits", tdbcons_commits, tdbcons_commits_vac},
+    {"array_meta", tdbcons_array_meta, tdbcons_array_meta_vac},
 };
 #define TDBCONS_NMODES (sizeof tdbcons_modes / sizeof tdbcons_modes[0])
 
@@ -52,12 +92,13 @@ static void tdbcons_usage(FILE *f)
             "Consolidates the TileDB array SOURCE (a folder or "
             "s3://BUCKET/PREFIX) as\n"
             "TileDB does, without TileDB.\n"
-            "  --mode=MODE    fragment_meta, commits, array_meta, or all "
-            "(the three,\n"
-            "                 the default)\n"
+            "  --mode=MODE    fragments, fragment_meta, commits, array_meta, "
+            "or all\n"
+            "                 (the four, the default)\n"
             "  --vacuum       then remove what each consolidation "
             "superseded\n"
-            "  -o key_file=PATH,endpoint=URL,region=NAME,profile=NAME,\n"
+            "  -o key_file=PATH,threads=N,cache_size=N[KMG],endpoint=URL,\n"
+            "     region=NAME,profile=NAME,\n"
             "     credentials_file=PATH,config_file=PATH\n"
             "                 the array's key; where and as whom s3:// is "
             "reached\n"
@@ -91,8 +132,8 @@ static int tdbcons_parse_modes(const char *list, unsigned *want,
             i++;
         if (i == TDBCONS_NMODES) {
             char msg[160];
-            snprintf(msg, sizeof msg, "unknown mode '%.40s' (fragment_meta, "
-                     "commits, array_meta, all)", m);
+            snprintf(msg, sizeof msg, "unknown mode '%.40s' (fragments, "
+                     "fragment_meta, commits, array_meta, all)", m);
             tdbcli_report_text("--mode", msg);
             rc = -1;
         } else {
@@ -113,15 +154,15 @@ static int tdbcons_parse_modes(const char *list, unsigned *want,
  * asked for by name; as part of all (`named` false) it is skipped, saying
  * so.  @return 0 or -1 after printing an error. */
 static int tdbcons_run(const struct tdbcons_mode *m, const struct tdb_io *io,
-                       const uint8_t *key, bool vacuum, bool verbose,
-                       bool named)
+                       const struct tdb_cons_options *o, bool vacuum,
+                       bool verbose, bool named)
 {
     struct tdb_cons_result r;
     struct tdb_error err;
     int rc;
 
     tdb_error_clear(&err);
-    rc = m->consolidate(io, key, &r, &err);
+    rc = m->consolidate(io, o, &r, &err);
     if (rc == TDB_E_UNSUPPORTED && !named) {
         fprintf(stderr, "%s: %s: skipped: %s\n", program_invocation_short_name,
                 m->name, err.msg);
@@ -139,7 +180,7 @@ static int tdbcons_run(const struct tdbcons_mode *m, const struct tdb_io *io,
     if (!vacuum)
         return 0;
     tdb_error_clear(&err);
-    rc = m->vacuum(io, &r, &err);
+    rc = m->vacuum(io, o, &r, &err);
     if (rc < 0) {
         tdbcli_report(m->name, rc, &err);
         return -1;
@@ -158,7 +199,8 @@ static const struct option tdbcons_longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const char *const tdbcons_key_option[] = {"key_file", NULL};
+static const char *const tdbcons_key_option[] = {"key_file", "threads",
+                                                 "cache_size", NULL};
 
 int main(int argc, char *argv[])
 {
@@ -169,6 +211,7 @@ int main(int argc, char *argv[])
     int c, rc, ret = 1;
 
     tdbm_options_init(&opts);
+    opts.open.cache_bytes = 0; /* fragments: its own default, 128 MiB */
     while ((c = getopt_long(argc, argv, "o:vhV", tdbcons_longopts, NULL)) !=
            -1) {
         switch (c) {
@@ -205,6 +248,8 @@ int main(int argc, char *argv[])
         tdbcons_usage(stderr);
         goto out;
     }
+    struct tdb_cons_options co = {opts.open.key, opts.open.threads,
+                                  opts.open.cache_bytes};
     if (tdb_io_is_url(argv[optind]))
         rc = tdbcli_open_url(&io, argv[optind], &opts, false);
     else if ((rc = tdb_io_posix(&io, argv[optind])) < 0)
@@ -213,8 +258,8 @@ int main(int argc, char *argv[])
         goto out;
     for (size_t i = 0; i < TDBCONS_NMODES; i++)
         if ((want & (1u << i)) &&
-            tdbcons_run(&tdbcons_modes[i], &io, opts.open.key, vacuum,
-                        verbose, (named & (1u << i)) != 0) < 0)
+            tdbcons_run(&tdbcons_modes[i], &io, &co, vacuum, verbose,
+                        (named & (1u << i)) != 0) < 0)
             goto out;
     ret = 0;
 out:

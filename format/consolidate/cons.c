@@ -72,8 +72,9 @@ int tdb_cons_sweep(const struct tdb_io *io, struct tdb_cons_result *r,
     for (size_t i = 0; !rc && i < names.n; i++) {
         const char *nm = names.v[i];
         size_t nl = strlen(nm);
-        if (!names.is_dir[i] && !strncmp(nm, ".__", 3) && nl > el + 3 &&
-            !strcmp(nm + nl - el, TDB_CONS_TMP))
+        if (!names.is_dir[i] && !strncmp(nm, ".__", 3) && nl > el + 7 &&
+            !strcmp(nm + nl - el, TDB_CONS_TMP) &&
+            strncmp(nm + nl - el - 4, ".vac", 4))
             rc = tdb_cons_remove(io, nm, r, err);
     }
     tdb_names_free(&names);

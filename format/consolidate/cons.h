@@ -25,7 +25,11 @@ int tdb_cons_array_load(const struct tdb_io *io, const uint8_t *key,
                         struct tdb_cons_array *a, struct tdb_error *err);
 void tdb_cons_array_free(struct tdb_cons_array *a);
 
-/* The end of the temporary names of consolidations. */
+/* A fragment consolidation's tile cache when not told. */
+#define TDB_CONS_CACHE_BYTES (128ull << 20)
+
+/* The end of the temporary names of consolidations (TDB_VAC_PENDING, a
+ * fragment consolidation's .vac, ends so too). */
 #define TDB_CONS_TMP ".cons.tmp"
 
 /* The name of a consolidated file "DIR/__t1_t2_<uuid>[_v]SUFFIX" (v left
@@ -44,7 +48,10 @@ int tdb_cons_remove(const struct tdb_io *io, const char *path,
                     struct tdb_cons_result *r, struct tdb_error *err);
 
 /* Removes the temporary files (".__*" TDB_CONS_TMP) that consolidations
- * killed before their rename left in the array's folder. */
+ * killed before their rename left in the array's folder, but a fragment
+ * consolidation's vacuum file (".__*.vac" TDB_CONS_TMP), which names what
+ * its fragment replaces: tdb_consolidate_fragments and
+ * tdb_vacuum_fragments finish or undo that consolidation. */
 int tdb_cons_sweep(const struct tdb_io *io, struct tdb_cons_result *r,
                    struct tdb_error *err);
 

@@ -4,6 +4,8 @@
  * source (tdb_random), which every writer, filter and backend uses. */
 #include "core/names.h"
 
+#include <openssl/evp.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -158,6 +160,45 @@ void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
                  hex, version);
     else
         snprintf(out, cap, "__%" PRIu64 "_%" PRIu64 "_%s", t1, t2, hex);
+}
+
+static void names_mark_of(const uint8_t first[8], uint64_t t1, uint64_t t2,
+                          uint8_t out[8])
+{
+    static const char tag[] = "tiledbfs: distinct cells";
+    uint8_t msg[sizeof tag - 1 + 8 + 16], md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    memcpy(msg, tag, sizeof tag - 1);
+    memcpy(msg + sizeof tag - 1, first, 8);
+    for (int i = 0; i < 8; i++) {
+        msg[sizeof tag - 1 + 8 + i] = (uint8_t)(t1 >> (8 * i));
+        msg[sizeof tag - 1 + 16 + i] = (uint8_t)(t2 >> (8 * i));
+    }
+    if (!EVP_Digest(msg, sizeof msg, md, &mdlen, EVP_sha256(), NULL) ||
+        mdlen < 8)
+        memset(md, 0, 8); /* (cannot fail with the built-in digest) */
+    memcpy(out, md, 8);
+}
+
+void tdb_tsname_mark(uint8_t rnd[16], uint64_t t1, uint64_t t2)
+{
+    names_mark_of(rnd, t1, t2, rnd + 8);
+}
+
+bool tdb_tsname_marked(const struct tdb_tsname *ts)
+{
+    uint8_t u[16], want[8];
+    if (ts->era < 2 || strlen(ts->uuid) != 32)
+        return false;
+    for (int i = 0; i < 32; i++) {
+        char c = ts->uuid[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return false;
+        u[i / 2] = (uint8_t)(i % 2 ? u[i / 2] << 4 | v : v);
+    }
+    names_mark_of(u, ts->t1, ts->t2, want);
+    return !memcmp(u + 8, want, 8);
 }
 
 /* ------------------------------------------------------ clock and random */

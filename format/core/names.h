@@ -34,6 +34,18 @@ bool tdb_tsname_times(const char *name, uint64_t *t1, uint64_t *t2);
 void tdb_tsname_make(char *out, size_t cap, uint64_t t1, uint64_t t2,
                      const uint8_t rnd[16], uint32_t version);
 
+/* A sparse fragment whose cells all have distinct coordinates, as a
+ * consolidation that found no two versions of a cell writes it, is marked
+ * in its name: the second half of its uuid is the first 8 bytes of
+ * SHA-256("tiledbfs: distinct cells" || the first half || t1 || t2, times
+ * as little-endian u64) (a random uuid matches by chance once in 2^64).
+ * TileDB takes the uuid for random; a reader that knows the mark reads
+ * such a fragment, alone and opened over its whole time span, without
+ * comparing its cells' coordinates or timestamps.  tdb_tsname_mark sets
+ * rnd[8..16) from rnd[0..8); tdb_tsname_marked checks a parsed name. */
+void tdb_tsname_mark(uint8_t rnd[16], uint64_t t1, uint64_t t2);
+bool tdb_tsname_marked(const struct tdb_tsname *ts);
+
 /* The engine's clock, tdb_now_ms (ms since the epoch, CLOCK_REALTIME), is
  * public: tiledb_format_write.h. */
 

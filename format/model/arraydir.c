@@ -421,8 +421,22 @@ static const char *arraydir_vac_item(const char *line)
     return p ? p + 1 : line;
 }
 
+static int arraydir_load_vac_as(struct arraydir_load *L, const char *dir,
+                                const char *file, const char *name,
+                                size_t name_len, const struct tdb_tsname *ts,
+                                bool pending);
+
 static int arraydir_load_vac(struct arraydir_load *L, const char *dir,
                              const char *file, const struct tdb_tsname *ts)
+{
+    return arraydir_load_vac_as(L, dir, file, file, strlen(file) - 4, ts,
+                                false);
+}
+
+static int arraydir_load_vac_as(struct arraydir_load *L, const char *dir,
+                                const char *file, const char *name,
+                                size_t name_len, const struct tdb_tsname *ts,
+                                bool pending)
 {
     struct tdb_arraydir *d = L->d;
     struct tdb_arraydir_vac *nv =
@@ -432,8 +446,8 @@ static int arraydir_load_vac(struct arraydir_load *L, const char *dir,
     d->vacs = nv;
     struct tdb_arraydir_vac *v = &nv[d->nvacs];
     memset(v, 0, sizeof *v);
-    size_t fl = strlen(file);
-    struct arraydir_new nw = {file, fl - 4, dir, file, ts, 0};
+    v->pending = pending;
+    struct arraydir_new nw = {name, name_len, dir, file, ts, 0};
     if (arraydir_entry_init(&v->e, &nw))
         return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
     d->nvacs++;
@@ -491,6 +505,17 @@ static int arraydir_load_root(struct arraydir_load *L)
         struct tdb_tsname ts;
         if (nl > TDB_MAX_NAME)
             continue;
+        size_t pl = sizeof TDB_VAC_PENDING - 1;
+        if (!L->root.is_dir[i] && nm[0] == '.' && nl > pl + 1 &&
+            arraydir_ends_with(nm, nl, TDB_VAC_PENDING)) {
+            memcpy(tmp, nm + 1, nl - 1 - pl);
+            tmp[nl - 1 - pl] = 0;
+            if (!tdb_tsname_parse(tmp, &ts) &&
+                (r = arraydir_load_vac_as(L, NULL, nm, nm + 1, nl - 1 - pl,
+                                          &ts, true)))
+                return r;
+            continue;
+        }
         if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".vac")) {
             if (!tdb_tsname_parse(nm, &ts) &&
                 (r = arraydir_load_vac(L, NULL, nm, &ts)))
@@ -745,6 +770,11 @@ int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
     for (size_t v = 0; v < d->nvacs; v++) {
         const struct tdb_arraydir_vac *vac = &d->vacs[v];
         if (!arraydir_counts(d, &vac->e.ts, sparse))
+            continue;
+        bool committed = !vac->pending;
+        for (size_t i = 0; i < d->ncands && !committed; i++)
+            committed = !strcmp(d->cands[i].name, vac->e.name);
+        if (!committed)
             continue;
         for (size_t k = 0; k < vac->nitems; k++) {
             struct arraydir_bypath key = {vac->items[k], 0};

@@ -24,7 +24,15 @@ struct tdb_arraydir_vac {
     struct tdb_dir_entry e;
     size_t nitems;
     char **items;
+    bool pending;               /* a fragment consolidation's .vac still
+                                 * under its temporary name: it counts
+                                 * once fragment e.name is committed */
 };
+
+/* The temporary name of fragment NAME's .vac in the array's folder while
+ * its consolidation runs: "." NAME TDB_VAC_PENDING (format/consolidate/
+ * fragments.c writes it before the fragment, renames it after). */
+#define TDB_VAC_PENDING ".vac.cons.tmp"
 
 struct tdb_arraydir {
     /* Schemas, oldest first ("__array_schema.tdb" first when present). */

@@ -956,3 +956,10 @@ void tdb_array_close(struct tdb_array *a)
     tdb_io_free(&a->io);
     free(a);
 }
+
+void tdb_open_options_init(struct tdb_open_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ts_end = UINT64_MAX;
+    o->cache_bytes = TDB_DEFAULT_CACHE_BYTES;
+}

@@ -73,6 +73,12 @@ struct sparse_cells {
     size_t nfrags;
     struct tdb_frag **frags;    /* oldest first */
     uint64_t t0, t1;
+    bool versions;              /* tdb_cells_sparse_versions */
+    /* versions: the cells a delete removed, in view order, and the cells
+     * the merge has put in the plan so far */
+    struct tdb_cell_delete *dels;
+    size_t ndels, capdels;
+    uint64_t emitted;
     struct tdb_order_key okey;
     unsigned threads;           /* for the merge (0: one per CPU) */
     struct sp_plan plan;
@@ -81,6 +87,12 @@ struct sparse_cells {
     struct sp_hint hint[SP_HINTS];
     unsigned hint_next;
 };
+
+/* Whether the merge keeps every cell of equal coordinates. */
+static bool sp_keeps_dups(const struct sparse_cells *sc)
+{
+    return sc->versions || sc->base.arr->schema->allows_dups;
+}
 
 /* Where a cell lies in the global order: its coordinates, and its integer
  * key (tdb_order_key_of) when kvalid. */
@@ -364,6 +376,82 @@ static int sp_deleted(struct sparse_cells *sc, struct sp_cur *k,
     return 0;
 }
 
+/* Which delete removed the cell under cursor k (versions: a
+ * consolidation keeps it, with when and which): the first delete commit
+ * the fragment did not process, no older than the fragment's first
+ * timestamp (and than the cell, where it has its own) whose condition
+ * the cell meets, unless the fragment's own delete timestamp is earlier
+ * (sparse_index_reader_base.cc, sparse_global_order_reader.cc).  Kept in
+ * sc->dels when one did, as view cell sc->emitted. */
+static int sp_note_delete(struct sparse_cells *sc, struct sp_cur *k,
+                          struct tdb_error *err)
+{
+    struct tdb_array *a = sc->base.arr;
+    const struct tdb_fragmeta *fm = k->f->fm;
+    uint64_t cts = UINT64_MAX, ci = UINT64_MAX;
+    for (size_t i = 0; i < a->nconds && cts == UINT64_MAX; i++) {
+        const struct tdb_dir_entry *de = &a->cond_ents[i];
+        uint64_t td = de->ts.t1;
+        if (td < fm->t1 || sp_processed(fm, de->name) ||
+            (fm->has_timestamps && td <= fm->t2 && k->ts > td))
+            continue;
+        struct sp_cellview cv = {.k = k, .err = err};
+        struct tdb_cell_view view = {.get = sp_cell_get, .arg = &cv,
+                                     .is_var = sp_cell_is_var,
+                                     .release = sp_cell_release};
+        int m = tdb_cond_eval(a->conds[i], &view, err);
+        sp_cell_release(&cv);
+        if (m < 0)
+            return tdb_err_ctx(err, m, "delete condition %s", de->name);
+        if (m) {
+            cts = td;
+            ci = i;
+        }
+    }
+    if (k->dts_field >= 0 && cts >= k->dts) {
+        /* the fragment's own: which delete, by its name among the array's */
+        cts = k->dts;
+        ci = UINT64_MAX;
+        uint64_t dci = UINT64_MAX;
+        const struct tdb_tile *t = NULL;
+        struct tdb_cache_entry *e = NULL;
+        int r = 0;
+        if (cts != UINT64_MAX)
+            r = tdb_frag_tile(k->f, k->dts_field + 1, TDB_PART_VALUES,
+                              k->tile, &e, &t, err);
+        if (!r && t)
+            r = sp_cell_u64(t, k->cell - k->first, &dci,
+                            "delete condition index", k->f, err);
+        if (e)
+            tdb_cache_release(k->cache, e);
+        if (r)
+            return r;
+        if (dci < fm->nprocessed) {
+            const char *p = fm->processed[dci];
+            const char *slash = strrchr(p, '/');
+            const char *base = slash ? slash + 1 : p;
+            for (size_t i = 0; i < a->nconds && ci == UINT64_MAX; i++) {
+                size_t n = strlen(a->cond_ents[i].name);
+                if (!strncmp(base, a->cond_ents[i].name, n) &&
+                    (!base[n] || base[n] == '.'))
+                    ci = i;
+            }
+        }
+    }
+    if (cts == UINT64_MAX)
+        return 0;
+    if (sc->ndels == sc->capdels) {
+        size_t c = sc->capdels ? 2 * sc->capdels : 64;
+        struct tdb_cell_delete *nd = realloc(sc->dels, c * sizeof *nd);
+        if (!nd)
+            return tdb_err(err, TDB_E_NOMEM, "out of memory");
+        sc->dels = nd;
+        sc->capdels = c;
+    }
+    sc->dels[sc->ndels++] = (struct tdb_cell_delete){sc->emitted, cts, ci};
+    return 0;
+}
+
 /* Moves k to its next cell inside the open range (or done).  Where
  * duplicates are allowed deleted cells are passed over too; otherwise a
  * delete applies after the newest version of the coordinates is chosen
@@ -372,14 +460,14 @@ static int sp_deleted(struct sparse_cells *sc, struct sp_cur *k,
 static int sp_next_kept(struct sparse_cells *sc, struct sp_cur *k,
                         struct tdb_error *err)
 {
-    bool dups = sc->base.arr->schema->allows_dups;
+    bool dups = sp_keeps_dups(sc);
     while (k->cell < k->ncells) {
         int r = sp_load(k, err);
         if (r)
             return r;
         if (k->ts_field >= 0 && (k->ts < sc->t0 || k->ts > sc->t1))
             r = 1;
-        else if (dups)
+        else if (dups && !sc->versions)
             r = sp_deleted(sc, k, err);
         if (r < 0)
             return r;
@@ -889,9 +977,12 @@ static int sp_slow_run(struct sp_slow *ms, bool dups)
             r = sp_slow_versions(ms, m);
             continue;
         }
+        if (ms->sc->versions && (r = sp_note_delete(ms->sc, m, ms->err)))
+            return r;
         r = sp_emit(ms->pl, m->slot, m->cell);
         if (r)
             return tdb_err(ms->err, r, "out of memory");
+        ms->sc->emitted++;
         m->cell++;
         if (!(r = sp_next_kept(ms->sc, m, ms->err)))
             sp_top_moved(&ms->hp);
@@ -921,7 +1012,7 @@ static int sp_slow_merge(struct sparse_cells *sc, struct sp_plan *pl,
             sp_push(&ms.hp, &cur[i]);
     }
     if (!r)
-        r = sp_slow_run(&ms, s->allows_dups);
+        r = sp_slow_run(&ms, sp_keeps_dups(sc));
     if (!r && ((r = sp_plan_end(pl)) || (r = sp_plan_seal(pl))))
         r = tdb_err(err, r, "out of memory");
 out:
@@ -1250,7 +1341,7 @@ static int sp_range_merge(struct sp_range *rg, struct tdb_error *err)
     struct sp_plan *pl = &rg->plan;
     struct sp_tournament tn = {0};
     size_t n = fx->sc->nfrags, K = n;
-    bool dups = fx->sc->base.arr->schema->allows_dups;
+    bool dups = sp_keeps_dups(fx->sc);
     int r = sp_tournament_start(rg, &tn, err);
     if (r)
         goto out;
@@ -1889,6 +1980,7 @@ static void sparse_destroy(struct tdb_cells *c)
         free(sc->hint[i].pos);
     pthread_mutex_destroy(&sc->hint_lock);
     free(sc->frags);
+    free(sc->dels);
 }
 
 static const struct tdb_cells_ops sparse_ops = {
@@ -1938,9 +2030,24 @@ static bool sparse_disjoint(const struct tdb_array *a, struct tdb_frag **frags,
     return true;
 }
 
-int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
+/* A fragment with per-cell timestamps that the view shows as stored: its
+ * whole time span inside the open range (no cell is left out by time),
+ * and no two cells of the same coordinates (duplicates allowed, or a
+ * consolidation found none: its name is marked, tdb_tsname_marked). */
+static bool sp_whole_distinct(const struct tdb_array *a,
+                              const struct tdb_frag *f, uint64_t t0,
+                              uint64_t t1)
+{
+    struct tdb_tsname ts;
+    if (f->fm->t1 < t0 || f->fm->t2 > t1)
+        return false;
+    return a->schema->allows_dups ||
+           (!tdb_tsname_parse(f->fm->name, &ts) && tdb_tsname_marked(&ts));
+}
+
+static int sp_create(struct tdb_cells **out, struct tdb_array *a,
                      struct tdb_frag **frags, size_t n, uint64_t t0,
-                     uint64_t t1, struct tdb_error *err)
+                     uint64_t t1, bool versions, struct tdb_error *err)
 {
     struct sparse_cells *sc = calloc(1, sizeof *sc);
     if (!sc)
@@ -1962,17 +2069,20 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     sc->nfrags = n;
     sc->t0 = t0;
     sc->t1 = t1;
+    sc->versions = versions;
     sc->threads = a->threads;
     tdb_order_key_init(&sc->okey, a->schema);
     /* The count is known without decoding when no merge can drop a cell:
      * one fragment, duplicates allowed, or fragments whose non-empty
      * domains do not overlap; and no timestamps, no deletes (commits or
      * a consolidation's delete timestamps). */
-    bool simple = !a->nconds &&
-                  (n <= 1 || a->schema->allows_dups || sparse_disjoint(a, frags, n));
-    for (size_t i = 0; i < n && simple; i++)
-        simple = !frags[i]->fm->has_timestamps &&
-                 !frags[i]->fm->has_delete_meta;
+    bool simple = versions ||
+                  (!a->nconds && (n <= 1 || a->schema->allows_dups ||
+                                  sparse_disjoint(a, frags, n)));
+    for (size_t i = 0; i < n && simple && !versions; i++)
+        simple = !frags[i]->fm->has_delete_meta &&
+                 (!frags[i]->fm->has_timestamps ||
+                  (n == 1 && sp_whole_distinct(a, frags[0], t0, t1)));
     if (simple) {
         for (size_t i = 0; i < n; i++)
             sc->base.ncells += frags[i]->ncells;
@@ -1990,4 +2100,26 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
     }
     *out = &sc->base;
     return 0;
+}
+
+int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
+                     struct tdb_frag **frags, size_t n, uint64_t t0,
+                     uint64_t t1, struct tdb_error *err)
+{
+    return sp_create(out, a, frags, n, t0, t1, false, err);
+}
+
+int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
+                              struct tdb_frag **frags, size_t n,
+                              struct tdb_error *err)
+{
+    return sp_create(out, a, frags, n, 0, UINT64_MAX, true, err);
+}
+
+size_t tdb_cells_sparse_deletes(const struct tdb_cells *c,
+                                const struct tdb_cell_delete **dels)
+{
+    const struct sparse_cells *sc = (const struct sparse_cells *)c;
+    *dels = sc->dels;
+    return sc->ndels;
 }

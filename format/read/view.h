@@ -107,6 +107,23 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
                      struct tdb_frag **frags, size_t n, uint64_t t0,
                      uint64_t t1, struct tdb_error *err);
 
+/* Sparse, as a consolidation reads them: every cell of frags[0..n) in
+ * global order, every version of equal coordinates (newest first) and
+ * deleted cells too, whatever their timestamps. */
+int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
+                              struct tdb_frag **frags, size_t n,
+                              struct tdb_error *err);
+
+/* A versions view's cells that a delete removed, once prepared: view cell
+ * `cell` was removed at time `when` by delete commit a->cond_ents[cond]
+ * (UINT64_MAX: one the array no longer has), in view order; about 24
+ * bytes a deleted cell. */
+struct tdb_cell_delete {
+    uint64_t cell, when, cond;
+};
+size_t tdb_cells_sparse_deletes(const struct tdb_cells *c,
+                                const struct tdb_cell_delete **dels);
+
 /* A dense view's shape (false for other views, and for picks that are
  * not row-major with step 1: callers count on row-major order). */
 bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,

@@ -133,13 +133,6 @@ static const char *const tree_xattrs[] = {
     "user.tiledb.datatype", "user.tiledb.dtype", "user.tiledb.shape",
     "user.tiledb.cell_val_num"};
 
-void tdb_open_options_init(struct tdb_open_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->ts_end = UINT64_MAX;
-    o->cache_bytes = TDB_DEFAULT_CACHE_BYTES;
-}
-
 /* ------------------------------------------------------------------ nodes */
 
 static int tree_add(struct tdb_fs *fs, uint64_t parent, const char *name,

@@ -79,6 +79,8 @@ struct wr {
     uint32_t nf;
     struct wr_field *f;
     uint64_t ncells;            /* staged cells */
+    bool distinct;              /* timestamps: no two versions of a cell
+                                 * (the name is marked: tdb_tsname_mark) */
     char nfrom[TDB_MAX_NAME + 64];  /* where ncells comes from */
     struct tdb_error *err;
     /* dense: the region as offsets from the domain's low bounds */
@@ -761,7 +763,12 @@ static int wr_region(struct wr *w, bool has_subarray)
             return tdb_err(w->err, TDB_E_UNSUPPORTED, "dense dimension '%s' "
                            "is not an integer", s->dims[d].name);
     int r = 0;
-    if (has_subarray) {
+    if (w->x && w->x->rlo) {
+        for (uint32_t d = 0; d < s->ndims; d++) {
+            w->rlo[d] = w->x->rlo[d];
+            w->rhi[d] = w->x->rhi[d];
+        }
+    } else if (has_subarray) {
         r = wr_region_json(w);
     } else {
         for (uint32_t d = 0; d < s->ndims; d++) {
@@ -998,13 +1005,20 @@ static int wr_sparse_prepare(struct wr *w)
     if ((r = wr_sparse_count(w, &nm0)) || (r = wr_sparse_load(w)) ||
         (r = wr_sparse_order(w)))
         return r;
-    /* (a consolidation with timestamps keeps every version of a cell) */
-    if (s->allows_dups || (w->x && w->x->timestamps))
+    if (s->allows_dups)
         return 0;
+    /* (a consolidation with timestamps keeps every version of a cell; when
+     * it finds none of two, its fragment's name says so) */
+    bool versions = w->x && w->x->timestamps;
+    w->distinct = versions;
     for (uint64_t i = 1; i < w->ncells; i++) {
         struct tdb_coords a, b;
         wr_coords(w, w->perm[i - 1], &a);
         wr_coords(w, w->perm[i], &b);
+        if (versions && tdb_coords_equal(s, &a, &b)) {
+            w->distinct = false;
+            break;
+        }
         if (tdb_coords_equal(s, &a, &b)) {
             uint64_t x = w->perm[i - 1], y = w->perm[i];
             return tdb_err(w->err, TDB_E_INVAL, "%s: cells %llu and %llu "
@@ -2045,9 +2059,14 @@ static int wr_write(struct wr *w, uint64_t ts)
     int r = tdb_random(rnd, sizeof rnd, w->err);
     if (r)
         return r;
-    uint64_t t = wr_timestamp(w, ts);
+    uint64_t t = w->x && w->x->exact_time && ts ? ts : wr_timestamp(w, ts);
     uint64_t t1 = w->x && w->x->t1 && w->x->t1 <= t ? w->x->t1 : t;
+    if (w->distinct)
+        tdb_tsname_mark(rnd, t1, t);
     tdb_tsname_make(w->name, sizeof w->name, t1, t, rnd, TDB_WRITE_VERSION);
+    if (w->x && w->x->named && (r = w->x->named(w->x->named_arg, w->name,
+                                                w->err)))
+        return r;
     if (!(w->fragdir = tdb_path_join("__fragments", w->name)) ||
         !(w->meta_path = tdb_path_join(w->fragdir, "__fragment_metadata.tdb")))
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
@@ -2065,7 +2084,8 @@ static int wr_write(struct wr *w, uint64_t ts)
                        tdb_strerror(r));
     w->dir_made = true;
     if ((r = tdb_fmw_create(&w->fmw, w->s, w->s->name, w->dense, w->err)) ||
-        (w->x && (r = tdb_fmw_set_extras(w->fmw, w->x, w->err))))
+        (w->x && !w->dense &&
+         (r = tdb_fmw_set_extras(w->fmw, w->x, w->err))))
         return r;
     r = w->dense ? wr_dense_write(w) : wr_sparse_write(w);
     for (uint32_t i = 0; i < w->nf && !r; i++)

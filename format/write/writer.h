@@ -48,6 +48,16 @@ struct tdb_write_extras {
     const char *const *processed;   /* delete commits, as TileDB names them
                                      * ("__commits/NAME.del"), sorted */
     size_t nprocessed;
+    /* A consolidation: the name's last timestamp is timestamp_ms exactly
+     * (not moved past the committed fragments), and a dense fragment's
+     * region is rlo..rhi (offsets from the domain's low bounds; NULL:
+     * __subarray.json or the view region, as staged). */
+    bool exact_time;
+    const uint64_t *rlo, *rhi;
+    /* Called with the fragment's name before anything of it is written
+     * (NULL: not called); a failure stops the write. */
+    int (*named)(void *arg, const char *name, struct tdb_error *err);
+    void *named_arg;
 };
 
 /* tdb_fragment_write_threads's arguments, with extras (NULL: none). */

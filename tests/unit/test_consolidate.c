@@ -6,9 +6,11 @@
 #include "unit.h"
 #include "support.h"
 
+#include "core/names.h"
 #include "model/generic_tile.h"
 #include "tiledb_format_write.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +259,8 @@ static void test_refusals(void)
 static const char *exp_root;
 static struct tdb_fs *exp_fs;
 static int exp_bad;
+static bool exp_skip_frags;     /* fragments consolidated: their own files
+                                 * are gone */
 
 static int exp_one(const char *path, const struct stat *st, int kind,
                    struct FTW *ftw)
@@ -266,6 +270,8 @@ static int exp_one(const char *path, const struct stat *st, int kind,
     if (kind != FTW_F)
         return 0;
     const char *rel = path + strlen(exp_root) + 1;
+    if (exp_skip_frags && !strncmp(rel, "__fragments/", 12))
+        return 0;
     size_t n;
     uint64_t m;
     char *want = unit_slurp(path, &n);
@@ -312,7 +318,12 @@ static int cons_modes(const struct tdb_io *io, const uint8_t *key,
                       bool vacuum, struct tdb_error *err)
 {
     struct tdb_cons_result r;
-    int rc = tdb_consolidate_fragment_meta(io, key, &r, err);
+    struct tdb_cons_options o = {.key = key, .threads = 2};
+    int rc = tdb_consolidate_fragments(io, &o, &r, err);
+    if (!rc && vacuum)
+        rc = tdb_vacuum_fragments(io, key, &r, err);
+    if (!rc)
+        rc = tdb_consolidate_fragment_meta(io, key, &r, err);
     if (!rc && vacuum)
         rc = tdb_vacuum_fragment_meta(io, &r, err);
     if (!rc)
@@ -342,6 +353,7 @@ static const uint8_t case_key[32] = "0123456789abcdeF0123456789abcdeF";
  * is the same check for every case; README "Keeping an array healthy".) */
 static void test_views_after(void)
 {
+    exp_skip_frags = true;
     static const char *const cases[] = {
         "dense_fragments_overlap", "sparse_delete", "sparse_dups",
         "consolidated_dense", "consolidated_sparse_vacuumed",
@@ -389,6 +401,174 @@ static void test_delete_in_con(void)
     unit_drop_case(dir, &io);
 }
 
+/* ------------------------------------------------- fragments, alone */
+
+/* Fragment folders of the array in io. */
+static size_t count_dirs(const struct tdb_io *io, const char *dir)
+{
+    struct tdb_names n = {0};
+    struct tdb_error err = {0};
+    size_t k = 0;
+    if (tdb_io_names(io, dir, &n, &err))
+        return 0;
+    for (size_t i = 0; i < n.n; i++)
+        k += n.is_dir[i];
+    tdb_names_free(&n);
+    return k;
+}
+
+/* A fragment's files of expected/ (__fragments/NAME/F: what TileDB read
+ * opening the array at NAME's timestamps) against the view F of the
+ * consolidated array opened at those timestamps: a sparse consolidation
+ * keeps each cell's time, so every earlier view is still there. */
+static int frag_root_len;
+static struct tdb_fs *frag_fs;
+static int frag_one(const char *path, const struct stat *st, int kind,
+                    struct FTW *ftw)
+{
+    (void)st;
+    if (kind != FTW_F || ftw->level != 1)
+        return 0;
+    const char *rel = path + frag_root_len + 1;
+    const char *slash = strchr(rel, '/');
+    size_t n;
+    uint64_t m;
+    char *want = unit_slurp(path, &n);
+    uint8_t *got = slash ? unit_fs_file(frag_fs, slash + 1, &m) : NULL;
+    if (!want || !got || !unit_same_bytes(rel, got, m, (uint8_t *)want, n))
+        exp_bad++;
+    free(want);
+    free(got);
+    return 0;
+}
+
+static bool case_is_sparse(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/case.json", unit_corpus(), name);
+    char *cj = unit_slurp(path, NULL);
+    bool sparse = cj && strstr(cj, "\"array_type\": \"sparse\"");
+    free(cj);
+    return sparse;
+}
+
+static void frag_views(const char *name, const struct tdb_io *io,
+                       const uint8_t *key, size_t *checked)
+{
+    char root[4096];
+    snprintf(root, sizeof root, "%s/%s/expected/__fragments", unit_corpus(),
+             name);
+    DIR *d = opendir(root);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        unsigned long long t1, t2;
+        char sub[4400];
+        if (sscanf(de->d_name, "__%llu_%llu_", &t1, &t2) != 2)
+            continue;
+        struct tdb_open_options o;
+        struct tdb_error err = {0};
+        tdb_open_options_init(&o);
+        o.key = key;
+        o.ts_start = t1;
+        o.ts_end = t2;
+        frag_fs = NULL;
+        if (tdb_fs_open(&frag_fs, io, &o, &err)) {
+            fprintf(stderr, "  %s: %s\n", name, err.msg);
+            CHECK(false);
+            continue;
+        }
+        snprintf(sub, sizeof sub, "%s/%s", root, de->d_name);
+        frag_root_len = (int)strlen(root);
+        exp_bad = 0;
+        nftw(sub, frag_one, 16, FTW_PHYS);
+        tdb_fs_close(frag_fs);
+        if (exp_bad)
+            fprintf(stderr, "  %s: the view at %llu:%llu differs\n", name, t1,
+                    t2);
+        CHECK_EQ_INT(exp_bad, 0);
+        (*checked)++;
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Fragment consolidation and its vacuum leave as many fragments as
+ * TileDB 2.29's own left of each case (tiledb_array_consolidate and
+ * tiledb_array_vacuum, sm.consolidation.mode=fragments), the view as it
+ * was, and for sparse arrays every fragment's view at its own time. */
+static void test_fragments_as_tiledb(void)
+{
+    /* mark: the merged fragment's name says its cells are distinct
+     * (tdb_tsname_marked): 1 where no two fragments hold the same
+     * coordinates, 0 where some do (and for duplicates allowed), -1 dense */
+    static const struct {
+        const char *name;
+        size_t left;            /* what TileDB leaves */
+        int mark;
+    } cases[] = {
+        {"dense_fragments_overlap", 1, -1}, {"consolidated_dense", 1, -1},
+        {"dense_var_nullable", 1, -1}, {"dense_3d", 1, -1},
+        {"dense_2d_tile_col_cell_row", 1, -1}, {"dense_huge_domain", 1, -1},
+        {"schema_evolution_add_attr", 1, -1}, {"encrypted_aes256gcm", 1, -1},
+        /* a current domain: TileDB expands no non-empty domain to whole
+         * tiles, and these two fragments' box has more cells than they */
+        {"dense_current_domain", 2, -1},
+        {"sparse_delete", 1, 1}, {"sparse_dups", 1, 0},
+        {"consolidated_sparse_vacuumed", 1, 0}, {"sparse_string_dim", 1, 0},
+        {"sparse_hilbert", 1, 0}, {"sparse_float64_dims", 1, 0},
+        {"sparse_mixed_dims", 1, 1}, {"schema_evolution_drop_attr", 1, 0},
+        {"filters_schema_lists", 1, 1}, {"sparse_col_major", 1, 1},
+        {"sparse_int64_2d", 1, 0}, {"sparse_datetime_int8", 1, 1},
+    };
+    size_t checked = 0;
+    exp_skip_frags = true;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct tdb_io io;
+        struct tdb_error err = {0};
+        struct tdb_cons_result r;
+        char *dir;
+        bool enc = !strcmp(cases[i].name, "encrypted_aes256gcm");
+        const uint8_t *key = enc ? case_key : NULL;
+        struct tdb_cons_options o = {.key = key};
+        if (!unit_copy_case(cases[i].name, &dir, &io))
+            continue;
+        size_t before = count_dirs(&io, "__fragments");
+        int rc = tdb_consolidate_fragments(&io, &o, &r, &err);
+        if (rc)
+            fprintf(stderr, "  %s: %s\n", cases[i].name, err.msg);
+        CHECK_EQ_INT(rc, 0);
+        CHECK(cases[i].left == 1 ? r.merged >= 2 && r.merged <= before
+                                 : r.merged == 0);
+        struct tdb_tsname ts;
+        if (cases[i].mark >= 0 && !rc) {
+            CHECK_EQ_INT(tdb_tsname_parse(r.name, &ts), 0);
+            if (tdb_tsname_marked(&ts) != (cases[i].mark == 1))
+                fprintf(stderr, "  %s: %s: marked %d\n", cases[i].name,
+                        r.name, !cases[i].mark);
+            CHECK_EQ_INT(tdb_tsname_marked(&ts), cases[i].mark == 1);
+        }
+        CHECK_EQ_INT(tdb_vacuum_fragments(&io, key, &r, &err), 0);
+        CHECK_EQ_INT(count_dirs(&io, "__fragments"), cases[i].left);
+        CHECK_EQ_INT(count_files(&io, "__commits", ".vac"), 0);
+        CHECK_EQ_INT(count_files(&io, "", ".tmp"), 0);
+        if (!views_exact(cases[i].name, &io, key)) {
+            fprintf(stderr, "  %s: views differ after consolidation\n",
+                    cases[i].name);
+            CHECK(false);
+        }
+        /* (schema_evolution_drop_attr: the merged fragment, as TileDB's,
+         * has the newest schema's attributes only, not the dropped one
+         * that its first fragment's view showed) */
+        if (case_is_sparse(cases[i].name) &&
+            strcmp(cases[i].name, "schema_evolution_drop_attr"))
+            frag_views(cases[i].name, &io, key, &checked);
+        unit_drop_case(dir, &io);
+    }
+    CHECK(checked >= 20);
+    printf("   %zu cases, %zu earlier views of sparse fragments\n",
+           sizeof cases / sizeof *cases, checked);
+}
+
 /* ------------------------------------------------------------ kills */
 
 /* A kill at every mutating call of consolidation and vacuum (the faulty
@@ -398,8 +578,10 @@ static void test_kills(void)
 {
     static const char *const cases[] = {"sparse_delete",
                                         "dense_fragments_overlap",
-                                        "consolidated_array_meta"};
-    for (size_t c = 0; c < 3; c++) {
+                                        "consolidated_array_meta",
+                                        "sparse_dups"};
+    exp_skip_frags = true;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         uint64_t total = 0, left_tmp = 0;
         for (uint64_t k = 1; k == 1 || k <= total + 1; k++) {
             struct tdb_io io, faulty;
@@ -458,6 +640,7 @@ int main(void)
     RUN_CORPUS(test_fragment_meta_as_tiledb);
     RUN_CORPUS(test_array_meta_as_tiledb);
     RUN_CORPUS(test_refusals);
+    RUN_CORPUS(test_fragments_as_tiledb);
     RUN_CORPUS(test_views_after);
     RUN_CORPUS(test_delete_in_con);
     RUN_CORPUS(test_kills);
