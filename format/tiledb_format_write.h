@@ -204,6 +204,37 @@ bool tdb_staged_is_trash(const char *name);
 int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
                      size_t *removed, struct tdb_error *err);
 
+/* Deletes the cells of the sparse array at the root of io that meet
+ * condition text[0..len), as TileDB's delete query does: a delete commit
+ * __commits/__t_t_<uuid>_22.del (its name in *name), t being timestamp_ms
+ * (the delete then applies to the cells written up to it) or, given 0,
+ * now moved past every commit, holding the condition's negation
+ * serialized as TileDB serializes it, encrypted with key when the array
+ * is.  The condition is TileDB-Py's QueryCondition syntax: comparisons of
+ * an attribute or dimension (NAME, attr("NAME"), dim("NAME")) with a value
+ * (==, !=, <, <=, >, >=; either side), NAME in [V, ...], NAME not in
+ * [...], NAME is None, NAME is not None (nullable attributes), joined by
+ * and, or (also & and |), not and parentheses; values are numbers,
+ * quoted strings (string fields), True and False.  A condition that does
+ * not parse, or names an unknown field or a value its field cannot hold,
+ * is TDB_E_INVAL with the reason in err; a dense array too (TileDB 2.29
+ * deletes from sparse arrays only).  Published whole (written, synced,
+ * renamed): readers see the array with or without the delete. */
+int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
+                      const uint8_t *key, uint64_t timestamp_ms, char **name,
+                      struct tdb_error *err);
+
+/* Staged folder staged_dir of `staged` committed as a delete when it
+ * holds a file __delete (with __error and __fragment, the mount's, the
+ * only others): its text is the condition of tdb_delete_commit (64 KiB
+ * at most), its delete commit's name in *name.  @return 1 when the folder
+ * holds no __delete (a fragment's files: tdb_fragment_write), else as
+ * tdb_delete_commit (TDB_E_INVAL also when other files are beside it, or
+ * it is a link). */
+int tdb_staged_delete(const struct tdb_io *io, const struct tdb_io *staged,
+                      const char *staged_dir, const uint8_t *key, char **name,
+                      struct tdb_error *err);
+
 /* ------------------------------------------------------ consolidation */
 
 /* What a consolidation or a vacuum did. */

@@ -29,6 +29,14 @@ int tdb_schema_publish(const struct tdb_io *io, const struct tdb_schema *s,
 int tdb_schema_evolve_json(struct tdb_schema *s, const char *text, size_t len,
                            struct tdb_error *err);
 
+/* The delete condition `text` (TileDB-Py's QueryCondition syntax, see
+ * tdb_delete_commit) checked against schema s, negated and serialized as
+ * TileDB stores it in a delete commit (delete_commit_file.md), appended
+ * to out; err says what is wrong with the text.  delete.c. */
+int tdb_delete_condition(const struct tdb_schema *s, const char *text,
+                         size_t len, struct tdb_buf *out,
+                         struct tdb_error *err);
+
 /* ------------------------------------------ consolidated fragments */
 
 /* What TileDB's fragment consolidation stores in a sparse fragment beside
