@@ -224,16 +224,17 @@ int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
                       const uint8_t *key, uint64_t timestamp_ms, char **name,
                       struct tdb_error *err);
 
-/* Staged folder staged_dir of `staged` committed as a delete when it
- * holds a file __delete (with __error and __fragment, the mount's, the
- * only others): its text is the condition of tdb_delete_commit (64 KiB
- * at most), its delete commit's name in *name.  @return 1 when the folder
- * holds no __delete (a fragment's files: tdb_fragment_write), else as
- * tdb_delete_commit (TDB_E_INVAL also when other files are beside it, or
- * it is a link). */
-int tdb_staged_delete(const struct tdb_io *io, const struct tdb_io *staged,
-                      const char *staged_dir, const uint8_t *key, char **name,
-                      struct tdb_error *err);
+/* Staged folder staged_dir of `staged` committed as what its one special
+ * file asks for (with __error and __fragment, the mount's, the only other
+ * files; each file 64 KiB at most): __delete, a delete of the cells that
+ * meet its condition (tdb_delete_commit, now), or __evolve.json, a schema
+ * evolution (tdb_schema_evolve, now); the new commit's or schema's name
+ * in *name.  @return 1 when the folder holds neither (a fragment's files:
+ * tdb_fragment_write), else as those calls (TDB_E_INVAL also when other
+ * files are beside it, or it is a link). */
+int tdb_staged_gesture(const struct tdb_io *io, const struct tdb_io *staged,
+                       const char *staged_dir, const uint8_t *key,
+                       char **name, struct tdb_error *err);
 
 /* ------------------------------------------------------ consolidation */
 

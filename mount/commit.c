@@ -1,4 +1,4 @@
-/* commit.c: a staged folder committed as a fragment of the array (or, holding __delete, as a delete of cells), and the staging folder's set-up. */
+/* commit.c: a staged folder committed as a fragment of the array (or, holding __delete or __evolve.json, as a delete of cells or a schema evolution), and the staging folder's set-up. */
 #include "priv.h"
 #include "tiledb_format_write.h"
 
@@ -16,8 +16,8 @@
  * itself"); the reason is in NAME/__error. */
 #define TDBM_COMMIT_REFUSED EBADMSG
 
-/* Commits staged folder `name` as a new fragment, or as a delete of the
- * cells that meet the condition its __delete holds (tdb_staged_delete).  Staged files are read
+/* Commits staged folder `name` as a new fragment, or as what its
+ * __delete or __evolve.json asks for (tdb_staged_gesture).  Staged files are read
  * without following any link (tdb_io_posix_nofollow): a link or special
  * file planted in the staging folder is refused, never read.  @return 0
  * or -errno; on bad input -TDBM_COMMIT_REFUSED with the reason in
@@ -39,7 +39,7 @@ int tdbm_commit(struct tdbm_mount *m, const char *name)
         goto out;
     }
     tdb_error_clear(&err);
-    rc = tdb_staged_delete(m->io, &sio, name, m->open->key, &frag, &err);
+    rc = tdb_staged_gesture(m->io, &sio, name, m->open->key, &frag, &err);
     if (rc == 1)
         rc = tdb_fragment_write_threads(m->io, &sio, name, m->open->key,
                                         tdbm_next_ts(m), m->open->threads,

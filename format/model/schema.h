@@ -54,6 +54,8 @@ struct tdb_enumeration {
     bool ordered;
     uint8_t *data, *offsets;
     uint64_t data_size, offsets_size;
+    bool unwritten;             /* its file is yet to be written (added or
+                                 * extended by an evolution) */
 };
 
 /* One range of the current domain (fixed dims: lo/hi; var dims: bytes). */

@@ -141,8 +141,9 @@ static void create_undo(const struct tdb_io *io, const struct tdb_schema *s,
         io->ops->remove(io->ctx, "");
 }
 
-/* Writes the enumerations (with `enums`), then the schema file (which
- * names them) as __schema/<name>. */
+/* Writes the enumerations (with `enums` every one, else those still
+ * unwritten), then the schema file (which names them) as
+ * __schema/<name>. */
 static int create_files(const struct tdb_io *io, const struct tdb_schema *s,
                         const uint8_t *key, const char *name,
                         const struct tdb_buf *file, bool enums,
@@ -156,8 +157,9 @@ static int create_files(const struct tdb_io *io, const struct tdb_schema *s,
     if (!final)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     int rc = 0;
-    for (uint32_t i = 0; enums && !rc && i < s->nenums; i++)
-        rc = create_enumeration(io, &s->enums[i], key, err);
+    for (uint32_t i = 0; !rc && i < s->nenums; i++)
+        if (enums || s->enums[i].unwritten)
+            rc = create_enumeration(io, &s->enums[i], key, err);
     if (!rc)
         rc = tdb_io_publish(io, tmp, final, file->data, file->len, err);
     free(final);

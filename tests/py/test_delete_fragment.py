@@ -77,9 +77,11 @@ def test_rm_r_fragment(mount, cat_prog, tmp_path):
         assert old_view.read() == t3.expected('a')
         assert old_frag.read() == t3.expected(f'__fragments/{F3}/s')
     assert wait_for(lambda: not (arr / '__fragments' / F3).exists())
+    # (the daemon logs the removal after it: wait for the line too)
+    gone = f'removed the folder of deleted fragment __fragments/{F3}'
+    assert wait_for(lambda: gone in log.read_text())
     text = log.read_text()
     assert f'deleted fragment __fragments/{F3}' in text, text
-    assert f'removed the folder of deleted fragment __fragments/{F3}' in text, text
     bad = differing(cat_prog, str(arr), t2)
     assert not bad, '\n  '.join(bad)
     fresh = mount(str(arr))

@@ -76,3 +76,60 @@ def test_evolve_s3(cat_prog, s3_server, tmp_path):
     schemas = [k for k in s3_server.client.keys(prefix + '/__schema/')]
     assert len(schemas) == 2, schemas
     check_evolved(cat_prog, url, temperature)
+
+
+def stage_evolution(mnt, evo, name='evo'):
+    d = os.path.join(mnt, '__staging', name)
+    os.mkdir(d)
+    with open(os.path.join(d, '__evolve.json'), 'w') as f:
+        f.write(evo if isinstance(evo, str) else json.dumps(evo))
+    return d
+
+
+def commit(mnt, name='evo'):
+    try:
+        os.rename(os.path.join(mnt, '__staging', name), os.path.join(mnt, '__fragments', name))
+        return 0
+    except OSError as e:
+        return e.errno
+
+
+def test_evolve_on_mount(cat_prog, mount, tmp_path):
+    """A staged folder holding __evolve.json, moved into __fragments,
+    evolves the schema: the mount shows z at once (count gone), and so do
+    tiledbfs-cat and a fresh mount; a bad one is EBADMSG with the reason
+    in __error and no schema written."""
+    import errno
+    arr, temperature = sample(cat_prog, tmp_path)
+    mnt = mount(arr, ['rw'])
+    d = stage_evolution(mnt, {"drop_attributes": ["nope"]}, 'bad')
+    assert commit(mnt, 'bad') == errno.EBADMSG
+    assert 'no attribute "nope"' in open(os.path.join(d, '__error')).read()
+    assert len(schemas(arr)) == 1
+    stage_evolution(mnt, EVOLUTION)
+    assert commit(mnt) == 0
+    assert len(schemas(arr)) == 2
+    names = os.listdir(mnt)
+    assert 'z' in names and 'count' not in names
+    with open(os.path.join(mnt, 'z'), 'rb') as f:
+        assert f.read() == b'\x2a\x00' * CELLS
+    check_evolved(cat_prog, arr, temperature)
+    fresh = mount(arr, [])
+    with open(os.path.join(fresh, 'z'), 'rb') as f:
+        assert f.read() == b'\x2a\x00' * CELLS
+
+
+def test_evolve_on_s3_mount(cat_prog, mount, s3_server, tmp_path):
+    """The same gesture on an s3:// array: a second schema key, and the
+    view evolves at once."""
+    arr, temperature = sample(cat_prog, tmp_path)
+    prefix = f'evolvemnt/{s3_server.name}/{os.getpid()}'
+    s3_server.upload(arr, prefix)
+    url = s3_server.url(prefix)
+    mnt = mount(url, ['rw', f'staging_dir={tmp_path / "staging"}'])
+    stage_evolution(mnt, EVOLUTION)
+    assert commit(mnt) == 0
+    assert len(s3_server.client.keys(prefix + '/__schema/')) == 2
+    with open(os.path.join(mnt, 'z'), 'rb') as f:
+        assert f.read() == b'\x2a\x00' * CELLS
+    check_evolved(cat_prog, url, temperature)

@@ -116,6 +116,169 @@ static void test_drop_as_tiledb(void)
                     "{\"drop_attributes\": [\"b\"]}");
 }
 
+/* dense_current_domain's current domain was expanded from [0,9]x[0,14]
+ * to [0,19]x[0,24] at 2. */
+static void test_current_domain_as_tiledb(void)
+{
+    check_as_tiledb("dense_current_domain",
+                    "{\"expand_current_domain\": [[0, 19], [0, 24]]}");
+}
+
+/* The JSON of case copy io's __array.json "schema" (caller decrefs). */
+static json_t *io_schema(const struct tdb_io *io)
+{
+    struct tdb_open_options o;
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    uint64_t size;
+    json_t *schema = NULL;
+    tdb_open_options_init(&o);
+    CHECK_EQ_INT(tdb_fs_open(&fs, io, &o, &err), 0);
+    uint8_t *text = fs ? unit_fs_file(fs, "__array.json", &size) : NULL;
+    json_t *root = text ? json_loadb((char *)text, size,
+                                     JSON_DECODE_INT_AS_REAL, NULL)
+                        : NULL;
+    if (root)
+        schema = json_incref(json_object_get(root, "schema"));
+    json_decref(root);
+    free(text);
+    if (fs)
+        tdb_fs_close(fs);
+    return schema;
+}
+
+static json_t *find_named(json_t *arr, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *e = json_array_get(arr, i);
+        const char *n = json_string_value(json_object_get(e, "name"));
+        if (n && !strcmp(n, name))
+            return e;
+    }
+    return NULL;
+}
+
+/* Enumerations: "colors" extended by two strings and "sizes" by a value,
+ * and a new attribute with a new enumeration: the evolved schema shows
+ * the old values then the new; the files of the schema before stay, one
+ * new file each; a value already there, or an unknown enumeration, is
+ * refused. */
+static void test_enumerations(void)
+{
+    struct tdb_io io;
+    struct tdb_error err = {0};
+    char *dir, *made = NULL;
+    if (!unit_copy_case("enumeration", &dir, &io))
+        return;
+    struct tdb_names before = {0}, after = {0};
+    CHECK_EQ_INT(tdb_io_names(&io, "__schema/__enumerations", &before, &err),
+                 0);
+    /* "white", "black"; 100.0; a new "levels" of INT32 1, 2, 3 */
+    static const char evo[] =
+        "{\"extend_enumerations\": ["
+        "{\"name\": \"colors\", \"data_hex\": \"7768697465626c61636b\", "
+        "\"offsets_hex\": \"00000000000000000500000000000000\"},"
+        "{\"name\": \"sizes\", \"data_hex\": \"0000000000005940\"}],"
+        " \"add_enumerations\": [{\"name\": \"levels\", \"datatype\": "
+        "\"INT32\", \"data_hex\": \"010000000200000003000000\"}],"
+        " \"add_attributes\": [{\"name\": \"level\", \"datatype\": "
+        "\"UINT8\", \"enumeration\": \"levels\", \"fill_hex\": \"00\"}]}";
+    int rc = tdb_schema_evolve(&io, evo, sizeof evo - 1, NULL, 5, &made,
+                               &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.msg);
+    CHECK_EQ_INT(rc, 0);
+    free(made);
+    CHECK_EQ_INT(tdb_io_names(&io, "__schema/__enumerations", &after, &err),
+                 0);
+    CHECK_EQ_INT(after.n, before.n + 3);
+    for (size_t i = 0; i < before.n; i++) {
+        bool kept = false;
+        for (size_t j = 0; j < after.n; j++)
+            kept |= !strcmp(before.v[i], after.v[j]);
+        CHECK(kept);
+    }
+    tdb_names_free(&before);
+    tdb_names_free(&after);
+    json_t *schema = io_schema(&io);
+    json_t *enums = json_object_get(schema, "enumerations");
+    json_t *colors = find_named(enums, "colors");
+    json_t *sizes = find_named(enums, "sizes");
+    json_t *levels = find_named(enums, "levels");
+    CHECK(colors && sizes && levels);
+    const char *cd = json_string_value(json_object_get(colors, "data_hex"));
+    CHECK(cd && !strcmp(cd, "726564677265656e626c75656379616e6d6167656e7461"
+                            "79656c6c6f777768697465626c61636b"));
+    const char *co = json_string_value(json_object_get(colors,
+                                                       "offsets_hex"));
+    CHECK(co && strlen(co) == 16 * 8 &&
+          !strcmp(co + 16 * 6, "1d00000000000000"
+                               "2200000000000000"));
+    const char *sd = json_string_value(json_object_get(sizes, "data_hex"));
+    CHECK(sd && strlen(sd) == 16 * 5 &&
+          !strcmp(sd + 16 * 4, "0000000000005940"));
+    json_t *level = find_named(json_object_get(schema, "attrs"), "level");
+    CHECK(level && !strcmp(json_string_value(json_object_get(
+                               level, "enumeration")), "levels"));
+    json_decref(schema);
+
+    static const struct {
+        const char *json, *says;
+    } bad[] = {
+        {"{\"extend_enumerations\": [{\"name\": \"sizes\", "
+         "\"data_hex\": \"0000000000005940\"}]}", "a value twice"},
+        {"{\"extend_enumerations\": [{\"name\": \"nope\", "
+         "\"data_hex\": \"00\"}]}", "no enumeration 'nope'"},
+        {"{\"add_attributes\": [{\"name\": \"q\", \"datatype\": \"UINT8\","
+         " \"enumeration\": \"nope\"}]}", "no enumeration 'nope'"},
+        {"{\"add_enumerations\": [{\"name\": \"sizes\", \"datatype\": "
+         "\"INT8\", \"data_hex\": \"01\"}]}", "has an enumeration 'sizes'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        made = NULL;
+        rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json), NULL,
+                               6 + i, &made, &err);
+        CHECK(rc != 0 && made == NULL);
+        if (!strstr(err.msg, bad[i].says)) {
+            fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n",
+                    bad[i].json, err.msg, bad[i].says);
+            CHECK(false);
+        }
+    }
+    unit_drop_case(dir, &io);
+}
+
+/* The current domain only grows, inside the domain. */
+static void test_current_domain_refused(void)
+{
+    static const struct {
+        const char *json, *says;
+    } bad[] = {
+        {"{\"expand_current_domain\": [[0, 29], [0, 20]]}",
+         "can only be expanded"},
+        {"{\"expand_current_domain\": [[0, 1000], [0, 24]]}", "domain"},
+        {"{\"expand_current_domain\": [[0, 19]]}", "one [lo, hi] per"},
+    };
+    struct tdb_io io;
+    char *dir, files[2][128];
+    if (!unit_copy_case("dense_current_domain", &dir, &io))
+        return;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct tdb_error err = {0};
+        char *made = NULL;
+        int rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json),
+                                   NULL, 5, &made, &err);
+        CHECK(rc != 0 && made == NULL);
+        if (!strstr(err.msg, bad[i].says)) {
+            fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n",
+                    bad[i].json, err.msg, bad[i].says);
+            CHECK(false);
+        }
+        CHECK_EQ_INT(schema_files(&io, files), 2);
+    }
+    unit_drop_case(dir, &io);
+}
+
 /* An evolved array's views: an added attribute shows its fill value in
  * the cells written before; a dropped one is gone from the view, while
  * the older fragment's own folder still shows it. */
@@ -209,6 +372,9 @@ int main(void)
 {
     RUN_CORPUS(test_add_as_tiledb);
     RUN_CORPUS(test_drop_as_tiledb);
+    RUN_CORPUS(test_current_domain_as_tiledb);
+    RUN_CORPUS(test_enumerations);
+    RUN_CORPUS(test_current_domain_refused);
     RUN_CORPUS(test_views);
     RUN_CORPUS(test_refused);
     return unit_done();
