@@ -25,12 +25,47 @@ struct tdbm_hidden {
 };
 
 /* A fragment uncommitted whose folder waits for the generations before
- * `before` to close. */
+ * `before` to close; frag NULL: a consolidation's vacuum waits. */
 struct tdbm_pending {
     struct tdbm_pending *next;
     char *frag;
     uint64_t before;
 };
+
+/* A consolidation's vacuum (tdbm_frag_defer_vacuum), now that no
+ * generation reads what it removes; logged. */
+static void tdbm_frag_vacuum(struct tdbm_mount *m)
+{
+    static const char *const what[3] = {"fragments", "fragment_meta",
+                                        "commits"};
+    for (int i = 0; i < 3; i++) {
+        struct tdb_cons_result r;
+        struct tdb_error err;
+        tdb_error_clear(&err);
+        int rc = i == 0 ? tdb_vacuum_fragments(m->io, m->open->key, &r, &err)
+                 : i == 1 ? tdb_vacuum_fragment_meta(m->io, &r, &err)
+                          : tdb_vacuum_commits(m->io, &r, &err);
+        if (rc)
+            tdbm_log(m, "vacuum of %s: %s", what[i],
+                     tdb_error_text(rc, &err));
+        else if (r.removed)
+            tdbm_log(m, "vacuum of %s: removed %llu files", what[i],
+                     (unsigned long long)r.removed);
+    }
+}
+
+int tdbm_frag_defer_vacuum(struct tdbm_mount *m)
+{
+    struct tdbm_pending *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    pthread_mutex_lock(&m->lock);
+    p->before = m->next_gen - 1; /* the current one stays open */
+    p->next = m->pending;
+    m->pending = p;
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
 
 const char *tdbm_frag_of(const struct tdbm_gen *g, uint64_t tino)
 {
@@ -197,6 +232,11 @@ static void tdbm_frag_remove(struct tdbm_mount *m, bool all)
         pthread_mutex_unlock(&m->lock);
         if (!p)
             return;
+        if (!p->frag) {
+            tdbm_frag_vacuum(m);
+            free(p);
+            continue;
+        }
         struct tdb_cons_result r;
         struct tdb_error err;
         tdb_error_clear(&err);

@@ -106,6 +106,7 @@ void tdbm_mount_free(struct tdbm_mount *m)
 {
     if (!m)
         return;
+    tdbm_autocons_end(m);
     while (m->gens) {
         struct tdbm_gen *g = m->gens;
         m->gens = g->next;
@@ -1052,6 +1053,8 @@ int tdbm_rename(struct tdbm_mount *m, uint64_t parent, const char *name,
         rc = -EROFS; /* a file, not a staged folder, into __fragments */
     if (rc == 0)
         rc = tdbm_commit(m, name);
+    if (rc == 0)
+        tdbm_autocons(m);
     tdbm_frag_reap(m);
     return rc;
 }

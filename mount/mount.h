@@ -79,6 +79,7 @@ struct tdbm_options {
     bool timestamp_set;            /* timestamp= was given */
     bool no_splice;                /* -o no_splice: replies are copies */
     unsigned refresh;              /* -o refresh=SECS; 0: never */
+    unsigned consolidate;          /* -o consolidate=N; 0: never */
     /* s3:// sources (owned; NULL: as the environment and ~/.aws say) */
     char *endpoint, *region, *profile;
     char *credentials_file, *config_file;  /* absolute */
@@ -110,6 +111,7 @@ enum tdbm_opt_kind {
     TDBM_OPT_ID,        /* a user or group number, 0 to 2^32 - 2, int64_t */
     TDBM_OPT_MODE,      /* octal mode bits, 0 to 0777, unsigned */
     TDBM_OPT_REQUESTS,  /* 1 to 1024, unsigned */
+    TDBM_OPT_FRAGMENTS, /* 1 to 1000000, unsigned */
 };
 
 struct tdbm_option {

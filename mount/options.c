@@ -42,6 +42,11 @@ const struct tdbm_option tdbm_option_table[] = {
              "show what other writers commit: look for\n"
              "changes every SECS s (1 to 86400; a local\n"
              "folder also at once, through inotify)"),
+    TDBM_OPT("consolidate", TDBM_OPT_FRAGMENTS, consolidate,
+             "consolidate=N",
+             "rw: once a commit leaves more than N\n"
+             "fragments, consolidate them (README\n"
+             "\"Keeping an array healthy\")"),
     TDBM_OPT("endpoint", TDBM_OPT_TEXT, endpoint, "endpoint=URL",
              "s3://: the server (before AWS_ENDPOINT_URL)"),
     TDBM_OPT("region", TDBM_OPT_TEXT, region, "region=NAME",
@@ -313,6 +318,7 @@ static const struct {
     {TDBM_OPT_COUNT, 0, 256, "threads"},
     {TDBM_OPT_SECONDS, 1, 86400, "seconds"},
     {TDBM_OPT_REQUESTS, 1, 1024, "requests"},
+    {TDBM_OPT_FRAGMENTS, 1, 1000000, "fragments"},
 };
 
 /* Parses the value of an unsigned option (a count of threads, seconds,
@@ -377,6 +383,7 @@ static int tdbm_parse_value(struct tdbm_options *o,
         return 0;
     case TDBM_OPT_SECONDS:
     case TDBM_OPT_REQUESTS:
+    case TDBM_OPT_FRAGMENTS:
     case TDBM_OPT_COUNT:
         return tdbm_parse_unsigned(t, v, field, why, cap);
     case TDBM_OPT_ID:
@@ -474,6 +481,9 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
     if (o->rw && o->timestamp_set)
         return tdbm_why(why, cap, "-o rw and timestamp= do not go together "
                         "(a write is made now, outside the opened range)");
+    if (o->consolidate && !o->rw && !o->writable)
+        return tdbm_why(why, cap, "consolidate= needs -o rw (it writes "
+                        "the array)");
     if (o->refresh && o->timestamp_set)
         return tdbm_why(why, cap, "refresh= and timestamp= do not go "
                         "together (a view as of a time never changes)");

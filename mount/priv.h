@@ -10,7 +10,9 @@
  *   refresh.c  -o refresh: a changed source makes a new generation
  *   meta.c     the metadata files of __meta/ and their stores
  *   commit.c   commits of staged folders; the staging folder's set-up
- *   fragdel.c  rm -r __fragments/NAME: a fragment deleted
+ *   fragdel.c  rm -r __fragments/NAME: a fragment deleted; removals
+ *              deferred until no older generation is open
+ *   autocons.c -o consolidate=N: consolidation after commits
  *   mount.c    the requests of the front ends
  *
  * Locks.  `lock` guards the list of generations, the records and the
@@ -100,6 +102,11 @@ struct tdbm_mount {
                                     * (fragdel.c; under lock) */
     struct tdbm_pending *pending;  /* deleted fragments whose folders wait
                                     * for old generations (under lock) */
+    pthread_t cons_thread;         /* autocons.c: the fragments' merge */
+    bool cons_started;             /* cons_thread is to be joined (by the
+                                    * next consolidation, or the end;
+                                    * under lock) */
+    bool cons_running;             /* a consolidation under way (lock) */
 
     pthread_key_t errkey;          /* each thread's struct tdb_error */
 };
@@ -241,5 +248,17 @@ void tdbm_frag_reap(struct tdbm_mount *m);
 /* The mount ends (every generation closed): removes the folders still
  * waiting and forgets the hidden files. */
 void tdbm_frag_end(struct tdbm_mount *m);
+/* What a consolidation superseded (the fragments its .vac names, older
+ * fragment metadata and commit files) is vacuumed once no generation
+ * before the next one is open (tdbm_frag_reap), or at the end. */
+int tdbm_frag_defer_vacuum(struct tdbm_mount *m);
+
+/* autocons.c */
+/* After a commit: with -o consolidate=N and more than N fragments, the
+ * fragment metadata and commits consolidated at once, the fragments on a
+ * thread (at most one at a time). */
+void tdbm_autocons(struct tdbm_mount *m);
+/* The mount ends: waits for a consolidation under way. */
+void tdbm_autocons_end(struct tdbm_mount *m);
 
 #endif
