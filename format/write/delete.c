@@ -686,7 +686,8 @@ int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
         goto out;
     tdb_tsname_make(nm, sizeof nm, t, t, rnd, TDB_WRITE_VERSION);
     snprintf(path, sizeof path, "__commits/%s.del", nm);
-    snprintf(tmp, sizeof tmp, ".%s.del.tmp", nm);
+    /* (a name tiledbfs-consolidate's sweep removes after a kill) */
+    snprintf(tmp, sizeof tmp, ".%s.del.cons.tmp", nm);
     if (io->ops->mkdir && (r = io->ops->mkdir(io->ctx, "__commits"))) {
         r = tdb_err(err, r, "__commits: cannot create: %s", tdb_strerror(r));
         goto out;
