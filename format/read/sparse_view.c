@@ -339,6 +339,22 @@ static bool sp_processed(const struct tdb_fragmeta *fm, const char *name)
     return false;
 }
 
+/* Whether the cell under cursor k meets delete condition i of a: 1 or 0,
+ * or an error naming the condition. */
+static int sp_cond_meets(const struct tdb_array *a, size_t i,
+                         struct sp_cur *k, struct tdb_error *err)
+{
+    struct sp_cellview cv = {.k = k, .err = err};
+    struct tdb_cell_view view = {.get = sp_cell_get, .arg = &cv,
+                                 .is_var = sp_cell_is_var,
+                                 .release = sp_cell_release};
+    int m = tdb_cond_eval(a->conds[i], &view, err);
+    sp_cell_release(&cv);
+    return m < 0 ? tdb_err_ctx(err, m, "delete condition %s",
+                               a->cond_ents[i].name)
+                 : m;
+}
+
 /* Is the cell under cursor k removed by a delete?  A consolidation that
  * processed deletes recorded when one removed the cell (its delete
  * timestamp): the cell is gone from a view whose open range ends at or
@@ -362,16 +378,9 @@ static int sp_deleted(struct sparse_cells *sc, struct sp_cur *k,
             continue;
         if (sp_processed(k->f->fm, de->name))
             continue;
-        struct sp_cellview cv = {.k = k, .err = err};
-        struct tdb_cell_view view = {.get = sp_cell_get, .arg = &cv,
-                                     .is_var = sp_cell_is_var,
-                                     .release = sp_cell_release};
-        int m = tdb_cond_eval(a->conds[i], &view, err);
-        sp_cell_release(&cv);
-        if (m < 0)
-            return tdb_err_ctx(err, m, "delete condition %s", de->name);
+        int m = sp_cond_meets(a, i, k, err);
         if (m)
-            return 1;
+            return m;
     }
     return 0;
 }
@@ -395,14 +404,9 @@ static int sp_note_delete(struct sparse_cells *sc, struct sp_cur *k,
         if (td < fm->t1 || sp_processed(fm, de->name) ||
             (fm->has_timestamps && td <= fm->t2 && k->ts > td))
             continue;
-        struct sp_cellview cv = {.k = k, .err = err};
-        struct tdb_cell_view view = {.get = sp_cell_get, .arg = &cv,
-                                     .is_var = sp_cell_is_var,
-                                     .release = sp_cell_release};
-        int m = tdb_cond_eval(a->conds[i], &view, err);
-        sp_cell_release(&cv);
+        int m = sp_cond_meets(a, i, k, err);
         if (m < 0)
-            return tdb_err_ctx(err, m, "delete condition %s", de->name);
+            return m;
         if (m) {
             cts = td;
             ci = i;

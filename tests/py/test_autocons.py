@@ -5,18 +5,10 @@ import subprocess
 import time
 
 from conftest import find_program, make_sample, run_cat
+from test_delete_fragment import wait_for
 from test_write import read_file
 
 ROWS, COLS = 8, 6
-
-
-def wait_for(cond, secs=30.0):
-    deadline = time.monotonic() + secs
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def commit_rows(mnt, name, r0, r1, value):

@@ -285,3 +285,42 @@ int unit_dense_f32(struct tdb_io *arr, const char *dir, int rows, int cols,
         tdb_io_free(arr);
     return r;
 }
+
+/* unit_expected_diff's walk (nftw passes no argument). */
+static struct {
+    size_t rootlen;
+    struct tdb_fs *fs;
+    const char *skip;
+    int bad;
+} unit_exp;
+
+static int unit_exp_one(const char *path, const struct stat *st, int kind,
+                        struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    const char *rel = path + unit_exp.rootlen + 1;
+    if (kind != FTW_F ||
+        (unit_exp.skip && !strncmp(rel, unit_exp.skip,
+                                   strlen(unit_exp.skip))))
+        return 0;
+    size_t n;
+    uint64_t m;
+    char *want = unit_slurp(path, &n);
+    uint8_t *got = unit_fs_file(unit_exp.fs, rel, &m);
+    if (!want || !got || !unit_same_bytes(rel, got, m, (uint8_t *)want, n))
+        unit_exp.bad++;
+    free(want);
+    free(got);
+    return 0;
+}
+
+int unit_expected_diff(const char *root, struct tdb_fs *fs, const char *skip)
+{
+    unit_exp.rootlen = strlen(root);
+    unit_exp.fs = fs;
+    unit_exp.skip = skip;
+    unit_exp.bad = 0;
+    nftw(root, unit_exp_one, 16, FTW_PHYS);
+    return unit_exp.bad;
+}

@@ -147,4 +147,9 @@ uint8_t *unit_fs_read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size);
  * printing why to stderr, when it is absent or cannot be read. */
 uint8_t *unit_fs_file(struct tdb_fs *fs, const char *path, uint64_t *size);
 
+/* The files below folder `root` (a case's expected/) that tree fs does not
+ * show byte for byte at the same relative path, those whose path starts
+ * with `skip` (NULL: none) left out: how many (each said on stderr). */
+int unit_expected_diff(const char *root, struct tdb_fs *fs, const char *skip);
+
 #endif

@@ -254,34 +254,9 @@ static void test_refusals(void)
 
 /* ----------------------------------------------------- same views */
 
-/* Every file of expected/ (relative path rel) of the case, against the
- * tree of the array in io. */
-static const char *exp_root;
-static struct tdb_fs *exp_fs;
-static int exp_bad;
 static bool exp_skip_frags;     /* fragments consolidated: their own files
                                  * are gone */
-
-static int exp_one(const char *path, const struct stat *st, int kind,
-                   struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (kind != FTW_F)
-        return 0;
-    const char *rel = path + strlen(exp_root) + 1;
-    if (exp_skip_frags && !strncmp(rel, "__fragments/", 12))
-        return 0;
-    size_t n;
-    uint64_t m;
-    char *want = unit_slurp(path, &n);
-    uint8_t *got = unit_fs_file(exp_fs, rel, &m);
-    if (!want || !got || !unit_same_bytes(rel, got, m, (uint8_t *)want, n))
-        exp_bad++;
-    free(want);
-    free(got);
-    return 0;
-}
+static int exp_bad;             /* frag_views' count */
 
 /* The tree of the array in io (opened with the case's key, if any) shows
  * every expected file of case `name`.  @return true when it does. */
@@ -300,16 +275,15 @@ static bool views_exact(const char *name, const struct tdb_io *io,
     unit_timestamp_range(mo ? mo : "", &o.ts_start, &o.ts_end);
     free(cj);
     snprintf(root, sizeof root, "%s/%s/expected", unit_corpus(), name);
-    exp_root = root;
-    exp_bad = 0;
-    exp_fs = NULL;
-    if (tdb_fs_open(&exp_fs, io, &o, &err)) {
+    struct tdb_fs *fs = NULL;
+    if (tdb_fs_open(&fs, io, &o, &err)) {
         fprintf(stderr, "  %s: %s\n", name, err.msg);
         return false;
     }
-    nftw(root, exp_one, 16, FTW_PHYS);
-    tdb_fs_close(exp_fs);
-    return exp_bad == 0;
+    int bad = unit_expected_diff(root, fs,
+                                 exp_skip_frags ? "__fragments/" : NULL);
+    tdb_fs_close(fs);
+    return bad == 0;
 }
 
 /* Consolidates every mode on io, and vacuums each when `vacuum`;
