@@ -4,6 +4,7 @@
  * delete commit or (format_spec/fragment.md dt.tdb) marked deleted by a
  * consolidation dropped.  The merge runs once and is kept as runs. */
 #include "read/view.h"
+#include "core/pool.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -1626,12 +1627,22 @@ static int sp_fast_ranks(struct sp_fast *fx, struct tdb_error *err)
     return 0;
 }
 
+/* sp_range_thread as a job of the pool. */
+struct sp_range_job {
+    struct tdb_pool_job j;
+    struct sp_fast *fx;
+};
+
+static void sp_range_job_run(struct tdb_pool_job *j)
+{
+    sp_range_thread(((struct sp_range_job *)j)->fx);
+}
+
 /* Merges fx->nr ranges on nthreads threads (this one among them). */
 static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
 {
     size_t nr = fx->nr;
     atomic_init(&fx->next, 0);
-    pthread_t th[SP_RANGES_MAX];
     size_t nth = nr < nthreads ? nr : nthreads, started = 0;
     /* the threads start far apart in the order (their first tiles
      * differ: a tile two threads want is decoded by one while the other
@@ -1641,12 +1652,16 @@ static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
         for (size_t b = 0; b < nth; b++)
             if (b * per + i < nr)
                 fx->order[no++] = b * per + i;
-    while (started + 1 < nth &&
-           !pthread_create(&th[started], NULL, sp_range_thread, fx))
-        started++;
+    struct tdb_pool *pool = NULL;
+    struct sp_range_job jobs[SP_RANGES_MAX];
+    if (nth > 1 && !tdb_pool_create(&pool, (unsigned)(nth - 1)))
+        for (; started + 1 < nth; started++) {
+            jobs[started].j.run = sp_range_job_run;
+            jobs[started].fx = fx;
+            tdb_pool_submit(pool, &jobs[started].j);
+        }
     sp_range_thread(fx);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
+    tdb_pool_free(pool); /* (once its jobs have run) */
 }
 
 /* The ranges' outcome: the first error, 1 when two ranges do not meet

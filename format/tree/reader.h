@@ -3,7 +3,7 @@
 #ifndef TDB_READER_H
 #define TDB_READER_H
 
-#include "read/pool.h"
+#include "core/pool.h"
 #include "read/view.h"
 
 /* tree.c: the pool of fs (started on first use; NULL when threads=1 or

@@ -1,5 +1,6 @@
 /* wr_tiles.c: the tile jobs of a fragment write: staged bytes gathered into tiles, filtered, appended and recorded in order, on a pool of threads. */
 #include "write/wr.h"
+#include "core/pool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -693,41 +694,39 @@ static int wr_job_done(struct wr *w, struct wr_job *job)
 
 /* The pool: workers take queued jobs in order; the calling thread queues
  * up to q jobs ahead of the one it writes next. */
+/* The tile jobs on the engine's pool (core/pool.h): job slots for twice
+ * as many jobs as threads, each thread's scratch taken from a stack. */
 struct wr_pool {
     const struct wr *w;
     pthread_mutex_t mu;
-    pthread_cond_t work, done;
+    pthread_cond_t done;
     struct wr_job *jobs;
     unsigned q;
-    uint64_t queued, taken;     /* jobs [0, queued) queued; taken: next */
-    bool stop;
+    uint64_t queued;            /* jobs [0, queued) queued */
+    struct wr_scratch *sc;      /* nth of them */
+    unsigned *free_sc, nfree;   /* those no job holds */
 };
 
-struct wr_worker {
+/* A job slot on the pool. */
+struct wr_task {
+    struct tdb_pool_job pj;     /* first: the pool's */
     struct wr_pool *p;
-    struct wr_scratch sc;
-    pthread_t th;
+    struct wr_job *job;
 };
 
-static void *wr_worker_main(void *arg)
+static void wr_task_run(struct tdb_pool_job *pj)
 {
-    struct wr_worker *k = arg;
-    struct wr_pool *p = k->p;
+    struct wr_task *t = (struct wr_task *)pj;
+    struct wr_pool *p = t->p;
     pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->stop && p->taken == p->queued)
-            pthread_cond_wait(&p->work, &p->mu);
-        if (p->stop)
-            break;
-        struct wr_job *job = &p->jobs[p->taken++ % p->q];
-        pthread_mutex_unlock(&p->mu);
-        wr_job_run(p->w, &k->sc, job);
-        pthread_mutex_lock(&p->mu);
-        job->state = WR_JOB_DONE;
-        pthread_cond_signal(&p->done);
-    }
+    unsigned k = p->free_sc[--p->nfree]; /* (a thread each: never empty) */
     pthread_mutex_unlock(&p->mu);
-    return NULL;
+    wr_job_run(p->w, &p->sc[k], t->job);
+    pthread_mutex_lock(&p->mu);
+    p->free_sc[p->nfree++] = k;
+    t->job->state = WR_JOB_DONE;
+    pthread_cond_signal(&p->done);
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* All the jobs in the calling thread. */
@@ -748,69 +747,67 @@ static int wr_jobs_serial(struct wr *w, uint64_t total)
     return r;
 }
 
-/* The jobs on nth threads; false in *ran when none could start. */
+/* The jobs on a pool of nth threads; false in *ran when it could not be
+ * made. */
 static int wr_jobs_pool(struct wr *w, uint64_t total, unsigned nth, bool *ran)
 {
     struct wr_pool p;
+    struct tdb_pool *pool = NULL;
     memset(&p, 0, sizeof p);
     p.w = w;
     p.q = 2 * nth;
     p.jobs = calloc(p.q, sizeof *p.jobs);
-    struct wr_worker *k = calloc(nth, sizeof *k);
+    struct wr_task *tasks = calloc(p.q, sizeof *tasks);
+    p.sc = calloc(nth, sizeof *p.sc);
+    p.free_sc = calloc(nth, sizeof *p.free_sc);
     *ran = false;
-    if (!p.jobs || !k) {
+    if (!p.jobs || !tasks || !p.sc || !p.free_sc ||
+        tdb_pool_create(&pool, nth)) {
         free(p.jobs);
-        free(k);
+        free(tasks);
+        free(p.sc);
+        free(p.free_sc);
         return 0;
     }
     pthread_mutex_init(&p.mu, NULL);
-    pthread_cond_init(&p.work, NULL);
     pthread_cond_init(&p.done, NULL);
-    unsigned started = 0;
-    for (; started < nth; started++) {
-        k[started].p = &p;
-        wr_scratch_init(&k[started].sc);
-        if (pthread_create(&k[started].th, NULL, wr_worker_main, &k[started]))
-            break;
+    for (unsigned i = 0; i < nth; i++) {
+        wr_scratch_init(&p.sc[i]);
+        p.free_sc[p.nfree++] = i;
     }
     int r = 0;
-    if (started) {
-        *ran = true;
-        for (uint64_t s = 0; s < total && !r; s++) {
-            struct wr_job *job = &p.jobs[s % p.q];
-            pthread_mutex_lock(&p.mu);
-            bool more = false;
-            while (p.queued < total && p.queued - s < p.q) {
-                struct wr_job *nj = &p.jobs[p.queued % p.q];
-                wr_job_init(w, nj, p.queued);
-                nj->state = WR_JOB_QUEUED;
-                p.queued++;
-                more = true;
-            }
-            if (more)
-                pthread_cond_broadcast(&p.work);
-            while (job->state != WR_JOB_DONE)
-                pthread_cond_wait(&p.done, &p.mu);
-            pthread_mutex_unlock(&p.mu);
-            r = wr_job_done(w, job);
-            job->state = WR_JOB_FREE;
+    *ran = true;
+    for (uint64_t s = 0; s < total && !r; s++) {
+        struct wr_job *job = &p.jobs[s % p.q];
+        pthread_mutex_lock(&p.mu);
+        while (p.queued < total && p.queued - s < p.q) {
+            unsigned slot = (unsigned)(p.queued % p.q);
+            struct wr_job *nj = &p.jobs[slot];
+            wr_job_init(w, nj, p.queued);
+            nj->state = WR_JOB_QUEUED;
+            tasks[slot] = (struct wr_task){.pj.run = wr_task_run, .p = &p,
+                                           .job = nj};
+            tdb_pool_submit(pool, &tasks[slot].pj);
+            p.queued++;
         }
+        while (job->state != WR_JOB_DONE)
+            pthread_cond_wait(&p.done, &p.mu);
+        pthread_mutex_unlock(&p.mu);
+        r = wr_job_done(w, job);
+        job->state = WR_JOB_FREE;
     }
-    pthread_mutex_lock(&p.mu);
-    p.stop = true;
-    pthread_cond_broadcast(&p.work);
-    pthread_mutex_unlock(&p.mu);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(k[i].th, NULL);
+    /* the jobs queued after a failure still run; then the threads stop */
+    tdb_pool_free(pool);
     for (unsigned i = 0; i < nth; i++)
-        wr_scratch_free(&k[i].sc);
+        wr_scratch_free(&p.sc[i]);
     for (unsigned i = 0; i < p.q; i++)
         wr_job_free(&p.jobs[i]);
     pthread_cond_destroy(&p.done);
-    pthread_cond_destroy(&p.work);
     pthread_mutex_destroy(&p.mu);
     free(p.jobs);
-    free(k);
+    free(tasks);
+    free(p.sc);
+    free(p.free_sc);
     return r;
 }
 

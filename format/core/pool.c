@@ -1,7 +1,7 @@
 /* pool.c: a pool of threads running queued jobs in order (pool.h), as
  * zstd's common/pool.c runs its jobs: a queue under one lock, threads
  * waiting on one condition. */
-#include "read/pool.h"
+#include "core/pool.h"
 #include "core/core.h"
 
 #include <pthread.h>
