@@ -4,6 +4,7 @@
 #include "unit.h"
 #include "support.h"
 
+#include "core/core.h"
 #include "model/generic_tile.h"
 #include "tiledb_format_write.h"
 
@@ -368,6 +369,68 @@ static void test_refused(void)
     unit_drop_case(dir, &io);
 }
 
+/* A kill at every mutating call of an evolution (enumeration files, then
+ * the schema file, published whole): the array opens with the schema
+ * before or after, and the evolution run again works. */
+static void test_kills(void)
+{
+    static const char evo[] =
+        "{\"extend_enumerations\": [{\"name\": \"sizes\", "
+        "\"data_hex\": \"0000000000005940\"}],"
+        " \"add_attributes\": [{\"name\": \"z\", \"datatype\": "
+        "\"INT16\", \"fill_hex\": \"2a00\"}]}";
+    struct tdb_io io, counting;
+    struct tdb_io_fault all = {0};
+    struct tdb_error err = {0};
+    char *dir, *made = NULL;
+    if (!unit_copy_case("enumeration", &dir, &io))
+        return;
+    CHECK_EQ_INT(tdb_io_faulty(&counting, &io, &all), 0);
+    CHECK_EQ_INT(tdb_schema_evolve(&counting, evo, sizeof evo - 1, NULL, 5,
+                                   &made, &err), 0);
+    free(made);
+    tdb_io_free(&counting);
+    uint64_t total = all.count;
+    CHECK(total >= 3);
+    unit_drop_case(dir, &io);
+    for (uint64_t k = 1; k <= total; k++) {
+        struct tdb_io faulty;
+        struct tdb_io_fault f = {.fail_at = k, .crash = true};
+        if (!unit_copy_case("enumeration", &dir, &io))
+            return;
+        CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
+        made = NULL;
+        int rc = tdb_schema_evolve(&faulty, evo, sizeof evo - 1, NULL, 5,
+                                   &made, &err);
+        free(made);
+        tdb_io_free(&faulty);
+        json_t *schema = io_schema(&io);
+        CHECK(schema != NULL);
+        bool evolved = find_named(json_object_get(schema, "attrs"), "z");
+        CHECK(rc != 0 || evolved);
+        json_decref(schema);
+        if (!evolved) {
+            made = NULL;
+            CHECK_EQ_INT(tdb_schema_evolve(&io, evo, sizeof evo - 1, NULL, 6,
+                                           &made, &err), 0);
+            free(made);
+        }
+        schema = io_schema(&io);
+        json_t *sizes = find_named(json_object_get(schema, "enumerations"),
+                                   "sizes");
+        const char *sd = json_string_value(json_object_get(sizes,
+                                                           "data_hex"));
+        CHECK(find_named(json_object_get(schema, "attrs"), "z") && sd &&
+              strlen(sd) == 16 * 5);
+        json_decref(schema);
+        unit_drop_case(dir, &io);
+        if (unit_cur_failed)
+            return;
+    }
+    printf("   killed at each of %llu calls: the schema before or after, "
+           "then evolved again\n", (unsigned long long)total);
+}
+
 int main(void)
 {
     RUN_CORPUS(test_add_as_tiledb);
@@ -375,6 +438,7 @@ int main(void)
     RUN_CORPUS(test_current_domain_as_tiledb);
     RUN_CORPUS(test_enumerations);
     RUN_CORPUS(test_current_domain_refused);
+    RUN_CORPUS(test_kills);
     RUN_CORPUS(test_views);
     RUN_CORPUS(test_refused);
     return unit_done();
