@@ -20,20 +20,18 @@
 
 /* ------------------------------------------------- the staged folder */
 
-/* The folder the writer reads, "cons/": the merged view's field files,
- * the special fields of a sparse consolidation (__timestamps), and the
- * small files the writer writes there itself (its marker), in memory. */
+/* The folder the writer reads, "cons/": the merged view's field files
+ * and the special fields of a sparse consolidation (__timestamps, ...),
+ * made once before the write; the small files the writer writes there
+ * itself (its marker) go to an in-memory backend (tdb_io_mem). */
 #define CF_DIR "cons"
 
-enum cf_kind { CF_FIELD, CF_TIMESTAMPS, CF_DELETE_TS, CF_DELETE_INDEX,
-               CF_MEM };
+enum cf_kind { CF_FIELD, CF_TIMESTAMPS, CF_DELETE_TS, CF_DELETE_INDEX };
 
 struct cf_file {
     char *name;
     enum cf_kind kind;
     struct tdb_fieldfile ff;    /* CF_FIELD */
-    uint8_t *mem;               /* CF_MEM */
-    size_t len;
 };
 
 struct cf_stage {
@@ -44,7 +42,8 @@ struct cf_stage {
     const struct tdb_cell_delete *dels;  /* the deleted cells, in order */
     size_t ndels;
     uint64_t *cond_pos;         /* delete commit i's place in `processed` */
-    pthread_mutex_t lock;       /* the CF_MEM files and err */
+    struct tdb_io mem;          /* the writer's own files */
+    pthread_mutex_t lock;       /* rc and err */
     int rc;                     /* the first failed read, its message in err */
     struct tdb_error err;
 };
@@ -55,7 +54,7 @@ static struct cf_file *cf_find(struct cf_stage *st, const char *path)
     if (strncmp(path, CF_DIR "/", dl + 1))
         return NULL;
     for (size_t i = 0; i < st->n; i++)
-        if (st->f[i].name && !strcmp(st->f[i].name, path + dl + 1))
+        if (!strcmp(st->f[i].name, path + dl + 1))
             return &st->f[i];
     return NULL;
 }
@@ -78,6 +77,12 @@ static struct cf_file *cf_add(struct cf_stage *st, const char *name,
     f->kind = kind;
     st->n++;
     return f;
+}
+
+/* Takes back the file cf_add added last. */
+static void cf_drop_last(struct cf_stage *st)
+{
+    free(st->f[--st->n].name);
 }
 
 /* Keeps the first failure of a read the writer asked for: the writer
@@ -203,15 +208,7 @@ static int cf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
     int r = 0;
     tdb_error_clear(&err);
     if (!f)
-        return TDB_E_NOENT;
-    if (f->kind == CF_MEM) {
-        pthread_mutex_lock(&st->lock);
-        r = off > f->len || len > f->len - off ? TDB_E_IO : 0;
-        if (!r)
-            memcpy(buf, f->mem + off, len);
-        pthread_mutex_unlock(&st->lock);
-        return r;
-    }
+        return st->mem.ops->read_at(st->mem.ctx, path, off, buf, len);
     if (f->kind != CF_FIELD)
         r = cf_read_ts(st, f->kind, off, buf, len, &err);
     while (!r && f->kind == CF_FIELD && len) {
@@ -233,13 +230,7 @@ static int cf_size(void *ctx, const char *path, uint64_t *size)
     struct tdb_error err;
     tdb_error_clear(&err);
     if (!f)
-        return TDB_E_NOENT;
-    if (f->kind == CF_MEM) {
-        pthread_mutex_lock(&st->lock);
-        *size = f->len;
-        pthread_mutex_unlock(&st->lock);
-        return 0;
-    }
+        return st->mem.ops->size(st->mem.ctx, path, size);
     if (f->kind != CF_FIELD) {
         *size = st->cells->ncells * 8;
         return 0;
@@ -254,69 +245,40 @@ static int cf_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
     if (strcmp(path, CF_DIR))
         return TDB_E_NOENT;
     for (size_t i = 0; i < st->n; i++) {
-        if (!st->f[i].name)
-            continue;
         struct tdb_dirent de = {st->f[i].name, false};
         int r = fn(arg, &de);
         if (r)
             return r;
     }
-    return 0;
+    int r = st->mem.ops->list(st->mem.ctx, path, fn, arg);
+    return r == TDB_E_NOENT ? 0 : r; /* (nothing written there yet) */
 }
 
 static int cf_is_dir(void *ctx, const char *path, bool *is_dir)
 {
     struct cf_stage *st = ctx;
     *is_dir = !strcmp(path, CF_DIR);
-    return *is_dir || cf_find(st, path) ? 0 : TDB_E_NOENT;
+    if (*is_dir || cf_find(st, path))
+        return 0;
+    return st->mem.ops->is_dir(st->mem.ctx, path, is_dir);
 }
 
-/* The writer's own files (its marker): kept in memory. */
+/* The writer's own files go to st->mem; the view's are not its to
+ * change. */
 static int cf_write_at(void *ctx, const char *path, uint64_t off,
                        const void *buf, size_t len)
 {
     struct cf_stage *st = ctx;
-    size_t dl = sizeof CF_DIR - 1;
-    if (strncmp(path, CF_DIR "/", dl + 1) || strchr(path + dl + 1, '/') ||
-        off > 4096 || len > 4096)
-        return TDB_E_INVAL;
-    pthread_mutex_lock(&st->lock);
-    struct cf_file *f = cf_find(st, path);
-    int r = 0;
-    if (!f && !(f = cf_add(st, path + dl + 1, CF_MEM)))
-        r = TDB_E_NOMEM;
-    else if (f->kind != CF_MEM)
-        r = TDB_E_INVAL;
-    if (!r && off + len > f->len) {
-        uint8_t *m = realloc(f->mem, (size_t)(off + len));
-        if (!m) {
-            r = TDB_E_NOMEM;
-        } else {
-            memset(m + f->len, 0, (size_t)(off + len) - f->len);
-            f->mem = m;
-            f->len = (size_t)(off + len);
-        }
-    }
-    if (!r)
-        memcpy(f->mem + off, buf, len);
-    pthread_mutex_unlock(&st->lock);
-    return r;
+    return cf_find(st, path) ? TDB_E_INVAL
+                             : st->mem.ops->write_at(st->mem.ctx, path, off,
+                                                     buf, len);
 }
 
 static int cf_remove(void *ctx, const char *path)
 {
     struct cf_stage *st = ctx;
-    pthread_mutex_lock(&st->lock);
-    struct cf_file *f = cf_find(st, path);
-    int r = !f ? TDB_E_NOENT : f->kind != CF_MEM ? TDB_E_INVAL : 0;
-    if (!r) {
-        free(f->name);
-        free(f->mem);
-        f->name = NULL;
-        f->mem = NULL;
-    }
-    pthread_mutex_unlock(&st->lock);
-    return r;
+    return cf_find(st, path) ? TDB_E_INVAL
+                             : st->mem.ops->remove(st->mem.ctx, path);
 }
 
 static int cf_sync(void *ctx, const char *path)
@@ -339,13 +301,13 @@ static const struct tdb_io_ops cf_ops = {
 static void cf_stage_free(struct cf_stage *st)
 {
     for (size_t i = 0; i < st->n; i++) {
-        if (st->f[i].kind == CF_FIELD && st->f[i].name)
+        if (st->f[i].kind == CF_FIELD)
             tdb_fieldfile_destroy(&st->f[i].ff);
         free(st->f[i].name);
-        free(st->f[i].mem);
     }
     free(st->f);
     free(st->cond_pos);
+    tdb_io_free(&st->mem);
     pthread_mutex_destroy(&st->lock);
 }
 
@@ -373,8 +335,7 @@ static int cf_add_field(struct cf_stage *st, bool is_dim, uint32_t idx,
         int r = tdb_fieldfile_init(&f->ff, st->cells, st->arr, s, is_dim, idx,
                                    part[p]);
         if (r) {
-            free(f->name);
-            f->name = NULL;
+            cf_drop_last(st);
             return tdb_err(err, r, "field '%s': cannot read it", name);
         }
     }
@@ -393,7 +354,7 @@ static double cf_cells(uint32_t nd, const uint64_t *lo, const uint64_t *hi)
     return c;
 }
 
-/* Whether TileDB consolidates dense fragments frags[0..n): the merged
+/* Whether TileDB consolidates the dense fragments of a: the merged
  * fragment covers the box around their non-empty domains, and TileDB
  * takes them only when that box has no more cells than their non-empty
  * domains expanded to whole space tiles (not expanded under a current
@@ -412,18 +373,15 @@ static bool cf_dense_ok(const struct tdb_array *a, uint64_t *lo, uint64_t *hi)
                 lo[d] = f->ned_lo[d];
             if (!i || f->ned_hi[d] > hi[d])
                 hi[d] = f->ned_hi[d];
-            uint64_t ext = f->ext[d] ? f->ext[d] : 1;
+            /* TileDB 2.29 expands nothing when the fragment's schema has a
+             * current domain (CurrentDomain::expand_to_tiles sets the
+             * range of a copy), so neither do we */
+            bool cd = f->fs->has_current_domain && f->fs->current_domain;
+            uint64_t ext = f->ext[d] && !cd ? f->ext[d] : 1;
             elo[d] = f->ned_lo[d] / ext * ext;
             ehi[d] = f->ned_hi[d] / ext * ext + (ext - 1);
             if (ehi[d] < elo[d])
                 ehi[d] = UINT64_MAX;
-            /* TileDB 2.29 expands nothing when the fragment's schema has a
-             * current domain (CurrentDomain::expand_to_tiles sets the
-             * range of a copy), so neither do we */
-            if (f->fs->has_current_domain && f->fs->current_domain) {
-                elo[d] = f->ned_lo[d];
-                ehi[d] = f->ned_hi[d];
-            }
         }
         sum += cf_cells(nd, elo, ehi);
     }
@@ -568,6 +526,10 @@ int tdb_consolidate_fragments(const struct tdb_io *io,
     struct tdb_buf vac = {0};
     char **proc = NULL;
     pthread_mutex_init(&st.lock, NULL);
+    if (tdb_io_mem(&st.mem)) {
+        pthread_mutex_destroy(&st.lock);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
     struct tdb_open_options oo;
     tdb_open_options_init(&oo);
     oo.key = o->key;
