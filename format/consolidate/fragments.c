@@ -468,47 +468,49 @@ static int cf_named(void *arg, const char *name, struct tdb_error *err)
              : 0;
 }
 
+/* Whether fragment `name` is committed in d. */
+static bool cf_committed(const struct tdb_arraydir *d, const char *name)
+{
+    for (size_t i = 0; i < d->ncands; i++)
+        if (!strcmp(d->cands[i].name, name))
+            return true;
+    return false;
+}
+
 /* Finishes the fragment consolidations a kill stopped: a temporary .vac
- * whose fragment is committed is renamed into place (the merged
+ * whose fragment is committed (as the reader counts it, model/arraydir.c) is renamed into place (the merged
  * fragments then leave every view, as they would have); one whose
  * fragment is not is removed with what the writer made of the fragment.
  * Then the other modes' temporary files (tdb_cons_sweep). */
 static int cf_finish(const struct tdb_io *io, const uint8_t *key,
                      struct tdb_cons_result *res, struct tdb_error *err)
 {
-    static const char tail[] = TDB_VAC_PENDING;
-    size_t tl = sizeof tail - 1;
-    struct tdb_names names = {0};
-    int r = tdb_io_names(io, "", &names, err);
-    for (size_t i = 0; !r && i < names.n; i++) {
-        const char *nm = names.v[i];
-        size_t nl = strlen(nm);
-        char frag[256], path[300];
-        if (names.is_dir[i] || strncmp(nm, ".__", 3) || nl <= tl + 3 ||
-            strcmp(nm + nl - tl, tail) || nl - tl - 1 >= sizeof frag)
+    struct tdb_arraydir *d = NULL;
+    int r = tdb_arraydir_load(io, 0, UINT64_MAX, &d, err);
+    for (size_t v = 0; !r && v < d->nvacs; v++) {
+        const struct tdb_arraydir_vac *vac = &d->vacs[v];
+        if (!vac->pending)
             continue;
-        memcpy(frag, nm + 1, nl - tl - 1);
-        frag[nl - tl - 1] = 0;
-        snprintf(path, sizeof path, "__commits/%s.wrt", frag);
-        if (tdb_io_exists(io, path)) {
-            snprintf(path, sizeof path, "__commits/%s.vac", frag);
-            if ((r = io->ops->rename(io->ctx, nm, path)))
-                r = tdb_err(err, r, "cannot rename %s to %s: %s", nm, path,
-                            tdb_strerror(r));
+        char path[300];
+        if (cf_committed(d, vac->e.name)) {
+            snprintf(path, sizeof path, "__commits/%s.vac", vac->e.name);
+            if ((r = io->ops->rename(io->ctx, vac->e.path, path)))
+                r = tdb_err(err, r, "cannot rename %s to %s: %s",
+                            vac->e.path, path, tdb_strerror(r));
             continue;
         }
         struct tdb_cons_result one;
-        r = tdb_fragment_delete(io, frag, key, &one, err);
+        r = tdb_fragment_delete(io, vac->e.name, key, &one, err);
         if (r == TDB_E_NOENT) {
             tdb_error_clear(err);
             r = 0;
         }
         if (!r) {
             res->removed += one.removed;
-            r = tdb_cons_remove(io, nm, res, err);
+            r = tdb_cons_remove(io, vac->e.path, res, err);
         }
     }
-    tdb_names_free(&names);
+    tdb_arraydir_free(d);
     return r ? r : tdb_cons_sweep(io, res, err);
 }
 
@@ -663,43 +665,28 @@ out:
 
 /* ------------------------------------------------------------ vacuum */
 
-/* Removes the fragments .vac file `vac` names (each as
+/* Removes the fragments vacuum file `vac` names (each as
  * tdb_fragment_delete does: its commit first, then its folder), then the
  * .vac. */
-static int cf_vacuum_one(const struct tdb_io *io, const char *vac,
+static int cf_vacuum_one(const struct tdb_io *io,
+                         const struct tdb_arraydir_vac *vac,
                          const uint8_t *key, struct tdb_cons_result *res,
                          struct tdb_error *err)
 {
-    uint8_t *buf;
-    size_t len;
-    int r = tdb_io_read_file(io, vac, &buf, &len, err);
-    if (r)
-        return r;
-    size_t pos = 0;
-    while (!r && pos < len) {
-        size_t e = pos;
-        while (e < len && buf[e] != '\n')
-            e++;
-        char line[TDB_MAX_NAME + 32];
-        size_t ll = e - pos;
-        if (ll && ll < sizeof line) {
-            memcpy(line, buf + pos, ll);
-            line[ll] = 0;
-            const char *nm = strrchr(line, '/');
-            nm = nm ? nm + 1 : line;
-            struct tdb_cons_result one;
-            r = tdb_fragment_delete(io, nm, key, &one, err);
-            if (r == TDB_E_NOENT) {
-                tdb_error_clear(err);
-                r = 0; /* removed before */
-            } else if (!r) {
-                res->removed += one.removed;
-            }
+    int r = 0;
+    for (size_t k = 0; !r && k < vac->nitems; k++) {
+        const char *nm = strrchr(vac->items[k], '/');
+        struct tdb_cons_result one;
+        r = tdb_fragment_delete(io, nm ? nm + 1 : vac->items[k], key, &one,
+                                err);
+        if (r == TDB_E_NOENT) {
+            tdb_error_clear(err);
+            r = 0; /* removed before */
+        } else if (!r) {
+            res->removed += one.removed;
         }
-        pos = e + 1;
     }
-    free(buf);
-    return r ? r : tdb_cons_remove(io, vac, res, err);
+    return r ? r : tdb_cons_remove(io, vac->e.path, res, err);
 }
 
 int tdb_vacuum_fragments(const struct tdb_io *io, const uint8_t *key,
@@ -715,12 +702,10 @@ int tdb_vacuum_fragments(const struct tdb_io *io, const uint8_t *key,
     /* only the .vac files whose fragment is committed: readers leave out
      * what those name, so removing it shows nobody a missing cell */
     for (size_t v = 0; !r && v < d->nvacs; v++) {
-        const char *path = d->vacs[v].e.path;
-        bool live = false;
-        for (size_t i = 0; i < d->ncands && !live; i++)
-            live = !strcmp(d->cands[i].name, d->vacs[v].e.name);
-        if (live && !strncmp(path, "__commits/", 10))
-            r = cf_vacuum_one(io, path, key, res, err);
+        const struct tdb_arraydir_vac *vac = &d->vacs[v];
+        if (!vac->pending && !strncmp(vac->e.path, "__commits/", 10) &&
+            cf_committed(d, vac->e.name))
+            r = cf_vacuum_one(io, vac, key, res, err);
     }
     tdb_arraydir_free(d);
     return r;
