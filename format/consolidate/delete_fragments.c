@@ -64,17 +64,6 @@ static int frag_remove_folder(const struct tdb_io *io, const char *dir,
     return r;
 }
 
-/* The fragment folder `name` of a loaded array, among its committed
- * fragments (every timestamp, vacuumed ones too), or NULL. */
-static const struct tdb_dir_entry *frag_find(const struct tdb_arraydir *d,
-                                             const char *name)
-{
-    for (size_t i = 0; i < d->ncands; i++)
-        if (!strcmp(d->cands[i].name, name))
-            return &d->cands[i];
-    return NULL;
-}
-
 /* Both calls: the commit (and .ign), then, unless `uncommit`, the folder. */
 static int frag_delete(const struct tdb_io *io, const char *name,
                        const uint8_t *key, bool uncommit,
@@ -93,7 +82,7 @@ static int frag_delete(const struct tdb_io *io, const char *name,
     int r = tdb_cons_array_load(io, key, &a, err);
     if (r)
         goto done;
-    const struct tdb_dir_entry *e = frag_find(a.dir, name);
+    const struct tdb_dir_entry *e = tdb_arraydir_cand(a.dir, name);
     if (!e) {
         /* no commit: what a delete cut short after the commit left (or
          * nothing at all) */

@@ -468,15 +468,6 @@ static int cf_named(void *arg, const char *name, struct tdb_error *err)
              : 0;
 }
 
-/* Whether fragment `name` is committed in d. */
-static bool cf_committed(const struct tdb_arraydir *d, const char *name)
-{
-    for (size_t i = 0; i < d->ncands; i++)
-        if (!strcmp(d->cands[i].name, name))
-            return true;
-    return false;
-}
-
 /* Finishes the fragment consolidations a kill stopped: a temporary .vac
  * whose fragment is committed (as the reader counts it, model/arraydir.c) is renamed into place (the merged
  * fragments then leave every view, as they would have); one whose
@@ -492,7 +483,7 @@ static int cf_finish(const struct tdb_io *io, const uint8_t *key,
         if (!vac->pending)
             continue;
         char path[300];
-        if (cf_committed(d, vac->e.name)) {
+        if (tdb_arraydir_cand(d, vac->e.name)) {
             snprintf(path, sizeof path, "__commits/%s.vac", vac->e.name);
             if ((r = io->ops->rename(io->ctx, vac->e.path, path)))
                 r = tdb_err(err, r, "cannot rename %s to %s: %s",
@@ -704,7 +695,7 @@ int tdb_vacuum_fragments(const struct tdb_io *io, const uint8_t *key,
     for (size_t v = 0; !r && v < d->nvacs; v++) {
         const struct tdb_arraydir_vac *vac = &d->vacs[v];
         if (!vac->pending && !strncmp(vac->e.path, "__commits/", 10) &&
-            cf_committed(d, vac->e.name))
+            tdb_arraydir_cand(d, vac->e.name))
             r = cf_vacuum_one(io, vac, key, res, err);
     }
     tdb_arraydir_free(d);

@@ -744,6 +744,15 @@ static int arraydir_bypath_cmp(const void *a, const void *b)
                   ((const struct arraydir_bypath *)b)->path);
 }
 
+const struct tdb_dir_entry *tdb_arraydir_cand(const struct tdb_arraydir *d,
+                                              const char *name)
+{
+    for (size_t i = 0; i < d->ncands; i++)
+        if (!strcmp(d->cands[i].name, name))
+            return &d->cands[i];
+    return NULL;
+}
+
 int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
                         struct tdb_error *err)
 {
@@ -771,10 +780,7 @@ int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
         const struct tdb_arraydir_vac *vac = &d->vacs[v];
         if (!arraydir_counts(d, &vac->e.ts, sparse))
             continue;
-        bool committed = !vac->pending;
-        for (size_t i = 0; i < d->ncands && !committed; i++)
-            committed = !strcmp(d->cands[i].name, vac->e.name);
-        if (!committed)
+        if (vac->pending && !tdb_arraydir_cand(d, vac->e.name))
             continue;
         for (size_t k = 0; k < vac->nitems; k++) {
             struct arraydir_bypath key = {vac->items[k], 0};

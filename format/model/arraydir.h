@@ -76,6 +76,11 @@ int tdb_arraydir_load(const struct tdb_io *io, uint64_t ts_start,
                       uint64_t ts_end, struct tdb_arraydir **out,
                       struct tdb_error *err);
 
+/* Committed fragment `name` (its timestamped name) among d's candidates,
+ * of every timestamp, vacuumed ones too; NULL when there is none. */
+const struct tdb_dir_entry *tdb_arraydir_cand(const struct tdb_arraydir *d,
+                                              const char *name);
+
 /* Applies the fragment rule for the array type to a loaded directory
  * (drops fragments outside the range, uncommitted or vacuumed ones);
  * load applies the dense rule.  May be called again (recomputes frags). */
