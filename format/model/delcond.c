@@ -8,13 +8,6 @@
 /* Deepest expression nesting we accept (guards the recursion). */
 #define DELCOND_MAX_DEPTH 128
 
-enum { DELCOND_EXPR = 0, DELCOND_VALUE = 1 };
-enum { DELCOND_AND = 0, DELCOND_OR = 1, DELCOND_NOT = 2 };
-enum {
-    DELCOND_LT = 0, DELCOND_LE = 1, DELCOND_GT = 2, DELCOND_GE = 3,
-    DELCOND_EQ = 4, DELCOND_NE = 5, DELCOND_IN = 6, DELCOND_NOT_IN = 7,
-    DELCOND_ALWAYS_TRUE = 253, DELCOND_ALWAYS_FALSE = 254
-};
 
 struct delcond_node {
     bool is_expr;

@@ -5,6 +5,16 @@
 
 #include "core/core.h"
 
+/* The serialised tree's numbers (delete_commit_file.md): a node's kind,
+ * an expression's combination, a value node's comparison. */
+enum { DELCOND_EXPR = 0, DELCOND_VALUE = 1 };
+enum { DELCOND_AND = 0, DELCOND_OR = 1, DELCOND_NOT = 2 };
+enum {
+    DELCOND_LT = 0, DELCOND_LE = 1, DELCOND_GT = 2, DELCOND_GE = 3,
+    DELCOND_EQ = 4, DELCOND_NE = 5, DELCOND_IN = 6, DELCOND_NOT_IN = 7,
+    DELCOND_ALWAYS_TRUE = 253, DELCOND_ALWAYS_FALSE = 254
+};
+
 struct tdb_cond;
 
 /* Parses a .del file's decoded payload. */

@@ -5,6 +5,7 @@
  * __commits/__t_t_<uuid>_22.del. */
 #include "write/writer.h"
 #include "model/arraydir.h"
+#include "model/delcond.h"
 #include "model/schemas.h"
 
 #include <ctype.h>
@@ -13,17 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Condition trees as TileDB serializes them. */
-enum { DC_LT = 0, DC_LE = 1, DC_GT = 2, DC_GE = 3, DC_EQ = 4, DC_NE = 5,
-       DC_IN = 6, DC_NOT_IN = 7 };
-enum { DC_AND = 0, DC_OR = 1 };
-
 #define DC_MAX_DEPTH 64
 #define DC_MAX_TEXT (64u << 10)
 
 struct dc_node {
     bool expr;
-    uint8_t op;                 /* DC_AND/DC_OR, or a comparison */
+    uint8_t op;                 /* DELCOND_AND/DELCOND_OR, or a comparison */
     struct dc_node **kids;
     size_t nkids;
     char *field;                /* value nodes */
@@ -50,10 +46,10 @@ static void dc_free(struct dc_node *n)
  * into its opposite. */
 static void dc_negate(struct dc_node *n)
 {
-    static const uint8_t opp[8] = {DC_GE, DC_GT, DC_LE, DC_LT,
-                                   DC_NE, DC_EQ, DC_NOT_IN, DC_IN};
+    static const uint8_t opp[8] = {DELCOND_GE, DELCOND_GT, DELCOND_LE, DELCOND_LT,
+                                   DELCOND_NE, DELCOND_EQ, DELCOND_NOT_IN, DELCOND_IN};
     if (n->expr) {
-        n->op = n->op == DC_AND ? DC_OR : DC_AND;
+        n->op = n->op == DELCOND_AND ? DELCOND_OR : DELCOND_AND;
         for (size_t i = 0; i < n->nkids; i++)
             dc_negate(n->kids[i]);
     } else {
@@ -134,8 +130,8 @@ static int dc_next(struct dc_parse *ps)
         enum dc_tok tok;
         uint8_t cmp;
     } ops[] = {
-        {"==", T_OP, DC_EQ}, {"!=", T_OP, DC_NE}, {"<=", T_OP, DC_LE},
-        {">=", T_OP, DC_GE}, {"<", T_OP, DC_LT}, {">", T_OP, DC_GT},
+        {"==", T_OP, DELCOND_EQ}, {"!=", T_OP, DELCOND_NE}, {"<=", T_OP, DELCOND_LE},
+        {">=", T_OP, DELCOND_GE}, {"<", T_OP, DELCOND_LT}, {">", T_OP, DELCOND_GT},
         {"(", T_LP, 0}, {")", T_RP, 0}, {"[", T_LB, 0}, {"]", T_RB, 0},
         {",", T_COMMA, 0}, {"&", T_AND, 0}, {"|", T_OR, 0},
     };
@@ -384,7 +380,7 @@ static int dc_set(struct dc_parse *ps, const struct dc_field *f, bool neg,
     enum dc_tok close = ps->tok == T_LB ? T_RB : T_RP;
     if (ps->tok != T_LB && ps->tok != T_LP)
         return dc_fail(ps, "want [ after in");
-    struct dc_node *n = dc_leaf(f, neg ? DC_NOT_IN : DC_IN);
+    struct dc_node *n = dc_leaf(f, neg ? DELCOND_NOT_IN : DELCOND_IN);
     if (!n)
         return tdb_err(ps->err, TDB_E_NOMEM, "out of memory");
     size_t cap = 0;
@@ -427,7 +423,7 @@ fail:
  * FIELD is [not] None. */
 static int dc_cmp(struct dc_parse *ps, struct dc_node **out)
 {
-    static const uint8_t flip[6] = {DC_GT, DC_GE, DC_LT, DC_LE, DC_EQ, DC_NE};
+    static const uint8_t flip[6] = {DELCOND_GT, DELCOND_GE, DELCOND_LT, DELCOND_LE, DELCOND_EQ, DELCOND_NE};
     struct dc_field f;
     int r;
     bool value_first = ps->tok == T_INT || ps->tok == T_FLOAT ||
@@ -485,11 +481,11 @@ static int dc_cmp(struct dc_parse *ps, struct dc_node **out)
         return dc_fail(ps, "want a comparison (==, !=, <, <=, >, >=, in, "
                        "is None)");
     }
-    uint8_t op = is ? (isnot ? DC_NE : DC_EQ) : ps->cmp;
+    uint8_t op = is ? (isnot ? DELCOND_NE : DELCOND_EQ) : ps->cmp;
     if (!is && (r = dc_next(ps)))
         return r;
     bool null = is || dc_is(ps, "None");
-    if (null && op != DC_EQ && op != DC_NE)
+    if (null && op != DELCOND_EQ && op != DELCOND_NE)
         return dc_fail(ps, "None is only tested with ==, !=, is, is not");
     if (null && !f.nullable)
         return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' is not "
@@ -570,19 +566,19 @@ static int dc_chain(struct dc_parse *ps, struct dc_node **out, enum dc_tok t,
 
 static int dc_and(struct dc_parse *ps, struct dc_node **out)
 {
-    return dc_chain(ps, out, T_AND, DC_AND, dc_unary);
+    return dc_chain(ps, out, T_AND, DELCOND_AND, dc_unary);
 }
 
 static int dc_or(struct dc_parse *ps, struct dc_node **out)
 {
-    return dc_chain(ps, out, T_OR, DC_OR, dc_and);
+    return dc_chain(ps, out, T_OR, DELCOND_OR, dc_and);
 }
 
 /* ------------------------------------------------------------ output */
 
 static int dc_serialize(const struct dc_node *n, struct tdb_buf *b)
 {
-    int r = tdb_buf_put_u8(b, n->expr ? 0 : 1);
+    int r = tdb_buf_put_u8(b, n->expr ? DELCOND_EXPR : DELCOND_VALUE);
     if (!r)
         r = tdb_buf_put_u8(b, n->op);
     if (n->expr) {
@@ -601,7 +597,7 @@ static int dc_serialize(const struct dc_node *n, struct tdb_buf *b)
         r = tdb_buf_put_u64(b, n->data.len);
     if (!r && n->data.len)
         r = tdb_buf_append(b, n->data.data, n->data.len);
-    if (!r && (n->op == DC_IN || n->op == DC_NOT_IN)) {
+    if (!r && (n->op == DELCOND_IN || n->op == DELCOND_NOT_IN)) {
         r = tdb_buf_put_u64(b, 8 * (uint64_t)n->noffs);
         for (size_t i = 0; i < n->noffs && !r; i++)
             r = tdb_buf_put_u64(b, n->offs[i]);
