@@ -2,7 +2,7 @@
  * fragment (docs/LAYOUT.md "Writing"): one file __delete, a delete of the
  * cells that meet its condition (delete.c), or one file __evolve.json, a
  * schema evolution (evolve.c). */
-#include "write/writer.h"
+#include "write/wr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +69,7 @@ int tdb_staged_gesture(const struct tdb_io *io, const struct tdb_io *staged,
             other = n.v[i];
         else if (k != GESTURE_NONE)
             kind = k;
-        else if (strcmp(n.v[i], "__error") && strcmp(n.v[i], "__fragment") &&
-                 !other)
+        else if (!tdb_wr_own_file(n.v[i]) && !other)
             other = n.v[i];
     }
     if (kind != GESTURE_NONE && other)

@@ -140,6 +140,9 @@ void tdb_wr_fields_free(struct wr *w);
 int64_t tdb_wr_i64(unsigned type, const uint8_t *v);
 uint64_t tdb_wr_u64(unsigned type, const uint8_t *v);
 bool tdb_wr_isnan(unsigned type, const uint8_t *v);
+/* Whether `name` is a file of a staged folder that the mount or the
+ * writer writes there itself (__error, the marker), not staged data. */
+bool tdb_wr_own_file(const char *name);
 /* Matches the staged folder's entries to the fields' files. */
 int tdb_wr_match_staged(struct wr *w, bool *has_subarray);
 /* Reads staged bytes of field f (errors into rd's err, or w->err). */

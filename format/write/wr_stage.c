@@ -221,6 +221,11 @@ static int wr_ssize(struct wr *w, const char *nm, const char *path,
              : 0;
 }
 
+bool tdb_wr_own_file(const char *name)
+{
+    return !strcmp(name, "__error") || !strcmp(name, WR_MARKER);
+}
+
 /* Matches the staged folder's entries to the fields' files. */
 int tdb_wr_match_staged(struct wr *w, bool *has_subarray)
 {
@@ -232,7 +237,7 @@ int tdb_wr_match_staged(struct wr *w, bool *has_subarray)
     for (size_t i = 0; i < n.n && !r; i++) {
         const char *nm = n.v[i];
         bool found = false;
-        if (!strcmp(nm, "__error") || !strcmp(nm, WR_MARKER))
+        if (tdb_wr_own_file(nm))
             continue;
         if (!strcmp(nm, "__subarray.json")) {
             if (!w->dense) {
