@@ -239,9 +239,22 @@ struct tdb_s3_tuning {
                                  * writable by group or others), or NULL:
                                  * none */
     uint64_t disk_cache_bytes;  /* its size bound (TDB_S3_DISK_CACHE_BYTES) */
+    unsigned retries;           /* with retries_given: a failed request
+                                 * (5xx, no answer, a stalled transfer) is
+                                 * tried again at most this many times,
+                                 * within its deadline (3) */
+    bool retries_given;
+    uint64_t part_size;         /* a file written larger than this goes up
+                                 * as a multipart upload in parts of this
+                                 * size (TDB_S3_PART_SIZE; at least
+                                 * TDB_S3_PART_MIN; grown for a file that
+                                 * would need more than 10,000 parts) */
 };
 
 #define TDB_S3_DISK_CACHE_BYTES (UINT64_C(1) << 30)
+#define TDB_S3_PART_SIZE (UINT64_C(8) << 20)
+#define TDB_S3_PART_MIN (UINT64_C(5) << 20)   /* S3's least part */
+#define TDB_S3_PART_MAX (UINT64_C(5) << 30)   /* and largest */
 
 /* What a front end's options say of the connection (-o endpoint=,
  * region=, profile=, credentials_file=, config_file=): each given field
@@ -275,14 +288,21 @@ int tdb_s3_global_init(void);
  * PREFIX/.  Reads are range GETs, sizes HEADs (or the sizes a listing
  * gave), folders ListObjectsV2 with delimiter '/'.  S3 has no partial
  * writes: write_at keeps the object in a temporary file (TMPDIR) until
- * sync (or rename) PUTs it whole; until then list and is_dir do not show
- * it.  mkdir does nothing (folders are key prefixes), rename is a
+ * sync (or rename) stores it, in one PUT or, when larger than the part
+ * size (struct tdb_s3_tuning), as a multipart upload: parts go up many
+ * at a time (within the requests in flight), each read from the
+ * temporary file as it is sent (no part is held in memory), and the
+ * object appears at Complete, whole; a failed upload is aborted.  Until
+ * then list and is_dir do not show it.  A request answered 301 or 400
+ * with the bucket's region (x-amz-bucket-region) is signed again for it
+ * when no region was given, and the backend keeps that region.  mkdir does nothing (folders are key prefixes), rename is a
  * server-side copy then a DELETE (of each key under a folder), remove a
  * DELETE.  Requests run on one I/O thread, up to 64 at a time over
  * kept-alive connections; prefetch is supported (listings, small files
  * whole, ranges coalesced into GETs).  Errors: TDB_E_NOENT for 404, else
  * TDB_E_IO; 5xx answers, failed connections and stalled transfers are
- * retried (4 tries) within a read's deadline (30 s).  Thread-safe.
+ * retried (3 times, struct tdb_s3_tuning) within a read's deadline
+ * (30 s).  Thread-safe.
  * @return 0, TDB_E_INVAL (not such a URL) or TDB_E_NOMEM. */
 int tdb_io_s3(struct tdb_io *io, const char *url,
               const struct tdb_s3_config *cfg, struct tdb_error *err);
@@ -307,6 +327,16 @@ int tdb_io_open_url(struct tdb_io *io, const char *source,
 int tdb_io_open_url_with(struct tdb_io *io, const char *source,
                          const struct tdb_s3_options *o, bool create,
                          struct tdb_error *err);
+
+/* Gives an S3 backend a journal of its multipart uploads: folder `dir`
+ * (made 0700 when missing; refused unless the caller's alone) records
+ * each upload under way until it is completed or aborted, and the uploads
+ * to this bucket recorded there now (those of a process killed while
+ * writing) are aborted (AbortMultipartUpload), *aborted counting them.  A
+ * -o rw mount keeps its journal in its staging folder.  Other backends:
+ * nothing (0).  @return 0 or TDB_E_IO (err names the folder). */
+int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
+                      unsigned *aborted, struct tdb_error *err);
 
 /* ------------------------------------------------------------ datatypes */
 

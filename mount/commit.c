@@ -112,7 +112,7 @@ static void tdbm_clean_orphans(struct tdbm_mount *m)
     tdb_error_clear(&err);
     if (tdb_io_names(&sio, "", &n, &err) == 0) {
         for (size_t i = 0; i < n.n; i++)
-            if (n.is_dir[i] && !tdb_staged_is_trash(n.v[i]))
+            if (n.is_dir[i] && !tdbm_staging_reserved(n.v[i]))
                 tdbm_clean_marked(m, &sio, n.v[i]);
         tdb_names_free(&n);
     }
@@ -164,6 +164,29 @@ static int tdbm_check_writable(struct tdbm_mount *m, char *why, size_t cap)
     return 0;
 }
 
+/* An s3:// array's multipart uploads are recorded in the staging folder:
+ * those a killed daemon left are aborted now. */
+static void tdbm_abort_uploads(struct tdbm_mount *m, const char *dir)
+{
+    struct tdb_error err;
+    unsigned aborted = 0;
+    char *journal = NULL;
+
+    if (!tdb_io_is_url(m->source))
+        return;
+    if (asprintf(&journal, "%s/%s", dir, TDBM_STAGING_UPLOADS) < 0) {
+        tdbm_log(m, "%s: %s", TDBM_STAGING_UPLOADS, strerror(ENOMEM));
+        return;
+    }
+    tdb_error_clear(&err);
+    if (tdb_io_s3_journal(m->io, journal, &aborted, &err) != 0)
+        tdbm_log(m, "%s", err.msg);
+    else if (aborted)
+        tdbm_log(m, "aborted %u multipart upload%s that a killed daemon left",
+                 aborted, aborted == 1 ? "" : "s");
+    free(journal);
+}
+
 int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap)
 {
     const char *given = m->opts->staging_dir;
@@ -196,6 +219,8 @@ int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap)
     }
     if (rc == 0)
         tdbm_clean_orphans(m);
+    if (rc == 0)
+        tdbm_abort_uploads(m, dir);
 out:
     if (rc < 0 && (!a || !b || !dir))
         snprintf(why, cap, "%s", strerror(ENOMEM));

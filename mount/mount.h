@@ -112,6 +112,8 @@ enum tdbm_opt_kind {
     TDBM_OPT_MODE,      /* octal mode bits, 0 to 0777, unsigned */
     TDBM_OPT_REQUESTS,  /* 1 to 1024, unsigned */
     TDBM_OPT_FRAGMENTS, /* 1 to 1000000, unsigned */
+    TDBM_OPT_RETRIES,   /* 0 to 100, unsigned, into s3.retries (and
+                         * s3.retries_given) */
 };
 
 struct tdbm_option {

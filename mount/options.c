@@ -79,6 +79,15 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("s3_timeout", TDBM_OPT_SECONDS, s3.timeout_s, "s3_timeout=SECS",
              "s3:// read fails (EIO) after SECS s, retries\n"
              "included (default 30)"),
+    TDBM_OPT("s3_retries", TDBM_OPT_RETRIES, s3.retries, "s3_retries=N",
+             "s3:// tries of a failed request again (5xx,\n"
+             "no answer, a stall), within its deadline\n"
+             "(default 3)"),
+    TDBM_OPT("s3_part_size", TDBM_OPT_SIZE, s3.part_size,
+             "s3_part_size=N[KMG]",
+             "s3:// files written larger than this go up in\n"
+             "parts of it, many at a time (default 8M;\n"
+             "5M to 5G)"),
     TDBM_OPT("s3_readahead", TDBM_OPT_SIZE, s3.readahead_bytes,
              "s3_readahead=N[KMG]",
              "s3:// bytes fetched ahead, not yet read, at\n"
@@ -319,6 +328,7 @@ static const struct {
     {TDBM_OPT_SECONDS, 1, 86400, "seconds"},
     {TDBM_OPT_REQUESTS, 1, 1024, "requests"},
     {TDBM_OPT_FRAGMENTS, 1, 1000000, "fragments"},
+    {TDBM_OPT_RETRIES, 0, 100, "retries"},
 };
 
 /* Parses the value of an unsigned option (a count of threads, seconds,
@@ -385,6 +395,9 @@ static int tdbm_parse_value(struct tdbm_options *o,
     case TDBM_OPT_REQUESTS:
     case TDBM_OPT_FRAGMENTS:
     case TDBM_OPT_COUNT:
+        return tdbm_parse_unsigned(t, v, field, why, cap);
+    case TDBM_OPT_RETRIES:
+        o->s3.retries_given = true;
         return tdbm_parse_unsigned(t, v, field, why, cap);
     case TDBM_OPT_ID:
     case TDBM_OPT_MODE:
@@ -493,8 +506,8 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
 /* The options that only an s3:// SOURCE reads. */
 static const char *const tdbm_s3_only[] = {
     "endpoint", "region", "profile", "credentials_file", "config_file",
-    "s3_requests", "s3_timeout", "s3_readahead", "disk_cache",
-    "disk_cache_size", NULL};
+    "s3_requests", "s3_timeout", "s3_retries", "s3_part_size", "s3_readahead",
+    "disk_cache", "disk_cache_size", NULL};
 
 /* Whether option t was given a value in o (none of these takes 0). */
 static bool tdbm_option_given(const struct tdbm_options *o,
@@ -514,6 +527,8 @@ static bool tdbm_option_given(const struct tdbm_options *o,
         memcpy(&v, field, sizeof v);
         return v != 0;
     }
+    case TDBM_OPT_RETRIES:
+        return o->s3.retries_given;
     default: {
         unsigned v;
         memcpy(&v, field, sizeof v);

@@ -169,6 +169,11 @@ static int staging_depth(const char *path)
     return strchr(path, '/') ? 2 : 1;
 }
 
+bool tdbm_staging_reserved(const char *name)
+{
+    return tdb_staged_is_trash(name) || !strcmp(name, TDBM_STAGING_UPLOADS);
+}
+
 static bool staging_name_ok(const char *name)
 {
     return name[0] && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
@@ -190,7 +195,7 @@ static int staging_join(struct tdbm_staging *st, uint64_t parent,
     *parent_depth = staging_depth(p);
     if (*parent_depth >= 2)
         return -ENOTDIR;
-    if (*parent_depth == 0 && tdb_staged_is_trash(name))
+    if (*parent_depth == 0 && tdbm_staging_reserved(name))
         return -EINVAL; /* a committed folder being removed: not there */
     n = p[0] ? snprintf(buf, cap, "%s/%s", p, name)
              : snprintf(buf, cap, "%s", name);
@@ -646,7 +651,7 @@ int tdbm_staging_list(struct tdbm_staging *st, uint64_t ino, char ***names,
     }
     while ((d = readdir(dir)) != NULL) {
         if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
-            (root && tdb_staged_is_trash(d->d_name)))
+            (root && tdbm_staging_reserved(d->d_name)))
             continue;
         if (cnt == cap) {
             size_t nc = cap ? 2 * cap : 16;
@@ -683,7 +688,7 @@ int tdbm_staging_check_commit(struct tdbm_staging *st, uint64_t parent,
 
     if (parent != TDBM_STAGING_ROOT)
         return -EINVAL;
-    if (!staging_name_ok(name) || tdb_staged_is_trash(name))
+    if (!staging_name_ok(name) || tdbm_staging_reserved(name))
         return -ENOENT;
     if (fstatat(st->dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
         return -errno;

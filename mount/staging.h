@@ -29,6 +29,14 @@
 
 struct tdbm_staging;
 
+/* The folder of staging_dir where an s3:// mount records its multipart
+ * uploads under way (tdb_io_s3_journal): never a staged folder. */
+#define TDBM_STAGING_UPLOADS ".tiledbfs-uploads"
+
+/* Is `name` one the staging folder's root keeps for the daemon (a
+ * committed folder's trash, the uploads' journal), never shown? */
+bool tdbm_staging_reserved(const char *name);
+
 /* Opens (creating it, mode 0700, when missing) the folder `dir`, which
  * must be a real folder (not a symbolic link) owned by the effective user
  * and not writable by group or others (other read bits are taken away:

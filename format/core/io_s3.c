@@ -345,18 +345,6 @@ static void s3_changed(struct s3 *s, const char *norm)
     tdb_s3_fetched_forget(s, norm);
 }
 
-/* PUTs the first `len` bytes of fd as key. */
-static int s3_put_fd(struct s3 *s, const char *key, int fd, uint64_t len)
-{
-    struct s3_call c = {.method = "PUT", .key = key, .up_fd = fd,
-                        .up_len = len, .sink = S3_SINK_NONE};
-    int r = tdb_s3_perform(s, &c);
-    if (!r)
-        r = tdb_s3_status(s, &c, NULL);
-    tdb_s3_call_clear(&c);
-    return r;
-}
-
 static int s3_tmpfile(void)
 {
     const char *dir = getenv("TMPDIR");
@@ -466,7 +454,7 @@ static int s3_flush(struct s3 *s, const char *norm, const char *key,
     *was = p != NULL;
     if (!p)
         return 0;
-    int r = s3_put_fd(s, key, p->fd, p->size);
+    int r = tdb_s3_upload_fd(s, key, p->fd, p->size);
     if (r) {   /* kept for another try */
         pthread_mutex_lock(&s->lock);
         if (tdb_s3_pending_find(s, norm)) {
@@ -632,7 +620,7 @@ static void s3_destroy(void *ctx)
         s->pend = p->next;
         char *key = tdb_s3_key(s, p->path);
         if (key)
-            s3_put_fd(s, key, p->fd, p->size);
+            tdb_s3_upload_fd(s, key, p->fd, p->size);
         free(key);
         s3_pending_free(p);
     }
@@ -641,6 +629,10 @@ static void s3_destroy(void *ctx)
     tdb_s3_fetched_free(s);
     tdb_s3_dir_clear(s);
     tdb_s3_disk_close(s->disk);
+    if (s->journal_fd >= 0)
+        close(s->journal_fd);
+    for (unsigned i = 0; i < s->nretired; i++)
+        free(s->retired[i]);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->lock);
     if (s->secret)
@@ -672,6 +664,11 @@ static const struct tdb_io_ops io_s3_ops = {
     .settle = s3_settle,
 };
 
+struct s3 *tdb_io_s3_backend(const struct tdb_io *io)
+{
+    return io && io->ops == &io_s3_ops ? io->ctx : NULL;
+}
+
 /* ---------------------------------------------------------------- open */
 
 bool tdb_io_is_url(const char *source)
@@ -691,21 +688,62 @@ static bool s3_vhost_ok(const char *b)
     return true;
 }
 
+/* AWS's host and base URL of s->bucket in `region`: the bucket in the
+ * host name (vhost) or in the path.  @return 0 or TDB_E_NOMEM. */
+static int s3_aws_host(struct s3 *s, const char *region, bool vhost,
+                       char **host, char **base)
+{
+    *base = NULL;
+    if ((vhost ? asprintf(host, "%s.s3.%s.amazonaws.com", s->bucket, region)
+               : asprintf(host, "s3.%s.amazonaws.com", region)) < 0) {
+        *host = NULL;
+        return TDB_E_NOMEM;
+    }
+    if (asprintf(base, "https://%s", *host) < 0) {
+        free(*host);
+        *host = *base = NULL;
+        return TDB_E_NOMEM;
+    }
+    return 0;
+}
+
+int tdb_s3_set_region(struct s3 *s, const char *region)
+{
+    char *r = NULL, *host = NULL, *base = NULL;
+    if (s->region_given || !strcmp(region, s->region) ||
+        s->nretired + 3 > sizeof s->retired / sizeof *s->retired ||
+        !(r = strdup(region)))
+        return -1;
+    if (s->aws && s3_aws_host(s, region, !s->uri_base[0], &host, &base)) {
+        free(r);
+        return -1;
+    }
+    /* the strings replaced stay until the backend goes: another thread
+     * may be reading them */
+    s->retired[s->nretired++] = s->region;
+    s->region = r;
+    if (host) {
+        s->retired[s->nretired++] = s->host;
+        s->retired[s->nretired++] = s->base;
+        s->host = host;
+        s->base = base;
+    }
+    return 0;
+}
+
 /* Sets s->base, s->host, s->uri_base from the endpoint. */
 static int s3_endpoint(struct s3 *s, const char *endpoint,
                        struct tdb_error *err)
 {
     if (!endpoint) {
-        if (s3_vhost_ok(s->bucket)) {
-            if (asprintf(&s->host, "%s.s3.%s.amazonaws.com", s->bucket,
-                         s->region) < 0 ||
-                !(s->uri_base = strdup("")))
-                return TDB_E_NOMEM;
-        } else if (asprintf(&s->host, "s3.%s.amazonaws.com", s->region) < 0 ||
-                   asprintf(&s->uri_base, "/%s", s->bucket) < 0) {
+        bool vhost = s3_vhost_ok(s->bucket);
+        int n = vhost ? ((s->uri_base = strdup("")) ? 0 : -1)
+                      : asprintf(&s->uri_base, "/%s", s->bucket);
+        if (n < 0) {
+            s->uri_base = NULL;
             return TDB_E_NOMEM;
         }
-        return asprintf(&s->base, "https://%s", s->host) < 0 ? TDB_E_NOMEM : 0;
+        return s3_aws_host(s, s->region, vhost, &s->host, &s->base);
     }
     CURLU *u = curl_url();
     char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
@@ -759,6 +797,10 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cv, NULL);
+    s->journal_fd = -1;
+    s->part_size = TDB_S3_PART_SIZE;
+    s->region_given = cfg->region && cfg->region[0];
+    s->aws = !(cfg->endpoint && cfg->endpoint[0]);
     s->meta_max = S3_META_BYTES;
     s->ahead_max = S3_AHEAD_BYTES;
     int r = tdb_s3_loop_init(&s->loop, S3_REQUESTS, S3_TIMEOUT_MS)
@@ -805,6 +847,15 @@ static int s3_tune(struct s3 *s, const struct tdb_s3_tuning *t,
     }
     if (t->readahead_bytes)
         s->ahead_max = t->readahead_bytes;
+    if (t->retries_given)
+        L->max_tries = t->retries + 1;
+    if (t->part_size && (t->part_size < TDB_S3_PART_MIN ||
+                         t->part_size > TDB_S3_PART_MAX))
+        return tdb_err(err, TDB_E_INVAL, "s3_part_size=%llu: not a part "
+                       "size of 5 MiB to 5 GiB (S3's bounds)",
+                       (unsigned long long)t->part_size);
+    if (t->part_size)
+        s->part_size = t->part_size;
     if (t->disk_cache)
         return tdb_s3_disk_open(&s->disk, t->disk_cache,
                                 t->disk_cache_bytes ? t->disk_cache_bytes

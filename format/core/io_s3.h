@@ -60,6 +60,11 @@ void tdb_s3_sha256_hex(const void *data, size_t len, char out[65]);
 int tdb_s3_ini_get(const char *text, size_t len, const char *section,
                    const char *key, char **value);
 
+/* The part size of a multipart upload of len bytes asked for parts of
+ * part_size: at least TDB_S3_PART_MIN, grown to a whole number of MiB
+ * when len would need more than 10,000 parts (io_s3_upload.c). */
+uint64_t tdb_s3_part_size(uint64_t part_size, uint64_t len);
+
 /* A byte range wanted of one file. */
 struct tdb_s3_range {
     uint64_t off, len;

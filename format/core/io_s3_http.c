@@ -18,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define S3_TRIES 4             /* tries of a call: 5xx, failed connections,
-                                * stalls (within its deadline) */
 #define S3_BODY_MAX (64u << 20) /* cap on a listing or error body kept */
 #define S3_AUTH_MAX 1024
 #define S3_CONNECT_MS 10000    /* at most, for a connection */
@@ -94,7 +92,7 @@ static size_t s3_on_upload(char *p, size_t size, size_t nmemb, void *arg)
         want = (size_t)(c->up_len - c->up_pos);
     ssize_t n;
     do
-        n = pread(c->up_fd, p, want, (off_t)c->up_pos);
+        n = pread(c->up_fd, p, want, (off_t)(c->up_off + c->up_pos));
     while (n < 0 && errno == EINTR);
     if (n <= 0)
         return CURL_READFUNC_ABORT;
@@ -111,8 +109,8 @@ static int s3_on_seek(void *arg, curl_off_t off, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
-/* Hex SHA-256 of the first len bytes of fd. */
-static int s3_sha256_fd(int fd, uint64_t len, char out[65])
+/* Hex SHA-256 of bytes [off, off + len) of fd. */
+static int s3_sha256_fd(int fd, uint64_t off, uint64_t len, char out[65])
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned char buf[1 << 16], d[32];
@@ -120,7 +118,7 @@ static int s3_sha256_fd(int fd, uint64_t len, char out[65])
     int r = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) ? 0 : TDB_E_NOMEM;
     for (uint64_t pos = 0; !r && pos < len;) {
         size_t want = len - pos < sizeof buf ? (size_t)(len - pos) : sizeof buf;
-        ssize_t n = pread(fd, buf, want, (off_t)pos);
+        ssize_t n = pread(fd, buf, want, (off_t)(off + pos));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0 || !EVP_DigestUpdate(md, buf, (size_t)n))
@@ -251,6 +249,18 @@ void tdb_s3_header_line(struct s3_call *c, const char *p, size_t n)
         free(c->etag);
         c->etag = l && l <= S3_ETAG_MAX && s3_printable(v, l)
                       ? strndup(v, l) : NULL;
+    } else if (s3_header_is(p, n, "x-amz-bucket-region", &v, &e)) {
+        /* a region name: letters, digits and '-' */
+        size_t l = (size_t)(e - v);
+        c->region[0] = 0;
+        if (!l || l >= sizeof c->region)
+            return;
+        for (size_t i = 0; i < l; i++)
+            if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9')
+                  || v[i] == '-'))
+                return;
+        memcpy(c->region, v, l);
+        c->region[l] = 0;
     } else if (s3_header_is(p, n, "content-range", &v, &e)) {
         /* "bytes A-B/TOTAL" (TOTAL "*" when unknown): read within the
          * line, which is not NUL-terminated */
@@ -307,6 +317,12 @@ static void s3_setopts(struct s3 *s, struct s3_call *c, uint64_t now)
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     if (!strcmp(c->method, "HEAD")) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (!strcmp(c->method, "POST")) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)(c->body ? c->body_len : 0));
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body ? (const char *)c->body
+                                                        : "");
     } else if (!strcmp(c->method, "PUT")) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(h, CURLOPT_READFUNCTION, s3_on_upload);
@@ -376,6 +392,7 @@ static void s3_try_reset(struct s3_call *c)
     c->status = 0;
     c->length = -1;
     c->total = -1;
+    c->region[0] = 0;
     c->cc = CURLE_OK;
     c->curl_msg[0] = 0;
     free(c->etag);
@@ -389,6 +406,13 @@ static int s3_start(struct s3 *s, struct s3_call *c, uint64_t now)
     struct s3_loop *L = &s->loop;
     s3_try_reset(c);
     c->tries++;
+    free(c->url);
+    if (asprintf(&c->url, "%s%s%s%s", s->base, c->uri,
+                 c->query && c->query[0] ? "?" : "",
+                 c->query ? c->query : "") < 0) {
+        c->url = NULL;
+        return TDB_E_NOMEM;
+    }
     int r = s3_sign_headers(s, c);
     if (r)
         return r;
@@ -415,13 +439,14 @@ static void s3_end(struct s3_call *c, int r)
 }
 
 /* Should the try that just ended be tried again (in `*wait` ms)? */
-static bool s3_again(const struct s3_call *c, uint64_t now, uint64_t *wait)
+static bool s3_again(const struct s3_loop *L, const struct s3_call *c,
+                     uint64_t now, uint64_t *wait)
 {
     if (c->failed)
         return false;
     bool transient = c->cc == CURLE_OK ? c->status >= 500
                                        : s3_transient(c->cc);
-    if (!transient || c->tries >= S3_TRIES)
+    if (!transient || c->tries >= L->max_tries)
         return false;
     *wait = UINT64_C(100) << (c->tries - 1);
     return !c->deadline || now + *wait < c->deadline;
@@ -440,7 +465,17 @@ static void s3_finished(struct s3 *s, struct s3_call *c, CURLcode cc)
     curl_multi_remove_handle(L->multi, c->h);
     /* a handle that failed mid-transfer may hold a broken connection */
     s3_easy_put(L, c, cc == CURLE_OK);
-    bool again = s3_again(c, now, &wait);
+    bool again = s3_again(L, c, now, &wait);
+    /* the bucket is in another region than the one signed for: signed
+     * again for the region the answer names, kept for the backend */
+    if (!again && !c->failed && cc == CURLE_OK &&
+        (c->status == 301 || c->status == 400) && c->region[0] &&
+        !c->redirected && tdb_s3_set_region(s, c->region) == 0) {
+        c->redirected = true;
+        c->tries--;
+        again = true;
+        wait = 0;
+    }
     pthread_mutex_lock(&L->lock);
     s3_unlink(&L->active, c);
     L->nactive--;
@@ -617,21 +652,19 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c)
 {
     struct s3_loop *L = &s->loop;
     if (c->up_fd >= 0) {
-        int r = s3_sha256_fd(c->up_fd, c->up_len, c->hash);
+        int r = s3_sha256_fd(c->up_fd, c->up_off, c->up_len, c->hash);
         if (r)
             return r;
     } else {
-        tdb_s3_sha256_hex("", 0, c->hash);
+        tdb_s3_sha256_hex(c->body ? c->body : (const uint8_t *)"",
+                          c->body ? c->body_len : 0, c->hash);
     }
-    char *uri = s3_uri(s, c->key), *url = NULL;
-    if (!uri || asprintf(&url, "%s%s%s%s", s->base, uri,
-                         c->query && c->query[0] ? "?" : "",
-                         c->query ? c->query : "") < 0) {
-        free(uri);
+    char *uri = s3_uri(s, c->key);
+    if (!uri)
         return TDB_E_NOMEM;
-    }
     c->uri = uri;
-    c->url = url;
+    c->url = NULL;
+    c->redirected = false;
     c->skip0 = c->skip;
     c->fd0 = c->fd_pos;
     c->tries = 0;
@@ -725,6 +758,7 @@ int tdb_s3_loop_init(struct s3_loop *L, unsigned max_active,
     pthread_cond_init(&L->idle_cv, NULL);
     L->max_active = max_active ? max_active : 1;
     L->timeout_ms = timeout_ms;
+    L->max_tries = S3_RETRIES + 1;
     /* a stall is given a third of the deadline, 1 to 20 s, then retried */
     L->low_speed_s = (long)(timeout_ms / 3000);
     if (L->low_speed_s < 1)

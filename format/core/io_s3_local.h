@@ -22,6 +22,9 @@
 #define S3_FILE_MAX (8u << 20)  /* a file fetched whole at most */
 #define S3_COALESCE_GAP (256u << 10) /* ranges this close: one GET */
 #define S3_COALESCE_MAX (2u << 20)   /* one GET of ranges at most */
+#define S3_RETRIES 3           /* tries again of a failed call (5xx, failed
+                                * connections, stalls; within its deadline):
+                                * -o s3_retries= */
 
 /* The I/O thread of one backend (io_s3_http.c): calls wait in a queue and
  * run on libcurl's multi interface, at most max_active at a time.  The
@@ -49,6 +52,7 @@ struct s3_loop {
     CURL *idle[S3_IDLE];        /* the thread's own */
     size_t nidle;
     uint64_t timeout_ms;        /* deadline of a read (all its tries) */
+    unsigned max_tries;         /* tries of a call (s3_retries= + 1) */
     long low_speed_s;           /* a transfer slower than 1 byte/s this
                                  * long is abandoned (and retried) */
     uint64_t calls, tries;      /* counts, for tests */
@@ -87,6 +91,14 @@ struct s3 {
     char *host;          /* the Host header */
     char *uri_base;      /* "" or "/BUCKET" (path-style), before the key */
     char *region, *key_id, *secret, *token;
+    bool region_given;   /* else the bucket's answers may change it */
+    bool aws;            /* no endpoint given: AWS's, by region */
+    char *retired[8];    /* host, base, region strings a change replaced
+                          * (other threads may still read them) */
+    unsigned nretired;
+    uint64_t part_size;  /* of a multipart upload (io_s3_upload.c) */
+    int journal_fd;      /* the uploads under way are recorded in this
+                          * folder, or -1 */
     pthread_mutex_t lock;       /* all below but loop */
     pthread_cond_t cv;          /* something fetched ahead arrived */
     struct s3_loop loop;
@@ -113,13 +125,16 @@ enum s3_sink { S3_SINK_NONE, S3_SINK_BUF, S3_SINK_FD, S3_SINK_MEM };
 
 /* One request and what came back. */
 struct s3_call {
-    const char *method;       /* GET, HEAD, PUT, DELETE */
+    const char *method;       /* GET, HEAD, PUT, POST, DELETE */
     const char *key;          /* object key; NULL: the bucket */
     const char *query;        /* canonical query, or NULL */
     char range[64];           /* "bytes=A-B" or "" */
     const char *copy_source;  /* x-amz-copy-source (encoded) or NULL */
-    int up_fd;                /* PUT body: a file of up_len bytes, or -1 */
-    uint64_t up_len, up_pos;
+    int up_fd;                /* PUT body: up_len bytes of a file from
+                               * offset up_off, or -1 */
+    uint64_t up_off, up_len, up_pos;
+    const uint8_t *body;      /* POST body (body_len bytes) or NULL */
+    size_t body_len;
     enum s3_sink sink;
     uint8_t *dst;             /* S3_SINK_BUF: dst_len bytes wanted */
     size_t dst_len, dst_got;
@@ -138,6 +153,8 @@ struct s3_call {
     curl_off_t length;        /* Content-Length of the answer, or -1 */
     char *etag;               /* the ETag header, or NULL */
     curl_off_t total;         /* of a 206: the object's size, or -1 */
+    char region[32];          /* x-amz-bucket-region of the answer, or "" */
+    bool redirected;          /* signed again for the bucket's region */
     bool failed;              /* a sink failed (ENOMEM, a short disk) */
     CURLcode cc;
     int r;                    /* tdb_s3_submit's outcome (see perform) */
@@ -172,6 +189,12 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c);
  * Free c->etag (and c->mem) after. */
 int tdb_s3_perform(struct s3 *s, struct s3_call *c);
 
+/* The bucket answered that it lives in `region` (on the I/O thread):
+ * unless a region was given, the backend signs for it from now on (and
+ * an AWS endpoint becomes that region's).  @return 0 when changed, -1
+ * when the region stays (given, the same, or out of memory). */
+int tdb_s3_set_region(struct s3 *s, const char *region);
+
 /* Frees what an ended call holds (its body and ETag). */
 void tdb_s3_call_clear(struct s3_call *c);
 
@@ -195,6 +218,17 @@ struct s3_pending *tdb_s3_pending_find(struct s3 *s, const char *norm);
 /* The name of one version of an object in the disk cache. */
 char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
                    uint64_t size);
+
+/* ------------------------------------------------ uploads (_upload.c) */
+
+/* Stores the first len bytes of fd as key: one PUT, or a multipart upload
+ * when len passes the part size.  @return 0 or a TDB_E_* code (nothing
+ * of a failed multipart upload stays stored, as far as the store lets it
+ * be aborted). */
+int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len);
+
+/* The backend of io, when it is an S3 one (else NULL). */
+struct s3 *tdb_io_s3_backend(const struct tdb_io *io);
 
 /* --------------------------------------------------- listings (_list.c) */
 
@@ -276,7 +310,8 @@ void tdb_s3_disk_put(struct s3_disk *d, const char *ident, uint64_t off,
  * with err, a message naming the key, the status and S3's error code. */
 int tdb_s3_status(struct s3 *s, struct s3_call *c, struct tdb_error *err);
 
-/* What the answers we read hold: a ListObjectsV2 result or an error. */
+/* What the answers we read hold: a ListObjectsV2 result, a multipart
+ * upload's start, or an error. */
 struct s3_xml {
     XML_Parser xp;
     char *stack[8];          /* names of the open elements */
@@ -291,6 +326,7 @@ struct s3_xml {
     uint64_t size;           /* Contents/Size */
     bool truncated;
     char *token;             /* NextContinuationToken */
+    char *upload_id;         /* InitiateMultipartUploadResult/UploadId */
     char *code, *message;    /* Error/Code, Error/Message */
     bool is_error;
     unsigned nkeys;          /* Contents seen */

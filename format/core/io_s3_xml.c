@@ -85,6 +85,8 @@ static void XMLCALL s3_xml_end(void *arg, const XML_Char *name)
         slot = &x->etag;
     else if (!strcmp(name, "NextContinuationToken") && x->depth == 2)
         slot = &x->token;
+    else if (!strcmp(name, "UploadId") && x->depth == 2)
+        slot = &x->upload_id;   /* InitiateMultipartUploadResult */
     else if (!strcmp(name, "Code") && x->is_error && x->depth == 2)
         slot = &x->code;
     else if (!strcmp(name, "Message") && x->is_error && x->depth == 2)
@@ -166,6 +168,7 @@ void tdb_s3_xml_free(struct s3_xml *x)
     free(x->key);
     free(x->etag);
     free(x->token);
+    free(x->upload_id);
     free(x->code);
     free(x->message);
     tdb_buf_free(&x->text);

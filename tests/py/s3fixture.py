@@ -40,6 +40,7 @@ and signs again what it forwards.
 import concurrent.futures
 import datetime
 import hashlib
+import json
 import hmac
 import http.client
 import http.server
@@ -276,8 +277,29 @@ def start_radosgw(folder):
 
     def stop():
         subprocess.run([RGW, 'stop', v['RGW_DIR']], check=True, timeout=120)
-    return S3Server('radosgw', endpoint.hostname, endpoint.port, v['AWS_ACCESS_KEY_ID'],
-                    v['AWS_SECRET_ACCESS_KEY'], stop)
+    server = S3Server('radosgw', endpoint.hostname, endpoint.port, v['AWS_ACCESS_KEY_ID'],
+                      v['AWS_SECRET_ACCESS_KEY'], stop)
+    server.rgw_dir = v['RGW_DIR']
+    return server
+
+
+def rgw_config_set(server, name, value):
+    """Sets option `name` of the running radosgw of `server` through its
+    admin socket (`ceph daemon ... config set`), as an operator would;
+    @return the value it had."""
+    run_dir = os.path.join(server.rgw_dir, 'run')
+    socks = [f for f in os.listdir(run_dir) if f.startswith('client.') and f.endswith('.asok')]
+    assert len(socks) == 1, f'{run_dir}: {socks}'
+    sock = os.path.join(run_dir, socks[0])
+
+    def ceph(*args):
+        r = subprocess.run(['ceph', '--admin-daemon', sock] + list(args), capture_output=True,
+                           timeout=60)
+        assert r.returncode == 0, f'ceph daemon {sock} {args}: {r.stderr!r}'
+        return json.loads(r.stdout or b'{}')
+    old = ceph('config', 'get', name)[name]
+    ceph('config', 'set', name, str(value))
+    return old
 
 
 def shell_vars(text):

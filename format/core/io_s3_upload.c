@@ -1,0 +1,425 @@
+/* io_s3_upload.c: storing an object from a local file: one PUT, or, above
+ * the part size, a multipart upload whose parts go up many at a time on
+ * the I/O thread, each read from the file as it is sent; Complete ends it
+ * (the object appears whole or not at all), a failure aborts it.  Uploads
+ * under way are recorded in a journal folder (when the backend has one),
+ * so that the next backend with the same journal aborts what a killed
+ * process left. */
+#include "core/core.h"
+#include "core/io_s3.h"
+#include "core/io_s3_local.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define S3_PARTS_MAX 10000      /* parts of one upload at most (S3's) */
+#define S3_JOURNAL_MAX 4096     /* bytes of one journal record at most */
+#define S3_JOURNAL_MAGIC "tiledbfs multipart upload 1\n"
+
+uint64_t tdb_s3_part_size(uint64_t part_size, uint64_t len)
+{
+    uint64_t ps = part_size < TDB_S3_PART_MIN ? TDB_S3_PART_MIN : part_size;
+    if (len / ps >= S3_PARTS_MAX) {
+        /* grown to a whole number of MiB that keeps 10,000 parts */
+        ps = len / S3_PARTS_MAX + 1;
+        ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+    }
+    return ps;
+}
+
+/* ------------------------------------------------------------ journal */
+
+/* The record's name for an upload: a hash of its bucket, key and id. */
+static void s3_journal_name(struct s3 *s, const char *key, const char *id,
+                            char out[32])
+{
+    char *all = NULL;
+    uint64_t h = 0;
+    if (asprintf(&all, "%s\n%s\n%s", s->bucket, key, id) >= 0)
+        h = tdb_s3_hash(all);
+    free(all);
+    snprintf(out, 32, "%016llx.upload", (unsigned long long)h);
+}
+
+/* Records upload `id` of key (best effort: a record that cannot be
+ * written leaves only the abort of a killed process undone). */
+static void s3_journal_add(struct s3 *s, const char *key, const char *id)
+{
+    char name[32], *text = NULL;
+    if (s->journal_fd < 0)
+        return;
+    s3_journal_name(s, key, id, name);
+    int n = asprintf(&text, S3_JOURNAL_MAGIC "%s\n%s\n%s\n", s->bucket, key,
+                     id);
+    int fd = n < 0 ? -1
+                   : openat(s->journal_fd, name, O_WRONLY | O_CREAT | O_TRUNC |
+                            O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        if (write(fd, text, (size_t)n) == n)
+            fsync(fd);
+        close(fd);
+    }
+    if (n >= 0)
+        free(text);
+}
+
+static void s3_journal_drop(struct s3 *s, const char *key, const char *id)
+{
+    char name[32];
+    if (s->journal_fd < 0)
+        return;
+    s3_journal_name(s, key, id, name);
+    unlinkat(s->journal_fd, name, 0);
+}
+
+/* -------------------------------------------------------------- calls */
+
+/* POST key?QUERY with body (NULL: none) into c (to clear).  @return 0
+ * for a 2xx answer whose body is no Error, TDB_E_NOENT for 404, else
+ * TDB_E_IO (TDB_E_NOMEM). */
+static int s3_post(struct s3 *s, struct s3_call *c, const char *key,
+                   const char *query, const char *body)
+{
+    *c = (struct s3_call){.method = "POST", .key = key, .query = query,
+                          .up_fd = -1, .sink = S3_SINK_MEM,
+                          .body = (const uint8_t *)body,
+                          .body_len = body ? strlen(body) : 0};
+    int r = tdb_s3_perform(s, c);
+    if (!r)
+        r = tdb_s3_status(s, c, NULL);
+    /* an answer can fail after its 200 header: the body is then an Error */
+    if (!r) {
+        struct s3_xml x;
+        if (tdb_s3_xml_parse(&x, &c->mem, NULL) || x.is_error)
+            r = TDB_E_IO;
+        tdb_s3_xml_free(&x);
+    }
+    return r;
+}
+
+/* "NAME=VALUE" of upload id (and part n when n > 0), canonical. */
+static char *s3_upload_query(const char *id, unsigned n)
+{
+    char num[16];
+    snprintf(num, sizeof num, "%u", n);
+    struct tdb_s3_pair p[2] = {{"partNumber", num}, {"uploadId", id}};
+    return n ? tdb_s3_query(p, 2) : tdb_s3_query(p + 1, 1);
+}
+
+/* AbortMultipartUpload.  @return 1 when the upload is gone (aborted, or
+ * not known to the store: 404, or a store that cannot abort: another
+ * 4xx but 403), 0 when it may still be there. */
+static int s3_abort(struct s3 *s, const char *key, const char *id)
+{
+    char *q = s3_upload_query(id, 0);
+    if (!q)
+        return 0;
+    struct s3_call c = {.method = "DELETE", .key = key, .query = q,
+                        .up_fd = -1};
+    int r = tdb_s3_perform(s, &c);
+    int gone = !r && c.cc == CURLE_OK &&
+               ((c.status >= 200 && c.status < 300) ||
+                (c.status >= 400 && c.status < 500 && c.status != 403 &&
+                 c.status != 408 && c.status != 429));
+    tdb_s3_call_clear(&c);
+    free(q);
+    return gone;
+}
+
+/* ------------------------------------------------------- the upload */
+
+struct s3_upload;
+
+/* One part in flight. */
+struct s3_part {
+    struct s3_call c;
+    struct s3_upload *u;
+    char *query;
+    unsigned n;                 /* its number, from 1 */
+};
+
+struct s3_upload {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    unsigned inflight;
+    int r;                      /* the first failure */
+    char **etags;               /* of each part, when it came back */
+    struct s3_part **idle;      /* slots not in flight */
+    unsigned nfree;
+};
+
+/* A part ended (on the I/O thread). */
+static void s3_part_done(struct s3_call *c)
+{
+    struct s3_part *p = c->arg;
+    struct s3_upload *u = p->u;
+    int r = c->r ? c->r
+            : c->cc != CURLE_OK || c->status < 200 || c->status >= 300 ||
+                      !c->etag
+                ? TDB_E_IO : 0;
+    pthread_mutex_lock(&u->m);
+    if (!r) {
+        u->etags[p->n - 1] = c->etag;
+        c->etag = NULL;
+    } else if (!u->r) {
+        u->r = r;
+    }
+    tdb_s3_call_clear(c);
+    free(p->query);
+    p->query = NULL;
+    u->idle[u->nfree++] = p;
+    u->inflight--;
+    pthread_cond_signal(&u->cv);
+    pthread_mutex_unlock(&u->m);
+}
+
+/* The CompleteMultipartUpload body of n parts. */
+static char *s3_complete_body(char **etags, unsigned n)
+{
+    struct tdb_buf b = {0};
+    char line[64];
+    int r = tdb_buf_append(&b, "<CompleteMultipartUpload>", 25);
+    for (unsigned i = 0; !r && i < n; i++) {
+        snprintf(line, sizeof line, "<Part><PartNumber>%u</PartNumber><ETag>",
+                 i + 1);
+        /* an ETag is printable ASCII (io_s3_header.h); '&' and '<' would
+         * need escaping, and no store sends them */
+        r = strpbrk(etags[i], "&<>") ? TDB_E_IO
+            : tdb_buf_append(&b, line, strlen(line)) ? TDB_E_NOMEM
+            : tdb_buf_append(&b, etags[i], strlen(etags[i])) ? TDB_E_NOMEM
+            : tdb_buf_append(&b, "</ETag></Part>", 14);
+    }
+    if (!r)
+        r = tdb_buf_append(&b, "</CompleteMultipartUpload>", 27);
+    if (r) {
+        tdb_buf_free(&b);
+        return NULL;
+    }
+    return (char *)b.data;
+}
+
+/* Sends the parts of fd (len bytes, parts of ps) of upload id, at most
+ * `window` at a time, and waits for them.  @return 0 with every ETag in
+ * u->etags, or a TDB_E_* code. */
+static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
+                         const char *id, int fd, uint64_t len, uint64_t ps,
+                         unsigned nparts, unsigned window)
+{
+    struct s3_part *slots = calloc(window, sizeof *slots);
+    int r = slots ? 0 : TDB_E_NOMEM;
+    for (unsigned i = 0; slots && i < window; i++) {
+        slots[i].u = u;
+        u->idle[u->nfree++] = &slots[i];
+    }
+    for (unsigned n = 1; !r && n <= nparts; n++) {
+        pthread_mutex_lock(&u->m);
+        while (!u->nfree && !u->r)
+            pthread_cond_wait(&u->cv, &u->m);
+        r = u->r;
+        struct s3_part *p = r ? NULL : u->idle[--u->nfree];
+        pthread_mutex_unlock(&u->m);
+        if (r)
+            break;
+        uint64_t off = (uint64_t)(n - 1) * ps;
+        p->n = n;
+        p->query = s3_upload_query(id, n);
+        p->c = (struct s3_call){.method = "PUT", .key = key, .query = p->query,
+                                .up_fd = fd, .up_off = off,
+                                .up_len = len - off < ps ? len - off : ps,
+                                .sink = S3_SINK_NONE, .done = s3_part_done,
+                                .arg = p};
+        pthread_mutex_lock(&u->m);
+        u->inflight++;
+        pthread_mutex_unlock(&u->m);
+        /* submit hashes the part here, while the others go up */
+        r = p->query ? tdb_s3_submit(s, &p->c) : TDB_E_NOMEM;
+        if (r) {
+            pthread_mutex_lock(&u->m);
+            u->inflight--;
+            free(p->query);
+            p->query = NULL;
+            u->idle[u->nfree++] = p;
+            pthread_mutex_unlock(&u->m);
+        }
+    }
+    pthread_mutex_lock(&u->m);
+    while (u->inflight)
+        pthread_cond_wait(&u->cv, &u->m);
+    if (!r)
+        r = u->r;
+    pthread_mutex_unlock(&u->m);
+    free(slots);
+    return r;
+}
+
+/* A multipart upload of the first len bytes of fd as key. */
+static int s3_multipart(struct s3 *s, const char *key, int fd, uint64_t len,
+                        uint64_t ps)
+{
+    unsigned nparts = (unsigned)((len + ps - 1) / ps);
+    unsigned window = s->loop.max_active < nparts ? s->loop.max_active
+                                                  : nparts;
+    struct s3_call c;
+    int r = s3_post(s, &c, key, "uploads=", NULL);
+    char *id = NULL;
+    if (!r) {
+        struct s3_xml x;
+        r = tdb_s3_xml_parse(&x, &c.mem, NULL);
+        if (!r && !(x.upload_id && x.upload_id[0]))
+            r = TDB_E_IO;
+        if (!r) {
+            id = x.upload_id;
+            x.upload_id = NULL;
+        }
+        tdb_s3_xml_free(&x);
+    }
+    tdb_s3_call_clear(&c);
+    if (r)
+        return r;
+    s3_journal_add(s, key, id);
+
+    struct s3_upload u = {.etags = calloc(nparts, sizeof(char *)),
+                          .idle = calloc(window, sizeof(struct s3_part *))};
+    pthread_mutex_init(&u.m, NULL);
+    pthread_cond_init(&u.cv, NULL);
+    r = u.etags && u.idle ? s3_send_parts(s, &u, key, id, fd, len, ps, nparts,
+                                          window)
+                          : TDB_E_NOMEM;
+    char *body = r ? NULL : s3_complete_body(u.etags, nparts);
+    char *q = r ? NULL : s3_upload_query(id, 0);
+    if (!r && (!body || !q))
+        r = TDB_E_NOMEM;
+    if (!r) {
+        r = s3_post(s, &c, key, q, body);
+        tdb_s3_call_clear(&c);
+    }
+    /* nothing stays stored (and billed) of an upload that failed */
+    if (!r || s3_abort(s, key, id))
+        s3_journal_drop(s, key, id);
+    for (unsigned i = 0; u.etags && i < nparts; i++)
+        free(u.etags[i]);
+    free(u.etags);
+    free(u.idle);
+    free(body);
+    free(q);
+    free(id);
+    pthread_cond_destroy(&u.cv);
+    pthread_mutex_destroy(&u.m);
+    return r == TDB_E_NOENT ? TDB_E_IO : r;
+}
+
+int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len)
+{
+    uint64_t ps = tdb_s3_part_size(s->part_size, len);
+    if (len > ps)
+        return s3_multipart(s, key, fd, len, ps);
+    struct s3_call c = {.method = "PUT", .key = key, .up_fd = fd,
+                        .up_len = len, .sink = S3_SINK_NONE};
+    int r = tdb_s3_perform(s, &c);
+    if (!r)
+        r = tdb_s3_status(s, &c, NULL);
+    tdb_s3_call_clear(&c);
+    return r;
+}
+
+/* ---------------------------------------------- the journal's leftovers */
+
+/* Reads record `name` of the journal: *bucket, *key, *id (new strings).
+ * @return 0, or -1 when it is not one of ours. */
+static int s3_journal_read(int dfd, const char *name, char **bucket,
+                           char **key, char **id)
+{
+    char buf[S3_JOURNAL_MAX + 1];
+    size_t got = 0;
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    for (ssize_t n; got < S3_JOURNAL_MAX &&
+                    (n = read(fd, buf + got, S3_JOURNAL_MAX - got)) != 0;) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = 0;
+    size_t ml = strlen(S3_JOURNAL_MAGIC);
+    if (got < ml || memcmp(buf, S3_JOURNAL_MAGIC, ml))
+        return -1;
+    char *f[3], *p = buf + ml;
+    for (int i = 0; i < 3; i++) {
+        char *nl = strchr(p, '\n');
+        if (!nl || nl == p)
+            return -1;
+        *nl = 0;
+        f[i] = p;
+        p = nl + 1;
+    }
+    *bucket = strdup(f[0]);
+    *key = strdup(f[1]);
+    *id = strdup(f[2]);
+    if (*bucket && *key && *id)
+        return 0;
+    free(*bucket);
+    free(*key);
+    free(*id);
+    return -1;
+}
+
+int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
+                      unsigned *aborted, struct tdb_error *err)
+{
+    struct s3 *s = tdb_io_s3_backend(io);
+    *aborted = 0;
+    if (!s)
+        return 0;
+    if (mkdir(dir, 0700) && errno != EEXIST)
+        return tdb_err(err, TDB_E_IO, "%s: cannot make it: %s", dir,
+                       strerror(errno));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (dfd < 0 || fstat(dfd, &st))
+        return tdb_err(err, TDB_E_IO, "%s: %s", dir, strerror(errno));
+    if (st.st_uid != geteuid() || (st.st_mode & 077)) {
+        close(dfd);
+        return tdb_err(err, TDB_E_IO, "%s: not ours alone (its owner or "
+                       "mode): refused", dir);
+    }
+    if (s->journal_fd >= 0)
+        close(s->journal_fd);
+    s->journal_fd = dfd;
+    int lfd = dup(dfd);
+    DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        return tdb_err(err, TDB_E_IO, "%s: %s", dir, strerror(errno));
+    }
+    for (struct dirent *e; (e = readdir(d));) {
+        char *bucket, *key, *id;
+        if (e->d_name[0] == '.' ||
+            s3_journal_read(dfd, e->d_name, &bucket, &key, &id))
+            continue;
+        /* an upload to another bucket is another mount's to abort */
+        if (!strcmp(bucket, s->bucket) && s3_abort(s, key, id)) {
+            unlinkat(dfd, e->d_name, 0);
+            (*aborted)++;
+        }
+        free(bucket);
+        free(key);
+        free(id);
+    }
+    closedir(d);
+    return 0;
+}
