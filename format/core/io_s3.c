@@ -710,8 +710,11 @@ static int s3_aws_host(struct s3 *s, const char *region, bool vhost,
 int tdb_s3_set_region(struct s3 *s, const char *region)
 {
     char *r = NULL, *host = NULL, *base = NULL;
-    if (s->region_given || !strcmp(region, s->region) ||
-        s->nretired + 3 > sizeof s->retired / sizeof *s->retired ||
+    if (s->region_given)
+        return -1;
+    if (!strcmp(region, s->region))
+        return 0;   /* changed by an answer to another call */
+    if (s->nretired + 3 > sizeof s->retired / sizeof *s->retired ||
         !(r = strdup(region)))
         return -1;
     if (s->aws && s3_aws_host(s, region, !s->uri_base[0], &host, &base)) {

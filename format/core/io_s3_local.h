@@ -191,8 +191,9 @@ int tdb_s3_perform(struct s3 *s, struct s3_call *c);
 
 /* The bucket answered that it lives in `region` (on the I/O thread):
  * unless a region was given, the backend signs for it from now on (and
- * an AWS endpoint becomes that region's).  @return 0 when changed, -1
- * when the region stays (given, the same, or out of memory). */
+ * an AWS endpoint becomes that region's).  @return 0 when the backend
+ * signs for `region` now, -1 when not (a region was given, or out of
+ * memory). */
 int tdb_s3_set_region(struct s3 *s, const char *region);
 
 /* Frees what an ended call holds (its body and ETag). */

@@ -24,9 +24,9 @@
 uint64_t tdb_s3_part_size(uint64_t part_size, uint64_t len)
 {
     uint64_t ps = part_size < TDB_S3_PART_MIN ? TDB_S3_PART_MIN : part_size;
-    if (len / ps >= S3_PARTS_MAX) {
+    if (len > (uint64_t)S3_PARTS_MAX * ps) {
         /* grown to a whole number of MiB that keeps 10,000 parts */
-        ps = len / S3_PARTS_MAX + 1;
+        ps = (len + S3_PARTS_MAX - 1) / S3_PARTS_MAX;
         ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
     }
     return ps;

@@ -374,6 +374,26 @@ static void test_coalesce(void)
     CHECK_EQ_INT(tdb_s3_coalesce(d, 0, 0, 1 << 20, sp), 0);
 }
 
+/* --------------------------------------------------------- part sizes */
+
+/* Parts as asked, at least S3's least; grown to whole MiB for a file that
+ * would need more than 10,000 parts. */
+static void test_part_size(void)
+{
+    const uint64_t MiB = UINT64_C(1) << 20;
+    CHECK(tdb_s3_part_size(8 * MiB, 40 * MiB) == 8 * MiB);
+    CHECK(tdb_s3_part_size(1 * MiB, 40 * MiB) == TDB_S3_PART_MIN);
+    CHECK(tdb_s3_part_size(8 * MiB, 10000 * 8 * MiB) == 8 * MiB);
+    /* 10,000 parts of 8 MiB exactly would fit, one byte more would not */
+    uint64_t big = 10000 * 8 * MiB + 1, ps = tdb_s3_part_size(8 * MiB, big);
+    CHECK(ps == 9 * MiB && (big + ps - 1) / ps <= 10000);
+    /* 5 TiB, S3's largest object: parts of 525 MiB */
+    uint64_t tib5 = UINT64_C(5) << 40;
+    ps = tdb_s3_part_size(8 * MiB, tib5);
+    CHECK(ps % MiB == 0 && (tib5 + ps - 1) / ps <= 10000 &&
+          (tib5 + ps - MiB - 1) / (ps - MiB) > 10000);
+}
+
 /* ------------------------------------------------------------ disk cache */
 
 static char *disk_tmpdir(void)
@@ -1176,6 +1196,7 @@ int main(void)
     RUN(test_open_errors);
     RUN(test_unreachable);
     RUN(test_coalesce);
+    RUN(test_part_size);
     RUN(test_disk_pieces);
     RUN(test_disk_bound);
     RUN(test_disk_own_files);
