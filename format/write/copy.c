@@ -1,15 +1,19 @@
 /* copy.c: an array or group copied whole from one storage to another, file by file, commit files last, then checked against the array's own references (array_file_hierarchy.md, group_file_hierarchy.md, fragment.md). */
 #include "core/core.h"
+#include "core/pool.h"
 #include "model/arraydir.h"
 #include "model/fragmeta.h"
 #include "model/meta.h"
 #include "model/schemas.h"
 #include "tiledb_format_write.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define COPY_CHUNK (8u << 20)   /* bytes read and written at a time */
+#define COPY_JOBS 8             /* files copied at a time (each with a
+                                 * COPY_CHUNK buffer) */
 #define COPY_DEPTH 64           /* folders nested deeper are refused */
 #define COPY_ANY UINT64_MAX     /* a size no reference states */
 
@@ -519,7 +523,94 @@ static int copy_dst_ready(const struct tdb_io *dst, bool *missing,
     return r;
 }
 
-/* Makes the folders, then copies the files, commit files last. */
+/* The files that are no commit files, COPY_JOBS at a time: each a job of
+ * a pool, the first failure ending those not yet started. */
+struct copy_batch {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    size_t left;
+    int r;
+    struct tdb_error err;       /* the first failure's */
+    uint64_t files, bytes;
+};
+
+struct copy_job {
+    struct tdb_pool_job j;      /* first */
+    const struct tdb_io *src, *dst;
+    const char *path;
+    struct copy_batch *b;
+};
+
+static void copy_job_run(struct tdb_pool_job *j)
+{
+    struct copy_job *cj = (struct copy_job *)j;
+    struct copy_batch *b = cj->b;
+    struct tdb_error err;
+    uint64_t bytes = 0;
+    uint8_t *buf = NULL;
+
+    tdb_error_clear(&err);
+    pthread_mutex_lock(&b->m);
+    int r = b->r ? TDB_E_INVAL : 0;     /* stopped: not started */
+    pthread_mutex_unlock(&b->m);
+    if (!r)
+        r = (buf = malloc(COPY_CHUNK))
+                ? copy_file(cj->src, cj->dst, cj->path, buf, &bytes, &err)
+                : tdb_err(&err, TDB_E_NOMEM, "out of memory");
+    free(buf);
+    pthread_mutex_lock(&b->m);
+    if (r && !b->r) {
+        b->r = r;
+        b->err = err;
+    }
+    b->files += r == 0;
+    b->bytes += bytes;
+    if (--b->left == 0)
+        pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->m);
+}
+
+/* Copies the files of pl that are no commit files, COPY_JOBS at a time. */
+static int copy_data_files(const struct copy_plan *pl,
+                           const struct tdb_io *dst,
+                           struct tdb_copy_stats *st, struct tdb_error *err)
+{
+    struct copy_batch b = {.left = 0};
+    struct copy_job *jobs = calloc(pl->files.n ? pl->files.n : 1, sizeof *jobs);
+    struct tdb_pool *pool = NULL;
+
+    if (!jobs || tdb_pool_create(&pool, COPY_JOBS)) {
+        free(jobs);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&b.m, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    pthread_mutex_lock(&b.m);
+    for (size_t i = 0; i < pl->files.n; i++) {
+        if (copy_is_commit(pl->files.v[i]))
+            continue;
+        jobs[i] = (struct copy_job){.j.run = copy_job_run, .src = pl->src,
+                                    .dst = dst, .path = pl->files.v[i],
+                                    .b = &b};
+        b.left++;
+        tdb_pool_submit(pool, &jobs[i].j);
+    }
+    while (b.left)
+        pthread_cond_wait(&b.cv, &b.m);
+    pthread_mutex_unlock(&b.m);
+    tdb_pool_free(pool);
+    st->files += b.files;
+    st->bytes += b.bytes;
+    if (b.r)
+        *err = b.err;
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.m);
+    free(jobs);
+    return b.r;
+}
+
+/* Makes the folders, then copies the files, commit files last (one at a
+ * time, in the order of the walk). */
 static int copy_run(const struct copy_plan *pl, const struct tdb_io *dst,
                     bool make_root, struct tdb_copy_stats *st,
                     struct tdb_error *err)
@@ -534,15 +625,16 @@ static int copy_run(const struct copy_plan *pl, const struct tdb_io *dst,
         if ((r = dst->ops->mkdir(dst->ctx, pl->dirs.v[i])))
             return tdb_err(err, r, "cannot make folder %s in the "
                            "destination: %s", pl->dirs.v[i], tdb_strerror(r));
+    if ((r = copy_data_files(pl, dst, st, err)))
+        return r;
     if (!(buf = malloc(COPY_CHUNK)))
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    for (int commits = 0; !r && commits < 2; commits++)
-        for (size_t i = 0; !r && i < pl->files.n; i++) {
-            if (copy_is_commit(pl->files.v[i]) != (commits == 1))
-                continue;
-            r = copy_file(pl->src, dst, pl->files.v[i], buf, &st->bytes, err);
-            st->files += r == 0;
-        }
+    for (size_t i = 0; !r && i < pl->files.n; i++) {
+        if (!copy_is_commit(pl->files.v[i]))
+            continue;
+        r = copy_file(pl->src, dst, pl->files.v[i], buf, &st->bytes, err);
+        st->files += r == 0;
+    }
     free(buf);
     return r;
 }
