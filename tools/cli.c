@@ -55,7 +55,8 @@ int tdbcli_option_list(struct tdbm_options *o, const char *list)
 }
 
 const char *const tdbcli_s3_options[] = {
-    "endpoint", "region", "profile", "credentials_file", "config_file", NULL};
+    "endpoint", "region", "profile", "credentials_file", "config_file",
+    "s3_requests", "s3_timeout", "s3_retries", "s3_part_size", NULL};
 
 /* Whether the name of option `opt` ("name[=value]", n bytes) is in v. */
 static bool tdbcli_in(const char *opt, size_t n, const char *const *v)

@@ -254,7 +254,8 @@ def test_s3_copy_larger_than_one_put(proxied, create_prog, copy_prog, cat_prog, 
                                      tmp_path):
     """tiledbfs-copy of an array whose fragment file passes the store's
     largest PUT: from a local folder to the bucket, and from the bucket to
-    another prefix; each reads back byte for byte."""
+    another prefix (with -o s3_part_size=5M); each reads back byte for
+    byte."""
     s3 = proxied.s3
     local = tmp_path / 'local'
     make_array(create_prog, str(local), tmp_path)
@@ -264,9 +265,12 @@ def test_s3_copy_larger_than_one_put(proxied, create_prog, copy_prog, cat_prog, 
     assert commit(mnt, 'f') is None
     mount.unmount(mnt)
     up, again = s3.url('mp/copy/1'), s3.url('mp/copy/2')
-    for src, dst in ((str(local), up), (up, again)):
-        r = subprocess.run([copy_prog, src, dst], capture_output=True, timeout=300)
+    for src, dst, opts, parts in ((str(local), up, [], 5), (up, again, ['-o', 's3_part_size=5M'], 8)):
+        proxied.methods.clear()
+        r = subprocess.run([copy_prog] + opts + [src, dst], capture_output=True, timeout=300)
         assert r.returncode == 0, r.stderr
+        # the fragment file in parts of 8 MiB, or of 5 MiB as asked
+        assert proxied.methods.count('PUT') >= parts, proxied.methods
         r = run_cat(cat_prog, dst, 'v')
         assert r.returncode == 0 and r.stdout == data, (dst, r.stderr[-500:])
     if s3.name == 'radosgw':
