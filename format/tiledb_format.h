@@ -112,6 +112,8 @@ struct tdb_io_want {
  * backends that support it).  Every function returns 0 or a TDB_E_* code
  * (TDB_E_NOENT when the path does not exist).  Functions a backend does not
  * support may be NULL (a read-only backend has no write functions). */
+struct tdb_io;
+
 struct tdb_io_ops {
     /* Read exactly `len` bytes at `off`; reading past the end is an error. */
     int (*read_at)(void *ctx, const char *path, uint64_t off, void *buf,
@@ -144,6 +146,13 @@ struct tdb_io_ops {
      * has descriptors (0, else TDB_E_UNSUPPORTED).  NULL: it has none
      * (object storage, memory). */
     int (*dup_fd)(void *ctx, const char *path);
+    /* Optional: stores file `from` of backend `src` as this backend's file
+     * `to` with no byte passing through this process (a server-side copy,
+     * S3's CopyObject or UploadPartCopy), when both are on one store.
+     * TDB_E_UNSUPPORTED: they are not (or the store cannot): copy by
+     * reading and writing.  NULL: never. */
+    int (*copy_from)(void *ctx, const struct tdb_io *src, const char *from,
+                     const char *to);
 };
 
 struct tdb_io {

@@ -187,6 +187,9 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
         hdr[nh++] = (struct tdb_s3_pair){"range", c->range};
     if (c->copy_source)
         hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source", c->copy_source};
+    if (c->copy_range)
+        hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source-range",
+                                         c->copy_range};
     if (s->token)
         hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", s->token};
     int r = 0;

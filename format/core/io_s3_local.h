@@ -130,6 +130,7 @@ struct s3_call {
     const char *query;        /* canonical query, or NULL */
     char range[64];           /* "bytes=A-B" or "" */
     const char *copy_source;  /* x-amz-copy-source (encoded) or NULL */
+    const char *copy_range;   /* x-amz-copy-source-range or NULL */
     int up_fd;                /* PUT body: up_len bytes of a file from
                                * offset up_off, or -1 */
     uint64_t up_off, up_len, up_pos;
@@ -227,6 +228,15 @@ char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
  * of a failed multipart upload stays stored, as far as the store lets it
  * be aborted). */
 int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len);
+
+/* Copies object `from` of bucket `bucket` (size bytes; UINT64_MAX: not
+ * known) on the same store as key `to`, with no byte through here: one
+ * CopyObject, or, above the part size, a multipart upload whose parts
+ * are UploadPartCopy of its ranges, many at a time.  @return 0,
+ * TDB_E_NOENT (no such object), TDB_E_UNSUPPORTED (the store cannot copy
+ * in parts), or TDB_E_IO. */
+int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
+                       uint64_t size, const char *to);
 
 /* The backend of io, when it is an S3 one (else NULL). */
 struct s3 *tdb_io_s3_backend(const struct tdb_io *io);
@@ -328,6 +338,8 @@ struct s3_xml {
     bool truncated;
     char *token;             /* NextContinuationToken */
     char *upload_id;         /* InitiateMultipartUploadResult/UploadId */
+    char *result_etag;       /* the ETag of a CopyObjectResult or a
+                              * CopyPartResult */
     char *code, *message;    /* Error/Code, Error/Message */
     bool is_error;
     unsigned nkeys;          /* Contents seen */

@@ -140,6 +140,7 @@ struct s3_part {
     struct s3_call c;
     struct s3_upload *u;
     char *query;
+    char range[64];             /* of a copy: x-amz-copy-source-range */
     unsigned n;                 /* its number, from 1 */
 };
 
@@ -159,9 +160,27 @@ static void s3_part_done(struct s3_call *c)
     struct s3_part *p = c->arg;
     struct s3_upload *u = p->u;
     int r = c->r ? c->r
-            : c->cc != CURLE_OK || c->status < 200 || c->status >= 300 ||
-                      !c->etag
+            : c->cc != CURLE_OK || c->status < 200 || c->status >= 300
                 ? TDB_E_IO : 0;
+    if (!r && c->copy_source) {
+        /* UploadPartCopy: the part's ETag is in the body (which can be
+         * an Error after a 200) */
+        struct s3_xml x;
+        r = tdb_s3_xml_parse(&x, &c->mem, NULL) || x.is_error ||
+                    !x.result_etag
+                ? TDB_E_IO : 0;
+        if (!r) {
+            free(c->etag);
+            c->etag = x.result_etag;
+            x.result_etag = NULL;
+        }
+        tdb_s3_xml_free(&x);
+    }
+    if (!r && !c->etag)
+        r = TDB_E_IO;
+    /* a store without UploadPartCopy (s3rver) */
+    if (r && c->copy_source && c->status == 501)
+        r = TDB_E_UNSUPPORTED;
     pthread_mutex_lock(&u->m);
     if (!r) {
         u->etags[p->n - 1] = c->etag;
@@ -203,13 +222,22 @@ static char *s3_complete_body(char **etags, unsigned n)
     return (char *)b.data;
 }
 
-/* Sends the parts of fd (len bytes, parts of ps) of upload id, at most
- * `window` at a time, and waits for them.  @return 0 with every ETag in
- * u->etags, or a TDB_E_* code. */
+/* What the parts of an upload are: ranges of a file, or of an object
+ * copied (source, encoded "/BUCKET/KEY"). */
+struct s3_source {
+    int fd;
+    const char *copy;
+    uint64_t len;
+};
+
+/* Sends the parts of src (parts of ps) of upload id, at most `window` at
+ * a time, and waits for them.  @return 0 with every ETag in u->etags, or
+ * a TDB_E_* code. */
 static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
-                         const char *id, int fd, uint64_t len, uint64_t ps,
-                         unsigned nparts, unsigned window)
+                         const char *id, const struct s3_source *src,
+                         uint64_t ps, unsigned nparts, unsigned window)
 {
+    uint64_t len = src->len;
     struct s3_part *slots = calloc(window, sizeof *slots);
     int r = slots ? 0 : TDB_E_NOMEM;
     for (unsigned i = 0; slots && i < window; i++) {
@@ -228,11 +256,20 @@ static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
         uint64_t off = (uint64_t)(n - 1) * ps;
         p->n = n;
         p->query = s3_upload_query(id, n);
+        uint64_t pl = len - off < ps ? len - off : ps;
         p->c = (struct s3_call){.method = "PUT", .key = key, .query = p->query,
-                                .up_fd = fd, .up_off = off,
-                                .up_len = len - off < ps ? len - off : ps,
-                                .sink = S3_SINK_NONE, .done = s3_part_done,
-                                .arg = p};
+                                .up_fd = src->copy ? -1 : src->fd,
+                                .up_off = off, .up_len = src->copy ? 0 : pl,
+                                .sink = src->copy ? S3_SINK_MEM
+                                                  : S3_SINK_NONE,
+                                .done = s3_part_done, .arg = p};
+        if (src->copy) {
+            snprintf(p->range, sizeof p->range, "bytes=%llu-%llu",
+                     (unsigned long long)off,
+                     (unsigned long long)(off + pl - 1));
+            p->c.copy_source = src->copy;
+            p->c.copy_range = p->range;
+        }
         pthread_mutex_lock(&u->m);
         u->inflight++;
         pthread_mutex_unlock(&u->m);
@@ -257,10 +294,11 @@ static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
     return r;
 }
 
-/* A multipart upload of the first len bytes of fd as key. */
-static int s3_multipart(struct s3 *s, const char *key, int fd, uint64_t len,
-                        uint64_t ps)
+/* A multipart upload of src as key. */
+static int s3_multipart(struct s3 *s, const char *key,
+                        const struct s3_source *src, uint64_t ps)
 {
+    uint64_t len = src->len;
     unsigned nparts = (unsigned)((len + ps - 1) / ps);
     unsigned window = s->loop.max_active < nparts ? s->loop.max_active
                                                   : nparts;
@@ -287,7 +325,7 @@ static int s3_multipart(struct s3 *s, const char *key, int fd, uint64_t len,
                           .idle = calloc(window, sizeof(struct s3_part *))};
     pthread_mutex_init(&u.m, NULL);
     pthread_cond_init(&u.cv, NULL);
-    r = u.etags && u.idle ? s3_send_parts(s, &u, key, id, fd, len, ps, nparts,
+    r = u.etags && u.idle ? s3_send_parts(s, &u, key, id, src, ps, nparts,
                                           window)
                           : TDB_E_NOMEM;
     char *body = r ? NULL : s3_complete_body(u.etags, nparts);
@@ -313,17 +351,50 @@ static int s3_multipart(struct s3 *s, const char *key, int fd, uint64_t len,
     return r == TDB_E_NOENT ? TDB_E_IO : r;
 }
 
+
 int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len)
 {
     uint64_t ps = tdb_s3_part_size(s->part_size, len);
     if (len > ps)
-        return s3_multipart(s, key, fd, len, ps);
+        return s3_multipart(s, key, &(struct s3_source){fd, NULL, len}, ps);
     struct s3_call c = {.method = "PUT", .key = key, .up_fd = fd,
                         .up_len = len, .sink = S3_SINK_NONE};
     int r = tdb_s3_perform(s, &c);
     if (!r)
         r = tdb_s3_status(s, &c, NULL);
     tdb_s3_call_clear(&c);
+    return r;
+}
+
+int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
+                       uint64_t size, const char *to)
+{
+    char *src = NULL, *enc = tdb_s3_encode(from, true);
+    if (!enc || asprintf(&src, "/%s/%s", bucket, enc) < 0) {
+        free(enc);
+        return TDB_E_NOMEM;
+    }
+    free(enc);
+    uint64_t ps = size == UINT64_MAX ? 0 : tdb_s3_part_size(s->part_size, size);
+    int r;
+    if (ps && size > ps) {
+        r = s3_multipart(s, to, &(struct s3_source){-1, src, size}, ps);
+    } else {
+        struct s3_call c = {.method = "PUT", .key = to, .up_fd = -1,
+                            .copy_source = src, .sink = S3_SINK_MEM};
+        r = tdb_s3_perform(s, &c);
+        if (!r)
+            r = tdb_s3_status(s, &c, NULL);
+        /* a copy can fail after its 200 header: the body is then an Error */
+        if (!r) {
+            struct s3_xml x;
+            if (tdb_s3_xml_parse(&x, &c.mem, NULL) || x.is_error)
+                r = TDB_E_IO;
+            tdb_s3_xml_free(&x);
+        }
+        tdb_s3_call_clear(&c);
+    }
+    free(src);
     return r;
 }
 

@@ -87,6 +87,8 @@ static void XMLCALL s3_xml_end(void *arg, const XML_Char *name)
         slot = &x->token;
     else if (!strcmp(name, "UploadId") && x->depth == 2)
         slot = &x->upload_id;   /* InitiateMultipartUploadResult */
+    else if (!strcmp(name, "ETag") && x->depth == 2 && !x->is_error)
+        slot = &x->result_etag; /* CopyObjectResult, CopyPartResult */
     else if (!strcmp(name, "Code") && x->is_error && x->depth == 2)
         slot = &x->code;
     else if (!strcmp(name, "Message") && x->is_error && x->depth == 2)
@@ -169,6 +171,7 @@ void tdb_s3_xml_free(struct s3_xml *x)
     free(x->etag);
     free(x->token);
     free(x->upload_id);
+    free(x->result_etag);
     free(x->code);
     free(x->message);
     tdb_buf_free(&x->text);
