@@ -5,7 +5,8 @@
  * not NUL-terminated, as libcurl hands it, so that ASan sees a read past
  * the line.  Aborts when what was read breaks its contract: a total that
  * is neither -1 nor a size, an ETag empty, longer than S3_ETAG_MAX or
- * holding a byte that is not printable ASCII. */
+ * holding a byte that is not printable ASCII, a bucket region that is not
+ * NUL-terminated within its array or holds a byte but a-z 0-9 '-'. */
 #include "fuzz.h"
 #include "core/io_s3_header.h"
 
@@ -33,6 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         for (size_t i = 0; i < l; i++)
             if (c.etag[i] < 0x20 || c.etag[i] > 0x7e)
+                abort();
+        const char *end = memchr(c.region, 0, sizeof c.region);
+        if (!end)
+            abort();
+        for (const char *r = c.region; r < end; r++)
+            if (!((*r >= 'a' && *r <= 'z') || (*r >= '0' && *r <= '9') ||
+                  *r == '-'))
                 abort();
     }
     free(c.etag);
