@@ -43,18 +43,20 @@ static const char *io_wrap_path(const struct io_wrap *w, const char *path,
     free(tmp);                                                              \
     return r
 
-/* Counts one mutating call; true when it is to fail. */
+/* Counts one mutating call; true when it is to fail.  Calls may come from
+ * several threads (a writer syncs its files at once): each gets a number
+ * of its own. */
 static bool io_wrap_hit(struct io_wrap *w)
 {
     struct tdb_io_fault *f = w->f;
 
     if (!f)
         return false;
-    f->count++;
+    uint64_t n = __atomic_add_fetch(&f->count, 1, __ATOMIC_SEQ_CST);
     if (!f->fail_at)
         return false;
-    if (f->count == f->fail_at || (f->crash && f->count > f->fail_at)) {
-        f->failed++;
+    if (n == f->fail_at || (f->crash && n > f->fail_at)) {
+        __atomic_add_fetch(&f->failed, 1, __ATOMIC_SEQ_CST);
         return true;
     }
     return false;

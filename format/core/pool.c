@@ -123,3 +123,77 @@ struct tdb_pool_job *tdb_pool_take(struct tdb_pool *p,
     pthread_mutex_unlock(&p->lock);
     return taken;
 }
+
+/* ------------------------------------------------------------ each */
+
+struct pool_each {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    size_t left;
+    int r;                      /* the failure of the lowest index */
+    size_t at;                  /* that index */
+    struct tdb_error *err;      /* the caller's: that failure's */
+    int (*fn)(void *arg, size_t i, struct tdb_error *err);
+    void *arg;
+};
+
+struct pool_each_job {
+    struct tdb_pool_job j;      /* first */
+    struct pool_each *e;
+    size_t i;
+};
+
+static void pool_each_run(struct tdb_pool_job *j)
+{
+    struct pool_each_job *ej = (struct pool_each_job *)j;
+    struct pool_each *e = ej->e;
+    struct tdb_error err;
+
+    tdb_error_clear(&err);
+    int r = e->fn(e->arg, ej->i, &err);
+    pthread_mutex_lock(&e->m);
+    if (r && (!e->r || ej->i < e->at)) {
+        e->r = r;
+        e->at = ej->i;
+        if (e->err)
+            *e->err = err;
+    }
+    if (--e->left == 0)
+        pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->m);
+}
+
+int tdb_pool_each(unsigned nthreads, size_t n,
+                  int (*fn)(void *arg, size_t i, struct tdb_error *err),
+                  void *arg, struct tdb_error *err)
+{
+    struct pool_each e = {.left = n, .err = err, .fn = fn, .arg = arg};
+    struct pool_each_job *jobs;
+    struct tdb_pool *pool = NULL;
+
+    if (!n)
+        return 0;
+    if (!nthreads || nthreads > n)
+        nthreads = n < POOL_MAX_THREADS ? (unsigned)n : POOL_MAX_THREADS;
+    if (!(jobs = calloc(n, sizeof *jobs)) ||
+        tdb_pool_create(&pool, nthreads)) {
+        free(jobs);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&e.m, NULL);
+    pthread_cond_init(&e.cv, NULL);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i] = (struct pool_each_job){.j.run = pool_each_run, .e = &e,
+                                         .i = i};
+        tdb_pool_submit(pool, &jobs[i].j);
+    }
+    pthread_mutex_lock(&e.m);
+    while (e.left)
+        pthread_cond_wait(&e.cv, &e.m);
+    pthread_mutex_unlock(&e.m);
+    tdb_pool_free(pool);
+    pthread_cond_destroy(&e.cv);
+    pthread_mutex_destroy(&e.m);
+    free(jobs);
+    return e.r;
+}

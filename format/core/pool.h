@@ -7,6 +7,7 @@
 #define TDB_CORE_POOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct tdb_pool;
 
@@ -34,5 +35,17 @@ struct tdb_pool_job *tdb_pool_take(struct tdb_pool *p,
                                    bool (*take)(const struct tdb_pool_job *j,
                                                 void *arg),
                                    void *arg);
+
+struct tdb_error;
+
+/* Runs fn(arg, i, err) for each i in [0, n) on up to `nthreads` threads
+ * of a pool of their own (made and freed here), and returns once every
+ * call ended: all of them, whatever fails (the same calls however they
+ * interleave; fn may look for an earlier failure and stop early).  Each
+ * call has an error of its own; that of the failure of the lowest i is
+ * copied to `err`.  @return 0, that failure's code, or TDB_E_NOMEM. */
+int tdb_pool_each(unsigned nthreads, size_t n,
+                  int (*fn)(void *arg, size_t i, struct tdb_error *err),
+                  void *arg, struct tdb_error *err);
 
 #endif

@@ -7,7 +7,6 @@
 #include "model/schemas.h"
 #include "tiledb_format_write.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -532,90 +531,35 @@ static int copy_dst_ready(const struct tdb_io *dst, bool *missing,
     return r;
 }
 
-/* The files that are no commit files, COPY_JOBS at a time: each a job of
- * a pool, the first failure ending those not yet started. */
-struct copy_batch {
-    pthread_mutex_t m;
-    pthread_cond_t cv;
-    size_t left;
-    int r;
-    struct tdb_error err;       /* the first failure's */
-    uint64_t files, bytes;
+/* The copy of the files that are no commit files, COPY_JOBS at a time. */
+struct copy_data {
+    const struct copy_plan *pl;
+    const struct tdb_io *dst;
+    uint64_t files, bytes;      /* added to atomically */
+    int failed;                 /* set atomically: the copies after it
+                                 * stop at once */
 };
 
-struct copy_job {
-    struct tdb_pool_job j;      /* first */
-    const struct tdb_io *src, *dst;
-    const char *path;
-    struct copy_batch *b;
-};
-
-static void copy_job_run(struct tdb_pool_job *j)
+static int copy_data_one(void *arg, size_t i, struct tdb_error *err)
 {
-    struct copy_job *cj = (struct copy_job *)j;
-    struct copy_batch *b = cj->b;
-    struct tdb_error err;
+    struct copy_data *d = arg;
+    const char *path = d->pl->files.v[i];
     uint64_t bytes = 0;
-    uint8_t *buf = NULL;
+    uint8_t *buf;
 
-    tdb_error_clear(&err);
-    pthread_mutex_lock(&b->m);
-    int r = b->r ? TDB_E_INVAL : 0;     /* stopped: not started */
-    pthread_mutex_unlock(&b->m);
-    if (!r)
-        r = (buf = malloc(COPY_CHUNK))
-                ? copy_file(cj->src, cj->dst, cj->path, buf, &bytes, &err)
-                : tdb_err(&err, TDB_E_NOMEM, "out of memory");
-    free(buf);
-    pthread_mutex_lock(&b->m);
-    if (r && !b->r) {
-        b->r = r;
-        b->err = err;
-    }
-    b->files += r == 0;
-    b->bytes += bytes;
-    if (--b->left == 0)
-        pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->m);
-}
-
-/* Copies the files of pl that are no commit files, COPY_JOBS at a time. */
-static int copy_data_files(const struct copy_plan *pl,
-                           const struct tdb_io *dst,
-                           struct tdb_copy_stats *st, struct tdb_error *err)
-{
-    struct copy_batch b = {.left = 0};
-    struct copy_job *jobs = calloc(pl->files.n ? pl->files.n : 1, sizeof *jobs);
-    struct tdb_pool *pool = NULL;
-
-    if (!jobs || tdb_pool_create(&pool, COPY_JOBS)) {
-        free(jobs);
+    if (copy_is_commit(path) || __atomic_load_n(&d->failed, __ATOMIC_RELAXED))
+        return 0;
+    if (!(buf = malloc(COPY_CHUNK)))
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    int r = copy_file(d->pl->src, d->dst, path, buf, &bytes, err);
+    free(buf);
+    if (!r) {
+        __atomic_add_fetch(&d->files, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&d->bytes, bytes, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&d->failed, 1, __ATOMIC_RELAXED);
     }
-    pthread_mutex_init(&b.m, NULL);
-    pthread_cond_init(&b.cv, NULL);
-    pthread_mutex_lock(&b.m);
-    for (size_t i = 0; i < pl->files.n; i++) {
-        if (copy_is_commit(pl->files.v[i]))
-            continue;
-        jobs[i] = (struct copy_job){.j.run = copy_job_run, .src = pl->src,
-                                    .dst = dst, .path = pl->files.v[i],
-                                    .b = &b};
-        b.left++;
-        tdb_pool_submit(pool, &jobs[i].j);
-    }
-    while (b.left)
-        pthread_cond_wait(&b.cv, &b.m);
-    pthread_mutex_unlock(&b.m);
-    tdb_pool_free(pool);
-    st->files += b.files;
-    st->bytes += b.bytes;
-    if (b.r)
-        *err = b.err;
-    pthread_cond_destroy(&b.cv);
-    pthread_mutex_destroy(&b.m);
-    free(jobs);
-    return b.r;
+    return r;
 }
 
 /* Makes the folders, then copies the files, commit files last (one at a
@@ -634,7 +578,11 @@ static int copy_run(const struct copy_plan *pl, const struct tdb_io *dst,
         if ((r = dst->ops->mkdir(dst->ctx, pl->dirs.v[i])))
             return tdb_err(err, r, "cannot make folder %s in the "
                            "destination: %s", pl->dirs.v[i], tdb_strerror(r));
-    if ((r = copy_data_files(pl, dst, st, err)))
+    struct copy_data d = {.pl = pl, .dst = dst};
+    r = tdb_pool_each(COPY_JOBS, pl->files.n, copy_data_one, &d, err);
+    st->files += d.files;
+    st->bytes += d.bytes;
+    if (r)
         return r;
     if (!(buf = malloc(COPY_CHUNK)))
         return tdb_err(err, TDB_E_NOMEM, "out of memory");

@@ -1,5 +1,6 @@
 /* wr_commit.c: a fragment write's crash protocol: the staged folder's marker, the commit file published last, the clean-up of a failed or killed write, the removal of a committed staged folder. */
 #include "write/wr.h"
+#include "core/pool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 /* --------------------------------------------------------------- commit */
+
+#define WR_SYNC_JOBS 8  /* files synced at a time */
 
 static int wr_sync(struct wr *w, const char *path)
 {
@@ -233,17 +236,40 @@ int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
 /* Syncs the fragment's files, then publishes it: an empty commit file
  * written under a temporary name in the fragment's folder and renamed into
  * __commits by tdb_io_publish (the rename is the commit). */
+struct wr_syncs {
+    struct wr *w;
+    char **paths;
+};
+
+static int wr_sync_one(void *arg, size_t i, struct tdb_error *err)
+{
+    struct wr_syncs *ws = arg;
+    const struct tdb_io *io = ws->w->io;
+    int r = io->ops->sync ? io->ops->sync(io->ctx, ws->paths[i]) : 0;
+    return r ? tdb_err(err, r, "%s: cannot sync: %s", ws->paths[i],
+                       tdb_strerror(r))
+             : 0;
+}
+
 int tdb_wr_commit(struct wr *w)
 {
-    int r = 0;
+    struct wr_syncs ws = {.w = w,
+                          .paths = calloc((size_t)w->nf * 3 + 1,
+                                          sizeof(char *))};
+    size_t n = 0;
+    int r = ws.paths ? 0 : tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     for (uint32_t i = 0; i < w->nf && !r; i++)
-        for (int o = 0; o < 3 && !r; o++) {
-            if (!w->f[i].created[o])
-                continue;
-            char *p = tdb_path_join(w->fragdir, w->f[i].out[o]);
-            r = p ? wr_sync(w, p) : tdb_err(w->err, TDB_E_NOMEM, "out of memory");
-            free(p);
-        }
+        for (int o = 0; o < 3 && !r; o++)
+            if (w->f[i].created[o] &&
+                !(ws.paths[n++] = tdb_path_join(w->fragdir, w->f[i].out[o])))
+                r = tdb_err(w->err, TDB_E_NOMEM, "out of memory");
+    /* the fragment's files at once (on an object store each upload
+     * waits out round trips of its own), then its metadata */
+    if (!r)
+        r = tdb_pool_each(WR_SYNC_JOBS, n, wr_sync_one, &ws, w->err);
+    for (size_t i = 0; ws.paths && i < n; i++)
+        free(ws.paths[i]);
+    free(ws.paths);
     if (!r)
         r = wr_sync(w, w->meta_path);
     if (!r)
