@@ -23,7 +23,7 @@ char *tdb_s3_encode(const char *s, bool keep_slash);
  * same string is the request's query.  @return a new string or NULL. */
 char *tdb_s3_query(const struct tdb_s3_pair *p, size_t n);
 
-/* A request to sign with AWS Signature Version 4 (service "s3"). */
+/* A request to sign with AWS Signature Version 4. */
 struct tdb_s3_request {
     const char *method;         /* "GET", "PUT", ... */
     const char *path;           /* encoded: "/bucket/key" or "/key" */
@@ -42,8 +42,13 @@ struct tdb_s3_signer {
     const char *region, *key_id, *secret;
 };
 
-/* The Authorization header value of request rq signed by `by`, into out
- * (cap bytes).  @return 0, TDB_E_INVAL (out too small) or TDB_E_NOMEM. */
+/* The Authorization header value of request rq signed by `by` for AWS
+ * service `service` ("s3", "sts": the scope DAY/REGION/SERVICE/aws4_request
+ * and the signing key's chain name it), into out (cap bytes).  @return 0,
+ * TDB_E_INVAL (out too small, or a region or service name too long) or
+ * TDB_E_NOMEM.  tdb_s3_sigv4 signs for "s3". */
+int tdb_s3_sigv4_for(char *out, size_t cap, const struct tdb_s3_request *rq,
+                     const struct tdb_s3_signer *by, const char *service);
 int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
                  const struct tdb_s3_signer *by);
 
