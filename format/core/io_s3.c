@@ -643,17 +643,13 @@ static void s3_destroy(void *ctx)
     tdb_s3_disk_close(s->disk);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->lock);
-    if (s->secret)
-        explicit_bzero(s->secret, strlen(s->secret));
+    tdb_s3_creds_unref(s->creds);
     free(s->bucket);
     free(s->prefix);
     free(s->base);
     free(s->host);
     free(s->uri_base);
     free(s->region);
-    free(s->key_id);
-    free(s->secret);
-    free(s->token);
     free(s);
 }
 
@@ -766,12 +762,20 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     if (r || !(s->bucket = strndup(b, bl)) ||
         !(s->prefix = tdb_s3_norm(slash ? slash : "")) ||
         !(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
-                                                           : "us-east-1")) ||
-        (cfg->access_key && !(s->key_id = strdup(cfg->access_key))) ||
-        (cfg->secret_key && !(s->secret = strdup(cfg->secret_key))) ||
-        (cfg->session_token && cfg->session_token[0] &&
-         !(s->token = strdup(cfg->session_token))))
+                                                           : "us-east-1")))
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    /* the keys: the renewable ones the configuration found, else its
+     * static ones */
+    if (!r && cfg->creds)
+        s->creds = tdb_s3_creds_ref(cfg->creds);
+    else if (!r && cfg->access_key &&
+             (r = tdb_s3_creds_keys(&s->creds, cfg->access_key,
+                                    cfg->secret_key, cfg->session_token)))
+        r = tdb_err(err, r, "%s: %s", url, r == TDB_E_NOMEM
+                    ? "out of memory"
+                    : "an empty secret key, or an access key or session "
+                      "token empty or holding spaces or control "
+                      "characters");
     if (!r)
         r = s3_endpoint(s, cfg->endpoint && cfg->endpoint[0] ? cfg->endpoint
                                                              : NULL, err);
