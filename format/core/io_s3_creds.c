@@ -653,9 +653,26 @@ static int s3c_process(const struct tdb_s3_source *src,
         }
     }
     close(fds[0]);
+    /* its end, within the same time (it may close its output and go on) */
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, r ? 0 : WNOHANG);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w != 0)
+            break;
+        struct timespec t1, nap = {0, 10 * 1000000};
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((t1.tv_sec - t0.tv_sec) * 1000L +
+                (t1.tv_nsec - t0.tv_nsec) / 1000000L >= S3C_PROCESS_MS) {
+            kill(pid, SIGKILL);
+            snprintf(why, S3C_WHY, "it did not finish within %d s",
+                     S3C_PROCESS_MS / 1000);
+            r = TDB_E_IO;
+            continue;
+        }
+        nanosleep(&nap, NULL);
+    }
     if (!r && WIFEXITED(st) && WEXITSTATUS(st)) {
         snprintf(why, S3C_WHY, "it exited with status %d", WEXITSTATUS(st));
         r = TDB_E_ACCES;
@@ -669,8 +686,8 @@ static int s3c_process(const struct tdb_s3_source *src,
     return r;
 }
 
-/* POSTs form `body` to STS (signed by `by` when given, with `token`),
- * and reads the Credentials of its answer. */
+/* POSTs form `body` to STS (signed by the keys `by` when given, their
+ * session token sent), and reads the Credentials of its answer. */
 static int s3c_sts_call(const struct tdb_s3_source *src, const char *body,
                         const struct tdb_s3_keys *by,
                         struct tdb_s3_keys **out, char *why)

@@ -139,12 +139,13 @@ def process_script(world, name='proc'):
     return cmd, refresh, lambda: (count.read_text().count('run') if count.exists() else 0)
 
 
-def all_sources(world):
-    """Every later source configured too: web identity, the container, the
-    instance metadata (each must not be asked)."""
-    world.sts()
+def later_sources(world):
+    """Every source after the profile configured too: web identity (its
+    STS), the container, the instance metadata; @return their servers
+    (none may be asked)."""
+    sts = world.sts()
     world.web_identity()
-    return world.container(), world.imds()
+    return sts, world.container(), world.imds()
 
 
 def not_asked(*servers):
@@ -159,8 +160,7 @@ def test_environment_keys_come_first(world):
     world.proxy.accept_server_keys = True
     cmd, _, runs = process_script(world)
     world.credentials(f'[default]\ncredential_process = {cmd}\n')
-    container, imds = all_sources(world)
-    sts = world.servers[0]
+    sts, container, imds = later_sources(world)
     world.env.update(AWS_ACCESS_KEY_ID=world.s3.access_key,
                      AWS_SECRET_ACCESS_KEY=world.s3.secret_key)
     case = get_case(CASE)
@@ -178,10 +178,10 @@ def test_credential_process(world):
     cmd, _, runs = process_script(world)
     world.config(f'[profile dev]\nregion = {world.s3.region}\ncredential_process = {cmd}\n')
     world.env['AWS_PROFILE'] = 'dev'
-    container, imds = all_sources(world)
+    later = later_sources(world)
     world.reads_case()
     assert runs() == len(get_case(CASE).expected_paths)    # one run a program
-    not_asked(container, imds, world.servers[0])
+    not_asked(*later)
 
 
 def test_credential_process_failures(world, tmp_path):
