@@ -160,9 +160,12 @@ void tdb_s3_creds_unref(struct tdb_s3_creds *c);
 int64_t tdb_s3_renew_at(int64_t got, int64_t expires);
 
 /* The current keys, held until tdb_s3_creds_drop (NULL when c is NULL).
- * Never waits for a fetch (the I/O thread calls it): when the keys are due
- * for renewal (tdb_s3_renew_at), a renewal starts on a thread of its own,
- * one at a time, and until it ends the current keys are given. */
+ * Never waits for a fetch (the I/O thread calls it).  Keys that expire
+ * have a renewal thread, started by the first hold (again after a fork,
+ * or once it ended): it sleeps until they are due (tdb_s3_renew_at) and
+ * renews them, one fetch at a time, while they are used (held since its
+ * last fetch); an unused set is left as it is and the thread ends.  Until
+ * a renewal ends, the current keys are given. */
 struct tdb_s3_keys *tdb_s3_creds_hold(struct tdb_s3_creds *c);
 void tdb_s3_creds_drop(struct tdb_s3_creds *c, struct tdb_s3_keys *k);
 
