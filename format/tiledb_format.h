@@ -208,13 +208,26 @@ void tdb_names_free(struct tdb_names *n);
 
 /* ------------------------------------------------------- object storage */
 
+/* Temporary credentials and where they come from (a credential_process,
+ * an STS role, a container endpoint, the instance metadata), renewed
+ * before they expire: opaque, thread-safe, owned by whoever holds it. */
+struct tdb_s3_creds;
+
 /* Where and as whom an S3 backend connects.  Strings are owned by the
  * struct when filled by tdb_s3_config_load (tdb_s3_config_free frees
- * them); a caller filling it by hand keeps ownership (tdb_io_s3 copies). */
+ * them); a caller filling it by hand keeps ownership (tdb_io_s3 copies),
+ * and leaves creds NULL. */
 struct tdb_s3_config {
-    char *access_key;     /* NULL (with secret_key NULL): unsigned requests */
+    char *access_key;     /* static keys; NULL (with secret_key NULL and
+                           * creds NULL): unsigned requests */
     char *secret_key;
     char *session_token;  /* NULL: none */
+    struct tdb_s3_creds *creds; /* NULL, or (with no static keys) the
+                           * temporary credentials tdb_s3_config_load
+                           * obtained: a reference, dropped by
+                           * tdb_s3_config_free; tdb_io_s3 takes one of its
+                           * own, and signs with the keys current at each
+                           * try of each request */
     char *region;         /* NULL: us-east-1 */
     char *endpoint;       /* NULL: https://s3.REGION.amazonaws.com with the
                            * bucket in the host name; else a URL such as
@@ -222,13 +235,56 @@ struct tdb_s3_config {
                            * (http://HOST/BUCKET/KEY) */
 };
 
-/* Fills cfg as the AWS tools do: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
- * AWS_SESSION_TOKEN; else the profile AWS_PROFILE (default "default") of
- * ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE) and ~/.aws/config
- * (AWS_CONFIG_FILE, section "profile NAME"); region from AWS_REGION,
- * AWS_DEFAULT_REGION or the config file; endpoint from
- * AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the config file's
- * endpoint_url.  Missing files are fine.  @return 0 or TDB_E_NOMEM. */
+/* Fills cfg as the AWS tools do.  Region from AWS_REGION,
+ * AWS_DEFAULT_REGION or the profile's region in the config file; endpoint
+ * from AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the config file's
+ * endpoint_url.  The profile is AWS_PROFILE (default "default"), its
+ * settings in ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE, section
+ * NAME) before those of ~/.aws/config (AWS_CONFIG_FILE, section "profile
+ * NAME"); missing files are fine.
+ *
+ * The credentials are the first of, in the order of AWS's SDKs:
+ *  1. AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN;
+ *  2. the profile's: role_arn (an STS AssumeRole signed with the
+ *     credentials of source_profile, found by these same rules, or of
+ *     its own static keys when it names itself, or of credential_source
+ *     Environment, Ec2InstanceMetadata or EcsContainer; with
+ *     role_session_name, external_id, duration_seconds; with
+ *     web_identity_token_file instead, AssumeRoleWithWebIdentity), else
+ *     aws_access_key_id, aws_secret_access_key, aws_session_token, else
+ *     credential_process (a command run by /bin/sh -c that prints the
+ *     JSON {"Version": 1, "AccessKeyId", "SecretAccessKey",
+ *     "SessionToken", "Expiration"});
+ *  3. AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN (and
+ *     AWS_ROLE_SESSION_NAME): STS AssumeRoleWithWebIdentity, unsigned,
+ *     the file read again at each renewal;
+ *  4. AWS_CONTAINER_CREDENTIALS_FULL_URI, or
+ *     AWS_CONTAINER_CREDENTIALS_RELATIVE_URI under http://169.254.170.2: a
+ *     GET sending AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE's text (read again
+ *     each time) or AWS_CONTAINER_AUTHORIZATION_TOKEN as Authorization
+ *     (plain http:// only to a loopback address or 169.254.170.2 and
+ *     169.254.170.23; else https://);
+ *  5. the EC2 instance metadata (IMDSv2: a session token, then the role's
+ *     credentials) at AWS_EC2_METADATA_SERVICE_ENDPOINT, else
+ *     http://169.254.169.254, 1 s to connect (AWS_METADATA_SERVICE_TIMEOUT
+ *     seconds), unless AWS_EC2_METADATA_DISABLED=true.  Nothing there is
+ *     no error: requests go unsigned (a public bucket).
+ * A source of 2 to 4 that is configured but gives no credentials fails
+ * the load.  STS is at AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL or the
+ * profile's endpoint_url when set, else https://sts.REGION.amazonaws.com
+ * (https://sts.amazonaws.com without a region or with
+ * AWS_STS_REGIONAL_ENDPOINTS=legacy); AssumeRole is signed for service
+ * "sts" in that region (us-east-1 for the global endpoint).
+ *
+ * Temporary credentials (with an Expiration) are renewed from the same
+ * source when less than a third of their lifetime, and at most 5
+ * minutes, is left: by a thread of their own, one renewal at a time,
+ * while requests go on signed with the current, still valid ones; a
+ * request made in their last tenth of life (their last minute at most)
+ * waits for the renewal (10 s at most); an answer refusing them as
+ * expired (ExpiredToken, InvalidToken) starts a renewal and the request
+ * is tried once more with the new ones.  Secrets are never in messages.
+ * @return 0, TDB_E_NOMEM, or the error of a source (err names it). */
 int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err);
 void tdb_s3_config_free(struct tdb_s3_config *cfg);
 
@@ -281,9 +337,12 @@ struct tdb_s3_options {
 
 /* tdb_s3_config_load under options `o` (NULL: none).  A credentials_file
  * or config_file given must be readable; given a profile or a credentials
- * file, the keys come from the files (never AWS_ACCESS_KEY_ID), and the
- * profile must be in one of them.  @return 0, TDB_E_INVAL (with a message
- * naming the option) or TDB_E_NOMEM. */
+ * file, the profile must be in one of them and the environment's keys
+ * (AWS_ACCESS_KEY_ID) are not used (the rest of the chain is).  @return 0,
+ * TDB_E_INVAL (with a message naming the option or the profile's
+ * setting), TDB_E_NOMEM, or the error of a credential source: TDB_E_IO
+ * (not reached), TDB_E_ACCES (refused), TDB_E_CORRUPT (an answer not as
+ * AWS documents it), the message naming the source. */
 int tdb_s3_config_load_with(struct tdb_s3_config *cfg,
                             const struct tdb_s3_options *o,
                             struct tdb_error *err);

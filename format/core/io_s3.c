@@ -573,9 +573,17 @@ static int s3_copy_from(void *ctx, const struct tdb_io *src, const char *from,
                         const char *to)
 {
     struct s3 *s = ctx, *t = tdb_io_s3_backend(src);
-    if (!t || strcmp(t->base, s->base) ||
-        (t->key_id == NULL) != (s->key_id == NULL) ||
-        (t->key_id && strcmp(t->key_id, s->key_id)))
+    if (!t || strcmp(t->base, s->base))
+        return TDB_E_UNSUPPORTED;
+    /* as the same user: a copy reads the source with the destination's
+     * keys */
+    struct tdb_s3_keys *mine = tdb_s3_creds_hold(s->creds),
+                       *theirs = tdb_s3_creds_hold(t->creds);
+    bool same = mine && theirs ? !strcmp(mine->id, theirs->id)
+                               : mine == theirs;
+    tdb_s3_creds_drop(s->creds, mine);
+    tdb_s3_creds_drop(t->creds, theirs);
+    if (!same)
         return TDB_E_UNSUPPORTED;
     uint64_t size;
     int r = s3_size(t, from, &size);
@@ -646,17 +654,13 @@ static void s3_destroy(void *ctx)
         free(s->retired[i]);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->lock);
-    if (s->secret)
-        explicit_bzero(s->secret, strlen(s->secret));
+    tdb_s3_creds_unref(s->creds);
     free(s->bucket);
     free(s->prefix);
     free(s->base);
     free(s->host);
     free(s->uri_base);
     free(s->region);
-    free(s->key_id);
-    free(s->secret);
-    free(s->token);
     free(s);
 }
 
@@ -823,12 +827,20 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     if (r || !(s->bucket = strndup(b, bl)) ||
         !(s->prefix = tdb_s3_norm(slash ? slash : "")) ||
         !(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
-                                                           : "us-east-1")) ||
-        (cfg->access_key && !(s->key_id = strdup(cfg->access_key))) ||
-        (cfg->secret_key && !(s->secret = strdup(cfg->secret_key))) ||
-        (cfg->session_token && cfg->session_token[0] &&
-         !(s->token = strdup(cfg->session_token))))
+                                                           : "us-east-1")))
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    /* the keys: the renewable ones the configuration found, else its
+     * static ones */
+    if (!r && cfg->creds)
+        s->creds = tdb_s3_creds_ref(cfg->creds);
+    else if (!r && cfg->access_key &&
+             (r = tdb_s3_creds_keys(&s->creds, cfg->access_key,
+                                    cfg->secret_key, cfg->session_token)))
+        r = tdb_err(err, r, "%s: %s", url, r == TDB_E_NOMEM
+                    ? "out of memory"
+                    : "an empty secret key, or an access key or session "
+                      "token empty or holding spaces or control "
+                      "characters");
     if (!r)
         r = s3_endpoint(s, cfg->endpoint && cfg->endpoint[0] ? cfg->endpoint
                                                              : NULL, err);

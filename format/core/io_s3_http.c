@@ -190,23 +190,29 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
     if (c->copy_range)
         hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source-range",
                                          c->copy_range};
-    if (s->token)
-        hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", s->token};
+    /* the current keys, held while they sign (never waiting: a renewal
+     * runs on a thread of its own) */
+    struct tdb_s3_keys *k = tdb_s3_creds_hold(s->creds);
+    if (k && k->token)
+        hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", k->token};
     int r = 0;
     for (size_t i = 0; !r && i < nh; i++)
         r = s3_header(&c->hl, hdr[i].name, hdr[i].value);
-    if (!r && s->key_id && s->secret) {
+    if (!r && k) {
         struct tdb_s3_request rq = {
             .method = c->method, .path = c->uri,
             .query = c->query ? c->query : "", .hdr = hdr, .nhdr = nh,
             .payload_hash = c->hash, .amz_date = date,
         };
-        struct tdb_s3_signer by = {s->region, s->key_id, s->secret};
+        struct tdb_s3_signer by = {.region = s->region, .key_id = k->id,
+                                   .secret = k->secret};
         r = tdb_s3_sigv4(auth, sizeof auth, &rq, &by);
         if (!r)
             r = s3_header(&c->hl, "Authorization", auth);
         explicit_bzero(auth, sizeof auth);
+        c->keys_gen = k->gen;
     }
+    tdb_s3_creds_drop(s->creds, k);
     if (!r) {
         struct curl_slist *nl = curl_slist_append(c->hl, "Expect:");
         if (!nl)
@@ -468,7 +474,8 @@ static void s3_finished(struct s3 *s, struct s3_call *c, CURLcode cc)
     curl_multi_remove_handle(L->multi, c->h);
     /* a handle that failed mid-transfer may hold a broken connection */
     s3_easy_put(L, c, cc == CURLE_OK);
-    bool again = s3_again(L, c, now, &wait);
+    bool again = s3_again(L, c, now, &wait) ||
+                 tdb_s3_creds_retry(s->creds, c, now, &wait);
     /* the bucket is in another region than the one signed for: signed
      * again for the region the answer names, kept for the backend */
     if (!again && !c->failed && cc == CURLE_OK &&
@@ -671,6 +678,7 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c)
     c->skip0 = c->skip;
     c->fd0 = c->fd_pos;
     c->tries = 0;
+    c->renewed = false;
     c->h = NULL;
     c->hl = NULL;
     c->etag = NULL;
@@ -740,6 +748,7 @@ int tdb_s3_perform(struct s3 *s, struct s3_call *c)
     pthread_cond_init(&w.cv, NULL);
     c->done = s3_wake;
     c->arg = &w;
+    tdb_s3_creds_wait(s->creds);    /* keys about to expire: renewed */
     int r = tdb_s3_submit(s, c);
     if (!r) {
         pthread_mutex_lock(&w.m);

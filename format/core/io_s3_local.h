@@ -90,7 +90,9 @@ struct s3 {
     char *base;          /* scheme://host[:port][/path] requests go to */
     char *host;          /* the Host header */
     char *uri_base;      /* "" or "/BUCKET" (path-style), before the key */
-    char *region, *key_id, *secret, *token;
+    char *region;
+    struct tdb_s3_creds *creds;  /* the keys requests are signed with
+                                  * (io_s3_creds.c); NULL: unsigned */
     bool region_given;   /* else the bucket's answers may change it */
     bool aws;            /* no endpoint given: AWS's, by region */
     char *retired[8];    /* host, base, region strings a change replaced
@@ -168,6 +170,8 @@ struct s3_call {
     uint64_t deadline, not_before;  /* ms, monotonic; deadline 0: none */
     unsigned tries;
     uint64_t skip0, fd0;
+    uint64_t keys_gen;        /* the keys that signed the try (their gen) */
+    bool renewed;             /* tried again once after a renewal */
     struct s3_call *next;
 };
 

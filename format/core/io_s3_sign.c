@@ -1,5 +1,6 @@
-/* io_s3_sign.c: AWS Signature Version 4 of S3 requests (OpenSSL's SHA-256
- * and HMAC) and the encodings it signs: paths and query strings. */
+/* io_s3_sign.c: AWS Signature Version 4 (OpenSSL's SHA-256 and HMAC) of
+ * S3 requests and of the STS requests of io_s3_creds.c, and the encodings
+ * it signs: paths and query strings. */
 #include "core/core.h"
 #include "core/io_s3.h"
 #include "core/io_s3_local.h"
@@ -177,8 +178,8 @@ out:
 
 /* The signature (hex) of the string to sign sts, with the signing key
  * of `day`: an HMAC chain over date, region, service, terminator. */
-static int s3_signature(const struct tdb_s3_signer *by, const char *day,
-                        const char *sts, char sighex[65])
+static int s3_signature(const struct tdb_s3_signer *by, const char *service,
+                        const char *day, const char *sts, char sighex[65])
 {
     char *key = NULL;
     if (asprintf(&key, "AWS4%s", by->secret) < 0)
@@ -186,7 +187,7 @@ static int s3_signature(const struct tdb_s3_signer *by, const char *day,
     unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
     s3_hmac(key, strlen(key), day, k1);
     s3_hmac(k1, 32, by->region, k2);
-    s3_hmac(k2, 32, "s3", k3);
+    s3_hmac(k2, 32, service, k3);
     s3_hmac(k3, 32, "aws4_request", k4);
     s3_hmac(k4, 32, sts, sig);
     tdb_s3_hex(sig, 32, sighex);
@@ -199,8 +200,8 @@ static int s3_signature(const struct tdb_s3_signer *by, const char *day,
     return 0;
 }
 
-int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
-                 const struct tdb_s3_signer *by)
+int tdb_s3_sigv4_for(char *out, size_t cap, const struct tdb_s3_request *rq,
+                     const struct tdb_s3_signer *by, const char *service)
 {
     int r = TDB_E_NOMEM;
     size_t nhdr = rq->nhdr;
@@ -223,8 +224,8 @@ int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
     char day[9];
     snprintf(day, sizeof day, "%.8s", rq->amz_date);
     char scope[128];
-    if ((size_t)snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day,
-                         by->region) >= sizeof scope) {
+    if ((size_t)snprintf(scope, sizeof scope, "%s/%s/%s/aws4_request", day,
+                         by->region, service) >= sizeof scope) {
         r = TDB_E_INVAL;
         goto out;
     }
@@ -234,7 +235,7 @@ int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
         S3_ADD(&sts, creq_hash) || tdb_buf_append(&sts, "", 1))
         goto out;
     char sighex[65];
-    if ((r = s3_signature(by, day, (const char *)sts.data, sighex)))
+    if ((r = s3_signature(by, service, day, (const char *)sts.data, sighex)))
         goto out;
     int n = snprintf(out, cap,
                      "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
@@ -250,6 +251,12 @@ out:
     tdb_buf_free(&names);
     tdb_buf_free(&sts);
     return r;
+}
+
+int tdb_s3_sigv4(char *out, size_t cap, const struct tdb_s3_request *rq,
+                 const struct tdb_s3_signer *by)
+{
+    return tdb_s3_sigv4_for(out, cap, rq, by, "s3");
 }
 
 #undef S3_ADD

@@ -34,8 +34,14 @@ The API that S3 test files use (fixtures defined in conftest.py):
               session): corpus_url(server, CASE) is its s3:// URL.
 
 VerifyingProxy(server) is an HTTP proxy in front of a server that checks
-each request's Signature Version 4 against the server's keys, as S3 does,
-and signs again what it forwards.
+each request's Signature Version 4 against the server's keys (and the
+temporary credentials it is given), as S3 does, and signs again what it
+forwards.
+
+Importing this module sets AWS_EC2_METADATA_DISABLED=true in os.environ
+(unless set): no program a test runs asks the real EC2 instance metadata
+address for credentials; tests of that source point
+AWS_EC2_METADATA_SERVICE_ENDPOINT at a server of their own.
 """
 import concurrent.futures
 import datetime
@@ -68,7 +74,14 @@ START_TIMEOUT = 30    # seconds for a server to start
 # the variables that choose credentials and endpoint: each S3 test sets its
 # server's and removes the others
 AWS_ENV_KEYS = ('AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_REGION',
-                'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_PROFILE')
+                'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_PROFILE',
+                # the other sources of credentials (tests/py/test_s3_creds.py)
+                'AWS_WEB_IDENTITY_TOKEN_FILE', 'AWS_ROLE_ARN', 'AWS_ROLE_SESSION_NAME',
+                'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+                'AWS_CONTAINER_AUTHORIZATION_TOKEN', 'AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE',
+                'AWS_EC2_METADATA_SERVICE_ENDPOINT', 'AWS_ENDPOINT_URL_STS')
+# never the real instance metadata (see the module's docstring)
+os.environ.setdefault('AWS_EC2_METADATA_DISABLED', 'true')
 
 
 # ------------------------------------------------------ Signature Version 4
@@ -82,18 +95,18 @@ def canonical_query(query):
     return '&'.join(f'{k}={v}' for k, v in q)
 
 
-def signature(secret, region, date, method, path, query, headers, payload_hash):
-    """The hex signature of a request: `path` as sent (already encoded),
-    `query` canonical, `headers` the signed ones (any case), `date`
-    YYYYMMDDTHHMMSSZ."""
+def signature(secret, region, date, method, path, query, headers, payload_hash, service='s3'):
+    """The hex signature of a request to `service`: `path` as sent
+    (already encoded), `query` canonical, `headers` the signed ones (any
+    case), `date` YYYYMMDDTHHMMSSZ."""
     lower = {k.lower(): ' '.join(str(v).split()) for k, v in headers.items()}
     names = sorted(lower)
     creq = '\n'.join([method, path, query] + [f'{n}:{lower[n]}' for n in names] +
                      ['', ';'.join(names), payload_hash])
-    scope = f'{date[:8]}/{region}/s3/aws4_request'
+    scope = f'{date[:8]}/{region}/{service}/aws4_request'
     sts = '\n'.join(['AWS4-HMAC-SHA256', date, scope, hashlib.sha256(creq.encode()).hexdigest()])
     k = ('AWS4' + secret).encode()
-    for part in (date[:8], region, 's3', 'aws4_request'):
+    for part in (date[:8], region, service, 'aws4_request'):
         k = hmac.new(k, part.encode(), hashlib.sha256).digest()
     return hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
 
@@ -338,12 +351,26 @@ class VerifyingProxy:
     its URL, .s3 the server; .checked counts the signatures checked, .pages
     the listing pages answered, .methods the requests' methods; with
     .fail_first set, the first try of each request is answered 503 and
-    counted in .failed.  close() stops it."""
+    counted in .failed.  close() stops it.
+
+    Temporary credentials: .temporary maps a key id to (secret, session
+    token, expiry in time.time() seconds); a request signed with one must
+    carry (and sign) its x-amz-security-token, else 400 InvalidToken, and
+    after the expiry is answered 400 ExpiredToken, as S3 does (counted in
+    .expired).  With accept_server_keys=False only those are accepted
+    (the server's own keys get 403 InvalidAccessKeyId).  .signed lists
+    (time.time(), key id, method, target) of each request whose signature
+    was good; .unsigned counts requests without an Authorization."""
 
     PAGE = 2
 
-    def __init__(self, server):
+    def __init__(self, server, accept_server_keys=True):
         self.s3 = server
+        self.accept_server_keys = accept_server_keys
+        self.temporary = {}
+        self.signed = []
+        self.expired = 0
+        self.unsigned = 0
         self.checked = 0
         self.pages = 0
         self.methods = []
@@ -400,8 +427,9 @@ class VerifyingProxy:
                 self.failed += first
             if first:
                 return self.error(503, 'SlowDown')
-        if not self.signature_ok(method, path, query, headers, body):
-            return self.error(403, 'SignatureDoesNotMatch', 'checked by the test proxy')
+        refused = self.refusal(method, path, query, headers, body)
+        if refused:
+            return self.error(*refused)
         params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
         if params.get('list-type') == '2' and method == 'GET':
             out = self.list_page(params)
@@ -413,7 +441,7 @@ class VerifyingProxy:
 
     def forward(self, method, path, query, headers, body):
         fwd = {k: v for k, v in headers.items() if self.SIGNED.fullmatch(k) and
-               k.lower() not in ('x-amz-date', 'x-amz-content-sha256')}
+               k.lower() not in ('x-amz-date', 'x-amz-content-sha256', 'x-amz-security-token')}
         fwd = sign(self.s3.client.keys_, method, path, query, fwd, hashlib.sha256(body).hexdigest())
         conn = http.client.HTTPConnection(self.s3.host, self.s3.port, timeout=30)
         try:
@@ -462,28 +490,58 @@ class VerifyingProxy:
                 ET.SubElement(c, 'Size').text = size
         return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(x)
 
-    def signature_ok(self, method, path, query, headers, body):
+    def refusal(self, method, path, query, headers, body):
+        """None when the request's signature is good, else the (status,
+        code, message) of S3's refusal."""
+        bad = (403, 'SignatureDoesNotMatch', 'checked by the test proxy')
         auth = headers.get('Authorization', '')
+        if not auth:
+            with self.lock:
+                self.unsigned += 1
+            return (403, 'AccessDenied', 'Anonymous access is refused by the test proxy')
         m = re.fullmatch(r'AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request, '
                          r'SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})', auth)
         if not m:
-            return False
+            return bad
         key_id, day, region, signed, sig = m.groups()
-        if key_id != self.s3.access_key or region != self.s3.region:
-            return False
+        names = signed.split(';')
+        with self.lock:
+            temp = self.temporary.get(key_id)
+        if temp:
+            secret, token, expiry = temp
+            if headers.get('x-amz-security-token') != token or \
+                    'x-amz-security-token' not in names:
+                return (400, 'InvalidToken', 'The provided token is malformed or otherwise invalid.')
+            if time.time() >= expiry:
+                with self.lock:
+                    self.expired += 1
+                return (400, 'ExpiredToken', 'The provided token has expired.')
+        elif key_id == self.s3.access_key and self.accept_server_keys:
+            secret = self.s3.secret_key
+        else:
+            return (403, 'InvalidAccessKeyId',
+                    'The AWS Access Key Id you provided does not exist in our records.')
+        if region != self.s3.region:
+            return bad
         date = headers.get('x-amz-date', '')
         payload = headers.get('x-amz-content-sha256', '')
         if payload != hashlib.sha256(body).hexdigest() or not date.startswith(day):
-            return False
-        names = signed.split(';')
+            return bad
         needed = {'host', 'x-amz-date', 'x-amz-content-sha256'}
         if names != sorted(names) or not needed <= set(names):
-            return False
-        want = signature(self.s3.secret_key, region, date, method, path, canonical_query(query),
+            return bad
+        want = signature(secret, region, date, method, path, canonical_query(query),
                          {n: headers.get(n, '') for n in names}, payload)
         with self.lock:
             self.checked += 1
-        return hmac.compare_digest(sig, want)
+        if not hmac.compare_digest(sig, want):
+            return bad
+        with self.lock:
+            self.signed.append((time.time(), key_id, method, path + ('?' + query if query else '')))
+        return None
+
+    def signature_ok(self, method, path, query, headers, body):
+        return self.refusal(method, path, query, headers, body) is None
 
     def close(self):
         self.server.shutdown()

@@ -227,9 +227,13 @@ static void clear_env(void)
         "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
         "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
         "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
-        "AWS_CONFIG_FILE"};
+        "AWS_CONFIG_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
         unsetenv(vars[i]);
+    /* the end of the credential chain: never the real 169.254.169.254 */
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 }
 
 static bool eq(const char *a, const char *b)
@@ -296,6 +300,7 @@ static void test_config(void)
     setenv("HOME", "/nonexistent-tiledbfs", 1);
     CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
     CHECK(c.access_key == NULL && c.secret_key == NULL && c.region == NULL);
+    CHECK(c.creds == NULL);
     tdb_s3_config_free(&c);
 
     unlink(cred);
