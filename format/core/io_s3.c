@@ -685,6 +685,14 @@ struct s3 *tdb_io_s3_backend(const struct tdb_io *io)
     return io && io->ops == &io_s3_ops ? io->ctx : NULL;
 }
 
+int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
+                      unsigned *aborted, struct tdb_error *err)
+{
+    struct s3 *s = tdb_io_s3_backend(io);
+    *aborted = 0;
+    return s ? tdb_s3_journal_open(s, dir, aborted, err) : 0;
+}
+
 /* ---------------------------------------------------------------- open */
 
 bool tdb_io_is_url(const char *source)
@@ -704,52 +712,6 @@ static bool s3_vhost_ok(const char *b)
     return true;
 }
 
-/* AWS's host and base URL of s->bucket in `region`: the bucket in the
- * host name (vhost) or in the path.  @return 0 or TDB_E_NOMEM. */
-static int s3_aws_host(struct s3 *s, const char *region, bool vhost,
-                       char **host, char **base)
-{
-    *base = NULL;
-    if ((vhost ? asprintf(host, "%s.s3.%s.amazonaws.com", s->bucket, region)
-               : asprintf(host, "s3.%s.amazonaws.com", region)) < 0) {
-        *host = NULL;
-        return TDB_E_NOMEM;
-    }
-    if (asprintf(base, "https://%s", *host) < 0) {
-        free(*host);
-        *host = *base = NULL;
-        return TDB_E_NOMEM;
-    }
-    return 0;
-}
-
-int tdb_s3_set_region(struct s3 *s, const char *region)
-{
-    char *r = NULL, *host = NULL, *base = NULL;
-    if (s->region_given)
-        return -1;
-    if (!strcmp(region, s->region))
-        return 0;   /* changed by an answer to another call */
-    if (s->nretired + 3 > sizeof s->retired / sizeof *s->retired ||
-        !(r = strdup(region)))
-        return -1;
-    if (s->aws && s3_aws_host(s, region, !s->uri_base[0], &host, &base)) {
-        free(r);
-        return -1;
-    }
-    /* the strings replaced stay until the backend goes: another thread
-     * may be reading them */
-    s->retired[s->nretired++] = s->region;
-    s->region = r;
-    if (host) {
-        s->retired[s->nretired++] = s->host;
-        s->retired[s->nretired++] = s->base;
-        s->host = host;
-        s->base = base;
-    }
-    return 0;
-}
-
 /* Sets s->base, s->host, s->uri_base from the endpoint. */
 static int s3_endpoint(struct s3 *s, const char *endpoint,
                        struct tdb_error *err)
@@ -762,7 +724,7 @@ static int s3_endpoint(struct s3 *s, const char *endpoint,
             s->uri_base = NULL;
             return TDB_E_NOMEM;
         }
-        return s3_aws_host(s, s->region, vhost, &s->host, &s->base);
+        return tdb_s3_aws_host(s, s->region, vhost, &s->host, &s->base);
     }
     CURLU *u = curl_url();
     char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;

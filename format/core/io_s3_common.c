@@ -1,7 +1,7 @@
 /* io_s3_common.c: what the files of the S3 backend share beneath them
  * all: an object's key and the caches' name of a path, the name of one
  * version of an object in the disk cache, the objects being written, the
- * backend's hash of names, and listing entries. */
+ * backend's hash of names, listing entries, and the region signed for. */
 #include "core/core.h"
 #include "core/io_s3.h"
 #include "core/io_s3_local.h"
@@ -79,4 +79,50 @@ void tdb_s3_dents_free(struct s3_dent *e, size_t n)
         free(e[i].etag);
     }
     free(e);
+}
+
+/* ------------------------------------------------------------ regions */
+
+int tdb_s3_aws_host(struct s3 *s, const char *region, bool vhost,
+                    char **host, char **base)
+{
+    *base = NULL;
+    if ((vhost ? asprintf(host, "%s.s3.%s.amazonaws.com", s->bucket, region)
+               : asprintf(host, "s3.%s.amazonaws.com", region)) < 0) {
+        *host = NULL;
+        return TDB_E_NOMEM;
+    }
+    if (asprintf(base, "https://%s", *host) < 0) {
+        free(*host);
+        *host = *base = NULL;
+        return TDB_E_NOMEM;
+    }
+    return 0;
+}
+
+int tdb_s3_set_region(struct s3 *s, const char *region)
+{
+    char *r = NULL, *host = NULL, *base = NULL;
+    if (s->region_given)
+        return -1;
+    if (!strcmp(region, s->region))
+        return 0;   /* changed by an answer to another call */
+    if (s->nretired + 3 > sizeof s->retired / sizeof *s->retired ||
+        !(r = strdup(region)))
+        return -1;
+    if (s->aws && tdb_s3_aws_host(s, region, !s->uri_base[0], &host, &base)) {
+        free(r);
+        return -1;
+    }
+    /* the strings replaced stay until the backend goes: another thread
+     * may be reading them */
+    s->retired[s->nretired++] = s->region;
+    s->region = r;
+    if (host) {
+        s->retired[s->nretired++] = s->host;
+        s->retired[s->nretired++] = s->base;
+        s->host = host;
+        s->base = base;
+    }
+    return 0;
 }

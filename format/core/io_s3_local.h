@@ -200,6 +200,11 @@ int tdb_s3_perform(struct s3 *s, struct s3_call *c);
  * signs for `region` now, -1 when not (a region was given, or out of
  * memory). */
 int tdb_s3_set_region(struct s3 *s, const char *region);
+/* AWS's host and base URL of s->bucket in `region`: the bucket in the
+ * host name (vhost) or in the path (io_s3_common.c).  @return 0 or
+ * TDB_E_NOMEM. */
+int tdb_s3_aws_host(struct s3 *s, const char *region, bool vhost,
+                    char **host, char **base);
 
 /* Frees what an ended call holds (its body and ETag). */
 void tdb_s3_call_clear(struct s3_call *c);
@@ -242,7 +247,11 @@ int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len);
 int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
                        uint64_t size, const char *to);
 
-/* The backend of io, when it is an S3 one (else NULL). */
+/* The journal of uploads in folder dir (tdb_io_s3_journal). */
+int tdb_s3_journal_open(struct s3 *s, const char *dir, unsigned *aborted,
+                        struct tdb_error *err);
+
+/* The backend of io, when it is an S3 one (else NULL; io_s3.c). */
 struct s3 *tdb_io_s3_backend(const struct tdb_io *io);
 
 /* --------------------------------------------------- listings (_list.c) */

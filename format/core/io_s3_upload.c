@@ -448,13 +448,10 @@ static int s3_journal_read(int dfd, const char *name, char **bucket,
     return -1;
 }
 
-int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
-                      unsigned *aborted, struct tdb_error *err)
+int tdb_s3_journal_open(struct s3 *s, const char *dir, unsigned *aborted,
+                        struct tdb_error *err)
 {
-    struct s3 *s = tdb_io_s3_backend(io);
     *aborted = 0;
-    if (!s)
-        return 0;
     if (mkdir(dir, 0700) && errno != EEXIST)
         return tdb_err(err, TDB_E_IO, "%s: cannot make it: %s", dir,
                        strerror(errno));
