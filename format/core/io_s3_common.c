@@ -126,3 +126,20 @@ int tdb_s3_set_region(struct s3 *s, const char *region)
     }
     return 0;
 }
+
+/* ------------------------------------------------------------ headers */
+
+int tdb_s3_header_add(struct curl_slist **hl, const char *name,
+                      const char *value)
+{
+    char *line = NULL;
+    if (asprintf(&line, "%s: %s", name, value) < 0)
+        return TDB_E_NOMEM;
+    struct curl_slist *nl = curl_slist_append(*hl, line);
+    explicit_bzero(line, strlen(line));
+    free(line);
+    if (!nl)
+        return TDB_E_NOMEM;
+    *hl = nl;
+    return 0;
+}

@@ -482,22 +482,6 @@ static int s3c_http_do(struct s3c_http *h, char *why)
     return 0;
 }
 
-/* Appends "name: value" to *hl (the line zeroed once copied).  @return 0
- * or TDB_E_NOMEM. */
-static int s3c_header(struct curl_slist **hl, const char *name,
-                      const char *value)
-{
-    char *line = NULL;
-    if (asprintf(&line, "%s: %s", name, value) < 0)
-        return TDB_E_NOMEM;
-    struct curl_slist *nl = curl_slist_append(*hl, line);
-    s3c_zfree(line);
-    if (!nl)
-        return TDB_E_NOMEM;
-    *hl = nl;
-    return 0;
-}
-
 /* Frees a header list whose lines may hold secrets. */
 static void s3c_headers_free(struct curl_slist *hl)
 {
@@ -718,9 +702,9 @@ static int s3c_sts_call(const struct tdb_s3_source *src, const char *body,
     if (by && by->token)
         hdr[nh++] = (struct tdb_s3_pair){"X-Amz-Security-Token", by->token};
     for (size_t i = 0; i < nh; i++)
-        if (s3c_header(&h.hl, hdr[i].name, hdr[i].value))
+        if (tdb_s3_header_add(&h.hl, hdr[i].name, hdr[i].value))
             goto out;
-    if (s3c_header(&h.hl, "Accept", "text/xml") ||
+    if (tdb_s3_header_add(&h.hl, "Accept", "text/xml") ||
         !(h.hl = curl_slist_append(h.hl, "Expect:")))
         goto out;
     if (by) {
@@ -731,7 +715,7 @@ static int s3c_sts_call(const struct tdb_s3_source *src, const char *body,
                                    .key_id = by->id, .secret = by->secret};
         r = tdb_s3_sigv4_for(auth, sizeof auth, &rq, &sg, "sts");
         if (!r)
-            r = s3c_header(&h.hl, "Authorization", auth);
+            r = tdb_s3_header_add(&h.hl, "Authorization", auth);
         explicit_bzero(auth, sizeof auth);
         if (r)
             goto out;
@@ -846,8 +830,8 @@ static int s3c_container(const struct tdb_s3_source *src,
         r = TDB_E_INVAL;
         goto out;
     }
-    if ((a && s3c_header(&h.hl, "Authorization", a)) ||
-        s3c_header(&h.hl, "Accept", "application/json"))
+    if ((a && tdb_s3_header_add(&h.hl, "Authorization", a)) ||
+        tdb_s3_header_add(&h.hl, "Accept", "application/json"))
         goto out;
     if ((r = s3c_http_do(&h, why)))
         goto out;
@@ -882,9 +866,9 @@ static int s3c_imds_req(const struct tdb_s3_source *src, const char *path,
         return TDB_E_NOMEM;
     h.url = url;
     if (token) {
-        if (s3c_header(&h.hl, "X-aws-ec2-metadata-token", token))
+        if (tdb_s3_header_add(&h.hl, "X-aws-ec2-metadata-token", token))
             goto out;
-    } else if (s3c_header(&h.hl, "X-aws-ec2-metadata-token-ttl-seconds",
+    } else if (tdb_s3_header_add(&h.hl, "X-aws-ec2-metadata-token-ttl-seconds",
                           "21600") ||
                !(h.hl = curl_slist_append(h.hl, "Content-Type:"))) {
         goto out;

@@ -152,22 +152,6 @@ static char *s3_uri(struct s3 *s, const char *key)
     return uri;
 }
 
-/* Appends "name: value" to *hl.  @return 0 or TDB_E_NOMEM. */
-static int s3_header(struct curl_slist **hl, const char *name,
-                     const char *value)
-{
-    char *line = NULL;
-    if (asprintf(&line, "%s: %s", name, value) < 0)
-        return TDB_E_NOMEM;
-    struct curl_slist *nl = curl_slist_append(*hl, line);
-    explicit_bzero(line, strlen(line));
-    free(line);
-    if (!nl)
-        return TDB_E_NOMEM;
-    *hl = nl;
-    return 0;
-}
-
 /* The signed headers of one try of c into c->hl.  @return 0 or a TDB_E_*
  * code. */
 static int s3_sign_headers(struct s3 *s, struct s3_call *c)
@@ -197,7 +181,7 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
         hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", k->token};
     int r = 0;
     for (size_t i = 0; !r && i < nh; i++)
-        r = s3_header(&c->hl, hdr[i].name, hdr[i].value);
+        r = tdb_s3_header_add(&c->hl, hdr[i].name, hdr[i].value);
     if (!r && k) {
         struct tdb_s3_request rq = {
             .method = c->method, .path = c->uri,
@@ -208,7 +192,7 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
                                    .secret = k->secret};
         r = tdb_s3_sigv4(auth, sizeof auth, &rq, &by);
         if (!r)
-            r = s3_header(&c->hl, "Authorization", auth);
+            r = tdb_s3_header_add(&c->hl, "Authorization", auth);
         explicit_bzero(auth, sizeof auth);
         c->keys_gen = k->gen;
     }

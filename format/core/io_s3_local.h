@@ -206,6 +206,12 @@ int tdb_s3_set_region(struct s3 *s, const char *region);
 int tdb_s3_aws_host(struct s3 *s, const char *region, bool vhost,
                     char **host, char **base);
 
+/* Appends the header line "name: value" to *hl (the line, which may hold
+ * a secret, zeroed once libcurl copied it; io_s3_common.c).  @return 0 or
+ * TDB_E_NOMEM. */
+int tdb_s3_header_add(struct curl_slist **hl, const char *name,
+                      const char *value);
+
 /* Frees what an ended call holds (its body and ETag). */
 void tdb_s3_call_clear(struct s3_call *c);
 

@@ -340,6 +340,16 @@ def corpus_url(server, case):
 
 # ---------------------------------------------- a signature-checking proxy
 
+def through(proxy, monkeypatch):
+    """A fixture's body (`yield from through(...)`): AWS_ENDPOINT_URL
+    pointed at proxy for the test, which gets proxy; closed after."""
+    monkeypatch.setenv('AWS_ENDPOINT_URL', proxy.endpoint)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
 class VerifyingProxy:
     """An HTTP proxy on 127.0.0.1 in front of an S3Server that checks each
     request's Signature Version 4 against the server's keys, as S3 does

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from conftest import case_options, get_case, run_cat
-from s3fixture import AWS_ENV_KEYS, VerifyingProxy, corpus_url
+from s3fixture import AWS_ENV_KEYS, VerifyingProxy, corpus_url, through
 from test_corpus_cat import describe
 from test_write import STAGING, commit, make_twin, read_file, stage, top_level
 
@@ -26,12 +26,7 @@ def verified(s3_corpus, monkeypatch):
     each request's signature with the server's keys and signs again what it
     forwards (the server checks the signature too; its bucket needs no
     policy)."""
-    proxy = VerifyingProxy(s3_corpus)
-    monkeypatch.setenv('AWS_ENDPOINT_URL', proxy.endpoint)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
+    yield from through(VerifyingProxy(s3_corpus), monkeypatch)
 
 
 # ------------------------------------------------------------------- reads

@@ -15,6 +15,7 @@ import pytest
 from aws_endpoints import ContainerServer, ImdsServer, Issuer, StsServer
 from conftest import get_case, make_sample, one_line_error, run, run_cat
 from s3fixture import AWS_ENV_KEYS, VerifyingProxy, corpus_url
+from test_splice import read_all
 
 CASE = 'dense_1d_basic'
 ROLE = 'arn:aws:iam::123456789012:role/reader'
@@ -332,18 +333,6 @@ def test_instance_metadata_absent(world):
 
 # ------------------------------------------------------------------ renewal
 
-def slow_read(path, chunk, pause):
-    """The file read `chunk` bytes at a time, `pause` seconds apart."""
-    out = bytearray()
-    with open(path, 'rb', buffering=0) as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                return bytes(out)
-            out += b
-            time.sleep(pause)
-
-
 def test_renewal_during_a_long_read(world, mount, cat_prog, tmp_path, monkeypatch):
     """Credentials valid 4 s, a mount reading an 8 MiB attribute slowly
     for about 12 s: they are renewed before they expire (the endpoint is
@@ -360,7 +349,7 @@ def test_renewal_during_a_long_read(world, mount, cat_prog, tmp_path, monkeypatc
     world.into(monkeypatch)
     mnt = mount(world.s3.url(prefix), ['s3_readahead=1M', 'cache_size=1M', 'threads=1'])
     t0 = time.time()
-    got = slow_read(os.path.join(mnt, 'temperature'), 256 << 10, 0.35)
+    got = read_all(os.path.join(mnt, 'temperature'), 256 << 10, 0.35)
     assert got == local.stdout
     assert world.proxy.expired == 0 and world.proxy.unsigned == 0
     signed = world.proxy.signed

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import find_program, fuse_missing, run_cat
-from s3fixture import VerifyingProxy, rgw_config_set
+from s3fixture import VerifyingProxy, rgw_config_set, through
 from test_write import Daemon, read_file
 
 LIMIT = 16 << 20            # radosgw's largest PUT during these tests
@@ -61,12 +61,7 @@ class CopyCountingProxy(VerifyingProxy):
 @pytest.fixture
 def proxied(limited, monkeypatch):
     """A VerifyingProxy of the server, AWS_ENDPOINT_URL pointed at it."""
-    proxy = CopyCountingProxy(limited)
-    monkeypatch.setenv('AWS_ENDPOINT_URL', proxy.endpoint)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
+    yield from through(CopyCountingProxy(limited), monkeypatch)
 
 
 def schema(n=BIG):

@@ -8,6 +8,7 @@ import glob
 import mmap
 import os
 import struct
+import time
 
 import numpy
 import pytest
@@ -28,7 +29,8 @@ def stats(mnt):
     return dict((k, int(x)) for k, x in (p.split('=') for p in v.split()))
 
 
-def read_all(path, bs):
+def read_all(path, bs, pause=0):
+    """The file read `bs` bytes at a time (`pause` seconds apart)."""
     out = bytearray()
     with open(path, 'rb', buffering=0) as f:
         while True:
@@ -36,6 +38,8 @@ def read_all(path, bs):
             if not b:
                 return bytes(out)
             out += b
+            if pause:
+                time.sleep(pause)
 
 
 def test_full_row_tiles_spliced(mount, tmp_path, cat_prog):
