@@ -356,7 +356,9 @@ int tdb_s3_global_init(void);
  * PREFIX/.  Reads are range GETs, sizes HEADs (or the sizes a listing
  * gave), folders ListObjectsV2 with delimiter '/'.  S3 has no partial
  * writes: write_at keeps the object in a temporary file (TMPDIR) until
- * sync (or rename) stores it, in one PUT or, when larger than the part
+ * sync (or rename) stores it (an object first written at offset 0 is
+ * written anew, replacing the stored one, as after O_TRUNC; one first
+ * written further on starts from the stored bytes, fetched then), in one PUT or, when larger than the part
  * size (struct tdb_s3_tuning), as a multipart upload: parts go up many
  * at a time (within the requests in flight), each read from the
  * temporary file as it is sent (no part is held in memory), and the

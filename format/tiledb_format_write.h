@@ -64,9 +64,9 @@ struct tdb_copy_stats {
  * encrypted array stays encrypted, no key needed), folders made as
  * needed, each file synced; the commit files (__commits/, NAME.ok) after
  * every other file, so that a reader of dst sees whole fragments or none,
- * as after TileDB's writes.  The other files go 8 at a time (threads of
- * their own, each with an 8 MiB buffer: 64 MiB at most), the commit
- * files one at a time.
+ * as after TileDB's writes, and the vacuum files (__commits/ *.vac) after
+ * the other commit files.  Each of the three goes 8 files at a time
+ * (threads of their own, each with an 8 MiB buffer: 64 MiB at most).
  *
  * What is copied is what src's listings show, checked, before anything
  * is written, against the array's own references: every fragment a

@@ -380,8 +380,11 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
     struct s3_pending *np = NULL;
     int r = 0;
     if (!known) {
-        /* a new pending object starts as the stored one, if any: a write
-         * changes only the bytes it covers, as on a POSIX file */
+        /* a new pending object written from its start replaces the stored
+         * one (objects are written whole: no GET of what goes anyway);
+         * one first written further on starts as the stored one, if any,
+         * the write changing only the bytes it covers, as on a POSIX
+         * file */
         np = calloc(1, sizeof *np);
         if (!np || !(np->path = strdup(norm))) {
             free(np);
@@ -394,8 +397,10 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
             free(norm);
             return TDB_E_IO;
         }
-        char *key = tdb_s3_key(s, path);
-        if (!key) {
+        char *key = off == 0 ? NULL : tdb_s3_key(s, path);
+        if (off == 0) {
+            r = 0;
+        } else if (!key) {
             r = TDB_E_NOMEM;
         } else {
             struct s3_call c = {.method = "GET", .key = key, .up_fd = -1,

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define COPY_CHUNK (8u << 20)   /* bytes read and written at a time */
-#define COPY_JOBS 8             /* files copied at a time (each with a
+#define COPY_CHUNK (4u << 20)   /* bytes read and written at a time */
+#define COPY_JOBS 16            /* files copied at a time (each with a
                                  * COPY_CHUNK buffer) */
 #define COPY_DEPTH 64           /* folders nested deeper are refused */
 #define COPY_ANY UINT64_MAX     /* a size no reference states */
@@ -326,6 +326,15 @@ static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
         tdb_error_clear(p->err);
         r = 0;
     }
+    /* every fragment's metadata asked for at once (on object storage:
+     * one round trip, not one per fragment) */
+    for (size_t i = 0; !r && !nokey && i < d->nfrags; i++) {
+        char *meta = tdb_path_join(d->frags[i].path,
+                                   "__fragment_metadata.tdb");
+        if (meta)
+            tdb_io_want(io, TDB_WANT_FILE, meta);
+        free(meta);
+    }
     for (size_t i = 0; !r && i < d->nfrags; i++) {
         const struct tdb_dir_entry *fe = &d->frags[i];
         struct tdb_fragmeta *fm = NULL;
@@ -531,13 +540,28 @@ static int copy_dst_ready(const struct tdb_io *dst, bool *missing,
     return r;
 }
 
-/* The copy of the files that are no commit files, COPY_JOBS at a time. */
+/* The phases of a copy: the files that are no commit files; the commit
+ * files but the vacuum files (which hide the fragments they name from
+ * TileDB's readers: they go once the fragments replacing those are
+ * committed); the vacuum files. */
+enum copy_phase { COPY_DATA, COPY_COMMITS, COPY_VACS };
+
+static enum copy_phase copy_phase_of(const char *path)
+{
+    size_t n = strlen(path);
+    if (!copy_is_commit(path))
+        return COPY_DATA;
+    return n > 4 && !strcmp(path + n - 4, ".vac") ? COPY_VACS : COPY_COMMITS;
+}
+
+/* The copy of one phase's files, COPY_JOBS at a time. */
 struct copy_data {
     const struct copy_plan *pl;
     const struct tdb_io *dst;
     uint64_t files, bytes;      /* added to atomically */
     int failed;                 /* set atomically: the copies after it
                                  * stop at once */
+    enum copy_phase phase;      /* the files copied now */
 };
 
 static int copy_data_one(void *arg, size_t i, struct tdb_error *err)
@@ -547,7 +571,8 @@ static int copy_data_one(void *arg, size_t i, struct tdb_error *err)
     uint64_t bytes = 0;
     uint8_t *buf;
 
-    if (copy_is_commit(path) || __atomic_load_n(&d->failed, __ATOMIC_RELAXED))
+    if (copy_phase_of(path) != d->phase ||
+        __atomic_load_n(&d->failed, __ATOMIC_RELAXED))
         return 0;
     if (!(buf = malloc(COPY_CHUNK)))
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
@@ -562,13 +587,12 @@ static int copy_data_one(void *arg, size_t i, struct tdb_error *err)
     return r;
 }
 
-/* Makes the folders, then copies the files, commit files last (one at a
- * time, in the order of the walk). */
+/* Makes the folders, then copies the files, commit files last, vacuum
+ * files after them: COPY_JOBS at a time within each phase. */
 static int copy_run(const struct copy_plan *pl, const struct tdb_io *dst,
                     bool make_root, struct tdb_copy_stats *st,
                     struct tdb_error *err)
 {
-    uint8_t *buf;
     int r = make_root ? dst->ops->mkdir(dst->ctx, "") : 0;
 
     if (r)
@@ -579,20 +603,10 @@ static int copy_run(const struct copy_plan *pl, const struct tdb_io *dst,
             return tdb_err(err, r, "cannot make folder %s in the "
                            "destination: %s", pl->dirs.v[i], tdb_strerror(r));
     struct copy_data d = {.pl = pl, .dst = dst};
-    r = tdb_pool_each(COPY_JOBS, pl->files.n, copy_data_one, &d, err);
+    for (d.phase = COPY_DATA; !r && d.phase <= COPY_VACS; d.phase++)
+        r = tdb_pool_each(COPY_JOBS, pl->files.n, copy_data_one, &d, err);
     st->files += d.files;
     st->bytes += d.bytes;
-    if (r)
-        return r;
-    if (!(buf = malloc(COPY_CHUNK)))
-        return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    for (size_t i = 0; !r && i < pl->files.n; i++) {
-        if (!copy_is_commit(pl->files.v[i]))
-            continue;
-        r = copy_file(pl->src, dst, pl->files.v[i], buf, &st->bytes, err);
-        st->files += r == 0;
-    }
-    free(buf);
     return r;
 }
 
