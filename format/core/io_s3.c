@@ -398,11 +398,9 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
             return TDB_E_IO;
         }
         char *key = off == 0 ? NULL : tdb_s3_key(s, path);
-        if (off == 0) {
-            r = 0;
-        } else if (!key) {
+        if (off != 0 && !key) {
             r = TDB_E_NOMEM;
-        } else {
+        } else if (key) {
             struct s3_call c = {.method = "GET", .key = key, .up_fd = -1,
                                 .sink = S3_SINK_FD, .fd = np->fd};
             r = tdb_s3_perform(s, &c);

@@ -79,27 +79,37 @@ static void s3_journal_drop(struct s3 *s, const char *key, const char *id)
 
 /* -------------------------------------------------------------- calls */
 
-/* POST key?QUERY with body (NULL: none) into c (to clear).  @return 0
- * for a 2xx answer whose body is no Error, TDB_E_NOENT for 404, else
- * TDB_E_IO (TDB_E_NOMEM). */
-static int s3_post(struct s3 *s, struct s3_call *c, const char *key,
-                   const char *query, const char *body)
+/* Performs c (its sink S3_SINK_MEM) and clears it; with x, the answer
+ * parsed there (free it with tdb_s3_xml_free, whatever the outcome).
+ * @return 0 for a 2xx answer whose body is no Error (a copy or a
+ * CompleteMultipartUpload can fail after its 200 header), TDB_E_NOENT
+ * for 404, else TDB_E_IO (TDB_E_NOMEM). */
+static int s3_ask(struct s3 *s, struct s3_call *c, struct s3_xml *x)
 {
-    *c = (struct s3_call){.method = "POST", .key = key, .query = query,
-                          .up_fd = -1, .sink = S3_SINK_MEM,
-                          .body = (const uint8_t *)body,
-                          .body_len = body ? strlen(body) : 0};
+    struct s3_xml mine;
+    if (!x)
+        x = &mine;
+    memset(x, 0, sizeof *x);
     int r = tdb_s3_perform(s, c);
     if (!r)
         r = tdb_s3_status(s, c, NULL);
-    /* an answer can fail after its 200 header: the body is then an Error */
-    if (!r) {
-        struct s3_xml x;
-        if (tdb_s3_xml_parse(&x, &c->mem, NULL) || x.is_error)
-            r = TDB_E_IO;
-        tdb_s3_xml_free(&x);
-    }
+    if (!r && (tdb_s3_xml_parse(x, &c->mem, NULL) || x->is_error))
+        r = TDB_E_IO;
+    if (x == &mine)
+        tdb_s3_xml_free(x);
+    tdb_s3_call_clear(c);
     return r;
+}
+
+/* POST key?QUERY with body (NULL: none): s3_ask. */
+static int s3_post(struct s3 *s, const char *key, const char *query,
+                   const char *body, struct s3_xml *x)
+{
+    struct s3_call c = {.method = "POST", .key = key, .query = query,
+                        .up_fd = -1, .sink = S3_SINK_MEM,
+                        .body = (const uint8_t *)body,
+                        .body_len = body ? strlen(body) : 0};
+    return s3_ask(s, &c, x);
 }
 
 /* "NAME=VALUE" of upload id (and part n when n > 0), canonical. */
@@ -302,21 +312,16 @@ static int s3_multipart(struct s3 *s, const char *key,
     unsigned nparts = (unsigned)((len + ps - 1) / ps);
     unsigned window = s->loop.max_active < nparts ? s->loop.max_active
                                                   : nparts;
-    struct s3_call c;
-    int r = s3_post(s, &c, key, "uploads=", NULL);
+    struct s3_xml x;
+    int r = s3_post(s, key, "uploads=", NULL, &x);
     char *id = NULL;
+    if (!r && !(x.upload_id && x.upload_id[0]))
+        r = TDB_E_IO;
     if (!r) {
-        struct s3_xml x;
-        r = tdb_s3_xml_parse(&x, &c.mem, NULL);
-        if (!r && !(x.upload_id && x.upload_id[0]))
-            r = TDB_E_IO;
-        if (!r) {
-            id = x.upload_id;
-            x.upload_id = NULL;
-        }
-        tdb_s3_xml_free(&x);
+        id = x.upload_id;
+        x.upload_id = NULL;
     }
-    tdb_s3_call_clear(&c);
+    tdb_s3_xml_free(&x);
     if (r)
         return r;
     s3_journal_add(s, key, id);
@@ -332,10 +337,8 @@ static int s3_multipart(struct s3 *s, const char *key,
     char *q = r ? NULL : s3_upload_query(id, 0);
     if (!r && (!body || !q))
         r = TDB_E_NOMEM;
-    if (!r) {
-        r = s3_post(s, &c, key, q, body);
-        tdb_s3_call_clear(&c);
-    }
+    if (!r)
+        r = s3_post(s, key, q, body, NULL);
     /* nothing stays stored (and billed) of an upload that failed */
     if (!r || s3_abort(s, key, id))
         s3_journal_drop(s, key, id);
@@ -382,17 +385,7 @@ int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
     } else {
         struct s3_call c = {.method = "PUT", .key = to, .up_fd = -1,
                             .copy_source = src, .sink = S3_SINK_MEM};
-        r = tdb_s3_perform(s, &c);
-        if (!r)
-            r = tdb_s3_status(s, &c, NULL);
-        /* a copy can fail after its 200 header: the body is then an Error */
-        if (!r) {
-            struct s3_xml x;
-            if (tdb_s3_xml_parse(&x, &c.mem, NULL) || x.is_error)
-                r = TDB_E_IO;
-            tdb_s3_xml_free(&x);
-        }
-        tdb_s3_call_clear(&c);
+        r = s3_ask(s, &c, NULL);
     }
     free(src);
     return r;
