@@ -108,6 +108,49 @@ class _Conn:
             self.pending = None
 
 
+class ServerThread:
+    """An asyncio server listening on an event loop of its own, in a thread:
+    start(loop) is the coroutine making it (loop.create_server,
+    asyncio.start_server).  Once made: .loop, .server, .port; what making
+    it raised is raised here.  stop(shutdown) runs the coroutine
+    shutdown() on the loop (10 s at most; None: the server is closed),
+    then ends the loop and its thread.  Used by LatencyProxy and by
+    pacing_proxy.py."""
+
+    def __init__(self, start):
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+        error = []
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            try:
+                self.server = self.loop.run_until_complete(start(self.loop))
+                self.port = self.server.sockets[0].getsockname()[1]
+            except Exception as e:      # raised by __init__
+                error.append(e)
+                started.set()
+                return
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        started.wait()
+        if error:
+            raise error[0]
+
+    def stop(self, shutdown=None):
+        try:
+            if shutdown:
+                asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
+            else:
+                self.loop.call_soon_threadsafe(self.server.close)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+
+
 class LatencyProxy:
     """See the module's docstring.  Runs its own event loop in a thread."""
 
@@ -122,28 +165,8 @@ class LatencyProxy:
         self.bytes_down = 0
         self._ids = 0
         self._stalled = []          # (conn, event) of held connections
-        self._loop = asyncio.new_event_loop()
-        started = threading.Event()
-        self._error = None
-
-        def run():
-            asyncio.set_event_loop(self._loop)
-            try:
-                self._server = self._loop.run_until_complete(
-                    asyncio.start_server(self._client, host, port))
-                self.port = self._server.sockets[0].getsockname()[1]
-            except Exception as e:      # reported by __init__
-                self._error = e
-                started.set()
-                return
-            started.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        started.wait()
-        if self._error:
-            raise self._error
+        self._srv = ServerThread(lambda loop: asyncio.start_server(self._client, host, port))
+        self._loop, self._server, self.port = self._srv.loop, self._srv.server, self._srv.port
         self.endpoint = f'http://{host}:{self.port}'
 
     # ------------------------------------------------------------ statistics
@@ -308,11 +331,7 @@ class LatencyProxy:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         self.release()
-        try:
-            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
+        self._srv.stop(shutdown)
 
 
 def main():

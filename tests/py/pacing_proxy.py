@@ -58,6 +58,8 @@ import tempfile
 import threading
 import time
 
+from latency_proxy import ServerThread
+
 MB = 1000 * 1000
 CLOSE_AFTER_EOF = 60.0      # s a server has to finish once its client is done sending
 
@@ -283,29 +285,9 @@ class PacingProxy:
         self._sending = self._max_sending = 0
         self._senders = set()        # the _Conns that sent since reset()
         self._live = set()
-        self._loop = asyncio.new_event_loop()
-        started = threading.Event()
-        self._error = None
-
-        def run():
-            asyncio.set_event_loop(self._loop)
-            try:
-                self._server = self._loop.run_until_complete(
-                    self._loop.create_server(lambda: _Conn(self).client, host, port,
-                                             backlog=512))
-                self.port = self._server.sockets[0].getsockname()[1]
-            except Exception as e:      # reported by __init__
-                self._error = e
-                started.set()
-                return
-            started.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        started.wait()
-        if self._error:
-            raise self._error
+        self._srv = ServerThread(lambda loop: loop.create_server(
+            lambda: _Conn(self).client, host, port, backlog=512))
+        self._loop, self._server, self.port = self._srv.loop, self._srv.server, self._srv.port
         self.endpoint = f'http://{host}:{self.port}'
 
     def _busy(self, pipe, d):
@@ -338,11 +320,7 @@ class PacingProxy:
             for c in list(self._live):
                 c.abort()
             await asyncio.sleep(0)
-        try:
-            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
+        self._srv.stop(shutdown)
 
 
 # ------------------------------------------------------------- the check
@@ -353,19 +331,8 @@ class _ZeroServer:
     100-continue) and discards them.  Its own event loop in a thread."""
 
     def __init__(self):
-        self._loop = asyncio.new_event_loop()
-        started = threading.Event()
-
-        def run():
-            asyncio.set_event_loop(self._loop)
-            self._server = self._loop.run_until_complete(
-                asyncio.start_server(self._client, '127.0.0.1', 0))
-            self.port = self._server.sockets[0].getsockname()[1]
-            started.set()
-            self._loop.run_forever()
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        started.wait()
+        self._srv = ServerThread(lambda loop: asyncio.start_server(self._client, '127.0.0.1', 0))
+        self.port = self._srv.port
 
     async def _client(self, reader, writer):
         zeros = bytes(1 << 20)
@@ -401,9 +368,7 @@ class _ZeroServer:
             writer.close()
 
     def close(self):
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._srv.stop()
 
 
 def check(size_mib, counts=(1, 8)):
