@@ -53,13 +53,13 @@ static int s3_has_children(struct s3 *s, const char *key)
     char *kp = NULL;
     if (asprintf(&kp, "%s%s", key, key[0] ? "/" : "") < 0)
         return TDB_E_NOMEM;
-    struct s3_dent *e = NULL;
+    struct tdb_store_dent *e = NULL;
     size_t n = 0;
     int r = tdb_s3_list_keys(s, kp, false, 1, &e, &n, NULL);
     free(kp);
     if (r)
         return r;
-    tdb_s3_dents_free(e, n);
+    tdb_store_dents_free(e, n);
     return n > 0;
 }
 
@@ -131,7 +131,7 @@ static int s3_get_range(struct s3 *s, const char *key, uint64_t off,
 static int s3_known(struct s3 *s, const char *norm, const char *key,
                     uint64_t *size, char **ident)
 {
-    struct s3_dent e;
+    struct tdb_store_dent e;
     *ident = NULL;
     if (tdb_s3_dir_lookup(s, norm, &e) != 1 || e.is_dir) {
         free(e.etag);
@@ -244,7 +244,7 @@ static int s3_size(void *ctx, const char *path, uint64_t *size)
     if (p)
         *size = p->size;
     pthread_mutex_unlock(&s->lock);
-    struct s3_dent e = {0};
+    struct tdb_store_dent e = {0};
     int r = p ? 1 : tdb_s3_fetched_size(s, norm, size);
     if (!r && (r = tdb_s3_dir_lookup(s, norm, &e)) == 1 && !e.is_dir)
         *size = e.size;
@@ -264,7 +264,7 @@ static int s3_is_dir(void *ctx, const char *path, bool *is_dir)
     char *norm = tdb_s3_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
-    struct s3_dent e = {0};
+    struct tdb_store_dent e = {0};
     int r = 0;
     if (tdb_s3_pending(s, norm)) {
         *is_dir = false;
@@ -308,7 +308,7 @@ static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
         return TDB_E_NOMEM;
     }
     free(key);
-    struct s3_dent *e = NULL;
+    struct tdb_store_dent *e = NULL;
     size_t n = 0;
     bool ahead = tdb_s3_dir_take(s, norm, &e, &n) == 1;
     int r = ahead ? 0 : tdb_s3_list_keys(s, kp, true, 0, &e, &n, NULL);
@@ -321,7 +321,7 @@ static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
         r = fn(arg, &ent);
     }
     if (r || !n || ahead)
-        tdb_s3_dents_free(e, n);
+        tdb_store_dents_free(e, n);
     else
         tdb_s3_dir_put(s, norm, e, n, false);
     free(norm);
@@ -507,7 +507,7 @@ static int s3_delete(struct s3 *s, const char *key)
 static int s3_copy(struct s3 *s, const char *norm, const char *from,
                    const char *to)
 {
-    struct s3_dent e = {0};
+    struct tdb_store_dent e = {0};
     uint64_t size = UINT64_MAX;
     if (norm && tdb_s3_dir_lookup(s, norm, &e) == 1 && !e.is_dir)
         size = e.size;
@@ -536,7 +536,7 @@ static int s3_rename(void *ctx, const char *from, const char *to)
         } else if (r == TDB_E_NOENT) {
             /* a folder: each key below it, copied then deleted */
             char *kp = NULL;
-            struct s3_dent *e = NULL;
+            struct tdb_store_dent *e = NULL;
             size_t n = 0;
             r = asprintf(&kp, "%s/", kf) < 0 ? TDB_E_NOMEM
                 : tdb_s3_list_keys(s, kp, false, 0, &e, &n, NULL);
@@ -555,7 +555,7 @@ static int s3_rename(void *ctx, const char *from, const char *to)
                 free(b);
             }
             if (kp)
-                tdb_s3_dents_free(e, n);
+                tdb_store_dents_free(e, n);
             free(kp);
         }
     }
@@ -887,7 +887,7 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
     /* the bucket answers, and the prefix holds something: its listing,
      * kept for the open that follows */
     char *kp = NULL;
-    struct s3_dent *e = NULL;
+    struct tdb_store_dent *e = NULL;
     size_t n = 0;
     if (asprintf(&kp, "%s%s", s->prefix, s->prefix[0] ? "/" : "") < 0) {
         kp = NULL;
@@ -902,7 +902,7 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
     if (!r)
         tdb_s3_dir_put(s, "", e, n, true);
     else
-        tdb_s3_dents_free(e, n);
+        tdb_store_dents_free(e, n);
     if (r)
         tdb_io_free(io);
     return r;

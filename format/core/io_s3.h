@@ -1,34 +1,19 @@
 /* io_s3.h: the S3 backend's internals that the unit tests check: AWS
- * Signature Version 4, the query and path encodings (io_s3_sign.c), the
+ * Signature Version 4 (io_s3_sign.c; the encodings it signs are store.h's), the
  * ini files of ~/.aws (io_s3_config.c), the credentials and their renewal
  * (io_s3_creds.c), the coalescing of ranges into GETs (io_s3_fetch.c). */
 #ifndef TDB_IO_S3_H
 #define TDB_IO_S3_H
 
 #include "core/core.h"
-
-/* One HTTP header or query parameter. */
-struct tdb_s3_pair {
-    const char *name;
-    const char *value;
-};
-
-/* Percent-encodes `s` as S3's canonical form wants it: every byte but
- * A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash) becomes %XX (upper-case
- * hex).  @return a new string, or NULL on ENOMEM. */
-char *tdb_s3_encode(const char *s, bool keep_slash);
-
-/* The canonical query string of `n` parameters: each name and value
- * encoded, sorted by name then value, joined "a=1&b=2" ("" for none).  The
- * same string is the request's query.  @return a new string or NULL. */
-char *tdb_s3_query(const struct tdb_s3_pair *p, size_t n);
+#include "core/store.h"
 
 /* A request to sign with AWS Signature Version 4. */
 struct tdb_s3_request {
     const char *method;         /* "GET", "PUT", ... */
     const char *path;           /* encoded: "/bucket/key" or "/key" */
-    const char *query;          /* canonical (tdb_s3_query), or "" */
-    const struct tdb_s3_pair *hdr;  /* the headers to sign, any case and
+    const char *query;          /* canonical (tdb_store_query), or "" */
+    const struct tdb_store_pair *hdr;  /* the headers to sign, any case and
                                      * order (host, x-amz-date and
                                      * x-amz-content-sha256 among them) */
     size_t nhdr;

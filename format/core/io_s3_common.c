@@ -72,15 +72,6 @@ uint64_t tdb_s3_hash(const char *s)
     return h;
 }
 
-void tdb_s3_dents_free(struct s3_dent *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(e[i].name);
-        free(e[i].etag);
-    }
-    free(e);
-}
-
 /* ------------------------------------------------------------ regions */
 
 int tdb_s3_aws_host(struct s3 *s, const char *region, bool vhost,

@@ -696,11 +696,11 @@ static int s3c_sts_call(const struct tdb_s3_source *src, const char *body,
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
     tdb_s3_sha256_hex(body, strlen(body), hash);
-    struct tdb_s3_pair hdr[4] = {
+    struct tdb_store_pair hdr[4] = {
         {"Content-Type", ctype}, {"Host", host}, {"X-Amz-Date", date}};
     size_t nh = 3;
     if (by && by->token)
-        hdr[nh++] = (struct tdb_s3_pair){"X-Amz-Security-Token", by->token};
+        hdr[nh++] = (struct tdb_store_pair){"X-Amz-Security-Token", by->token};
     for (size_t i = 0; i < nh; i++)
         if (tdb_s3_header_add(&h.hl, hdr[i].name, hdr[i].value))
             goto out;
@@ -760,7 +760,7 @@ static void s3c_session(const struct tdb_s3_source *src, char *out,
 static int s3c_role(const struct tdb_s3_source *src,
                     struct tdb_s3_keys **out, char *why)
 {
-    struct tdb_s3_pair p[7];
+    struct tdb_store_pair p[7];
     size_t n = 0;
     char session[128], dur[16];
     char *token = NULL, *body = NULL;
@@ -773,21 +773,21 @@ static int s3c_role(const struct tdb_s3_source *src,
         return TDB_E_IO;
     if (!web && (r = s3c_fetch(src->from, &by, why)))
         return r;
-    p[n++] = (struct tdb_s3_pair){
+    p[n++] = (struct tdb_store_pair){
         "Action", web ? "AssumeRoleWithWebIdentity" : "AssumeRole"};
-    p[n++] = (struct tdb_s3_pair){"Version", "2011-06-15"};
-    p[n++] = (struct tdb_s3_pair){"RoleArn", src->role_arn};
-    p[n++] = (struct tdb_s3_pair){"RoleSessionName", session};
+    p[n++] = (struct tdb_store_pair){"Version", "2011-06-15"};
+    p[n++] = (struct tdb_store_pair){"RoleArn", src->role_arn};
+    p[n++] = (struct tdb_store_pair){"RoleSessionName", session};
     if (web)
-        p[n++] = (struct tdb_s3_pair){"WebIdentityToken", token};
+        p[n++] = (struct tdb_store_pair){"WebIdentityToken", token};
     if (!web && src->external_id)
-        p[n++] = (struct tdb_s3_pair){"ExternalId", src->external_id};
+        p[n++] = (struct tdb_store_pair){"ExternalId", src->external_id};
     if (src->duration_s) {
         snprintf(dur, sizeof dur, "%u", src->duration_s);
-        p[n++] = (struct tdb_s3_pair){"DurationSeconds", dur};
+        p[n++] = (struct tdb_store_pair){"DurationSeconds", dur};
     }
     /* the Query API's form: encoded as a canonical query is */
-    if (!(body = tdb_s3_query(p, n))) {
+    if (!(body = tdb_store_query(p, n))) {
         snprintf(why, S3C_WHY, "out of memory");
         r = TDB_E_NOMEM;
     } else {
@@ -915,7 +915,7 @@ static int s3c_imds(const struct tdb_s3_source *src,
             r = TDB_E_NOENT;
         } else {
             role.p[l] = 0;
-            char *enc = tdb_s3_encode(role.p, false);
+            char *enc = tdb_store_encode(role.p, false);
             if (!enc || asprintf(&path, "%s%s", S3C_IMDS_CREDS, enc) < 0) {
                 path = NULL;
                 r = TDB_E_NOMEM;
@@ -1288,14 +1288,14 @@ static bool s3c_refused(const struct s3_call *c, const struct tdb_s3_keys *k,
     if (!c->mem.len)
         return c->status == 400 &&
                (k->gen != c->keys_gen || (k->expires && now >= k->expires));
-    struct s3_xml x;
+    struct tdb_store_answer x;
     bool yes = false;
     if (!tdb_s3_xml_parse(&x, &c->mem, "") && x.code)
         yes = !strcmp(x.code, "ExpiredToken") ||
               !strcmp(x.code, "ExpiredTokenException") ||
               !strcmp(x.code, "InvalidToken") ||
               !strcmp(x.code, "TokenRefreshRequired");
-    tdb_s3_xml_free(&x);
+    tdb_store_answer_free(&x);
     return yes;
 }
 

@@ -310,7 +310,7 @@ static void s3_want_file(struct s3 *s, const char *norm)
 {
     /* with a disk cache, the listing (an ETag) is waited for: it names
      * the piece on disk */
-    struct s3_dent e;
+    struct tdb_store_dent e;
     int known = s->disk ? tdb_s3_dir_lookup(s, norm, &e)
                         : tdb_s3_dir_peek(s, norm, &e);
     bool skip = known == TDB_E_NOENT ||
@@ -349,7 +349,7 @@ static void s3_want_ranges(struct s3 *s, const char *norm,
 {
     char *ident = NULL;
     if (s->disk) {
-        struct s3_dent e;
+        struct tdb_store_dent e;
         char *key = tdb_s3_key(s, norm);
         if (key && tdb_s3_dir_lookup(s, norm, &e) == 1 && e.etag)
             ident = tdb_s3_ident(s, key, e.etag, e.size);

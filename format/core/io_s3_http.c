@@ -130,7 +130,7 @@ static int s3_sha256_fd(int fd, uint64_t off, uint64_t len, char out[65])
         r = TDB_E_IO;
     EVP_MD_CTX_free(md);
     if (!r)
-        tdb_s3_hex(d, 32, out);
+        tdb_store_hex(d, 32, out);
     return r;
 }
 
@@ -145,7 +145,7 @@ static bool s3_transient(CURLcode cc)
 /* The request's path as signed and sent: "/BUCKET/KEY" or "/KEY". */
 static char *s3_uri(struct s3 *s, const char *key)
 {
-    char *enc = tdb_s3_encode(key ? key : "", true), *uri = NULL;
+    char *enc = tdb_store_encode(key ? key : "", true), *uri = NULL;
     if (enc && asprintf(&uri, "%s/%s", s->uri_base, enc) < 0)
         uri = NULL;
     free(enc);
@@ -162,23 +162,23 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
 
-    struct tdb_s3_pair hdr[8];
+    struct tdb_store_pair hdr[8];
     size_t nh = 0;
-    hdr[nh++] = (struct tdb_s3_pair){"host", s->host};
-    hdr[nh++] = (struct tdb_s3_pair){"x-amz-date", date};
-    hdr[nh++] = (struct tdb_s3_pair){"x-amz-content-sha256", c->hash};
+    hdr[nh++] = (struct tdb_store_pair){"host", s->host};
+    hdr[nh++] = (struct tdb_store_pair){"x-amz-date", date};
+    hdr[nh++] = (struct tdb_store_pair){"x-amz-content-sha256", c->hash};
     if (c->range[0])
-        hdr[nh++] = (struct tdb_s3_pair){"range", c->range};
+        hdr[nh++] = (struct tdb_store_pair){"range", c->range};
     if (c->copy_source)
-        hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source", c->copy_source};
+        hdr[nh++] = (struct tdb_store_pair){"x-amz-copy-source", c->copy_source};
     if (c->copy_range)
-        hdr[nh++] = (struct tdb_s3_pair){"x-amz-copy-source-range",
+        hdr[nh++] = (struct tdb_store_pair){"x-amz-copy-source-range",
                                          c->copy_range};
     /* the current keys, held while they sign (never waiting: a renewal
      * runs on a thread of its own) */
     struct tdb_s3_keys *k = tdb_s3_creds_hold(s->creds);
     if (k && k->token)
-        hdr[nh++] = (struct tdb_s3_pair){"x-amz-security-token", k->token};
+        hdr[nh++] = (struct tdb_store_pair){"x-amz-security-token", k->token};
     int r = 0;
     for (size_t i = 0; !r && i < nh; i++)
         r = tdb_s3_header_add(&c->hl, hdr[i].name, hdr[i].value);

@@ -15,7 +15,7 @@
 /* A folder's entries as a listing gave them, sorted by name. */
 struct s3_dir {
     char *path;
-    struct s3_dent *e;
+    struct tdb_store_dent *e;
     size_t n;
     bool fresh;         /* fetched ahead, not yet given to a list call */
     struct s3_dir *next;
@@ -29,7 +29,7 @@ struct s3_listing {
     bool tree;          /* every key below (no delimiter) */
     char *query;
     struct s3_call c;
-    struct s3_dent *e;  /* what the pages gave so far */
+    struct tdb_store_dent *e;  /* what the pages gave so far */
     size_t n, cap;
     struct s3_listing *next;
 };
@@ -43,7 +43,7 @@ static size_t s3_hash(const char *s)
 
 static void s3_dir_free(struct s3_dir *d)
 {
-    tdb_s3_dents_free(d->e, d->n);
+    tdb_store_dents_free(d->e, d->n);
     free(d->path);
     free(d);
 }
@@ -107,7 +107,7 @@ void tdb_s3_dir_forget(struct s3 *s, const char *path)
 
 static int s3_dent_cmp(const void *a, const void *b)
 {
-    const struct s3_dent *x = a, *y = b;
+    const struct tdb_store_dent *x = a, *y = b;
     int c = strcmp(x->name, y->name);
     return c ? c : (int)x->is_dir - (int)y->is_dir;
 }
@@ -125,13 +125,13 @@ static void s3_dir_put_locked(struct s3 *s, struct s3_dir *d)
 }
 
 /* A cache entry for `path` holding e[n] (taken), or NULL (e freed). */
-static struct s3_dir *s3_dir_new(const char *path, struct s3_dent *e,
+static struct s3_dir *s3_dir_new(const char *path, struct tdb_store_dent *e,
                                  size_t n, bool fresh)
 {
     struct s3_dir *d = calloc(1, sizeof *d);
     if (!d || !(d->path = strdup(path))) {
         free(d);
-        tdb_s3_dents_free(e, n);
+        tdb_store_dents_free(e, n);
         return NULL;
     }
     qsort(e, n, sizeof *e, s3_dent_cmp);
@@ -141,7 +141,7 @@ static struct s3_dir *s3_dir_new(const char *path, struct s3_dent *e,
     return d;
 }
 
-void tdb_s3_dir_put(struct s3 *s, const char *path, struct s3_dent *e,
+void tdb_s3_dir_put(struct s3 *s, const char *path, struct tdb_store_dent *e,
                     size_t n, bool fresh)
 {
     struct s3_dir *d = s3_dir_new(path, e, n, fresh);
@@ -173,7 +173,7 @@ static void s3_listing_wait(struct s3 *s, const char *norm)
         pthread_cond_wait(&s->cv, &s->lock);
 }
 
-static int s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out,
+static int s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *out,
                          bool wait)
 {
     memset(out, 0, sizeof *out);    /* the caller frees out->etag */
@@ -209,17 +209,17 @@ static int s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out,
     return found;
 }
 
-int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out)
+int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *out)
 {
     return s3_dir_lookup(s, path, out, true);
 }
 
-int tdb_s3_dir_peek(struct s3 *s, const char *path, struct s3_dent *out)
+int tdb_s3_dir_peek(struct s3 *s, const char *path, struct tdb_store_dent *out)
 {
     return s3_dir_lookup(s, path, out, false);
 }
 
-int tdb_s3_dir_take(struct s3 *s, const char *norm, struct s3_dent **out,
+int tdb_s3_dir_take(struct s3 *s, const char *norm, struct tdb_store_dent **out,
                     size_t *nout)
 {
     int r = 0;
@@ -230,13 +230,13 @@ int tdb_s3_dir_take(struct s3 *s, const char *norm, struct s3_dent **out,
     struct s3_dir *d = s3_dir_find(s, norm);
     if (d && d->fresh) {
         d->fresh = false;
-        struct s3_dent *e = calloc(d->n ? d->n : 1, sizeof *e);
+        struct tdb_store_dent *e = calloc(d->n ? d->n : 1, sizeof *e);
         r = e ? 1 : 0;
         for (size_t i = 0; e && i < d->n; i++) {
             e[i] = d->e[i];
             e[i].etag = NULL;
             if (!(e[i].name = strdup(d->e[i].name))) {
-                tdb_s3_dents_free(e, i);
+                tdb_store_dents_free(e, i);
                 e = NULL;
                 r = 0;
             }
@@ -257,26 +257,26 @@ static char *s3_list_query(const char *kprefix, bool delim, unsigned max,
 {
     char maxs[16];
     snprintf(maxs, sizeof maxs, "%u", max ? max : 1000);
-    struct tdb_s3_pair q[5];
+    struct tdb_store_pair q[5];
     size_t nq = 0;
-    q[nq++] = (struct tdb_s3_pair){"list-type", "2"};
-    q[nq++] = (struct tdb_s3_pair){"prefix", kprefix};
-    q[nq++] = (struct tdb_s3_pair){"max-keys", maxs};
+    q[nq++] = (struct tdb_store_pair){"list-type", "2"};
+    q[nq++] = (struct tdb_store_pair){"prefix", kprefix};
+    q[nq++] = (struct tdb_store_pair){"max-keys", maxs};
     if (delim)
-        q[nq++] = (struct tdb_s3_pair){"delimiter", "/"};
+        q[nq++] = (struct tdb_store_pair){"delimiter", "/"};
     if (token)
-        q[nq++] = (struct tdb_s3_pair){"continuation-token", token};
-    return tdb_s3_query(q, nq);
+        q[nq++] = (struct tdb_store_pair){"continuation-token", token};
+    return tdb_store_query(q, nq);
 }
 
 /* Appends x's entries to e[*n] (growing *cap).  @return 0 or
  * TDB_E_NOMEM. */
-static int s3_dents_append(struct s3_dent **e, size_t *n, size_t *cap,
-                           struct s3_xml *x)
+static int s3_dents_append(struct tdb_store_dent **e, size_t *n, size_t *cap,
+                           struct tdb_store_answer *x)
 {
     if (*n + x->n > *cap) {
         size_t nc = (*n + x->n) * 2;
-        struct s3_dent *na = realloc(*e, nc * sizeof *na);
+        struct tdb_store_dent *na = realloc(*e, nc * sizeof *na);
         if (!na)
             return TDB_E_NOMEM;
         *e = na;
@@ -291,7 +291,7 @@ static int s3_dents_append(struct s3_dent **e, size_t *n, size_t *cap,
 /* What one page's answer in c says (with err: named failures): its
  * entries into x.  @return 0 or a TDB_E_* code. */
 static int s3_list_page(struct s3 *s, struct s3_call *c, const char *kprefix,
-                        struct s3_xml *x, struct tdb_error *err)
+                        struct tdb_store_answer *x, struct tdb_error *err)
 {
     int r = c->r;
     memset(x, 0, sizeof *x);
@@ -311,10 +311,10 @@ static int s3_list_page(struct s3 *s, struct s3_call *c, const char *kprefix,
 }
 
 int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
-                     unsigned max, struct s3_dent **out, size_t *nout,
+                     unsigned max, struct tdb_store_dent **out, size_t *nout,
                      struct tdb_error *err)
 {
-    struct s3_dent *all = NULL;
+    struct tdb_store_dent *all = NULL;
     size_t n = 0, cap = 0;
     char *token = NULL;
     int r = 0;
@@ -328,7 +328,7 @@ int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
                             .sink = S3_SINK_MEM};
         c.r = tdb_s3_perform(s, &c);
         free(query);
-        struct s3_xml x;
+        struct tdb_store_answer x;
         r = s3_list_page(s, &c, kprefix, &x, err);
         tdb_s3_call_clear(&c);
         if (!r && s3_dents_append(&all, &n, &cap, &x))
@@ -343,13 +343,13 @@ int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
             token = x.token;
             x.token = NULL;
         }
-        tdb_s3_xml_free(&x);
+        tdb_store_answer_free(&x);
         if (!more)
             break;
     } while (!r);
     free(token);
     if (r) {
-        tdb_s3_dents_free(all, n);
+        tdb_store_dents_free(all, n);
         return r;
     }
     *out = all;
@@ -362,7 +362,7 @@ int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
 static void s3_listing_free(struct s3_listing *L)
 {
     tdb_s3_call_clear(&L->c);
-    tdb_s3_dents_free(L->e, L->n);
+    tdb_store_dents_free(L->e, L->n);
     free(L->norm);
     free(L->kprefix);
     free(L->query);
@@ -372,7 +372,7 @@ static void s3_listing_free(struct s3_listing *L)
 /* One child of a folder, found in a listing without delimiter. */
 struct s3_child {
     char *dir;          /* the folder (norm) */
-    struct s3_dent e;
+    struct tdb_store_dent e;
 };
 
 static int s3_child_cmp(const void *a, const void *b)
@@ -385,7 +385,7 @@ static int s3_child_cmp(const void *a, const void *b)
 /* The children every key of a listing without delimiter of folder `norm`
  * gives: its file in the folder that holds it, and each folder on the
  * way in the one above.  @return 0 or TDB_E_NOMEM (*out then NULL). */
-static int s3_tree_children(const char *norm, const struct s3_dent *e,
+static int s3_tree_children(const char *norm, const struct tdb_store_dent *e,
                             size_t n, struct s3_child **out, size_t *nout)
 {
     struct s3_child *c = NULL;
@@ -459,7 +459,7 @@ static void s3_listing_keep(struct s3 *s, struct s3_listing *L)
         size_t j = i, m = 0;
         while (j < k && !strcmp(c[j].dir, c[i].dir))
             j++;
-        struct s3_dent *e = calloc(j - i, sizeof *e);
+        struct tdb_store_dent *e = calloc(j - i, sizeof *e);
         for (size_t q = i; q < j; q++) {
             bool dup = m && c[q].e.is_dir && e && e[m - 1].is_dir &&
                        !strcmp(e[m - 1].name, c[q].e.name);
@@ -503,7 +503,7 @@ static void s3_listing_done(struct s3_call *c)
 {
     struct s3_listing *L = c->arg;
     struct s3 *s = L->s;
-    struct s3_xml x;
+    struct tdb_store_answer x;
     int r = s3_list_page(s, c, L->kprefix, &x, NULL);
     if (!r && s3_dents_append(&L->e, &L->n, &L->cap, &x))
         r = TDB_E_NOMEM;
@@ -511,11 +511,11 @@ static void s3_listing_done(struct s3_call *c)
         r = TDB_E_CORRUPT;
     if (!r && x.truncated) {
         r = s3_listing_next(L, x.token);
-        tdb_s3_xml_free(&x);
+        tdb_store_answer_free(&x);
         if (!r)
             return;
     } else {
-        tdb_s3_xml_free(&x);
+        tdb_store_answer_free(&x);
     }
     pthread_mutex_lock(&s->lock);
     for (struct s3_listing **pp = &s->listings; *pp; pp = &(*pp)->next)

@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "core/io_s3.h"
+#include "core/store.h"
 
 #include <curl/curl.h>
 #include <expat.h>
@@ -57,18 +58,6 @@ struct s3_loop {
                                  * long is abandoned (and retried) */
     uint64_t calls, tries;      /* counts, for tests */
 };
-
-/* One entry of a listing. */
-struct s3_dent {
-    char *name;
-    bool is_dir;
-    uint64_t size;
-    char *etag;         /* as the listing gives it (quoted), or NULL */
-};
-
-/* Frees n entries and the array. */
-void tdb_s3_dents_free(struct s3_dent *e, size_t n);
-
 
 struct s3_dir;
 struct s3_listing;
@@ -264,7 +253,7 @@ struct s3 *tdb_io_s3_backend(const struct tdb_io *io);
 
 /* Keeps a listing of folder `path` (takes e[n]); fresh: fetched ahead,
  * for one tdb_s3_dir_take. */
-void tdb_s3_dir_put(struct s3 *s, const char *path, struct s3_dent *e,
+void tdb_s3_dir_put(struct s3 *s, const char *path, struct tdb_store_dent *e,
                     size_t n, bool fresh);
 /* What the cached listing of path's folder says of it, once no listing of
  * that folder is on its way: 1 found (*out: is_dir, size and a copy of
@@ -272,12 +261,12 @@ void tdb_s3_dir_put(struct s3 *s, const char *path, struct s3_dent *e,
  * known, or out of memory).  *out is cleared first whatever the outcome,
  * so out->etag is always for the caller to free.  tdb_s3_dir_peek does
  * not wait. */
-int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct s3_dent *out);
-int tdb_s3_dir_peek(struct s3 *s, const char *path, struct s3_dent *out);
+int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *out);
+int tdb_s3_dir_peek(struct s3 *s, const char *path, struct tdb_store_dent *out);
 /* A fresh listing of folder norm (waiting for one on its way), copied
- * into *e (free with tdb_s3_dents_free) and no longer fresh.  @return 1,
+ * into *e (free with tdb_store_dents_free) and no longer fresh.  @return 1,
  * or 0 when there is none. */
-int tdb_s3_dir_take(struct s3 *s, const char *norm, struct s3_dent **e,
+int tdb_s3_dir_take(struct s3 *s, const char *norm, struct tdb_store_dent **e,
                     size_t *n);
 /* Something changed at `path`: the listings of every folder above it go. */
 void tdb_s3_dir_forget(struct s3 *s, const char *path);
@@ -288,7 +277,7 @@ void tdb_s3_dir_clear(struct s3 *s);
  * below; at most `max` keys (0: all, page after page).  With err,
  * failures are named.  @return 0 or a TDB_E_* code. */
 int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
-                     unsigned max, struct s3_dent **out, size_t *nout,
+                     unsigned max, struct tdb_store_dent **out, size_t *nout,
                      struct tdb_error *err);
 /* Starts a listing of folder norm ahead (tree: every folder below). */
 void tdb_s3_want_list(struct s3 *s, const char *norm, bool tree);
@@ -340,38 +329,11 @@ void tdb_s3_disk_put(struct s3_disk *d, const char *ident, uint64_t off,
  * with err, a message naming the key, the status and S3's error code. */
 int tdb_s3_status(struct s3 *s, struct s3_call *c, struct tdb_error *err);
 
-/* What the answers we read hold: a ListObjectsV2 result, a multipart
- * upload's start, or an error. */
-struct s3_xml {
-    XML_Parser xp;
-    char *stack[8];          /* names of the open elements */
-    int depth;
-    struct tdb_buf text;     /* character data of the current element */
-    const char *prefix;      /* the listed prefix: stripped from names */
-    size_t plen;
-    struct s3_dent *e;       /* entries found */
-    size_t n, cap;
-    char *key;               /* Contents/Key */
-    char *etag;              /* Contents/ETag */
-    uint64_t size;           /* Contents/Size */
-    bool truncated;
-    char *token;             /* NextContinuationToken */
-    char *upload_id;         /* InitiateMultipartUploadResult/UploadId */
-    char *result_etag;       /* the ETag of a CopyObjectResult or a
-                              * CopyPartResult */
-    char *code, *message;    /* Error/Code, Error/Message */
-    bool is_error;
-    unsigned nkeys;          /* Contents seen */
-    int fail;
-};
-
-/* Parses body into x (entries named relative to `prefix`).
+/* Parses an S3 answer's body into a (entries named relative to `prefix`):
+ * a ListObjectsV2 result, a multipart upload's start, a copy's result, or
+ * an Error.  Free a with tdb_store_answer_free whatever the outcome.
  * @return 0, TDB_E_CORRUPT (not XML) or TDB_E_NOMEM. */
-int tdb_s3_xml_parse(struct s3_xml *x, const struct tdb_buf *body,
+int tdb_s3_xml_parse(struct tdb_store_answer *a, const struct tdb_buf *body,
                      const char *prefix);
-void tdb_s3_xml_free(struct s3_xml *x);
-
-/* n bytes as 2n lower-case hex digits and a NUL. */
-void tdb_s3_hex(const unsigned char *d, size_t n, char *out);
 
 #endif

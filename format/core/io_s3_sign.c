@@ -11,98 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* ------------------------------------------------------------ encodings */
-
-static bool s3_unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-           c == '~';
-}
-
-char *tdb_s3_encode(const char *s, bool keep_slash)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    if (n > (SIZE_MAX - 1) / 3)
-        return NULL;
-    char *out = malloc(3 * n + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (s3_unreserved(*p) || (keep_slash && *p == '/')) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = 0;
-    return out;
-}
-
-struct s3_kv {
-    char *k, *v;
-};
-
-static int s3_kv_cmp(const void *a, const void *b)
-{
-    const struct s3_kv *x = a, *y = b;
-    int c = strcmp(x->k, y->k);
-    return c ? c : strcmp(x->v, y->v);
-}
-
-char *tdb_s3_query(const struct tdb_s3_pair *p, size_t n)
-{
-    struct s3_kv *kv = calloc(n ? n : 1, sizeof *kv);
-    struct tdb_buf b = {0};
-    char *out = NULL;
-    if (!kv)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        if (!(kv[i].k = tdb_s3_encode(p[i].name, false)) ||
-            !(kv[i].v = tdb_s3_encode(p[i].value ? p[i].value : "", false)))
-            goto out;
-    qsort(kv, n, sizeof *kv, s3_kv_cmp);
-    for (size_t i = 0; i < n; i++)
-        if ((i && tdb_buf_append(&b, "&", 1)) ||
-            tdb_buf_append(&b, kv[i].k, strlen(kv[i].k)) ||
-            tdb_buf_append(&b, "=", 1) ||
-            tdb_buf_append(&b, kv[i].v, strlen(kv[i].v)))
-            goto out;
-    if (!tdb_buf_append(&b, "", 1)) {
-        out = (char *)b.data;
-        b.data = NULL;
-    }
-out:
-    for (size_t i = 0; i < n; i++) {
-        free(kv[i].k);
-        free(kv[i].v);
-    }
-    free(kv);
-    tdb_buf_free(&b);
-    return out;
-}
-
 /* ------------------------------------------------------------- signing */
-
-void tdb_s3_hex(const unsigned char *d, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[2 * n] = 0;
-}
 
 void tdb_s3_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
     unsigned int mdlen = 0;
     EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
-    tdb_s3_hex(md, 32, out);
+    tdb_store_hex(md, 32, out);
 }
 
 static void s3_hmac(const void *key, size_t klen, const char *msg,
@@ -190,7 +106,7 @@ static int s3_signature(const struct tdb_s3_signer *by, const char *service,
     s3_hmac(k2, 32, service, k3);
     s3_hmac(k3, 32, "aws4_request", k4);
     s3_hmac(k4, 32, sts, sig);
-    tdb_s3_hex(sig, 32, sighex);
+    tdb_store_hex(sig, 32, sighex);
     explicit_bzero(k1, sizeof k1);
     explicit_bzero(k2, sizeof k2);
     explicit_bzero(k3, sizeof k3);

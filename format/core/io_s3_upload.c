@@ -80,13 +80,13 @@ static void s3_journal_drop(struct s3 *s, const char *key, const char *id)
 /* -------------------------------------------------------------- calls */
 
 /* Performs c (its sink S3_SINK_MEM) and clears it; with x, the answer
- * parsed there (free it with tdb_s3_xml_free, whatever the outcome).
+ * parsed there (free it with tdb_store_answer_free, whatever the outcome).
  * @return 0 for a 2xx answer whose body is no Error (a copy or a
  * CompleteMultipartUpload can fail after its 200 header), TDB_E_NOENT
  * for 404, else TDB_E_IO (TDB_E_NOMEM). */
-static int s3_ask(struct s3 *s, struct s3_call *c, struct s3_xml *x)
+static int s3_ask(struct s3 *s, struct s3_call *c, struct tdb_store_answer *x)
 {
-    struct s3_xml mine;
+    struct tdb_store_answer mine;
     if (!x)
         x = &mine;
     memset(x, 0, sizeof *x);
@@ -96,14 +96,14 @@ static int s3_ask(struct s3 *s, struct s3_call *c, struct s3_xml *x)
     if (!r && (tdb_s3_xml_parse(x, &c->mem, NULL) || x->is_error))
         r = TDB_E_IO;
     if (x == &mine)
-        tdb_s3_xml_free(x);
+        tdb_store_answer_free(x);
     tdb_s3_call_clear(c);
     return r;
 }
 
 /* POST key?QUERY with body (NULL: none): s3_ask. */
 static int s3_post(struct s3 *s, const char *key, const char *query,
-                   const char *body, struct s3_xml *x)
+                   const char *body, struct tdb_store_answer *x)
 {
     struct s3_call c = {.method = "POST", .key = key, .query = query,
                         .up_fd = -1, .sink = S3_SINK_MEM,
@@ -117,8 +117,8 @@ static char *s3_upload_query(const char *id, unsigned n)
 {
     char num[16];
     snprintf(num, sizeof num, "%u", n);
-    struct tdb_s3_pair p[2] = {{"partNumber", num}, {"uploadId", id}};
-    return n ? tdb_s3_query(p, 2) : tdb_s3_query(p + 1, 1);
+    struct tdb_store_pair p[2] = {{"partNumber", num}, {"uploadId", id}};
+    return n ? tdb_store_query(p, 2) : tdb_store_query(p + 1, 1);
 }
 
 /* AbortMultipartUpload.  @return 1 when the upload is gone (aborted, or
@@ -175,7 +175,7 @@ static void s3_part_done(struct s3_call *c)
     if (!r && c->copy_source) {
         /* UploadPartCopy: the part's ETag is in the body (which can be
          * an Error after a 200) */
-        struct s3_xml x;
+        struct tdb_store_answer x;
         r = tdb_s3_xml_parse(&x, &c->mem, NULL) || x.is_error ||
                     !x.result_etag
                 ? TDB_E_IO : 0;
@@ -184,7 +184,7 @@ static void s3_part_done(struct s3_call *c)
             c->etag = x.result_etag;
             x.result_etag = NULL;
         }
-        tdb_s3_xml_free(&x);
+        tdb_store_answer_free(&x);
     }
     if (!r && !c->etag)
         r = TDB_E_IO;
@@ -312,7 +312,7 @@ static int s3_multipart(struct s3 *s, const char *key,
     unsigned nparts = (unsigned)((len + ps - 1) / ps);
     unsigned window = s->loop.max_active < nparts ? s->loop.max_active
                                                   : nparts;
-    struct s3_xml x;
+    struct tdb_store_answer x;
     int r = s3_post(s, key, "uploads=", NULL, &x);
     char *id = NULL;
     if (!r && !(x.upload_id && x.upload_id[0]))
@@ -321,7 +321,7 @@ static int s3_multipart(struct s3 *s, const char *key,
         id = x.upload_id;
         x.upload_id = NULL;
     }
-    tdb_s3_xml_free(&x);
+    tdb_store_answer_free(&x);
     if (r)
         return r;
     s3_journal_add(s, key, id);
@@ -372,7 +372,7 @@ int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len)
 int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
                        uint64_t size, const char *to)
 {
-    char *src = NULL, *enc = tdb_s3_encode(from, true);
+    char *src = NULL, *enc = tdb_store_encode(from, true);
     if (!enc || asprintf(&src, "/%s/%s", bucket, enc) < 0) {
         free(enc);
         return TDB_E_NOMEM;

@@ -14,10 +14,10 @@
 
 static void fuzz_listing(const char *prefix, const struct tdb_buf *body)
 {
-    struct s3_xml x;
+    struct tdb_store_answer x;
     tdb_s3_xml_parse(&x, body, prefix);
     for (size_t i = 0; i < x.n; i++) {
-        const struct s3_dent *e = &x.e[i];
+        const struct tdb_store_dent *e = &x.e[i];
         if (!e->name || !e->name[0])
             abort();
         /* no empty, "." or ".." part */
@@ -33,7 +33,7 @@ static void fuzz_listing(const char *prefix, const struct tdb_buf *body)
         if (e->is_dir && e->size)
             abort();
     }
-    tdb_s3_xml_free(&x);
+    tdb_store_answer_free(&x);
 }
 
 static void fuzz_error(unsigned status, const char *key,

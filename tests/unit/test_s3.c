@@ -39,7 +39,7 @@ static const char *sig_of(const char *auth)
 
 /* tdb_s3_sigv4 with the request and the signer spelled out. */
 static int sign(char *out, size_t cap, const char *method, const char *path,
-                const char *query, const struct tdb_s3_pair *hdr, size_t nhdr,
+                const char *query, const struct tdb_store_pair *hdr, size_t nhdr,
                 const char *payload_hash, const char *amz_date,
                 const char *region, const char *key_id, const char *secret)
 {
@@ -52,7 +52,7 @@ static int sign(char *out, size_t cap, const char *method, const char *path,
 /* GET Object, bytes 0-9 of /test.txt. */
 static void test_sigv4_get_range(void)
 {
-    struct tdb_s3_pair h[] = {
+    struct tdb_store_pair h[] = {
         {"Range", "bytes=0-9"},
         {"Host", EX_HOST},
         {"x-amz-date", EX_DATE},
@@ -89,9 +89,9 @@ static void test_sigv4_put(void)
     tdb_s3_sha256_hex(body, strlen(body), hash);
     CHECK(!strcmp(hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034"
                         "a8b803f8b072"));
-    char *path = tdb_s3_encode("/test$file.text", true);
+    char *path = tdb_store_encode("/test$file.text", true);
     CHECK(path && !strcmp(path, "/test%24file.text"));
-    struct tdb_s3_pair h[] = {
+    struct tdb_store_pair h[] = {
         {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
         {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
         {"x-amz-date", EX_DATE},
@@ -110,10 +110,10 @@ static void test_sigv4_put(void)
 /* GET Bucket (List Objects): ?max-keys=2&prefix=J, and ?lifecycle. */
 static void test_sigv4_query(void)
 {
-    struct tdb_s3_pair q[] = {{"prefix", "J"}, {"max-keys", "2"}};
-    char *query = tdb_s3_query(q, 2);
+    struct tdb_store_pair q[] = {{"prefix", "J"}, {"max-keys", "2"}};
+    char *query = tdb_store_query(q, 2);
     CHECK(query && !strcmp(query, "max-keys=2&prefix=J"));
-    struct tdb_s3_pair h[] = {
+    struct tdb_store_pair h[] = {
         {"host", EX_HOST},
         {"x-amz-date", EX_DATE},
         {"x-amz-content-sha256", EMPTY_SHA256},
@@ -125,8 +125,8 @@ static void test_sigv4_query(void)
     CHECK(!strcmp(sig_of(auth), "34b48302e7b5fa45bde8084f4b7868a86f0a534bc5"
                                 "9db6670ed5711ef69dc6f7"));
     free(query);
-    struct tdb_s3_pair lc[] = {{"lifecycle", NULL}};
-    query = tdb_s3_query(lc, 1);
+    struct tdb_store_pair lc[] = {{"lifecycle", NULL}};
+    query = tdb_store_query(lc, 1);
     CHECK(query && !strcmp(query, "lifecycle="));
     CHECK_EQ_INT(sign(auth, sizeof auth, "GET", "/", query ? query : "",
                        h, 3, EMPTY_SHA256, EX_DATE, "us-east-1",
@@ -138,20 +138,20 @@ static void test_sigv4_query(void)
 
 static void test_encode(void)
 {
-    char *a = tdb_s3_encode("a b/c+d=~é", true);
-    char *b = tdb_s3_encode("arr/__fragments/", false);
+    char *a = tdb_store_encode("a b/c+d=~é", true);
+    char *b = tdb_store_encode("arr/__fragments/", false);
     CHECK(a && !strcmp(a, "a%20b/c%2Bd%3D~%C3%A9"));
     CHECK(b && !strcmp(b, "arr%2F__fragments%2F"));
     free(a);
     free(b);
     /* names and values encoded, then sorted by name, then by value */
-    struct tdb_s3_pair q[] = {{"prefix", "a/b c"}, {"list-type", "2"},
+    struct tdb_store_pair q[] = {{"prefix", "a/b c"}, {"list-type", "2"},
                               {"delimiter", "/"}, {"b", "2"}, {"b", "1"}};
-    char *query = tdb_s3_query(q, 5);
+    char *query = tdb_store_query(q, 5);
     CHECK(query && !strcmp(query, "b=1&b=2&delimiter=%2F&list-type=2&"
                                   "prefix=a%2Fb%20c"));
     free(query);
-    query = tdb_s3_query(NULL, 0);
+    query = tdb_store_query(NULL, 0);
     CHECK(query && !strcmp(query, ""));
     free(query);
 }
@@ -1105,7 +1105,7 @@ static void test_dir_lookup_nomem(void)
     CHECK_EQ_INT(http_start(&srv, 0), 0);
     CHECK_EQ_INT(http_backend(&io, &srv, 4, 30), 0);
     static char stale;
-    struct s3_dent e = {.name = &stale, .is_dir = true, .size = 7,
+    struct tdb_store_dent e = {.name = &stale, .is_dir = true, .size = 7,
                         .etag = &stale};
     malloc_fail_next = true;
     CHECK_EQ_INT(tdb_s3_dir_peek(io.ctx, "a/b", &e), 0);
@@ -1179,13 +1179,13 @@ static void test_xml_odd_names(void)
         "<CommonPrefixes><Prefix>p/g/</Prefix></CommonPrefixes>"
         "</ListBucketResult>";
     struct tdb_buf b = {(uint8_t *)body, sizeof body - 1, sizeof body, true};
-    struct s3_xml x;
+    struct tdb_store_answer x;
     CHECK_EQ_INT(tdb_s3_xml_parse(&x, &b, "p/"), 0);
     CHECK_EQ_INT(x.n, 3);
     for (size_t i = 0; i < x.n; i++)
         CHECK(!strcmp(x.e[i].name, "ok") || !strcmp(x.e[i].name, "e/f.tdb") ||
               (!strcmp(x.e[i].name, "g") && x.e[i].is_dir));
-    tdb_s3_xml_free(&x);
+    tdb_store_answer_free(&x);
 }
 
 int main(void)

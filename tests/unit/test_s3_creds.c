@@ -24,7 +24,7 @@
  * IAM ListUsers, 20150830T123600Z, us-east-1, service iam. */
 static void test_sigv4_other_service(void)
 {
-    struct tdb_s3_pair h[] = {
+    struct tdb_store_pair h[] = {
         {"Content-Type", "application/x-www-form-urlencoded; charset=utf-8"},
         {"Host", "iam.amazonaws.com"},
         {"X-Amz-Date", "20150830T123600Z"},
