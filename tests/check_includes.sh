@@ -5,9 +5,12 @@
 #     through its two public headers, tiledb_format.h (reading) and
 #     tiledb_format_write.h (writing).
 #  2. Inside format/, each folder includes headers of its own folder and of
-#     the folders below it only.  Bottom up: core, filters, model, then
-#     read and write side by side (neither includes the other), then tree
-#     and consolidate side by side (the reader feeding the writer).
+#     the folders below it only.  Bottom up: core; then filters and the
+#     protocols of object stores (s3, azure) side by side; then model and
+#     objstore (the object-store backend running the protocols) side by
+#     side; then read and write side by side (neither includes the
+#     other), then tree and consolidate side by side (the reader feeding
+#     the writer).
 #  3. With the engine built (its objects in $top_builddir), the same order
 #     holds for calls (nm: the object that uses a symbol and the one that
 #     defines it), and no two files of format/ need each other, directly or
@@ -22,7 +25,7 @@ builddir=${top_builddir:-$srcdir}
 cd "$srcdir" || exit 1
 status=0
 
-bad=$(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\(core\|filters\|model\|read\|write\|tree\)/' \
+bad=$(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*\(core\|filters\|s3\|azure\|objstore\|model\|read\|write\|tree\|consolidate\)/' \
     mount/*.[ch] tools/*.[ch] fuse/*.[ch])
 if [ -n "$bad" ]; then
     echo "internal engine headers included by a front end:"
@@ -37,8 +40,8 @@ echo "front ends include only the public headers ($n includes)"
 rank() {
     case $1 in
     core) echo 0 ;;
-    filters) echo 1 ;;
-    model) echo 2 ;;
+    filters | s3 | azure) echo 1 ;;
+    model | objstore) echo 2 ;;
     read | write) echo 3 ;;
     tree | consolidate) echo 4 ;;
     *) echo -1 ;;
@@ -115,8 +118,10 @@ for o in $objs; do
 done | awk -v src="$srcdir" -v build="$builddir" '
 function folder(f,   p) { split(f, p, "/"); return p[2] }
 function rank(d) {
-    if (d == "core") return 0; if (d == "filters") return 1
-    if (d == "model") return 2; if (d == "read" || d == "write") return 3
+    if (d == "core") return 0
+    if (d == "filters" || d == "s3" || d == "azure") return 1
+    if (d == "model" || d == "objstore") return 2
+    if (d == "read" || d == "write") return 3
     if (d == "tree" || d == "consolidate") return 4; return -1
 }
 # format/x/libtdbformat_a-name.o -> format/x/name.c

@@ -1,6 +1,8 @@
 /* store.c: the words every object store shares (store.h). */
 #include "core/store.h"
 
+#include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,4 +162,21 @@ void tdb_store_answer_free(struct tdb_store_answer *a)
     a->e = NULL;
     a->n = a->cap = 0;
     a->token = a->upload_id = a->result_etag = a->code = a->message = NULL;
+}
+
+/* ------------------------------------------------------------ headers */
+
+int tdb_store_header_add(struct curl_slist **hl, const char *name,
+                         const char *value)
+{
+    char *line = NULL;
+    if (asprintf(&line, "%s: %s", name, value) < 0)
+        return TDB_E_NOMEM;
+    struct curl_slist *nl = curl_slist_append(*hl, line);
+    explicit_bzero(line, strlen(line));
+    free(line);
+    if (!nl)
+        return TDB_E_NOMEM;
+    *hl = nl;
+    return 0;
 }

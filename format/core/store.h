@@ -25,6 +25,12 @@ char *tdb_store_encode(const char *s, bool keep_slash);
  * @return a new string or NULL. */
 char *tdb_store_query(const struct tdb_store_pair *p, size_t n);
 
+struct curl_slist;
+/* Appends the header line "name: value" to *hl (the line, which may hold
+ * a secret, zeroed once libcurl copied it).  @return 0 or TDB_E_NOMEM. */
+int tdb_store_header_add(struct curl_slist **hl, const char *name,
+                         const char *value);
+
 /* n bytes as 2n lower-case hex digits and a NUL. */
 void tdb_store_hex(const unsigned char *d, size_t n, char *out);
 

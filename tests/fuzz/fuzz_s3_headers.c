@@ -1,21 +1,21 @@
 /* fuzz_s3_headers.c: the response headers of an S3 answer
- * (format/core/io_s3_http.c, tdb_s3_header_line), as a hostile endpoint
+ * (format/core/objstore/loop.c, tdb_os_header_line), as a hostile endpoint
  * sends them.  Input: header lines, each up to and with its '\n' (the
  * last may lack it); each is handed over in a buffer of its exact size,
  * not NUL-terminated, as libcurl hands it, so that ASan sees a read past
  * the line.  Aborts when what was read breaks its contract: a total that
- * is neither -1 nor a size, an ETag empty, longer than S3_ETAG_MAX or
+ * is neither -1 nor a size, an ETag empty, longer than OS_ETAG_MAX or
  * holding a byte that is not printable ASCII, a bucket region that is not
  * NUL-terminated within its array or holds a byte but a-z 0-9 '-'. */
 #include "fuzz.h"
-#include "core/io_s3_header.h"
+#include "objstore/header.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct s3_call c = {.total = -1, .length = -1};
+    struct os_call c = {.total = -1, .length = -1};
     size_t pos = 0;
     while (pos < size) {
         const uint8_t *nl = memchr(data + pos, '\n', size - pos);
@@ -24,13 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!line)
             break;
         memcpy(line, data + pos, n);
-        tdb_s3_header_line(&c, line, n);
+        tdb_os_header_line(&c, line, n);
         free(line);
         pos += n;
         if (c.total < -1)
             abort();
         size_t l = c.etag ? strlen(c.etag) : 0;
-        if (c.etag && (!l || l > S3_ETAG_MAX))
+        if (c.etag && (!l || l > OS_ETAG_MAX))
             abort();
         for (size_t i = 0; i < l; i++)
             if (c.etag[i] < 0x20 || c.etag[i] > 0x7e)

@@ -1,13 +1,13 @@
-/* fuzz_s3_xml.c: the XML of S3's answers (format/core/io_s3_xml.c) from a
+/* fuzz_s3_xml.c: the XML of S3's answers (format/core/s3/xml.c) from a
  * hostile endpoint: ListObjectsV2 listings and Error bodies.
- * Input: a flags byte (bit 0: an error answer, read by tdb_s3_status; its
+ * Input: a flags byte (bit 0: an error answer, read by tdb_os_status; its
  * HTTP status 400 + the next byte), then the listed prefix up to a NUL
  * (at most 64 bytes), then the body.  Aborts when a listing's entries
  * break their contract (a name that is empty or has an empty, "." or ".."
  * part; a folder with a size) or
- * an error's code or message is not the one tdb_s3_status promises. */
+ * an error's code or message is not the one tdb_os_status promises. */
 #include "fuzz.h"
-#include "core/io_s3_local.h"
+#include "objstore/objstore.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,17 +39,17 @@ static void fuzz_listing(const char *prefix, const struct tdb_buf *body)
 static void fuzz_error(unsigned status, const char *key,
                        const struct tdb_buf *body)
 {
-    static struct s3 s;     /* tdb_s3_status reads only the bucket */
+    static struct objstore s;     /* tdb_os_status reads only the bucket */
     s.bucket = "bucket";
-    struct s3_call c = {.method = "GET", .key = key[0] ? key : NULL,
+    struct os_call c = {.method = "GET", .key = key[0] ? key : NULL,
                         .status = 400 + (long)status, .cc = CURLE_OK,
                         .mem = *body};
     struct tdb_error err = {0};
-    int r = tdb_s3_status(&s, &c, &err);
+    int r = tdb_os_status(&s, &c, &err);
     if (r != (c.status == 404 ? TDB_E_NOENT : TDB_E_IO) ||
         strnlen(err.msg, sizeof err.msg) == sizeof err.msg)
         abort();
-    if (tdb_s3_status(&s, &c, NULL) != r)
+    if (tdb_os_status(&s, &c, NULL) != r)
         abort();
 }
 

@@ -3,7 +3,7 @@
  * ~/.aws and the configuration read from the environment, the coalescing
  * of ranges into GETs, the disk cache's pieces and bound, and the request
  * queue of the I/O thread against a small HTTP server of the test's own
- * (io_s3*.c).  The S3 requests themselves are tested against real servers
+ * (format/s3/, format/objstore/).  The S3 requests themselves are tested against real servers
  * in tests/py/test_s3.py and test_s3_io.py. */
 #include "unit.h"
 
@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 
 /* The example account of AWS's S3 Signature Version 4 documentation
  * ("Examples: Signature Calculations"): its requests are dated
@@ -353,10 +353,10 @@ static void test_coalesce(void)
 {
     /* tiles of one file, out of order: 0-100, 100-250 adjacent; 300-400
      * 50 bytes after; 1000-1100 far; 1050-1150 overlapping it */
-    struct tdb_s3_range r[] = {{1000, 100}, {100, 150}, {0, 100},
+    struct tdb_os_range r[] = {{1000, 100}, {100, 150}, {0, 100},
                                {300, 100}, {1050, 100}};
-    struct tdb_s3_span sp[5];
-    size_t n = tdb_s3_coalesce(r, 5, 64, 1 << 20, sp);
+    struct tdb_os_span sp[5];
+    size_t n = tdb_os_coalesce(r, 5, 64, 1 << 20, sp);
     CHECK_EQ_INT(n, 2);
     CHECK(sp[0].off == 0 && sp[0].len == 400 && sp[0].want == 350);
     CHECK(sp[0].first == 0 && sp[0].count == 3);
@@ -364,19 +364,19 @@ static void test_coalesce(void)
     CHECK(sp[1].first == 3 && sp[1].count == 2);
     CHECK(r[0].off == 0 && r[3].off == 1000);      /* sorted */
     /* no gap allowed: 300 starts its own */
-    struct tdb_s3_range q[] = {{0, 100}, {100, 150}, {300, 100}};
-    CHECK_EQ_INT(tdb_s3_coalesce(q, 3, 0, 1 << 20, sp), 2);
+    struct tdb_os_range q[] = {{0, 100}, {100, 150}, {300, 100}};
+    CHECK_EQ_INT(tdb_os_coalesce(q, 3, 0, 1 << 20, sp), 2);
     CHECK(sp[0].len == 250 && sp[1].off == 300);
     /* the cap: 0-100 and 100-250 would be 250 bytes > 200 */
-    struct tdb_s3_range c[] = {{0, 100}, {100, 150}, {250, 50}};
-    CHECK_EQ_INT(tdb_s3_coalesce(c, 3, 0, 200, sp), 2);
+    struct tdb_os_range c[] = {{0, 100}, {100, 150}, {250, 50}};
+    CHECK_EQ_INT(tdb_os_coalesce(c, 3, 0, 200, sp), 2);
     CHECK(sp[0].off == 0 && sp[0].len == 100);
     CHECK(sp[1].off == 100 && sp[1].len == 200 && sp[1].want == 200);
     /* a range inside another adds nothing asked for */
-    struct tdb_s3_range d[] = {{0, 1000}, {10, 10}};
-    CHECK_EQ_INT(tdb_s3_coalesce(d, 2, 0, 1 << 20, sp), 1);
+    struct tdb_os_range d[] = {{0, 1000}, {10, 10}};
+    CHECK_EQ_INT(tdb_os_coalesce(d, 2, 0, 1 << 20, sp), 1);
     CHECK(sp[0].len == 1000 && sp[0].want == 1000 && sp[0].count == 2);
-    CHECK_EQ_INT(tdb_s3_coalesce(d, 0, 0, 1 << 20, sp), 0);
+    CHECK_EQ_INT(tdb_os_coalesce(d, 0, 0, 1 << 20, sp), 0);
 }
 
 /* --------------------------------------------------------- part sizes */
@@ -386,15 +386,15 @@ static void test_coalesce(void)
 static void test_part_size(void)
 {
     const uint64_t MiB = UINT64_C(1) << 20;
-    CHECK(tdb_s3_part_size(8 * MiB, 40 * MiB) == 8 * MiB);
-    CHECK(tdb_s3_part_size(1 * MiB, 40 * MiB) == TDB_S3_PART_MIN);
-    CHECK(tdb_s3_part_size(8 * MiB, 10000 * 8 * MiB) == 8 * MiB);
+    CHECK(tdb_os_part_size(8 * MiB, 40 * MiB) == 8 * MiB);
+    CHECK(tdb_os_part_size(1 * MiB, 40 * MiB) == TDB_S3_PART_MIN);
+    CHECK(tdb_os_part_size(8 * MiB, 10000 * 8 * MiB) == 8 * MiB);
     /* 10,000 parts of 8 MiB exactly would fit, one byte more would not */
-    uint64_t big = 10000 * 8 * MiB + 1, ps = tdb_s3_part_size(8 * MiB, big);
+    uint64_t big = 10000 * 8 * MiB + 1, ps = tdb_os_part_size(8 * MiB, big);
     CHECK(ps == 9 * MiB && (big + ps - 1) / ps <= 10000);
     /* 5 TiB, S3's largest object: parts of 525 MiB */
     uint64_t tib5 = UINT64_C(5) << 40;
-    ps = tdb_s3_part_size(8 * MiB, tib5);
+    ps = tdb_os_part_size(8 * MiB, tib5);
     CHECK(ps % MiB == 0 && (tib5 + ps - 1) / ps <= 10000 &&
           (tib5 + ps - MiB - 1) / (ps - MiB) > 10000);
 }
@@ -416,12 +416,12 @@ static void rm_rf(const char *dir)
     free(cmd);
 }
 
-/* tdb_s3_disk_get of piece [off, off + len) of object id. */
-static int disk_get(struct s3_disk *d, const char *id, uint64_t off,
+/* tdb_os_disk_get of piece [off, off + len) of object id. */
+static int disk_get(struct os_disk *d, const char *id, uint64_t off,
                     uint64_t len, uint64_t at, void *buf, size_t n)
 {
-    struct s3_piece p = {id, off, len};
-    return tdb_s3_disk_get(d, &p, at, buf, n);
+    struct os_piece p = {id, off, len};
+    return tdb_os_disk_get(d, &p, at, buf, n);
 }
 
 /* Pieces are named by identity and range; a piece whose identity differs
@@ -429,17 +429,17 @@ static int disk_get(struct s3_disk *d, const char *id, uint64_t off,
 static void test_disk_pieces(void)
 {
     char *dir = disk_tmpdir();
-    struct s3_disk *d = NULL;
+    struct os_disk *d = NULL;
     struct tdb_error err = {0};
     CHECK(dir != NULL);
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
     uint8_t data[1000], got[1000];
     for (int i = 0; i < 1000; i++)
         data[i] = (uint8_t)(i * 7);
     const char *id = "host/bucket/key\n\"etag1\"\n5000";
-    CHECK(!tdb_s3_disk_has(d, id, 4000, 1000));
-    tdb_s3_disk_put(d, id, 4000, 1000, data);
-    CHECK(tdb_s3_disk_has(d, id, 4000, 1000));
+    CHECK(!tdb_os_disk_has(d, id, 4000, 1000));
+    tdb_os_disk_put(d, id, 4000, 1000, data);
+    CHECK(tdb_os_disk_has(d, id, 4000, 1000));
     CHECK_EQ_INT(disk_get(d, id, 4000, 1000, 4000, got, 1000), 1);
     CHECK_MEM(got, data, 1000);
     /* a part of it, and outside it */
@@ -447,26 +447,26 @@ static void test_disk_pieces(void)
     CHECK_MEM(got, data + 500, 10);
     CHECK_EQ_INT(disk_get(d, id, 4000, 1000, 4995, got, 10), 0);
     /* another version of the object, another range: not there */
-    CHECK(!tdb_s3_disk_has(d, "host/bucket/key\n\"etag2\"\n5000", 4000,
+    CHECK(!tdb_os_disk_has(d, "host/bucket/key\n\"etag2\"\n5000", 4000,
                            1000));
-    CHECK(!tdb_s3_disk_has(d, id, 4000, 999));
+    CHECK(!tdb_os_disk_has(d, id, 4000, 999));
     /* an empty piece */
-    tdb_s3_disk_put(d, id, 0, 0, NULL);
-    CHECK(tdb_s3_disk_has(d, id, 0, 0));
-    tdb_s3_disk_close(d);
+    tdb_os_disk_put(d, id, 0, 0, NULL);
+    CHECK(tdb_os_disk_has(d, id, 0, 0));
+    tdb_os_disk_close(d);
     /* a second cache over the same folder finds them; a damaged file (cut
      * short) is a miss */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
-    CHECK(tdb_s3_disk_has(d, id, 4000, 1000));
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK(tdb_os_disk_has(d, id, 4000, 1000));
     char *cmd = NULL;
     CHECK(asprintf(&cmd, "for f in '%s'/*/*; do n=$(stat -c %%s \"$f\"); "
                    "[ \"$n\" -gt 900 ] && truncate -s 900 \"$f\"; done; true",
                    dir) > 0);
     CHECK_EQ_INT(system(cmd), 0);
     free(cmd);
-    CHECK(!tdb_s3_disk_has(d, id, 4000, 1000));
+    CHECK(!tdb_os_disk_has(d, id, 4000, 1000));
     CHECK_EQ_INT(disk_get(d, id, 4000, 1000, 4000, got, 1000), 0);
-    tdb_s3_disk_close(d);
+    tdb_os_disk_close(d);
     rm_rf(dir);
     free(dir);
 }
@@ -475,15 +475,15 @@ static void test_disk_pieces(void)
 static void test_disk_bound(void)
 {
     char *dir = disk_tmpdir();
-    struct s3_disk *d = NULL;
+    struct os_disk *d = NULL;
     struct tdb_error err = {0};
     static uint8_t data[10000];
     CHECK(dir != NULL);
     /* room for four pieces of 10,000 bytes (and their headers) */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 41000, &err), 0);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 41000, &err), 0);
     const char *id = "h/b/k\n\"e\"\n1000000";
     for (uint64_t i = 0; i < 4; i++) {
-        tdb_s3_disk_put(d, id, i * 10000, 10000, data);
+        tdb_os_disk_put(d, id, i * 10000, 10000, data);
         /* a clock in seconds: age them apart */
         char *cmd = NULL;
         CHECK(asprintf(&cmd, "find '%s' -type f -newermt '-1 sec' -exec "
@@ -492,23 +492,23 @@ static void test_disk_bound(void)
         free(cmd);
     }
     for (uint64_t i = 0; i < 4; i++)
-        CHECK(tdb_s3_disk_has(d, id, i * 10000, 10000));
+        CHECK(tdb_os_disk_has(d, id, i * 10000, 10000));
     /* piece 0 read: now the most recent; piece 1 is the oldest */
     CHECK_EQ_INT(disk_get(d, id, 0, 10000, 0, data, 10), 1);
-    tdb_s3_disk_put(d, id, 40000, 10000, data);
-    CHECK(tdb_s3_disk_has(d, id, 40000, 10000));
-    CHECK(tdb_s3_disk_has(d, id, 0, 10000));
-    CHECK(!tdb_s3_disk_has(d, id, 10000, 10000));
-    tdb_s3_disk_close(d);
+    tdb_os_disk_put(d, id, 40000, 10000, data);
+    CHECK(tdb_os_disk_has(d, id, 40000, 10000));
+    CHECK(tdb_os_disk_has(d, id, 0, 10000));
+    CHECK(!tdb_os_disk_has(d, id, 10000, 10000));
+    tdb_os_disk_close(d);
     /* a folder that cannot be one */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, "/proc/version/x", 1 << 20, &err),
+    CHECK_EQ_INT(tdb_os_disk_open(&d, "/proc/version/x", 1 << 20, &err),
                  TDB_E_IO);
     CHECK(strstr(err.msg, "disk_cache=/proc/version/x") != NULL);
     rm_rf(dir);
     free(dir);
 }
 
-/* The file of piece (id, off, len) under dir (as io_s3_disk.c names it:
+/* The file of piece (id, off, len) under dir (as objstore/disk.c names it:
  * XX/ and 62 more hex digits of the SHA-256 of identity and range). */
 static char *piece_path(const char *dir, const char *id, uint64_t off,
                         uint64_t len)
@@ -550,15 +550,15 @@ static bool exists(const char *path)
 static void test_disk_own_files(void)
 {
     char *dir = disk_tmpdir();
-    struct s3_disk *d = NULL;
+    struct os_disk *d = NULL;
     struct tdb_error err = {0};
     static uint8_t data[1000];
     CHECK(dir != NULL);
     const char *id = "h/b/k\n\"e\"\n100000";
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
-    tdb_s3_disk_put(d, id, 0, 1000, data);
-    tdb_s3_disk_put(d, id, 1000, 1000, data);
-    tdb_s3_disk_close(d);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
+    tdb_os_disk_put(d, id, 0, 1000, data);
+    tdb_os_disk_put(d, id, 1000, 1000, data);
+    tdb_os_disk_close(d);
     char *a = piece_path(dir, id, 0, 1000), *b = piece_path(dir, id, 1000,
                                                              1000);
     CHECK(a && b && exists(a) && exists(b));
@@ -575,32 +575,32 @@ static void test_disk_own_files(void)
     dated_file(p4, "TDBFSDCx", 8, 7200);             /* other bytes */
     CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
     CHECK_EQ_INT(truncate(b, 500), 0);             /* damaged */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
     CHECK(!exists(p1) && exists(p2) && exists(p3) && exists(p4));
     CHECK(exists(fifo) && exists(a) && exists(b));
-    tdb_s3_disk_close(d);
+    tdb_os_disk_close(d);
     /* past the bound: every piece goes, the damaged one too; the FIFO
      * and the files that are not the cache's stay */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
     CHECK(!exists(a) && !exists(b));
     CHECK(exists(fifo) && exists(p2) && exists(p3) && exists(p4));
-    tdb_s3_disk_close(d);
+    tdb_os_disk_close(d);
     /* a subfolder others can write, one not ours: its pieces are not read
      * and not removed */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
-    tdb_s3_disk_put(d, id, 0, 1000, data);
-    CHECK(tdb_s3_disk_has(d, id, 0, 1000));
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
+    tdb_os_disk_put(d, id, 0, 1000, data);
+    CHECK(tdb_os_disk_has(d, id, 0, 1000));
     CHECK_EQ_INT(chmod(sub, 0777), 0);
-    CHECK(!tdb_s3_disk_has(d, id, 0, 1000));
-    tdb_s3_disk_close(d);
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+    CHECK(!tdb_os_disk_has(d, id, 0, 1000));
+    tdb_os_disk_close(d);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
     CHECK(exists(a));
-    tdb_s3_disk_close(d);
+    tdb_os_disk_close(d);
     CHECK_EQ_INT(chmod(sub, 0700), 0);
     if (geteuid() == 0) {
         CHECK_EQ_INT(chown(sub, 65534, 65534), 0);
-        CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
-        CHECK(exists(a) && !tdb_s3_disk_has(d, id, 0, 1000));
+        CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
+        CHECK(exists(a) && !tdb_os_disk_has(d, id, 0, 1000));
         /* nor written there: a piece of that subfolder is not kept */
         char *c = NULL;
         uint64_t off = 2000;
@@ -611,19 +611,19 @@ static void test_disk_own_files(void)
                 break;
         }
         CHECK(c != NULL && off < 100000);
-        tdb_s3_disk_put(d, id, off, 10, data);
-        CHECK(c && !exists(c) && !tdb_s3_disk_has(d, id, off, 10));
+        tdb_os_disk_put(d, id, off, 10, data);
+        CHECK(c && !exists(c) && !tdb_os_disk_has(d, id, off, 10));
         free(c);
-        tdb_s3_disk_close(d);
+        tdb_os_disk_close(d);
         CHECK_EQ_INT(chown(sub, 0, 0), 0);
     }
     /* ours again: it is read, then evicted */
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 1 << 20, &err), 0);
-    CHECK(tdb_s3_disk_has(d, id, 0, 1000));
-    tdb_s3_disk_close(d);
-    CHECK_EQ_INT(tdb_s3_disk_open(&d, dir, 100, &err), 0);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
+    CHECK(tdb_os_disk_has(d, id, 0, 1000));
+    tdb_os_disk_close(d);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
     CHECK(!exists(a));
-    tdb_s3_disk_close(d);
+    tdb_os_disk_close(d);
     free(a);
     free(b);
     rm_rf(dir);
@@ -806,7 +806,7 @@ static int http_backend(struct tdb_io *io, const struct http_srv *srv,
     struct tdb_s3_config c = {.endpoint = ep};
     struct tdb_error err = {0};
     int r = tdb_io_s3(io, "s3://b/p", &c, &err);
-    struct s3 *s = io->ctx;
+    struct objstore *s = io->ctx;
     if (!r) {
         s->loop.max_active = requests;
         s->loop.timeout_ms = timeout_s * 1000u;
@@ -823,13 +823,13 @@ struct batch {
 };
 
 struct queued {
-    struct s3_call c;
+    struct os_call c;
     char key[32];
     struct batch *b;
     bool ended;             /* under b->m */
 };
 
-static void queued_done(struct s3_call *c)
+static void queued_done(struct os_call *c)
 {
     struct queued *q = c->arg;
     pthread_mutex_lock(&q->b->m);
@@ -841,21 +841,21 @@ static void queued_done(struct s3_call *c)
 
 /* Queues a GET of key into q, one call more of b, ending with done (which
  * calls queued_done). */
-static int queue_call(struct s3 *s, struct batch *b, struct queued *q,
-                      const char *key, void (*done)(struct s3_call *c))
+static int queue_call(struct objstore *s, struct batch *b, struct queued *q,
+                      const char *key, void (*done)(struct os_call *c))
 {
     memset(q, 0, sizeof *q);
     snprintf(q->key, sizeof q->key, "%s", key);
-    q->c = (struct s3_call){.method = "GET", .key = q->key, .up_fd = -1,
-                            .sink = S3_SINK_MEM, .done = done, .arg = q};
+    q->c = (struct os_call){.method = "GET", .key = q->key, .up_fd = -1,
+                            .sink = OS_SINK_MEM, .done = done, .arg = q};
     q->b = b;
     pthread_mutex_lock(&b->m);
     b->left++;
     pthread_mutex_unlock(&b->m);
-    return tdb_s3_submit(s, &q->c);
+    return tdb_os_submit(s, &q->c);
 }
 
-static int queue_get(struct s3 *s, struct batch *b, struct queued *q,
+static int queue_get(struct objstore *s, struct batch *b, struct queued *q,
                      const char *key)
 {
     return queue_call(s, b, q, key, queued_done);
@@ -878,7 +878,7 @@ static void test_queue_bound(void)
     struct tdb_io io = {0};
     CHECK_EQ_INT(http_start(&srv, 50), 0);
     CHECK_EQ_INT(http_backend(&io, &srv, 3, 30), 0);
-    struct s3 *s = io.ctx;
+    struct objstore *s = io.ctx;
     struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     struct queued q[12];
     for (int i = 0; i < 12; i++) {
@@ -895,7 +895,7 @@ static void test_queue_bound(void)
         CHECK(q[i].c.mem.len == strlen(want) &&
               !memcmp(q[i].c.mem.data, want, strlen(want)));
         CHECK(q[i].c.etag && !strcmp(q[i].c.etag, "\"e\""));
-        tdb_s3_call_clear(&q[i].c);
+        tdb_os_call_clear(&q[i].c);
     }
     pthread_mutex_lock(&srv.lock);
     CHECK_EQ_INT(srv.served, 12);
@@ -983,7 +983,7 @@ static void test_queue_stall(void)
     struct tdb_io io = {0};
     CHECK_EQ_INT(http_start(&srv, 0), 0);
     CHECK_EQ_INT(http_backend(&io, &srv, 4, 2), 0);
-    struct s3 *s = io.ctx;
+    struct objstore *s = io.ctx;
     uint8_t buf[16];
     CHECK_EQ_INT(io.ops->read_at(io.ctx, "stall", 0, buf, 4), TDB_E_IO);
     CHECK(s->loop.tries >= 2);     /* it was tried again */
@@ -998,8 +998,8 @@ static void test_queue_stall(void)
     batch_wait(&b, 0);
     CHECK_EQ_INT(ok.c.r, 0);
     CHECK_EQ_INT(st.c.r, TDB_E_IO);
-    tdb_s3_call_clear(&st.c);
-    tdb_s3_call_clear(&ok.c);
+    tdb_os_call_clear(&st.c);
+    tdb_os_call_clear(&ok.c);
     tdb_io_free(&io);
     http_stop(&srv);
 }
@@ -1020,7 +1020,7 @@ static void exit_destructor(void *arg)
     pthread_mutex_unlock(&exit_m);
 }
 
-static void exit_done(struct s3_call *c)
+static void exit_done(struct os_call *c)
 {
     pthread_setspecific(exit_key, c);
     queued_done(c);
@@ -1039,7 +1039,7 @@ static void test_thread_exit(void)
     for (int idle = 0; idle < 2; idle++) {
         struct tdb_io io = {0};
         CHECK_EQ_INT(http_backend(&io, &srv, 2, 30), 0);
-        struct s3 *s = io.ctx;
+        struct objstore *s = io.ctx;
         struct batch b = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
                           0};
         struct queued q;
@@ -1047,7 +1047,7 @@ static void test_thread_exit(void)
         CHECK_EQ_INT(queue_call(s, &b, &q, "obj", exit_done), 0);
         batch_wait(&b, 0);
         CHECK_EQ_INT(q.c.r, 0);
-        tdb_s3_call_clear(&q.c);
+        tdb_os_call_clear(&q.c);
         bool running = idle;
         while (running) {       /* the thread leaves its loop, idle */
             pthread_mutex_lock(&s->loop.lock);
@@ -1067,14 +1067,14 @@ static void test_thread_exit(void)
 /* ------------------------------------------------- failures on the way */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define S3_TEST_SANITIZED 1
+#define OS_TEST_SANITIZED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define S3_TEST_SANITIZED 1
+#define OS_TEST_SANITIZED 1
 #endif
 #endif
 
-#ifndef S3_TEST_SANITIZED
+#ifndef OS_TEST_SANITIZED
 /* A malloc whose next call on this thread fails when malloc_fail_next is
  * set (glibc's own functions, strdup among them, call it too; calloc and
  * realloc stay glibc's).  Not under a sanitizer, which has its own. */
@@ -1097,7 +1097,7 @@ void *malloc(size_t n)
  * whatever the outcome (it was left as the caller's stack had it). */
 static void test_dir_lookup_nomem(void)
 {
-#ifdef S3_TEST_SANITIZED
+#ifdef OS_TEST_SANITIZED
     fprintf(stderr, "  (skipped under a sanitizer: no malloc of ours)\n");
 #else
     struct http_srv srv;
@@ -1108,7 +1108,7 @@ static void test_dir_lookup_nomem(void)
     struct tdb_store_dent e = {.name = &stale, .is_dir = true, .size = 7,
                         .etag = &stale};
     malloc_fail_next = true;
-    CHECK_EQ_INT(tdb_s3_dir_peek(io.ctx, "a/b", &e), 0);
+    CHECK_EQ_INT(tdb_os_dir_peek(io.ctx, "a/b", &e), 0);
     CHECK(!malloc_fail_next);       /* it did allocate, and failed */
     CHECK(e.etag == NULL && e.name == NULL && !e.is_dir && e.size == 0);
     malloc_fail_next = false;
@@ -1118,7 +1118,7 @@ static void test_dir_lookup_nomem(void)
 }
 
 struct forgetting {
-    struct s3 *s;
+    struct objstore *s;
     const char *norm;
     int after_ms;
 };
@@ -1127,11 +1127,11 @@ static void *forgetting_main(void *arg)
 {
     struct forgetting *f = arg;
     usleep((useconds_t)f->after_ms * 1000);
-    tdb_s3_fetched_forget(f->s, f->norm);
+    tdb_os_fetched_forget(f->s, f->norm);
     return NULL;
 }
 
-/* A file fetched whole that changes (tdb_s3_fetched_forget) while a size
+/* A file fetched whole that changes (tdb_os_fetched_forget) while a size
  * waits for it: the size is not taken from it, and it goes as soon as
  * the wait ends (it stayed, dead, until evicted, its bytes counted). */
 static void test_fetched_size_forgotten(void)
@@ -1140,7 +1140,7 @@ static void test_fetched_size_forgotten(void)
     struct tdb_io io = {0};
     CHECK_EQ_INT(http_start(&srv, 600), 0);     /* answers after 0.6 s */
     CHECK_EQ_INT(http_backend(&io, &srv, 4, 30), 0);
-    struct s3 *s = io.ctx;
+    struct objstore *s = io.ctx;
     struct tdb_io_want w = {TDB_WANT_FILE, "small-data", 0, 0};
     tdb_io_prefetch(&io, &w, 1);
     /* forgotten 0.2 s into the size's wait for it */
@@ -1148,16 +1148,16 @@ static void test_fetched_size_forgotten(void)
     pthread_t th;
     CHECK_EQ_INT(pthread_create(&th, NULL, forgetting_main, &f), 0);
     uint64_t size = 0;
-    CHECK_EQ_INT(tdb_s3_fetched_size(s, "small-data", &size), 0);
+    CHECK_EQ_INT(tdb_os_fetched_size(s, "small-data", &size), 0);
     pthread_join(th, NULL);
-    tdb_s3_settle(s);
+    tdb_os_settle(s);
     pthread_mutex_lock(&s->lock);
     uint64_t held = s->meta_bytes;
     pthread_mutex_unlock(&s->lock);
     CHECK_EQ_INT(held, 0);
     /* fetched again, kept, and its size known */
     tdb_io_prefetch(&io, &w, 1);
-    CHECK_EQ_INT(tdb_s3_fetched_size(s, "small-data", &size), 1);
+    CHECK_EQ_INT(tdb_os_fetched_size(s, "small-data", &size), 1);
     CHECK_EQ_INT(size, DATA_SIZE);
     tdb_io_free(&io);
     http_stop(&srv);

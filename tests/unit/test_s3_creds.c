@@ -1,5 +1,5 @@
-/* test_s3_creds.c: the S3 backend's credentials (io_s3_creds.c,
- * io_s3_config.c): Signature Version 4 of another service (AWS's IAM
+/* test_s3_creds.c: the S3 backend's credentials (s3/creds.c,
+ * s3/config.c): Signature Version 4 of another service (AWS's IAM
  * example), the parsers of the answers (ISO 8601 times, the JSON of
  * credential_process, of the container endpoint and of IMDS, STS's XML),
  * the renewal rule, the profile settings of the chain and their errors,
@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 
 /* ---------------------------------------------------------- signing */
 
@@ -374,14 +374,16 @@ static void test_expired_answer(void)
     static const char body[] =
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>ExpiredToken"
         "</Code><Message>The provided token has expired.</Message></Error>";
-    struct s3_call call = {.method = "GET", .status = 400, .cc = CURLE_OK,
-                           .keys_gen = k->gen};
+    struct tdb_buf mem = {0};
+    bool was_renewed = false;
+    struct tdb_s3_try call = {.status = 400, .body = &mem, .keys_gen = k->gen,
+                              .renewed = &was_renewed};
     tdb_s3_creds_drop(cr, k);
-    CHECK_EQ_INT(tdb_buf_append(&call.mem, body, strlen(body)), 0);
+    CHECK_EQ_INT(tdb_buf_append(&mem, body, strlen(body)), 0);
     uint64_t wait = 0;
-    CHECK(tdb_s3_creds_retry(cr, &call, tdb_s3_clock_ms(), &wait));
-    CHECK(call.renewed && wait > 0 && wait <= 5000);
-    CHECK(!tdb_s3_creds_retry(cr, &call, tdb_s3_clock_ms(), &wait));
+    CHECK(tdb_s3_creds_retry(cr, &call, tdb_os_clock_ms(), &wait));
+    CHECK(was_renewed && wait > 0 && wait <= 5000);
+    CHECK(!tdb_s3_creds_retry(cr, &call, tdb_os_clock_ms(), &wait));
     bool renewed = false;
     for (int i = 0; i < 100 && !renewed; i++) {
         renewed = keys_are(cr, "ASIA2");
@@ -389,15 +391,15 @@ static void test_expired_answer(void)
     }
     CHECK(renewed);
     /* another code, or another status, is not a refusal of the keys */
-    call.renewed = false;
-    call.mem.len = 0;
+    was_renewed = false;
+    mem.len = 0;
     static const char denied[] =
         "<Error><Code>AccessDenied</Code><Message>no</Message></Error>";
-    CHECK_EQ_INT(tdb_buf_append(&call.mem, denied, strlen(denied)), 0);
-    CHECK(!tdb_s3_creds_retry(cr, &call, tdb_s3_clock_ms(), &wait));
+    CHECK_EQ_INT(tdb_buf_append(&mem, denied, strlen(denied)), 0);
+    CHECK(!tdb_s3_creds_retry(cr, &call, tdb_os_clock_ms(), &wait));
     call.status = 404;
-    CHECK(!tdb_s3_creds_retry(cr, &call, tdb_s3_clock_ms(), &wait));
-    tdb_buf_free(&call.mem);
+    CHECK(!tdb_s3_creds_retry(cr, &call, tdb_os_clock_ms(), &wait));
+    tdb_buf_free(&mem);
     tdb_s3_config_free(&c);
 }
 

@@ -1,47 +1,47 @@
-/* io_s3_list.c: the S3 backend's listings: ListObjectsV2 page after page
+/* list.c: the S3 backend's listings: ListObjectsV2 page after page
  * (continuation tokens past 1,000 keys), the cache of folders' entries
  * (sizes and ETags as the listing gave them), and listings fetched ahead
  * (one folder, or every folder below one from a listing without
  * delimiter) on the I/O thread. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#define S3_CACHE_MAX (1u << 20) /* folder entries cached before all go */
+#define OS_CACHE_MAX (1u << 20) /* folder entries cached before all go */
 
 /* A folder's entries as a listing gave them, sorted by name. */
-struct s3_dir {
+struct os_dir {
     char *path;
     struct tdb_store_dent *e;
     size_t n;
     bool fresh;         /* fetched ahead, not yet given to a list call */
-    struct s3_dir *next;
+    struct os_dir *next;
 };
 
 /* A listing fetched ahead, page after page on the I/O thread. */
-struct s3_listing {
-    struct s3 *s;
+struct os_listing {
+    struct objstore *s;
     char *norm;         /* the folder */
     char *kprefix;      /* its key prefix, "PREFIX/FOLDER/" */
     bool tree;          /* every key below (no delimiter) */
     char *query;
-    struct s3_call c;
+    struct os_call c;
     struct tdb_store_dent *e;  /* what the pages gave so far */
     size_t n, cap;
-    struct s3_listing *next;
+    struct os_listing *next;
 };
 
 /* --------------------------------------------------------------- cache */
 
-static size_t s3_hash(const char *s)
+static size_t os_hash(const char *s)
 {
-    return (size_t)(tdb_s3_hash(s) % S3_CACHE_BUCKETS);
+    return (size_t)(tdb_os_hash(s) % OS_CACHE_BUCKETS);
 }
 
-static void s3_dir_free(struct s3_dir *d)
+static void os_dir_free(struct os_dir *d)
 {
     tdb_store_dents_free(d->e, d->n);
     free(d->path);
@@ -49,46 +49,46 @@ static void s3_dir_free(struct s3_dir *d)
 }
 
 /* s->lock held. */
-void tdb_s3_dir_clear(struct s3 *s)
+void tdb_os_dir_clear(struct objstore *s)
 {
-    for (size_t i = 0; i < S3_CACHE_BUCKETS; i++)
+    for (size_t i = 0; i < OS_CACHE_BUCKETS; i++)
         while (s->cache[i]) {
-            struct s3_dir *d = s->cache[i];
+            struct os_dir *d = s->cache[i];
             s->cache[i] = d->next;
-            s3_dir_free(d);
+            os_dir_free(d);
         }
     s->ncached = 0;
 }
 
-static struct s3_dir *s3_dir_find(struct s3 *s, const char *path)
+static struct os_dir *os_dir_find(struct objstore *s, const char *path)
 {
-    for (struct s3_dir *d = s->cache[s3_hash(path)]; d; d = d->next)
+    for (struct os_dir *d = s->cache[os_hash(path)]; d; d = d->next)
         if (!strcmp(d->path, path))
             return d;
     return NULL;
 }
 
 /* Unlinks and frees folder `path`'s entry.  s->lock held. */
-static void s3_dir_drop(struct s3 *s, const char *path)
+static void os_dir_drop(struct objstore *s, const char *path)
 {
-    for (struct s3_dir **pp = &s->cache[s3_hash(path)]; *pp;
+    for (struct os_dir **pp = &s->cache[os_hash(path)]; *pp;
          pp = &(*pp)->next) {
         if (strcmp((*pp)->path, path))
             continue;
-        struct s3_dir *d = *pp;
+        struct os_dir *d = *pp;
         *pp = d->next;
         s->ncached -= d->n;
-        s3_dir_free(d);
+        os_dir_free(d);
         return;
     }
 }
 
-void tdb_s3_dir_forget(struct s3 *s, const char *path)
+void tdb_os_dir_forget(struct objstore *s, const char *path)
 {
     char *p = strdup(path);
     pthread_mutex_lock(&s->lock);
     if (!p) {
-        tdb_s3_dir_clear(s);
+        tdb_os_dir_clear(s);
     } else {
         for (;;) {
             char *slash = strrchr(p, '/');
@@ -96,7 +96,7 @@ void tdb_s3_dir_forget(struct s3 *s, const char *path)
                 *slash = 0;
             else
                 p[0] = 0;
-            s3_dir_drop(s, p);
+            os_dir_drop(s, p);
             if (!p[0])
                 break;
         }
@@ -105,58 +105,58 @@ void tdb_s3_dir_forget(struct s3 *s, const char *path)
     free(p);
 }
 
-static int s3_dent_cmp(const void *a, const void *b)
+static int os_dent_cmp(const void *a, const void *b)
 {
     const struct tdb_store_dent *x = a, *y = b;
     int c = strcmp(x->name, y->name);
     return c ? c : (int)x->is_dir - (int)y->is_dir;
 }
 
-/* tdb_s3_dir_put with s->lock held. */
-static void s3_dir_put_locked(struct s3 *s, struct s3_dir *d)
+/* tdb_os_dir_put with s->lock held. */
+static void os_dir_put_locked(struct objstore *s, struct os_dir *d)
 {
-    s3_dir_drop(s, d->path);
-    if (s->ncached + d->n > S3_CACHE_MAX)
-        tdb_s3_dir_clear(s);
-    size_t b = s3_hash(d->path);
+    os_dir_drop(s, d->path);
+    if (s->ncached + d->n > OS_CACHE_MAX)
+        tdb_os_dir_clear(s);
+    size_t b = os_hash(d->path);
     d->next = s->cache[b];
     s->cache[b] = d;
     s->ncached += d->n;
 }
 
 /* A cache entry for `path` holding e[n] (taken), or NULL (e freed). */
-static struct s3_dir *s3_dir_new(const char *path, struct tdb_store_dent *e,
+static struct os_dir *os_dir_new(const char *path, struct tdb_store_dent *e,
                                  size_t n, bool fresh)
 {
-    struct s3_dir *d = calloc(1, sizeof *d);
+    struct os_dir *d = calloc(1, sizeof *d);
     if (!d || !(d->path = strdup(path))) {
         free(d);
         tdb_store_dents_free(e, n);
         return NULL;
     }
-    qsort(e, n, sizeof *e, s3_dent_cmp);
+    qsort(e, n, sizeof *e, os_dent_cmp);
     d->e = e;
     d->n = n;
     d->fresh = fresh;
     return d;
 }
 
-void tdb_s3_dir_put(struct s3 *s, const char *path, struct tdb_store_dent *e,
+void tdb_os_dir_put(struct objstore *s, const char *path, struct tdb_store_dent *e,
                     size_t n, bool fresh)
 {
-    struct s3_dir *d = s3_dir_new(path, e, n, fresh);
+    struct os_dir *d = os_dir_new(path, e, n, fresh);
     if (!d)
         return;
     pthread_mutex_lock(&s->lock);
-    s3_dir_put_locked(s, d);
+    os_dir_put_locked(s, d);
     pthread_mutex_unlock(&s->lock);
 }
 
 /* Is a listing of folder `norm` on its way (s->lock held)? */
-static bool s3_listing_covers(struct s3 *s, const char *norm)
+static bool os_listing_covers(struct objstore *s, const char *norm)
 {
     size_t l;
-    for (struct s3_listing *L = s->listings; L; L = L->next) {
+    for (struct os_listing *L = s->listings; L; L = L->next) {
         if (!strcmp(L->norm, norm))
             return true;
         if (L->tree && ((l = strlen(L->norm)) == 0 ||
@@ -167,13 +167,13 @@ static bool s3_listing_covers(struct s3 *s, const char *norm)
 }
 
 /* Waits while a listing of folder `norm` is on its way (s->lock held). */
-static void s3_listing_wait(struct s3 *s, const char *norm)
+static void os_listing_wait(struct objstore *s, const char *norm)
 {
-    while (s3_listing_covers(s, norm))
+    while (os_listing_covers(s, norm))
         pthread_cond_wait(&s->cv, &s->lock);
 }
 
-static int s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *out,
+static int os_dir_lookup(struct objstore *s, const char *path, struct tdb_store_dent *out,
                          bool wait)
 {
     memset(out, 0, sizeof *out);    /* the caller frees out->etag */
@@ -189,8 +189,8 @@ static int s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *
     int found = 0;
     pthread_mutex_lock(&s->lock);
     if (wait)
-        s3_listing_wait(s, dir);
-    struct s3_dir *d = s3_dir_find(s, dir);
+        os_listing_wait(s, dir);
+    struct os_dir *d = os_dir_find(s, dir);
     if (d) {
         found = TDB_E_NOENT;
         for (size_t i = 0; i < d->n; i++)   /* a file and a folder may
@@ -209,25 +209,25 @@ static int s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *
     return found;
 }
 
-int tdb_s3_dir_lookup(struct s3 *s, const char *path, struct tdb_store_dent *out)
+int tdb_os_dir_lookup(struct objstore *s, const char *path, struct tdb_store_dent *out)
 {
-    return s3_dir_lookup(s, path, out, true);
+    return os_dir_lookup(s, path, out, true);
 }
 
-int tdb_s3_dir_peek(struct s3 *s, const char *path, struct tdb_store_dent *out)
+int tdb_os_dir_peek(struct objstore *s, const char *path, struct tdb_store_dent *out)
 {
-    return s3_dir_lookup(s, path, out, false);
+    return os_dir_lookup(s, path, out, false);
 }
 
-int tdb_s3_dir_take(struct s3 *s, const char *norm, struct tdb_store_dent **out,
+int tdb_os_dir_take(struct objstore *s, const char *norm, struct tdb_store_dent **out,
                     size_t *nout)
 {
     int r = 0;
     *out = NULL;
     *nout = 0;
     pthread_mutex_lock(&s->lock);
-    s3_listing_wait(s, norm);
-    struct s3_dir *d = s3_dir_find(s, norm);
+    os_listing_wait(s, norm);
+    struct os_dir *d = os_dir_find(s, norm);
     if (d && d->fresh) {
         d->fresh = false;
         struct tdb_store_dent *e = calloc(d->n ? d->n : 1, sizeof *e);
@@ -252,7 +252,7 @@ int tdb_s3_dir_take(struct s3 *s, const char *norm, struct tdb_store_dent **out,
 
 /* The query of one page of a listing of kprefix (token: the page after
  * the one that gave it; NULL: the first).  @return a new string or NULL. */
-static char *s3_list_query(const char *kprefix, bool delim, unsigned max,
+static char *os_list_query(const char *kprefix, bool delim, unsigned max,
                            const char *token)
 {
     char maxs[16];
@@ -271,7 +271,7 @@ static char *s3_list_query(const char *kprefix, bool delim, unsigned max,
 
 /* Appends x's entries to e[*n] (growing *cap).  @return 0 or
  * TDB_E_NOMEM. */
-static int s3_dents_append(struct tdb_store_dent **e, size_t *n, size_t *cap,
+static int os_dents_append(struct tdb_store_dent **e, size_t *n, size_t *cap,
                            struct tdb_store_answer *x)
 {
     if (*n + x->n > *cap) {
@@ -290,13 +290,13 @@ static int s3_dents_append(struct tdb_store_dent **e, size_t *n, size_t *cap,
 
 /* What one page's answer in c says (with err: named failures): its
  * entries into x.  @return 0 or a TDB_E_* code. */
-static int s3_list_page(struct s3 *s, struct s3_call *c, const char *kprefix,
+static int os_list_page(struct objstore *s, struct os_call *c, const char *kprefix,
                         struct tdb_store_answer *x, struct tdb_error *err)
 {
     int r = c->r;
     memset(x, 0, sizeof *x);
     if (!r)
-        r = tdb_s3_status(s, c, err);
+        r = tdb_os_status(s, c, err);
     else
         tdb_err(err, r, "s3://%s/%s: list: %s", s->bucket, kprefix,
                 c->cc != CURLE_OK ? curl_easy_strerror(c->cc)
@@ -310,7 +310,7 @@ static int s3_list_page(struct s3 *s, struct s3_call *c, const char *kprefix,
     return r;
 }
 
-int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
+int tdb_os_list_keys(struct objstore *s, const char *kprefix, bool delim,
                      unsigned max, struct tdb_store_dent **out, size_t *nout,
                      struct tdb_error *err)
 {
@@ -319,19 +319,19 @@ int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
     char *token = NULL;
     int r = 0;
     do {
-        char *query = s3_list_query(kprefix, delim, max, token);
+        char *query = os_list_query(kprefix, delim, max, token);
         if (!query) {
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
             break;
         }
-        struct s3_call c = {.method = "GET", .query = query, .up_fd = -1,
-                            .sink = S3_SINK_MEM};
-        c.r = tdb_s3_perform(s, &c);
+        struct os_call c = {.method = "GET", .query = query, .up_fd = -1,
+                            .sink = OS_SINK_MEM};
+        c.r = tdb_os_perform(s, &c);
         free(query);
         struct tdb_store_answer x;
-        r = s3_list_page(s, &c, kprefix, &x, err);
-        tdb_s3_call_clear(&c);
-        if (!r && s3_dents_append(&all, &n, &cap, &x))
+        r = os_list_page(s, &c, kprefix, &x, err);
+        tdb_os_call_clear(&c);
+        if (!r && os_dents_append(&all, &n, &cap, &x))
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
         free(token);
         token = NULL;
@@ -359,9 +359,9 @@ int tdb_s3_list_keys(struct s3 *s, const char *kprefix, bool delim,
 
 /* ------------------------------------------------------ listings ahead */
 
-static void s3_listing_free(struct s3_listing *L)
+static void os_listing_free(struct os_listing *L)
 {
-    tdb_s3_call_clear(&L->c);
+    tdb_os_call_clear(&L->c);
     tdb_store_dents_free(L->e, L->n);
     free(L->norm);
     free(L->kprefix);
@@ -370,25 +370,25 @@ static void s3_listing_free(struct s3_listing *L)
 }
 
 /* One child of a folder, found in a listing without delimiter. */
-struct s3_child {
+struct os_child {
     char *dir;          /* the folder (norm) */
     struct tdb_store_dent e;
 };
 
-static int s3_child_cmp(const void *a, const void *b)
+static int os_child_cmp(const void *a, const void *b)
 {
-    const struct s3_child *x = a, *y = b;
+    const struct os_child *x = a, *y = b;
     int c = strcmp(x->dir, y->dir);
-    return c ? c : s3_dent_cmp(&x->e, &y->e);
+    return c ? c : os_dent_cmp(&x->e, &y->e);
 }
 
 /* The children every key of a listing without delimiter of folder `norm`
  * gives: its file in the folder that holds it, and each folder on the
  * way in the one above.  @return 0 or TDB_E_NOMEM (*out then NULL). */
-static int s3_tree_children(const char *norm, const struct tdb_store_dent *e,
-                            size_t n, struct s3_child **out, size_t *nout)
+static int os_tree_children(const char *norm, const struct tdb_store_dent *e,
+                            size_t n, struct os_child **out, size_t *nout)
 {
-    struct s3_child *c = NULL;
+    struct os_child *c = NULL;
     size_t k = 0, cap = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = e[i].name;
@@ -400,7 +400,7 @@ static int s3_tree_children(const char *norm, const struct tdb_store_dent *e,
                 break;
             if (k == cap) {
                 size_t nc = cap ? 2 * cap : 64;
-                struct s3_child *nn = realloc(c, nc * sizeof *nn);
+                struct os_child *nn = realloc(c, nc * sizeof *nn);
                 if (!nn)
                     goto nomem;
                 c = nn;
@@ -440,21 +440,21 @@ nomem:
 }
 
 /* Puts a finished listing's folders in the cache, fresh.  s->lock held. */
-static void s3_listing_keep(struct s3 *s, struct s3_listing *L)
+static void os_listing_keep(struct objstore *s, struct os_listing *L)
 {
     if (!L->tree) {
-        struct s3_dir *d = s3_dir_new(L->norm, L->e, L->n, true);
+        struct os_dir *d = os_dir_new(L->norm, L->e, L->n, true);
         L->e = NULL;
         L->n = 0;
         if (d)
-            s3_dir_put_locked(s, d);
+            os_dir_put_locked(s, d);
         return;
     }
-    struct s3_child *c;
+    struct os_child *c;
     size_t k;
-    if (s3_tree_children(L->norm, L->e, L->n, &c, &k))
+    if (os_tree_children(L->norm, L->e, L->n, &c, &k))
         return;
-    qsort(c, k, sizeof *c, s3_child_cmp);
+    qsort(c, k, sizeof *c, os_child_cmp);
     for (size_t i = 0; i < k;) {
         size_t j = i, m = 0;
         while (j < k && !strcmp(c[j].dir, c[i].dir))
@@ -470,9 +470,9 @@ static void s3_listing_keep(struct s3 *s, struct s3_listing *L)
             }
             e[m++] = c[q].e;
         }
-        struct s3_dir *d = e ? s3_dir_new(c[i].dir, e, m, true) : NULL;
+        struct os_dir *d = e ? os_dir_new(c[i].dir, e, m, true) : NULL;
         if (d)
-            s3_dir_put_locked(s, d);
+            os_dir_put_locked(s, d);
         for (size_t q = i; q < j; q++)
             free(c[q].dir);
         i = j;
@@ -480,37 +480,37 @@ static void s3_listing_keep(struct s3 *s, struct s3_listing *L)
     free(c);
 }
 
-static void s3_listing_done(struct s3_call *c);
+static void os_listing_done(struct os_call *c);
 
 /* Queues the next page of L (the first when L->c holds no token).
  * @return 0 or a TDB_E_* code. */
-static int s3_listing_next(struct s3_listing *L, const char *token)
+static int os_listing_next(struct os_listing *L, const char *token)
 {
     free(L->query);
-    L->query = s3_list_query(L->kprefix, !L->tree, 0, token);
+    L->query = os_list_query(L->kprefix, !L->tree, 0, token);
     if (!L->query)
         return TDB_E_NOMEM;
-    tdb_s3_call_clear(&L->c);
-    L->c = (struct s3_call){.method = "GET", .query = L->query, .up_fd = -1,
-                            .sink = S3_SINK_MEM, .done = s3_listing_done,
+    tdb_os_call_clear(&L->c);
+    L->c = (struct os_call){.method = "GET", .query = L->query, .up_fd = -1,
+                            .sink = OS_SINK_MEM, .done = os_listing_done,
                             .arg = L};
-    return tdb_s3_submit(L->s, &L->c);
+    return tdb_os_submit(L->s, &L->c);
 }
 
 /* A page came (on the I/O thread): the next is asked for, or the listing
  * is kept and its waiters woken. */
-static void s3_listing_done(struct s3_call *c)
+static void os_listing_done(struct os_call *c)
 {
-    struct s3_listing *L = c->arg;
-    struct s3 *s = L->s;
+    struct os_listing *L = c->arg;
+    struct objstore *s = L->s;
     struct tdb_store_answer x;
-    int r = s3_list_page(s, c, L->kprefix, &x, NULL);
-    if (!r && s3_dents_append(&L->e, &L->n, &L->cap, &x))
+    int r = os_list_page(s, c, L->kprefix, &x, NULL);
+    if (!r && os_dents_append(&L->e, &L->n, &L->cap, &x))
         r = TDB_E_NOMEM;
     if (!r && x.truncated && !x.token)
         r = TDB_E_CORRUPT;
     if (!r && x.truncated) {
-        r = s3_listing_next(L, x.token);
+        r = os_listing_next(L, x.token);
         tdb_store_answer_free(&x);
         if (!r)
             return;
@@ -518,36 +518,36 @@ static void s3_listing_done(struct s3_call *c)
         tdb_store_answer_free(&x);
     }
     pthread_mutex_lock(&s->lock);
-    for (struct s3_listing **pp = &s->listings; *pp; pp = &(*pp)->next)
+    for (struct os_listing **pp = &s->listings; *pp; pp = &(*pp)->next)
         if (*pp == L) {
             *pp = L->next;
             break;
         }
     if (!r)     /* a failed one is not kept: the list call asks again */
-        s3_listing_keep(s, L);
+        os_listing_keep(s, L);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->lock);
-    s3_listing_free(L);
+    os_listing_free(L);
 }
 
-void tdb_s3_want_list(struct s3 *s, const char *norm, bool tree)
+void tdb_os_want_list(struct objstore *s, const char *norm, bool tree)
 {
     pthread_mutex_lock(&s->lock);
-    bool busy = s3_listing_covers(s, norm);
-    struct s3_dir *d = busy ? NULL : s3_dir_find(s, norm);
+    bool busy = os_listing_covers(s, norm);
+    struct os_dir *d = busy ? NULL : os_dir_find(s, norm);
     busy = busy || (d && d->fresh);
     pthread_mutex_unlock(&s->lock);
     if (busy)
         return;
-    struct s3_listing *L = calloc(1, sizeof *L);
-    char *key = tdb_s3_key(s, norm);
+    struct os_listing *L = calloc(1, sizeof *L);
+    char *key = tdb_os_key(s, norm);
     if (!L || !key || !(L->norm = strdup(norm)) ||
         asprintf(&L->kprefix, "%s%s", key, key[0] ? "/" : "") < 0) {
         if (L)
             L->kprefix = NULL;
         free(key);
         if (L)
-            s3_listing_free(L);
+            os_listing_free(L);
         return;
     }
     free(key);
@@ -557,20 +557,20 @@ void tdb_s3_want_list(struct s3 *s, const char *norm, bool tree)
     L->next = s->listings;
     s->listings = L;
     pthread_mutex_unlock(&s->lock);
-    if (s3_listing_next(L, NULL)) {
+    if (os_listing_next(L, NULL)) {
         pthread_mutex_lock(&s->lock);
-        for (struct s3_listing **pp = &s->listings; *pp; pp = &(*pp)->next)
+        for (struct os_listing **pp = &s->listings; *pp; pp = &(*pp)->next)
             if (*pp == L) {
                 *pp = L->next;
                 break;
             }
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->lock);
-        s3_listing_free(L);
+        os_listing_free(L);
     }
 }
 
-bool tdb_s3_listing_busy(struct s3 *s)
+bool tdb_os_listing_busy(struct objstore *s)
 {
     return s->listings != NULL;
 }

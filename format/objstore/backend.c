@@ -1,11 +1,11 @@
-/* io_s3.c: the I/O interface over S3 and S3-compatible servers: range GETs,
+/* backend.c: the I/O interface over S3 and S3-compatible servers: range GETs,
  * HEAD, ListObjectsV2, PUT, server-side copy and DELETE, listings cached
  * by folder, writes kept in temporary files until synced.  Requests go
- * through io_s3_http.c, signed by io_s3_sign.c; answers are parsed by
- * io_s3_xml.c. */
+ * through loop.c, signed by s3/sign.c; answers are parsed by
+ * s3/xml.c. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 #include "core/names.h"
 
 #include <errno.h>
@@ -15,30 +15,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define S3_REQUESTS 64          /* requests in flight at most */
-#define S3_TIMEOUT_MS 30000     /* a read's deadline, its retries included */
-#define S3_META_BYTES (64u << 20)  /* small files kept whole */
-#define S3_FAILED_MS 10000         /* a failed object's reads fail at once
+#define OS_REQUESTS 64          /* requests in flight at most */
+#define OS_TIMEOUT_MS 30000     /* a read's deadline, its retries included */
+#define OS_META_BYTES (64u << 20)  /* small files kept whole */
+#define OS_FAILED_MS 10000         /* a failed object's reads fail at once
                                     * this long (at most the deadline) */
-#define S3_SMALL_FILE (256u << 10) /* a file read unasked is fetched whole
+#define OS_SMALL_FILE (256u << 10) /* a file read unasked is fetched whole
                                     * up to this size */
-#define S3_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
+#define OS_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
 
 /* ------------------------------------------------------------- helpers */
 
 /* Takes pending object `norm` off the list (s->lock held). */
-static struct s3_pending *s3_pending_take(struct s3 *s, const char *norm)
+static struct os_pending *os_pending_take(struct objstore *s, const char *norm)
 {
-    for (struct s3_pending **pp = &s->pend; *pp; pp = &(*pp)->next)
+    for (struct os_pending **pp = &s->pend; *pp; pp = &(*pp)->next)
         if (!strcmp((*pp)->path, norm)) {
-            struct s3_pending *p = *pp;
+            struct os_pending *p = *pp;
             *pp = p->next;
             return p;
         }
     return NULL;
 }
 
-static void s3_pending_free(struct s3_pending *p)
+static void os_pending_free(struct os_pending *p)
 {
     if (!p)
         return;
@@ -48,14 +48,14 @@ static void s3_pending_free(struct s3_pending *p)
 }
 
 /* Does any key start with "KEY/"?  @return 1, 0 or a TDB_E_* code. */
-static int s3_has_children(struct s3 *s, const char *key)
+static int os_has_children(struct objstore *s, const char *key)
 {
     char *kp = NULL;
     if (asprintf(&kp, "%s%s", key, key[0] ? "/" : "") < 0)
         return TDB_E_NOMEM;
     struct tdb_store_dent *e = NULL;
     size_t n = 0;
-    int r = tdb_s3_list_keys(s, kp, false, 1, &e, &n, NULL);
+    int r = tdb_os_list_keys(s, kp, false, 1, &e, &n, NULL);
     free(kp);
     if (r)
         return r;
@@ -64,17 +64,17 @@ static int s3_has_children(struct s3 *s, const char *key)
 }
 
 /* HEAD of key: its size.  @return 0, TDB_E_NOENT, TDB_E_IO. */
-static int s3_head(struct s3 *s, const char *key, uint64_t *size)
+static int os_head(struct objstore *s, const char *key, uint64_t *size)
 {
-    struct s3_call c = {.method = "HEAD", .key = key, .up_fd = -1};
-    int r = tdb_s3_perform(s, &c);
+    struct os_call c = {.method = "HEAD", .key = key, .up_fd = -1};
+    int r = tdb_os_perform(s, &c);
     if (!r)
-        r = tdb_s3_status(s, &c, NULL);
+        r = tdb_os_status(s, &c, NULL);
     if (!r) {
         r = c.length < 0 ? TDB_E_IO : 0;
         *size = (uint64_t)c.length;
     }
-    tdb_s3_call_clear(&c);
+    tdb_os_call_clear(&c);
     return r;
 }
 
@@ -82,11 +82,11 @@ static int s3_head(struct s3 *s, const char *key, uint64_t *size)
 
 /* Reads [off, off + len) of norm when it is being written: @return 1 (*rc
  * the outcome) or 0 (it is not). */
-static int s3_pending_read(struct s3 *s, const char *norm, uint64_t off,
+static int os_pending_read(struct objstore *s, const char *norm, uint64_t off,
                            void *buf, size_t len, int *rc)
 {
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = tdb_s3_pending_find(s, norm);
+    struct os_pending *p = tdb_os_pending_find(s, norm);
     int r = 0;
     if (p) {
         uint64_t end;
@@ -109,60 +109,60 @@ static int s3_pending_read(struct s3 *s, const char *norm, uint64_t off,
 }
 
 /* GET of [off, off + len) of key into buf (len > 0). */
-static int s3_get_range(struct s3 *s, const char *key, uint64_t off,
+static int os_get_range(struct objstore *s, const char *key, uint64_t off,
                         void *buf, size_t len)
 {
-    struct s3_call c = {.method = "GET", .key = key, .up_fd = -1,
-                        .sink = S3_SINK_BUF, .dst = buf, .dst_len = len,
+    struct os_call c = {.method = "GET", .key = key, .up_fd = -1,
+                        .sink = OS_SINK_BUF, .dst = buf, .dst_len = len,
                         .skip = off};
     snprintf(c.range, sizeof c.range, "bytes=%llu-%llu",
              (unsigned long long)off, (unsigned long long)(off + len - 1));
-    int r = tdb_s3_perform(s, &c);
+    int r = tdb_os_perform(s, &c);
     if (!r)
-        r = c.status == 416 ? TDB_E_IO : tdb_s3_status(s, &c, NULL);
+        r = c.status == 416 ? TDB_E_IO : tdb_os_status(s, &c, NULL);
     if (!r && c.dst_got != len)
         r = TDB_E_IO;
-    tdb_s3_call_clear(&c);
+    tdb_os_call_clear(&c);
     return r;
 }
 
 /* The listing's word on file norm: its size and, with a disk cache, its
  * name there (*ident, to free).  @return 1 known, else 0. */
-static int s3_known(struct s3 *s, const char *norm, const char *key,
+static int os_known(struct objstore *s, const char *norm, const char *key,
                     uint64_t *size, char **ident)
 {
     struct tdb_store_dent e;
     *ident = NULL;
-    if (tdb_s3_dir_lookup(s, norm, &e) != 1 || e.is_dir) {
+    if (tdb_os_dir_lookup(s, norm, &e) != 1 || e.is_dir) {
         free(e.etag);
         return 0;
     }
     *size = e.size;
     if (s->disk && e.etag)
-        *ident = tdb_s3_ident(s, key, e.etag, e.size);
+        *ident = tdb_os_ident(s, key, e.etag, e.size);
     free(e.etag);
     return 1;
 }
 
 /* A read from the disk cache: the whole small file's piece, or the exact
  * range's.  @return 1 when served. */
-static int s3_disk_read(struct s3 *s, const char *ident, uint64_t size,
+static int os_disk_read(struct objstore *s, const char *ident, uint64_t size,
                         uint64_t off, void *buf, size_t len)
 {
-    return (size <= S3_FILE_MAX &&
-            tdb_s3_disk_get(s->disk, &(struct s3_piece){ident, 0, size}, off,
+    return (size <= OS_FILE_MAX &&
+            tdb_os_disk_get(s->disk, &(struct os_piece){ident, 0, size}, off,
                             buf, len)) ||
-           tdb_s3_disk_get(s->disk, &(struct s3_piece){ident, off, len}, off,
+           tdb_os_disk_get(s->disk, &(struct os_piece){ident, off, len}, off,
                            buf, len);
 }
 
-/* Did a read of norm fail lately (within S3_FAILED_MS, at most the
+/* Did a read of norm fail lately (within OS_FAILED_MS, at most the
  * deadline)?  Its reads then fail at once: the kernel tries a failed read
  * again, page by page, and each try would wait out a deadline of its
  * own. */
-static bool s3_failed_lately(struct s3 *s, const char *norm)
+static bool os_failed_lately(struct objstore *s, const char *norm)
 {
-    uint64_t h = tdb_s3_hash(norm), now = tdb_s3_clock_ms();
+    uint64_t h = tdb_os_hash(norm), now = tdb_os_clock_ms();
     bool failed = false;
     pthread_mutex_lock(&s->lock);
     for (unsigned i = 0; i < sizeof s->failed / sizeof *s->failed; i++)
@@ -172,60 +172,60 @@ static bool s3_failed_lately(struct s3 *s, const char *norm)
     return failed;
 }
 
-static void s3_failed_note(struct s3 *s, const char *norm)
+static void os_failed_note(struct objstore *s, const char *norm)
 {
-    uint64_t ms = s->loop.timeout_ms < S3_FAILED_MS ? s->loop.timeout_ms
-                                                    : S3_FAILED_MS;
+    uint64_t ms = s->loop.timeout_ms < OS_FAILED_MS ? s->loop.timeout_ms
+                                                    : OS_FAILED_MS;
     pthread_mutex_lock(&s->lock);
     unsigned i = s->nfailed++ % (sizeof s->failed / sizeof *s->failed);
-    s->failed[i] = (struct s3_failed){tdb_s3_hash(norm),
-                                      tdb_s3_clock_ms() + ms};
+    s->failed[i] = (struct os_failed){tdb_os_hash(norm),
+                                      tdb_os_clock_ms() + ms};
     pthread_mutex_unlock(&s->lock);
 }
 
 /* Reads come from a write in progress, from what was fetched ahead, from
  * the disk cache, or from the object store: a small file (by its listing,
- * S3_SMALL_FILE at most) whole, kept for the next reads; anything else as
+ * OS_SMALL_FILE at most) whole, kept for the next reads; anything else as
  * the range asked for. */
-static int s3_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+static int os_read_at(void *ctx, const char *path, uint64_t off, void *buf,
                       size_t len)
 {
-    struct s3 *s = ctx;
-    char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path), *ident = NULL;
+    struct objstore *s = ctx;
+    char *norm = tdb_os_norm(path), *key = tdb_os_key(s, path), *ident = NULL;
     uint64_t size = 0;
     int r = 0;
     if (!norm || !key) {
         r = TDB_E_NOMEM;
         goto out;
     }
-    if (s3_pending_read(s, norm, off, buf, len, &r))
+    if (os_pending_read(s, norm, off, buf, len, &r))
         goto out;
-    if (s3_failed_lately(s, norm)) {
+    if (os_failed_lately(s, norm)) {
         r = TDB_E_IO;
         goto out;
     }
-    if (tdb_s3_fetched_read(s, norm, off, buf, len, &r))
+    if (tdb_os_fetched_read(s, norm, off, buf, len, &r))
         goto failed;
-    bool known = s3_known(s, norm, key, &size, &ident);
-    if (ident && s3_disk_read(s, ident, size, off, buf, len))
+    bool known = os_known(s, norm, key, &size, &ident);
+    if (ident && os_disk_read(s, ident, size, off, buf, len))
         goto out;
     if (len == 0) {      /* nothing to GET: the object must exist */
-        r = known ? 0 : s3_head(s, key, &size);
+        r = known ? 0 : os_head(s, key, &size);
         r = r ? r : off > size ? TDB_E_IO : 0;
         goto out;
     }
-    if (known && size <= S3_SMALL_FILE) {
+    if (known && size <= OS_SMALL_FILE) {
         struct tdb_io_want w = {TDB_WANT_FILE, norm, 0, 0};
-        tdb_s3_want(s, &w, 1);
-        if (tdb_s3_fetched_read(s, norm, off, buf, len, &r))
+        tdb_os_want(s, &w, 1);
+        if (tdb_os_fetched_read(s, norm, off, buf, len, &r))
             goto failed;
     }
-    r = s3_get_range(s, key, off, buf, len);
+    r = os_get_range(s, key, off, buf, len);
     if (!r && ident)
-        tdb_s3_disk_put(s->disk, ident, off, len, buf);
+        tdb_os_disk_put(s->disk, ident, off, len, buf);
 failed:
     if (r == TDB_E_IO)
-        s3_failed_note(s, norm);
+        os_failed_note(s, norm);
 out:
     free(ident);
     free(norm);
@@ -233,24 +233,24 @@ out:
     return r;
 }
 
-static int s3_size(void *ctx, const char *path, uint64_t *size)
+static int os_size(void *ctx, const char *path, uint64_t *size)
 {
-    struct s3 *s = ctx;
-    char *norm = tdb_s3_norm(path);
+    struct objstore *s = ctx;
+    char *norm = tdb_os_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = tdb_s3_pending_find(s, norm);
+    struct os_pending *p = tdb_os_pending_find(s, norm);
     if (p)
         *size = p->size;
     pthread_mutex_unlock(&s->lock);
     struct tdb_store_dent e = {0};
-    int r = p ? 1 : tdb_s3_fetched_size(s, norm, size);
-    if (!r && (r = tdb_s3_dir_lookup(s, norm, &e)) == 1 && !e.is_dir)
+    int r = p ? 1 : tdb_os_fetched_size(s, norm, size);
+    if (!r && (r = tdb_os_dir_lookup(s, norm, &e)) == 1 && !e.is_dir)
         *size = e.size;
     else if (r != TDB_E_NOENT && (r != 1 || e.is_dir)) {
-        char *key = tdb_s3_key(s, path);
-        r = key ? s3_head(s, key, size) : TDB_E_NOMEM;
+        char *key = tdb_os_key(s, path);
+        r = key ? os_head(s, key, size) : TDB_E_NOMEM;
         free(key);
     }
     free(e.etag);
@@ -258,30 +258,30 @@ static int s3_size(void *ctx, const char *path, uint64_t *size)
     return r == 1 ? 0 : r;
 }
 
-static int s3_is_dir(void *ctx, const char *path, bool *is_dir)
+static int os_is_dir(void *ctx, const char *path, bool *is_dir)
 {
-    struct s3 *s = ctx;
-    char *norm = tdb_s3_norm(path);
+    struct objstore *s = ctx;
+    char *norm = tdb_os_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
     struct tdb_store_dent e = {0};
     int r = 0;
-    if (tdb_s3_pending(s, norm)) {
+    if (tdb_os_pending(s, norm)) {
         *is_dir = false;
-    } else if (norm[0] && (r = tdb_s3_dir_lookup(s, norm, &e)) != 0) {
+    } else if (norm[0] && (r = tdb_os_dir_lookup(s, norm, &e)) != 0) {
         *is_dir = e.is_dir;     /* listed, or listed as absent */
         r = r == 1 ? 0 : r;
     } else {
         uint64_t sz;
-        char *key = tdb_s3_key(s, path);
+        char *key = tdb_os_key(s, path);
         if (!key) {
             r = TDB_E_NOMEM;
         } else {
-            r = key[0] ? s3_head(s, key, &sz) : TDB_E_NOENT;
+            r = key[0] ? os_head(s, key, &sz) : TDB_E_NOENT;
             if (!r) {
                 *is_dir = false;
             } else if (r == TDB_E_NOENT) {
-                r = s3_has_children(s, key);
+                r = os_has_children(s, key);
                 if (r >= 0) {
                     *is_dir = true;
                     r = r ? 0 : TDB_E_NOENT;
@@ -297,10 +297,10 @@ static int s3_is_dir(void *ctx, const char *path, bool *is_dir)
 
 /* A listing fetched ahead serves one list call; others ask the server
  * (and what they find is kept for size and is_dir). */
-static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
+static int os_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
 {
-    struct s3 *s = ctx;
-    char *key = tdb_s3_key(s, path), *kp = NULL, *norm = tdb_s3_norm(path);
+    struct objstore *s = ctx;
+    char *key = tdb_os_key(s, path), *kp = NULL, *norm = tdb_os_norm(path);
     if (!key || !norm ||
         asprintf(&kp, "%s%s", key, key[0] ? "/" : "") < 0) {
         free(key);
@@ -310,8 +310,8 @@ static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
     free(key);
     struct tdb_store_dent *e = NULL;
     size_t n = 0;
-    bool ahead = tdb_s3_dir_take(s, norm, &e, &n) == 1;
-    int r = ahead ? 0 : tdb_s3_list_keys(s, kp, true, 0, &e, &n, NULL);
+    bool ahead = tdb_os_dir_take(s, norm, &e, &n) == 1;
+    int r = ahead ? 0 : tdb_os_list_keys(s, kp, true, 0, &e, &n, NULL);
     free(kp);
     /* a folder exists through its keys; none: no folder */
     if (!r && !n)
@@ -323,29 +323,29 @@ static int s3_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
     if (r || !n || ahead)
         tdb_store_dents_free(e, n);
     else
-        tdb_s3_dir_put(s, norm, e, n, false);
+        tdb_os_dir_put(s, norm, e, n, false);
     free(norm);
     return r;
 }
 
-static void s3_prefetch(void *ctx, const struct tdb_io_want *want, size_t n)
+static void os_prefetch(void *ctx, const struct tdb_io_want *want, size_t n)
 {
-    tdb_s3_want(ctx, want, n);
+    tdb_os_want(ctx, want, n);
 }
 
-static void s3_settle(void *ctx)
+static void os_settle(void *ctx)
 {
-    tdb_s3_settle(ctx);
+    tdb_os_settle(ctx);
 }
 
 /* Something changed at norm through the backend. */
-static void s3_changed(struct s3 *s, const char *norm)
+static void os_changed(struct objstore *s, const char *norm)
 {
-    tdb_s3_dir_forget(s, norm);
-    tdb_s3_fetched_forget(s, norm);
+    tdb_os_dir_forget(s, norm);
+    tdb_os_fetched_forget(s, norm);
 }
 
-static int s3_tmpfile(void)
+static int os_tmpfile(void)
 {
     const char *dir = getenv("TMPDIR");
     char *tmpl = NULL;
@@ -360,14 +360,14 @@ static int s3_tmpfile(void)
     return fd;
 }
 
-static int s3_write_at(void *ctx, const char *path, uint64_t off,
+static int os_write_at(void *ctx, const char *path, uint64_t off,
                        const void *buf, size_t len)
 {
-    struct s3 *s = ctx;
+    struct objstore *s = ctx;
     uint64_t end;
     if (!tdb_add_ok(off, len, &end) || end > INT64_MAX)
         return TDB_E_NOMEM;
-    char *norm = tdb_s3_norm(path);
+    char *norm = tdb_os_norm(path);
     if (!norm)
         return TDB_E_NOMEM;
     if (!norm[0]) {
@@ -375,9 +375,9 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
         return TDB_E_INVAL;
     }
     pthread_mutex_lock(&s->lock);
-    bool known = tdb_s3_pending_find(s, norm) != NULL;
+    bool known = tdb_os_pending_find(s, norm) != NULL;
     pthread_mutex_unlock(&s->lock);
-    struct s3_pending *np = NULL;
+    struct os_pending *np = NULL;
     int r = 0;
     if (!known) {
         /* a new pending object written from its start replaces the stored
@@ -391,36 +391,36 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
             free(norm);
             return TDB_E_NOMEM;
         }
-        if ((np->fd = s3_tmpfile()) < 0) {
+        if ((np->fd = os_tmpfile()) < 0) {
             free(np->path);
             free(np);
             free(norm);
             return TDB_E_IO;
         }
-        char *key = off == 0 ? NULL : tdb_s3_key(s, path);
+        char *key = off == 0 ? NULL : tdb_os_key(s, path);
         if (off != 0 && !key) {
             r = TDB_E_NOMEM;
         } else if (key) {
-            struct s3_call c = {.method = "GET", .key = key, .up_fd = -1,
-                                .sink = S3_SINK_FD, .fd = np->fd};
-            r = tdb_s3_perform(s, &c);
+            struct os_call c = {.method = "GET", .key = key, .up_fd = -1,
+                                .sink = OS_SINK_FD, .fd = np->fd};
+            r = tdb_os_perform(s, &c);
             if (!r)
-                r = tdb_s3_status(s, &c, NULL);
+                r = tdb_os_status(s, &c, NULL);
             if (!r)
                 np->size = c.fd_pos;
             else if (r == TDB_E_NOENT)
                 r = 0;
-            tdb_s3_call_clear(&c);
+            tdb_os_call_clear(&c);
             free(key);
         }
         if (r) {
-            s3_pending_free(np);
+            os_pending_free(np);
             free(norm);
             return r;
         }
     }
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = tdb_s3_pending_find(s, norm);
+    struct os_pending *p = tdb_os_pending_find(s, norm);
     if (!p && np) {
         np->next = s->pend;
         s->pend = p = np;
@@ -441,27 +441,27 @@ static int s3_write_at(void *ctx, const char *path, uint64_t off,
     if (!r && end > p->size)
         p->size = end;
     pthread_mutex_unlock(&s->lock);
-    s3_pending_free(np);
+    os_pending_free(np);
     free(norm);
     return r;
 }
 
 /* PUTs pending object `norm` as `key` (its own, or a rename's target).
  * @return 0 (also when nothing was pending: *was is then false). */
-static int s3_flush(struct s3 *s, const char *norm, const char *key,
+static int os_flush(struct objstore *s, const char *norm, const char *key,
                     bool *was)
 {
     pthread_mutex_lock(&s->lock);
-    struct s3_pending *p = s3_pending_take(s, norm);
+    struct os_pending *p = os_pending_take(s, norm);
     pthread_mutex_unlock(&s->lock);
     *was = p != NULL;
     if (!p)
         return 0;
-    int r = tdb_s3_upload_fd(s, key, p->fd, p->size);
+    int r = tdb_os_upload_fd(s, key, p->fd, p->size);
     if (r) {   /* kept for another try */
         pthread_mutex_lock(&s->lock);
-        if (tdb_s3_pending_find(s, norm)) {
-            s3_pending_free(p);
+        if (tdb_os_pending_find(s, norm)) {
+            os_pending_free(p);
         } else {
             p->next = s->pend;
             s->pend = p;
@@ -469,77 +469,77 @@ static int s3_flush(struct s3 *s, const char *norm, const char *key,
         pthread_mutex_unlock(&s->lock);
         return r;
     }
-    s3_pending_free(p);
+    os_pending_free(p);
     return 0;
 }
 
-static int s3_sync(void *ctx, const char *path)
+static int os_sync(void *ctx, const char *path)
 {
-    struct s3 *s = ctx;
-    char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path);
+    struct objstore *s = ctx;
+    char *norm = tdb_os_norm(path), *key = tdb_os_key(s, path);
     bool was;
-    int r = norm && key ? s3_flush(s, norm, key, &was) : TDB_E_NOMEM;
+    int r = norm && key ? os_flush(s, norm, key, &was) : TDB_E_NOMEM;
     if (!r && was)
-        s3_changed(s, norm);
+        os_changed(s, norm);
     free(norm);
     free(key);
     return r;
 }
 
-static int s3_mkdir(void *ctx, const char *path)
+static int os_mkdir(void *ctx, const char *path)
 {
     return 0;   /* a folder is the prefix of its keys */
 }
 
 /* DELETE key (S3 answers 204 whether it was there or not). */
-static int s3_delete(struct s3 *s, const char *key)
+static int os_delete(struct objstore *s, const char *key)
 {
-    struct s3_call c = {.method = "DELETE", .key = key, .up_fd = -1};
-    int r = tdb_s3_perform(s, &c);
+    struct os_call c = {.method = "DELETE", .key = key, .up_fd = -1};
+    int r = tdb_os_perform(s, &c);
     if (!r)
-        r = tdb_s3_status(s, &c, NULL);
-    tdb_s3_call_clear(&c);
+        r = tdb_os_status(s, &c, NULL);
+    tdb_os_call_clear(&c);
     return r;
 }
 
 /* Server-side copy of key `from` to key `to` (in parts when the listing
  * says the object is large). */
-static int s3_copy(struct s3 *s, const char *norm, const char *from,
+static int os_copy(struct objstore *s, const char *norm, const char *from,
                    const char *to)
 {
     struct tdb_store_dent e = {0};
     uint64_t size = UINT64_MAX;
-    if (norm && tdb_s3_dir_lookup(s, norm, &e) == 1 && !e.is_dir)
+    if (norm && tdb_os_dir_lookup(s, norm, &e) == 1 && !e.is_dir)
         size = e.size;
     free(e.etag);
-    return tdb_s3_copy_object(s, s->bucket, from, size, to);
+    return tdb_os_copy_object(s, s->bucket, from, size, to);
 }
 
-static int s3_rename(void *ctx, const char *from, const char *to)
+static int os_rename(void *ctx, const char *from, const char *to)
 {
-    struct s3 *s = ctx;
-    char *nf = tdb_s3_norm(from), *nt = tdb_s3_norm(to);
-    char *kf = tdb_s3_key(s, from), *kt = tdb_s3_key(s, to);
+    struct objstore *s = ctx;
+    char *nf = tdb_os_norm(from), *nt = tdb_os_norm(to);
+    char *kf = tdb_os_key(s, from), *kt = tdb_os_key(s, to);
     int r = nf && nt && kf && kt ? 0 : TDB_E_NOMEM;
     bool was = false;
     if (!r && !nf[0])
         r = TDB_E_INVAL;
     /* a pending object goes straight to its new name */
     if (!r)
-        r = s3_flush(s, nf, kt, &was);
+        r = os_flush(s, nf, kt, &was);
     if (!r && was) {
-        r = s3_delete(s, kf);    /* an older stored version, if any */
+        r = os_delete(s, kf);    /* an older stored version, if any */
     } else if (!r) {
-        r = s3_copy(s, nf, kf, kt);
+        r = os_copy(s, nf, kf, kt);
         if (!r) {
-            r = s3_delete(s, kf);
+            r = os_delete(s, kf);
         } else if (r == TDB_E_NOENT) {
             /* a folder: each key below it, copied then deleted */
             char *kp = NULL;
             struct tdb_store_dent *e = NULL;
             size_t n = 0;
             r = asprintf(&kp, "%s/", kf) < 0 ? TDB_E_NOMEM
-                : tdb_s3_list_keys(s, kp, false, 0, &e, &n, NULL);
+                : tdb_os_list_keys(s, kp, false, 0, &e, &n, NULL);
             if (!r && !n)
                 r = TDB_E_NOENT;
             for (size_t i = 0; !r && i < n; i++) {
@@ -548,9 +548,9 @@ static int s3_rename(void *ctx, const char *from, const char *to)
                     a = NULL;
                 if (asprintf(&b, "%s/%s", kt, e[i].name) < 0)
                     b = NULL;
-                r = a && b ? s3_copy(s, NULL, a, b) : TDB_E_NOMEM;
+                r = a && b ? os_copy(s, NULL, a, b) : TDB_E_NOMEM;
                 if (!r)
-                    r = s3_delete(s, a);
+                    r = os_delete(s, a);
                 free(a);
                 free(b);
             }
@@ -560,8 +560,8 @@ static int s3_rename(void *ctx, const char *from, const char *to)
         }
     }
     if (nf && nt) {
-        s3_changed(s, nf);
-        s3_changed(s, nt);
+        os_changed(s, nf);
+        os_changed(s, nt);
     }
     free(nf);
     free(nt);
@@ -572,10 +572,10 @@ static int s3_rename(void *ctx, const char *from, const char *to)
 
 /* A copy between two backends on one store (the same endpoint, as the
  * same user): no byte through here. */
-static int s3_copy_from(void *ctx, const struct tdb_io *src, const char *from,
+static int os_copy_from(void *ctx, const struct tdb_io *src, const char *from,
                         const char *to)
 {
-    struct s3 *s = ctx, *t = tdb_io_s3_backend(src);
+    struct objstore *s = ctx, *t = tdb_os_backend(src);
     if (!t || strcmp(t->base, s->base))
         return TDB_E_UNSUPPORTED;
     /* as the same user: a copy reads the source with the destination's
@@ -589,68 +589,68 @@ static int s3_copy_from(void *ctx, const struct tdb_io *src, const char *from,
     if (!same)
         return TDB_E_UNSUPPORTED;
     uint64_t size;
-    int r = s3_size(t, from, &size);
-    char *kf = tdb_s3_key(t, from), *kt = tdb_s3_key(s, to),
-         *nt = tdb_s3_norm(to);
+    int r = os_size(t, from, &size);
+    char *kf = tdb_os_key(t, from), *kt = tdb_os_key(s, to),
+         *nt = tdb_os_norm(to);
     if (!r)
-        r = kf && kt && nt ? tdb_s3_copy_object(s, t->bucket, kf, size, kt)
+        r = kf && kt && nt ? tdb_os_copy_object(s, t->bucket, kf, size, kt)
                            : TDB_E_NOMEM;
     if (nt)
-        s3_changed(s, nt);
+        os_changed(s, nt);
     free(kf);
     free(kt);
     free(nt);
     return r;
 }
 
-static int s3_remove(void *ctx, const char *path)
+static int os_remove(void *ctx, const char *path)
 {
-    struct s3 *s = ctx;
-    char *norm = tdb_s3_norm(path), *key = tdb_s3_key(s, path);
+    struct objstore *s = ctx;
+    char *norm = tdb_os_norm(path), *key = tdb_os_key(s, path);
     int r = norm && key ? 0 : TDB_E_NOMEM;
-    struct s3_pending *p = NULL;
+    struct os_pending *p = NULL;
     if (!r) {
         pthread_mutex_lock(&s->lock);
-        p = s3_pending_take(s, norm);
+        p = os_pending_take(s, norm);
         pthread_mutex_unlock(&s->lock);
     }
     uint64_t size;
     if (!r && key[0])
-        r = s3_head(s, key, &size);
+        r = os_head(s, key, &size);
     if (!r) {
-        r = s3_delete(s, key);
+        r = os_delete(s, key);
     } else if (r == TDB_E_NOENT) {
         /* an object only pending is gone now; a folder with keys is not
          * empty; an empty folder does not exist on S3 */
-        int c = s3_has_children(s, key);
+        int c = os_has_children(s, key);
         r = c < 0 ? c : c ? TDB_E_IO : p ? 0 : TDB_E_NOENT;
     }
     if (norm)
-        s3_changed(s, norm);
-    s3_pending_free(p);
+        os_changed(s, norm);
+    os_pending_free(p);
     free(norm);
     free(key);
     return r;
 }
 
-static void s3_destroy(void *ctx)
+static void os_destroy(void *ctx)
 {
-    struct s3 *s = ctx;
+    struct objstore *s = ctx;
     /* objects written and never synced are stored now (best effort) */
     while (s->pend) {
-        struct s3_pending *p = s->pend;
+        struct os_pending *p = s->pend;
         s->pend = p->next;
-        char *key = tdb_s3_key(s, p->path);
+        char *key = tdb_os_key(s, p->path);
         if (key)
-            tdb_s3_upload_fd(s, key, p->fd, p->size);
+            tdb_os_upload_fd(s, key, p->fd, p->size);
         free(key);
-        s3_pending_free(p);
+        os_pending_free(p);
     }
     /* every call ends (fetches ahead fail), then what they fetched goes */
-    tdb_s3_loop_free(&s->loop);
-    tdb_s3_fetched_free(s);
-    tdb_s3_dir_clear(s);
-    tdb_s3_disk_close(s->disk);
+    tdb_os_loop_free(&s->loop);
+    tdb_os_fetched_free(s);
+    tdb_os_dir_clear(s);
+    tdb_os_disk_close(s->disk);
     if (s->journal_fd >= 0)
         close(s->journal_fd);
     for (unsigned i = 0; i < s->nretired; i++)
@@ -668,22 +668,22 @@ static void s3_destroy(void *ctx)
 }
 
 static const struct tdb_io_ops io_s3_ops = {
-    .read_at = s3_read_at,
-    .size = s3_size,
-    .list = s3_list,
-    .is_dir = s3_is_dir,
-    .write_at = s3_write_at,
-    .mkdir = s3_mkdir,
-    .rename = s3_rename,
-    .remove = s3_remove,
-    .sync = s3_sync,
-    .destroy = s3_destroy,
-    .prefetch = s3_prefetch,
-    .settle = s3_settle,
-    .copy_from = s3_copy_from,
+    .read_at = os_read_at,
+    .size = os_size,
+    .list = os_list,
+    .is_dir = os_is_dir,
+    .write_at = os_write_at,
+    .mkdir = os_mkdir,
+    .rename = os_rename,
+    .remove = os_remove,
+    .sync = os_sync,
+    .destroy = os_destroy,
+    .prefetch = os_prefetch,
+    .settle = os_settle,
+    .copy_from = os_copy_from,
 };
 
-struct s3 *tdb_io_s3_backend(const struct tdb_io *io)
+struct objstore *tdb_os_backend(const struct tdb_io *io)
 {
     return io && io->ops == &io_s3_ops ? io->ctx : NULL;
 }
@@ -691,9 +691,9 @@ struct s3 *tdb_io_s3_backend(const struct tdb_io *io)
 int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
                       unsigned *aborted, struct tdb_error *err)
 {
-    struct s3 *s = tdb_io_s3_backend(io);
+    struct objstore *s = tdb_os_backend(io);
     *aborted = 0;
-    return s ? tdb_s3_journal_open(s, dir, aborted, err) : 0;
+    return s ? tdb_os_journal_open(s, dir, aborted, err) : 0;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -704,7 +704,7 @@ bool tdb_io_is_url(const char *source)
 }
 
 /* A bucket name that can be a host name label set (no dots: TLS names). */
-static bool s3_vhost_ok(const char *b)
+static bool os_vhost_ok(const char *b)
 {
     if (!b[0])
         return false;
@@ -716,18 +716,18 @@ static bool s3_vhost_ok(const char *b)
 }
 
 /* Sets s->base, s->host, s->uri_base from the endpoint. */
-static int s3_endpoint(struct s3 *s, const char *endpoint,
+static int os_endpoint(struct objstore *s, const char *endpoint,
                        struct tdb_error *err)
 {
     if (!endpoint) {
-        bool vhost = s3_vhost_ok(s->bucket);
+        bool vhost = os_vhost_ok(s->bucket);
         int n = vhost ? ((s->uri_base = strdup("")) ? 0 : -1)
                       : asprintf(&s->uri_base, "/%s", s->bucket);
         if (n < 0) {
             s->uri_base = NULL;
             return TDB_E_NOMEM;
         }
-        return tdb_s3_aws_host(s, s->region, vhost, &s->host, &s->base);
+        return tdb_os_aws_host(s, s->region, vhost, &s->host, &s->base);
     }
     CURLU *u = curl_url();
     char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
@@ -776,7 +776,7 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     if ((cfg->access_key == NULL) != (cfg->secret_key == NULL))
         return tdb_err(err, TDB_E_INVAL, "%s: an access key without its "
                        "secret key (or the other way round)", url);
-    struct s3 *s = calloc(1, sizeof *s);
+    struct objstore *s = calloc(1, sizeof *s);
     if (!s)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     pthread_mutex_init(&s->lock, NULL);
@@ -785,12 +785,12 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     s->part_size = TDB_S3_PART_SIZE;
     s->region_given = cfg->region && cfg->region[0];
     s->aws = !(cfg->endpoint && cfg->endpoint[0]);
-    s->meta_max = S3_META_BYTES;
-    s->ahead_max = S3_AHEAD_BYTES;
-    int r = tdb_s3_loop_init(&s->loop, S3_REQUESTS, S3_TIMEOUT_MS)
+    s->meta_max = OS_META_BYTES;
+    s->ahead_max = OS_AHEAD_BYTES;
+    int r = tdb_os_loop_init(&s->loop, OS_REQUESTS, OS_TIMEOUT_MS)
                 ? tdb_err(err, TDB_E_NOMEM, "out of memory") : 0;
     if (r || !(s->bucket = strndup(b, bl)) ||
-        !(s->prefix = tdb_s3_norm(slash ? slash : "")) ||
+        !(s->prefix = tdb_os_norm(slash ? slash : "")) ||
         !(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
                                                            : "us-east-1")))
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
@@ -807,12 +807,12 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
                       "token empty or holding spaces or control "
                       "characters");
     if (!r)
-        r = s3_endpoint(s, cfg->endpoint && cfg->endpoint[0] ? cfg->endpoint
+        r = os_endpoint(s, cfg->endpoint && cfg->endpoint[0] ? cfg->endpoint
                                                              : NULL, err);
     if (r) {
         if (r == TDB_E_NOMEM)
             tdb_err(err, r, "out of memory");
-        s3_destroy(s);
+        os_destroy(s);
         return r;
     }
     io->ops = &io_s3_ops;
@@ -821,10 +821,10 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
 }
 
 /* Applies t to a backend no request has gone through yet. */
-static int s3_tune(struct s3 *s, const struct tdb_s3_tuning *t,
+static int os_tune(struct objstore *s, const struct tdb_s3_tuning *t,
                    struct tdb_error *err)
 {
-    struct s3_loop *L = &s->loop;
+    struct os_loop *L = &s->loop;
     if (t->requests) {
         L->max_active = t->requests;
         curl_multi_setopt(L->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
@@ -843,13 +843,13 @@ static int s3_tune(struct s3 *s, const struct tdb_s3_tuning *t,
         L->max_tries = t->retries + 1;
     if (t->part_size && (t->part_size < TDB_S3_PART_MIN ||
                          t->part_size > TDB_S3_PART_MAX))
-        return tdb_err(err, TDB_E_INVAL, "s3_part_size=%llu: not a part "
+        return tdb_err(err, TDB_E_INVAL, "os_part_size=%llu: not a part "
                        "size of 5 MiB to 5 GiB (S3's bounds)",
                        (unsigned long long)t->part_size);
     if (t->part_size)
         s->part_size = t->part_size;
     if (t->disk_cache)
-        return tdb_s3_disk_open(&s->disk, t->disk_cache,
+        return tdb_os_disk_open(&s->disk, t->disk_cache,
                                 t->disk_cache_bytes ? t->disk_cache_bytes
                                                     : TDB_S3_DISK_CACHE_BYTES,
                                 err);
@@ -872,8 +872,8 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
     tdb_s3_config_free(&cfg);
     if (r)
         return r;
-    struct s3 *s = io->ctx;
-    if (o && (r = s3_tune(s, &o->tune, err))) {
+    struct objstore *s = io->ctx;
+    if (o && (r = os_tune(s, &o->tune, err))) {
         tdb_io_free(io);
         return r;
     }
@@ -882,8 +882,8 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
     static const char *const dirs[] = {"__schema", "__commits",
                                        "__fragment_meta", "__meta"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
-        tdb_s3_want_list(s, dirs[i], false);
-    tdb_s3_want_list(s, "__fragments", true);
+        tdb_os_want_list(s, dirs[i], false);
+    tdb_os_want_list(s, "__fragments", true);
     /* the bucket answers, and the prefix holds something: its listing,
      * kept for the open that follows */
     char *kp = NULL;
@@ -893,14 +893,14 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
         kp = NULL;
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
     } else {
-        r = tdb_s3_list_keys(s, kp, true, 0, &e, &n, err);
+        r = tdb_os_list_keys(s, kp, true, 0, &e, &n, err);
     }
     free(kp);
     if (!r && !n && !create)
         r = tdb_err(err, TDB_E_NOENT, "%s: no objects under this prefix",
                     source);
     if (!r)
-        tdb_s3_dir_put(s, "", e, n, true);
+        tdb_os_dir_put(s, "", e, n, true);
     else
         tdb_store_dents_free(e, n);
     if (r)

@@ -1,9 +1,10 @@
-/* io_s3_xml.c: the XML of S3's answers (expat): ListObjectsV2 listings
- * and Error bodies, and the TDB_E_* code and message of an answer. */
+/* xml.c: the XML of S3's answers (expat): ListObjectsV2 listings,
+ * multipart uploads' starts, copies' results and Error bodies. */
 #include "core/core.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
 
 #include <errno.h>
+#include <expat.h>
 #include <limits.h>
 #include <stdlib.h>
 
@@ -131,29 +132,4 @@ int tdb_s3_xml_parse(struct tdb_store_answer *a, const struct tdb_buf *body,
     free(x.etag);
     tdb_buf_free(&x.text);
     return a->fail;
-}
-
-/* -------------------------------------------------------------- errors */
-
-/* The TDB_E_* code of an answer: 2xx 0, 404 TDB_E_NOENT, else TDB_E_IO;
- * with err, a message naming the key, the status and S3's error code. */
-int tdb_s3_status(struct s3 *s, struct s3_call *c, struct tdb_error *err)
-{
-    if (c->cc != CURLE_OK)
-        return tdb_err(err, TDB_E_IO, "s3://%s/%s: %s: %s", s->bucket,
-                       c->key ? c->key : "", curl_easy_strerror(c->cc),
-                       c->curl_msg);
-    if (c->status >= 200 && c->status < 300)
-        return 0;
-    int code = c->status == 404 ? TDB_E_NOENT : TDB_E_IO;
-    if (!err)
-        return code;
-    struct tdb_store_answer x;
-    tdb_s3_xml_parse(&x, &c->mem, NULL);
-    tdb_err(err, code, "s3://%s/%s: %s %s: HTTP %ld%s%s%s%s", s->bucket,
-            c->key ? c->key : "", c->method, c->key ? "" : "(bucket)",
-            c->status, x.code ? " " : "", x.code ? x.code : "",
-            x.message ? ": " : "", x.message ? x.message : "");
-    tdb_store_answer_free(&x);
-    return code;
 }

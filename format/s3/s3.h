@@ -1,12 +1,14 @@
-/* io_s3.h: the S3 backend's internals that the unit tests check: AWS
- * Signature Version 4 (io_s3_sign.c; the encodings it signs are store.h's), the
- * ini files of ~/.aws (io_s3_config.c), the credentials and their renewal
- * (io_s3_creds.c), the coalescing of ranges into GETs (io_s3_fetch.c). */
-#ifndef TDB_IO_S3_H
-#define TDB_IO_S3_H
+/* s3.h: the S3 protocol beneath the object-store backend (objstore/):
+ * AWS Signature Version 4 (sign.c; the encodings it signs are store.h's),
+ * the XML of S3's answers (xml.c), the ini files of ~/.aws (config.c), the
+ * credentials and their renewal (creds.c).  It knows nothing of the I/O
+ * thread: the backend hands it what a request is and reads what it says. */
+#ifndef TDB_S3_H
+#define TDB_S3_H
 
 #include "core/core.h"
 #include "core/store.h"
+
 
 /* A request to sign with AWS Signature Version 4. */
 struct tdb_s3_request {
@@ -50,33 +52,17 @@ void tdb_s3_sha256_hex(const void *data, size_t len, char out[65]);
 int tdb_s3_ini_get(const char *text, size_t len, const char *section,
                    const char *key, char **value);
 
-/* The part size of a multipart upload of len bytes asked for parts of
- * part_size: at least TDB_S3_PART_MIN, grown to a whole number of MiB
- * when len would need more than 10,000 parts (io_s3_upload.c). */
-uint64_t tdb_s3_part_size(uint64_t part_size, uint64_t len);
+/* Parses an S3 answer's body into a (entries named relative to `prefix`):
+ * a ListObjectsV2 result, a multipart upload's start, a copy's result, or
+ * an Error.  Free a with tdb_store_answer_free whatever the outcome.
+ * @return 0, TDB_E_CORRUPT (not XML) or TDB_E_NOMEM. */
+int tdb_s3_xml_parse(struct tdb_store_answer *a, const struct tdb_buf *body,
+                     const char *prefix);
 
-/* A byte range wanted of one file. */
-struct tdb_s3_range {
-    uint64_t off, len;
-};
 
-/* One GET serving ranges first..first+count-1 (after sorting): bytes
- * [off, off + len), of which `want` were asked for. */
-struct tdb_s3_span {
-    uint64_t off, len, want;
-    size_t first, count;
-};
+/* ------------------------------------------ credentials (creds.c) */
 
-/* Sorts r[n] by offset and joins them into GETs: a range that starts at
- * most `gap` bytes after the span before ends joins it (the gap is fetched
- * too) unless the span would pass `max` bytes; overlapping ranges join.
- * Writes the spans to out (room for n).  @return their number. */
-size_t tdb_s3_coalesce(struct tdb_s3_range *r, size_t n, uint64_t gap,
-                       uint64_t max, struct tdb_s3_span *out);
-
-/* ------------------------------------------ credentials (io_s3_creds.c) */
-
-/* Where credentials come from (io_s3_config.c finds it, as the AWS SDKs'
+/* Where credentials come from (config.c finds it, as the AWS SDKs'
  * default chain does; tiledb_format.h's tdb_s3_config_load documents the
  * chain). */
 enum tdb_s3_src_kind {
@@ -165,15 +151,24 @@ void tdb_s3_creds_drop(struct tdb_s3_creds *c, struct tdb_s3_keys *k);
  * most).  Does nothing otherwise. */
 void tdb_s3_creds_wait(struct tdb_s3_creds *c);
 
-struct s3_call;
-/* On the I/O thread, after a try of `call` ended (c->keys_gen: the keys
- * that signed it): was it refused for expired or invalid keys (400 or 403
- * with ExpiredToken, InvalidToken, TokenRefreshRequired or
- * ExpiredTokenException; a bodiless 400 with keys past their expiry or
- * replaced)?  Then, once a call (call->renewed), a renewal starts if those
- * keys are still the current ones, and @return true with *wait_ms the
- * time to give it before the call is tried again (within its deadline). */
-bool tdb_s3_creds_retry(struct tdb_s3_creds *c, struct s3_call *call,
+/* How one try of a request ended, for tdb_s3_creds_retry. */
+struct tdb_s3_try {
+    long status;                  /* the HTTP status; 0: no answer came */
+    const struct tdb_buf *body;   /* the answer's body */
+    uint64_t keys_gen;            /* the keys that signed it (their gen) */
+    uint64_t deadline;            /* of the request (ms, monotonic); 0:
+                                   * none */
+    bool *renewed;                /* the request's: set when it is tried
+                                   * again after a renewal (once) */
+};
+/* On the I/O thread, after try t ended: was it refused for expired or
+ * invalid keys (400 or 403 with ExpiredToken, InvalidToken,
+ * TokenRefreshRequired or ExpiredTokenException; a bodiless 400 with keys
+ * past their expiry or replaced)?  Then, once a request (*t->renewed), a
+ * renewal starts if those keys are still the current ones, and @return
+ * true with *wait_ms the time to give it before the request is tried
+ * again (within its deadline). */
+bool tdb_s3_creds_retry(struct tdb_s3_creds *c, const struct tdb_s3_try *t,
                         uint64_t now_ms, uint64_t *wait_ms);
 
 /* Counts, for tests. */

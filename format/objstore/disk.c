@@ -1,4 +1,4 @@
-/* io_s3_disk.c: the S3 backend's disk cache (-o disk_cache=DIR): bytes
+/* disk.c: the S3 backend's disk cache (-o disk_cache=DIR): bytes
  * fetched from the object store kept in files of a local folder, so that
  * a second pass or a second mount reads them from disk.
  *
@@ -25,8 +25,8 @@
  * named tmp.PID.SEQ and starts with the magic.  Other files are not
  * counted in the bound, never read and never removed. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 #include "core/io_local.h"
 
 #include <dirent.h>
@@ -44,7 +44,7 @@
 #define DISK_TMP_STALE 3600     /* s: a temporary file this old is left
                                  * over from a crash */
 
-struct s3_disk {
+struct os_disk {
     int dirfd;                  /* DIR, opened without following a link */
     uint64_t max;               /* bytes */
     pthread_mutex_t lock;
@@ -92,7 +92,7 @@ static bool disk_ours(const struct stat *st)
 /* Opens subfolder "XX" (sub[0..1]) of DIR, made first when `make`: a real
  * folder of ours that group and others cannot write, else -1 (a link
  * there is not followed).  @return a descriptor to close, or -1. */
-static int disk_sub(struct s3_disk *d, const char *sub, bool make)
+static int disk_sub(struct os_disk *d, const char *sub, bool make)
 {
     char name[3] = {sub[0], sub[1], 0};
     if (make && mkdirat(d->dirfd, name, 0700) && errno != EEXIST)
@@ -127,7 +127,7 @@ static int disk_open_file(int sfd, const char *name, struct stat *st)
 
 /* Opens the piece and checks its header and size.  @return the descriptor
  * (the bytes at *data_at), or -1. */
-static int disk_open(struct s3_disk *d, const char *ident, uint64_t off,
+static int disk_open(struct os_disk *d, const char *ident, uint64_t off,
                      uint64_t len, off_t *data_at)
 {
     uint8_t want[DISK_HEAD_MAX], got[DISK_HEAD_MAX];
@@ -152,7 +152,7 @@ static int disk_open(struct s3_disk *d, const char *ident, uint64_t off,
     return fd;
 }
 
-bool tdb_s3_disk_has(struct s3_disk *d, const char *ident, uint64_t off,
+bool tdb_os_disk_has(struct os_disk *d, const char *ident, uint64_t off,
                      uint64_t len)
 {
     off_t at;
@@ -163,7 +163,7 @@ bool tdb_s3_disk_has(struct s3_disk *d, const char *ident, uint64_t off,
     return true;
 }
 
-int tdb_s3_disk_get(struct s3_disk *d, const struct s3_piece *p, uint64_t at,
+int tdb_os_disk_get(struct os_disk *d, const struct os_piece *p, uint64_t at,
                     void *buf, size_t n)
 {
     const char *ident = p->ident;
@@ -316,7 +316,7 @@ static uint64_t disk_scan_sub(int sfd, const char *sub, time_t now,
 
 /* Every piece under DIR into *out (out NULL: counted only), and leftover
  * temporary files removed.  @return the bytes they hold. */
-static uint64_t disk_scan(struct s3_disk *d, struct disk_file **out,
+static uint64_t disk_scan(struct os_disk *d, struct disk_file **out,
                           size_t *nout)
 {
     uint64_t total = 0;
@@ -341,7 +341,7 @@ static uint64_t disk_scan(struct s3_disk *d, struct disk_file **out,
 
 /* Removes the least recently used pieces until the folder holds at most
  * 9/10 of its bound.  d->lock held. */
-static void disk_evict(struct s3_disk *d)
+static void disk_evict(struct os_disk *d)
 {
     struct disk_file *v = NULL;
     size_t n = 0;
@@ -359,13 +359,13 @@ static void disk_evict(struct s3_disk *d)
     d->used = total;
 }
 
-void tdb_s3_disk_put(struct s3_disk *d, const char *ident, uint64_t off,
+void tdb_os_disk_put(struct os_disk *d, const char *ident, uint64_t off,
                      uint64_t len, const void *data)
 {
     uint8_t h[DISK_HEAD_MAX];
     char hex[65], tmp[64];
     size_t hl = disk_header(h, ident, off, len);
-    if (!hl || len > d->max / 4 || tdb_s3_disk_has(d, ident, off, len) ||
+    if (!hl || len > d->max / 4 || tdb_os_disk_has(d, ident, off, len) ||
         !disk_name(ident, hl - DISK_FIXED, off, len, hex))
         return;
     pthread_mutex_lock(&d->lock);
@@ -397,7 +397,7 @@ void tdb_s3_disk_put(struct s3_disk *d, const char *ident, uint64_t off,
     close(sfd);
 }
 
-int tdb_s3_disk_open(struct s3_disk **out, const char *dir, uint64_t max,
+int tdb_os_disk_open(struct os_disk **out, const char *dir, uint64_t max,
                      struct tdb_error *err)
 {
     *out = NULL;
@@ -428,7 +428,7 @@ int tdb_s3_disk_open(struct s3_disk **out, const char *dir, uint64_t max,
     else if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700))
         r = tdb_err(err, TDB_E_IO, "disk_cache=%s: cannot make it mode "
                     "0700: %s", dir, strerror(errno));
-    struct s3_disk *d = r ? NULL : calloc(1, sizeof *d);
+    struct os_disk *d = r ? NULL : calloc(1, sizeof *d);
     if (!r && !d)
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
     if (r) {
@@ -445,7 +445,7 @@ int tdb_s3_disk_open(struct s3_disk **out, const char *dir, uint64_t max,
     return 0;
 }
 
-void tdb_s3_disk_close(struct s3_disk *d)
+void tdb_os_disk_close(struct os_disk *d)
 {
     if (!d)
         return;

@@ -1,9 +1,8 @@
-/* io_s3_sign.c: AWS Signature Version 4 (OpenSSL's SHA-256 and HMAC) of
- * S3 requests and of the STS requests of io_s3_creds.c, and the encodings
+/* sign.c: AWS Signature Version 4 (OpenSSL's SHA-256 and HMAC) of
+ * S3 requests and of the STS requests of creds.c, and the encodings
  * it signs: paths and query strings. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
 
 #include <ctype.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-/* io_s3_fetch.c: what the S3 backend fetches ahead of the reads that need
+/* fetch.c: what the S3 backend fetches ahead of the reads that need
  * it: whole small files (kept, least recently used going first past
  * their budget) and byte ranges (adjacent ones coalesced into one GET,
  * each let go once read).  The ranges' budget bounds the bytes fetched and
@@ -6,20 +6,20 @@
  * reads make room (or at once when a read wants them).  A read finds its
  * bytes here in flight (and waits) or fetched. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#define S3_STALE_MS 10000       /* a range fetched ahead and not read for
+#define OS_STALE_MS 10000       /* a range fetched ahead and not read for
                                  * this long may make room for another */
-#define S3_WAIT_MS 10000        /* a range waiting for room this long is
+#define OS_WAIT_MS 10000        /* a range waiting for room this long is
                                  * forgotten (its reader went elsewhere) */
 
 /* A whole file or a byte range fetched ahead. */
-struct s3_got {
-    struct s3 *s;
+struct os_got {
+    struct objstore *s;
     char *norm, *key;
     bool whole;             /* a file (else a range) */
     bool dead;              /* the file changed: found by no read */
@@ -28,37 +28,37 @@ struct s3_got {
                              * once fetched) */
     uint64_t size;          /* the file's size, once known (else
                              * UINT64_MAX) */
-    int state;              /* S3_GOT_FLIGHT, 0 fetched, or a TDB_E_* code */
+    int state;              /* OS_GOT_FLIGHT, 0 fetched, or a TDB_E_* code */
     uint8_t *data;
     uint64_t want, taken;   /* a range: bytes asked for, bytes read */
     uint64_t used;          /* ms of its last read (or of its start) */
     unsigned refs;          /* reads copying from it */
     char *ident;            /* its name in the disk cache, or NULL */
-    struct s3_call c;
-    struct s3_got *next;
-    struct s3_got *wnext;   /* in s->waitq */
+    struct os_call c;
+    struct os_got *next;
+    struct os_got *wnext;   /* in s->waitq */
 };
 
-#define S3_GOT_FLIGHT 1
-#define S3_GOT_WAIT 2       /* a range waiting for room in the budget */
+#define OS_GOT_FLIGHT 1
+#define OS_GOT_WAIT 2       /* a range waiting for room in the budget */
 
 /* --------------------------------------------------------- coalescing */
 
-static int s3_range_cmp(const void *a, const void *b)
+static int os_range_cmp(const void *a, const void *b)
 {
-    const struct tdb_s3_range *x = a, *y = b;
+    const struct tdb_os_range *x = a, *y = b;
     return x->off < y->off ? -1 : x->off > y->off ? 1
            : x->len < y->len ? -1 : x->len > y->len;
 }
 
-size_t tdb_s3_coalesce(struct tdb_s3_range *r, size_t n, uint64_t gap,
-                       uint64_t max, struct tdb_s3_span *out)
+size_t tdb_os_coalesce(struct tdb_os_range *r, size_t n, uint64_t gap,
+                       uint64_t max, struct tdb_os_span *out)
 {
     size_t k = 0;
-    qsort(r, n, sizeof *r, s3_range_cmp);
+    qsort(r, n, sizeof *r, os_range_cmp);
     for (size_t i = 0; i < n; i++) {
         uint64_t end = r[i].off + r[i].len;
-        struct tdb_s3_span *sp = k ? &out[k - 1] : NULL;
+        struct tdb_os_span *sp = k ? &out[k - 1] : NULL;
         uint64_t sp_end = sp ? sp->off + sp->len : 0;
         if (sp && r[i].off <= sp_end + gap &&
             (end <= sp_end || end - sp->off <= max)) {
@@ -70,21 +70,21 @@ size_t tdb_s3_coalesce(struct tdb_s3_range *r, size_t n, uint64_t gap,
             sp->count++;
             continue;
         }
-        out[k++] = (struct tdb_s3_span){r[i].off, r[i].len, r[i].len, i, 1};
+        out[k++] = (struct tdb_os_span){r[i].off, r[i].len, r[i].len, i, 1};
     }
     return k;
 }
 
 /* ------------------------------------------------------------- store */
 
-static size_t s3_got_hash(const char *s)
+static size_t os_got_hash(const char *s)
 {
-    return (size_t)(tdb_s3_hash(s) % S3_GOT_BUCKETS);
+    return (size_t)(tdb_os_hash(s) % OS_GOT_BUCKETS);
 }
 
-static void s3_got_free(struct s3_got *g)
+static void os_got_free(struct os_got *g)
 {
-    tdb_s3_call_clear(&g->c);
+    tdb_os_call_clear(&g->c);
     free(g->data);
     free(g->norm);
     free(g->key);
@@ -94,10 +94,10 @@ static void s3_got_free(struct s3_got *g)
 
 /* Takes g off the waiting ranges; @return the last one left.  s->lock
  * held. */
-static struct s3_got *s3_wait_unlink(struct s3 *s, struct s3_got *g)
+static struct os_got *os_wait_unlink(struct objstore *s, struct os_got *g)
 {
-    struct s3_got *last = NULL;
-    for (struct s3_got **pp = &s->waitq; *pp;) {
+    struct os_got *last = NULL;
+    for (struct os_got **pp = &s->waitq; *pp;) {
         if (*pp == g) {
             *pp = g->wnext;
             continue;
@@ -109,29 +109,29 @@ static struct s3_got *s3_wait_unlink(struct s3 *s, struct s3_got *g)
 }
 
 /* Unlinks g and frees it, its bytes leaving the budget.  s->lock held. */
-static void s3_got_drop(struct s3 *s, struct s3_got *g)
+static void os_got_drop(struct objstore *s, struct os_got *g)
 {
-    for (struct s3_got **pp = &s->got[s3_got_hash(g->norm)]; *pp;
+    for (struct os_got **pp = &s->got[os_got_hash(g->norm)]; *pp;
          pp = &(*pp)->next)
         if (*pp == g) {
             *pp = g->next;
             break;
         }
-    if (g->state == S3_GOT_WAIT)
-        s->waitq_tail = s3_wait_unlink(s, g);
+    if (g->state == OS_GOT_WAIT)
+        s->waitq_tail = os_wait_unlink(s, g);
     else if (g->whole)
         s->meta_bytes -= g->len;
     else
         s->ahead_bytes -= g->len;
-    s3_got_free(g);
+    os_got_free(g);
 }
 
 /* The live entry holding [off, off + len) of norm (whole files: any
  * range, checked by the caller), or NULL.  s->lock held. */
-static struct s3_got *s3_got_find(struct s3 *s, const char *norm,
+static struct os_got *os_got_find(struct objstore *s, const char *norm,
                                   uint64_t off, uint64_t len)
 {
-    for (struct s3_got *g = s->got[s3_got_hash(norm)]; g; g = g->next) {
+    for (struct os_got *g = s->got[os_got_hash(norm)]; g; g = g->next) {
         if (g->dead || strcmp(g->norm, norm))
             continue;
         if (g->whole)
@@ -145,39 +145,39 @@ static struct s3_got *s3_got_find(struct s3 *s, const char *norm,
 
 /* Frees fetched entries of one kind (whole files or ranges) that no read
  * holds, least recently read first, until `need` more bytes fit in its
- * budget; ranges only when unread for S3_STALE_MS.  @return whether they
+ * budget; ranges only when unread for OS_STALE_MS.  @return whether they
  * fit.  s->lock held. */
-static bool s3_got_room(struct s3 *s, bool whole, uint64_t need)
+static bool os_got_room(struct objstore *s, bool whole, uint64_t need)
 {
     uint64_t *used = whole ? &s->meta_bytes : &s->ahead_bytes;
     uint64_t max = whole ? s->meta_max : s->ahead_max;
-    uint64_t now = tdb_s3_clock_ms();
+    uint64_t now = tdb_os_clock_ms();
     while (*used + need > max) {
-        struct s3_got *old = NULL;
-        for (size_t b = 0; b < S3_GOT_BUCKETS; b++)
-            for (struct s3_got *g = s->got[b]; g; g = g->next)
+        struct os_got *old = NULL;
+        for (size_t b = 0; b < OS_GOT_BUCKETS; b++)
+            for (struct os_got *g = s->got[b]; g; g = g->next)
                 if (g->whole == whole && g->state <= 0 && !g->refs &&
-                    (whole || g->used + S3_STALE_MS <= now) &&
+                    (whole || g->used + OS_STALE_MS <= now) &&
                     (!old || g->used < old->used))
                     old = g;
         if (!old)
             return false;
-        s3_got_drop(s, old);
+        os_got_drop(s, old);
     }
     return true;
 }
 
 /* The fetch ended (on the I/O thread). */
-static void s3_got_done(struct s3_call *c)
+static void os_got_done(struct os_call *c)
 {
-    struct s3_got *g = c->arg;
-    struct s3 *s = g->s;
+    struct os_got *g = c->arg;
+    struct objstore *s = g->s;
     int r = c->r;
     if (!r)
-        r = c->status == 416 && g->whole ? 0 : tdb_s3_status(s, c, NULL);
+        r = c->status == 416 && g->whole ? 0 : tdb_os_status(s, c, NULL);
     pthread_mutex_lock(&s->lock);
     if (!r && g->whole) {
-        /* a whole file, or its first S3_FILE_MAX bytes (206) */
+        /* a whole file, or its first OS_FILE_MAX bytes (206) */
         uint64_t got = c->status == 416 ? 0 : c->mem.len;
         g->size = c->status == 206 && c->total >= 0 ? (uint64_t)c->total
                   : got;
@@ -196,26 +196,26 @@ static void s3_got_done(struct s3_call *c)
         r = TDB_E_IO;
     }
     if (!r && c->etag && !g->ident && s->disk)
-        g->ident = tdb_s3_ident(s, g->key, c->etag, g->size);
+        g->ident = tdb_os_ident(s, g->key, c->etag, g->size);
     g->state = r;
-    g->used = tdb_s3_clock_ms();
+    g->used = tdb_os_clock_ms();
     s->got_flight--;
     if (g->dead && !g->refs)
-        s3_got_drop(s, g);
+        os_got_drop(s, g);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->lock);
 }
 
 /* A new entry of norm, linked in flight, or (wait) a range waiting for
  * room.  s->lock held.  NULL: out of memory. */
-static struct s3_got *s3_got_new(struct s3 *s, const char *norm, bool whole,
+static struct os_got *os_got_new(struct objstore *s, const char *norm, bool whole,
                                  uint64_t off, uint64_t len, bool wait)
 {
-    struct s3_got *g = calloc(1, sizeof *g);
-    if (!g || !(g->norm = strdup(norm)) || !(g->key = tdb_s3_key(s, norm)) ||
+    struct os_got *g = calloc(1, sizeof *g);
+    if (!g || !(g->norm = strdup(norm)) || !(g->key = tdb_os_key(s, norm)) ||
         (!whole && !wait && !(g->data = malloc(len ? (size_t)len : 1)))) {
         if (g)
-            s3_got_free(g);
+            os_got_free(g);
         return NULL;
     }
     g->s = s;
@@ -224,9 +224,9 @@ static struct s3_got *s3_got_new(struct s3 *s, const char *norm, bool whole,
     g->len = whole ? 0 : len;
     g->want = g->len;
     g->size = UINT64_MAX;
-    g->state = wait ? S3_GOT_WAIT : S3_GOT_FLIGHT;
-    g->used = tdb_s3_clock_ms();
-    size_t b = s3_got_hash(norm);
+    g->state = wait ? OS_GOT_WAIT : OS_GOT_FLIGHT;
+    g->used = tdb_os_clock_ms();
+    size_t b = os_got_hash(norm);
     g->next = s->got[b];
     s->got[b] = g;
     if (wait) {
@@ -246,14 +246,14 @@ static struct s3_got *s3_got_new(struct s3 *s, const char *norm, bool whole,
 /* A waiting range goes in flight (its GET to be started by the caller
  * once s->lock is let go).  @return false when out of memory (g then
  * still waits).  s->lock held. */
-static bool s3_got_promote(struct s3 *s, struct s3_got *g)
+static bool os_got_promote(struct objstore *s, struct os_got *g)
 {
     if (!(g->data = malloc(g->len ? (size_t)g->len : 1)))
         return false;
-    s->waitq_tail = s3_wait_unlink(s, g);
+    s->waitq_tail = os_wait_unlink(s, g);
     g->wnext = NULL;
-    g->state = S3_GOT_FLIGHT;
-    g->used = tdb_s3_clock_ms();
+    g->state = OS_GOT_FLIGHT;
+    g->used = tdb_os_clock_ms();
     s->ahead_bytes += g->len;
     s->got_flight++;
     return true;
@@ -261,17 +261,17 @@ static bool s3_got_promote(struct s3 *s, struct s3_got *g)
 
 /* The waiting ranges that fit now, in order, promoted into start[cap]
  * (old ones forgotten).  @return their number.  s->lock held. */
-static size_t s3_wait_pump(struct s3 *s, struct s3_got **start, size_t cap)
+static size_t os_wait_pump(struct objstore *s, struct os_got **start, size_t cap)
 {
     size_t n = 0;
-    uint64_t now = tdb_s3_clock_ms();
+    uint64_t now = tdb_os_clock_ms();
     while (s->waitq && n < cap) {
-        struct s3_got *g = s->waitq;
-        if (g->used + S3_WAIT_MS < now) {
-            s3_got_drop(s, g);
+        struct os_got *g = s->waitq;
+        if (g->used + OS_WAIT_MS < now) {
+            os_got_drop(s, g);
             continue;
         }
-        if (s->ahead_bytes + g->len > s->ahead_max || !s3_got_promote(s, g))
+        if (s->ahead_bytes + g->len > s->ahead_max || !os_got_promote(s, g))
             break;
         start[n++] = g;
     }
@@ -279,16 +279,16 @@ static size_t s3_wait_pump(struct s3 *s, struct s3_got **start, size_t cap)
 }
 
 /* Queues g's GET.  On failure g ends at once (fails).  s->lock not held. */
-static void s3_got_start(struct s3 *s, struct s3_got *g)
+static void os_got_start(struct objstore *s, struct os_got *g)
 {
-    struct s3_call *c = &g->c;
-    *c = (struct s3_call){.method = "GET", .key = g->key, .up_fd = -1,
-                          .done = s3_got_done, .arg = g};
+    struct os_call *c = &g->c;
+    *c = (struct os_call){.method = "GET", .key = g->key, .up_fd = -1,
+                          .done = os_got_done, .arg = g};
     if (g->whole) {
-        c->sink = S3_SINK_MEM;
-        snprintf(c->range, sizeof c->range, "bytes=0-%u", S3_FILE_MAX - 1);
+        c->sink = OS_SINK_MEM;
+        snprintf(c->range, sizeof c->range, "bytes=0-%u", OS_FILE_MAX - 1);
     } else {
-        c->sink = S3_SINK_BUF;
+        c->sink = OS_SINK_BUF;
         c->dst = g->data;
         c->dst_len = (size_t)g->len;
         c->skip = g->off;
@@ -296,29 +296,29 @@ static void s3_got_start(struct s3 *s, struct s3_got *g)
                  (unsigned long long)g->off,
                  (unsigned long long)(g->off + g->len - 1));
     }
-    if (tdb_s3_submit(s, c)) {
+    if (tdb_os_submit(s, c)) {
         c->r = TDB_E_NOMEM;
-        s3_got_done(c);
+        os_got_done(c);
     }
 }
 
 /* ------------------------------------------------------------ wanting */
 
-/* A whole small file ahead (unless known larger than S3_FILE_MAX, known
+/* A whole small file ahead (unless known larger than OS_FILE_MAX, known
  * absent, held, or on disk). */
-static void s3_want_file(struct s3 *s, const char *norm)
+static void os_want_file(struct objstore *s, const char *norm)
 {
     /* with a disk cache, the listing (an ETag) is waited for: it names
      * the piece on disk */
     struct tdb_store_dent e;
-    int known = s->disk ? tdb_s3_dir_lookup(s, norm, &e)
-                        : tdb_s3_dir_peek(s, norm, &e);
+    int known = s->disk ? tdb_os_dir_lookup(s, norm, &e)
+                        : tdb_os_dir_peek(s, norm, &e);
     bool skip = known == TDB_E_NOENT ||
-                (known == 1 && (e.is_dir || !e.size || e.size > S3_FILE_MAX));
+                (known == 1 && (e.is_dir || !e.size || e.size > OS_FILE_MAX));
     if (!skip && known == 1 && s->disk && e.etag) {
-        char *key = tdb_s3_key(s, norm);
-        char *id = key ? tdb_s3_ident(s, key, e.etag, e.size) : NULL;
-        skip = id && tdb_s3_disk_has(s->disk, id, 0, e.size);
+        char *key = tdb_os_key(s, norm);
+        char *id = key ? tdb_os_ident(s, key, e.etag, e.size) : NULL;
+        skip = id && tdb_os_disk_has(s->disk, id, 0, e.size);
         free(id);
         free(key);
     }
@@ -326,33 +326,33 @@ static void s3_want_file(struct s3 *s, const char *norm)
     if (skip)
         return;
     pthread_mutex_lock(&s->lock);
-    struct s3_got *g = s3_got_find(s, norm, 0, 0);
-    if (!g && s3_got_room(s, true, known == 1 ? e.size : 0))
-        g = s3_got_new(s, norm, true, 0, 0, false);
+    struct os_got *g = os_got_find(s, norm, 0, 0);
+    if (!g && os_got_room(s, true, known == 1 ? e.size : 0))
+        g = os_got_new(s, norm, true, 0, 0, false);
     else
         g = NULL;
     pthread_mutex_unlock(&s->lock);
     if (g)
-        s3_got_start(s, g);
+        os_got_start(s, g);
 }
 
 /* Is range r of norm on disk already?  (ident: the file's, or NULL.) */
-static bool s3_range_on_disk(struct s3 *s, const char *ident,
-                             const struct tdb_s3_range *r)
+static bool os_range_on_disk(struct objstore *s, const char *ident,
+                             const struct tdb_os_range *r)
 {
-    return ident && tdb_s3_disk_has(s->disk, ident, r->off, r->len);
+    return ident && tdb_os_disk_has(s->disk, ident, r->off, r->len);
 }
 
 /* Ranges r[n] of one file ahead, coalesced, within the budget. */
-static void s3_want_ranges(struct s3 *s, const char *norm,
-                           struct tdb_s3_range *r, size_t n)
+static void os_want_ranges(struct objstore *s, const char *norm,
+                           struct tdb_os_range *r, size_t n)
 {
     char *ident = NULL;
     if (s->disk) {
         struct tdb_store_dent e;
-        char *key = tdb_s3_key(s, norm);
-        if (key && tdb_s3_dir_lookup(s, norm, &e) == 1 && e.etag)
-            ident = tdb_s3_ident(s, key, e.etag, e.size);
+        char *key = tdb_os_key(s, norm);
+        if (key && tdb_os_dir_lookup(s, norm, &e) == 1 && e.etag)
+            ident = tdb_os_ident(s, key, e.etag, e.size);
         if (key)
             free(e.etag);
         free(key);
@@ -360,19 +360,19 @@ static void s3_want_ranges(struct s3 *s, const char *norm,
     size_t k = 0;
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < n; i++)      /* what is held or on disk goes */
-        if (r[i].len && !s3_got_find(s, norm, r[i].off, r[i].len) &&
-            !s3_range_on_disk(s, ident, &r[i]))
+        if (r[i].len && !os_got_find(s, norm, r[i].off, r[i].len) &&
+            !os_range_on_disk(s, ident, &r[i]))
             r[k++] = r[i];
-    struct tdb_s3_span *sp = k ? malloc(k * sizeof *sp) : NULL;
-    size_t ns = sp ? tdb_s3_coalesce(r, k, S3_COALESCE_GAP, S3_COALESCE_MAX,
+    struct tdb_os_span *sp = k ? malloc(k * sizeof *sp) : NULL;
+    size_t ns = sp ? tdb_os_coalesce(r, k, OS_COALESCE_GAP, OS_COALESCE_MAX,
                                      sp) : 0;
-    struct s3_got **start = ns ? calloc(ns, sizeof *start) : NULL;
+    struct os_got **start = ns ? calloc(ns, sizeof *start) : NULL;
     size_t nstart = 0;
     /* beyond the budget (or behind others waiting) a span waits */
     bool wait = s->waitq != NULL;
     for (size_t i = 0; start && i < ns; i++) {
-        wait = wait || !s3_got_room(s, false, sp[i].len);
-        struct s3_got *g = s3_got_new(s, norm, false, sp[i].off, sp[i].len,
+        wait = wait || !os_got_room(s, false, sp[i].len);
+        struct os_got *g = os_got_new(s, norm, false, sp[i].off, sp[i].len,
                                       wait);
         if (!g)
             break;
@@ -383,13 +383,13 @@ static void s3_want_ranges(struct s3 *s, const char *norm,
     }
     pthread_mutex_unlock(&s->lock);
     for (size_t i = 0; i < nstart; i++)
-        s3_got_start(s, start[i]);
+        os_got_start(s, start[i]);
     free(start);
     free(sp);
     free(ident);
 }
 
-static int s3_want_cmp(const void *a, const void *b)
+static int os_want_cmp(const void *a, const void *b)
 {
     const struct tdb_io_want *x = *(const struct tdb_io_want *const *)a;
     const struct tdb_io_want *y = *(const struct tdb_io_want *const *)b;
@@ -398,26 +398,26 @@ static int s3_want_cmp(const void *a, const void *b)
 }
 
 /* The ranges of w[n], file by file (sorted by path and offset). */
-static void s3_want_all_ranges(struct s3 *s, const struct tdb_io_want *w,
+static void os_want_all_ranges(struct objstore *s, const struct tdb_io_want *w,
                                size_t n)
 {
     const struct tdb_io_want **v = malloc(n * sizeof *v);
-    struct tdb_s3_range *r = malloc(n * sizeof *r);
+    struct tdb_os_range *r = malloc(n * sizeof *r);
     size_t k = 0;
     for (size_t i = 0; v && r && i < n; i++)
         if (w[i].kind == TDB_WANT_RANGE)
             v[k++] = &w[i];
     if (k)
-        qsort(v, k, sizeof *v, s3_want_cmp);
+        qsort(v, k, sizeof *v, os_want_cmp);
     for (size_t i = 0; i < k;) {
         size_t j = i, m = 0;
         while (j < k && !strcmp(v[j]->path, v[i]->path)) {
-            r[m++] = (struct tdb_s3_range){v[j]->off, v[j]->len};
+            r[m++] = (struct tdb_os_range){v[j]->off, v[j]->len};
             j++;
         }
-        char *norm = tdb_s3_norm(v[i]->path);
-        if (norm && !tdb_s3_pending(s, norm))
-            s3_want_ranges(s, norm, r, m);
+        char *norm = tdb_os_norm(v[i]->path);
+        if (norm && !tdb_os_pending(s, norm))
+            os_want_ranges(s, norm, r, m);
         free(norm);
         i = j;
     }
@@ -425,7 +425,7 @@ static void s3_want_all_ranges(struct s3 *s, const struct tdb_io_want *w,
     free(r);
 }
 
-void tdb_s3_want(struct s3 *s, const struct tdb_io_want *w, size_t n)
+void tdb_os_want(struct objstore *s, const struct tdb_io_want *w, size_t n)
 {
     bool ranges = false;
     for (size_t i = 0; i < n; i++) {
@@ -433,24 +433,24 @@ void tdb_s3_want(struct s3 *s, const struct tdb_io_want *w, size_t n)
             ranges = true;
             continue;
         }
-        char *norm = tdb_s3_norm(w[i].path);
+        char *norm = tdb_os_norm(w[i].path);
         if (!norm)
             continue;
         if (w[i].kind == TDB_WANT_FILE)
-            s3_want_file(s, norm);
+            os_want_file(s, norm);
         else
-            tdb_s3_want_list(s, norm, w[i].kind == TDB_WANT_TREE);
+            tdb_os_want_list(s, norm, w[i].kind == TDB_WANT_TREE);
         free(norm);
     }
     if (ranges)
-        s3_want_all_ranges(s, w, n);
+        os_want_all_ranges(s, w, n);
 }
 
 /* ------------------------------------------------------------ reading */
 
 /* Copies [off, off + len) of g (fetched) into buf.  @return 0 or
  * TDB_E_IO (outside the file). */
-static int s3_got_copy(const struct s3_got *g, uint64_t off, void *buf,
+static int os_got_copy(const struct os_got *g, uint64_t off, void *buf,
                        size_t len)
 {
     if (off < g->off || off - g->off > g->len || len > g->len - (off - g->off))
@@ -460,27 +460,27 @@ static int s3_got_copy(const struct s3_got *g, uint64_t off, void *buf,
     return 0;
 }
 
-int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
+int tdb_os_fetched_read(struct objstore *s, const char *norm, uint64_t off,
                         void *buf, size_t len, int *rc)
 {
     pthread_mutex_lock(&s->lock);
-    struct s3_got *g = s3_got_find(s, norm, off, len);
+    struct os_got *g = os_got_find(s, norm, off, len);
     if (!g) {
         pthread_mutex_unlock(&s->lock);
         return 0;
     }
     g->refs++;
-    if (g->state == S3_GOT_WAIT) {      /* wanted now: it waits no more */
-        if (!s3_got_promote(s, g)) {
+    if (g->state == OS_GOT_WAIT) {      /* wanted now: it waits no more */
+        if (!os_got_promote(s, g)) {
             g->refs--;
             pthread_mutex_unlock(&s->lock);
             return 0;
         }
         pthread_mutex_unlock(&s->lock);
-        s3_got_start(s, g);
+        os_got_start(s, g);
         pthread_mutex_lock(&s->lock);
     }
-    while (g->state == S3_GOT_FLIGHT)
+    while (g->state == OS_GOT_FLIGHT)
         pthread_cond_wait(&s->cv, &s->lock);
     int served = 1;
     *rc = 0;
@@ -490,8 +490,8 @@ int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
                            len > g->len - (off - g->off)))
         served = 0;     /* a file fetched whole turned out too large */
     else
-        *rc = s3_got_copy(g, off, buf, len);
-    g->used = tdb_s3_clock_ms();
+        *rc = os_got_copy(g, off, buf, len);
+    g->used = tdb_os_clock_ms();
     /* what was fetched goes to disk: a whole file once, a range as read */
     bool whole = g->whole;
     char *ident = NULL;
@@ -510,37 +510,37 @@ int tdb_s3_fetched_read(struct s3 *s, const char *norm, uint64_t off,
     if (!whole && served && !*rc)
         g->taken += len;
     g->refs--;
-    struct s3_got *start[16];
+    struct os_got *start[16];
     size_t nstart = 0;
     if (!g->refs && (g->dead || g->state < 0 ||
                      (!g->whole && g->taken >= g->want))) {
-        s3_got_drop(s, g);
-        nstart = s3_wait_pump(s, start, 16);    /* room was made */
+        os_got_drop(s, g);
+        nstart = os_wait_pump(s, start, 16);    /* room was made */
     }
     pthread_mutex_unlock(&s->lock);
     for (size_t i = 0; i < nstart; i++)
-        s3_got_start(s, start[i]);
+        os_got_start(s, start[i]);
     if (ident)
-        tdb_s3_disk_put(s->disk, ident, whole ? 0 : off, clen,
+        tdb_os_disk_put(s->disk, ident, whole ? 0 : off, clen,
                         whole ? copy : buf);
     free(copy);
     free(ident);
     return served;
 }
 
-int tdb_s3_fetched_size(struct s3 *s, const char *norm, uint64_t *size)
+int tdb_os_fetched_size(struct objstore *s, const char *norm, uint64_t *size)
 {
     int r = 0;
     pthread_mutex_lock(&s->lock);
-    struct s3_got *g = s3_got_find(s, norm, 0, 0);
+    struct os_got *g = os_got_find(s, norm, 0, 0);
     if (g && g->whole) {
         g->refs++;
-        while (g->state == S3_GOT_FLIGHT)
+        while (g->state == OS_GOT_FLIGHT)
             pthread_cond_wait(&s->cv, &s->lock);
         g->refs--;
         if (g->dead) {          /* it changed meanwhile: not its size */
             if (!g->refs)
-                s3_got_drop(s, g);
+                os_got_drop(s, g);
         } else if (g->state == 0 && g->size != UINT64_MAX) {
             *size = g->size;
             r = 1;
@@ -552,31 +552,31 @@ int tdb_s3_fetched_size(struct s3 *s, const char *norm, uint64_t *size)
     return r;
 }
 
-void tdb_s3_fetched_forget(struct s3 *s, const char *norm)
+void tdb_os_fetched_forget(struct objstore *s, const char *norm)
 {
     pthread_mutex_lock(&s->lock);
-    for (struct s3_got *g = s->got[s3_got_hash(norm)], *next; g; g = next) {
+    for (struct os_got *g = s->got[os_got_hash(norm)], *next; g; g = next) {
         next = g->next;
         if (strcmp(g->norm, norm))
             continue;
         g->dead = true;
-        if (!g->refs && g->state != S3_GOT_FLIGHT)
-            s3_got_drop(s, g);
+        if (!g->refs && g->state != OS_GOT_FLIGHT)
+            os_got_drop(s, g);
     }
     pthread_mutex_unlock(&s->lock);
 }
 
-void tdb_s3_settle(struct s3 *s)
+void tdb_os_settle(struct objstore *s)
 {
     pthread_mutex_lock(&s->lock);
-    while (s->got_flight || tdb_s3_listing_busy(s))
+    while (s->got_flight || tdb_os_listing_busy(s))
         pthread_cond_wait(&s->cv, &s->lock);
     pthread_mutex_unlock(&s->lock);
 }
 
-void tdb_s3_fetched_free(struct s3 *s)
+void tdb_os_fetched_free(struct objstore *s)
 {
-    for (size_t b = 0; b < S3_GOT_BUCKETS; b++)
+    for (size_t b = 0; b < OS_GOT_BUCKETS; b++)
         while (s->got[b])
-            s3_got_drop(s, s->got[b]);
+            os_got_drop(s, s->got[b]);
 }

@@ -1,16 +1,16 @@
-/* io_s3_common.c: what the files of the S3 backend share beneath them
+/* common.c: what the files of the S3 backend share beneath them
  * all: an object's key and the caches' name of a path, the name of one
  * version of an object in the disk cache, the objects being written, the
  * backend's hash of names, listing entries, and the region signed for. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 /* The key of `path` (relative to the root; leading '/' ignored). */
-char *tdb_s3_key(struct s3 *s, const char *path)
+char *tdb_os_key(struct objstore *s, const char *path)
 {
     while (*path == '/')
         path++;
@@ -28,7 +28,7 @@ char *tdb_s3_key(struct s3 *s, const char *path)
 }
 
 /* The path as the cache names it (no leading or trailing '/'). */
-char *tdb_s3_norm(const char *path)
+char *tdb_os_norm(const char *path)
 {
     while (*path == '/')
         path++;
@@ -38,23 +38,23 @@ char *tdb_s3_norm(const char *path)
     return strndup(path, l);
 }
 
-struct s3_pending *tdb_s3_pending_find(struct s3 *s, const char *norm)
+struct os_pending *tdb_os_pending_find(struct objstore *s, const char *norm)
 {
-    for (struct s3_pending *p = s->pend; p; p = p->next)
+    for (struct os_pending *p = s->pend; p; p = p->next)
         if (!strcmp(p->path, norm))
             return p;
     return NULL;
 }
 
-bool tdb_s3_pending(struct s3 *s, const char *norm)
+bool tdb_os_pending(struct objstore *s, const char *norm)
 {
     pthread_mutex_lock(&s->lock);
-    bool p = tdb_s3_pending_find(s, norm) != NULL;
+    bool p = tdb_os_pending_find(s, norm) != NULL;
     pthread_mutex_unlock(&s->lock);
     return p;
 }
 
-char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
+char *tdb_os_ident(struct objstore *s, const char *key, const char *etag,
                    uint64_t size)
 {
     char *id = NULL;
@@ -64,7 +64,7 @@ char *tdb_s3_ident(struct s3 *s, const char *key, const char *etag,
     return id;
 }
 
-uint64_t tdb_s3_hash(const char *s)
+uint64_t tdb_os_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull;      /* FNV-1a */
     for (; *s; s++)
@@ -74,7 +74,7 @@ uint64_t tdb_s3_hash(const char *s)
 
 /* ------------------------------------------------------------ regions */
 
-int tdb_s3_aws_host(struct s3 *s, const char *region, bool vhost,
+int tdb_os_aws_host(struct objstore *s, const char *region, bool vhost,
                     char **host, char **base)
 {
     *base = NULL;
@@ -91,7 +91,7 @@ int tdb_s3_aws_host(struct s3 *s, const char *region, bool vhost,
     return 0;
 }
 
-int tdb_s3_set_region(struct s3 *s, const char *region)
+int tdb_os_set_region(struct objstore *s, const char *region)
 {
     char *r = NULL, *host = NULL, *base = NULL;
     if (s->region_given)
@@ -101,7 +101,7 @@ int tdb_s3_set_region(struct s3 *s, const char *region)
     if (s->nretired + 3 > sizeof s->retired / sizeof *s->retired ||
         !(r = strdup(region)))
         return -1;
-    if (s->aws && tdb_s3_aws_host(s, region, !s->uri_base[0], &host, &base)) {
+    if (s->aws && tdb_os_aws_host(s, region, !s->uri_base[0], &host, &base)) {
         free(r);
         return -1;
     }
@@ -118,19 +118,27 @@ int tdb_s3_set_region(struct s3 *s, const char *region)
     return 0;
 }
 
-/* ------------------------------------------------------------ headers */
+/* -------------------------------------------------------------- errors */
 
-int tdb_s3_header_add(struct curl_slist **hl, const char *name,
-                      const char *value)
+/* The TDB_E_* code of an answer: 2xx 0, 404 TDB_E_NOENT, else TDB_E_IO;
+ * with err, a message naming the key, the status and S3's error code. */
+int tdb_os_status(struct objstore *s, struct os_call *c, struct tdb_error *err)
 {
-    char *line = NULL;
-    if (asprintf(&line, "%s: %s", name, value) < 0)
-        return TDB_E_NOMEM;
-    struct curl_slist *nl = curl_slist_append(*hl, line);
-    explicit_bzero(line, strlen(line));
-    free(line);
-    if (!nl)
-        return TDB_E_NOMEM;
-    *hl = nl;
-    return 0;
+    if (c->cc != CURLE_OK)
+        return tdb_err(err, TDB_E_IO, "s3://%s/%s: %s: %s", s->bucket,
+                       c->key ? c->key : "", curl_easy_strerror(c->cc),
+                       c->curl_msg);
+    if (c->status >= 200 && c->status < 300)
+        return 0;
+    int code = c->status == 404 ? TDB_E_NOENT : TDB_E_IO;
+    if (!err)
+        return code;
+    struct tdb_store_answer x;
+    tdb_s3_xml_parse(&x, &c->mem, NULL);
+    tdb_err(err, code, "s3://%s/%s: %s %s: HTTP %ld%s%s%s%s", s->bucket,
+            c->key ? c->key : "", c->method, c->key ? "" : "(bucket)",
+            c->status, x.code ? " " : "", x.code ? x.code : "",
+            x.message ? ": " : "", x.message ? x.message : "");
+    tdb_store_answer_free(&x);
+    return code;
 }

@@ -1,4 +1,4 @@
-/* io_s3_upload.c: storing an object from a local file: one PUT, or, above
+/* upload.c: storing an object from a local file: one PUT, or, above
  * the part size, a multipart upload whose parts go up many at a time on
  * the I/O thread, each read from the file as it is sent; Complete ends it
  * (the object appears whole or not at all), a failure aborts it.  Uploads
@@ -6,8 +6,8 @@
  * so that the next backend with the same journal aborts what a killed
  * process left. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,16 +17,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define S3_PARTS_MAX 10000      /* parts of one upload at most (S3's) */
-#define S3_JOURNAL_MAX 4096     /* bytes of one journal record at most */
-#define S3_JOURNAL_MAGIC "tiledbfs multipart upload 1\n"
+#define OS_PARTS_MAX 10000      /* parts of one upload at most (S3's) */
+#define OS_JOURNAL_MAX 4096     /* bytes of one journal record at most */
+#define OS_JOURNAL_MAGIC "tiledbfs multipart upload 1\n"
 
-uint64_t tdb_s3_part_size(uint64_t part_size, uint64_t len)
+uint64_t tdb_os_part_size(uint64_t part_size, uint64_t len)
 {
     uint64_t ps = part_size < TDB_S3_PART_MIN ? TDB_S3_PART_MIN : part_size;
-    if (len > (uint64_t)S3_PARTS_MAX * ps) {
+    if (len > (uint64_t)OS_PARTS_MAX * ps) {
         /* grown to a whole number of MiB that keeps 10,000 parts */
-        ps = (len + S3_PARTS_MAX - 1) / S3_PARTS_MAX;
+        ps = (len + OS_PARTS_MAX - 1) / OS_PARTS_MAX;
         ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
     }
     return ps;
@@ -35,26 +35,26 @@ uint64_t tdb_s3_part_size(uint64_t part_size, uint64_t len)
 /* ------------------------------------------------------------ journal */
 
 /* The record's name for an upload: a hash of its bucket, key and id. */
-static void s3_journal_name(struct s3 *s, const char *key, const char *id,
+static void os_journal_name(struct objstore *s, const char *key, const char *id,
                             char out[32])
 {
     char *all = NULL;
     uint64_t h = 0;
     if (asprintf(&all, "%s\n%s\n%s", s->bucket, key, id) >= 0)
-        h = tdb_s3_hash(all);
+        h = tdb_os_hash(all);
     free(all);
     snprintf(out, 32, "%016llx.upload", (unsigned long long)h);
 }
 
 /* Records upload `id` of key (best effort: a record that cannot be
  * written leaves only the abort of a killed process undone). */
-static void s3_journal_add(struct s3 *s, const char *key, const char *id)
+static void os_journal_add(struct objstore *s, const char *key, const char *id)
 {
     char name[32], *text = NULL;
     if (s->journal_fd < 0)
         return;
-    s3_journal_name(s, key, id, name);
-    int n = asprintf(&text, S3_JOURNAL_MAGIC "%s\n%s\n%s\n", s->bucket, key,
+    os_journal_name(s, key, id, name);
+    int n = asprintf(&text, OS_JOURNAL_MAGIC "%s\n%s\n%s\n", s->bucket, key,
                      id);
     int fd = n < 0 ? -1
                    : openat(s->journal_fd, name, O_WRONLY | O_CREAT | O_TRUNC |
@@ -68,52 +68,52 @@ static void s3_journal_add(struct s3 *s, const char *key, const char *id)
         free(text);
 }
 
-static void s3_journal_drop(struct s3 *s, const char *key, const char *id)
+static void os_journal_drop(struct objstore *s, const char *key, const char *id)
 {
     char name[32];
     if (s->journal_fd < 0)
         return;
-    s3_journal_name(s, key, id, name);
+    os_journal_name(s, key, id, name);
     unlinkat(s->journal_fd, name, 0);
 }
 
 /* -------------------------------------------------------------- calls */
 
-/* Performs c (its sink S3_SINK_MEM) and clears it; with x, the answer
+/* Performs c (its sink OS_SINK_MEM) and clears it; with x, the answer
  * parsed there (free it with tdb_store_answer_free, whatever the outcome).
  * @return 0 for a 2xx answer whose body is no Error (a copy or a
  * CompleteMultipartUpload can fail after its 200 header), TDB_E_NOENT
  * for 404, else TDB_E_IO (TDB_E_NOMEM). */
-static int s3_ask(struct s3 *s, struct s3_call *c, struct tdb_store_answer *x)
+static int os_ask(struct objstore *s, struct os_call *c, struct tdb_store_answer *x)
 {
     struct tdb_store_answer mine;
     if (!x)
         x = &mine;
     memset(x, 0, sizeof *x);
-    int r = tdb_s3_perform(s, c);
+    int r = tdb_os_perform(s, c);
     if (!r)
-        r = tdb_s3_status(s, c, NULL);
+        r = tdb_os_status(s, c, NULL);
     if (!r && (tdb_s3_xml_parse(x, &c->mem, NULL) || x->is_error))
         r = TDB_E_IO;
     if (x == &mine)
         tdb_store_answer_free(x);
-    tdb_s3_call_clear(c);
+    tdb_os_call_clear(c);
     return r;
 }
 
-/* POST key?QUERY with body (NULL: none): s3_ask. */
-static int s3_post(struct s3 *s, const char *key, const char *query,
+/* POST key?QUERY with body (NULL: none): os_ask. */
+static int os_post(struct objstore *s, const char *key, const char *query,
                    const char *body, struct tdb_store_answer *x)
 {
-    struct s3_call c = {.method = "POST", .key = key, .query = query,
-                        .up_fd = -1, .sink = S3_SINK_MEM,
+    struct os_call c = {.method = "POST", .key = key, .query = query,
+                        .up_fd = -1, .sink = OS_SINK_MEM,
                         .body = (const uint8_t *)body,
                         .body_len = body ? strlen(body) : 0};
-    return s3_ask(s, &c, x);
+    return os_ask(s, &c, x);
 }
 
 /* "NAME=VALUE" of upload id (and part n when n > 0), canonical. */
-static char *s3_upload_query(const char *id, unsigned n)
+static char *os_upload_query(const char *id, unsigned n)
 {
     char num[16];
     snprintf(num, sizeof num, "%u", n);
@@ -124,51 +124,51 @@ static char *s3_upload_query(const char *id, unsigned n)
 /* AbortMultipartUpload.  @return 1 when the upload is gone (aborted, or
  * not known to the store: 404, or a store that cannot abort: another
  * 4xx but 403), 0 when it may still be there. */
-static int s3_abort(struct s3 *s, const char *key, const char *id)
+static int os_abort(struct objstore *s, const char *key, const char *id)
 {
-    char *q = s3_upload_query(id, 0);
+    char *q = os_upload_query(id, 0);
     if (!q)
         return 0;
-    struct s3_call c = {.method = "DELETE", .key = key, .query = q,
+    struct os_call c = {.method = "DELETE", .key = key, .query = q,
                         .up_fd = -1};
-    int r = tdb_s3_perform(s, &c);
+    int r = tdb_os_perform(s, &c);
     int gone = !r && c.cc == CURLE_OK &&
                ((c.status >= 200 && c.status < 300) ||
                 (c.status >= 400 && c.status < 500 && c.status != 403 &&
                  c.status != 408 && c.status != 429));
-    tdb_s3_call_clear(&c);
+    tdb_os_call_clear(&c);
     free(q);
     return gone;
 }
 
 /* ------------------------------------------------------- the upload */
 
-struct s3_upload;
+struct os_upload;
 
 /* One part in flight. */
-struct s3_part {
-    struct s3_call c;
-    struct s3_upload *u;
+struct os_part {
+    struct os_call c;
+    struct os_upload *u;
     char *query;
     char range[64];             /* of a copy: x-amz-copy-source-range */
     unsigned n;                 /* its number, from 1 */
 };
 
-struct s3_upload {
+struct os_upload {
     pthread_mutex_t m;
     pthread_cond_t cv;
     unsigned inflight;
     int r;                      /* the first failure */
     char **etags;               /* of each part, when it came back */
-    struct s3_part **idle;      /* slots not in flight */
+    struct os_part **idle;      /* slots not in flight */
     unsigned nfree;
 };
 
 /* A part ended (on the I/O thread). */
-static void s3_part_done(struct s3_call *c)
+static void os_part_done(struct os_call *c)
 {
-    struct s3_part *p = c->arg;
-    struct s3_upload *u = p->u;
+    struct os_part *p = c->arg;
+    struct os_upload *u = p->u;
     int r = c->r ? c->r
             : c->cc != CURLE_OK || c->status < 200 || c->status >= 300
                 ? TDB_E_IO : 0;
@@ -198,7 +198,7 @@ static void s3_part_done(struct s3_call *c)
     } else if (!u->r) {
         u->r = r;
     }
-    tdb_s3_call_clear(c);
+    tdb_os_call_clear(c);
     free(p->query);
     p->query = NULL;
     u->idle[u->nfree++] = p;
@@ -208,7 +208,7 @@ static void s3_part_done(struct s3_call *c)
 }
 
 /* The CompleteMultipartUpload body of n parts. */
-static char *s3_complete_body(char **etags, unsigned n)
+static char *os_complete_body(char **etags, unsigned n)
 {
     struct tdb_buf b = {0};
     char line[64];
@@ -216,7 +216,7 @@ static char *s3_complete_body(char **etags, unsigned n)
     for (unsigned i = 0; !r && i < n; i++) {
         snprintf(line, sizeof line, "<Part><PartNumber>%u</PartNumber><ETag>",
                  i + 1);
-        /* an ETag is printable ASCII (io_s3_header.h); '&' and '<' would
+        /* an ETag is printable ASCII (header.h); '&' and '<' would
          * need escaping, and no store sends them */
         r = strpbrk(etags[i], "&<>") ? TDB_E_IO
             : tdb_buf_append(&b, line, strlen(line)) ? TDB_E_NOMEM
@@ -234,7 +234,7 @@ static char *s3_complete_body(char **etags, unsigned n)
 
 /* What the parts of an upload are: ranges of a file, or of an object
  * copied (source, encoded "/BUCKET/KEY"). */
-struct s3_source {
+struct os_source {
     int fd;
     const char *copy;
     uint64_t len;
@@ -243,12 +243,12 @@ struct s3_source {
 /* Sends the parts of src (parts of ps) of upload id, at most `window` at
  * a time, and waits for them.  @return 0 with every ETag in u->etags, or
  * a TDB_E_* code. */
-static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
-                         const char *id, const struct s3_source *src,
+static int os_send_parts(struct objstore *s, struct os_upload *u, const char *key,
+                         const char *id, const struct os_source *src,
                          uint64_t ps, unsigned nparts, unsigned window)
 {
     uint64_t len = src->len;
-    struct s3_part *slots = calloc(window, sizeof *slots);
+    struct os_part *slots = calloc(window, sizeof *slots);
     int r = slots ? 0 : TDB_E_NOMEM;
     for (unsigned i = 0; slots && i < window; i++) {
         slots[i].u = u;
@@ -259,20 +259,20 @@ static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
         while (!u->nfree && !u->r)
             pthread_cond_wait(&u->cv, &u->m);
         r = u->r;
-        struct s3_part *p = r ? NULL : u->idle[--u->nfree];
+        struct os_part *p = r ? NULL : u->idle[--u->nfree];
         pthread_mutex_unlock(&u->m);
         if (r)
             break;
         uint64_t off = (uint64_t)(n - 1) * ps;
         p->n = n;
-        p->query = s3_upload_query(id, n);
+        p->query = os_upload_query(id, n);
         uint64_t pl = len - off < ps ? len - off : ps;
-        p->c = (struct s3_call){.method = "PUT", .key = key, .query = p->query,
+        p->c = (struct os_call){.method = "PUT", .key = key, .query = p->query,
                                 .up_fd = src->copy ? -1 : src->fd,
                                 .up_off = off, .up_len = src->copy ? 0 : pl,
-                                .sink = src->copy ? S3_SINK_MEM
-                                                  : S3_SINK_NONE,
-                                .done = s3_part_done, .arg = p};
+                                .sink = src->copy ? OS_SINK_MEM
+                                                  : OS_SINK_NONE,
+                                .done = os_part_done, .arg = p};
         if (src->copy) {
             snprintf(p->range, sizeof p->range, "bytes=%llu-%llu",
                      (unsigned long long)off,
@@ -284,7 +284,7 @@ static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
         u->inflight++;
         pthread_mutex_unlock(&u->m);
         /* submit hashes the part here, while the others go up */
-        r = p->query ? tdb_s3_submit(s, &p->c) : TDB_E_NOMEM;
+        r = p->query ? tdb_os_submit(s, &p->c) : TDB_E_NOMEM;
         if (r) {
             pthread_mutex_lock(&u->m);
             u->inflight--;
@@ -305,15 +305,15 @@ static int s3_send_parts(struct s3 *s, struct s3_upload *u, const char *key,
 }
 
 /* A multipart upload of src as key. */
-static int s3_multipart(struct s3 *s, const char *key,
-                        const struct s3_source *src, uint64_t ps)
+static int os_multipart(struct objstore *s, const char *key,
+                        const struct os_source *src, uint64_t ps)
 {
     uint64_t len = src->len;
     unsigned nparts = (unsigned)((len + ps - 1) / ps);
     unsigned window = s->loop.max_active < nparts ? s->loop.max_active
                                                   : nparts;
     struct tdb_store_answer x;
-    int r = s3_post(s, key, "uploads=", NULL, &x);
+    int r = os_post(s, key, "uploads=", NULL, &x);
     char *id = NULL;
     if (!r && !(x.upload_id && x.upload_id[0]))
         r = TDB_E_IO;
@@ -324,24 +324,24 @@ static int s3_multipart(struct s3 *s, const char *key,
     tdb_store_answer_free(&x);
     if (r)
         return r;
-    s3_journal_add(s, key, id);
+    os_journal_add(s, key, id);
 
-    struct s3_upload u = {.etags = calloc(nparts, sizeof(char *)),
-                          .idle = calloc(window, sizeof(struct s3_part *))};
+    struct os_upload u = {.etags = calloc(nparts, sizeof(char *)),
+                          .idle = calloc(window, sizeof(struct os_part *))};
     pthread_mutex_init(&u.m, NULL);
     pthread_cond_init(&u.cv, NULL);
-    r = u.etags && u.idle ? s3_send_parts(s, &u, key, id, src, ps, nparts,
+    r = u.etags && u.idle ? os_send_parts(s, &u, key, id, src, ps, nparts,
                                           window)
                           : TDB_E_NOMEM;
-    char *body = r ? NULL : s3_complete_body(u.etags, nparts);
-    char *q = r ? NULL : s3_upload_query(id, 0);
+    char *body = r ? NULL : os_complete_body(u.etags, nparts);
+    char *q = r ? NULL : os_upload_query(id, 0);
     if (!r && (!body || !q))
         r = TDB_E_NOMEM;
     if (!r)
-        r = s3_post(s, key, q, body, NULL);
+        r = os_post(s, key, q, body, NULL);
     /* nothing stays stored (and billed) of an upload that failed */
-    if (!r || s3_abort(s, key, id))
-        s3_journal_drop(s, key, id);
+    if (!r || os_abort(s, key, id))
+        os_journal_drop(s, key, id);
     for (unsigned i = 0; u.etags && i < nparts; i++)
         free(u.etags[i]);
     free(u.etags);
@@ -355,21 +355,21 @@ static int s3_multipart(struct s3 *s, const char *key,
 }
 
 
-int tdb_s3_upload_fd(struct s3 *s, const char *key, int fd, uint64_t len)
+int tdb_os_upload_fd(struct objstore *s, const char *key, int fd, uint64_t len)
 {
-    uint64_t ps = tdb_s3_part_size(s->part_size, len);
+    uint64_t ps = tdb_os_part_size(s->part_size, len);
     if (len > ps)
-        return s3_multipart(s, key, &(struct s3_source){fd, NULL, len}, ps);
-    struct s3_call c = {.method = "PUT", .key = key, .up_fd = fd,
-                        .up_len = len, .sink = S3_SINK_NONE};
-    int r = tdb_s3_perform(s, &c);
+        return os_multipart(s, key, &(struct os_source){fd, NULL, len}, ps);
+    struct os_call c = {.method = "PUT", .key = key, .up_fd = fd,
+                        .up_len = len, .sink = OS_SINK_NONE};
+    int r = tdb_os_perform(s, &c);
     if (!r)
-        r = tdb_s3_status(s, &c, NULL);
-    tdb_s3_call_clear(&c);
+        r = tdb_os_status(s, &c, NULL);
+    tdb_os_call_clear(&c);
     return r;
 }
 
-int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
+int tdb_os_copy_object(struct objstore *s, const char *bucket, const char *from,
                        uint64_t size, const char *to)
 {
     char *src = NULL, *enc = tdb_store_encode(from, true);
@@ -378,14 +378,14 @@ int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
         return TDB_E_NOMEM;
     }
     free(enc);
-    uint64_t ps = size == UINT64_MAX ? 0 : tdb_s3_part_size(s->part_size, size);
+    uint64_t ps = size == UINT64_MAX ? 0 : tdb_os_part_size(s->part_size, size);
     int r;
     if (ps && size > ps) {
-        r = s3_multipart(s, to, &(struct s3_source){-1, src, size}, ps);
+        r = os_multipart(s, to, &(struct os_source){-1, src, size}, ps);
     } else {
-        struct s3_call c = {.method = "PUT", .key = to, .up_fd = -1,
-                            .copy_source = src, .sink = S3_SINK_MEM};
-        r = s3_ask(s, &c, NULL);
+        struct os_call c = {.method = "PUT", .key = to, .up_fd = -1,
+                            .copy_source = src, .sink = OS_SINK_MEM};
+        r = os_ask(s, &c, NULL);
     }
     free(src);
     return r;
@@ -395,10 +395,10 @@ int tdb_s3_copy_object(struct s3 *s, const char *bucket, const char *from,
 
 /* Reads record `name` of the journal: *bucket, *key, *id (new strings).
  * @return 0, or -1 when it is not one of ours. */
-static int s3_journal_read(int dfd, const char *name, char **bucket,
+static int os_journal_read(int dfd, const char *name, char **bucket,
                            char **key, char **id)
 {
-    char buf[S3_JOURNAL_MAX + 1];
+    char buf[OS_JOURNAL_MAX + 1];
     size_t got = 0;
     int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
@@ -408,8 +408,8 @@ static int s3_journal_read(int dfd, const char *name, char **bucket,
         close(fd);
         return -1;
     }
-    for (ssize_t n; got < S3_JOURNAL_MAX &&
-                    (n = read(fd, buf + got, S3_JOURNAL_MAX - got)) != 0;) {
+    for (ssize_t n; got < OS_JOURNAL_MAX &&
+                    (n = read(fd, buf + got, OS_JOURNAL_MAX - got)) != 0;) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -418,8 +418,8 @@ static int s3_journal_read(int dfd, const char *name, char **bucket,
     }
     close(fd);
     buf[got] = 0;
-    size_t ml = strlen(S3_JOURNAL_MAGIC);
-    if (got < ml || memcmp(buf, S3_JOURNAL_MAGIC, ml))
+    size_t ml = strlen(OS_JOURNAL_MAGIC);
+    if (got < ml || memcmp(buf, OS_JOURNAL_MAGIC, ml))
         return -1;
     char *f[3], *p = buf + ml;
     for (int i = 0; i < 3; i++) {
@@ -441,7 +441,7 @@ static int s3_journal_read(int dfd, const char *name, char **bucket,
     return -1;
 }
 
-int tdb_s3_journal_open(struct s3 *s, const char *dir, unsigned *aborted,
+int tdb_os_journal_open(struct objstore *s, const char *dir, unsigned *aborted,
                         struct tdb_error *err)
 {
     *aborted = 0;
@@ -470,10 +470,10 @@ int tdb_s3_journal_open(struct s3 *s, const char *dir, unsigned *aborted,
     for (struct dirent *e; (e = readdir(d));) {
         char *bucket, *key, *id;
         if (e->d_name[0] == '.' ||
-            s3_journal_read(dfd, e->d_name, &bucket, &key, &id))
+            os_journal_read(dfd, e->d_name, &bucket, &key, &id))
             continue;
         /* an upload to another bucket is another mount's to abort */
-        if (!strcmp(bucket, s->bucket) && s3_abort(s, key, id)) {
+        if (!strcmp(bucket, s->bucket) && os_abort(s, key, id)) {
             unlinkat(dfd, e->d_name, 0);
             (*aborted)++;
         }

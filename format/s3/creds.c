@@ -1,16 +1,18 @@
-/* io_s3_creds.c: the S3 backend's credentials as the AWS SDKs obtain them
+/* creds.c: the S3 backend's credentials as the AWS SDKs obtain them
  * (credential_process, STS AssumeRole and AssumeRoleWithWebIdentity, the
  * container credentials endpoint, EC2 instance metadata IMDSv2), held as
  * a locked set that a thread of its own renews before it expires. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
+#include "s3/s3.h"
 
 #include <ctype.h>
+#include <curl/curl.h>
+#include <expat.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -702,9 +704,9 @@ static int s3c_sts_call(const struct tdb_s3_source *src, const char *body,
     if (by && by->token)
         hdr[nh++] = (struct tdb_store_pair){"X-Amz-Security-Token", by->token};
     for (size_t i = 0; i < nh; i++)
-        if (tdb_s3_header_add(&h.hl, hdr[i].name, hdr[i].value))
+        if (tdb_store_header_add(&h.hl, hdr[i].name, hdr[i].value))
             goto out;
-    if (tdb_s3_header_add(&h.hl, "Accept", "text/xml") ||
+    if (tdb_store_header_add(&h.hl, "Accept", "text/xml") ||
         !(h.hl = curl_slist_append(h.hl, "Expect:")))
         goto out;
     if (by) {
@@ -715,7 +717,7 @@ static int s3c_sts_call(const struct tdb_s3_source *src, const char *body,
                                    .key_id = by->id, .secret = by->secret};
         r = tdb_s3_sigv4_for(auth, sizeof auth, &rq, &sg, "sts");
         if (!r)
-            r = tdb_s3_header_add(&h.hl, "Authorization", auth);
+            r = tdb_store_header_add(&h.hl, "Authorization", auth);
         explicit_bzero(auth, sizeof auth);
         if (r)
             goto out;
@@ -830,8 +832,8 @@ static int s3c_container(const struct tdb_s3_source *src,
         r = TDB_E_INVAL;
         goto out;
     }
-    if ((a && tdb_s3_header_add(&h.hl, "Authorization", a)) ||
-        tdb_s3_header_add(&h.hl, "Accept", "application/json"))
+    if ((a && tdb_store_header_add(&h.hl, "Authorization", a)) ||
+        tdb_store_header_add(&h.hl, "Accept", "application/json"))
         goto out;
     if ((r = s3c_http_do(&h, why)))
         goto out;
@@ -866,9 +868,9 @@ static int s3c_imds_req(const struct tdb_s3_source *src, const char *path,
         return TDB_E_NOMEM;
     h.url = url;
     if (token) {
-        if (tdb_s3_header_add(&h.hl, "X-aws-ec2-metadata-token", token))
+        if (tdb_store_header_add(&h.hl, "X-aws-ec2-metadata-token", token))
             goto out;
-    } else if (tdb_s3_header_add(&h.hl, "X-aws-ec2-metadata-token-ttl-seconds",
+    } else if (tdb_store_header_add(&h.hl, "X-aws-ec2-metadata-token-ttl-seconds",
                           "21600") ||
                !(h.hl = curl_slist_append(h.hl, "Content-Type:"))) {
         goto out;
@@ -1282,15 +1284,15 @@ void tdb_s3_creds_wait(struct tdb_s3_creds *c)
  * codes ExpiredToken, InvalidToken, TokenRefreshRequired (and STS's
  * ExpiredTokenException); a HEAD's answer has no body: then the keys
  * having passed their expiry says it. */
-static bool s3c_refused(const struct s3_call *c, const struct tdb_s3_keys *k,
-                        int64_t now)
+static bool s3c_refused(const struct tdb_s3_try *c,
+                        const struct tdb_s3_keys *k, int64_t now)
 {
-    if (!c->mem.len)
+    if (!c->body->len)
         return c->status == 400 &&
                (k->gen != c->keys_gen || (k->expires && now >= k->expires));
     struct tdb_store_answer x;
     bool yes = false;
-    if (!tdb_s3_xml_parse(&x, &c->mem, "") && x.code)
+    if (!tdb_s3_xml_parse(&x, c->body, "") && x.code)
         yes = !strcmp(x.code, "ExpiredToken") ||
               !strcmp(x.code, "ExpiredTokenException") ||
               !strcmp(x.code, "InvalidToken") ||
@@ -1299,10 +1301,10 @@ static bool s3c_refused(const struct s3_call *c, const struct tdb_s3_keys *k,
     return yes;
 }
 
-bool tdb_s3_creds_retry(struct tdb_s3_creds *cr, struct s3_call *c,
+bool tdb_s3_creds_retry(struct tdb_s3_creds *cr, const struct tdb_s3_try *c,
                         uint64_t now_ms, uint64_t *wait_ms)
 {
-    if (!cr || !cr->src || c->renewed || c->cc != CURLE_OK ||
+    if (!cr || !cr->src || *c->renewed ||
         (c->status != 400 && c->status != 403))
         return false;
     int64_t now = (int64_t)tdb_now_ms();
@@ -1321,7 +1323,7 @@ bool tdb_s3_creds_retry(struct tdb_s3_creds *cr, struct s3_call *c,
     pthread_mutex_unlock(&cr->lock);
     if (!refused)
         return false;
-    c->renewed = true;
+    *c->renewed = true;
     return !c->deadline || now_ms + *wait_ms < c->deadline;
 }
 

@@ -1,4 +1,4 @@
-/* io_s3_http.c: S3 requests through libcurl's multi interface, on one I/O
+/* loop.c: S3 requests through libcurl's multi interface, on one I/O
  * thread per backend.  Calls wait in a queue; at most max_active are in
  * flight, over connections kept alive in the multi handle's pool (DNS and
  * TLS sessions shared); each try is signed anew.  5xx answers and failed
@@ -6,9 +6,9 @@
  * deadline.  A blocking call is a submit and a wait: no other thread
  * performs HTTP. */
 #include "core/core.h"
-#include "core/io_s3.h"
-#include "core/io_s3_local.h"
-#include "core/io_s3_header.h"
+#include "s3/s3.h"
+#include "objstore/objstore.h"
+#include "objstore/header.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -18,16 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define S3_BODY_MAX (64u << 20) /* cap on a listing or error body kept */
-#define S3_AUTH_MAX 1024
-#define S3_CONNECT_MS 10000    /* at most, for a connection */
+#define OS_BODY_MAX (64u << 20) /* cap on a listing or error body kept */
+#define OS_AUTH_MAX 1024
+#define OS_CONNECT_MS 10000    /* at most, for a connection */
 
 int tdb_s3_global_init(void)
 {
     return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : TDB_E_IO;
 }
 
-uint64_t tdb_s3_clock_ms(void)
+uint64_t tdb_os_clock_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -36,21 +36,21 @@ uint64_t tdb_s3_clock_ms(void)
 
 /* ------------------------------------------------------------- sinks */
 
-static size_t s3_on_body(char *p, size_t size, size_t nmemb, void *arg)
+static size_t os_on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
-    struct s3_call *c = arg;
+    struct os_call *c = arg;
     size_t n = size * nmemb;
     if (!c->status)
         curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
-    if (c->status < 200 || c->status >= 300 || c->sink == S3_SINK_MEM) {
-        if (c->mem.len + n > S3_BODY_MAX || tdb_buf_append(&c->mem, p, n)) {
+    if (c->status < 200 || c->status >= 300 || c->sink == OS_SINK_MEM) {
+        if (c->mem.len + n > OS_BODY_MAX || tdb_buf_append(&c->mem, p, n)) {
             c->failed = true;
             return 0;
         }
         return n;
     }
     switch (c->sink) {
-    case S3_SINK_BUF: {
+    case OS_SINK_BUF: {
         size_t off = 0;
         if (c->skip && c->status == 200) {  /* Range ignored: all of it */
             off = c->skip < n ? (size_t)c->skip : n;
@@ -63,7 +63,7 @@ static size_t s3_on_body(char *p, size_t size, size_t nmemb, void *arg)
         c->dst_got += take;
         return n;
     }
-    case S3_SINK_FD:
+    case OS_SINK_FD:
         for (size_t done = 0; done < n;) {
             ssize_t w = pwrite(c->fd, p + done, n - done,
                                (off_t)(c->fd_pos + done));
@@ -82,9 +82,9 @@ static size_t s3_on_body(char *p, size_t size, size_t nmemb, void *arg)
     }
 }
 
-static size_t s3_on_upload(char *p, size_t size, size_t nmemb, void *arg)
+static size_t os_on_upload(char *p, size_t size, size_t nmemb, void *arg)
 {
-    struct s3_call *c = arg;
+    struct os_call *c = arg;
     size_t want = size * nmemb;
     if (c->up_fd < 0 || c->up_pos >= c->up_len)
         return 0;
@@ -100,9 +100,9 @@ static size_t s3_on_upload(char *p, size_t size, size_t nmemb, void *arg)
     return (size_t)n;
 }
 
-static int s3_on_seek(void *arg, curl_off_t off, int origin)
+static int os_on_seek(void *arg, curl_off_t off, int origin)
 {
-    struct s3_call *c = arg;
+    struct os_call *c = arg;
     if (origin != SEEK_SET || off < 0 || (uint64_t)off > c->up_len)
         return CURL_SEEKFUNC_FAIL;
     c->up_pos = (uint64_t)off;
@@ -110,7 +110,7 @@ static int s3_on_seek(void *arg, curl_off_t off, int origin)
 }
 
 /* Hex SHA-256 of bytes [off, off + len) of fd. */
-static int s3_sha256_fd(int fd, uint64_t off, uint64_t len, char out[65])
+static int os_sha256_fd(int fd, uint64_t off, uint64_t len, char out[65])
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned char buf[1 << 16], d[32];
@@ -134,7 +134,7 @@ static int s3_sha256_fd(int fd, uint64_t off, uint64_t len, char out[65])
     return r;
 }
 
-static bool s3_transient(CURLcode cc)
+static bool os_transient(CURLcode cc)
 {
     return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
            cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR ||
@@ -143,7 +143,7 @@ static bool s3_transient(CURLcode cc)
 }
 
 /* The request's path as signed and sent: "/BUCKET/KEY" or "/KEY". */
-static char *s3_uri(struct s3 *s, const char *key)
+static char *os_uri(struct objstore *s, const char *key)
 {
     char *enc = tdb_store_encode(key ? key : "", true), *uri = NULL;
     if (enc && asprintf(&uri, "%s/%s", s->uri_base, enc) < 0)
@@ -154,9 +154,9 @@ static char *s3_uri(struct s3 *s, const char *key)
 
 /* The signed headers of one try of c into c->hl.  @return 0 or a TDB_E_*
  * code. */
-static int s3_sign_headers(struct s3 *s, struct s3_call *c)
+static int os_sign_headers(struct objstore *s, struct os_call *c)
 {
-    char date[32], auth[S3_AUTH_MAX];
+    char date[32], auth[OS_AUTH_MAX];
     time_t now = (time_t)(tdb_now_ms() / 1000);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -181,7 +181,7 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
         hdr[nh++] = (struct tdb_store_pair){"x-amz-security-token", k->token};
     int r = 0;
     for (size_t i = 0; !r && i < nh; i++)
-        r = tdb_s3_header_add(&c->hl, hdr[i].name, hdr[i].value);
+        r = tdb_store_header_add(&c->hl, hdr[i].name, hdr[i].value);
     if (!r && k) {
         struct tdb_s3_request rq = {
             .method = c->method, .path = c->uri,
@@ -192,7 +192,7 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
                                    .secret = k->secret};
         r = tdb_s3_sigv4(auth, sizeof auth, &rq, &by);
         if (!r)
-            r = tdb_s3_header_add(&c->hl, "Authorization", auth);
+            r = tdb_store_header_add(&c->hl, "Authorization", auth);
         explicit_bzero(auth, sizeof auth);
         c->keys_gen = k->gen;
     }
@@ -208,7 +208,7 @@ static int s3_sign_headers(struct s3 *s, struct s3_call *c)
 
 /* Is p[0..n) name ":" (any case)?  Then *v is what follows, spaces and
  * the line's end trimmed, and *e its end. */
-static bool s3_header_is(const char *p, size_t n, const char *name,
+static bool os_header_is(const char *p, size_t n, const char *name,
                          const char **v, const char **e)
 {
     size_t l = strlen(name);
@@ -226,7 +226,7 @@ static bool s3_header_is(const char *p, size_t n, const char *name,
 }
 
 /* Are p[0..n) printable ASCII (no NUL, no control byte)? */
-static bool s3_printable(const char *p, size_t n)
+static bool os_printable(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)p[i] < 0x20 || (unsigned char)p[i] > 0x7e)
@@ -234,15 +234,15 @@ static bool s3_printable(const char *p, size_t n)
     return true;
 }
 
-void tdb_s3_header_line(struct s3_call *c, const char *p, size_t n)
+void tdb_os_header_line(struct os_call *c, const char *p, size_t n)
 {
     const char *v, *e;
-    if (s3_header_is(p, n, "etag", &v, &e)) {
+    if (os_header_is(p, n, "etag", &v, &e)) {
         size_t l = (size_t)(e - v);
         free(c->etag);
-        c->etag = l && l <= S3_ETAG_MAX && s3_printable(v, l)
+        c->etag = l && l <= OS_ETAG_MAX && os_printable(v, l)
                       ? strndup(v, l) : NULL;
-    } else if (s3_header_is(p, n, "x-amz-bucket-region", &v, &e)) {
+    } else if (os_header_is(p, n, "x-amz-bucket-region", &v, &e)) {
         /* a region name: letters, digits and '-' */
         size_t l = (size_t)(e - v);
         c->region[0] = 0;
@@ -254,7 +254,7 @@ void tdb_s3_header_line(struct s3_call *c, const char *p, size_t n)
                 return;
         memcpy(c->region, v, l);
         c->region[l] = 0;
-    } else if (s3_header_is(p, n, "content-range", &v, &e)) {
+    } else if (os_header_is(p, n, "content-range", &v, &e)) {
         /* "bytes A-B/TOTAL" (TOTAL "*" when unknown): read within the
          * line, which is not NUL-terminated */
         const char *slash = memchr(v, '/', (size_t)(e - v));
@@ -270,15 +270,15 @@ void tdb_s3_header_line(struct s3_call *c, const char *p, size_t n)
     }
 }
 
-static size_t s3_on_header(char *p, size_t size, size_t nmemb, void *arg)
+static size_t os_on_header(char *p, size_t size, size_t nmemb, void *arg)
 {
     size_t n = size * nmemb;
-    tdb_s3_header_line(arg, p, n);
+    tdb_os_header_line(arg, p, n);
     return n;
 }
 
 /* Milliseconds left of c's deadline (at least 1), or `none` without one. */
-static long s3_left_ms(const struct s3_call *c, uint64_t now, long none)
+static long os_left_ms(const struct os_call *c, uint64_t now, long none)
 {
     if (!c->deadline)
         return none;
@@ -286,26 +286,26 @@ static long s3_left_ms(const struct s3_call *c, uint64_t now, long none)
 }
 
 /* Sets the options of one try of c on its handle c->h. */
-static void s3_setopts(struct s3 *s, struct s3_call *c, uint64_t now)
+static void os_setopts(struct objstore *s, struct os_call *c, uint64_t now)
 {
     CURL *h = c->h;
-    struct s3_loop *L = &s->loop;
-    long left = s3_left_ms(c, now, 0);
+    struct os_loop *L = &s->loop;
+    long left = os_left_ms(c, now, 0);
     curl_easy_setopt(h, CURLOPT_URL, c->url);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->hl);
     curl_easy_setopt(h, CURLOPT_PRIVATE, c);
     curl_easy_setopt(h, CURLOPT_SHARE, L->share);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left && left < S3_CONNECT_MS
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, left && left < OS_CONNECT_MS
                                                        ? left
-                                                       : (long)S3_CONNECT_MS);
+                                                       : (long)OS_CONNECT_MS);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, L->low_speed_s);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_msg);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, s3_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, os_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, s3_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, os_on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     if (!strcmp(c->method, "HEAD")) {
@@ -318,9 +318,9 @@ static void s3_setopts(struct s3 *s, struct s3_call *c, uint64_t now)
                                                         : "");
     } else if (!strcmp(c->method, "PUT")) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, s3_on_upload);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, os_on_upload);
         curl_easy_setopt(h, CURLOPT_READDATA, c);
-        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, s3_on_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, os_on_seek);
         curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
         curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
                          (curl_off_t)(c->up_fd >= 0 ? c->up_len : 0));
@@ -333,9 +333,9 @@ static void s3_setopts(struct s3 *s, struct s3_call *c, uint64_t now)
 
 /* Takes c off the list at *pp (if there); @return the last call left on
  * it, for a queue's tail. */
-static struct s3_call *s3_unlink(struct s3_call **pp, struct s3_call *c)
+static struct os_call *os_unlink(struct os_call **pp, struct os_call *c)
 {
-    struct s3_call *last = NULL;
+    struct os_call *last = NULL;
     while (*pp) {
         if (*pp == c) {
             *pp = c->next;
@@ -348,7 +348,7 @@ static struct s3_call *s3_unlink(struct s3_call **pp, struct s3_call *c)
 }
 
 /* The thread's handle for a try: an idle one or a new one. */
-static CURL *s3_easy(struct s3_loop *L)
+static CURL *os_easy(struct os_loop *L)
 {
     if (L->nidle) {
         CURL *h = L->idle[--L->nidle];
@@ -360,11 +360,11 @@ static CURL *s3_easy(struct s3_loop *L)
 
 /* Gives back c's handle: kept when its transfer ended well (its
  * connection stays in the pool), else closed. */
-static void s3_easy_put(struct s3_loop *L, struct s3_call *c, bool ok)
+static void os_easy_put(struct os_loop *L, struct os_call *c, bool ok)
 {
     if (!c->h)
         return;
-    if (ok && L->nidle < S3_IDLE)
+    if (ok && L->nidle < OS_IDLE)
         L->idle[L->nidle++] = c->h;
     else
         curl_easy_cleanup(c->h);
@@ -372,7 +372,7 @@ static void s3_easy_put(struct s3_loop *L, struct s3_call *c, bool ok)
 }
 
 /* Clears what one try left in c. */
-static void s3_try_reset(struct s3_call *c)
+static void os_try_reset(struct os_call *c)
 {
     curl_slist_free_all(c->hl);
     c->hl = NULL;
@@ -394,10 +394,10 @@ static void s3_try_reset(struct s3_call *c)
 
 /* Starts a try of c on the thread (L->lock not held).  @return 0, or a
  * TDB_E_* code (c ends with it). */
-static int s3_start(struct s3 *s, struct s3_call *c, uint64_t now)
+static int os_start(struct objstore *s, struct os_call *c, uint64_t now)
 {
-    struct s3_loop *L = &s->loop;
-    s3_try_reset(c);
+    struct os_loop *L = &s->loop;
+    os_try_reset(c);
     c->tries++;
     free(c->url);
     if (asprintf(&c->url, "%s%s%s%s", s->base, c->uri,
@@ -406,21 +406,21 @@ static int s3_start(struct s3 *s, struct s3_call *c, uint64_t now)
         c->url = NULL;
         return TDB_E_NOMEM;
     }
-    int r = s3_sign_headers(s, c);
+    int r = os_sign_headers(s, c);
     if (r)
         return r;
-    if (!(c->h = s3_easy(L)))
+    if (!(c->h = os_easy(L)))
         return TDB_E_NOMEM;
-    s3_setopts(s, c, now);
+    os_setopts(s, c, now);
     if (curl_multi_add_handle(L->multi, c->h) != CURLM_OK) {
-        s3_easy_put(L, c, false);
+        os_easy_put(L, c, false);
         return TDB_E_IO;
     }
     return 0;
 }
 
 /* Ends c: its outcome in c->r, then done(c).  L->lock not held. */
-static void s3_end(struct s3_call *c, int r)
+static void os_end(struct os_call *c, int r)
 {
     curl_slist_free_all(c->hl);
     c->hl = NULL;
@@ -432,13 +432,13 @@ static void s3_end(struct s3_call *c, int r)
 }
 
 /* Should the try that just ended be tried again (in `*wait` ms)? */
-static bool s3_again(const struct s3_loop *L, const struct s3_call *c,
+static bool os_again(const struct os_loop *L, const struct os_call *c,
                      uint64_t now, uint64_t *wait)
 {
     if (c->failed)
         return false;
     bool transient = c->cc == CURLE_OK ? c->status >= 500
-                                       : s3_transient(c->cc);
+                                       : os_transient(c->cc);
     if (!transient || c->tries >= L->max_tries)
         return false;
     *wait = UINT64_C(100) << (c->tries - 1);
@@ -446,10 +446,10 @@ static bool s3_again(const struct s3_loop *L, const struct s3_call *c,
 }
 
 /* A try ended with curl's `cc`: retried later, or c ends. */
-static void s3_finished(struct s3 *s, struct s3_call *c, CURLcode cc)
+static void os_finished(struct objstore *s, struct os_call *c, CURLcode cc)
 {
-    struct s3_loop *L = &s->loop;
-    uint64_t now = tdb_s3_clock_ms(), wait = 0;
+    struct os_loop *L = &s->loop;
+    uint64_t now = tdb_os_clock_ms(), wait = 0;
     c->cc = cc;
     curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &c->status);
     if (curl_easy_getinfo(c->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
@@ -457,21 +457,24 @@ static void s3_finished(struct s3 *s, struct s3_call *c, CURLcode cc)
         c->length = -1;
     curl_multi_remove_handle(L->multi, c->h);
     /* a handle that failed mid-transfer may hold a broken connection */
-    s3_easy_put(L, c, cc == CURLE_OK);
-    bool again = s3_again(L, c, now, &wait) ||
-                 tdb_s3_creds_retry(s->creds, c, now, &wait);
+    os_easy_put(L, c, cc == CURLE_OK);
+    struct tdb_s3_try t = {.status = cc == CURLE_OK ? c->status : 0,
+                           .body = &c->mem, .keys_gen = c->keys_gen,
+                           .deadline = c->deadline, .renewed = &c->renewed};
+    bool again = os_again(L, c, now, &wait) ||
+                 tdb_s3_creds_retry(s->creds, &t, now, &wait);
     /* the bucket is in another region than the one signed for: signed
      * again for the region the answer names, kept for the backend */
     if (!again && !c->failed && cc == CURLE_OK &&
         (c->status == 301 || c->status == 400) && c->region[0] &&
-        !c->redirected && tdb_s3_set_region(s, c->region) == 0) {
+        !c->redirected && tdb_os_set_region(s, c->region) == 0) {
         c->redirected = true;
         c->tries--;
         again = true;
         wait = 0;
     }
     pthread_mutex_lock(&L->lock);
-    s3_unlink(&L->active, c);
+    os_unlink(&L->active, c);
     L->nactive--;
     if (again) {
         c->not_before = now + wait;
@@ -480,16 +483,16 @@ static void s3_finished(struct s3 *s, struct s3_call *c, CURLcode cc)
     }
     pthread_mutex_unlock(&L->lock);
     if (!again)
-        s3_end(c, c->failed ? TDB_E_IO : cc == CURLE_OK ? 0 : TDB_E_IO);
+        os_end(c, c->failed ? TDB_E_IO : cc == CURLE_OK ? 0 : TDB_E_IO);
 }
 
 /* Moves the retries whose time came to the queue's head; @return the ms
  * until the next one (or `none`).  L->lock held. */
-static long s3_due(struct s3_loop *L, uint64_t now, long none)
+static long os_due(struct os_loop *L, uint64_t now, long none)
 {
     long next = none;
-    for (struct s3_call **pp = &L->later; *pp;) {
-        struct s3_call *c = *pp;
+    for (struct os_call **pp = &L->later; *pp;) {
+        struct os_call *c = *pp;
         if (c->not_before <= now) {
             *pp = c->next;
             c->next = L->head;
@@ -508,11 +511,11 @@ static long s3_due(struct s3_loop *L, uint64_t now, long none)
 
 /* Starts queued calls while fewer than max_active run.  L->lock held on
  * entry and exit (dropped around each start). */
-static void s3_start_queued(struct s3 *s, uint64_t now)
+static void os_start_queued(struct objstore *s, uint64_t now)
 {
-    struct s3_loop *L = &s->loop;
+    struct os_loop *L = &s->loop;
     while (L->head && L->nactive < L->max_active) {
-        struct s3_call *c = L->head;
+        struct os_call *c = L->head;
         L->head = c->next;
         if (!L->head)
             L->tail = NULL;
@@ -521,13 +524,13 @@ static void s3_start_queued(struct s3 *s, uint64_t now)
         L->nactive++;
         L->tries++;
         pthread_mutex_unlock(&L->lock);
-        int r = s3_start(s, c, now);
+        int r = os_start(s, c, now);
         pthread_mutex_lock(&L->lock);
         if (r) {
-            s3_unlink(&L->active, c);
+            os_unlink(&L->active, c);
             L->nactive--;
             pthread_mutex_unlock(&L->lock);
-            s3_end(c, r);
+            os_end(c, r);
             pthread_mutex_lock(&L->lock);
         }
     }
@@ -535,10 +538,10 @@ static void s3_start_queued(struct s3 *s, uint64_t now)
 
 /* Takes every call off the lists (destroy): they end with TDB_E_IO.
  * L->lock held on entry and exit. */
-static void s3_abandon(struct s3_loop *L)
+static void os_abandon(struct os_loop *L)
 {
     while (L->head || L->later || L->active) {
-        struct s3_call *c = L->active ? L->active : L->head ? L->head
+        struct os_call *c = L->active ? L->active : L->head ? L->head
                                                             : L->later;
         if (c == L->active) {
             L->active = c->next;
@@ -553,46 +556,46 @@ static void s3_abandon(struct s3_loop *L)
         pthread_mutex_unlock(&L->lock);
         if (c->h) {
             curl_multi_remove_handle(L->multi, c->h);
-            s3_easy_put(L, c, false);
+            os_easy_put(L, c, false);
         }
         c->cc = CURLE_ABORTED_BY_CALLBACK;
-        s3_end(c, TDB_E_IO);
+        os_end(c, TDB_E_IO);
         pthread_mutex_lock(&L->lock);
     }
 }
 
 /* Ends the tries curl finished.  L->lock not held. */
-static void s3_reap(struct s3 *s)
+static void os_reap(struct objstore *s)
 {
     CURLMsg *m;
     int left;
     while ((m = curl_multi_info_read(s->loop.multi, &left))) {
         if (m->msg != CURLMSG_DONE)
             continue;
-        struct s3_call *c = NULL;
+        struct os_call *c = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
         if (c)
-            s3_finished(s, c, m->data.result);
+            os_finished(s, c, m->data.result);
     }
 }
 
-static void *s3_loop_main(void *arg)
+static void *os_loop_main(void *arg)
 {
-    struct s3 *s = arg;
-    struct s3_loop *L = &s->loop;
+    struct objstore *s = arg;
+    struct os_loop *L = &s->loop;
     pthread_mutex_lock(&L->lock);
     for (;;) {
-        uint64_t now = tdb_s3_clock_ms();
+        uint64_t now = tdb_os_clock_ms();
         if (L->stop)
-            s3_abandon(L);
-        long wait = s3_due(L, now, -1);
-        s3_start_queued(s, now);
+            os_abandon(L);
+        long wait = os_due(L, now, -1);
+        os_start_queued(s, now);
         if (!L->head && !L->active && !L->later)
             break;
         pthread_mutex_unlock(&L->lock);
         int running;
         curl_multi_perform(L->multi, &running);
-        s3_reap(s);
+        os_reap(s);
         long t = -1;
         curl_multi_timeout(L->multi, &t);
         if (t < 0 || t > 1000)
@@ -611,10 +614,10 @@ static void *s3_loop_main(void *arg)
 /* The calls a thread of the parent process had under way when it forked:
  * that thread is not in this process; they start again here.  L->lock
  * held. */
-static void s3_after_fork(struct s3_loop *L)
+static void os_after_fork(struct os_loop *L)
 {
     while (L->active) {
-        struct s3_call *c = L->active;
+        struct os_call *c = L->active;
         L->active = c->next;
         if (c->h) {
             curl_multi_remove_handle(L->multi, c->h);
@@ -635,25 +638,25 @@ static void s3_after_fork(struct s3_loop *L)
  * the process that forked is not here to join): once this returns, its
  * exit, thread-local destructors included, is over.  L->lock held, or
  * no other thread uses L; the ended thread takes L->lock no more. */
-static void s3_join(struct s3_loop *L)
+static void os_join(struct os_loop *L)
 {
     if (L->joinable && L->pid == getpid())
         pthread_join(L->thread, NULL);
     L->joinable = false;
 }
 
-int tdb_s3_submit(struct s3 *s, struct s3_call *c)
+int tdb_os_submit(struct objstore *s, struct os_call *c)
 {
-    struct s3_loop *L = &s->loop;
+    struct os_loop *L = &s->loop;
     if (c->up_fd >= 0) {
-        int r = s3_sha256_fd(c->up_fd, c->up_off, c->up_len, c->hash);
+        int r = os_sha256_fd(c->up_fd, c->up_off, c->up_len, c->hash);
         if (r)
             return r;
     } else {
         tdb_s3_sha256_hex(c->body ? c->body : (const uint8_t *)"",
                           c->body ? c->body_len : 0, c->hash);
     }
-    char *uri = s3_uri(s, c->key);
+    char *uri = os_uri(s, c->key);
     if (!uri)
         return TDB_E_NOMEM;
     c->uri = uri;
@@ -669,10 +672,10 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c)
     c->next = NULL;
     bool read = !strcmp(c->method, "GET") || !strcmp(c->method, "HEAD");
     uint64_t t = c->timeout_ms ? c->timeout_ms : read ? L->timeout_ms : 0;
-    c->deadline = t ? tdb_s3_clock_ms() + t : 0;
+    c->deadline = t ? tdb_os_clock_ms() + t : 0;
     pthread_mutex_lock(&L->lock);
     if (L->running && L->pid != getpid())
-        s3_after_fork(L);
+        os_after_fork(L);
     if (L->tail)
         L->tail->next = c;
     else
@@ -681,13 +684,13 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c)
     L->calls++;
     int r = 0;
     if (!L->running) {
-        s3_join(L);
-        if (pthread_create(&L->thread, NULL, s3_loop_main, s) == 0) {
+        os_join(L);
+        if (pthread_create(&L->thread, NULL, os_loop_main, s) == 0) {
             L->running = true;
             L->joinable = true;
             L->pid = getpid();
         } else {
-            L->tail = s3_unlink(&L->head, c);
+            L->tail = os_unlink(&L->head, c);
             r = TDB_E_NOMEM;
         }
     } else {
@@ -702,7 +705,7 @@ int tdb_s3_submit(struct s3 *s, struct s3_call *c)
     return r;
 }
 
-void tdb_s3_call_clear(struct s3_call *c)
+void tdb_os_call_clear(struct os_call *c)
 {
     tdb_buf_free(&c->mem);
     free(c->etag);
@@ -710,30 +713,30 @@ void tdb_s3_call_clear(struct s3_call *c)
 }
 
 /* A blocking call's rendezvous with the I/O thread. */
-struct s3_wait {
+struct os_wait {
     pthread_mutex_t m;
     pthread_cond_t cv;
     bool done;
 };
 
-static void s3_wake(struct s3_call *c)
+static void os_wake(struct os_call *c)
 {
-    struct s3_wait *w = c->arg;
+    struct os_wait *w = c->arg;
     pthread_mutex_lock(&w->m);
     w->done = true;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->m);
 }
 
-int tdb_s3_perform(struct s3 *s, struct s3_call *c)
+int tdb_os_perform(struct objstore *s, struct os_call *c)
 {
-    struct s3_wait w = {.done = false};
+    struct os_wait w = {.done = false};
     pthread_mutex_init(&w.m, NULL);
     pthread_cond_init(&w.cv, NULL);
-    c->done = s3_wake;
+    c->done = os_wake;
     c->arg = &w;
     tdb_s3_creds_wait(s->creds);    /* keys about to expire: renewed */
-    int r = tdb_s3_submit(s, c);
+    int r = tdb_os_submit(s, c);
     if (!r) {
         pthread_mutex_lock(&w.m);
         while (!w.done)
@@ -746,7 +749,7 @@ int tdb_s3_perform(struct s3 *s, struct s3_call *c)
     return r;
 }
 
-int tdb_s3_loop_init(struct s3_loop *L, unsigned max_active,
+int tdb_os_loop_init(struct os_loop *L, unsigned max_active,
                      uint64_t timeout_ms)
 {
     memset(L, 0, sizeof *L);
@@ -754,7 +757,7 @@ int tdb_s3_loop_init(struct s3_loop *L, unsigned max_active,
     pthread_cond_init(&L->idle_cv, NULL);
     L->max_active = max_active ? max_active : 1;
     L->timeout_ms = timeout_ms;
-    L->max_tries = S3_RETRIES + 1;
+    L->max_tries = OS_RETRIES + 1;
     /* a stall is given a third of the deadline, 1 to 20 s, then retried */
     L->low_speed_s = (long)(timeout_ms / 3000);
     if (L->low_speed_s < 1)
@@ -771,21 +774,21 @@ int tdb_s3_loop_init(struct s3_loop *L, unsigned max_active,
     return 0;
 }
 
-void tdb_s3_loop_free(struct s3_loop *L)
+void tdb_os_loop_free(struct os_loop *L)
 {
     if (!L->multi && !L->share)
         return;
     pthread_mutex_lock(&L->lock);
     if (L->running && L->pid != getpid())
-        s3_after_fork(L);
+        os_after_fork(L);
     L->stop = true;
     if (L->running)
         curl_multi_wakeup(L->multi);
     while (L->running)
         pthread_cond_wait(&L->idle_cv, &L->lock);
-    s3_abandon(L);      /* what a fork left queued with no thread */
+    os_abandon(L);      /* what a fork left queued with no thread */
     pthread_mutex_unlock(&L->lock);
-    s3_join(L);
+    os_join(L);
     for (size_t i = 0; i < L->nidle; i++)
         curl_easy_cleanup(L->idle[i]);
     L->nidle = 0;

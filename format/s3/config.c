@@ -1,7 +1,7 @@
-/* io_s3_config.c: where and as whom the S3 backend connects, read as the
+/* config.c: where and as whom the S3 backend connects, read as the
  * AWS tools read it: the environment, ~/.aws/credentials, ~/.aws/config. */
 #include "core/core.h"
-#include "core/io_s3.h"
+#include "s3/s3.h"
 
 #include <ctype.h>
 #include <errno.h>
