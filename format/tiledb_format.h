@@ -289,7 +289,7 @@ int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err);
 void tdb_s3_config_free(struct tdb_s3_config *cfg);
 
 /* How an object store backend reads; zero fields keep the defaults. */
-struct tdb_s3_tuning {
+struct tdb_store_tuning {
     unsigned requests;          /* requests in flight at most (64) */
     unsigned timeout_s;         /* a read's deadline, its retries with
                                  * backoff included, in seconds (30); a
@@ -322,17 +322,25 @@ struct tdb_s3_tuning {
 #define TDB_S3_PART_MAX (UINT64_C(5) << 30)   /* and largest */
 
 /* What a front end's options say of the connection (-o endpoint=,
- * region=, profile=, credentials_file=, config_file=): each given field
- * comes before the environment and the files; NULL fields are found as
- * tdb_s3_config_load finds them.  Strings stay the caller's. */
-struct tdb_s3_options {
-    const char *endpoint;         /* before AWS_ENDPOINT_URL_S3, ... */
+ * region=, profile=, credentials_file=, config_file=, account=): each
+ * given field comes before the environment and the files; NULL fields
+ * are found as tdb_s3_config_load (s3://, gs://) or Azure's tools
+ * (azure://, see tdb_io_open_url_with) find them.  Strings stay the
+ * caller's. */
+struct tdb_store_options {
+    const char *endpoint;         /* before AWS_ENDPOINT_URL_S3, ...;
+                                   * azure://: before the connection
+                                   * string's BlobEndpoint */
     const char *region;           /* before AWS_REGION, ... */
     const char *profile;          /* before AWS_PROFILE */
     const char *credentials_file; /* before AWS_SHARED_CREDENTIALS_FILE and
-                                   * ~/.aws/credentials */
+                                   * ~/.aws/credentials; azure://: a file
+                                   * holding a connection string, before
+                                   * AZURE_STORAGE_CONNECTION_STRING */
     const char *config_file;      /* before AWS_CONFIG_FILE, ~/.aws/config */
-    struct tdb_s3_tuning tune;    /* how it reads (-o s3_requests=, ...) */
+    const char *account;          /* azure://: the storage account, before
+                                   * AZURE_STORAGE_ACCOUNT */
+    struct tdb_store_tuning tune; /* how it reads (-o s3_requests=, ...) */
 };
 
 /* tdb_s3_config_load under options `o` (NULL: none).  A credentials_file
@@ -344,7 +352,7 @@ struct tdb_s3_options {
  * (not reached), TDB_E_ACCES (refused), TDB_E_CORRUPT (an answer not as
  * AWS documents it), the message naming the source. */
 int tdb_s3_config_load_with(struct tdb_s3_config *cfg,
-                            const struct tdb_s3_options *o,
+                            const struct tdb_store_options *o,
                             struct tdb_error *err);
 
 /* libcurl's process-wide set-up (curl_global_init).  A front end calls it
@@ -359,7 +367,7 @@ int tdb_s3_global_init(void);
  * sync (or rename) stores it (an object first written at offset 0 is
  * written anew, replacing the stored one, as after O_TRUNC; one first
  * written further on starts from the stored bytes, fetched then), in one PUT or, when larger than the part
- * size (struct tdb_s3_tuning), as a multipart upload: parts go up many
+ * size (struct tdb_store_tuning), as a multipart upload: parts go up many
  * at a time (within the requests in flight), each read from the
  * temporary file as it is sent (no part is held in memory), and the
  * object appears at Complete, whole; a failed upload is aborted.  Until
@@ -371,31 +379,57 @@ int tdb_s3_global_init(void);
  * kept-alive connections; prefetch is supported (listings, small files
  * whole, ranges coalesced into GETs).  Errors: TDB_E_NOENT for 404, else
  * TDB_E_IO; 5xx answers, failed connections and stalled transfers are
- * retried (3 times, struct tdb_s3_tuning) within a read's deadline
+ * retried (3 times, struct tdb_store_tuning) within a read's deadline
  * (30 s).  Thread-safe.
  * @return 0, TDB_E_INVAL (not such a URL) or TDB_E_NOMEM. */
 int tdb_io_s3(struct tdb_io *io, const char *url,
               const struct tdb_s3_config *cfg, struct tdb_error *err);
 
 /* Is `source` a URL that tdb_io_open_url opens with an object store
- * backend ("s3://...")? */
+ * backend ("s3://...", "gs://...", "gcs://...", "azure://...")? */
 bool tdb_io_is_url(const char *source);
 
-/* Opens a source: "s3://BUCKET/PREFIX" with tdb_io_s3 and the
- * configuration of tdb_s3_config_load, checking that the bucket answers
- * and that PREFIX holds objects (TDB_E_NOENT if not); anything else as a
- * POSIX folder (tdb_io_posix).  err names the URL, and the HTTP status or
- * S3 error code when the server refused.  @return 0 or a TDB_E_* code. */
+/* Opens a source: an object store's URL (tdb_io_open_url_with), anything
+ * else as a POSIX folder (tdb_io_posix).  err names the URL, and the HTTP
+ * status or the store's error code when the server refused.  @return 0 or
+ * a TDB_E_* code. */
 int tdb_io_open_url(struct tdb_io *io, const char *source,
                     struct tdb_error *err);
 
-/* tdb_io_open_url with options `o` (NULL: none) for an s3:// source;
+/* tdb_io_open_url with options `o` (NULL: none), checking that the bucket
+ * (container) answers and that PREFIX holds objects (TDB_E_NOENT if not);
  * `create`: the prefix may hold nothing yet (an array about to be made
  * there), only the bucket must answer.  A disk_cache of o->tune that
- * cannot be made, or is refused (see struct tdb_s3_tuning), fails the
- * open (TDB_E_IO, the message naming the folder and why). */
+ * cannot be made, or is refused (see struct tdb_store_tuning), fails the
+ * open (TDB_E_IO, the message naming the folder and why).  Every object
+ * store is read and written as tdb_io_s3 documents for S3: one I/O
+ * thread, listings, fetching ahead, the disk cache keyed by ETag, files
+ * larger than the part size written in parts that appear whole at once.
+ *  - "s3://BUCKET[/PREFIX]": tdb_io_s3 with the configuration of
+ *    tdb_s3_config_load_with(o).
+ *  - "gs://BUCKET[/PREFIX]" (or "gcs://"): Google Cloud Storage through
+ *    its XML API, which speaks S3's protocol: HMAC keys found as S3's
+ *    keys are (AWS_ACCESS_KEY_ID, the profile, o->credentials_file),
+ *    signed with Signature V4 for region o->region or "auto", at
+ *    o->endpoint or https://storage.googleapis.com (AWS_ENDPOINT_URL and
+ *    AWS_REGION are S3's and not read).
+ *  - "azure://CONTAINER[/PREFIX]": Azure Blob Storage; the account, its
+ *    Shared Key or a SAS token and the endpoint from o->credentials_file
+ *    (a connection string), else AZURE_STORAGE_CONNECTION_STRING (its
+ *    AccountName, AccountKey, SharedAccessSignature, BlobEndpoint,
+ *    DefaultEndpointsProtocol, EndpointSuffix, UseDevelopmentStorage),
+ *    else AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or
+ *    AZURE_STORAGE_SAS_TOKEN; o->account and o->endpoint before them
+ *    (default https://ACCOUNT.blob.core.windows.net; Azurite's
+ *    http://127.0.0.1:10000/devstoreaccount1 addressed with the account
+ *    in the path).  Neither key nor token: anonymous reads of a public
+ *    container.  Requests: Get Blob with a range, Get Blob Properties,
+ *    List Blobs with delimiter '/', Put Blob, Put Block then Put Block
+ *    List above the part size (blocks never listed are the service's to
+ *    drop: nothing to abort), Delete Blob; rename copies through here
+ *    (no server-side copy). */
 int tdb_io_open_url_with(struct tdb_io *io, const char *source,
-                         const struct tdb_s3_options *o, bool create,
+                         const struct tdb_store_options *o, bool create,
                          struct tdb_error *err);
 
 /* Gives an S3 backend a journal of its multipart uploads: folder `dir`

@@ -80,8 +80,9 @@ struct tdbm_options {
     bool no_splice;                /* -o no_splice: replies are copies */
     unsigned refresh;              /* -o refresh=SECS; 0: never */
     unsigned consolidate;          /* -o consolidate=N; 0: never */
-    /* s3:// sources (owned; NULL: as the environment and ~/.aws say) */
-    char *endpoint, *region, *profile;
+    /* object-store sources (owned; NULL: as the environment, ~/.aws or
+     * Azure's variables say) */
+    char *endpoint, *account, *region, *profile;
     char *credentials_file, *config_file;  /* absolute */
     char *staging_dir;             /* absolute, owned; NULL: none given */
     int64_t uid, gid;              /* -o uid=N, gid=N: the owner and group
@@ -90,7 +91,7 @@ struct tdbm_options {
                                     * (TDBM_UMASK_DEFAULT) */
     /* s3:// sources: s3_requests=, s3_timeout=, s3_readahead=,
      * disk_cache_size= (s3.disk_cache is disk_cache, once given) */
-    struct tdb_s3_tuning s3;
+    struct tdb_store_tuning s3;
     char *disk_cache;              /* absolute, owned; NULL: none */
 };
 
@@ -162,7 +163,7 @@ int tdbm_parse_number(const char *s, bool units, uint64_t max,
 int tdbm_parse_kib(const char *s, unsigned long max, unsigned long *out);
 
 /* The S3 options of `o` as the engine takes them (pointing into o). */
-void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3);
+void tdbm_s3_options(const struct tdbm_options *o, struct tdb_store_options *s3);
 
 /* The options given in `o` that only an s3:// SOURCE reads (endpoint=,
  * disk_cache=, ...), as "endpoint=, disk_cache=" into out[cap].

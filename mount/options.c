@@ -48,9 +48,16 @@ const struct tdbm_option tdbm_option_table[] = {
              "fragments, consolidate them (README\n"
              "\"Keeping an array healthy\")"),
     TDBM_OPT("endpoint", TDBM_OPT_TEXT, endpoint, "endpoint=URL",
-             "s3://: the server (before AWS_ENDPOINT_URL)"),
+             "s3://: the server (before AWS_ENDPOINT_URL);\n"
+             "gs://: (default storage.googleapis.com);\n"
+             "azure://: the blob service (before the\n"
+             "connection string's BlobEndpoint)"),
+    TDBM_OPT("account", TDBM_OPT_TEXT, account, "account=NAME",
+             "azure://: the storage account (before\n"
+             "AZURE_STORAGE_ACCOUNT)"),
     TDBM_OPT("region", TDBM_OPT_TEXT, region, "region=NAME",
-             "s3://: the region (before AWS_REGION)"),
+             "s3://: the region (before AWS_REGION);\n"
+             "gs://: (default auto)"),
     TDBM_OPT("profile", TDBM_OPT_TEXT, profile, "profile=NAME",
              "s3://: the profile of the AWS files whose\n"
              "keys sign (before AWS_PROFILE and the\n"
@@ -58,7 +65,8 @@ const struct tdbm_option tdbm_option_table[] = {
     TDBM_OPT("credentials_file", TDBM_OPT_STRING, credentials_file,
              "credentials_file=PATH", "s3://: the keys' file (instead of\n"
              "~/.aws/credentials; keys from it, not\n"
-             "from AWS_ACCESS_KEY_ID)"),
+             "from AWS_ACCESS_KEY_ID); azure://: a\n"
+             "file holding a connection string"),
     TDBM_OPT("config_file", TDBM_OPT_STRING, config_file, "config_file=PATH",
              "s3://: the settings' file (instead of\n"
              "~/.aws/config)"),
@@ -129,17 +137,19 @@ void tdbm_options_free(struct tdbm_options *o)
     o->disk_cache = NULL;
     o->s3.disk_cache = NULL;
     free(o->endpoint);
+    free(o->account);
     free(o->region);
     free(o->profile);
     free(o->credentials_file);
     free(o->config_file);
-    o->endpoint = o->region = o->profile = NULL;
+    o->endpoint = o->account = o->region = o->profile = NULL;
     o->credentials_file = o->config_file = NULL;
 }
 
-void tdbm_s3_options(const struct tdbm_options *o, struct tdb_s3_options *s3)
+void tdbm_s3_options(const struct tdbm_options *o, struct tdb_store_options *s3)
 {
     s3->endpoint = o->endpoint;
+    s3->account = o->account;
     s3->region = o->region;
     s3->profile = o->profile;
     s3->credentials_file = o->credentials_file;
@@ -503,9 +513,9 @@ int tdbm_options_check(const struct tdbm_options *o, char *why, size_t cap)
     return 0;
 }
 
-/* The options that only an s3:// SOURCE reads. */
+/* The options that only an object store's SOURCE reads. */
 static const char *const tdbm_s3_only[] = {
-    "endpoint", "region", "profile", "credentials_file", "config_file",
+    "endpoint", "account", "region", "profile", "credentials_file", "config_file",
     "s3_requests", "s3_timeout", "s3_retries", "s3_part_size", "s3_readahead",
     "disk_cache", "disk_cache_size", NULL};
 

@@ -123,7 +123,7 @@ static int tdbm_source_url(struct tdbm_source *s, const char *source,
                            const struct tdbm_options *o, char *why,
                            size_t cap)
 {
-    struct tdb_s3_options s3;
+    struct tdb_store_options s3;
     struct tdb_error err;
     int rc;
 

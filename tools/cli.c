@@ -55,7 +55,7 @@ int tdbcli_option_list(struct tdbm_options *o, const char *list)
 }
 
 const char *const tdbcli_s3_options[] = {
-    "endpoint", "region", "profile", "credentials_file", "config_file",
+    "endpoint", "account", "region", "profile", "credentials_file", "config_file",
     "s3_requests", "s3_timeout", "s3_retries", "s3_part_size", NULL};
 
 /* Whether the name of option `opt` ("name[=value]", n bytes) is in v. */
@@ -107,7 +107,7 @@ int tdbcli_option_list_only(struct tdbm_options *o, const char *list,
 int tdbcli_open_url(struct tdb_io *io, const char *url,
                     const struct tdbm_options *o, bool create)
 {
-    struct tdb_s3_options s3;
+    struct tdb_store_options s3;
     struct tdb_error err;
     int rc;
 

@@ -5,6 +5,7 @@
  * s3/xml.c. */
 #include "core/core.h"
 #include "s3/s3.h"
+#include "azure/azure.h"
 #include "objstore/objstore.h"
 #include "core/names.h"
 
@@ -23,6 +24,7 @@
 #define OS_SMALL_FILE (256u << 10) /* a file read unasked is fetched whole
                                     * up to this size */
 #define OS_AHEAD_BYTES (64u << 20) /* ranges fetched ahead, not yet read */
+#define OS_GCS_ENDPOINT "https://storage.googleapis.com"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -502,11 +504,34 @@ static int os_delete(struct objstore *s, const char *key)
     return r;
 }
 
+/* A copy of key `from` to key `to` through here, for a store without
+ * server-side copies (Azure's Copy Blob finishes later, not at once): the
+ * object into a temporary file, then stored (in parts when large). */
+static int os_copy_through(struct objstore *s, const char *from,
+                           const char *to)
+{
+    int fd = os_tmpfile();
+    if (fd < 0)
+        return TDB_E_IO;
+    struct os_call c = {.method = "GET", .key = from, .up_fd = -1,
+                        .sink = OS_SINK_FD, .fd = fd};
+    int r = tdb_os_perform(s, &c);
+    if (!r)
+        r = tdb_os_status(s, &c, NULL);
+    if (!r)
+        r = tdb_os_upload_fd(s, to, fd, c.fd_pos);
+    tdb_os_call_clear(&c);
+    close(fd);
+    return r;
+}
+
 /* Server-side copy of key `from` to key `to` (in parts when the listing
- * says the object is large). */
+ * says the object is large), or through here. */
 static int os_copy(struct objstore *s, const char *norm, const char *from,
                    const char *to)
 {
+    if (!s->proto->copy)
+        return os_copy_through(s, from, to);
     struct tdb_store_dent e = {0};
     uint64_t size = UINT64_MAX;
     if (norm && tdb_os_dir_lookup(s, norm, &e) == 1 && !e.is_dir)
@@ -576,7 +601,8 @@ static int os_copy_from(void *ctx, const struct tdb_io *src, const char *from,
                         const char *to)
 {
     struct objstore *s = ctx, *t = tdb_os_backend(src);
-    if (!t || strcmp(t->base, s->base))
+    if (!t || !s->proto->copy || t->proto != s->proto ||
+        strcmp(t->base, s->base))
         return TDB_E_UNSUPPORTED;
     /* as the same user: a copy reads the source with the destination's
      * keys */
@@ -658,6 +684,8 @@ static void os_destroy(void *ctx)
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->lock);
     tdb_s3_creds_unref(s->creds);
+    if (s->proto && s->proto->free)
+        s->proto->free(s->pctx);
     free(s->bucket);
     free(s->prefix);
     free(s->base);
@@ -698,9 +726,31 @@ int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
 
 /* ---------------------------------------------------------------- open */
 
+/* The object stores' URLs: S3's (Google Cloud Storage's XML API speaks
+ * S3's protocol), Azure's; the length of the scheme and "://". */
+enum os_kind { OS_NONE, OS_S3, OS_GCS, OS_AZURE };
+
+static enum os_kind os_kind_of(const char *source, size_t *skip)
+{
+    static const struct {
+        const char *scheme;
+        enum os_kind kind;
+    } k[] = {{"s3://", OS_S3}, {"gs://", OS_GCS}, {"gcs://", OS_GCS},
+             {"azure://", OS_AZURE}};
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        size_t n = strlen(k[i].scheme);
+        if (!strncmp(source, k[i].scheme, n)) {
+            if (skip)
+                *skip = n;
+            return k[i].kind;
+        }
+    }
+    return OS_NONE;
+}
+
 bool tdb_io_is_url(const char *source)
 {
-    return !strncmp(source, "s3://", 5);
+    return os_kind_of(source, NULL) != OS_NONE;
 }
 
 /* A bucket name that can be a host name label set (no dots: TLS names). */
@@ -764,34 +814,57 @@ out:
     return r;
 }
 
-int tdb_io_s3(struct tdb_io *io, const char *url,
-              const struct tdb_s3_config *cfg, struct tdb_error *err)
+/* A backend speaking `proto` over url (its scheme skip bytes long):
+ * its bucket (container) and prefix, no endpoint yet.  @return 0 (*out
+ * the backend), TDB_E_INVAL or TDB_E_NOMEM. */
+static int os_new(struct objstore **out, const char *url, size_t skip,
+                  const struct os_proto *proto, struct tdb_error *err)
 {
-    if (!tdb_io_is_url(url))
-        return tdb_err(err, TDB_E_INVAL, "%s: not an s3:// URL", url);
-    const char *b = url + 5, *slash = strchr(b, '/');
+    const char *b = url + skip, *slash = strchr(b, '/');
     size_t bl = slash ? (size_t)(slash - b) : strlen(b);
+    *out = NULL;
     if (!bl || bl > 255)
-        return tdb_err(err, TDB_E_INVAL, "%s: no bucket name", url);
-    if ((cfg->access_key == NULL) != (cfg->secret_key == NULL))
-        return tdb_err(err, TDB_E_INVAL, "%s: an access key without its "
-                       "secret key (or the other way round)", url);
+        return tdb_err(err, TDB_E_INVAL, "%s: no %s name", url,
+                       proto == &tdb_os_proto_azure ? "container" : "bucket");
     struct objstore *s = calloc(1, sizeof *s);
     if (!s)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    s->proto = proto;
+    snprintf(s->scheme, sizeof s->scheme, "%.*s", (int)(skip - 3), url);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->journal_fd = -1;
     s->part_size = TDB_S3_PART_SIZE;
-    s->region_given = cfg->region && cfg->region[0];
-    s->aws = !(cfg->endpoint && cfg->endpoint[0]);
     s->meta_max = OS_META_BYTES;
     s->ahead_max = OS_AHEAD_BYTES;
-    int r = tdb_os_loop_init(&s->loop, OS_REQUESTS, OS_TIMEOUT_MS)
-                ? tdb_err(err, TDB_E_NOMEM, "out of memory") : 0;
-    if (r || !(s->bucket = strndup(b, bl)) ||
-        !(s->prefix = tdb_os_norm(slash ? slash : "")) ||
-        !(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
+    if (tdb_os_loop_init(&s->loop, OS_REQUESTS, OS_TIMEOUT_MS) ||
+        !(s->bucket = strndup(b, bl)) ||
+        !(s->prefix = tdb_os_norm(slash ? slash : ""))) {
+        os_destroy(s);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    *out = s;
+    return 0;
+}
+
+int tdb_io_s3(struct tdb_io *io, const char *url,
+              const struct tdb_s3_config *cfg, struct tdb_error *err)
+{
+    size_t skip = 0;
+    enum os_kind kind = os_kind_of(url, &skip);
+    if (kind != OS_S3 && kind != OS_GCS)
+        return tdb_err(err, TDB_E_INVAL, "%s: not an s3:// or gs:// URL",
+                       url);
+    if ((cfg->access_key == NULL) != (cfg->secret_key == NULL))
+        return tdb_err(err, TDB_E_INVAL, "%s: an access key without its "
+                       "secret key (or the other way round)", url);
+    struct objstore *s;
+    int r = os_new(&s, url, skip, &tdb_os_proto_s3, err);
+    if (r)
+        return r;
+    s->region_given = cfg->region && cfg->region[0];
+    s->aws = !(cfg->endpoint && cfg->endpoint[0]);
+    if (!(s->region = strdup(cfg->region && cfg->region[0] ? cfg->region
                                                            : "us-east-1")))
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
     /* the keys: the renewable ones the configuration found, else its
@@ -820,8 +893,62 @@ int tdb_io_s3(struct tdb_io *io, const char *url,
     return 0;
 }
 
+/* An Azure backend over url ("azure://CONTAINER[/PREFIX]"), where and as
+ * whom as tdb_az_config_load finds it under options o. */
+static int os_azure(struct tdb_io *io, const char *url,
+                    const struct tdb_store_options *o, struct tdb_error *err)
+{
+    struct tdb_az_config cfg = {0};
+    int r = tdb_az_config_load(&cfg, o ? o->endpoint : NULL,
+                               o ? o->account : NULL,
+                               o ? o->credentials_file : NULL, err);
+    if (r)
+        return r;
+    struct objstore *s;
+    r = os_new(&s, url, strlen("azure://"), &tdb_os_proto_azure, err);
+    if (!r)
+        r = os_endpoint(s, cfg.endpoint, err);
+    if (!r && tdb_os_azure_keys(s, &cfg))
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    tdb_az_config_free(&cfg);
+    if (r) {
+        if (s)
+            os_destroy(s);
+        return r;
+    }
+    io->ops = &io_s3_ops;
+    io->ctx = s;
+    return 0;
+}
+
+/* The S3 configuration of a gs:// source: Cloud Storage's endpoint and
+ * its "auto" region unless the options name others (the environment's
+ * AWS_ENDPOINT_URL and AWS_REGION are S3's, not Google's), HMAC keys
+ * found as S3's keys are. */
+static int os_gcs_config(struct tdb_s3_config *cfg,
+                         const struct tdb_store_options *o,
+                         struct tdb_error *err)
+{
+    int r = tdb_s3_config_load_with(cfg, o, err);
+    if (r)
+        return r;
+    char *ep = strdup(o && o->endpoint ? o->endpoint : OS_GCS_ENDPOINT);
+    char *rg = strdup(o && o->region ? o->region : "auto");
+    if (!ep || !rg) {
+        free(ep);
+        free(rg);
+        tdb_s3_config_free(cfg);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    free(cfg->endpoint);
+    free(cfg->region);
+    cfg->endpoint = ep;
+    cfg->region = rg;
+    return 0;
+}
+
 /* Applies t to a backend no request has gone through yet. */
-static int os_tune(struct objstore *s, const struct tdb_s3_tuning *t,
+static int os_tune(struct objstore *s, const struct tdb_store_tuning *t,
                    struct tdb_error *err)
 {
     struct os_loop *L = &s->loop;
@@ -843,7 +970,7 @@ static int os_tune(struct objstore *s, const struct tdb_s3_tuning *t,
         L->max_tries = t->retries + 1;
     if (t->part_size && (t->part_size < TDB_S3_PART_MIN ||
                          t->part_size > TDB_S3_PART_MAX))
-        return tdb_err(err, TDB_E_INVAL, "os_part_size=%llu: not a part "
+        return tdb_err(err, TDB_E_INVAL, "s3_part_size=%llu: not a part "
                        "size of 5 MiB to 5 GiB (S3's bounds)",
                        (unsigned long long)t->part_size);
     if (t->part_size)
@@ -857,19 +984,26 @@ static int os_tune(struct objstore *s, const struct tdb_s3_tuning *t,
 }
 
 int tdb_io_open_url_with(struct tdb_io *io, const char *source,
-                         const struct tdb_s3_options *o, bool create,
+                         const struct tdb_store_options *o, bool create,
                          struct tdb_error *err)
 {
-    if (!tdb_io_is_url(source)) {
+    enum os_kind kind = os_kind_of(source, NULL);
+    if (kind == OS_NONE) {
         int r = tdb_io_posix(io, source);
         return r ? tdb_err(err, r, "%s: %s", source, tdb_strerror(r)) : 0;
     }
-    struct tdb_s3_config cfg;
-    int r = tdb_s3_config_load_with(&cfg, o, err);
-    if (r)
-        return r;
-    r = tdb_io_s3(io, source, &cfg, err);
-    tdb_s3_config_free(&cfg);
+    int r;
+    if (kind == OS_AZURE) {
+        r = os_azure(io, source, o, err);
+    } else {
+        struct tdb_s3_config cfg;
+        r = kind == OS_GCS ? os_gcs_config(&cfg, o, err)
+                           : tdb_s3_config_load_with(&cfg, o, err);
+        if (r)
+            return r;
+        r = tdb_io_s3(io, source, &cfg, err);
+        tdb_s3_config_free(&cfg);
+    }
     if (r)
         return r;
     struct objstore *s = io->ctx;

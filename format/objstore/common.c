@@ -125,7 +125,8 @@ int tdb_os_set_region(struct objstore *s, const char *region)
 int tdb_os_status(struct objstore *s, struct os_call *c, struct tdb_error *err)
 {
     if (c->cc != CURLE_OK)
-        return tdb_err(err, TDB_E_IO, "s3://%s/%s: %s: %s", s->bucket,
+        return tdb_err(err, TDB_E_IO, "%s://%s/%s: %s: %s", s->scheme,
+                       s->bucket,
                        c->key ? c->key : "", curl_easy_strerror(c->cc),
                        c->curl_msg);
     if (c->status >= 200 && c->status < 300)
@@ -134,8 +135,9 @@ int tdb_os_status(struct objstore *s, struct os_call *c, struct tdb_error *err)
     if (!err)
         return code;
     struct tdb_store_answer x;
-    tdb_s3_xml_parse(&x, &c->mem, NULL);
-    tdb_err(err, code, "s3://%s/%s: %s %s: HTTP %ld%s%s%s%s", s->bucket,
+    s->proto->parse(&x, &c->mem, NULL);
+    tdb_err(err, code, "%s://%s/%s: %s %s: HTTP %ld%s%s%s%s", s->scheme,
+            s->bucket,
             c->key ? c->key : "", c->method, c->key ? "" : "(bucket)",
             c->status, x.code ? " " : "", x.code ? x.code : "",
             x.message ? ": " : "", x.message ? x.message : "");

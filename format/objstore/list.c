@@ -250,25 +250,6 @@ int tdb_os_dir_take(struct objstore *s, const char *norm, struct tdb_store_dent 
 
 /* ------------------------------------------------------------- listing */
 
-/* The query of one page of a listing of kprefix (token: the page after
- * the one that gave it; NULL: the first).  @return a new string or NULL. */
-static char *os_list_query(const char *kprefix, bool delim, unsigned max,
-                           const char *token)
-{
-    char maxs[16];
-    snprintf(maxs, sizeof maxs, "%u", max ? max : 1000);
-    struct tdb_store_pair q[5];
-    size_t nq = 0;
-    q[nq++] = (struct tdb_store_pair){"list-type", "2"};
-    q[nq++] = (struct tdb_store_pair){"prefix", kprefix};
-    q[nq++] = (struct tdb_store_pair){"max-keys", maxs};
-    if (delim)
-        q[nq++] = (struct tdb_store_pair){"delimiter", "/"};
-    if (token)
-        q[nq++] = (struct tdb_store_pair){"continuation-token", token};
-    return tdb_store_query(q, nq);
-}
-
 /* Appends x's entries to e[*n] (growing *cap).  @return 0 or
  * TDB_E_NOMEM. */
 static int os_dents_append(struct tdb_store_dent **e, size_t *n, size_t *cap,
@@ -298,14 +279,14 @@ static int os_list_page(struct objstore *s, struct os_call *c, const char *kpref
     if (!r)
         r = tdb_os_status(s, c, err);
     else
-        tdb_err(err, r, "s3://%s/%s: list: %s", s->bucket, kprefix,
+        tdb_err(err, r, "%s://%s/%s: list: %s", s->scheme, s->bucket, kprefix,
                 c->cc != CURLE_OK ? curl_easy_strerror(c->cc)
                                   : tdb_strerror(r));
-    if (!r && (r = tdb_s3_xml_parse(x, &c->mem, kprefix)))
-        tdb_err(err, r, "s3://%s/%s: list: the answer is not a listing",
-                s->bucket, kprefix);
+    if (!r && (r = s->proto->parse(x, &c->mem, kprefix)))
+        tdb_err(err, r, "%s://%s/%s: list: the answer is not a listing",
+                s->scheme, s->bucket, kprefix);
     if (!r && x->is_error)
-        r = tdb_err(err, TDB_E_IO, "s3://%s/%s: list: %s", s->bucket, kprefix,
+        r = tdb_err(err, TDB_E_IO, "%s://%s/%s: list: %s", s->scheme, s->bucket, kprefix,
                     x->code ? x->code : "error");
     return r;
 }
@@ -319,7 +300,7 @@ int tdb_os_list_keys(struct objstore *s, const char *kprefix, bool delim,
     char *token = NULL;
     int r = 0;
     do {
-        char *query = os_list_query(kprefix, delim, max, token);
+        char *query = s->proto->list_query(kprefix, delim, max, token);
         if (!query) {
             r = tdb_err(err, TDB_E_NOMEM, "out of memory");
             break;
@@ -337,8 +318,9 @@ int tdb_os_list_keys(struct objstore *s, const char *kprefix, bool delim,
         token = NULL;
         bool more = !r && x.truncated && !max;
         if (more && !x.token)
-            r = tdb_err(err, TDB_E_CORRUPT, "s3://%s/%s: list: truncated "
-                        "without a continuation token", s->bucket, kprefix);
+            r = tdb_err(err, TDB_E_CORRUPT, "%s://%s/%s: list: truncated "
+                        "without a continuation token", s->scheme,
+                        s->bucket, kprefix);
         else if (more) {
             token = x.token;
             x.token = NULL;
@@ -487,7 +469,7 @@ static void os_listing_done(struct os_call *c);
 static int os_listing_next(struct os_listing *L, const char *token)
 {
     free(L->query);
-    L->query = os_list_query(L->kprefix, !L->tree, 0, token);
+    L->query = L->s->proto->list_query(L->kprefix, !L->tree, 0, token);
     if (!L->query)
         return TDB_E_NOMEM;
     tdb_os_call_clear(&L->c);

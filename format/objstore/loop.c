@@ -1,4 +1,4 @@
-/* loop.c: S3 requests through libcurl's multi interface, on one I/O
+/* loop.c: object-store requests through libcurl's multi interface, on one I/O
  * thread per backend.  Calls wait in a queue; at most max_active are in
  * flight, over connections kept alive in the multi handle's pool (DNS and
  * TLS sessions shared); each try is signed anew.  5xx answers and failed
@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #define OS_BODY_MAX (64u << 20) /* cap on a listing or error body kept */
-#define OS_AUTH_MAX 1024
 #define OS_CONNECT_MS 10000    /* at most, for a connection */
 
 int tdb_s3_global_init(void)
@@ -86,10 +85,15 @@ static size_t os_on_upload(char *p, size_t size, size_t nmemb, void *arg)
 {
     struct os_call *c = arg;
     size_t want = size * nmemb;
-    if (c->up_fd < 0 || c->up_pos >= c->up_len)
+    if ((c->up_fd < 0 && !c->body) || c->up_pos >= c->up_len)
         return 0;
     if (want > c->up_len - c->up_pos)
         want = (size_t)(c->up_len - c->up_pos);
+    if (c->up_fd < 0) {
+        memcpy(p, c->body + c->up_pos, want);
+        c->up_pos += want;
+        return want;
+    }
     ssize_t n;
     do
         n = pread(c->up_fd, p, want, (off_t)(c->up_off + c->up_pos));
@@ -146,65 +150,13 @@ static bool os_transient(CURLcode cc)
 static char *os_uri(struct objstore *s, const char *key)
 {
     char *enc = tdb_store_encode(key ? key : "", true), *uri = NULL;
-    if (enc && asprintf(&uri, "%s/%s", s->uri_base, enc) < 0)
+    if (enc && asprintf(&uri, "%s%s%s", s->uri_base,
+                        key || s->proto->bucket_slash ? "/" : "", enc) < 0)
         uri = NULL;
     free(enc);
     return uri;
 }
 
-/* The signed headers of one try of c into c->hl.  @return 0 or a TDB_E_*
- * code. */
-static int os_sign_headers(struct objstore *s, struct os_call *c)
-{
-    char date[32], auth[OS_AUTH_MAX];
-    time_t now = (time_t)(tdb_now_ms() / 1000);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
-
-    struct tdb_store_pair hdr[8];
-    size_t nh = 0;
-    hdr[nh++] = (struct tdb_store_pair){"host", s->host};
-    hdr[nh++] = (struct tdb_store_pair){"x-amz-date", date};
-    hdr[nh++] = (struct tdb_store_pair){"x-amz-content-sha256", c->hash};
-    if (c->range[0])
-        hdr[nh++] = (struct tdb_store_pair){"range", c->range};
-    if (c->copy_source)
-        hdr[nh++] = (struct tdb_store_pair){"x-amz-copy-source", c->copy_source};
-    if (c->copy_range)
-        hdr[nh++] = (struct tdb_store_pair){"x-amz-copy-source-range",
-                                         c->copy_range};
-    /* the current keys, held while they sign (never waiting: a renewal
-     * runs on a thread of its own) */
-    struct tdb_s3_keys *k = tdb_s3_creds_hold(s->creds);
-    if (k && k->token)
-        hdr[nh++] = (struct tdb_store_pair){"x-amz-security-token", k->token};
-    int r = 0;
-    for (size_t i = 0; !r && i < nh; i++)
-        r = tdb_store_header_add(&c->hl, hdr[i].name, hdr[i].value);
-    if (!r && k) {
-        struct tdb_s3_request rq = {
-            .method = c->method, .path = c->uri,
-            .query = c->query ? c->query : "", .hdr = hdr, .nhdr = nh,
-            .payload_hash = c->hash, .amz_date = date,
-        };
-        struct tdb_s3_signer by = {.region = s->region, .key_id = k->id,
-                                   .secret = k->secret};
-        r = tdb_s3_sigv4(auth, sizeof auth, &rq, &by);
-        if (!r)
-            r = tdb_store_header_add(&c->hl, "Authorization", auth);
-        explicit_bzero(auth, sizeof auth);
-        c->keys_gen = k->gen;
-    }
-    tdb_s3_creds_drop(s->creds, k);
-    if (!r) {
-        struct curl_slist *nl = curl_slist_append(c->hl, "Expect:");
-        if (!nl)
-            return TDB_E_NOMEM;
-        c->hl = nl;
-    }
-    return r;
-}
 
 /* Is p[0..n) name ":" (any case)?  Then *v is what follows, spaces and
  * the line's end trimmed, and *e its end. */
@@ -323,7 +275,8 @@ static void os_setopts(struct objstore *s, struct os_call *c, uint64_t now)
         curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, os_on_seek);
         curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
         curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
-                         (curl_off_t)(c->up_fd >= 0 ? c->up_len : 0));
+                         (curl_off_t)(c->up_fd >= 0 || c->body ? c->up_len
+                                                               : 0));
     } else if (strcmp(c->method, "GET")) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
     }
@@ -406,7 +359,7 @@ static int os_start(struct objstore *s, struct os_call *c, uint64_t now)
         c->url = NULL;
         return TDB_E_NOMEM;
     }
-    int r = os_sign_headers(s, c);
+    int r = s->proto->sign(s, c);
     if (r)
         return r;
     if (!(c->h = os_easy(L)))
@@ -458,21 +411,9 @@ static void os_finished(struct objstore *s, struct os_call *c, CURLcode cc)
     curl_multi_remove_handle(L->multi, c->h);
     /* a handle that failed mid-transfer may hold a broken connection */
     os_easy_put(L, c, cc == CURLE_OK);
-    struct tdb_s3_try t = {.status = cc == CURLE_OK ? c->status : 0,
-                           .body = &c->mem, .keys_gen = c->keys_gen,
-                           .deadline = c->deadline, .renewed = &c->renewed};
+    /* the protocol's own reasons: S3's renewed keys, a bucket's region */
     bool again = os_again(L, c, now, &wait) ||
-                 tdb_s3_creds_retry(s->creds, &t, now, &wait);
-    /* the bucket is in another region than the one signed for: signed
-     * again for the region the answer names, kept for the backend */
-    if (!again && !c->failed && cc == CURLE_OK &&
-        (c->status == 301 || c->status == 400) && c->region[0] &&
-        !c->redirected && tdb_os_set_region(s, c->region) == 0) {
-        c->redirected = true;
-        c->tries--;
-        again = true;
-        wait = 0;
-    }
+                 (s->proto->again && s->proto->again(s, c, now, &wait));
     pthread_mutex_lock(&L->lock);
     os_unlink(&L->active, c);
     L->nactive--;
@@ -648,7 +589,14 @@ static void os_join(struct os_loop *L)
 int tdb_os_submit(struct objstore *s, struct os_call *c)
 {
     struct os_loop *L = &s->loop;
-    if (c->up_fd >= 0) {
+    if (c->body && !strcmp(c->method, "PUT")) {
+        c->up_fd = -1;          /* a PUT of bytes in memory */
+        c->up_off = 0;
+        c->up_len = c->body_len;
+    }
+    if (!s->proto->hash_payload) {
+        c->hash[0] = 0;
+    } else if (c->up_fd >= 0) {
         int r = os_sha256_fd(c->up_fd, c->up_off, c->up_len, c->hash);
         if (r)
             return r;

@@ -73,8 +73,14 @@ struct os_pending {
     struct os_pending *next;
 };
 
+struct os_proto;
+
 struct objstore {
-    char *bucket;
+    const struct os_proto *proto;   /* the protocol it speaks */
+    char scheme[8];      /* of its URL, for messages: "s3", "gs", ... */
+    void *pctx;          /* the protocol's own state (Azure's keys), or
+                          * NULL; freed by proto->free */
+    char *bucket;        /* S3's bucket, Azure's container */
     char *prefix;        /* key prefix of the root, no trailing '/'; "" */
     char *base;          /* scheme://host[:port][/path] requests go to */
     char *host;          /* the Host header */
@@ -163,6 +169,59 @@ struct os_call {
     bool renewed;             /* tried again once after a renewal */
     struct os_call *next;
 };
+
+/* What one protocol does its own way (proto_s3.c, proto_azure.c); the
+ * rest of the backend is every protocol's.  Each hook runs for the
+ * backend s (sign and again on the I/O thread). */
+struct os_proto {
+    /* the headers of one try of c into c->hl, signed (c->uri and c->url
+     * made: sign may add to the URL's query).  @return 0 or TDB_E_* */
+    int (*sign)(struct objstore *s, struct os_call *c);
+    /* after a try ended (c->status, c->cc): should it be tried again for
+     * a reason of the protocol's (*wait ms from now)?  NULL: never */
+    bool (*again)(struct objstore *s, struct os_call *c, uint64_t now,
+                  uint64_t *wait);
+    bool hash_payload;          /* c->hash: the body's SHA-256 (SigV4) */
+    bool bucket_slash;          /* the bucket's own path ends in '/' */
+    /* the query of one page of a listing of kprefix (with delimiter '/'
+     * when delim; at most max keys, 0: a page as large as the store
+     * gives; token: the page after the one that gave it, NULL: the
+     * first).  @return a new string or NULL */
+    char *(*list_query)(const char *kprefix, bool delim, unsigned max,
+                        const char *token);
+    /* an answer's body into a (store.h): 0, TDB_E_CORRUPT, TDB_E_NOMEM */
+    int (*parse)(struct tdb_store_answer *a, const struct tdb_buf *body,
+                 const char *prefix);
+    /* uploads in parts: start one (*id: a new string), the query of part
+     * n (from 1) of it, complete it with parts 1..n (etags: each part's
+     * answer's ETag when part_etag, else maybe NULL), abort it (1: gone,
+     * 0: maybe still there; NULL: nothing to abort, a part left alone
+     * is the store's to drop, and no journal is kept) */
+    int (*mp_start)(struct objstore *s, const char *key, char **id);
+    char *(*part_query)(const char *id, unsigned n);
+    bool part_etag;
+    int (*mp_complete)(struct objstore *s, const char *key, const char *id,
+                       char **etags, unsigned n);
+    int (*mp_abort)(struct objstore *s, const char *key, const char *id);
+    bool copy;                  /* server-side copies (S3's CopyObject) */
+    void (*free)(void *pctx);
+};
+
+extern const struct os_proto tdb_os_proto_s3;
+extern const struct os_proto tdb_os_proto_azure;
+
+struct tdb_az_config;
+/* Gives an Azure backend the keys of cfg (taken: cfg's account, key and
+ * SAS become NULL; proto_azure.c).  @return 0 or TDB_E_NOMEM. */
+int tdb_os_azure_keys(struct objstore *s, struct tdb_az_config *cfg);
+
+/* Performs c (its sink OS_SINK_MEM) and clears it; with x, the answer
+ * parsed there (free it with tdb_store_answer_free, whatever the outcome;
+ * upload.c).  @return 0 for a 2xx answer whose body is no Error (a copy
+ * or a CompleteMultipartUpload can fail after its 200 header),
+ * TDB_E_NOENT for 404, else TDB_E_IO (TDB_E_NOMEM). */
+int tdb_os_ask(struct objstore *s, struct os_call *c,
+               struct tdb_store_answer *x);
 
 /* Starts the I/O thread's state (not the thread): max_active calls in
  * flight, reads within timeout_ms.  @return 0 or TDB_E_NOMEM. */

@@ -51,7 +51,7 @@ static void os_journal_name(struct objstore *s, const char *key, const char *id,
 static void os_journal_add(struct objstore *s, const char *key, const char *id)
 {
     char name[32], *text = NULL;
-    if (s->journal_fd < 0)
+    if (s->journal_fd < 0 || !s->proto->mp_abort)
         return;
     os_journal_name(s, key, id, name);
     int n = asprintf(&text, OS_JOURNAL_MAGIC "%s\n%s\n%s\n", s->bucket, key,
@@ -79,12 +79,7 @@ static void os_journal_drop(struct objstore *s, const char *key, const char *id)
 
 /* -------------------------------------------------------------- calls */
 
-/* Performs c (its sink OS_SINK_MEM) and clears it; with x, the answer
- * parsed there (free it with tdb_store_answer_free, whatever the outcome).
- * @return 0 for a 2xx answer whose body is no Error (a copy or a
- * CompleteMultipartUpload can fail after its 200 header), TDB_E_NOENT
- * for 404, else TDB_E_IO (TDB_E_NOMEM). */
-static int os_ask(struct objstore *s, struct os_call *c, struct tdb_store_answer *x)
+int tdb_os_ask(struct objstore *s, struct os_call *c, struct tdb_store_answer *x)
 {
     struct tdb_store_answer mine;
     if (!x)
@@ -93,7 +88,7 @@ static int os_ask(struct objstore *s, struct os_call *c, struct tdb_store_answer
     int r = tdb_os_perform(s, c);
     if (!r)
         r = tdb_os_status(s, c, NULL);
-    if (!r && (tdb_s3_xml_parse(x, &c->mem, NULL) || x->is_error))
+    if (!r && (s->proto->parse(x, &c->mem, NULL) || x->is_error))
         r = TDB_E_IO;
     if (x == &mine)
         tdb_store_answer_free(x);
@@ -101,45 +96,6 @@ static int os_ask(struct objstore *s, struct os_call *c, struct tdb_store_answer
     return r;
 }
 
-/* POST key?QUERY with body (NULL: none): os_ask. */
-static int os_post(struct objstore *s, const char *key, const char *query,
-                   const char *body, struct tdb_store_answer *x)
-{
-    struct os_call c = {.method = "POST", .key = key, .query = query,
-                        .up_fd = -1, .sink = OS_SINK_MEM,
-                        .body = (const uint8_t *)body,
-                        .body_len = body ? strlen(body) : 0};
-    return os_ask(s, &c, x);
-}
-
-/* "NAME=VALUE" of upload id (and part n when n > 0), canonical. */
-static char *os_upload_query(const char *id, unsigned n)
-{
-    char num[16];
-    snprintf(num, sizeof num, "%u", n);
-    struct tdb_store_pair p[2] = {{"partNumber", num}, {"uploadId", id}};
-    return n ? tdb_store_query(p, 2) : tdb_store_query(p + 1, 1);
-}
-
-/* AbortMultipartUpload.  @return 1 when the upload is gone (aborted, or
- * not known to the store: 404, or a store that cannot abort: another
- * 4xx but 403), 0 when it may still be there. */
-static int os_abort(struct objstore *s, const char *key, const char *id)
-{
-    char *q = os_upload_query(id, 0);
-    if (!q)
-        return 0;
-    struct os_call c = {.method = "DELETE", .key = key, .query = q,
-                        .up_fd = -1};
-    int r = tdb_os_perform(s, &c);
-    int gone = !r && c.cc == CURLE_OK &&
-               ((c.status >= 200 && c.status < 300) ||
-                (c.status >= 400 && c.status < 500 && c.status != 403 &&
-                 c.status != 408 && c.status != 429));
-    tdb_os_call_clear(&c);
-    free(q);
-    return gone;
-}
 
 /* ------------------------------------------------------- the upload */
 
@@ -160,6 +116,7 @@ struct os_upload {
     unsigned inflight;
     int r;                      /* the first failure */
     char **etags;               /* of each part, when it came back */
+    bool etag_wanted;           /* the completion names them (S3's) */
     struct os_part **idle;      /* slots not in flight */
     unsigned nfree;
 };
@@ -186,7 +143,7 @@ static void os_part_done(struct os_call *c)
         }
         tdb_store_answer_free(&x);
     }
-    if (!r && !c->etag)
+    if (!r && !c->etag && u->etag_wanted)
         r = TDB_E_IO;
     /* a store without UploadPartCopy (s3rver) */
     if (r && c->copy_source && c->status == 501)
@@ -205,31 +162,6 @@ static void os_part_done(struct os_call *c)
     u->inflight--;
     pthread_cond_signal(&u->cv);
     pthread_mutex_unlock(&u->m);
-}
-
-/* The CompleteMultipartUpload body of n parts. */
-static char *os_complete_body(char **etags, unsigned n)
-{
-    struct tdb_buf b = {0};
-    char line[64];
-    int r = tdb_buf_append(&b, "<CompleteMultipartUpload>", 25);
-    for (unsigned i = 0; !r && i < n; i++) {
-        snprintf(line, sizeof line, "<Part><PartNumber>%u</PartNumber><ETag>",
-                 i + 1);
-        /* an ETag is printable ASCII (header.h); '&' and '<' would
-         * need escaping, and no store sends them */
-        r = strpbrk(etags[i], "&<>") ? TDB_E_IO
-            : tdb_buf_append(&b, line, strlen(line)) ? TDB_E_NOMEM
-            : tdb_buf_append(&b, etags[i], strlen(etags[i])) ? TDB_E_NOMEM
-            : tdb_buf_append(&b, "</ETag></Part>", 14);
-    }
-    if (!r)
-        r = tdb_buf_append(&b, "</CompleteMultipartUpload>", 27);
-    if (r) {
-        tdb_buf_free(&b);
-        return NULL;
-    }
-    return (char *)b.data;
 }
 
 /* What the parts of an upload are: ranges of a file, or of an object
@@ -265,7 +197,7 @@ static int os_send_parts(struct objstore *s, struct os_upload *u, const char *ke
             break;
         uint64_t off = (uint64_t)(n - 1) * ps;
         p->n = n;
-        p->query = os_upload_query(id, n);
+        p->query = s->proto->part_query(id, n);
         uint64_t pl = len - off < ps ? len - off : ps;
         p->c = (struct os_call){.method = "PUT", .key = key, .query = p->query,
                                 .up_fd = src->copy ? -1 : src->fd,
@@ -312,42 +244,29 @@ static int os_multipart(struct objstore *s, const char *key,
     unsigned nparts = (unsigned)((len + ps - 1) / ps);
     unsigned window = s->loop.max_active < nparts ? s->loop.max_active
                                                   : nparts;
-    struct tdb_store_answer x;
-    int r = os_post(s, key, "uploads=", NULL, &x);
     char *id = NULL;
-    if (!r && !(x.upload_id && x.upload_id[0]))
-        r = TDB_E_IO;
-    if (!r) {
-        id = x.upload_id;
-        x.upload_id = NULL;
-    }
-    tdb_store_answer_free(&x);
+    int r = s->proto->mp_start(s, key, &id);
     if (r)
         return r;
     os_journal_add(s, key, id);
 
     struct os_upload u = {.etags = calloc(nparts, sizeof(char *)),
+                          .etag_wanted = s->proto->part_etag,
                           .idle = calloc(window, sizeof(struct os_part *))};
     pthread_mutex_init(&u.m, NULL);
     pthread_cond_init(&u.cv, NULL);
     r = u.etags && u.idle ? os_send_parts(s, &u, key, id, src, ps, nparts,
                                           window)
                           : TDB_E_NOMEM;
-    char *body = r ? NULL : os_complete_body(u.etags, nparts);
-    char *q = r ? NULL : os_upload_query(id, 0);
-    if (!r && (!body || !q))
-        r = TDB_E_NOMEM;
     if (!r)
-        r = os_post(s, key, q, body, NULL);
+        r = s->proto->mp_complete(s, key, id, u.etags, nparts);
     /* nothing stays stored (and billed) of an upload that failed */
-    if (!r || os_abort(s, key, id))
+    if (!r || !s->proto->mp_abort || s->proto->mp_abort(s, key, id))
         os_journal_drop(s, key, id);
     for (unsigned i = 0; u.etags && i < nparts; i++)
         free(u.etags[i]);
     free(u.etags);
     free(u.idle);
-    free(body);
-    free(q);
     free(id);
     pthread_cond_destroy(&u.cv);
     pthread_mutex_destroy(&u.m);
@@ -385,7 +304,7 @@ int tdb_os_copy_object(struct objstore *s, const char *bucket, const char *from,
     } else {
         struct os_call c = {.method = "PUT", .key = to, .up_fd = -1,
                             .copy_source = src, .sink = OS_SINK_MEM};
-        r = os_ask(s, &c, NULL);
+        r = tdb_os_ask(s, &c, NULL);
     }
     free(src);
     return r;
@@ -473,7 +392,8 @@ int tdb_os_journal_open(struct objstore *s, const char *dir, unsigned *aborted,
             os_journal_read(dfd, e->d_name, &bucket, &key, &id))
             continue;
         /* an upload to another bucket is another mount's to abort */
-        if (!strcmp(bucket, s->bucket) && os_abort(s, key, id)) {
+        if (!strcmp(bucket, s->bucket) && s->proto->mp_abort &&
+            s->proto->mp_abort(s, key, id)) {
             unlinkat(dfd, e->d_name, 0);
             (*aborted)++;
         }

@@ -135,7 +135,7 @@ static void s3_files_free(struct s3_files *f)
 
 /* Reads the files: those the options name (which must exist), else as
  * the AWS tools find them (missing ones are fine). */
-static int s3_files_read(struct s3_files *f, const struct tdb_s3_options *o,
+static int s3_files_read(struct s3_files *f, const struct tdb_store_options *o,
                          struct tdb_error *err)
 {
     memset(f, 0, sizeof *f);
@@ -186,7 +186,7 @@ static bool s3_has_section(const char *text, size_t len, const char *name)
 /* What the chain reads: the files, the options, the region found. */
 struct s3_chain {
     const struct s3_files *f;
-    const struct tdb_s3_options *o;
+    const struct tdb_store_options *o;
     const char *region;
     struct tdb_error *err;
 };
@@ -561,7 +561,7 @@ static int s3_take(struct tdb_s3_config *cfg, struct tdb_s3_source *src,
 
 /* The credentials, in the order of AWS's SDKs (tiledb_format.h). */
 static int s3_keys(struct tdb_s3_config *cfg, const struct s3_files *f,
-                   const struct tdb_s3_options *o, struct tdb_error *err)
+                   const struct tdb_store_options *o, struct tdb_error *err)
 {
     struct s3_chain x = {.f = f, .o = o, .region = cfg->region, .err = err};
     struct tdb_s3_source *src = NULL;
@@ -602,10 +602,10 @@ static int s3_keys(struct tdb_s3_config *cfg, const struct s3_files *f,
 }
 
 int tdb_s3_config_load_with(struct tdb_s3_config *cfg,
-                            const struct tdb_s3_options *o,
+                            const struct tdb_store_options *o,
                             struct tdb_error *err)
 {
-    static const struct tdb_s3_options none;
+    static const struct tdb_store_options none;
     struct s3_files f;
     int r;
 

@@ -1750,7 +1750,7 @@ static void test_refresh_threads(void)
  * engine by tdbm_s3_options. */
 static void test_s3_option_values(void)
 {
-    struct tdb_s3_options s3;
+    struct tdb_store_options s3;
     struct tdbm_options o;
     char why[256], *cwd = getcwd(NULL, 0), want[4200];
 
