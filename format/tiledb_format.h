@@ -206,7 +206,115 @@ int tdb_io_names(const struct tdb_io *io, const char *path,
                  struct tdb_names *out, struct tdb_error *err);
 void tdb_names_free(struct tdb_names *n);
 
-/* ------------------------------------------------------- object storage */
+/* ------------------------------------------- object storage: every store */
+
+/* How an object store backend reads; zero fields keep the defaults. */
+struct tdb_store_tuning {
+    unsigned requests;          /* requests in flight at most (64) */
+    unsigned timeout_s;         /* a read's deadline, its retries with
+                                 * backoff included, in seconds (30); a
+                                 * transfer stalled for a third of it (1 to
+                                 * 20 s) is given up and tried again */
+    uint64_t readahead_bytes;   /* bytes fetched ahead and not yet read,
+                                 * at most (64 MiB) */
+    const char *disk_cache;     /* a folder keeping fetched bytes for the
+                                 * next reads and mounts (made when
+                                 * missing, made 0700; refused when a
+                                 * symbolic link, not the user's own or
+                                 * writable by group or others), or NULL:
+                                 * none */
+    uint64_t disk_cache_bytes;  /* its size bound (TDB_S3_DISK_CACHE_BYTES) */
+    unsigned retries;           /* with retries_given: a failed request
+                                 * (5xx, no answer, a stalled transfer) is
+                                 * tried again at most this many times,
+                                 * within its deadline (3) */
+    bool retries_given;
+    uint64_t part_size;         /* a file written larger than this goes up
+                                 * as a multipart upload in parts of this
+                                 * size (TDB_S3_PART_SIZE; at least
+                                 * TDB_S3_PART_MIN; grown for a file that
+                                 * would need more than 10,000 parts) */
+};
+
+#define TDB_S3_DISK_CACHE_BYTES (UINT64_C(1) << 30)
+#define TDB_S3_PART_SIZE (UINT64_C(8) << 20)
+#define TDB_S3_PART_MIN (UINT64_C(5) << 20)   /* S3's least part */
+#define TDB_S3_PART_MAX (UINT64_C(5) << 30)   /* and largest */
+
+/* What a front end's options say of the connection (-o endpoint=,
+ * region=, profile=, credentials_file=, config_file=, account=): each
+ * given field comes before the environment and the files; NULL fields
+ * are found as tdb_s3_config_load (s3://, gs://) or Azure's tools
+ * (azure://, see tdb_io_open_url_with) find them.  Strings stay the
+ * caller's. */
+struct tdb_store_options {
+    const char *endpoint;         /* before AWS_ENDPOINT_URL_S3, ...;
+                                   * azure://: before the connection
+                                   * string's BlobEndpoint */
+    const char *region;           /* before AWS_REGION, ... */
+    const char *profile;          /* before AWS_PROFILE */
+    const char *credentials_file; /* before AWS_SHARED_CREDENTIALS_FILE and
+                                   * ~/.aws/credentials; azure://: a file
+                                   * holding a connection string, before
+                                   * AZURE_STORAGE_CONNECTION_STRING */
+    const char *config_file;      /* before AWS_CONFIG_FILE, ~/.aws/config */
+    const char *account;          /* azure://: the storage account, before
+                                   * AZURE_STORAGE_ACCOUNT */
+    struct tdb_store_tuning tune; /* how it reads (-o s3_requests=, ...) */
+};
+
+/* libcurl's process-wide set-up (curl_global_init).  A front end calls it
+ * once from main, before its threads start and before tdb_io_s3 or
+ * tdb_io_open_url; later calls do nothing more.  @return 0 or TDB_E_IO. */
+int tdb_s3_global_init(void);
+
+
+/* Is `source` a URL that tdb_io_open_url opens with an object store
+ * backend ("s3://...", "gs://...", "gcs://...", "azure://...")? */
+bool tdb_io_is_url(const char *source);
+
+/* Opens a source: an object store's URL (tdb_io_open_url_with), anything
+ * else as a POSIX folder (tdb_io_posix).  err names the URL, and the HTTP
+ * status or the store's error code when the server refused.  @return 0 or
+ * a TDB_E_* code. */
+int tdb_io_open_url(struct tdb_io *io, const char *source,
+                    struct tdb_error *err);
+
+/* tdb_io_open_url with options `o` (NULL: none), checking that the bucket
+ * (container) answers and that PREFIX holds objects (TDB_E_NOENT if not);
+ * `create`: the prefix may hold nothing yet (an array about to be made
+ * there), only the bucket must answer.  A disk_cache of o->tune that
+ * cannot be made, or is refused (see struct tdb_store_tuning), fails the
+ * open (TDB_E_IO, the message naming the folder and why).  Every object
+ * store is read and written as tdb_io_s3 documents for S3: one I/O
+ * thread, listings, fetching ahead, the disk cache keyed by ETag, files
+ * larger than the part size written in parts that appear whole at once.
+ *  - "s3://BUCKET[/PREFIX]": tdb_io_s3 with the configuration of
+ *    tdb_s3_config_load_with(o).
+ *  - "gs://BUCKET[/PREFIX]" (or "gcs://"): Google Cloud Storage through
+ *    its XML API, which speaks S3's protocol: HMAC keys found as S3's
+ *    keys are (AWS_ACCESS_KEY_ID, the profile, o->credentials_file),
+ *    signed with Signature V4 for region o->region or "auto", at
+ *    o->endpoint or https://storage.googleapis.com (AWS_ENDPOINT_URL and
+ *    AWS_REGION are S3's and not read).
+ *  - "azure://CONTAINER[/PREFIX]": Azure Blob Storage (see its section
+ *    below). */
+int tdb_io_open_url_with(struct tdb_io *io, const char *source,
+                         const struct tdb_store_options *o, bool create,
+                         struct tdb_error *err);
+
+/* Gives an S3 backend a journal of its multipart uploads: folder `dir`
+ * (made 0700 when missing; refused unless the caller's alone) records
+ * each upload under way until it is completed or aborted, and the uploads
+ * to this bucket recorded there now (those of a process killed while
+ * writing) are aborted (AbortMultipartUpload), *aborted counting them.  A
+ * -o rw mount keeps its journal in its staging folder.  Other backends:
+ * nothing (0).  @return 0 or TDB_E_IO (err names the folder). */
+int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
+                      unsigned *aborted, struct tdb_error *err);
+
+
+/* ---------------------------- S3, and Google Cloud Storage's XML API */
 
 /* Temporary credentials and where they come from (a credential_process,
  * an STS role, a container endpoint, the instance metadata), renewed
@@ -288,61 +396,6 @@ struct tdb_s3_config {
 int tdb_s3_config_load(struct tdb_s3_config *cfg, struct tdb_error *err);
 void tdb_s3_config_free(struct tdb_s3_config *cfg);
 
-/* How an object store backend reads; zero fields keep the defaults. */
-struct tdb_store_tuning {
-    unsigned requests;          /* requests in flight at most (64) */
-    unsigned timeout_s;         /* a read's deadline, its retries with
-                                 * backoff included, in seconds (30); a
-                                 * transfer stalled for a third of it (1 to
-                                 * 20 s) is given up and tried again */
-    uint64_t readahead_bytes;   /* bytes fetched ahead and not yet read,
-                                 * at most (64 MiB) */
-    const char *disk_cache;     /* a folder keeping fetched bytes for the
-                                 * next reads and mounts (made when
-                                 * missing, made 0700; refused when a
-                                 * symbolic link, not the user's own or
-                                 * writable by group or others), or NULL:
-                                 * none */
-    uint64_t disk_cache_bytes;  /* its size bound (TDB_S3_DISK_CACHE_BYTES) */
-    unsigned retries;           /* with retries_given: a failed request
-                                 * (5xx, no answer, a stalled transfer) is
-                                 * tried again at most this many times,
-                                 * within its deadline (3) */
-    bool retries_given;
-    uint64_t part_size;         /* a file written larger than this goes up
-                                 * as a multipart upload in parts of this
-                                 * size (TDB_S3_PART_SIZE; at least
-                                 * TDB_S3_PART_MIN; grown for a file that
-                                 * would need more than 10,000 parts) */
-};
-
-#define TDB_S3_DISK_CACHE_BYTES (UINT64_C(1) << 30)
-#define TDB_S3_PART_SIZE (UINT64_C(8) << 20)
-#define TDB_S3_PART_MIN (UINT64_C(5) << 20)   /* S3's least part */
-#define TDB_S3_PART_MAX (UINT64_C(5) << 30)   /* and largest */
-
-/* What a front end's options say of the connection (-o endpoint=,
- * region=, profile=, credentials_file=, config_file=, account=): each
- * given field comes before the environment and the files; NULL fields
- * are found as tdb_s3_config_load (s3://, gs://) or Azure's tools
- * (azure://, see tdb_io_open_url_with) find them.  Strings stay the
- * caller's. */
-struct tdb_store_options {
-    const char *endpoint;         /* before AWS_ENDPOINT_URL_S3, ...;
-                                   * azure://: before the connection
-                                   * string's BlobEndpoint */
-    const char *region;           /* before AWS_REGION, ... */
-    const char *profile;          /* before AWS_PROFILE */
-    const char *credentials_file; /* before AWS_SHARED_CREDENTIALS_FILE and
-                                   * ~/.aws/credentials; azure://: a file
-                                   * holding a connection string, before
-                                   * AZURE_STORAGE_CONNECTION_STRING */
-    const char *config_file;      /* before AWS_CONFIG_FILE, ~/.aws/config */
-    const char *account;          /* azure://: the storage account, before
-                                   * AZURE_STORAGE_ACCOUNT */
-    struct tdb_store_tuning tune; /* how it reads (-o s3_requests=, ...) */
-};
-
 /* tdb_s3_config_load under options `o` (NULL: none).  A credentials_file
  * or config_file given must be readable; given a profile or a credentials
  * file, the profile must be in one of them and the environment's keys
@@ -355,10 +408,6 @@ int tdb_s3_config_load_with(struct tdb_s3_config *cfg,
                             const struct tdb_store_options *o,
                             struct tdb_error *err);
 
-/* libcurl's process-wide set-up (curl_global_init).  A front end calls it
- * once from main, before its threads start and before tdb_io_s3 or
- * tdb_io_open_url; later calls do nothing more.  @return 0 or TDB_E_IO. */
-int tdb_s3_global_init(void);
 
 /* An S3 backend over `url`, "s3://BUCKET[/PREFIX]": paths are keys under
  * PREFIX/.  Reads are range GETs, sizes HEADs (or the sizes a listing
@@ -385,62 +434,25 @@ int tdb_s3_global_init(void);
 int tdb_io_s3(struct tdb_io *io, const char *url,
               const struct tdb_s3_config *cfg, struct tdb_error *err);
 
-/* Is `source` a URL that tdb_io_open_url opens with an object store
- * backend ("s3://...", "gs://...", "gcs://...", "azure://...")? */
-bool tdb_io_is_url(const char *source);
 
-/* Opens a source: an object store's URL (tdb_io_open_url_with), anything
- * else as a POSIX folder (tdb_io_posix).  err names the URL, and the HTTP
- * status or the store's error code when the server refused.  @return 0 or
- * a TDB_E_* code. */
-int tdb_io_open_url(struct tdb_io *io, const char *source,
-                    struct tdb_error *err);
+/* ---------------------------------------------------- Azure Blob Storage */
 
-/* tdb_io_open_url with options `o` (NULL: none), checking that the bucket
- * (container) answers and that PREFIX holds objects (TDB_E_NOENT if not);
- * `create`: the prefix may hold nothing yet (an array about to be made
- * there), only the bucket must answer.  A disk_cache of o->tune that
- * cannot be made, or is refused (see struct tdb_store_tuning), fails the
- * open (TDB_E_IO, the message naming the folder and why).  Every object
- * store is read and written as tdb_io_s3 documents for S3: one I/O
- * thread, listings, fetching ahead, the disk cache keyed by ETag, files
- * larger than the part size written in parts that appear whole at once.
- *  - "s3://BUCKET[/PREFIX]": tdb_io_s3 with the configuration of
- *    tdb_s3_config_load_with(o).
- *  - "gs://BUCKET[/PREFIX]" (or "gcs://"): Google Cloud Storage through
- *    its XML API, which speaks S3's protocol: HMAC keys found as S3's
- *    keys are (AWS_ACCESS_KEY_ID, the profile, o->credentials_file),
- *    signed with Signature V4 for region o->region or "auto", at
- *    o->endpoint or https://storage.googleapis.com (AWS_ENDPOINT_URL and
- *    AWS_REGION are S3's and not read).
- *  - "azure://CONTAINER[/PREFIX]": Azure Blob Storage; the account, its
- *    Shared Key or a SAS token and the endpoint from o->credentials_file
- *    (a connection string), else AZURE_STORAGE_CONNECTION_STRING (its
- *    AccountName, AccountKey, SharedAccessSignature, BlobEndpoint,
- *    DefaultEndpointsProtocol, EndpointSuffix, UseDevelopmentStorage),
- *    else AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or
- *    AZURE_STORAGE_SAS_TOKEN; o->account and o->endpoint before them
- *    (default https://ACCOUNT.blob.core.windows.net; Azurite's
- *    http://127.0.0.1:10000/devstoreaccount1 addressed with the account
- *    in the path).  Neither key nor token: anonymous reads of a public
- *    container.  Requests: Get Blob with a range, Get Blob Properties,
- *    List Blobs with delimiter '/', Put Blob, Put Block then Put Block
- *    List above the part size (blocks never listed are the service's to
- *    drop: nothing to abort), Delete Blob; rename copies through here
- *    (no server-side copy). */
-int tdb_io_open_url_with(struct tdb_io *io, const char *source,
-                         const struct tdb_store_options *o, bool create,
-                         struct tdb_error *err);
-
-/* Gives an S3 backend a journal of its multipart uploads: folder `dir`
- * (made 0700 when missing; refused unless the caller's alone) records
- * each upload under way until it is completed or aborted, and the uploads
- * to this bucket recorded there now (those of a process killed while
- * writing) are aborted (AbortMultipartUpload), *aborted counting them.  A
- * -o rw mount keeps its journal in its staging folder.  Other backends:
- * nothing (0).  @return 0 or TDB_E_IO (err names the folder). */
-int tdb_io_s3_journal(const struct tdb_io *io, const char *dir,
-                      unsigned *aborted, struct tdb_error *err);
+/* An azure:// source is opened by tdb_io_open_url_with (no configuration
+ * struct: the options and the environment say it all).  The account, its
+ * Shared Key or a SAS token and the endpoint come from o->credentials_file
+ * (a connection string), else AZURE_STORAGE_CONNECTION_STRING (its
+ * AccountName, AccountKey, SharedAccessSignature, BlobEndpoint,
+ * DefaultEndpointsProtocol, EndpointSuffix, UseDevelopmentStorage),
+ * else AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or
+ * AZURE_STORAGE_SAS_TOKEN; o->account and o->endpoint before them
+ * (default https://ACCOUNT.blob.core.windows.net; Azurite's
+ * http://127.0.0.1:10000/devstoreaccount1 addressed with the account
+ * in the path).  Neither key nor token: anonymous reads of a public
+ * container.  Requests: Get Blob with a range, Get Blob Properties,
+ * List Blobs with delimiter '/', Put Blob, Put Block then Put Block
+ * List above the part size (blocks never listed are the service's to
+ * drop: nothing to abort), Delete Blob; rename copies through here
+ * (no server-side copy). */
 
 /* ------------------------------------------------------------ datatypes */
 

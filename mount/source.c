@@ -178,7 +178,7 @@ int tdbm_source_open(struct tdbm_source *s, const char *source,
     size_t ng = tdbm_options_s3_given(o, given, sizeof given);
     if (ng)
         snprintf(s->warning, sizeof s->warning, "%s: %s %s only for an "
-                 "s3:// SOURCE: ignored for a local folder", source, given,
+                 "object store's SOURCE: ignored for a local folder", source, given,
                  ng > 1 ? "are" : "is");
     rc = tdb_io_posix(&s->io, s->path);
     if (rc < 0) {

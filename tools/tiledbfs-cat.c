@@ -3,7 +3,8 @@
  *   tiledbfs-cat [-o OPTIONS] [-x] SOURCE PATH
  *
  * A file: its bytes on stdout, exactly what `cat MOUNT/PATH` gives.
- * A folder: its entries, one name per line.
+ * A folder: its entries, one name per line.  SOURCE is a folder or an
+ * object store's URL (s3://, azure://, gs://), opened as tiledbfs opens it.
  * -x: instead, the extended attributes of PATH, one "name=value" per line.
  * Errors: one line on stderr, exit status 1.
  *
@@ -30,9 +31,11 @@ static void tdbcat_usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-o OPTIONS] [-x] SOURCE PATH\n"
-            "Prints the bytes that tiledbfs shows at PATH of a mounted SOURCE\n"
-            "(a TileDB array or group folder, or s3://BUCKET/PREFIX); a "
-            "folder's\nentries one a line.\n"
+            "Prints the bytes that tiledbfs shows at PATH of a mounted "
+            "SOURCE\n"
+            "(a TileDB array or group folder, s3://BUCKET/PREFIX,\n"
+            "azure://CONTAINER/PREFIX or gs://BUCKET/PREFIX); a folder's "
+            "entries one\na line.\n"
             "  -x             print PATH's extended attributes as "
             "name=value\n"
             "  -h, --help     this text\n"

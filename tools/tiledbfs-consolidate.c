@@ -3,21 +3,24 @@
  *   tiledbfs-consolidate [-o OPTIONS] [--mode=MODE[,MODE]] [--vacuum] [-v]
  *                        SOURCE
  *
- * SOURCE is an array folder or s3://BUCKET/PREFIX.  MODE is fragments
- * (the live fragments merged into one, as TileDB's default configuration
- * merges them), fragment_meta (every live fragment's footer in one
- * __fragment_meta/ file, so an open reads one file instead of one per
- * fragment), commits (every commit in one __commits/ .con file),
- * array_meta (every metadata key in force in one __meta/ file) or all
- * (the four, in that order: the default; a mode that does not apply to
- * the array, commits below format 12, is then skipped with a line saying
- * so).
+ * SOURCE is an array folder or an object store's prefix
+ * (s3://BUCKET/PREFIX, azure://CONTAINER/PREFIX, gs://BUCKET/PREFIX).
+ * MODE is fragments (the live fragments merged into one, as TileDB's
+ * default configuration merges them), fragment_meta (every live
+ * fragment's footer in one __fragment_meta/ file, so an open reads one
+ * file instead of one per fragment), commits (every commit in one
+ * __commits/ .con file), array_meta (every metadata key in force in one
+ * __meta/ file) or all (the four, in that order: the default; a mode that
+ * does not apply to the array, commits below format 12, is then skipped
+ * with a line saying so).
  * --vacuum then removes what each consolidation superseded.  Each file is
  * published whole and every removal leaves a file that still names what
  * it removed, so a reader sees the same cells at every step, and after a
  * kill the command can be run again.  -o takes key_file=, threads=,
- * cache_size= and the S3 options of tiledbfs.  -v prints one line per
- * step.  Errors: one line on stderr, exit status 1.
+ * cache_size= and the object-store options of tiledbfs (endpoint=,
+ * account=, region=, profile=, credentials_file=, config_file= and the
+ * s3_* ones).  -v prints one line per step.  Errors: one line on stderr,
+ * exit status 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -89,19 +92,24 @@ static void tdbcons_usage(FILE *f)
     fprintf(f,
             "usage: %s [-o OPTIONS] [--mode=MODE[,MODE]] [--vacuum] [-v] "
             "SOURCE\n"
-            "Consolidates the TileDB array SOURCE (a folder or "
-            "s3://BUCKET/PREFIX) as\n"
-            "TileDB does, without TileDB.\n"
+            "Consolidates the TileDB array SOURCE (a folder, "
+            "s3://BUCKET/PREFIX,\n"
+            "azure://CONTAINER/PREFIX or gs://BUCKET/PREFIX) as TileDB "
+            "does, without\nTileDB.\n"
             "  --mode=MODE    fragments, fragment_meta, commits, array_meta, "
             "or all\n"
             "                 (the four, the default)\n"
             "  --vacuum       then remove what each consolidation "
             "superseded\n"
             "  -o key_file=PATH,threads=N,cache_size=N[KMG],endpoint=URL,\n"
-            "     region=NAME,profile=NAME,\n"
+            "     account=NAME,region=NAME,profile=NAME,\n"
             "     credentials_file=PATH,config_file=PATH\n"
-            "                 the array's key; where and as whom s3:// is "
-            "reached\n"
+            "                 the array's key; where and as whom an "
+            "object-store\n"
+            "                 SOURCE is reached\n"
+            "  -o s3_requests=N,s3_timeout=SECS,s3_retries=N,"
+            "s3_part_size=N[KMG]\n"
+            "                 how it is reached (as for tiledbfs)\n"
             "  -v             print what each step did\n"
             "  -h, --help     this text\n"
             "  -V, --version  print the version\n",

@@ -1,19 +1,21 @@
-/* tiledbfs-copy.c: copies a TileDB array or group, file by file, between folders and object storage (an upload of a local array to S3, or back), with tdb_array_copy. */
+/* tiledbfs-copy.c: copies a TileDB array or group, file by file, between folders and object storage (an upload of a local array to S3, Azure Blob Storage or Cloud Storage, or back), with tdb_array_copy. */
 /*
  *   tiledbfs-copy [-o OPTIONS] SRC DST
  *
- * SRC is an array or group folder or s3://BUCKET/PREFIX; DST a missing or
- * empty folder, or an s3:// prefix with no objects.  Every file is copied
- * byte for byte (an encrypted array needs no key), the commit files last,
- * so a mount of DST with -o refresh= sees whole fragments only.  A local
- * SRC is read without following symbolic links (a link inside it is an
- * error).  What SRC's listings show is checked against the array's own
- * references before anything is written, and DST's references against
- * SRC's once copied (tdb_array_copy).  A DST inside SRC is refused before
- * anything is opened.  -o takes the S3 options of tiledbfs (endpoint=, region=,
- * profile=, credentials_file=, config_file=), for both ends, and
- * key_file= (an encrypted array's key, for the check only).  Errors: one
- * line on stderr, exit status 1.
+ * SRC is an array or group folder or an object store's prefix
+ * (s3://BUCKET/PREFIX, azure://CONTAINER/PREFIX, gs://BUCKET/PREFIX); DST
+ * a missing or empty folder, or such a prefix with no objects.  Every file
+ * is copied byte for byte (an encrypted array needs no key), the commit
+ * files last, so a mount of DST with -o refresh= sees whole fragments
+ * only.  A local SRC is read without following symbolic links (a link
+ * inside it is an error).  What SRC's listings show is checked against the
+ * array's own references before anything is written, and DST's references
+ * against SRC's once copied (tdb_array_copy).  A DST inside SRC is refused
+ * before anything is opened.  -o takes the object-store options of
+ * tiledbfs (endpoint=, account=, region=, profile=, credentials_file=,
+ * config_file=, s3_requests=, s3_timeout=, s3_retries=, s3_part_size=),
+ * for both ends, and key_file= (an encrypted array's key, for the check
+ * only).  Errors: one line on stderr, exit status 1.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,17 +37,22 @@ static void tdbcopy_usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-o OPTIONS] SRC DST\n"
-            "Copies the TileDB array or group SRC (a folder or "
-            "s3://BUCKET/PREFIX) to DST\n"
-            "(a missing or empty folder, or an s3:// prefix with no "
-            "objects), file by\n"
-            "file, the commit files last, checked against the array's "
-            "references.\n"
-            "  -o endpoint=URL,region=NAME,profile=NAME,credentials_file="
-            "PATH,\n     config_file=PATH\n"
-            "                 where and as whom s3:// ends are reached (as "
-            "for tiledbfs;\n"
-            "                 default: the environment, ~/.aws)\n"
+            "Copies the TileDB array or group SRC (a folder, "
+            "s3://BUCKET/PREFIX,\n"
+            "azure://CONTAINER/PREFIX or gs://BUCKET/PREFIX) to DST (a "
+            "missing or empty\n"
+            "folder, or such a prefix with no objects), file by file, the "
+            "commit files\n"
+            "last, checked against the array's references.\n"
+            "  -o endpoint=URL,account=NAME,region=NAME,profile=NAME,\n"
+            "     credentials_file=PATH,config_file=PATH\n"
+            "                 where and as whom the object-store ends are "
+            "reached (as\n"
+            "                 for tiledbfs; default: the environment, "
+            "~/.aws)\n"
+            "  -o s3_requests=N,s3_timeout=SECS,s3_retries=N,"
+            "s3_part_size=N[KMG]\n"
+            "                 how they are reached (as for tiledbfs)\n"
             "  -o key_file=PATH  the 32-byte AES-256-GCM key of an encrypted "
             "array, for\n"
             "                 the check to read its fragment metadata (the "
@@ -165,7 +172,8 @@ out:
 static void tdbcopy_url_split(const char *url, const char **bucket,
                               size_t *bl, const char **prefix, size_t *pl)
 {
-    const char *b = url + 5, *slash = strchr(b, '/');
+    const char *sep = strstr(url, "://");
+    const char *b = sep ? sep + 3 : url, *slash = strchr(b, '/');
     *bucket = b;
     *bl = slash ? (size_t)(slash - b) : strlen(b);
     const char *q = slash ? slash : b + *bl;
@@ -178,13 +186,27 @@ static void tdbcopy_url_split(const char *url, const char **bucket,
     *pl = l;
 }
 
-/* Whether s3:// `dst` is `src` or a prefix under it (same bucket; both
- * ends are reached through the same endpoint). */
+/* The store a URL names by its scheme: gs:// and gcs:// are one. */
+static size_t tdbcopy_url_store(const char *url, const char **scheme)
+{
+    if (!strncmp(url, "gcs://", 6)) {
+        *scheme = "gs";
+        return 2;
+    }
+    *scheme = url;
+    return (size_t)(strstr(url, "://") - url);
+}
+
+/* Whether URL `dst` is `src` or a prefix under it (same store, same
+ * bucket; both ends are reached through the same endpoint). */
 static bool tdbcopy_url_inside(const char *src, const char *dst)
 {
-    const char *sb, *sp, *db, *dp;
+    const char *sb, *sp, *db, *dp, *ss, *ds;
     size_t sbl, spl, dbl, dpl;
+    size_t ssl = tdbcopy_url_store(src, &ss), dsl = tdbcopy_url_store(dst, &ds);
 
+    if (ssl != dsl || memcmp(ss, ds, ssl))
+        return false;
     tdbcopy_url_split(src, &sb, &sbl, &sp, &spl);
     tdbcopy_url_split(dst, &db, &dbl, &dp, &dpl);
     if (sbl != dbl || memcmp(sb, db, sbl))

@@ -5,13 +5,14 @@
  *
  * SCHEMA.json is the "schema" object of a mounted array's __array.json, or
  * the whole __array.json ("-" reads standard input).  ARRAY (a folder, or
- * s3://BUCKET/PREFIX) must not exist or be empty.  With key_file= the
- * array is encrypted with that AES-256-GCM key; endpoint=, region=,
- * profile=, credentials_file= and config_file= say how to reach an s3://
- * ARRAY, as for tiledbfs.  With --evolve, ARRAY exists and its schema is
- * evolved as EVOLUTION.json says (docs/SCHEMA.md "Evolution": attributes
- * added and dropped), as TileDB's schema evolution does.  Errors: one
- * line on stderr, exit status 1.
+ * s3://BUCKET/PREFIX, azure://CONTAINER/PREFIX, gs://BUCKET/PREFIX) must
+ * not exist or be empty.  With key_file= the array is encrypted with that
+ * AES-256-GCM key; endpoint=, account=, region=, profile=,
+ * credentials_file=, config_file= and the s3_* options say how to reach
+ * an object-store ARRAY, as for tiledbfs.  With --evolve, ARRAY exists
+ * and its schema is evolved as EVOLUTION.json says (docs/SCHEMA.md
+ * "Evolution": attributes added and dropped), as TileDB's schema
+ * evolution does.  Errors: one line on stderr, exit status 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,13 +37,15 @@ static void tdbcreate_usage(FILE *f)
             "usage: %s [-o OPTIONS] SCHEMA.json ARRAY\n"
             "       %s [-o OPTIONS] --evolve EVOLUTION.json ARRAY\n"
             "Creates an empty TileDB array at ARRAY (a missing or empty "
-            "folder,\nor s3://BUCKET/PREFIX with no objects under it) "
-            "from SCHEMA.json:\nthe \"schema\" object of a mounted "
-            "array's __array.json, or the whole\n__array.json (\"-\": "
-            "standard input).  A \"datatype\" is TileDB's name\n"
-            "(FLOAT64, INT32, STRING_UTF8, ...) or numpy's (float64, int32, "
-            "bool,\ndatetime64[ns], <f8, |u1, ...); the source's docs/SCHEMA.md "
-            "lists them.\n"
+            "folder, or\ns3://BUCKET/PREFIX, azure://CONTAINER/PREFIX or "
+            "gs://BUCKET/PREFIX with\nno objects under it) "
+            "from SCHEMA.json: the \"schema\" object of a mounted\n"
+            "array's __array.json, or the whole __array.json (\"-\": "
+            "standard input).\n"
+            "A \"datatype\" is TileDB's name "
+            "(FLOAT64, INT32, STRING_UTF8, ...) or numpy's\n(float64, int32, "
+            "bool, datetime64[ns], <f8, |u1, ...); the source's\n"
+            "docs/SCHEMA.md lists them.\n"
             "  --evolve          evolve the schema of the existing ARRAY as "
             "EVOLUTION.json\n"
             "                    says: {\"add_attributes\": [ATTR, ...], "
@@ -51,12 +54,15 @@ static void tdbcreate_usage(FILE *f)
             "\"Evolution\")\n"
             "  -o key_file=PATH  encrypt the array with this 32-byte "
             "AES-256-GCM key\n"
-            "  -o endpoint=URL,region=NAME,profile=NAME,credentials_file="
-            "PATH,\n     config_file=PATH\n"
-            "                    where and as whom an s3:// ARRAY is "
-            "written\n"
+            "  -o endpoint=URL,account=NAME,region=NAME,profile=NAME,\n"
+            "     credentials_file=PATH,config_file=PATH\n"
+            "                    where and as whom an object-store ARRAY "
+            "is written\n"
             "                    (as for tiledbfs; default: the "
             "environment, ~/.aws)\n"
+            "  -o s3_requests=N,s3_timeout=SECS,s3_retries=N,"
+            "s3_part_size=N[KMG]\n"
+            "                    how it is written (as for tiledbfs)\n"
             "  -h, --help        this text\n"
             "  -V, --version     print the version\n",
             program_invocation_short_name, program_invocation_short_name);

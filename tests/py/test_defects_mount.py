@@ -262,13 +262,13 @@ def test_s3_options_local_source_warned(cat_prog, mount, tmp_path):
     assert r.returncode == 0 and r.stdout == plain.stdout
     err = r.stderr.decode()
     assert len(err.strip().split('\n')) == 1, err
-    assert 'endpoint=, disk_cache= are only for an s3:// SOURCE' in err, err
+    assert "endpoint=, disk_cache= are only for an object store's SOURCE" in err, err
     assert not os.path.exists(dc)
     mnt = mount(arr, ['region=x', 's3_requests=4', 'disk_cache_size=1M'])
     assert read(os.path.join(mnt, 'temperature')) == plain.stdout
     with open(mount.active[-1][2], 'rb') as f:
         log = f.read().decode()
-    assert 'region=, s3_requests=, disk_cache_size= are only for an s3:// SOURCE' in log, log
+    assert "region=, s3_requests=, disk_cache_size= are only for an object store's SOURCE" in log, log
 
 
 # ------------------------------------------- 11: __slice/ names, bounded

@@ -84,3 +84,15 @@ def test_gcs_not_aws_endpoint(gcs_corpus, cat_prog, monkeypatch):
     assert b'gs://' in proc.stderr, proc.stderr
     proc = run_cat(cat_prog, url, '__array.json', endpoint_opts(gcs_corpus))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_gcs_copy_inside_refused(gcs_corpus, tmp_path):
+    """gs:// and gcs:// name one store: a destination under the source in
+    the other spelling is refused before anything is written."""
+    copy = os.path.join(BUILD, 'tools', 'tiledbfs-copy')
+    src = gs_url(gcs_corpus, 'corpus/filter_chains/array')
+    dst = gs_url(gcs_corpus, f'corpus/filter_chains/array/{tmp_path.name}', 'gcs')
+    r = subprocess.run([copy, '-o', ','.join(endpoint_opts(gcs_corpus)), src, dst],
+                       capture_output=True, timeout=60)
+    assert r.returncode != 0 and b'the destination is inside the source' in r.stderr, r.stderr
+    assert not gcs_corpus.client.keys(f'corpus/filter_chains/array/{tmp_path.name}/')
