@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import azfixture
 import s3fixture
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -313,14 +314,32 @@ def mount(fs_prog, tmp_path):
 
 # ----------------------------------------------------------------------- S3
 # The S3 servers of the tests (s3fixture.py documents this API): s3_server
-# runs a test once per server, s3_corpus with the corpus in its bucket.
+# runs a test once per server, s3_corpus with the corpus in its bucket;
+# store_server and store_corpus the same over every object store, the S3
+# servers and Azurite (azfixture.py).
 
 S3_SKIPPED = {}   # server name -> why it cannot run here
+# every object store a test of store_server runs on (its ids)
+STORES = s3fixture.SERVERS + ('azurite',)
+# the variables no test sees but its server's: AWS_* and AZURE_*
+STORE_ENV_KEYS = s3fixture.AWS_ENV_KEYS + azfixture.AZURE_ENV_KEYS
+
+
+def start_server(name, folder):
+    """Starts object store `name` (s3fixture.start's contract)."""
+    if name == 'azurite':
+        return azfixture.start_azurite(str(folder))
+    return s3fixture.start(name, folder)
+
+
+def protocol(name):
+    return 'Azure' if name == 'azurite' else 'S3'
 
 
 class S3Servers:
-    """The S3 servers of a session, each started the first time a test asks
-    for it and stopped when the session ends."""
+    """The object stores of a session (the S3 servers and Azurite), each
+    started the first time a test asks for it and stopped when the session
+    ends."""
 
     def __init__(self, tmp_path_factory):
         self.factory = tmp_path_factory
@@ -330,12 +349,13 @@ class S3Servers:
 
     def get(self, name):
         if name in S3_SKIPPED:
-            pytest.skip(f'NO {name.upper()}, its S3 tests skipped: {S3_SKIPPED[name]}')
+            pytest.skip(f'NO {name.upper()}, its {protocol(name)} tests skipped: '
+                        f'{S3_SKIPPED[name]}')
         if name in self.failed:
             pytest.fail(self.failed[name], pytrace=False)
         if name not in self.running:
             try:
-                self.running[name] = s3fixture.start(name, self.factory.mktemp(name))
+                self.running[name] = start_server(name, self.factory.mktemp(name))
             except s3fixture.Unavailable as e:
                 S3_SKIPPED[name] = str(e)
                 return self.get(name)
@@ -363,13 +383,34 @@ def s3_server(request, s3_servers, monkeypatch):
     return point_at(s3_servers.get(request.param), monkeypatch)
 
 
+@pytest.fixture(params=STORES)
+def store_server(request, s3_servers, monkeypatch):
+    """An s3fixture.S3Server or an azfixture.AzureServer (a test runs once
+    per object store, ids as their names); the programs the test runs
+    reach it through the AWS_* or the AZURE_* variables."""
+    return point_at(s3_servers.get(request.param), monkeypatch)
+
+
 def point_at(server, monkeypatch):
-    """Points the AWS_* variables (those of the programs a test runs) at
-    server, and only at it; @return server."""
-    for k in s3fixture.AWS_ENV_KEYS:
+    """Points the variables of the programs a test runs (AWS_*, or
+    AZURE_STORAGE_CONNECTION_STRING) at server, and only at it: every
+    other AWS_* and AZURE_* is removed; @return server."""
+    for k in STORE_ENV_KEYS:
         monkeypatch.delenv(k, raising=False)
     for k, v in server.env().items():
         monkeypatch.setenv(k, v)
+    return server
+
+
+def with_corpus(server, servers):
+    """server once every corpus case's array is in its bucket (or
+    container) as corpus/CASE/array, uploaded once per session."""
+    if not os.path.isdir(CORPUS):
+        pytest.skip(NO_CORPUS)
+    if server.name not in servers.with_corpus:
+        for name in case_names():
+            server.upload(os.path.join(CORPUS, name, 'array'), f'corpus/{name}/array')
+        servers.with_corpus.add(server.name)
     return server
 
 
@@ -377,20 +418,21 @@ def point_at(server, monkeypatch):
 def s3_corpus(s3_server, s3_servers):
     """s3_server with every corpus case's array in its bucket as
     corpus/CASE/array."""
-    if not os.path.isdir(CORPUS):
-        pytest.skip(NO_CORPUS)
-    if s3_server.name not in s3_servers.with_corpus:
-        for name in case_names():
-            s3_server.upload(os.path.join(CORPUS, name, 'array'), f'corpus/{name}/array')
-        s3_servers.with_corpus.add(s3_server.name)
-    return s3_server
+    return with_corpus(s3_server, s3_servers)
+
+
+@pytest.fixture
+def store_corpus(store_server, s3_servers):
+    """store_server with every corpus case's array in its bucket or
+    container as corpus/CASE/array."""
+    return with_corpus(store_server, s3_servers)
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The S3 servers that could not run, on the terminal and on make
+    """The object stores that could not run, on the terminal and on make
     check's console (TILEDBFS_TEST_CONSOLE, as tests/pytest.sh does)."""
-    lines = [f'SKIP S3: {name}: its S3 tests were skipped: {why}'
-             for name, why in sorted(S3_SKIPPED.items())]
+    lines = [f'SKIP {protocol(name).upper()}: {name}: its {protocol(name)} tests were skipped: '
+             f'{why}' for name, why in sorted(S3_SKIPPED.items())]
     for line in lines:
         terminalreporter.write_line(line, yellow=True, bold=True)
     fd = os.environ.get('TILEDBFS_TEST_CONSOLE', '')

@@ -22,21 +22,39 @@ The API that S3 test files use (fixtures defined in conftest.py):
                     get(key)              the object's bytes, or None
                     keys(prefix)          every key under prefix (listing
                                           pages followed)
+                    prefixes(prefix)      the CommonPrefixes of a one-level
+                                          listing of prefix (delimiter /)
                     delete(key)           DELETE, asserts 204 (or 200)
                     request(method, key, body=b'', params=None,
                             headers=None) -> (status, body bytes)
                 .upload(folder, prefix)   every file under folder as
                                           prefix/RELATIVE/PATH
                 .url(key)             's3://BUCKET/KEY'
-                .env()                the AWS_* variables above, a dict
+                .env(via=None, wrong_key=False)
+                                      the AWS_* variables above, a dict;
+                                      the endpoint the base URL `via` (a
+                                      proxy's) when given, the secret
+                                      another when wrong_key
+                .endpoint_env(via)    the variables that point the
+                                      programs at the base URL `via`
+                .kind, .scheme        's3' (azfixture.AzureServer: 'azure')
+                .bad_signature, .no_bucket
+                                      the error codes of a wrong signature
+                                      and of a missing bucket
   s3_corpus   the same S3Server once every corpus case's array is in the
               bucket as corpus/CASE/array (uploaded once per server and
               session): corpus_url(server, CASE) is its s3:// URL.
+  store_server, store_corpus
+              the same over every object store: the S3 servers and Azurite
+              (ids [s3rver], [radosgw], [azurite]; azfixture.py's
+              AzureServer has this API); a test of what every store does
+              takes these, one of what S3 alone does s3_server.
 
 VerifyingProxy(server) is an HTTP proxy in front of a server that checks
 each request's Signature Version 4 against the server's keys (and the
 temporary credentials it is given), as S3 does, and signs again what it
-forwards.
+forwards; in front of an AzureServer it does the same with Shared Key.
+through(proxy, monkeypatch) points the programs at a proxy.
 
 Importing this module sets AWS_EC2_METADATA_DISABLED=true in os.environ
 (unless set): no program a test runs asks the real EC2 instance metadata
@@ -163,6 +181,11 @@ class S3Client:
         status, body = self.request('DELETE', key)
         assert status in (200, 204), f'DELETE {key}: {status} {body[:300]!r}'
 
+    def prefixes(self, prefix):
+        """The CommonPrefixes of a one-level listing of prefix."""
+        root, ns = self.list_page({'prefix': prefix, 'delimiter': '/'})
+        return [c.findtext(ns + 'Prefix') for c in root.findall(ns + 'CommonPrefixes')]
+
     def list_page(self, params):
         """One ListObjectsV2 answer, parsed: (root element, namespace)."""
         status, body = self.request('GET', None, params=dict(params, **{'list-type': '2'}))
@@ -189,6 +212,11 @@ class S3Client:
 class S3Server:
     """One running server and its bucket (see the module's docstring)."""
 
+    kind = scheme = 's3'
+    # the error codes of a wrong secret and of a bucket that does not exist
+    bad_signature = 'SignatureDoesNotMatch'
+    no_bucket = 'NoSuchBucket'
+
     def __init__(self, name, host, port, access_key, secret_key, stop):
         self.name, self.host, self.port = name, host, port
         self.endpoint = f'http://{host}:{port}'
@@ -200,9 +228,13 @@ class S3Server:
     def url(self, key):
         return f's3://{self.bucket}/{key}'
 
-    def env(self):
-        return {'AWS_ACCESS_KEY_ID': self.access_key, 'AWS_SECRET_ACCESS_KEY': self.secret_key,
-                'AWS_REGION': self.region, 'AWS_ENDPOINT_URL': self.endpoint}
+    def env(self, via=None, wrong_key=False):
+        return {'AWS_ACCESS_KEY_ID': self.access_key,
+                'AWS_SECRET_ACCESS_KEY': 'not-' + self.secret_key if wrong_key else self.secret_key,
+                'AWS_REGION': self.region, 'AWS_ENDPOINT_URL': via or self.endpoint}
+
+    def endpoint_env(self, via):
+        return {'AWS_ENDPOINT_URL': via}
 
     def upload(self, folder, prefix):
         """Every file under `folder` as PREFIX/RELATIVE/PATH (8 at a time)."""
@@ -340,10 +372,13 @@ def corpus_url(server, case):
 
 # ---------------------------------------------- a signature-checking proxy
 
-def through(proxy, monkeypatch):
-    """A fixture's body (`yield from through(...)`): AWS_ENDPOINT_URL
-    pointed at proxy for the test, which gets proxy; closed after."""
-    monkeypatch.setenv('AWS_ENDPOINT_URL', proxy.endpoint)
+def through(proxy, monkeypatch, server=None):
+    """A fixture's body (`yield from through(...)`): the programs pointed at
+    proxy for the test (AWS_ENDPOINT_URL, or the connection string's
+    BlobEndpoint for Azurite), which gets proxy; closed after.  `server`
+    is the one behind the proxy (a VerifyingProxy's own by default)."""
+    for k, v in (server or proxy.s3).endpoint_env(proxy.endpoint).items():
+        monkeypatch.setenv(k, v)
     try:
         yield proxy
     finally:
@@ -363,6 +398,12 @@ class VerifyingProxy:
     .fail_first set, the first try of each request is answered 503 and
     counted in .failed.  close() stops it.
 
+    In front of an AzureServer (azfixture.py) it checks Shared Key
+    signatures instead, cuts List Blobs answers to pages of PAGE blobs and
+    prefixes (NextMarker followed), and answers as the Blob service does
+    (an error's code in x-ms-error-code too; ServerBusy for fail_first;
+    .put_ok, the status of a blob written, is 201 there, 200 on S3).
+
     Temporary credentials: .temporary maps a key id to (secret, session
     token, expiry in time.time() seconds); a request signed with one must
     carry (and sign) its x-amz-security-token, else 400 InvalidToken, and
@@ -376,6 +417,8 @@ class VerifyingProxy:
 
     def __init__(self, server, accept_server_keys=True):
         self.s3 = server
+        self.azure = getattr(server, 'kind', 's3') == 'azure'
+        self.put_ok = 201 if self.azure else 200
         self.accept_server_keys = accept_server_keys
         self.temporary = {}
         self.signed = []
@@ -418,8 +461,10 @@ class VerifyingProxy:
             do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _any
         return Handler
 
-    @staticmethod
-    def error(status, code, message=''):
+    def error(self, status, code, message=''):
+        if self.azure:
+            import azfixture
+            return azfixture.proxy_error(status, code, message)
         out = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
                f'<Message>{message}</Message></Error>').encode()
         return status, [('Content-Length', str(len(out)))], out
@@ -436,12 +481,18 @@ class VerifyingProxy:
                 self.seen.add(what)
                 self.failed += first
             if first:
-                return self.error(503, 'SlowDown')
+                return self.error(503, 'ServerBusy' if self.azure else 'SlowDown')
         refused = self.refusal(method, path, query, headers, body)
         if refused:
             return self.error(*refused)
         params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
-        if params.get('list-type') == '2' and method == 'GET':
+        if self.azure:
+            import azfixture
+            if azfixture.proxy_is_listing(method, params):
+                out = azfixture.proxy_list_page(self, params)
+                return 200, [('Content-Length', str(len(out))),
+                             ('Content-Type', 'application/xml')], out
+        elif params.get('list-type') == '2' and method == 'GET':
             out = self.list_page(params)
             return 200, [('Content-Length', str(len(out)))], out
         return self.forward(method, path, canonical_query(query), headers, body)
@@ -450,6 +501,9 @@ class VerifyingProxy:
     SIGNED = re.compile(r'x-amz-.*|range|content-type|content-md5|if-.*', re.I)
 
     def forward(self, method, path, query, headers, body):
+        if self.azure:
+            import azfixture
+            return azfixture.proxy_forward(self, method, path, query, headers, body)
         fwd = {k: v for k, v in headers.items() if self.SIGNED.fullmatch(k) and
                k.lower() not in ('x-amz-date', 'x-amz-content-sha256', 'x-amz-security-token')}
         fwd = sign(self.s3.client.keys_, method, path, query, fwd, hashlib.sha256(body).hexdigest())
@@ -503,6 +557,9 @@ class VerifyingProxy:
     def refusal(self, method, path, query, headers, body):
         """None when the request's signature is good, else the (status,
         code, message) of S3's refusal."""
+        if self.azure:
+            import azfixture
+            return azfixture.proxy_refusal(self, method, path, query, headers, body)
         bad = (403, 'SignatureDoesNotMatch', 'checked by the test proxy')
         auth = headers.get('Authorization', '')
         if not auth:

@@ -1,4 +1,4 @@
-"""test_consolidate.py: tiledbfs-consolidate as a user runs it: every corpus array consolidated (fragments too) and vacuumed reads the same through tiledbfs-cat and a mount, on a folder and in both S3 servers; what it leaves and removes; its errors."""
+"""test_consolidate.py: tiledbfs-consolidate as a user runs it: every corpus array consolidated (fragments too) and vacuumed reads the same through tiledbfs-cat and a mount, on a folder and in every object store (both S3 servers and Azurite); what it leaves and removes; its errors."""
 import os
 import shutil
 import subprocess
@@ -186,9 +186,10 @@ def test_mount_of_consolidated(cons_prog, mount, tmp_path):
 
 
 @pytest.mark.parametrize('name', ['dense_fragments_overlap', 'sparse_delete'])
-def test_s3(name, cons_prog, cat_prog, s3_server, tmp_path):
-    """In the bucket: the same files are written and removed as on a
-    folder, and every expected file reads the same."""
+def test_s3(name, cons_prog, cat_prog, store_server, tmp_path):
+    """In the bucket (container): the same files are written and removed as
+    on a folder, and every expected file reads the same."""
+    s3_server = store_server
     case = get_case(name)
     prefix = f'cons/{s3_server.name}/{name}-{os.getpid()}'
     s3_server.upload(case.array, prefix)
@@ -209,11 +210,12 @@ def test_s3(name, cons_prog, cat_prog, s3_server, tmp_path):
     assert not bad, f'{name} in {s3_server.name}:\n  ' + '\n  '.join(bad)
 
 
-def test_s3_open_of_many_fragments(cons_prog, mount, s3_server, tmp_path):
+def test_s3_open_of_many_fragments(cons_prog, mount, store_server, tmp_path, monkeypatch):
     """After fragment_meta and commits consolidation, a mount of an array of
     60 fragments in the bucket asks for no file of any fragment (60 or more
     requests before, a handful after; counted by the proxy, not timed) and
     shows the same bytes."""
+    s3_server = store_server
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), 'scripts'))
@@ -233,7 +235,8 @@ def test_s3_open_of_many_fragments(cons_prog, mount, s3_server, tmp_path):
     s3_server.upload(str(cons), prefix + '/cons')
     proxy = latency_proxy.LatencyProxy((s3_server.host, s3_server.port))
     try:
-        os.environ['AWS_ENDPOINT_URL'] = proxy.endpoint
+        for k, v in s3_server.endpoint_env(proxy.endpoint).items():
+            monkeypatch.setenv(k, v)
         got, reqs = {}, {}
         for name in ('many', 'cons'):
             proxy.reset()
@@ -242,7 +245,8 @@ def test_s3_open_of_many_fragments(cons_prog, mount, s3_server, tmp_path):
             with open(os.path.join(mnt, 'v'), 'rb') as f:
                 got[name] = f.read()
     finally:
-        os.environ['AWS_ENDPOINT_URL'] = s3_server.endpoint
+        for k, v in s3_server.env().items():
+            monkeypatch.setenv(k, v)
         proxy.close()
     assert got['many'] == got['cons'] and len(got['cons']) > 0
     assert reqs['many'] >= nfrag, reqs

@@ -1,4 +1,4 @@
-"""test_delete_cells.py: cells deleted by a condition through a -o rw mount (README "Writing", "Deleting cells"): a staged folder holding one file __delete, moved into __fragments, commits TileDB's delete commit; the view drops the cells at once and a fresh mount and tiledbfs-cat agree; a condition that does not parse or names an unknown field is EBADMSG with the reason in __error and writes nothing; on a folder and in both S3 servers."""
+"""test_delete_cells.py: cells deleted by a condition through a -o rw mount (README "Writing", "Deleting cells"): a staged folder holding one file __delete, moved into __fragments, commits TileDB's delete commit; the view drops the cells at once and a fresh mount and tiledbfs-cat agree; a condition that does not parse or names an unknown field is EBADMSG with the reason in __error and writes nothing; on a folder and in every object store (both S3 servers and Azurite)."""
 import errno
 import os
 import shutil
@@ -136,10 +136,11 @@ def test_refused(mount, tmp_path):
     assert 'sparse arrays only' in open(os.path.join(d, '__error')).read()
 
 
-def test_s3_delete(s3_server, mount, cat_prog, tmp_path):
-    """The same gesture on an s3:// array: one .del key is added and the
-    view drops the cells, through the mount and tiledbfs-cat of the URL."""
-    s3 = s3_server
+def test_s3_delete(store_server, mount, cat_prog, tmp_path):
+    """The same gesture on an s3:// (azure://) array: one .del key is added
+    and the view drops the cells, through the mount and tiledbfs-cat of the
+    URL."""
+    s3 = store_server
     prefix = f'delcells-{uuid.uuid4().hex[:12]}/array'
     s3.upload(str(get_case('sparse_delete').array), prefix)
     url = s3.url(prefix)

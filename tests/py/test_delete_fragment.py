@@ -1,4 +1,4 @@
-"""test_delete_fragment.py: `rm -r MOUNT/__fragments/NAME` on a -o rw mount deletes that fragment as TileDB's delete_fragments_list does (README "Writing", "Removing a fragment"): tiledbfs-cat and a fresh mount then show the array without it, a file opened before keeps its bytes, a commit in a .con is ignored by an .ign, a read-only mount says EROFS; on a folder and in both S3 servers."""
+"""test_delete_fragment.py: `rm -r MOUNT/__fragments/NAME` on a -o rw mount deletes that fragment as TileDB's delete_fragments_list does (README "Writing", "Removing a fragment"): tiledbfs-cat and a fresh mount then show the array without it, a file opened before keeps its bytes, a commit in a .con is ignored by an .ign, a read-only mount says EROFS; on a folder and in every object store (both S3 servers and Azurite)."""
 import errno
 import os
 import shutil
@@ -162,11 +162,11 @@ def test_commit_in_con(mount, cat_prog, tmp_path):
     assert not bad, '\n  '.join(bad)
 
 
-def test_s3_rm_r_fragment(s3_server, mount, cat_prog, tmp_path):
-    """The same on an s3:// array: the fragment's commit and every key of
-    its folder leave the bucket; tiledbfs-cat of the URL and a fresh mount
-    show the array opened at timestamp 2."""
-    s3 = s3_server
+def test_s3_rm_r_fragment(store_server, mount, cat_prog, tmp_path):
+    """The same on an s3:// (azure://) array: the fragment's commit and
+    every key of its folder leave the bucket; tiledbfs-cat of the URL and a
+    fresh mount show the array opened at timestamp 2."""
+    s3 = store_server
     prefix = f'delfrag-{uuid.uuid4().hex[:12]}/array'
     s3.upload(str(get_case('time_travel_t3').array), prefix)
     url = s3.url(prefix)

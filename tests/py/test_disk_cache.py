@@ -1,4 +1,4 @@
-"""test_disk_cache.py: the README's "Security model" of -o disk_cache=DIR (format/core/io_s3_disk.c): a folder that is a symbolic link, not the mounting user's or writable by group or others is refused; it is made 0700; a link inside it is never followed (for reading, writing or removing); and only the cache's own pieces are ever removed, whatever else the folder holds.  The planted folders and links are made by another user (uid 65534) where the tests run as root."""
+"""test_disk_cache.py: the README's "Security model" of -o disk_cache=DIR (format/core/io_s3_disk.c): a folder that is a symbolic link, not the mounting user's or writable by group or others is refused; it is made 0700; a link inside it is never followed (for reading, writing or removing); and only the cache's own pieces are ever removed, whatever else the folder holds.  Each test runs on s3rver and on Azurite (the cache is the object stores' own, whatever the protocol).  The planted folders and links are made by another user (uid 65534) where the tests run as root."""
 import os
 import shutil
 import stat
@@ -31,21 +31,22 @@ def as_nobody(code, *args):
     assert r.returncode == 0, r.stderr.decode(errors='replace')
 
 
-@pytest.fixture
-def s3rver(s3_servers, monkeypatch):
-    """The s3rver of the session (the disk cache is the same whatever the
-    server), the programs pointed at it."""
-    return point_at(s3_servers.get('s3rver'), monkeypatch)
+@pytest.fixture(params=['s3rver', 'azurite'])
+def cache_store(request, s3_servers, monkeypatch):
+    """The s3rver of the session, then Azurite (the disk cache is the same
+    whatever the S3 server; Azure is another protocol before it), the
+    programs pointed at it."""
+    return point_at(s3_servers.get(request.param), monkeypatch)
 
 
 @pytest.fixture
-def array_url(s3rver, tmp_path):
-    """dense_1d_basic in the bucket: its s3:// URL."""
+def array_url(cache_store, tmp_path):
+    """dense_1d_basic in the bucket (container): its s3:// (azure://) URL."""
     if not os.path.isdir(CORPUS):
         pytest.skip(NO_CORPUS)
     prefix = f'{tmp_path.name}/{CASE}'
-    s3rver.upload(get_case(CASE).array, prefix)
-    return s3rver.url(prefix)
+    cache_store.upload(get_case(CASE).array, prefix)
+    return cache_store.url(prefix)
 
 
 @pytest.fixture

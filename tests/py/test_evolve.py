@@ -1,4 +1,4 @@
-"""test_evolve.py: tiledbfs-create --evolve as a user runs it: an attribute added and one dropped on a folder and in both S3 servers, read back through tiledbfs-cat and a mount; a bad evolution changes nothing."""
+"""test_evolve.py: tiledbfs-create --evolve as a user runs it: an attribute added and one dropped on a folder and in every object store (both S3 servers and Azurite), read back through tiledbfs-cat and a mount; a bad evolution changes nothing."""
 import json
 import os
 import subprocess
@@ -66,7 +66,8 @@ def test_evolve_refused(cat_prog, tmp_path):
         assert len(schemas(arr)) == 1
 
 
-def test_evolve_s3(cat_prog, s3_server, tmp_path):
+def test_evolve_s3(cat_prog, store_server, tmp_path):
+    s3_server = store_server
     arr, temperature = sample(cat_prog, tmp_path)
     prefix = f'evolve/{s3_server.name}/{os.getpid()}'
     s3_server.upload(arr, prefix)
@@ -119,9 +120,10 @@ def test_evolve_on_mount(cat_prog, mount, tmp_path):
         assert f.read() == b'\x2a\x00' * CELLS
 
 
-def test_evolve_on_s3_mount(cat_prog, mount, s3_server, tmp_path):
-    """The same gesture on an s3:// array: a second schema key, and the
-    view evolves at once."""
+def test_evolve_on_s3_mount(cat_prog, mount, store_server, tmp_path):
+    """The same gesture on an s3:// (azure://) array: a second schema key,
+    and the view evolves at once."""
+    s3_server = store_server
     arr, temperature = sample(cat_prog, tmp_path)
     prefix = f'evolvemnt/{s3_server.name}/{os.getpid()}'
     s3_server.upload(arr, prefix)

@@ -1,9 +1,9 @@
-"""test_s3.py: s3:// sources (format/core/io_s3.c) against each S3 server of s3fixture.py (s3rver and Ceph's RADOS Gateway on 127.0.0.1): every corpus file byte for byte through tiledbfs-cat, FUSE mounts, commits of -o rw, concurrent writers, signatures.
+"""test_s3.py: object store sources (s3:// and azure://) against each server of s3fixture.py and azfixture.py (s3rver, Ceph's RADOS Gateway and Azurite on 127.0.0.1): every corpus file byte for byte through tiledbfs-cat, FUSE mounts, commits of -o rw, concurrent writers, signatures.
 
 The signature checks go through VerifyingProxy: it checks each request's
-Signature Version 4 with the server's keys and signs again, with the same
-keys, what it forwards (so radosgw, which checks signatures, needs no
-bucket policy for the proxy's requests)."""
+Signature Version 4 (Shared Key for Azurite) with the server's keys and
+signs again, with the same keys, what it forwards (so radosgw, which checks
+signatures, needs no bucket policy for the proxy's requests)."""
 import concurrent.futures
 import os
 import subprocess
@@ -21,22 +21,23 @@ CAT_JOBS = 4
 
 
 @pytest.fixture
-def verified(s3_corpus, monkeypatch):
-    """AWS_ENDPOINT_URL pointed at a VerifyingProxy of the server: it checks
+def verified(store_corpus, monkeypatch):
+    """The programs pointed at a VerifyingProxy of the server (through
+    AWS_ENDPOINT_URL, or the connection string's BlobEndpoint): it checks
     each request's signature with the server's keys and signs again what it
     forwards (the server checks the signature too; its bucket needs no
     policy)."""
-    yield from through(VerifyingProxy(s3_corpus), monkeypatch)
+    yield from through(VerifyingProxy(store_corpus), monkeypatch)
 
 
 # ------------------------------------------------------------------- reads
 
-def test_s3_cat_matches_expected(case, cat_prog, s3_corpus, tmp_path):
+def test_s3_cat_matches_expected(case, cat_prog, store_corpus, tmp_path):
     """Every expected file of the case, byte for byte, read through range
     GETs of the uploaded array (CAT_JOBS tiledbfs-cat at a time: each
     mostly waits for the server)."""
     opts = case_options(case, tmp_path)
-    url = corpus_url(s3_corpus, case.name)
+    url = corpus_url(store_corpus, case.name)
 
     def check(path):
         exp = case.expected(path)
@@ -51,7 +52,7 @@ def test_s3_cat_matches_expected(case, cat_prog, s3_corpus, tmp_path):
     with concurrent.futures.ThreadPoolExecutor(CAT_JOBS) as pool:
         fails = [f for f in pool.map(check, case.expected_paths) if f]
     assert not fails, (f'{case.name}: {len(fails)} of {len(case.expected_paths)} files differ '
-                       f'over {s3_corpus.name}:\n  ' + '\n  '.join(fails))
+                       f'over {store_corpus.name}:\n  ' + '\n  '.join(fails))
 
 
 MOUNT_CASES = ['dense_var_nullable', 'sparse_string_dim', 'filter_chains', 'group_basic',
@@ -59,8 +60,8 @@ MOUNT_CASES = ['dense_var_nullable', 'sparse_string_dim', 'filter_chains', 'grou
 
 
 @pytest.mark.parametrize('name', MOUNT_CASES)
-def test_s3_mount_reads_expected(name, s3_corpus, mount, tmp_path):
-    s3 = s3_corpus
+def test_s3_mount_reads_expected(name, store_corpus, mount, tmp_path):
+    s3 = store_corpus
     case = get_case(name)
     mnt = mount(corpus_url(s3, name), case_options(case, tmp_path))
     for path in case.expected_paths:
@@ -69,10 +70,10 @@ def test_s3_mount_reads_expected(name, s3_corpus, mount, tmp_path):
         assert got == case.expected(path), f'{name}/{path}: differs over an S3 mount'
 
 
-def test_s3_errors(cat_prog, s3_corpus, tmp_path):
-    """A prefix without objects, a missing bucket, a wrong secret, no server:
-    one line naming the URL and the reason, exit 1."""
-    s3 = s3_corpus
+def test_s3_errors(cat_prog, store_corpus, tmp_path):
+    """A prefix without objects, a missing bucket (container), a wrong key,
+    no server: one line naming the URL and the reason, exit 1."""
+    s3 = store_corpus
 
     def cat(url, env=None):
         return subprocess.run([cat_prog, url, ''], capture_output=True, timeout=60,
@@ -80,17 +81,20 @@ def test_s3_errors(cat_prog, s3_corpus, tmp_path):
 
     r = cat(s3.url('no/such/array'))
     assert r.returncode == 1 and b'no objects under this prefix' in r.stderr, r.stderr
-    r = cat('s3://no-such-bucket/array')
-    assert r.returncode == 1 and b'NoSuchBucket' in r.stderr, r.stderr
-    r = cat(corpus_url(s3, 'dense_1d_basic'), {'AWS_ACCESS_KEY_ID': 'WRONG'})
-    assert r.returncode == 1 and b'HTTP 403' in r.stderr and b'InvalidAccessKeyId' in r.stderr, \
-        r.stderr
+    r = cat(f'{s3.scheme}://no-such-bucket/array')
+    assert r.returncode == 1 and s3.no_bucket.encode() in r.stderr, r.stderr
+    if s3.kind == 's3':
+        r = cat(corpus_url(s3, 'dense_1d_basic'), {'AWS_ACCESS_KEY_ID': 'WRONG'})
+        assert r.returncode == 1 and b'HTTP 403' in r.stderr and \
+            b'InvalidAccessKeyId' in r.stderr, r.stderr
     # s3rver checks the key id, not the signature (the tests through
-    # VerifyingProxy check ours against both servers)
+    # VerifyingProxy check ours against both servers); Azurite checks
+    # Shared Key signatures
     if s3.name != 's3rver':
-        r = cat(corpus_url(s3, 'dense_1d_basic'), {'AWS_SECRET_ACCESS_KEY': 'not-' + s3.secret_key})
-        assert r.returncode == 1 and b'HTTP 403 SignatureDoesNotMatch' in r.stderr, r.stderr
-    r = cat(corpus_url(s3, 'dense_1d_basic'), {'AWS_ENDPOINT_URL': 'http://127.0.0.1:1'})
+        r = cat(corpus_url(s3, 'dense_1d_basic'), s3.env(wrong_key=True))
+        assert r.returncode == 1 and f'HTTP 403 {s3.bad_signature}'.encode() in r.stderr, \
+            r.stderr
+    r = cat(corpus_url(s3, 'dense_1d_basic'), s3.endpoint_env('http://127.0.0.1:1'))
     assert r.returncode == 1 and b'connect' in r.stderr.lower(), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
@@ -126,7 +130,8 @@ def test_s3_credentials_from_aws_files(cat_prog, s3_corpus, tmp_path):
 
 def s3_twin(s3, name, create_prog, cat_prog, tmp_path):
     """An empty twin of corpus case `name`, made by tiledbfs-create in a
-    local folder and uploaded as s3://BUCKET/w/NAME/array; (case, url)."""
+    local folder and uploaded as s3://BUCKET/w/NAME/array (or
+    azure://CONTAINER/...); (case, url, prefix)."""
     case = get_case(name)
     twin = str(tmp_path / f'twin-{name}')
     made = make_twin(create_prog, cat_prog, case.array, twin, tmp_path)
@@ -142,12 +147,12 @@ def committed(s3, prefix):
                   if k.endswith('.wrt'))
 
 
-def test_s3_commit(s3_corpus, create_prog, cat_prog, mount, tmp_path):
-    """-o rw on an S3 array: files staged locally and committed become one
-    fragment in the bucket (its files, then its commit file, nothing
-    temporary left), read back byte for byte through the mount and by a
-    separate reader of the bucket."""
-    s3 = s3_corpus
+def test_s3_commit(store_corpus, create_prog, cat_prog, mount, tmp_path):
+    """-o rw on an object store's array: files staged locally and committed
+    become one fragment in the bucket (its files, then its commit file,
+    nothing temporary left), read back byte for byte through the mount and
+    by a separate reader of the bucket."""
+    s3 = store_corpus
     case, url, prefix = s3_twin(s3, 'dense_1d_basic', create_prog, cat_prog, tmp_path)
     files = {p: case.expected(p) for p in top_level(case)}
     mnt = mount(url, ['rw', f'staging_dir={tmp_path / "staging"}'])
@@ -167,18 +172,19 @@ def test_s3_commit(s3_corpus, create_prog, cat_prog, mount, tmp_path):
     assert os.listdir(os.path.join(mnt, '__fragments')) == frags
 
 
-def test_s3_rw_needs_staging_dir(s3_corpus, fs_prog, tmp_path):
-    s3 = s3_corpus
+def test_s3_rw_needs_staging_dir(store_corpus, fs_prog, tmp_path):
+    s3 = store_corpus
     r = subprocess.run([fs_prog, '-f', '-o', 'rw', corpus_url(s3, 'dense_1d_basic'),
                         str(tmp_path)], capture_output=True, timeout=60)
     assert r.returncode != 0 and b'staging_dir' in r.stderr, r.stderr
 
 
-def test_s3_concurrent_writers(s3_corpus, create_prog, cat_prog, mount, tmp_path):
-    """Two mounts of one S3 array (as on two machines: each its own staging
-    folder, no coordination) commit at the same time: two fragments with
-    distinct names, both whole, and the array shows one writer's cells."""
-    s3 = s3_corpus
+def test_s3_concurrent_writers(store_corpus, create_prog, cat_prog, mount, tmp_path):
+    """Two mounts of one object store's array (as on two machines: each its
+    own staging folder, no coordination) commit at the same time: two
+    fragments with distinct names, both whole, and the array shows one
+    writer's cells."""
+    s3 = store_corpus
     case, url, prefix = s3_twin(s3, 'dense_1d_basic', create_prog, cat_prog, tmp_path)
     mine = {p: case.expected(p) for p in top_level(case)}
     theirs = {p: bytes(reversed(d)) for p, d in mine.items()}
@@ -217,8 +223,9 @@ def test_s3_concurrent_writers(s3_corpus, create_prog, cat_prog, mount, tmp_path
                                   'dense_fragments_overlap'])
 def test_s3_signed_requests(name, cat_prog, verified, tmp_path):
     """Every request that tiledbfs-cat sends carries a Signature Version 4
-    that the proxy's own computation accepts, and listings cut to pages of 2
-    keys are followed to their end: the case still reads byte for byte."""
+    (a Shared Key signature to Azurite) that the proxy's own computation
+    accepts, and listings cut to pages of 2 keys are followed to their end:
+    the case still reads byte for byte."""
     s3 = verified.s3
     case = get_case(name)
     opts = case_options(case, tmp_path)
@@ -230,29 +237,29 @@ def test_s3_signed_requests(name, cat_prog, verified, tmp_path):
     assert verified.pages > len(case.expected_paths)
 
 
-def test_s3_signed_commit(s3_corpus, verified, create_prog, cat_prog, mount, tmp_path):
+def test_s3_signed_commit(store_corpus, verified, create_prog, cat_prog, mount, tmp_path):
     """A commit's PUTs, copy and DELETEs, signed and checked."""
-    case, url, prefix = s3_twin(s3_corpus, 'dense_1d_basic', create_prog, cat_prog, tmp_path)
+    case, url, prefix = s3_twin(store_corpus, 'dense_1d_basic', create_prog, cat_prog, tmp_path)
     files = {p: case.expected(p) for p in top_level(case)}
     mnt = mount(url, ['rw', f'staging_dir={tmp_path / "staging"}'])
     stage(mnt, 't', files)
     assert commit(mnt, 't') is None
     for path, data in files.items():
         assert run_cat(cat_prog, url, path).stdout == data
-    assert len(committed(s3_corpus, prefix)) == 1
+    assert len(committed(store_corpus, prefix)) == 1
 
 
 def test_s3_wrong_secret(cat_prog, verified):
     s3 = verified.s3
     r = subprocess.run([cat_prog, corpus_url(s3, 'dense_1d_basic'), ''], capture_output=True,
                        timeout=60,
-                       env=dict(os.environ, AWS_SECRET_ACCESS_KEY='not-' + s3.secret_key))
-    assert r.returncode == 1 and b'HTTP 403 SignatureDoesNotMatch' in r.stderr, r.stderr
+                       env=dict(os.environ, **s3.env(via=verified.endpoint, wrong_key=True)))
+    assert r.returncode == 1 and f'HTTP 403 {s3.bad_signature}'.encode() in r.stderr, r.stderr
 
 
 def test_s3_retries(cat_prog, verified, tmp_path):
-    """Every request first answered 503 SlowDown: each is tried again, and
-    the case reads byte for byte."""
+    """Every request first answered 503 SlowDown (ServerBusy on Azure): each
+    is tried again, and the case reads byte for byte."""
     s3 = verified.s3
     verified.fail_first = True
     case = get_case('filter_chains')

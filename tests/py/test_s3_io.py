@@ -1,4 +1,4 @@
-"""test_s3_io.py: how an s3:// source is read (format/core/io_s3*.c): an open in a few sequential round trips whatever the number of fragments, listings past 1,000 keys, reads fetched ahead and coalesced returning the bytes of the local mount, the disk cache shared by two mounts, and a stalled server failing a read within its deadline.  Requests and round trips are counted by tests/py/latency_proxy.py between the programs and the server."""
+"""test_s3_io.py: how an object store's source (s3:// and azure://, on each server of conftest.py's store_server) is read (format/core/io_s3*.c): an open in a few sequential round trips whatever the number of fragments, listings past 1,000 keys, reads fetched ahead and coalesced returning the bytes of the local mount, the disk cache shared by two mounts, and a stalled server failing a read within its deadline.  Requests and round trips are counted by tests/py/latency_proxy.py between the programs and the server."""
 import os
 import re
 import shutil
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CORPUS, case_names, case_options, get_case, run_cat
 from latency_proxy import LatencyProxy
-from s3fixture import corpus_url
+from s3fixture import corpus_url, through
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'scripts'))
@@ -21,16 +21,12 @@ NAME_RE = re.compile(r'^__(\d+)_(\d+)_([0-9a-f]{32})_(\d+)$')
 
 
 @pytest.fixture
-def proxy(s3_server, monkeypatch):
+def proxy(store_server, monkeypatch):
     """A LatencyProxy in front of the server (50 ms each way: a 100 ms round
     trip, so that requests sent together are told from requests sent one
     after another), the programs pointed at it."""
-    p = LatencyProxy((s3_server.host, s3_server.port), delay_ms=50)
-    monkeypatch.setenv('AWS_ENDPOINT_URL', p.endpoint)
-    try:
-        yield p
-    finally:
-        p.close()
+    yield from through(LatencyProxy((store_server.host, store_server.port), delay_ms=50),
+                       monkeypatch, store_server)
 
 
 def many_fragments(case, n, out):
@@ -63,7 +59,7 @@ def object_gets(proxy):
 
 # ----------------------------------------------------------- the open
 
-def test_open_waves_do_not_grow_with_fragments(cat_prog, s3_server, proxy, tmp_path):
+def test_open_waves_do_not_grow_with_fragments(cat_prog, store_server, proxy, tmp_path):
     """Opening an array of 40 fragments takes as many sequential round trips
     as one of 2 (its listings, schemas and fragment metadata are asked for
     together), and few: 8 requests per fragment one after another before."""
@@ -71,7 +67,7 @@ def test_open_waves_do_not_grow_with_fragments(cat_prog, s3_server, proxy, tmp_p
         pytest.skip('corpus not found')
     waves, requests = {}, {}
     for n in (2, 40):
-        url = upload_many(s3_server, 'dense_1d_basic', n, tmp_path)
+        url = upload_many(store_server, 'dense_1d_basic', n, tmp_path)
         proxy.reset()
         r = run_cat(cat_prog, url, '__fragments')
         assert r.returncode == 0, r.stderr
@@ -82,14 +78,14 @@ def test_open_waves_do_not_grow_with_fragments(cat_prog, s3_server, proxy, tmp_p
     assert waves[40] <= 4, (waves, requests)
 
 
-def test_listing_past_1000_keys(cat_prog, s3_server, tmp_path):
+def test_listing_past_1000_keys(cat_prog, store_server, tmp_path):
     """An array of 1,005 fragments: its __commits folder and the listing of
     everything under __fragments (2,010 keys) take several pages, followed
     by continuation tokens; every fragment is in the tree and the bytes are
     the last fragment's."""
     if not os.path.isdir(CORPUS):
         pytest.skip('corpus not found')
-    url = upload_many(s3_server, 'dense_1d_basic', 1005, tmp_path)
+    url = upload_many(store_server, 'dense_1d_basic', 1005, tmp_path)
     r = run_cat(cat_prog, url, '__fragments', timeout=300)
     assert r.returncode == 0, r.stderr
     names = r.stdout.decode().split()
@@ -103,14 +99,14 @@ def test_listing_past_1000_keys(cat_prog, s3_server, tmp_path):
 # ---------------------------------------------------------- the reads
 
 @pytest.mark.parametrize('name', case_names())
-def test_fetched_ahead_reads_match_local(name, s3_corpus, mount, tmp_path):
+def test_fetched_ahead_reads_match_local(name, store_corpus, mount, tmp_path):
     """Every expected file of every case through one mount, read from start
     to end on four threads at once (reads fetched ahead, ranges coalesced,
     requests in parallel), against the same files of the local mount."""
     case = get_case(name)
     opts = case_options(case, tmp_path)
     local = mount(os.path.join(CORPUS, name, 'array'), opts)
-    remote = mount(corpus_url(s3_corpus, name), opts + ['s3_readahead=2M'])
+    remote = mount(corpus_url(store_corpus, name), opts + ['s3_readahead=2M'])
     paths = [p for p in case.expected_paths
              if os.path.isfile(os.path.join(local, p))]
     got, errors = {}, []
@@ -133,7 +129,7 @@ def test_fetched_ahead_reads_match_local(name, s3_corpus, mount, tmp_path):
             assert got[p] == f.read(), f'{name}/{p}: differs from the local mount'
 
 
-def test_sequential_read_coalesces(s3_server, proxy, mount, fs_prog, create_prog, tmp_path):
+def test_sequential_read_coalesces(store_server, proxy, mount, fs_prog, create_prog, tmp_path):
     """An attribute read from start to end (8 fragments of 16 tiles each,
     written by tiledbfs's own writer) has its tiles fetched ahead, the
     adjacent ones of a file in one GET: fewer GETs than tiles, and the
@@ -141,9 +137,9 @@ def test_sequential_read_coalesces(s3_server, proxy, mount, fs_prog, create_prog
     src = str(tmp_path / 'dense')
     bench_arrays.make_dense(fs_prog, create_prog, src, 'zstd', 512, 4096, 64, 256)
     prefix = f'{tmp_path.name}/dense'
-    s3_server.upload(src, prefix)
+    store_server.upload(src, prefix)
     local = mount(src)
-    remote = mount(s3_server.url(prefix))
+    remote = mount(store_server.url(prefix))
     proxy.reset()
     with open(os.path.join(remote, 'v'), 'rb') as f:
         got = f.read()
@@ -174,7 +170,7 @@ def read_tree(mnt):
     return out
 
 
-def test_disk_cache_second_mount_fetches_nothing(s3_server, proxy, mount, tmp_path):
+def test_disk_cache_second_mount_fetches_nothing(store_server, proxy, mount, tmp_path):
     """Two mounts sharing a disk cache, one after the other, read every file
     of an array: the second makes no GET of any object (listings only) and
     shows the local mount's bytes.  Then an object is replaced in the
@@ -189,16 +185,16 @@ def test_disk_cache_second_mount_fetches_nothing(s3_server, proxy, mount, tmp_pa
     with open(os.path.join(src, '__meta', name), 'wb') as f:
         f.write(first)
     prefix = f'{tmp_path.name}/cached'
-    s3_server.upload(src, prefix)
+    store_server.upload(src, prefix)
     opts = [f'disk_cache={tmp_path / "disk-cache"}', 'disk_cache_size=64M']
 
     local = mount(src)
     want = read_tree(local)
-    mnt = mount(s3_server.url(prefix), opts)
+    mnt = mount(store_server.url(prefix), opts)
     assert read_tree(mnt) == want
     assert not mount.unmount(mnt)
     proxy.reset()
-    mnt = mount(s3_server.url(prefix), opts)
+    mnt = mount(store_server.url(prefix), opts)
     assert read_tree(mnt) == want
     assert not object_gets(proxy), object_gets(proxy)
     assert not mount.unmount(mnt)
@@ -207,9 +203,9 @@ def test_disk_cache_second_mount_fetches_nothing(s3_server, proxy, mount, tmp_pa
     _, other = meta_file('metadata_types', 2)
     with open(os.path.join(src, '__meta', name), 'wb') as f:
         f.write(other)
-    s3_server.client.put(f'{prefix}/__meta/{name}', other)
+    store_server.client.put(f'{prefix}/__meta/{name}', other)
     proxy.reset()
-    mnt = mount(s3_server.url(prefix), opts)
+    mnt = mount(store_server.url(prefix), opts)
     local = mount(src)
     got, old = read_tree(mnt), want
     want = read_tree(local)
@@ -220,13 +216,13 @@ def test_disk_cache_second_mount_fetches_nothing(s3_server, proxy, mount, tmp_pa
 
 # -------------------------------------------------------------- stalls
 
-def test_stalled_read_fails_within_deadline(cat_prog, s3_server, proxy, tmp_path):
+def test_stalled_read_fails_within_deadline(cat_prog, store_server, proxy, tmp_path):
     """A server that stops answering the GETs of one object: tiledbfs-cat
     with s3_timeout=3 fails with EIO and a message (before: 60 s per try,
     4 tries, so minutes)."""
     if not os.path.isdir(CORPUS):
         pytest.skip('corpus not found')
-    url = upload_many(s3_server, 'dense_1d_basic', 1, tmp_path)
+    url = upload_many(store_server, 'dense_1d_basic', 1, tmp_path)
     proxy.stall(lambda method, target: method == 'GET' and target.endswith('/a0.tdb'))
     t0 = time.monotonic()
     r = run_cat(cat_prog, url, 'a', opts=['s3_timeout=3'], timeout=120)
@@ -236,12 +232,12 @@ def test_stalled_read_fails_within_deadline(cat_prog, s3_server, proxy, tmp_path
     assert took < 100, took
 
 
-def test_stalled_request_does_not_hold_others(s3_server, proxy, mount, tmp_path):
+def test_stalled_request_does_not_hold_others(store_server, proxy, mount, tmp_path):
     """While one read waits on a stalled GET, reads of other objects through
     the same mount are answered; the stalled one then fails with EIO."""
     if not os.path.isdir(CORPUS):
         pytest.skip('corpus not found')
-    url = upload_many(s3_server, 'dense_1d_basic', 1, tmp_path)
+    url = upload_many(store_server, 'dense_1d_basic', 1, tmp_path)
     case = get_case('dense_1d_basic')
     mnt = mount(url, ['s3_timeout=20'])
     proxy.stall(lambda method, target: method == 'GET' and target.endswith('/a0.tdb'))

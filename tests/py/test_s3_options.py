@@ -1,13 +1,13 @@
-"""test_s3_options.py: what a new user of object storage needs without the environment: -o endpoint=, region=, profile=, credentials_file=, config_file= (for tiledbfs, tiledbfs-cat, tiledbfs-create and tiledbfs-copy, before the AWS_* variables and ~/.aws), tiledbfs-create of an s3:// array, and tiledbfs-copy of a local array into the bucket and back."""
+"""test_s3_options.py: what a new user of object storage needs without the environment: -o endpoint=, region=, profile=, credentials_file=, config_file= (for tiledbfs, tiledbfs-cat, tiledbfs-create and tiledbfs-copy, before the AWS_* variables and ~/.aws; endpoint=, account= and credentials_file= before the AZURE_STORAGE_* ones), tiledbfs-create of an s3:// or azure:// array, and tiledbfs-copy of a local array into the bucket (container) and back, and between an S3 bucket and an Azure container.  What is not S3's alone runs on every store of conftest.py's store_server."""
 import hashlib
 import json
 import os
 
 import pytest
 
-from conftest import (case_options, find_program, get_case, o_args, ok,
-                      one_line_error, run)
-from s3fixture import AWS_ENV_KEYS, VerifyingProxy
+from conftest import (STORE_ENV_KEYS, case_options, find_program, get_case, o_args, ok,
+                      one_line_error, point_at, run)
+from s3fixture import AWS_ENV_KEYS, SERVERS, VerifyingProxy
 from test_write import commit, read_file, stage
 
 DEAD = 'http://127.0.0.1:1'   # an endpoint where nothing answers
@@ -19,18 +19,24 @@ def copy_prog():
 
 
 def bare_env(tmp_path, **more):
-    """The environment without any AWS_* variable, HOME an empty folder: an
-    fstab line's (nothing but the options says where and as whom)."""
+    """The environment without any AWS_* or AZURE_* variable, HOME an empty
+    folder: an fstab line's (nothing but the options says where and as
+    whom)."""
     home = tmp_path / 'home'
     home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in AWS_ENV_KEYS}
+    env = {k: v for k, v in os.environ.items() if k not in STORE_ENV_KEYS}
     env.update(HOME=str(home), **more)
     return env
 
 
 def credentials(path, server, profile='default', other='nobody'):
     """A credentials file: `profile` with the server's keys, another
-    profile with keys it does not know."""
+    profile with keys it does not know.  For Azurite: a connection string
+    naming the account and its key, no endpoint (the options say where)."""
+    if server.kind == 'azure':
+        path.write_text(f'DefaultEndpointsProtocol=http;AccountName={server.account};\n'
+                        f'AccountKey={server.key};\n')
+        return str(path)
     path.write_text(f'[{profile}]\naws_access_key_id = {server.access_key}\n'
                     f'aws_secret_access_key = {server.secret_key}\n'
                     f'[{other}]\naws_access_key_id = {other}\n'
@@ -47,21 +53,33 @@ def tree_digests(root):
     return out
 
 
-@pytest.fixture
-def uploaded(s3_server, copy_prog, tmp_path):
+def upload_dense(server, copy_prog, tmp_path):
     """dense_1d_basic copied into the bucket by tiledbfs-copy: (case, url)."""
     case = get_case('dense_1d_basic')
-    url = s3_server.url(f'opts/{tmp_path.name}/dense')
+    url = server.url(f'opts/{tmp_path.name}/dense')
     ok(run([copy_prog, case.array, url]))
     return case, url
 
 
+@pytest.fixture
+def uploaded(s3_server, copy_prog, tmp_path):
+    return upload_dense(s3_server, copy_prog, tmp_path)
+
+
+@pytest.fixture
+def store_uploaded(store_server, copy_prog, tmp_path):
+    """upload_dense on every object store."""
+    return upload_dense(store_server, copy_prog, tmp_path)
+
+
 # ------------------------------------------------------------- the options
 
-def test_endpoint_option(s3_server, uploaded, cat_prog, tmp_path):
-    """endpoint= comes before AWS_ENDPOINT_URL (pointed at nothing)."""
-    case, url = uploaded
-    env = dict(os.environ, AWS_ENDPOINT_URL=DEAD)
+def test_endpoint_option(store_server, store_uploaded, cat_prog, tmp_path):
+    """endpoint= comes before AWS_ENDPOINT_URL (the connection string's
+    BlobEndpoint), pointed at nothing."""
+    s3_server = store_server
+    case, url = store_uploaded
+    env = dict(os.environ, **s3_server.endpoint_env(DEAD))
     r = run([cat_prog, url, 'a'], env)
     one_line_error(r, 'connect')
     assert ok(run([cat_prog, '-o', f'endpoint={s3_server.endpoint}', url, 'a'], env)) == \
@@ -83,12 +101,21 @@ def test_profile_option(s3_server, uploaded, cat_prog, tmp_path):
                    'profile none: in neither', str(home / '.aws' / 'credentials'))
 
 
-def test_credentials_file_option(s3_server, uploaded, cat_prog, tmp_path):
-    """credentials_file= is read instead of ~/.aws/credentials, and its keys
-    come before the environment's; a missing one is an error."""
-    case, url = uploaded
+def test_credentials_file_option(store_server, store_uploaded, cat_prog, tmp_path):
+    """credentials_file= is read instead of ~/.aws/credentials (for Azure: a
+    connection string), and its keys come before the environment's; a
+    missing one is an error."""
+    s3_server = store_server
+    case, url = store_uploaded
     creds = credentials(tmp_path / 'creds', s3_server)
-    env = dict(os.environ, AWS_ACCESS_KEY_ID='WRONG', AWS_SECRET_ACCESS_KEY='WRONG')
+    if s3_server.kind == 'azure':
+        env = dict(os.environ, **s3_server.env(wrong_key=True))
+        # the file says where too: the environment's connection string is
+        # not read when one is given
+        with open(creds, 'a') as f:
+            f.write(f'BlobEndpoint={s3_server.endpoint}\n')
+    else:
+        env = dict(os.environ, AWS_ACCESS_KEY_ID='WRONG', AWS_SECRET_ACCESS_KEY='WRONG')
     one_line_error(run([cat_prog, url, 'a'], env), 'HTTP 403')
     assert ok(run([cat_prog, '-o', f'credentials_file={creds}', url, 'a'], env)) == \
         case.expected('a')
@@ -127,28 +154,34 @@ def test_config_file_option(s3_server, uploaded, cat_prog, tmp_path):
                    'config_file=')
 
 
-def test_fstab_mount_needs_no_environment(s3_server, uploaded, mount, tmp_path, monkeypatch):
+def test_fstab_mount_needs_no_environment(store_server, store_uploaded, mount, tmp_path,
+                                          monkeypatch):
     """A mount whose options alone say where and as whom (as from
-    /etc/fstab, with no AWS_* variable and no ~/.aws) reads the array."""
-    case, url = uploaded
+    /etc/fstab, with no AWS_* or AZURE_* variable and no ~/.aws) reads the
+    array."""
+    s3_server = store_server
+    case, url = store_uploaded
     creds = credentials(tmp_path / 'creds', s3_server)
     for k, v in bare_env(tmp_path).items():
         monkeypatch.setenv(k, v)
-    for k in AWS_ENV_KEYS:
+    for k in STORE_ENV_KEYS:
         monkeypatch.delenv(k, raising=False)
-    mnt = mount(url, [f'endpoint={s3_server.endpoint}', f'region={s3_server.region}',
-                      f'credentials_file={creds}'])
+    region = [] if s3_server.kind == 'azure' else [f'region={s3_server.region}']
+    mnt = mount(url, [f'endpoint={s3_server.endpoint}'] + region +
+                [f'credentials_file={creds}'])
     assert read_file(os.path.join(mnt, 'a')) == case.expected('a')
     assert read_file(os.path.join(mnt, 'b')) == case.expected('b')
 
 
 # ------------------------------------------------------- tiledbfs-create
 
-def test_create_on_s3(s3_server, create_prog, cat_prog, mount, tmp_path):
-    """tiledbfs-create SCHEMA s3://BUCKET/ARRAY makes the array in the
-    bucket (S3 has no folders); a writable mount then commits into it. The
-    options alone say where (no environment); a second create there is
-    refused, a bucket that does not exist is an error."""
+def test_create_on_s3(store_server, create_prog, cat_prog, mount, tmp_path):
+    """tiledbfs-create SCHEMA s3://BUCKET/ARRAY (azure://CONTAINER/ARRAY)
+    makes the array in the bucket (object stores have no folders); a
+    writable mount then commits into it. The options alone say where (no
+    environment); a second create there is refused, a bucket that does not
+    exist is an error."""
+    s3_server = store_server
     case = get_case('dense_1d_basic')
     schema = tmp_path / 'schema.json'
     schema.write_bytes(ok(run([cat_prog, case.array, '__array.json'])))
@@ -163,8 +196,9 @@ def test_create_on_s3(s3_server, create_prog, cat_prog, mount, tmp_path):
     want = json.loads(read_file(schema))
     assert got['schema'] == want['schema']
     one_line_error(run([create_prog] + o_args(opts) + [str(schema), url], env), 'not empty')
-    one_line_error(run([create_prog] + o_args(opts) + [str(schema), 's3://no-such-bucket/a'],
-                       env), 'NoSuchBucket')
+    one_line_error(run([create_prog] + o_args(opts) +
+                       [str(schema), f'{s3_server.scheme}://no-such-bucket/a'], env),
+                   s3_server.no_bucket)
     mnt = mount(url, ['rw', f'staging_dir={tmp_path / "stg"}'])
     stage(mnt, 't', {'a': case.expected('a'), 'b': case.expected('b')})
     assert commit(mnt, 't') is None
@@ -180,9 +214,10 @@ def test_create_refuses_other_options(s3_server, create_prog, tmp_path):
 
 @pytest.mark.parametrize('name', ['dense_var_nullable', 'group_basic', 'encrypted_aes256gcm',
                                   'consolidated_commits', 'legacy_zero_var_chunks_v10'])
-def test_copy_local_array_to_s3(name, s3_server, copy_prog, cat_prog, tmp_path):
+def test_copy_local_array_to_s3(name, store_server, copy_prog, cat_prog, tmp_path):
     """tiledbfs-copy uploads a local array or group: every file's bytes under
-    the prefix, and the S3 copy shows the case's expected bytes."""
+    the prefix, and the S3 (Azure) copy shows the case's expected bytes."""
+    s3_server = store_server
     case = get_case(name)
     prefix = f'opts/{tmp_path.name}/{name}'
     out = ok(run([copy_prog, '-v', case.array, s3_server.url(prefix)]))
@@ -197,9 +232,10 @@ def test_copy_local_array_to_s3(name, s3_server, copy_prog, cat_prog, tmp_path):
         assert ok(r) == case.expected(path), path
 
 
-def test_copy_s3_to_local(s3_server, copy_prog, cat_prog, tmp_path):
+def test_copy_s3_to_local(store_server, copy_prog, cat_prog, tmp_path):
     """An array in the bucket copied back to a folder holds the same files
     as the one uploaded."""
+    s3_server = store_server
     case = get_case('group_basic')
     url = s3_server.url(f'opts/{tmp_path.name}/g')
     ok(run([copy_prog, case.array, url]))
@@ -224,14 +260,15 @@ class PutLog(VerifyingProxy):
         return super().answer(method, target, headers, body)
 
 
-def test_copy_commits_last(s3_server, copy_prog, tmp_path):
+def test_copy_commits_last(store_server, copy_prog, tmp_path):
     """The commit files are the last objects written (as TileDB writes
     them), so a reader that looks while the copy runs sees whole fragments
     or none: the order of the PUTs, as a proxy saw them."""
+    s3_server = store_server
     case = get_case('time_travel_t3')
     proxy = PutLog(s3_server)
     try:
-        env = dict(os.environ, AWS_ENDPOINT_URL=proxy.endpoint)
+        env = dict(os.environ, **s3_server.endpoint_env(proxy.endpoint))
         ok(run([copy_prog, case.array, s3_server.url(f'opts/{tmp_path.name}/tt')], env))
     finally:
         proxy.close()
@@ -241,9 +278,10 @@ def test_copy_commits_last(s3_server, copy_prog, tmp_path):
     assert n == 3 and kinds == [False] * (len(kinds) - n) + [True] * n, proxy.puts
 
 
-def test_copy_errors(s3_server, copy_prog, tmp_path):
+def test_copy_errors(store_server, copy_prog, tmp_path):
     """A destination that is not empty, a source that is not TileDB, an
     unknown option: one line, exit 1, nothing written."""
+    s3_server = store_server
     case = get_case('dense_1d_basic')
     url = s3_server.url(f'opts/{tmp_path.name}/twice')
     ok(run([copy_prog, case.array, url]))
@@ -258,6 +296,57 @@ def test_copy_errors(s3_server, copy_prog, tmp_path):
     local.mkdir()
     (local / 'f').write_bytes(b'x')
     one_line_error(run([copy_prog, case.array, str(local)]), 'not empty', "'f'")
+
+
+# S3 <-> Azure: a copy from one store to the other, each reached through
+# its own variables (both set at once: they do not overlap)
+CROSS = [(src, 'azurite') for src in SERVERS] + [('azurite', dst) for dst in SERVERS]
+
+
+@pytest.mark.parametrize('src,dst', CROSS, ids=[f'{a}-to-{b}' for a, b in CROSS])
+def test_copy_between_stores(src, dst, s3_servers, copy_prog, cat_prog, tmp_path,
+                             monkeypatch):
+    """tiledbfs-copy from an S3 bucket to an Azure container and back: the
+    destination holds every file of the source, byte for byte, and shows
+    the case's expected bytes; the source keeps its keys."""
+    case = get_case('group_basic')
+    a, b = s3_servers.get(src), s3_servers.get(dst)
+    point_at(a, monkeypatch)
+    for k, v in b.env().items():
+        monkeypatch.setenv(k, v)
+    prefix = f'cross/{tmp_path.name}'
+    a.upload(case.array, f'{prefix}/src')
+    local = tree_digests(case.array)
+    out = ok(run([copy_prog, '-v', a.url(f'{prefix}/src'), b.url(f'{prefix}/dst')])).decode()
+    assert out.startswith(f'{len(local)} files, '), out
+    for server, rel in ((b, 'dst'), (a, 'src')):
+        got = {k[len(prefix) + len(rel) + 2:]: hashlib.sha256(server.client.get(k)).hexdigest()
+               for k in server.client.keys(f'{prefix}/{rel}/')}
+        assert got == local, (server.name, rel)
+    for path in case.expected_paths:
+        assert ok(run([cat_prog, b.url(f'{prefix}/dst'), path])) == case.expected(path), path
+
+
+@pytest.mark.parametrize('store', ['azurite'])
+def test_azure_account_and_key_variables(store, s3_servers, cat_prog, copy_prog, tmp_path,
+                                         monkeypatch):
+    """Without a connection string: AZURE_STORAGE_ACCOUNT and
+    AZURE_STORAGE_KEY with -o endpoint= (and -o account= naming the same
+    account) read the array; a wrong key is refused (HTTP 403), and a connection
+    string naming another account than -o account= is an error."""
+    az = point_at(s3_servers.get(store), monkeypatch)
+    case, url = upload_dense(az, copy_prog, tmp_path)
+    env = bare_env(tmp_path, AZURE_STORAGE_ACCOUNT=az.account, AZURE_STORAGE_KEY=az.key)
+    where = ['-o', f'endpoint={az.endpoint}']
+    assert ok(run([cat_prog] + where + [url, 'a'], env)) == case.expected('a')
+    assert ok(run([cat_prog, '-o', f'endpoint={az.endpoint},account={az.account}', url, 'a'],
+                  env)) == case.expected('a')
+    one_line_error(run([cat_prog] + where + [url, 'a'],
+                       dict(env, AZURE_STORAGE_KEY=az.wrong_key())), 'HTTP 403')
+    r = run([cat_prog, '-o', 'account=otheraccount', url, 'a'],
+            bare_env(tmp_path, AZURE_STORAGE_CONNECTION_STRING=az.connection_string()))
+    one_line_error(r)
+    assert r.stdout == b''
 
 
 def test_copy_local_to_local(copy_prog, cat_prog, tmp_path):

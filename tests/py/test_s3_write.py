@@ -1,10 +1,11 @@
-"""test_s3_write.py: writes to s3:// larger than one PUT (format/core/io_s3_upload.c): multipart commits through a -o rw mount and copies with tiledbfs-copy, read back byte for byte; failed and killed uploads aborted (nothing left in ListMultipartUploads); -o s3_part_size= and s3_retries=; the bucket's region learnt from its answers.
+"""test_s3_write.py: writes to s3:// larger than one PUT (format/core/io_s3_upload.c): multipart commits through a -o rw mount and copies with tiledbfs-copy, read back byte for byte; failed and killed uploads aborted (nothing left in ListMultipartUploads); -o s3_part_size= and s3_retries=; the bucket's region learnt from its answers.  The commit, the options and the retries run on azure:// (Azurite) too: a large commit there goes up in blocks (Put Block, Put Block List).
 
 On radosgw the test lowers rgw_max_put_size (through the daemon's admin
 socket) to LIMIT, so that a single PUT of the files written here is
 refused as AWS refuses one over 5 GiB; s3rver has no such limit, and no
 AbortMultipartUpload or ListMultipartUploads (the tests that need them run
 on radosgw alone, and say so)."""
+import contextlib
 import copy
 import json
 import os
@@ -30,31 +31,50 @@ def copy_prog():
     return find_program(os.path.join('tools', 'tiledbfs-copy'))
 
 
+@contextlib.contextmanager
+def limits(server):
+    """radosgw refusing a PUT over LIMIT bytes meanwhile (other servers as
+    they are)."""
+    if server.name != 'radosgw':
+        yield server
+        return
+    old = rgw_config_set(server, 'rgw_max_put_size', LIMIT)
+    try:
+        yield server
+    finally:
+        rgw_config_set(server, 'rgw_max_put_size', old)
+
+
 @pytest.fixture
 def limited(s3_server):
     """s3_server, radosgw refusing a PUT over LIMIT bytes meanwhile."""
-    if s3_server.name != 'radosgw':
+    with limits(s3_server):
         yield s3_server
-        return
-    old = rgw_config_set(s3_server, 'rgw_max_put_size', LIMIT)
-    try:
-        yield s3_server
-    finally:
-        rgw_config_set(s3_server, 'rgw_max_put_size', old)
+
+
+@pytest.fixture
+def store_limited(store_server):
+    """store_server, radosgw refusing a PUT over LIMIT bytes meanwhile."""
+    with limits(store_server):
+        yield store_server
 
 
 class CopyCountingProxy(VerifyingProxy):
     """A VerifyingProxy that counts the UploadPartCopy requests (PUTs with
-    x-amz-copy-source-range) in .part_copies."""
+    x-amz-copy-source-range) in .part_copies, and keeps the (method,
+    target) of each request in .targets."""
 
     def __init__(self, server):
         super().__init__(server)
         self.part_copies = 0
+        self.targets = []
 
     def answer(self, method, target, headers, body):
         if method == 'PUT' and headers.get('x-amz-copy-source-range'):
             with self.lock:
                 self.part_copies += 1
+        with self.lock:
+            self.targets.append((method, target))
         return super().answer(method, target, headers, body)
 
 
@@ -62,6 +82,12 @@ class CopyCountingProxy(VerifyingProxy):
 def proxied(limited, monkeypatch):
     """A VerifyingProxy of the server, AWS_ENDPOINT_URL pointed at it."""
     yield from through(CopyCountingProxy(limited), monkeypatch)
+
+
+@pytest.fixture
+def store_proxied(store_limited, monkeypatch):
+    """proxied on every object store (Azure's BlobEndpoint pointed at it)."""
+    yield from through(CopyCountingProxy(store_limited), monkeypatch)
 
 
 def schema(n=BIG):
@@ -121,13 +147,22 @@ def part_requests(proxy):
     return sum(1 for m in proxy.methods if m == 'POST')
 
 
+def azure_puts(proxy, comp):
+    """The PUTs of Put Block (comp='block') or Put Block List
+    (comp='blocklist') that the proxy saw."""
+    return [t for m, t in proxy.targets
+            if m == 'PUT' and re.search(rf'[?&]comp={comp}(&|$)', t)]
+
+
 # --------------------------------------------------------------- commits
 
-def test_s3_commit_larger_than_one_put(proxied, create_prog, cat_prog, mount, tmp_path):
+def test_s3_commit_larger_than_one_put(store_proxied, create_prog, cat_prog, mount, tmp_path):
     """A commit whose fragment file passes the store's largest PUT goes up
-    in parts (Create, parts, Complete: each signed and checked by the
-    proxy) and reads back byte for byte, through the mount and by another
-    reader; no upload stays under way."""
+    in parts (Create, parts, Complete; on Azure Put Block and one Put Block
+    List: each signed and checked by the proxy) and reads back byte for
+    byte, through the mount and by another reader; no upload stays under
+    way."""
+    proxied = store_proxied
     s3 = proxied.s3
     url = s3.url('mp/commit')
     make_array(create_prog, url, tmp_path)
@@ -135,15 +170,23 @@ def test_s3_commit_larger_than_one_put(proxied, create_prog, cat_prog, mount, tm
     data = os.urandom(BIG)
     stage_big(mnt, 'f', data)
     proxied.methods.clear()
+    proxied.targets.clear()
     assert commit(mnt, 'f') is None
-    # Create and Complete are POSTs: one of each
-    assert part_requests(proxied) == 2, proxied.methods
-    assert proxied.methods.count('PUT') >= BIG // (8 << 20), proxied.methods
+    if s3.kind == 'azure':
+        # the parts of 8 MiB are blocks, committed by one Put Block List
+        assert len(azure_puts(proxied, 'block')) >= BIG // (8 << 20), proxied.targets
+        assert len(azure_puts(proxied, 'blocklist')) == 1, proxied.targets
+    else:
+        # Create and Complete are POSTs: one of each
+        assert part_requests(proxied) == 2, proxied.methods
+        assert proxied.methods.count('PUT') >= BIG // (8 << 20), proxied.methods
     assert read_file(os.path.join(mnt, 'v')) == data
     r = run_cat(cat_prog, url, 'v')
     assert r.returncode == 0 and r.stdout == data, r.stderr[-500:]
     if s3.name == 'radosgw':
         assert uploads(s3, 'mp/') == []
+    if s3.kind == 'azure':
+        assert s3.client.uncommitted('mp/') == []
 
 
 def test_s3_single_put_refused_without_parts(limited, create_prog, mount, tmp_path):
@@ -294,9 +337,11 @@ def test_s3_copy_larger_than_one_put(proxied, create_prog, copy_prog, cat_prog, 
 
 # ---------------------------------------------------------------- options
 
-def test_s3_write_options_refused(fs_prog, s3_server, tmp_path):
+def test_s3_write_options_refused(fs_prog, store_server, tmp_path):
     """s3_part_size below S3's least part, or s3_retries past its range:
-    the mount refuses with a message naming the option."""
+    the mount refuses with a message naming the option (the same for every
+    object store)."""
+    s3_server = store_server
     mnt = tmp_path / 'mnt'
     mnt.mkdir()
     for opt, needle in (('s3_part_size=1M', b's3_part_size=1048576'),
@@ -308,9 +353,10 @@ def test_s3_write_options_refused(fs_prog, s3_server, tmp_path):
         assert r.returncode != 0 and needle in r.stderr, (opt, r.stderr)
 
 
-def test_s3_retries_option(proxied, cat_prog, create_prog, tmp_path):
+def test_s3_retries_option(store_proxied, cat_prog, create_prog, tmp_path):
     """Every first try answered 503: with s3_retries=0 a read fails (EIO),
     with the default it is tried again and succeeds."""
+    proxied = store_proxied
     url = proxied.s3.url('mp/retries')
     make_array(create_prog, url, tmp_path)
     proxied.fail_first = True
