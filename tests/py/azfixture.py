@@ -12,6 +12,10 @@ store_corpus of conftest.py give one per test, next to the S3 servers):
                           endpoint= and a connection string's BlobEndpoint
                           take it
     .account, .key        devstoreaccount1 and Azurite's well-known key
+    .bad_signature, .no_bucket
+                          the error codes (x-ms-error-code) of a wrong key
+                          (AuthorizationFailure: Azurite's word) and of a
+                          missing container (ContainerNotFound)
     .container            the one container every test shares (.bucket
                           names it too): put your blobs under a prefix of
                           your own
@@ -42,6 +46,7 @@ store_corpus of conftest.py give one per test, next to the S3 servers):
                           wrong_key
     .endpoint_env(via)    the variables that point the programs at `via`
     .connection_string(endpoint=None, key=None)
+    .wrong_key()          a key of the right form that is not the account's
     .upload(folder, prefix)   every file under folder as prefix/REL/PATH
     .stop()
 
@@ -79,7 +84,7 @@ ACCOUNT = 'devstoreaccount1'
 KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 CONTAINER = 'tiledbfs'
 VERSION = '2021-08-06'
-START_TIMEOUT = 30    # seconds for Azurite to start (it takes 2 to 4)
+START_TIMEOUT = 30    # seconds for Azurite to start (it takes 1 to 4)
 # the variables that choose an Azure account, its credentials and endpoint:
 # each test sets its server's and removes the others (conftest.point_at)
 AZURE_ENV_KEYS = ('AZURE_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_ACCOUNT',
@@ -101,7 +106,7 @@ def string_to_sign(method, path, params, headers, account=ACCOUNT):
     decoded as (name, value) pairs, `headers` every header sent (any
     case)."""
     lower = {}
-    for k, v in headers.items():
+    for k, v in headers.items():    # a header sent twice: both values
         lower.setdefault(k.lower(), []).append(str(v).strip())
     std = []
     for name in SIGNED_HEADERS:
@@ -385,7 +390,8 @@ def start_azurite(folder):
 
 def proxy_refusal(proxy, method, path, query, headers, body):
     """None when the request's Shared Key signature is the account's, else
-    the (status, code, message) of the service's refusal."""
+    the (status, code, message) of Azurite's refusal (a request without
+    one, with a SAS too, is refused: the tests sign with the key)."""
     az = proxy.s3
     bad = (403, az.bad_signature, 'Server failed to authenticate the request (checked by '
            'the test proxy)')
@@ -403,14 +409,14 @@ def proxy_refusal(proxy, method, path, query, headers, body):
     if (n is not None and int(n) != len(body)) or (n is None and body):
         return bad
     params = urllib.parse.parse_qsl(query, keep_blank_values=True)
-    want = shared_key(az.key, string_to_sign(method, path, params, dict(headers.items()),
-                                             az.account))
+    want = shared_key(az.key, string_to_sign(method, path, params, headers, az.account))
     with proxy.lock:
         proxy.checked += 1
     if not hmac.compare_digest(m.group(2), want):
         return bad
     with proxy.lock:
-        proxy.signed.append((time.time(), az.account, method, path + ('?' + query if query else '')))
+        proxy.signed.append((time.time(), az.account, method,
+                             path + ('?' + query if query else '')))
     return None
 
 

@@ -4,14 +4,17 @@ The signature checks go through VerifyingProxy: it checks each request's
 Signature Version 4 (Shared Key for Azurite) with the server's keys and
 signs again, with the same keys, what it forwards (so radosgw, which checks
 signatures, needs no bucket policy for the proxy's requests)."""
+import base64
 import concurrent.futures
+import http.client
 import os
 import subprocess
 import threading
 
 import pytest
 
-from conftest import case_options, get_case, run_cat
+from azfixture import VERSION, AzureClient
+from conftest import case_options, get_case, point_at, run_cat
 from s3fixture import AWS_ENV_KEYS, VerifyingProxy, corpus_url, through
 from test_corpus_cat import describe
 from test_write import STAGING, commit, make_twin, read_file, stage, top_level
@@ -269,3 +272,96 @@ def test_s3_retries(cat_prog, verified, tmp_path):
         assert r.returncode == 0 and r.stdout == case.expected(path), \
             f'{path}: {r.stderr.decode(errors="replace")}'
     assert verified.failed >= 6
+
+
+# ------------------------------------------------- the Azure fixture itself
+
+@pytest.mark.parametrize('store', ['azurite'])
+def test_azurite_serves_what_the_tests_use(store, s3_servers, monkeypatch):
+    """The Blob service as the Azure tests rely on it, through the
+    fixture's own Shared Key client (no tiledbfs program): a wrong key and
+    no signature refused (403 AuthorizationFailure), ranged GETs, HEAD,
+    DELETE, listings by prefix and delimiter in pages (NextMarker), Put
+    Block and Put Block List, a missing blob (404 BlobNotFound) and
+    container (404 ContainerNotFound); and VerifyingProxy in front of it:
+    signatures checked, listings cut to pages of 2 and followed, a first
+    try answered 503 ServerBusy."""
+    az = point_at(s3_servers.get(store), monkeypatch)
+    c, top = az.client, f'fixture/{os.getpid()}'
+    data = bytes(range(256)) * 4
+    c.put(f'{top}/data', data)
+    assert c.get(f'{top}/data') == data
+    status, hdrs, _ = AzureClient(az.host, az.port, key=az.wrong_key()).exchange(
+        'GET', f'{top}/data')
+    assert (status, hdrs.get('x-ms-error-code')) == (403, az.bad_signature)
+    conn = http.client.HTTPConnection(az.host, az.port, timeout=30)
+    try:        # no signature: the container is not public
+        conn.request('GET', c.path(f'{top}/data'), headers={'x-ms-version': VERSION})
+        r = conn.getresponse()
+        assert (r.status, r.getheader('x-ms-error-code'), r.read()[:5]) == \
+            (403, az.bad_signature, b'<?xml')
+    finally:
+        conn.close()
+    status, hdrs, body = c.exchange('GET', f'{top}/data', headers={'Range': 'bytes=10-19'})
+    assert (status, body, hdrs['content-range']) == (206, data[10:20], 'bytes 10-19/1024')
+    status, hdrs, body = c.exchange('GET', f'{top}/data', headers={'x-ms-range': 'bytes=1000-'})
+    assert (status, body) == (206, data[1000:])
+    status, hdrs, body = c.exchange('HEAD', f'{top}/data')
+    assert (status, hdrs['content-length'], body) == (200, '1024', b'')
+    assert hdrs['etag'].startswith('"0x') and hdrs['x-ms-blob-type'] == 'BlockBlob'
+    for method in ('GET', 'HEAD', 'DELETE'):
+        status, hdrs, _ = c.exchange(method, f'{top}/none')
+        assert (status, hdrs.get('x-ms-error-code')) == (404, 'BlobNotFound'), method
+    status, hdrs, _ = c.exchange('GET', 'x', container='no-such-container')
+    assert (status, hdrs.get('x-ms-error-code')) == (404, az.no_bucket)
+    status, hdrs, _ = c.exchange('GET', None, params={'restype': 'container', 'comp': 'list'},
+                                 container='no-such-container')
+    assert (status, hdrs.get('x-ms-error-code')) == (404, az.no_bucket)
+
+    names = [f'{top}/l/{n}' for n in ('a/1', 'a/2', 'b', 'c/d/e', 'f', 'g')]
+    for n in names:
+        c.put(n, n.encode())
+    pages, marker = [], None
+    while True:
+        params = {'prefix': f'{top}/l/', 'delimiter': '/', 'maxresults': '2'}
+        if marker:
+            params['marker'] = marker
+        root, _ = c.list_page(params)
+        pages.append([(e.tag, e.findtext('Name')[len(top) + 3:]) for e in root.find('Blobs')])
+        marker = root.findtext('NextMarker')
+        if not marker:
+            break
+    assert pages == [[('BlobPrefix', 'a/'), ('Blob', 'b')], [('BlobPrefix', 'c/'), ('Blob', 'f')],
+                     [('Blob', 'g')]], pages
+    assert c.keys(f'{top}/l/') == names
+    assert c.prefixes(f'{top}/l/') == [f'{top}/l/a/', f'{top}/l/c/']
+
+    ids = [base64.b64encode(b'%06d' % i).decode() for i in range(3)]
+    for i, block in enumerate(ids):
+        c.put_block(f'{top}/blocks', block, bytes([65 + i]) * 1000)
+    assert c.get(f'{top}/blocks') is None
+    assert c.uncommitted(f'{top}/') == [f'{top}/blocks']
+    c.put_block_list(f'{top}/blocks', ids)
+    assert c.get(f'{top}/blocks') == b'A' * 1000 + b'B' * 1000 + b'C' * 1000
+    assert c.block_list(f'{top}/blocks')['committed'] == [(i, 1000) for i in ids]
+    assert c.uncommitted(f'{top}/') == []
+    c.delete(f'{top}/blocks')
+    assert c.get(f'{top}/blocks') is None
+
+    proxy = VerifyingProxy(az)
+    try:
+        via = AzureClient('127.0.0.1', proxy.port)
+        assert via.keys(f'{top}/l/') == names
+        assert proxy.pages == 3 and proxy.checked == 3, (proxy.pages, proxy.checked)
+        root, _ = via.list_page({'prefix': f'{top}/l/', 'delimiter': '/'})
+        assert root.findtext('NextMarker') == 'p+/&?=2'     # to encode in a query
+        assert via.prefixes(f'{top}/l/') == [f'{top}/l/a/', f'{top}/l/c/']
+        status, hdrs, _ = AzureClient('127.0.0.1', proxy.port, key=az.wrong_key()).exchange(
+            'GET', f'{top}/data')
+        assert (status, hdrs.get('x-ms-error-code')) == (403, az.bad_signature)
+        proxy.fail_first = True
+        status, hdrs, _ = via.exchange('GET', f'{top}/data')
+        assert (status, hdrs.get('x-ms-error-code')) == (503, 'ServerBusy')
+        assert via.get(f'{top}/data') == data and proxy.failed == 1
+    finally:
+        proxy.close()

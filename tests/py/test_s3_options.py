@@ -7,7 +7,7 @@ import pytest
 
 from conftest import (STORE_ENV_KEYS, case_options, find_program, get_case, o_args, ok,
                       one_line_error, point_at, run)
-from s3fixture import AWS_ENV_KEYS, SERVERS, VerifyingProxy
+from s3fixture import SERVERS, VerifyingProxy
 from test_write import commit, read_file, stage
 
 DEAD = 'http://127.0.0.1:1'   # an endpoint where nothing answers
