@@ -16,30 +16,15 @@ static void fuzz_listing(const char *prefix, const struct tdb_buf *body)
 {
     struct tdb_store_answer x;
     tdb_s3_xml_parse(&x, body, prefix);
-    for (size_t i = 0; i < x.n; i++) {
-        const struct tdb_store_dent *e = &x.e[i];
-        if (!e->name || !e->name[0])
-            abort();
-        /* no empty, "." or ".." part */
-        for (const char *p = e->name; *p;) {
-            size_t n = strcspn(p, "/");
-            if (n == 0 || (n == 1 && p[0] == '.') ||
-                (n == 2 && p[0] == '.' && p[1] == '.'))
-                abort();
-            p += n + (p[n] == '/');
-            if (p[-1] == '/' && !*p)
-                abort();
-        }
-        if (e->is_dir && e->size)
-            abort();
-    }
+    fuzz_check_dents(&x);
     tdb_store_answer_free(&x);
 }
 
 static void fuzz_error(unsigned status, const char *key,
                        const struct tdb_buf *body)
 {
-    static struct objstore s;     /* tdb_os_status reads only the bucket */
+    /* tdb_os_status reads only the protocol, the scheme and the bucket */
+    static struct objstore s = {.proto = &tdb_os_proto_s3, .scheme = "s3"};
     s.bucket = "bucket";
     struct os_call c = {.method = "GET", .key = key[0] ? key : NULL,
                         .status = 400 + (long)status, .cc = CURLE_OK,

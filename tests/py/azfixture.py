@@ -56,7 +56,6 @@ Microsoft's "Authorize with Shared Key" with hmac, hashlib, base64 and
 http.client, independently of format/azure/, to check it.
 """
 import base64
-import concurrent.futures
 import copy
 import email.utils
 import hmac
@@ -309,13 +308,7 @@ class AzureServer:
 
     def upload(self, folder, prefix):
         """Every file under `folder` as PREFIX/RELATIVE/PATH (8 at a time)."""
-        def put(full):
-            rel = os.path.relpath(full, folder).replace(os.sep, '/')
-            with open(full, 'rb') as fh:
-                self.client.put(prefix + '/' + rel, fh.read())
-        files = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs]
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            list(pool.map(put, files))
+        s3fixture.upload_tree(self.client, folder, prefix)
 
     def stop(self):
         self._stop()

@@ -237,20 +237,25 @@ class S3Server:
         return {'AWS_ENDPOINT_URL': via}
 
     def upload(self, folder, prefix):
-        """Every file under `folder` as PREFIX/RELATIVE/PATH (8 at a time)."""
-        def put(full):
-            rel = os.path.relpath(full, folder).replace(os.sep, '/')
-            with open(full, 'rb') as fh:
-                self.client.put(prefix + '/' + rel, fh.read())
-        files = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs]
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            list(pool.map(put, files))
+        upload_tree(self.client, folder, prefix)
 
     def stop(self):
         self._stop()
 
     def __repr__(self):
         return f'S3Server({self.name} at {self.endpoint})'
+
+
+def upload_tree(client, folder, prefix):
+    """Every file under `folder` as PREFIX/RELATIVE/PATH through
+    client.put (8 at a time): S3Server's and AzureServer's upload."""
+    def put(full):
+        rel = os.path.relpath(full, folder).replace(os.sep, '/')
+        with open(full, 'rb') as fh:
+            client.put(prefix + '/' + rel, fh.read())
+    files = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, files))
 
 
 class Unavailable(Exception):
