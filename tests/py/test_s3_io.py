@@ -78,14 +78,16 @@ def test_open_waves_do_not_grow_with_fragments(cat_prog, store_server, proxy, tm
     assert waves[40] <= 4, (waves, requests)
 
 
-def test_listing_past_1000_keys(cat_prog, store_server, tmp_path):
+def test_listing_past_1000_keys(cat_prog, s3_server, tmp_path):
     """An array of 1,005 fragments: its __commits folder and the listing of
     everything under __fragments (2,010 keys) take several pages, followed
     by continuation tokens; every fragment is in the tree and the bytes are
-    the last fragment's."""
+    the last fragment's.  S3's pages hold 1,000 keys; Azure's hold 5,000,
+    so its markers are followed in test_s3_signed_requests instead, through
+    a proxy that cuts every listing into pages of 2."""
     if not os.path.isdir(CORPUS):
         pytest.skip('corpus not found')
-    url = upload_many(store_server, 'dense_1d_basic', 1005, tmp_path)
+    url = upload_many(s3_server, 'dense_1d_basic', 1005, tmp_path)
     r = run_cat(cat_prog, url, '__fragments', timeout=300)
     assert r.returncode == 0, r.stderr
     names = r.stdout.decode().split()
