@@ -433,19 +433,8 @@ def proxy_forward(proxy, method, path, query, headers, body):
     if method in ('PUT', 'POST') or body:
         fwd['Content-Length'] = str(len(body))
     fwd = sign(method, path, params, fwd, az.key, az.account)
-    conn = http.client.HTTPConnection(az.host, az.port, timeout=30)
-    try:
-        conn.request(method, path + ('?' + encode_query(params) if params else ''), body=body,
-                     headers=fwd)
-        r = conn.getresponse()
-        data = r.read()
-        out = [(k, v) for k, v in r.getheaders()
-               if k.lower() not in ('transfer-encoding', 'connection')]
-        if r.getheader('Content-Length') is None:
-            out.append(('Content-Length', str(len(data))))
-        return r.status, out, data
-    finally:
-        conn.close()
+    return s3fixture.pass_on(az.host, az.port, method,
+                             path + ('?' + encode_query(params) if params else ''), body, fwd)
 
 
 def proxy_list_page(proxy, params):

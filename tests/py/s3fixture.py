@@ -258,6 +258,23 @@ def upload_tree(client, folder, prefix):
         list(pool.map(put, files))
 
 
+def pass_on(host, port, method, target, body, headers):
+    """A proxy's request sent on to the server at host:port: (status, the
+    answer's headers as pairs, with a Content-Length, its body)."""
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        conn.request(method, target, body=body, headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        out = [(k, v) for k, v in r.getheaders()
+               if k.lower() not in ('transfer-encoding', 'connection')]
+        if r.getheader('Content-Length') is None:
+            out.append(('Content-Length', str(len(data))))
+        return r.status, out, data
+    finally:
+        conn.close()
+
+
 class Unavailable(Exception):
     """The server cannot run here (a skip, with this reason)."""
 
@@ -512,18 +529,8 @@ class VerifyingProxy:
         fwd = {k: v for k, v in headers.items() if self.SIGNED.fullmatch(k) and
                k.lower() not in ('x-amz-date', 'x-amz-content-sha256', 'x-amz-security-token')}
         fwd = sign(self.s3.client.keys_, method, path, query, fwd, hashlib.sha256(body).hexdigest())
-        conn = http.client.HTTPConnection(self.s3.host, self.s3.port, timeout=30)
-        try:
-            conn.request(method, path + ('?' + query if query else ''), body=body, headers=fwd)
-            r = conn.getresponse()
-            data = r.read()
-            out = [(k, v) for k, v in r.getheaders()
-                   if k.lower() not in ('transfer-encoding', 'connection')]
-            if r.getheader('Content-Length') is None:
-                out.append(('Content-Length', str(len(data))))
-            return r.status, out, data
-        finally:
-            conn.close()
+        return pass_on(self.s3.host, self.s3.port, method,
+                       path + ('?' + query if query else ''), body, fwd)
 
     def list_page(self, params):
         """A ListObjectsV2 answer of at most PAGE keys and prefixes, from the
