@@ -120,14 +120,6 @@ static void XMLCALL az_chars(void *arg, const XML_Char *s, int len)
         az_fail(x, TDB_E_NOMEM);
 }
 
-static int az_hex(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* The current element's text, percent-decoded when it was Encoded.
  * @return a new string; NULL with *bad when an encoded name is broken
  * (a bad escape, or a NUL), else NULL on ENOMEM. */
@@ -138,25 +130,14 @@ static char *az_text(struct az_xml *x, bool *bad)
     *bad = false;
     if (!x->encoded)
         return strndup(t, n);
-    char *out = malloc(n + 1), *o = out;
+    char *out = malloc(n + 1);
     if (!out)
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (t[i] != '%') {
-            *o++ = t[i];
-            continue;
-        }
-        int hi = i + 2 < n ? az_hex(t[i + 1]) : -1;
-        int lo = i + 2 < n ? az_hex(t[i + 2]) : -1;
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-            free(out);
-            *bad = true;
-            return NULL;
-        }
-        *o++ = (char)(hi << 4 | lo);
-        i += 2;
+    if (tdb_store_decode(t, n, out) < 0) {
+        free(out);
+        *bad = true;
+        return NULL;
     }
-    *o = 0;
     return out;
 }
 

@@ -37,6 +37,33 @@ char *tdb_store_encode(const char *s, bool keep_slash)
     return out;
 }
 
+static int store_hex_value(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+ssize_t tdb_store_decode(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        int hi = i + 2 < n ? store_hex_value(s[i + 1]) : -1;
+        int lo = i + 2 < n ? store_hex_value(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            return -1;
+        out[o++] = (char)(hi << 4 | lo);
+        i += 2;
+    }
+    out[o] = 0;
+    return (ssize_t)o;
+}
+
 struct store_kv {
     char *k, *v;
 };

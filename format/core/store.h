@@ -9,6 +9,8 @@
 
 #include "core/core.h"
 
+#include <sys/types.h>
+
 /* One HTTP header or query parameter. */
 struct tdb_store_pair {
     const char *name;
@@ -19,6 +21,12 @@ struct tdb_store_pair {
  * every byte but A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash) becomes
  * %XX (upper-case hex).  @return a new string, or NULL on ENOMEM. */
 char *tdb_store_encode(const char *s, bool keep_slash);
+
+/* Percent-decodes s[0..n) into out (room for n + 1 bytes, NUL-terminated):
+ * each %XX (either case of hex) becomes its byte.  @return the decoded
+ * length, or -1 when a '%' is not followed by two hex digits or decodes
+ * to a NUL (the text is no encoding tdb_store_encode makes). */
+ssize_t tdb_store_decode(const char *s, size_t n, char *out);
 
 /* The canonical query string of `n` parameters: each name and value
  * encoded, sorted by name then value, joined "a=1&b=2" ("" for none).

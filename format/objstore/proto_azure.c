@@ -43,33 +43,10 @@ static void os_az_free(void *p)
     free(az);
 }
 
-static int os_az_hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0'
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Percent-decodes s[0..n) into out (room for n + 1). */
-static void os_az_decode(const char *s, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = os_az_hexval(s[i + 1])) >= 0 &&
-            (l = os_az_hexval(s[i + 2])) >= 0) {
-            out[o++] = (char)(h * 16 + l);
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = 0;
-}
-
 /* The parameters of canonical query q ("a=1&b=2", as tdb_store_query
  * makes it) decoded into p[] (at most max; their strings in *buf, to
- * free).  @return their number, or -1 when out of memory. */
+ * free).  @return their number, TDB_E_NOMEM, or TDB_E_INVAL (q is no
+ * encoding tdb_store_query makes). */
 static int os_az_params(const char *q, struct tdb_store_pair *p, int max,
                         char **buf)
 {
@@ -79,18 +56,25 @@ static int os_az_params(const char *q, struct tdb_store_pair *p, int max,
         return 0;
     char *b = malloc(2 * n + 2), *w = b;
     if (!b)
-        return -1;
+        return TDB_E_NOMEM;
     int np = 0;
     for (const char *s = q; *s && np < max;) {
         const char *amp = strchr(s, '&'), *end = amp ? amp : s + strlen(s);
         const char *eq = memchr(s, '=', (size_t)(end - s));
         const char *ne = eq ? eq : end;
-        os_az_decode(s, (size_t)(ne - s), w);
+        ssize_t nl = tdb_store_decode(s, (size_t)(ne - s), w), vl = -1;
         p[np].name = w;
-        w += strlen(w) + 1;
-        os_az_decode(eq ? eq + 1 : end, eq ? (size_t)(end - eq - 1) : 0, w);
-        p[np].value = w;
-        w += strlen(w) + 1;
+        if (nl >= 0) {
+            w += nl + 1;
+            vl = tdb_store_decode(eq ? eq + 1 : end,
+                                  eq ? (size_t)(end - eq - 1) : 0, w);
+            p[np].value = w;
+            w += vl + 1;
+        }
+        if (vl < 0) {
+            free(b);
+            return TDB_E_INVAL;
+        }
         np++;
         s = amp ? amp + 1 : end;
     }
@@ -128,7 +112,7 @@ static int os_az_sign(struct objstore *s, struct os_call *c)
             .method = c->method, .path = c->uri, .query = q,
             .nquery = nq > 0 ? (size_t)nq : 0, .hdr = hdr, .nhdr = nh,
         };
-        r = nq < 0 ? TDB_E_NOMEM
+        r = nq < 0 ? nq
                    : tdb_az_sign(auth, sizeof auth, &rq, az->account, az->key,
                                  az->keylen);
         free(qbuf);
