@@ -63,7 +63,6 @@ import hashlib
 import http.client
 import os
 import re
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -319,11 +318,7 @@ class AzureServer:
 
 def azurite_missing():
     """Why Azurite cannot run here, or None."""
-    if shutil.which('node') is None:
-        return 'node is not installed (scripts/install-deps installs nodejs and npm)'
-    if not os.access(AZURITE, os.X_OK):
-        return f'{AZURITE} is missing: run scripts/install-deps (npm ci --prefix tests/azure)'
-    return None
+    return s3fixture.npm_missing(AZURITE, 'azure')
 
 
 def start_azurite(folder):

@@ -279,13 +279,19 @@ class Unavailable(Exception):
     """The server cannot run here (a skip, with this reason)."""
 
 
-def s3rver_missing():
-    """Why s3rver cannot run here, or None."""
+def npm_missing(program, folder):
+    """Why the node program `program`, which scripts/install-deps puts in
+    tests/FOLDER/node_modules, cannot run here, or None."""
     if shutil.which('node') is None:
         return 'node is not installed (scripts/install-deps installs nodejs and npm)'
-    if not os.access(S3RVER, os.X_OK):
-        return f'{S3RVER} is missing: run scripts/install-deps (npm ci --prefix tests/s3)'
+    if not os.access(program, os.X_OK):
+        return f'{program} is missing: run scripts/install-deps (npm ci --prefix tests/{folder})'
     return None
+
+
+def s3rver_missing():
+    """Why s3rver cannot run here, or None."""
+    return npm_missing(S3RVER, 's3')
 
 
 def start_s3rver(folder):
