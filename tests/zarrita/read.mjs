@@ -8,7 +8,8 @@
 // zarr.json's consolidated_metadata), as zarr.open_consolidated and
 // xarray do.  The first line describes the root group:
 //   {"group": "/", "attrs": {...}, "contents": [{"path": "/a", "kind": "array"}, ...]}
-// then one line per array (every array of the consolidated metadata, or
+// then one line {"group": PATH, "attrs": {...}} per group below it, then
+// one line per array (every array of the consolidated metadata, or
 // the NAMEs given), in the order of the contents:
 //   {"name": "a", "dtype": "int32", "shape": [...], "chunks": [...],
 //    "dimension_names": [...], "attrs": {...}, "fill_value": ...,
@@ -120,6 +121,15 @@ async function main(argv) {
     let group = await open(store, { kind: "group" });
     let contents = store.contents().sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     console.log(JSON.stringify({ group: group.path, attrs: group.attrs, contents }));
+    for (let { path } of contents.filter((c) => c.kind === "group" && c.path !== "/")) {
+        let line = { group: path };
+        try {
+            line.attrs = (await open(group.resolve(path.slice(1)), { kind: "group" })).attrs;
+        } catch (err) {
+            line.error = describe(err);
+        }
+        console.log(JSON.stringify(line));
+    }
     if (!names.length) {
         names = contents.filter((c) => c.kind === "array").map((c) => c.path.slice(1));
     }
