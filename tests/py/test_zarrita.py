@@ -513,3 +513,67 @@ def test_zarrita_group(version, zarrita, mount, tmp_path):
             problems.append(f'{gpath or "."}/__zarr: arrays outside the members: {strays}')
     assert '' in groups_seen and 'sub' in groups_seen
     report('group_basic', version, range(total), problems, right, limited)
+
+
+def write_meta(mnt, key, value, datatype=None):
+    """Sets array metadata KEY through a writable mount's __meta/."""
+    path = os.path.join(mnt, '__meta', key)
+    with open(path, 'wb') as f:
+        if datatype:
+            os.setxattr(path, 'user.tiledb.datatype', datatype.encode())
+        f.write(value)
+
+
+@pytest.mark.parametrize('version', [2, 3], ids=['v2', 'v3'])
+def test_zarrita_cf_attributes(version, zarrita, mount, tmp_path):
+    """Metadata keys NAME.KEY are attribute KEY of array NAME (an
+    attribute, ATTR.validity, a dimension; the longest NAME that is an
+    array wins), as zarrita reads them from the consolidated and from each
+    array's own documents; a NAME that is no array, or an empty KEY, gives
+    no array attribute, and v2's _ARRAY_DIMENSIONS stays the store's.
+    Every key is an attribute of the root as well."""
+    case = get_case('dense_var_nullable')
+    arr = str(tmp_path / 'arr')
+    shutil.copytree(case.array, arr)
+    rw = mount(arr, ['rw'])
+    write_meta(rw, 'n_i32.units', b'm')
+    write_meta(rw, 'n_i32.validity.long_name', b'valid cells')
+    write_meta(rw, 'r.standard_name', b'row')
+    write_meta(rw, 'n_u8._FillValue', bytes([7]), 'UINT8')
+    write_meta(rw, 'n_f64x2.scale', numpy.array([0.5, 2], '<f8').tobytes(), 'FLOAT64')
+    write_meta(rw, 'n_i32._ARRAY_DIMENSIONS', b'x')
+    write_meta(rw, 'nosuch.units', b'z')
+    write_meta(rw, 'n_i32.', b'empty key')
+    assert not mount.unmount(rw)
+    mnt = mount(arr)
+    groups, arrays = zarrita(os.path.join(mnt, '__zarr'), version)
+    want = {'n_i32': {'units': 'm'}, 'n_i32.validity': {'long_name': 'valid cells'},
+            'r': {'standard_name': 'row'}, 'n_u8': {'_FillValue': 7},
+            'n_f64x2': {'scale': [0.5, 2]}}
+    problems = []
+    for name, attrs in want.items():
+        line = arrays.get(name, {})
+        if 'attrs' not in line:
+            problems.append(f'{name}: {line.get("error", "not listed")}')
+            continue
+        for key, value in attrs.items():
+            for where in ('attrs', 'plain'):
+                got = line[where]['attrs'] if where == 'plain' else line['attrs']
+                if got.get(key) != value:
+                    problems.append(f'{name} ({where}): attribute {key} {got.get(key)!r}, '
+                                    f'expected {value!r}')
+    for name, line in arrays.items():
+        if 'attrs' not in line:
+            continue
+        a = line['attrs']
+        if name == 'n_i32' and ('validity.long_name' in a or '' in a):
+            problems.append(f'n_i32: attributes {a!r} (the longest NAME wins; no empty KEY)')
+        if 'units' in a and name != 'n_i32':
+            problems.append(f'{name}: attribute units {a["units"]!r} is no key of it')
+    if version == 2 and arrays.get('n_i32', {}).get('attrs', {}).get('_ARRAY_DIMENSIONS') != ['r', 'c']:
+        problems.append('n_i32: _ARRAY_DIMENSIONS is not the store\'s ["r", "c"]')
+    root = groups['/']['attrs']
+    for key, value in (('n_i32.units', 'm'), ('nosuch.units', 'z'), ('n_u8._FillValue', 7)):
+        if root.get(key) != value:
+            problems.append(f'root: attribute {key} {root.get(key)!r}, expected {value!r}')
+    assert not problems, f'zarrita v{version} CF attributes:\n  ' + '\n  '.join(problems)
