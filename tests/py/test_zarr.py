@@ -56,7 +56,7 @@ def check_store(case, mnt, cat_prog, tmp_path):
             assert v.dtype == bool and v.shape == shape
             assert v.astype('u1').tobytes() == case.expected(name + '.validity')
         listed = os.listdir(os.path.join(root, name))
-        assert len(listed) == 2 + numpy.prod([-(-n // c) for n, c in zip(a.shape, a.chunks)])
+        assert len(listed) == 3 + numpy.prod([-(-n // c) for n, c in zip(a.shape, a.chunks)])
     for d, dim in enumerate(dims):
         lo = case.info['view_region'][d][0]
         got = group[dim['name']][...]
