@@ -221,7 +221,9 @@ static int zarr_key_owner(const struct tdb_zarr *z, const char *key)
 
 /* The attributes of array x both versions show (v2 adds
  * _ARRAY_DIMENSIONS, v3 a time's units): the validity that masks it, an
- * enumeration's flags, then the metadata keys "NAME.KEY" of NAME x. */
+ * enumeration's flags, then the metadata keys "NAME.KEY" of NAME x that
+ * the store does not set itself (what it sets says how to read the
+ * values: a key of the user's must not change that). */
 static json_t *zarr_attributes(struct tdb_jb *jb, const struct tdb_zarr *z,
                                const struct zarr_arr *x)
 {
@@ -263,6 +265,7 @@ static json_t *zarr_attributes(struct tdb_jb *jb, const struct tdb_zarr *z,
         if (!zarr_meta_key_ok(it) || zarr_key_owner(z, it->key) < 0 ||
             &z->v[zarr_key_owner(z, it->key)] != x ||
             !strcmp(it->key + nl + 1, "_ARRAY_DIMENSIONS") ||
+            json_object_get(o, it->key + nl + 1) ||
             !(v = zarr_meta_value(jb, it)))
             continue;
         tdb_jb_set(jb, o, it->key + nl + 1, v);
@@ -316,10 +319,11 @@ static json_t *zarr_codecs(struct tdb_jb *jb, const struct zarr_arr *x)
         tdb_jb_set(jb, conf, "endian", tdb_json_cstr("little"));
         tdb_jb_set(jb, c, "name", tdb_json_cstr("bytes"));
         tdb_jb_set(jb, c, "configuration", conf);
-    } else {
+    } else {                    /* an empty configuration, as zarr-python's */
         tdb_jb_set(jb, c, "name", tdb_json_cstr(x->enc == ZARR_UTF8
                                                     ? "vlen-utf8"
                                                     : "vlen-bytes"));
+        tdb_jb_set(jb, c, "configuration", tdb_jb_object(jb));
     }
     tdb_jb_push(jb, l, c);
     return l;
@@ -394,7 +398,7 @@ int zarr_arr_docs(const struct tdb_zarr *z, struct zarr_arr *x)
     const char *u = x->enc == ZARR_FIXED
                         ? zarr_units(dtype, units, sizeof units) : NULL;
     json_t *v3 = u && !jb.rc ? json_copy(common) : json_incref(common);
-    if (u && v3 && !json_object_get(v3, "units"))
+    if (u && v3)
         tdb_jb_set(&jb, v3, "units", tdb_json_cstr(u));
     json_decref(common);
     x->zjson = zarr_v3_doc(&jb, z, x, v3);
