@@ -46,7 +46,7 @@ class Expect:
                  filt=None, attrs=None):
         self.name, self.values, self.axes, self.chunks = name, values, axes, chunks
         self.order, self.kind, self.field, self.filter = order, kind, field, filt
-        self.attrs = attrs or {}
+        self.attrs = {} if attrs is None else attrs
 
     def __repr__(self):
         return f'Expect({self.name})'
@@ -143,6 +143,8 @@ def store_arrays(case, schema=None):
         if name in enums:
             ename, edtype, evalues = enums[name]
             attrs.update({'enumeration': ename, 'flag_values': list(range(len(evalues)))})
+            if edtype in STRINGS:
+                attrs['flag_meanings'] = flag_meanings(evalues)
             out.append(Expect(name + '.labels', labels_of(exp, edtype, evalues), names, ext,
                               None, 'labels', f, None if edtype not in BYTES else
                               'vlen-utf8' if edtype in STRINGS else 'vlen-bytes'))
@@ -232,6 +234,11 @@ def check_v2_array(root, meta, group, e):
     for doc in ('.zarray', '.zattrs'):
         with open(os.path.join(root, e.name, doc)) as z:
             assert json.load(z) == meta[f'{e.name}/{doc}'], f'{e.name}/{doc}'
+    za = meta[f'{e.name}/.zarray']
+    assert za['zarr_format'] == 2 and za['compressor'] is None, za
+    assert za['dimension_separator'] == '.', za
+    if e.kind == 'dim':
+        assert za['fill_value'] is None, za['fill_value']
     attrs = meta[f'{e.name}/.zattrs']
     assert attrs['_ARRAY_DIMENSIONS'] == e.axes, e.name
     for k, v in e.attrs.items():
@@ -242,6 +249,10 @@ def check_v2_array(root, meta, group, e):
         assert zf.tobytes() == fill.tobytes() or (
             fill.dtype.kind == 'f' and numpy.isnan(fill[0]) and numpy.isnan(zf)), \
             f'{e.name}: fill_value {a.fill_value!r}'
+    if e.kind == 'attr' and e.values.dtype.kind == 'S':
+        assert a.fill_value == bytes.fromhex(e.field['fill_hex']), a.fill_value
+    if e.kind == 'attr' and e.filter == 'vlen-utf8':
+        assert a.fill_value == bytes.fromhex(e.field['fill_hex']).decode(), a.fill_value
     grid = [-(-n // c) for n, c in zip(a.shape, a.chunks)]
     keys = {'.'.join(map(str, i)) for i in numpy.ndindex(*grid)}
     listed = set(os.listdir(os.path.join(root, e.name)))
@@ -307,6 +318,8 @@ def test_zarr_dense_case(case, mount, cat_prog, tmp_path):
             assert r.returncode == 0, r.stderr
             with open(os.path.join(root, rel), 'rb') as f:
                 assert r.stdout == f.read(), rel
+            if not rel.split('/')[-1][0].isdigit():
+                assert r.stdout.isascii(), f'{rel} is not ASCII'
     assert not fails, f'{case.name}: {len(fails)} differences:\n  ' + '\n  '.join(fails)
 
 

@@ -127,8 +127,11 @@ def read_v3(folder, doc):
     grid = [-(-n // c) for n, c in zip(shape, cshape)]
     full = None
     for idx in numpy.ndindex(*grid):
-        with open(os.path.join(folder, sep.join(map(str, idx))), 'rb') as f:
-            chunk = decode_chunk(f.read(), doc)
+        path = os.path.join(folder, sep.join(map(str, idx)))
+        with open(path, 'rb') as f:
+            data = f.read()
+        assert os.path.getsize(path) == len(data), f'{path}: st_size is not its length'
+        chunk = decode_chunk(data, doc)
         if full is None:
             full = numpy.empty([g * c for g, c in zip(grid, cshape)], dtype=chunk.dtype)
         full[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, cshape))] = chunk
