@@ -100,8 +100,17 @@ struct tdb_fs {
     struct tree_zarr *zarrs;
     size_t nzarrs;
     uint64_t nchunks;
-    struct tdb_zarr **stores;
+    struct tree_store *stores;
     size_t nstores;
+    struct tdb_zarr_group **gstores;   /* the __zarr of groups */
+    size_t ngstores;
+};
+
+/* A Zarr store of the tree, made in the folder of its array. */
+struct tree_store {
+    struct tdb_zarr *z;
+    uint64_t dir;               /* the array's folder */
+    uint64_t mtime_ms;
 };
 
 struct tree_zarr {
@@ -359,63 +368,51 @@ static int tree_numpy(struct tdb_fs *fs, uint64_t root, struct tdb_cells *view,
     return r;
 }
 
-/* One document of a Zarr store as a file of folder dir. */
-static int tree_zarr_doc(struct tdb_fs *fs, uint64_t dir,
-                         const struct tdb_zarr *z, int k, int which,
-                         uint64_t mtime)
+/* The file `name` of folder dir holding doc (its text taken). */
+static int tree_zarr_file(struct tdb_fs *fs, uint64_t dir, const char *name,
+                          struct tdb_buf *doc, uint64_t mtime)
 {
-    struct tdb_buf b;
-    const char *name;
     uint64_t ino;
-    int r = tdb_zarr_doc(z, k, which, &name, &b);
-    if (!r)
-        r = tree_add_bytes(fs, dir, name, b.data, b.len, &ino);
+    int r = tree_add_bytes(fs, dir, name, doc->data, doc->len, &ino);
     if (!r)
         fs->nodes[ino - 1].mtime_ms = mtime;
-    tdb_buf_free(&b);
+    tdb_buf_free(doc);
     return r;
 }
 
-/* __zarr/ of a dense view: the group's documents, a folder per array
- * with its own and its chunks (made on lookup: inodes from
- * TREE_CHUNK_INO on, nodes of none). */
-static int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
-                     struct tdb_cells *view, struct tdb_error *err)
+/* Folder `name` of parent holding Zarr store z: the group's documents, a
+ * folder per array with its own and its chunks (made on lookup: inodes
+ * from TREE_CHUNK_INO on, nodes of none).  Nothing when no inodes are
+ * left for its chunks. */
+static int tree_zarr_folder(struct tdb_fs *fs, uint64_t parent,
+                            const char *name, struct tdb_zarr *z,
+                            uint64_t mtime)
 {
-    struct tdb_zarr *z = NULL;
-    int r = tdb_zarr_open(&z, a, view, err);
-    uint32_t n = z ? tdb_zarr_narrays(z) : 0;
+    uint32_t n = tdb_zarr_narrays(z);
     uint64_t chunks = 0;
     for (uint32_t k = 0; k < n; k++)
         chunks += tdb_zarr_nchunks(z, k);
-    if (r || !z)
-        return r;
-    if (chunks > TREE_SLICE_INO - TREE_CHUNK_INO - fs->nchunks) {
-        tdb_zarr_free(z);       /* no inodes left for its chunks */
+    if (chunks > TREE_SLICE_INO - TREE_CHUNK_INO - fs->nchunks)
         return 0;
-    }
-    struct tdb_zarr **st = realloc(fs->stores, (fs->nstores + 1) * sizeof *st);
-    if (!st) {
-        tdb_zarr_free(z);
-        return TDB_E_NOMEM;
-    }
-    fs->stores = st;
-    fs->stores[fs->nstores++] = z;
     struct tree_zarr *zv = realloc(fs->zarrs, (fs->nzarrs + n + 1) * sizeof *zv);
     if (!zv)
         return TDB_E_NOMEM;
     fs->zarrs = zv;
-    uint64_t dir, mtime = a->newest_ts;
-    r = tree_add(fs, root, "__zarr", TREE_DIR, &dir);
+    uint64_t dir;
+    struct tdb_buf b;
+    const char *fname;
+    int r = tree_add(fs, parent, name, TREE_DIR, &dir);
     if (!r)
         fs->nodes[dir - 1].mtime_ms = mtime;
-    for (int i = 0; !r && i < 3; i++)
-        r = tree_zarr_doc(fs, dir, z, -1, i, mtime);
+    for (int i = 0; !r && !(r = tdb_zarr_doc(z, -1, i, &fname, &b)); i++)
+        r = tree_zarr_file(fs, dir, fname, &b, mtime);
+    r = r == TDB_E_NOENT ? 0 : r;
     for (uint32_t k = 0; !r && k < n; k++) {
         uint64_t ad;
         r = tree_add(fs, dir, tdb_zarr_name(z, k), TREE_DIR, &ad);
-        for (int i = 0; !r && i < 2; i++)
-            r = tree_zarr_doc(fs, ad, z, (int)k, i, mtime);
+        for (int i = 0; !r && !(r = tdb_zarr_doc(z, (int)k, i, &fname, &b)); i++)
+            r = tree_zarr_file(fs, ad, fname, &b, mtime);
+        r = r == TDB_E_NOENT ? 0 : r;
         if (r)
             break;
         fs->nodes[ad - 1].made = TREE_MADE_ZARR;
@@ -426,6 +423,24 @@ static int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
         fs->nchunks += tdb_zarr_nchunks(z, k);
     }
     return r;
+}
+
+/* __zarr/ of a dense view (docs/LAYOUT.md "__zarr"). */
+static int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
+                     struct tdb_cells *view, struct tdb_error *err)
+{
+    struct tdb_zarr *z = NULL;
+    int r = tdb_zarr_open(&z, a, view, err);
+    if (r || !z)
+        return r;
+    struct tree_store *st = realloc(fs->stores, (fs->nstores + 1) * sizeof *st);
+    if (!st) {
+        tdb_zarr_free(z);
+        return TDB_E_NOMEM;
+    }
+    fs->stores = st;
+    fs->stores[fs->nstores++] = (struct tree_store){z, root, a->newest_ts};
+    return tree_zarr_folder(fs, root, "__zarr", z, a->newest_ts);
 }
 
 static int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *m,
@@ -828,6 +843,69 @@ static int tree_member_names(const struct tdb_group *g, char **shown,
     return 0;
 }
 
+/* The Zarr store shown in folder dir, or NULL. */
+static struct tree_store *tree_store_in(struct tdb_fs *fs, uint64_t dir)
+{
+    for (size_t i = 0; i < fs->nstores; i++)
+        if (fs->stores[i].dir == dir)
+            return &fs->stores[i];
+    return NULL;
+}
+
+/* __zarr/ of the group at root (docs/LAYOUT.md "__zarr of a group"): the
+ * stores of its members shown[i] (those with no why[i]) that have one,
+ * each again under its folder name; none when no member has one. */
+static int tree_group_zarr(struct tdb_fs *fs, uint64_t root, size_t n,
+                           char *const *shown, char *const *why,
+                           const struct tdb_meta *m, struct tdb_error *err)
+{
+    struct tdb_zarr **stores = calloc(n + 1, sizeof *stores);
+    const char **names = calloc(n + 1, sizeof *names);
+    int r = stores && names ? 0 : TDB_E_NOMEM;
+    uint32_t ns = 0;
+    uint64_t mtime = m ? m->newest_ts : 0;
+    const struct tree_node *g = &fs->nodes[root - 1];
+    bool taken = false;         /* a member shown as __zarr */
+    for (size_t j = 0; !r && j < g->nkids; j++) {
+        const struct tree_node *kid = &fs->nodes[g->kids[j] - 1];
+        taken |= !strcmp(kid->name, "__zarr");
+        struct tree_store *st = tree_store_in(fs, g->kids[j]);
+        for (size_t i = 0; st && i < n; i++)
+            if (!why[i] && !strcmp(shown[i], kid->name)) {
+                stores[ns] = st->z;
+                names[ns++] = shown[i];
+                mtime = st->mtime_ms > mtime ? st->mtime_ms : mtime;
+                break;
+            }
+    }
+    struct tdb_zarr_group *zg = NULL;
+    if (!r && ns && !taken)
+        r = tdb_zarr_group_open(&zg, stores, names, ns, m, err);
+    struct tdb_zarr_group **gv = zg ? realloc(fs->gstores,
+                                              (fs->ngstores + 1) * sizeof *gv)
+                                    : NULL;
+    if (zg && !gv) {
+        tdb_zarr_group_free(zg);
+        r = TDB_E_NOMEM;
+    } else if (zg) {
+        fs->gstores = gv;
+        fs->gstores[fs->ngstores++] = zg;
+    }
+    uint64_t dir = 0;
+    struct tdb_buf b;
+    const char *fname;
+    if (!r && zg && !(r = tree_add(fs, root, "__zarr", TREE_DIR, &dir)))
+        fs->nodes[dir - 1].mtime_ms = mtime;
+    for (int i = 0; !r && zg && !(r = tdb_zarr_group_doc(zg, i, &fname, &b)); i++)
+        r = tree_zarr_file(fs, dir, fname, &b, mtime);
+    r = r == TDB_E_NOENT ? 0 : r;
+    for (uint32_t i = 0; !r && zg && i < ns; i++)
+        r = tree_zarr_folder(fs, dir, names[i], stores[i], mtime);
+    free(stores);
+    free(names);
+    return r;
+}
+
 static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
                       const struct tree_up *up, struct tdb_error *err)
 {
@@ -869,6 +947,8 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
             r = tree_warn(fs, "group %s: member %s left out: %s",
                           path[0] ? path : ".", g->v[i].name, why[i]);
     }
+    if (!r)
+        r = tree_group_zarr(fs, root, n, shown, why, m, err);
     struct tdb_buf jtext = {0};
     if (!r && !(r = tree_group_json(g, m, why, &jtext))) {
         struct tree_node *jn = &fs->nodes[jino - 1];
@@ -1022,8 +1102,11 @@ void tdb_fs_close(struct tdb_fs *fs)
         free(fs->warn[i]);
     free(fs->warn);
     for (size_t i = 0; i < fs->nstores; i++)
-        tdb_zarr_free(fs->stores[i]);
+        tdb_zarr_free(fs->stores[i].z);
     free(fs->stores);
+    for (size_t i = 0; i < fs->ngstores; i++)
+        tdb_zarr_group_free(fs->gstores[i]);
+    free(fs->gstores);
     free(fs->zarrs);
     for (size_t i = 0; i < fs->ncells; i++)
         tdb_cells_free(fs->cells[i]);
@@ -1238,36 +1321,6 @@ static void tree_put(struct tdb_fs *fs, uint64_t ino, struct tree_node *n)
     pthread_mutex_unlock(&fs->slices.lock);
 }
 
-/* The error for inode ino, which is no folder of tree_perm's: a slice
- * (a file), or none. */
-static int tree_not_dir(struct tdb_fs *fs, uint64_t ino,
-                        struct tdb_error *err)
-{
-    struct tree_node *n = tree_get(fs, ino);
-    tree_put(fs, ino, n);
-    return n ? tdb_err(err, TDB_E_NOTDIR, "inode %" PRIu64 ": not a folder",
-                       ino)
-             : tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
-}
-
-int tdb_fs_hold(struct tdb_fs *fs, uint64_t ino)
-{
-    if (ino < TREE_SLICE_INO)
-        return 0; /* never dropped (tdb_fs_stat says whether it is one) */
-    return tree_get(fs, ino) ? 0 : TDB_E_NOENT;
-}
-
-void tdb_fs_unhold(struct tdb_fs *fs, uint64_t ino)
-{
-    if (ino < TREE_SLICE_INO)
-        return;
-    pthread_mutex_lock(&fs->slices.lock);
-    struct tree_slice *sl = tree_slice_by_ino(fs, ino);
-    if (sl)
-        tree_slice_unref(fs, sl);
-    pthread_mutex_unlock(&fs->slices.lock);
-}
-
 /* The Zarr array whose chunk *c inode ino is, or NULL. */
 static const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
                                           uint64_t ino, uint64_t *c)
@@ -1290,6 +1343,38 @@ static const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
     }
     return NULL;
 }
+
+/* The error for inode ino, which is no folder of tree_perm's: a slice
+ * (a file), or none. */
+static int tree_not_dir(struct tdb_fs *fs, uint64_t ino,
+                        struct tdb_error *err)
+{
+    uint64_t c;
+    struct tree_node *n = tree_chunk(fs, ino, &c) ? NULL : tree_get(fs, ino);
+    tree_put(fs, ino, n);
+    return n || tree_chunk(fs, ino, &c) ? tdb_err(err, TDB_E_NOTDIR, "inode %" PRIu64 ": not a folder",
+                       ino)
+             : tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
+}
+
+int tdb_fs_hold(struct tdb_fs *fs, uint64_t ino)
+{
+    if (ino < TREE_SLICE_INO)
+        return 0; /* never dropped (tdb_fs_stat says whether it is one) */
+    return tree_get(fs, ino) ? 0 : TDB_E_NOENT;
+}
+
+void tdb_fs_unhold(struct tdb_fs *fs, uint64_t ino)
+{
+    if (ino < TREE_SLICE_INO)
+        return;
+    pthread_mutex_lock(&fs->slices.lock);
+    struct tree_slice *sl = tree_slice_by_ino(fs, ino);
+    if (sl)
+        tree_slice_unref(fs, sl);
+    pthread_mutex_unlock(&fs->slices.lock);
+}
+
 
 /* The slice made as file `name` of folder dir, whose hash is h, or NULL
  * (slices.lock held). */
@@ -1454,16 +1539,16 @@ int tdb_fs_resolve(struct tdb_fs *fs, const char *path, uint64_t *ino,
     return 0;
 }
 
-/* tdb_fs_stat of node n or Zarr chunk z. */
+/* tdb_fs_stat of node n or chunk c of Zarr array z. */
 static int tree_stat(const struct tree_node *n, const struct tree_zarr *z,
-                     uint64_t ino, struct tdb_stat *st, struct tdb_error *err)
+                     uint64_t c, uint64_t ino, struct tdb_stat *st,
+                     struct tdb_error *err)
 {
     memset(st, 0, sizeof *st);
     st->ino = ino;
     if (z) {
-        st->size = tdb_zarr_chunk_bytes(z->z, z->k);
         st->mtime_ms = z->mtime_ms;
-        return 0;
+        return tdb_zarr_chunk_size(z->z, z->k, c, &st->size, err);
     }
     st->mtime_ms = n->mtime_ms;
     switch (n->kind) {
@@ -1490,7 +1575,7 @@ int tdb_fs_stat(struct tdb_fs *fs, uint64_t ino, struct tdb_stat *st,
     struct tree_node *n = z ? NULL : tree_get(fs, ino);
     if (!n && !z)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
-    int r = tree_stat(n, z, ino, st, err);
+    int r = tree_stat(n, z, c, ino, st, err);
     tree_put(fs, ino, n);
     return r;
 }

@@ -1,219 +1,16 @@
-/* zarr.c: the __zarr folder of a dense array (docs/LAYOUT.md "__zarr"), a
- * Zarr v2 group over the array's view: one array per fixed-size attribute
- * whose chunks are the space tiles, one per nullable attribute's validity,
- * one per dimension holding its coordinates; .zgroup, .zattrs (the array
- * metadata) and the consolidated .zmetadata. */
-#include "tree/zarr.h"
-#include "tree/json.h"
+/* zarr.c: the __zarr folder of a dense array (docs/LAYOUT.md "__zarr"):
+ * its arrays (one per attribute, whose chunks are the space tiles, one per
+ * nullable attribute's validity and enumerated attribute's values, one per
+ * dimension holding its coordinates) and their chunks: fixed-size ones
+ * read from the view as they lie, var-sized ones encoded whole in
+ * numcodecs' vlen form and kept while read.  The documents are
+ * zarr_doc.c's. */
+#include "tree/zarr_priv.h"
 
 #include <inttypes.h>
-#include <openssl/evp.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-enum zarr_kind { ZARR_ATTR, ZARR_VALIDITY, ZARR_COORD };
-
-struct zarr_arr {
-    char *name;
-    enum zarr_kind kind;
-    uint32_t idx;               /* the attribute or dimension */
-    uint32_t nd;                /* axes: the dimensions (an attribute with
-                                 * several numbers a cell: one more) */
-    uint64_t shape[TDB_MAX_DIMS + 1], chunks[TDB_MAX_DIMS + 1];
-    uint64_t grid[TDB_MAX_DIMS + 1];    /* chunks along each axis */
-    uint64_t nchunks, chunk_bytes;
-    bool col;                   /* order F: a column-major tile as it is */
-    json_t *zarray, *zattrs;
-    char **keys;                /* chunk keys, made on first listing */
-};
-
-struct tdb_zarr {
-    struct tdb_array *a;
-    struct tdb_cells *view;
-    uint32_t nd;
-    uint64_t vlo[TDB_MAX_DIMS], vshape[TDB_MAX_DIMS], ext[TDB_MAX_DIMS];
-    char *dimname[TDB_MAX_DIMS];
-    struct zarr_arr *v;
-    uint32_t n;
-    json_t *zgroup, *zattrs, *zmeta;
-    pthread_mutex_t lock;       /* keys */
-};
-
-static bool zarr_bytes_type(unsigned t)
-{
-    return t == TDB_CHAR || t == TDB_STRING_ASCII || t == TDB_STRING_UTF8;
-}
-
-/* ------------------------------------------------------------- documents */
-
-/* n bytes in base64 (Zarr's fill value of a bytes dtype). */
-static json_t *zarr_base64(const uint8_t *p, size_t n)
-{
-    if (n > INT32_MAX)
-        return NULL;
-    char *s = malloc(4 * (n / 3 + 1) + 1);
-    if (!s)
-        return NULL;
-    int len = EVP_EncodeBlock((unsigned char *)s, p, (int)n);
-    json_t *v = len >= 0 ? json_stringn(s, (size_t)len) : NULL;
-    free(s);
-    return v;
-}
-
-/* Zarr's fill_value of attribute `at` (one value of its dtype): null when
- * a cell's fill holds values that differ. */
-static json_t *zarr_fill(const struct tdb_attr *at)
-{
-    unsigned vs = tdb_dt_size(at->type);
-    if (zarr_bytes_type(at->type)) {
-        if (!at->fill_size)
-            return json_null();
-        uint8_t *b = malloc(at->cell_val_num ? at->cell_val_num : 1);
-        if (!b)
-            return NULL;
-        for (uint32_t i = 0; i < at->cell_val_num; i++)
-            b[i] = at->fill[i % at->fill_size];
-        json_t *v = zarr_base64(b, at->cell_val_num);
-        free(b);
-        return v;
-    }
-    if (!vs || at->fill_size < vs)
-        return json_null();
-    for (uint64_t i = vs; i + vs <= at->fill_size; i += vs)
-        if (memcmp(at->fill, at->fill + i, vs))
-            return json_null();
-    if (at->type == TDB_BOOL)
-        return json_boolean(at->fill[0] != 0);
-    return tdb_json_value(at->type, at->fill, vs);
-}
-
-/* numpy's dtype of array x's values. */
-static const char *zarr_dtype(const struct tdb_zarr *z,
-                              const struct zarr_arr *x, char *buf, size_t cap)
-{
-    const struct tdb_schema *s = z->a->schema;
-    if (x->kind == ZARR_VALIDITY)
-        return "|b1";
-    unsigned t = x->kind == ZARR_COORD ? s->dims[x->idx].type
-                                       : s->attrs[x->idx].type;
-    if (x->kind == ZARR_ATTR && zarr_bytes_type(t)) {
-        snprintf(buf, cap, "|S%u", s->attrs[x->idx].cell_val_num);
-        return buf;
-    }
-    return tdb_dt_numpy(t) ? tdb_dt_numpy(t) : "|u1";
-}
-
-static json_t *zarr_u64_list(struct tdb_jb *jb, const uint64_t *v, uint32_t n)
-{
-    json_t *l = tdb_jb_array(jb);
-    for (uint32_t i = 0; i < n; i++)
-        tdb_jb_push(jb, l, tdb_json_u64(v[i]));
-    return l;
-}
-
-/* .zarray and .zattrs of array x. */
-static int zarr_arr_docs(const struct tdb_zarr *z, struct zarr_arr *x)
-{
-    const struct tdb_schema *s = z->a->schema;
-    struct tdb_jb jb = {0};
-    char dt[32];
-    json_t *o = x->zarray = tdb_jb_object(&jb);
-    tdb_jb_set(&jb, o, "zarr_format", json_integer(2));
-    tdb_jb_set(&jb, o, "shape", zarr_u64_list(&jb, x->shape, x->nd));
-    tdb_jb_set(&jb, o, "chunks", zarr_u64_list(&jb, x->chunks, x->nd));
-    tdb_jb_set(&jb, o, "dtype", tdb_json_cstr(zarr_dtype(z, x, dt, sizeof dt)));
-    tdb_jb_set(&jb, o, "compressor", json_null());
-    tdb_jb_set(&jb, o, "fill_value",
-               x->kind == ZARR_ATTR ? zarr_fill(&s->attrs[x->idx])
-               : x->kind == ZARR_VALIDITY
-                   ? json_boolean(s->attrs[x->idx].fill_validity != 0)
-                   : json_null());
-    tdb_jb_set(&jb, o, "order", tdb_json_cstr(x->col ? "F" : "C"));
-    tdb_jb_set(&jb, o, "filters", json_null());
-    tdb_jb_set(&jb, o, "dimension_separator", tdb_json_cstr("."));
-    json_t *at = x->zattrs = tdb_jb_object(&jb);
-    json_t *dims = tdb_jb_array(&jb);
-    if (x->kind == ZARR_COORD) {
-        tdb_jb_push(&jb, dims, tdb_json_cstr(z->dimname[x->idx]));
-    } else {
-        for (uint32_t d = 0; d < z->nd; d++)
-            tdb_jb_push(&jb, dims, tdb_json_cstr(z->dimname[d]));
-    }
-    if (x->nd > z->nd && x->kind != ZARR_COORD) {
-        /* the values of a cell: a dimension of this array's own */
-        size_t l = strlen(x->name);
-        char *vn = malloc(l + 10);
-        if (vn)
-            snprintf(vn, l + 10, "__%s_values", x->name);
-        tdb_jb_push(&jb, dims, vn ? tdb_json_cstr(vn) : NULL);
-        free(vn);
-    }
-    tdb_jb_set(&jb, at, "_ARRAY_DIMENSIONS", dims);
-    return jb.rc;
-}
-
-/* Metadata value it as JSON (a number, a list of numbers, a string), or
- * NULL when JSON has no form for it (blobs, strings that are not UTF-8). */
-static json_t *zarr_meta_value(struct tdb_jb *jb, const struct tdb_meta_item *it)
-{
-    unsigned vs = tdb_dt_size(it->type);
-    if (zarr_bytes_type(it->type))
-        return tdb_json_is_utf8(it->value, (size_t)it->size)
-                   ? tdb_json_bytes(it->value, (size_t)it->size) : NULL;
-    bool num = tdb_dt_is_integer(it->type) || tdb_dt_is_float(it->type) ||
-               it->type == TDB_BOOL;
-    if (!num || !vs || it->size != (uint64_t)it->count * vs)
-        return NULL;
-    json_t *l = it->count == 1 ? NULL : tdb_jb_array(jb), *one = NULL;
-    for (uint32_t i = 0; i < it->count; i++) {
-        const uint8_t *p = it->value + (size_t)i * vs;
-        one = it->type == TDB_BOOL ? json_boolean(*p != 0)
-                                   : tdb_json_value(it->type, p, vs);
-        if (l)
-            tdb_jb_push(jb, l, one);
-    }
-    return l ? l : one;
-}
-
-/* .zgroup, .zattrs and .zmetadata. */
-static int zarr_group_docs(struct tdb_zarr *z)
-{
-    struct tdb_jb jb = {0};
-    z->zgroup = tdb_jb_object(&jb);
-    tdb_jb_set(&jb, z->zgroup, "zarr_format", json_integer(2));
-    z->zattrs = tdb_jb_object(&jb);
-    const struct tdb_meta *m = z->a->meta;
-    for (size_t i = 0; m && i < m->n && !jb.rc; i++) {
-        const struct tdb_meta_item *it = &m->v[i];
-        json_t *v;
-        if (strlen(it->key) != it->key_len ||
-            !tdb_json_is_utf8(it->key, it->key_len) ||
-            !(v = zarr_meta_value(&jb, it)))
-            continue;           /* no JSON form */
-        tdb_jb_set(&jb, z->zattrs, it->key, v);
-    }
-    json_t *all = tdb_jb_object(&jb);
-    tdb_jb_set(&jb, all, ".zgroup", json_incref(z->zgroup));
-    tdb_jb_set(&jb, all, ".zattrs", json_incref(z->zattrs));
-    for (uint32_t k = 0; k < z->n && !jb.rc; k++) {
-        struct zarr_arr *x = &z->v[k];
-        size_t l = strlen(x->name) + 9;
-        char *key = malloc(l);
-        if (!key) {
-            jb.rc = TDB_E_NOMEM;
-            break;
-        }
-        snprintf(key, l, "%s/.zarray", x->name);
-        tdb_jb_set(&jb, all, key, json_incref(x->zarray));
-        snprintf(key, l, "%s/.zattrs", x->name);
-        tdb_jb_set(&jb, all, key, json_incref(x->zattrs));
-        free(key);
-    }
-    z->zmeta = tdb_jb_object(&jb);
-    tdb_jb_set(&jb, z->zmeta, "metadata", all);
-    tdb_jb_set(&jb, z->zmeta, "zarr_consolidated_format", json_integer(1));
-    return jb.rc;
-}
 
 /* --------------------------------------------------------------- arrays */
 
@@ -221,7 +18,8 @@ static int zarr_group_docs(struct tdb_zarr *z)
  * file's, and not taken. */
 static bool zarr_name_free(const struct tdb_zarr *z, const char *name)
 {
-    if (!tdb_json_is_utf8(name, strlen(name)) || !strncmp(name, ".z", 2))
+    if (!tdb_json_is_utf8(name, strlen(name)) || !strncmp(name, ".z", 2) ||
+        !strcmp(name, "zarr.json"))
         return false;
     for (uint32_t k = 0; k < z->n; k++)
         if (!strcmp(z->v[k].name, name))
@@ -229,16 +27,45 @@ static bool zarr_name_free(const struct tdb_zarr *z, const char *name)
     return true;
 }
 
+/* How x's chunks hold their cells, and the bytes of one cell of a
+ * fixed-size one. */
+static enum zarr_enc zarr_encoding(const struct tdb_zarr *z,
+                                   const struct zarr_arr *x, uint64_t *cell)
+{
+    const struct tdb_schema *s = z->a->schema;
+    if (x->kind == ZARR_COORD) {
+        *cell = tdb_dt_size(s->dims[x->idx].type);
+        return ZARR_FIXED;
+    }
+    const struct tdb_attr *at = &s->attrs[x->idx];
+    if (x->kind == ZARR_VALIDITY) {
+        *cell = 1;
+        return ZARR_FIXED;
+    }
+    unsigned t = at->type;
+    bool var = at->cell_val_num == TDB_VAR_NUM;
+    if (x->kind == ZARR_LABELS) {
+        t = x->en->type;
+        var = x->en->cell_val_num != 1 || zarr_bytes_type(t);
+    }
+    if (var)
+        return t == TDB_STRING_ASCII || t == TDB_STRING_UTF8 ? ZARR_UTF8
+                                                             : ZARR_BYTES;
+    *cell = (uint64_t)tdb_dt_size(t) *
+            (x->kind == ZARR_LABELS ? 1 : at->cell_val_num);
+    return ZARR_FIXED;
+}
+
 /* Fills x's axes; false when it is too large to show. */
 static bool zarr_geometry(const struct tdb_zarr *z, struct zarr_arr *x)
 {
     const struct tdb_schema *s = z->a->schema;
-    uint64_t cell;
+    uint64_t cell = 0;
+    x->enc = zarr_encoding(z, x, &cell);
     if (x->kind == ZARR_COORD) {
         x->nd = 1;
         x->shape[0] = z->vshape[x->idx];
         x->chunks[0] = z->ext[x->idx];
-        cell = tdb_dt_size(s->dims[x->idx].type);
     } else {
         const struct tdb_attr *at = &s->attrs[x->idx];
         x->nd = z->nd;
@@ -246,27 +73,31 @@ static bool zarr_geometry(const struct tdb_zarr *z, struct zarr_arr *x)
             x->shape[d] = z->vshape[d];
             x->chunks[d] = z->ext[d];
         }
-        cell = x->kind == ZARR_VALIDITY
-                   ? 1 : (uint64_t)tdb_dt_size(at->type) * at->cell_val_num;
-        if (x->kind == ZARR_ATTR && at->cell_val_num > 1 &&
-            !zarr_bytes_type(at->type)) {
+        bool values = x->kind == ZARR_ATTR && x->enc == ZARR_FIXED &&
+                      at->cell_val_num > 1;
+        if (values && !zarr_bytes_type(at->type)) {
             x->shape[x->nd] = x->chunks[x->nd] = at->cell_val_num;
             x->nd++;
             cell = tdb_dt_size(at->type);
+        } else if (values) {
+            x->bytes_axis = at->cell_val_num;
         }
         /* a column-major tile is a chunk in Fortran order, but a cell's
          * values would then not lie together: those stay in C order */
         x->col = s->cell_order == TDB_COL_MAJOR && x->nd == z->nd;
     }
-    x->nchunks = 1;
-    x->chunk_bytes = cell;
+    x->nchunks = x->ncells = 1;
     for (uint32_t d = 0; d < x->nd; d++) {
         x->grid[d] = (x->shape[d] + x->chunks[d] - 1) / x->chunks[d];
         if (!tdb_mul_ok(x->nchunks, x->grid[d], &x->nchunks) ||
-            !tdb_mul_ok(x->chunk_bytes, x->chunks[d], &x->chunk_bytes))
+            !tdb_mul_ok(x->ncells, x->chunks[d], &x->ncells))
             return false;
     }
-    return cell && x->nchunks <= TDB_ZARR_MAX_CHUNKS &&
+    if (x->nchunks > TDB_ZARR_MAX_CHUNKS)
+        return false;
+    if (x->enc != ZARR_FIXED)   /* a count and a length a cell: uint32 */
+        return x->ncells < UINT32_MAX / 4;
+    return cell && tdb_mul_ok(x->ncells, cell, &x->chunk_bytes) &&
            x->chunk_bytes <= TDB_ZARR_MAX_CHUNK_BYTES;
 }
 
@@ -275,22 +106,24 @@ static bool zarr_geometry(const struct tdb_zarr *z, struct zarr_arr *x)
 static int zarr_add(struct tdb_zarr *z, enum zarr_kind kind, uint32_t idx)
 {
     const struct tdb_schema *s = z->a->schema;
+    static const char *const suffix[] = {"", ".validity", ".labels", ""};
     char *name = kind == ZARR_COORD ? strdup(z->dimname[idx])
-                 : tdb_mount_name(s->attrs[idx].name,
-                                  kind == ZARR_VALIDITY ? ".validity" : "");
+                 : tdb_mount_name(s->attrs[idx].name, suffix[kind]);
     if (!name)
         return TDB_E_NOMEM;
     struct zarr_arr *x = &z->v[z->n];
     memset(x, 0, sizeof *x);
     x->kind = kind;
     x->idx = idx;
+    if (kind != ZARR_COORD)
+        x->en = zarr_enum_of(s, &s->attrs[idx]);
     if (!zarr_name_free(z, name) || !zarr_geometry(z, x)) {
         free(name);
         return 0;
     }
     x->name = name;
     z->n++;
-    return zarr_arr_docs(z, x);
+    return 0;
 }
 
 /* The view's chunk grid (the tile extents from the view's first cell)
@@ -315,6 +148,32 @@ static bool zarr_grid(struct tdb_zarr *z)
     return true;
 }
 
+/* Every array of z: each attribute, its validity and its enumeration's
+ * values, then each dimension.  @return 0 or TDB_E_NOMEM. */
+static int zarr_arrays(struct tdb_zarr *z)
+{
+    const struct tdb_schema *s = z->a->schema;
+    int r = 0;
+    for (uint32_t i = 0; !r && i < s->nattrs; i++) {
+        r = zarr_add(z, ZARR_ATTR, i);
+        if (!r && s->attrs[i].nullable)
+            r = zarr_add(z, ZARR_VALIDITY, i);
+        if (!r && zarr_enum_of(s, &s->attrs[i]))
+            r = zarr_add(z, ZARR_LABELS, i);
+    }
+    for (uint32_t d = 0; !r && d < s->ndims; d++)
+        r = zarr_add(z, ZARR_COORD, d);
+    for (uint32_t k = 0; !r && k < z->n; k++) {
+        struct zarr_arr *x = &z->v[k];
+        if (x->enc != ZARR_FIXED && x->nchunks <= ZARR_SIZES_MAX &&
+            !(x->sizes = calloc((size_t)x->nchunks, sizeof *x->sizes)))
+            r = TDB_E_NOMEM;
+        if (!r)
+            r = zarr_arr_docs(z, x);
+    }
+    return r ? r : zarr_group_docs(z);
+}
+
 int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
                   struct tdb_cells *view, struct tdb_error *err)
 {
@@ -326,24 +185,15 @@ int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
     pthread_mutex_init(&z->lock, NULL);
     z->a = a;
     z->view = view;
-    z->v = calloc((size_t)s->nattrs * 2 + s->ndims + 1, sizeof *z->v);
+    z->v = calloc((size_t)s->nattrs * 3 + s->ndims + 1, sizeof *z->v);
     int r = z->v ? 0 : TDB_E_NOMEM;
     if (!r && (!tdb_cells_dense_region(view, &z->nd, z->vlo, z->vshape) ||
                z->nd != s->ndims || !zarr_grid(z))) {
         tdb_zarr_free(z);
         return 0;               /* no Zarr form */
     }
-    for (uint32_t i = 0; !r && i < s->nattrs; i++) {
-        if (s->attrs[i].cell_val_num == TDB_VAR_NUM)
-            continue;           /* var-sized: no Zarr form */
-        r = zarr_add(z, ZARR_ATTR, i);
-        if (!r && s->attrs[i].nullable)
-            r = zarr_add(z, ZARR_VALIDITY, i);
-    }
-    for (uint32_t d = 0; !r && d < s->ndims; d++)
-        r = zarr_add(z, ZARR_COORD, d);
     if (!r)
-        r = zarr_group_docs(z);
+        r = zarr_arrays(z);
     if (r) {
         tdb_zarr_free(z);
         return tdb_err(err, r, "__zarr: out of memory");
@@ -361,15 +211,20 @@ void tdb_zarr_free(struct tdb_zarr *z)
         free(x->name);
         json_decref(x->zarray);
         json_decref(x->zattrs);
+        json_decref(x->zjson);
         if (x->keys)
             free(x->keys[0]);
         free(x->keys);
+        free(x->sizes);
     }
     for (uint32_t d = 0; d < TDB_MAX_DIMS; d++)
         free(z->dimname[d]);
+    for (int i = 0; i < ZARR_SLOTS; i++)
+        free(z->slot[i].p);
     json_decref(z->zgroup);
     json_decref(z->zattrs);
     json_decref(z->zmeta);
+    json_decref(z->zjson);
     free(z->v);
     pthread_mutex_destroy(&z->lock);
     free(z);
@@ -388,33 +243,6 @@ const char *tdb_zarr_name(const struct tdb_zarr *z, uint32_t k)
 uint64_t tdb_zarr_nchunks(const struct tdb_zarr *z, uint32_t k)
 {
     return z->v[k].nchunks;
-}
-
-uint64_t tdb_zarr_chunk_bytes(const struct tdb_zarr *z, uint32_t k)
-{
-    return z->v[k].chunk_bytes;
-}
-
-int tdb_zarr_doc(const struct tdb_zarr *z, int k, int which,
-                 const char **name, struct tdb_buf *out)
-{
-    static const char *const gnames[] = {".zgroup", ".zattrs", ".zmetadata"};
-    static const char *const anames[] = {".zarray", ".zattrs"};
-    const json_t *doc;
-    *out = (struct tdb_buf){0};
-    if (k < 0 && which >= 0 && which < 3) {
-        *name = gnames[which];
-        doc = which == 0 ? z->zgroup : which == 1 ? z->zattrs : z->zmeta;
-    } else if (k >= 0 && (uint32_t)k < z->n && which >= 0 && which < 2) {
-        *name = anames[which];
-        doc = which == 0 ? z->v[k].zarray : z->v[k].zattrs;
-    } else {
-        return TDB_E_NOENT;
-    }
-    int r = tdb_json_dump_ascii(doc, out);
-    if (r)
-        tdb_buf_free(out);
-    return r;
 }
 
 /* ---------------------------------------------------------------- chunks */
@@ -438,6 +266,9 @@ bool tdb_zarr_chunk_parse(const struct tdb_zarr *z, uint32_t k,
         }
         idx = idx * x->grid[d] + v;
     }
+    /* v3's last axis of a fixed string's bytes is one chunk long */
+    if (x->bytes_axis && !strcmp(p, ".0"))
+        p += 2;
     *c = idx;
     return *p == 0;
 }
@@ -495,28 +326,17 @@ static void zarr_coord_read(const struct tdb_zarr *z,
     }
 }
 
-int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
-                        uint64_t off, void *buf, size_t len, size_t *got,
-                        struct tdb_error *err)
+/* The cells of chunk c of attribute array x: the chunk's box of the view,
+ * tile extents from the view's first cell, in the array's cell order. */
+static int zarr_chunk_cells(const struct tdb_zarr *z, const struct zarr_arr *x,
+                            uint64_t c, struct tdb_cells **cells,
+                            struct tdb_error *err)
 {
-    const struct zarr_arr *x = &z->v[k];
-    *got = 0;
-    if (off >= x->chunk_bytes || !len)
-        return 0;
-    if (len > x->chunk_bytes - off)
-        len = (size_t)(x->chunk_bytes - off);
     uint64_t at[TDB_MAX_DIMS + 1], rest = c;
     for (uint32_t d = x->nd; d-- > 0;) {
         at[d] = rest % x->grid[d];
         rest /= x->grid[d];
     }
-    if (x->kind == ZARR_COORD) {
-        zarr_coord_read(z, x, at[0], off, buf, len);
-        *got = len;
-        return 0;
-    }
-    /* the chunk's box of the view, tile extents from the view's first
-     * cell, in the array's cell order */
     struct tdb_dense_pick p;
     memset(&p, 0, sizeof p);
     p.col_major = x->col;
@@ -525,16 +345,318 @@ int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
         p.step[d] = 1;
         p.count[d] = z->ext[d];
     }
-    struct tdb_cells *cells = NULL;
-    int r = tdb_cells_dense_pick(&cells, z->view, &p, err);
+    *cells = NULL;
+    return tdb_cells_dense_pick(cells, z->view, &p, err);
+}
+
+/* Bytes [off, off + len) of `part` of attribute idx over cells. */
+static int zarr_cells_read(const struct tdb_zarr *z, struct tdb_cells *cells,
+                           uint32_t idx, enum tdb_field_part part,
+                           uint64_t off, void *buf, size_t len, size_t *got,
+                           struct tdb_error *err)
+{
+    struct tdb_fieldfile ff;
+    tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, idx, part);
+    int r = tdb_fieldfile_read(&ff, off, buf, len, got, err);
+    tdb_fieldfile_destroy(&ff);
+    return r;
+}
+
+/* A code of an integer type at p, as an index (UINT64_MAX: negative). */
+static uint64_t zarr_code(unsigned t, const uint8_t *p)
+{
+    unsigned vs = tdb_dt_size(t);
+    uint64_t u = 0;
+    for (unsigned i = 0; i < vs; i++)
+        u |= (uint64_t)p[i] << (8 * i);
+    if (tdb_dt_is_signed_int(t) && vs < 8 && (u >> (8 * vs - 1)) & 1)
+        return UINT64_MAX;
+    return tdb_dt_is_signed_int(t) && vs == 8 && (int64_t)u < 0 ? UINT64_MAX
+                                                                 : u;
+}
+
+/* The codes of chunk c's cells of enumerated attribute x->idx: ncells
+ * values of its type into a new buffer. */
+static int zarr_codes(const struct tdb_zarr *z, const struct zarr_arr *x,
+                      struct tdb_cells *cells, uint8_t **out,
+                      struct tdb_error *err)
+{
+    unsigned vs = tdb_dt_size(z->a->schema->attrs[x->idx].type);
+    size_t n = (size_t)x->ncells * vs, got = 0;
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b)
+        return tdb_err(err, TDB_E_NOMEM, "__zarr/%s: out of memory", x->name);
+    int r = zarr_cells_read(z, cells, x->idx, TDB_FILE_VALUES, 0, b, n, &got,
+                            err);
+    if (!r && got != n)
+        r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: %zu bytes of codes, not %zu",
+                    x->name, got, n);
+    if (r)
+        free(b);
+    else
+        *out = b;
+    return r;
+}
+
+/* Fixed-size labels: each cell's enumeration value (the fill_value for a
+ * code with none), bytes [off, off + len) of the chunk into buf. */
+static int zarr_labels_fixed(const struct tdb_zarr *z, const struct zarr_arr *x,
+                             struct tdb_cells *cells, uint64_t off,
+                             uint8_t *buf, size_t len, struct tdb_error *err)
+{
+    const struct tdb_enumeration *e = x->en;
+    unsigned ct = z->a->schema->attrs[x->idx].type, cs = tdb_dt_size(ct);
+    unsigned vs = tdb_dt_size(e->type);
+    uint8_t *codes = NULL, none[8] = {0};
+    int r = zarr_codes(z, x, cells, &codes, err);
     if (r)
         return r;
+    if (tdb_dt_is_float(e->type)) {
+        double nan = NAN;
+        float nanf = NAN;
+        memcpy(none, vs == 4 ? (const void *)&nanf : (const void *)&nan, vs);
+    }
+    uint64_t count = zarr_enum_count(e);
+    for (uint64_t i = off / vs; i * vs < off + len; i++) {
+        uint64_t code = zarr_code(ct, codes + i * cs);
+        const uint8_t *v = code < count ? e->data + code * vs : none;
+        uint64_t a = i * vs > off ? i * vs : off;
+        uint64_t b = i * vs + vs < off + len ? i * vs + vs : off + len;
+        memcpy(buf + (a - off), v + (a - i * vs), (size_t)(b - a));
+    }
+    free(codes);
+    return 0;
+}
+
+/* Appends the vlen encoding of one item of n bytes at p. */
+static int zarr_item(struct tdb_buf *b, const void *p, uint64_t n)
+{
+    if (n > UINT32_MAX || tdb_buf_put_u32(b, (uint32_t)n))
+        return TDB_E_NOMEM;
+    return n ? tdb_buf_append(b, p, (size_t)n) : 0;
+}
+
+/* Var-sized labels: chunk c encoded into b. */
+static int zarr_labels_vlen(const struct tdb_zarr *z, const struct zarr_arr *x,
+                            struct tdb_cells *cells, struct tdb_buf *b,
+                            struct tdb_error *err)
+{
+    const struct tdb_enumeration *e = x->en;
+    unsigned ct = z->a->schema->attrs[x->idx].type, cs = tdb_dt_size(ct);
+    uint8_t *codes = NULL;
+    int r = zarr_codes(z, x, cells, &codes, err);
+    uint64_t count = zarr_enum_count(e);
+    if (!r && tdb_buf_put_u32(b, (uint32_t)x->ncells))
+        r = TDB_E_NOMEM;
+    for (uint64_t i = 0; !r && i < x->ncells; i++) {
+        uint64_t code = zarr_code(ct, codes + i * cs), at = 0, n = 0;
+        if (code < count && !zarr_enum_value(e, code, &at, &n))
+            n = 0;
+        r = zarr_item(b, e->data + at, code < count ? n : 0);
+    }
+    free(codes);
+    if (r == TDB_E_NOMEM)
+        tdb_err(err, r, "__zarr/%s: out of memory", x->name);
+    return r;
+}
+
+/* A var-sized attribute's chunk encoded into b: its cells' offsets, then
+ * their values. */
+static int zarr_attr_vlen(const struct tdb_zarr *z, const struct zarr_arr *x,
+                          struct tdb_cells *cells, struct tdb_buf *b,
+                          struct tdb_error *err)
+{
+    size_t n = (size_t)x->ncells, got = 0;
+    uint64_t total = 0;
+    uint8_t *offs = malloc(n * 8 + 1), *vals = NULL;
+    if (!offs)
+        return tdb_err(err, TDB_E_NOMEM, "__zarr/%s: out of memory", x->name);
+    int r = zarr_cells_read(z, cells, x->idx, TDB_FILE_OFFSETS, 0, offs, n * 8,
+                            &got, err);
     struct tdb_fieldfile ff;
     tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, x->idx,
-                       x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
-                                                : TDB_FILE_VALUES);
-    r = tdb_fieldfile_read(&ff, off, buf, len, got, err);
+                       TDB_FILE_VALUES);
+    if (!r && got != n * 8)
+        r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: %zu cells, not %zu",
+                    x->name, got / 8, n);
+    if (!r)
+        r = tdb_fieldfile_size(&ff, &total, err);
+    if (!r && total > TDB_ZARR_MAX_CHUNK_BYTES)
+        r = tdb_err(err, TDB_E_UNSUPPORTED,
+                    "__zarr/%s: a chunk of %" PRIu64 " bytes, over 2 GiB",
+                    x->name, total);
+    if (!r && !(vals = malloc((size_t)total + 1)))
+        r = tdb_err(err, TDB_E_NOMEM, "__zarr/%s: out of memory", x->name);
+    if (!r)
+        r = tdb_fieldfile_read(&ff, 0, vals, (size_t)total, &got, err);
+    if (!r && got != total)
+        r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: %zu bytes of values, not %"
+                    PRIu64, x->name, got, total);
+    if (!r && (tdb_buf_reserve(b, 4 + n * 4 + (size_t)total) ||
+               tdb_buf_put_u32(b, (uint32_t)n)))
+        r = tdb_err(err, TDB_E_NOMEM, "__zarr/%s: out of memory", x->name);
+    for (size_t i = 0; !r && i < n; i++) {
+        uint64_t lo = tdb_le64(offs + i * 8);
+        uint64_t hi = i + 1 < n ? tdb_le64(offs + (i + 1) * 8) : total;
+        if (lo > hi || hi > total)
+            r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: cell %zu's offsets "
+                        "%" PRIu64 "..%" PRIu64 " outside its %" PRIu64
+                        " bytes", x->name, i, lo, hi, total);
+        else
+            r = zarr_item(b, vals + lo, hi - lo);
+    }
     tdb_fieldfile_destroy(&ff);
+    free(offs);
+    free(vals);
+    return r;
+}
+
+/* Chunk c of var-sized array x, encoded whole into b. */
+static int zarr_encode(const struct tdb_zarr *z, const struct zarr_arr *x,
+                       uint64_t c, struct tdb_buf *b, struct tdb_error *err)
+{
+    struct tdb_cells *cells = NULL;
+    int r = zarr_chunk_cells(z, x, c, &cells, err);
+    if (!r)
+        r = x->kind == ZARR_LABELS ? zarr_labels_vlen(z, x, cells, b, err)
+                                   : zarr_attr_vlen(z, x, cells, b, err);
+    tdb_cells_free(cells);
+    return r;
+}
+
+/* Bytes [off, off + len) of var-sized chunk c of array k into buf (may
+ * be NULL with len 0), *n: the chunk's size.  The chunk is encoded whole
+ * and kept in a slot (the least recently read goes) while the slots hold
+ * at most ZARR_SLOT_BYTES.  Thread-safe. */
+static int zarr_vlen_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
+                          uint64_t off, void *buf, size_t len, size_t *got,
+                          size_t *n, struct tdb_error *err)
+{
+    struct zarr_arr *x = &z->v[k];
+    *got = 0;
+    pthread_mutex_lock(&z->lock);
+    for (int i = 0; i < ZARR_SLOTS; i++) {
+        struct zarr_slot *sl = &z->slot[i];
+        if (sl->p && sl->k == k && sl->c == c) {
+            sl->used = ++z->tick;
+            *n = sl->n;
+            if (off < sl->n && len) {
+                *got = len < sl->n - off ? len : (size_t)(sl->n - off);
+                memcpy(buf, sl->p + off, *got);
+            }
+            pthread_mutex_unlock(&z->lock);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&z->lock);
+    struct tdb_buf b = {0};
+    int r = zarr_encode(z, x, c, &b, err);
+    if (r) {
+        tdb_buf_free(&b);
+        return r;
+    }
+    *n = b.len;
+    if (off < b.len && len) {
+        *got = len < b.len - off ? len : (size_t)(b.len - off);
+        memcpy(buf, b.data + off, *got);
+    }
+    pthread_mutex_lock(&z->lock);
+    if (x->sizes)
+        x->sizes[c] = b.len;
+    uint64_t held = 0;
+    int lru = 0;
+    for (int i = 0; i < ZARR_SLOTS; i++) {
+        const struct zarr_slot *sl = &z->slot[i], *old = &z->slot[lru];
+        held += sl->p ? sl->n : 0;
+        if (!sl->p || (old->p && sl->used < old->used))
+            lru = i;
+    }
+    struct zarr_slot *sl = &z->slot[lru];
+    held -= sl->p ? sl->n : 0;
+    if (b.data && held + b.len <= ZARR_SLOT_BYTES) {
+        free(sl->p);
+        *sl = (struct zarr_slot){k, c, b.data, b.len, ++z->tick};
+        b.data = NULL;
+    }
+    pthread_mutex_unlock(&z->lock);
+    tdb_buf_free(&b);
+    return 0;
+}
+
+int tdb_zarr_chunk_size(struct tdb_zarr *z, uint32_t k, uint64_t c,
+                        uint64_t *size, struct tdb_error *err)
+{
+    struct zarr_arr *x = &z->v[k];
+    if (x->enc == ZARR_FIXED) {
+        *size = x->chunk_bytes;
+        return 0;
+    }
+    pthread_mutex_lock(&z->lock);
+    *size = x->sizes ? x->sizes[c] : 0;
+    pthread_mutex_unlock(&z->lock);
+    if (*size)
+        return 0;
+    int r;
+    if (x->kind == ZARR_ATTR) {
+        /* the count, a length a cell, and the values: one pass over the
+         * offsets of the chunk's tiles */
+        struct tdb_cells *cells = NULL;
+        struct tdb_fieldfile ff;
+        uint64_t total = 0;
+        r = zarr_chunk_cells(z, x, c, &cells, err);
+        if (!r) {
+            tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, x->idx,
+                               TDB_FILE_VALUES);
+            r = tdb_fieldfile_size(&ff, &total, err);
+            tdb_fieldfile_destroy(&ff);
+        }
+        tdb_cells_free(cells);
+        *size = 4 + 4 * x->ncells + total;
+    } else {
+        /* labels: the codes are small, the values in memory */
+        size_t n = 0, got;
+        r = zarr_vlen_read(z, k, c, 0, NULL, 0, &got, &n, err);
+        *size = n;
+    }
+    if (r)
+        return r;
+    pthread_mutex_lock(&z->lock);
+    if (x->sizes)
+        x->sizes[c] = *size;
+    pthread_mutex_unlock(&z->lock);
+    return 0;
+}
+
+int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
+                        uint64_t off, void *buf, size_t len, size_t *got,
+                        struct tdb_error *err)
+{
+    const struct zarr_arr *x = &z->v[k];
+    *got = 0;
+    if (x->enc != ZARR_FIXED) {
+        size_t n;
+        return zarr_vlen_read(z, k, c, off, buf, len, got, &n, err);
+    }
+    if (off >= x->chunk_bytes || !len)
+        return 0;
+    if (len > x->chunk_bytes - off)
+        len = (size_t)(x->chunk_bytes - off);
+    if (x->kind == ZARR_COORD) {
+        zarr_coord_read(z, x, c, off, buf, len);
+        *got = len;
+        return 0;
+    }
+    struct tdb_cells *cells = NULL;
+    int r = zarr_chunk_cells(z, x, c, &cells, err);
+    if (!r && x->kind == ZARR_LABELS) {
+        r = zarr_labels_fixed(z, x, cells, off, buf, len, err);
+        *got = r ? 0 : len;
+    } else if (!r) {
+        r = zarr_cells_read(z, cells, x->idx,
+                            x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
+                                                     : TDB_FILE_VALUES,
+                            off, buf, len, got, err);
+    }
     tdb_cells_free(cells);
     return r;
 }
