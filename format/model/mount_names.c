@@ -55,6 +55,6 @@ char *tdb_meta_key_name(const char *key)
 char *tdb_group_shown_name(const char *name)
 {
     static const char *const reserved[] = {".", "..", "__group.json",
-                                           "__meta", NULL};
+                                           "__meta", "__zarr", NULL};
     return name[0] ? tdb_mount_name_reserved(name, reserved) : strdup("");
 }

@@ -870,6 +870,9 @@ static int tree_group_zarr(struct tdb_fs *fs, uint64_t root, size_t n,
         const struct tree_node *kid = &fs->nodes[g->kids[j] - 1];
         taken |= !strcmp(kid->name, "__zarr");
         struct tree_store *st = tree_store_in(fs, g->kids[j]);
+        /* a name of Zarr's own files is no member's in __zarr */
+        if (!strncmp(kid->name, ".z", 2) || !strcmp(kid->name, "zarr.json"))
+            st = NULL;
         for (size_t i = 0; st && i < n; i++)
             if (!why[i] && !strcmp(shown[i], kid->name)) {
                 stores[ns] = st->z;

@@ -220,19 +220,12 @@ static int zarr_key_owner(const struct tdb_zarr *z, const char *key)
 /* ------------------------------------------------------------- documents */
 
 /* The attributes of array x both versions show (v2 adds
- * _ARRAY_DIMENSIONS): a time's units, the validity that masks it, an
+ * _ARRAY_DIMENSIONS, v3 a time's units): the validity that masks it, an
  * enumeration's flags, then the metadata keys "NAME.KEY" of NAME x. */
 static json_t *zarr_attributes(struct tdb_jb *jb, const struct tdb_zarr *z,
                                const struct zarr_arr *x)
 {
     json_t *o = tdb_jb_object(jb);
-    char dt[32], units[64];
-    const char *u = x->enc == ZARR_FIXED
-                        ? zarr_units(zarr_dtype(z, x, dt, sizeof dt), units,
-                                     sizeof units)
-                        : NULL;
-    if (u)
-        tdb_jb_set(jb, o, "units", tdb_json_cstr(u));
     const struct tdb_attr *at =
         x->kind == ZARR_COORD ? NULL : &z->a->schema->attrs[x->idx];
     if (x->kind == ZARR_ATTR && at->nullable) {
@@ -374,7 +367,8 @@ int zarr_arr_docs(const struct tdb_zarr *z, struct zarr_arr *x)
     tdb_jb_set(&jb, o, "zarr_format", json_integer(2));
     tdb_jb_set(&jb, o, "shape", zarr_u64_list(&jb, x->shape, x->nd));
     tdb_jb_set(&jb, o, "chunks", zarr_u64_list(&jb, x->chunks, x->nd));
-    tdb_jb_set(&jb, o, "dtype", tdb_json_cstr(zarr_dtype(z, x, dt, sizeof dt)));
+    const char *dtype = zarr_dtype(z, x, dt, sizeof dt);
+    tdb_jb_set(&jb, o, "dtype", tdb_json_cstr(dtype));
     tdb_jb_set(&jb, o, "compressor", json_null());
     tdb_jb_set(&jb, o, "fill_value", zarr_fill(z, x, false));
     tdb_jb_set(&jb, o, "order", tdb_json_cstr(x->col ? "F" : "C"));
@@ -394,7 +388,16 @@ int zarr_arr_docs(const struct tdb_zarr *z, struct zarr_arr *x)
     tdb_jb_set(&jb, at, "_ARRAY_DIMENSIONS", zarr_dim_names(&jb, z, x, false));
     if (!jb.rc && json_object_update(at, common))
         jb.rc = TDB_E_NOMEM;
-    x->zjson = zarr_v3_doc(&jb, z, x, common);
+    /* v3 has no datetime type: int64, and the unit in CF's words (v2's
+     * dtype says it: CF's units there would decode the values twice) */
+    char units[64];
+    const char *u = x->enc == ZARR_FIXED
+                        ? zarr_units(dtype, units, sizeof units) : NULL;
+    json_t *v3 = u && !jb.rc ? json_copy(common) : json_incref(common);
+    if (u && v3 && !json_object_get(v3, "units"))
+        tdb_jb_set(&jb, v3, "units", tdb_json_cstr(u));
+    json_decref(common);
+    x->zjson = zarr_v3_doc(&jb, z, x, v3);
     return jb.rc;
 }
 

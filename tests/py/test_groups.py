@@ -88,7 +88,10 @@ def test_missing_member_left_out(cat_prog, mount, tmp_path):
     assert r.returncode != 0
 
     mnt = mount(g)
-    assert sorted(os.listdir(mnt)) == ['__group.json', '__meta', 'kept']
+    # __zarr: the group's Zarr store, of its dense array kept
+    assert sorted(os.listdir(mnt)) == ['__group.json', '__meta', '__zarr', 'kept']
+    assert sorted(os.listdir(os.path.join(mnt, '__zarr'))) == [
+        '.zattrs', '.zgroup', '.zmetadata', 'kept', 'zarr.json']
     with open(os.path.join(mnt, 'kept', 'a'), 'rb') as f:
         assert f.read() == case.expected('a')
     assert not os.path.exists(os.path.join(mnt, 'deleted'))
@@ -136,13 +139,15 @@ def test_member_cycle_left_out(cat_prog, tmp_path):
 
 # ------------------------------------------------------------ odd names
 
-RESERVED = {'.': '%2E', '..': '%2E.', '__group.json': '%5F_group.json', '__meta': '%5F_meta'}
+RESERVED = {'.': '%2E', '..': '%2E.', '__group.json': '%5F_group.json', '__meta': '%5F_meta',
+            '__zarr': '%5F_zarr'}
 
 
 def test_reserved_member_names(cat_prog, mount, tmp_path):
-    """Members named ".", "..", "__group.json" and "__meta" are listed once
-    each, percent-encoded, and can be read; the group's own __group.json
-    and __meta/ stay what they are."""
+    """Members named ".", "..", "__group.json", "__meta" and "__zarr" are
+    listed once each, percent-encoded, and can be read; the group's own
+    __group.json, __meta/ and __zarr/ stay what they are (__zarr holds
+    every member, under its shown name)."""
     g = str(tmp_path / 'g')
     os.makedirs(g)
     case = copy_array('dense_1d_basic', os.path.join(g, 'arr'))
@@ -150,7 +155,7 @@ def test_reserved_member_names(cat_prog, mount, tmp_path):
                [('arr', 'plain', True, 'array'), ('arr', 'a/b%c', True, 'array')])
     shown = sorted(list(RESERVED.values()) + ['plain', 'a%2Fb%25c'])
     listing = [n for n in cat_ok(cat_prog, g, '').decode().split('\n') if n]
-    assert sorted(listing) == sorted(shown + ['__group.json', '__meta']), listing
+    assert sorted(listing) == sorted(shown + ['__group.json', '__meta', '__zarr']), listing
     doc = group_json(cat_prog, g)
     assert sorted(m['name'] for m in doc['members']) == sorted(list(RESERVED) + ['plain', 'a/b%c'])
     assert all('error' not in m for m in doc['members']), doc
@@ -159,7 +164,9 @@ def test_reserved_member_names(cat_prog, mount, tmp_path):
 
     mnt = mount(g)
     entries = os.listdir(mnt)
-    assert sorted(entries) == sorted(shown + ['__group.json', '__meta']), entries
+    assert sorted(entries) == sorted(shown + ['__group.json', '__meta', '__zarr']), entries
+    members = [n for n in os.listdir(os.path.join(mnt, '__zarr')) if n[0] != '.']
+    assert sorted(members) == sorted(shown + ['zarr.json']), members
     assert len(entries) == len(set(entries))
     for name in shown:
         with open(os.path.join(mnt, name, 'a'), 'rb') as f:

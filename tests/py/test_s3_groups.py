@@ -47,6 +47,6 @@ def test_s3_group_members_stay_under_prefix(cat_prog, store_server, tmp_path):
         assert 'outside the source' in doc[name].get('error', ''), doc[name]
         assert run_cat(cat_prog, url, name + '/a').returncode != 0
     listing = run_cat(cat_prog, url, '').stdout.decode().split('\n')
-    assert sorted(n for n in listing if n) == ['__group.json', '__meta', 'absin', 'dotted', 'ok']
+    assert sorted(n for n in listing if n) == ['__group.json', '__meta', '__zarr', 'absin', 'dotted', 'ok']
     r = run_cat(cat_prog, url, '', ['group_members=any'])
     assert r.returncode != 0 and b'group_members=any' in r.stderr, r.stderr
