@@ -116,9 +116,10 @@ def decode_chunk(data, doc):
     return arr
 
 
-def read_v3(folder, doc):
+def read_v3(folder, doc, whole=False):
     """The whole array of zarr.json `doc` from the chunk files of `folder`
-    (keys per its chunk_key_encoding), cut to its shape."""
+    (keys per its chunk_key_encoding), cut to its shape (whole: with the
+    edge chunks' cells past it)."""
     shape = doc['shape']
     cshape = doc['chunk_grid']['configuration']['chunk_shape']
     enc = doc['chunk_key_encoding']
@@ -135,7 +136,24 @@ def read_v3(folder, doc):
         if full is None:
             full = numpy.empty([g * c for g, c in zip(grid, cshape)], dtype=chunk.dtype)
         full[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, cshape))] = chunk
-    return full[tuple(slice(0, n) for n in shape)]
+    return full if whole else full[tuple(slice(0, n) for n in shape)]
+
+
+def check_padding(e, full, nd):
+    """The cells of the edge chunks past the domain's end (where the view is
+    the domain) hold the attribute's fill value."""
+    raw = bytes.fromhex(e.field['fill_hex'])
+    pad = numpy.ones(full.shape[:nd], bool)
+    pad[tuple(slice(0, n) for n in e.values.shape[:nd])] = False
+    cells = full[pad]
+    if full.dtype == object:
+        want = raw.decode() if e.filter == 'vlen-utf8' else raw
+        bad = [c for c in cells.tolist() if c != want]
+    else:
+        fill = numpy.frombuffer(raw, full.dtype).tobytes()
+        bad = [c for c in cells if c.tobytes() != fill]
+    assert not bad, f'{len(bad)} of {len(cells)} cells past the domain are not the fill'
+    return len(cells)
 
 
 def fill_of(e):
@@ -166,9 +184,11 @@ def fill_of(e):
     return x
 
 
-def check_array_v3(root, e, v2attrs, v2array):
+def check_array_v3(root, e, v2attrs, v2array, pad_nd=0):
     """ATTR/zarr.json of expected array e against the contract, and its
-    chunk files decoded by hand against e's values."""
+    chunk files decoded by hand against e's values (pad_nd: the number of
+    dimensions, where the view is the domain, to check the cells past it
+    in the edge chunks)."""
     doc = load(os.path.join(root, e.name, 'zarr.json'))
     dtype, shape, extra = v3_type(e)
     assert doc['zarr_format'] == 3 and doc['node_type'] == 'array'
@@ -203,7 +223,10 @@ def check_array_v3(root, e, v2attrs, v2array):
         assert names == ['transpose', last], names
     else:
         assert names == [last], names
-    got = read_v3(os.path.join(root, e.name), doc)
+    full = read_v3(os.path.join(root, e.name), doc, whole=True)
+    if pad_nd and e.kind == 'attr':
+        check_padding(e, full, pad_nd)
+    got = full[tuple(slice(0, n) for n in doc['shape'])]
     want = v3_values(e)
     if want.dtype == object:
         assert got.reshape(-1).tolist() == want.reshape(-1).tolist(), 'chunk values differ'
@@ -220,20 +243,23 @@ def test_zarr_v3_dense_case(case, mount, tmp_path):
     table, chunk grid of the tile extents, the v2 chunk key encoding with
     '.', fill value, dimension names, attributes as .zattrs plus CF units
     of datetimes, codecs with transpose for order F) whose chunk files,
-    decoded by hand, hold the expected values.  Every difference is
-    reported at once."""
+    decoded by hand, hold the expected values, and the fill past the
+    domain's end in the edge chunks.  Every difference is reported at
+    once."""
     if case.info.get('kind') != 'array' or not case.dense:
         pytest.skip('not a dense array: no __zarr')
     mnt = mount(case.array, case_options(case, tmp_path))
     root = os.path.join(mnt, '__zarr')
     exps = store_arrays(case, schema_of(mnt))
     v2 = load(os.path.join(root, '.zmetadata'))['metadata']
+    dims = case.info['dims']
+    pad_nd = len(dims) if case.info['view_region'] == [d['domain'] for d in dims] else 0
     fails = []
     docs = {}
     for e in exps:
         with noting(fails, f'v3 {e.name}'):
             docs[e.name] = check_array_v3(root, e, v2[f'{e.name}/.zattrs'],
-                                          v2[f'{e.name}/.zarray'])
+                                          v2[f'{e.name}/.zarray'], pad_nd)
     with noting(fails, 'zarr.json'):
         top = load(os.path.join(root, 'zarr.json'))
         assert top['zarr_format'] == 3 and top['node_type'] == 'group'
