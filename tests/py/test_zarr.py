@@ -448,8 +448,8 @@ def test_zarr_cf_attributes(mount, tmp_path):
     attribute, a dimension, ATTR.validity: the longest NAME wins) in its
     .zattrs, in .zmetadata, in its zarr.json and through xarray, while the
     root's .zattrs keeps the keys; a string is a string, FLOAT64 x 2 a
-    list; _ARRAY_DIMENSIONS stays the store's; a key naming no array
-    stays only at the root."""
+    list; _ARRAY_DIMENSIONS stays the store's; a key naming no array, or
+    with an empty KEY, stays only at the root."""
     src = get_case('dense_var_nullable')
     arr = str(tmp_path / 'cf')
     shutil.copytree(src.array, arr)
@@ -503,6 +503,40 @@ def test_zarr_cf_attributes(mount, tmp_path):
     assert ds['r'].attrs['units'] == 'km'
     assert list(ds['n_i32'].dims) == ['r', 'c']
     assert ds['n_i32'].values.tobytes() == src.expected('n_i32')
+
+
+def test_zarr_cf_store_keys_win(mount, tmp_path):
+    """A KEY the store sets itself is left to it (LAYOUT: "a KEY the store
+    sets itself (_ARRAY_DIMENSIONS) is left to it"): metadata keys
+    NAME.ancillary_variables of a nullable attribute and NAME.enumeration,
+    NAME.flag_values, NAME.flag_meanings of an enumerated one do not
+    replace the store's values; another key of the same array is set."""
+    want, fails = {}, []
+    for cname, name, keys in (
+            ('dense_var_nullable', 'n_i32', ['ancillary_variables']),
+            ('enumeration', 'color', ['enumeration', 'flag_values', 'flag_meanings'])):
+        arr = str(tmp_path / cname)
+        shutil.copytree(get_case(cname).array, arr)
+        mnt = mount(arr)
+        with open(os.path.join(mnt, '__zarr', name, '.zattrs')) as f:
+            want[name] = json.load(f)
+        assert not mount.unmount(mnt)
+        mnt = mount(arr, ['rw'])
+        for k in keys + ['units']:
+            write_meta(mnt, f'{name}.{k}', 'mine')
+        assert not mount.unmount(mnt)
+        mnt = mount(arr)
+        with open(os.path.join(mnt, '__zarr', name, '.zattrs')) as f:
+            got = json.load(f)
+        with open(os.path.join(mnt, '__zarr', name, 'zarr.json')) as f:
+            got3 = json.load(f)['attributes']
+        for k, v in dict(want[name], units='mine').items():
+            if got.get(k) != v:
+                fails.append(f'{cname} {name}/.zattrs {k}: {got.get(k)!r}, expected {v!r}')
+            if k != '_ARRAY_DIMENSIONS' and got3.get(k) != v:
+                fails.append(f'{cname} {name}/zarr.json {k}: {got3.get(k)!r}, expected {v!r}')
+        assert not mount.unmount(mnt)
+    assert not fails, '\n'.join(fails)
 
 
 def test_zarr_cf_units_a(mount, create_prog, cat_prog, tmp_path):
