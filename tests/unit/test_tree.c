@@ -575,6 +575,132 @@ static void test_zarr_chunk_is_tile(void)
     tdb_io_free(&io);
 }
 
+/* The expected file `name` of case `cs` (NULL: absent, said). */
+static uint8_t *expected_file(const char *cs, const char *name, size_t *n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/expected/%s", corpus, cs, name);
+    *n = 0;
+    return (uint8_t *)unit_slurp(path, n);
+}
+
+/* numcodecs' vlen encoding of cells [r0, r0+3) x [c0, c0+3) of a 12 x 14
+ * row-major var-sized field (values vals, offsets offs), into out. */
+static size_t vlen_box(const uint8_t *vals, size_t nv, const uint8_t *offs,
+                       unsigned r0, unsigned c0, uint8_t *out)
+{
+    size_t o = 0;
+    uint32_t n = 9;
+    memcpy(out, &n, 4);
+    o = 4;
+    for (unsigned r = r0; r < r0 + 3; r++)
+        for (unsigned c = c0; c < c0 + 3; c++) {
+            size_t i = (size_t)r * 14 + c;
+            uint64_t lo = tdb_le64(offs + i * 8);
+            uint64_t hi = i + 1 < 12 * 14 ? tdb_le64(offs + (i + 1) * 8) : nv;
+            uint32_t len = (uint32_t)(hi - lo);
+            memcpy(out + o, &len, 4);
+            memcpy(out + o + 4, vals + lo, len);
+            o += 4 + len;
+        }
+    return o;
+}
+
+/* A var-sized string attribute's chunks are numcodecs' VLenUTF8 of the
+ * chunk's cells, each as the expected files hold it; stat gives their
+ * size, read decodes only the chunk's tiles; a fixed string's chunk is
+ * also there under v3's key with its last axis (".0"). */
+static void test_zarr_vlen(void)
+{
+    if (!unit_corpus_case("dense_var_nullable"))
+        return;
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case("dense_var_nullable", 0, &io);
+    CHECK(fs != NULL);
+    size_t nv = 0, no = 0;
+    uint8_t *vals = expected_file("dense_var_nullable", "s_utf8", &nv);
+    uint8_t *offs = expected_file("dense_var_nullable", "s_utf8.offsets", &no);
+    CHECK(vals && offs && no == 12 * 14 * 8);
+    if (!fs || !vals || no != 12 * 14 * 8)
+        goto out;
+    for (unsigned i = 0; i < 4; i++)
+        for (unsigned j = 0; j < 4; j++) {
+            char path[64];
+            uint8_t want[4096];
+            size_t wn = vlen_box(vals, nv, offs, i * 3, j * 3, want);
+            snprintf(path, sizeof path, "__zarr/s_utf8/%u.%u", i, j);
+            struct tdb_error err = {0};
+            struct tdb_stat st;
+            uint64_t ino, size = 0;
+            CHECK_EQ_INT(tdb_fs_resolve(fs, path, &ino, &err), 0);
+            CHECK_EQ_INT(tdb_fs_stat(fs, ino, &st, &err), 0);
+            CHECK_EQ_INT(st.size, wn);
+            uint8_t *c = unit_fs_file(fs, path, &size);
+            CHECK(c && size == wn && !memcmp(c, want, wn));
+            free(c);
+        }
+    struct tdb_error err = {0};
+    uint64_t a, b;
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "__zarr/fixchar/1.2", &a, &err), 0);
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "__zarr/fixchar/1.2.0", &b, &err), 0);
+    CHECK_EQ_INT(a, b);
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "__zarr/fixchar/1.2.1", &b, &err),
+                 TDB_E_NOENT);
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "__zarr/s_utf8/1.2.0", &b, &err),
+                 TDB_E_NOENT);
+out:
+    free(vals);
+    free(offs);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+/* An enumerated attribute's labels: each cell's value (the colors'
+ * strings as VLenUTF8), the codes' flags in .zattrs. */
+static void test_zarr_labels(void)
+{
+    if (!unit_corpus_case("enumeration"))
+        return;
+    static const char *const colors[] = {"red", "green", "blue", "cyan",
+                                         "magenta", "yellow"};
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case("enumeration", 0, &io);
+    CHECK(fs != NULL);
+    size_t n = 0;
+    uint8_t *codes = expected_file("enumeration", "color", &n);
+    CHECK(codes && n == 64);
+    if (!fs || !codes || n != 64)
+        goto out;
+    for (unsigned k = 0; k < 4; k++) {
+        uint8_t want[1024];
+        uint32_t cnt = 16;
+        size_t o = 4;
+        memcpy(want, &cnt, 4);
+        for (unsigned i = k * 16; i < k * 16 + 16; i++) {
+            const char *w = codes[i] < 6 ? colors[codes[i]] : "";
+            uint32_t len = (uint32_t)strlen(w);
+            memcpy(want + o, &len, 4);
+            memcpy(want + o + 4, w, len);
+            o += 4 + len;
+        }
+        char path[64];
+        uint64_t size = 0;
+        snprintf(path, sizeof path, "__zarr/color.labels/%u", k);
+        uint8_t *c = unit_fs_file(fs, path, &size);
+        CHECK(c && size == o && !memcmp(c, want, o));
+        free(c);
+    }
+    uint64_t size = 0;
+    uint8_t *doc = unit_fs_file(fs, "__zarr/color/.zattrs", &size);
+    CHECK(doc && strstr((char *)doc, "\"flag_meanings\": \"red green blue "
+                                     "cyan magenta yellow\""));
+    free(doc);
+out:
+    free(codes);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
 /* An empty array in memory (*arr) of schema JSON text. */
 static void mem_array(struct tdb_io *arr, const char *text)
 {
@@ -825,6 +951,8 @@ int main(void)
     RUN_CORPUS(test_paths);
     RUN_CORPUS(test_shared_cache);
     RUN_CORPUS(test_zarr_chunk_is_tile);
+    RUN_CORPUS(test_zarr_vlen);
+    RUN_CORPUS(test_zarr_labels);
     RUN(test_zarr_unaligned);
     RUN(test_npy_strings);
     return unit_done();
