@@ -509,8 +509,9 @@ def test_zarr_cf_store_keys_win(mount, tmp_path):
     """A KEY the store sets itself is left to it (LAYOUT: "a KEY the store
     sets itself (_ARRAY_DIMENSIONS) is left to it"): metadata keys
     NAME.ancillary_variables of a nullable attribute and NAME.enumeration,
-    NAME.flag_values, NAME.flag_meanings of an enumerated one do not
-    replace the store's values; another key of the same array is set."""
+    NAME.flag_values, NAME.flag_meanings of an enumerated one, and
+    NAME.units of a datetime (v3's CF units) do not replace the store's
+    values; another key of the same array is set."""
     want, fails = {}, []
     for cname, name, keys in (
             ('dense_var_nullable', 'n_i32', ['ancillary_variables']),
@@ -536,6 +537,18 @@ def test_zarr_cf_store_keys_win(mount, tmp_path):
             if k != '_ARRAY_DIMENSIONS' and got3.get(k) != v:
                 fails.append(f'{cname} {name}/zarr.json {k}: {got3.get(k)!r}, expected {v!r}')
         assert not mount.unmount(mnt)
+    # v3's CF units of a DATETIME_MS attribute are the store's: others would
+    # misdate every cell for a reader decoding CF times.
+    arr = str(tmp_path / 'when')
+    shutil.copytree(get_case('dense_2d_colmajor').array, arr)
+    mnt = mount(arr, ['rw'])
+    write_meta(mnt, 'when.units', 'days since 2000-01-01')
+    assert not mount.unmount(mnt)
+    mnt = mount(arr)
+    with open(os.path.join(mnt, '__zarr', 'when', 'zarr.json')) as f:
+        units = json.load(f)['attributes'].get('units')
+    if units != 'milliseconds since 1970-01-01':
+        fails.append(f'dense_2d_colmajor when/zarr.json units: {units!r}')
     assert not fails, '\n'.join(fails)
 
 
