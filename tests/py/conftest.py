@@ -429,18 +429,24 @@ def store_corpus(store_server, s3_servers):
 
 
 # TILEDBFS_PYTEST_SCOPE=tarball (make distcheck, from scripts/test): the
-# tests on object-store servers are left out, said on the console; they ran
-# in the tree's make check just before, on the same sources.
+# tests on object-store servers and zarrita's are left out, said on the
+# console; they ran in the tree's make check just before, on the same
+# sources.
 LEFT_OUT = []
 
 
 def pytest_collection_modifyitems(config, items):
     """Under TILEDBFS_PYTEST_SCOPE=tarball, leaves out every test that needs
-    the object-store servers (the s3_servers fixture)."""
+    the object-store servers (the s3_servers fixture) or zarrita."""
     if os.environ.get('TILEDBFS_PYTEST_SCOPE') != 'tarball':
         return
-    keep = [i for i in items if 's3_servers' not in getattr(i, 'fixturenames', ())]
-    LEFT_OUT.extend(i for i in items if 's3_servers' in getattr(i, 'fixturenames', ()))
+
+    def out(i):
+        # the tarball has no node_modules: zarrita's tests cannot run there
+        return 's3_servers' in getattr(i, 'fixturenames', ()) or \
+            'zarrita' in getattr(i, 'fixturenames', ())
+    keep = [i for i in items if not out(i)]
+    LEFT_OUT.extend(i for i in items if out(i))
     if LEFT_OUT:
         config.hook.pytest_deselected(items=LEFT_OUT)
         items[:] = keep
@@ -454,7 +460,8 @@ def pytest_terminal_summary(terminalreporter):
              f'{why}' for name, why in sorted(S3_SKIPPED.items())]
     if LEFT_OUT:
         lines.append(f'SKIP STORES: TILEDBFS_PYTEST_SCOPE=tarball: {len(LEFT_OUT)} tests on '
-                     'object-store servers were left out (the tree\'s make check ran them)')
+                     'object-store servers or zarrita were left out (the tree\'s make check '
+                     'ran them)')
     for line in lines:
         terminalreporter.write_line(line, yellow=True, bold=True)
     fd = os.environ.get('TILEDBFS_TEST_CONSOLE', '')
