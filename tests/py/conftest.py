@@ -61,19 +61,30 @@ def case_names():
 
 
 def pytest_generate_tests(metafunc):
-    """Parametrises a test that takes `case` over every corpus case; without
-    a corpus, one skipped instance says where it looked."""
-    if 'case' in metafunc.fixturenames:
+    """Parametrises a test that takes `case` over every corpus case, one
+    that takes `dense_case` over the dense arrays' cases; without a corpus,
+    one skipped instance says where it looked."""
+    for fixture in ('case', 'dense_case'):
+        if fixture not in metafunc.fixturenames:
+            continue
         names = case_names()
+        if fixture == 'dense_case':
+            names = [n for n in names if Case(n).dense]
         if names:
-            metafunc.parametrize('case', names, indirect=True)
+            metafunc.parametrize(fixture, names, indirect=True)
         else:
-            metafunc.parametrize('case', [pytest.param(None, marks=pytest.mark.skip(reason=NO_CORPUS))],
+            metafunc.parametrize(fixture, [pytest.param(None, marks=pytest.mark.skip(reason=NO_CORPUS))],
                                  indirect=True, ids=['no-corpus'])
 
 
 @pytest.fixture
 def case(request):
+    return Case(request.param)
+
+
+@pytest.fixture
+def dense_case(request):
+    """A corpus case of a dense array (its view has a grid: __zarr)."""
     return Case(request.param)
 
 

@@ -236,7 +236,7 @@ def check_array_v3(root, e, v2attrs, v2array, pad_nd=0):
     return doc
 
 
-def test_zarr_v3_dense_case(case, mount, tmp_path):
+def test_zarr_v3_dense_case(dense_case, mount, tmp_path):
     """The v3 documents of every dense corpus case: the root zarr.json (a
     group, attributes as .zattrs, every array's zarr.json consolidated
     inline), and each array's zarr.json (shape, data type per LAYOUT's
@@ -246,8 +246,7 @@ def test_zarr_v3_dense_case(case, mount, tmp_path):
     decoded by hand, hold the expected values, and the fill past the
     domain's end in the edge chunks.  Every difference is reported at
     once."""
-    if case.info.get('kind') != 'array' or not case.dense:
-        pytest.skip('not a dense array: no __zarr')
+    case = dense_case
     mnt = mount(case.array, case_options(case, tmp_path))
     root = os.path.join(mnt, '__zarr')
     exps = store_arrays(case, schema_of(mnt))

@@ -435,15 +435,14 @@ def schema_names(schema):
 # ------------------------------------------------------------------- tests
 
 @pytest.mark.parametrize('version', [2, 3], ids=['v2', 'v3'])
-def test_zarrita_dense_case(case, version, zarrita, mount, tmp_path):
+def test_zarrita_dense_case(dense_case, version, zarrita, mount, tmp_path):
     """zarrita (v2: consolidated .zmetadata; v3: the root zarr.json's
     consolidated_metadata; each array opened again from its own documents)
     reads every array of a dense case's __zarr: attributes of every kind,
     validity, enumeration labels and codes' CF flags, the dimensions'
     coordinates; dtype, shape, chunks (the tile extents), dimension names,
     fill values and every value equal to the expected view."""
-    if not case.dense:
-        pytest.skip('not a dense array: no __zarr')
+    case = dense_case
     mnt = mount(case.array, case_options(case, tmp_path))
     schema = schema_of(mnt)
     expect = dense_expectations(case.info, Expected(case), schema, version)
