@@ -1635,7 +1635,8 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
     const struct tree_zarr *z = tree_chunk(fs, ino, &c);
     *got = 0;
     if (z)
-        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got, err);
+        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got,
+                                   tdb_fs_pool(fs), err);
     struct tree_node *n = tree_get(fs, ino);
     if (!n)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);

@@ -183,6 +183,7 @@ int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
     if (!z)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     pthread_mutex_init(&z->lock, NULL);
+    pthread_cond_init(&z->idle, NULL);
     z->a = a;
     z->view = view;
     z->v = calloc((size_t)s->nattrs * 3 + s->ndims + 1, sizeof *z->v);
@@ -202,10 +203,13 @@ int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
     return 0;
 }
 
+static void zarr_ahead_stop(struct tdb_zarr *z);
+
 void tdb_zarr_free(struct tdb_zarr *z)
 {
     if (!z)
         return;
+    zarr_ahead_stop(z);
     for (uint32_t k = 0; k < z->n; k++) {
         struct zarr_arr *x = &z->v[k];
         free(x->name);
@@ -226,6 +230,7 @@ void tdb_zarr_free(struct tdb_zarr *z)
     json_decref(z->zmeta);
     json_decref(z->zjson);
     free(z->v);
+    pthread_cond_destroy(&z->idle);
     pthread_mutex_destroy(&z->lock);
     free(z);
 }
@@ -627,9 +632,118 @@ int tdb_zarr_chunk_size(struct tdb_zarr *z, uint32_t k, uint64_t c,
     return 0;
 }
 
+/* ----------------------------------------------------------------- ahead */
+
+/* A tile to decode ahead of the reads. */
+struct zarr_job {
+    struct tdb_pool_job job;    /* first: the pool's */
+    struct tdb_zarr *z;
+    struct tdb_frag *f;
+    int field;
+    unsigned part;
+    uint64_t t;
+};
+
+static void zarr_job_run(struct tdb_pool_job *pj)
+{
+    struct zarr_job *j = (struct zarr_job *)pj;
+    struct tdb_zarr *z = j->z;
+    struct tdb_cache_entry *e = NULL;
+    const struct tdb_tile *tile;
+    /* only with room to spare, and not while a read loads it */
+    if (tdb_frag_tile_flags(j->f, j->field, j->part, j->t,
+                            TDB_CACHE_TRY | TDB_CACHE_SPARE | TDB_CACHE_NOWAIT,
+                            &e, &tile, NULL) == 0 && e)
+        tdb_cache_release(j->f->arr->cache, e);
+    free(j);
+    pthread_mutex_lock(&z->lock);
+    if (--z->ahead == 0)
+        pthread_cond_broadcast(&z->idle);
+    pthread_mutex_unlock(&z->lock);
+}
+
+static bool zarr_job_of(const struct tdb_pool_job *pj, void *arg)
+{
+    return pj->run == zarr_job_run && ((const struct zarr_job *)pj)->z == arg;
+}
+
+/* Takes back z's queued jobs and waits for those running. */
+static void zarr_ahead_stop(struct tdb_zarr *z)
+{
+    pthread_mutex_lock(&z->lock);
+    struct tdb_pool *pool = z->pool;
+    pthread_mutex_unlock(&z->lock);
+    struct tdb_pool_job *j = pool ? tdb_pool_take(pool, zarr_job_of, z) : NULL;
+    unsigned taken = 0;
+    while (j) {
+        struct tdb_pool_job *next = j->next;
+        free(j);
+        taken++;
+        j = next;
+    }
+    pthread_mutex_lock(&z->lock);
+    z->ahead -= taken;
+    while (z->ahead)
+        pthread_cond_wait(&z->idle, &z->lock);
+    pthread_mutex_unlock(&z->lock);
+}
+
+/* What zarr_plan_fn queues its tiles with. */
+struct zarr_plan {
+    struct tdb_zarr *z;
+    struct tdb_pool *pool;
+    struct zarr_job last;       /* the tile heard of last (told again at
+                                 * the ends of its pieces) */
+};
+
+static int zarr_plan_fn(void *arg, struct tdb_frag *f, int field,
+                        unsigned part, uint64_t t, uint64_t from, uint64_t to)
+{
+    struct zarr_plan *pl = arg;
+    (void)from;
+    (void)to;
+    if (pl->last.f == f && pl->last.field == field && pl->last.part == part &&
+        pl->last.t == t)
+        return 0;
+    pl->last = (struct zarr_job){.f = f, .field = field, .part = part, .t = t};
+    struct zarr_job *j = malloc(sizeof *j);
+    if (!j)
+        return 1;               /* nothing more ahead */
+    *j = pl->last;
+    j->job.run = zarr_job_run;
+    j->z = pl->z;
+    pthread_mutex_lock(&pl->z->lock);
+    pl->z->pool = pl->pool;
+    pl->z->ahead++;
+    pthread_mutex_unlock(&pl->z->lock);
+    tdb_pool_submit(pl->pool, &j->job);
+    return 0;
+}
+
+/* Queues the tiles of the chunks after chunk c of fixed-size array x. */
+static void zarr_ahead(struct tdb_zarr *z, const struct zarr_arr *x,
+                       uint64_t c, struct tdb_pool *pool)
+{
+    struct zarr_plan pl = {.z = z, .pool = pool};
+    for (uint64_t n = c + 1; n <= c + ZARR_AHEAD_CHUNKS && n < x->nchunks; n++) {
+        struct tdb_cells *cells = NULL;
+        struct tdb_error err = {0};
+        if (zarr_chunk_cells(z, x, n, &cells, &err))
+            return;
+        struct tdb_fieldfile ff;
+        tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, x->idx,
+                           x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
+                                                    : TDB_FILE_VALUES);
+        tdb_fieldfile_tiles(&ff, 0, x->chunk_bytes,
+                            zarr_plan_fn, &pl, NULL, &err);
+        tdb_fieldfile_destroy(&ff);
+        tdb_cells_free(cells);
+    }
+}
+
 int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
                         uint64_t off, void *buf, size_t len, size_t *got,
-                        struct tdb_error *err)
+                        struct tdb_pool *pool, struct tdb_error *err)
 {
     const struct zarr_arr *x = &z->v[k];
     *got = 0;
@@ -646,6 +760,8 @@ int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
         *got = len;
         return 0;
     }
+    if (off == 0 && pool && x->kind != ZARR_LABELS)
+        zarr_ahead(z, x, c, pool);
     struct tdb_cells *cells = NULL;
     int r = zarr_chunk_cells(z, x, c, &cells, err);
     if (!r && x->kind == ZARR_LABELS) {

@@ -8,6 +8,7 @@
 #ifndef TDB_ZARR_H
 #define TDB_ZARR_H
 
+#include "core/pool.h"
 #include "read/view.h"
 
 /* An array with more chunks than this is left out of the store. */
@@ -55,10 +56,13 @@ const char *tdb_zarr_chunk_key(struct tdb_zarr *z, uint32_t k, uint64_t c);
 
 /* Bytes [off, off + len) of chunk c of array k (*got: fewer only at its
  * end): the chunk's cells in the array's order, decoded through the tile
- * cache (var-sized chunks: encoded whole, kept while read).  Thread-safe. */
+ * cache (var-sized chunks: encoded whole, kept while read).  A read from
+ * a fixed-size chunk's start queues the tiles of the next
+ * ZARR_AHEAD_CHUNKS chunks on pool (may be NULL: none) to be decoded
+ * ahead, while the cache has room to spare.  Thread-safe. */
 int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
                         uint64_t off, void *buf, size_t len, size_t *got,
-                        struct tdb_error *err);
+                        struct tdb_pool *pool, struct tdb_error *err);
 
 /* ---------------------------------------------------------------- groups */
 

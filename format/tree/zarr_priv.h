@@ -3,6 +3,7 @@
 #ifndef TDB_ZARR_PRIV_H
 #define TDB_ZARR_PRIV_H
 
+#include "core/pool.h"
 #include "tree/json.h"
 #include "tree/zarr.h"
 
@@ -67,10 +68,18 @@ struct tdb_zarr {
     uint32_t n;
     json_t *zgroup, *zattrs, *zmeta;    /* v2 */
     json_t *zjson;              /* v3 */
-    pthread_mutex_t lock;       /* keys, sizes, slots */
+    pthread_mutex_t lock;       /* keys, sizes, slots, ahead */
     struct zarr_slot slot[ZARR_SLOTS];
     uint64_t tick;
+    /* tiles decoded ahead of the reads (zarr.c "ahead") */
+    struct tdb_pool *pool;      /* where they were queued */
+    unsigned ahead;             /* jobs queued or running */
+    pthread_cond_t idle;        /* ahead went to 0 */
 };
+
+/* Chunks after the one read from its start whose tiles are decoded ahead
+ * (by the pool, only while the cache has room to spare). */
+#define ZARR_AHEAD_CHUNKS 2
 
 static inline bool zarr_bytes_type(unsigned t)
 {
