@@ -164,6 +164,17 @@ def make_sample(tmp_path, shape='1024x1024', tile='128x128'):
     return arr
 
 
+def read_tree(root):
+    """Every file under root: {relative path: bytes}."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for n in files:
+            full = os.path.join(d, n)
+            with open(full, 'rb') as f:
+                out[os.path.relpath(full, root)] = f.read()
+    return out
+
+
 def run_cat(prog, source, path, opts=(), timeout=CAT_TIMEOUT, extra=()):
     """Runs tiledbfs-cat; returns the CompletedProcess (bytes)."""
     cmd = [prog] + o_args(list(opts)) + list(extra) + [source, path]

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from conftest import (case_options, find_program, get_case, o_args, ok,
+from conftest import (case_options, find_program, get_case, o_args, ok, read_tree,
                       one_line_error, run)
 from s3fixture import VerifyingProxy
 
@@ -31,13 +31,8 @@ def tree_state(root):
 
 
 def tree_digests(root):
-    out = {}
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            with open(p, 'rb') as fh:
-                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
+    """{relative path: SHA-256} of every file under root."""
+    return {k: hashlib.sha256(v).hexdigest() for k, v in read_tree(root).items()}
 
 
 def bucket_state(server, prefix):

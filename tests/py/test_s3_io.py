@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import CORPUS, case_names, case_options, get_case, run_cat
+from conftest import CORPUS, case_names, case_options, get_case, read_tree, run_cat
 from latency_proxy import LatencyProxy
 from s3fixture import corpus_url, through
 
@@ -159,17 +159,6 @@ def meta_file(case, i=0):
     name = sorted(n for n in os.listdir(folder) if not n.endswith('.vac'))[i]
     with open(os.path.join(folder, name), 'rb') as f:
         return name, f.read()
-
-
-def read_tree(mnt):
-    """Every file under mnt: {relative path: bytes}."""
-    out = {}
-    for d, _, files in os.walk(mnt):
-        for n in files:
-            full = os.path.join(d, n)
-            with open(full, 'rb') as f:
-                out[os.path.relpath(full, mnt)] = f.read()
-    return out
 
 
 def test_disk_cache_second_mount_fetches_nothing(store_server, proxy, mount, tmp_path):

@@ -16,7 +16,7 @@ import traceback
 import numpy
 import pytest
 
-from conftest import case_options, get_case, run_cat
+from conftest import case_options, get_case, read_tree, run_cat
 from test_numpy import expected_array
 
 WHY = 'is not installed (Debian: scripts/install-deps installs it)'
@@ -578,17 +578,6 @@ def test_zarr_cf_units_a(mount, tmp_path):
 
 # ----------------------------------------------------------------- groups
 
-def tree_files(root):
-    """{relative path: bytes} of every file under root."""
-    out = {}
-    for d, _, files in os.walk(root):
-        for n in files:
-            p = os.path.join(d, n)
-            with open(p, 'rb') as f:
-                out[os.path.relpath(p, root)] = f.read()
-    return out
-
-
 def test_zarr_group(mount, tmp_path):
     """GROUP/__zarr of group_basic: a Zarr group whose member dense_arr is
     GROUP/dense_arr/__zarr file for file; zarr.open_consolidated and
@@ -600,8 +589,8 @@ def test_zarr_group(mount, tmp_path):
     root = os.path.join(mnt, '__zarr')
     assert sorted(n for n in os.listdir(root) if not n.startswith('.')) == \
         ['dense_arr', 'zarr.json']
-    mine = tree_files(os.path.join(root, 'dense_arr'))
-    own = tree_files(os.path.join(mnt, 'dense_arr', '__zarr'))
+    mine = read_tree(os.path.join(root, 'dense_arr'))
+    own = read_tree(os.path.join(mnt, 'dense_arr', '__zarr'))
     assert mine == own
     group = zarr.open_consolidated(root, mode='r')
     assert list(group.group_keys()) == ['dense_arr']

@@ -509,6 +509,15 @@ static void check_chunk(const char *what, const uint8_t *chunk,
     CHECK(ok);
 }
 
+/* The expected file `name` of case `cs` (NULL: absent, said). */
+static uint8_t *expected_file(const char *cs, const char *name, size_t *n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/expected/%s", corpus, cs, name);
+    *n = 0;
+    return (uint8_t *)unit_slurp(path, n);
+}
+
 /* dense_2d_colmajor: column-major tiles of 3 x 4 cells; the first chunk
  * of f32 lies in one tile of one fragment: reading it decodes that tile
  * alone, and its bytes are the tile's, column-major (order F).  An edge
@@ -523,10 +532,8 @@ static void test_zarr_chunk_is_tile(void)
     CHECK(fs != NULL);
     if (!fs)
         return;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/dense_2d_colmajor/expected/f32", corpus);
     size_t n = 0;
-    uint8_t *raw = (uint8_t *)unit_slurp(path, &n);
+    uint8_t *raw = expected_file("dense_2d_colmajor", "f32", &n);
     CHECK(raw && n == 20 * 18 * 4);
     struct grid v = {raw, 20, 18, 4};
     uint64_t size = 0;
@@ -573,15 +580,6 @@ static void test_zarr_chunk_is_tile(void)
     free(raw);
     tdb_fs_close(fs);
     tdb_io_free(&io);
-}
-
-/* The expected file `name` of case `cs` (NULL: absent, said). */
-static uint8_t *expected_file(const char *cs, const char *name, size_t *n)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/expected/%s", corpus, cs, name);
-    *n = 0;
-    return (uint8_t *)unit_slurp(path, n);
 }
 
 /* numcodecs' vlen encoding of cells [r0, r0+3) x [c0, c0+3) of a 12 x 14
