@@ -16,17 +16,26 @@
 #include "tree/npy.h"           /* TDB_NPY_MAX_WIDTH */
 
 #include <stdlib.h>
+#include <time.h>
 
 static const char *corpus;
 
-static struct tdb_fs *open_case(const char *name, uint64_t cache,
-                                struct tdb_io *io)
+static struct tdb_fs *open_case_threads(const char *name, uint64_t cache,
+                                        unsigned threads, struct tdb_io *io)
 {
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     if (cache)
         o.cache_bytes = cache;
+    if (threads)
+        o.threads = threads;
     return unit_open_case(name, &o, io);
+}
+
+static struct tdb_fs *open_case(const char *name, uint64_t cache,
+                                struct tdb_io *io)
+{
+    return open_case_threads(name, cache, 0, io);
 }
 
 static void stat_decodes_nothing(const char *name, const char *const *files)
@@ -520,15 +529,16 @@ static uint8_t *expected_file(const char *cs, const char *name, size_t *n)
 
 /* dense_2d_colmajor: column-major tiles of 3 x 4 cells; the first chunk
  * of f32 lies in one tile of one fragment: reading it decodes that tile
- * alone, and its bytes are the tile's, column-major (order F).  An edge
- * chunk holds fill values past the domain's end.  The folder lists the
- * chunk files; keys outside the grid are not there. */
+ * alone (one thread: nothing decoded ahead), and its bytes are the
+ * tile's, column-major (order F).  An edge chunk holds fill values past
+ * the domain's end.  The folder lists the chunk files; keys outside the
+ * grid are not there. */
 static void test_zarr_chunk_is_tile(void)
 {
     if (!unit_corpus_case("dense_2d_colmajor"))
         return;
     struct tdb_io io;
-    struct tdb_fs *fs = open_case("dense_2d_colmajor", 0, &io);
+    struct tdb_fs *fs = open_case_threads("dense_2d_colmajor", 0, 1, &io);
     CHECK(fs != NULL);
     if (!fs)
         return;
@@ -578,6 +588,40 @@ static void test_zarr_chunk_is_tile(void)
     for (int i = 0; bad[i]; i++)
         CHECK_EQ_INT(tdb_fs_lookup(fs, dir, bad[i], &ino, &err), TDB_E_NOENT);
     free(raw);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
+/* With a decode pool, reading chunk 0.0 of dense_2d_colmajor's f32 from
+ * its start has the tiles of chunks 0.1 and 0.2 decoded ahead: they come
+ * into the cache without a read of theirs (3 decodes in all), and reading
+ * them then decodes only what their reads queue ahead (0.3, 0.4). */
+static void test_zarr_ahead(void)
+{
+    if (!unit_corpus_case("dense_2d_colmajor"))
+        return;
+    struct tdb_io io;
+    struct tdb_fs *fs = open_case_threads("dense_2d_colmajor", 0, 2, &io);
+    CHECK(fs != NULL);
+    if (!fs)
+        return;
+    uint64_t size = 0;
+    struct tdb_cache_stats cs = {0};
+    free(unit_fs_file(fs, "__zarr/f32/0.0", &size));
+    /* the pool's jobs run on their own: wait for them (at most 10 s) */
+    for (int i = 0; i < 1000; i++) {
+        tdb_fs_cache_stats(fs, &cs);
+        if (cs.decodes >= 3)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK_EQ_INT(cs.decodes, 3);
+    free(unit_fs_file(fs, "__zarr/f32/0.1", &size));
+    free(unit_fs_file(fs, "__zarr/f32/0.2", &size));
+    uint64_t before = cs.decodes;
+    tdb_fs_cache_stats(fs, &cs);
+    CHECK(cs.decodes <= before + 2);
     tdb_fs_close(fs);
     tdb_io_free(&io);
 }
@@ -949,6 +993,7 @@ int main(void)
     RUN_CORPUS(test_paths);
     RUN_CORPUS(test_shared_cache);
     RUN_CORPUS(test_zarr_chunk_is_tile);
+    RUN_CORPUS(test_zarr_ahead);
     RUN_CORPUS(test_zarr_vlen);
     RUN_CORPUS(test_zarr_labels);
     RUN(test_zarr_unaligned);
