@@ -425,12 +425,95 @@ static int tree_zarr_folder(struct tdb_fs *fs, uint64_t parent,
     return r;
 }
 
-/* __zarr/ of a dense view (docs/LAYOUT.md "__zarr"). */
+static int tree_warn(struct tdb_fs *fs, const char *fmt, ...);
+
+/* Dimension label l of array a as a label of its store over dense view
+ * `view`: its array (opened and kept by the tree) and its cells along
+ * the labelled dimension.  @return 0 with *ok false when it has no such
+ * form (not found, not dense, another layout: left out, said in
+ * tdb_fs_warnings), or TDB_E_NOMEM. */
+static int tree_label(struct tdb_fs *fs, struct tdb_array *a,
+                      struct tdb_cells *view, const struct tdb_label *l,
+                      struct tdb_zarr_label *out, bool *ok)
+{
+    uint32_t nd;
+    uint64_t lo[TDB_MAX_DIMS], shape[TDB_MAX_DIMS];
+    struct tdb_open_options o = fs->opts;
+    struct tdb_error err = {0};
+    struct tdb_array *la = NULL;
+    *ok = false;
+    if (!tdb_cells_dense_region(view, &nd, lo, shape) || l->dim >= nd)
+        return 0;
+    if (o.key)
+        o.key = fs->key;
+    /* a URI that is not relative names no folder of the array: it fails
+     * to open as one */
+    int r = tdb_array_open(&la, &a->io, l->uri, &o, fs->cache, &err);
+    if (r == TDB_E_NOMEM)
+        return r;
+    if (r)
+        return tree_warn(fs, "dimension label %s: not shown: %s", l->name,
+                         err.msg);
+    struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
+    if (!v) {
+        tdb_array_close(la);
+        return TDB_E_NOMEM;
+    }
+    fs->arrays = v;
+    fs->arrays[fs->narrays++] = la;
+    const struct tdb_schema *ls = la->schema;
+    uint32_t attr = ls->nattrs;
+    for (uint32_t i = 0; i < ls->nattrs; i++)
+        if (!strcmp(ls->attrs[i].name, l->attr_name))
+            attr = i;
+    /* TileDB's layout: dense, one dimension over the labelled one's
+     * domain (so the same offsets), the values in attribute "label" */
+    const struct tdb_dim *dd = &a->schema->dims[l->dim];
+    if (ls->array_type != TDB_DENSE || ls->ndims != 1 || attr == ls->nattrs ||
+        ls->dims[0].type != dd->type ||
+        memcmp(ls->dims[0].lo, dd->lo, sizeof dd->lo) ||
+        memcmp(ls->dims[0].hi, dd->hi, sizeof dd->hi))
+        return tree_warn(fs, "dimension label %s: not shown: its array is not "
+                         "one dense dimension over the labelled one", l->name);
+    struct tdb_frag **all = calloc(la->nfrags + 1, sizeof *all);
+    if (!all)
+        return TDB_E_NOMEM;
+    for (size_t i = 0; i < la->nfrags; i++)
+        all[i] = &la->frags[i];
+    uint64_t hi = lo[l->dim] + shape[l->dim] - 1;
+    struct tdb_cells *lv = NULL;
+    r = tdb_cells_dense(&lv, la, &lo[l->dim], &hi, all, la->nfrags, &err);
+    free(all);
+    if (!r && (r = tree_keep_cells(fs, lv)))
+        tdb_cells_free(lv);
+    if (r == TDB_E_NOMEM)
+        return r;
+    if (r)
+        return tree_warn(fs, "dimension label %s: not shown: %s", l->name,
+                         err.msg);
+    *out = (struct tdb_zarr_label){l->name, l->dim, la, lv, attr};
+    *ok = true;
+    return 0;
+}
+
+/* __zarr/ of a dense view (docs/LAYOUT.md "__zarr"), with the array's
+ * dimension labels. */
 static int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
                      struct tdb_cells *view, struct tdb_error *err)
 {
     struct tdb_zarr *z = NULL;
-    int r = tdb_zarr_open(&z, a, view, err);
+    const struct tdb_schema *s = a->schema;
+    struct tdb_zarr_label *labels = calloc(s->nlabels + 1, sizeof *labels);
+    uint32_t n = 0;
+    int r = labels ? 0 : TDB_E_NOMEM;
+    for (uint32_t i = 0; !r && i < s->nlabels; i++) {
+        bool ok;
+        r = tree_label(fs, a, view, &s->labels[i], &labels[n], &ok);
+        n += ok;
+    }
+    if (!r)
+        r = tdb_zarr_open(&z, a, view, labels, n, err);
+    free(labels);
     if (r || !z)
         return r;
     struct tree_store *st = realloc(fs->stores, (fs->nstores + 1) * sizeof *st);

@@ -32,12 +32,13 @@ static bool zarr_name_free(const struct tdb_zarr *z, const char *name)
 static enum zarr_enc zarr_encoding(const struct tdb_zarr *z,
                                    const struct zarr_arr *x, uint64_t *cell)
 {
-    const struct tdb_schema *s = z->a->schema;
+    uint32_t ai;
+    const struct tdb_schema *s = zarr_src(z, x, &ai)->schema;
     if (x->kind == ZARR_COORD) {
         *cell = tdb_dt_size(s->dims[x->idx].type);
         return ZARR_FIXED;
     }
-    const struct tdb_attr *at = &s->attrs[x->idx];
+    const struct tdb_attr *at = &s->attrs[ai];
     if (x->kind == ZARR_VALIDITY) {
         *cell = 1;
         return ZARR_FIXED;
@@ -62,10 +63,15 @@ static bool zarr_geometry(const struct tdb_zarr *z, struct zarr_arr *x)
     const struct tdb_schema *s = z->a->schema;
     uint64_t cell = 0;
     x->enc = zarr_encoding(z, x, &cell);
-    if (x->kind == ZARR_COORD) {
+    if (x->kind == ZARR_COORD || x->kind == ZARR_DIMLABEL) {
+        uint32_t d = x->kind == ZARR_COORD ? x->idx : z->labels[x->idx].dim;
         x->nd = 1;
-        x->shape[0] = z->vshape[x->idx];
-        x->chunks[0] = z->ext[x->idx];
+        x->shape[0] = z->vshape[d];
+        x->chunks[0] = z->ext[d];
+        if (x->kind == ZARR_DIMLABEL && x->enc == ZARR_FIXED &&
+            z->labels[x->idx].arr->schema->attrs[z->labels[x->idx].attr]
+                    .cell_val_num != 1)
+            return false;       /* labels are one value a cell */
     } else {
         const struct tdb_attr *at = &s->attrs[x->idx];
         x->nd = z->nd;
@@ -106,8 +112,9 @@ static bool zarr_geometry(const struct tdb_zarr *z, struct zarr_arr *x)
 static int zarr_add(struct tdb_zarr *z, enum zarr_kind kind, uint32_t idx)
 {
     const struct tdb_schema *s = z->a->schema;
-    static const char *const suffix[] = {"", ".validity", ".labels", ""};
-    char *name = kind == ZARR_COORD ? strdup(z->dimname[idx])
+    static const char *const suffix[] = {"", ".validity", ".labels", "", ""};
+    char *name = kind == ZARR_COORD      ? strdup(z->dimname[idx])
+                 : kind == ZARR_DIMLABEL ? tdb_mount_name(z->labels[idx].name, "")
                  : tdb_mount_name(s->attrs[idx].name, suffix[kind]);
     if (!name)
         return TDB_E_NOMEM;
@@ -115,7 +122,7 @@ static int zarr_add(struct tdb_zarr *z, enum zarr_kind kind, uint32_t idx)
     memset(x, 0, sizeof *x);
     x->kind = kind;
     x->idx = idx;
-    if (kind != ZARR_COORD)
+    if (kind != ZARR_COORD && kind != ZARR_DIMLABEL)
         x->en = zarr_enum_of(s, &s->attrs[idx]);
     if (!zarr_name_free(z, name) || !zarr_geometry(z, x)) {
         free(name);
@@ -163,6 +170,8 @@ static int zarr_arrays(struct tdb_zarr *z)
     }
     for (uint32_t d = 0; !r && d < s->ndims; d++)
         r = zarr_add(z, ZARR_COORD, d);
+    for (uint32_t l = 0; !r && l < z->nlabels; l++)
+        r = zarr_add(z, ZARR_DIMLABEL, l);
     for (uint32_t k = 0; !r && k < z->n; k++) {
         struct zarr_arr *x = &z->v[k];
         if (x->enc != ZARR_FIXED && x->nchunks <= ZARR_SIZES_MAX &&
@@ -175,7 +184,8 @@ static int zarr_arrays(struct tdb_zarr *z)
 }
 
 int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
-                  struct tdb_cells *view, struct tdb_error *err)
+                  struct tdb_cells *view, const struct tdb_zarr_label *labels,
+                  uint32_t nlabels, struct tdb_error *err)
 {
     *out = NULL;
     const struct tdb_schema *s = a->schema;
@@ -186,8 +196,13 @@ int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
     pthread_cond_init(&z->idle, NULL);
     z->a = a;
     z->view = view;
-    z->v = calloc((size_t)s->nattrs * 3 + s->ndims + 1, sizeof *z->v);
-    int r = z->v ? 0 : TDB_E_NOMEM;
+    z->v = calloc((size_t)s->nattrs * 3 + s->ndims + nlabels + 1,
+                  sizeof *z->v);
+    z->labels = calloc(nlabels + 1, sizeof *z->labels);
+    int r = z->v && z->labels ? 0 : TDB_E_NOMEM;
+    for (uint32_t l = 0; !r && l < nlabels; l++)
+        if (labels[l].dim < s->ndims)
+            z->labels[z->nlabels++] = labels[l];
     if (!r && (!tdb_cells_dense_region(view, &z->nd, z->vlo, z->vshape) ||
                z->nd != s->ndims || !zarr_grid(z))) {
         tdb_zarr_free(z);
@@ -230,6 +245,7 @@ void tdb_zarr_free(struct tdb_zarr *z)
     json_decref(z->zmeta);
     json_decref(z->zjson);
     free(z->v);
+    free(z->labels);
     pthread_cond_destroy(&z->idle);
     pthread_mutex_destroy(&z->lock);
     free(z);
@@ -337,6 +353,16 @@ static int zarr_chunk_cells(const struct tdb_zarr *z, const struct zarr_arr *x,
                             uint64_t c, struct tdb_cells **cells,
                             struct tdb_error *err)
 {
+    *cells = NULL;
+    if (x->kind == ZARR_DIMLABEL) {
+        /* along the label's own view of one dimension */
+        struct tdb_dense_pick p;
+        memset(&p, 0, sizeof p);
+        p.start[0] = c * x->chunks[0];
+        p.step[0] = 1;
+        p.count[0] = x->chunks[0];
+        return tdb_cells_dense_pick(cells, z->labels[x->idx].view, &p, err);
+    }
     uint64_t at[TDB_MAX_DIMS + 1], rest = c;
     for (uint32_t d = x->nd; d-- > 0;) {
         at[d] = rest % x->grid[d];
@@ -354,14 +380,16 @@ static int zarr_chunk_cells(const struct tdb_zarr *z, const struct zarr_arr *x,
     return tdb_cells_dense_pick(cells, z->view, &p, err);
 }
 
-/* Bytes [off, off + len) of `part` of attribute idx over cells. */
-static int zarr_cells_read(const struct tdb_zarr *z, struct tdb_cells *cells,
-                           uint32_t idx, enum tdb_field_part part,
+/* Bytes [off, off + len) of `part` of what x shows over cells. */
+static int zarr_cells_read(const struct tdb_zarr *z, const struct zarr_arr *x,
+                           struct tdb_cells *cells, enum tdb_field_part part,
                            uint64_t off, void *buf, size_t len, size_t *got,
                            struct tdb_error *err)
 {
     struct tdb_fieldfile ff;
-    tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, idx, part);
+    uint32_t ai;
+    struct tdb_array *arr = zarr_src(z, x, &ai);
+    tdb_fieldfile_init(&ff, cells, arr, arr->schema, false, ai, part);
     int r = tdb_fieldfile_read(&ff, off, buf, len, got, err);
     tdb_fieldfile_destroy(&ff);
     return r;
@@ -391,8 +419,7 @@ static int zarr_codes(const struct tdb_zarr *z, const struct zarr_arr *x,
     uint8_t *b = malloc(n ? n : 1);
     if (!b)
         return tdb_err(err, TDB_E_NOMEM, "__zarr/%s: out of memory", x->name);
-    int r = zarr_cells_read(z, cells, x->idx, TDB_FILE_VALUES, 0, b, n, &got,
-                            err);
+    int r = zarr_cells_read(z, x, cells, TDB_FILE_VALUES, 0, b, n, &got, err);
     if (!r && got != n)
         r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: %zu bytes of codes, not %zu",
                     x->name, got, n);
@@ -476,10 +503,12 @@ static int zarr_attr_vlen(const struct tdb_zarr *z, const struct zarr_arr *x,
     uint8_t *offs = malloc(n * 8 + 1), *vals = NULL;
     if (!offs)
         return tdb_err(err, TDB_E_NOMEM, "__zarr/%s: out of memory", x->name);
-    int r = zarr_cells_read(z, cells, x->idx, TDB_FILE_OFFSETS, 0, offs, n * 8,
+    int r = zarr_cells_read(z, x, cells, TDB_FILE_OFFSETS, 0, offs, n * 8,
                             &got, err);
     struct tdb_fieldfile ff;
-    tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, x->idx,
+    uint32_t ai;
+    struct tdb_array *arr = zarr_src(z, x, &ai);
+    tdb_fieldfile_init(&ff, cells, arr, arr->schema, false, ai,
                        TDB_FILE_VALUES);
     if (!r && got != n * 8)
         r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: %zu cells, not %zu",
@@ -602,15 +631,17 @@ int tdb_zarr_chunk_size(struct tdb_zarr *z, uint32_t k, uint64_t c,
     if (*size)
         return 0;
     int r;
-    if (x->kind == ZARR_ATTR) {
+    if (x->kind != ZARR_LABELS) {
         /* the count, a length a cell, and the values: one pass over the
          * offsets of the chunk's tiles */
         struct tdb_cells *cells = NULL;
         struct tdb_fieldfile ff;
         uint64_t total = 0;
+        uint32_t ai;
+        struct tdb_array *arr = zarr_src(z, x, &ai);
         r = zarr_chunk_cells(z, x, c, &cells, err);
         if (!r) {
-            tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, x->idx,
+            tdb_fieldfile_init(&ff, cells, arr, arr->schema, false, ai,
                                TDB_FILE_VALUES);
             r = tdb_fieldfile_size(&ff, &total, err);
             tdb_fieldfile_destroy(&ff);
@@ -760,7 +791,7 @@ int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
         *got = len;
         return 0;
     }
-    if (off == 0 && pool && x->kind != ZARR_LABELS)
+    if (off == 0 && pool && (x->kind == ZARR_ATTR || x->kind == ZARR_VALIDITY))
         zarr_ahead(z, x, c, pool);
     struct tdb_cells *cells = NULL;
     int r = zarr_chunk_cells(z, x, c, &cells, err);
@@ -768,7 +799,7 @@ int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
         r = zarr_labels_fixed(z, x, cells, off, buf, len, err);
         *got = r ? 0 : len;
     } else if (!r) {
-        r = zarr_cells_read(z, cells, x->idx,
+        r = zarr_cells_read(z, x, cells,
                             x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
                                                      : TDB_FILE_VALUES,
                             off, buf, len, got, err);

@@ -22,11 +22,25 @@
 
 struct tdb_zarr;
 
+/* A dimension label of the store: the values of attribute `attr` of the
+ * label's array `arr` (dense, one dimension over the labelled dimension's
+ * domain) over `view`, its cells of the store's view along dimension
+ * `dim` (both outlive the store). */
+struct tdb_zarr_label {
+    const char *name;
+    uint32_t dim;
+    struct tdb_array *arr;
+    struct tdb_cells *view;
+    uint32_t attr;
+};
+
 /* The Zarr store of dense view `view` (a plain row-major view: the
- * array's view region) of array a, nothing decoded.  *out is NULL when
- * the view has no array to show.  @return 0 or TDB_E_NOMEM. */
+ * array's view region) of array a, with the dimension labels labels[0..n)
+ * as coordinate arrays, nothing decoded.  *out is NULL when the view has
+ * no array to show.  @return 0 or TDB_E_NOMEM. */
 int tdb_zarr_open(struct tdb_zarr **out, struct tdb_array *a,
-                  struct tdb_cells *view, struct tdb_error *err);
+                  struct tdb_cells *view, const struct tdb_zarr_label *labels,
+                  uint32_t nlabels, struct tdb_error *err);
 void tdb_zarr_free(struct tdb_zarr *z);
 
 /* The Zarr arrays, each a folder of the store. */

@@ -52,8 +52,11 @@ static json_t *zarr_fill(const struct tdb_zarr *z, const struct zarr_arr *x,
                          bool v3)
 {
     const struct tdb_schema *s = z->a->schema;
-    if (x->kind == ZARR_COORD)
+    if (x->kind == ZARR_COORD || (x->kind == ZARR_DIMLABEL && x->enc == ZARR_FIXED))
         return v3 ? json_integer(0) : json_null();
+    if (x->kind == ZARR_DIMLABEL)
+        return x->enc == ZARR_UTF8 ? json_string("")
+               : v3                ? json_string("") : json_null();
     const struct tdb_attr *at = &s->attrs[x->idx];
     if (x->kind == ZARR_VALIDITY)
         return json_boolean(at->fill_validity != 0);
@@ -106,11 +109,13 @@ static const char *zarr_dtype(const struct tdb_zarr *z,
         return "|b1";
     if (x->enc != ZARR_FIXED)
         return "|O";
+    uint32_t ai;
+    const struct tdb_schema *ls = zarr_src(z, x, &ai)->schema;
     unsigned t = x->kind == ZARR_COORD    ? s->dims[x->idx].type
                  : x->kind == ZARR_LABELS ? x->en->type
-                                          : s->attrs[x->idx].type;
+                                          : ls->attrs[ai].type;
     if (x->kind == ZARR_ATTR && zarr_bytes_type(t)) {
-        snprintf(buf, cap, "|S%u", s->attrs[x->idx].cell_val_num);
+        snprintf(buf, cap, "|S%u", ls->attrs[ai].cell_val_num);
         return buf;
     }
     return tdb_dt_numpy(t) ? tdb_dt_numpy(t) : "|u1";
@@ -228,8 +233,20 @@ static json_t *zarr_attributes(struct tdb_jb *jb, const struct tdb_zarr *z,
                                const struct zarr_arr *x)
 {
     json_t *o = tdb_jb_object(jb);
-    const struct tdb_attr *at =
-        x->kind == ZARR_COORD ? NULL : &z->a->schema->attrs[x->idx];
+    const struct tdb_attr *at = x->kind == ZARR_COORD || x->kind == ZARR_DIMLABEL
+                                    ? NULL : &z->a->schema->attrs[x->idx];
+    if (at) {                   /* CF: the dimension labels, coordinates */
+        struct tdb_buf names = {0};
+        for (uint32_t k = 0; k < z->n && !jb->rc; k++)
+            if (z->v[k].kind == ZARR_DIMLABEL &&
+                ((names.len && tdb_buf_put_u8(&names, ' ')) ||
+                 tdb_buf_append(&names, z->v[k].name, strlen(z->v[k].name))))
+                jb->rc = TDB_E_NOMEM;
+        if (names.len)
+            tdb_jb_set(jb, o, "coordinates",
+                       tdb_json_bytes((const char *)names.data, names.len));
+        tdb_buf_free(&names);
+    }
     if (x->kind == ZARR_ATTR && at->nullable) {
         size_t l = strlen(x->name) + 10;
         char *vn = malloc(l);
@@ -278,8 +295,9 @@ static json_t *zarr_dim_names(struct tdb_jb *jb, const struct tdb_zarr *z,
                               const struct zarr_arr *x, bool v3)
 {
     json_t *dims = tdb_jb_array(jb);
-    if (x->kind == ZARR_COORD) {
-        tdb_jb_push(jb, dims, tdb_json_cstr(z->dimname[x->idx]));
+    if (x->kind == ZARR_COORD || x->kind == ZARR_DIMLABEL) {
+        uint32_t d = x->kind == ZARR_COORD ? x->idx : z->labels[x->idx].dim;
+        tdb_jb_push(jb, dims, tdb_json_cstr(z->dimname[d]));
         return dims;
     }
     for (uint32_t d = 0; d < z->nd; d++)

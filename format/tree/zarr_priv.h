@@ -12,7 +12,8 @@ enum zarr_kind {
     ZARR_ATTR,                  /* an attribute's values */
     ZARR_VALIDITY,              /* a nullable attribute's validity */
     ZARR_LABELS,                /* an enumerated attribute's values */
-    ZARR_COORD                  /* a dimension's coordinates */
+    ZARR_COORD,                 /* a dimension's coordinates */
+    ZARR_DIMLABEL               /* a dimension label's values */
 };
 
 /* How a chunk holds its cells. */
@@ -26,7 +27,7 @@ struct zarr_arr {
     char *name;
     enum zarr_kind kind;
     enum zarr_enc enc;
-    uint32_t idx;               /* the attribute or dimension */
+    uint32_t idx;               /* the attribute, dimension or label */
     const struct tdb_enumeration *en;   /* ZARR_LABELS, enumerated ATTR */
     uint32_t nd;                /* axes: the dimensions (an attribute with
                                  * several numbers a cell: one more) */
@@ -64,6 +65,8 @@ struct tdb_zarr {
     uint32_t nd;
     uint64_t vlo[TDB_MAX_DIMS], vshape[TDB_MAX_DIMS], ext[TDB_MAX_DIMS];
     char *dimname[TDB_MAX_DIMS];
+    struct tdb_zarr_label *labels;
+    uint32_t nlabels;
     struct zarr_arr *v;
     uint32_t n;
     json_t *zgroup, *zattrs, *zmeta;    /* v2 */
@@ -100,6 +103,20 @@ bool zarr_enum_value(const struct tdb_enumeration *e, uint64_t i,
  * @return 0 or TDB_E_NOMEM. */
 int zarr_enum_word(const struct tdb_enumeration *e, uint64_t i,
                    struct tdb_buf *out);
+
+/* The array and attribute x shows the values of (an attribute of the
+ * store's array, or a label's). */
+static inline struct tdb_array *zarr_src(const struct tdb_zarr *z,
+                                         const struct zarr_arr *x,
+                                         uint32_t *attr)
+{
+    if (x->kind == ZARR_DIMLABEL) {
+        *attr = z->labels[x->idx].attr;
+        return z->labels[x->idx].arr;
+    }
+    *attr = x->idx;
+    return z->a;
+}
 
 /* The documents of array x (v2 and v3).  @return 0 or TDB_E_NOMEM. */
 int zarr_arr_docs(const struct tdb_zarr *z, struct zarr_arr *x);

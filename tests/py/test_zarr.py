@@ -16,7 +16,7 @@ import traceback
 import numpy
 import pytest
 
-from conftest import case_options, get_case, read_tree, run_cat
+from conftest import REPO, case_options, get_case, read_tree, run_cat
 from test_numpy import expected_array
 
 WHY = 'is not installed (Debian: scripts/install-deps installs it)'
@@ -646,3 +646,66 @@ def test_dask_distributed(mount, tmp_path):
         ds = xarray.open_zarr(root, mask_and_scale=False)
         total = client.compute(ds['i32'].astype('i8').sum()).result()
         assert int(total) == int(expected_array(case, 'i32', f['i32']).astype('i8').sum())
+
+
+# ------------------------------------------------------ dimension labels
+
+LABELS = os.path.join(REPO, 'tests', 'fixtures', 'dense_dim_labels')
+
+
+def test_zarr_dimension_labels(mount):
+    """tests/fixtures/dense_dim_labels (TileDB 2.29.2 wrote it and read back
+    its expected files): zarr.open_consolidated shows each dimension label
+    as an array along its dimension (lat float64, name strings), equal to
+    TileDB's reads; xarray.open_zarr makes them coordinates of y and x, so
+    selecting by label gives what TileDB's read by label ranges gave."""
+    def expected(name):
+        with open(os.path.join(LABELS, 'expected', name), 'rb') as f:
+            return f.read()
+    mnt = mount(os.path.join(LABELS, 'array'))
+    root = os.path.join(mnt, '__zarr')
+    g = zarr.open_consolidated(root, mode='r')
+    assert g['lat'].dtype == numpy.float64 and g['lat'].chunks == (4,)
+    assert g['lat'][...].tobytes() == expected('lat')
+    offs = numpy.frombuffer(expected('name.offsets'), '<u8').tolist()
+    raw = expected('name')
+    assert list(g['name'][...]) == [raw[a:b].decode() for a, b in
+                                    zip(offs, offs[1:] + [len(raw)])]
+    assert g['t'][...].tobytes() == expected('t')
+    assert g['t'].attrs['coordinates'] == 'lat name'
+    assert g['lat'].attrs['_ARRAY_DIMENSIONS'] == ['y']
+    ds = xarray.open_zarr(root)
+    assert set(ds.coords) == {'y', 'x', 'lat', 'name'}
+    assert ds['lat'].dims == ('y',) and ds['name'].dims == ('x',)
+    picked = ds['t'].where((ds.lat >= -20) & (ds.lat <= 0), drop=True) \
+        .where(ds.name.isin(['a1', 'a2', 'a3']), drop=True)
+    assert picked.values.astype('<f4').tobytes() == expected('t_by_label_range')
+    with open(os.path.join(root, 'lat', 'zarr.json')) as f:
+        v3 = json.load(f)
+    assert v3['data_type'] == 'float64' and v3['dimension_names'] == ['y']
+    with open(os.path.join(root, 'name', 'zarr.json')) as f:
+        v3 = json.load(f)
+    assert v3['data_type'] == 'string' and v3['codecs'][-1]['name'] == 'vlen-utf8'
+
+
+def test_zarr_dimension_label_missing(mount, tmp_path):
+    """A label whose array is gone, or is not TileDB's layout of a label
+    (one dense dimension over the labelled one's domain), is left out of
+    __zarr and the daemon logs why; the other label and t are there."""
+    arr = str(tmp_path / 'labelled')
+    shutil.copytree(os.path.join(LABELS, 'array'), arr)
+    shutil.rmtree(os.path.join(arr, '__labels', 'l1'))
+    shutil.rmtree(os.path.join(arr, '__labels', 'l0'))
+    # l0 becomes a 2-D array: not a label's layout
+    shutil.copytree(get_case('dense_2d_colmajor').array, os.path.join(arr, '__labels', 'l0'))
+    mnt = mount(arr)
+    names = sorted(n for n in os.listdir(os.path.join(mnt, '__zarr')) if n[0] != '.')
+    assert names == ['t', 'x', 'y', 'zarr.json'], names
+    with open(os.path.join(mnt, '__zarr', 't', '.zattrs')) as f:
+        assert 'coordinates' not in json.load(f)
+    errpath = mount.active[-1][2]
+    mount.unmount(mnt)
+    with open(errpath, 'rb') as f:
+        log = f.read().decode(errors='replace')
+    assert 'dimension label name: not shown' in log, log
+    assert 'dimension label lat: not shown: its array is not one dense dimension' in log, log

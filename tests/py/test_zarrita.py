@@ -576,3 +576,35 @@ def test_zarrita_cf_attributes(version, zarrita, mount, tmp_path):
         if root.get(key) != value:
             problems.append(f'root: attribute {key} {root.get(key)!r}, expected {value!r}')
     assert not problems, f'zarrita v{version} CF attributes:\n  ' + '\n  '.join(problems)
+
+
+# ------------------------------------------------------ dimension labels
+
+LABELS = os.path.join(REPO, 'tests', 'fixtures', 'dense_dim_labels')
+
+
+def labels_expected(name):
+    with open(os.path.join(LABELS, 'expected', name), 'rb') as f:
+        return f.read()
+
+
+@pytest.mark.parametrize('version', [2, 3], ids=['v2', 'v3'])
+def test_zarrita_dimension_labels(version, zarrita, mount):
+    """tests/fixtures/dense_dim_labels (written by TileDB 2.29.2, its
+    expected files read back by TileDB): zarrita reads each dimension label
+    as an array along its dimension, lat as float64 and name as strings,
+    equal to TileDB's reads, and t, equal to TileDB's too, names them in
+    CF's coordinates."""
+    mnt = mount(os.path.join(LABELS, 'array'))
+    _, arrays = zarrita(os.path.join(mnt, '__zarr'), version)
+    lat, name, t = arrays['lat'], arrays['name'], arrays['t']
+    assert lat['dtype'] == 'float64' and lat['shape'] == [8] and lat['chunks'] == [4]
+    assert lat['dimension_names'] == ['y'] and name['dimension_names'] == ['x']
+    assert numpy.array(lat['values'], '<f8').tobytes() == labels_expected('lat')
+    offs = numpy.frombuffer(labels_expected('name.offsets'), '<u8').tolist()
+    raw = labels_expected('name')
+    want = [raw[a:b].decode() for a, b in zip(offs, offs[1:] + [len(raw)])]
+    assert name['values_as'] == 'string' and name['values'] == want
+    assert name['dtype'] == ('string' if version == 3 else 'v2:object')
+    assert numpy.array(t['values'], '<f4').tobytes() == labels_expected('t')
+    assert t['attrs']['coordinates'] == 'lat name'

@@ -743,6 +743,49 @@ out:
     tdb_io_free(&io);
 }
 
+/* tests/fixtures/dense_dim_labels (TileDB 2.29.2 wrote it): the dimension
+ * labels lat (FLOAT64 on y) and name (STRING_ASCII on x) are arrays of
+ * __zarr, chunked as their dimension: lat's chunk 1 is its values for
+ * y 4..7, name's chunk 1 numcodecs' VLenUTF8 of "a3" "a4" "a5"; t names
+ * them as its coordinates. */
+static void test_zarr_dimension_labels(void)
+{
+    const char *top = getenv("top_srcdir");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fixtures/dense_dim_labels/array",
+             top && *top ? top : ".");
+    struct tdb_io io;
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    struct tdb_error err = {0};
+    struct tdb_fs *fs = NULL;
+    CHECK_EQ_INT(tdb_io_posix(&io, path), 0);
+    CHECK_EQ_INT(tdb_fs_open(&fs, &io, &o, &err), 0);
+    if (!fs) {
+        tdb_io_free(&io);
+        return;
+    }
+    uint64_t size = 0;
+    uint8_t *lat = unit_fs_file(fs, "__zarr/lat/1", &size);
+    static const double want[4] = {0.0, 10.0, 20.0, 30.0};
+    CHECK(lat && size == sizeof want && !memcmp(lat, want, sizeof want));
+    free(lat);
+    static const uint8_t names[] = {3, 0, 0, 0, 2, 0, 0, 0, 'a', '3', 2, 0, 0,
+                                    0, 'a', '4', 2, 0, 0, 0, 'a', '5'};
+    uint8_t *name = unit_fs_file(fs, "__zarr/name/1", &size);
+    CHECK(name && size == sizeof names && !memcmp(name, names, sizeof names));
+    free(name);
+    uint8_t *doc = unit_fs_file(fs, "__zarr/t/.zattrs", &size);
+    CHECK(doc && strstr((char *)doc, "\"coordinates\": \"lat name\""));
+    free(doc);
+    doc = unit_fs_file(fs, "__zarr/name/zarr.json", &size);
+    CHECK(doc && strstr((char *)doc, "\"data_type\": \"string\"") &&
+          strstr((char *)doc, "\"dimension_names\": [\"x\"]"));
+    free(doc);
+    tdb_fs_close(fs);
+    tdb_io_free(&io);
+}
+
 /* An empty array in memory (*arr) of schema JSON text. */
 static void mem_array(struct tdb_io *arr, const char *text)
 {
@@ -996,6 +1039,7 @@ int main(void)
     RUN_CORPUS(test_zarr_ahead);
     RUN_CORPUS(test_zarr_vlen);
     RUN_CORPUS(test_zarr_labels);
+    RUN(test_zarr_dimension_labels);
     RUN(test_zarr_unaligned);
     RUN(test_npy_strings);
     return unit_done();
