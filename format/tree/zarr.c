@@ -380,6 +380,16 @@ static int zarr_chunk_cells(const struct tdb_zarr *z, const struct zarr_arr *x,
     return tdb_cells_dense_pick(cells, z->view, &p, err);
 }
 
+/* ff: `part` of what x shows (zarr_src) over cells. */
+static void zarr_ff_init(struct tdb_fieldfile *ff, const struct tdb_zarr *z,
+                         const struct zarr_arr *x, struct tdb_cells *cells,
+                         enum tdb_field_part part)
+{
+    uint32_t ai;
+    struct tdb_array *arr = zarr_src(z, x, &ai);
+    tdb_fieldfile_init(ff, cells, arr, arr->schema, false, ai, part);
+}
+
 /* Bytes [off, off + len) of `part` of what x shows over cells. */
 static int zarr_cells_read(const struct tdb_zarr *z, const struct zarr_arr *x,
                            struct tdb_cells *cells, enum tdb_field_part part,
@@ -387,9 +397,7 @@ static int zarr_cells_read(const struct tdb_zarr *z, const struct zarr_arr *x,
                            struct tdb_error *err)
 {
     struct tdb_fieldfile ff;
-    uint32_t ai;
-    struct tdb_array *arr = zarr_src(z, x, &ai);
-    tdb_fieldfile_init(&ff, cells, arr, arr->schema, false, ai, part);
+    zarr_ff_init(&ff, z, x, cells, part);
     int r = tdb_fieldfile_read(&ff, off, buf, len, got, err);
     tdb_fieldfile_destroy(&ff);
     return r;
@@ -506,10 +514,7 @@ static int zarr_attr_vlen(const struct tdb_zarr *z, const struct zarr_arr *x,
     int r = zarr_cells_read(z, x, cells, TDB_FILE_OFFSETS, 0, offs, n * 8,
                             &got, err);
     struct tdb_fieldfile ff;
-    uint32_t ai;
-    struct tdb_array *arr = zarr_src(z, x, &ai);
-    tdb_fieldfile_init(&ff, cells, arr, arr->schema, false, ai,
-                       TDB_FILE_VALUES);
+    zarr_ff_init(&ff, z, x, cells, TDB_FILE_VALUES);
     if (!r && got != n * 8)
         r = tdb_err(err, TDB_E_CORRUPT, "__zarr/%s: %zu cells, not %zu",
                     x->name, got / 8, n);
@@ -637,12 +642,9 @@ int tdb_zarr_chunk_size(struct tdb_zarr *z, uint32_t k, uint64_t c,
         struct tdb_cells *cells = NULL;
         struct tdb_fieldfile ff;
         uint64_t total = 0;
-        uint32_t ai;
-        struct tdb_array *arr = zarr_src(z, x, &ai);
         r = zarr_chunk_cells(z, x, c, &cells, err);
         if (!r) {
-            tdb_fieldfile_init(&ff, cells, arr, arr->schema, false, ai,
-                               TDB_FILE_VALUES);
+            zarr_ff_init(&ff, z, x, cells, TDB_FILE_VALUES);
             r = tdb_fieldfile_size(&ff, &total, err);
             tdb_fieldfile_destroy(&ff);
         }
@@ -762,9 +764,9 @@ static void zarr_ahead(struct tdb_zarr *z, const struct zarr_arr *x,
         if (zarr_chunk_cells(z, x, n, &cells, &err))
             return;
         struct tdb_fieldfile ff;
-        tdb_fieldfile_init(&ff, cells, z->a, z->a->schema, false, x->idx,
-                           x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
-                                                    : TDB_FILE_VALUES);
+        zarr_ff_init(&ff, z, x, cells,
+                     x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
+                                              : TDB_FILE_VALUES);
         tdb_fieldfile_tiles(&ff, 0, x->chunk_bytes,
                             zarr_plan_fn, &pl, NULL, &err);
         tdb_fieldfile_destroy(&ff);
