@@ -145,6 +145,7 @@ static int bzip2_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_bzip2 = {
     .name = "BZIP2",
     .type = TDB_FILTER_BZIP2,
+    .compressor = TDB_COMPRESSOR_BZIP2,
     .read_options = bzip2_read_options,
     .write_options = bzip2_write_options,
     .output_type = NULL,

@@ -174,6 +174,7 @@ static unsigned delta_output_type(const struct tdb_filter *f, unsigned in_type)
 const struct tdb_filter_ops tdb_filter_delta = {
     .name = DELTA_NAME,
     .type = TDB_FILTER_DELTA,
+    .compressor = TDB_COMPRESSOR_DELTA,
     .read_options = delta_read_options,
     .write_options = delta_write_options,
     .output_type = delta_output_type,

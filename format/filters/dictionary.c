@@ -439,6 +439,7 @@ static int dictionary_write_options(const struct tdb_filter *f,
 const struct tdb_filter_ops tdb_filter_dictionary = {
     .name = "DICTIONARY",
     .type = TDB_FILTER_DICTIONARY,
+    .compressor = TDB_COMPRESSOR_DICTIONARY,
     .read_options = dictionary_read_options,
     .write_options = dictionary_write_options,
     .output_type = NULL,

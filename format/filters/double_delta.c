@@ -341,6 +341,7 @@ static unsigned dd_output_type(const struct tdb_filter *f, unsigned in_type)
 const struct tdb_filter_ops tdb_filter_double_delta = {
     .name = DD_NAME,
     .type = TDB_FILTER_DOUBLE_DELTA,
+    .compressor = TDB_COMPRESSOR_DOUBLE_DELTA,
     .read_options = dd_read_options,
     .write_options = dd_write_options,
     .output_type = dd_output_type,

@@ -49,7 +49,8 @@ struct tdb_filter {
     uint8_t type;
     const struct tdb_filter_ops *ops;
     /* compressors: GZIP ZSTD LZ4 RLE BZIP2 DICTIONARY DELTA DOUBLE_DELTA */
-    uint8_t compressor;        /* the type byte stored in the options */
+    uint8_t compressor;        /* the type byte of the options: ops's, or
+                                * 0 (no compression) as read */
     int32_t level;
     uint8_t reinterpret_type;  /* DELTA/DOUBLE_DELTA; TDB_ANY when absent */
     /* BIT_WIDTH_REDUCTION, POSITIVE_DELTA */
@@ -200,6 +201,10 @@ struct tdb_filter_stage {
 struct tdb_filter_ops {
     const char *name;   /* "GZIP" ... as TileDB spells the filter */
     uint8_t type;
+    /* A compressor's number in its options (enum tdb_compressor of
+     * compress_common.h), which tdb_filter_init gives a new filter; 0 for
+     * the filters that are no compressor. */
+    uint8_t compressor;
     /* Parses the options that follow the filter's options-size field.
      * `version` is the format version of the schema or tile. */
     int (*read_options)(struct tdb_filter *f, struct tdb_cursor *c,

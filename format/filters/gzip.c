@@ -111,6 +111,7 @@ static int gzip_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_gzip = {
     .name = "GZIP",
     .type = TDB_FILTER_GZIP,
+    .compressor = TDB_COMPRESSOR_GZIP,
     .read_options = gzip_read_options,
     .write_options = gzip_write_options,
     .output_type = NULL,

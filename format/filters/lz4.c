@@ -84,6 +84,7 @@ static int lz4_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_lz4 = {
     .name = "LZ4",
     .type = TDB_FILTER_LZ4,
+    .compressor = TDB_COMPRESSOR_LZ4,
     .read_options = lz4_read_options,
     .write_options = lz4_write_options,
     .output_type = NULL,

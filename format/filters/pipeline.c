@@ -1,6 +1,7 @@
 /* pipeline.c: filter pipelines (format_spec/filter_pipeline.md) and filtered
  * tiles (tile.md: chunks), run in reverse to read and forward to write. */
 #include "filter.h"
+#include "compress_common.h"
 
 #include <stdlib.h>
 
@@ -41,6 +42,8 @@ int tdb_filter_init(struct tdb_filter *f, unsigned type)
     f->type = (uint8_t)type;
     f->ops = tdb_filter_lookup(type);
     f->reinterpret_type = TDB_ANY;
+    if (f->ops)
+        f->compressor = f->ops->compressor;
     if (f->ops && f->ops->init && f->ops->init(f)) {
         memset(f, 0, sizeof *f);
         return TDB_E_NOMEM;
@@ -125,7 +128,7 @@ int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
             }
         }
         /* A compressor whose options say "no compression" is a no-op. */
-        if (f->ops != &tdb_filter_noop && f->compressor == TDB_FILTER_NONE &&
+        if (f->ops != &tdb_filter_noop && f->compressor == TDB_COMPRESSOR_NONE &&
             osize >= 5 && (type == TDB_FILTER_GZIP || type == TDB_FILTER_ZSTD ||
                            type == TDB_FILTER_LZ4 || type == TDB_FILTER_BZIP2 ||
                            type == TDB_FILTER_RLE))

@@ -391,6 +391,7 @@ static int rle_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_rle = {
     .name = "RLE",
     .type = TDB_FILTER_RLE,
+    .compressor = TDB_COMPRESSOR_RLE,
     .read_options = rle_read_options,
     .write_options = rle_write_options,
     .output_type = NULL,

@@ -135,6 +135,7 @@ static int zstd_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_zstd = {
     .name = "ZSTD",
     .type = TDB_FILTER_ZSTD,
+    .compressor = TDB_COMPRESSOR_ZSTD,
     .read_options = zstd_read_options,
     .write_options = zstd_write_options,
     .output_type = NULL,

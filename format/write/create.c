@@ -29,15 +29,10 @@ static bool create_can_write(const struct tdb_io *io)
 static void create_gt_pipeline(struct tdb_pipeline *p, struct tdb_filter f[2],
                                const uint8_t *key)
 {
-    memset(f, 0, 2 * sizeof *f);
-    f[0].type = TDB_FILTER_GZIP;
-    f[0].ops = tdb_filter_lookup(TDB_FILTER_GZIP);
-    f[0].compressor = 1;        /* TileDB's compressor number of GZIP */
+    /* neither keeps state of its own: tdb_filter_init cannot fail */
+    (void)tdb_filter_init(&f[0], TDB_FILTER_GZIP);
     f[0].level = 1;
-    f[0].reinterpret_type = TDB_ANY;
-    f[1].type = TDB_FILTER_AES_256_GCM;
-    f[1].ops = tdb_filter_lookup(TDB_FILTER_AES_256_GCM);
-    f[1].reinterpret_type = TDB_ANY;
+    (void)tdb_filter_init(&f[1], TDB_FILTER_AES_256_GCM);
     p->max_chunk_size = 65536;     /* as TileDB 2.29 writes it */
     p->n = key ? 2 : 1;
     p->f = f;

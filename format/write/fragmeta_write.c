@@ -1890,12 +1890,9 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
     if (rc)
         return rc;
 
-    struct tdb_filter gz = {0};
-    gz.type = TDB_FILTER_GZIP;
-    gz.ops = tdb_filter_lookup(TDB_FILTER_GZIP);
-    gz.compressor = TDB_FILTER_GZIP;
+    struct tdb_filter gz;
+    (void)tdb_filter_init(&gz, TDB_FILTER_GZIP);   /* GZIP keeps no state */
     gz.level = FMW_GT_LEVEL;
-    gz.reinterpret_type = TDB_ANY;
     struct tdb_pipeline pipe = {FMW_GT_CHUNK, 1, &gz};
     if (!gz.ops)
         return tdb_err(err, TDB_E_UNSUPPORTED, "fragment metadata: no GZIP "

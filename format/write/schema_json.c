@@ -427,21 +427,6 @@ static int sj_datatype(json_t *obj, const struct sj_where *parent,
 
 /* ---------------------------------------------------------------- filters */
 
-static uint8_t sj_compressor(unsigned type)
-{
-    switch (type) {
-    case TDB_FILTER_GZIP: return 1;
-    case TDB_FILTER_ZSTD: return 2;
-    case TDB_FILTER_LZ4: return 3;
-    case TDB_FILTER_RLE: return 4;
-    case TDB_FILTER_BZIP2: return 5;
-    case TDB_FILTER_DOUBLE_DELTA: return 6;
-    case TDB_FILTER_DICTIONARY: return 7;
-    case TDB_FILTER_DELTA: return 8;
-    default: return 0;
-    }
-}
-
 /* DELTA's and DOUBLE_DELTA's "reinterpret_datatype" (ANY, the default, is
  * no reinterpretation). */
 static int sj_filter_reinterpret(json_t *o, const struct sj_where *w,
@@ -635,7 +620,6 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
                       "a schema (give the key when creating the array)");
     if (tdb_filter_init(f, t))
         return sj_nomem(err);
-    f->compressor = sj_compressor(t);
     rc = sj_filter_options(o, w, f, &known, err);
     if (!rc)
         rc = sj_known_keys(o, known, w, err);
@@ -1173,17 +1157,24 @@ static int sj_attrs(json_t *o, const struct sj_where *top,
     return 0;
 }
 
+/* A filter of `type` with its defaults at the library's default level;
+ * for ZSTD and RLE, which keep no state of their own (so tdb_filter_init
+ * cannot fail on them). */
+static struct tdb_filter sj_default_filter(unsigned type)
+{
+    struct tdb_filter f;
+    (void)tdb_filter_init(&f, type);
+    f.level = SJ_LEVEL;
+    return f;
+}
+
 /* The coordinates', offsets' and validity pipelines, by default TileDB's:
  * ZSTD for coordinates and offsets, RLE for validity. */
 static int sj_schema_pipelines(json_t *o, const struct sj_where *top,
                                struct tdb_schema *s, struct tdb_error *err)
 {
-    struct tdb_filter zstd = {.type = TDB_FILTER_ZSTD, .compressor = 2,
-                              .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
-                              .ops = tdb_filter_lookup(TDB_FILTER_ZSTD)};
-    struct tdb_filter rle = {.type = TDB_FILTER_RLE, .compressor = 4,
-                             .level = SJ_LEVEL, .reinterpret_type = TDB_ANY,
-                             .ops = tdb_filter_lookup(TDB_FILTER_RLE)};
+    struct tdb_filter zstd = sj_default_filter(TDB_FILTER_ZSTD);
+    struct tdb_filter rle = sj_default_filter(TDB_FILTER_RLE);
     int rc;
     if ((rc = sj_pipeline(o, "coords_filters", top, &zstd,
                           &s->coords_filters, err)) ||
