@@ -441,7 +441,8 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
         kp = NULL;
         r = tdb_err(err, TDB_E_NOMEM, "out of memory");
     } else {
-        r = tdb_os_list_keys(s, kp, true, 0, &e, &n, err);
+        r = tdb_os_list_keys(s, &(struct os_list_ask){kp, true, 0}, &e, &n,
+                             err);
     }
     free(kp);
     if (!r && !n && !create)

@@ -357,12 +357,20 @@ int tdb_os_dir_take(struct objstore *s, const char *norm, struct tdb_store_dent 
 void tdb_os_dir_forget(struct objstore *s, const char *path);
 /* Drops every listing (s->lock held). */
 void tdb_os_dir_clear(struct objstore *s);
-/* A listing of keys starting with kprefix: with a delimiter one level
- * (entries named after kprefix, folders with is_dir), else every key
- * below; at most `max` keys (0: all, page after page).  With err,
- * failures are named.  @return 0 or a TDB_E_* code. */
-int tdb_os_list_keys(struct objstore *s, const char *kprefix, bool delim,
-                     unsigned max, struct tdb_store_dent **out, size_t *nout,
+/* What a listing of keys asks for: the keys starting with kprefix; with
+ * a delimiter one level (entries named after kprefix, folders with
+ * is_dir), else every key below; at most `max` keys (0: all, page after
+ * page). */
+struct os_list_ask {
+    const char *kprefix;
+    bool delim;
+    unsigned max;
+};
+/* The listing `ask` says, into out[nout] (free with
+ * tdb_store_dents_free).  With err, failures are named.  @return 0 or a
+ * TDB_E_* code. */
+int tdb_os_list_keys(struct objstore *s, const struct os_list_ask *ask,
+                     struct tdb_store_dent **out, size_t *nout,
                      struct tdb_error *err);
 /* Starts a listing of folder norm ahead (tree: every folder below). */
 void tdb_os_want_list(struct objstore *s, const char *norm, bool tree);

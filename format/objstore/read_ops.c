@@ -24,7 +24,8 @@ int tdb_os_has_children(struct objstore *s, const char *key)
         return TDB_E_NOMEM;
     struct tdb_store_dent *e = NULL;
     size_t n = 0;
-    int r = tdb_os_list_keys(s, kp, false, 1, &e, &n, NULL);
+    int r = tdb_os_list_keys(s, &(struct os_list_ask){kp, false, 1}, &e,
+                             &n, NULL);
     free(kp);
     if (r)
         return r;
@@ -279,7 +280,8 @@ int tdb_os_op_list(void *ctx, const char *path, tdb_io_list_fn fn,
     struct tdb_store_dent *e = NULL;
     size_t n = 0;
     bool ahead = tdb_os_dir_take(s, norm, &e, &n) == 1;
-    int r = ahead ? 0 : tdb_os_list_keys(s, kp, true, 0, &e, &n, NULL);
+    struct os_list_ask ask = {kp, true, 0};
+    int r = ahead ? 0 : tdb_os_list_keys(s, &ask, &e, &n, NULL);
     free(kp);
     /* a folder exists through its keys; none: no folder */
     if (!r && !n)

@@ -268,7 +268,8 @@ int tdb_os_op_rename(void *ctx, const char *from, const char *to)
             struct tdb_store_dent *e = NULL;
             size_t n = 0;
             r = asprintf(&kp, "%s/", kf) < 0 ? TDB_E_NOMEM
-                : tdb_os_list_keys(s, kp, false, 0, &e, &n, NULL);
+                : tdb_os_list_keys(s, &(struct os_list_ask){kp, false, 0},
+                                   &e, &n, NULL);
             if (!r && !n)
                 r = TDB_E_NOENT;
             for (size_t i = 0; !r && i < n; i++) {
