@@ -344,7 +344,7 @@ static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
 }
 
 int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
-                      struct tdb_error *err)
+               struct tdb_error *err)
 {
     const struct tdb_schema *s = a->schema;
     bool dense = s->array_type == TDB_DENSE;

@@ -138,22 +138,73 @@ static int tree_member_names(const struct tdb_group *g, char **shown,
     return 0;
 }
 
-int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
-                      const struct tree_up *up, struct tdb_error *err)
+/* The group at path and its metadata (*m NULL when it has none). */
+static int tree_group_load(struct tdb_fs *fs, const char *path,
+                           struct tdb_group **g, struct tdb_meta **m,
+                           struct tdb_error *err)
 {
-    struct tdb_group *g = NULL;
-    struct tdb_meta *m = NULL;
-    char **shown = NULL, **why = NULL;
     char *metadir = tdb_path_join(path, "__meta");
     if (!metadir)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     const uint8_t *key = fs->opts.key ? fs->key : NULL;
-    int r = tdb_group_load(fs->io, path, fs->opts.ts_start, fs->opts.ts_end, &g,
+    int r = tdb_group_load(fs->io, path, fs->opts.ts_start, fs->opts.ts_end, g,
                            err);
     if (!r)
         r = tdb_meta_load(fs->io, metadir, fs->opts.ts_start, fs->opts.ts_end,
-                          key, &m, err);
+                          key, m, err);
     free(metadir);
+    return r;
+}
+
+/* Follows each member of g (here: the group, and those above it) that
+ * has a name (no why[i]) as folder shown[i] of root; why[i] the reason
+ * for each left out, told in tdb_fs_warnings. */
+static int tree_group_members(struct tdb_fs *fs, uint64_t root,
+                              const struct tdb_group *g, char *const *shown,
+                              char **why, const struct tree_up *here)
+{
+    const char *path = here->path[0] ? here->path : ".";
+    int r = 0;
+    for (size_t i = 0; !r && i < g->n; i++) {
+        if (!why[i] && here->depth >= TREE_MAX_DEPTH) {
+            why[i] = strdup("groups nested too deep, not followed");
+            r = why[i] ? 0 : TDB_E_NOMEM;
+        } else if (!why[i]) {
+            r = tree_member(fs, root, shown[i], &g->v[i], here, &why[i]);
+        }
+        if (!r && why[i])
+            r = tree_warn(fs, "group %s: member %s left out: %s", path,
+                          g->v[i].name, why[i]);
+    }
+    return r;
+}
+
+/* Fills file jino, __group.json, with its text (tree_group_json). */
+static int tree_group_json_fill(struct tdb_fs *fs, uint64_t jino,
+                                const struct tdb_group *g,
+                                const struct tdb_meta *m, char *const *why)
+{
+    struct tdb_buf jtext = {0};
+    int r = tree_group_json(g, m, why, &jtext);
+    if (!r) {
+        struct tree_node *jn = &fs->nodes[jino - 1];
+        size_t len = 0;
+        free(jn->bytes);
+        jn->bytes = tdb_buf_take(&jtext, &len);
+        jn->size = len;
+        r = jn->bytes ? 0 : TDB_E_NOMEM;
+    }
+    tdb_buf_free(&jtext);
+    return r;
+}
+
+int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
+               const struct tree_up *up, struct tdb_error *err)
+{
+    struct tdb_group *g = NULL;
+    struct tdb_meta *m = NULL;
+    char **shown = NULL, **why = NULL;
+    int r = tree_group_load(fs, path, &g, &m, err);
     uint64_t jino = 0;
     size_t n = g ? g->n : 0;
     if (!r && (!(shown = calloc(n + 1, sizeof *shown)) ||
@@ -168,29 +219,12 @@ int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
     if (!r)
         r = tree_meta(fs, root, m, m ? m->newest_ts : 0);
     struct tree_up here = {path, up, up ? up->depth + 1 : 0};
-    for (size_t i = 0; !r && i < n; i++) {
-        if (!why[i] && here.depth >= TREE_MAX_DEPTH) {
-            why[i] = strdup("groups nested too deep, not followed");
-            r = why[i] ? 0 : TDB_E_NOMEM;
-        } else if (!why[i]) {
-            r = tree_member(fs, root, shown[i], &g->v[i], &here, &why[i]);
-        }
-        if (!r && why[i])
-            r = tree_warn(fs, "group %s: member %s left out: %s",
-                          path[0] ? path : ".", g->v[i].name, why[i]);
-    }
+    if (!r)
+        r = tree_group_members(fs, root, g, shown, why, &here);
     if (!r)
         r = tree_group_zarr(fs, root, n, shown, why, m, err);
-    struct tdb_buf jtext = {0};
-    if (!r && !(r = tree_group_json(g, m, why, &jtext))) {
-        struct tree_node *jn = &fs->nodes[jino - 1];
-        size_t len = 0;
-        free(jn->bytes);
-        jn->bytes = tdb_buf_take(&jtext, &len);
-        jn->size = len;
-        r = jn->bytes ? 0 : TDB_E_NOMEM;
-    }
-    tdb_buf_free(&jtext);
+    if (!r)
+        r = tree_group_json_fill(fs, jino, g, m, why);
     for (size_t i = 0; i < n; i++) {
         free(shown ? shown[i] : NULL);
         free(why ? why[i] : NULL);
@@ -219,7 +253,7 @@ static int tree_note_source(struct tdb_fs *fs, const char *path,
 }
 
 int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
-                       const struct tree_up *up, struct tdb_error *err)
+                const struct tree_up *up, struct tdb_error *err)
 {
     bool array = tdb_is_array(fs->io, path);
     bool group = !array && tdb_is_group(fs->io, path);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 int tree_add(struct tdb_fs *fs, uint64_t parent, const char *name,
-                    enum tree_kind kind, uint64_t *ino)
+             enum tree_kind kind, uint64_t *ino)
 {
     if (fs->nnodes == fs->capnodes) {
         size_t cap = fs->capnodes ? fs->capnodes * 2 : 64;
@@ -40,7 +40,7 @@ int tree_add(struct tdb_fs *fs, uint64_t parent, const char *name,
 }
 
 int tree_add_bytes(struct tdb_fs *fs, uint64_t parent, const char *name,
-                          const void *p, uint64_t n, uint64_t *ino)
+                   const void *p, uint64_t n, uint64_t *ino)
 {
     int r = tree_add(fs, parent, name, TREE_BYTES, ino);
     if (r)
@@ -66,7 +66,7 @@ int tree_keep_cells(struct tdb_fs *fs, struct tdb_cells *c)
 }
 
 int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *m,
-                     uint64_t mtime)
+              uint64_t mtime)
 {
     uint64_t dir;
     int r = tree_add(fs, parent, "__meta", TREE_DIR, &dir);

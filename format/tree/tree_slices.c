@@ -264,7 +264,7 @@ static struct tree_slice *tree_slice_node(struct tdb_fs *fs, uint64_t dir,
 /* Finds or makes file `name` of folder dir (__slice/ or __domain/): a
  * .npy of part of a NAME.npy next to the folder. */
 int tree_slice(struct tdb_fs *fs, uint64_t dir, const char *name,
-                      uint64_t *ino, struct tdb_error *err)
+               uint64_t *ino, struct tdb_error *err)
 {
     const struct tree_node *d = &fs->nodes[dir - 1], *base = NULL;
     const struct tree_node *root = &fs->nodes[d->parent - 1];

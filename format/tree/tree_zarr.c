@@ -63,6 +63,40 @@ static int tree_zarr_folder(struct tdb_fs *fs, uint64_t parent,
     return r;
 }
 
+/* Keeps array a open until the tree closes (closed when it cannot). */
+static bool tree_keep_array(struct tdb_fs *fs, struct tdb_array *a)
+{
+    struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
+    if (!v) {
+        tdb_array_close(a);
+        return false;
+    }
+    fs->arrays = v;
+    fs->arrays[fs->narrays++] = a;
+    return true;
+}
+
+/* The attribute of label l's array (schema ls) that holds its values, in
+ * TileDB's layout: dense, one dimension over the labelled one's domain
+ * of s (so the same offsets), the values in attribute l->attr_name.
+ * @return its index, or ls->nattrs when ls is not so. */
+static uint32_t tree_label_attr(const struct tdb_schema *s,
+                                const struct tdb_label *l,
+                                const struct tdb_schema *ls)
+{
+    uint32_t attr = ls->nattrs;
+    for (uint32_t i = 0; i < ls->nattrs; i++)
+        if (!strcmp(ls->attrs[i].name, l->attr_name))
+            attr = i;
+    const struct tdb_dim *dd = &s->dims[l->dim];
+    if (ls->array_type != TDB_DENSE || ls->ndims != 1 ||
+        ls->dims[0].type != dd->type ||
+        memcmp(ls->dims[0].lo, dd->lo, sizeof dd->lo) ||
+        memcmp(ls->dims[0].hi, dd->hi, sizeof dd->hi))
+        return ls->nattrs;
+    return attr;
+}
+
 /* Dimension label l of array a as a label of its store over dense view
  * `view`: its array (opened and kept by the tree) and its cells along
  * the labelled dimension.  @return 0 with *ok false when it has no such
@@ -90,25 +124,10 @@ static int tree_label(struct tdb_fs *fs, struct tdb_array *a,
     if (r)
         return tree_warn(fs, "dimension label %s: not shown: %s", l->name,
                          err.msg);
-    struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
-    if (!v) {
-        tdb_array_close(la);
+    if (!tree_keep_array(fs, la))
         return TDB_E_NOMEM;
-    }
-    fs->arrays = v;
-    fs->arrays[fs->narrays++] = la;
-    const struct tdb_schema *ls = la->schema;
-    uint32_t attr = ls->nattrs;
-    for (uint32_t i = 0; i < ls->nattrs; i++)
-        if (!strcmp(ls->attrs[i].name, l->attr_name))
-            attr = i;
-    /* TileDB's layout: dense, one dimension over the labelled one's
-     * domain (so the same offsets), the values in attribute "label" */
-    const struct tdb_dim *dd = &a->schema->dims[l->dim];
-    if (ls->array_type != TDB_DENSE || ls->ndims != 1 || attr == ls->nattrs ||
-        ls->dims[0].type != dd->type ||
-        memcmp(ls->dims[0].lo, dd->lo, sizeof dd->lo) ||
-        memcmp(ls->dims[0].hi, dd->hi, sizeof dd->hi))
+    uint32_t attr = tree_label_attr(a->schema, l, la->schema);
+    if (attr == la->schema->nattrs)
         return tree_warn(fs, "dimension label %s: not shown: its array is not "
                          "one dense dimension over the labelled one", l->name);
     struct tdb_frag **all = calloc(la->nfrags + 1, sizeof *all);
@@ -135,7 +154,7 @@ static int tree_label(struct tdb_fs *fs, struct tdb_array *a,
 /* __zarr/ of a dense view (docs/LAYOUT.md "__zarr"), with the array's
  * dimension labels. */
 int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
-                     struct tdb_cells *view, struct tdb_error *err)
+              struct tdb_cells *view, struct tdb_error *err)
 {
     struct tdb_zarr *z = NULL;
     const struct tdb_schema *s = a->schema;
@@ -175,8 +194,8 @@ static struct tree_store *tree_store_in(struct tdb_fs *fs, uint64_t dir)
  * stores of its members shown[i] (those with no why[i]) that have one,
  * each again under its folder name; none when no member has one. */
 int tree_group_zarr(struct tdb_fs *fs, uint64_t root, size_t n,
-                           char *const *shown, char *const *why,
-                           const struct tdb_meta *m, struct tdb_error *err)
+                    char *const *shown, char *const *why,
+                    const struct tdb_meta *m, struct tdb_error *err)
 {
     struct tdb_zarr **stores = calloc(n + 1, sizeof *stores);
     const char **names = calloc(n + 1, sizeof *names);
