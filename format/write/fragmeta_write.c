@@ -1,5 +1,6 @@
 /* fragmeta_write.c: building __fragment_metadata.tdb at format version 22 (format_spec/fragment.md: R-tree, tile offsets, tile metadata, footer), byte for byte as TileDB 2.29 writes it. */
 #include "write/writer.h"
+#include "core/value.h"
 #include "model/generic_tile.h"
 #include "filters/filter.h"
 
@@ -10,7 +11,6 @@
 #define FMW_FANOUT 10u              /* TileDB's R-tree fanout */
 #define FMW_GT_CHUNK 65536u         /* generic tiles: max chunk size */
 #define FMW_GT_LEVEL 1              /* generic tiles: GZIP level 1 */
-#define FMW_MAX_DIMS 64u
 
 /* How TileDB's tile metadata generator treats a datatype (the C++ type it
  * instantiates): numbers by their class, CHAR and STRING_ASCII as char,
@@ -87,23 +87,17 @@ static void fmw_u64s_free(struct fmw_u64s *l)
 
 static enum fmw_kind fmw_kind_of(unsigned t)
 {
-    switch (t) {
-    case TDB_INT8: case TDB_INT16: case TDB_INT32: case TDB_INT64:
-        return FMW_SIGNED;
-    case TDB_UINT8: case TDB_UINT16: case TDB_UINT32: case TDB_UINT64:
-    case TDB_BOOL:
-        return FMW_UNSIGNED;
-    case TDB_FLOAT32: case TDB_FLOAT64:
-        return FMW_FLOAT;
-    case TDB_CHAR: case TDB_STRING_ASCII:
-        return FMW_CHAR;
-    case TDB_BLOB: case TDB_GEOM_WKB: case TDB_GEOM_WKT:
-        return FMW_BYTE;
-    default:
-        if (t >= TDB_DATETIME_YEAR && t <= TDB_TIME_AS)
-            return FMW_SIGNED;
-        return FMW_NONE;
+    switch (tdb_value_class(t)) {
+    case TDB_VC_SIGNED: return FMW_SIGNED;
+    case TDB_VC_UNSIGNED: return FMW_UNSIGNED;
+    case TDB_VC_FLOAT: return FMW_FLOAT;
+    default: break;
     }
+    if (t == TDB_CHAR || t == TDB_STRING_ASCII)
+        return FMW_CHAR;
+    if (t == TDB_BLOB || t == TDB_GEOM_WKB || t == TDB_GEOM_WKT)
+        return FMW_BYTE;
+    return FMW_NONE;
 }
 
 /* Types without min/max or sum in TileDB's generator. */
@@ -130,85 +124,28 @@ static bool fmw_has_sum(unsigned t, bool var, uint32_t cvn)
     return !fmw_no_md_type(t) && t != TDB_STRING_ASCII;
 }
 
-/* A value loaded as its class: signed, unsigned or floating. */
-struct fmw_num {
-    int64_t i;
-    uint64_t u;
-    double d;
-};
-
-static struct fmw_num fmw_load(unsigned type, const uint8_t *p)
+/* A value loaded as the generator's C++ type: numbers by their class,
+ * characters as the signed char they are there. */
+static struct tdb_num fmw_load(unsigned type, const uint8_t *p)
 {
-    struct fmw_num n = {0, 0, 0};
-    unsigned size = tdb_dt_size(type);
-    enum fmw_kind k = fmw_kind_of(type);
-    if (k == FMW_FLOAT) {
-        if (size == 4) {
-            float f;
-            uint32_t u = tdb_le32(p);
-            memcpy(&f, &u, 4);
-            n.d = f;
-        } else {
-            uint64_t u = tdb_le64(p);
-            memcpy(&n.d, &u, 8);
-        }
-        return n;
-    }
-    uint64_t u = 0;
-    for (unsigned b = 0; b < size && b < 8; b++)
-        u |= (uint64_t)p[b] << (8 * b);
-    if ((k == FMW_SIGNED || k == FMW_CHAR) && size < 8 &&
-        (u >> (8 * size - 1)) & 1)
-        u |= ~UINT64_C(0) << (8 * size);
-    n.u = u;
-    n.i = (int64_t)u;
-    return n;
+    enum tdb_vclass c = fmw_kind_of(type) == FMW_CHAR ? TDB_VC_SIGNED
+                                                      : tdb_value_class(type);
+    return tdb_num_load(c, tdb_dt_size(type), p);
 }
 
-/* a < b in the class of `type`. */
+/* a < b in the generator's type for `type`. */
 static bool fmw_lt(unsigned type, const uint8_t *a, const uint8_t *b)
 {
-    struct fmw_num x = fmw_load(type, a), y = fmw_load(type, b);
-    switch (fmw_kind_of(type)) {
-    case FMW_FLOAT: return x.d < y.d;
-    case FMW_UNSIGNED: return x.u < y.u;
-    default: return x.i < y.i;
-    }
+    struct tdb_num x = fmw_load(type, a), y = fmw_load(type, b);
+    return tdb_num_cmp(&x, &y, NULL) < 0;
 }
 
 /* The generator's starting min (the type's maximum) and max (its lowest). */
 static void fmw_type_limits(unsigned type, uint8_t *min, uint8_t *max)
 {
-    unsigned size = tdb_dt_size(type);
     memset(min, 0, 8);
     memset(max, 0, 8);
-    switch (fmw_kind_of(type)) {
-    case FMW_FLOAT:
-        if (size == 4) {
-            float a = FLT_MAX, b = -FLT_MAX;
-            uint32_t ua, ub;
-            memcpy(&ua, &a, 4);
-            memcpy(&ub, &b, 4);
-            tdb_st32(min, ua);
-            tdb_st32(max, ub);
-        } else {
-            double a = DBL_MAX, b = -DBL_MAX;
-            uint64_t ua, ub;
-            memcpy(&ua, &a, 8);
-            memcpy(&ub, &b, 8);
-            tdb_st64(min, ua);
-            tdb_st64(max, ub);
-        }
-        break;
-    case FMW_UNSIGNED:
-        memset(min, 0xff, size);
-        break;
-    default:                    /* signed: 0x7f..ff and 0x80..00 */
-        memset(min, 0xff, size);
-        min[size - 1] = 0x7f;
-        max[size - 1] = 0x80;
-        break;
-    }
+    tdb_value_limits(type, max, min);
 }
 
 /* The type of the running sum: 0 int64, 1 uint64, 2 double. */
@@ -220,7 +157,7 @@ static int fmw_sum_class(unsigned type)
 
 /* Adds v to the 8-byte sum `s` as TileDB does; false when it saturated
  * (TileDB then stops adding for this run of cells). */
-static bool fmw_sum_add(int cls, uint8_t *s, struct fmw_num v)
+static bool fmw_sum_add(int cls, uint8_t *s, struct tdb_num v)
 {
     if (cls == 0) {
         int64_t a = (int64_t)tdb_le64(s), b = v.i;
@@ -448,33 +385,18 @@ static inline bool fmw_add_d(double *s, double b)
     return true;
 }
 
-static inline float fmw_ld_f32(const uint8_t *p)
-{
-    uint32_t u = tdb_le32(p);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+/* the core loaders at a constant size: inlined to a plain load */
+#define FMW_LD_I8(p) ((int8_t)tdb_int_load(p, 1, true))
+#define FMW_LD_I16(p) ((int16_t)tdb_int_load(p, 2, true))
+#define FMW_LD_I32(p) ((int32_t)tdb_int_load(p, 4, true))
+#define FMW_LD_I64(p) ((int64_t)tdb_int_load(p, 8, true))
+#define FMW_LD_U8(p) ((uint8_t)tdb_int_load(p, 1, false))
+#define FMW_LD_U16(p) ((uint16_t)tdb_int_load(p, 2, false))
+#define FMW_LD_U32(p) ((uint32_t)tdb_int_load(p, 4, false))
+#define FMW_LD_U64(p) (tdb_int_load(p, 8, false))
 
-static inline double fmw_ld_f64(const uint8_t *p)
-{
-    uint64_t u = tdb_le64(p);
-    double f;
-    memcpy(&f, &u, 8);
-    return f;
-}
-
-#define FMW_LD_I8(p) ((int8_t)(p)[0])
-#define FMW_LD_I16(p) ((int16_t)tdb_le16(p))
-#define FMW_LD_I32(p) ((int32_t)tdb_le32(p))
-#define FMW_LD_I64(p) ((int64_t)tdb_le64(p))
-#define FMW_LD_U8(p) ((p)[0])
-#define FMW_LD_U16(p) (tdb_le16(p))
-#define FMW_LD_U32(p) (tdb_le32(p))
-#define FMW_LD_U64(p) (tdb_le64(p))
-
-FMW_TYPED(f32, float, fmw_ld_f32, double, fmw_add_d)
-FMW_TYPED(f64, double, fmw_ld_f64, double, fmw_add_d)
+FMW_TYPED(f32, float, tdb_f32_load, double, fmw_add_d)
+FMW_TYPED(f64, double, tdb_f64_load, double, fmw_add_d)
 FMW_TYPED(i8, int8_t, FMW_LD_I8, int64_t, fmw_add_i)
 FMW_TYPED(i16, int16_t, FMW_LD_I16, int64_t, fmw_add_i)
 FMW_TYPED(i32, int32_t, FMW_LD_I32, int64_t, fmw_add_i)
@@ -539,80 +461,95 @@ static bool fmw_run_typed(void (*fn)(struct fmw_gen *, uint64_t, uint64_t),
     return true;
 }
 
-static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
+/* Fixed-size characters: the least and greatest cells, by strncmp. */
+static void fmw_slab_char(struct fmw_gen *g, uint64_t start, uint64_t end)
 {
     const struct fmw_field *f = g->f;
     uint64_t cs = f->cell_size;
+    if (f->nullable) {
+        for (uint64_t c = start; c < end; c++) {
+            const uint8_t *v = g->data + c * cs;
+            bool is_null = g->validity[c] == 0;
+            if (!is_null && (!g->min || strncmp((const char *)g->min,
+                                                (const char *)v,
+                                                (size_t)cs) > 0))
+                g->min = v;
+            if (!is_null && (!g->max || strncmp((const char *)g->max,
+                                                (const char *)v,
+                                                (size_t)cs) < 0))
+                g->max = v;
+            g->nulls += is_null;
+        }
+        return;
+    }
+    if (g->size == 0 || start >= end)
+        return;
+    uint64_t first = start;
+    if (!g->min) {
+        g->min = g->max = g->data + start * cs;
+        first++;
+    }
+    for (uint64_t c = first; c < end; c++) {
+        const uint8_t *v = g->data + c * cs;
+        if (strncmp((const char *)g->min, (const char *)v, (size_t)cs) > 0)
+            g->min = v;
+        if (strncmp((const char *)g->max, (const char *)v, (size_t)cs) < 0)
+            g->max = v;
+    }
+}
+
+/* Numbers: the least and greatest values (and, with the typed loops, the
+ * sum at once).  @return true when the sum is done too. */
+static bool fmw_slab_num(struct fmw_gen *g, const struct fmw_typed *t,
+                         uint64_t start, uint64_t end)
+{
+    const struct fmw_field *f = g->f;
+    if (!g->num_init) {
+        fmw_type_limits(f->type, g->nmin, g->nmax);
+        g->num_init = true;
+    }
+    if (f->has_sum && fmw_run_typed(t->mmsum, g, start, end))
+        return true;
+    if (fmw_run_typed(t->mm, g, start, end))
+        return false;
+    unsigned vs = f->vsize;
+    for (uint64_t c = start; c < end; c++) {
+        const uint8_t *v = g->data + c * f->cell_size;
+        bool is_null = f->nullable && g->validity[c] == 0;
+        if (!is_null && !fmw_lt(f->type, g->nmin, v))
+            memcpy(g->nmin, v, vs);
+        if (!is_null && !fmw_lt(f->type, v, g->nmax))
+            memcpy(g->nmax, v, vs);
+        g->nulls += is_null;
+    }
+    return false;
+}
+
+static void fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
+{
+    const struct fmw_field *f = g->f;
     if (f->kind == FMW_NONE)
         return;
     const struct fmw_typed t = fmw_typed_of(f);
-    g->min_size = g->max_size = cs;
+    g->min_size = g->max_size = f->cell_size;
     if (f->has_mm && f->kind == FMW_CHAR) {
-        if (!f->nullable) {
-            uint64_t first = start;
-            if (g->size == 0 || start >= end)
-                goto sum;
-            if (!g->min) {
-                g->min = g->max = g->data + start * cs;
-                first++;
-            }
-            for (uint64_t c = first; c < end; c++) {
-                const uint8_t *v = g->data + c * cs;
-                if (strncmp((const char *)g->min, (const char *)v,
-                            (size_t)cs) > 0)
-                    g->min = v;
-                if (strncmp((const char *)g->max, (const char *)v,
-                            (size_t)cs) < 0)
-                    g->max = v;
-            }
-        } else {
-            for (uint64_t c = start; c < end; c++) {
-                const uint8_t *v = g->data + c * cs;
-                bool is_null = g->validity[c] == 0;
-                if (!is_null && (!g->min || strncmp((const char *)g->min,
-                                                    (const char *)v,
-                                                    (size_t)cs) > 0))
-                    g->min = v;
-                if (!is_null && (!g->max || strncmp((const char *)g->max,
-                                                    (const char *)v,
-                                                    (size_t)cs) < 0))
-                    g->max = v;
-                g->nulls += is_null;
-            }
-        }
+        fmw_slab_char(g, start, end);
     } else if (f->has_mm) {
-        if (!g->num_init) {
-            fmw_type_limits(f->type, g->nmin, g->nmax);
-            g->num_init = true;
-        }
-        if (f->has_sum && fmw_run_typed(t.mmsum, g, start, end))
+        if (fmw_slab_num(g, &t, start, end))
             return;
-        if (fmw_run_typed(t.mm, g, start, end))
-            goto sum;
-        unsigned vs = f->vsize;
-        for (uint64_t c = start; c < end; c++) {
-            const uint8_t *v = g->data + c * cs;
-            bool is_null = f->nullable && g->validity[c] == 0;
-            if (!is_null && !fmw_lt(f->type, g->nmin, v))
-                memcpy(g->nmin, v, vs);
-            if (!is_null && !fmw_lt(f->type, v, g->nmax))
-                memcpy(g->nmax, v, vs);
-            g->nulls += is_null;
-        }
     } else if (f->nullable) {
         /* no min/max: TileDB counts the nulls of the whole tile, once per
          * slab */
         for (uint64_t c = 0; c < g->ncells; c++)
             g->nulls += g->validity[c] == 0;
     }
-sum:
     if (f->has_sum && !fmw_run_typed(t.sum, g, start, end)) {
         int cls = fmw_sum_class(f->type);
         for (uint64_t c = start; c < end; c++) {
             if (f->nullable && g->validity[c] == 0)
                 continue;
             if (!fmw_sum_add(cls, g->sum, fmw_load(f->type,
-                                                   g->data + c * cs)))
+                                                   g->data + c * f->cell_size)))
                 break;
         }
     }
@@ -623,16 +560,15 @@ sum:
 /* A coordinate of integer type dt (8 zero-padded bytes) as 64 bits. */
 static uint64_t fmw_coord(unsigned dt, const uint8_t *p)
 {
-    struct fmw_num n = fmw_load(dt, p);
-    return n.u;
+    return tdb_value_load(dt, p).u;
 }
 
 /* Per dimension of a dense fragment: extent, and the non-empty domain and
  * its tiles relative to the domain's low end. */
 struct fmw_dense {
     uint32_t nd;
-    uint64_t ext[FMW_MAX_DIMS], lo[FMW_MAX_DIMS], hi[FMW_MAX_DIMS];
-    uint64_t t0[FMW_MAX_DIMS], nt[FMW_MAX_DIMS];
+    uint64_t ext[TDB_MAX_DIMS], lo[TDB_MAX_DIMS], hi[TDB_MAX_DIMS];
+    uint64_t t0[TDB_MAX_DIMS], nt[TDB_MAX_DIMS];
     uint64_t tiles, cells_per_tile;
 };
 
@@ -681,10 +617,10 @@ static int fmw_dense_geometry(const struct tdb_fmw *w, struct fmw_dense *g,
  * first_d on) and their ranges [0, rhi]. */
 struct fmw_slabs {
     uint32_t nd;
-    uint64_t slo[FMW_MAX_DIMS], shi[FMW_MAX_DIMS], len[FMW_MAX_DIMS];
-    uint64_t tlo[FMW_MAX_DIMS], strides[FMW_MAX_DIMS];
+    uint64_t slo[TDB_MAX_DIMS], shi[TDB_MAX_DIMS], len[TDB_MAX_DIMS];
+    uint64_t tlo[TDB_MAX_DIMS], strides[TDB_MAX_DIMS];
     uint64_t start;             /* the first cell in the tile */
-    uint64_t copy, rhi[FMW_MAX_DIMS];
+    uint64_t copy, rhi[TDB_MAX_DIMS];
     uint32_t nr, first_d;
 };
 
@@ -694,7 +630,7 @@ static void fmw_slabs_box(const struct tdb_fmw *w, const struct fmw_dense *g,
                           uint64_t id, struct fmw_slabs *sl)
 {
     uint32_t nd = g->nd;
-    uint64_t tc[FMW_MAX_DIMS];
+    uint64_t tc[TDB_MAX_DIMS];
     sl->nd = nd;
     /* tile coordinates inside the fragment's tile domain */
     if (w->s->tile_order == TDB_COL_MAJOR) {
@@ -810,7 +746,7 @@ static void fmw_dense_slabs(const struct tdb_fmw *w,
     } else {
         fmw_slabs_col(g, &sl);
     }
-    uint64_t toff[FMW_MAX_DIMS], cc[FMW_MAX_DIMS];
+    uint64_t toff[TDB_MAX_DIMS], cc[TDB_MAX_DIMS];
     for (uint32_t i = 0; i < sl.nr; i++) {
         toff[i] = sl.start;
         cc[i] = 0;
@@ -861,10 +797,10 @@ int tdb_fmw_create(struct tdb_fmw **out, const struct tdb_schema *s,
 {
     *out = NULL;
     if (!s || !schema_name || !*schema_name || s->ndims == 0 ||
-        s->ndims > FMW_MAX_DIMS)
+        s->ndims > TDB_MAX_DIMS)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: need a schema "
-                       "with 1 to %u dimensions and a schema name",
-                       FMW_MAX_DIMS);
+                       "with 1 to %d dimensions and a schema name",
+                       TDB_MAX_DIMS);
     for (uint32_t d = 0; d < s->ndims; d++)
         if (s->dims[d].cell_val_num != TDB_VAR_NUM &&
             (tdb_dt_size(s->dims[d].type) == 0 ||
@@ -1337,17 +1273,6 @@ static int fmw_put_range(struct tdb_buf *b, const struct tdb_dim *dim,
     return rc ? rc : tdb_buf_append(b, r->hi, size);
 }
 
-/* std::string comparison: bytewise, a prefix first. */
-static int fmw_strcmp(const uint8_t *a, uint64_t na, const uint8_t *b,
-                      uint64_t nb)
-{
-    uint64_t n = na < nb ? na : nb;
-    int c = n ? memcmp(a, b, (size_t)n) : 0;
-    if (c)
-        return c;
-    return na < nb ? -1 : na > nb ? 1 : 0;
-}
-
 /* Expands `acc` (the parent MBR) by `r` as TileDB's Domain::expand_ndrange
  * does; var bounds of acc point into the level below. */
 static void fmw_expand(const struct tdb_schema *s, const struct tdb_range *r,
@@ -1360,12 +1285,12 @@ static void fmw_expand(const struct tdb_schema *s, const struct tdb_range *r,
             continue;
         }
         if (dim->cell_val_num == TDB_VAR_NUM) {
-            if (fmw_strcmp(r[d].vlo, r[d].vlo_size, acc[d].vlo,
+            if (tdb_bytes_cmp(r[d].vlo, r[d].vlo_size, acc[d].vlo,
                            acc[d].vlo_size) < 0) {
                 acc[d].vlo = r[d].vlo;
                 acc[d].vlo_size = r[d].vlo_size;
             }
-            if (!(fmw_strcmp(r[d].vhi, r[d].vhi_size, acc[d].vhi,
+            if (!(tdb_bytes_cmp(r[d].vhi, r[d].vhi_size, acc[d].vhi,
                              acc[d].vhi_size) < 0)) {
                 acc[d].vhi = r[d].vhi;
                 acc[d].vhi_size = r[d].vhi_size;
@@ -1632,11 +1557,9 @@ static void fmw_field_mm_num(const struct fmw_field_tiles *ft,
     for (uint64_t t = 0; t < ft->ntiles; t++) {
         if (fmw_tile_skipped(ft, t))
             continue;
-        struct fmw_num v;
         uint64_t u = f->sums.len >= 8 * (t + 1)
                          ? tdb_le64(f->sums.data + 8 * t) : 0;
-        v.u = u;
-        v.i = (int64_t)u;
+        struct tdb_num v = {TDB_VC_NONE, (int64_t)u, u, 0.0};
         memcpy(&v.d, &u, 8);
         if (!fmw_sum_add(cls, m->sum, v))
             break;
@@ -1890,13 +1813,12 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
     if (rc)
         return rc;
 
+    /* GZIP is always built in (pipeline.c's table) and keeps no state:
+     * its init can neither fail nor leave ops unset */
     struct tdb_filter gz;
-    (void)tdb_filter_init(&gz, TDB_FILTER_GZIP);   /* GZIP keeps no state */
+    (void)tdb_filter_init(&gz, TDB_FILTER_GZIP);
     gz.level = FMW_GT_LEVEL;
     struct tdb_pipeline pipe = {FMW_GT_CHUNK, 1, &gz};
-    if (!gz.ops)
-        return tdb_err(err, TDB_E_UNSUPPORTED, "fragment metadata: no GZIP "
-                       "filter");
     o.pipe = &pipe;
 
     o.goff = calloc((size_t)n * 8, sizeof *o.goff);
