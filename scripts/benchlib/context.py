@@ -9,7 +9,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 COLS = 16384
 TILE = (256, 1024)
-FILTERS = [('zstd', 'ZSTD-3'), ('bslz4', 'BITSHUFFLE+LZ4'), ('none', 'unfiltered')]
+FILTERS = (('zstd', 'ZSTD-3'), ('bslz4', 'BITSHUFFLE+LZ4'), ('none', 'unfiltered'))
 WIDE_TILE = (16, COLS)       # the "wide" array: a tile is 16 whole rows (1 MiB)
 GIB = 1 << 30
 NFRAG_MANY = 10000

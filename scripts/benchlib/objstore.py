@@ -21,8 +21,8 @@ S3_SLOW = 30                    # s: one sample of a mount this slow is enough
 S3_PREAD_SAMPLES = 40
 
 
-AZURE_ENV_KEYS = ['AZURE_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_ACCOUNT',
-                  'AZURE_STORAGE_KEY', 'AZURE_STORAGE_SAS_TOKEN']
+AZURE_ENV_KEYS = ('AZURE_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_ACCOUNT',
+                  'AZURE_STORAGE_KEY', 'AZURE_STORAGE_SAS_TOKEN')
 
 
 def s3_modules():
@@ -45,7 +45,7 @@ class S3Env:
     path kept)."""
 
     def __init__(self, s3fixture, server, endpoint):
-        self.keys = list(s3fixture.AWS_ENV_KEYS) + AZURE_ENV_KEYS
+        self.keys = list(s3fixture.AWS_ENV_KEYS) + list(AZURE_ENV_KEYS)
         if server.name == 'azurite':
             env = server.env()
             cs = env['AZURE_STORAGE_CONNECTION_STRING']
