@@ -208,7 +208,9 @@ int main(int argc, char *argv[])
             goto out;
         }
         tdb_error_clear(&err);
-        rc = tdb_schema_evolve(&io, text, len, opts.open.key, 0, &name, &err);
+        rc = tdb_schema_evolve(&io, text, len,
+                               &(struct tdb_commit_options){opts.open.key, 0},
+                               &name, &err);
         free(name);
         if (rc < 0) {
             tdbcli_report(array, rc, &err);
