@@ -161,7 +161,7 @@ static int tree_slice_insert(struct tdb_fs *fs, struct tree_slice *sl)
     return 0;
 }
 
-/* ------------------------------------------------ inodes, held and given back */
+/* ------------------------------------------ inodes, held and given back */
 
 /* The slice of inode ino, or NULL (slices.lock held). */
 static struct tree_slice *tree_slice_by_ino(struct tdb_fs *fs, uint64_t ino)
