@@ -104,27 +104,45 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
                      const uint8_t *key, uint64_t timestamp_ms,
                      struct tdb_error *err);
 
-/* Writes one array (or group) metadata file in folder `meta_dir`: a put of
- * `count` values of datatype `type` (enum tdb_datatype), or a deletion of
- * key `name` when del is true.  timestamp_ms 0: now; files of one
- * millisecond apply in the order written. */
+/* How a commit (a metadata file, a schema, a delete) is written: the
+ * array's key, 32 bytes (NULL: none; the file is encrypted with it when
+ * the array is), and its time (0: now, as each call says). */
+struct tdb_commit_options {
+    const uint8_t *key;
+    uint64_t timestamp_ms;
+};
+
+/* One entry of a metadata file: a put of `count` values of datatype
+ * `type` (enum tdb_datatype) at `value` under key `name`, or, del true,
+ * a deletion of key `name` (type, count and value unused). */
+struct tdb_meta_entry {
+    const char *name;
+    unsigned type;
+    uint32_t count;
+    const void *value;
+    bool del;
+};
+
+/* Writes one array (or group) metadata file holding entry e in folder
+ * `meta_dir`, encrypted with at->key (NULL: plain); at->timestamp_ms 0:
+ * now; files of one millisecond apply in the order written. */
 int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
-                   const char *name, unsigned type, uint32_t count,
-                   const void *value, bool del, const uint8_t *key,
-                   uint64_t timestamp_ms, struct tdb_error *err);
+                   const struct tdb_meta_entry *e,
+                   const struct tdb_commit_options *at,
+                   struct tdb_error *err);
 
 /* Evolves the schema of the array at the root of io as TileDB's
  * ArraySchemaEvolution does: its newest schema, changed as the evolution
  * JSON json[0..len) says (docs/SCHEMA.md "Evolution": add_attributes, in
  * the form of a schema's "attrs", and drop_attributes, names), checked as
- * a new schema is, written as __schema/__t_t_<uuid> at timestamp_ms (0:
- * now; it must come after the newest schema's).  Fragments written before
+ * a new schema is, written as __schema/__t_t_<uuid> at at->timestamp_ms
+ * (0: now; it must come after the newest schema's).  Fragments written before
  * show an added attribute's fill value and no longer show a dropped one.
- * key: the array's (NULL: none).  *name receives the new schema file's
+ * at->key: the array's (NULL: none).  *name receives the new schema file's
  * name (caller frees).  On bad input TDB_E_INVAL with err naming the key,
  * and the array is unchanged; the file is published whole. */
 int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
-                      const uint8_t *key, uint64_t timestamp_ms, char **name,
+                      const struct tdb_commit_options *at, char **name,
                       struct tdb_error *err);
 
 /* ---------------------------------------------------------- fragments */
@@ -208,12 +226,13 @@ int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
 
 /* Deletes the cells of the sparse array at the root of io that meet
  * condition text[0..len), as TileDB's delete query does: a delete commit
- * __commits/__t_t_<uuid>_22.del (its name in *name), t being timestamp_ms
- * (the delete then applies to the cells written up to it) or, given 0,
- * now moved past every commit, holding the condition's negation
- * serialized as TileDB serializes it, encrypted with key when the array
- * is.  The condition is TileDB-Py's QueryCondition syntax: comparisons of
- * an attribute or dimension (NAME, attr("NAME"), dim("NAME")) with a value
+ * __commits/__t_t_<uuid>_22.del (its name in *name), t being
+ * at->timestamp_ms (the delete then applies to the cells written up to
+ * it) or, given 0, now moved past every commit, holding the condition's
+ * negation serialized as TileDB serializes it, encrypted with at->key
+ * when the array is.  The condition is TileDB-Py's QueryCondition
+ * syntax: comparisons of an attribute or dimension (NAME, attr("NAME"),
+ * dim("NAME")) with a value
  * (==, !=, <, <=, >, >=; either side), NAME in [V, ...], NAME not in
  * [...], NAME is None, NAME is not None (nullable attributes), joined by
  * and, or (also & and |), not and parentheses; values are numbers,
@@ -223,7 +242,7 @@ int tdb_staged_sweep(const struct tdb_io *staged, const char *dir,
  * deletes from sparse arrays only).  Published whole (written, synced,
  * renamed): readers see the array with or without the delete. */
 int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
-                      const uint8_t *key, uint64_t timestamp_ms, char **name,
+                      const struct tdb_commit_options *at, char **name,
                       struct tdb_error *err);
 
 /* Staged folder staged_dir of `staged` committed as what its one special

@@ -265,15 +265,15 @@ void tdbm_frag_end(struct tdbm_mount *m)
     tdbm_unhide_locked(m, NULL);
 }
 
-int tdbm_frag_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
+/* Whether folder `name` of parent is an empty fragment folder of the
+ * newest view of a writable array's __fragments.  @return 0 when it is,
+ * 1 when parent is no such folder (not ours to answer), or -ESTALE (an
+ * older view's), -ENOENT, -ENOTEMPTY. */
+static int tdbm_frag_removable(struct tdbm_mount *m, uint64_t parent,
+                               const char *name)
 {
-    struct tdbm_pending *p;
     struct tdbm_gen *g;
-    struct tdb_cons_result r;
-    struct tdb_error err;
     uint64_t tino, child;
-    char **names = NULL;
-    size_t n = 0;
     int rc;
 
     if (!m->rw || !m->is_array)
@@ -297,33 +297,54 @@ int tdbm_frag_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
     if (!rc && !tdbm_frag_empty(m, g, child, name))
         rc = -ENOTEMPTY;
     tdbm_gen_unpin(m, g, 1);
-    p = rc ? NULL : calloc(1, sizeof *p);
-    if (!rc && (!p || !(p->frag = strdup(name))))
-        rc = -ENOMEM;
-    if (rc) {
-        free(p);
-        return rc;
-    }
-    pthread_mutex_lock(&m->commit);
+    return rc;
+}
+
+/* Uncommits fragment `name` (commit lock held), p then pending until
+ * every view before the next one is gone; *names the files to
+ * invalidate after the reload.  @return 0 or -errno (p freed). */
+static int tdbm_frag_uncommit(struct tdbm_mount *m, struct tdbm_pending *p,
+                              const char *name, char ***names, size_t *n)
+{
+    struct tdb_cons_result r;
+    struct tdb_error err;
     tdb_error_clear(&err);
-    rc = tdb_fragment_uncommit(m->io, name, m->open->key, &r, &err);
+    int rc = tdb_fragment_uncommit(m->io, name, m->open->key, &r, &err);
     if (rc != 0) {
         tdbm_log(m, "deleting fragment __fragments/%s: %s", name,
                  tdb_error_text(rc, &err));
-        rc = -tdb_errno(rc);
         free(p->frag);
         free(p);
-    } else {
-        tdbm_log(m, "deleted fragment __fragments/%s%s%s", name,
-                 r.name[0] ? ", ignored by " : "", r.name);
-        pthread_mutex_lock(&m->lock);
-        p->before = m->next_gen;
-        p->next = m->pending;
-        m->pending = p;
-        tdbm_unhide_locked(m, name);
-        pthread_mutex_unlock(&m->lock);
-        tdbm_reload(m, &names, &n);
+        return -tdb_errno(rc);
     }
+    tdbm_log(m, "deleted fragment __fragments/%s%s%s", name,
+             r.name[0] ? ", ignored by " : "", r.name);
+    pthread_mutex_lock(&m->lock);
+    p->before = m->next_gen;
+    p->next = m->pending;
+    m->pending = p;
+    tdbm_unhide_locked(m, name);
+    pthread_mutex_unlock(&m->lock);
+    tdbm_reload(m, names, n);
+    return 0;
+}
+
+int tdbm_frag_rmdir(struct tdbm_mount *m, uint64_t parent, const char *name)
+{
+    struct tdbm_pending *p;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = tdbm_frag_removable(m, parent, name);
+
+    if (rc)
+        return rc;
+    p = calloc(1, sizeof *p);
+    if (!p || !(p->frag = strdup(name))) {
+        free(p);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&m->commit);
+    rc = tdbm_frag_uncommit(m, p, name, &names, &n);
     pthread_mutex_unlock(&m->commit);
     if (names)
         tdbm_invalidate(m, names, n);

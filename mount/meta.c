@@ -395,9 +395,13 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
         rc = -EINVAL;
     } else {
         tdb_error_clear(&err);
-        rc = tdb_meta_write(m->io, TDBM_META_DIR, r->key, type,
-                            (uint32_t)(len / tsize), val, false,
-                            m->open->key, tdbm_next_ts(m), &err);
+        rc = tdb_meta_write(m->io, TDBM_META_DIR,
+                            &(struct tdb_meta_entry){r->key, type,
+                                                     (uint32_t)(len / tsize),
+                                                     val, false},
+                            &(struct tdb_commit_options){m->open->key,
+                                                         tdbm_next_ts(m)},
+                            &err);
         if (rc < 0) {
             tdbm_log(m, "__meta/%s: %s", r->key, tdb_error_text(rc, &err));
             rc = -tdb_errno(rc);
@@ -444,8 +448,12 @@ int tdbm_meta_delete(struct tdbm_mount *m, const char *key)
 
     pthread_mutex_lock(&m->commit);
     tdb_error_clear(&err);
-    rc = tdb_meta_write(m->io, TDBM_META_DIR, key, TDB_STRING_UTF8, 0, NULL,
-                        true, m->open->key, tdbm_next_ts(m), &err);
+    rc = tdb_meta_write(m->io, TDBM_META_DIR,
+                        &(struct tdb_meta_entry){key, TDB_STRING_UTF8, 0,
+                                                 NULL, true},
+                        &(struct tdb_commit_options){m->open->key,
+                                                     tdbm_next_ts(m)},
+                        &err);
     if (rc < 0) {
         tdbm_log(m, "__meta/%s: %s", key, tdb_error_text(rc, &err));
         rc = -tdb_errno(rc);

@@ -146,46 +146,42 @@ static int tdbm_source_url(struct tdbm_source *s, const char *source,
     return 0;
 }
 
-int tdbm_source_open(struct tdbm_source *s, const char *source,
-                     const struct tdbm_options *o, char *why, size_t cap)
+/* A local SOURCE: the folder's real path in s->path and its I/O.
+ * @return 0 or -1 with why[cap] (s then for tdbm_source_close). */
+static int tdbm_source_local(struct tdbm_source *s, const char *source,
+                             const struct tdbm_options *o, char *why,
+                             size_t cap)
 {
-    struct tdb_error err;
     struct stat st;
-    int rc;
-
-    memset(s, 0, sizeof *s);
-    tdbm_tune_malloc(o->open.cache_bytes);
-    if (tdb_io_is_url(source)) {
-        if (tdbm_source_url(s, source, o, why, cap) != 0)
-            goto fail;
-        goto opened;
-    }
     s->path = realpath(source, NULL);
     if (!s->path)
         return tdbm_src_why(why, cap, source, "%s", strerror(errno));
-    if (stat(s->path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        tdbm_src_why(why, cap, source, "not a folder (SOURCE is a TileDB "
-                     "array or group folder)");
-        goto fail;
-    }
+    if (stat(s->path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return tdbm_src_why(why, cap, source, "not a folder (SOURCE is a "
+                            "TileDB array or group folder)");
     /* a folder we may not list looks empty to the engine: say why */
-    if (faccessat(AT_FDCWD, s->path, R_OK | X_OK, AT_EACCESS) != 0) {
-        tdbm_src_why(why, cap, source, "%s (the folder cannot be read)",
-                     strerror(errno));
-        goto fail;
-    }
+    if (faccessat(AT_FDCWD, s->path, R_OK | X_OK, AT_EACCESS) != 0)
+        return tdbm_src_why(why, cap, source, "%s (the folder cannot be "
+                            "read)", strerror(errno));
     char given[256];
     size_t ng = tdbm_options_s3_given(o, given, sizeof given);
     if (ng)
         snprintf(s->warning, sizeof s->warning, "%s: %s %s only for an "
                  "object store's SOURCE: ignored for a local folder", source, given,
                  ng > 1 ? "are" : "is");
-    rc = tdb_io_posix(&s->io, s->path);
-    if (rc < 0) {
-        tdbm_src_why(why, cap, source, "%s", tdb_strerror(rc));
-        goto fail;
-    }
-opened:
+    int rc = tdb_io_posix(&s->io, s->path);
+    if (rc < 0)
+        return tdbm_src_why(why, cap, source, "%s", tdb_strerror(rc));
+    return 0;
+}
+
+/* The tree of the source s->io holds, with a live mount's first digest.
+ * @return 0 or -1 with why[cap]. */
+static int tdbm_source_tree(struct tdbm_source *s, const char *source,
+                            const struct tdbm_options *o, char *why,
+                            size_t cap)
+{
+    struct tdb_error err;
     /* a live mount's first digest, before the open (a failure leaves the
      * tree unstamped: the first check reopens it) */
     tdb_error_clear(&err);
@@ -195,22 +191,33 @@ opened:
     struct tdb_open_options oo = o->open;
     oo.locate = tdb_io_is_url(source) ? tdbm_locate_s3 : tdbm_locate_local;
     oo.locate_arg = s->path;
-    rc = tdb_fs_open(&s->fs, &s->io, &oo, &err);
+    int rc = tdb_fs_open(&s->fs, &s->io, &oo, &err);
     if (rc < 0) {
-        if (rc == TDB_E_INVAL && !err.msg[0])
-            tdbm_src_why(why, cap, source, "not a TileDB array or group");
-        else
-            tdbm_src_why(why, cap, source, "%s",
-                         tdb_error_text(rc, &err));
         s->fs = NULL;
-        goto fail;
+        if (rc == TDB_E_INVAL && !err.msg[0])
+            return tdbm_src_why(why, cap, source,
+                                "not a TileDB array or group");
+        return tdbm_src_why(why, cap, source, "%s", tdb_error_text(rc, &err));
     }
-    if (tdbm_check_key(s, source, o, why, cap) != 0)
-        goto fail;
     return 0;
-fail:
-    tdbm_source_close(s);
-    return -1;
+}
+
+int tdbm_source_open(struct tdbm_source *s, const char *source,
+                     const struct tdbm_options *o, char *why, size_t cap)
+{
+    memset(s, 0, sizeof *s);
+    tdbm_tune_malloc(o->open.cache_bytes);
+    int rc = tdb_io_is_url(source) ? tdbm_source_url(s, source, o, why, cap)
+                                   : tdbm_source_local(s, source, o, why, cap);
+    if (rc == 0)
+        rc = tdbm_source_tree(s, source, o, why, cap);
+    if (rc == 0)
+        rc = tdbm_check_key(s, source, o, why, cap);
+    if (rc != 0) {
+        tdbm_source_close(s);
+        return -1;
+    }
+    return 0;
 }
 
 void tdbm_source_close(struct tdbm_source *s)

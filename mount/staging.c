@@ -33,11 +33,52 @@ struct tdbm_staging {
     uint64_t next;
 };
 
+/* Whether the staging folder open as fd is ours alone: owned by us, not
+ * writable by others, made mode 0700, locked against a second daemon.
+ * @return 0 or -errno with why[cap] saying why. */
+static int staging_claim(int fd, char *why, size_t cap)
+{
+    struct stat sb;
+    int e;
+    if (fstat(fd, &sb) != 0) {
+        e = errno;
+        snprintf(why, cap, "%s", strerror(e));
+        return -e;
+    }
+    if (sb.st_uid != geteuid()) {
+        snprintf(why, cap, "owned by uid %lu, not by us (uid %lu); refused: "
+                 "whoever owns it could read or plant staged files",
+                 (unsigned long)sb.st_uid, (unsigned long)geteuid());
+        return -EPERM;
+    }
+    if (sb.st_mode & 022) {
+        snprintf(why, cap, "writable by group or others (mode %04o); "
+                 "refused: make it 0700", (unsigned)(sb.st_mode & 07777));
+        return -EPERM;
+    }
+    /* ours: staged bytes are private to us */
+    if ((sb.st_mode & 07777) != 0700 && fchmod(fd, 0700) != 0) {
+        e = errno;
+        snprintf(why, cap, "cannot make it mode 0700: %s", strerror(e));
+        return -e;
+    }
+    /* one daemon per staging folder: a second one could remove what the
+     * first is committing */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        e = errno;
+        snprintf(why, cap, "%s", e == EWOULDBLOCK
+                                     ? "in use by another tiledbfs (give each "
+                                       "writable mount its own staging_dir)"
+                                     : strerror(e));
+        return e == EWOULDBLOCK ? -EBUSY : -e;
+    }
+    return 0;
+}
+
 int tdbm_staging_open(struct tdbm_staging **out, const char *dir,
-                       char *why, size_t cap)
+                      char *why, size_t cap)
 {
     struct tdbm_staging *st;
-    struct stat sb;
     int fd, e;
 
     snprintf(why, cap, "%s", "");
@@ -56,42 +97,9 @@ int tdbm_staging_open(struct tdbm_staging **out, const char *dir,
             snprintf(why, cap, "%s", strerror(e));
         return -e;
     }
-    if (fstat(fd, &sb) != 0) {
-        e = errno;
-        snprintf(why, cap, "%s", strerror(e));
+    if ((e = staging_claim(fd, why, cap)) != 0) {
         close(fd);
-        return -e;
-    }
-    if (sb.st_uid != geteuid()) {
-        snprintf(why, cap, "owned by uid %lu, not by us (uid %lu); refused: "
-                 "whoever owns it could read or plant staged files",
-                 (unsigned long)sb.st_uid, (unsigned long)geteuid());
-        close(fd);
-        return -EPERM;
-    }
-    if (sb.st_mode & 022) {
-        snprintf(why, cap, "writable by group or others (mode %04o); "
-                 "refused: make it 0700", (unsigned)(sb.st_mode & 07777));
-        close(fd);
-        return -EPERM;
-    }
-    /* ours: staged bytes are private to us */
-    if ((sb.st_mode & 07777) != 0700 && fchmod(fd, 0700) != 0) {
-        e = errno;
-        snprintf(why, cap, "cannot make it mode 0700: %s", strerror(e));
-        close(fd);
-        return -e;
-    }
-    /* one daemon per staging folder: a second one could remove what the
-     * first is committing */
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        e = errno;
-        snprintf(why, cap, "%s", e == EWOULDBLOCK
-                                     ? "in use by another tiledbfs (give each "
-                                       "writable mount its own staging_dir)"
-                                     : strerror(e));
-        close(fd);
-        return e == EWOULDBLOCK ? -EBUSY : -e;
+        return e;
     }
     st = calloc(1, sizeof *st);
     if (!st || !(st->dir = strdup(dir))) {
@@ -540,70 +548,82 @@ int tdbm_staging_rename(struct tdbm_staging *st, uint64_t parent,
     return rc;
 }
 
+/* The mode of staged path p (open as fd, or -1): the owner's bits of
+ * mode only; group and other bits (and set-id, sticky) are dropped,
+ * never granted; a folder keeps rwx for its owner.  @return 0 or -errno. */
+static int staging_set_mode(struct tdbm_staging *st, const char *p, int fd,
+                            mode_t mode)
+{
+    mode_t md = mode & STAGING_MODE_MASK;
+    if (staging_depth(p) < 2)
+        md = 0700;
+    if ((fd >= 0 ? fchmod(fd, md)
+                 : (p[0] ? fchmodat(st->dirfd, p, md, 0)
+                         : fchmod(st->dirfd, md))) != 0)
+        return -errno;
+    return 0;
+}
+
+/* The size of staged file p (open as fd, or -1).  @return 0 or -errno. */
+static int staging_set_size(struct tdbm_staging *st, const char *p, int fd,
+                            off_t size)
+{
+    int rc = 0, tfd = fd;
+    if (tfd < 0) {
+        tfd = openat(st->dirfd, p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (tfd < 0)
+            return -errno;
+    }
+    if (ftruncate(tfd, size) != 0)
+        rc = -errno;
+    if (tfd != fd)
+        close(tfd);
+    return rc;
+}
+
+/* The times of staged path p (open as fd, or -1) that `valid` names:
+ * attr's, or now.  @return 0 or -errno. */
+static int staging_set_times(struct tdbm_staging *st, const char *p, int fd,
+                             const struct stat *attr, unsigned valid)
+{
+    struct timespec tv[2];
+    tv[0].tv_sec = 0;
+    tv[0].tv_nsec = UTIME_OMIT;
+    tv[1] = tv[0];
+    if (valid & TDBM_SET_ATIME_NOW)
+        tv[0].tv_nsec = UTIME_NOW;
+    else if (valid & TDBM_SET_ATIME)
+        tv[0] = attr->st_atim;
+    if (valid & TDBM_SET_MTIME_NOW)
+        tv[1].tv_nsec = UTIME_NOW;
+    else if (valid & TDBM_SET_MTIME)
+        tv[1] = attr->st_mtim;
+    if ((fd >= 0 ? futimens(fd, tv)
+                 : utimensat(st->dirfd, p[0] ? p : ".", tv,
+                             AT_SYMLINK_NOFOLLOW)) != 0)
+        return -errno;
+    return 0;
+}
+
 int tdbm_staging_setattr(struct tdbm_staging *st, uint64_t ino, int fd,
-                          const struct stat *attr, unsigned valid,
-                          struct stat *out)
+                         const struct stat *attr, unsigned valid,
+                         struct stat *out)
 {
     const char *p;
     int rc = 0;
 
     pthread_mutex_lock(&st->lock);
     p = staging_path(st, ino);
-    if (!p) {
+    if (!p)
         rc = -ENOENT;
-        goto out;
-    }
-    if (valid & TDBM_SET_MODE) {
-        /* the owner's bits only: group and other bits (and set-id, sticky)
-         * are dropped, never granted; a folder keeps rwx for its owner */
-        mode_t md = attr->st_mode & STAGING_MODE_MASK;
-        if (staging_depth(p) < 2)
-            md = 0700;
-        if ((fd >= 0 ? fchmod(fd, md)
-                     : (p[0] ? fchmodat(st->dirfd, p, md, 0)
-                             : fchmod(st->dirfd, md))) != 0) {
-            rc = -errno;
-            goto out;
-        }
-    }
-    if (valid & TDBM_SET_SIZE) {
-        int tfd = fd;
-        if (tfd < 0) {
-            tfd = openat(st->dirfd, p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (tfd < 0) {
-                rc = -errno;
-                goto out;
-            }
-        }
-        if (ftruncate(tfd, attr->st_size) != 0)
-            rc = -errno;
-        if (tfd != fd)
-            close(tfd);
-        if (rc)
-            goto out;
-    }
-    if (valid & (TDBM_SET_ATIME | TDBM_SET_MTIME)) {
-        struct timespec tv[2];
-        tv[0].tv_sec = 0;
-        tv[0].tv_nsec = UTIME_OMIT;
-        tv[1] = tv[0];
-        if (valid & TDBM_SET_ATIME_NOW)
-            tv[0].tv_nsec = UTIME_NOW;
-        else if (valid & TDBM_SET_ATIME)
-            tv[0] = attr->st_atim;
-        if (valid & TDBM_SET_MTIME_NOW)
-            tv[1].tv_nsec = UTIME_NOW;
-        else if (valid & TDBM_SET_MTIME)
-            tv[1] = attr->st_mtim;
-        if ((fd >= 0 ? futimens(fd, tv)
-                     : utimensat(st->dirfd, p[0] ? p : ".", tv,
-                                 AT_SYMLINK_NOFOLLOW)) != 0) {
-            rc = -errno;
-            goto out;
-        }
-    }
-    rc = staging_fstat(st, p, ino, out);
-out:
+    if (!rc && (valid & TDBM_SET_MODE))
+        rc = staging_set_mode(st, p, fd, attr->st_mode);
+    if (!rc && (valid & TDBM_SET_SIZE))
+        rc = staging_set_size(st, p, fd, attr->st_size);
+    if (!rc && (valid & (TDBM_SET_ATIME | TDBM_SET_MTIME)))
+        rc = staging_set_times(st, p, fd, attr, valid);
+    if (!rc)
+        rc = staging_fstat(st, p, ino, out);
     pthread_mutex_unlock(&st->lock);
     return rc;
 }

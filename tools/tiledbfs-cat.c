@@ -182,77 +182,99 @@ static const struct option tdbcat_longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-int main(int argc, char *argv[])
-{
+/* What the command line asks for. */
+struct tdbcat_args {
     struct tdbm_options opts;
-    struct tdbm_source src;
-    struct tdbm_config cfg;
-    struct tdbm_mount *m = NULL;
-    struct stat st;
-    const char *path;
-    uint64_t ino;
-    bool xattrs = false;
-    int c, rc, ret = 1;
+    bool xattrs;
+    const char *source, *path;
+};
 
-    tdbm_options_init(&opts);
-    memset(&src, 0, sizeof src);
+/* Reads the command line into a.  @return 0 to go on, 1 when it is done
+ * (--help, --version), -1 after printing an error. */
+static int tdbcat_parse(int argc, char *argv[], struct tdbcat_args *a)
+{
+    int c;
     while ((c = getopt_long(argc, argv, "o:xhV", tdbcat_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            if (tdbcli_option_list(&opts, optarg) < 0)
-                goto out;
+            if (tdbcli_option_list(&a->opts, optarg) < 0)
+                return -1;
             break;
         case 'x':
-            xattrs = true;
+            a->xattrs = true;
             break;
         case 'V':
             printf("tiledbfs-cat " PACKAGE_VERSION "\n");
-            ret = 0;
-            goto out;
+            return 1;
         case 'h':
             tdbcat_usage(stdout);
-            ret = 0;
-            goto out;
+            return 1;
         default:
             tdbcat_usage(stderr);
-            goto out;
+            return -1;
         }
     }
     if (argc - optind != 2) {
         tdbcat_usage(stderr);
-        goto out;
+        return -1;
     }
-    path = argv[optind + 1];
+    a->source = argv[optind];
+    a->path = argv[optind + 1];
+    return 0;
+}
 
-    if (tdbcli_open(&src, argv[optind], &opts) < 0)
-        goto out;
+/* Prints a->path of the mount of src: a file's bytes, a folder's names,
+ * or (a->xattrs) its extended attributes.  @return 0 or -1 after
+ * printing an error. */
+static int tdbcat_run(struct tdbm_source *src, struct tdbcat_args *a)
+{
+    struct tdbm_config cfg;
+    struct tdbm_mount *m = NULL;
+    struct stat st;
+    uint64_t ino;
     /* The daemon's mount, read-only: rw and staging_dir change nothing
      * that is printed. */
     memset(&cfg, 0, sizeof cfg);
     cfg.uid = getuid();
     cfg.gid = getgid();
-    rc = tdbm_mount_new(&m, &src, &opts, &cfg);
+    int rc = tdbm_mount_new(&m, src, &a->opts, &cfg);
     if (rc < 0) {
-        tdbcli_report_errno(argv[optind], rc);
-        goto out_close;
+        tdbcli_report_errno(a->source, rc);
+        tdbm_mount_free(m);
+        return -1;
     }
-    rc = tdbm_resolve(m, path, &ino, &st);
+    rc = tdbm_resolve(m, a->path, &ino, &st);
     if (rc < 0) {
-        tdbcat_fail(m, path, rc);
-        goto out_close;
+        tdbcat_fail(m, a->path, rc);
+        tdbm_mount_free(m);
+        return -1;
     }
-    if (xattrs)
-        rc = tdbcat_xattrs(m, path, ino);
+    if (a->xattrs)
+        rc = tdbcat_xattrs(m, a->path, ino);
     else if (S_ISDIR(st.st_mode))
-        rc = tdbcat_folder(m, path, ino);
+        rc = tdbcat_folder(m, a->path, ino);
     else
-        rc = tdbcat_file(m, path, ino);
+        rc = tdbcat_file(m, a->path, ino);
     tdbm_forget(m, ino, 1);
-    ret = rc < 0;
-out_close:
     tdbm_mount_free(m);
-    tdbm_source_close(&src);
-out:
-    tdbm_options_free(&opts);
+    return rc < 0 ? -1 : 0;
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbcat_args a = {.xattrs = false};
+    struct tdbm_source src;
+    int ret = 1;
+
+    tdbm_options_init(&a.opts);
+    memset(&src, 0, sizeof src);
+    int p = tdbcat_parse(argc, argv, &a);
+    if (p) {
+        ret = p > 0 ? 0 : 1;
+    } else if (tdbcli_open(&src, a.source, &a.opts) == 0) {
+        ret = tdbcat_run(&src, &a) < 0;
+        tdbm_source_close(&src);
+    }
+    tdbm_options_free(&a.opts);
     return ret;
 }

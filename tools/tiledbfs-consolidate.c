@@ -210,68 +210,90 @@ static const struct option tdbcons_longopts[] = {
 static const char *const tdbcons_key_option[] = {"key_file", "threads",
                                                  "cache_size", NULL};
 
-int main(int argc, char *argv[])
-{
+/* What the command line asks for. */
+struct tdbcons_args {
     struct tdbm_options opts;
-    struct tdb_io io = {0};
-    unsigned want = (1u << TDBCONS_NMODES) - 1, named = 0;
-    bool vacuum = false, verbose = false;
-    int c, rc, ret = 1;
+    unsigned want, named;       /* modes to run, modes named (bit i: i) */
+    bool vacuum, verbose;
+    const char *array;
+};
 
-    tdbm_options_init(&opts);
-    opts.open.cache_bytes = 0; /* fragments: its own default, 128 MiB */
+/* Reads the command line into a.  @return 0 to go on, 1 when it is done
+ * (--help, --version), -1 after printing an error. */
+static int tdbcons_parse(int argc, char *argv[], struct tdbcons_args *a)
+{
+    int c;
     while ((c = getopt_long(argc, argv, "o:vhV", tdbcons_longopts, NULL)) !=
            -1) {
         switch (c) {
         case 'o':
-            if (tdbcli_option_list_only(&opts, optarg, tdbcons_key_option,
+            if (tdbcli_option_list_only(&a->opts, optarg, tdbcons_key_option,
                                         tdbcli_s3_options,
                                         "consolidating") < 0)
-                goto out;
+                return -1;
             break;
         case 'm':
-            if (tdbcons_parse_modes(optarg, &want, &named) < 0)
-                goto out;
+            if (tdbcons_parse_modes(optarg, &a->want, &a->named) < 0)
+                return -1;
             break;
         case 'u':
-            vacuum = true;
+            a->vacuum = true;
             break;
         case 'v':
-            verbose = true;
+            a->verbose = true;
             break;
         case 'V':
             printf("tiledbfs-consolidate " PACKAGE_VERSION "\n");
-            ret = 0;
-            goto out;
+            return 1;
         case 'h':
             tdbcons_usage(stdout);
-            ret = 0;
-            goto out;
+            return 1;
         default:
             tdbcons_usage(stderr);
-            goto out;
+            return -1;
         }
     }
     if (argc - optind != 1) {
         tdbcons_usage(stderr);
-        goto out;
+        return -1;
     }
-    struct tdb_cons_options co = {opts.open.key, opts.open.threads,
-                                  opts.open.cache_bytes};
-    if (tdb_io_is_url(argv[optind]))
-        rc = tdbcli_open_url(&io, argv[optind], &opts, false);
-    else if ((rc = tdb_io_posix(&io, argv[optind])) < 0)
-        tdbcli_report(argv[optind], rc, NULL);
-    if (rc < 0)
-        goto out;
-    for (size_t i = 0; i < TDBCONS_NMODES; i++)
-        if ((want & (1u << i)) &&
-            tdbcons_run(&tdbcons_modes[i], &io, &co, vacuum, verbose,
-                        (named & (1u << i)) != 0) < 0)
-            goto out;
-    ret = 0;
-out:
+    a->array = argv[optind];
+    return 0;
+}
+
+/* Runs the modes a asks for, in their order, on a->array.  @return 0 or
+ * -1 after printing an error. */
+static int tdbcons_all(const struct tdbcons_args *a)
+{
+    struct tdb_io io = {0};
+    struct tdb_cons_options co = {a->opts.open.key, a->opts.open.threads,
+                                  a->opts.open.cache_bytes};
+    int rc;
+    if (tdb_io_is_url(a->array))
+        rc = tdbcli_open_url(&io, a->array, &a->opts, false);
+    else if ((rc = tdb_io_posix(&io, a->array)) < 0)
+        tdbcli_report(a->array, rc, NULL);
+    for (size_t i = 0; rc >= 0 && i < TDBCONS_NMODES; i++)
+        if ((a->want & (1u << i)) &&
+            tdbcons_run(&tdbcons_modes[i], &io, &co, a->vacuum, a->verbose,
+                        (a->named & (1u << i)) != 0) < 0)
+            rc = -1;
     tdb_io_free(&io);
-    tdbm_options_free(&opts);
+    return rc < 0 ? -1 : 0;
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbcons_args a = {.want = (1u << TDBCONS_NMODES) - 1};
+    int ret = 1;
+
+    tdbm_options_init(&a.opts);
+    a.opts.open.cache_bytes = 0; /* fragments: its own default, 128 MiB */
+    int p = tdbcons_parse(argc, argv, &a);
+    if (p)
+        ret = p > 0 ? 0 : 1;
+    else
+        ret = tdbcons_all(&a) < 0;
+    tdbm_options_free(&a.opts);
     return ret;
 }

@@ -246,66 +246,92 @@ static const struct option tdbcopy_longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-int main(int argc, char *argv[])
-{
+/* What the command line asks for. */
+struct tdbcopy_args {
     struct tdbm_options opts;
-    struct tdb_copy_stats st;
-    struct tdb_io src = {0}, dst = {0};
-    struct tdb_error err;
-    bool verbose = false;
-    int c, rc, ret = 1;
+    bool verbose;
+    const char *src, *dst;
+};
 
-    tdbm_options_init(&opts);
+/* Reads the command line into a.  @return 0 to go on, 1 when it is done
+ * (--help, --version), -1 after printing an error. */
+static int tdbcopy_parse(int argc, char *argv[], struct tdbcopy_args *a)
+{
+    int c;
     while ((c = getopt_long(argc, argv, "o:vhV", tdbcopy_longopts, NULL)) !=
            -1) {
         switch (c) {
         case 'o':
-            if (tdbcli_option_list_only(&opts, optarg, tdbcli_s3_options,
+            if (tdbcli_option_list_only(&a->opts, optarg, tdbcli_s3_options,
                                         tdbcopy_opts, "copying") < 0)
-                goto out;
+                return -1;
             break;
         case 'v':
-            verbose = true;
+            a->verbose = true;
             break;
         case 'V':
             printf("tiledbfs-copy " PACKAGE_VERSION "\n");
-            ret = 0;
-            goto out;
+            return 1;
         case 'h':
             tdbcopy_usage(stdout);
-            ret = 0;
-            goto out;
+            return 1;
         default:
             tdbcopy_usage(stderr);
-            goto out;
+            return -1;
         }
     }
     if (argc - optind != 2) {
         tdbcopy_usage(stderr);
-        goto out;
+        return -1;
     }
-    if (tdbcopy_check_ends(argv[optind], argv[optind + 1]) < 0 ||
-        tdbcopy_open(&src, argv[optind], false, &opts) < 0 ||
-        tdbcopy_open(&dst, argv[optind + 1], true, &opts) < 0)
+    a->src = argv[optind];
+    a->dst = argv[optind + 1];
+    return 0;
+}
+
+/* Copies a->src to a->dst; with a->verbose, says how much.  @return 0 or
+ * -1 after printing an error. */
+static int tdbcopy_run(const struct tdbcopy_args *a)
+{
+    struct tdb_copy_stats st;
+    struct tdb_io src = {0}, dst = {0};
+    struct tdb_error err;
+    int rc = -1;
+    if (tdbcopy_check_ends(a->src, a->dst) < 0 ||
+        tdbcopy_open(&src, a->src, false, &a->opts) < 0 ||
+        tdbcopy_open(&dst, a->dst, true, &a->opts) < 0)
         goto out;
     tdb_error_clear(&err);
-    rc = tdb_array_copy(&src, &dst, opts.open.key, &st, &err);
+    rc = tdb_array_copy(&src, &dst, a->opts.open.key, &st, &err);
     if (rc < 0) {
         tdbcli_report(NULL, rc, &err);
         goto out;
     }
-    if (verbose && st.unlisted)
+    if (a->verbose && st.unlisted)
         printf("%llu files, %llu bytes (%llu not in the source's listings, "
                "found through the array's references)\n",
                (unsigned long long)st.files, (unsigned long long)st.bytes,
                (unsigned long long)st.unlisted);
-    else if (verbose)
+    else if (a->verbose)
         printf("%llu files, %llu bytes\n", (unsigned long long)st.files,
                (unsigned long long)st.bytes);
-    ret = 0;
 out:
     tdb_io_free(&src);
     tdb_io_free(&dst);
-    tdbm_options_free(&opts);
+    return rc < 0 ? -1 : 0;
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbcopy_args a = {.verbose = false};
+    int ret = 1;
+
+    tdbm_options_init(&a.opts);
+    int p = tdbcopy_parse(argc, argv, &a);
+    if (p)
+        ret = p > 0 ? 0 : 1;
+    else
+        ret = tdbcopy_run(&a) < 0;
+    tdbm_options_free(&a.opts);
     return ret;
 }

@@ -153,89 +153,123 @@ static const struct option tdbcreate_longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-int main(int argc, char *argv[])
-{
+/* What the command line asks for. */
+struct tdbcreate_args {
     struct tdbm_options opts;
-    struct tdb_schema *schema = NULL;
-    struct tdb_error err;
-    struct tdb_io io = {0};
-    char *text = NULL;
-    size_t len = 0;
-    bool evolve = false;
-    int c, rc, ret = 1;
+    bool evolve;
+    const char *json_path, *array;
+};
 
-    tdbm_options_init(&opts);
+/* Reads the command line into a.  @return 0 to go on, 1 when it is done
+ * (--help, --version), -1 after printing an error. */
+static int tdbcreate_parse(int argc, char *argv[], struct tdbcreate_args *a)
+{
+    int c;
     while ((c = getopt_long(argc, argv, "o:hV", tdbcreate_longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             /* The shared parser reads the key and the S3 options. */
-            if (tdbcli_option_list_only(&opts, optarg, tdbcreate_opts,
+            if (tdbcli_option_list_only(&a->opts, optarg, tdbcreate_opts,
                                         tdbcli_s3_options,
                                         "creating an array") < 0)
-                goto out;
+                return -1;
             break;
         case 'e':
-            evolve = true;
+            a->evolve = true;
             break;
         case 'V':
             printf("tiledbfs-create " PACKAGE_VERSION "\n");
-            ret = 0;
-            goto out;
+            return 1;
         case 'h':
             tdbcreate_usage(stdout);
-            ret = 0;
-            goto out;
+            return 1;
         default:
             tdbcreate_usage(stderr);
-            goto out;
+            return -1;
         }
     }
     if (argc - optind != 2) {
         tdbcreate_usage(stderr);
-        goto out;
+        return -1;
     }
-    const char *json_path = argv[optind], *array = argv[optind + 1];
+    a->json_path = argv[optind];
+    a->array = argv[optind + 1];
+    return 0;
+}
 
-    if (tdbcreate_slurp(json_path, &text, &len) < 0)
-        goto out;
-    if (evolve) {
-        char *name = NULL;
-        rc = tdb_io_is_url(array) ? tdbcli_open_url(&io, array, &opts, false)
-                                  : tdb_io_posix(&io, array);
-        if (rc < 0) {
-            if (!tdb_io_is_url(array))
-                tdbcreate_say(array, strerror(ENOMEM));
-            goto out;
-        }
-        tdb_error_clear(&err);
-        rc = tdb_schema_evolve(&io, text, len, opts.open.key, 0, &name, &err);
-        free(name);
-        if (rc < 0) {
-            tdbcli_report(array, rc, &err);
-            goto out;
-        }
-        ret = 0;
-        goto out;
+/* --evolve: evolves the schema of a->array as text[0..len) says.
+ * @return 0 or -1 after printing an error. */
+static int tdbcreate_evolve(const struct tdbcreate_args *a, const char *text,
+                            size_t len)
+{
+    struct tdb_io io = {0};
+    struct tdb_error err;
+    char *name = NULL;
+    int rc = tdb_io_is_url(a->array)
+                 ? tdbcli_open_url(&io, a->array, &a->opts, false)
+                 : tdb_io_posix(&io, a->array);
+    if (rc < 0) {
+        if (!tdb_io_is_url(a->array))
+            tdbcreate_say(a->array, strerror(ENOMEM));
+        tdb_io_free(&io);
+        return -1;
     }
     tdb_error_clear(&err);
-    rc = tdb_schema_from_json(text, len, &schema, &err);
+    rc = tdb_schema_evolve(&io, text, len,
+                           &(struct tdb_commit_options){a->opts.open.key, 0},
+                           &name, &err);
+    free(name);
+    if (rc < 0)
+        tdbcli_report(a->array, rc, &err);
+    tdb_io_free(&io);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Creates a->array of the schema text[0..len) says.  @return 0 or -1
+ * after printing an error. */
+static int tdbcreate_create(const struct tdbcreate_args *a, const char *text,
+                            size_t len)
+{
+    struct tdb_schema *schema = NULL;
+    struct tdb_error err;
+    struct tdb_io io = {0};
+    int ret = -1;
+    tdb_error_clear(&err);
+    int rc = tdb_schema_from_json(text, len, &schema, &err);
     if (rc < 0) {
-        tdbcli_report(json_path, rc, &err);
+        tdbcli_report(a->json_path, rc, &err);
         goto out;
     }
-    if (tdbcreate_open(&io, array, &opts) < 0)
+    if (tdbcreate_open(&io, a->array, &a->opts) < 0)
         goto out;
     tdb_error_clear(&err);
-    rc = tdb_array_create(&io, schema, opts.open.key, 0, &err);
+    rc = tdb_array_create(&io, schema, a->opts.open.key, 0, &err);
     if (rc < 0) {
-        tdbcli_report(array, rc, &err);
+        tdbcli_report(a->array, rc, &err);
         goto out;
     }
     ret = 0;
 out:
     tdb_io_free(&io);
     tdb_schema_free(schema);
+    return ret;
+}
+
+int main(int argc, char *argv[])
+{
+    struct tdbcreate_args a = {.evolve = false};
+    char *text = NULL;
+    size_t len = 0;
+    int ret = 1;
+
+    tdbm_options_init(&a.opts);
+    int p = tdbcreate_parse(argc, argv, &a);
+    if (p)
+        ret = p > 0 ? 0 : 1;
+    else if (tdbcreate_slurp(a.json_path, &text, &len) == 0)
+        ret = (a.evolve ? tdbcreate_evolve(&a, text, len)
+                        : tdbcreate_create(&a, text, len)) < 0;
     free(text);
-    tdbm_options_free(&opts);
+    tdbm_options_free(&a.opts);
     return ret;
 }

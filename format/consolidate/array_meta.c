@@ -58,7 +58,8 @@ int tdb_consolidate_array_meta(const struct tdb_io *io, const uint8_t *key,
     if (!r)
         r = am_vac(files, n, &vac, err);
     if (!r)
-        r = tdb_cons_name("__meta", files[0].t1, files[n - 1].t2, 0, "",
+        r = tdb_cons_name(&(struct tdb_cons_file){"__meta", files[0].t1,
+                                                  files[n - 1].t2, 0, ""},
                           res->name, tmp, sizeof tmp, err);
     /* no key in force: TileDB writes no metadata file, only the .vac */
     if (!r && payload.len &&

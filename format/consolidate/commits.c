@@ -81,8 +81,10 @@ int tdb_consolidate_commits(const struct tdb_io *io, const uint8_t *key,
     }
     r = commits_con_bytes(io, &c, &con, err);
     if (!r)
-        r = tdb_cons_name("__commits", first.t1, last.t2, a.write_version,
-                          ".con", res->name, tmp, sizeof tmp, err);
+        r = tdb_cons_name(&(struct tdb_cons_file){"__commits", first.t1,
+                                                  last.t2, a.write_version,
+                                                  ".con"},
+                          res->name, tmp, sizeof tmp, err);
     if (!r)
         r = tdb_io_publish(io, tmp, res->name,
                            con.data ? (const void *)con.data : "",

@@ -34,20 +34,20 @@ void tdb_cons_array_free(struct tdb_cons_array *a)
     memset(a, 0, sizeof *a);
 }
 
-int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
-                  const char *suffix, char *out, char *tmp, size_t cap,
-                  struct tdb_error *err)
+int tdb_cons_name(const struct tdb_cons_file *f, char *out, char *tmp,
+                  size_t cap, struct tdb_error *err)
 {
     uint8_t rnd[16];
     char name[96];
     int r = tdb_random(rnd, sizeof rnd, err);
     if (r)
         return r;
-    tdb_tsname_make(name, sizeof name, t1, t2, rnd, version);
-    const char *sep = dir[0] ? "/" : "";
-    if (snprintf(out, cap, "%s%s%s%s", dir, sep, name, suffix) >= (int)cap ||
-        snprintf(tmp, cap, ".%s%s" TDB_CONS_TMP, name, suffix) >= (int)cap)
-        return tdb_err(err, TDB_E_INVAL, "%s: name too long", dir);
+    tdb_tsname_make(name, sizeof name, f->t1, f->t2, rnd, f->version);
+    const char *sep = f->dir[0] ? "/" : "";
+    if (snprintf(out, cap, "%s%s%s%s", f->dir, sep, name, f->suffix) >=
+            (int)cap ||
+        snprintf(tmp, cap, ".%s%s" TDB_CONS_TMP, name, f->suffix) >= (int)cap)
+        return tdb_err(err, TDB_E_INVAL, "%s: name too long", f->dir);
     return 0;
 }
 

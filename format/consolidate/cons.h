@@ -32,15 +32,22 @@ void tdb_cons_array_free(struct tdb_cons_array *a);
  * fragment consolidation's .vac, ends so too). */
 #define TDB_CONS_TMP ".cons.tmp"
 
-/* The name of a consolidated file "DIR/__t1_t2_<uuid>[_v]SUFFIX" (v left
- * out when version is 0) into out[cap], and its temporary name (what
- * tdb_io_publish writes first) into tmp[cap]: ".__t1_t2_<uuid>[_v]SUFFIX"
- * TDB_CONS_TMP in the array's folder, where neither TileDB nor the engine
- * takes a file for metadata (in __fragment_meta or __meta, both would
- * read any file as one). */
-int tdb_cons_name(const char *dir, uint64_t t1, uint64_t t2, uint32_t version,
-                  const char *suffix, char *out, char *tmp, size_t cap,
-                  struct tdb_error *err);
+/* A file a consolidation writes: "DIR/__t1_t2_<uuid>[_v]SUFFIX", v left
+ * out when version is 0. */
+struct tdb_cons_file {
+    const char *dir;
+    uint64_t t1, t2;            /* the times of what it consolidates */
+    uint32_t version;
+    const char *suffix;
+};
+
+/* The name of consolidated file f into out[cap], and its temporary name
+ * (what tdb_io_publish writes first) into tmp[cap]:
+ * ".__t1_t2_<uuid>[_v]SUFFIX" TDB_CONS_TMP in the array's folder, where
+ * neither TileDB nor the engine takes a file for metadata (in
+ * __fragment_meta or __meta, both would read any file as one). */
+int tdb_cons_name(const struct tdb_cons_file *f, char *out, char *tmp,
+                  size_t cap, struct tdb_error *err);
 
 /* Removes file `path` (relative to the array), counting it in r->removed;
  * a file already gone is no error. */

@@ -21,8 +21,9 @@ static int frag_write_ignore(const struct tdb_io *io, const char *marker,
     int n = snprintf(line, sizeof line, "%s\n", marker);
     if (n < 0 || (size_t)n >= sizeof line)
         return tdb_err(err, TDB_E_INVAL, "%s: name too long", marker);
-    int r = tdb_cons_name("__commits", ts->t1, ts->t2, TDB_WRITE_VERSION,
-                          ".ign", res->name, tmp, sizeof tmp, err);
+    int r = tdb_cons_name(&(struct tdb_cons_file){"__commits", ts->t1, ts->t2,
+                                                  TDB_WRITE_VERSION, ".ign"},
+                          res->name, tmp, sizeof tmp, err);
     if (!r)
         r = tdb_io_publish(io, tmp, res->name, line, (size_t)n, err);
     if (r)
@@ -64,6 +65,57 @@ static int frag_remove_folder(const struct tdb_io *io, const char *dir,
     return r;
 }
 
+/* Fragment `name` that no commit names: what a delete cut short after
+ * the commit left (its folder removed unless `uncommit`), or nothing at
+ * all (TDB_E_NOENT). */
+static int frag_uncommitted(const struct tdb_io *io, const char *name,
+                            bool uncommit, struct tdb_cons_result *res,
+                            struct tdb_error *err)
+{
+    char *dir = tdb_path_join("__fragments", name);
+    int r;
+    if (!dir)
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    else if (uncommit || !tdb_io_isdir(io, dir))
+        r = tdb_err(err, TDB_E_NOENT, "__fragments/%s: no such "
+                    "committed fragment", name);
+    else
+        r = frag_remove_folder(io, dir, res, err);
+    free(dir);
+    return r;
+}
+
+/* Takes back the commit of fragment `name` (folder e->path, times ts):
+ * its .wrt (or a legacy fragment's .ok) removed, an .ign first when a
+ * consolidated commits file names it too. */
+static int frag_unmark(const struct tdb_io *io, const struct tdb_dir_entry *e,
+                       const char *name, const struct tdb_tsname *ts,
+                       struct tdb_cons_result *res, struct tdb_error *err)
+{
+    struct tdb_commits c = {0};
+    char marker[TDB_MAX_NAME + 16];
+    bool legacy = strncmp(e->path, "__fragments/", 12) != 0;
+    snprintf(marker, sizeof marker, legacy ? "%s.ok" : "__commits/%s.wrt",
+             name);
+    int r = tdb_arraydir_commits(io, &c, err);
+    const struct tdb_commit *cm = NULL;
+    for (size_t i = 0; !r && i < c.n; i++)
+        if (!strcmp(c.v[i].marker, marker))
+            cm = &c.v[i];
+    if (!r && !cm)
+        r = tdb_err(err, TDB_E_UNSUPPORTED, "%s: committed without %s (by a "
+                    "consolidated commits file of the array's folder, or "
+                    "by its metadata before format 5): not removed",
+                    e->path, marker);
+    /* the .con would still commit it: an .ign first */
+    if (!r && cm->in_con)
+        r = frag_write_ignore(io, marker, ts, res, err);
+    if (!r && cm->on_disk)
+        r = tdb_cons_remove(io, marker, res, err);
+    tdb_commits_free(&c);
+    return r;
+}
+
 /* Both calls: the commit (and .ign), then, unless `uncommit`, the folder. */
 static int frag_delete(const struct tdb_io *io, const char *name,
                        const uint8_t *key, bool uncommit,
@@ -77,56 +129,16 @@ static int frag_delete(const struct tdb_io *io, const char *name,
         tdb_tsname_parse(name, &ts))
         return tdb_err(err, TDB_E_INVAL, "%s: not a fragment's name", name);
     struct tdb_cons_array a;
-    struct tdb_commits c = {0};
-    char marker[TDB_MAX_NAME + 16], *dir = NULL;
     int r = tdb_cons_array_load(io, key, &a, err);
-    if (r)
-        goto done;
-    const struct tdb_dir_entry *e = tdb_arraydir_cand(a.dir, name);
-    if (!e) {
-        /* no commit: what a delete cut short after the commit left (or
-         * nothing at all) */
-        dir = tdb_path_join("__fragments", name);
-        if (!dir)
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        else if (uncommit || !tdb_io_isdir(io, dir))
-            r = tdb_err(err, TDB_E_NOENT, "__fragments/%s: no such "
-                        "committed fragment", name);
-        else
-            r = frag_remove_folder(io, dir, res, err);
-        goto done;
-    }
-    dir = strdup(e->path);
-    bool legacy = strncmp(e->path, "__fragments/", 12) != 0;
-    snprintf(marker, sizeof marker, legacy ? "%s.ok" : "__commits/%s.wrt",
-             name);
-    if (!dir) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto done;
-    }
-    r = tdb_arraydir_commits(io, &c, err);
-    const struct tdb_commit *cm = NULL;
-    for (size_t i = 0; !r && i < c.n; i++)
-        if (!strcmp(c.v[i].marker, marker))
-            cm = &c.v[i];
-    if (!r && !cm)
-        r = tdb_err(err, TDB_E_UNSUPPORTED, "%s: committed without %s (by a "
-                    "consolidated commits file of the array's folder, or "
-                    "by its metadata before format 5): not removed",
-                    e->path, marker);
-    /* the .con would still commit it: an .ign first */
-    if (!r && cm->in_con)
-        r = frag_write_ignore(io, marker, &ts, res, err);
-    if (!r && cm->on_disk)
-        r = tdb_cons_remove(io, marker, res, err);
-    if (!r && !uncommit)
-        r = frag_remove_folder(io, dir, res, err);
-done:
+    const struct tdb_dir_entry *e = r ? NULL : tdb_arraydir_cand(a.dir, name);
+    if (!r && !e)
+        r = frag_uncommitted(io, name, uncommit, res, err);
+    else if (!r && !(r = frag_unmark(io, e, name, &ts, res, err)) &&
+             !uncommit)
+        r = frag_remove_folder(io, e->path, res, err);
     /* and what an .ign's write cut short left */
     if (!r)
         r = tdb_cons_sweep(io, res, err);
-    free(dir);
-    tdb_commits_free(&c);
     tdb_cons_array_free(&a);
     return r;
 }

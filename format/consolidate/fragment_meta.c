@@ -150,9 +150,10 @@ int tdb_consolidate_fragment_meta(const struct tdb_io *io, const uint8_t *key,
     }
     r = tdb_write_generic_tile(&payload, a.key, &file, err);
     if (!r)
-        r = tdb_cons_name(dir, f.e[0]->ts.t1, f.e[f.n - 1]->ts.t2,
-                          a.write_version, ".meta", res->name, tmp,
-                          sizeof tmp, err);
+        r = tdb_cons_name(&(struct tdb_cons_file){dir, f.e[0]->ts.t1,
+                                                  f.e[f.n - 1]->ts.t2,
+                                                  a.write_version, ".meta"},
+                          res->name, tmp, sizeof tmp, err);
     if (!r)
         r = tdb_io_publish(io, tmp, res->name, file.data, file.len, err);
     if (r)

@@ -505,6 +505,162 @@ static int cf_finish(const struct tdb_io *io, const uint8_t *key,
     return r ? r : tdb_cons_sweep(io, res, err);
 }
 
+/* The tile cache (o's size) and the array at the root of io, after
+ * finishing what a kill stopped. */
+static int cf_open(const struct tdb_io *io, const struct tdb_cons_options *o,
+                   struct tdb_cons_result *res, struct tdb_cache **cache,
+                   struct tdb_array **a, struct tdb_error *err)
+{
+    struct tdb_open_options oo;
+    tdb_open_options_init(&oo);
+    oo.key = o->key;
+    oo.threads = o->threads;
+    int r = cf_finish(io, o->key, res, err);
+    if (!r)
+        r = tdb_cache_create(cache, o->cache_bytes ? o->cache_bytes
+                                                   : TDB_CONS_CACHE_BYTES);
+    if (r == TDB_E_NOMEM)
+        r = tdb_err(err, r, "out of memory");
+    if (!r)
+        r = tdb_array_open(a, io, "", &oo, *cache, err);
+    return r;
+}
+
+/* TDB_E_UNSUPPORTED unless a and all its fragments are of format 19 or
+ * later. */
+static int cf_formats(const struct tdb_array *a, struct tdb_error *err)
+{
+    for (size_t i = 0; i < a->nfrags; i++)
+        if (a->frags[i].fm->version < 19 || a->schema->version < 19)
+            return tdb_err(err, TDB_E_UNSUPPORTED, "%s: fragments of format "
+                           "%u: only those of format 19 and later are "
+                           "consolidated", a->frags[i].fm->path,
+                           a->frags[i].fm->version);
+    return 0;
+}
+
+/* Whether the new fragment of sparse array a has delete metadata, as
+ * TileDB keeps it: when a delete commit is not older than the first
+ * fragment, or a fragment has some; then *proc its processed conditions
+ * (cf_processed). */
+static int cf_delete_meta(const struct tdb_array *a, struct cf_stage *st,
+                          char ***proc, bool *delete_meta,
+                          struct tdb_error *err)
+{
+    int r = 0;
+    *delete_meta = false;
+    for (size_t i = 0; i < a->nconds; i++)
+        *delete_meta |= a->cond_ents[i].ts.t1 >= a->frags[0].fm->t1;
+    for (size_t i = 0; i < a->nfrags && !r; i++)
+        if (a->frags[i].fm->has_delete_meta) {
+            *delete_meta = true;
+            r = tdb_fragmeta_load_processed(a->frags[i].fm, err);
+        }
+    if (!r && *delete_meta)
+        r = cf_processed(a, st, proc, err);
+    return r;
+}
+
+/* The merged view of every fragment of a in st->cells: dense, of region
+ * lo..hi (x's), or sparse with every version of a cell.  *leave when
+ * TileDB leaves dense fragments as they are (cf_dense_ok). */
+static int cf_view(struct tdb_array *a, struct cf_stage *st,
+                   struct tdb_write_extras *x, uint64_t *lo, uint64_t *hi,
+                   bool *leave, struct tdb_error *err)
+{
+    struct tdb_frag **all = calloc(a->nfrags, sizeof *all);
+    int r;
+    *leave = false;
+    if (!all)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < a->nfrags; i++)
+        all[i] = &a->frags[i];
+    if (a->schema->array_type == TDB_DENSE) {
+        if (!cf_dense_ok(a, lo, hi)) {
+            free(all);
+            *leave = true;
+            return 0;
+        }
+        x->rlo = lo;
+        x->rhi = hi;
+        r = tdb_cells_dense(&st->cells, a, lo, hi, all, a->nfrags, err);
+    } else {
+        x->timestamps = true;
+        r = tdb_cells_sparse_versions(&st->cells, a, all, a->nfrags, err);
+    }
+    free(all);
+    st->arr = a;
+    return r;
+}
+
+/* The files of the staged folder: each field's, and for a sparse array
+ * the timestamps (and delete metadata). */
+static int cf_stage_fields(struct cf_stage *st, bool delete_meta,
+                           struct tdb_error *err)
+{
+    const struct tdb_schema *s = st->arr->schema;
+    bool dense = s->array_type == TDB_DENSE;
+    int r = tdb_cells_prepare(st->cells, err);
+    for (uint32_t i = 0; !r && i < s->nattrs; i++)
+        r = cf_add_field(st, false, i, err);
+    for (uint32_t d = 0; !r && !dense && d < s->ndims; d++)
+        r = cf_add_field(st, true, d, err);
+    if (!r && !dense && !cf_add(st, "__timestamps", CF_TIMESTAMPS))
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    if (!r && delete_meta) {
+        st->ndels = tdb_cells_sparse_deletes(st->cells, &st->dels);
+        if (!cf_add(st, "__delete_timestamps", CF_DELETE_TS) ||
+            !cf_add(st, "__delete_condition_index", CF_DELETE_INDEX))
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    return r;
+}
+
+/* Writes the new fragment of st's view (extras x) at the newest time of
+ * the fragments it merges, then publishes its .vac: res the outcome. */
+static int cf_write(const struct tdb_io *io, const struct tdb_cons_options *o,
+                    struct cf_stage *st, struct tdb_write_extras *x,
+                    struct tdb_cons_result *res, struct tdb_error *err)
+{
+    const struct tdb_array *a = st->arr;
+    struct tdb_buf vac = {0};
+    uint64_t t2 = 0;
+    for (size_t i = 0; i < a->nfrags; i++)
+        if (a->frags[i].fm->t2 > t2)
+            t2 = a->frags[i].fm->t2;
+    int r = cf_vac(a, &vac);
+    if (r)
+        return tdb_err(err, r, "out of memory");
+    struct cf_named nmd = {.io = io, .vac = &vac};
+    x->named = cf_named;
+    x->named_arg = &nmd;
+    struct tdb_io staged = {&cf_ops, st};
+    struct tdb_write_req rq = {io, &staged, CF_DIR, o->key, t2, o->threads,
+                               x};
+    char *name = NULL;
+    r = tdb_fragment_write_req(&rq, &name, err);
+    if (r && st->rc) {
+        /* the reason a read failed, rather than the writer's word for it */
+        *err = st->err;
+        r = st->rc;
+    }
+    if (r && nmd.tmp[0]) /* the writer removed what it wrote */
+        io->ops->remove(io->ctx, nmd.tmp);
+    if (!r) {
+        snprintf(res->name, sizeof res->name, "__fragments/%s", name);
+        free(name);
+        if ((r = io->ops->rename(io->ctx, nmd.tmp, nmd.final)))
+            r = tdb_err(err, r, "cannot rename %s to %s: %s", nmd.tmp,
+                        nmd.final, tdb_strerror(r));
+        else if (io->ops->sync)
+            io->ops->sync(io->ctx, "__commits"); /* (published: no undoing) */
+    }
+    if (!r)
+        res->merged = a->nfrags;
+    tdb_buf_free(&vac);
+    return r;
+}
+
 int tdb_consolidate_fragments(const struct tdb_io *io,
                               const struct tdb_cons_options *o,
                               struct tdb_cons_result *res,
@@ -516,134 +672,34 @@ int tdb_consolidate_fragments(const struct tdb_io *io,
     struct tdb_cache *cache = NULL;
     struct tdb_array *a = NULL;
     struct cf_stage st = {0};
-    struct tdb_buf vac = {0};
     char **proc = NULL;
     pthread_mutex_init(&st.lock, NULL);
     if (tdb_io_mem(&st.mem)) {
         pthread_mutex_destroy(&st.lock);
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     }
-    struct tdb_open_options oo;
-    tdb_open_options_init(&oo);
-    oo.key = o->key;
-    oo.threads = o->threads;
-    int r = cf_finish(io, o->key, res, err);
-    if (!r)
-        r = tdb_cache_create(&cache, o->cache_bytes ? o->cache_bytes
-                                                    : TDB_CONS_CACHE_BYTES);
-    if (r == TDB_E_NOMEM)
-        r = tdb_err(err, r, "out of memory");
-    if (!r)
-        r = tdb_array_open(&a, io, "", &oo, cache, err);
+    int r = cf_open(io, o, res, &cache, &a, err);
     if (r || a->nfrags < 2)
         goto out;
-    const struct tdb_schema *s = a->schema;
-    bool dense = s->array_type == TDB_DENSE;
-    for (size_t i = 0; i < a->nfrags; i++)
-        if (a->frags[i].fm->version < 19 || s->version < 19) {
-            r = tdb_err(err, TDB_E_UNSUPPORTED, "%s: fragments of format %u: "
-                        "only those of format 19 and later are consolidated",
-                        a->frags[i].fm->path, a->frags[i].fm->version);
-            goto out;
-        }
-    /* delete metadata as TileDB keeps it: when a delete commit is not
-     * older than the first fragment, or a fragment has some */
+    bool dense = a->schema->array_type == TDB_DENSE, leave = false;
     bool delete_meta = false;
-    for (size_t i = 0; !dense && i < a->nconds; i++)
-        delete_meta |= a->cond_ents[i].ts.t1 >= a->frags[0].fm->t1;
-    for (size_t i = 0; !dense && i < a->nfrags && !r; i++)
-        if (a->frags[i].fm->has_delete_meta) {
-            delete_meta = true;
-            r = tdb_fragmeta_load_processed(a->frags[i].fm, err);
-        }
-    if (!r && delete_meta)
-        r = cf_processed(a, &st, &proc, err);
-    if (r)
-        goto out;
-    struct tdb_frag **all = calloc(a->nfrags, sizeof *all);
-    if (!all) {
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < a->nfrags; i++)
-        all[i] = &a->frags[i];
+    if (!(r = cf_formats(a, err)) && !dense)
+        r = cf_delete_meta(a, &st, &proc, &delete_meta, err);
     uint64_t lo[TDB_MAX_DIMS], hi[TDB_MAX_DIMS];
     struct tdb_write_extras x = {.t1 = a->frags[0].fm->t1, .exact_time = true,
                                  .delete_meta = delete_meta,
                                  .processed = (const char *const *)proc,
                                  .nprocessed = delete_meta ? a->nconds : 0};
-    if (dense) {
-        if (!cf_dense_ok(a, lo, hi)) {
-            free(all);
-            goto out; /* TileDB leaves them as they are */
-        }
-        x.rlo = lo;
-        x.rhi = hi;
-        r = tdb_cells_dense(&st.cells, a, lo, hi, all, a->nfrags, err);
-    } else {
-        x.timestamps = true;
-        r = tdb_cells_sparse_versions(&st.cells, a, all, a->nfrags, err);
-    }
-    free(all);
-    st.arr = a;
     if (!r)
-        r = tdb_cells_prepare(st.cells, err);
-    for (uint32_t i = 0; !r && i < s->nattrs; i++)
-        r = cf_add_field(&st, false, i, err);
-    for (uint32_t d = 0; !r && !dense && d < s->ndims; d++)
-        r = cf_add_field(&st, true, d, err);
-    if (!r && !dense && !cf_add(&st, "__timestamps", CF_TIMESTAMPS))
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-    if (!r && delete_meta) {
-        st.ndels = tdb_cells_sparse_deletes(st.cells, &st.dels);
-        if (!cf_add(&st, "__delete_timestamps", CF_DELETE_TS) ||
-            !cf_add(&st, "__delete_condition_index", CF_DELETE_INDEX))
-            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-    }
-    if (r)
-        goto out;
-    uint64_t t2 = 0;
-    for (size_t i = 0; i < a->nfrags; i++)
-        if (a->frags[i].fm->t2 > t2)
-            t2 = a->frags[i].fm->t2;
-    if ((r = cf_vac(a, &vac))) {
-        r = tdb_err(err, r, "out of memory");
-        goto out;
-    }
-    struct cf_named nmd = {.io = io, .vac = &vac};
-    x.named = cf_named;
-    x.named_arg = &nmd;
-    struct tdb_io staged = {&cf_ops, &st};
-    struct tdb_write_req rq = {io, &staged, CF_DIR, o->key, t2, o->threads,
-                               &x};
-    char *name = NULL;
-    r = tdb_fragment_write_req(&rq, &name, err);
-    if (r && st.rc) {
-        /* the reason a read failed, rather than the writer's word for it */
-        *err = st.err;
-        r = st.rc;
-    }
-    if (r) {
-        if (nmd.tmp[0]) /* the writer removed what it wrote */
-            io->ops->remove(io->ctx, nmd.tmp);
-        goto out;
-    }
-    snprintf(res->name, sizeof res->name, "__fragments/%s", name);
-    free(name);
-    if ((r = io->ops->rename(io->ctx, nmd.tmp, nmd.final)))
-        r = tdb_err(err, r, "cannot rename %s to %s: %s", nmd.tmp, nmd.final,
-                    tdb_strerror(r));
-    else if (io->ops->sync)
-        io->ops->sync(io->ctx, "__commits"); /* (published: no undoing) */
-    if (!r)
-        res->merged = a->nfrags;
+        r = cf_view(a, &st, &x, lo, hi, &leave, err);
+    if (!r && !leave && !(r = cf_stage_fields(&st, delete_meta, err)))
+        r = cf_write(io, o, &st, &x, res, err);
 out:
     if (r)
         res->name[0] = 0;
     for (size_t i = 0; proc && i < a->nconds; i++)
         free(proc[i]);
     free(proc);
-    tdb_buf_free(&vac);
     cf_stage_free(&st);
     if (st.cells)
         tdb_cells_free(st.cells);

@@ -1,6 +1,7 @@
 /* tree_priv.h: what the files of the tree (tree.c, tree_nodes.c,
  * tree_array.c, tree_zarr.c, tree_group.c, tree_slices.c, tree_calls.c,
- * tree_xattr.c) share: its nodes, the open tree, and the calls that build it. */
+ * tree_xattr.c) share: its nodes, the open tree, and the calls that
+ * build it. */
 #ifndef TDB_TREE_PRIV_H
 #define TDB_TREE_PRIV_H
 

@@ -1,5 +1,6 @@
 /* tree_slices.c: the files of __slice/ and __domain/ (docs/LAYOUT.md),
- * made on lookup from their names and kept in a bounded LRU. */
+ * made on lookup from their names and kept in a bounded LRU, and the
+ * nodes of inodes, a slice's held while in use (tree_get, tree_put). */
 #include "tree/tree_priv.h"
 #include "tree/npy.h"
 
@@ -13,8 +14,6 @@ void tree_slice_free(struct tree_slice *sl)
     tdb_npy_free(sl->node.npy);
     free(sl);
 }
-
-/* ------------------------------------------------------------- slices */
 
 /* FNV-1a of (dir, name) from a random basis. */
 static uint64_t tree_slice_hash(uint64_t seed, uint64_t dir, const char *name)
@@ -162,7 +161,7 @@ static int tree_slice_insert(struct tdb_fs *fs, struct tree_slice *sl)
     return 0;
 }
 
-/* ------------------------------------------------------------- the calls */
+/* ------------------------------------------ inodes, held and given back */
 
 /* The slice of inode ino, or NULL (slices.lock held). */
 static struct tree_slice *tree_slice_by_ino(struct tdb_fs *fs, uint64_t ino)

@@ -287,6 +287,81 @@ static int copy_need_fragment(struct copy_pass *p, const char *fdir,
     return r;
 }
 
+/* The files of array directory d's entries (schemas, metadata,
+ * deletes, consolidated fragment metadata, vacuum files) under base. */
+static int copy_refs_entries(struct copy_pass *p, const char *base,
+                             const struct tdb_arraydir *d, const char *why)
+{
+    int r;
+    if ((r = copy_need_entries(p, base, d->schemas, d->nschemas, why)) ||
+        (r = copy_need_entries(p, base, d->meta, d->nmeta, why)) ||
+        (r = copy_need_entries(p, base, d->deletes, d->ndeletes, why)) ||
+        (r = copy_need_entries(p, base, d->fragmeta, d->nfragmeta, why)))
+        return r;
+    for (size_t i = 0; !r && i < d->nvacs; i++)
+        r = copy_need_entries(p, base, &d->vacs[i].e, 1, why);
+    return r;
+}
+
+/* Every fragment's metadata of d asked for at once (on object storage:
+ * one round trip, not one per fragment). */
+static void copy_want_fragmeta(const struct tdb_io *io,
+                               const struct tdb_arraydir *d)
+{
+    for (size_t i = 0; i < d->nfrags; i++) {
+        char *meta = tdb_path_join(d->frags[i].path,
+                                   "__fragment_metadata.tdb");
+        if (meta)
+            tdb_io_want(io, TDB_WANT_FILE, meta);
+        free(meta);
+    }
+}
+
+/* The files of fragment fe of the array at base: its commit, and (with
+ * the schemas in set, when its metadata can be read: !nokey) those its
+ * metadata names. */
+static int copy_refs_fragment(struct copy_pass *p, const struct tdb_io *io,
+                              const char *base, const struct tdb_dir_entry *fe,
+                              const struct tdb_schema_set *set, bool nokey)
+{
+    struct tdb_fragmeta *fm = NULL;
+    char *fdir = copy_join(base, fe->path), *meta = NULL, *fwhy = NULL;
+    int r = 0;
+    if (!fdir || !(meta = tdb_path_join(fdir, "__fragment_metadata.tdb"))
+        || asprintf(&fwhy, "the commit of fragment %s", fdir) < 0) {
+        fwhy = NULL;
+        r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");
+    } else if (p->pl) {
+        r = copy_walk_path(p->pl, fdir);
+    }
+    if (!r)
+        r = copy_need(p, meta, COPY_ANY, fwhy);
+    free(fwhy);
+    fwhy = NULL;
+    if (!r && !nokey && !p->pl) {
+        /* one listing of the folder gives the sizes of its files (on
+         * object storage: one request, not one per file) */
+        struct tdb_names n;
+        if (!(r = tdb_io_names(io, fe->path, &n, p->err)))
+            tdb_names_free(&n);
+    }
+    if (!r && !nokey) {
+        r = tdb_fragmeta_load(io, fe->path, fe->name, set, p->key, NULL, 0,
+                              &fm, p->err);
+        if (!r && asprintf(&fwhy, "the metadata of fragment %s", fdir) < 0) {
+            fwhy = NULL;
+            r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");
+        }
+        if (!r)
+            r = copy_need_fragment(p, fdir, fm, fwhy);
+    }
+    tdb_fragmeta_free(fm);
+    free(fwhy);
+    free(meta);
+    free(fdir);
+    return r;
+}
+
 /* The references of the array at `base` (io rooted there): its schemas,
  * metadata, delete commits, vacuum files and consolidated fragment
  * metadata (as its folders list them); for each fragment a commit names,
@@ -311,14 +386,7 @@ static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
         r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");
         goto out;
     }
-    if ((r = copy_need_entries(p, base, d->schemas, d->nschemas, why)) ||
-        (r = copy_need_entries(p, base, d->meta, d->nmeta, why)) ||
-        (r = copy_need_entries(p, base, d->deletes, d->ndeletes, why)) ||
-        (r = copy_need_entries(p, base, d->fragmeta, d->nfragmeta, why)))
-        goto out;
-    for (size_t i = 0; !r && i < d->nvacs; i++)
-        r = copy_need_entries(p, base, &d->vacs[i].e, 1, why);
-    if (r)
+    if ((r = copy_refs_entries(p, base, d, why)))
         goto out;
     r = tdb_array_schemas_load(io, d, p->key, &set, &in_force, p->err);
     if (r == TDB_E_NOKEY) {
@@ -326,53 +394,10 @@ static int copy_refs_array(struct copy_pass *p, const struct tdb_io *io,
         tdb_error_clear(p->err);
         r = 0;
     }
-    /* every fragment's metadata asked for at once (on object storage:
-     * one round trip, not one per fragment) */
-    for (size_t i = 0; !r && !nokey && i < d->nfrags; i++) {
-        char *meta = tdb_path_join(d->frags[i].path,
-                                   "__fragment_metadata.tdb");
-        if (meta)
-            tdb_io_want(io, TDB_WANT_FILE, meta);
-        free(meta);
-    }
-    for (size_t i = 0; !r && i < d->nfrags; i++) {
-        const struct tdb_dir_entry *fe = &d->frags[i];
-        struct tdb_fragmeta *fm = NULL;
-        char *fdir = copy_join(base, fe->path), *meta = NULL, *fwhy = NULL;
-        if (!fdir || !(meta = tdb_path_join(fdir, "__fragment_metadata.tdb"))
-            || asprintf(&fwhy, "the commit of fragment %s", fdir) < 0) {
-            fwhy = NULL;
-            r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");
-        } else if (p->pl) {
-            r = copy_walk_path(p->pl, fdir);
-        }
-        if (!r)
-            r = copy_need(p, meta, COPY_ANY, fwhy);
-        free(fwhy);
-        fwhy = NULL;
-        if (!r && !nokey && !p->pl) {
-            /* one listing of the folder gives the sizes of its files (on
-             * object storage: one request, not one per file) */
-            struct tdb_names n;
-            if (!(r = tdb_io_names(io, fe->path, &n, p->err)))
-                tdb_names_free(&n);
-        }
-        if (!r && !nokey) {
-            r = tdb_fragmeta_load(io, fe->path, fe->name, &set, p->key, NULL,
-                                  0, &fm, p->err);
-            if (!r && asprintf(&fwhy, "the metadata of fragment %s",
-                               fdir) < 0) {
-                fwhy = NULL;
-                r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");
-            }
-            if (!r)
-                r = copy_need_fragment(p, fdir, fm, fwhy);
-        }
-        tdb_fragmeta_free(fm);
-        free(fwhy);
-        free(meta);
-        free(fdir);
-    }
+    if (!r && !nokey)
+        copy_want_fragmeta(io, d);
+    for (size_t i = 0; !r && i < d->nfrags; i++)
+        r = copy_refs_fragment(p, io, base, &d->frags[i], &set, nokey);
 out:
     for (size_t i = 0; i < set.n; i++)
         tdb_schema_free(set.v[i]);
@@ -384,22 +409,12 @@ out:
 
 static int copy_refs(struct copy_pass *p, const char *base);
 
-/* The references of the group at `base` (io rooted there): the files of
- * its __group and __meta folders, and each member whose place is inside
- * the group's folder (a relative uri), as an array or group of its own.
- * The members of an encrypted group cannot be read without its key: each
- * folder of the group's folder that is an array or a group is then
- * checked as one. */
-static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
-                           const char *base)
+/* The files of the __group and __meta folders of the group at base. */
+static int copy_refs_group_files(struct copy_pass *p, const struct tdb_io *io,
+                                 const char *base, const char *why)
 {
     static const char *const folders[] = {"__group", "__meta"};
-    struct tdb_group *g = NULL;
-    char *why = NULL;
     int r = 0;
-
-    if (asprintf(&why, "the group %s", base[0] ? base : "at the root") < 0)
-        return tdb_err(p->err, TDB_E_NOMEM, "out of memory");
     for (size_t k = 0; !r && k < 2; k++) {
         struct tdb_names n;
         if ((r = tdb_io_names(io, folders[k], &n, p->err)))
@@ -415,48 +430,80 @@ static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
         }
         tdb_names_free(&n);
     }
-    if (!r && (r = tdb_group_load_key(io, "", 0, UINT64_MAX, p->key, &g,
-                                      p->err)) == TDB_E_NOKEY) {
-        /* each folder of the group's that is an array or a group */
-        struct tdb_names n;
-        tdb_error_clear(p->err);
-        if (!(r = tdb_io_names(io, "", &n, p->err))) {
-            for (size_t i = 0; !r && i < n.n; i++) {
-                if (!n.is_dir[i] || !strncmp(n.v[i], "__", 2))
-                    continue;
-                char *place = copy_join(base, n.v[i]);
-                r = place ? copy_refs(p, place)
-                          : tdb_err(p->err, TDB_E_NOMEM, "out of memory");
-                free(place);
-            }
-            tdb_names_free(&n);
-        }
+    return r;
+}
+
+/* Each folder of the group at base that is an array or a group (its
+ * members unread: encrypted, no key). */
+static int copy_refs_folders(struct copy_pass *p, const struct tdb_io *io,
+                             const char *base)
+{
+    struct tdb_names n;
+    int r = tdb_io_names(io, "", &n, p->err);
+    if (r)
+        return r;
+    for (size_t i = 0; !r && i < n.n; i++) {
+        if (!n.is_dir[i] || !strncmp(n.v[i], "__", 2))
+            continue;
+        char *place = copy_join(base, n.v[i]);
+        r = place ? copy_refs(p, place)
+                  : tdb_err(p->err, TDB_E_NOMEM, "out of memory");
+        free(place);
     }
-    for (size_t i = 0; !r && g && i < g->n; i++) {
+    tdb_names_free(&n);
+    return r;
+}
+
+/* Each member of group g at base whose place is inside base. */
+static int copy_refs_members(struct copy_pass *p, const char *base,
+                             const struct tdb_group *g)
+{
+    int r = 0;
+    for (size_t i = 0; !r && i < g->n; i++) {
         const struct tdb_group_member *m = &g->v[i];
         bool above;
         char *place;
         if (!m->relative)
             continue;
-        if (!(place = tdb_group_member_place(m, base, &above))) {
-            r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");
-            break;
-        }
+        if (!(place = tdb_group_member_place(m, base, &above)))
+            return tdb_err(p->err, TDB_E_NOMEM, "out of memory");
         size_t bl = strlen(base);
         if (!above && place[0] &&
             (!bl || (!strncmp(place, base, bl) && place[bl] == '/')))
             r = copy_refs(p, place);
         free(place);
     }
+    return r;
+}
+
+/* The references of the group at `base` (io rooted there): the files of
+ * its __group and __meta folders, and each member whose place is inside
+ * the group's folder (a relative uri), as an array or group of its own.
+ * The members of an encrypted group cannot be read without its key: each
+ * folder of the group's folder that is an array or a group is then
+ * checked as one. */
+static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
+                           const char *base)
+{
+    struct tdb_group *g = NULL;
+    char *why = NULL;
+    int r;
+
+    if (asprintf(&why, "the group %s", base[0] ? base : "at the root") < 0)
+        return tdb_err(p->err, TDB_E_NOMEM, "out of memory");
+    r = copy_refs_group_files(p, io, base, why);
+    if (!r && (r = tdb_group_load_key(io, "", 0, UINT64_MAX, p->key, &g,
+                                      p->err)) == TDB_E_NOKEY) {
+        tdb_error_clear(p->err);
+        r = copy_refs_folders(p, io, base);
+    }
+    if (!r && g)
+        r = copy_refs_members(p, base, g);
     tdb_group_free(g);
     free(why);
     return r;
 }
 
-/* The references of the array or group at `base`; a place that is
- * neither (a group's member removed from storage) names nothing.  Each
- * member lies below its group, so the walk's bound on depth bounds this
- * recursion too (on the destination: the folders that were copied). */
 static int copy_refs(struct copy_pass *p, const char *base)
 {
     struct tdb_io sub;

@@ -265,57 +265,44 @@ static int create_meta_label(const struct tdb_io *io, const char *meta_dir,
     return 0;
 }
 
-int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
-                   const char *name, unsigned type, uint32_t count,
-                   const void *value, bool del, const uint8_t *key,
-                   uint64_t timestamp_ms, struct tdb_error *err)
+/* The payload of a metadata file holding entry e (checked), in out. */
+static int create_meta_payload(const char *meta_dir,
+                               const struct tdb_meta_entry *e,
+                               struct tdb_buf *out, struct tdb_error *err)
 {
-    struct tdb_buf payload = {0}, file = {0};
-    char fname[CREATE_NAME_MAX], tname[CREATE_NAME_MAX + 16];
-    char *final = NULL, *tmp = NULL, *parent = NULL;
-    uint8_t rnd[16];
     int rc;
-
-    if (!create_can_write(io))
-        return tdb_err(err, TDB_E_ROFS, "cannot write metadata: the storage "
-                       "is read-only");
-    if (!meta_dir || !name)
-        return tdb_err(err, TDB_E_INVAL, "metadata write without a folder "
-                       "or a key");
-    if (!del) {
-        unsigned sz = tdb_dt_size(type);
-        if (sz == 0 || type == TDB_ANY)
+    if (!e->del) {
+        unsigned sz = tdb_dt_size(e->type);
+        if (sz == 0 || e->type == TDB_ANY)
             return tdb_err(err, TDB_E_INVAL, "%s: metadata key '%s': "
-                           "invalid datatype %u", meta_dir, name, type);
-        if (count > 0 && !value)
+                           "invalid datatype %u", meta_dir, e->name, e->type);
+        if (e->count > 0 && !e->value)
             return tdb_err(err, TDB_E_INVAL, "%s: metadata key '%s': %u "
-                           "values but no value buffer", meta_dir, name,
-                           count);
-        if ((uint64_t)count * sz > TDB_MAX_TILE_BYTES)
+                           "values but no value buffer", meta_dir, e->name,
+                           e->count);
+        if ((uint64_t)e->count * sz > TDB_MAX_TILE_BYTES)
             return tdb_err(err, TDB_E_INVAL, "%s: metadata key '%s': a "
                            "value of %u x %u bytes is too large", meta_dir,
-                           name, count, sz);
-        rc = tdb_meta_serialize_put(&payload, name, type, count, value);
+                           e->name, e->count, sz);
+        rc = tdb_meta_serialize_put(out, e->name, e->type, e->count,
+                                    e->value);
     } else {
-        rc = tdb_meta_serialize_del(&payload, name);
+        rc = tdb_meta_serialize_del(out, e->name);
     }
-    if (rc) {
-        rc = tdb_err(err, rc, "%s: cannot serialise metadata key '%s'",
-                     meta_dir, name);
-        goto out;
-    }
-    if ((rc = tdb_write_generic_tile(&payload, key, &file, err)))
-        goto out;
-    if ((rc = io->ops->mkdir(io->ctx, meta_dir))) {
-        rc = tdb_err(err, rc, "%s: cannot make the folder: %s", meta_dir,
-                     tdb_strerror(rc));
-        goto out;
-    }
-    if (!timestamp_ms)
-        timestamp_ms = tdb_now_ms();
-    if ((rc = create_meta_label(io, meta_dir, timestamp_ms, rnd, err)))
-        goto out;
-    tdb_tsname_make(fname, sizeof fname, timestamp_ms, timestamp_ms, rnd, 0);
+    if (rc)
+        return tdb_err(err, rc, "%s: cannot serialise metadata key '%s'",
+                       meta_dir, e->name);
+    return 0;
+}
+
+/* Publishes file as metadata file fname of meta_dir. */
+static int create_meta_publish(const struct tdb_io *io, const char *meta_dir,
+                               const char *fname, const struct tdb_buf *file,
+                               struct tdb_error *err)
+{
+    char tname[CREATE_NAME_MAX + 16];
+    char *final = NULL, *tmp = NULL, *parent = NULL;
+    int rc;
     /* The temporary file goes next to the metadata folder, not in it, so
      * that no reader (ours or TileDB's) ever lists it as metadata. */
     snprintf(tname, sizeof tname, ".%s.tmp", fname);
@@ -323,16 +310,47 @@ int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
     if (!(parent = slash ? strndup(meta_dir, (size_t)(slash - meta_dir))
                          : strdup("")) ||
         !(tmp = create_join(parent, tname)) ||
-        !(final = create_join(meta_dir, fname))) {
+        !(final = create_join(meta_dir, fname)))
         rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
-        goto out;
-    }
-    rc = tdb_io_publish(io, tmp, final, file.data, file.len, err);
-out:
-    tdb_buf_free(&payload);
-    tdb_buf_free(&file);
+    else
+        rc = tdb_io_publish(io, tmp, final, file->data, file->len, err);
     free(parent);
     free(tmp);
     free(final);
+    return rc;
+}
+
+int tdb_meta_write(const struct tdb_io *io, const char *meta_dir,
+                   const struct tdb_meta_entry *e,
+                   const struct tdb_commit_options *at,
+                   struct tdb_error *err)
+{
+    struct tdb_buf payload = {0}, file = {0};
+    char fname[CREATE_NAME_MAX];
+    uint8_t rnd[16];
+    int rc;
+
+    if (!create_can_write(io))
+        return tdb_err(err, TDB_E_ROFS, "cannot write metadata: the storage "
+                       "is read-only");
+    if (!meta_dir || !e->name)
+        return tdb_err(err, TDB_E_INVAL, "metadata write without a folder "
+                       "or a key");
+    if ((rc = create_meta_payload(meta_dir, e, &payload, err)) ||
+        (rc = tdb_write_generic_tile(&payload, at->key, &file, err)))
+        goto out;
+    if ((rc = io->ops->mkdir(io->ctx, meta_dir))) {
+        rc = tdb_err(err, rc, "%s: cannot make the folder: %s", meta_dir,
+                     tdb_strerror(rc));
+        goto out;
+    }
+    uint64_t t = at->timestamp_ms ? at->timestamp_ms : tdb_now_ms();
+    if ((rc = create_meta_label(io, meta_dir, t, rnd, err)))
+        goto out;
+    tdb_tsname_make(fname, sizeof fname, t, t, rnd, 0);
+    rc = create_meta_publish(io, meta_dir, fname, &file, err);
+out:
+    tdb_buf_free(&payload);
+    tdb_buf_free(&file);
     return rc;
 }

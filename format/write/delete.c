@@ -111,20 +111,10 @@ static int dc_fail(struct dc_parse *ps, const char *what)
                    (size_t)(ps->ts - ps->s) + 1, what);
 }
 
-static int dc_next(struct dc_parse *ps)
+/* The token at p is an operator or punctuation: ps set past it.
+ * @return false when it is none. */
+static bool dc_lex_op(struct dc_parse *ps, const char *p)
 {
-    const char *p = ps->p;
-    while (p < ps->end && isspace((unsigned char)*p))
-        p++;
-    ps->ts = p;
-    ps->tl = 1;
-    if (p == ps->end) {
-        ps->tok = T_END;
-        ps->tl = 0;
-        ps->p = p;
-        return 0;
-    }
-    char c = *p;
     static const struct {
         const char *t;
         enum dc_tok tok;
@@ -142,56 +132,94 @@ static int dc_next(struct dc_parse *ps)
             ps->cmp = ops[i].cmp;
             ps->tl = n;
             ps->p = p + n;
-            return 0;
+            return true;
         }
     }
-    if (c == '\'' || c == '"') {
-        const char *q = p + 1;
-        ps->strl = 0;
-        while (q < ps->end && *q != c) {
-            char ch = *q++;
-            if (ch == '\\' && q < ps->end) {
-                char e = *q++;
-                ch = e == 'n' ? '\n' : e == 't' ? '\t' : e == '0' ? '\0' : e;
-            }
-            if (ps->strl == sizeof ps->str)
-                return dc_fail(ps, "a string longer than 4096 bytes");
-            ps->str[ps->strl++] = ch;
+    return false;
+}
+
+/* The string quoted at p (by ' or "), its escapes undone into ps->str. */
+static int dc_lex_str(struct dc_parse *ps, const char *p)
+{
+    char c = *p;
+    const char *q = p + 1;
+    ps->strl = 0;
+    while (q < ps->end && *q != c) {
+        char ch = *q++;
+        if (ch == '\\' && q < ps->end) {
+            char e = *q++;
+            ch = e == 'n' ? '\n' : e == 't' ? '\t' : e == '0' ? '\0' : e;
         }
-        if (q == ps->end)
-            return dc_fail(ps, "a string without its closing quote");
-        ps->tok = T_STR;
-        ps->tl = (size_t)(q + 1 - p);
-        ps->p = q + 1;
+        if (ps->strl == sizeof ps->str)
+            return dc_fail(ps, "a string longer than 4096 bytes");
+        ps->str[ps->strl++] = ch;
+    }
+    if (q == ps->end)
+        return dc_fail(ps, "a string without its closing quote");
+    ps->tok = T_STR;
+    ps->tl = (size_t)(q + 1 - p);
+    ps->p = q + 1;
+    return 0;
+}
+
+/* The number at p: T_FLOAT when it has a point or (not hex) an exponent. */
+static void dc_lex_num(struct dc_parse *ps, const char *p)
+{
+    const char *q = p + 1;
+    bool flt = *p == '.';
+    while (q < ps->end && (isalnum((unsigned char)*q) || *q == '.' ||
+                           ((*q == '-' || *q == '+') &&
+                            (q[-1] == 'e' || q[-1] == 'E')))) {
+        flt |= *q == '.' || ((*q == 'e' || *q == 'E') &&
+                             !(q - p > 1 && (p[1] == 'x' || p[1] == 'X')));
+        q++;
+    }
+    ps->tok = flt ? T_FLOAT : T_INT;
+    ps->tl = (size_t)(q - p);
+    ps->p = q;
+}
+
+/* The name at p, or the words and, or. */
+static void dc_lex_name(struct dc_parse *ps, const char *p)
+{
+    const char *q = p + 1;
+    while (q < ps->end && (isalnum((unsigned char)*q) || *q == '_'))
+        q++;
+    ps->tl = (size_t)(q - p);
+    ps->p = q;
+    ps->tok = T_NAME;
+    if (ps->tl == 3 && !memcmp(p, "and", 3))
+        ps->tok = T_AND;
+    else if (ps->tl == 2 && !memcmp(p, "or", 2))
+        ps->tok = T_OR;
+}
+
+/* Moves to the next token. */
+static int dc_next(struct dc_parse *ps)
+{
+    const char *p = ps->p;
+    while (p < ps->end && isspace((unsigned char)*p))
+        p++;
+    ps->ts = p;
+    ps->tl = 1;
+    if (p == ps->end) {
+        ps->tok = T_END;
+        ps->tl = 0;
+        ps->p = p;
         return 0;
     }
+    char c = *p;
+    if (dc_lex_op(ps, p))
+        return 0;
+    if (c == '\'' || c == '"')
+        return dc_lex_str(ps, p);
     if (isdigit((unsigned char)c) || c == '-' || c == '+' ||
         (c == '.' && p + 1 < ps->end && isdigit((unsigned char)p[1]))) {
-        const char *q = p + 1;
-        bool flt = c == '.';
-        while (q < ps->end && (isalnum((unsigned char)*q) || *q == '.' ||
-                               ((*q == '-' || *q == '+') &&
-                                (q[-1] == 'e' || q[-1] == 'E')))) {
-            flt |= *q == '.' || ((*q == 'e' || *q == 'E') &&
-                                 !(q - p > 1 && (p[1] == 'x' || p[1] == 'X')));
-            q++;
-        }
-        ps->tok = flt ? T_FLOAT : T_INT;
-        ps->tl = (size_t)(q - p);
-        ps->p = q;
+        dc_lex_num(ps, p);
         return 0;
     }
     if (isalpha((unsigned char)c) || c == '_') {
-        const char *q = p + 1;
-        while (q < ps->end && (isalnum((unsigned char)*q) || *q == '_'))
-            q++;
-        ps->tl = (size_t)(q - p);
-        ps->p = q;
-        ps->tok = T_NAME;
-        if (ps->tl == 3 && !memcmp(p, "and", 3))
-            ps->tok = T_AND;
-        else if (ps->tl == 2 && !memcmp(p, "or", 2))
-            ps->tok = T_OR;
+        dc_lex_name(ps, p);
         return 0;
     }
     ps->tok = T_BAD;
@@ -241,45 +269,25 @@ static int dc_field(struct dc_parse *ps, const char *name, size_t len,
                    name);
 }
 
-/* The value at the current token as field f stores it, appended to out. */
-static int dc_value(struct dc_parse *ps, const struct dc_field *f,
-                    struct tdb_buf *out)
+/* A string value for string field f. */
+static int dc_string_value(struct dc_parse *ps, const struct dc_field *f,
+                           struct tdb_buf *out)
+{
+    if (ps->tok != T_STR)
+        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds "
+                       "strings: compare it with a quoted string", f->name);
+    if (f->cvn != TDB_VAR_NUM && ps->strl != f->cvn)
+        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds %u "
+                       "characters a cell", f->name, f->cvn);
+    return tdb_buf_append(out, ps->str, ps->strl) ? TDB_E_NOMEM : 0;
+}
+
+/* Number text num as one value of f's type, in b[0..vs) little-endian:
+ * the typed switch of the comparisons' values. */
+static int dc_number(struct dc_parse *ps, const struct dc_field *f,
+                     const char *num, uint8_t *b, size_t vs)
 {
     unsigned t = f->type;
-    char num[128];
-    bool var = f->cvn == TDB_VAR_NUM;
-    if (ps->tok == T_END)
-        return dc_fail(ps, "want a value at the end");
-    if (ps->tok == T_NAME && dc_is(ps, "val"))
-        return dc_fail(ps, "val(...) is not needed: write the value");
-    if (tdb_dt_is_string(t)) {
-        if (ps->tok != T_STR)
-            return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds "
-                           "strings: compare it with a quoted string",
-                           f->name);
-        if (!var && ps->strl != f->cvn)
-            return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds %u "
-                           "characters a cell", f->name, f->cvn);
-        return tdb_buf_append(out, ps->str, ps->strl) ? TDB_E_NOMEM : 0;
-    }
-    if (f->enumerated)
-        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' is an "
-                       "enumeration: compare its index (a number)", f->name);
-    if (var || f->cvn != 1)
-        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds several "
-                       "values a cell; conditions compare one", f->name);
-    size_t vs = tdb_dt_size(t);
-    uint8_t b[8] = {0};
-    if (t == TDB_BOOL && ps->tok == T_NAME &&
-        (dc_is(ps, "True") || dc_is(ps, "False"))) {
-        b[0] = dc_is(ps, "True");
-        return tdb_buf_append(out, b, 1) ? TDB_E_NOMEM : 0;
-    }
-    if ((ps->tok != T_INT && ps->tok != T_FLOAT) || ps->tl >= sizeof num)
-        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds numbers: "
-                       "compare it with a number", f->name);
-    memcpy(num, ps->ts, ps->tl);
-    num[ps->tl] = 0;
     char *e;
     errno = 0;
     if (tdb_dt_is_float(t)) {
@@ -319,6 +327,42 @@ static int dc_value(struct dc_parse *ps, const struct dc_field *f,
                        "which conditions do not compare", f->name,
                        tdb_dt_name(t));
     }
+    return 0;
+}
+
+/* The value at the current token as field f stores it, appended to out. */
+static int dc_value(struct dc_parse *ps, const struct dc_field *f,
+                    struct tdb_buf *out)
+{
+    unsigned t = f->type;
+    char num[128];
+    if (ps->tok == T_END)
+        return dc_fail(ps, "want a value at the end");
+    if (ps->tok == T_NAME && dc_is(ps, "val"))
+        return dc_fail(ps, "val(...) is not needed: write the value");
+    if (tdb_dt_is_string(t))
+        return dc_string_value(ps, f, out);
+    if (f->enumerated)
+        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' is an "
+                       "enumeration: compare its index (a number)", f->name);
+    if (f->cvn != 1)                    /* TDB_VAR_NUM too */
+        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds several "
+                       "values a cell; conditions compare one", f->name);
+    size_t vs = tdb_dt_size(t);
+    uint8_t b[8] = {0};
+    if (t == TDB_BOOL && ps->tok == T_NAME &&
+        (dc_is(ps, "True") || dc_is(ps, "False"))) {
+        b[0] = dc_is(ps, "True");
+        return tdb_buf_append(out, b, 1) ? TDB_E_NOMEM : 0;
+    }
+    if ((ps->tok != T_INT && ps->tok != T_FLOAT) || ps->tl >= sizeof num)
+        return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' holds numbers: "
+                       "compare it with a number", f->name);
+    memcpy(num, ps->ts, ps->tl);
+    num[ps->tl] = 0;
+    int r = dc_number(ps, f, num, b, vs);
+    if (r)
+        return r;
     return tdb_buf_append(out, b, vs) ? TDB_E_NOMEM : 0;
 }
 
@@ -419,53 +463,43 @@ fail:
     return r;
 }
 
-/* A comparison: FIELD OP VALUE, VALUE OP FIELD, FIELD [not] in LIST,
- * FIELD is [not] None. */
-static int dc_cmp(struct dc_parse *ps, struct dc_node **out)
+/* VALUE OP FIELD, at the value: read once the field is known. */
+static int dc_cmp_value_first(struct dc_parse *ps, struct dc_node **out)
 {
     static const uint8_t flip[6] = {DELCOND_GT, DELCOND_GE, DELCOND_LT, DELCOND_LE, DELCOND_EQ, DELCOND_NE};
     struct dc_field f;
+    struct dc_parse at = *ps;
     int r;
-    bool value_first = ps->tok == T_INT || ps->tok == T_FLOAT ||
-                       ps->tok == T_STR || dc_is(ps, "True") ||
-                       dc_is(ps, "False");
-    if (value_first) {
-        /* VALUE OP FIELD: the value is read once the field is known */
-        struct dc_parse at = *ps;
-        if ((r = dc_next(ps)))
-            return r;
-        if (ps->tok != T_OP)
-            return dc_fail(ps, "want a comparison (==, !=, <, <=, >, >=)");
-        uint8_t op = flip[ps->cmp];
-        if ((r = dc_next(ps)) || (r = dc_field_ref(ps, &f)))
-            return r;
-        struct dc_node *n = dc_leaf(&f, op);
-        if (!n)
-            return tdb_err(ps->err, TDB_E_NOMEM, "out of memory");
-        struct dc_parse rest = *ps;
-        *ps = at;
-        r = dc_value(ps, &f, &n->data);
-        *ps = rest;
-        if (!r && ps->tok == T_OP)
-            r = dc_fail(ps, "a chain of comparisons: join them with and");
-        if (r) {
-            dc_free(n);
-            return r;
-        }
-        *out = n;
-        return 0;
-    }
-    if ((r = dc_field_ref(ps, &f)))
+    if ((r = dc_next(ps)))
         return r;
-    if (dc_is(ps, "in"))
-        return dc_set(ps, &f, false, out);
-    if (dc_is(ps, "not")) {
-        if ((r = dc_next(ps)))
-            return r;
-        if (!dc_is(ps, "in"))
-            return dc_fail(ps, "want in after not");
-        return dc_set(ps, &f, true, out);
+    if (ps->tok != T_OP)
+        return dc_fail(ps, "want a comparison (==, !=, <, <=, >, >=)");
+    uint8_t op = flip[ps->cmp];
+    if ((r = dc_next(ps)) || (r = dc_field_ref(ps, &f)))
+        return r;
+    struct dc_node *n = dc_leaf(&f, op);
+    if (!n)
+        return tdb_err(ps->err, TDB_E_NOMEM, "out of memory");
+    struct dc_parse rest = *ps;
+    *ps = at;
+    r = dc_value(ps, &f, &n->data);
+    *ps = rest;
+    if (!r && ps->tok == T_OP)
+        r = dc_fail(ps, "a chain of comparisons: join them with and");
+    if (r) {
+        dc_free(n);
+        return r;
     }
+    *out = n;
+    return 0;
+}
+
+/* After FIELD: is None, is not None (*null), or an operator; *op the
+ * comparison, the token after it the current one. */
+static int dc_cmp_op(struct dc_parse *ps, const struct dc_field *f,
+                     uint8_t *op, bool *null)
+{
+    int r;
     bool is = dc_is(ps, "is"), isnot = false;
     if (is) {
         if ((r = dc_next(ps)))
@@ -481,15 +515,42 @@ static int dc_cmp(struct dc_parse *ps, struct dc_node **out)
         return dc_fail(ps, "want a comparison (==, !=, <, <=, >, >=, in, "
                        "is None)");
     }
-    uint8_t op = is ? (isnot ? DELCOND_NE : DELCOND_EQ) : ps->cmp;
+    *op = is ? (isnot ? DELCOND_NE : DELCOND_EQ) : ps->cmp;
     if (!is && (r = dc_next(ps)))
         return r;
-    bool null = is || dc_is(ps, "None");
-    if (null && op != DELCOND_EQ && op != DELCOND_NE)
+    *null = is || dc_is(ps, "None");
+    if (*null && *op != DELCOND_EQ && *op != DELCOND_NE)
         return dc_fail(ps, "None is only tested with ==, !=, is, is not");
-    if (null && !f.nullable)
+    if (*null && !f->nullable)
         return tdb_err(ps->err, TDB_E_INVAL, "__delete: '%s' is not "
-                       "nullable: no cell of it is None", f.name);
+                       "nullable: no cell of it is None", f->name);
+    return 0;
+}
+
+/* A comparison: FIELD OP VALUE, VALUE OP FIELD, FIELD [not] in LIST,
+ * FIELD is [not] None. */
+static int dc_cmp(struct dc_parse *ps, struct dc_node **out)
+{
+    struct dc_field f;
+    int r;
+    if (ps->tok == T_INT || ps->tok == T_FLOAT || ps->tok == T_STR ||
+        dc_is(ps, "True") || dc_is(ps, "False"))
+        return dc_cmp_value_first(ps, out);
+    if ((r = dc_field_ref(ps, &f)))
+        return r;
+    if (dc_is(ps, "in"))
+        return dc_set(ps, &f, false, out);
+    if (dc_is(ps, "not")) {
+        if ((r = dc_next(ps)))
+            return r;
+        if (!dc_is(ps, "in"))
+            return dc_fail(ps, "want in after not");
+        return dc_set(ps, &f, true, out);
+    }
+    uint8_t op = 0;
+    bool null = false;
+    if ((r = dc_cmp_op(ps, &f, &op, &null)))
+        return r;
     struct dc_node *n = dc_leaf(&f, op);
     if (!n)
         return tdb_err(ps->err, TDB_E_NOMEM, "out of memory");
@@ -635,8 +696,65 @@ int tdb_delete_condition(const struct tdb_schema *s, const char *text,
     return r;
 }
 
+/* Whether cells can be deleted from the array of newest schema s, given
+ * key (NULL: none). */
+static int dc_deletable(const struct tdb_schema *s, const uint8_t *key,
+                        struct tdb_error *err)
+{
+    if (s->array_type != TDB_SPARSE)
+        return tdb_err(err, TDB_E_INVAL, "__delete: cells are deleted from "
+                       "sparse arrays only (as in TileDB 2.29)");
+    if (s->version < 16)
+        return tdb_err(err, TDB_E_UNSUPPORTED, "deletes need format 16 or "
+                       "later (the array's is %u)", s->version);
+    if (s->encryption == TDB_AES_256_GCM && !key)
+        return tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is "
+                       "needed");
+    return 0;
+}
+
+/* The delete's time: given (timestamp_ms), as it is; else now, after
+ * every commit of dir (as a fragment's). */
+static uint64_t dc_time(const struct tdb_arraydir *dir, uint64_t timestamp_ms)
+{
+    if (timestamp_ms)
+        return timestamp_ms;
+    uint64_t t = tdb_now_ms();
+    for (size_t i = 0; i < dir->ncands; i++)
+        if (dir->cands[i].ts.t2 >= t && dir->cands[i].ts.t2 < UINT64_MAX)
+            t = dir->cands[i].ts.t2 + 1;
+    for (size_t i = 0; i < dir->ndeletes; i++)
+        if (dir->deletes[i].ts.t2 >= t && dir->deletes[i].ts.t2 < UINT64_MAX)
+            t = dir->deletes[i].ts.t2 + 1;
+    return t;
+}
+
+/* Publishes file as __commits/__t_t_<uuid>_22.del; *name its name. */
+static int dc_publish(const struct tdb_io *io, uint64_t t,
+                      const struct tdb_buf *file, char **name,
+                      struct tdb_error *err)
+{
+    uint8_t rnd[16];
+    char nm[96], path[128], tmp[140];
+    int r = tdb_random(rnd, sizeof rnd, err);
+    if (r)
+        return r;
+    tdb_tsname_make(nm, sizeof nm, t, t, rnd, TDB_WRITE_VERSION);
+    snprintf(path, sizeof path, "__commits/%s.del", nm);
+    /* (a name tiledbfs-consolidate's sweep removes after a kill) */
+    snprintf(tmp, sizeof tmp, ".%s.del.cons.tmp", nm);
+    if (io->ops->mkdir && (r = io->ops->mkdir(io->ctx, "__commits")))
+        return tdb_err(err, r, "__commits: cannot create: %s",
+                       tdb_strerror(r));
+    if ((r = tdb_io_publish(io, tmp, path, file->data, file->len, err)))
+        return r;
+    if (!(*name = strdup(nm)))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    return 0;
+}
+
 int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
-                      const uint8_t *key, uint64_t timestamp_ms, char **name,
+                      const struct tdb_commit_options *at, char **name,
                       struct tdb_error *err)
 {
     *name = NULL;
@@ -646,53 +764,16 @@ int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
     struct tdb_buf cond = {0}, file = {0};
     int r = tdb_arraydir_load(io, 0, UINT64_MAX, &dir, err);
     if (!r)
-        r = tdb_array_schemas_load(io, dir, key, &schemas, &s, err);
-    if (r)
-        goto out;
-    if (s->array_type != TDB_SPARSE) {
-        r = tdb_err(err, TDB_E_INVAL, "__delete: cells are deleted from "
-                    "sparse arrays only (as in TileDB 2.29)");
-        goto out;
-    }
-    if (s->version < 16) {
-        r = tdb_err(err, TDB_E_UNSUPPORTED, "deletes need format 16 or later "
-                    "(the array's is %u)", s->version);
-        goto out;
-    }
-    bool enc = s->encryption == TDB_AES_256_GCM;
-    if (enc && !key) {
-        r = tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is "
-                    "needed");
-        goto out;
-    }
-    if ((r = tdb_delete_condition(s, text, len, &cond, err)) ||
-        (r = tdb_write_generic_tile(&cond, enc ? key : NULL, &file, err)))
-        goto out;
-    /* given: as it is; else now, after every commit (as a fragment's) */
-    uint64_t t = timestamp_ms ? timestamp_ms : tdb_now_ms();
-    for (size_t i = 0; !timestamp_ms && i < dir->ncands; i++)
-        if (dir->cands[i].ts.t2 >= t && dir->cands[i].ts.t2 < UINT64_MAX)
-            t = dir->cands[i].ts.t2 + 1;
-    for (size_t i = 0; !timestamp_ms && i < dir->ndeletes; i++)
-        if (dir->deletes[i].ts.t2 >= t && dir->deletes[i].ts.t2 < UINT64_MAX)
-            t = dir->deletes[i].ts.t2 + 1;
-    uint8_t rnd[16];
-    char nm[96], path[128], tmp[140];
-    if ((r = tdb_random(rnd, sizeof rnd, err)))
-        goto out;
-    tdb_tsname_make(nm, sizeof nm, t, t, rnd, TDB_WRITE_VERSION);
-    snprintf(path, sizeof path, "__commits/%s.del", nm);
-    /* (a name tiledbfs-consolidate's sweep removes after a kill) */
-    snprintf(tmp, sizeof tmp, ".%s.del.cons.tmp", nm);
-    if (io->ops->mkdir && (r = io->ops->mkdir(io->ctx, "__commits"))) {
-        r = tdb_err(err, r, "__commits: cannot create: %s", tdb_strerror(r));
-        goto out;
-    }
-    if ((r = tdb_io_publish(io, tmp, path, file.data, file.len, err)))
-        goto out;
-    if (!(*name = strdup(nm)))
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-out:
+        r = tdb_array_schemas_load(io, dir, at->key, &schemas, &s, err);
+    if (!r)
+        r = dc_deletable(s, at->key, err);
+    bool enc = !r && s->encryption == TDB_AES_256_GCM;
+    if (!r)
+        r = tdb_delete_condition(s, text, len, &cond, err);
+    if (!r)
+        r = tdb_write_generic_tile(&cond, enc ? at->key : NULL, &file, err);
+    if (!r)
+        r = dc_publish(io, dc_time(dir, at->timestamp_ms), &file, name, err);
     tdb_buf_free(&cond);
     tdb_buf_free(&file);
     for (size_t i = 0; i < schemas.n; i++)

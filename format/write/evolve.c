@@ -9,9 +9,11 @@
 #include <stdlib.h>
 
 int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
-                      const uint8_t *key, uint64_t timestamp_ms, char **name,
+                      const struct tdb_commit_options *at, char **name,
                       struct tdb_error *err)
 {
+    const uint8_t *key = at->key;
+    uint64_t timestamp_ms = at->timestamp_ms;
     struct tdb_arraydir *dir = NULL;
     struct tdb_schema_set set = {0};
     const struct tdb_schema *latest = NULL;

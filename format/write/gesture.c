@@ -83,9 +83,10 @@ int tdb_staged_gesture(const struct tdb_io *io, const struct tdb_io *staged,
     if ((rc = gesture_read(staged, staged_dir, gesture_file[kind], &text,
                            &len, err)))
         return rc;
+    const struct tdb_commit_options now = {key, 0};
     if (kind == GESTURE_DELETE)
-        rc = tdb_delete_commit(io, text, len, key, 0, name, err);
-    else if ((rc = tdb_schema_evolve(io, text, len, key, 0, name, err)))
+        rc = tdb_delete_commit(io, text, len, &now, name, err);
+    else if ((rc = tdb_schema_evolve(io, text, len, &now, name, err)))
         tdb_err_ctx(err, rc, "__evolve.json");
     free(text);
     return rc;

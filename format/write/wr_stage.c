@@ -141,6 +141,65 @@ static int wr_field_names(struct wr *w, struct wr_field *f, const char *base)
     return 0;
 }
 
+/* Field i of the fragment (attributes, then dimensions, then the
+ * special files): its name, type, filters and base file name; *cvn its
+ * cell_val_num. */
+static void wr_field_describe(const struct wr *w, struct wr_field *f,
+                              uint32_t i, char base[32], uint32_t *cvn)
+{
+    const struct tdb_schema *s = w->s;
+    f->is_dim = i >= s->nattrs && i < s->nattrs + s->ndims;
+    f->fid = i;
+    if (i >= s->nattrs + s->ndims) {
+        int k = wr_special_of(w, i - s->nattrs - s->ndims);
+        f->idx = (uint32_t)k;
+        f->name = wr_special[k][0];
+        f->type = TDB_UINT64;
+        *cvn = 1;
+        f->filters = &s->coords_filters;
+        snprintf(base, 32, "%s", wr_special[k][1]);
+    } else if (f->is_dim) {
+        const struct tdb_dim *d = &s->dims[i - s->nattrs];
+        f->idx = i - s->nattrs;
+        f->name = d->name;
+        f->type = d->type;
+        *cvn = d->cell_val_num;
+        f->filters = d->filters.n ? &d->filters : &s->coords_filters;
+        snprintf(base, 32, "d%u", f->idx);
+    } else {
+        const struct tdb_attr *a = &s->attrs[i];
+        f->idx = i;
+        f->name = a->name;
+        f->type = a->type;
+        *cvn = a->cell_val_num;
+        f->nullable = a->nullable;
+        f->filters = &a->filters;
+        snprintf(base, 32, "a%u", i);
+    }
+}
+
+/* Field f's value and cell sizes (cvn values a cell) and the files it
+ * has. */
+static int wr_field_sizes(struct wr *w, struct wr_field *f, uint32_t cvn)
+{
+    f->vsize = tdb_dt_size(f->type);
+    if (!f->vsize)
+        return tdb_err(w->err, TDB_E_UNSUPPORTED, "field '%s': datatype %u "
+                       "unknown", f->name, f->type);
+    f->var = cvn == TDB_VAR_NUM;
+    if (!f->var && (!cvn || !tdb_mul_ok(f->vsize, cvn, &f->cell_size)))
+        return tdb_err(w->err, TDB_E_UNSUPPORTED, "field '%s': cell_val_num "
+                       "%u", f->name, cvn);
+    if (f->var)
+        f->cell_size = f->vsize;
+    f->skip_offsets = f->var && tdb_pipeline_skips_offsets(
+                                    f->filters, f->type, TDB_WRITE_VERSION);
+    f->want[WR_VALUES] = true;
+    f->want[WR_OFFSETS] = f->var;
+    f->want[WR_VALIDITY] = f->nullable;
+    return 0;
+}
+
 int tdb_wr_fields_init(struct wr *w)
 {
     const struct tdb_schema *s = w->s;
@@ -153,53 +212,12 @@ int tdb_wr_fields_init(struct wr *w)
         return tdb_err(w->err, TDB_E_NOMEM, "out of memory");
     for (uint32_t i = 0; i < w->nf; i++) {
         struct wr_field *f = &w->f[i];
-        bool dim = i >= s->nattrs && i < s->nattrs + s->ndims;
         uint32_t cvn;
         char base[32];
-        f->is_dim = dim;
-        f->fid = i;
-        if (i >= s->nattrs + s->ndims) {
-            int k = wr_special_of(w, i - s->nattrs - s->ndims);
-            f->idx = (uint32_t)k;
-            f->name = wr_special[k][0];
-            f->type = TDB_UINT64;
-            cvn = 1;
-            f->filters = &s->coords_filters;
-            snprintf(base, sizeof base, "%s", wr_special[k][1]);
-        } else if (dim) {
-            const struct tdb_dim *d = &s->dims[i - s->nattrs];
-            f->idx = i - s->nattrs;
-            f->name = d->name;
-            f->type = d->type;
-            cvn = d->cell_val_num;
-            f->filters = d->filters.n ? &d->filters : &s->coords_filters;
-            snprintf(base, sizeof base, "d%u", f->idx);
-        } else {
-            const struct tdb_attr *a = &s->attrs[i];
-            f->idx = i;
-            f->name = a->name;
-            f->type = a->type;
-            cvn = a->cell_val_num;
-            f->nullable = a->nullable;
-            f->filters = &a->filters;
-            snprintf(base, sizeof base, "a%u", i);
-        }
-        f->vsize = tdb_dt_size(f->type);
-        if (!f->vsize)
-            return tdb_err(w->err, TDB_E_UNSUPPORTED, "field '%s': datatype %u "
-                           "unknown", f->name, f->type);
-        f->var = cvn == TDB_VAR_NUM;
-        if (!f->var && (!cvn || !tdb_mul_ok(f->vsize, cvn, &f->cell_size)))
-            return tdb_err(w->err, TDB_E_UNSUPPORTED, "field '%s': cell_val_num "
-                           "%u", f->name, cvn);
-        if (f->var)
-            f->cell_size = f->vsize;
-        f->skip_offsets = f->var && tdb_pipeline_skips_offsets(
-                                        f->filters, f->type, TDB_WRITE_VERSION);
-        f->want[WR_VALUES] = true;
-        f->want[WR_OFFSETS] = f->var;
-        f->want[WR_VALIDITY] = f->nullable;
-        int r = wr_field_names(w, f, base);
+        wr_field_describe(w, f, i, base, &cvn);
+        int r = wr_field_sizes(w, f, cvn);
+        if (!r)
+            r = wr_field_names(w, f, base);
         if (r)
             return r;
     }

@@ -189,12 +189,16 @@ static void meta_cut_at_every_call(bool crash)
         struct tdb_error err = {0};
         CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
         int32_t old = 1, neu = 2;
-        CHECK_EQ_INT(tdb_meta_write(&arr, "__meta", "k", TDB_INT32, 1, &old,
-                                    false, NULL, 10, &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&arr, "__meta",
+                                    &(struct tdb_meta_entry){"k", TDB_INT32, 1,
+                                    &old, false},
+                                    &(struct tdb_commit_options){NULL, 10},
+                                    &err), 0);
         struct tdb_io_fault f = {n, crash, 0, 0};
         CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
-        int r = tdb_meta_write(&fa, "__meta", "k", TDB_INT32, 1, &neu, false,
-                               NULL, 11, &err);
+        int r = tdb_meta_write(&fa, "__meta", &(struct tdb_meta_entry){"k",
+                               TDB_INT32, 1, &neu, false},
+                               &(struct tdb_commit_options){NULL, 11}, &err);
         if (n == 0) {
             CHECK_EQ_INT(r, 0);
             total = f.count;

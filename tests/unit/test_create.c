@@ -730,24 +730,43 @@ static void test_meta_write(void)
         CHECK_EQ_INT(tdb_array_create(&io, s, k, 1, &err), 0);
         int32_t v1[2] = {1, -2};
         uint8_t v3 = 7;
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k1", TDB_INT32, 2, v1,
-                                    false, k, 10, &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k2", TDB_CHAR, 5,
-                                    "hello", false, k, 11, &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k1", TDB_UINT8, 1, &v3,
-                                    false, k, 12, &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k2", 0, 0, NULL, true, k,
-                                    13, &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k1", TDB_INT32,
+                                    2, v1, false},
+                                    &(struct tdb_commit_options){k, 10},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k2", TDB_CHAR, 5,
+                                    "hello", false},
+                                    &(struct tdb_commit_options){k, 11},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k1", TDB_UINT8,
+                                    1, &v3, false},
+                                    &(struct tdb_commit_options){k, 12},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k2", 0, 0, NULL,
+                                    true}, &(struct tdb_commit_options){k, 13},
+                                    &err), 0);
         /* Same millisecond: applied in the order written. */
         for (int i = 0; i < 5; i++) {
             uint8_t x = (uint8_t)i;
-            CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k3", TDB_UINT8, 1,
-                                        &x, false, k, 20, &err), 0);
+            CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                        &(struct tdb_meta_entry){"k3",
+                                        TDB_UINT8, 1, &x, false},
+                                        &(struct tdb_commit_options){k, 20},
+                                        &err), 0);
         }
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k4", TDB_UINT8, 1, &v3,
-                                    false, k, 20, &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "k4", 0, 0, NULL, true, k,
-                                    20, &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k4", TDB_UINT8,
+                                    1, &v3, false},
+                                    &(struct tdb_commit_options){k, 20},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k4", 0, 0, NULL,
+                                    true}, &(struct tdb_commit_options){k, 20},
+                                    &err), 0);
 
         struct tdb_meta *m = NULL;
         CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
@@ -817,17 +836,28 @@ static void test_meta_write(void)
         tdb_names_free(&n);
 
         /* The empty key is a key (TileDB puts any key). */
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "", TDB_UINT8, 1, &v3,
-                                    false, k, 30, &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", &(struct tdb_meta_entry){"",
+                                    TDB_UINT8, 1, &v3, false},
+                                    &(struct tdb_commit_options){k, 30},
+                                    &err), 0);
         /* Refused writes. */
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "z", TDB_ANY, 1, &v3,
-                                    false, k, 30, &err), TDB_E_INVAL);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"z", TDB_ANY, 1,
+                                    &v3, false},
+                                    &(struct tdb_commit_options){k, 30},
+                                    &err), TDB_E_INVAL);
         CHECK(strstr(err.msg, "'z'") != NULL);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "z", TDB_UINT8, 2, NULL,
-                                    false, k, 30, &err), TDB_E_INVAL);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"z", TDB_UINT8, 2,
+                                    NULL, false},
+                                    &(struct tdb_commit_options){k, 30},
+                                    &err), TDB_E_INVAL);
         /* An empty value is a value (TileDB allows value_num 0). */
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "empty", TDB_INT64, 0,
-                                    NULL, false, k, 31, &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"empty",
+                                    TDB_INT64, 0, NULL, false},
+                                    &(struct tdb_commit_options){k, 31},
+                                    &err), 0);
         m = NULL;
         CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
                      0);

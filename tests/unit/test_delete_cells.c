@@ -219,7 +219,8 @@ static void test_refused(void)
         struct tdb_error err = {0};
         char *name = NULL;
         int rc = tdb_delete_commit(&io, bad[i].text, strlen(bad[i].text),
-                                   NULL, 0, &name, &err);
+                                   &(struct tdb_commit_options){NULL, 0},
+                                   &name, &err);
         CHECK_EQ_INT(rc, TDB_E_INVAL);
         if (!strstr(err.msg, bad[i].why)) {
             fprintf(stderr, "  '%s': %s (want '%s')\n", bad[i].text, err.msg,
@@ -235,7 +236,9 @@ static void test_refused(void)
         return;
     struct tdb_error err = {0};
     char *name = NULL;
-    CHECK_EQ_INT(tdb_delete_commit(&io, "a < 0", 5, NULL, 0, &name, &err),
+    CHECK_EQ_INT(tdb_delete_commit(&io, "a < 0", 5,
+                                   &(struct tdb_commit_options){NULL, 0},
+                                   &name, &err),
                  TDB_E_INVAL);
     CHECK(strstr(err.msg, "sparse arrays only") != NULL);
     CHECK_EQ_INT(count_dels(&io), 0);
@@ -262,7 +265,9 @@ static void test_view(void)
             break;
     }
     char *name = NULL;
-    CHECK_EQ_INT(tdb_delete_commit(&io, "a < 0", 5, NULL, 3, &name, &err), 0);
+    CHECK_EQ_INT(tdb_delete_commit(&io, "a < 0", 5,
+                                   &(struct tdb_commit_options){NULL, 3},
+                                   &name, &err), 0);
     CHECK(name && !strncmp(name, "__3_3_", 6));
     free(name);
     CHECK_EQ_INT(count_dels(&io), 1);
@@ -321,7 +326,8 @@ static void test_kills(void)
     char *name = NULL;
     before = view_digest(&io);
     CHECK_EQ_INT(tdb_io_faulty(&counting, &io, &all), 0);
-    CHECK_EQ_INT(tdb_delete_commit(&counting, cond, sizeof cond - 1, NULL, 0,
+    CHECK_EQ_INT(tdb_delete_commit(&counting, cond, sizeof cond - 1,
+                                   &(struct tdb_commit_options){NULL, 0},
                                    &name, &err), 0);
     free(name);
     total = all.count;
@@ -336,7 +342,8 @@ static void test_kills(void)
             return;
         CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
         name = NULL;
-        int rc = tdb_delete_commit(&faulty, cond, sizeof cond - 1, NULL, 0,
+        int rc = tdb_delete_commit(&faulty, cond, sizeof cond - 1,
+                                   &(struct tdb_commit_options){NULL, 0},
                                    &name, &err);
         free(name);
         tdb_io_free(&faulty);
@@ -345,8 +352,9 @@ static void test_kills(void)
         CHECK(rc != 0 || v == after);
         if (v == before) {
             name = NULL;
-            CHECK_EQ_INT(tdb_delete_commit(&io, cond, sizeof cond - 1, NULL, 0,
-                                           &name, &err), 0);
+            CHECK_EQ_INT(tdb_delete_commit(&io, cond, sizeof cond - 1,
+                                           &(struct tdb_commit_options){NULL,
+                                           0}, &name, &err), 0);
             free(name);
         }
         CHECK_EQ_INT(view_digest(&io), after);

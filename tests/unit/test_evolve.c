@@ -70,8 +70,9 @@ static void check_as_tiledb(const char *name, const char *evolution)
     CHECK_EQ_INT(tdb_generic_tile_read(&io, files[1], 0, NULL, &theirs,
                                        &next, &err), 0);
     CHECK_EQ_INT(io.ops->remove(io.ctx, files[1]), 0);
-    int rc = tdb_schema_evolve(&io, evolution, strlen(evolution), NULL, 2,
-                               &made, &err);
+    int rc = tdb_schema_evolve(&io, evolution, strlen(evolution),
+                               &(struct tdb_commit_options){NULL, 2}, &made,
+                               &err);
     if (rc)
         fprintf(stderr, "  %s: %s\n", name, err.msg);
     CHECK_EQ_INT(rc, 0);
@@ -184,7 +185,8 @@ static void test_enumerations(void)
         "\"INT32\", \"data_hex\": \"010000000200000003000000\"}],"
         " \"add_attributes\": [{\"name\": \"level\", \"datatype\": "
         "\"UINT8\", \"enumeration\": \"levels\", \"fill_hex\": \"00\"}]}";
-    int rc = tdb_schema_evolve(&io, evo, sizeof evo - 1, NULL, 5, &made,
+    int rc = tdb_schema_evolve(&io, evo, sizeof evo - 1,
+                               &(struct tdb_commit_options){NULL, 5}, &made,
                                &err);
     if (rc)
         fprintf(stderr, "  %s\n", err.msg);
@@ -237,8 +239,9 @@ static void test_enumerations(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         made = NULL;
-        rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json), NULL,
-                               6 + i, &made, &err);
+        rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json),
+                               &(struct tdb_commit_options){NULL, 6 + i},
+                               &made, &err);
         CHECK(rc != 0 && made == NULL);
         if (!strstr(err.msg, bad[i].says)) {
             fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n",
@@ -268,7 +271,8 @@ static void test_current_domain_refused(void)
         struct tdb_error err = {0};
         char *made = NULL;
         int rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json),
-                                   NULL, 5, &made, &err);
+                                   &(struct tdb_commit_options){NULL, 5},
+                                   &made, &err);
         CHECK(rc != 0 && made == NULL);
         if (!strstr(err.msg, bad[i].says)) {
             fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n",
@@ -300,8 +304,9 @@ static void test_views(void)
     /* at 5, after the corpus's times (1): TileDB and the engine take the
      * schema in force in listing order, so times of another number of
      * digits would sort before */
-    CHECK_EQ_INT(tdb_schema_evolve(&io, evo, sizeof evo - 1, NULL, 5, &made,
-                                   &err), 0);
+    CHECK_EQ_INT(tdb_schema_evolve(&io, evo, sizeof evo - 1,
+                                   &(struct tdb_commit_options){NULL, 5},
+                                   &made, &err), 0);
     free(made);
     tdb_open_options_init(&o);
     CHECK_EQ_INT(tdb_fs_open(&fs, &io, &o, &err), 0);
@@ -355,8 +360,8 @@ static void test_refused(void)
         char *made = NULL;
         /* the last at time 1, the schema's own */
         int rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json),
-                                   NULL, i + 1 < sizeof bad / sizeof *bad ? 0
-                                                                          : 1,
+                                   &(struct tdb_commit_options){NULL,
+                                   i + 1 < sizeof bad / sizeof *bad ? 0 : 1},
                                    &made, &err);
         CHECK(rc != 0 && made == NULL);
         if (!strstr(err.msg, bad[i].says)) {
@@ -386,7 +391,8 @@ static void test_kills(void)
     if (!unit_copy_case("enumeration", &dir, &io))
         return;
     CHECK_EQ_INT(tdb_io_faulty(&counting, &io, &all), 0);
-    CHECK_EQ_INT(tdb_schema_evolve(&counting, evo, sizeof evo - 1, NULL, 5,
+    CHECK_EQ_INT(tdb_schema_evolve(&counting, evo, sizeof evo - 1,
+                                   &(struct tdb_commit_options){NULL, 5},
                                    &made, &err), 0);
     free(made);
     tdb_io_free(&counting);
@@ -400,7 +406,8 @@ static void test_kills(void)
             return;
         CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
         made = NULL;
-        int rc = tdb_schema_evolve(&faulty, evo, sizeof evo - 1, NULL, 5,
+        int rc = tdb_schema_evolve(&faulty, evo, sizeof evo - 1,
+                                   &(struct tdb_commit_options){NULL, 5},
                                    &made, &err);
         free(made);
         tdb_io_free(&faulty);
@@ -411,8 +418,9 @@ static void test_kills(void)
         json_decref(schema);
         if (!evolved) {
             made = NULL;
-            CHECK_EQ_INT(tdb_schema_evolve(&io, evo, sizeof evo - 1, NULL, 6,
-                                           &made, &err), 0);
+            CHECK_EQ_INT(tdb_schema_evolve(&io, evo, sizeof evo - 1,
+                                           &(struct tdb_commit_options){NULL,
+                                           6}, &made, &err), 0);
             free(made);
         }
         schema = io_schema(&io);

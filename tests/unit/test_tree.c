@@ -410,9 +410,11 @@ static void test_meta_key_names(void)
         CHECK(shown && !strcmp(shown, keys[i][1]));
         free(shown);
         /* the value of each key is its index */
-        CHECK_EQ_INT(tdb_meta_write(&arr, "__meta", keys[i][0], TDB_UINT8, 1,
-                                    &(uint8_t){(uint8_t)i}, false, NULL,
-                                    (uint64_t)(10 + i), &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&arr, "__meta",
+                                    &(struct tdb_meta_entry){keys[i][0],
+                                    TDB_UINT8, 1, &(uint8_t){(uint8_t)i},
+                                    false}, &(struct tdb_commit_options){NULL,
+                                    (uint64_t)(10 + i)}, &err), 0);
     }
     struct tdb_open_options o;
     tdb_open_options_init(&o);
