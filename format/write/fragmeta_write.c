@@ -1891,10 +1891,8 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
         return rc;
 
     struct tdb_filter gz;
-    (void)tdb_filter_init(&gz, TDB_FILTER_GZIP);   /* GZIP keeps no state */
-    gz.level = FMW_GT_LEVEL;
     struct tdb_pipeline pipe = {FMW_GT_CHUNK, 1, &gz};
-    if (!gz.ops)
+    if (tdb_filter_init_level(&gz, TDB_FILTER_GZIP, FMW_GT_LEVEL))
         return tdb_err(err, TDB_E_UNSUPPORTED, "fragment metadata: no GZIP "
                        "filter");
     o.pipe = &pipe;

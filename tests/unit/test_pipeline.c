@@ -1,6 +1,7 @@
 /* test_pipeline.c: filter pipelines (parse, write), chunked tiles (decode,
  * encode, TileDB's chunking), and generic tiles (plain and encrypted). */
 #include "filters/filter.h"
+#include "filters/options.h"
 #include "model/generic_tile.h"
 #include "unit.h"
 
@@ -22,7 +23,7 @@ static void test_pipeline_parse_write(void)
     CHECK_EQ_INT(p.max_chunk_size, 65536);
     CHECK_EQ_INT(p.n, 2);
     CHECK_EQ_INT(p.f[0].type, TDB_FILTER_ZSTD);
-    CHECK_EQ_INT(p.f[0].level, 5);
+    CHECK_EQ_INT(tdb_filter_get_int(&p.f[0], "level"), 5);
     CHECK_EQ_INT(p.f[1].type, TDB_FILTER_BYTESHUFFLE);
     CHECK(tdb_pipeline_has(&p, TDB_FILTER_ZSTD));
     CHECK(!tdb_pipeline_has(&p, TDB_FILTER_GZIP));
@@ -201,8 +202,7 @@ static void test_checksum_guards(void)
 {
     /* MD5 checksum over an unfiltered tile: a flipped byte is caught */
     struct tdb_filter f = {.type = TDB_FILTER_CHECKSUM_MD5,
-                           .ops = &tdb_filter_checksum_md5,
-                           .reinterpret_type = TDB_ANY};
+                           .ops = &tdb_filter_checksum_md5};
     struct tdb_pipeline p = {.max_chunk_size = 65536, .n = 1, .f = &f};
     uint8_t data[1000];
     for (int i = 0; i < 1000; i++)
