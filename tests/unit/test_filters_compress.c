@@ -1462,6 +1462,90 @@ static void test_webp_array(void)
     tdb_schema_free(s);
 }
 
+/* A dense schema of one FLOAT64 attribute with `filters` (a JSON list). */
+static int filters_schema(const char *filters, struct tdb_schema **s,
+                          struct tdb_error *err)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+             "\"datatype\": \"INT32\", \"domain\": [1, 8], "
+             "\"tile_extent\": 4}], \"attrs\": [{\"name\": \"a\", "
+             "\"datatype\": \"FLOAT64\", \"filters\": [%s]}]}", filters);
+    return tdb_schema_from_json(json, strlen(json), s, err);
+}
+
+/* The options of the filters in schema JSON, as each filter's table takes
+ * them: what is refused and why, what is accepted and how it prints. */
+static void test_filter_json_options(void)
+{
+    static const struct {
+        const char *filter, *needle;
+    } bad[] = {
+        {"{\"type\": \"ZSTD\", \"level\": 2147483648}",
+         "[0].level: out of range"},
+        {"{\"type\": \"ZSTD\", \"level\": 1.5}", "is not an integer"},
+        {"{\"type\": \"BIT_WIDTH_REDUCTION\", \"max_window\": 0}",
+         "max_window: must not be 0"},
+        {"{\"type\": \"POSITIVE_DELTA\", \"max_window\": -1}",
+         "max_window: -1 is out of range (0 to 4294967295)"},
+        {"{\"type\": \"SCALE_FLOAT\", \"byte_width\": 3}",
+         "byte_width: 3 is not 1, 2, 4 or 8"},
+        {"{\"type\": \"SCALE_FLOAT\", \"byte_width\": 9}",
+         "byte_width: 9 is out of range (0 to 8)"},
+        {"{\"type\": \"SCALE_FLOAT\", \"scale\": null}",
+         "scale: expected a number"},
+        {"{\"type\": \"DELTA\", \"reinterpret_datatype\": 3}",
+         "reinterpret_datatype: expected a datatype name"},
+        {"{\"type\": \"DOUBLE_DELTA\", \"max_window\": 4}",
+         "unknown key \"max_window\""},
+        {"{\"type\": \"BYTESHUFFLE\", \"level\": 4}",
+         "unknown key \"level\""},
+        {"{\"type\": \"GZIP\", \"compressor\": 1}",
+         "unknown key \"compressor\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct tdb_schema *s = NULL;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(filters_schema(bad[i].filter, &s, &err), TDB_E_INVAL);
+        if (!strstr(err.msg, bad[i].needle)) {
+            fprintf(stderr, "  case %zu: '%s' lacks '%s'\n", i, err.msg,
+                    bad[i].needle);
+            CHECK(!"message");
+        }
+    }
+    /* null leaves the default; a level may be a decimal string; ANY is
+     * no reinterpretation and is not printed */
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(filters_schema("{\"type\": \"SCALE_FLOAT\", \"offset\": "
+                                "\"-Infinity\", \"byte_width\": 4}, "
+                                "{\"type\": \"ZSTD\", \"level\": null}, "
+                                "{\"type\": \"DELTA\", \"level\": \"-3\", "
+                                "\"reinterpret_datatype\": \"ANY\"}, "
+                                "{\"type\": \"BIT_WIDTH_REDUCTION\", "
+                                "\"max_window\": null}",
+                                &s, &err), 0);
+    if (!s) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    json_t *j = tdb_json_schema(s);
+    struct tdb_buf text = {0};
+    CHECK(j && tdb_json_dump(j, &text) == 0);
+    json_decref(j);
+    tdb_buf_put_u8(&text, 0);
+    CHECK(strstr((char *)text.data,
+                 "\"filters\": [{\"type\": \"SCALE_FLOAT\", \"scale\": 1, "
+                 "\"offset\": \"-Infinity\", \"byte_width\": 4}, "
+                 "{\"type\": \"ZSTD\", \"level\": -1}, "
+                 "{\"type\": \"DELTA\", \"level\": -3}, "
+                 "{\"type\": \"BIT_WIDTH_REDUCTION\", \"max_window\": 256}"
+                 "]") != NULL);
+    tdb_buf_free(&text);
+    tdb_schema_free(s);
+}
+
 /* What TileDB refuses of a schema with a WEBP filter, and bad options. */
 static void test_webp_schema_refused(void)
 {
@@ -1621,6 +1705,7 @@ int main(void)
     RUN(test_webp_damaged);
     RUN(test_webp_array);
     RUN(test_webp_schema_refused);
+    RUN(test_filter_json_options);
     RUN(test_names_and_types);
     return unit_done();
 }
