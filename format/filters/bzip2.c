@@ -146,7 +146,7 @@ static int bzip2_encode(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_options bzip2_defaults = {
     .compressor = TDB_COMPRESSOR_BZIP2,
-    .level = -1,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
 };
 
 const struct tdb_filter_ops tdb_filter_bzip2 = {

@@ -151,7 +151,8 @@ static unsigned delta_output_type(const struct tdb_filter *f, unsigned in_type)
 }
 
 static const struct tdb_delta_options delta_defaults = {
-    .c = {.compressor = TDB_COMPRESSOR_DELTA, .level = -1},
+    .c = {.compressor = TDB_COMPRESSOR_DELTA,
+          .level = TDB_FILTER_LEVEL_DEFAULT},
     .reinterpret_type = TDB_ANY,
 };
 

@@ -425,7 +425,7 @@ static int dictionary_encode(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_options dictionary_defaults = {
     .compressor = TDB_COMPRESSOR_DICTIONARY,
-    .level = -1,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
 };
 
 const struct tdb_filter_ops tdb_filter_dictionary = {

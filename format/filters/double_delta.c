@@ -319,7 +319,8 @@ static unsigned dd_output_type(const struct tdb_filter *f, unsigned in_type)
 }
 
 static const struct tdb_delta_options dd_defaults = {
-    .c = {.compressor = TDB_COMPRESSOR_DOUBLE_DELTA, .level = -1},
+    .c = {.compressor = TDB_COMPRESSOR_DOUBLE_DELTA,
+          .level = TDB_FILTER_LEVEL_DEFAULT},
     .reinterpret_type = TDB_ANY,
 };
 

@@ -70,6 +70,10 @@ struct tdb_filter {
  * NULL and its options all zero). */
 int tdb_filter_init(struct tdb_filter *f, unsigned type);
 
+/* The level a compressor's defaults hold: each library's own default
+ * (what TileDB records for a schema that names none). */
+#define TDB_FILTER_LEVEL_DEFAULT (-1)
+
 /* Makes f a compressor of `type` with its default options and compression
  * level `level` (what a writer picks for its own tiles).
  * @return 0, or TDB_E_INVAL when `type` is unknown or no compressor. */

@@ -99,7 +99,7 @@ static int gzip_encode(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_options gzip_defaults = {
     .compressor = TDB_COMPRESSOR_GZIP,
-    .level = -1,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
 };
 
 const struct tdb_filter_ops tdb_filter_gzip = {

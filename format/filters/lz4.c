@@ -72,7 +72,7 @@ static int lz4_encode(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_options lz4_defaults = {
     .compressor = TDB_COMPRESSOR_LZ4,
-    .level = -1,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
 };
 
 const struct tdb_filter_ops tdb_filter_lz4 = {

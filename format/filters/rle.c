@@ -417,7 +417,7 @@ static int rle_encode(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_options rle_defaults = {
     .compressor = TDB_COMPRESSOR_RLE,
-    .level = -1,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
 };
 
 const struct tdb_filter_ops tdb_filter_rle = {

@@ -124,7 +124,7 @@ static int zstd_encode(const struct tdb_filter_call *call,
 
 static const struct tdb_compress_options zstd_defaults = {
     .compressor = TDB_COMPRESSOR_ZSTD,
-    .level = -1,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
 };
 
 const struct tdb_filter_ops tdb_filter_zstd = {

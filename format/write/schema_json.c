@@ -17,10 +17,8 @@
 /* TileDB's defaults for what a schema JSON may leave out. */
 #define SJ_CHUNK 65536          /* pipeline max chunk size */
 #define SJ_CAPACITY 10000
-#define SJ_LEVEL -1             /* compressors: the library's default */
 #define SJ_MAX_CELL_VALS (UINT32_C(1) << 24)
 #define SJ_MAX_FILTERS 64
-#define SJ_FILTER_MAX_KEYS 8    /* "type" and a filter's JSON options */
 #define SJ_HILBERT_MAX_DIMS 16
 
 /* Where in the document a value sits, for messages ("dims[1].domain"). */
@@ -537,19 +535,21 @@ static int sj_filter_opt(json_t *obj, const struct sj_where *w,
 static int sj_filter_options(json_t *o, const struct sj_where *w,
                              struct tdb_filter *f, struct tdb_error *err)
 {
-    const char *known[SJ_FILTER_MAX_KEYS + 1] = {"type"};
-    unsigned n = 1;
+    const char *key;
+    json_t *v;
     int rc;
     for (unsigned i = 0; i < f->ops->n_options; i++) {
         const struct tdb_filter_opt *opt = &f->ops->options[i];
-        if (opt->flags & TDB_FOPT_NO_JSON)
-            continue;
-        if ((rc = sj_filter_opt(o, w, opt, f, err)))
+        if (!(opt->flags & TDB_FOPT_NO_JSON) &&
+            (rc = sj_filter_opt(o, w, opt, f, err)))
             return rc;
-        if (n < SJ_FILTER_MAX_KEYS)
-            known[n++] = opt->name;
     }
-    return sj_known_keys(o, known, w, err);
+    json_object_foreach(o, key, v) {
+        const struct tdb_filter_opt *opt = tdb_filter_opt_find(f->ops, key);
+        if (strcmp(key, "type") && (!opt || (opt->flags & TDB_FOPT_NO_JSON)))
+            return sj_bad(err, TDB_E_INVAL, w, "unknown key \"%s\"", key);
+    }
+    return 0;
 }
 
 /* One filter of a pipeline from its object. */
@@ -1117,8 +1117,10 @@ static int sj_schema_pipelines(json_t *o, const struct sj_where *top,
 {
     struct tdb_filter zstd, rle;
     int rc;
-    if ((rc = tdb_filter_init_level(&zstd, TDB_FILTER_ZSTD, SJ_LEVEL)) ||
-        (rc = tdb_filter_init_level(&rle, TDB_FILTER_RLE, SJ_LEVEL)))
+    if ((rc = tdb_filter_init_level(&zstd, TDB_FILTER_ZSTD,
+                                    TDB_FILTER_LEVEL_DEFAULT)) ||
+        (rc = tdb_filter_init_level(&rle, TDB_FILTER_RLE,
+                                    TDB_FILTER_LEVEL_DEFAULT)))
         return tdb_err(err, rc, "schema JSON: no ZSTD or RLE filter");
     if ((rc = sj_pipeline(o, "coords_filters", top, &zstd,
                           &s->coords_filters, err)) ||
