@@ -196,88 +196,129 @@ static int az_set_key(struct tdb_az_config *cfg, const char *b64,
     return 0;
 }
 
+/* A word of two: yes (*out true) or no (*out false), in any case.
+ * @return 0, or -1 when v is neither. */
+static int az_word(const char *v, const char *yes, const char *no, bool *out)
+{
+    if (!strcasecmp(v, yes))
+        *out = true;
+    else if (!strcasecmp(v, no))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+/* UseDevelopmentStorage (*dev, else false) and DefaultEndpointsProtocol
+ * (*https, else true) of the string's parts p.  @return 0 or
+ * TDB_E_INVAL. */
+static int az_connstr_flags(const struct az_parts *p, bool *dev, bool *https,
+                            struct tdb_error *err)
+{
+    *dev = false;
+    *https = true;
+    if (p->dev && az_word(p->dev, "true", "false", dev))
+        return tdb_err(err, TDB_E_INVAL, "connection string: "
+                       "UseDevelopmentStorage=%.16s: neither true nor "
+                       "false", p->dev);
+    if (p->proto && az_word(p->proto, "https", "http", https))
+        return tdb_err(err, TDB_E_INVAL, "connection string: "
+                       "DefaultEndpointsProtocol=%.16s: neither http nor "
+                       "https", p->proto);
+    return 0;
+}
+
+/* The account of parts p into cfg: AccountName, the development one, or
+ * the one the endpoint names; none is an error when need_account.
+ * @return 0, TDB_E_INVAL, TDB_E_NOMEM. */
+static int az_connstr_account(struct tdb_az_config *cfg,
+                              const struct az_parts *p, bool dev,
+                              bool need_account, struct tdb_error *err)
+{
+    bool named = p->account && p->account[0];
+    if (named)
+        cfg->account = strdup(p->account);
+    else if (dev)
+        cfg->account = strdup(TDB_AZ_DEV_ACCOUNT);
+    else if (cfg->endpoint)
+        cfg->account = az_account_of(cfg->endpoint);
+    if ((named || dev) && !cfg->account)
+        return az_nomem(err);
+    if (!cfg->account && need_account)
+        return tdb_err(err, TDB_E_INVAL, "connection string: no AccountName");
+    if (cfg->account && !az_account_ok(cfg->account))
+        return tdb_err(err, TDB_E_INVAL, "connection string: AccountName="
+                       "%.64s: not 3 to 24 lower-case letters and digits",
+                       cfg->account);
+    return 0;
+}
+
+/* The key (AccountKey, or the development one) and the SAS of parts p
+ * into cfg.  @return 0, TDB_E_INVAL, TDB_E_NOMEM. */
+static int az_connstr_secrets(struct tdb_az_config *cfg,
+                              const struct az_parts *p, bool dev,
+                              struct tdb_error *err)
+{
+    int r = 0;
+    if (p->key && p->key[0])
+        r = az_set_key(cfg, p->key, "connection string: AccountKey", err);
+    else if (dev)
+        r = az_set_key(cfg, TDB_AZ_DEV_KEY, "the development key", err);
+    if (!r && p->sas)
+        r = az_set_sas(&cfg->sas, p->sas, "connection string: "
+                       "SharedAccessSignature", err);
+    return r;
+}
+
+/* cfg's endpoint when the string named none: the development one, or
+ * the account's under EndpointSuffix (else core.windows.net).  @return
+ * 0, TDB_E_INVAL, TDB_E_NOMEM. */
+static int az_connstr_endpoint(struct tdb_az_config *cfg,
+                               const struct az_parts *p, bool dev,
+                               bool https, struct tdb_error *err)
+{
+    if (cfg->endpoint)
+        return 0;
+    if (dev)
+        return (cfg->endpoint = strdup(TDB_AZ_DEV_ENDPOINT)) ? 0
+                                                             : az_nomem(err);
+    if (!cfg->account)
+        return 0;
+    const char *suffix = p->suffix && p->suffix[0] ? p->suffix
+                                                   : "core.windows.net";
+    if (!az_sendable(suffix) || strpbrk(suffix, "/?"))
+        return tdb_err(err, TDB_E_INVAL, "connection string: "
+                       "EndpointSuffix=%.64s: not a host name", suffix);
+    if (asprintf(&cfg->endpoint, "%s://%s.blob.%s", https ? "https" : "http",
+                 cfg->account, suffix) < 0) {
+        cfg->endpoint = NULL;
+        return az_nomem(err);
+    }
+    return 0;
+}
+
 /* The connection string's values into cfg; without need_account a
  * string naming no account is taken too (the caller names one). */
 static int az_connstr(struct tdb_az_config *cfg, const char *text,
                       bool need_account, struct tdb_error *err)
 {
     struct az_parts p;
-    memset(cfg, 0, sizeof *cfg);
-    int r = az_split(&p, text, err);
     bool dev = false, https = true;
     const char *why;
-    if (r)
-        goto out;
-    r = TDB_E_INVAL;
-    if (p.dev && !strcasecmp(p.dev, "true"))
-        dev = true;
-    else if (p.dev && strcasecmp(p.dev, "false")) {
-        tdb_err(err, r, "connection string: UseDevelopmentStorage=%.16s: "
-                "neither true nor false", p.dev);
-        goto out;
-    }
-    if (p.proto && !strcasecmp(p.proto, "http")) {
-        https = false;
-    } else if (p.proto && strcasecmp(p.proto, "https")) {
-        tdb_err(err, r, "connection string: DefaultEndpointsProtocol=%.16s: "
-                "neither http nor https", p.proto);
-        goto out;
-    }
-    if (p.blob && p.blob[0] && !(cfg->endpoint = az_endpoint(p.blob, &why))) {
-        tdb_err(err, r, "connection string: BlobEndpoint=%.256s: %s", p.blob,
-                why);
-        goto out;
-    }
-    r = TDB_E_NOMEM;
-    if (p.account && p.account[0])
-        cfg->account = strdup(p.account);
-    else if (dev)
-        cfg->account = strdup(TDB_AZ_DEV_ACCOUNT);
-    else if (cfg->endpoint)
-        cfg->account = az_account_of(cfg->endpoint);
-    if ((p.account && p.account[0]) || dev) {
-        if (!cfg->account) {
-            az_nomem(err);
-            goto out;
-        }
-    }
-    if (!cfg->account && need_account) {
-        r = tdb_err(err, TDB_E_INVAL, "connection string: no AccountName");
-        goto out;
-    }
-    if (cfg->account && !az_account_ok(cfg->account)) {
-        r = tdb_err(err, TDB_E_INVAL, "connection string: AccountName=%.64s: "
-                    "not 3 to 24 lower-case letters and digits",
-                    cfg->account);
-        goto out;
-    }
-    if (p.key && p.key[0])
-        r = az_set_key(cfg, p.key, "connection string: AccountKey", err);
-    else if (dev)
-        r = az_set_key(cfg, TDB_AZ_DEV_KEY, "the development key", err);
-    else
-        r = 0;
-    if (!r && p.sas)
-        r = az_set_sas(&cfg->sas, p.sas, "connection string: "
-                       "SharedAccessSignature", err);
-    if (r)
-        goto out;
-    if (!cfg->endpoint && dev && !(cfg->endpoint = strdup(TDB_AZ_DEV_ENDPOINT)))
-        r = az_nomem(err);
-    else if (!cfg->endpoint && cfg->account) {
-        const char *suffix = p.suffix && p.suffix[0] ? p.suffix
-                                                     : "core.windows.net";
-        if (!az_sendable(suffix) || strpbrk(suffix, "/?")) {
-            r = tdb_err(err, TDB_E_INVAL, "connection string: "
-                        "EndpointSuffix=%.64s: not a host name", suffix);
-        } else if (asprintf(&cfg->endpoint, "%s://%s.blob.%s",
-                            https ? "https" : "http", cfg->account,
-                            suffix) < 0) {
-            cfg->endpoint = NULL;
-            r = az_nomem(err);
-        }
-    }
-out:
+    memset(cfg, 0, sizeof *cfg);
+    int r = az_split(&p, text, err);
+    if (!r)
+        r = az_connstr_flags(&p, &dev, &https, err);
+    if (!r && p.blob && p.blob[0] &&
+        !(cfg->endpoint = az_endpoint(p.blob, &why)))
+        r = tdb_err(err, TDB_E_INVAL, "connection string: BlobEndpoint="
+                    "%.256s: %s", p.blob, why);
+    if (!r)
+        r = az_connstr_account(cfg, &p, dev, need_account, err);
+    if (!r)
+        r = az_connstr_secrets(cfg, &p, dev, err);
+    if (!r)
+        r = az_connstr_endpoint(cfg, &p, dev, https, err);
     az_parts_free(&p);
     if (r)
         tdb_az_config_free(cfg);

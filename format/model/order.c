@@ -4,61 +4,20 @@
 
 #include <math.h>
 
-int tdb_value_cmp(unsigned type, const uint8_t *a, uint64_t na,
-                           const uint8_t *b, uint64_t nb)
-{
-    if (tdb_dt_is_string(type) || na != nb || na > 8) {
-        uint64_t n = na < nb ? na : nb;
-        int c = n ? memcmp(a, b, (size_t)n) : 0;
-        if (c)
-            return c < 0 ? -1 : 1;
-        return na < nb ? -1 : na > nb;
-    }
-    if (type == TDB_FLOAT32) {
-        float x, y;
-        memcpy(&x, a, 4);
-        memcpy(&y, b, 4);
-        return x < y ? -1 : x > y;
-    }
-    if (type == TDB_FLOAT64) {
-        double x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        return x < y ? -1 : x > y;
-    }
-    uint8_t ta[8] = {0}, tb[8] = {0};
-    memcpy(ta, a, (size_t)na);
-    memcpy(tb, b, (size_t)nb);
-    if (tdb_dt_is_signed_int(type)) {
-        int64_t x = (int64_t)tdb_le64(ta), y = (int64_t)tdb_le64(tb);
-        if (na < 8) { /* sign-extend */
-            unsigned sh = (unsigned)(64 - 8 * na);
-            x = (int64_t)((uint64_t)x << sh) >> sh;
-            y = (int64_t)((uint64_t)y << sh) >> sh;
-        }
-        return x < y ? -1 : x > y;
-    }
-    uint64_t x = tdb_le64(ta), y = tdb_le64(tb);
-    return x < y ? -1 : x > y;
-}
-
 /* Tile index of a fixed-size value along dim d: (v - lo) / extent. */
 static uint64_t order_tile(const struct tdb_dim *d, const uint8_t *v)
 {
     if (!d->has_extent || d->cell_val_num == TDB_VAR_NUM)
         return 0;
+    /* in the datatype's own arithmetic, as TileDB computes it */
     if (d->type == TDB_FLOAT32) {
-        float x, lo, e;
-        memcpy(&x, v, 4);
-        memcpy(&lo, d->lo, 4);
-        memcpy(&e, d->extent, 4);
+        float x = tdb_f32_load(v), lo = tdb_f32_load(d->lo);
+        float e = tdb_f32_load(d->extent);
         return e > 0 ? (uint64_t)((x - lo) / e) : 0;
     }
     if (d->type == TDB_FLOAT64) {
-        double x, lo, e;
-        memcpy(&x, v, 8);
-        memcpy(&lo, d->lo, 8);
-        memcpy(&e, d->extent, 8);
+        double x = tdb_f64_load(v), lo = tdb_f64_load(d->lo);
+        double e = tdb_f64_load(d->extent);
         return e > 0 ? (uint64_t)((x - lo) / e) : 0;
     }
     uint64_t e = tdb_dim_extent(d);
@@ -123,32 +82,10 @@ static uint64_t order_hilbert_coord(const struct tdb_dim *d, const uint8_t *v,
         }
         return r >> (64 - bits);
     }
-    double x, lo, hi;
-    unsigned t = d->type;
     uint64_t maxv = ((uint64_t)1 << bits) - 1;
-#define ORDER_AS_DOUBLE(T, LOAD)                                            \
-    do {                                                                    \
-        T xv, lv, hv;                                                       \
-        memcpy(&xv, v, sizeof xv);                                          \
-        memcpy(&lv, d->lo, sizeof lv);                                      \
-        memcpy(&hv, d->hi, sizeof hv);                                      \
-        x = (double)xv;                                                     \
-        lo = (double)lv;                                                    \
-        hi = (double)hv;                                                    \
-    } while (0)
-    switch (t) {
-    case TDB_INT8: ORDER_AS_DOUBLE(int8_t, 0); break;
-    case TDB_UINT8: case TDB_BOOL: ORDER_AS_DOUBLE(uint8_t, 0); break;
-    case TDB_INT16: ORDER_AS_DOUBLE(int16_t, 0); break;
-    case TDB_UINT16: ORDER_AS_DOUBLE(uint16_t, 0); break;
-    case TDB_INT32: ORDER_AS_DOUBLE(int32_t, 0); break;
-    case TDB_UINT32: ORDER_AS_DOUBLE(uint32_t, 0); break;
-    case TDB_UINT64: ORDER_AS_DOUBLE(uint64_t, 0); break;
-    case TDB_FLOAT32: ORDER_AS_DOUBLE(float, 0); break;
-    case TDB_FLOAT64: ORDER_AS_DOUBLE(double, 0); break;
-    default: ORDER_AS_DOUBLE(int64_t, 0); break; /* INT64, DATETIME, TIME */
-    }
-#undef ORDER_AS_DOUBLE
+    double x = tdb_value_load(d->type, v).d;
+    double lo = tdb_value_load(d->type, d->lo).d;
+    double hi = tdb_value_load(d->type, d->hi).d;
     double r = (x - lo) / (hi - lo) * (double)maxv;
     if (!(r >= 0))
         return 0;
@@ -203,17 +140,6 @@ uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c)
 
 /* ------------------------------------------------------------ integer keys */
 
-static inline uint64_t order_load(const uint8_t *v, unsigned size,
-                                  bool is_signed)
-{
-    switch (size) {
-    case 1: return is_signed ? (uint64_t)(int64_t)(int8_t)v[0] : v[0];
-    case 2: return is_signed ? (uint64_t)(int64_t)(int16_t)tdb_le16(v) : tdb_le16(v);
-    case 4: return is_signed ? (uint64_t)(int64_t)(int32_t)tdb_le32(v) : tdb_le32(v);
-    default: return tdb_le64(v);
-    }
-}
-
 static bool order_key_int_dim(const struct tdb_dim *d)
 {
     return d->cell_val_num != TDB_VAR_NUM && tdb_dt_is_integer(d->type);
@@ -233,7 +159,7 @@ static bool order_key_add(struct tdb_order_key *k, const struct tdb_dim *d,
     p->dim = dim;
     p->size = tdb_dt_size(d->type);
     p->is_signed = tdb_dt_is_signed_int(d->type);
-    p->lo = order_load(d->lo, p->size, p->is_signed);
+    p->lo = tdb_int_load(d->lo, p->size, p->is_signed);
     p->extent = extent;
     p->shift = -1;
     for (int b = 0; b < 64 && extent; b++)
@@ -326,7 +252,8 @@ bool tdb_order_key_of(const struct tdb_order_key *k, const struct tdb_coords *c,
     }
     for (unsigned i = 0; i < k->nparts; i++) {
         const struct tdb_order_part *p = &k->part[i];
-        uint64_t off = order_load(c->v[p->dim], p->size, p->is_signed) - p->lo;
+        uint64_t off =
+            tdb_int_load(c->v[p->dim], p->size, p->is_signed) - p->lo;
         /* (divisions only where needed: they cost more than the rest) */
         uint64_t digit = !p->extent       ? off
                          : p->shift >= 0 ? off >> p->shift
@@ -368,8 +295,8 @@ size_t tdb_order_keys(const struct tdb_order_key *k, const uint8_t *const *base,
             continue;
         }
         for (size_t i = 0; i < n; i++) {
-            uint64_t off = order_load(v + (size_t)p->size * i, p->size,
-                                      p->is_signed) - lo;
+            uint64_t off = tdb_int_load(v + (size_t)p->size * i, p->size,
+                                     p->is_signed) - lo;
             uint64_t digit = !p->extent ? off : sh >= 0 ? off >> sh
                                                          : off / p->extent;
             bad |= digit > maxd;

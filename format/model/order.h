@@ -1,9 +1,11 @@
 /* order.h: the global order of sparse cells (order.c): tile order, then
  * cell order, or the Hilbert curve, as FORMAT-NOTES describes TileDB's
- * behaviour; comparisons of single values and of whole coordinates. */
+ * behaviour; comparisons of whole coordinates (of single values:
+ * core/value.h, which callers of the order get with it). */
 #ifndef TDB_ORDER_H
 #define TDB_ORDER_H
 
+#include "core/value.h"
 #include "model/schema.h"
 
 /* One cell's coordinates: per dimension a pointer and a size. */
@@ -17,9 +19,6 @@ struct tdb_coords {
  * in when the schema uses Hilbert order (compute with tdb_hilbert). */
 int tdb_order_cmp(const struct tdb_schema *s, const struct tdb_coords *a,
                   uint64_t ha, const struct tdb_coords *b, uint64_t hb);
-/* Compares two values of a datatype (strings bytewise, shorter first). */
-int tdb_value_cmp(unsigned type, const uint8_t *a, uint64_t na,
-                  const uint8_t *b, uint64_t nb);
 bool tdb_coords_equal(const struct tdb_schema *s, const struct tdb_coords *a,
                       const struct tdb_coords *b);
 uint64_t tdb_hilbert(const struct tdb_schema *s, const struct tdb_coords *c);

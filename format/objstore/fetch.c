@@ -460,21 +460,16 @@ static int os_got_copy(const struct os_got *g, uint64_t off, void *buf,
     return 0;
 }
 
-int tdb_os_fetched_read(struct objstore *s, const char *norm, uint64_t off,
-                        void *buf, size_t len, int *rc)
+/* Holds g for a read, and waits until it is fetched: one waiting for room
+ * starts now.  s->lock held (dropped meanwhile).  @return false when it
+ * cannot start (g not held then). */
+static bool os_got_hold(struct objstore *s, struct os_got *g)
 {
-    pthread_mutex_lock(&s->lock);
-    struct os_got *g = os_got_find(s, norm, off, len);
-    if (!g) {
-        pthread_mutex_unlock(&s->lock);
-        return 0;
-    }
     g->refs++;
     if (g->state == OS_GOT_WAIT) {      /* wanted now: it waits no more */
         if (!os_got_promote(s, g)) {
             g->refs--;
-            pthread_mutex_unlock(&s->lock);
-            return 0;
+            return false;
         }
         pthread_mutex_unlock(&s->lock);
         os_got_start(s, g);
@@ -482,6 +477,50 @@ int tdb_os_fetched_read(struct objstore *s, const char *norm, uint64_t off,
     }
     while (g->state == OS_GOT_FLIGHT)
         pthread_cond_wait(&s->cv, &s->lock);
+    return true;
+}
+
+/* What a read served from a fetch gives the disk cache, once s->lock is
+ * dropped: a whole file once (a copy of it), a range as it was read. */
+struct os_keep {
+    char *ident;            /* NULL: nothing */
+    uint8_t *copy;          /* a whole file's bytes */
+    const void *data;
+    uint64_t off, len;
+};
+
+/* What of g goes to the disk cache after [off, off + len) of it was
+ * read into buf.  s->lock held. */
+static void os_keep_take(struct objstore *s, struct os_got *g, uint64_t off,
+                         size_t len, const void *buf, struct os_keep *k)
+{
+    bool whole = g->whole;
+    k->off = whole ? 0 : off;
+    k->len = whole ? g->len : len;
+    if (!g->ident || !s->disk || (whole && g->kept))
+        return;
+    k->ident = strdup(g->ident);
+    if (!whole) {
+        k->data = buf;
+    } else if (k->ident && (k->copy = malloc(k->len ? (size_t)k->len : 1))) {
+        memcpy(k->copy, g->data, (size_t)k->len);
+        g->kept = true;
+        k->data = k->copy;
+    } else {
+        free(k->ident);
+        k->ident = NULL;
+    }
+}
+
+int tdb_os_fetched_read(struct objstore *s, const char *norm, uint64_t off,
+                        void *buf, size_t len, int *rc)
+{
+    pthread_mutex_lock(&s->lock);
+    struct os_got *g = os_got_find(s, norm, off, len);
+    if (!g || !os_got_hold(s, g)) {
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+    }
     int served = 1;
     *rc = 0;
     if (g->state < 0)
@@ -492,22 +531,10 @@ int tdb_os_fetched_read(struct objstore *s, const char *norm, uint64_t off,
     else
         *rc = os_got_copy(g, off, buf, len);
     g->used = tdb_os_clock_ms();
-    /* what was fetched goes to disk: a whole file once, a range as read */
-    bool whole = g->whole;
-    char *ident = NULL;
-    uint8_t *copy = NULL;
-    uint64_t clen = whole ? g->len : len;
-    if (served && !*rc && g->ident && s->disk && !(whole && g->kept)) {
-        ident = strdup(g->ident);
-        if (whole && ident && (copy = malloc(clen ? (size_t)clen : 1))) {
-            memcpy(copy, g->data, (size_t)clen);
-            g->kept = true;
-        } else if (whole) {
-            free(ident);
-            ident = NULL;
-        }
-    }
-    if (!whole && served && !*rc)
+    struct os_keep k = {0};
+    if (served && !*rc)
+        os_keep_take(s, g, off, len, buf, &k);
+    if (!g->whole && served && !*rc)
         g->taken += len;
     g->refs--;
     struct os_got *start[16];
@@ -520,11 +547,10 @@ int tdb_os_fetched_read(struct objstore *s, const char *norm, uint64_t off,
     pthread_mutex_unlock(&s->lock);
     for (size_t i = 0; i < nstart; i++)
         os_got_start(s, start[i]);
-    if (ident)
-        tdb_os_disk_put(s->disk, ident, whole ? 0 : off, clen,
-                        whole ? copy : buf);
-    free(copy);
-    free(ident);
+    if (k.ident)
+        tdb_os_disk_put(s->disk, k.ident, k.off, k.len, k.data);
+    free(k.copy);
+    free(k.ident);
     return served;
 }
 

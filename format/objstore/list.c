@@ -291,10 +291,13 @@ static int os_list_page(struct objstore *s, struct os_call *c, const char *kpref
     return r;
 }
 
-int tdb_os_list_keys(struct objstore *s, const char *kprefix, bool delim,
-                     unsigned max, struct tdb_store_dent **out, size_t *nout,
+int tdb_os_list_keys(struct objstore *s, const struct os_list_ask *ask,
+                     struct tdb_store_dent **out, size_t *nout,
                      struct tdb_error *err)
 {
+    const char *kprefix = ask->kprefix;
+    bool delim = ask->delim;
+    unsigned max = ask->max;
     struct tdb_store_dent *all = NULL;
     size_t n = 0, cap = 0;
     char *token = NULL;

@@ -586,7 +586,10 @@ static void os_join(struct os_loop *L)
     L->joinable = false;
 }
 
-int tdb_os_submit(struct objstore *s, struct os_call *c)
+/* Readies c for its first try: the bytes a PUT sends and their hash
+ * (when the protocol signs it), its URI, nothing left of an earlier
+ * call, its deadline.  @return 0 or a TDB_E_* code. */
+static int os_call_prepare(struct objstore *s, struct os_call *c)
 {
     struct os_loop *L = &s->loop;
     if (c->body && !strcmp(c->method, "PUT")) {
@@ -621,6 +624,14 @@ int tdb_os_submit(struct objstore *s, struct os_call *c)
     bool read = !strcmp(c->method, "GET") || !strcmp(c->method, "HEAD");
     uint64_t t = c->timeout_ms ? c->timeout_ms : read ? L->timeout_ms : 0;
     c->deadline = t ? tdb_os_clock_ms() + t : 0;
+    return 0;
+}
+
+/* Queues c, starting the I/O thread when it does not run (else waking
+ * it).  @return 0, or TDB_E_NOMEM (no thread: c is off the queue). */
+static int os_enqueue(struct objstore *s, struct os_call *c)
+{
+    struct os_loop *L = &s->loop;
     pthread_mutex_lock(&L->lock);
     if (L->running && L->pid != getpid())
         os_after_fork(L);
@@ -645,7 +656,13 @@ int tdb_os_submit(struct objstore *s, struct os_call *c)
         curl_multi_wakeup(L->multi);
     }
     pthread_mutex_unlock(&L->lock);
-    if (r) {
+    return r;
+}
+
+int tdb_os_submit(struct objstore *s, struct os_call *c)
+{
+    int r = os_call_prepare(s, c);
+    if (!r && (r = os_enqueue(s, c))) {
         free(c->uri);
         free(c->url);
         c->uri = c->url = NULL;

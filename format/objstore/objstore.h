@@ -278,6 +278,38 @@ struct os_pending *tdb_os_pending_find(struct objstore *s, const char *norm);
 char *tdb_os_ident(struct objstore *s, const char *key, const char *etag,
                    uint64_t size);
 
+/* ------------------------------------ the I/O ops (read_ops.c, write_ops.c) */
+
+/* The ops of struct tdb_io_ops over backend ctx (backend.c's table):
+ * reads of a write in progress, of what was fetched ahead, of the disk
+ * cache or of the store; sizes and folders as the listings and HEADs
+ * say; one folder's listing.  Each @return 0 or a TDB_E_* code. */
+int tdb_os_op_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+                      size_t len);
+int tdb_os_op_size(void *ctx, const char *path, uint64_t *size);
+int tdb_os_op_is_dir(void *ctx, const char *path, bool *is_dir);
+int tdb_os_op_list(void *ctx, const char *path, tdb_io_list_fn fn,
+                   void *arg);
+/* Writes go to a temporary file per object, PUT by sync (or by a rename,
+ * under the new name); a rename copies and DELETEs (a folder key by
+ * key); a removal DELETEs.  Each @return 0 or a TDB_E_* code. */
+int tdb_os_op_write_at(void *ctx, const char *path, uint64_t off,
+                       const void *buf, size_t len);
+int tdb_os_op_sync(void *ctx, const char *path);
+int tdb_os_op_rename(void *ctx, const char *from, const char *to);
+int tdb_os_op_remove(void *ctx, const char *path);
+
+/* HEAD of key: its size.  @return 0, TDB_E_NOENT, TDB_E_IO. */
+int tdb_os_head(struct objstore *s, const char *key, uint64_t *size);
+/* Does any key start with "KEY/"?  @return 1, 0 or a TDB_E_* code. */
+int tdb_os_has_children(struct objstore *s, const char *key);
+/* Closes and frees an object being written, off the list (NULL:
+ * nothing). */
+void tdb_os_pending_free(struct os_pending *p);
+/* Something changed at norm through the backend: what the listings and
+ * the fetches ahead held of it goes. */
+void tdb_os_changed(struct objstore *s, const char *norm);
+
 /* ------------------------------------------------ uploads (_upload.c) */
 
 /* Stores the first len bytes of fd as key: one PUT, or a multipart upload
@@ -325,12 +357,20 @@ int tdb_os_dir_take(struct objstore *s, const char *norm, struct tdb_store_dent 
 void tdb_os_dir_forget(struct objstore *s, const char *path);
 /* Drops every listing (s->lock held). */
 void tdb_os_dir_clear(struct objstore *s);
-/* A listing of keys starting with kprefix: with a delimiter one level
- * (entries named after kprefix, folders with is_dir), else every key
- * below; at most `max` keys (0: all, page after page).  With err,
- * failures are named.  @return 0 or a TDB_E_* code. */
-int tdb_os_list_keys(struct objstore *s, const char *kprefix, bool delim,
-                     unsigned max, struct tdb_store_dent **out, size_t *nout,
+/* What a listing of keys asks for: the keys starting with kprefix; with
+ * a delimiter one level (entries named after kprefix, folders with
+ * is_dir), else every key below; at most `max` keys (0: all, page after
+ * page). */
+struct os_list_ask {
+    const char *kprefix;
+    bool delim;
+    unsigned max;
+};
+/* The listing `ask` says, into out[nout] (free with
+ * tdb_store_dents_free).  With err, failures are named.  @return 0 or a
+ * TDB_E_* code. */
+int tdb_os_list_keys(struct objstore *s, const struct os_list_ask *ask,
+                     struct tdb_store_dent **out, size_t *nout,
                      struct tdb_error *err);
 /* Starts a listing of folder norm ahead (tree: every folder below). */
 void tdb_os_want_list(struct objstore *s, const char *norm, bool tree);

@@ -2,6 +2,7 @@
  * .validity) read over a sequence of cells, decoding only the tiles a byte
  * range touches (docs/LAYOUT.md "An array"). */
 #include "read/view.h"
+#include "read/plan.h"
 
 #include <stdlib.h>
 
@@ -557,7 +558,7 @@ static int view_walk_runs(struct tdb_fieldfile *ff, uint64_t c0,
     return 0;
 }
 
-/* view_copy_fast over a sparse plan's one-byte entries (view.h), from the
+/* view_copy_fast over a sparse plan's one-byte entries (plan.h), from the
  * entry at pp (which starts at the window's next cell) to cell c1; cs: the
  * bytes of a cell (a constant where inlined).  With no more fragments
  * than slots a slot's fragment is the entry's (or lim == first). */
@@ -573,20 +574,16 @@ static VIEW_INLINE void view_copy_plan_cs(const struct view_pins *vp,
                                      uint64_t *pieces)
 {
     const uint8_t *p0 = pp->p, *p = p0, *pe = pp->end;
-    uint64_t *next = pp->next, cell = pp->cell, smask = pp->smask;
-    unsigned shift = pp->shift;
+    uint64_t *next = pp->next, cell = pp->cell;
     struct tdb_frag *const *frags = pp->frags;
     bool own = pp->nfrags <= VIEW_CUR;
     uint8_t *dst = w->dst + (w->pos - w->off);
     uint64_t cmax = cell + (w->end - w->pos) / cs;
     if (cmax > c1)
         cmax = c1;
-    while (p < pe) {
-        unsigned h = *p;
-        if (h & 0x81)           /* a longer entry, or one with a skip */
-            break;
-        size_t slot = h >> 1 & smask;
-        uint64_t count = (h >> shift) + 1;
+    size_t slot;
+    uint64_t count;
+    while (p < pe && tdb_plan_short(pp, *p, &slot, &count)) {
         const struct view_cur *k = &vp->cur[slot % VIEW_CUR];
         uint64_t i = next[slot] - k->first;
         if (i >= k->lim - k->first || count > k->lim - k->first - i ||
@@ -628,16 +625,12 @@ static void view_plan_plan(struct view_pins *vp, struct tdb_plan_pos *pp,
                            uint64_t c1, uint64_t *pieces)
 {
     const uint8_t *p0 = pp->p, *p = p0, *pe = pp->end;
-    uint64_t *next = pp->next, cell = pp->cell, smask = pp->smask;
-    unsigned shift = pp->shift;
+    uint64_t *next = pp->next, cell = pp->cell;
     struct tdb_frag *const *frags = pp->frags;
     bool own = pp->nfrags <= VIEW_CUR;
-    while (p < pe) {
-        unsigned h = *p;
-        if (h & 0x81)
-            break;
-        size_t slot = h >> 1 & smask;
-        uint64_t count = (h >> shift) + 1;
+    size_t slot;
+    uint64_t count;
+    while (p < pe && tdb_plan_short(pp, *p, &slot, &count)) {
         struct view_cur *k = &vp->cur[slot % VIEW_CUR];
         uint64_t i = next[slot] - k->first;
         if (!k->told || i >= k->end - k->first ||
@@ -694,11 +687,11 @@ static int view_plan_steps(struct tdb_fieldfile *ff, struct tdb_plan_pos *pp,
                            uint64_t c1, struct view_visit *v,
                            struct view_pins *vp, struct tdb_error *err)
 {
-    struct tdb_cells *cells = ff->cells;
+    struct tdb_plan *pl = tdb_cells_plan(ff->cells);
     for (;;) {
         uint64_t cb, entries;
         const uint64_t *nb;
-        size_t ck = cells->ops->plan_ckpt(cells, pp, c1, &cb, &nb, &entries);
+        size_t ck = tdb_plan_ckpt(pl, pp, c1, &cb, &nb, &entries);
         if (!ck)
             return 0;
         for (size_t f = 0; f < pp->nfrags; f++)
@@ -713,7 +706,7 @@ static int view_plan_steps(struct tdb_fieldfile *ff, struct tdb_plan_pos *pp,
                 return r;
         }
         v->pieces += entries;
-        cells->ops->plan_goto(cells, pp, ck);
+        tdb_plan_goto(pl, pp, ck);
     }
 }
 
@@ -723,13 +716,13 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
                           uint64_t c1, struct view_visit *v,
                           struct view_pins *vp, struct tdb_error *err)
 {
-    struct tdb_cells *cells = ff->cells;
+    struct tdb_plan *pl = tdb_cells_plan(ff->cells);
     struct tdb_plan_pos pp;
-    int r = cells->ops->plan_seek(cells, c0, &pp, err);
+    int r = tdb_plan_seek(pl, c0, &pp, err);
     if (r)
         return r;
     while (c0 < c1) {
-        if (pp.p >= pp.end && !cells->ops->plan_more(cells, &pp)) {
+        if (pp.p >= pp.end && !tdb_plan_more(pl, &pp)) {
             r = tdb_err(err, TDB_E_CORRUPT, "view: no cells at %llu",
                         (unsigned long long)c0);
             break;
@@ -748,7 +741,7 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
             else
                 view_plan_plan(vp, &pp, c1, &v->pieces);
             c0 = pp.cell;
-            if (c0 >= c1 || (pp.p >= pp.end && !cells->ops->plan_more(cells, &pp)))
+            if (c0 >= c1 || (pp.p >= pp.end && !tdb_plan_more(pl, &pp)))
                 continue;
         }
         size_t slot;
@@ -772,7 +765,7 @@ static int view_walk_plan(struct tdb_fieldfile *ff, uint64_t c0,
             pp.p = np;
         }
     }
-    cells->ops->plan_done(cells, &pp);
+    tdb_plan_done(pl, &pp);
     return r < 0 ? r : 0;
 }
 
@@ -783,8 +776,9 @@ static int view_walk(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
     vp.n = vp.next = 0;
     memset(vp.cur, 0, sizeof vp.cur);
     vp.how = v->how ? *v->how : (struct view_how){TDB_TAKE_LOAD, NULL, NULL};
-    int r = ff->cells->ops->plan_seek ? view_walk_plan(ff, c0, c1, v, &vp, err)
-                                      : view_walk_runs(ff, c0, c1, v, &vp, err);
+    int r = tdb_cells_plan(ff->cells)
+                ? view_walk_plan(ff, c0, c1, v, &vp, err)
+                : view_walk_runs(ff, c0, c1, v, &vp, err);
     /* the ends of the pieces plan() was not told of yet (also when it
      * asked to stop: those pieces came before) */
     for (unsigned i = 0; v->plan && i < VIEW_CUR && r >= 0; i++) {

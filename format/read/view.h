@@ -18,30 +18,6 @@ struct tdb_run {
     uint64_t count;
 };
 
-/* A place in a sparse merge's plan (sparse_view.c): its entries from p on,
- * the first starting at view cell `cell`, and the next cell of each
- * fragment.  Walks read it without a call per run: an entry of one byte h
- * with (h & 0x81) == 0 is (h >> shift) + 1 cells of fragment frags[h >> 1
- * & smask] from its next cell on; tdb_plan_decode reads any entry. */
-#define TDB_PLAN_BUF 64
-struct tdb_plan_pos {
-    const uint8_t *p, *end;     /* within one segment of the plan */
-    size_t seg;
-    uint64_t cell;
-    uint64_t *next;             /* nfrags words (buf, or allocated) */
-    struct tdb_frag *const *frags;
-    size_t nfrags;
-    unsigned shift;
-    uint64_t smask;
-    int hint;                   /* the plan's own (a resume point used) */
-    uint64_t buf[TDB_PLAN_BUF];
-};
-
-/* The entry at pp->p (pp->p < pp->end): fragment slot, its first cell and
- * count; *np: the entry after it.  Moves nothing. */
-void tdb_plan_decode(const struct tdb_plan_pos *pp, size_t *slot,
-                     uint64_t *fcell, uint64_t *count, const uint8_t **np);
-
 /* Runs being filled: room for cap of them at v, n so far. */
 struct tdb_runs {
     struct tdb_run *v;
@@ -54,25 +30,6 @@ struct tdb_cells_ops {
      * them, at least one cell). */
     int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
                 struct tdb_runs *out, struct tdb_error *err);
-    /* Sparse merges (NULL for others): *pp at the entry holding cell
-     * `first` (or at the end); give it back with plan_done (where a read
-     * stopped is where the next one likely starts).  @return 0 or
-     * TDB_E_NOMEM. */
-    int (*plan_seek)(struct tdb_cells *c, uint64_t first,
-                     struct tdb_plan_pos *pp, struct tdb_error *err);
-    void (*plan_done)(struct tdb_cells *c, struct tdb_plan_pos *pp);
-    /* At the end of a segment of the plan (pp->p == pp->end): on to the
-     * next (true), or the plan ends. */
-    bool (*plan_more)(struct tdb_cells *c, struct tdb_plan_pos *pp);
-    /* Walks that only plan tiles step from checkpoint to checkpoint: the
-     * first after pp's place at or before view cell `limit`, 0 when none,
-     * else its number + 1, with its view cell, each fragment's next cell
-     * there and at most how many entries lie between; plan_goto moves pp
-     * to it. */
-    size_t (*plan_ckpt)(struct tdb_cells *c, const struct tdb_plan_pos *pp,
-                        uint64_t limit, uint64_t *cell, const uint64_t **next,
-                        uint64_t *entries);
-    void (*plan_goto)(struct tdb_cells *c, struct tdb_plan_pos *pp, size_t ck);
     /* Computes ncells if not known yet (sparse merges). */
     int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
@@ -123,6 +80,12 @@ struct tdb_cell_delete {
 };
 size_t tdb_cells_sparse_deletes(const struct tdb_cells *c,
                                 const struct tdb_cell_delete **dels);
+
+/* A sparse view's plan (read/plan.h), for walks over its entries without a
+ * call per run: the view's own, read once it is prepared; NULL for other
+ * views. */
+struct tdb_plan;
+struct tdb_plan *tdb_cells_plan(struct tdb_cells *c);
 
 /* A dense view's shape (false for other views, and for picks that are
  * not row-major with step 1: callers count on row-major order). */
