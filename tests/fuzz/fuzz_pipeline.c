@@ -64,12 +64,23 @@ static void fuzz_same_encrypted(const struct tdb_pipeline *p,
     fuzz_run_free(&again);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One input, decoded: the pipeline, how to read the tile, and the tile. */
+struct fuzz_input {
+    struct tdb_pipeline p;
+    struct tdb_tile_desc d;
+    bool want_offsets; /* flag 4: collect the offsets of string forms */
+    const uint8_t *tile;
+    size_t size;
+};
+
+/* Reads the header and the pipeline of data (see the top of this file)
+ * into in; -1 when they do not parse (nothing to free then). */
+static int fuzz_input_read(const uint8_t *data, size_t size,
+                           struct fuzz_input *in)
 {
     struct tdb_cursor c;
     uint8_t dt, flags, version;
     uint16_t cs, ncells;
-    struct tdb_pipeline p;
     struct tdb_error err = {0};
 
     tdb_cur_init(&c, data, size);
@@ -78,10 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tdb_cur_u8(&c, &version);
     tdb_cur_u16(&c, &cs);
     if (tdb_cur_u16(&c, &ncells))
-        return 0;
-    if (tdb_pipeline_read(&p, &c, version, &err))
-        return 0;
-    struct tdb_tile_desc d = {
+        return -1;
+    if (tdb_pipeline_read(&in->p, &c, version, &err))
+        return -1;
+    in->d = (struct tdb_tile_desc){
         .datatype = dt % TDB_DATATYPE_COUNT,
         .cell_size = cs ? cs : tdb_dt_size(dt % TDB_DATATYPE_COUNT),
         .version = version,
@@ -91,40 +102,70 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .ncells = ncells,
         .simd = TDB_SIMD_SCALAR,
     };
-    const uint8_t *tile = data + c.pos;
+    in->want_offsets = flags & 4;
+    in->tile = data + c.pos;
+    in->size = size - c.pos;
+    return 0;
+}
+
+/* Decodes the tile of in by vector path simd into r. */
+static void fuzz_decode(struct fuzz_input *in, unsigned simd,
+                        struct fuzz_run *r)
+{
+    struct tdb_error err = {0};
+    in->d.simd = simd;
+    in->d.offsets = in->want_offsets ? &r->offsets : NULL;
+    r->status = tdb_pipeline_decode(&in->p, &in->d, in->tile, in->size,
+                                    &r->out, &err);
+    in->d.offsets = NULL;
+}
+
+/* Encodes what the scalar path decoded (dec) by the simd path of in->d
+ * into r. */
+static void fuzz_encode(struct fuzz_input *in, const struct fuzz_run *dec,
+                        struct fuzz_run *r)
+{
+    struct tdb_error err = {0};
+    r->status = tdb_pipeline_encode(&in->p, &in->d, dec->out.data,
+                                    dec->out.len, &r->out, &err);
+}
+
+/* Runs vector path simd over in and aborts unless it decodes as the scalar
+ * path did (dec) and, when back, encodes as it did (enc). */
+static void fuzz_vector_path(struct fuzz_input *in, unsigned simd,
+                             const struct fuzz_run *dec,
+                             const struct fuzz_run *enc, bool back)
+{
+    struct fuzz_run r = {0};
+    fuzz_decode(in, simd, &r);
+    fuzz_same(dec, &r);
+    fuzz_run_free(&r);
+    if (!back)
+        return;
+    fuzz_encode(in, dec, &r);
+    if (in->d.key)
+        fuzz_same_encrypted(&in->p, &in->d, dec, enc, &r);
+    else
+        fuzz_same(enc, &r);
+    fuzz_run_free(&r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct fuzz_input in;
+    if (fuzz_input_read(data, size, &in))
+        return 0;
     struct fuzz_run dec = {0}, enc = {0};
-    d.offsets = flags & 4 ? &dec.offsets : NULL;
-    dec.status = tdb_pipeline_decode(&p, &d, tile, size - c.pos, &dec.out,
-                                     &err);
-    d.offsets = NULL;
+    fuzz_decode(&in, TDB_SIMD_SCALAR, &dec);
     /* and back: what decoded must encode */
-    bool back = dec.out.len && !(flags & 4) && dec.out.len < (1u << 20);
+    bool back = dec.out.len && !in.want_offsets && dec.out.len < (1u << 20);
     if (back)
-        enc.status = tdb_pipeline_encode(&p, &d, dec.out.data, dec.out.len,
-                                         &enc.out, &err);
-    for (unsigned s = TDB_SIMD_SCALAR + 1; s < TDB_SIMD_COUNT; s++) {
-        if (!tdb_shuffle_path(s))
-            continue;
-        struct fuzz_run r = {0};
-        d.simd = s;
-        d.offsets = flags & 4 ? &r.offsets : NULL;
-        r.status = tdb_pipeline_decode(&p, &d, tile, size - c.pos, &r.out,
-                                       &err);
-        d.offsets = NULL;
-        fuzz_same(&dec, &r);
-        fuzz_run_free(&r);
-        if (back) {
-            r.status = tdb_pipeline_encode(&p, &d, dec.out.data, dec.out.len,
-                                           &r.out, &err);
-            if (d.key)
-                fuzz_same_encrypted(&p, &d, &dec, &enc, &r);
-            else
-                fuzz_same(&enc, &r);
-            fuzz_run_free(&r);
-        }
-    }
+        fuzz_encode(&in, &dec, &enc);
+    for (unsigned s = TDB_SIMD_SCALAR + 1; s < TDB_SIMD_COUNT; s++)
+        if (tdb_shuffle_path(s))
+            fuzz_vector_path(&in, s, &dec, &enc, back);
     fuzz_run_free(&dec);
     fuzz_run_free(&enc);
-    tdb_pipeline_free(&p);
+    tdb_pipeline_free(&in.p);
     return 0;
 }

@@ -141,13 +141,9 @@ static void damaged(const char *name, unsigned dt, unsigned flags,
     tdb_buf_free(&tile);
 }
 
-int main(int argc, char **argv)
+/* For each filter, AES and some chains: 600 bytes of sample values. */
+static void seed_filters(void)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: mkseeds OUTDIR\n");
-        return 2;
-    }
-    outdir = argv[1];
     static const struct {
         const char *name;
         unsigned dt, n, t[3];
@@ -187,7 +183,11 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof s / sizeof *s; i++)
         seed(s[i].name, s[i].dt, s[i].t, s[i].n, s[i].key, 600);
-    /* long enough for the wide loops of every vector path, with tails */
+}
+
+/* Tiles long enough for the wide loops of every vector path, with tails. */
+static void seed_wide(void)
+{
     static const struct {
         const char *name;
         unsigned dt, n, t[2];
@@ -202,64 +202,83 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
         seed(wide[i].name, wide[i].dt, wide[i].t, wide[i].n, false,
              wide[i].bytes);
+}
+
+/* BWR: header 4 GiB - 1, one window of 4 GiB - 1 bytes, 8-bit. */
+static void damaged_bwr_window(void)
+{
+    unsigned t = TDB_FILTER_BIT_WIDTH_REDUCTION;
+    uint8_t md[8 + 4 + 1 + 4];
+    tdb_st32(md, UINT32_MAX);
+    tdb_st32(md + 4, 1);
+    tdb_st32(md + 8, 0);
+    md[12] = 8;
+    tdb_st32(md + 13, 0xfffffffc);
+    damaged("damaged_bwr", TDB_INT32, 0, 0, &t, 1, 16, md, sizeof md,
+            (const uint8_t *)"abcd", 4);
+}
+
+/* DELTA, DOUBLE_DELTA, RLE and the compressors: a data part declaring
+ * 4 GiB - 8 bytes out of 12. */
+static void damaged_lengths(void)
+{
+    uint8_t md[16];
+    tdb_st32(md, 0);
+    tdb_st32(md + 4, 1);
+    tdb_st32(md + 8, 0xfffffff8);
+    tdb_st32(md + 12, 12);
+    const uint8_t data[12] = {0xff, 0xff, 0xff, 0x1f, 0, 0, 0, 0, 1, 2,
+                              3, 4};
+    static const struct { const char *name; unsigned t; } c[] = {
+        {"damaged_delta", TDB_FILTER_DELTA},
+        {"damaged_double_delta", TDB_FILTER_DOUBLE_DELTA},
+        {"damaged_rle", TDB_FILTER_RLE},
+        {"damaged_gzip", TDB_FILTER_GZIP},
+        {"damaged_zstd", TDB_FILTER_ZSTD},
+        {"damaged_lz4", TDB_FILTER_LZ4},
+        {"damaged_bzip2", TDB_FILTER_BZIP2},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        damaged(c[i].name, TDB_INT32, 0, 0, &c[i].t, 1, 0xfffffff8, md,
+                sizeof md, data, sizeof data);
+}
+
+/* RLE and DICTIONARY strings: 2^29 - 1 cells of one 8-byte string from
+ * one run. */
+static void damaged_strings(void)
+{
+    const unsigned rle = TDB_FILTER_RLE, dict = TDB_FILTER_DICTIONARY;
+    uint8_t md[22];
+    tdb_st32(md, 0);
+    tdb_st32(md + 4, 1);
+    tdb_st32(md + 8, 0xfffffff8);  /* string bytes */
+    tdb_st32(md + 12, 17);         /* encoded bytes */
+    tdb_st32(md + 16, 0xfffffff8); /* offsets bytes */
+    md[20] = 8;
+    md[21] = 1;
+    uint8_t data[17] = {0, 0, 0, 0, 0x1f, 0xff, 0xff, 0xff, 8,
+                        'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+    damaged("damaged_rle_strings", TDB_STRING_ASCII, 1 | 4, 6, &rle, 1,
+            0xfffffff8, md, sizeof md, data, sizeof data);
+    damaged("damaged_dictionary", TDB_STRING_ASCII, 1 | 4, 6, &dict, 1,
+            0xfffffff8, md, sizeof md, data, sizeof data);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: mkseeds OUTDIR\n");
+        return 2;
+    }
+    outdir = argv[1];
+    seed_filters();
+    seed_wide();
     seed_strings("rle_strings", TDB_FILTER_RLE);
     seed_strings("dictionary_strings", TDB_FILTER_DICTIONARY);
-
     /* Damaged: each declares up to 4 GiB in a few dozen bytes. */
-    unsigned t;
-    {   /* BWR: header 4 GiB - 1, one window of 4 GiB - 1 bytes, 8-bit */
-        uint8_t md[8 + 4 + 1 + 4];
-        tdb_st32(md, UINT32_MAX);
-        tdb_st32(md + 4, 1);
-        tdb_st32(md + 8, 0);
-        md[12] = 8;
-        tdb_st32(md + 13, 0xfffffffc);
-        t = TDB_FILTER_BIT_WIDTH_REDUCTION;
-        damaged("damaged_bwr", TDB_INT32, 0, 0, &t, 1, 16, md, sizeof md,
-                (const uint8_t *)"abcd", 4);
-    }
-    {   /* DELTA, DOUBLE_DELTA, RLE, GZIP, BZIP2: a data part declaring
-         * 4 GiB - 8 bytes out of 12 */
-        uint8_t md[16];
-        tdb_st32(md, 0);
-        tdb_st32(md + 4, 1);
-        tdb_st32(md + 8, 0xfffffff8);
-        tdb_st32(md + 12, 12);
-        const uint8_t data[12] = {0xff, 0xff, 0xff, 0x1f, 0, 0, 0, 0, 1, 2,
-                                  3, 4};
-        static const struct { const char *name; unsigned t; } c[] = {
-            {"damaged_delta", TDB_FILTER_DELTA},
-            {"damaged_double_delta", TDB_FILTER_DOUBLE_DELTA},
-            {"damaged_rle", TDB_FILTER_RLE},
-            {"damaged_gzip", TDB_FILTER_GZIP},
-            {"damaged_zstd", TDB_FILTER_ZSTD},
-            {"damaged_lz4", TDB_FILTER_LZ4},
-            {"damaged_bzip2", TDB_FILTER_BZIP2},
-        };
-        for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-            t = c[i].t;
-            damaged(c[i].name, TDB_INT32, 0, 0, &t, 1, 0xfffffff8, md,
-                    sizeof md, data, sizeof data);
-        }
-    }
-    {   /* RLE strings: 2^29 - 1 cells of one 8-byte string from one run */
-        uint8_t md[22];
-        tdb_st32(md, 0);
-        tdb_st32(md + 4, 1);
-        tdb_st32(md + 8, 0xfffffff8);  /* string bytes */
-        tdb_st32(md + 12, 17);         /* encoded bytes */
-        tdb_st32(md + 16, 0xfffffff8); /* offsets bytes */
-        md[20] = 8;
-        md[21] = 1;
-        uint8_t data[17] = {0, 0, 0, 0, 0x1f, 0xff, 0xff, 0xff, 8,
-                            'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
-        t = TDB_FILTER_RLE;
-        damaged("damaged_rle_strings", TDB_STRING_ASCII, 1 | 4, 6, &t, 1,
-                0xfffffff8, md, sizeof md, data, sizeof data);
-        t = TDB_FILTER_DICTIONARY;
-        damaged("damaged_dictionary", TDB_STRING_ASCII, 1 | 4, 6, &t, 1,
-                0xfffffff8, md, sizeof md, data, sizeof data);
-    }
+    damaged_bwr_window();
+    damaged_lengths();
+    damaged_strings();
     printf("mkseeds: %d seeds in %s\n", nseed, outdir);
     return 0;
 }
