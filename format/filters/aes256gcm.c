@@ -97,7 +97,7 @@ static int aes_decode(const struct tdb_filter_call *call,
     struct tdb_cursor *md = &st->md;
     struct tdb_buf *md_out = st->md_out;
     struct tdb_buf *data_out = st->data_out;
-    uint32_t nmd = 0, ndata = 0;
+    struct tdb_compress_counts n = {0, 0};
     struct tdb_cursor dc;
     uint8_t dummy = 0;
     int rc = 0;
@@ -107,12 +107,12 @@ static int aes_decode(const struct tdb_filter_call *call,
                        "AES-256-GCM: the tile is encrypted and no key was "
                        "given");
     if ((rc = tdb_compress_read_counts(call, md, AES_PART_MD, "AES-256-GCM",
-                                       "part", &nmd, &ndata)))
+                                       "part", &n)))
         return rc;
     tdb_cur_init(&dc, st->size ? st->data : &dummy, st->size);
-    for (uint32_t i = 0; rc == 0 && i < nmd; i++)
+    for (uint32_t i = 0; rc == 0 && i < n.nmd; i++)
         rc = aes_decrypt_part(call, md, &dc, "metadata", i, md_out);
-    for (uint32_t i = 0; rc == 0 && i < ndata; i++)
+    for (uint32_t i = 0; rc == 0 && i < n.ndata; i++)
         rc = aes_decrypt_part(call, md, &dc, "data", i, data_out);
     if (rc == 0)
         tdb_cur_skip(md, tdb_cur_left(md));

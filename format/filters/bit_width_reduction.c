@@ -10,6 +10,10 @@
  * rounded up to a C integer width; signed types count whether range + 1
  * fits int8/16/32, and an overflowing range keeps the window as is. */
 #include "numeric_common.h"
+#include "options.h"
+
+#include <stddef.h>
+#include <stdio.h>
 
 #define BWR_NAME "BIT_WIDTH_REDUCTION"
 
@@ -52,74 +56,91 @@ static void bwr_widen(const uint8_t *in, size_t n, unsigned cw, unsigned w,
     }
 }
 
+/* A decode in progress: the integers, the bytes the header promises in
+ * nwin windows, where the output began, the data bytes used so far. */
+struct bwr_dec {
+    struct tdb_numeric_int t;
+    uint32_t orig, nwin;
+    size_t start, pos;
+};
+
+/* Decodes window i (its metadata next in st->md) onto st->data_out. */
+static int bwr_window(const struct tdb_filter_call *call,
+                      struct tdb_filter_stage *st, struct bwr_dec *d,
+                      uint32_t i)
+{
+    struct tdb_cursor *md = &st->md;
+    struct tdb_buf *data_out = st->data_out;
+    unsigned w = d->t.width;
+    const uint8_t *offp;
+    uint8_t bits;
+    uint32_t nbytes;
+    tdb_cur_bytes(md, w, &offp);
+    tdb_cur_u8(md, &bits);
+    if (tdb_cur_u32(md, &nbytes))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": metadata truncated at window %u of %u",
+                       i, d->nwin);
+    if (nbytes > d->orig - (data_out->len - d->start))
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": window %u of %u bytes overruns the "
+                       "%u input bytes", i, nbytes, d->orig);
+    /* check the window's bytes are there before allocating */
+    bool as_is = bits >= 8 * w || nbytes % w != 0;
+    if (!as_is && bits != 8 && bits != 16 && bits != 32)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": window %u has bit width %u", i, bits);
+    unsigned cw = as_is ? w : bits / 8;
+    size_t nv = nbytes / w, left = st->size - d->pos;
+    if ((as_is ? nbytes : nv * cw) > left)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       BWR_NAME ": window %u of %u bytes truncated "
+                       "(%zu bytes of data left)", i, nbytes, left);
+    uint8_t *o = NULL;
+    if (nbytes && tdb_buf_grow(data_out, nbytes, &o))
+        return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
+    if (as_is) {
+        if (nbytes)
+            memcpy(o, st->data + d->pos, nbytes);
+        d->pos += nbytes;
+        return 0;
+    }
+    bwr_widen(st->data + d->pos, nv, cw, w, d->t.is_signed,
+              tdb_numeric_load(offp, w), o);
+    d->pos += nv * cw;
+    return 0;
+}
+
 static int bwr_decode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
     struct tdb_cursor *md = &st->md;
-    const uint8_t *data = st->data;
-    size_t size = st->size;
     struct tdb_buf *data_out = st->data_out;
-    struct tdb_numeric_int t;
-    if (!tdb_numeric_window_int(call->datatype, call->version, false, &t))
+    struct bwr_dec d = {.start = data_out->len};
+    if (!tdb_numeric_window_int(call->datatype, call->version, false, &d.t))
         return tdb_numeric_passthrough(call, st);
-    unsigned w = t.width;
-    uint32_t orig, nwin;
-    tdb_cur_u32(md, &orig);
-    if (tdb_cur_u32(md, &nwin))
+    tdb_cur_u32(md, &d.orig);
+    if (tdb_cur_u32(md, &d.nwin))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": metadata truncated (no header)");
-    if (orig > tdb_filter_max_data(call))
+    if (d.orig > tdb_filter_max_data(call))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": header says %u bytes, more than the %llu "
-                       "the chunk's declared size allows", orig,
+                       "the chunk's declared size allows", d.orig,
                        (unsigned long long)tdb_filter_max_data(call));
-    size_t start = data_out->len, pos = 0;
-    for (uint32_t i = 0; i < nwin; i++) {
-        const uint8_t *offp;
-        uint8_t bits;
-        uint32_t nbytes;
-        tdb_cur_bytes(md, w, &offp);
-        tdb_cur_u8(md, &bits);
-        if (tdb_cur_u32(md, &nbytes))
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           BWR_NAME ": metadata truncated at window %u of %u",
-                           i, nwin);
-        if (nbytes > orig - (data_out->len - start))
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           BWR_NAME ": window %u of %u bytes overruns the "
-                           "%u input bytes", i, nbytes, orig);
-        /* check the window's bytes are there before allocating */
-        bool as_is = bits >= 8 * w || nbytes % w != 0;
-        if (!as_is && bits != 8 && bits != 16 && bits != 32)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           BWR_NAME ": window %u has bit width %u", i, bits);
-        unsigned cw = as_is ? w : bits / 8;
-        size_t nv = nbytes / w;
-        if ((as_is ? nbytes : nv * cw) > size - pos)
-            return tdb_err(call->err, TDB_E_CORRUPT,
-                           BWR_NAME ": window %u of %u bytes truncated "
-                           "(%zu bytes of data left)", i, nbytes, size - pos);
-        uint8_t *o = NULL;
-        if (nbytes && tdb_buf_grow(data_out, nbytes, &o))
-            return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
-        if (as_is) {
-            if (nbytes)
-                memcpy(o, data + pos, nbytes);
-            pos += nbytes;
-            continue;
-        }
-        bwr_widen(data + pos, nv, cw, w, t.is_signed,
-                  tdb_numeric_load(offp, w), o);
-        pos += nv * cw;
+    for (uint32_t i = 0; i < d.nwin; i++) {
+        int rc = bwr_window(call, st, &d, i);
+        if (rc)
+            return rc;
     }
-    if (data_out->len - start != orig)
+    if (data_out->len - d.start != d.orig)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        BWR_NAME ": windows hold %zu bytes, header says %u",
-                       data_out->len - start, orig);
-    if (pos != size)
+                       data_out->len - d.start, d.orig);
+    if (d.pos != st->size)
         return tdb_err(call->err, TDB_E_CORRUPT,
-                       BWR_NAME ": windows use %zu of %zu bytes of data", pos,
-                       size);
+                       BWR_NAME ": windows use %zu of %zu bytes of data",
+                       d.pos, st->size);
     return tdb_numeric_pass_md(call, md, st->md_out);
 }
 
@@ -177,10 +198,11 @@ static int bwr_encode(const struct tdb_filter_call *call,
     if (size > UINT32_MAX)
         return tdb_err(call->err, TDB_E_INVAL,
                        BWR_NAME ": input of %zu bytes exceeds 4 GiB", size);
-    if (tdb_numeric_windows(size, call->filter->max_window, w, &window, &nwin))
+    uint32_t max_window = tdb_numeric_max_window(call->filter);
+    if (tdb_numeric_windows(size, max_window, w, &window, &nwin))
         return tdb_err(call->err, TDB_E_INVAL,
                        BWR_NAME ": window of %u bytes holds no %u-byte value",
-                       call->filter->max_window, w);
+                       max_window, w);
     if (tdb_buf_put_u32(st->md_out, (uint32_t)size) ||
         tdb_buf_put_u32(st->md_out, (uint32_t)nwin))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
@@ -213,25 +235,44 @@ static int bwr_encode(const struct tdb_filter_call *call,
     return 0;
 }
 
+static int bwr_check_window(const struct tdb_fopt_value *v, char *why,
+                            size_t cap)
+{
+    if (v->i != 0)
+        return 0;
+    snprintf(why, cap, "must not be 0");
+    return 1;
+}
+
+const struct tdb_filter_opt tdb_window_opts[TDB_WINDOW_N_OPTS] = {
+    {.name = "max_window", .kind = TDB_FOPT_UINT, .width = 4,
+     .flags = TDB_FOPT_NULL_OK, .max = UINT32_MAX,
+     .offset = offsetof(struct tdb_window_options, max_window),
+     .check = bwr_check_window},
+};
+
+/* TileDB's default window. */
+const struct tdb_window_options tdb_window_defaults = {.max_window = 256};
+
 int tdb_numeric_read_window(struct tdb_filter *f, struct tdb_cursor *c,
                             uint32_t version, struct tdb_error *err)
 {
+    struct tdb_window_options *o = tdb_filter_opts_edit(f);
     (void)version;
-    if (tdb_cur_u32(c, &f->max_window))
+    if (tdb_cur_u32(c, &o->max_window))
         return tdb_err(err, TDB_E_CORRUPT, "max window option truncated");
     return 0;
 }
 
 int tdb_numeric_write_window(const struct tdb_filter *f, struct tdb_buf *out)
 {
-    return tdb_buf_put_u32(out, f->max_window);
+    return tdb_buf_put_u32(out, tdb_numeric_max_window(f));
 }
 
 const struct tdb_filter_ops tdb_filter_bit_width_reduction = {
     .name = BWR_NAME,
     .type = TDB_FILTER_BIT_WIDTH_REDUCTION,
-    .read_options = tdb_numeric_read_window,
-    .write_options = tdb_numeric_write_window,
+    TDB_WINDOW_OPS_OPTIONS,
     .output_type = NULL,
     .decode = bwr_decode,
     .encode = bwr_encode,

@@ -7,13 +7,72 @@
 /* The output grows by at most this much before bytes fill it. */
 #define BZIP2_STEP (UINT64_C(1) << 20)
 
+/* Where a part decompresses to: out from base, done bytes so far of the
+ * dst_len recorded. */
+struct bzip2_out {
+    struct tdb_buf *out;
+    size_t base, done, dst_len;
+};
+
+/* What BZ2_bzDecompress's result rc means after it gave `got` bytes:
+ * 1 the stream ended where recorded, 0 go on, or an error. */
+static int bzip2_status(const struct tdb_filter_call *call, int rc,
+                        size_t got, const bz_stream *bz,
+                        const struct bzip2_out *o)
+{
+    if (rc == BZ_STREAM_END)
+        return o->done == o->dst_len
+                   ? 1
+                   : tdb_err(call->err, TDB_E_CORRUPT,
+                             "BZIP2: part decompressed to %zu bytes, "
+                             "expected %zu", o->done, o->dst_len);
+    if (rc == BZ_MEM_ERROR)
+        return tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
+    if (rc != BZ_OK)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "BZIP2: corrupt stream (error %d)", rc);
+    if (got == 0 && bz->avail_in == 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "BZIP2: stream truncated after %zu bytes", o->done);
+    return 0;
+}
+
+/* One round of decompression into o: 1 when the stream ended where
+ * recorded, 0 to go on, or an error. */
+static int bzip2_round(const struct tdb_filter_call *call, bz_stream *bz,
+                       struct bzip2_out *o)
+{
+    /* room for what may come next: as much again as came out so far, at
+     * least BZIP2_STEP, never past dst_len; then one spare byte to see
+     * whether the stream holds more than recorded */
+    size_t step = o->done > BZIP2_STEP ? o->done : (size_t)BZIP2_STEP;
+    uint8_t extra, *dst = &extra;
+    if (step > o->dst_len - o->done)
+        step = o->dst_len - o->done;
+    if (step > 0 && tdb_buf_reserve(o->out, step) < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
+    if (step > 0)
+        dst = o->out->data + o->base + o->done;
+    bz->next_out = (char *)dst;
+    bz->avail_out = step > 0 ? (unsigned int)step : 1;
+    unsigned int before = bz->avail_out;
+    int rc = BZ2_bzDecompress(bz);
+    size_t got = before - bz->avail_out;
+    if (step == 0 && got > 0)
+        return tdb_err(call->err, TDB_E_CORRUPT,
+                       "BZIP2: part decompresses to more than the recorded "
+                       "%zu bytes", o->dst_len);
+    o->done += got;
+    o->out->len = o->base + o->done;
+    return bzip2_status(call, rc, got, bz, o);
+}
+
 static int bzip2_decompress_buf(const struct tdb_filter_call *call,
                                 const uint8_t *src, size_t n,
                                 struct tdb_buf *out, size_t dst_len)
 {
-    size_t base = out->len, done = 0;
+    struct bzip2_out o = {out, out->len, 0, dst_len};
     bz_stream bz;
-    uint8_t extra;
     int rc;
 
     if (n > UINT_MAX || dst_len > UINT_MAX)
@@ -26,66 +85,20 @@ static int bzip2_decompress_buf(const struct tdb_filter_call *call,
                        "BZIP2: cannot start the decompressor (error %d)", rc);
     bz.next_in = (char *)(uintptr_t)src;
     bz.avail_in = (unsigned int)n;
-    for (;;) {
-        /* room for what may come next: as much again as came out so far,
-         * at least BZIP2_STEP, never past dst_len; then one spare byte to
-         * see whether the stream holds more than recorded */
-        size_t step = done > BZIP2_STEP ? done : (size_t)BZIP2_STEP;
-        uint8_t *dst = &extra;
-        if (step > dst_len - done)
-            step = dst_len - done;
-        if (step > 0 && tdb_buf_reserve(out, step) < 0) {
-            rc = tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
-            break;
-        }
-        if (step > 0)
-            dst = out->data + base + done;
-        bz.next_out = (char *)dst;
-        bz.avail_out = step > 0 ? (unsigned int)step : 1;
-        unsigned int before = bz.avail_out;
-        rc = BZ2_bzDecompress(&bz);
-        size_t got = before - bz.avail_out;
-        if (step == 0 && got > 0) {
-            rc = tdb_err(call->err, TDB_E_CORRUPT,
-                         "BZIP2: part decompresses to more than the "
-                         "recorded %zu bytes", dst_len);
-            break;
-        }
-        done += got;
-        out->len = base + done;
-        if (rc == BZ_STREAM_END) {
-            rc = done == dst_len
-                     ? 0
-                     : tdb_err(call->err, TDB_E_CORRUPT,
-                               "BZIP2: part decompressed to %zu bytes, "
-                               "expected %zu", done, dst_len);
-            break;
-        }
-        if (rc == BZ_MEM_ERROR) {
-            rc = tdb_err(call->err, TDB_E_NOMEM, "BZIP2: out of memory");
-            break;
-        }
-        if (rc != BZ_OK) {
-            rc = tdb_err(call->err, TDB_E_CORRUPT,
-                         "BZIP2: corrupt stream (error %d)", rc);
-            break;
-        }
-        if (got == 0 && bz.avail_in == 0) {
-            rc = tdb_err(call->err, TDB_E_CORRUPT,
-                         "BZIP2: stream truncated after %zu bytes", done);
-            break;
-        }
-    }
+    while ((rc = bzip2_round(call, &bz, &o)) == 0)
+        ;
     BZ2_bzDecompressEnd(&bz);
-    if (rc < 0)
-        out->len = base;
-    return rc;
+    if (rc < 0) {
+        out->len = o.base;
+        return rc;
+    }
+    return 0;
 }
 
 static int bzip2_compress(const struct tdb_filter_call *call,
                           const uint8_t *src, size_t n, struct tdb_buf *out)
 {
-    int level = call->filter ? call->filter->level : 1;
+    int level = call->filter ? tdb_compress_level(call->filter) : 1;
     unsigned int out_len;
     uint64_t bound = (uint64_t)n + n / 100 + 601;
     int rc;
@@ -119,17 +132,6 @@ static const struct tdb_compress_codec bzip2_codec = {
     .compress = bzip2_compress,
 };
 
-static int bzip2_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                              uint32_t version, struct tdb_error *err)
-{
-    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_BZIP2, "BZIP2", err);
-}
-
-static int bzip2_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    return tdb_compress_write_options(f, TDB_COMPRESSOR_BZIP2, out);
-}
-
 static int bzip2_decode(const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
@@ -142,12 +144,15 @@ static int bzip2_encode(const struct tdb_filter_call *call,
     return tdb_compress_encode(&bzip2_codec, call, st);
 }
 
+static const struct tdb_compress_options bzip2_defaults = {
+    .compressor = TDB_COMPRESSOR_BZIP2,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
+};
+
 const struct tdb_filter_ops tdb_filter_bzip2 = {
     .name = "BZIP2",
     .type = TDB_FILTER_BZIP2,
-    .compressor = TDB_COMPRESSOR_BZIP2,
-    .read_options = bzip2_read_options,
-    .write_options = bzip2_write_options,
+    TDB_COMPRESS_OPS_OPTIONS(bzip2_defaults),
     .output_type = NULL,
     .decode = bzip2_decode,
     .encode = bzip2_encode,

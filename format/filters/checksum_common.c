@@ -89,7 +89,7 @@ int tdb_checksum_decode(unsigned digest, const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
     size_t dlen = digest == TDB_FILTER_CHECKSUM_MD5 ? 16 : 32;
-    uint32_t nmd, ndata;
+    struct tdb_compress_counts n;
     struct tdb_cursor hdr, rest, dc;
     const uint8_t *tail = NULL;
     size_t tail_len;
@@ -97,20 +97,20 @@ int tdb_checksum_decode(unsigned digest, const struct tdb_filter_call *call,
     /* per checksum: u64 bytes covered and the digest */
     int rc =
         tdb_compress_read_counts(call, &st->md, 8 + dlen, checksum_name(digest),
-                                 "checksum", &nmd, &ndata);
+                                 "checksum", &n);
 
     if (rc < 0)
         return rc;
     /* hdr walks the checksums; the metadata after them is passed on. */
     hdr = st->md;
-    tdb_cur_skip(&st->md, ((size_t)nmd + ndata) * (8 + dlen)); /* fits: read */
+    tdb_cur_skip(&st->md, ((size_t)n.nmd + n.ndata) * (8 + dlen)); /* fits: read */
     tail_len = tdb_cur_left(&st->md);
     tdb_cur_bytes(&st->md, tail_len, &tail);
     tdb_cur_init(&rest, tail_len ? tail : &dummy, tail_len);
     tdb_cur_init(&dc, st->size ? st->data : &dummy, st->size);
-    rc = checksum_verify(digest, call, &hdr, nmd, &rest, "metadata");
+    rc = checksum_verify(digest, call, &hdr, n.nmd, &rest, "metadata");
     if (rc == 0)
-        rc = checksum_verify(digest, call, &hdr, ndata, &dc, "data");
+        rc = checksum_verify(digest, call, &hdr, n.ndata, &dc, "data");
     if (rc < 0)
         return rc;
     struct tdb_filter_stage pass = {.data = st->data,

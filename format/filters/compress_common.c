@@ -5,14 +5,39 @@
 #include "compress_common.h"
 
 #include <limits.h>
+#include <stddef.h>
+
+const struct tdb_filter_opt tdb_compress_opts[TDB_COMPRESS_N_OPTS] = {
+    {.name = "compressor", .kind = TDB_FOPT_UINT, .width = 1,
+     .flags = TDB_FOPT_NO_JSON,
+     .offset = offsetof(struct tdb_compress_options, compressor)},
+    {.name = "level", .kind = TDB_FOPT_INT, .width = 4,
+     .flags = TDB_FOPT_NULL_OK, .max = INT32_MAX,
+     .offset = offsetof(struct tdb_compress_options, level)},
+};
+
+const struct tdb_filter_opt tdb_delta_opts[TDB_DELTA_N_OPTS] = {
+    {.name = "compressor", .kind = TDB_FOPT_UINT, .width = 1,
+     .flags = TDB_FOPT_NO_JSON,
+     .offset = offsetof(struct tdb_delta_options, c.compressor)},
+    {.name = "level", .kind = TDB_FOPT_INT, .width = 4,
+     .flags = TDB_FOPT_NULL_OK, .max = INT32_MAX,
+     .offset = offsetof(struct tdb_delta_options, c.level)},
+    {.name = "reinterpret_datatype", .kind = TDB_FOPT_DATATYPE, .width = 1,
+     .flags = TDB_FOPT_NULL_OK,
+     .offset = offsetof(struct tdb_delta_options, reinterpret_type)},
+};
 
 int tdb_compress_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                              uint8_t expect, const char *name,
-                              struct tdb_error *err)
+                              uint32_t version, struct tdb_error *err)
 {
+    const struct tdb_compress_options *def = f->ops->defaults;
+    struct tdb_compress_options *o = tdb_filter_opts_edit(f);
+    const char *name = f->ops->name;
     uint8_t comp = 0;
     int32_t level = 0;
 
+    (void)version;
     tdb_cur_u8(c, &comp);
     tdb_cur_i32(c, &level);
     if (c->bad)
@@ -21,42 +46,72 @@ int tdb_compress_read_options(struct tdb_filter *f, struct tdb_cursor *c,
                        "and level)", name);
     /* 0 (no compression) makes TileDB pass the data through; the pipeline
      * swaps such a filter for NONE. */
-    if (comp != expect && comp != TDB_COMPRESSOR_NONE)
+    if (comp != def->compressor && comp != TDB_COMPRESSOR_NONE)
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s filter options name compressor %u, expected %u",
-                       name, (unsigned)comp, (unsigned)expect);
-    f->compressor = comp;
-    f->level = level;
+                       name, (unsigned)comp, (unsigned)def->compressor);
+    o->compressor = comp;
+    o->level = level;
     return 0;
 }
 
-int tdb_compress_write_options(const struct tdb_filter *f, uint8_t compressor,
+int tdb_compress_write_options(const struct tdb_filter *f,
                                struct tdb_buf *out)
 {
-    int rc = tdb_buf_put_u8(out, compressor);
+    const struct tdb_compress_options *def = f->ops->defaults;
+    int rc = tdb_buf_put_u8(out, def->compressor);
     if (rc == 0)
-        rc = tdb_buf_put_i32(out, f->level);
+        rc = tdb_buf_put_i32(out, tdb_compress_level(f));
     return rc;
+}
+
+int tdb_delta_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+                           uint32_t version, uint32_t since,
+                           struct tdb_error *err)
+{
+    struct tdb_delta_options *o = tdb_filter_opts_edit(f);
+    int r = tdb_compress_read_options(f, c, version, err);
+    if (r)
+        return r;
+    o->reinterpret_type = TDB_ANY;
+    if (version >= since) {
+        if (tdb_cur_u8(c, &o->reinterpret_type))
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "%s options truncated (no reinterpret datatype)",
+                           f->ops->name);
+        if (o->reinterpret_type >= TDB_DATATYPE_COUNT)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "%s reinterpret datatype %u is unknown",
+                           f->ops->name, o->reinterpret_type);
+    }
+    return 0;
+}
+
+int tdb_delta_write_options(const struct tdb_filter *f, struct tdb_buf *out)
+{
+    const struct tdb_delta_options *o = tdb_filter_opts(f);
+    int r = tdb_compress_write_options(f, out);
+    return r ? r : tdb_buf_put_u8(out, o->reinterpret_type);
 }
 
 int tdb_compress_read_counts(const struct tdb_filter_call *call,
                              struct tdb_cursor *md, size_t part_bytes,
                              const char *name, const char *part,
-                             uint32_t *nmd, uint32_t *ndata)
+                             struct tdb_compress_counts *n)
 {
     uint64_t need = 0;
 
-    *nmd = *ndata = 0;
-    tdb_cur_u32(md, nmd);
-    tdb_cur_u32(md, ndata);
+    n->nmd = n->ndata = 0;
+    tdb_cur_u32(md, &n->nmd);
+    tdb_cur_u32(md, &n->ndata);
     if (md->bad)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "%s: metadata truncated (%s counts)", name, part);
-    if (!tdb_add_ok(*nmd, *ndata, &need) ||
+    if (!tdb_add_ok(n->nmd, n->ndata, &need) ||
         !tdb_mul_ok(need, part_bytes, &need) || need > tdb_cur_left(md))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "%s: %u metadata and %u data %ss do not fit in %zu "
-                       "metadata bytes", name, *nmd, *ndata, part,
+                       "metadata bytes", name, n->nmd, n->ndata, part,
                        tdb_cur_left(md));
     return 0;
 }
@@ -84,6 +139,28 @@ struct compress_parts {
     struct tdb_buf *out;
 };
 
+/* Appends part src[0..comp) decompressed to its orig bytes to out (as it
+ * was on error). */
+static int compress_part_out(const struct tdb_compress_codec *codec,
+                             const struct tdb_filter_call *call,
+                             const uint8_t *src, uint32_t comp,
+                             uint32_t orig, struct tdb_buf *out)
+{
+    uint8_t dummy = 0, *dst = &dummy;
+    int rc;
+    if (!src)
+        src = &dummy;
+    if (codec->decompress_buf)
+        return codec->decompress_buf(call, src, comp, out, orig);
+    if (orig > 0 && tdb_buf_grow(out, orig, &dst) < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "%s: cannot allocate %u bytes",
+                       codec->name, orig);
+    rc = codec->decompress(call, src, comp, dst, orig);
+    if (rc < 0 && orig > 0)
+        out->len -= orig;
+    return rc;
+}
+
 /* Decompresses the parts described in md, taking their bytes from the
  * data cursor; the limit is checked before allocating. */
 static int gzip_frame_parts(const struct tdb_compress_codec *codec,
@@ -99,7 +176,6 @@ static int gzip_frame_parts(const struct tdb_compress_codec *codec,
     for (uint32_t i = 0; i < nparts; i++) {
         uint32_t orig = 0, comp = 0;
         const uint8_t *src = NULL;
-        uint8_t *dst = NULL, dummy = 0;
 
         tdb_cur_u32(md, &orig);
         tdb_cur_u32(md, &comp);
@@ -125,28 +201,9 @@ static int gzip_frame_parts(const struct tdb_compress_codec *codec,
                            "%s: %s part %u records %u bytes, more than its "
                            "%u compressed bytes can hold",
                            codec->name, kind, i, orig, comp);
-        if (codec->decompress_buf) {
-            int rc = codec->decompress_buf(call, src ? src : &dummy, comp,
-                                           out, orig);
-            if (rc < 0)
-                return rc;
-            continue;
-        }
-        if (orig > 0) {
-            int rc = tdb_buf_grow(out, orig, &dst);
-            if (rc < 0)
-                return tdb_err(call->err, TDB_E_NOMEM,
-                               "%s: cannot allocate %u bytes", codec->name,
-                               orig);
-        } else {
-            dst = &dummy;
-        }
-        int rc = codec->decompress(call, src ? src : &dummy, comp, dst, orig);
-        if (rc < 0) {
-            if (orig > 0)
-                out->len -= orig;
+        int rc = compress_part_out(codec, call, src, comp, orig, out);
+        if (rc < 0)
             return rc;
-        }
     }
     return 0;
 }
@@ -155,18 +212,18 @@ int tdb_compress_decode(const struct tdb_compress_codec *codec,
                         const struct tdb_filter_call *call,
                         struct tdb_filter_stage *st)
 {
-    uint32_t nmd, ndata;
+    struct tdb_compress_counts n;
     struct tdb_cursor dc;
     /* 8 bytes of metadata per part: two u32 lengths */
     int rc = tdb_compress_read_counts(call, &st->md, 8, codec->name, "part",
-                                      &nmd, &ndata);
+                                      &n);
 
     if (rc < 0)
         return rc;
     tdb_cur_init(&dc, st->data, st->size);
-    struct compress_parts mp = {"metadata", nmd, tdb_filter_max_md(call),
+    struct compress_parts mp = {"metadata", n.nmd, tdb_filter_max_md(call),
                                 st->md_out};
-    struct compress_parts dp = {"data", ndata, tdb_filter_max_data(call),
+    struct compress_parts dp = {"data", n.ndata, tdb_filter_max_data(call),
                                 st->data_out};
     rc = gzip_frame_parts(codec, call, &st->md, &dc, &mp);
     if (rc == 0)

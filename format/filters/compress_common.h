@@ -23,6 +23,7 @@
 #define TDB_COMPRESS_COMMON_H
 
 #include "filter.h"
+#include "options.h"
 
 /* TileDB's compressor numbers, the first byte of a compressor's options
  * (they differ from the filter type numbers for DICTIONARY and DELTA). */
@@ -64,16 +65,22 @@ struct tdb_compress_codec {
                     size_t n, struct tdb_buf *out);
 };
 
-/* Reads the two counts that open the chunk metadata of a compression or
- * checksum filter (u32 metadata parts, u32 data parts) into *nmd and
- * *ndata.  Each part takes `part_bytes` more bytes of md (not read here):
- * counts that md cannot hold are refused before anything is allocated.
- * `name` is the filter's ("GZIP"), `part` what a part is ("part",
- * "checksum"), for the messages.  @return 0 or TDB_E_CORRUPT. */
+/* The two counts that open the chunk metadata of a compression or
+ * checksum filter. */
+struct tdb_compress_counts {
+    uint32_t nmd;       /* metadata parts */
+    uint32_t ndata;     /* data parts */
+};
+
+/* Reads the two counts (u32 metadata parts, u32 data parts) into *n.  Each
+ * part takes `part_bytes` more bytes of md (not read here): counts that md
+ * cannot hold are refused before anything is allocated.  `name` is the
+ * filter's ("GZIP"), `part` what a part is ("part", "checksum"), for the
+ * messages.  @return 0 or TDB_E_CORRUPT. */
 int tdb_compress_read_counts(const struct tdb_filter_call *call,
                              struct tdb_cursor *md, size_t part_bytes,
                              const char *name, const char *part,
-                             uint32_t *nmd, uint32_t *ndata);
+                             struct tdb_compress_counts *n);
 
 /* Appends the two counts of an encode's parts: the input metadata (when
  * not empty) and the input data (when not empty) are one part each.
@@ -82,17 +89,71 @@ int tdb_compress_write_counts(const struct tdb_filter_call *call,
                               size_t md_size, size_t size, const char *name,
                               struct tdb_buf *md_out);
 
+/* The options of a compressor (GZIP ZSTD LZ4 RLE BZIP2 DICTIONARY): u8
+ * compressor number (the one of its defaults, or 0 as read: no
+ * compression), i32 level. */
+struct tdb_compress_options {
+    uint8_t compressor;
+    int32_t level;
+};
+
+/* The options of DELTA and DOUBLE_DELTA: a compressor's, then (from format
+ * 19) u8 the datatype the filter works on and hands on, TDB_ANY for the
+ * one it receives. */
+struct tdb_delta_options {
+    struct tdb_compress_options c;
+    uint8_t reinterpret_type;
+};
+_Static_assert(sizeof(struct tdb_delta_options) <= TDB_FILTER_OPTIONS_MAX,
+               "DELTA's options fit a struct tdb_filter");
+
+/* The tables (options.h) of these two structs: "compressor" (not in JSON),
+ * "level" (and "reinterpret_datatype"). */
+#define TDB_COMPRESS_N_OPTS 2
+#define TDB_DELTA_N_OPTS 3
+extern const struct tdb_filter_opt tdb_compress_opts[TDB_COMPRESS_N_OPTS];
+extern const struct tdb_filter_opt tdb_delta_opts[TDB_DELTA_N_OPTS];
+
+/* The options part of a compressor's ops, with its defaults `def` (a
+ * struct tdb_compress_options holding its compressor number). */
+#define TDB_COMPRESS_OPS_OPTIONS(def)                                      \
+    .read_options = tdb_compress_read_options,                             \
+    .write_options = tdb_compress_write_options,                           \
+    .options = tdb_compress_opts, .n_options = TDB_COMPRESS_N_OPTS,        \
+    .defaults = &(def), .options_size = sizeof(struct tdb_compress_options)
+
+/* The same but read_options for DELTA and DOUBLE_DELTA (def: a struct
+ * tdb_delta_options). */
+#define TDB_DELTA_OPS_OPTIONS(def)                                         \
+    .write_options = tdb_delta_write_options,                              \
+    .options = tdb_delta_opts, .n_options = TDB_DELTA_N_OPTS,              \
+    .defaults = &(def), .options_size = sizeof(struct tdb_delta_options)
+
+/* A compressor's level (the one f's ops keep a struct tdb_compress_options
+ * for; DELTA and DOUBLE_DELTA too). */
+static inline int32_t tdb_compress_level(const struct tdb_filter *f)
+{
+    return ((const struct tdb_compress_options *)tdb_filter_opts(f))->level;
+}
+
 /* Reads a compressor's options (u8 compressor, i32 level; the same in every
  * format version for these filters) into f, checking that the compressor
- * byte is `expect` or 0 (no compression: TileDB then passes the data
- * through; the pipeline runs NONE instead).  @return 0 or TDB_E_CORRUPT. */
+ * byte is the one of f's defaults or 0 (no compression: TileDB then passes
+ * the data through; the pipeline runs NONE instead).
+ * @return 0 or TDB_E_CORRUPT. */
 int tdb_compress_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                              uint8_t expect, const char *name,
-                              struct tdb_error *err);
+                              uint32_t version, struct tdb_error *err);
 
-/* Appends the options for compressor `compressor` with f->level. */
-int tdb_compress_write_options(const struct tdb_filter *f, uint8_t compressor,
+/* Appends the options: f's defaults' compressor number, f's level. */
+int tdb_compress_write_options(const struct tdb_filter *f,
                                struct tdb_buf *out);
+
+/* The same for DELTA and DOUBLE_DELTA, whose reinterpret datatype follows
+ * from format `since` (written always, for version 22). */
+int tdb_delta_read_options(struct tdb_filter *f, struct tdb_cursor *c,
+                           uint32_t version, uint32_t since,
+                           struct tdb_error *err);
+int tdb_delta_write_options(const struct tdb_filter *f, struct tdb_buf *out);
 
 /* The filter decode for a framed compressor: reads the framing from md,
  * decompresses the metadata parts into md_out and the data parts into

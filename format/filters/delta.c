@@ -141,42 +141,26 @@ static int delta_encode(const struct tdb_filter_call *call,
 static int delta_read_options(struct tdb_filter *f, struct tdb_cursor *c,
                               uint32_t version, struct tdb_error *err)
 {
-    int r = tdb_compress_read_options(f, c, TDB_COMPRESSOR_DELTA, DELTA_NAME,
-                                      err);
-    if (r)
-        return r;
-    f->reinterpret_type = TDB_ANY;
-    if (version >= 19) {
-        if (tdb_cur_u8(c, &f->reinterpret_type))
-            return tdb_err(err, TDB_E_CORRUPT,
-                           DELTA_NAME " options truncated (no reinterpret "
-                           "datatype)");
-        if (f->reinterpret_type >= TDB_DATATYPE_COUNT)
-            return tdb_err(err, TDB_E_CORRUPT,
-                           DELTA_NAME " reinterpret datatype %u is unknown",
-                           f->reinterpret_type);
-    }
-    return 0;
-}
-
-static int delta_write_options(const struct tdb_filter *f,
-                               struct tdb_buf *out)
-{
-    int r = tdb_compress_write_options(f, TDB_COMPRESSOR_DELTA, out);
-    return r ? r : tdb_buf_put_u8(out, f->reinterpret_type);
+    return tdb_delta_read_options(f, c, version, 19, err);
 }
 
 static unsigned delta_output_type(const struct tdb_filter *f, unsigned in_type)
 {
-    return f->reinterpret_type != TDB_ANY ? f->reinterpret_type : in_type;
+    const struct tdb_delta_options *o = tdb_filter_opts(f);
+    return o->reinterpret_type != TDB_ANY ? o->reinterpret_type : in_type;
 }
+
+static const struct tdb_delta_options delta_defaults = {
+    .c = {.compressor = TDB_COMPRESSOR_DELTA,
+          .level = TDB_FILTER_LEVEL_DEFAULT},
+    .reinterpret_type = TDB_ANY,
+};
 
 const struct tdb_filter_ops tdb_filter_delta = {
     .name = DELTA_NAME,
     .type = TDB_FILTER_DELTA,
-    .compressor = TDB_COMPRESSOR_DELTA,
     .read_options = delta_read_options,
-    .write_options = delta_write_options,
+    TDB_DELTA_OPS_OPTIONS(delta_defaults),
     .output_type = delta_output_type,
     .decode = delta_decode,
     .encode = delta_encode,

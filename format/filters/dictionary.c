@@ -423,25 +423,15 @@ static int dictionary_encode(const struct tdb_filter_call *call,
     return rc;
 }
 
-static int dictionary_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                                   uint32_t version, struct tdb_error *err)
-{
-    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_DICTIONARY,
-                                     "DICTIONARY", err);
-}
-
-static int dictionary_write_options(const struct tdb_filter *f,
-                                    struct tdb_buf *out)
-{
-    return tdb_compress_write_options(f, TDB_COMPRESSOR_DICTIONARY, out);
-}
+static const struct tdb_compress_options dictionary_defaults = {
+    .compressor = TDB_COMPRESSOR_DICTIONARY,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
+};
 
 const struct tdb_filter_ops tdb_filter_dictionary = {
     .name = "DICTIONARY",
     .type = TDB_FILTER_DICTIONARY,
-    .compressor = TDB_COMPRESSOR_DICTIONARY,
-    .read_options = dictionary_read_options,
-    .write_options = dictionary_write_options,
+    TDB_COMPRESS_OPS_OPTIONS(dictionary_defaults),
     .output_type = NULL,
     .decode = dictionary_decode,
     .encode = dictionary_encode,

@@ -309,41 +309,26 @@ static int dd_encode(const struct tdb_filter_call *call,
 static int dd_read_options(struct tdb_filter *f, struct tdb_cursor *c,
                            uint32_t version, struct tdb_error *err)
 {
-    int r = tdb_compress_read_options(f, c, TDB_COMPRESSOR_DOUBLE_DELTA,
-                                      DD_NAME, err);
-    if (r)
-        return r;
-    f->reinterpret_type = TDB_ANY;
-    if (version >= 20) {
-        if (tdb_cur_u8(c, &f->reinterpret_type))
-            return tdb_err(err, TDB_E_CORRUPT,
-                           DD_NAME " options truncated (no reinterpret "
-                           "datatype)");
-        if (f->reinterpret_type >= TDB_DATATYPE_COUNT)
-            return tdb_err(err, TDB_E_CORRUPT,
-                           DD_NAME " reinterpret datatype %u is unknown",
-                           f->reinterpret_type);
-    }
-    return 0;
-}
-
-static int dd_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    int r = tdb_compress_write_options(f, TDB_COMPRESSOR_DOUBLE_DELTA, out);
-    return r ? r : tdb_buf_put_u8(out, f->reinterpret_type);
+    return tdb_delta_read_options(f, c, version, 20, err);
 }
 
 static unsigned dd_output_type(const struct tdb_filter *f, unsigned in_type)
 {
-    return f->reinterpret_type != TDB_ANY ? f->reinterpret_type : in_type;
+    const struct tdb_delta_options *o = tdb_filter_opts(f);
+    return o->reinterpret_type != TDB_ANY ? o->reinterpret_type : in_type;
 }
+
+static const struct tdb_delta_options dd_defaults = {
+    .c = {.compressor = TDB_COMPRESSOR_DOUBLE_DELTA,
+          .level = TDB_FILTER_LEVEL_DEFAULT},
+    .reinterpret_type = TDB_ANY,
+};
 
 const struct tdb_filter_ops tdb_filter_double_delta = {
     .name = DD_NAME,
     .type = TDB_FILTER_DOUBLE_DELTA,
-    .compressor = TDB_COMPRESSOR_DOUBLE_DELTA,
     .read_options = dd_read_options,
-    .write_options = dd_write_options,
+    TDB_DELTA_OPS_OPTIONS(dd_defaults),
     .output_type = dd_output_type,
     .decode = dd_decode,
     .encode = dd_encode,

@@ -3,6 +3,8 @@
  * Each filter lives in its own file format/filters/<name>.c and exports one
  * `const struct tdb_filter_ops tdb_filter_<name>`; every other symbol there
  * is static.  pipeline.c maps TileDB's filter type numbers to these ops.
+ * A filter's options are a struct of its own file too, described to the
+ * rest of the engine by a table its ops carry (options.h).
  *
  * Data model.  A chunk on disk holds (metadata bytes, data bytes).  Reading
  * runs the pipeline's filters last to first: each filter's decode receives
@@ -17,6 +19,8 @@
 #define TDB_FILTER_H
 
 #include "core/core.h"
+
+struct tdb_filter_opt;
 
 /* TileDB's filter type numbers (tiledb_filter_type_t). */
 enum tdb_filter_type {
@@ -43,38 +47,47 @@ enum tdb_filter_type {
     TDB_FILTER_TYPE_COUNT = 20
 };
 
-/* One filter of a pipeline with its options: the options several filters
- * share here, a filter's own in its private_data. */
+/* The most bytes of a filter's options struct (SCALE_FLOAT's: two doubles
+ * and a u64). */
+#define TDB_FILTER_OPTIONS_MAX 24
+
+/* One filter of a pipeline with its options.  The options are a struct of
+ * the filter's own file, kept here in place (so that a filter copies by
+ * assignment and holds no memory); its ops' table (options.h) names their
+ * fields for everyone else. */
 struct tdb_filter {
     uint8_t type;
     const struct tdb_filter_ops *ops;
-    /* compressors: GZIP ZSTD LZ4 RLE BZIP2 DICTIONARY DELTA DOUBLE_DELTA */
-    uint8_t compressor;        /* the type byte of the options: ops's, or
-                                * 0 (no compression) as read */
-    int32_t level;
-    uint8_t reinterpret_type;  /* DELTA/DOUBLE_DELTA; TDB_ANY when absent */
-    /* BIT_WIDTH_REDUCTION, POSITIVE_DELTA */
-    uint32_t max_window;
-    /* SCALE_FLOAT */
-    double scale, offset;
-    uint64_t byte_width;
-    /* options bytes of a filter we cannot run, kept verbatim */
-    uint8_t *raw;
-    uint32_t raw_size;
-    /* What the filter itself keeps (WEBP: struct tdb_webp_options), made
-     * by its ops' init, copied by copy, freed by free; NULL for a filter
-     * without such state. */
-    void *private_data;
+    union {
+        double d;       /* (the alignment of every options struct) */
+        uint64_t u;
+        unsigned char bytes[TDB_FILTER_OPTIONS_MAX];
+    } options;
 };
 
-/* Makes f a filter of `type` with default options (and the private state
- * its ops make); f->ops is NULL for a type we do not know.
- * @return 0 or TDB_E_NOMEM (f then holds nothing). */
+/* Makes f a filter of `type` with its default options (its ops' defaults).
+ * @return 0, or TDB_E_INVAL for a type we do not know (f->ops is then
+ * NULL and its options all zero). */
 int tdb_filter_init(struct tdb_filter *f, unsigned type);
 
-/* Frees what f holds (its raw options, its private state), leaving it a
- * filter without them.  NULL is fine. */
-void tdb_filter_release(struct tdb_filter *f);
+/* The level a compressor's defaults hold: each library's own default
+ * (what TileDB records for a schema that names none). */
+#define TDB_FILTER_LEVEL_DEFAULT (-1)
+
+/* Makes f a compressor of `type` with its default options and compression
+ * level `level` (what a writer picks for its own tiles).
+ * @return 0, or TDB_E_INVAL when `type` is unknown or no compressor. */
+int tdb_filter_init_level(struct tdb_filter *f, unsigned type, int32_t level);
+
+/* The filter's options struct, for the filter's own file. */
+static inline const void *tdb_filter_opts(const struct tdb_filter *f)
+{
+    return f->options.bytes;
+}
+static inline void *tdb_filter_opts_edit(struct tdb_filter *f)
+{
+    return f->options.bytes;
+}
 
 /* The pixel layouts of the WEBP filter (TileDB's tiledb_filter_webp_format_t):
  * 3 bytes a pixel below TDB_WEBP_RGBA, 4 from it. */
@@ -86,13 +99,6 @@ enum tdb_webp_format {
     TDB_WEBP_BGRA = 4
 };
 
-/* "RGB", "BGR", "RGBA", "BGRA", "NONE" for 0; NULL past TDB_WEBP_BGRA. */
-static inline const char *tdb_webp_format_name(unsigned fmt)
-{
-    static const char *const names[] = {"NONE", "RGB", "BGR", "RGBA", "BGRA"};
-    return fmt <= TDB_WEBP_BGRA ? names[fmt] : NULL;
-}
-
 /* Bytes a pixel of format fmt: 3, 4, or 0 when fmt is not a format. */
 static inline unsigned tdb_webp_pixel_bytes(unsigned fmt)
 {
@@ -100,22 +106,6 @@ static inline unsigned tdb_webp_pixel_bytes(unsigned fmt)
            : fmt == TDB_WEBP_RGBA || fmt == TDB_WEBP_BGRA ? 4
                                                           : 0;
 }
-
-/* The options of a WEBP filter, its private_data (webp.c). */
-struct tdb_webp_options {
-    float quality;              /* 0..100 (lossy) */
-    uint8_t format;             /* enum tdb_webp_format */
-    uint8_t lossless;           /* 0 or 1 */
-    /* the tile extents of dimension 0 (rows of the image) and dimension 1
-     * (bytes of a row), which TileDB copies from the schema */
-    uint16_t y_extent, x_extent;
-};
-
-/* The options of WEBP filter f: all zero when it holds none (they are made
- * by tdb_filter_init and by reading the filter's options). */
-const struct tdb_webp_options *tdb_webp_options(const struct tdb_filter *f);
-/* The same to change; NULL when f holds none. */
-struct tdb_webp_options *tdb_webp_options_edit(struct tdb_filter *f);
 
 /* A filter pipeline as serialised in a schema or a generic tile. */
 struct tdb_pipeline {
@@ -201,10 +191,6 @@ struct tdb_filter_stage {
 struct tdb_filter_ops {
     const char *name;   /* "GZIP" ... as TileDB spells the filter */
     uint8_t type;
-    /* A compressor's number in its options (enum tdb_compressor of
-     * compress_common.h), which tdb_filter_init gives a new filter; 0 for
-     * the filters that are no compressor. */
-    uint8_t compressor;
     /* Parses the options that follow the filter's options-size field.
      * `version` is the format version of the schema or tile. */
     int (*read_options)(struct tdb_filter *f, struct tdb_cursor *c,
@@ -222,12 +208,14 @@ struct tdb_filter_ops {
      * metadata is the whole of st->md. */
     int (*encode)(const struct tdb_filter_call *call,
                   struct tdb_filter_stage *st);
-    /* Optional, together: make f->private_data with default options
-     * (@return 0 or TDB_E_NOMEM), make dst's a copy of src's (dst holds
-     * none yet; @return 0 or TDB_E_NOMEM), free f's (never NULL here). */
-    int (*init)(struct tdb_filter *f);
-    int (*copy)(struct tdb_filter *dst, const struct tdb_filter *src);
-    void (*free)(struct tdb_filter *f);
+    /* The filter's options (options.h): the fields of its options struct
+     * (n_options of them; none for a filter without options), and that
+     * struct with its defaults (options_size bytes, at most
+     * TDB_FILTER_OPTIONS_MAX), which tdb_filter_init copies. */
+    const struct tdb_filter_opt *options;
+    unsigned n_options;
+    const void *defaults;
+    size_t options_size;
     /* Optional: frees what the filter keeps in a scratch
      * (scratch->filter_state[type]; never NULL here). */
     void (*scratch_free)(void *state);

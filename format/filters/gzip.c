@@ -47,7 +47,7 @@ static uint64_t gzip_max_out(const struct tdb_filter_call *call,
 static int gzip_compress(const struct tdb_filter_call *call,
                          const uint8_t *src, size_t n, struct tdb_buf *out)
 {
-    int level = call->filter ? call->filter->level : -1;
+    int level = call->filter ? tdb_compress_level(call->filter) : -1;
     z_stream zs;
     uLong bound;
     uint8_t *dst;
@@ -85,17 +85,6 @@ static const struct tdb_compress_codec gzip_codec = {
     .compress = gzip_compress,
 };
 
-static int gzip_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                             uint32_t version, struct tdb_error *err)
-{
-    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_GZIP, "GZIP", err);
-}
-
-static int gzip_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    return tdb_compress_write_options(f, TDB_COMPRESSOR_GZIP, out);
-}
-
 static int gzip_decode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
@@ -108,12 +97,15 @@ static int gzip_encode(const struct tdb_filter_call *call,
     return tdb_compress_encode(&gzip_codec, call, st);
 }
 
+static const struct tdb_compress_options gzip_defaults = {
+    .compressor = TDB_COMPRESSOR_GZIP,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
+};
+
 const struct tdb_filter_ops tdb_filter_gzip = {
     .name = "GZIP",
     .type = TDB_FILTER_GZIP,
-    .compressor = TDB_COMPRESSOR_GZIP,
-    .read_options = gzip_read_options,
-    .write_options = gzip_write_options,
+    TDB_COMPRESS_OPS_OPTIONS(gzip_defaults),
     .output_type = NULL,
     .decode = gzip_decode,
     .encode = gzip_encode,

@@ -58,17 +58,6 @@ static const struct tdb_compress_codec lz4_codec = {
     .compress = lz4_compress,
 };
 
-static int lz4_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                            uint32_t version, struct tdb_error *err)
-{
-    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_LZ4, "LZ4", err);
-}
-
-static int lz4_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    return tdb_compress_write_options(f, TDB_COMPRESSOR_LZ4, out);
-}
-
 static int lz4_decode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
 {
@@ -81,12 +70,15 @@ static int lz4_encode(const struct tdb_filter_call *call,
     return tdb_compress_encode(&lz4_codec, call, st);
 }
 
+static const struct tdb_compress_options lz4_defaults = {
+    .compressor = TDB_COMPRESSOR_LZ4,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
+};
+
 const struct tdb_filter_ops tdb_filter_lz4 = {
     .name = "LZ4",
     .type = TDB_FILTER_LZ4,
-    .compressor = TDB_COMPRESSOR_LZ4,
-    .read_options = lz4_read_options,
-    .write_options = lz4_write_options,
+    TDB_COMPRESS_OPS_OPTIONS(lz4_defaults),
     .output_type = NULL,
     .decode = lz4_decode,
     .encode = lz4_encode,

@@ -17,6 +17,7 @@
 #ifndef TDB_NUMERIC_COMMON_H
 #define TDB_NUMERIC_COMMON_H
 
+#include "compress_common.h"
 #include "filter.h"
 #include "numeric_int.h"
 #include "shuffle_simd.h"
@@ -35,8 +36,31 @@ static inline int tdb_numeric_path(const struct tdb_filter_call *call,
     return 0;
 }
 
-/* The options of BIT_WIDTH_REDUCTION and POSITIVE_DELTA: u32 max window
- * (bit_width_reduction.c). */
+/* The options of BIT_WIDTH_REDUCTION and POSITIVE_DELTA: u32 max window,
+ * the most bytes a window of values takes; its table (options.h) and
+ * options bytes, for both (bit_width_reduction.c). */
+struct tdb_window_options {
+    uint32_t max_window;
+};
+_Static_assert(sizeof(struct tdb_window_options) <= TDB_FILTER_OPTIONS_MAX,
+               "a window option fits a struct tdb_filter");
+
+#define TDB_WINDOW_N_OPTS 1
+extern const struct tdb_filter_opt tdb_window_opts[TDB_WINDOW_N_OPTS];
+extern const struct tdb_window_options tdb_window_defaults;
+
+#define TDB_WINDOW_OPS_OPTIONS                                             \
+    .read_options = tdb_numeric_read_window,                               \
+    .write_options = tdb_numeric_write_window,                             \
+    .options = tdb_window_opts, .n_options = TDB_WINDOW_N_OPTS,            \
+    .defaults = &tdb_window_defaults,                                      \
+    .options_size = sizeof(struct tdb_window_options)
+
+static inline uint32_t tdb_numeric_max_window(const struct tdb_filter *f)
+{
+    return ((const struct tdb_window_options *)tdb_filter_opts(f))->max_window;
+}
+
 int tdb_numeric_read_window(struct tdb_filter *f, struct tdb_cursor *c,
                             uint32_t version, struct tdb_error *err);
 int tdb_numeric_write_window(const struct tdb_filter *f, struct tdb_buf *out);
@@ -154,7 +178,9 @@ static inline bool tdb_numeric_delta_int(unsigned dt,
  * the filter when set (not ANY), else the one received. */
 static inline unsigned tdb_numeric_delta_type(const struct tdb_filter_call *c)
 {
-    unsigned r = c->filter ? c->filter->reinterpret_type : TDB_ANY;
+    const struct tdb_delta_options *o =
+        c->filter ? tdb_filter_opts(c->filter) : NULL;
+    unsigned r = o ? o->reinterpret_type : TDB_ANY;
     return r != TDB_ANY ? r : c->datatype;
 }
 

@@ -41,44 +41,10 @@ int tdb_filter_init(struct tdb_filter *f, unsigned type)
     memset(f, 0, sizeof *f);
     f->type = (uint8_t)type;
     f->ops = tdb_filter_lookup(type);
-    f->reinterpret_type = TDB_ANY;
-    if (f->ops)
-        f->compressor = f->ops->compressor;
-    if (f->ops && f->ops->init && f->ops->init(f)) {
-        memset(f, 0, sizeof *f);
-        return TDB_E_NOMEM;
-    }
-    return 0;
-}
-
-void tdb_filter_release(struct tdb_filter *f)
-{
-    if (!f)
-        return;
-    if (f->private_data && f->ops && f->ops->free)
-        f->ops->free(f);
-    f->private_data = NULL;
-    free(f->raw);
-    f->raw = NULL;
-    f->raw_size = 0;
-}
-
-/* Makes dst a copy of src that owns its own raw options and state. */
-static int filter_copy(struct tdb_filter *dst, const struct tdb_filter *src)
-{
-    *dst = *src;
-    dst->raw = NULL;
-    dst->private_data = NULL;
-    if (src->private_data && src->ops->copy(dst, src))
-        return TDB_E_NOMEM;
-    if (src->raw_size) {
-        dst->raw = malloc(src->raw_size);
-        if (!dst->raw) {
-            tdb_filter_release(dst);
-            return TDB_E_NOMEM;
-        }
-        memcpy(dst->raw, src->raw, src->raw_size);
-    }
+    if (!f->ops)
+        return TDB_E_INVAL;
+    if (f->ops->options_size)
+        memcpy(f->options.bytes, f->ops->defaults, f->ops->options_size);
     return 0;
 }
 
@@ -108,11 +74,8 @@ int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
             tdb_pipeline_free(p);
             return tdb_err(err, TDB_E_CORRUPT, "filter %u truncated", i);
         }
-        f->type = type;
-        f->reinterpret_type = TDB_ANY;
-        f->ops = tdb_filter_lookup(type);
         p->n = i + 1;
-        if (!f->ops) {
+        if (tdb_filter_init(f, type)) {
             tdb_pipeline_free(p);
             return tdb_err(err, TDB_E_UNSUPPORTED, "unknown filter type %u",
                            type);
@@ -128,10 +91,11 @@ int tdb_pipeline_read(struct tdb_pipeline *p, struct tdb_cursor *c,
             }
         }
         /* A compressor whose options say "no compression" is a no-op. */
-        if (f->ops != &tdb_filter_noop && f->compressor == TDB_COMPRESSOR_NONE &&
-            osize >= 5 && (type == TDB_FILTER_GZIP || type == TDB_FILTER_ZSTD ||
-                           type == TDB_FILTER_LZ4 || type == TDB_FILTER_BZIP2 ||
-                           type == TDB_FILTER_RLE))
+        const struct tdb_compress_options *co = tdb_filter_opts(f);
+        if ((type == TDB_FILTER_GZIP || type == TDB_FILTER_ZSTD ||
+             type == TDB_FILTER_LZ4 || type == TDB_FILTER_BZIP2 ||
+             type == TDB_FILTER_RLE) &&
+            osize >= 5 && co->compressor == TDB_COMPRESSOR_NONE)
             f->ops = &tdb_filter_noop;
     }
     p->n = n;
@@ -148,8 +112,6 @@ int tdb_pipeline_write(const struct tdb_pipeline *p, struct tdb_buf *out)
         struct tdb_buf o = {0};
         if (f->ops && f->ops->write_options)
             r = f->ops->write_options(f, &o);
-        else if (f->raw_size)
-            r = tdb_buf_append(&o, f->raw, f->raw_size);
         if (!r)
             r = tdb_buf_put_u8(out, f->type);
         if (!r)
@@ -165,8 +127,6 @@ void tdb_pipeline_free(struct tdb_pipeline *p)
 {
     if (!p)
         return;
-    for (uint32_t i = 0; p->f && i < p->n; i++)
-        tdb_filter_release(&p->f[i]);
     free(p->f);
     memset(p, 0, sizeof *p);
 }
@@ -177,13 +137,8 @@ int tdb_pipeline_copy(struct tdb_pipeline *dst, const struct tdb_pipeline *src)
     dst->f = calloc(src->n ? src->n : 1, sizeof *dst->f);
     if (!dst->f)
         return TDB_E_NOMEM;
-    for (uint32_t i = 0; i < src->n; i++) {
-        if (filter_copy(&dst->f[i], &src->f[i])) {
-            dst->n = i;
-            tdb_pipeline_free(dst);
-            return TDB_E_NOMEM;
-        }
-    }
+    if (src->n)
+        memcpy(dst->f, src->f, src->n * sizeof *dst->f);
     return 0;
 }
 
@@ -233,10 +188,8 @@ static void pipeline_plan(const struct tdb_pipeline *p,
             t = f->ops->output_type(f, t);
     }
     if (d->key && !(p && tdb_pipeline_has(p, TDB_FILTER_AES_256_GCM))) {
-        memset(&pl->aes, 0, sizeof pl->aes);
-        pl->aes.type = TDB_FILTER_AES_256_GCM;
-        pl->aes.ops = &tdb_filter_aes256gcm;
-        pl->aes.reinterpret_type = TDB_ANY;
+        pl->aes = (struct tdb_filter){.type = TDB_FILTER_AES_256_GCM,
+                                      .ops = &tdb_filter_aes256gcm};
         pl->f[pl->n] = &pl->aes;
         pl->in_type[pl->n++] = t;
     }

@@ -74,10 +74,11 @@ static int pd_encode(const struct tdb_filter_call *call,
     if (size > UINT32_MAX)
         return tdb_err(call->err, TDB_E_INVAL,
                        PD_NAME ": input of %zu bytes exceeds 4 GiB", size);
-    if (tdb_numeric_windows(size, call->filter->max_window, w, &window, &nwin))
+    uint32_t max_window = tdb_numeric_max_window(call->filter);
+    if (tdb_numeric_windows(size, max_window, w, &window, &nwin))
         return tdb_err(call->err, TDB_E_INVAL,
                        PD_NAME ": window of %u bytes holds no %u-byte value",
-                       call->filter->max_window, w);
+                       max_window, w);
     if (tdb_buf_put_u32(st->md_out, (uint32_t)nwin))
         return tdb_err(call->err, TDB_E_NOMEM, "out of memory");
     for (uint64_t i = 0; i < nwin; i++) {
@@ -118,8 +119,7 @@ static int pd_encode(const struct tdb_filter_call *call,
 const struct tdb_filter_ops tdb_filter_positive_delta = {
     .name = PD_NAME,
     .type = TDB_FILTER_POSITIVE_DELTA,
-    .read_options = tdb_numeric_read_window,
-    .write_options = tdb_numeric_write_window,
+    TDB_WINDOW_OPS_OPTIONS,
     .output_type = NULL,
     .decode = pd_decode,
     .encode = pd_encode,

@@ -191,21 +191,16 @@ static int rle_strings_walk(const struct tdb_filter_call *call,
     return 0;
 }
 
-static int rle_strings_decode(const struct tdb_filter_call *call,
-                              struct tdb_cursor *md, const uint8_t *data,
-                              size_t size, struct tdb_buf *data_out)
+/* The metadata of a chunk's string form (size bytes of data): the strings
+ * prefix into *h and the run-length and string-length widths into *rw and
+ * *sw, checked against the chunk and the call's limits. */
+static int rle_strings_md(const struct tdb_filter_call *call,
+                          struct tdb_cursor *md, size_t size,
+                          struct tdb_compress_strings_hdr *h, unsigned *rw,
+                          unsigned *sw)
 {
-    struct tdb_compress_strings_hdr h;
-    uint8_t rw8 = 0, sw8 = 0, dummy = 0;
-    unsigned rw, sw;
-    uint64_t bytes, cells, max_cells;
-    uint8_t *dst = &dummy, *off = &dummy;
-    int rc;
-
-    if (!call->offsets)
-        return tdb_err(call->err, TDB_E_INVAL,
-                       "RLE: string tile decoded without an offsets buffer");
-    rc = tdb_compress_strings_read_hdr(&h, md, "RLE", call->err);
+    uint8_t rw8 = 0, sw8 = 0;
+    int rc = tdb_compress_strings_read_hdr(h, md, "RLE", call->err);
     if (rc < 0)
         return rc;
     tdb_cur_u8(md, &rw8);
@@ -214,37 +209,53 @@ static int rle_strings_decode(const struct tdb_filter_call *call,
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: string metadata truncated (widths)");
     tdb_cur_skip(md, tdb_cur_left(md));
-    if (h.encoded_bytes > size)
+    if (h->encoded_bytes > size)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: metadata records %u encoded bytes but the chunk "
-                       "holds %zu", h.encoded_bytes, size);
-    if (h.offsets_bytes % 8 != 0)
+                       "holds %zu", h->encoded_bytes, size);
+    if (h->offsets_bytes % 8 != 0)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: offsets size %u is not a multiple of 8",
-                       h.offsets_bytes);
-    max_cells = h.offsets_bytes / 8;
-    if (h.string_bytes > tdb_filter_max_data(call) ||
+                       h->offsets_bytes);
+    uint64_t max_cells = h->offsets_bytes / 8;
+    if (h->string_bytes > tdb_filter_max_data(call) ||
         max_cells > tdb_filter_max_cells(call))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: metadata records %u string bytes in %llu cells, "
                        "more than the tile allows (%llu bytes, %llu cells)",
-                       h.string_bytes, (unsigned long long)max_cells,
+                       h->string_bytes, (unsigned long long)max_cells,
                        (unsigned long long)tdb_filter_max_data(call),
                        (unsigned long long)tdb_filter_max_cells(call));
-    rw = tdb_compress_width(rw8);
-    sw = tdb_compress_width(sw8);
-    if (h.encoded_bytes > 0 && (!rw || !sw))
+    *rw = tdb_compress_width(rw8);
+    *sw = tdb_compress_width(sw8);
+    if (h->encoded_bytes > 0 && (!*rw || !*sw))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: zero run or string length width");
+    return 0;
+}
+
+static int rle_strings_decode(const struct tdb_filter_call *call,
+                              struct tdb_cursor *md, const uint8_t *data,
+                              size_t size, struct tdb_buf *data_out)
+{
+    struct tdb_compress_strings_hdr h;
+    uint8_t dummy = 0, *dst = &dummy, *off = &dummy;
+    unsigned rw = 0, sw = 0;
+    int rc;
+
+    if (!call->offsets)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "RLE: string tile decoded without an offsets buffer");
+    if ((rc = rle_strings_md(call, md, size, &h, &rw, &sw)) < 0)
+        return rc;
     /* First pass checks everything; nothing is allocated before. */
+    uint64_t max_cells = h.offsets_bytes / 8;
     struct rle_walk wk = {.data = data, .n = h.encoded_bytes, .rw = rw,
                           .sw = sw, .max_bytes = h.string_bytes,
                           .max_cells = max_cells};
-    rc = rle_strings_walk(call, &wk);
-    if (rc < 0)
+    if ((rc = rle_strings_walk(call, &wk)) < 0)
         return rc;
-    bytes = wk.bytes;
-    cells = wk.cells;
+    uint64_t bytes = wk.bytes, cells = wk.cells;
     if (bytes != h.string_bytes || cells != max_cells)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "RLE: strings decode to %llu bytes in %llu cells, "
@@ -280,58 +291,52 @@ static bool rle_same(const uint8_t *a, size_t alen, const uint8_t *b,
     return alen == blen && (alen == 0 || memcmp(a, b, alen) == 0);
 }
 
-static int rle_strings_encode(const struct tdb_filter_call *call,
-                              const uint8_t *data, size_t size,
-                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+/* The runs of the encode input: the longest run and string (for the
+ * widths), the bytes of the strings once each run, and the runs. */
+struct rle_measure {
+    uint64_t max_run, max_len, string_bytes, nruns;
+};
+
+static void rle_strings_measure(const struct tdb_filter_call *call,
+                                const uint8_t *data, size_t size,
+                                struct rle_measure *m)
 {
-    struct tdb_compress_strings_hdr h = {0};
-    uint64_t n = call->n_offsets, max_run = 0, max_len = 0, run = 0;
-    uint64_t enc = 0, nruns = 0;
+    uint64_t n = call->n_offsets, run = 0;
     const uint8_t *prev = NULL, *s;
     size_t prev_len = 0, len;
-    uint8_t rw, sw;
-    int rc;
 
-    /* First pass: widths and the encoded size. */
+    memset(m, 0, sizeof *m);
     for (uint64_t i = 0; i < n; i++) {
         rle_cell(call, data, size, i, &s, &len);
         if (i > 0 && rle_same(s, len, prev, prev_len)) {
             run++;
         } else {
             if (i > 0)
-                enc += prev_len;
-            nruns++;
+                m->string_bytes += prev_len;
+            m->nruns++;
             run = 1;
             prev = s;
             prev_len = len;
         }
-        if (run > max_run)
-            max_run = run;
-        if (len > max_len)
-            max_len = len;
+        if (run > m->max_run)
+            m->max_run = run;
+        if (len > m->max_len)
+            m->max_len = len;
     }
     if (n > 0)
-        enc += prev_len;
-    rw = tdb_compress_bytesize(max_run);
-    sw = tdb_compress_bytesize(max_len);
-    enc += nruns * (uint64_t)(rw + sw);
-    if (enc > UINT32_MAX || size > UINT32_MAX || n > UINT32_MAX / 8)
-        return tdb_err(call->err, TDB_E_INVAL,
-                       "RLE: string tile too large for the format");
-    h.string_bytes = (uint32_t)size;
-    h.encoded_bytes = (uint32_t)enc;
-    h.offsets_bytes = (uint32_t)(n * 8);
-    rc = tdb_compress_strings_write_hdr(&h, md_out);
-    if (rc == 0)
-        rc = tdb_buf_put_u8(md_out, rw);
-    if (rc == 0)
-        rc = tdb_buf_put_u8(md_out, sw);
-    if (rc == 0)
-        rc = tdb_buf_reserve(data_out, (size_t)enc);
-    if (rc < 0)
-        return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+        m->string_bytes += prev_len;
+}
 
-    /* Second pass: the runs. */
+/* Appends the runs of the encode input to data_out (room reserved): each
+ * a run length of rw bytes, a string length of sw bytes, the string. */
+static void rle_strings_runs(const struct tdb_filter_call *call,
+                             const uint8_t *data, size_t size, uint8_t rw,
+                             uint8_t sw, struct tdb_buf *data_out)
+{
+    uint64_t n = call->n_offsets;
+    const uint8_t *prev, *s;
+    size_t prev_len, len;
+
     for (uint64_t i = 0; i < n;) {
         uint64_t j = i + 1;
         uint8_t *p;
@@ -349,21 +354,43 @@ static int rle_strings_encode(const struct tdb_filter_call *call,
             memcpy(p + rw + sw, prev, prev_len);
         i = j;
     }
+}
+
+static int rle_strings_encode(const struct tdb_filter_call *call,
+                              const uint8_t *data, size_t size,
+                              struct tdb_buf *md_out, struct tdb_buf *data_out)
+{
+    struct tdb_compress_strings_hdr h = {0};
+    struct rle_measure m;
+    uint64_t n = call->n_offsets;
+    int rc;
+
+    /* First pass: widths and the encoded size. */
+    rle_strings_measure(call, data, size, &m);
+    uint8_t rw = tdb_compress_bytesize(m.max_run);
+    uint8_t sw = tdb_compress_bytesize(m.max_len);
+    uint64_t enc = m.string_bytes + m.nruns * (uint64_t)(rw + sw);
+    if (enc > UINT32_MAX || size > UINT32_MAX || n > UINT32_MAX / 8)
+        return tdb_err(call->err, TDB_E_INVAL,
+                       "RLE: string tile too large for the format");
+    h.string_bytes = (uint32_t)size;
+    h.encoded_bytes = (uint32_t)enc;
+    h.offsets_bytes = (uint32_t)(n * 8);
+    rc = tdb_compress_strings_write_hdr(&h, md_out);
+    if (rc == 0)
+        rc = tdb_buf_put_u8(md_out, rw);
+    if (rc == 0)
+        rc = tdb_buf_put_u8(md_out, sw);
+    if (rc == 0)
+        rc = tdb_buf_reserve(data_out, (size_t)enc);
+    if (rc < 0)
+        return tdb_err(call->err, TDB_E_NOMEM, "RLE: out of memory");
+    /* Second pass: the runs. */
+    rle_strings_runs(call, data, size, rw, sw, data_out);
     return 0;
 }
 
 /* ----------------------------------------------------------------- the ops */
-
-static int rle_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                            uint32_t version, struct tdb_error *err)
-{
-    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_RLE, "RLE", err);
-}
-
-static int rle_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    return tdb_compress_write_options(f, TDB_COMPRESSOR_RLE, out);
-}
 
 static int rle_decode(const struct tdb_filter_call *call,
                       struct tdb_filter_stage *st)
@@ -388,12 +415,15 @@ static int rle_encode(const struct tdb_filter_call *call,
     return tdb_compress_encode(&rle_codec, call, st);
 }
 
+static const struct tdb_compress_options rle_defaults = {
+    .compressor = TDB_COMPRESSOR_RLE,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
+};
+
 const struct tdb_filter_ops tdb_filter_rle = {
     .name = "RLE",
     .type = TDB_FILTER_RLE,
-    .compressor = TDB_COMPRESSOR_RLE,
-    .read_options = rle_read_options,
-    .write_options = rle_write_options,
+    TDB_COMPRESS_OPS_OPTIONS(rle_defaults),
     .output_type = NULL,
     .decode = rle_decode,
     .encode = rle_encode,

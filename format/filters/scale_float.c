@@ -10,8 +10,48 @@
  * bytes.  (Built with -std=c11, so no fused multiply-add is formed: TileDB's
  * portable builds do not form one either.) */
 #include "numeric_common.h"
+#include "options.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* The options: doubles scale and offset, u64 byte width of the stored
+ * integers (1, 2, 4 or 8). */
+struct scale_float_options {
+    double scale, offset;
+    uint64_t byte_width;
+};
+_Static_assert(sizeof(struct scale_float_options) <= TDB_FILTER_OPTIONS_MAX,
+               "SCALE_FLOAT's options fit a struct tdb_filter");
+
+static bool scale_float_width_ok(uint64_t w)
+{
+    return w == 1 || w == 2 || w == 4 || w == 8;
+}
+
+static int scale_float_check_width(const struct tdb_fopt_value *v,
+                                   char *why, size_t cap)
+{
+    if (scale_float_width_ok((uint64_t)v->i))
+        return 0;
+    snprintf(why, cap, "%" PRIu64 " is not 1, 2, 4 or 8", (uint64_t)v->i);
+    return 1;
+}
+
+static const struct tdb_filter_opt scale_float_opts[] = {
+    {.name = "scale", .kind = TDB_FOPT_REAL, .width = 8,
+     .offset = offsetof(struct scale_float_options, scale)},
+    {.name = "offset", .kind = TDB_FOPT_REAL, .width = 8,
+     .offset = offsetof(struct scale_float_options, offset)},
+    {.name = "byte_width", .kind = TDB_FOPT_UINT, .width = 8, .max = 8,
+     .offset = offsetof(struct scale_float_options, byte_width),
+     .check = scale_float_check_width},
+};
+
+static const struct scale_float_options scale_float_defaults = {
+    .scale = 1.0, .offset = 0.0, .byte_width = 8};
 
 struct scale_float_state {
     unsigned fw;  /* 4 or 8: the float width */
@@ -23,14 +63,13 @@ struct scale_float_state {
 static int scale_float_state(const struct tdb_filter_call *call,
                              struct scale_float_state *s)
 {
-    const struct tdb_filter *f = call->filter;
+    const struct scale_float_options *f = tdb_filter_opts(call->filter);
     s->fw = tdb_dt_size(call->datatype);
     if (s->fw != 4 && s->fw != 8)
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "SCALE_FLOAT: datatype %u is not 4 or 8 bytes wide",
                        call->datatype);
-    if (f->byte_width != 1 && f->byte_width != 2 && f->byte_width != 4 &&
-        f->byte_width != 8)
+    if (!scale_float_width_ok(f->byte_width))
         return tdb_err(call->err, TDB_E_CORRUPT,
                        "SCALE_FLOAT: byte width %llu is not 1, 2, 4 or 8",
                        (unsigned long long)f->byte_width);
@@ -175,24 +214,25 @@ static int scale_float_read_options(struct tdb_filter *f,
                                     struct tdb_cursor *c, uint32_t version,
                                     struct tdb_error *err)
 {
+    struct scale_float_options *o = tdb_filter_opts_edit(f);
     (void)version;
-    tdb_cur_f64(c, &f->scale);
-    tdb_cur_f64(c, &f->offset);
-    if (tdb_cur_u64(c, &f->byte_width))
+    tdb_cur_f64(c, &o->scale);
+    tdb_cur_f64(c, &o->offset);
+    if (tdb_cur_u64(c, &o->byte_width))
         return tdb_err(err, TDB_E_CORRUPT, "SCALE_FLOAT options truncated");
-    if (f->byte_width != 1 && f->byte_width != 2 && f->byte_width != 4 &&
-        f->byte_width != 8)
+    if (!scale_float_width_ok(o->byte_width))
         return tdb_err(err, TDB_E_CORRUPT,
                        "SCALE_FLOAT byte width %llu is not 1, 2, 4 or 8",
-                       (unsigned long long)f->byte_width);
+                       (unsigned long long)o->byte_width);
     return 0;
 }
 
 static int scale_float_write_options(const struct tdb_filter *f,
                                      struct tdb_buf *out)
 {
-    if (tdb_buf_put_f64(out, f->scale) || tdb_buf_put_f64(out, f->offset) ||
-        tdb_buf_put_u64(out, f->byte_width))
+    const struct scale_float_options *o = tdb_filter_opts(f);
+    if (tdb_buf_put_f64(out, o->scale) || tdb_buf_put_f64(out, o->offset) ||
+        tdb_buf_put_u64(out, o->byte_width))
         return TDB_E_NOMEM;
     return 0;
 }
@@ -200,7 +240,8 @@ static int scale_float_write_options(const struct tdb_filter *f,
 static unsigned scale_float_output_type(const struct tdb_filter *f,
                                         unsigned in_type)
 {
-    switch (f->byte_width) {
+    const struct scale_float_options *o = tdb_filter_opts(f);
+    switch (o->byte_width) {
     case 1: return TDB_INT8;
     case 2: return TDB_INT16;
     case 4: return TDB_INT32;
@@ -214,6 +255,10 @@ const struct tdb_filter_ops tdb_filter_scale_float = {
     .type = TDB_FILTER_SCALE_FLOAT,
     .read_options = scale_float_read_options,
     .write_options = scale_float_write_options,
+    .options = scale_float_opts,
+    .n_options = sizeof scale_float_opts / sizeof *scale_float_opts,
+    .defaults = &scale_float_defaults,
+    .options_size = sizeof(struct scale_float_options),
     .output_type = scale_float_output_type,
     .decode = scale_float_decode,
     .encode = scale_float_encode,

@@ -12,7 +12,10 @@
  * WebP files one after the other.  Decoding gives width * height * pixel
  * bytes per part, in the option's pixel format. */
 #include "filter.h"
+#include "options.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <webp/decode.h>
@@ -24,45 +27,56 @@
 /* The effort of lossless encoding, as libwebp's simple API gives it. */
 #define WEBP_LOSSLESS_EFFORT 70.0f
 
-/* The options of a filter that holds none: all zero. */
-static const struct tdb_webp_options webp_none;
+/* The options of a WEBP filter, as its options bytes hold them. */
+struct webp_options {
+    float quality;              /* 0..100 (lossy) */
+    uint8_t format;             /* enum tdb_webp_format */
+    uint8_t lossless;           /* 0 or 1 */
+    /* the tile extents of dimension 0 (rows of the image) and dimension 1
+     * (bytes of a row), which TileDB copies from the schema */
+    uint16_t y_extent, x_extent;
+};
+_Static_assert(sizeof(struct webp_options) <= TDB_FILTER_OPTIONS_MAX,
+               "WEBP's options fit a struct tdb_filter");
 
-static const struct tdb_webp_options *webp_opts(const struct tdb_filter *f)
+static int webp_check_quality(const struct tdb_fopt_value *v, char *why,
+                              size_t cap)
 {
-    return f && f->type == TDB_FILTER_WEBP && f->private_data ? f->private_data
-                                                         : &webp_none;
+    if (v->d >= 0.0 && v->d <= 100.0)
+        return 0;
+    snprintf(why, cap, "%g is not in [0, 100]", v->d);
+    return 1;
 }
 
-const struct tdb_webp_options *tdb_webp_options(const struct tdb_filter *f)
-{
-    return webp_opts(f);
-}
+static const char *const webp_formats[] = {"NONE", "RGB", "BGR", "RGBA",
+                                           "BGRA"};
 
-struct tdb_webp_options *tdb_webp_options_edit(struct tdb_filter *f)
-{
-    return f->private_data;
-}
+/* The JSON has quality, format and lossless; the extents are the schema's
+ * (format/write's schema check fills them in). */
+static const struct tdb_filter_opt webp_opts_table[] = {
+    {.name = "quality", .kind = TDB_FOPT_REAL, .width = 4,
+     .flags = TDB_FOPT_NULL_OK, .check = webp_check_quality,
+     .offset = offsetof(struct webp_options, quality)},
+    {.name = "format", .kind = TDB_FOPT_NAME, .width = 1,
+     .flags = TDB_FOPT_REQUIRED, .names = webp_formats,
+     .n_names = sizeof webp_formats / sizeof *webp_formats,
+     .offset = offsetof(struct webp_options, format)},
+    {.name = "lossless", .kind = TDB_FOPT_BOOL, .width = 1,
+     .flags = TDB_FOPT_NULL_OK,
+     .offset = offsetof(struct webp_options, lossless)},
+    {.name = "y_extent", .kind = TDB_FOPT_UINT, .width = 2,
+     .flags = TDB_FOPT_NO_JSON, .max = UINT16_MAX,
+     .offset = offsetof(struct webp_options, y_extent)},
+    {.name = "x_extent", .kind = TDB_FOPT_UINT, .width = 2,
+     .flags = TDB_FOPT_NO_JSON, .max = UINT16_MAX,
+     .offset = offsetof(struct webp_options, x_extent)},
+};
 
-static int webp_init(struct tdb_filter *f)
-{
-    f->private_data = calloc(1, sizeof(struct tdb_webp_options));
-    return f->private_data ? 0 : TDB_E_NOMEM;
-}
+static const struct webp_options webp_defaults = {.quality = 100.0f};
 
-static int webp_copy(struct tdb_filter *dst, const struct tdb_filter *src)
+static const struct webp_options *webp_opts(const struct tdb_filter *f)
 {
-    dst->private_data = malloc(sizeof(struct tdb_webp_options));
-    if (!dst->private_data)
-        return TDB_E_NOMEM;
-    memcpy(dst->private_data, src->private_data,
-           sizeof(struct tdb_webp_options));
-    return 0;
-}
-
-static void webp_free(struct tdb_filter *f)
-{
-    free(f->private_data);
-    f->private_data = NULL;
+    return tdb_filter_opts(f);
 }
 
 static int webp_read_options(struct tdb_filter *f, struct tdb_cursor *c,
@@ -88,9 +102,7 @@ static int webp_read_options(struct tdb_filter *f, struct tdb_cursor *c,
     if (p[5] > 1)
         return tdb_err(err, TDB_E_CORRUPT, "WEBP filter options: lossless "
                        "flag %u is not 0 or 1", p[5]);
-    if (!f->private_data && webp_init(f))
-        return tdb_err(err, TDB_E_NOMEM, "WEBP: out of memory");
-    struct tdb_webp_options *o = f->private_data;
+    struct webp_options *o = tdb_filter_opts_edit(f);
     o->quality = q;
     o->format = p[4];
     o->lossless = p[5];
@@ -101,7 +113,7 @@ static int webp_read_options(struct tdb_filter *f, struct tdb_cursor *c,
 
 static int webp_write_options(const struct tdb_filter *f, struct tdb_buf *out)
 {
-    const struct tdb_webp_options *opt = webp_opts(f);
+    const struct webp_options *opt = webp_opts(f);
     uint8_t o[WEBP_OPTIONS_SIZE] = {0};
     uint32_t qbits;
 
@@ -258,7 +270,7 @@ static int webp_encode_image(const struct tdb_filter_call *call,
                              const struct webp_image *img,
                              struct tdb_buf *out, size_t *len)
 {
-    const struct tdb_webp_options *o = webp_opts(call->filter);
+    const struct webp_options *o = webp_opts(call->filter);
     int w = img->w, h = img->h;
     WebPConfig config;
     WebPPicture pic;
@@ -305,7 +317,7 @@ static int webp_encode_image(const struct tdb_filter_call *call,
 static int webp_encode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
-    const struct tdb_webp_options *o = webp_opts(call->filter);
+    const struct webp_options *o = webp_opts(call->filter);
     unsigned bpp = tdb_webp_pixel_bytes(o->format);
     size_t base = st->data_out->len, len = 0;
     unsigned y, x;
@@ -354,7 +366,8 @@ const struct tdb_filter_ops tdb_filter_webp = {
     .output_type = webp_output_type,
     .decode = webp_decode,
     .encode = webp_encode,
-    .init = webp_init,
-    .copy = webp_copy,
-    .free = webp_free,
+    .options = webp_opts_table,
+    .n_options = sizeof webp_opts_table / sizeof *webp_opts_table,
+    .defaults = &webp_defaults,
+    .options_size = sizeof(struct webp_options),
 };

@@ -77,7 +77,8 @@ static uint64_t zstd_max_out(const struct tdb_filter_call *call,
 static int zstd_compress(const struct tdb_filter_call *call,
                          const uint8_t *src, size_t n, struct tdb_buf *out)
 {
-    int level = call->filter ? call->filter->level : ZSTD_CLEVEL_DEFAULT;
+    int level = call->filter ? tdb_compress_level(call->filter)
+                             : ZSTD_CLEVEL_DEFAULT;
     size_t bound = ZSTD_compressBound(n), ret;
 
     /* TileDB uses its default (3) below level -7. */
@@ -109,17 +110,6 @@ static const struct tdb_compress_codec zstd_codec = {
     .compress = zstd_compress,
 };
 
-static int zstd_read_options(struct tdb_filter *f, struct tdb_cursor *c,
-                             uint32_t version, struct tdb_error *err)
-{
-    return tdb_compress_read_options(f, c, TDB_COMPRESSOR_ZSTD, "ZSTD", err);
-}
-
-static int zstd_write_options(const struct tdb_filter *f, struct tdb_buf *out)
-{
-    return tdb_compress_write_options(f, TDB_COMPRESSOR_ZSTD, out);
-}
-
 static int zstd_decode(const struct tdb_filter_call *call,
                        struct tdb_filter_stage *st)
 {
@@ -132,12 +122,15 @@ static int zstd_encode(const struct tdb_filter_call *call,
     return tdb_compress_encode(&zstd_codec, call, st);
 }
 
+static const struct tdb_compress_options zstd_defaults = {
+    .compressor = TDB_COMPRESSOR_ZSTD,
+    .level = TDB_FILTER_LEVEL_DEFAULT,
+};
+
 const struct tdb_filter_ops tdb_filter_zstd = {
     .name = "ZSTD",
     .type = TDB_FILTER_ZSTD,
-    .compressor = TDB_COMPRESSOR_ZSTD,
-    .read_options = zstd_read_options,
-    .write_options = zstd_write_options,
+    TDB_COMPRESS_OPS_OPTIONS(zstd_defaults),
     .output_type = NULL,
     .decode = zstd_decode,
     .encode = zstd_encode,

@@ -167,7 +167,6 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
         memset(&fs[pp->n], 0, sizeof fs[pp->n]);
         fs[pp->n].type = TDB_FILTER_AES_256_GCM;
         fs[pp->n].ops = &tdb_filter_aes256gcm;
-        fs[pp->n].reinterpret_type = TDB_ANY;
         with_aes.max_chunk_size = pp->max_chunk_size;
         with_aes.n = pp->n + 1;
         with_aes.f = fs;

@@ -3,6 +3,7 @@
  * tdb_json_dump. */
 #include "tree/json.h"
 #include "filters/filter.h"
+#include "filters/options.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -298,6 +299,35 @@ static const char *json_layout(unsigned l)
     }
 }
 
+/* The JSON options of filter f into fo, as its type's table lists them:
+ * a datatype only when set, a name as the table spells it. */
+static void json_filter_options(struct tdb_jb *jb, json_t *fo,
+                                const struct tdb_filter *f)
+{
+    const struct tdb_filter_ops *t = tdb_filter_lookup(f->type);
+    for (unsigned i = 0; t && i < t->n_options; i++) {
+        const struct tdb_filter_opt *o = &t->options[i];
+        struct tdb_fopt_value v = tdb_fopt_get(f, o);
+        const char *dt = tdb_dt_name((unsigned)v.i);
+        json_t *j;
+        if (o->flags & TDB_FOPT_NO_JSON)
+            continue;
+        switch (o->kind) {
+        case TDB_FOPT_INT: j = json_integer(v.i); break;
+        case TDB_FOPT_UINT: j = tdb_json_u64((uint64_t)v.i); break;
+        case TDB_FOPT_REAL: j = tdb_json_double(v.d); break;
+        case TDB_FOPT_BOOL: j = json_boolean(v.i); break;
+        case TDB_FOPT_NAME: j = tdb_json_cstr(tdb_fopt_name(o, v.i)); break;
+        default:
+            if (v.i == TDB_ANY || !dt)
+                continue;
+            j = tdb_json_cstr(dt);
+            break;
+        }
+        tdb_jb_set(jb, fo, o->name, j);
+    }
+}
+
 static void json_pipeline(struct tdb_jb *jb, json_t *o, const char *key,
                           const struct tdb_pipeline *p)
 {
@@ -307,38 +337,7 @@ static void json_pipeline(struct tdb_jb *jb, json_t *o, const char *key,
         json_t *fo = tdb_jb_object(jb);
         tdb_jb_set(jb, fo, "type",
                    tdb_json_cstr(f->ops ? f->ops->name : "UNKNOWN"));
-        switch (f->type) {
-        case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
-        case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
-        case TDB_FILTER_DELTA: case TDB_FILTER_DOUBLE_DELTA:
-            tdb_jb_set(jb, fo, "level", json_integer(f->level));
-            if ((f->type == TDB_FILTER_DELTA ||
-                 f->type == TDB_FILTER_DOUBLE_DELTA) &&
-                f->reinterpret_type != TDB_ANY &&
-                tdb_dt_name(f->reinterpret_type))
-                tdb_jb_set(jb, fo, "reinterpret_datatype",
-                           tdb_json_cstr(tdb_dt_name(f->reinterpret_type)));
-            break;
-        case TDB_FILTER_BIT_WIDTH_REDUCTION: case TDB_FILTER_POSITIVE_DELTA:
-            tdb_jb_set(jb, fo, "max_window", tdb_json_u64(f->max_window));
-            break;
-        case TDB_FILTER_SCALE_FLOAT:
-            tdb_jb_set(jb, fo, "scale", tdb_json_double(f->scale));
-            tdb_jb_set(jb, fo, "offset", tdb_json_double(f->offset));
-            tdb_jb_set(jb, fo, "byte_width", tdb_json_u64(f->byte_width));
-            break;
-        case TDB_FILTER_WEBP: {
-            /* the tile extents are the schema's, not printed */
-            const struct tdb_webp_options *wo = tdb_webp_options(f);
-            const char *fmt = tdb_webp_format_name(wo->format);
-            tdb_jb_set(jb, fo, "quality", tdb_json_double(wo->quality));
-            tdb_jb_set(jb, fo, "format", tdb_json_cstr(fmt ? fmt : "NONE"));
-            tdb_jb_set(jb, fo, "lossless", json_boolean(wo->lossless));
-            break;
-        }
-        default:
-            break;
-        }
+        json_filter_options(jb, fo, f);
         tdb_jb_push(jb, list, fo);
     }
     tdb_jb_set(jb, o, key, list);

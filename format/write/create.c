@@ -26,16 +26,16 @@ static bool create_can_write(const struct tdb_io *io)
 
 /* The pipeline of a generic tile as TileDB writes one: GZIP level 1 (max
  * chunk size 0, as TileDB records it), then AES-256-GCM when encrypted. */
-static void create_gt_pipeline(struct tdb_pipeline *p, struct tdb_filter f[2],
-                               const uint8_t *key)
+static int create_gt_pipeline(struct tdb_pipeline *p, struct tdb_filter f[2],
+                              const uint8_t *key)
 {
-    /* neither keeps state of its own: tdb_filter_init cannot fail */
-    (void)tdb_filter_init(&f[0], TDB_FILTER_GZIP);
-    f[0].level = 1;
-    (void)tdb_filter_init(&f[1], TDB_FILTER_AES_256_GCM);
+    int rc = tdb_filter_init_level(&f[0], TDB_FILTER_GZIP, 1);
+    if (!rc)
+        rc = tdb_filter_init(&f[1], TDB_FILTER_AES_256_GCM);
     p->max_chunk_size = 65536;     /* as TileDB 2.29 writes it */
     p->n = key ? 2 : 1;
     p->f = f;
+    return rc;
 }
 
 int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
@@ -43,7 +43,8 @@ int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
 {
     struct tdb_filter f[2];
     struct tdb_pipeline p;
-    create_gt_pipeline(&p, f, key);
+    if (create_gt_pipeline(&p, f, key))
+        return tdb_err(err, TDB_E_UNSUPPORTED, "generic tile: no GZIP filter");
     return tdb_generic_tile_encode(payload->data, payload->len, &p, TDB_CHAR,
                                    1, key, out, err);
 }

@@ -572,12 +572,11 @@ int tdb_fmw_serialize(struct tdb_fmw *w, const uint8_t *key,
     if (rc)
         return rc;
 
-    /* GZIP is always built in (pipeline.c's table) and keeps no state:
-     * its init can neither fail nor leave ops unset */
     struct tdb_filter gz;
-    (void)tdb_filter_init(&gz, TDB_FILTER_GZIP);
-    gz.level = FMW_GT_LEVEL;
     struct tdb_pipeline pipe = {FMW_GT_CHUNK, 1, &gz};
+    if (tdb_filter_init_level(&gz, TDB_FILTER_GZIP, FMW_GT_LEVEL))
+        return tdb_err(err, TDB_E_UNSUPPORTED, "fragment metadata: no GZIP "
+                       "filter");
     o.pipe = &pipe;
 
     o.goff = calloc((size_t)n * 8, sizeof *o.goff);

@@ -1,6 +1,7 @@
 /* schema_json.c: an array schema (format_spec/array_schema.md, v22) from the "schema" object of __array.json, checked as TileDB checks a new schema. */
 #include "write/writer.h"
 #include "model/order.h"
+#include "filters/options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,8 +17,6 @@
 /* TileDB's defaults for what a schema JSON may leave out. */
 #define SJ_CHUNK 65536          /* pipeline max chunk size */
 #define SJ_CAPACITY 10000
-#define SJ_MAX_WINDOW 256       /* BIT_WIDTH_REDUCTION, POSITIVE_DELTA */
-#define SJ_LEVEL -1             /* compressors: the library's default */
 #define SJ_MAX_CELL_VALS (UINT32_C(1) << 24)
 #define SJ_MAX_FILTERS 64
 #define SJ_HILBERT_MAX_DIMS 16
@@ -427,178 +426,136 @@ static int sj_datatype(json_t *obj, const struct sj_where *parent,
 
 /* ---------------------------------------------------------------- filters */
 
-/* DELTA's and DOUBLE_DELTA's "reinterpret_datatype" (ANY, the default, is
- * no reinterpretation). */
-static int sj_filter_reinterpret(json_t *o, const struct sj_where *w,
-                                 struct tdb_filter *f, struct tdb_error *err)
+/* The integer option o from v: at most o->max in magnitude (INT), from 0
+ * to o->max (UINT). */
+static int sj_filter_int(json_t *v, const struct sj_where *k,
+                         const struct tdb_filter_opt *o,
+                         struct tdb_fopt_value *x, struct tdb_error *err)
 {
-    json_t *v = json_object_get(o, "reinterpret_datatype");
-    struct sj_where k;
-    unsigned rt = TDB_ANY;
-    int rc;
-    if (!v || json_is_null(v))
-        return 0;
-    sj_at(&k, w, "reinterpret_datatype");
-    if (!json_is_string(v))
-        return sj_bad(err, TDB_E_INVAL, &k, "expected a datatype name");
-    /* ANY (the default: no reinterpretation) is a name here */
-    if (strcmp(json_string_value(v), "ANY") &&
-        (rc = sj_type_name(json_string_value(v), &k, &rt, err)))
-        return rc;
-    f->reinterpret_type = (uint8_t)rt;
-    return 0;
-}
-
-/* A compressor's "level". */
-static int sj_filter_level(json_t *o, const struct sj_where *w,
-                           struct tdb_filter *f, struct tdb_error *err)
-{
-    json_t *v = json_object_get(o, "level");
-    struct sj_where k;
     bool neg;
     uint64_t mag;
     int rc;
-    f->level = SJ_LEVEL;
-    if (!v || json_is_null(v))
-        return 0;
-    sj_at(&k, w, "level");
-    if ((rc = sj_int(v, &k, &neg, &mag, err)))
+    if (o->kind == TDB_FOPT_UINT) {
+        rc = sj_uint(v, k, o->max, &mag, err);
+        x->i = (int64_t)mag;
         return rc;
-    if (mag > INT32_MAX)
-        return sj_bad(err, TDB_E_INVAL, &k, "out of range");
-    f->level = neg ? -(int32_t)mag : (int32_t)mag;
-    return 0;
-}
-
-/* BIT_WIDTH_REDUCTION's and POSITIVE_DELTA's "max_window". */
-static int sj_filter_window(json_t *o, const struct sj_where *w,
-                            struct tdb_filter *f, struct tdb_error *err)
-{
-    uint64_t mw = SJ_MAX_WINDOW;
-    struct sj_where k;
-    json_t *v;
-    int rc;
-    sj_at(&k, w, "max_window");
-    if ((v = json_object_get(o, "max_window")) && !json_is_null(v) &&
-        (rc = sj_uint(v, &k, UINT32_MAX, &mw, err)))
-        return rc;
-    if (mw == 0)
-        return sj_bad(err, TDB_E_INVAL, &k, "must not be 0");
-    f->max_window = (uint32_t)mw;
-    return 0;
-}
-
-/* SCALE_FLOAT's "scale", "offset" and "byte_width". */
-static int sj_filter_scale(json_t *o, const struct sj_where *w,
-                           struct tdb_filter *f, struct tdb_error *err)
-{
-    uint64_t bw = 8;
-    struct sj_where k;
-    json_t *v;
-    int rc;
-    f->scale = 1.0;
-    f->offset = 0.0;
-    sj_at(&k, w, "scale");
-    if ((v = json_object_get(o, "scale")) &&
-        (rc = sj_double(v, &k, &f->scale, err)))
-        return rc;
-    sj_at(&k, w, "offset");
-    if ((v = json_object_get(o, "offset")) &&
-        (rc = sj_double(v, &k, &f->offset, err)))
-        return rc;
-    sj_at(&k, w, "byte_width");
-    if ((v = json_object_get(o, "byte_width")) &&
-        (rc = sj_uint(v, &k, 8, &bw, err)))
-        return rc;
-    if (bw != 1 && bw != 2 && bw != 4 && bw != 8)
-        return sj_bad(err, TDB_E_INVAL, &k, "%" PRIu64 " is not 1, 2, "
-                      "4 or 8", bw);
-    f->byte_width = bw;
-    return 0;
-}
-
-/* WEBP's "quality", "format" and "lossless"; the tile extents come from
- * the schema (sj_webp_extents). */
-static int sj_filter_webp(json_t *o, const struct sj_where *w,
-                          struct tdb_filter *f, struct tdb_error *err)
-{
-    struct tdb_webp_options *opt = tdb_webp_options_edit(f);
-    double q = 100.0;
-    const char *fmt;
-    bool lossless;
-    struct sj_where k;
-    json_t *v;
-    int rc;
-    sj_at(&k, w, "quality");
-    if ((v = json_object_get(o, "quality")) && !json_is_null(v) &&
-        (rc = sj_double(v, &k, &q, err)))
-        return rc;
-    if (!(q >= 0.0 && q <= 100.0))
-        return sj_bad(err, TDB_E_INVAL, &k, "%g is not in [0, 100]", q);
-    opt->quality = (float)q;
-    if ((rc = sj_str(o, "format", true, w, &fmt, err)))
-        return rc;
-    for (unsigned i = TDB_WEBP_RGB; i <= TDB_WEBP_BGRA; i++)
-        if (!strcasecmp(fmt, tdb_webp_format_name(i)))
-            opt->format = (uint8_t)i;
-    sj_at(&k, w, "format");
-    if (!opt->format)
-        return sj_bad(err, TDB_E_INVAL, &k, "\"%s\" is not RGB, BGR, "
-                      "RGBA or BGRA", fmt);
-    if ((rc = sj_bool(o, "lossless", false, w, &lossless, err)))
-        return rc;
-    opt->lossless = lossless;
-    return 0;
-}
-
-/* The options of filter f from o, and the keys o may hold. */
-static int sj_filter_options(json_t *o, const struct sj_where *w,
-                             struct tdb_filter *f,
-                             const char *const **known,
-                             struct tdb_error *err)
-{
-    static const char *const k_none[] = {"type", NULL};
-    static const char *const k_comp[] = {"type", "level", NULL};
-    static const char *const k_delta[] = {"type", "level",
-                                          "reinterpret_datatype", NULL};
-    static const char *const k_window[] = {"type", "max_window", NULL};
-    static const char *const k_scale[] = {"type", "scale", "offset",
-                                          "byte_width", NULL};
-    static const char *const k_webp[] = {"type", "quality", "format",
-                                         "lossless", NULL};
-    int rc;
-    *known = k_none;
-    switch (f->type) {
-    case TDB_FILTER_DELTA:
-    case TDB_FILTER_DOUBLE_DELTA:
-        *known = k_delta;
-        if ((rc = sj_filter_reinterpret(o, w, f, err)))
-            return rc;
-        return sj_filter_level(o, w, f, err);
-    case TDB_FILTER_GZIP: case TDB_FILTER_ZSTD: case TDB_FILTER_LZ4:
-    case TDB_FILTER_RLE: case TDB_FILTER_BZIP2: case TDB_FILTER_DICTIONARY:
-        *known = k_comp;
-        return sj_filter_level(o, w, f, err);
-    case TDB_FILTER_BIT_WIDTH_REDUCTION:
-    case TDB_FILTER_POSITIVE_DELTA:
-        *known = k_window;
-        return sj_filter_window(o, w, f, err);
-    case TDB_FILTER_SCALE_FLOAT:
-        *known = k_scale;
-        return sj_filter_scale(o, w, f, err);
-    case TDB_FILTER_WEBP:
-        *known = k_webp;
-        return sj_filter_webp(o, w, f, err);
-    default:
-        return 0;
     }
+    if ((rc = sj_int(v, k, &neg, &mag, err)))
+        return rc;
+    if (mag > o->max)
+        return sj_bad(err, TDB_E_INVAL, k, "out of range");
+    x->i = neg ? -(int64_t)mag : (int64_t)mag;
+    return 0;
 }
 
-/* One filter of a pipeline from its object.  On failure f holds nothing. */
+/* A datatype option from v: a datatype's name, or ANY (no datatype). */
+static int sj_filter_datatype(json_t *v, const struct sj_where *k,
+                              struct tdb_fopt_value *x, struct tdb_error *err)
+{
+    unsigned t = TDB_ANY;
+    int rc;
+    if (!json_is_string(v))
+        return sj_bad(err, TDB_E_INVAL, k, "expected a datatype name");
+    if (strcmp(json_string_value(v), "ANY") &&
+        (rc = sj_type_name(json_string_value(v), k, &t, err)))
+        return rc;
+    x->i = t;
+    return 0;
+}
+
+/* A named option from o's member: one of the option's names but its
+ * first, in any case. */
+static int sj_filter_name(json_t *obj, const struct sj_where *w,
+                          const struct sj_where *k,
+                          const struct tdb_filter_opt *o,
+                          struct tdb_fopt_value *x, struct tdb_error *err)
+{
+    char list[96] = "";
+    const char *s;
+    int rc;
+    if ((rc = sj_str(obj, o->name, true, w, &s, err)))
+        return rc;
+    for (unsigned i = 1; i < o->n_names; i++) {
+        if (!strcasecmp(s, o->names[i])) {
+            x->i = i;
+            return 0;
+        }
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%s",
+                 i == 1 ? "" : i + 1 == o->n_names ? " or " : ", ",
+                 o->names[i]);
+    }
+    return sj_bad(err, TDB_E_INVAL, k, "\"%s\" is not %s", s, list);
+}
+
+/* Option o of filter f from its member of obj (absent, or null where the
+ * option allows it: the default stays), checked as the option says. */
+static int sj_filter_opt(json_t *obj, const struct sj_where *w,
+                         const struct tdb_filter_opt *o, struct tdb_filter *f,
+                         struct tdb_error *err)
+{
+    json_t *v = json_object_get(obj, o->name);
+    struct tdb_fopt_value x = tdb_fopt_get(f, o);
+    struct sj_where k;
+    char why[96];
+    bool b;
+    int rc = 0;
+    sj_at(&k, w, "%s", o->name);
+    if (!v || (json_is_null(v) && (o->flags & TDB_FOPT_NULL_OK)))
+        return (o->flags & TDB_FOPT_REQUIRED)
+                   ? sj_bad(err, TDB_E_INVAL, &k, "missing") : 0;
+    switch (o->kind) {
+    case TDB_FOPT_INT: case TDB_FOPT_UINT:
+        rc = sj_filter_int(v, &k, o, &x, err);
+        break;
+    case TDB_FOPT_REAL:
+        rc = sj_double(v, &k, &x.d, err);
+        break;
+    case TDB_FOPT_BOOL:
+        rc = sj_bool(obj, o->name, x.i, w, &b, err);
+        x.i = b;
+        break;
+    case TDB_FOPT_DATATYPE:
+        rc = sj_filter_datatype(v, &k, &x, err);
+        break;
+    default:
+        rc = sj_filter_name(obj, w, &k, o, &x, err);
+        break;
+    }
+    if (rc)
+        return rc;
+    if (tdb_fopt_check(o, &x, why, sizeof why))
+        return sj_bad(err, TDB_E_INVAL, &k, "%s", why);
+    tdb_fopt_set(f, o, &x);
+    return 0;
+}
+
+/* The options of filter f from o (the JSON ones of its table, in the
+ * table's order), and no other key but "type". */
+static int sj_filter_options(json_t *o, const struct sj_where *w,
+                             struct tdb_filter *f, struct tdb_error *err)
+{
+    const char *key;
+    json_t *v;
+    int rc;
+    for (unsigned i = 0; i < f->ops->n_options; i++) {
+        const struct tdb_filter_opt *opt = &f->ops->options[i];
+        if (!(opt->flags & TDB_FOPT_NO_JSON) &&
+            (rc = sj_filter_opt(o, w, opt, f, err)))
+            return rc;
+    }
+    json_object_foreach(o, key, v) {
+        const struct tdb_filter_opt *opt = tdb_filter_opt_find(f->ops, key);
+        if (strcmp(key, "type") && (!opt || (opt->flags & TDB_FOPT_NO_JSON)))
+            return sj_bad(err, TDB_E_INVAL, w, "unknown key \"%s\"", key);
+    }
+    return 0;
+}
+
+/* One filter of a pipeline from its object. */
 static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
                      struct tdb_error *err)
 {
-    const char *const *known;
     const char *name;
     struct sj_where k;
     int rc;
@@ -618,14 +575,9 @@ static int sj_filter(json_t *o, const struct sj_where *w, struct tdb_filter *f,
     if (t == TDB_FILTER_AES_256_GCM)
         return sj_bad(err, TDB_E_INVAL, &k, "AES_256_GCM is not a filter of "
                       "a schema (give the key when creating the array)");
-    if (tdb_filter_init(f, t))
-        return sj_nomem(err);
-    rc = sj_filter_options(o, w, f, &known, err);
-    if (!rc)
-        rc = sj_known_keys(o, known, w, err);
-    if (rc)
-        tdb_filter_release(f);
-    return rc;
+    if ((rc = tdb_filter_init(f, t)))
+        return sj_bad(err, rc, &k, "unknown filter \"%s\"", name);
+    return sj_filter_options(o, w, f, err);
 }
 
 /* A pipeline from an array of filters; absent or null: `def` (may be NULL
@@ -1157,25 +1109,19 @@ static int sj_attrs(json_t *o, const struct sj_where *top,
     return 0;
 }
 
-/* A filter of `type` with its defaults at the library's default level;
- * for ZSTD and RLE, which keep no state of their own (so tdb_filter_init
- * cannot fail on them). */
-static struct tdb_filter sj_default_filter(unsigned type)
-{
-    struct tdb_filter f;
-    (void)tdb_filter_init(&f, type);
-    f.level = SJ_LEVEL;
-    return f;
-}
-
 /* The coordinates', offsets' and validity pipelines, by default TileDB's:
- * ZSTD for coordinates and offsets, RLE for validity. */
+ * ZSTD for coordinates and offsets, RLE for validity, at the library's
+ * default level. */
 static int sj_schema_pipelines(json_t *o, const struct sj_where *top,
                                struct tdb_schema *s, struct tdb_error *err)
 {
-    struct tdb_filter zstd = sj_default_filter(TDB_FILTER_ZSTD);
-    struct tdb_filter rle = sj_default_filter(TDB_FILTER_RLE);
+    struct tdb_filter zstd, rle;
     int rc;
+    if ((rc = tdb_filter_init_level(&zstd, TDB_FILTER_ZSTD,
+                                    TDB_FILTER_LEVEL_DEFAULT)) ||
+        (rc = tdb_filter_init_level(&rle, TDB_FILTER_RLE,
+                                    TDB_FILTER_LEVEL_DEFAULT)))
+        return tdb_err(err, rc, "schema JSON: no ZSTD or RLE filter");
     if ((rc = sj_pipeline(o, "coords_filters", top, &zstd,
                           &s->coords_filters, err)) ||
         (rc = sj_pipeline(o, "offsets_filters", top, &zstd,
@@ -1468,12 +1414,60 @@ static void sj_webp_extents(struct tdb_schema *s)
     for (uint32_t i = 0; i < s->nattrs; i++)
         for (uint32_t j = 0; j < s->attrs[i].filters.n; j++) {
             struct tdb_filter *f = &s->attrs[i].filters.f[j];
-            struct tdb_webp_options *o = tdb_webp_options_edit(f);
-            if (f->type == TDB_FILTER_WEBP && o) {
-                o->y_extent = (uint16_t)y;
-                o->x_extent = (uint16_t)x;
+            if (f->type == TDB_FILTER_WEBP) {
+                tdb_filter_set_int(f, "y_extent", (int64_t)y);
+                tdb_filter_set_int(f, "x_extent", (int64_t)x);
             }
         }
+}
+
+/* What TileDB asks of WEBP filter f of attribute a: see sj_check_webp. */
+static int sj_check_webp_filter(const struct tdb_schema *s,
+                                const struct tdb_attr *a,
+                                const struct tdb_filter *f,
+                                struct tdb_error *err)
+{
+    unsigned bpp = tdb_webp_pixel_bytes(
+        (unsigned)tdb_filter_get_int(f, "format"));
+    double quality = tdb_filter_get_real(f, "quality");
+    int64_t lossless = tdb_filter_get_int(f, "lossless");
+    int64_t ye = tdb_filter_get_int(f, "y_extent");
+    int64_t xe = tdb_filter_get_int(f, "x_extent");
+    uint64_t y = 0, x = 0;
+    if (a->type != TDB_UINT8 || a->cell_val_num != 1)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter "
+                       "takes UINT8 attributes of one value a cell", a->name);
+    if (s->array_type != TDB_DENSE)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter "
+                       "is for dense arrays only", a->name);
+    if (!sj_webp_dims(s, &y, &x))
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter "
+                       "needs exactly 2 integral dimensions (Y, X) with tile "
+                       "extents", a->name);
+    if (!bpp)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter's "
+                       "format is not set (RGB, BGR, RGBA or BGRA)", a->name);
+    if (!(quality >= 0.0 && quality <= 100.0) || lossless > 1)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter's "
+                       "quality is in [0, 100], its lossless flag 0 or 1",
+                       a->name);
+    if (x % bpp)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter's "
+                       "format has %u bytes a pixel; the tile extent of "
+                       "dimension '%s' (%llu) is not a multiple of it",
+                       a->name, bpp, s->dims[1].name, (unsigned long long)x);
+    if (y > SJ_WEBP_MAX_SIDE || x / bpp > SJ_WEBP_MAX_SIDE)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': tiles of %llu x "
+                       "%llu pixels; a WebP image has at most %d x %d",
+                       a->name, (unsigned long long)y,
+                       (unsigned long long)(x / bpp), SJ_WEBP_MAX_SIDE,
+                       SJ_WEBP_MAX_SIDE);
+    if ((uint64_t)ye != y || (uint64_t)xe != x)
+        return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP filter's "
+                       "tile extents (%u, %u) are not the schema's (%llu, "
+                       "%llu)", a->name, (unsigned)ye, (unsigned)xe,
+                       (unsigned long long)y, (unsigned long long)x);
+    return 0;
 }
 
 /* What TileDB asks of a schema with WEBP filters: UINT8 attributes of a
@@ -1494,50 +1488,11 @@ static int sj_check_webp(const struct tdb_schema *s, struct tdb_error *err)
     for (uint32_t i = 0; i < s->nattrs; i++) {
         const struct tdb_attr *a = &s->attrs[i];
         for (uint32_t j = 0; j < a->filters.n; j++) {
-            const struct tdb_filter *f = &a->filters.f[j];
-            const struct tdb_webp_options *o = tdb_webp_options(f);
-            unsigned bpp = tdb_webp_pixel_bytes(o->format);
-            uint64_t y = 0, x = 0;
-            if (f->type != TDB_FILTER_WEBP)
-                continue;
-            if (a->type != TDB_UINT8 || a->cell_val_num != 1)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter takes UINT8 attributes of one value "
-                               "a cell", a->name);
-            if (s->array_type != TDB_DENSE)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter is for dense arrays only", a->name);
-            if (!sj_webp_dims(s, &y, &x))
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter needs exactly 2 integral dimensions "
-                               "(Y, X) with tile extents", a->name);
-            if (!bpp)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter's format is not set (RGB, BGR, RGBA "
-                               "or BGRA)", a->name);
-            if (!(o->quality >= 0.0f && o->quality <= 100.0f) ||
-                o->lossless > 1)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter's quality is in [0, 100], its "
-                               "lossless flag 0 or 1", a->name);
-            if (x % bpp)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter's format has %u bytes a pixel; the "
-                               "tile extent of dimension '%s' (%llu) is not "
-                               "a multiple of it", a->name, bpp,
-                               s->dims[1].name, (unsigned long long)x);
-            if (y > SJ_WEBP_MAX_SIDE || x / bpp > SJ_WEBP_MAX_SIDE)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': tiles of "
-                               "%llu x %llu pixels; a WebP image has at most "
-                               "%d x %d", a->name, (unsigned long long)y,
-                               (unsigned long long)(x / bpp),
-                               SJ_WEBP_MAX_SIDE, SJ_WEBP_MAX_SIDE);
-            if (o->y_extent != y || o->x_extent != x)
-                return tdb_err(err, TDB_E_INVAL, "attribute '%s': the WEBP "
-                               "filter's tile extents (%u, %u) are not the "
-                               "schema's (%llu, %llu)", a->name,
-                               o->y_extent, o->x_extent,
-                               (unsigned long long)y, (unsigned long long)x);
+            int rc = a->filters.f[j].type == TDB_FILTER_WEBP
+                         ? sj_check_webp_filter(s, a, &a->filters.f[j], err)
+                         : 0;
+            if (rc)
+                return rc;
         }
     }
     return 0;

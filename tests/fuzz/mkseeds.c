@@ -6,6 +6,7 @@
  *   cc -I format tests/fuzz/mkseeds.c format/libtdbformat.a ... */
 #include "fuzz.h"
 #include "filters/filter.h"
+#include "filters/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,18 +43,18 @@ static struct tdb_filter mk(unsigned type)
     memset(&f, 0, sizeof f);
     f.type = (uint8_t)type;
     f.ops = tdb_filter_lookup(type);
-    f.reinterpret_type = TDB_ANY;
-    f.level = -1;
-    f.max_window = 256;
-    f.scale = 0.5;
-    f.offset = 1;
-    f.byte_width = 4;
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_ANY);
+    tdb_filter_set_int(&f, "level", -1);
+    tdb_filter_set_int(&f, "max_window", 256);
+    tdb_filter_set_real(&f, "scale", 0.5);
+    tdb_filter_set_real(&f, "offset", 1);
+    tdb_filter_set_int(&f, "byte_width", 4);
     static const uint8_t comp[TDB_FILTER_TYPE_COUNT] = {
         [TDB_FILTER_GZIP] = 1, [TDB_FILTER_ZSTD] = 2, [TDB_FILTER_LZ4] = 3,
         [TDB_FILTER_RLE] = 4, [TDB_FILTER_BZIP2] = 5,
         [TDB_FILTER_DOUBLE_DELTA] = 6, [TDB_FILTER_DICTIONARY] = 7,
         [TDB_FILTER_DELTA] = 8};
-    f.compressor = comp[type];
+    tdb_filter_set_int(&f, "compressor", comp[type]);
     return f;
 }
 

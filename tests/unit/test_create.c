@@ -1,6 +1,7 @@
 /* test_create.c: creating arrays and writing metadata (format/write/schema_json.c, format/write/create.c): every corpus schema through JSON and back byte for byte, created arrays read back, metadata files, and refused schemas. */
 #include "support.h"
 
+#include "filters/options.h"
 #include "model/arraydir.h"
 #include "model/generic_tile.h"
 #include "tree/json.h"
@@ -441,7 +442,8 @@ static int numpy_type(const char *name, bool reinterpret, char *msg,
              reinterpret ? "INT64" : name, reinterpret ? name : "ANY");
     if (tdb_schema_from_json(text, strlen(text), &s, &err) == 0) {
         CHECK_EQ_INT(s->dims[0].type, TDB_INT64);
-        t = reinterpret ? s->attrs[0].filters.f[0].reinterpret_type
+        t = reinterpret ? tdb_filter_get_int(&s->attrs[0].filters.f[0],
+                                             "reinterpret_datatype")
                         : (int)s->attrs[0].type;
     }
     snprintf(msg, cap, "%s", err.msg);
@@ -530,7 +532,7 @@ static void test_json_values(void)
     CHECK_MEM(s->attrs[0].fill, nan2, 8);
     CHECK_EQ_INT(s->coords_filters.n, 1);
     CHECK_EQ_INT(s->coords_filters.f[0].type, TDB_FILTER_ZSTD);
-    CHECK_EQ_INT(s->coords_filters.f[0].level, -1);
+    CHECK_EQ_INT(tdb_filter_get_int(&s->coords_filters.f[0], "level"), -1);
     CHECK_EQ_INT(s->validity_filters.f[0].type, TDB_FILTER_RLE);
     CHECK_EQ_INT(s->offsets_filters.max_chunk_size, 65536);
     tdb_schema_free(s);
@@ -557,9 +559,10 @@ static void test_json_values(void)
         memcpy(&lo, s->dims[0].lo, 8);
         memcpy(&hi, s->dims[0].hi, 8);
         CHECK(lo == -0.12345678901234567890123 && hi == 1.5e300);
-        CHECK(s->attrs[0].filters.f[0].scale == 0.25);
-        CHECK(isnan(s->attrs[0].filters.f[0].offset));
-        CHECK_EQ_INT(s->attrs[0].filters.f[0].byte_width, 2);
+        CHECK(tdb_filter_get_real(&s->attrs[0].filters.f[0], "scale") == 0.25);
+        CHECK(isnan(tdb_filter_get_real(&s->attrs[0].filters.f[0], "offset")));
+        CHECK_EQ_INT(tdb_filter_get_int(&s->attrs[0].filters.f[0],
+                                        "byte_width"), 2);
         tdb_schema_free(s);
     }
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
@@ -600,9 +603,10 @@ static void test_json_values(void)
     CHECK_EQ_INT(a->fill_validity, 1);
     CHECK_EQ_INT(a->filters.n, 3);
     CHECK_EQ_INT(a->filters.f[0].type, TDB_FILTER_DELTA);
-    CHECK_EQ_INT(a->filters.f[0].reinterpret_type, TDB_INT32);
-    CHECK_EQ_INT(a->filters.f[1].max_window, 128);
-    CHECK_EQ_INT(a->filters.f[2].level, 5);
+    CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[0], "reinterpret_datatype"),
+                 TDB_INT32);
+    CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[1], "max_window"), 128);
+    CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[2], "level"), 5);
     /* The filters serialise as TileDB writes them (filter_pipeline.md). */
     struct tdb_buf b = {0};
     CHECK_EQ_INT(tdb_pipeline_write(&a->filters, &b), 0);

@@ -31,9 +31,9 @@ static void fx_init(struct fx *x, const struct tdb_filter_ops *ops,
     memset(x, 0, sizeof *x);
     x->f.type = ops->type;
     x->f.ops = ops;
-    x->f.compressor = compressor;
-    x->f.level = level;
-    x->f.reinterpret_type = TDB_ANY;
+    tdb_filter_set_int(&x->f, "compressor", compressor);
+    tdb_filter_set_int(&x->f, "level", level);
+    tdb_filter_set_int(&x->f, "reinterpret_datatype", TDB_ANY);
     x->call.filter = &x->f;
     x->call.datatype = TDB_UINT8;
     x->call.cell_size = cell_size;
@@ -53,7 +53,6 @@ static void fx_reset(struct fx *x)
 
 static void fx_free(struct fx *x)
 {
-    tdb_filter_release(&x->f);
     tdb_buf_free(&x->md_out);
     tdb_buf_free(&x->data_out);
     tdb_buf_free(&x->offsets);
@@ -379,35 +378,40 @@ static void test_compressor_options(void)
     static const uint8_t zs[] = {2, 0xf9, 0xff, 0xff, 0xff}; /* level -7 */
     static const uint8_t dict[] = {7, 0xff, 0xff, 0xff, 0xff};
     static const uint8_t wrong[] = {2, 5, 0, 0, 0};
-    struct tdb_filter f = {0};
+    struct tdb_filter f;
     struct tdb_error err = {0};
     struct tdb_cursor c;
     struct tdb_buf out = {0};
 
+    tdb_filter_init(&f, TDB_FILTER_GZIP);
     tdb_cur_init(&c, gz, sizeof gz);
     CHECK_EQ_INT(tdb_filter_gzip.read_options(&f, &c, 22, &err), 0);
-    CHECK_EQ_INT(f.compressor, 1);
-    CHECK_EQ_INT(f.level, 5);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "compressor"), 1);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), 5);
     CHECK_EQ_INT(tdb_filter_gzip.write_options(&f, &out), 0);
     CHECK_EQ_INT(out.len, sizeof gz);
     CHECK_MEM(out.data, gz, sizeof gz);
 
+    tdb_filter_init(&f, TDB_FILTER_ZSTD);
     tdb_cur_init(&c, zs, sizeof zs);
     CHECK_EQ_INT(tdb_filter_zstd.read_options(&f, &c, 1, &err), 0);
-    CHECK_EQ_INT(f.level, -7);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), -7);
 
+    tdb_filter_init(&f, TDB_FILTER_DICTIONARY);
     tdb_cur_init(&c, dict, sizeof dict);
     CHECK_EQ_INT(tdb_filter_dictionary.read_options(&f, &c, 13, &err), 0);
-    CHECK_EQ_INT(f.compressor, 7);
-    CHECK_EQ_INT(f.level, -1);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "compressor"), 7);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), -1);
     tdb_buf_reset(&out);
     CHECK_EQ_INT(tdb_filter_dictionary.write_options(&f, &out), 0);
     CHECK_MEM(out.data, dict, sizeof dict);
 
+    tdb_filter_init(&f, TDB_FILTER_GZIP);
     tdb_cur_init(&c, wrong, sizeof wrong);
     CHECK_EQ_INT(tdb_filter_gzip.read_options(&f, &c, 22, &err),
                  TDB_E_CORRUPT);
     for (size_t cut = 0; cut < sizeof gz; cut++) {
+        tdb_filter_init(&f, TDB_FILTER_LZ4);
         tdb_cur_init(&c, gz, cut);
         CHECK_EQ_INT(tdb_filter_lz4.read_options(&f, &c, 22, &err),
                      TDB_E_CORRUPT);
@@ -415,9 +419,10 @@ static void test_compressor_options(void)
     /* Compressor 0 (no compression) is accepted for any compressor. */
     {
         static const uint8_t none[] = {0, 0xff, 0xff, 0xff, 0xff};
+        tdb_filter_init(&f, TDB_FILTER_BZIP2);
         tdb_cur_init(&c, none, sizeof none);
         CHECK_EQ_INT(tdb_filter_bzip2.read_options(&f, &c, 5, &err), 0);
-        CHECK_EQ_INT(f.compressor, 0);
+        CHECK_EQ_INT(tdb_filter_get_int(&f, "compressor"), 0);
     }
     tdb_buf_free(&out);
 }
@@ -928,8 +933,8 @@ static struct tdb_filter capped_filter(unsigned type, uint8_t compressor)
     memset(&f, 0, sizeof f);
     f.type = (uint8_t)type;
     f.ops = tdb_filter_lookup(type);
-    f.compressor = compressor;
-    f.reinterpret_type = TDB_ANY;
+    tdb_filter_set_int(&f, "compressor", compressor);
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_ANY);
     return f;
 }
 
@@ -939,12 +944,11 @@ static void webp_fx(struct fx *x, unsigned fmt, bool lossless, float quality,
 {
     fx_init(x, &tdb_filter_webp, 0, 0, 1);
     CHECK_EQ_INT(tdb_filter_init(&x->f, TDB_FILTER_WEBP), 0);
-    struct tdb_webp_options *o = tdb_webp_options_edit(&x->f);
-    o->format = (uint8_t)fmt;
-    o->lossless = lossless;
-    o->quality = quality;
-    o->y_extent = (uint16_t)ye;
-    o->x_extent = (uint16_t)xe;
+    tdb_filter_set_int(&x->f, "format", fmt);
+    tdb_filter_set_int(&x->f, "lossless", lossless);
+    tdb_filter_set_real(&x->f, "quality", quality);
+    tdb_filter_set_int(&x->f, "y_extent", ye);
+    tdb_filter_set_int(&x->f, "x_extent", xe);
 }
 
 /* Pixels of noise, a quarter of them transparent (alpha 0 over a colour
@@ -967,7 +971,6 @@ static void test_webp_options(void)
     static const uint8_t opts[] = {0x00, 0x00, 0xc8, 0x42, 1, 1,
                                    16, 0, 48, 0, 0, 0};
     struct tdb_filter f = {.type = TDB_FILTER_WEBP, .ops = &tdb_filter_webp};
-    const struct tdb_webp_options *o;
     struct tdb_error err = {0};
     struct tdb_cursor c;
     struct tdb_buf out = {0};
@@ -975,12 +978,11 @@ static void test_webp_options(void)
 
     tdb_cur_init(&c, opts, sizeof opts);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err), 0);
-    o = tdb_webp_options(&f);
-    CHECK(o->quality == 100.0f);
-    CHECK_EQ_INT(o->format, TDB_WEBP_RGB);
-    CHECK_EQ_INT(o->lossless, 1);
-    CHECK_EQ_INT(o->y_extent, 16);
-    CHECK_EQ_INT(o->x_extent, 48);
+    CHECK(tdb_filter_get_real(&f, "quality") == 100.0f);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "format"), TDB_WEBP_RGB);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "lossless"), 1);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "y_extent"), 16);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "x_extent"), 48);
     CHECK_EQ_INT(tdb_filter_webp.write_options(&f, &out), 0);
     CHECK_EQ_INT(out.len, sizeof opts);
     CHECK_MEM(out.data, opts, sizeof opts);
@@ -990,11 +992,11 @@ static void test_webp_options(void)
                                     2, 1, 0, 4, 0, 0};
     tdb_cur_init(&c, opts2, sizeof opts2);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err), 0);
-    CHECK(o->quality == 37.5f);
-    CHECK_EQ_INT(o->format, TDB_WEBP_BGRA);
-    CHECK_EQ_INT(o->lossless, 0);
-    CHECK_EQ_INT(o->y_extent, 258);
-    CHECK_EQ_INT(o->x_extent, 1024);
+    CHECK(tdb_filter_get_real(&f, "quality") == 37.5f);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "format"), TDB_WEBP_BGRA);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "lossless"), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "y_extent"), 258);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "x_extent"), 1024);
     CHECK_EQ_INT(tdb_filter_webp.output_type(&f, TDB_UINT8), TDB_BLOB);
     /* sizes other than TileDB's 12 bytes, and values it never writes */
     size_t sizes[] = {0, 10, 11, 13};
@@ -1025,7 +1027,6 @@ static void test_webp_options(void)
     tdb_cur_init(&c, bad, sizeof bad);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
                  TDB_E_CORRUPT);
-    tdb_filter_release(&f);
 }
 
 /* Lossless: every format and a few shapes come back byte for byte, the
@@ -1132,15 +1133,15 @@ static void test_webp_encode_refused(void)
     CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 95, &md, &data),
                  TDB_E_INVAL);
     CHECK(strstr(x.err.msg, "not one tile of 4 rows of 24 bytes") != NULL);
-    tdb_webp_options_edit(&x.f)->x_extent = 22; /* not whole pixels */
+    tdb_filter_set_int(&x.f, "x_extent", 22); /* not whole pixels */
     CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 88, &md, &data),
                  TDB_E_INVAL);
-    tdb_webp_options_edit(&x.f)->x_extent = 24;
-    tdb_webp_options_edit(&x.f)->format = TDB_WEBP_NONE;
+    tdb_filter_set_int(&x.f, "x_extent", 24);
+    tdb_filter_set_int(&x.f, "format", TDB_WEBP_NONE);
     CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 96, &md, &data),
                  TDB_E_INVAL);
     CHECK(strstr(x.err.msg, "format is not set") != NULL);
-    tdb_webp_options_edit(&x.f)->format = TDB_WEBP_RGBA;
+    tdb_filter_set_int(&x.f, "format", TDB_WEBP_RGBA);
     x.call.datatype = TDB_INT32;
     CHECK_EQ_INT(filter_encode(x.f.ops, &x.call, NULL, 0, img, 96, &md, &data),
                  TDB_E_INVAL);
@@ -1152,7 +1153,7 @@ static void test_webp_encode_refused(void)
     CHECK_EQ_INT(fx_decode(&x, md.data, md.len, data.data, data.len),
                  TDB_E_CORRUPT);
     x.call.datatype = TDB_UINT8;
-    tdb_webp_options_edit(&x.f)->format = TDB_WEBP_NONE;
+    tdb_filter_set_int(&x.f, "format", TDB_WEBP_NONE);
     CHECK_EQ_INT(fx_decode(&x, md.data, md.len, data.data, data.len),
                  TDB_E_CORRUPT);
     tdb_buf_free(&md);
@@ -1266,12 +1267,11 @@ static void test_webp_damaged(void)
     }
     struct tdb_filter f;
     CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_WEBP), 0);
-    struct tdb_webp_options *o = tdb_webp_options_edit(&f);
-    o->format = TDB_WEBP_RGBA;
-    o->lossless = 1;
-    o->quality = 100.0f;
-    o->y_extent = 4;
-    o->x_extent = 16;
+    tdb_filter_set_int(&f, "format", TDB_WEBP_RGBA);
+    tdb_filter_set_int(&f, "lossless", 1);
+    tdb_filter_set_real(&f, "quality", 100.0);
+    tdb_filter_set_int(&f, "y_extent", 4);
+    tdb_filter_set_int(&f, "x_extent", 16);
     struct tdb_buf t = {0};
     uint8_t md[12];
 
@@ -1342,7 +1342,6 @@ static void test_webp_damaged(void)
     free(big);
     tdb_buf_free(&t);
     WebPFree(webp);
-    tdb_filter_release(&f);
 }
 
 /* Schema JSON with a WEBP filter, the array created, a fragment written by
@@ -1368,12 +1367,11 @@ static void test_webp_array(void)
         return;
     const struct tdb_filter *f = &s->attrs[0].filters.f[0];
     CHECK_EQ_INT(f->type, TDB_FILTER_WEBP);
-    const struct tdb_webp_options *wo = tdb_webp_options(f);
-    CHECK(wo->quality == 100.0f);
-    CHECK_EQ_INT(wo->format, TDB_WEBP_RGBA);
-    CHECK_EQ_INT(wo->lossless, 1);
-    CHECK_EQ_INT(wo->y_extent, 4);
-    CHECK_EQ_INT(wo->x_extent, 24);
+    CHECK(tdb_filter_get_real(f, "quality") == 100.0);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "format"), TDB_WEBP_RGBA);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "lossless"), 1);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "y_extent"), 4);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "x_extent"), 24);
 
     /* the JSON form prints the options and reads back the same */
     json_t *j = tdb_json_schema(s);
@@ -1388,9 +1386,11 @@ static void test_webp_array(void)
                  0);
     if (back) {
         const struct tdb_filter *g = &back->attrs[0].filters.f[0];
-        const struct tdb_webp_options *go = tdb_webp_options(g);
-        CHECK(go->quality == 100.0f && go->format == TDB_WEBP_RGBA &&
-              go->lossless == 1 && go->y_extent == 4 && go->x_extent == 24);
+        CHECK(tdb_filter_get_real(g, "quality") == 100.0 &&
+              tdb_filter_get_int(g, "format") == TDB_WEBP_RGBA &&
+              tdb_filter_get_int(g, "lossless") == 1 &&
+              tdb_filter_get_int(g, "y_extent") == 4 &&
+              tdb_filter_get_int(g, "x_extent") == 24);
         tdb_schema_free(back);
     }
     tdb_buf_free(&text);
@@ -1459,6 +1459,90 @@ static void test_webp_array(void)
     free(cells);
     tdb_io_free(&stg);
     tdb_io_free(&arr);
+    tdb_schema_free(s);
+}
+
+/* A dense schema of one FLOAT64 attribute with `filters` (a JSON list). */
+static int filters_schema(const char *filters, struct tdb_schema **s,
+                          struct tdb_error *err)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+             "\"datatype\": \"INT32\", \"domain\": [1, 8], "
+             "\"tile_extent\": 4}], \"attrs\": [{\"name\": \"a\", "
+             "\"datatype\": \"FLOAT64\", \"filters\": [%s]}]}", filters);
+    return tdb_schema_from_json(json, strlen(json), s, err);
+}
+
+/* The options of the filters in schema JSON, as each filter's table takes
+ * them: what is refused and why, what is accepted and how it prints. */
+static void test_filter_json_options(void)
+{
+    static const struct {
+        const char *filter, *needle;
+    } bad[] = {
+        {"{\"type\": \"ZSTD\", \"level\": 2147483648}",
+         "[0].level: out of range"},
+        {"{\"type\": \"ZSTD\", \"level\": 1.5}", "is not an integer"},
+        {"{\"type\": \"BIT_WIDTH_REDUCTION\", \"max_window\": 0}",
+         "max_window: must not be 0"},
+        {"{\"type\": \"POSITIVE_DELTA\", \"max_window\": -1}",
+         "max_window: -1 is out of range (0 to 4294967295)"},
+        {"{\"type\": \"SCALE_FLOAT\", \"byte_width\": 3}",
+         "byte_width: 3 is not 1, 2, 4 or 8"},
+        {"{\"type\": \"SCALE_FLOAT\", \"byte_width\": 9}",
+         "byte_width: 9 is out of range (0 to 8)"},
+        {"{\"type\": \"SCALE_FLOAT\", \"scale\": null}",
+         "scale: expected a number"},
+        {"{\"type\": \"DELTA\", \"reinterpret_datatype\": 3}",
+         "reinterpret_datatype: expected a datatype name"},
+        {"{\"type\": \"DOUBLE_DELTA\", \"max_window\": 4}",
+         "unknown key \"max_window\""},
+        {"{\"type\": \"BYTESHUFFLE\", \"level\": 4}",
+         "unknown key \"level\""},
+        {"{\"type\": \"GZIP\", \"compressor\": 1}",
+         "unknown key \"compressor\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct tdb_schema *s = NULL;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(filters_schema(bad[i].filter, &s, &err), TDB_E_INVAL);
+        if (!strstr(err.msg, bad[i].needle)) {
+            fprintf(stderr, "  case %zu: '%s' lacks '%s'\n", i, err.msg,
+                    bad[i].needle);
+            CHECK(!"message");
+        }
+    }
+    /* null leaves the default; a level may be a decimal string; ANY is
+     * no reinterpretation and is not printed */
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(filters_schema("{\"type\": \"SCALE_FLOAT\", \"offset\": "
+                                "\"-Infinity\", \"byte_width\": 4}, "
+                                "{\"type\": \"ZSTD\", \"level\": null}, "
+                                "{\"type\": \"DELTA\", \"level\": \"-3\", "
+                                "\"reinterpret_datatype\": \"ANY\"}, "
+                                "{\"type\": \"BIT_WIDTH_REDUCTION\", "
+                                "\"max_window\": null}",
+                                &s, &err), 0);
+    if (!s) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    json_t *j = tdb_json_schema(s);
+    struct tdb_buf text = {0};
+    CHECK(j && tdb_json_dump(j, &text) == 0);
+    json_decref(j);
+    tdb_buf_put_u8(&text, 0);
+    CHECK(strstr((char *)text.data,
+                 "\"filters\": [{\"type\": \"SCALE_FLOAT\", \"scale\": 1, "
+                 "\"offset\": \"-Infinity\", \"byte_width\": 4}, "
+                 "{\"type\": \"ZSTD\", \"level\": -1}, "
+                 "{\"type\": \"DELTA\", \"level\": -3}, "
+                 "{\"type\": \"BIT_WIDTH_REDUCTION\", \"max_window\": 256}"
+                 "]") != NULL);
+    tdb_buf_free(&text);
     tdb_schema_free(s);
 }
 
@@ -1621,6 +1705,7 @@ int main(void)
     RUN(test_webp_damaged);
     RUN(test_webp_array);
     RUN(test_webp_schema_refused);
+    RUN(test_filter_json_options);
     RUN(test_names_and_types);
     return unit_done();
 }

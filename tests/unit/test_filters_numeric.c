@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include "filters/filter.h"
+#include "filters/options.h"
 #include "capped.h"
 
 #include <math.h>
@@ -22,13 +23,7 @@ static struct tdb_error test_err;
 static struct tdb_filter mkfilter(unsigned type)
 {
     struct tdb_filter f;
-    memset(&f, 0, sizeof f);
-    f.type = (uint8_t)type;
-    f.reinterpret_type = TDB_ANY;
-    f.level = -1;
-    f.max_window = 256;
-    f.scale = 1.0;
-    f.byte_width = 8;
+    tdb_filter_init(&f, type);
     return f;
 }
 
@@ -504,9 +499,9 @@ static void test_scale_float_vector(void)
 {
     /* The spec's example: scale 0.25, offset 10, byte width 2. */
     struct tdb_filter f = mkfilter(TDB_FILTER_SCALE_FLOAT);
-    f.scale = 0.25;
-    f.offset = 10.0;
-    f.byte_width = 2;
+    tdb_filter_set_real(&f, "scale", 0.25);
+    tdb_filter_set_real(&f, "offset", 10.0);
+    tdb_filter_set_int(&f, "byte_width", 2);
     struct tdb_filter_call c = mkcall(&f, TDB_FLOAT64, 22);
     static const uint8_t md[] = {1, 0, 0, 0, 10, 0, 0, 0, 0x99};
     static const uint8_t data[] = {0, 0, 1, 0, 3, 0, 4, 0, 0xFC, 0xFF};
@@ -526,9 +521,9 @@ static void test_scale_float_vector(void)
                     true);
 
     /* float32 with byte width 1: (float)(0.5 * x - 1). */
-    f.scale = 0.5;
-    f.offset = -1.0;
-    f.byte_width = 1;
+    tdb_filter_set_real(&f, "scale", 0.5);
+    tdb_filter_set_real(&f, "offset", -1.0);
+    tdb_filter_set_int(&f, "byte_width", 1);
     c = mkcall(&f, TDB_FLOAT32, 22);
     static const uint8_t md1[] = {1, 0, 0, 0, 3, 0, 0, 0};
     static const uint8_t d1[] = {0x00, 0x04, 0xFE};       /* 0, 4, -2 */
@@ -541,7 +536,7 @@ static void test_scale_float_vector(void)
               d1, sizeof d1);
 
     /* A part that is not whole stored integers is corrupt. */
-    f.byte_width = 4;
+    tdb_filter_set_int(&f, "byte_width", 4);
     c = mkcall(&f, TDB_FLOAT32, 22);
     static const uint8_t md3[] = {1, 0, 0, 0, 3, 0, 0, 0};
     struct tdb_buf mo = {0}, d = {0};
@@ -556,9 +551,9 @@ static void test_scale_float_vector(void)
 
     /* Options: f64 scale, f64 offset, u64 byte width; output type. */
     struct tdb_filter g = mkfilter(TDB_FILTER_SCALE_FLOAT);
-    g.scale = 0.25;
-    g.offset = 10.0;
-    g.byte_width = 2;
+    tdb_filter_set_real(&g, "scale", 0.25);
+    tdb_filter_set_real(&g, "offset", 10.0);
+    tdb_filter_set_int(&g, "byte_width", 2);
     struct tdb_buf o = {0};
     CHECK_EQ_INT(tdb_filter_scale_float.write_options(&g, &o), 0);
     static const uint8_t want_opts[] = {0, 0, 0, 0, 0, 0, 0xD0, 0x3F,
@@ -572,7 +567,9 @@ static void test_scale_float_vector(void)
     tdb_cur_init(&cur, want_opts, sizeof want_opts);
     CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
                  0);
-    CHECK(h.scale == 0.25 && h.offset == 10.0 && h.byte_width == 2);
+    CHECK(tdb_filter_get_real(&h, "scale") == 0.25 &&
+          tdb_filter_get_real(&h, "offset") == 10.0 &&
+          tdb_filter_get_int(&h, "byte_width") == 2);
     CHECK_EQ_INT(tdb_filter_scale_float.output_type(&h, TDB_FLOAT64),
                  TDB_INT16);
     tdb_cur_init(&cur, want_opts, sizeof want_opts - 1);
@@ -596,9 +593,9 @@ static void test_scale_float_roundtrip(void)
         for (int wi = 0; wi < 4; wi++)
             for (int ci = 0; ci < 5; ci++) {
                 struct tdb_filter f = mkfilter(TDB_FILTER_SCALE_FLOAT);
-                f.scale = 0.5;
-                f.offset = -3.0;
-                f.byte_width = widths[wi];
+                tdb_filter_set_real(&f, "scale", 0.5);
+                tdb_filter_set_real(&f, "offset", -3.0);
+                tdb_filter_set_int(&f, "byte_width", widths[wi]);
                 unsigned dt = fw ? TDB_FLOAT64 : TDB_FLOAT32;
                 struct tdb_filter_call c = mkcall(&f, dt, 22);
                 size_t n = counts[ci], vs = fw ? 8 : 4;
@@ -621,7 +618,7 @@ static void test_scale_float_roundtrip(void)
             }
     /* Large values in 8 bytes: exact as long as they are whole. */
     struct tdb_filter f = mkfilter(TDB_FILTER_SCALE_FLOAT);
-    f.byte_width = 8;
+    tdb_filter_set_int(&f, "byte_width", 8);
     struct tdb_filter_call c = mkcall(&f, TDB_FLOAT64, 22);
     uint8_t p[24];
     put_f64(p, 9007199254740992.0);
@@ -637,7 +634,7 @@ static void test_scale_float_roundtrip(void)
     fuzz(&tdb_filter_scale_float, &c, m.data, m.len, d.data, d.len);
     /* An encoded value out of range of the width becomes the minimum, as
      * TileDB's conversion on x86-64 gives. */
-    f.byte_width = 2;
+    tdb_filter_set_int(&f, "byte_width", 2);
     put_f64(p, 1e6);
     CHECK_EQ_INT(enc(&tdb_filter_scale_float, &c, NULL, 0, p, 8, &m, &d), 0);
     CHECK_EQ_INT(d.len, 2);
@@ -653,7 +650,7 @@ static void test_scale_float_roundtrip(void)
 static void test_bwr_vector(void)
 {
     struct tdb_filter f = mkfilter(TDB_FILTER_BIT_WIDTH_REDUCTION);
-    f.max_window = 256;
+    tdb_filter_set_int(&f, "max_window", 256);
     struct tdb_filter_call c = mkcall(&f, TDB_INT32, 22);
     /* int32 100, 101, 300, 100: min 100, range 200, 201 does not fit int8:
      * 16 bits, stored as int16 0, 1, 200, 0. */
@@ -673,7 +670,7 @@ static void test_bwr_vector(void)
     /* uint16 with a window of 4 bytes: [1000, 1005] -> 8 bits {0, 5};
      * [7, 60000] -> range + 1 needs 16 bits: kept; 1 trailing byte: its
      * own window, kept. */
-    f.max_window = 4;
+    tdb_filter_set_int(&f, "max_window", 4);
     c = mkcall(&f, TDB_UINT16, 22);
     static const uint8_t md2[] = {9, 0, 0, 0, 3, 0, 0, 0,
                                   0xE8, 0x03, 8, 4, 0, 0, 0,
@@ -730,7 +727,7 @@ static void test_bwr_vector(void)
     /* From format 20, DATETIME is an int64: one 8-byte window kept as is
      * with 64 bits... a single value has range 0: 8 bits. */
     c = mkcall(&f, T_DATETIME_MS, 20);
-    f.max_window = 256;
+    tdb_filter_set_int(&f, "max_window", 256);
     static const uint8_t mdt[] = {8, 0, 0, 0, 1, 0, 0, 0,
                                   9, 8, 7, 6, 5, 4, 3, 2, 8, 8, 0, 0, 0};
     static const uint8_t ddt[] = {0};
@@ -746,7 +743,7 @@ static void test_bwr_vector(void)
     tdb_cur_init(&cur, opts, 4);
     CHECK_EQ_INT(tdb_filter_bit_width_reduction.read_options(&g, &cur, 22,
                                                              &test_err), 0);
-    CHECK_EQ_INT(g.max_window, 256);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "max_window"), 256);
     struct tdb_buf o = {0};
     CHECK_EQ_INT(tdb_filter_bit_width_reduction.write_options(&g, &o), 0);
     CHECK(o.len == 4 && memcmp(o.data, opts, 4) == 0);
@@ -756,7 +753,7 @@ static void test_bwr_vector(void)
                                                              &test_err),
                  TDB_E_CORRUPT);
     /* A window smaller than one value cannot encode. */
-    g.max_window = 2;
+    tdb_filter_set_int(&g, "max_window", 2);
     c = mkcall(&g, TDB_INT32, 22);
     CHECK_EQ_INT(enc(&tdb_filter_bit_width_reduction, &c, NULL, 0, bytes, 8,
                      &mo, &d), TDB_E_INVAL);
@@ -769,14 +766,14 @@ static void test_bwr_roundtrip(void)
     static const uint32_t windows[] = {8, 100, 256, 1 << 20};
     for (int wi = 0; wi < 4; wi++) {
         struct tdb_filter f = mkfilter(TDB_FILTER_BIT_WIDTH_REDUCTION);
-        f.max_window = windows[wi];
+        tdb_filter_set_int(&f, "max_window", windows[wi]);
         for (size_t i = 0; i < N_INT_TYPES; i++) {
             struct tdb_filter_call c = mkcall(&f, int_types[i], 22);
             roundtrip_all(&tdb_filter_bit_width_reduction, &c, false, false);
         }
     }
     struct tdb_filter f = mkfilter(TDB_FILTER_BIT_WIDTH_REDUCTION);
-    f.max_window = 32;
+    tdb_filter_set_int(&f, "max_window", 32);
     struct tdb_filter_call c = mkcall(&f, TDB_INT64, 22);
     fuzz_encoded(&tdb_filter_bit_width_reduction, &c, 1);
     c = mkcall(&f, TDB_UINT16, 22);
@@ -788,7 +785,7 @@ static void test_bwr_roundtrip(void)
 static void test_pd_vector(void)
 {
     struct tdb_filter f = mkfilter(TDB_FILTER_POSITIVE_DELTA);
-    f.max_window = 4;
+    tdb_filter_set_int(&f, "max_window", 4);
     struct tdb_filter_call c = mkcall(&f, TDB_UINT16, 22);
     /* uint16 5, 7, 7, 10 in windows of 2 values: [5: 0, 2] [7: 0, 3]. */
     static const uint8_t md[] = {2, 0, 0, 0,
@@ -814,7 +811,7 @@ static void test_pd_vector(void)
     check_dec(&tdb_filter_positive_delta, &c, md5, sizeof md5, data5,
               sizeof data5, plain5, sizeof plain5, NULL, 0);
     /* int8 counts too (unlike bit width reduction). */
-    f.max_window = 1024;
+    tdb_filter_set_int(&f, "max_window", 1024);
     c = mkcall(&f, TDB_INT8, 22);
     static const uint8_t p8[] = {0x80, 0xFF, 0x00, 0x7F};  /* -128..127 */
     static const uint8_t m8[] = {1, 0, 0, 0, 0x80, 4, 0, 0, 0};
@@ -858,14 +855,14 @@ static void test_pd_roundtrip(void)
     static const uint32_t windows[] = {8, 100, 1024};
     for (int wi = 0; wi < 3; wi++) {
         struct tdb_filter f = mkfilter(TDB_FILTER_POSITIVE_DELTA);
-        f.max_window = windows[wi];
+        tdb_filter_set_int(&f, "max_window", windows[wi]);
         for (size_t i = 0; i < N_INT_TYPES; i++) {
             struct tdb_filter_call c = mkcall(&f, int_types[i], 22);
             roundtrip_all(&tdb_filter_positive_delta, &c, true, false);
         }
     }
     struct tdb_filter f = mkfilter(TDB_FILTER_POSITIVE_DELTA);
-    f.max_window = 24;
+    tdb_filter_set_int(&f, "max_window", 24);
     struct tdb_filter_call c = mkcall(&f, TDB_UINT32, 22);
     fuzz_encoded(&tdb_filter_positive_delta, &c, 3);
 }
@@ -891,13 +888,13 @@ static void test_delta_vector(void)
                     false);
 
     /* The same bytes arriving as UINT8 with reinterpret type INT16. */
-    f.reinterpret_type = TDB_INT16;
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_INT16);
     c = mkcall(&f, TDB_UINT8, 22);
     check_dec(&tdb_filter_delta, &c, md, sizeof md, data, sizeof data, plain,
               sizeof plain, NULL, 0);
     CHECK_EQ_INT(tdb_filter_delta.output_type(&f, TDB_UINT8), TDB_INT16);
     /* Without it, UINT8 deltas are per byte. */
-    f.reinterpret_type = TDB_ANY;
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_ANY);
     CHECK_EQ_INT(tdb_filter_delta.output_type(&f, TDB_UINT8), TDB_UINT8);
     static const uint8_t md1[] = {0, 0, 0, 0, 1, 0, 0, 0,
                                   3, 0, 0, 0, 11, 0, 0, 0};
@@ -942,15 +939,15 @@ static void test_delta_vector(void)
     struct tdb_cursor cur;
     tdb_cur_init(&cur, o19, sizeof o19);
     CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 19, &test_err), 0);
-    CHECK_EQ_INT(g.reinterpret_type, TDB_INT32);
-    CHECK_EQ_INT(g.level, -1);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_INT32);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "level"), -1);
     tdb_cur_init(&cur, o19, 5);
     CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 18, &test_err), 0);
-    CHECK_EQ_INT(g.reinterpret_type, TDB_ANY);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_ANY);
     tdb_cur_init(&cur, o19, 5);
     CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 19, &test_err),
                  TDB_E_CORRUPT);
-    g.reinterpret_type = TDB_INT32;
+    tdb_filter_set_int(&g, "reinterpret_datatype", TDB_INT32);
     struct tdb_buf o = {0};
     CHECK_EQ_INT(tdb_filter_delta.write_options(&g, &o), 0);
     CHECK(o.len == sizeof o19 && memcmp(o.data, o19, sizeof o19) == 0);
@@ -965,7 +962,7 @@ static void test_delta_roundtrip(void)
         roundtrip_all(&tdb_filter_delta, &c, false, true);
     }
     /* Reinterpreting float64 data as int64 works. */
-    f.reinterpret_type = TDB_INT64;
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_INT64);
     struct tdb_filter_call c = mkcall(&f, TDB_FLOAT64, 22);
     roundtrip_all(&tdb_filter_delta, &c, false, true);
     fuzz_encoded(&tdb_filter_delta, &c, 1);
@@ -1064,7 +1061,7 @@ static void test_dd_vector(void)
     c = mkcall(&f, TDB_FLOAT32, 22);
     CHECK(dec(&tdb_filter_double_delta, &c, md, sizeof md, data, sizeof data,
               &mo, &d) < 0);
-    f.reinterpret_type = TDB_INT32;
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_INT32);
     check_dec(&tdb_filter_double_delta, &c, md, sizeof md, data, sizeof data,
               plain, sizeof plain, NULL, 0);
     CHECK_EQ_INT(tdb_filter_double_delta.output_type(&f, TDB_FLOAT32),
@@ -1079,11 +1076,11 @@ static void test_dd_vector(void)
     tdb_cur_init(&cur, o20, 5);
     CHECK_EQ_INT(tdb_filter_double_delta.read_options(&g, &cur, 19,
                                                       &test_err), 0);
-    CHECK_EQ_INT(g.reinterpret_type, TDB_ANY);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_ANY);
     tdb_cur_init(&cur, o20, 6);
     CHECK_EQ_INT(tdb_filter_double_delta.read_options(&g, &cur, 20,
                                                       &test_err), 0);
-    CHECK_EQ_INT(g.reinterpret_type, TDB_UINT32);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_UINT32);
     struct tdb_buf o = {0};
     CHECK_EQ_INT(tdb_filter_double_delta.write_options(&g, &o), 0);
     CHECK(o.len == 6 && memcmp(o.data, o20, 6) == 0);
@@ -1132,7 +1129,7 @@ static struct tdb_filter mkop(unsigned type, uint8_t compressor)
 {
     struct tdb_filter f = mkfilter(type);
     f.ops = tdb_filter_lookup(type);
-    f.compressor = compressor;
+    tdb_filter_set_int(&f, "compressor", compressor);
     return f;
 }
 

@@ -9,6 +9,7 @@
 #include "unit.h"
 
 #include "filters/filter.h"
+#include "filters/options.h"
 #include "filters/shuffle_simd.h"
 
 #include <stdbool.h>
@@ -260,8 +261,9 @@ static int check_filter(const struct tdb_filter_ops *ops, unsigned dt,
     struct tdb_filter f;
     memset(&f, 0, sizeof f);
     f.type = ops->type;
-    f.reinterpret_type = TDB_ANY;
-    f.compressor = ops->type == TDB_FILTER_DELTA ? 8 : 0;
+    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_ANY);
+    tdb_filter_set_int(&f, "compressor",
+                       ops->type == TDB_FILTER_DELTA ? 8 : 0);
     struct tdb_filter_call cs = mkcall(&f, dt, TDB_SIMD_SCALAR);
     struct tdb_filter_call cp = mkcall(&f, dt, which);
     uint8_t *in = malloc(size + 1);

@@ -3,6 +3,7 @@
  * level and a reinterpret datatype (once printed as invalid JSON) giving
  * valid JSON that reads back through tdb_schema_from_json, alone and in
  * __array.json of a created array. */
+#include "filters/options.h"
 #include "tree/json.h"
 #include "tiledb_format.h"
 #include "write/writer.h"
@@ -125,12 +126,14 @@ static void check_schema_text(const char *text, size_t len)
     if (s->nattrs == 1 && s->attrs[0].filters.n == 3) {
         const struct tdb_filter *f = s->attrs[0].filters.f;
         CHECK_EQ_INT(f[0].type, TDB_FILTER_DELTA);
-        CHECK_EQ_INT(f[0].level, 3);
-        CHECK_EQ_INT(f[0].reinterpret_type, TDB_INT64);
+        CHECK_EQ_INT(tdb_filter_get_int(&f[0], "level"), 3);
+        CHECK_EQ_INT(tdb_filter_get_int(&f[0], "reinterpret_datatype"),
+                     TDB_INT64);
         CHECK_EQ_INT(f[1].type, TDB_FILTER_DOUBLE_DELTA);
-        CHECK_EQ_INT(f[1].level, -1);
-        CHECK_EQ_INT(f[1].reinterpret_type, TDB_UINT32);
-        CHECK_EQ_INT(f[2].level, 7);
+        CHECK_EQ_INT(tdb_filter_get_int(&f[1], "level"), -1);
+        CHECK_EQ_INT(tdb_filter_get_int(&f[1], "reinterpret_datatype"),
+                     TDB_UINT32);
+        CHECK_EQ_INT(tdb_filter_get_int(&f[2], "level"), 7);
     }
     /* Printing what was read gives the same schema text again. */
     char *again = dump(tdb_json_schema(s));

@@ -1,6 +1,7 @@
 /* test_pipeline.c: filter pipelines (parse, write), chunked tiles (decode,
  * encode, TileDB's chunking), and generic tiles (plain and encrypted). */
 #include "filters/filter.h"
+#include "filters/options.h"
 #include "model/generic_tile.h"
 #include "unit.h"
 
@@ -22,7 +23,7 @@ static void test_pipeline_parse_write(void)
     CHECK_EQ_INT(p.max_chunk_size, 65536);
     CHECK_EQ_INT(p.n, 2);
     CHECK_EQ_INT(p.f[0].type, TDB_FILTER_ZSTD);
-    CHECK_EQ_INT(p.f[0].level, 5);
+    CHECK_EQ_INT(tdb_filter_get_int(&p.f[0], "level"), 5);
     CHECK_EQ_INT(p.f[1].type, TDB_FILTER_BYTESHUFFLE);
     CHECK(tdb_pipeline_has(&p, TDB_FILTER_ZSTD));
     CHECK(!tdb_pipeline_has(&p, TDB_FILTER_GZIP));
@@ -197,12 +198,77 @@ static void test_generic_tile_encrypted(void)
     tdb_buf_free(&out);
 }
 
+/* Each filter's options: its defaults, its table, and a compressor read
+ * as "no compression" that runs as NONE but keeps its options. */
+static void test_filter_options(void)
+{
+    struct tdb_filter f, g;
+    char why[64];
+    /* every known type's defaults fit, and each table names its fields */
+    for (unsigned t = 0; t < TDB_FILTER_TYPE_COUNT; t++) {
+        const struct tdb_filter_ops *ops = tdb_filter_lookup(t);
+        CHECK_EQ_INT(tdb_filter_init(&f, t), ops ? 0 : TDB_E_INVAL);
+        CHECK(!ops || ops->options_size <= TDB_FILTER_OPTIONS_MAX);
+        for (unsigned i = 0; ops && i < ops->n_options; i++)
+            CHECK(tdb_filter_opt_find(ops, ops->options[i].name) ==
+                  &ops->options[i]);
+    }
+    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_DELTA), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "compressor"), 8);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), -1);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "reinterpret_datatype"), TDB_ANY);
+    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_BIT_WIDTH_REDUCTION), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "max_window"), 256);
+    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_SCALE_FLOAT), 0);
+    CHECK(tdb_filter_get_real(&f, "scale") == 1.0);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "byte_width"), 8);
+    /* a filter copies by assignment */
+    CHECK_EQ_INT(tdb_filter_set_real(&f, "offset", -2.5), 0);
+    g = f;
+    CHECK(tdb_filter_get_real(&g, "offset") == -2.5);
+    /* options a filter does not have, or of the other kind */
+    CHECK_EQ_INT(tdb_filter_set_int(&f, "level", 3), TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_filter_set_real(&f, "byte_width", 2.0), TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), 0);
+    CHECK(tdb_filter_get_real(&f, "nothing") == 0.0);
+    /* the fields' own checks */
+    const struct tdb_filter_opt *bw =
+        tdb_filter_opt_find(f.ops, "byte_width");
+    struct tdb_fopt_value v = {3, 0.0};
+    CHECK(tdb_fopt_check(bw, &v, why, sizeof why) != 0);
+    CHECK(strcmp(why, "3 is not 1, 2, 4 or 8") == 0);
+    v.i = 4;
+    CHECK_EQ_INT(tdb_fopt_check(bw, &v, why, sizeof why), 0);
+    CHECK_EQ_INT(tdb_fopt_check(tdb_filter_opt_find(f.ops, "scale"), &v,
+                                why, sizeof why), 0);
+    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_WEBP), 0);
+    const struct tdb_filter_opt *fmt = tdb_filter_opt_find(f.ops, "format");
+    CHECK(strcmp(tdb_fopt_name(fmt, TDB_WEBP_RGBA), "RGBA") == 0);
+    CHECK(strcmp(tdb_fopt_name(fmt, 9), "NONE") == 0);
+    /* a compressor at a level; a level for a filter without one */
+    CHECK_EQ_INT(tdb_filter_init_level(&f, TDB_FILTER_GZIP, 9), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), 9);
+    CHECK_EQ_INT(tdb_filter_init_level(&f, TDB_FILTER_XOR, 9), TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_filter_init_level(&f, TDB_FILTER_DEPRECATED, 9),
+                 TDB_E_INVAL);
+    /* GZIP whose options say compressor 0: NONE runs, the level stays */
+    static const uint8_t none[] = {0, 0, 1, 0, 1, 0, 0, 0,
+                                   1, 5, 0, 0, 0, 0, 7, 0, 0, 0};
+    struct tdb_pipeline p;
+    struct tdb_cursor c;
+    struct tdb_error err = {0};
+    tdb_cur_init(&c, none, sizeof none);
+    CHECK_EQ_INT(tdb_pipeline_read(&p, &c, 22, &err), 0);
+    CHECK(p.f[0].ops == &tdb_filter_noop);
+    CHECK_EQ_INT(tdb_filter_get_int(&p.f[0], "level"), 7);
+    tdb_pipeline_free(&p);
+}
+
 static void test_checksum_guards(void)
 {
     /* MD5 checksum over an unfiltered tile: a flipped byte is caught */
     struct tdb_filter f = {.type = TDB_FILTER_CHECKSUM_MD5,
-                           .ops = &tdb_filter_checksum_md5,
-                           .reinterpret_type = TDB_ANY};
+                           .ops = &tdb_filter_checksum_md5};
     struct tdb_pipeline p = {.max_chunk_size = 65536, .n = 1, .f = &f};
     uint8_t data[1000];
     for (int i = 0; i < 1000; i++)
@@ -233,5 +299,6 @@ int main(void)
     RUN(test_generic_tile_roundtrip);
     RUN(test_generic_tile_encrypted);
     RUN(test_checksum_guards);
+    RUN(test_filter_options);
     return unit_done();
 }

@@ -494,10 +494,8 @@ static void roundtrip(const struct tdb_schema *s)
 
 static void test_roundtrip_built(void)
 {
-    struct tdb_filter zstd = {.type = TDB_FILTER_ZSTD,
-                              .ops = tdb_filter_lookup(TDB_FILTER_ZSTD),
-                              .compressor = TDB_FILTER_ZSTD, .level = 7,
-                              .reinterpret_type = TDB_ANY};
+    struct tdb_filter zstd;
+    CHECK_EQ_INT(tdb_filter_init_level(&zstd, TDB_FILTER_ZSTD, 7), 0);
     struct tdb_dim dims[2] = {
         {.name = "key", .type = TDB_STRING_ASCII,
          .cell_val_num = TDB_VAR_NUM,

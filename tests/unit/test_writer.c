@@ -1486,9 +1486,8 @@ static void test_zstd_context_same_bytes(void)
     struct tdb_scratch *sc = calloc(1, sizeof *sc);
     for (size_t li = 0; li < sizeof levels / sizeof *levels; li++)
         for (int k = 0; k < 3; k++) {
-            struct tdb_filter f = {.type = TDB_FILTER_ZSTD,
-                                   .ops = &tdb_filter_zstd,
-                                   .level = levels[li]};
+            struct tdb_filter f;
+            tdb_filter_init_level(&f, TDB_FILTER_ZSTD, levels[li]);
             struct tdb_pipeline p = {.max_chunk_size = 65536, .n = 1, .f = &f};
             /* the slow parsers on a shorter tile */
             size_t len = levels[li] >= 12 ? n / 4 : n;
