@@ -579,7 +579,8 @@ int tdb_consolidate_fragments(const struct tdb_io *io,
         }
         x.rlo = lo;
         x.rhi = hi;
-        r = tdb_cells_dense(&st.cells, a, lo, hi, all, a->nfrags, err);
+        r = tdb_cells_dense(&st.cells, a, lo, hi,
+                            &(struct tdb_frag_list){all, a->nfrags}, err);
     } else {
         x.timestamps = true;
         r = tdb_cells_sparse_versions(&st.cells, a, all, a->nfrags, err);

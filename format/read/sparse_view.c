@@ -194,10 +194,10 @@ static int sp_create(struct tdb_cells **out, struct tdb_array *a,
 }
 
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
-                     struct tdb_frag **frags, size_t n, uint64_t t0,
-                     uint64_t t1, struct tdb_error *err)
+                     const struct tdb_frag_list *fl, uint64_t t0, uint64_t t1,
+                     struct tdb_error *err)
 {
-    return sp_create(out, a, frags, n, t0, t1, false, err);
+    return sp_create(out, a, fl->v, fl->n, t0, t1, false, err);
 }
 
 int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,

@@ -47,13 +47,19 @@ struct tdb_cells {
     pthread_mutex_t lock;
 };
 
+/* The fragments a view is over: v[0..n) (copied by the view). */
+struct tdb_frag_list {
+    struct tdb_frag **v;
+    size_t n;
+};
+
 /* Dense: the cells of region [lo[d], hi[d]] (offsets from the domain's low
- * bound) in row-major order; fragments frags[0..n) with newest last. */
+ * bound) in row-major order; fragments fl with newest last. */
 int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
                     const uint64_t *lo, const uint64_t *hi,
-                    struct tdb_frag **frags, size_t n, struct tdb_error *err);
+                    const struct tdb_frag_list *fl, struct tdb_error *err);
 
-/* Sparse: the cells of frags[0..n) merged in global order, at [t0, t1]:
+/* Sparse: the cells of fragments fl merged in global order, at [t0, t1]:
  * duplicates dropped unless the schema allows them (newest wins), deleted
  * cells dropped.  The merge runs on first use (a k-way heap over the
  * fragments, integer order keys) and keeps only where each run of one
@@ -61,8 +67,8 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
  * checkpoint of (2 + n) * 8 bytes every max(1024, 16 n) runs from which
  * any cell is found (sparse_view.c). */
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
-                     struct tdb_frag **frags, size_t n, uint64_t t0,
-                     uint64_t t1, struct tdb_error *err);
+                     const struct tdb_frag_list *fl, uint64_t t0, uint64_t t1,
+                     struct tdb_error *err);
 
 /* Sparse, as a consolidation reads them: every cell of frags[0..n) in
  * global order, every version of equal coordinates (newest first) and

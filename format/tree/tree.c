@@ -482,7 +482,8 @@ static int tree_label(struct tdb_fs *fs, struct tdb_array *a,
         all[i] = &la->frags[i];
     uint64_t hi = lo[l->dim] + shape[l->dim] - 1;
     struct tdb_cells *lv = NULL;
-    r = tdb_cells_dense(&lv, la, &lo[l->dim], &hi, all, la->nfrags, &err);
+    r = tdb_cells_dense(&lv, la, &lo[l->dim], &hi,
+                        &(struct tdb_frag_list){all, la->nfrags}, &err);
     free(all);
     if (!r && (r = tree_keep_cells(fs, lv)))
         tdb_cells_free(lv);
@@ -661,9 +662,11 @@ static int tree_fragment(struct tdb_fs *fs, uint64_t fdir, struct tdb_array *a,
             fhi[d] = f->ned_hi[d];
         }
         tree_shape_str(s, flo, fhi, fshape, sizeof fshape);
-        r = tdb_cells_dense(&fc, a, flo, fhi, &f, 1, err);
+        r = tdb_cells_dense(&fc, a, flo, fhi, &(struct tdb_frag_list){&f, 1},
+                            err);
     } else {
-        r = tdb_cells_sparse(&fc, a, &f, 1, f->fm->t1, f->fm->t2, err);
+        r = tdb_cells_sparse(&fc, a, &(struct tdb_frag_list){&f, 1},
+                             f->fm->t1, f->fm->t2, err);
     }
     if (r)
         return r;
@@ -714,10 +717,11 @@ static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
         if (!rg->empty)
             tree_shape_str(s, rg->lo, rg->hi, rg->shape, sizeof rg->shape);
         if (!rg->empty)
-            r = tdb_cells_dense(view, a, rg->lo, rg->hi, all, a->nfrags, err);
+            r = tdb_cells_dense(view, a, rg->lo, rg->hi,
+                                &(struct tdb_frag_list){all, a->nfrags}, err);
     } else {
-        r = tdb_cells_sparse(view, a, all, a->nfrags, a->ts_start, a->ts_end,
-                             err);
+        r = tdb_cells_sparse(view, a, &(struct tdb_frag_list){all, a->nfrags},
+                             a->ts_start, a->ts_end, err);
     }
     if (!r && *view && (r = tree_keep_cells(fs, *view)))
         tdb_cells_free(*view);
