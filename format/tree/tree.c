@@ -722,6 +722,8 @@ static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
     } else {
         r = tdb_cells_sparse(view, a, &(struct tdb_frag_list){all, a->nfrags},
                              a->ts_start, a->ts_end, err);
+        if (!r && a->nfrags > 1)
+            tdb_cells_sparse_pool(*view, tdb_fs_pool(fs));
     }
     if (!r && *view && (r = tree_keep_cells(fs, *view)))
         tdb_cells_free(*view);
