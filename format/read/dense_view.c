@@ -347,22 +347,6 @@ int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
     return dense_count(dc, out, err);
 }
 
-int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
-{
-    if (atomic_load_explicit(&c->ready, memory_order_acquire))
-        return 0;
-    pthread_mutex_lock(&c->lock);
-    int r = atomic_load_explicit(&c->ready, memory_order_relaxed)
-                ? 0
-                : c->ops->prepare(c, err);
-    if (!r) {
-        atomic_store_explicit(&c->counted, true, memory_order_release);
-        atomic_store_explicit(&c->ready, true, memory_order_release);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return r;
-}
-
 void tdb_cells_free(struct tdb_cells *c)
 {
     if (!c)

@@ -16,8 +16,9 @@
  * applies, the merge compares keys alone: computed a block of cells at a
  * time, in a tournament that keeps each match's loser.  The key space is
  * cut into ranges of about equal cells (estimated from the tiles' MBRs)
- * merged side by side, one thread each, and their plans are joined.  A fragment found not stored in order, or a cell without a key,
- * sends the merge back to tdb_merge_heap (return 1). */
+ * merged side by side on the threads of a pool (sp_fast_run), and their
+ * plans are joined.  A fragment found not stored in order, or a cell
+ * without a key, sends the merge back to tdb_merge_heap (return 1). */
 #define SP_BLOCK 1024               /* cells keyed at a time, at most */
 #define SP_BLOCK_BYTES (4u << 20)   /* the keys of a range's blocks, at most */
 #define SP_RANGE_MIN (1u << 18)     /* cells per range, at least (unless

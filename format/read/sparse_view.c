@@ -74,6 +74,23 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
     return 0;
 }
 
+/* (views of other kinds are ready from the start) */
+int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
+{
+    if (atomic_load_explicit(&c->ready, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    int r = atomic_load_explicit(&c->ready, memory_order_relaxed)
+                ? 0
+                : sparse_prepare(c, err);
+    if (!r) {
+        atomic_store_explicit(&c->counted, true, memory_order_release);
+        atomic_store_explicit(&c->ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
 static void sparse_destroy(struct tdb_cells *c)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
@@ -84,7 +101,6 @@ static void sparse_destroy(struct tdb_cells *c)
 
 static const struct tdb_cells_ops sparse_ops = {
     .runs = sparse_runs,
-    .prepare = sparse_prepare,
     .destroy = sparse_destroy,
 };
 

@@ -30,8 +30,6 @@ struct tdb_cells_ops {
      * them, at least one cell). */
     int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
                 struct tdb_runs *out, struct tdb_error *err);
-    /* Computes ncells if not known yet (sparse merges). */
-    int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
 };
 
@@ -61,11 +59,11 @@ int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
 
 /* Sparse: the cells of fragments fl merged in global order, at [t0, t1]:
  * duplicates dropped unless the schema allows them (newest wins), deleted
- * cells dropped.  The merge runs on first use (a k-way heap over the
- * fragments, integer order keys) and keeps only where each run of one
- * fragment's consecutive cells goes: about 1 byte per run, plus a
- * checkpoint of (2 + n) * 8 bytes every max(1024, 16 n) runs from which
- * any cell is found (sparse_view.c). */
+ * cells dropped.  The merge runs on first use (a tournament over integer
+ * order keys, merge_tournament.c, else a k-way heap, merge_heap.c) and
+ * keeps only where each run of one fragment's consecutive cells goes, its
+ * plan (plan.h): about 1 byte per run, plus a checkpoint of (2 + n) * 8
+ * bytes every max(1024, 16 n) runs from which any cell is found. */
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
                      const struct tdb_frag_list *fl, uint64_t t0, uint64_t t1,
                      struct tdb_error *err);
@@ -135,6 +133,9 @@ int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
                          const struct tdb_dense_pick *p,
                          struct tdb_error *err);
 
+/* Readies view c for runs, once, whichever threads ask at once: a sparse
+ * view's merge runs here (other views are ready when made).  @return 0 or
+ * the merge's error (asked again, it runs again). */
 int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err);
 void tdb_cells_free(struct tdb_cells *c);
 
