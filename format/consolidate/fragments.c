@@ -583,7 +583,8 @@ static int cf_view(struct tdb_array *a, struct cf_stage *st,
         }
         x->rlo = lo;
         x->rhi = hi;
-        r = tdb_cells_dense(&st->cells, a, lo, hi, all, a->nfrags, err);
+        r = tdb_cells_dense(&st->cells, a, lo, hi,
+                            &(struct tdb_frag_list){all, a->nfrags}, err);
     } else {
         x->timestamps = true;
         r = tdb_cells_sparse_versions(&st->cells, a, all, a->nfrags, err);

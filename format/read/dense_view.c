@@ -78,14 +78,13 @@ static size_t dense_cands(const struct dense_cells *dc, const uint64_t *o,
     return nc;
 }
 
-static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
-                      struct tdb_runs *rs, struct tdb_error *err)
+/* The offsets o of view cell `first` in the region, and its index along
+ * dimension `fast` (returned). */
+static uint64_t dense_offsets(const struct dense_cells *dc, uint64_t first,
+                              uint32_t fast, uint64_t *o)
 {
-    struct tdb_run *out = rs->v;
-    size_t cap = rs->cap;
-    struct dense_cells *dc = (struct dense_cells *)c;
-    uint32_t nd = dc->nd, fast = dc->col ? 0 : nd - 1;
-    uint64_t o[TDB_MAX_DIMS], rest = first, at = 0;
+    uint32_t nd = dc->nd;
+    uint64_t rest = first, at = 0;
     for (uint32_t k = 0; k < nd; k++) {
         uint32_t d = dc->col ? k : nd - 1 - k;
         uint64_t i = rest % dc->shape[d];
@@ -94,68 +93,100 @@ static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
         if (d == fast)
             at = i;
     }
+    return at;
+}
+
+/* The newest of the line's fragments holding offset x along fast (NULL:
+ * none, fill values), and *stop lowered to where that stretch ends: the
+ * owner's end, or where a newer fragment starts. */
+static struct tdb_frag *dense_owner(const struct dense_cand_list *cl,
+                                    uint32_t fast, uint64_t x, uint64_t *stop)
+{
+    struct tdb_frag *const *cand = cl->v;
+    struct tdb_frag *owner = NULL;
+    size_t i;
+    for (i = 0; i < cl->n; i++) {
+        struct tdb_frag *f = cand[i];
+        if (x >= f->ned_lo[fast] && x <= f->ned_hi[fast]) {
+            owner = f;
+            if (f->ned_hi[fast] + 1 < *stop)
+                *stop = f->ned_hi[fast] + 1;
+            break;
+        }
+        /* a newer fragment starting later cuts this stretch */
+        if (f->ned_lo[fast] > x && f->ned_lo[fast] < *stop)
+            *stop = f->ned_lo[fast];
+    }
+    /* newer fragments (before owner in cand) that start inside */
+    for (size_t j = 0; owner && j < i; j++)
+        if (cand[j]->ned_lo[fast] > x && cand[j]->ned_lo[fast] < *stop)
+            *stop = cand[j]->ned_lo[fast];
+    return owner;
+}
+
+/* Runs of fragment `owner` for offsets [x, stop) along fast (the others
+ * o), after the rs->n runs so far, while there is room.  @return where
+ * they end. */
+static uint64_t dense_owned(const struct dense_cells *dc,
+                            struct tdb_frag *owner, uint64_t *o,
+                            uint32_t fast, uint64_t x, uint64_t stop,
+                            struct tdb_runs *rs)
+{
+    struct tdb_run *out = rs->v;
+    size_t k = rs->n;
+    /* along fast, a tile's cells follow one another when its cell order
+     * walks fast first too */
+    bool along = dc->nd == 1 ||
+                 (owner->fs->cell_order == TDB_COL_MAJOR) == dc->col;
+    while (x < stop && k < rs->cap) {
+        o[fast] = x;
+        uint64_t fc = tdb_frag_dense_cell(owner, o);
+        uint64_t cnt = 1;
+        if (along) {
+            /* consecutive until the end of the space tile along fast */
+            uint64_t ext = owner->ext[fast];
+            uint64_t tile_end = (x / ext + 1) * ext;
+            uint64_t lim = tile_end < stop ? tile_end : stop;
+            cnt = lim - x;
+        }
+        if (k && out[k - 1].frag == owner &&
+            out[k - 1].fcell + out[k - 1].count == fc)
+            out[k - 1].count += cnt;
+        else
+            out[k++] = (struct tdb_run){owner, fc, cnt};
+        x += cnt;
+    }
+    rs->n = k;
+    return x;
+}
+
+static int dense_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
+                      struct tdb_runs *rs, struct tdb_error *err)
+{
+    struct dense_cells *dc = (struct dense_cells *)c;
+    uint32_t fast = dc->col ? 0 : dc->nd - 1;
+    uint64_t o[TDB_MAX_DIMS];
+    uint64_t at = dense_offsets(dc, first, fast, o);
     uint64_t row_left = dc->shape[fast] - at;
     uint64_t len = n < row_left ? n : row_left;
     struct dense_cand_list cl;
     cl.n = dense_cands(dc, o, fast, len, cl.v);
-    struct tdb_frag *const *cand = cl.v;
-    size_t nc = cl.n;
+    rs->n = 0;
     if (dc->step[fast] != 1) {
         rs->n = dense_pick_line(dc, o, fast, len, &cl, rs);
         return 0;
     }
-    size_t k = 0;
     uint64_t x = o[fast], end = o[fast] + len;
-    while (x < end && k < cap) {
-        struct tdb_frag *owner = NULL;
+    while (x < end && rs->n < rs->cap) {
         uint64_t stop = end;
-        for (size_t i = 0; i < nc; i++) {
-            struct tdb_frag *f = cand[i];
-            if (x >= f->ned_lo[fast] && x <= f->ned_hi[fast]) {
-                owner = f;
-                if (f->ned_hi[fast] + 1 < stop)
-                    stop = f->ned_hi[fast] + 1;
-                break;
-            }
-            /* a newer fragment starting later cuts this stretch */
-            if (f->ned_lo[fast] > x && f->ned_lo[fast] < stop)
-                stop = f->ned_lo[fast];
-        }
+        struct tdb_frag *owner = dense_owner(&cl, fast, x, &stop);
         if (owner) {
-            /* newer fragments (before owner in cand) that start inside */
-            for (size_t i = 0; cand[i] != owner; i++)
-                if (cand[i]->ned_lo[fast] > x && cand[i]->ned_lo[fast] < stop)
-                    stop = cand[i]->ned_lo[fast];
-        }
-        if (!owner) {
-            out[k++] = (struct tdb_run){NULL, 0, stop - x};
+            x = dense_owned(dc, owner, o, fast, x, stop, rs);
+        } else {
+            rs->v[rs->n++] = (struct tdb_run){NULL, 0, stop - x};
             x = stop;
-            continue;
-        }
-        /* along fast, a tile's cells follow one another when its cell
-         * order walks fast first too */
-        bool along = nd == 1 ||
-                     (owner->fs->cell_order == TDB_COL_MAJOR) == dc->col;
-        while (x < stop && k < cap) {
-            o[fast] = x;
-            uint64_t fc = tdb_frag_dense_cell(owner, o);
-            uint64_t cnt = 1;
-            if (along) {
-                /* consecutive until the end of the space tile along fast */
-                uint64_t ext = owner->ext[fast];
-                uint64_t tile_end = (x / ext + 1) * ext;
-                uint64_t lim = tile_end < stop ? tile_end : stop;
-                cnt = lim - x;
-            }
-            if (k && out[k - 1].frag == owner &&
-                out[k - 1].fcell + out[k - 1].count == fc)
-                out[k - 1].count += cnt;
-            else
-                out[k++] = (struct tdb_run){owner, fc, cnt};
-            x += cnt;
         }
     }
-    rs->n = k;
     (void)err;
     return 0;
 }
@@ -214,9 +245,9 @@ static int dense_count(struct dense_cells *dc, struct tdb_cells **out,
 
 int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
                     const uint64_t *lo, const uint64_t *hi,
-                    struct tdb_frag **frags, size_t n, struct tdb_error *err)
+                    const struct tdb_frag_list *fl, struct tdb_error *err)
 {
-    struct dense_cells *dc = dense_new(a, frags, n);
+    struct dense_cells *dc = dense_new(a, fl->v, fl->n);
     if (!dc)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     dc->plain = true;
@@ -271,7 +302,8 @@ int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
         lo[d] = dc->lo[d] + from[d];
         hi[d] = dc->lo[d] + to[d] - 1;
     }
-    return tdb_cells_dense(out, c->arr, lo, hi, dc->frags, dc->nfrags, err);
+    struct tdb_frag_list fl = {dc->frags, dc->nfrags};
+    return tdb_cells_dense(out, c->arr, lo, hi, &fl, err);
 }
 
 int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
@@ -313,22 +345,6 @@ int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
         dc->plain = dc->plain && p->step[d] == 1;
     }
     return dense_count(dc, out, err);
-}
-
-int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
-{
-    if (atomic_load_explicit(&c->ready, memory_order_acquire))
-        return 0;
-    pthread_mutex_lock(&c->lock);
-    int r = atomic_load_explicit(&c->ready, memory_order_relaxed)
-                ? 0
-                : c->ops->prepare(c, err);
-    if (!r) {
-        atomic_store_explicit(&c->counted, true, memory_order_release);
-        atomic_store_explicit(&c->ready, true, memory_order_release);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return r;
 }
 
 void tdb_cells_free(struct tdb_cells *c)

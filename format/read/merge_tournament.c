@@ -16,8 +16,9 @@
  * applies, the merge compares keys alone: computed a block of cells at a
  * time, in a tournament that keeps each match's loser.  The key space is
  * cut into ranges of about equal cells (estimated from the tiles' MBRs)
- * merged side by side, one thread each, and their plans are joined.  A fragment found not stored in order, or a cell without a key,
- * sends the merge back to tdb_merge_heap (return 1). */
+ * merged side by side on the threads of a pool (sp_fast_run), and their
+ * plans are joined.  A fragment found not stored in order, or a cell
+ * without a key, sends the merge back to tdb_merge_heap (return 1). */
 #define SP_BLOCK 1024               /* cells keyed at a time, at most */
 #define SP_BLOCK_BYTES (4u << 20)   /* the keys of a range's blocks, at most */
 #define SP_RANGE_MIN (1u << 18)     /* cells per range, at least (unless
@@ -55,6 +56,10 @@ struct sp_fast {
     size_t nr;
     size_t order[SP_RANGES_MAX];    /* ranges in the order taken */
     atomic_size_t next;         /* the next of order[] to merge */
+    /* the jobs queued on the pool and not ended, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t ended;
+    size_t running;
 };
 
 struct sp_range {
@@ -391,13 +396,12 @@ out:
 }
 
 /* Merges ranges until none is left. */
-static void *sp_range_thread(void *arg)
+static void sp_range_take(struct sp_fast *fx)
 {
-    struct sp_fast *fx = arg;
     for (;;) {
         size_t p = atomic_fetch_add(&fx->next, 1);
         if (p >= fx->nr)
-            return NULL;
+            return;
         struct sp_range *rg = &fx->rg[fx->order[p]];
         rg->r = sp_range_merge(rg, &rg->err);
     }
@@ -556,7 +560,8 @@ static int sp_fast_ranks(struct sp_fast *fx, struct tdb_error *err)
     return 0;
 }
 
-/* sp_range_thread as a job of the pool. */
+/* sp_range_take as a job of the pool, counted off fx->running when it
+ * ends (fx is the merging thread's: nothing of it is touched after). */
 struct sp_range_job {
     struct tdb_pool_job j;
     struct sp_fast *fx;
@@ -564,33 +569,69 @@ struct sp_range_job {
 
 static void sp_range_job_run(struct tdb_pool_job *j)
 {
-    sp_range_thread(((struct sp_range_job *)j)->fx);
+    struct sp_fast *fx = ((struct sp_range_job *)j)->fx;
+    sp_range_take(fx);
+    pthread_mutex_lock(&fx->lock);
+    if (--fx->running == 0)
+        pthread_cond_signal(&fx->ended);
+    pthread_mutex_unlock(&fx->lock);
 }
 
-/* Merges fx->nr ranges on nthreads threads (this one among them). */
-static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
+static bool sp_range_job_of(const struct tdb_pool_job *j, void *fx)
 {
-    size_t nr = fx->nr;
-    atomic_init(&fx->next, 0);
-    size_t nth = nr < nthreads ? nr : nthreads, started = 0;
-    /* the threads start far apart in the order (their first tiles
-     * differ: a tile two threads want is decoded by one while the other
-     * waits): one block of ranges per thread, taken in turn */
-    size_t per = (nr + nth - 1) / nth, no = 0;
+    return j->run == sp_range_job_run &&
+           ((const struct sp_range_job *)j)->fx == fx;
+}
+
+/* The order ranges are taken in: the threads start far apart (their
+ * first tiles differ: a tile two threads want is decoded by one while the
+ * other waits), one block of ranges per thread, taken in turn. */
+static void sp_fast_order(struct sp_fast *fx, size_t nth)
+{
+    size_t nr = fx->nr, per = (nr + nth - 1) / nth, no = 0;
     for (size_t i = 0; i < per; i++)
         for (size_t b = 0; b < nth; b++)
             if (b * per + i < nr)
                 fx->order[no++] = b * per + i;
-    struct tdb_pool *pool = NULL;
+}
+
+/* Merges fx->nr ranges on nthreads threads: this one and those of the
+ * view's pool (the engine's: sc->pool), else of one made for the merge.
+ * The engine's pool runs other jobs too (tiles decoded ahead of reads):
+ * this thread takes ranges until none is left, takes back the jobs no
+ * thread has started and waits only for those running, which need
+ * nothing of it. */
+static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
+{
+    size_t nr = fx->nr, nth = nr < nthreads ? nr : nthreads;
+    atomic_init(&fx->next, 0);
+    sp_fast_order(fx, nth);
+    struct tdb_pool *pool = fx->sc->pool, *own = NULL;
+    if (!pool && nth > 1 && !tdb_pool_create(&own, (unsigned)(nth - 1)))
+        pool = own;
     struct sp_range_job jobs[SP_RANGES_MAX];
-    if (nth > 1 && !tdb_pool_create(&pool, (unsigned)(nth - 1)))
-        for (; started + 1 < nth; started++) {
-            jobs[started].j.run = sp_range_job_run;
-            jobs[started].fx = fx;
-            tdb_pool_submit(pool, &jobs[started].j);
-        }
-    sp_range_thread(fx);
-    tdb_pool_free(pool); /* (once its jobs have run) */
+    pthread_mutex_init(&fx->lock, NULL);
+    pthread_cond_init(&fx->ended, NULL);
+    size_t njobs = pool && nth > 1 ? nth - 1 : 0;
+    fx->running = njobs;        /* (jobs count it down as they end) */
+    for (size_t i = 0; i < njobs; i++) {
+        jobs[i] = (struct sp_range_job){.j.run = sp_range_job_run, .fx = fx};
+        tdb_pool_submit(pool, &jobs[i].j);
+    }
+    sp_range_take(fx);
+    struct tdb_pool_job *back =
+        pool ? tdb_pool_take(pool, sp_range_job_of, fx) : NULL;
+    size_t taken = 0;
+    for (; back; back = back->next)
+        taken++;
+    pthread_mutex_lock(&fx->lock);
+    fx->running -= taken;
+    while (fx->running)
+        pthread_cond_wait(&fx->ended, &fx->lock);
+    pthread_mutex_unlock(&fx->lock);
+    pthread_cond_destroy(&fx->ended);
+    pthread_mutex_destroy(&fx->lock);
+    tdb_pool_free(own);
 }
 
 /* The ranges' outcome: the first error, 1 when two ranges do not meet

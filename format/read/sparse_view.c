@@ -74,6 +74,23 @@ static int sparse_runs(struct tdb_cells *c, uint64_t first, uint64_t n,
     return 0;
 }
 
+/* (views of other kinds are ready from the start) */
+int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err)
+{
+    if (atomic_load_explicit(&c->ready, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    int r = atomic_load_explicit(&c->ready, memory_order_relaxed)
+                ? 0
+                : sparse_prepare(c, err);
+    if (!r) {
+        atomic_store_explicit(&c->counted, true, memory_order_release);
+        atomic_store_explicit(&c->ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
 static void sparse_destroy(struct tdb_cells *c)
 {
     struct sparse_cells *sc = (struct sparse_cells *)c;
@@ -84,7 +101,6 @@ static void sparse_destroy(struct tdb_cells *c)
 
 static const struct tdb_cells_ops sparse_ops = {
     .runs = sparse_runs,
-    .prepare = sparse_prepare,
     .destroy = sparse_destroy,
 };
 
@@ -194,10 +210,10 @@ static int sp_create(struct tdb_cells **out, struct tdb_array *a,
 }
 
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
-                     struct tdb_frag **frags, size_t n, uint64_t t0,
-                     uint64_t t1, struct tdb_error *err)
+                     const struct tdb_frag_list *fl, uint64_t t0, uint64_t t1,
+                     struct tdb_error *err)
 {
-    return sp_create(out, a, frags, n, t0, t1, false, err);
+    return sp_create(out, a, fl->v, fl->n, t0, t1, false, err);
 }
 
 int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
@@ -205,6 +221,11 @@ int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
                               struct tdb_error *err)
 {
     return sp_create(out, a, frags, n, 0, UINT64_MAX, true, err);
+}
+
+void tdb_cells_sparse_pool(struct tdb_cells *c, struct tdb_pool *pool)
+{
+    ((struct sparse_cells *)c)->pool = pool;
 }
 
 size_t tdb_cells_sparse_deletes(const struct tdb_cells *c,

@@ -30,8 +30,6 @@ struct tdb_cells_ops {
      * them, at least one cell). */
     int (*runs)(struct tdb_cells *c, uint64_t first, uint64_t n,
                 struct tdb_runs *out, struct tdb_error *err);
-    /* Computes ncells if not known yet (sparse merges). */
-    int (*prepare)(struct tdb_cells *c, struct tdb_error *err);
     void (*destroy)(struct tdb_cells *c);
 };
 
@@ -47,22 +45,28 @@ struct tdb_cells {
     pthread_mutex_t lock;
 };
 
+/* The fragments a view is over: v[0..n) (copied by the view). */
+struct tdb_frag_list {
+    struct tdb_frag **v;
+    size_t n;
+};
+
 /* Dense: the cells of region [lo[d], hi[d]] (offsets from the domain's low
- * bound) in row-major order; fragments frags[0..n) with newest last. */
+ * bound) in row-major order; fragments fl with newest last. */
 int tdb_cells_dense(struct tdb_cells **out, struct tdb_array *a,
                     const uint64_t *lo, const uint64_t *hi,
-                    struct tdb_frag **frags, size_t n, struct tdb_error *err);
+                    const struct tdb_frag_list *fl, struct tdb_error *err);
 
-/* Sparse: the cells of frags[0..n) merged in global order, at [t0, t1]:
+/* Sparse: the cells of fragments fl merged in global order, at [t0, t1]:
  * duplicates dropped unless the schema allows them (newest wins), deleted
- * cells dropped.  The merge runs on first use (a k-way heap over the
- * fragments, integer order keys) and keeps only where each run of one
- * fragment's consecutive cells goes: about 1 byte per run, plus a
- * checkpoint of (2 + n) * 8 bytes every max(1024, 16 n) runs from which
- * any cell is found (sparse_view.c). */
+ * cells dropped.  The merge runs on first use (a tournament over integer
+ * order keys, merge_tournament.c, else a k-way heap, merge_heap.c) and
+ * keeps only where each run of one fragment's consecutive cells goes, its
+ * plan (plan.h): about 1 byte per run, plus a checkpoint of (2 + n) * 8
+ * bytes every max(1024, 16 n) runs from which any cell is found. */
 int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
-                     struct tdb_frag **frags, size_t n, uint64_t t0,
-                     uint64_t t1, struct tdb_error *err);
+                     const struct tdb_frag_list *fl, uint64_t t0, uint64_t t1,
+                     struct tdb_error *err);
 
 /* Sparse, as a consolidation reads them: every cell of frags[0..n) in
  * global order, every version of equal coordinates (newest first) and
@@ -70,6 +74,14 @@ int tdb_cells_sparse(struct tdb_cells **out, struct tdb_array *a,
 int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
                               struct tdb_frag **frags, size_t n,
                               struct tdb_error *err);
+
+/* The threads sparse view c's merge runs on beside the calling one: those
+ * of `pool`, the engine's (tree/tree.c's, that also decodes tiles ahead
+ * of reads; the merge waits for none of its other jobs).  Without one the
+ * merge makes a pool of its own for its run.  c: a sparse view not
+ * prepared yet. */
+struct tdb_pool;
+void tdb_cells_sparse_pool(struct tdb_cells *c, struct tdb_pool *pool);
 
 /* A versions view's cells that a delete removed, once prepared: view cell
  * `cell` was removed at time `when` by delete commit a->cond_ents[cond]
@@ -121,6 +133,9 @@ int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
                          const struct tdb_dense_pick *p,
                          struct tdb_error *err);
 
+/* Readies view c for runs, once, whichever threads ask at once: a sparse
+ * view's merge runs here (other views are ready when made).  @return 0 or
+ * the merge's error (asked again, it runs again). */
 int tdb_cells_prepare(struct tdb_cells *c, struct tdb_error *err);
 void tdb_cells_free(struct tdb_cells *c);
 

@@ -2,6 +2,7 @@
  * __array.json, __fragments/ with a folder per fragment, the data files
  * of the merged view, their NAME.npy, __slice/ and __domain/. */
 #include "tree/tree_priv.h"
+#include "tree/reader.h"
 #include "tree/json.h"
 #include "tree/npy.h"
 
@@ -279,9 +280,11 @@ static int tree_fragment(struct tdb_fs *fs, uint64_t fdir, struct tdb_array *a,
             fhi[d] = f->ned_hi[d];
         }
         tree_shape_str(s, flo, fhi, fshape, sizeof fshape);
-        r = tdb_cells_dense(&fc, a, flo, fhi, &f, 1, err);
+        r = tdb_cells_dense(&fc, a, flo, fhi, &(struct tdb_frag_list){&f, 1},
+                            err);
     } else {
-        r = tdb_cells_sparse(&fc, a, &f, 1, f->fm->t1, f->fm->t2, err);
+        r = tdb_cells_sparse(&fc, a, &(struct tdb_frag_list){&f, 1},
+                             f->fm->t1, f->fm->t2, err);
     }
     if (r)
         return r;
@@ -332,10 +335,13 @@ static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
         if (!rg->empty)
             tree_shape_str(s, rg->lo, rg->hi, rg->shape, sizeof rg->shape);
         if (!rg->empty)
-            r = tdb_cells_dense(view, a, rg->lo, rg->hi, all, a->nfrags, err);
+            r = tdb_cells_dense(view, a, rg->lo, rg->hi,
+                                &(struct tdb_frag_list){all, a->nfrags}, err);
     } else {
-        r = tdb_cells_sparse(view, a, all, a->nfrags, a->ts_start, a->ts_end,
-                             err);
+        r = tdb_cells_sparse(view, a, &(struct tdb_frag_list){all, a->nfrags},
+                             a->ts_start, a->ts_end, err);
+        if (!r && a->nfrags > 1)
+            tdb_cells_sparse_pool(*view, tdb_fs_pool(fs));
     }
     if (!r && *view && (r = tree_keep_cells(fs, *view)))
         tdb_cells_free(*view);

@@ -243,21 +243,6 @@ int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
     return tdb_fieldfile_seek(n->ff, off, data, out, err);
 }
 
-struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs)
-{
-    pthread_mutex_lock(&fs->pool_lock);
-    if (!fs->pool_tried) {
-        fs->pool_tried = true;
-        /* threads=1: the reading thread alone decodes */
-        if (fs->opts.threads != 1 &&
-            tdb_pool_create(&fs->pool, fs->opts.threads) != 0)
-            fs->pool = NULL;
-    }
-    struct tdb_pool *p = fs->pool;
-    pthread_mutex_unlock(&fs->pool_lock);
-    return p;
-}
-
 struct tdb_fieldfile *tdb_fs_fieldfile(struct tdb_fs *fs, uint64_t ino,
                                        uint64_t *head)
 {

@@ -1,6 +1,7 @@
 /* tree_nodes.c: the nodes of the tree (tree_priv.h): folders, files of
  * bytes, the cell views and the sentences kept while it is built. */
 #include "tree/tree_priv.h"
+#include "tree/reader.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -111,4 +112,19 @@ int tree_warn(struct tdb_fs *fs, const char *fmt, ...)
         return TDB_E_NOMEM;
     fs->nwarn++;
     return 0;
+}
+
+struct tdb_pool *tdb_fs_pool(struct tdb_fs *fs)
+{
+    pthread_mutex_lock(&fs->pool_lock);
+    if (!fs->pool_tried) {
+        fs->pool_tried = true;
+        /* threads=1: the reading thread alone decodes */
+        if (fs->opts.threads != 1 &&
+            tdb_pool_create(&fs->pool, fs->opts.threads) != 0)
+            fs->pool = NULL;
+    }
+    struct tdb_pool *p = fs->pool;
+    pthread_mutex_unlock(&fs->pool_lock);
+    return p;
 }

@@ -137,7 +137,8 @@ static int tree_label(struct tdb_fs *fs, struct tdb_array *a,
         all[i] = &la->frags[i];
     uint64_t hi = lo[l->dim] + shape[l->dim] - 1;
     struct tdb_cells *lv = NULL;
-    r = tdb_cells_dense(&lv, la, &lo[l->dim], &hi, all, la->nfrags, &err);
+    r = tdb_cells_dense(&lv, la, &lo[l->dim], &hi,
+                        &(struct tdb_frag_list){all, la->nfrags}, &err);
     free(all);
     if (!r && (r = tree_keep_cells(fs, lv)))
         tdb_cells_free(lv);
