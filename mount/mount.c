@@ -1,5 +1,4 @@
 /* mount.c: the requests of the front ends: lookups, attributes, open files and folders, reads, writes and renames. */
-#define TDB_UNSTABLE_API /* tdb_reader_read_segs */
 #include "priv.h"
 
 #include <errno.h>
@@ -576,104 +575,40 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
 }
 
 int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-              void *buf, size_t size, size_t *got)
+              size_t size, struct tdb_sink *s)
 {
     struct tdb_error err;
     int rc;
 
-    *got = 0;
-    switch (h->kind) {
-    case TDBM_H_STG: {
-        ssize_t n = pread(h->fd, buf, size, (off_t)off);
-        if (n < 0)
-            return -errno;
-        *got = (size_t)n;
-        return 0;
-    }
-    case TDBM_H_META:
-        pthread_mutex_lock(&m->lock);
-        if (off < h->rec->len) {
-            *got = h->rec->len - (size_t)off;
-            if (*got > size)
-                *got = size;
-            memcpy(buf, h->rec->buf + off, *got);
-        }
-        pthread_mutex_unlock(&m->lock);
-        return 0;
-    case TDBM_H_FILE:
-        tdb_error_clear(&err);
-        rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
-        return rc < 0 ? tdbm_read_failed(m, h, off, size, rc, &err) : 0;
-    default:
-        return -EISDIR;
-    }
-}
-
-/* tdbm_read_iov as ranges of files: @return 1 when the read is not one. */
-static int tdbm_read_ranges(struct tdbm_mount *m, struct tdbm_handle *h,
-                            uint64_t off, size_t size, struct tdbm_reply *r)
-{
-    _Static_assert(TDBM_RANGE_FDS == TDB_RANGE_FDS, "one count of files");
-    struct tdb_file_range rg[TDBM_RANGES_MAX];
-    struct tdb_file_ranges out = {.rg = rg, .cap = TDBM_RANGES_MAX};
-    struct tdb_error err;
-    size_t got;
-
-    tdb_error_clear(&err);
-    int rc = tdb_reader_read_ranges(h->rd, off, size, &out, &got, &err);
-    if (rc < 0)
-        return tdbm_read_failed(m, h, off, size, rc, &err);
-    for (size_t i = 0; i < out.nfd; i++)
-        r->fds[i] = out.fds[i];
-    r->nfd = out.nfd;
-    for (size_t i = 0; i < out.n; i++)
-        r->rg[i] = (struct tdbm_range){rg[i].fd, rg[i].off, rg[i].len};
-    r->nrg = out.n;
-    return out.n ? 0 : 1;
-}
-
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-                  size_t size, struct tdbm_reply *r)
-{
-    struct tdb_seg segs[TDBM_IOV_MAX];
-    struct tdb_error err;
-    size_t got;
-    int rc;
-
-    r->n = r->nrg = r->nfd = 0;
-    r->hold = NULL;
-    r->buf = NULL;
+    s->form = TDB_SINK_COPY;
+    s->got = 0;
     if (size > TDBM_IO_MAX)
         size = TDBM_IO_MAX;
-    if (r->ranges_ok && h->kind == TDBM_H_FILE &&
-        (rc = tdbm_read_ranges(m, h, off, size, r)) <= 0)
-        return rc;
-    if (!(r->buf = malloc(size ? size : 1)))
+    if (h->kind == TDBM_H_FILE) {
+        tdb_error_clear(&err);
+        rc = tdb_reader_read(h->rd, off, size, s, &err);
+        return rc < 0 ? tdbm_read_failed(m, h, off, size, rc, &err) : 0;
+    }
+    if (h->kind != TDBM_H_STG && h->kind != TDBM_H_META)
+        return -EISDIR;
+    if (tdb_sink_buffer(s, size))
         return -ENOMEM;
-    if (h->kind != TDBM_H_FILE) {
-        if ((rc = tdbm_read(m, h, off, r->buf, size, &got)) < 0)
-            return rc;
-        r->iov[0] = (struct iovec){r->buf, got};
-        r->n = 1;
+    if (h->kind == TDBM_H_STG) {
+        ssize_t n = pread(h->fd, s->buf, size, (off_t)off);
+        if (n < 0)
+            return -errno;
+        s->got = (size_t)n;
         return 0;
     }
-    tdb_error_clear(&err);
-    rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
-                              &r->n, &got, &r->hold, &err);
-    if (rc < 0)
-        return tdbm_read_failed(m, h, off, size, rc, &err);
-    for (size_t i = 0; i < r->n; i++)
-        r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
-                                   segs[i].len};
+    pthread_mutex_lock(&m->lock);
+    if (off < h->rec->len) {
+        s->got = h->rec->len - (size_t)off;
+        if (s->got > size)
+            s->got = size;
+        memcpy(s->buf, h->rec->buf + off, s->got);
+    }
+    pthread_mutex_unlock(&m->lock);
     return 0;
-}
-
-void tdbm_read_done(struct tdbm_reply *r)
-{
-    for (size_t i = 0; i < r->nfd; i++)
-        close(r->fds[i]);
-    tdb_reader_done(r->hold);
-    free(r->buf);
 }
 
 int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,

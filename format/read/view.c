@@ -35,13 +35,13 @@ static void view_seg(struct view_win *w, const uint8_t *p, uint64_t n)
         tdb_cache_hold(w->cache, w->entry);
         s->held[s->nheld++] = w->entry;
     }
-    struct tdb_seg *last = s->n ? &s->segs[s->n - 1] : NULL;
+    struct tdb_piece *last = s->n ? &s->pieces[s->n - 1] : NULL;
     if (last && (const uint8_t *)last->base + last->len == p)
         last->len += (size_t)n;
     else if (s->n == s->cap)
         s->full = true;
     else
-        s->segs[s->n++] = (struct tdb_seg){p, (size_t)n};
+        s->pieces[s->n++] = (struct tdb_piece){p, -1, 0, (size_t)n};
 }
 
 static void view_put(struct view_win *w, const uint8_t *src, uint64_t n)

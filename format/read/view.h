@@ -241,7 +241,7 @@ int tdb_fieldfile_read_how(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
  * or hcap tiles, fill values, or with `cached` a tile the cache does not
  * hold now: read it with tdb_fieldfile_read). */
 struct tdb_segsink {
-    struct tdb_seg *segs;
+    struct tdb_piece *pieces;
     size_t cap, n;
     struct tdb_cache_entry **held;
     size_t hcap, nheld;

@@ -34,6 +34,7 @@
 #include "tree/reader.h"
 #include "read/fetch.h"
 #include "tree/ranges.h"
+#include "tree/sink.h"
 #include "tiledb_format.h"
 
 #include <pthread.h>
@@ -1056,102 +1057,95 @@ static int rd_read_planned(struct tdb_reader *rd, uint64_t poff, size_t plen,
     }
 }
 
-int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
-                    size_t len, size_t *got, struct tdb_error *err)
+/* The file's bytes [off, off + len) copied into s's buffer. */
+static int rd_read_into(struct tdb_reader *rd, uint64_t off, size_t len,
+                        struct tdb_sink *s, struct tdb_error *err)
 {
+    if (tdb_sink_buffer(s, len))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    void *buf = s->buf;
+    s->form = TDB_SINK_COPY;
     if (rd->vff) {
         struct tdb_fieldread rq = {off, buf, len, 0, TDB_TAKE_WAIT, NULL,
                                    NULL};
         int r = tdb_fieldfile_read_how(rd->vff, &rq, err);
-        *got = rq.got;
+        s->got = rq.got;
         return r;
     }
     if (!rd->ff)
-        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, &s->got, err);
     if (rd->head) {
         /* plan in the field's own offsets; the tree adds the header */
         uint64_t skip = off < rd->head ? rd->head - off : 0;
         if (skip >= len)
-            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, got, err);
+            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, &s->got, err);
         return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
-                               buf, len, got, err);
+                               buf, len, &s->got, err);
     }
-    return rd_read_planned(rd, off, len, off, buf, len, got, err);
+    return rd_read_planned(rd, off, len, off, buf, len, &s->got, err);
 }
 
-#define RD_HOLD_TILES 64
 #define RD_SEG_MIN (64u << 10)      /* pieces this long on average go to
                                      * the kernel uncopied */
 
-/* The tiles a read without copying gives pieces of, pinned once more: the
- * reply goes out after the read ended (and maybe after the reader is
- * closed). */
-struct tdb_read_hold {
-    struct tdb_cache *cache;
-    unsigned drop;              /* flags of a sequential read's release:
-                                 * tiles it passed go (tdb_reader's drop) */
-    size_t nheld;
-    struct tdb_cache_entry *held[RD_HOLD_TILES];
-};
-
-int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
-                         void *buf, struct tdb_seg *segs, size_t cap,
-                         size_t *nsegs, size_t *got,
-                         struct tdb_read_hold **hold, struct tdb_error *err)
+/* The bytes [off, off + len) of rd's field as pieces of the decoded tiles
+ * lent to s (TDB_SINK_TILE) where they are long, else copied: one plan
+ * of the read's tiles, then the walk that lends them or the copy. */
+static int rd_read_tiles(struct tdb_reader *rd, uint64_t off, size_t len,
+                         struct tdb_sink *s, struct tdb_error *err)
 {
-    *nsegs = *got = 0;
-    *hold = NULL;
-    int r;
-    if (!rd->ff || rd->head ||
-        (rd->ff->var && rd->ff->part != TDB_FILE_VALIDITY) ||
-        rd_row_cut(rd, off, len) < len) {
-        r = tdb_reader_read(rd, off, buf, len, got, err);
-        goto copied;
-    }
     struct rd_read rr;
     uint64_t pieces = rd_prepare(rd, off, len, &rr);
-    struct tdb_read_hold *h = NULL;
-    struct tdb_segsink sink = {segs, cap,           0,   NULL,
-                               RD_HOLD_TILES, 0, true, true};
+    struct tdb_lent *l = NULL;
+    int r = 0;
     /* the kernel copies a reply page by page, and from memory given in
      * pieces one more time per piece: small pieces are cheaper copied */
-    if (pieces <= len / RD_SEG_MIN + 1 && (h = malloc(sizeof *h))) {
-        sink.held = h->held;
-        sink.full = false;
-        r = tdb_fieldfile_segs(rd->ff, off, len, &sink, got, err);
-        h->cache = rd->ff->arr->cache;
-        h->drop = rr.seq ? rd->drop : 0;
-        h->nheld = sink.nheld;
+    if (pieces <= len / RD_SEG_MIN + 1 && (l = tdb_sink_lent(s))) {
+        struct tdb_segsink sink = {l->pieces, TDB_LENT_PIECES, 0, l->held,
+                                   TDB_LENT_TILES, 0, false, true};
+        size_t got;
+        l->cache = rd->ff->arr->cache;
+        l->drop = rr.seq ? rd->drop : 0;
+        r = tdb_fieldfile_segs(rd->ff, off, len, &sink, &got, err);
+        l->nheld = sink.nheld;
         if (r || sink.full) {
-            tdb_reader_done(h);
-            h = NULL;
-            *got = 0;
+            tdb_lent_clear(l);
+            l = NULL;
+        } else {
+            *s = (struct tdb_sink){s->forms, s->buf, TDB_SINK_TILE, got,
+                                   l->pieces, sink.n, l};
         }
     }
-    if (!h)
-        r = rd_copy(rd, off, buf, len, got, err);
+    if (!l && !(r = tdb_sink_buffer(s, len))) {
+        s->form = TDB_SINK_COPY;
+        r = rd_copy(rd, off, s->buf, len, &s->got, err);
+    } else if (r == TDB_E_NOMEM && !l) {
+        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
     rd_trim(rd, rr.epoch, rr.seq, rr.poff, rr.pend, rr.active);
-    if (h) {
-        *nsegs = sink.n;
-        *hold = h;
-        return 0;
-    }
-copied:
-    if (!r && *got) {
-        segs[0] = (struct tdb_seg){buf, *got};
-        *nsegs = 1;
-    }
     return r;
 }
 
-void tdb_reader_done(struct tdb_read_hold *h)
+int tdb_reader_read(struct tdb_reader *rd, uint64_t off, size_t len,
+                    struct tdb_sink *s, struct tdb_error *err)
 {
-    if (!h)
-        return;
-    for (size_t i = 0; i < h->nheld; i++)
-        tdb_cache_release_flags(h->cache, h->held[i],
-                                h->drop);
-    free(h);
+    s->form = TDB_SINK_COPY;
+    s->got = 0;
+    s->pieces = NULL;
+    s->npieces = 0;
+    int r = 0;
+    if ((s->forms & TDB_SINK_FILE) && rd->ranges && !rd->head)
+        r = tdb_rangemaps_read(rd->ranges, rd->ff, off, len, s, err);
+    if (r || s->npieces)
+        return r;
+    if ((s->forms & TDB_SINK_TILE) && rd->ff && !rd->head &&
+        rd_row_cut(rd, off, len) == len)
+        r = rd_read_tiles(rd, off, len, s, err);
+    else
+        r = rd_read_into(rd, off, len, s, err);
+    if (r)
+        s->got = 0;
+    return r;
 }
 
 void tdb_reader_close(struct tdb_reader *rd)
@@ -1175,15 +1169,4 @@ void tdb_reader_close(struct tdb_reader *rd)
     free(rd->pins);
     tdb_fs_unhold(rd->fs, rd->ino);
     free(rd);
-}
-
-int tdb_reader_read_ranges(struct tdb_reader *rd, uint64_t off, size_t len,
-                           struct tdb_file_ranges *out, size_t *got,
-                           struct tdb_error *err)
-{
-    out->n = out->nfd = 0;
-    *got = 0;
-    if (!rd->ranges || rd->head)
-        return 0;
-    return tdb_rangemaps_read(rd->ranges, rd->ff, off, len, out, got, err);
 }

@@ -23,6 +23,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* tdbm_read copied into buf (a sink that only copies). */
+static int mount_read(struct tdbm_mount *m, struct tdbm_handle *h,
+                      uint64_t off, void *buf, size_t size, size_t *got)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int rc = tdbm_read(m, h, off, size, &s);
+    *got = s.got;
+    tdb_sink_release(&s);
+    return rc;
+}
+
 static char logbuf[8192];
 static int invals;
 
@@ -182,7 +193,7 @@ static size_t slurp(struct tdbm_mount *m, uint64_t ino, void *buf, size_t cap)
     size_t got = 0;
     if (tdbm_open(m, ino, O_RDONLY, &h, &oi) != 0)
         return (size_t)-1;
-    if (tdbm_read(m, h, 0, buf, cap, &got) != 0)
+    if (mount_read(m, h, 0, buf, cap, &got) != 0)
         got = (size_t)-1;
     tdbm_release(m, h);
     return got;
@@ -617,7 +628,7 @@ static void test_commit_dense(void)
     CHECK_EQ_INT(ia >> TDBM_GEN_SHIFT, 1);
     CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &h, &oi), 0);
     CHECK(oi.keep_cache && oi.noflush && !oi.direct_io);
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
 
     stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
@@ -632,7 +643,7 @@ static void test_commit_dense(void)
     CHECK_EQ_INT(look(f.m, stg, "s"), 0); /* the staged folder is gone */
 
     /* the old handle reads the old bytes; the path, the new ones */
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, old, sizeof old, &got), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, old, sizeof old, &got), 0);
     CHECK_EQ_INT(got, sizeof old);
     CHECK_MEM(old, before, sizeof old);
     CHECK(memcmp(before, a, sizeof a) != 0);
@@ -1206,7 +1217,7 @@ static void test_slices_dropped(void)
     CHECK(n > 24 && n < sizeof want);
     CHECK_EQ_INT(tdbm_lookup(f.m, dir, "b[::7].npy", &e2), 0);
     CHECK_EQ_INT(tdbm_open(f.m, e2.ino, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, held, sizeof held, &nh), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, held, sizeof held, &nh), 0);
     for (int i = 0; i < 200; i++) {
         struct tdbm_entry x;
         snprintf(name, sizeof name, "a[0:%d:%d].npy", 1 + i % 50, 1 + i / 50);
@@ -1226,7 +1237,7 @@ static void test_slices_dropped(void)
     CHECK(slurp(f.m, e.ino, got, sizeof got) == n && !memcmp(got, want, n));
     tdbm_forget(f.m, e.ino, 1);
     /* the one open reads on */
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, got, sizeof got, &g), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, got, sizeof got, &g), 0);
     CHECK(g == nh && !memcmp(got, held, nh));
     tdbm_release(f.m, h);
     tdbm_forget(f.m, e2.ino, 1);
@@ -1295,7 +1306,7 @@ static void test_error_take(void)
 
     CHECK_EQ_INT(tdbm_resolve(m, "a", &ino, &st), 0);
     CHECK_EQ_INT(tdbm_open(m, ino, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(m, h, 0, buf, sizeof buf, &got), -EIO);
+    CHECK_EQ_INT(mount_read(m, h, 0, buf, sizeof buf, &got), -EIO);
     CHECK_EQ_INT(pthread_create(&th, NULL, take_elsewhere, m), 0);
     CHECK_EQ_INT(pthread_join(th, &other), 0);
     CHECK(other == NULL);
@@ -1409,7 +1420,7 @@ static void test_refresh(void)
     CHECK_EQ_INT(tdbm_refresh(l.m), 0);
     ia = look(l.m, TDBM_ROOT_INO, "a");
     CHECK_EQ_INT(tdbm_open(l.m, ia, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(l.m, h, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(mount_read(l.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
     CHECK_EQ_INT((uint32_t)before[0], 0x80000000u); /* the fill value */
 
@@ -1432,7 +1443,7 @@ static void test_refresh(void)
     tdbm_forget(l.m, na, 1);
     /* the handle opened before reads what it read */
     memset(after, 0, sizeof after);
-    CHECK_EQ_INT(tdbm_read(l.m, h, 0, after, sizeof after, &got), 0);
+    CHECK_EQ_INT(mount_read(l.m, h, 0, after, sizeof after, &got), 0);
     CHECK_EQ_INT(got, sizeof after);
     CHECK_MEM(after, before, sizeof before);
     tdbm_release(l.m, h);
@@ -1647,7 +1658,7 @@ static void test_refresh_stale_open(void)
     CHECK_EQ_INT(tdbm_open(l.m, e.ino, O_RDONLY, &h, &oi), -ESTALE);
     if (open_as_kernel(l.m, "a", &e, &h) == 0) {
         CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 2);
-        CHECK_EQ_INT(tdbm_read(l.m, h, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(mount_read(l.m, h, 0, v, sizeof v, &got), 0);
         CHECK_EQ_INT(got, sizeof v);
         CHECK_MEM(v, want, sizeof want);
         tdbm_release(l.m, h);
@@ -1696,7 +1707,7 @@ static void *race_reader(void *arg)
         }
         for (int k = 0; k < 3; k++) {
             int32_t *v = k ? again : first;
-            if (tdbm_read(r->m, h, 0, v, sizeof first, &got) != 0 ||
+            if (mount_read(r->m, h, 0, v, sizeof first, &got) != 0 ||
                 got != sizeof first || !race_view(v, r->want) ||
                 (k && memcmp(first, again, sizeof first) != 0))
                 atomic_fetch_add(&r->bad, 1);
@@ -1933,7 +1944,7 @@ static void test_fragment_rm(void)
     /* the handles of the old view read its bytes */
     for (int k = 0; k < 2; k++) {
         size_t got = 0;
-        CHECK_EQ_INT(tdbm_read(f.m, k ? hf : ha, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(mount_read(f.m, k ? hf : ha, 0, v, sizeof v, &got), 0);
         CHECK_EQ_INT(got, sizeof v);
         for (int i = 0; i < 50; i++)
             want[i] = 9;
