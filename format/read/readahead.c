@@ -48,15 +48,8 @@
 #define RA_COME_NS 20000000         /* how long a read waits for the one
                                      * before it to come (ra_wait_turn) */
 
-struct ra_tile {
-    struct tdb_frag *f;
-    int field;
-    unsigned part;
-    uint64_t t;
-};
-
 struct ra_pin {
-    struct ra_tile k;
+    struct tdb_tile_ref k;
     struct tdb_cache_entry *e;  /* NULL until the tile is kept */
     bool queued;                /* a job for it is queued or running */
     uint64_t epoch;             /* the last read that wanted it */
@@ -79,7 +72,7 @@ struct ra_slab {
 struct ra_job {
     struct tdb_pool_job base;
     struct tdb_readahead *ra;
-    struct ra_tile k;
+    struct tdb_tile_ref k;
     unsigned flags;             /* of its load: TDB_CACHE_TRY, and for a
                                  * tile ahead of the reads TDB_CACHE_SPARE */
 };
@@ -126,16 +119,10 @@ struct tdb_readahead {
     uint64_t ahead_pos;         /* decoding ahead was planned up to here */
 };
 
-static bool ra_same(const struct ra_tile *a, const struct ra_tile *b)
-{
-    return a->t == b->t && a->f == b->f && a->field == b->field &&
-           a->part == b->part;
-}
-
-static struct ra_pin *ra_find(struct tdb_readahead *ra, const struct ra_tile *k)
+static struct ra_pin *ra_find(struct tdb_readahead *ra, const struct tdb_tile_ref *k)
 {
     for (size_t i = ra->npins; i-- > 0;)
-        if (ra_same(&ra->pins[i].k, k))
+        if (tdb_tile_ref_same(&ra->pins[i].k, k))
             return &ra->pins[i];
     return NULL;
 }
@@ -160,7 +147,7 @@ static void ra_drop(struct tdb_readahead *ra, struct ra_pin *p)
 /* Which of ra's jobs ra_cancel takes back. */
 struct ra_cancel {
     const struct tdb_readahead *ra;
-    const struct ra_tile *k;
+    const struct tdb_tile_ref *k;
     bool ahead;
 };
 
@@ -168,14 +155,14 @@ static bool ra_cancel_match(const struct tdb_pool_job *pj, void *arg)
 {
     const struct ra_job *j = (const struct ra_job *)pj;
     const struct ra_cancel *c = arg;
-    return j->ra == c->ra && (!c->k || ra_same(&j->k, c->k)) &&
+    return j->ra == c->ra && (!c->k || tdb_tile_ref_same(&j->k, c->k)) &&
            (!c->ahead || (j->flags & TDB_CACHE_SPARE));
 }
 
 /* Takes back ra's jobs that no thread has started: only the one for k
  * when k is not NULL, only those of tiles ahead (their pins go too) with
  * `ahead`; ra->lock held.  @return how many. */
-static unsigned ra_cancel(struct tdb_readahead *ra, const struct ra_tile *k,
+static unsigned ra_cancel(struct tdb_readahead *ra, const struct tdb_tile_ref *k,
                           bool ahead)
 {
     struct ra_cancel c = {ra, k, ahead};
@@ -204,7 +191,7 @@ static unsigned ra_cancel(struct tdb_readahead *ra, const struct ra_tile *k,
 static void ra_job_done(struct tdb_readahead *ra, const struct ra_job *j,
                         int r, struct tdb_cache_entry *e)
 {
-    const struct ra_tile *k = &j->k;
+    const struct tdb_tile_ref *k = &j->k;
     pthread_mutex_lock(&ra->lock);
     if (r == 1 && (j->flags & TDB_CACHE_SPARE)) {
         ra_cancel(ra, NULL, true);
@@ -258,7 +245,7 @@ struct ra_ask {
 
 /* True when where tile k's pieces end is known (a dense fragment's tile
  * in a dense view: they lie within ext indices along slab_dim). */
-static bool ra_rows_known(const struct tdb_readahead *ra, const struct ra_tile *k)
+static bool ra_rows_known(const struct tdb_readahead *ra, const struct tdb_tile_ref *k)
 {
     return ra->slab && k->f->fm->dense && k->f->ext[ra->slab_dim] &&
            ra->slab_dim < k->f->fs->ndims;
@@ -267,7 +254,7 @@ static bool ra_rows_known(const struct tdb_readahead *ra, const struct ra_tile *
 /* Where tile k's pieces end at the latest, one of them starting at
  * `from` (ra_rows_known). */
 static uint64_t ra_tile_end(const struct tdb_readahead *ra,
-                            const struct ra_tile *k, uint64_t from)
+                            const struct tdb_tile_ref *k, uint64_t from)
 {
     uint64_t i = from / ra->slab + k->f->ext[ra->slab_dim];
     return i > UINT64_MAX / ra->slab ? UINT64_MAX : i * ra->slab;
@@ -275,7 +262,7 @@ static uint64_t ra_tile_end(const struct tdb_readahead *ra,
 
 /* The index along slab_dim of dense tile k in the array's tile grid. */
 static uint64_t ra_tile_slab(const struct tdb_readahead *ra,
-                             const struct ra_tile *k)
+                             const struct tdb_tile_ref *k)
 {
     const struct tdb_frag *f = k->f;
     uint32_t nd = f->fs->ndims, d = ra->slab_dim;
@@ -324,7 +311,7 @@ static void ra_pin_end(struct tdb_readahead *ra, struct ra_pin *p,
  * recorded (to be decoded by the reader) and, with a->submit, queued for
  * the pool.  @return true when the tile is not pinned yet (the first time
  * this read wants it). */
-static bool ra_want(struct tdb_readahead *ra, const struct ra_tile *k,
+static bool ra_want(struct tdb_readahead *ra, const struct tdb_tile_ref *k,
                     uint64_t epoch, struct ra_ask *a)
 {
     uint64_t last = a->last;
@@ -384,7 +371,7 @@ static bool ra_want(struct tdb_readahead *ra, const struct ra_tile *k,
  * decodes itself: the kernel sends several reads at once, and each
  * decoding the row's tiles beside the pool's threads would only hold more
  * tiles half decoded (and their working memory) than there are cores. */
-static void ra_pin_now(struct tdb_readahead *ra, const struct ra_tile *k)
+static void ra_pin_now(struct tdb_readahead *ra, const struct tdb_tile_ref *k)
 {
     pthread_mutex_lock(&ra->lock);
     struct ra_pin *p = ra_find(ra, k);
@@ -429,7 +416,7 @@ static void ra_pin_now(struct tdb_readahead *ra, const struct ra_tile *k)
 
 /* A tile a plan has seen, and the end of its last piece so far. */
 struct ra_memo {
-    struct ra_tile k;
+    struct tdb_tile_ref k;
     uint64_t to;
     bool used;
 };
@@ -439,7 +426,7 @@ struct ra_plan {
     uint64_t epoch;
     unsigned ncur;      /* tiles of the read so far */
     uint64_t npieces;   /* pieces of tiles the read gives */
-    struct ra_tile cur[RA_MAX_CUR];
+    struct tdb_tile_ref cur[RA_MAX_CUR];
     uint64_t limit;     /* decoding ahead stops at these pinned bytes, */
     uint64_t row_limit; /* or these for a tile of the read's rows: */
     uint64_t row_slab;  /* those up to this one (a dense view; else any) */
@@ -452,7 +439,7 @@ struct ra_plan {
 };
 
 /* Raises the end of tile k's bytes to `to` (its pin, if any). */
-static void ra_set_last(struct tdb_readahead *ra, const struct ra_tile *k,
+static void ra_set_last(struct tdb_readahead *ra, const struct tdb_tile_ref *k,
                         uint64_t to)
 {
     pthread_mutex_lock(&ra->lock);
@@ -464,13 +451,13 @@ static void ra_set_last(struct tdb_readahead *ra, const struct ra_tile *k,
 
 /* True when the plan saw tile k lately (its end is raised to `to`); else
  * it is remembered now, and the caller wants it. */
-static bool ra_memo_seen(struct ra_plan *pl, const struct ra_tile *k,
+static bool ra_memo_seen(struct ra_plan *pl, const struct tdb_tile_ref *k,
                          uint64_t to)
 {
     uint64_t h = ((uint64_t)(uintptr_t)k->f >> 4) * 0x9E3779B97F4A7C15ull;
     h ^= (uint64_t)k->field * 31 + k->part * 7 + k->t * 0xC2B2AE3D27D4EB4Full;
     struct ra_memo *m = &pl->memo[(h ^ (h >> 29)) % RA_MEMO];
-    if (m->used && ra_same(&m->k, k)) {
+    if (m->used && tdb_tile_ref_same(&m->k, k)) {
         if (to > m->to)
             m->to = to;
         return true;
@@ -499,7 +486,7 @@ static int ra_plan_read(void *arg, struct tdb_frag *f, int field,
                         unsigned part, uint64_t t, uint64_t from, uint64_t to)
 {
     struct ra_plan *pl = arg;
-    struct ra_tile k = {f, field, part, t};
+    struct tdb_tile_ref k = {f, field, part, t};
     /* the walk may go a cell past the read: such a tile is one ahead */
     if (from >= pl->end)
         return 0;
@@ -521,7 +508,7 @@ static int ra_plan_ahead(void *arg, struct tdb_frag *f, int field,
                          unsigned part, uint64_t t, uint64_t from, uint64_t to)
 {
     struct ra_plan *pl = arg;
-    struct ra_tile k = {f, field, part, t};
+    struct tdb_tile_ref k = {f, field, part, t};
     if (!ra_memo_seen(pl, &k, to)) {
         struct ra_ask a = {from,          to,          true, pl->limit,
                            pl->row_limit, pl->row_slab, false, true};
@@ -745,8 +732,8 @@ static void ra_plan_more(struct tdb_readahead *ra, struct ra_plan *pl,
     pl->row_limit = cur + (more > row ? more : row);
     pthread_mutex_unlock(&ra->lock);
     pl->pos = ahead;
-    tdb_fieldfile_tiles(ra->ff, ahead, RA_AHEAD_VIEW, ra_plan_ahead, pl,
-                        NULL, NULL);
+    struct tdb_tile_plan tp = {ra_plan_ahead, pl, 0};
+    tdb_fieldfile_tiles(ra->ff, ahead, RA_AHEAD_VIEW, &tp, NULL);
     ra_memo_flush(pl);
     pthread_mutex_lock(&ra->lock);
     if (pl->pos > ra->ahead_pos)
@@ -772,8 +759,9 @@ uint64_t tdb_readahead_start(struct tdb_readahead *ra, uint64_t poff,
     pl.end = poff + plen;
     memset(pl.memo, 0, sizeof pl.memo);
     /* errors are the read's to report: a plan is only a hint */
-    tdb_fieldfile_tiles(ra->ff, poff, plen, ra_plan_read, &pl, &pl.npieces,
-                        NULL);
+    struct tdb_tile_plan tp = {ra_plan_read, &pl, 0};
+    tdb_fieldfile_tiles(ra->ff, poff, plen, &tp, NULL);
+    pl.npieces = tp.pieces;
     ra_memo_flush(&pl);
     if (rr->seq && ra->pool)
         ra_plan_more(ra, &pl, ahead);

@@ -1156,11 +1156,9 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
 }
 
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
-                        struct tdb_error *err)
+                        struct tdb_tile_plan *tp, struct tdb_error *err)
 {
-    if (pieces)
-        *pieces = 0;
+    tp->pieces = 0;
     if (ff->var && ff->part != TDB_FILE_VALIDITY)
         return TDB_E_UNSUPPORTED;
     int r = tdb_cells_prepare(ff->cells, err);
@@ -1176,10 +1174,9 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     if (c0 >= c1)
         return 0;
     struct view_plan p = {
-        {.fill = view_plan_fill, .plan = view_plan_tile}, fn, arg, cs};
+        {.fill = view_plan_fill, .plan = view_plan_tile}, tp->fn, tp->arg, cs};
     r = view_walk(ff, c0, c1, &p.v, err);
-    if (pieces)
-        *pieces = p.v.pieces;
+    tp->pieces = p.v.pieces;
     return r;
 }
 
@@ -1214,11 +1211,12 @@ static int view_places_tile(struct view_visit *v, struct tdb_frag *f,
     return r ? r : x->pos >= x->end;
 }
 
-int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
-                         tdb_tile_place_fn fn, void *arg, size_t *got,
+int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off,
+                         size_t *plen, tdb_tile_place_fn fn, void *arg,
                          struct tdb_error *err)
 {
-    *got = 0;
+    size_t len = *plen;
+    *plen = 0;
     if (ff->var || ff->part != TDB_FILE_VALUES)
         return 1;
     int r = view_clip(ff, off, &len, err);
@@ -1236,7 +1234,7 @@ int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
         return r;
     if (x.filled || x.stopped || x.pos < x.end)
         return 1;
-    *got = len;
+    *plen = len;
     return r;
 }
 

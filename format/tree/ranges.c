@@ -88,7 +88,8 @@ static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
     tdb_raw_tile_free(&e->m);
     *e = (struct rm_map){f, field, t, false, {0}};
     uint64_t size = tdb_frag_tile_cells(f, t) * rr->ff->cell_size;
-    int r = tdb_raw_tile_map(f, field, part, t, size, &e->m, rr->err);
+    const struct tdb_tile_ref k = {f, field, part, t};
+    int r = tdb_raw_tile_map(&k, size, &e->m, rr->err);
     if (r < 0) {
         e->f = NULL;
         return r;
@@ -192,13 +193,13 @@ int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
     struct rm_read rr = {m, ff, l, 0, {0}, len / RM_PIECE + 1, false, false,
                          err};
-    size_t got = 0;
+    size_t got = len;
     pthread_mutex_lock(&m->lock);
     if (m->never || m->refused >= RM_GIVE_UP) {
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
-    int r = tdb_fieldfile_places(ff, off, len, rm_piece, &rr, &got, err);
+    int r = tdb_fieldfile_places(ff, off, &got, rm_piece, &rr, err);
     if (r == 0 && rr.n > got / RM_PIECE + 1)
         r = 1;              /* a short file in short pieces */
     if (r == 0 && rr.n && rm_open_fds(&rr) < 0)

@@ -33,25 +33,11 @@ struct tdb_reader {
     struct tdb_rangemaps *ranges;   /* NULL: no reads from the files */
 };
 
-/* A tile of a fragment's field (as the cache keys it). */
-struct rd_tile {
-    struct tdb_frag *f;
-    int field;
-    unsigned part;
-    uint64_t t;
-};
-
-static bool rd_same(const struct rd_tile *a, const struct rd_tile *b)
-{
-    return a->t == b->t && a->f == b->f && a->field == b->field &&
-           a->part == b->part;
-}
-
 #define RD_BATCH 64     /* tiles rd_copy_missing holds at once */
 
 /* The tiles a read found missing from the cache (rd_copy). */
 struct rd_missing {
-    struct rd_tile *k;
+    struct tdb_tile_ref *k;
     size_t n, cap;
     bool nomem;
 };
@@ -60,12 +46,12 @@ static void rd_missed(void *arg, struct tdb_frag *f, int field,
                       unsigned part, uint64_t t)
 {
     struct rd_missing *m = arg;
-    struct rd_tile k = {f, field, part, t};
-    if (m->n && rd_same(&m->k[m->n - 1], &k))
+    struct tdb_tile_ref k = {f, field, part, t};
+    if (m->n && tdb_tile_ref_same(&m->k[m->n - 1], &k))
         return;
     if (m->n == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 16;
-        struct rd_tile *nk = realloc(m->k, cap * sizeof *nk);
+        struct tdb_tile_ref *nk = realloc(m->k, cap * sizeof *nk);
         if (!nk) {
             m->nomem = true;
             return;
@@ -78,7 +64,7 @@ static void rd_missed(void *arg, struct tdb_frag *f, int field,
 
 static int rd_tile_cmp(const void *pa, const void *pb)
 {
-    const struct rd_tile *a = pa, *b = pb;
+    const struct tdb_tile_ref *a = pa, *b = pb;
     uintptr_t fa = (uintptr_t)a->f, fb = (uintptr_t)b->f;
     if (fa != fb)
         return fa < fb ? -1 : 1;
@@ -104,8 +90,8 @@ static int rd_copy_missing(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
         const struct tdb_tile *tl;
         unsigned flags = TDB_CACHE_WAIT;
         for (n = 0; i + n < m->n && n < RD_BATCH; n++) {
-            const struct rd_tile *k = &m->k[i + n];
-            if (n && rd_same(k, &m->k[i + n - 1])) {
+            const struct tdb_tile_ref *k = &m->k[i + n];
+            if (n && tdb_tile_ref_same(k, &m->k[i + n - 1])) {
                 held[n] = NULL;
                 continue;
             }

@@ -767,8 +767,8 @@ static void zarr_ahead(struct tdb_zarr *z, const struct zarr_arr *x,
         zarr_ff_init(&ff, z, x, cells,
                      x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
                                               : TDB_FILE_VALUES);
-        tdb_fieldfile_tiles(&ff, 0, x->chunk_bytes,
-                            zarr_plan_fn, &pl, NULL, &err);
+        struct tdb_tile_plan tp = {zarr_plan_fn, &pl, 0};
+        tdb_fieldfile_tiles(&ff, 0, x->chunk_bytes, &tp, &err);
         tdb_fieldfile_destroy(&ff);
         tdb_cells_free(cells);
     }
