@@ -129,8 +129,8 @@ static bool fetch_decoded(struct tdb_frag *f, int field, unsigned part,
 {
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
-    if (tdb_frag_tile_flags(f, field, part, t,
-                            TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
+    const struct tdb_tile_ref k = {f, field, part, t};
+    if (tdb_frag_tile_flags(&k, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
                             NULL) != 0 || !e)
         return false;
     tdb_cache_release(f->arr->cache, e);

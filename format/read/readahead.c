@@ -221,8 +221,7 @@ static void ra_job_run(struct tdb_pool_job *pj)
     struct ra_job *j = (struct ra_job *)pj;
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
-    int r = tdb_frag_tile_flags(j->k.f, j->k.field, j->k.part, j->k.t,
-                                j->flags, &e, &tile, NULL);
+    int r = tdb_frag_tile_flags(&j->k, j->flags, &e, &tile, NULL);
     ra_job_done(j->ra, j, r, r == 0 ? e : NULL);
     free(j);
 }
@@ -338,8 +337,7 @@ static bool ra_want(struct tdb_readahead *ra, const struct tdb_tile_ref *k,
     }
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
-    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
-                                TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
+    int r = tdb_frag_tile_flags(k, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
                                 NULL);
     if (r == 0)
         tdb_cache_keep(k->f->arr->cache, e);
@@ -393,7 +391,7 @@ static void ra_pin_now(struct tdb_readahead *ra, const struct tdb_tile_ref *k)
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
     /* an error is the read's to report */
-    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, TDB_CACHE_TRY,
+    int r = tdb_frag_tile_flags(k, TDB_CACHE_TRY,
                                 &e, &tile, NULL);
     pthread_mutex_lock(&ra->lock);
     ra->decoding--;

@@ -244,16 +244,15 @@ static int view_take(struct view_pins *vp, struct view_cur *k,
                      struct tdb_cache_entry **e, const struct tdb_tile **tl,
                      struct tdb_error *err)
 {
+    const struct tdb_tile_ref ref = {k->f, k->field, k->part, k->t};
     if (vp->how.take == TDB_TAKE_CACHED)
-        return tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
-                                   TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, e, tl,
-                                   err);
-    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, TDB_CACHE_TRY,
-                                e, tl, err);
+        return tdb_frag_tile_flags(&ref, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT,
+                                   e, tl, err);
+    int r = tdb_frag_tile_flags(&ref, TDB_CACHE_TRY, e, tl, err);
     if (r != 1)
         return r;
     view_unpin_all(vp);
-    return tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
+    return tdb_frag_tile_flags(&ref,
                                vp->how.take == TDB_TAKE_WAIT ? TDB_CACHE_WAIT
                                                              : 0,
                                e, tl, err);

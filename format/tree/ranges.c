@@ -72,11 +72,14 @@ struct rm_read {
     struct tdb_error *err;
 };
 
-/* The map of tile t of f's field (m->lock held; loads it unlocked). */
-static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
-                      unsigned part, uint64_t t, struct rm_map **out)
+/* The map of tile k (m->lock held; loads it unlocked). */
+static int rm_map_get(struct rm_read *rr, const struct tdb_tile_ref *k,
+                      struct rm_map **out)
 {
     struct tdb_rangemaps *m = rr->m;
+    struct tdb_frag *f = k->f;
+    int field = k->field;
+    uint64_t t = k->t;
     for (unsigned i = 0; i < RM_MAPS; i++) {
         struct rm_map *e = &m->maps[i];
         if (e->f == f && e->field == field && e->t == t) {
@@ -88,8 +91,7 @@ static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
     tdb_raw_tile_free(&e->m);
     *e = (struct rm_map){f, field, t, false, {0}};
     uint64_t size = tdb_frag_tile_cells(f, t) * rr->ff->cell_size;
-    const struct tdb_tile_ref k = {f, field, part, t};
-    int r = tdb_raw_tile_map(&k, size, &e->m, rr->err);
+    int r = tdb_raw_tile_map(k, size, &e->m, rr->err);
     if (r < 0) {
         e->f = NULL;
         return r;
@@ -133,15 +135,15 @@ static int rm_piece(void *arg, struct tdb_frag *f, int field, unsigned part,
     struct rm_read *rr = arg;
     struct tdb_cache_entry *ce;
     const struct tdb_tile *tile;
-    if (tdb_frag_tile_flags(f, field, part, t,
-                            TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &ce, &tile,
+    const struct tdb_tile_ref tk = {f, field, part, t};
+    if (tdb_frag_tile_flags(&tk, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &ce, &tile,
                             NULL) == 0) {
         tdb_cache_release(f->arr->cache, ce);
         rr->cached = true;
         return 1;
     }
     struct rm_map *e;
-    int r = rm_map_get(rr, f, field, part, t, &e);
+    int r = rm_map_get(rr, &tk, &e);
     if (r)
         return r;
     if (!e->raw) {

@@ -95,7 +95,7 @@ static int rd_copy_missing(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
                 held[n] = NULL;
                 continue;
             }
-            r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, flags,
+            r = tdb_frag_tile_flags(k, flags,
                                     &held[n], &tl, err);
             if (r)
                 break;

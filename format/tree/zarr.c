@@ -684,8 +684,8 @@ static void zarr_job_run(struct tdb_pool_job *pj)
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
     /* only with room to spare, and not while a read loads it */
-    if (tdb_frag_tile_flags(j->f, j->field, j->part, j->t,
-                            TDB_CACHE_TRY | TDB_CACHE_SPARE | TDB_CACHE_NOWAIT,
+    const struct tdb_tile_ref k = {j->f, j->field, j->part, j->t};
+    if (tdb_frag_tile_flags(&k, TDB_CACHE_TRY | TDB_CACHE_SPARE | TDB_CACHE_NOWAIT,
                             &e, &tile, NULL) == 0 && e)
         tdb_cache_release(j->f->arr->cache, e);
     free(j);
