@@ -190,17 +190,20 @@ int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
                        uint64_t off, size_t len, struct tdb_sink *s,
                        struct tdb_error *err)
 {
-    struct tdb_lent *l = tdb_sink_lent(s);
-    if (!l)
-        return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    struct rm_read rr = {m, ff, l, 0, {0}, len / RM_PIECE + 1, false, false,
-                         err};
-    size_t got = len;
     pthread_mutex_lock(&m->lock);
     if (m->never || m->refused >= RM_GIVE_UP) {
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
+    /* where the pieces go: made only for a read that may give them */
+    struct tdb_lent *l = tdb_sink_lent(s);
+    if (!l) {
+        pthread_mutex_unlock(&m->lock);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    struct rm_read rr = {m, ff, l, 0, {0}, len / RM_PIECE + 1, false, false,
+                         err};
+    size_t got = len;
     int r = tdb_fieldfile_places(ff, off, &got, rm_piece, &rr, err);
     if (r == 0 && rr.n > got / RM_PIECE + 1)
         r = 1;              /* a short file in short pieces */
