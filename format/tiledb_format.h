@@ -645,23 +645,103 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
 int tdb_fs_seek(struct tdb_fs *fs, uint64_t ino, uint64_t off, bool data,
                 uint64_t *out, struct tdb_error *err);
 
+/* ------------------------------------------------------ reading a file
+ *
+ * A read gives its bytes to a sink (struct tdb_sink), in one of the forms
+ * the sink says it takes; the read picks the cheapest the bytes allow, in
+ * one pass over the tiles:
+ *
+ *   TDB_SINK_FILE  ranges of the array's own data files: a descriptor, an
+ *                  offset and a length each, for a reply spliced from the
+ *                  files.  Only where the bytes are the stored bytes of
+ *                  unfiltered tiles, in pieces long enough to pay (4 KiB
+ *                  on average at least, 256 at most), on storage with
+ *                  file descriptors.
+ *   TDB_SINK_TILE  pieces of the decoded tiles themselves, lent: where the
+ *                  pieces are long (64 KiB on average; the kernel copies a
+ *                  reply from memory given in pieces once more per piece).
+ *   TDB_SINK_COPY  a copy into s->buf.  Always possible: every sink takes
+ *                  it, whatever `forms` says.
+ *
+ * The caller fills `forms` and `buf` (room for the read's len bytes, or
+ * NULL: the read allocates a buffer when it copies) and leaves the rest
+ * zeroed (TDB_SINK_INIT); the read sets `form` and `got` (fewer than len
+ * bytes only at the end of the file), and for FILE and TILE `pieces`.
+ * What the read lends (the tiles, the descriptors, the buffer it
+ * allocated) stays valid until tdb_sink_release(s), which every read
+ * needs once its bytes are used, whether it succeeded or not; it may come
+ * after tdb_reader_close but must come before tdb_fs_close.  A sink is
+ * used for one read at a time.
+ */
+enum tdb_sink_form {
+    TDB_SINK_COPY = 1,
+    TDB_SINK_TILE = 2,
+    TDB_SINK_FILE = 4,
+};
+
+/* One piece of a read's bytes, in the file's order: TDB_SINK_TILE bytes
+ * [base, base + len) of a decoded tile (fd -1), TDB_SINK_FILE bytes [off,
+ * off + len) of descriptor fd (base NULL). */
+struct tdb_piece {
+    const void *base;
+    int fd;
+    uint64_t off;
+    size_t len;
+};
+
+struct tdb_lent;    /* what a read lends (tdb_sink_release) */
+
+struct tdb_sink {
+    unsigned forms;                 /* in: TDB_SINK_* bits it takes */
+    void *buf;                      /* in: COPY's room, or NULL; out: the
+                                     * buffer the copy went to */
+    enum tdb_sink_form form;        /* out: the form the read took */
+    size_t got;                     /* out: bytes */
+    const struct tdb_piece *pieces; /* out: FILE, TILE: npieces of them */
+    size_t npieces;
+    struct tdb_lent *lent;          /* what tdb_sink_release gives back */
+};
+
+/* A sink taking `f` (TDB_SINK_* bits), copies into `b` (NULL: allocated
+ * by the read). */
+#define TDB_SINK_INIT(f, b) ((struct tdb_sink){.forms = (f), .buf = (b)})
+
+/* Gives back what the read into s lent, and frees the buffer the read
+ * allocated (s->buf is then NULL again, unless it was the caller's);
+ * s may be reused for another read.  Accepts a sink nothing was read
+ * into. */
+void tdb_sink_release(struct tdb_sink *s);
+
+/* A buffer of len bytes for s when it has none (for a caller that fills
+ * a sink itself: a file the engine does not read), freed by
+ * tdb_sink_release.  @return 0 or TDB_E_NOMEM. */
+int tdb_sink_buffer(struct tdb_sink *s, size_t len);
+
 /* A reader of one file: tdb_fs_read's bytes, faster.  The tiles one read
  * touches are decoded on every core, and while the file is read from start
  * to end (each read starting where the last ended) the tiles ahead are
- * decoded by the tree's threads (opts.threads) before they are asked for.
- * The tiles of its last reads and those decoded ahead stay in the cache
- * while it has room.  Readers decode within the cache's budget: however
- * many read at once, it holds at most its budget (or one tile, when a tile
- * is larger), and a read waits for room rather than hold more (so do not
- * read while holding a tdb_read_hold of the same cache).  A cache smaller
- * than a row of tiles decodes a tile once per read that touches it.
- * Thread-safe; close every reader of a tree before tdb_fs_close.
- * @return 0, TDB_E_NOENT, TDB_E_ISDIR or TDB_E_NOMEM. */
+ * decoded by the tree's threads (opts.threads) before they are asked for
+ * (the read-ahead policy: read/readahead.h).  The tiles of its last reads
+ * and those decoded ahead stay in the cache while it has room.  Readers
+ * decode within the cache's budget: however many read at once, it holds
+ * at most its budget (or one tile, when a tile is larger), and a read
+ * waits for room rather than hold more (so do not read while a sink of
+ * the same tree holds lent tiles).  A cache smaller than a row of tiles
+ * decodes a tile once per read that touches it.  Thread-safe; close every
+ * reader of a tree before tdb_fs_close.
+ * tdb_reader_open @return 0, TDB_E_NOENT, TDB_E_ISDIR or TDB_E_NOMEM. */
 struct tdb_reader;
 int tdb_reader_open(struct tdb_reader **out, struct tdb_fs *fs, uint64_t ino,
                     struct tdb_error *err);
-int tdb_reader_read(struct tdb_reader *rd, uint64_t off, void *buf,
-                    size_t len, size_t *got, struct tdb_error *err);
+
+/* Reads up to `len` bytes of the reader's file at `off` into sink s, in
+ * the cheapest form s takes (see above).  @return 0 or a TDB_E_* code
+ * (then s->got is 0; tdb_sink_release(s) all the same). */
+int tdb_reader_read(struct tdb_reader *rd, uint64_t off, size_t len,
+                    struct tdb_sink *s, struct tdb_error *err);
+
+/* Closes a reader (NULL: nothing); sinks it lent to may be released
+ * after. */
 void tdb_reader_close(struct tdb_reader *rd);
 
 /* The root folder has one extended attribute, user.tiledbfs.stats: one
@@ -735,50 +815,6 @@ struct tdb_cache_stats {
                                  * (in use or pooled) */
 };
 void tdb_fs_cache_stats(struct tdb_fs *fs, struct tdb_cache_stats *st);
-
-/* Reads without copying: a reader's bytes as pieces of the decoded tiles
- * themselves. */
-struct tdb_seg {
-    const void *base;
-    size_t len;
-};
-struct tdb_read_hold;
-/* tdb_reader_read's bytes [off, off + len) as *nsegs pieces in segs[cap]
- * (cap >= 1; *got bytes in all): pieces of the decoded tiles themselves
- * where they are long (64 KiB on average), else one piece, buf (len
- * bytes), where they were copied.  Valid until tdb_reader_done(*hold)
- * (*hold NULL: nothing to give back), which may come after
- * tdb_reader_close but must come before tdb_fs_close.
- * @return 0 or a TDB_E_* code (nothing to give back). */
-int tdb_reader_read_segs(struct tdb_reader *rd, uint64_t off, size_t len,
-                         void *buf, struct tdb_seg *segs, size_t cap,
-                         size_t *nsegs, size_t *got,
-                         struct tdb_read_hold **hold, struct tdb_error *err);
-/* Ends a read of tdb_reader_read_segs (NULL: nothing). */
-void tdb_reader_done(struct tdb_read_hold *hold);
-
-/* Reads from the array's own files: tdb_reader_read's bytes as ranges of
- * its data files, for a reply spliced from them.  Only where those bytes
- * are the stored bytes of unfiltered tiles, in pieces long enough to pay
- * (32 KiB on average), on storage with file descriptors; other reads get
- * out->n 0 (read them with tdb_reader_read_segs).  rg[i].fd is one of
- * fds[0, nfd), which the caller closes once the reply is out. */
-#define TDB_RANGE_FDS 16
-struct tdb_file_range {
-    int fd;
-    uint64_t off;
-    size_t len;
-};
-struct tdb_file_ranges {
-    struct tdb_file_range *rg;       /* cap of them, the caller's */
-    size_t cap, n;
-    int fds[TDB_RANGE_FDS];
-    size_t nfd;
-};
-/* @return 0 (*got bytes in out->n ranges, or none) or a TDB_E_* code. */
-int tdb_reader_read_ranges(struct tdb_reader *rd, uint64_t off, size_t len,
-                           struct tdb_file_ranges *out, size_t *got,
-                           struct tdb_error *err);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 
 _Static_assert(TDBM_ROOT_INO == FUSE_ROOT_ID,
@@ -209,50 +210,68 @@ static void tdbfs_open(fuse_req_t req, fuse_ino_t ino,
     tdbfs_reply_open(req, fi, rc, h, &oi, false);
 }
 
-/* Replies with the ranges of files of r, spliced (libfuse copies them
- * when the kernel or the pipe cannot take a splice). */
-static void tdbfs_reply_ranges(fuse_req_t req, const struct tdbm_reply *r)
+/* Replies with the bytes of sink s as the read left them: ranges of
+ * files spliced (libfuse copies them when the kernel or the pipe cannot
+ * take a splice), pieces of decoded tiles written from where they lie, or
+ * the copy. */
+static void tdbfs_reply_sink(fuse_req_t req, const struct tdb_sink *s)
 {
-    struct fuse_bufvec *bv = malloc(sizeof *bv +
-                                    r->nrg * sizeof bv->buf[0]);
+    struct fuse_bufvec *bv;
+    struct iovec *iov;
 
-    if (!bv) {
-        fuse_reply_err(req, ENOMEM);
+    switch (s->form) {
+    case TDB_SINK_FILE:
+        bv = malloc(sizeof *bv + s->npieces * sizeof bv->buf[0]);
+        if (!bv)
+            break;
+        *bv = FUSE_BUFVEC_INIT(0);
+        bv->count = s->npieces;
+        for (size_t i = 0; i < s->npieces; i++)
+            bv->buf[i] = (struct fuse_buf){
+                .size = s->pieces[i].len,
+                .flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK |
+                         FUSE_BUF_FD_RETRY,
+                .fd = s->pieces[i].fd,
+                .pos = (off_t)s->pieces[i].off,
+            };
+        fuse_reply_data(req, bv, 0);
+        free(bv);
+        return;
+    case TDB_SINK_TILE:
+        iov = malloc(s->npieces * sizeof *iov);
+        if (!iov)
+            break;
+        for (size_t i = 0; i < s->npieces; i++)
+            iov[i] = (struct iovec){(void *)(uintptr_t)s->pieces[i].base,
+                                    s->pieces[i].len};
+        fuse_reply_iov(req, iov, (int)s->npieces);
+        free(iov);
+        return;
+    case TDB_SINK_COPY:
+        fuse_reply_buf(req, s->buf, s->got);
         return;
     }
-    *bv = FUSE_BUFVEC_INIT(0);
-    bv->count = r->nrg;
-    for (size_t i = 0; i < r->nrg; i++)
-        bv->buf[i] = (struct fuse_buf){
-            .size = r->rg[i].len,
-            .flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY,
-            .fd = r->rg[i].fd,
-            .pos = (off_t)r->rg[i].off,
-        };
-    fuse_reply_data(req, bv, 0);
-    free(bv);
+    fuse_reply_err(req, ENOMEM);
 }
 
 /* A generation's file's bytes go out spliced from the data files, or
- * from the decoded tiles themselves. */
+ * from the decoded tiles themselves, where they can. */
 static void tdbfs_read(fuse_req_t req, fuse_ino_t ino, size_t size,
                        off_t off, struct fuse_file_info *fi)
 {
     struct tdbm_handle *h = tdbfs_handle_of(fi);
     struct tdbfs_daemon *d = fuse_req_userdata(req);
-    struct tdbm_reply r;
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY | TDB_SINK_TILE |
+                                      (d->splice ? TDB_SINK_FILE : 0), NULL);
     int rc;
 
-    r.ranges_ok = d->splice;
-    rc = h && off >= 0 ? tdbm_read_iov(d->m, h, (uint64_t)off, size, &r)
+    rc = h && off >= 0 ? tdbm_read(d->m, h, (uint64_t)off, size, &s)
                        : -EINVAL;
     if (rc < 0)
         fuse_reply_err(req, -rc);
-    else if (r.nrg)
-        tdbfs_reply_ranges(req, &r);
     else
-        fuse_reply_iov(req, r.iov, (int)r.n);
-    tdbm_read_done(&r);
+        tdbfs_reply_sink(req, &s);
+    tdb_sink_release(&s);
 }
 
 /* SEEK_DATA and SEEK_HOLE (the kernel answers SEEK_SET, _CUR and _END

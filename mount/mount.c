@@ -1,5 +1,4 @@
 /* mount.c: the requests of the front ends: lookups, attributes, open files and folders, reads, writes and renames. */
-#define TDB_UNSTABLE_API /* tdb_reader_read_segs */
 #include "priv.h"
 
 #include <errno.h>
@@ -175,7 +174,7 @@ static void tdbm_staging_entry(const struct tdbm_mount *m,
  * them apart: a file there is no folder (TDB_E_NOTDIR), and a folder
  * never fails with TDB_E_NOENT.  The missing file of the array is EIO,
  * logged: the file is listed, so ENOENT would mislead. */
-static bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino)
+bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino)
 {
     const char *name;
     uint64_t child;
@@ -184,38 +183,18 @@ static bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino)
            TDB_E_NOENT;
 }
 
-int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
-                struct tdbm_entry *e)
+/* tdbm_lookup of `name` in folder `at` of a generation, pinned by the
+ * caller; the pin becomes the kernel's lookup reference when an entry is
+ * found, else goes. */
+static int tdbm_lookup_gen(struct tdbm_mount *m, const struct tdbm_node *at,
+                           const char *name, struct tdbm_entry *e)
 {
-    struct tdbm_gen *g;
+    struct tdbm_gen *g = at->gen;
     struct tdb_error err;
     struct tdb_stat ts;
-    uint64_t tino, ino;
+    uint64_t ino, tino = at->tino, parent = at->ino;
     int rc;
 
-    memset(e, 0, sizeof *e);
-    if (tdbm_staging_ino(parent)) {
-        struct stat st;
-        rc = m->staging ? tdbm_staging_lookup(m->staging, parent, name, &ino,
-                                              &st)
-                        : -ENOENT;
-        if (rc == 0)
-            tdbm_staging_entry(m, &st, ino, e);
-        return rc;
-    }
-    if (parent & TDBM_META_BIT)
-        return -ENOTDIR;
-    if (parent == TDBM_ROOT_INO && m->staging &&
-        strcmp(name, TDBM_STAGING_NAME) == 0) {
-        struct stat st;
-        rc = tdbm_staging_stat(m->staging, TDBM_STAGING_ROOT, &st);
-        if (rc == 0)
-            tdbm_staging_entry(m, &st, TDBM_STAGING_ROOT, e);
-        return rc;
-    }
-    g = tdbm_gen_pin(m, parent, &tino);
-    if (!g)
-        return -ESTALE;
     tdb_error_clear(&err);
     rc = tdb_fs_lookup(g->fs, tino, name, &ino, &err);
     if (rc == 0 && m->rw && tdbm_frag_hidden(m, g, tino, name)) {
@@ -243,13 +222,10 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
     }
     if (rc == 0 && (rc = tdb_fs_stat(g->fs, ino, &ts, &err)) == TDB_E_NOENT)
         rc = tdbm_gone(g, ino) ? -ESTALE : TDB_E_IO; /* see tdbm_gone */
-    if (rc == -ESTALE) {
-        tdbm_gen_unpin(m, g, 1);
-        return rc;
-    }
     if (rc < 0) {
-        rc = tdbm_fail(m, rc, &err, "lookup inode %llu",
-                       (unsigned long long)parent);
+        if (rc != -ESTALE)
+            rc = tdbm_fail(m, rc, &err, "lookup inode %llu",
+                           (unsigned long long)parent);
         tdbm_gen_unpin(m, g, 1);
         return rc;
     }
@@ -269,6 +245,40 @@ int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
     else
         tdbm_gen_count(m, g, -1, 1);
     return 0;
+}
+
+int tdbm_lookup(struct tdbm_mount *m, uint64_t parent, const char *name,
+                struct tdbm_entry *e)
+{
+    struct tdbm_gen *g;
+    uint64_t tino, ino;
+    int rc;
+
+    memset(e, 0, sizeof *e);
+    if (tdbm_staging_ino(parent)) {
+        struct stat st;
+        rc = m->staging ? tdbm_staging_lookup(m->staging, parent, name, &ino,
+                                              &st)
+                        : -ENOENT;
+        if (rc == 0)
+            tdbm_staging_entry(m, &st, ino, e);
+        return rc;
+    }
+    if (parent & TDBM_META_BIT)
+        return -ENOTDIR;
+    if (parent == TDBM_ROOT_INO && m->staging &&
+        strcmp(name, TDBM_STAGING_NAME) == 0) {
+        struct stat st;
+        rc = tdbm_staging_stat(m->staging, TDBM_STAGING_ROOT, &st);
+        if (rc == 0)
+            tdbm_staging_entry(m, &st, TDBM_STAGING_ROOT, e);
+        return rc;
+    }
+    g = tdbm_gen_pin(m, parent, &tino);
+    if (!g)
+        return -ESTALE;
+    const struct tdbm_node at = {g, tino, parent};
+    return tdbm_lookup_gen(m, &at, name, e);
 }
 
 void tdbm_forget(struct tdbm_mount *m, uint64_t ino, uint64_t n)
@@ -465,250 +475,6 @@ int tdbm_dir_entry(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t i,
                       : -tdb_errno(rc);
     *child = tdbm_gen_ino(h->gen, c);
     return 0;
-}
-
-/* A failed read of h, a generation's file.  A file of the array that is
- * gone (a vacuumed fragment: the engine's TDB_E_NOENT) is no fault of the
- * caller, whose file the folder lists: it is EIO, logged with the name of
- * what is missing.  @return -errno. */
-static int tdbm_read_failed(struct tdbm_mount *m, const struct tdbm_handle *h,
-                            uint64_t off, size_t size, int rc,
-                            const struct tdb_error *err)
-{
-    if (rc == TDB_E_NOENT)
-        rc = TDB_E_IO;
-    return tdbm_fail(m, rc, err, "read inode %llu at %lld+%zu",
-                     (unsigned long long)h->ino, (long long)off, size);
-}
-
-/* Opens staged file `ino` through a descriptor of our own. */
-static int tdbm_open_staged(struct tdbm_mount *m, uint64_t ino, int flags,
-                            struct tdbm_handle **out)
-{
-    struct tdbm_handle *h = tdbm_handle_new(TDBM_H_STG);
-    int rc;
-
-    if (!h)
-        return -ENOMEM;
-    rc = m->staging ? tdbm_staging_open_file(m->staging, ino,
-                                             flags & ~O_APPEND, &h->fd)
-                    : -ENOENT;
-    if (rc < 0) {
-        tdbm_release(m, h);
-        return rc;
-    }
-    *out = h;
-    return 0;
-}
-
-int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
-              struct tdbm_handle **out, struct tdbm_open_info *oi)
-{
-    bool writing = (flags & O_ACCMODE) != O_RDONLY;
-    struct tdbm_handle *h = NULL;
-    struct tdbm_metarec *r;
-    struct tdbm_gen *g;
-    uint64_t tino;
-    int rc;
-
-    memset(oi, 0, sizeof *oi);
-    *out = NULL;
-    if (tdbm_staging_ino(ino))
-        return tdbm_open_staged(m, ino, flags, out);
-    if (writing && !m->rw)
-        return -EROFS;
-    if (ino & TDBM_META_BIT) {
-        /* A metadata file created and not yet closed. */
-        rc = tdbm_open_created(m, ino, flags, out);
-        oi->direct_io = rc == 0;
-        return rc;
-    }
-    g = tdbm_gen_pin(m, ino, &tino);
-    if (!g)
-        return -ESTALE;
-    pthread_mutex_lock(&m->lock);
-    r = tdbm_rec_find(m, ino);
-    pthread_mutex_unlock(&m->lock);
-    if (writing || r) {
-        /* Writable only: a key of the root's __meta; an open record of it
-         * serves readers too, so that they see what was written. */
-        const struct tdbm_node at = {g, tino, ino};
-        const char *name = tdbm_meta_name(g, tino);
-        if (!name) {
-            tdbm_gen_unpin(m, g, 1);
-            return -EROFS;
-        }
-        rc = tdbm_open_meta(m, &at, name, writing ? flags : 0, &h);
-        if (rc < 0) {
-            tdbm_gen_unpin(m, g, 1);
-            return rc;
-        }
-        oi->direct_io = true;
-    } else {
-        struct tdb_error err;
-        h = tdbm_handle_new(TDBM_H_FILE);
-        if (!h) {
-            tdbm_gen_unpin(m, g, 1);
-            return -ENOMEM;
-        }
-        h->gen = g;
-        h->tino = tino;
-        h->ino = ino;
-        tdb_error_clear(&err);
-        rc = tdb_reader_open(&h->rd, g->fs, tino, &err);
-        if (rc == TDB_E_NOENT && tdbm_gone(g, tino)) {
-            tdbm_release(m, h);
-            return -ESTALE;
-        }
-        if (rc == TDB_E_NOENT)
-            rc = TDB_E_IO; /* a file of the array is missing */
-        if (rc < 0) {
-            tdbm_release(m, h);
-            return tdbm_fail(m, rc, &err, "open inode %llu",
-                             (unsigned long long)ino);
-        }
-        oi->keep_cache = true;
-        oi->direct_io = false;
-        oi->noflush = true; /* nothing to flush on close */
-    }
-    *out = h;
-    return 0;
-}
-
-int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-              void *buf, size_t size, size_t *got)
-{
-    struct tdb_error err;
-    int rc;
-
-    *got = 0;
-    switch (h->kind) {
-    case TDBM_H_STG: {
-        ssize_t n = pread(h->fd, buf, size, (off_t)off);
-        if (n < 0)
-            return -errno;
-        *got = (size_t)n;
-        return 0;
-    }
-    case TDBM_H_META:
-        pthread_mutex_lock(&m->lock);
-        if (off < h->rec->len) {
-            *got = h->rec->len - (size_t)off;
-            if (*got > size)
-                *got = size;
-            memcpy(buf, h->rec->buf + off, *got);
-        }
-        pthread_mutex_unlock(&m->lock);
-        return 0;
-    case TDBM_H_FILE:
-        tdb_error_clear(&err);
-        rc = tdb_reader_read(h->rd, off, buf, size, got, &err);
-        return rc < 0 ? tdbm_read_failed(m, h, off, size, rc, &err) : 0;
-    default:
-        return -EISDIR;
-    }
-}
-
-/* tdbm_read_iov as ranges of files: @return 1 when the read is not one. */
-static int tdbm_read_ranges(struct tdbm_mount *m, struct tdbm_handle *h,
-                            uint64_t off, size_t size, struct tdbm_reply *r)
-{
-    _Static_assert(TDBM_RANGE_FDS == TDB_RANGE_FDS, "one count of files");
-    struct tdb_file_range rg[TDBM_RANGES_MAX];
-    struct tdb_file_ranges out = {.rg = rg, .cap = TDBM_RANGES_MAX};
-    struct tdb_error err;
-    size_t got;
-
-    tdb_error_clear(&err);
-    int rc = tdb_reader_read_ranges(h->rd, off, size, &out, &got, &err);
-    if (rc < 0)
-        return tdbm_read_failed(m, h, off, size, rc, &err);
-    for (size_t i = 0; i < out.nfd; i++)
-        r->fds[i] = out.fds[i];
-    r->nfd = out.nfd;
-    for (size_t i = 0; i < out.n; i++)
-        r->rg[i] = (struct tdbm_range){rg[i].fd, rg[i].off, rg[i].len};
-    r->nrg = out.n;
-    return out.n ? 0 : 1;
-}
-
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-                  size_t size, struct tdbm_reply *r)
-{
-    struct tdb_seg segs[TDBM_IOV_MAX];
-    struct tdb_error err;
-    size_t got;
-    int rc;
-
-    r->n = r->nrg = r->nfd = 0;
-    r->hold = NULL;
-    r->buf = NULL;
-    if (size > TDBM_IO_MAX)
-        size = TDBM_IO_MAX;
-    if (r->ranges_ok && h->kind == TDBM_H_FILE &&
-        (rc = tdbm_read_ranges(m, h, off, size, r)) <= 0)
-        return rc;
-    if (!(r->buf = malloc(size ? size : 1)))
-        return -ENOMEM;
-    if (h->kind != TDBM_H_FILE) {
-        if ((rc = tdbm_read(m, h, off, r->buf, size, &got)) < 0)
-            return rc;
-        r->iov[0] = (struct iovec){r->buf, got};
-        r->n = 1;
-        return 0;
-    }
-    tdb_error_clear(&err);
-    rc = tdb_reader_read_segs(h->rd, off, size, r->buf, segs, TDBM_IOV_MAX,
-                              &r->n, &got, &r->hold, &err);
-    if (rc < 0)
-        return tdbm_read_failed(m, h, off, size, rc, &err);
-    for (size_t i = 0; i < r->n; i++)
-        r->iov[i] = (struct iovec){(void *)(uintptr_t)segs[i].base,
-                                   segs[i].len};
-    return 0;
-}
-
-void tdbm_read_done(struct tdbm_reply *r)
-{
-    for (size_t i = 0; i < r->nfd; i++)
-        close(r->fds[i]);
-    tdb_reader_done(r->hold);
-    free(r->buf);
-}
-
-int tdbm_lseek(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-               bool data, uint64_t *out)
-{
-    struct tdb_error err;
-    int rc;
-
-    switch (h->kind) {
-    case TDBM_H_STG: {
-        off_t r = lseek(h->fd, (off_t)off, data ? SEEK_DATA : SEEK_HOLE);
-        if (r < 0)
-            return -errno;
-        *out = (uint64_t)r;
-        return 0;
-    }
-    case TDBM_H_META: {
-        size_t len;
-        pthread_mutex_lock(&m->lock);
-        len = h->rec->len;
-        pthread_mutex_unlock(&m->lock);
-        if (off >= len)
-            return -ENXIO;
-        *out = data ? off : len;
-        return 0;
-    }
-    case TDBM_H_FILE:
-        tdb_error_clear(&err);
-        rc = tdb_fs_seek(h->gen->fs, h->tino, off, data, out, &err);
-        if (rc == TDB_E_NOENT)
-            return -ENXIO;
-        return rc < 0 ? tdbm_fail(m, rc, &err, "lseek") : 0;
-    default:
-        return -EISDIR;
-    }
 }
 
 /* ------------------------------------------------------------- xattrs */

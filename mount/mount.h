@@ -42,7 +42,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
-#include <sys/uio.h>
 
 #include "tiledb_format.h"
 
@@ -315,43 +314,14 @@ int tdbm_open(struct tdbm_mount *m, uint64_t ino, int flags,
 /* Closes a handle of tdbm_open, tdbm_opendir or tdbm_create (NULL ok). */
 void tdbm_release(struct tdbm_mount *m, struct tdbm_handle *h);
 
-/* Reads up to `size` bytes at `off` of the file open as `h` (fewer only at
- * the end); -EISDIR for a folder. */
+/* Reads up to `size` bytes (at most TDBM_IO_MAX) at `off` of the file open
+ * as `h` into sink s (fewer only at the end), in the cheapest form s
+ * takes (tiledb_format.h "reading a file"): a generation's file as ranges
+ * of the array's data files or pieces of its decoded tiles where it can,
+ * every other file as a copy.  -EISDIR for a folder.  @return 0 or
+ * -errno; either way tdb_sink_release(s) once its bytes are used. */
 int tdbm_read(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-              void *buf, size_t size, size_t *got);
-
-/* A read's bytes as pieces for the reply (tdbm_read_iov), and what holds
- * their memory. */
-#define TDBM_IOV_MAX 1023
-#define TDBM_RANGES_MAX 256
-#define TDBM_RANGE_FDS 16
-struct tdbm_range {
-    int fd;
-    uint64_t off;
-    size_t len;
-};
-struct tdbm_reply {
-    bool ranges_ok;                 /* in: ranges of files will do */
-    struct tdbm_range rg[TDBM_RANGES_MAX];  /* the bytes as ranges of */
-    size_t nrg;                     /* files (nrg 0: as iov[]) */
-    int fds[TDBM_RANGE_FDS];        /* their descriptors */
-    size_t nfd;
-    struct iovec iov[TDBM_IOV_MAX];
-    size_t n;
-    struct tdb_read_hold *hold;     /* the decoded tiles they are in */
-    void *buf;                      /* or this buffer */
-};
-
-/* tdbm_read into r: a generation's file's bytes, with r->ranges_ok, as
- * ranges of the array's data files where they are stored as they read
- * (tdb_reader_read_ranges: unfiltered tiles, long pieces, local storage);
- * else as pieces of the decoded tiles themselves where these are long
- * (tdb_reader_read_segs), else through a buffer of at most TDBM_IO_MAX
- * bytes.  @return 0 or -errno; either way tdbm_read_done(r) once the
- * reply is out. */
-int tdbm_read_iov(struct tdbm_mount *m, struct tdbm_handle *h, uint64_t off,
-                  size_t size, struct tdbm_reply *r);
-void tdbm_read_done(struct tdbm_reply *r);
+              size_t size, struct tdb_sink *s);
 
 /* lseek's SEEK_DATA (data true) or SEEK_HOLE from `off` in an open file:
  * holes are the never-written cells of a dense array (tdb_fs_seek) and

@@ -13,7 +13,8 @@
  *   fragdel.c  rm -r __fragments/NAME: a fragment deleted; removals
  *              deferred until no older generation is open
  *   autocons.c -o consolidate=N: consolidation after commits
- *   mount.c    the requests of the front ends
+ *   mount.c    the requests of the front ends but reads
+ *   read.c     the files a front end opens and reads
  *
  * Locks.  `lock` guards the list of generations, the records and the
  * counters and is held only briefly; `commit` serialises writes to the
@@ -153,6 +154,12 @@ static inline struct tdbm_handle *tdbm_handle_new(enum tdbm_hkind kind)
     }
     return h;
 }
+
+/* mount.c */
+/* Whether engine inode tino, which failed a call with TDB_E_NOENT, is no
+ * longer in g's tree (a file of __slice/ dropped since its lookup): its
+ * number is then stale (-ESTALE). */
+bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino);
 
 /* log.c */
 void tdbm_log(const struct tdbm_mount *m, const char *fmt, ...)

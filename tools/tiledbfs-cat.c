@@ -99,9 +99,12 @@ static int tdbcat_file(struct tdbm_mount *m, const char *path, uint64_t ino)
         return tdbcat_fail(m, path, rc);
     }
     for (;;) {
-        size_t got = 0;
+        struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+        size_t got;
 
-        rc = tdbm_read(m, h, off, buf, TDBCLI_READ_MAX, &got);
+        rc = tdbm_read(m, h, off, TDBCLI_READ_MAX, &s);
+        got = s.got;
+        tdb_sink_release(&s); /* a copy into buf lends nothing */
         if (rc < 0) {
             rc = tdbcat_fail(m, path, rc);
             break;

@@ -122,14 +122,17 @@ static void *dbench_run(void *arg)
         uint64_t end = off + b->range < b->size ? off + b->range : b->size;
         while (off < end) {
             uint64_t want = end - off < b->request ? end - off : b->request;
+            struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
             size_t got = 0;
             int st;
 
             tdb_error_clear(&w->err);
-            st = rd ? tdb_reader_read(rd, off, buf, (size_t)want, &got,
-                                      &w->err)
+            st = rd ? tdb_reader_read(rd, off, (size_t)want, &s, &w->err)
                     : tdb_fs_read(b->fs, b->ino, off, buf, (size_t)want,
                                   &got, &w->err);
+            if (rd)
+                got = s.got;
+            tdb_sink_release(&s);
             if (st < 0) {
                 w->code = st;
                 goto out;

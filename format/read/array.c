@@ -474,7 +474,8 @@ int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
                   struct tdb_cache_entry **e, const struct tdb_tile **tile,
                   struct tdb_error *err)
 {
-    return tdb_frag_tile_flags(f, field, part, t, 0, e, tile, err);
+    const struct tdb_tile_ref k = {f, field, part, t};
+    return tdb_frag_tile_flags(&k, 0, e, tile, err);
 }
 
 /* The filtered bytes of tile t in a file whose tiles start at offs[] (0
@@ -529,10 +530,14 @@ static uint64_t arr_tile_need(struct tdb_frag *f, int ff, unsigned part,
     return need + var < need ? UINT64_MAX : need + var;
 }
 
-int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
-                        uint64_t t, unsigned flags, struct tdb_cache_entry **e,
+int tdb_frag_tile_flags(const struct tdb_tile_ref *k, unsigned flags,
+                        struct tdb_cache_entry **e,
                         const struct tdb_tile **tile, struct tdb_error *err)
 {
+    struct tdb_frag *f = k->f;
+    int field = k->field;
+    unsigned part = k->part;
+    uint64_t t = k->t;
     struct tdb_cache_req rq = {{f->uid, ((uint64_t)field << 8) | part, t},
                                arr_tile_load, f, flags, 0, 0};
     if (flags & (TDB_CACHE_TRY | TDB_CACHE_WAIT))

@@ -82,15 +82,31 @@ uint64_t tdb_frag_tile_first(const struct tdb_frag *f, uint64_t t);
  * gives a tile). */
 uint64_t tdb_frag_tile_span(const struct tdb_frag *f, uint64_t t);
 
+/* A tile of a fragment's field: tile t of fragment field `field`, cache
+ * part `part` (TDB_PART_*). */
+struct tdb_tile_ref {
+    struct tdb_frag *f;
+    int field;
+    unsigned part;
+    uint64_t t;
+};
+
+static inline bool tdb_tile_ref_same(const struct tdb_tile_ref *a,
+                                     const struct tdb_tile_ref *b)
+{
+    return a->t == b->t && a->f == b->f && a->field == b->field &&
+           a->part == b->part;
+}
+
 /* Pins the decoded tile of fragment field `field`, part `part`. */
 int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
                   struct tdb_cache_entry **e, const struct tdb_tile **tile,
                   struct tdb_error *err);
-/* The same with TDB_CACHE_* flags (cache.h; for TRY and WAIT the load's
+/* Tile k the same way, with TDB_CACHE_* flags (cache.h; for TRY and WAIT the load's
  * need is the tile's size and filtered bytes, from the fragment
  * metadata): 1 when nothing was pinned. */
-int tdb_frag_tile_flags(struct tdb_frag *f, int field, unsigned part,
-                        uint64_t t, unsigned flags, struct tdb_cache_entry **e,
+int tdb_frag_tile_flags(const struct tdb_tile_ref *k, unsigned flags,
+                        struct tdb_cache_entry **e,
                         const struct tdb_tile **tile, struct tdb_error *err);
 
 /* The byte ranges a tile's load reads (for fetching them ahead): at most

@@ -473,6 +473,59 @@ static int cache_load_failed(struct tdb_cache *c, struct tdb_cache_entry *e,
     return r;
 }
 
+/* A new entry for rq->key, loading, pinned once, counted as g's need,
+ * its tile decoded into g's pooled block when it has one; c->lock held.
+ * @return NULL when out of memory. */
+static struct tdb_cache_entry *cache_entry_new(struct tdb_cache *c,
+                                               const struct tdb_cache_req *rq,
+                                               const struct cache_grant *g)
+{
+    struct tdb_cache_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->key = rq->key;
+    e->state = CACHE_LOADING;
+    e->refs = 1;
+    e->bytes = g->need + sizeof *e;
+    if (e->bytes < g->need)
+        e->bytes = UINT64_MAX;
+    if (g->blk) {
+        e->tile.data = (uint8_t *)g->blk;
+        e->tile.data_cap = g->blk->cap;
+    }
+    size_t b = cache_hash(c, &rq->key);
+    e->hnext = c->buckets[b];
+    c->buckets[b] = e;
+    c->nentries++;
+    c->misses++;
+    c->used += e->bytes;
+    if (c->used > c->peak)
+        c->peak = c->used;
+    return e;
+}
+
+/* Entry e was loaded in ns nanoseconds: it counts its tile's bytes now,
+ * and those waiting for it or for room are woken; c->lock held. */
+static void cache_loaded(struct tdb_cache *c, struct tdb_cache_entry *e,
+                         uint64_t ns)
+{
+    uint64_t data = e->tile.data_cap > e->tile.size ? e->tile.data_cap
+                                                    : e->tile.size;
+    uint64_t bytes = data + e->tile.ncells * 8 * (e->tile.offsets != NULL) +
+                     sizeof *e;
+    c->used = c->used - e->bytes + bytes;
+    e->bytes = bytes;
+    if (c->used > c->peak)
+        c->peak = c->used;
+    e->state = CACHE_READY;
+    c->decodes++;
+    c->decoded_bytes += e->tile.size;
+    c->decode_ns += ns;
+    pthread_cond_broadcast(&c->loaded);
+    cache_wake(c);
+    cache_evict(c);
+}
+
 int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
                     struct tdb_cache_entry **entry,
                     const struct tdb_tile **tile, struct tdb_error *err)
@@ -486,32 +539,14 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
     }
     if (e)
         return cache_hit(c, e, entry, tile, err);
-    if (!(e = calloc(1, sizeof *e))) {
+    if (!(e = cache_entry_new(c, rq, &g))) {
         if (g.blk)
             cache_pool_put(c, g.blk, g.blk->cap);
         cache_wake(c);
         pthread_mutex_unlock(&c->lock);
         return tdb_err(err, TDB_E_NOMEM, "tile cache: out of memory");
     }
-    e->key = rq->key;
-    e->state = CACHE_LOADING;
-    e->refs = 1;
-    e->bytes = g.need + sizeof *e;
-    if (e->bytes < g.need)
-        e->bytes = UINT64_MAX;
     uint64_t lent_cap = g.blk ? g.blk->cap : 0;
-    if (g.blk) {
-        e->tile.data = (uint8_t *)g.blk;
-        e->tile.data_cap = lent_cap;
-    }
-    size_t b = cache_hash(c, &rq->key);
-    e->hnext = c->buckets[b];
-    c->buckets[b] = e;
-    c->nentries++;
-    c->misses++;
-    c->used += e->bytes;
-    if (c->used > c->peak)
-        c->peak = c->used;
     pthread_mutex_unlock(&c->lock);
 
     struct tdb_error lerr = {0};
@@ -525,43 +560,12 @@ int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
         cache_pool_put(c, g.blk, lent_cap);   /* the load moved off it */
     if (r)
         return cache_load_failed(c, e, r, &lerr, err);
-    uint64_t data = e->tile.data_cap > e->tile.size ? e->tile.data_cap
-                                                    : e->tile.size;
-    uint64_t bytes = data + e->tile.ncells * 8 * (e->tile.offsets != NULL) +
-                     sizeof *e;
-    c->used = c->used - e->bytes + bytes;
-    e->bytes = bytes;
-    if (c->used > c->peak)
-        c->peak = c->used;
-    e->state = CACHE_READY;
-    c->decodes++;
-    c->decoded_bytes += e->tile.size;
-    c->decode_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
-                    (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
-    pthread_cond_broadcast(&c->loaded);
-    cache_wake(c);
-    cache_evict(c);
+    cache_loaded(c, e, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+                           (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec);
     pthread_mutex_unlock(&c->lock);
     *entry = e;
     *tile = &e->tile;
     return 0;
-}
-
-int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
-                        tdb_cache_load_fn load, void *arg, unsigned flags,
-                        struct tdb_cache_entry **entry,
-                        const struct tdb_tile **tile, struct tdb_error *err)
-{
-    struct tdb_cache_req rq = {*key, load, arg, flags, 0, 0};
-    return tdb_cache_fetch(c, &rq, entry, tile, err);
-}
-
-int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
-                  tdb_cache_load_fn load, void *arg,
-                  struct tdb_cache_entry **entry, const struct tdb_tile **tile,
-                  struct tdb_error *err)
-{
-    return tdb_cache_get_flags(c, key, load, arg, 0, entry, tile, err);
 }
 
 void tdb_cache_hold(struct tdb_cache *c, struct tdb_cache_entry *e)

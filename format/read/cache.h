@@ -64,16 +64,6 @@ struct tdb_cache_entry;
 int tdb_cache_frag_id(struct tdb_cache *c, const char *identity,
                       uint64_t *id);
 
-/* Finds or loads the tile for key and pins it; *tile points into the
- * entry until tdb_cache_release.  A failed load is not cached: the next
- * get tries again.  The load starts whatever the budget (the cache then
- * holds more than its budget until pins are let go): for callers that
- * hold other pins of this cache while they ask. */
-int tdb_cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
-                  tdb_cache_load_fn load, void *arg,
-                  struct tdb_cache_entry **entry, const struct tdb_tile **tile,
-                  struct tdb_error *err);
-
 /* Flags of a request:
  * TDB_CACHE_NOWAIT  returns 1 (nothing pinned) instead of waiting for
  *                   another thread's load of the tile;
@@ -109,17 +99,15 @@ struct tdb_cache_req {
                          * counts the block's whole size */
 };
 
-/* Finds or loads rq->key as rq->flags say and pins it.
+/* Finds or loads rq->key as rq->flags say and pins it; *tile points into
+ * the entry until tdb_cache_release.  A failed load is not cached: the
+ * next fetch tries again.  Without TRY or WAIT the load starts whatever
+ * the budget (the cache then holds more than its budget until pins are
+ * let go): for callers that hold other pins of this cache while they ask.
  * @return 0, 1 (nothing pinned: see the flags), or a TDB_E_* code. */
 int tdb_cache_fetch(struct tdb_cache *c, const struct tdb_cache_req *rq,
                     struct tdb_cache_entry **entry,
                     const struct tdb_tile **tile, struct tdb_error *err);
-
-/* tdb_cache_fetch with need 0. */
-int tdb_cache_get_flags(struct tdb_cache *c, const struct tdb_cache_key *key,
-                        tdb_cache_load_fn load, void *arg, unsigned flags,
-                        struct tdb_cache_entry **entry,
-                        const struct tdb_tile **tile, struct tdb_error *err);
 
 void tdb_cache_release(struct tdb_cache *c, struct tdb_cache_entry *e);
 /* One more pin of e (pinned already); tdb_cache_release lets it go. */

@@ -129,8 +129,8 @@ static bool fetch_decoded(struct tdb_frag *f, int field, unsigned part,
 {
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
-    if (tdb_frag_tile_flags(f, field, part, t,
-                            TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
+    const struct tdb_tile_ref k = {f, field, part, t};
+    if (tdb_frag_tile_flags(&k, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &e, &tile,
                             NULL) != 0 || !e)
         return false;
     tdb_cache_release(f->arr->cache, e);
@@ -195,13 +195,14 @@ void tdb_fetcher_read(struct tdb_fetcher *fx, uint64_t off, uint64_t len)
     if (!seq || end > fx->next_off)
         fx->next_off = end;
     /* the read's own tiles, then (reading on) the window ahead */
-    tdb_fieldfile_tiles(fx->ff, off, len, fetch_tile, &b, NULL, NULL);
+    struct tdb_tile_plan tp = {fetch_tile, &b, 0};
+    tdb_fieldfile_tiles(fx->ff, off, len, &tp, NULL);
     if (seq) {
         uint64_t from = fx->pos > end ? fx->pos : end;
         if (from < end + fx->window) {
             b.pos = from;
-            tdb_fieldfile_tiles(fx->ff, from, end + fx->window - from,
-                                fetch_tile, &b, NULL, NULL);
+            tdb_fieldfile_tiles(fx->ff, from, end + fx->window - from, &tp,
+                                NULL);
             if (b.pos > fx->pos)
                 fx->pos = b.pos;
         }

@@ -43,10 +43,13 @@ static int raw_tile_walk(struct tdb_frag *f, struct tdb_raw_tile *m,
     return pos == stop && done == size ? 0 : 1;
 }
 
-int tdb_raw_tile_map(struct tdb_frag *f, int field, unsigned part, uint64_t t,
-                     uint64_t size, struct tdb_raw_tile *out,
-                     struct tdb_error *err)
+int tdb_raw_tile_map(const struct tdb_tile_ref *k, uint64_t size,
+                     struct tdb_raw_tile *out, struct tdb_error *err)
 {
+    struct tdb_frag *f = k->f;
+    int field = k->field;
+    unsigned part = k->part;
+    uint64_t t = k->t;
     struct tdb_tile_range rg[2];
     memset(out, 0, sizeof *out);
     if (!size || !tdb_frag_field_unfiltered(f, field, part))

@@ -14,14 +14,13 @@ struct tdb_raw_tile {
     uint64_t *end;      /* and end at tile byte end[k] (end[n-1]: size) */
 };
 
-/* The chunks of tile t of fragment field `field` (part), whose decoded
- * size is `size` bytes, read from their headers.  @return 0, 1 when the
+/* The chunks of tile k, whose decoded size is `size` bytes, read from
+ * their headers.  @return 0, 1 when the
  * tile is not stored as it reads (filters, or headers that do not add up
  * to `size` unfiltered bytes: the decoding path says why), or a TDB_E_*
  * code of the storage. */
-int tdb_raw_tile_map(struct tdb_frag *f, int field, unsigned part, uint64_t t,
-                     uint64_t size, struct tdb_raw_tile *out,
-                     struct tdb_error *err);
+int tdb_raw_tile_map(const struct tdb_tile_ref *k, uint64_t size,
+                     struct tdb_raw_tile *out, struct tdb_error *err);
 void tdb_raw_tile_free(struct tdb_raw_tile *m);
 
 /* The chunk of m holding tile byte b (< m->end[m->n - 1]). */

@@ -36,13 +36,13 @@ static void view_seg(struct view_win *w, const uint8_t *p, uint64_t n)
         tdb_cache_hold(w->cache, w->entry);
         s->held[s->nheld++] = w->entry;
     }
-    struct tdb_seg *last = s->n ? &s->segs[s->n - 1] : NULL;
+    struct tdb_piece *last = s->n ? &s->pieces[s->n - 1] : NULL;
     if (last && (const uint8_t *)last->base + last->len == p)
         last->len += (size_t)n;
     else if (s->n == s->cap)
         s->full = true;
     else
-        s->segs[s->n++] = (struct tdb_seg){p, (size_t)n};
+        s->pieces[s->n++] = (struct tdb_piece){p, -1, 0, (size_t)n};
 }
 
 static void view_put(struct view_win *w, const uint8_t *src, uint64_t n)
@@ -245,16 +245,15 @@ static int view_take(struct view_pins *vp, struct view_cur *k,
                      struct tdb_cache_entry **e, const struct tdb_tile **tl,
                      struct tdb_error *err)
 {
+    const struct tdb_tile_ref ref = {k->f, k->field, k->part, k->t};
     if (vp->how.take == TDB_TAKE_CACHED)
-        return tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
-                                   TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, e, tl,
-                                   err);
-    int r = tdb_frag_tile_flags(k->f, k->field, k->part, k->t, TDB_CACHE_TRY,
-                                e, tl, err);
+        return tdb_frag_tile_flags(&ref, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT,
+                                   e, tl, err);
+    int r = tdb_frag_tile_flags(&ref, TDB_CACHE_TRY, e, tl, err);
     if (r != 1)
         return r;
     view_unpin_all(vp);
-    return tdb_frag_tile_flags(k->f, k->field, k->part, k->t,
+    return tdb_frag_tile_flags(&ref,
                                vp->how.take == TDB_TAKE_WAIT ? TDB_CACHE_WAIT
                                                              : 0,
                                e, tl, err);
@@ -1150,11 +1149,9 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
 }
 
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
-                        struct tdb_error *err)
+                        struct tdb_tile_plan *tp, struct tdb_error *err)
 {
-    if (pieces)
-        *pieces = 0;
+    tp->pieces = 0;
     if (ff->var && ff->part != TDB_FILE_VALIDITY)
         return TDB_E_UNSUPPORTED;
     int r = tdb_cells_prepare(ff->cells, err);
@@ -1170,10 +1167,9 @@ int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
     if (c0 >= c1)
         return 0;
     struct view_plan p = {
-        {.fill = view_plan_fill, .plan = view_plan_tile}, fn, arg, cs};
+        {.fill = view_plan_fill, .plan = view_plan_tile}, tp->fn, tp->arg, cs};
     r = view_walk(ff, c0, c1, &p.v, err);
-    if (pieces)
-        *pieces = p.v.pieces;
+    tp->pieces = p.v.pieces;
     return r;
 }
 
@@ -1208,11 +1204,12 @@ static int view_places_tile(struct view_visit *v, struct tdb_frag *f,
     return r ? r : x->pos >= x->end;
 }
 
-int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
-                         tdb_tile_place_fn fn, void *arg, size_t *got,
+int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off,
+                         size_t *plen, tdb_tile_place_fn fn, void *arg,
                          struct tdb_error *err)
 {
-    *got = 0;
+    size_t len = *plen;
+    *plen = 0;
     if (ff->var || ff->part != TDB_FILE_VALUES)
         return 1;
     int r = view_clip(ff, off, &len, err);
@@ -1230,7 +1227,7 @@ int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
         return r;
     if (x.filled || x.stopped || x.pos < x.end)
         return 1;
-    *got = len;
+    *plen = len;
     return r;
 }
 

@@ -219,7 +219,7 @@ int tdb_fieldfile_read_how(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
  * or hcap tiles, fill values, or with `cached` a tile the cache does not
  * hold now: read it with tdb_fieldfile_read). */
 struct tdb_segsink {
-    struct tdb_seg *segs;
+    struct tdb_piece *pieces;
     size_t cap, n;
     struct tdb_cache_entry **held;
     size_t hcap, nheld;
@@ -233,18 +233,19 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
                        struct tdb_segsink *s, size_t *got,
                        struct tdb_error *err);
 
-/* Where the bytes [off, off + len) of a fixed-size values file lie in the
- * tiles, in reading order, without decoding any: fn hears of each piece,
- * bytes [from, from + n) of tile t of fragment field `field` (part), and
- * returns 0 to go on or non-zero to stop (a negative error is returned).
- * @return 0 when fn heard of every byte (*got: the bytes, fewer only at
- * the file's end), 1 when it did not (fn stopped it, cells no fragment
- * wrote, a var-sized or validity file), or an error. */
+/* Where the bytes [off, off + *len) of a fixed-size values file lie in
+ * the tiles, in reading order, without decoding any: fn hears of each
+ * piece, bytes [from, from + n) of tile t of fragment field `field`
+ * (part), and returns 0 to go on or non-zero to stop (a negative error is
+ * returned).  @return 0 when fn heard of every byte (*len: the bytes,
+ * fewer only at the file's end), 1 when it did not (fn stopped it, cells
+ * no fragment wrote, a var-sized or validity file), or an error (*len
+ * is 0 unless 0 is returned). */
 typedef int (*tdb_tile_place_fn)(void *arg, struct tdb_frag *f, int field,
                                  unsigned part, uint64_t t, uint64_t from,
                                  uint64_t n);
-int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off, size_t len,
-                         tdb_tile_place_fn fn, void *arg, size_t *got,
+int tdb_fieldfile_places(struct tdb_fieldfile *ff, uint64_t off,
+                         size_t *len, tdb_tile_place_fn fn, void *arg,
                          struct tdb_error *err);
 
 /* SEEK_DATA (data true) / SEEK_HOLE: the first offset at or after `off`
@@ -262,15 +263,19 @@ int tdb_fieldfile_seek(struct tdb_fieldfile *ff, uint64_t off, bool data,
  * piece, with the end `to` of its later pieces (from: the end told
  * before), at the latest when the walk ends; a tile left and met again
  * is told again.  fn returns 0 to go on, 1 to stop, or a negative error
- * (after a stop fn still hears the ends of the pieces before).  *pieces
- * (may be NULL): the pieces of tiles planned.  @return 0, the error, or
+ * (after a stop fn still hears the ends of the pieces before); fn and
+ * its arg come in p, which gets the pieces planned.  @return 0, the error, or
  * TDB_E_UNSUPPORTED for var-sized values and offsets (their byte
  * positions need the offsets). */
 typedef int (*tdb_tile_plan_fn)(void *arg, struct tdb_frag *f, int field,
                                 unsigned part, uint64_t t, uint64_t from,
                                 uint64_t to);
+struct tdb_tile_plan {
+    tdb_tile_plan_fn fn;
+    void *arg;
+    uint64_t pieces;            /* set: the pieces of tiles planned */
+};
 int tdb_fieldfile_tiles(struct tdb_fieldfile *ff, uint64_t off, uint64_t len,
-                        tdb_tile_plan_fn fn, void *arg, uint64_t *pieces,
-                        struct tdb_error *err);
+                        struct tdb_tile_plan *p, struct tdb_error *err);
 
 #endif

@@ -11,6 +11,7 @@
  * whose tiles are all filtered, or whose reads keep coming in short
  * pieces, is not tried again. */
 #include "tree/ranges.h"
+#include "tree/sink.h"
 #include "read/cache.h"
 #include "read/rawtile.h"
 
@@ -22,6 +23,7 @@
 #define RM_PIECE (4u << 10) /* average bytes a range, at least */
 #define RM_GIVE_UP 8        /* refusals in a row before the file is not
                              * tried any more */
+#define RM_MAX 256          /* ranges of one read at most */
 
 struct rm_map {
     struct tdb_frag *f;     /* NULL: a free slot */
@@ -61,19 +63,23 @@ void tdb_rangemaps_free(struct tdb_rangemaps *m)
 struct rm_read {
     struct tdb_rangemaps *m;
     struct tdb_fieldfile *ff;
-    struct tdb_file_ranges *out;
-    char *paths[TDB_RANGE_FDS];         /* of fds[i] */
+    struct tdb_lent *out;   /* pieces[0, n) and fds[0, nfd) */
+    size_t n;
+    char *paths[TDB_LENT_FDS];          /* of fds[i] */
     size_t maxn;            /* more ranges than this: refused */
     bool filtered;
     bool cached;            /* a tile is in the cache: refused */
     struct tdb_error *err;
 };
 
-/* The map of tile t of f's field (m->lock held; loads it unlocked). */
-static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
-                      unsigned part, uint64_t t, struct rm_map **out)
+/* The map of tile k (m->lock held; loads it unlocked). */
+static int rm_map_get(struct rm_read *rr, const struct tdb_tile_ref *k,
+                      struct rm_map **out)
 {
     struct tdb_rangemaps *m = rr->m;
+    struct tdb_frag *f = k->f;
+    int field = k->field;
+    uint64_t t = k->t;
     for (unsigned i = 0; i < RM_MAPS; i++) {
         struct rm_map *e = &m->maps[i];
         if (e->f == f && e->field == field && e->t == t) {
@@ -85,7 +91,7 @@ static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
     tdb_raw_tile_free(&e->m);
     *e = (struct rm_map){f, field, t, false, {0}};
     uint64_t size = tdb_frag_tile_cells(f, t) * rr->ff->cell_size;
-    int r = tdb_raw_tile_map(f, field, part, t, size, &e->m, rr->err);
+    int r = tdb_raw_tile_map(k, size, &e->m, rr->err);
     if (r < 0) {
         e->f = NULL;
         return r;
@@ -95,32 +101,31 @@ static int rm_map_get(struct rm_read *rr, struct tdb_frag *f, int field,
     return 0;
 }
 
-/* The index in out->fds of the descriptor of path (a new slot: fd -1
- * until the read is taken), or -1 when all are used. */
+/* The index in out->fds of the descriptor of path (a new slot, opened
+ * once the read is taken), or -1 when all are used. */
 static int rm_fd_slot(struct rm_read *rr, const char *path)
 {
-    struct tdb_file_ranges *o = rr->out;
-    for (size_t i = 0; i < o->nfd; i++)
+    size_t i;
+    for (i = 0; i < TDB_LENT_FDS && rr->paths[i]; i++)
         if (!strcmp(rr->paths[i], path))
             return (int)i;
-    if (o->nfd == TDB_RANGE_FDS || !(rr->paths[o->nfd] = strdup(path)))
+    if (i == TDB_LENT_FDS || !(rr->paths[i] = strdup(path)))
         return -1;
-    o->fds[o->nfd] = -1;
-    return (int)o->nfd++;
+    return (int)i;
 }
 
 /* Appends [off, off + n) of descriptor slot fd; 1 when out is full. */
 static int rm_put(struct rm_read *rr, int fd, uint64_t off, uint64_t n)
 {
-    struct tdb_file_ranges *o = rr->out;
-    struct tdb_file_range *last = o->n ? &o->rg[o->n - 1] : NULL;
+    struct tdb_piece *pc = rr->out->pieces;
+    struct tdb_piece *last = rr->n ? &pc[rr->n - 1] : NULL;
     if (last && last->fd == fd && last->off + last->len == off) {
         last->len += (size_t)n;
         return 0;
     }
-    if (o->n == o->cap || o->n == rr->maxn)
+    if (rr->n == RM_MAX || rr->n == rr->maxn)
         return 1;
-    o->rg[o->n++] = (struct tdb_file_range){fd, off, (size_t)n};
+    pc[rr->n++] = (struct tdb_piece){NULL, fd, off, (size_t)n};
     return 0;
 }
 
@@ -130,15 +135,15 @@ static int rm_piece(void *arg, struct tdb_frag *f, int field, unsigned part,
     struct rm_read *rr = arg;
     struct tdb_cache_entry *ce;
     const struct tdb_tile *tile;
-    if (tdb_frag_tile_flags(f, field, part, t,
-                            TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &ce, &tile,
+    const struct tdb_tile_ref tk = {f, field, part, t};
+    if (tdb_frag_tile_flags(&tk, TDB_CACHE_PEEK | TDB_CACHE_NOWAIT, &ce, &tile,
                             NULL) == 0) {
         tdb_cache_release(f->arr->cache, ce);
         rr->cached = true;
         return 1;
     }
     struct rm_map *e;
-    int r = rm_map_get(rr, f, field, part, t, &e);
+    int r = rm_map_get(rr, &tk, &e);
     if (r)
         return r;
     if (!e->raw) {
@@ -167,50 +172,55 @@ static int rm_piece(void *arg, struct tdb_frag *f, int field, unsigned part,
  * (those opened closed again). */
 static int rm_open_fds(struct rm_read *rr)
 {
-    struct tdb_file_ranges *o = rr->out;
-    for (size_t i = 0; i < o->nfd; i++) {
+    struct tdb_lent *o = rr->out;
+    for (size_t i = 0; i < TDB_LENT_FDS && rr->paths[i]; i++) {
         int fd = tdb_io_dup_fd(&rr->ff->arr->io, rr->paths[i]);
         if (fd < 0) {
-            while (i)
-                close(o->fds[--i]);
-            o->nfd = 0;
+            tdb_lent_clear(o);
             return fd;
         }
-        o->fds[i] = fd;
+        o->fds[o->nfd++] = fd;
     }
-    for (size_t i = 0; i < o->n; i++)
-        o->rg[i].fd = o->fds[o->rg[i].fd];
+    for (size_t i = 0; i < rr->n; i++)
+        o->pieces[i].fd = o->fds[o->pieces[i].fd];
     return 0;
 }
 
 int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
-                       uint64_t off, size_t len, struct tdb_file_ranges *out,
-                       size_t *got, struct tdb_error *err)
+                       uint64_t off, size_t len, struct tdb_sink *s,
+                       struct tdb_error *err)
 {
-    struct rm_read rr = {m, ff, out, {0}, len / RM_PIECE + 1, false, false,
-                         err};
-    out->n = out->nfd = 0;
-    *got = 0;
     pthread_mutex_lock(&m->lock);
     if (m->never || m->refused >= RM_GIVE_UP) {
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
-    int r = tdb_fieldfile_places(ff, off, len, rm_piece, &rr, got, err);
-    if (r == 0 && out->n > *got / RM_PIECE + 1)
+    /* where the pieces go: made only for a read that may give them */
+    struct tdb_lent *l = tdb_sink_lent(s);
+    if (!l) {
+        pthread_mutex_unlock(&m->lock);
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    }
+    struct rm_read rr = {m, ff, l, 0, {0}, len / RM_PIECE + 1, false, false,
+                         err};
+    size_t got = len;
+    int r = tdb_fieldfile_places(ff, off, &got, rm_piece, &rr, err);
+    if (r == 0 && rr.n > got / RM_PIECE + 1)
         r = 1;              /* a short file in short pieces */
-    if (r == 0 && out->n && rm_open_fds(&rr) < 0)
+    if (r == 0 && rr.n && rm_open_fds(&rr) < 0)
         r = 1;              /* the decoding way says what is wrong */
-    if (r < 0 || r == 1 || !out->n) {
-        out->n = out->nfd = 0;
-        *got = 0;
+    if (r < 0 || r == 1 || !rr.n) {
         m->never |= rr.filtered;
         m->refused += r == 1 && !rr.cached;
     } else {
         m->refused = 0;
+        s->form = TDB_SINK_FILE;
+        s->pieces = l->pieces;
+        s->npieces = rr.n;
+        s->got = got;
     }
     pthread_mutex_unlock(&m->lock);
-    for (size_t i = 0; i < TDB_RANGE_FDS; i++)
+    for (size_t i = 0; i < TDB_LENT_FDS; i++)
         free(rr.paths[i]);
     return r < 0 ? r : 0;
 }

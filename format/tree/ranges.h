@@ -1,11 +1,10 @@
 /* ranges.h: a reader's bytes as ranges of the array's own files, where
- * they are the stored bytes of unfiltered tiles (tdb_reader_read_ranges):
+ * they are the stored bytes of unfiltered tiles (TDB_SINK_FILE):
  * the chunk maps of the tiles read last, and the rule of when a read is
  * worth answering so. */
 #ifndef TDB_RANGES_H
 #define TDB_RANGES_H
 
-#define TDB_UNSTABLE_API
 #include "read/view.h"
 #include "tiledb_format.h"
 
@@ -15,9 +14,12 @@ struct tdb_rangemaps;
 struct tdb_rangemaps *tdb_rangemaps_new(void);
 void tdb_rangemaps_free(struct tdb_rangemaps *m);
 
-/* tdb_reader_read_ranges over fixed-size values file ff. */
+/* Bytes [off, off + len) of fixed-size values file ff as ranges of its
+ * data files into s (s->form TDB_SINK_FILE, the descriptors lent), when
+ * they are worth giving so; else s is left as it was (what it lends may
+ * have been made).  @return 0 or an error. */
 int tdb_rangemaps_read(struct tdb_rangemaps *m, struct tdb_fieldfile *ff,
-                       uint64_t off, size_t len, struct tdb_file_ranges *out,
-                       size_t *got, struct tdb_error *err);
+                       uint64_t off, size_t len, struct tdb_sink *s,
+                       struct tdb_error *err);
 
 #endif

@@ -684,8 +684,8 @@ static void zarr_job_run(struct tdb_pool_job *pj)
     struct tdb_cache_entry *e = NULL;
     const struct tdb_tile *tile;
     /* only with room to spare, and not while a read loads it */
-    if (tdb_frag_tile_flags(j->f, j->field, j->part, j->t,
-                            TDB_CACHE_TRY | TDB_CACHE_SPARE | TDB_CACHE_NOWAIT,
+    const struct tdb_tile_ref k = {j->f, j->field, j->part, j->t};
+    if (tdb_frag_tile_flags(&k, TDB_CACHE_TRY | TDB_CACHE_SPARE | TDB_CACHE_NOWAIT,
                             &e, &tile, NULL) == 0 && e)
         tdb_cache_release(j->f->arr->cache, e);
     free(j);
@@ -767,8 +767,8 @@ static void zarr_ahead(struct tdb_zarr *z, const struct zarr_arr *x,
         zarr_ff_init(&ff, z, x, cells,
                      x->kind == ZARR_VALIDITY ? TDB_FILE_VALIDITY
                                               : TDB_FILE_VALUES);
-        tdb_fieldfile_tiles(&ff, 0, x->chunk_bytes,
-                            zarr_plan_fn, &pl, NULL, &err);
+        struct tdb_tile_plan tp = {zarr_plan_fn, &pl, 0};
+        tdb_fieldfile_tiles(&ff, 0, x->chunk_bytes, &tp, &err);
         tdb_fieldfile_destroy(&ff);
         tdb_cells_free(cells);
     }

@@ -38,6 +38,17 @@ static int load_tile(void *arg, const struct tdb_cache_key *k,
     return 0;
 }
 
+/* Finds or loads key through `load` whatever the budget (a fetch without
+ * flags). */
+static int cache_get(struct tdb_cache *c, const struct tdb_cache_key *key,
+                     tdb_cache_load_fn load, void *arg,
+                     struct tdb_cache_entry **e, const struct tdb_tile **t,
+                     struct tdb_error *err)
+{
+    struct tdb_cache_req rq = {*key, load, arg, 0, 0, 0};
+    return tdb_cache_fetch(c, &rq, e, t, err);
+}
+
 static void test_hit_after_miss(void)
 {
     struct tdb_cache *c;
@@ -46,10 +57,10 @@ static void test_hit_after_miss(void)
     struct tdb_cache_key k = {1, 2, 3};
     struct tdb_cache_entry *e;
     const struct tdb_tile *t;
-    CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e, &t, NULL), 0);
     CHECK_EQ_INT(t->data[999], 3);
     tdb_cache_release(c, e);
-    CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e, &t, NULL), 0);
     tdb_cache_release(c, e);
     CHECK_EQ_INT(l.calls, 1);
     struct tdb_cache_stats st;
@@ -67,10 +78,10 @@ static void test_budget_and_pins(void)
     struct tdb_cache_entry *pinned, *e;
     const struct tdb_tile *pt, *t;
     struct tdb_cache_key k0 = {0, 0, 0};
-    CHECK_EQ_INT(tdb_cache_get(c, &k0, load_tile, &l, &pinned, &pt, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k0, load_tile, &l, &pinned, &pt, NULL), 0);
     for (uint64_t i = 1; i <= 10; i++) {
         struct tdb_cache_key k = {0, 0, i};
-        CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e, &t, NULL), 0);
+        CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e, &t, NULL), 0);
         tdb_cache_release(c, e);
     }
     struct tdb_cache_stats st;
@@ -81,16 +92,16 @@ static void test_budget_and_pins(void)
     CHECK_EQ_INT(pt->data[0], 0);
     CHECK_EQ_INT(pt->data[999], 0);
     int calls = l.calls;
-    CHECK_EQ_INT(tdb_cache_get(c, &k0, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k0, load_tile, &l, &e, &t, NULL), 0);
     CHECK_EQ_INT(l.calls, calls);
     tdb_cache_release(c, e);
     tdb_cache_release(c, pinned);
     /* the most recent tile stayed; the oldest unpinned went */
     struct tdb_cache_key k10 = {0, 0, 10}, k1 = {0, 0, 1};
-    CHECK_EQ_INT(tdb_cache_get(c, &k10, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k10, load_tile, &l, &e, &t, NULL), 0);
     tdb_cache_release(c, e);
     CHECK_EQ_INT(l.calls, calls);
-    CHECK_EQ_INT(tdb_cache_get(c, &k1, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k1, load_tile, &l, &e, &t, NULL), 0);
     tdb_cache_release(c, e);
     CHECK_EQ_INT(l.calls, calls + 1);
     tdb_cache_free(c);
@@ -105,9 +116,9 @@ static void test_failure_not_cached(void)
     struct tdb_cache_entry *e;
     const struct tdb_tile *t;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e, &t, &err), TDB_E_CORRUPT);
+    CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e, &t, &err), TDB_E_CORRUPT);
     CHECK(strstr(err.msg, "tile 9") != NULL);
-    CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e, &t, &err), 0);
+    CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e, &t, &err), 0);
     tdb_cache_release(c, e);
     CHECK_EQ_INT(l.calls, 2);
     tdb_cache_free(c);
@@ -125,7 +136,7 @@ static void *race(void *arg)
     struct tdb_cache_key k = {7, 7, 7};
     struct tdb_cache_entry *e;
     const struct tdb_tile *t;
-    if (!tdb_cache_get(r->c, &k, load_tile, r->l, &e, &t, NULL)) {
+    if (!cache_get(r->c, &k, load_tile, r->l, &e, &t, NULL)) {
         r->ok = t->data[500] == 7;
         tdb_cache_release(r->c, e);
     }
@@ -163,7 +174,7 @@ static void test_drop_and_hold(void)
     CHECK_EQ_INT(tdb_cache_create(&c, 5000), 0); /* half: 2,500 */
     for (uint64_t i = 0; i < 4; i++) {
         struct tdb_cache_key k = {1, 0, i};
-        CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
+        CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
     }
     struct tdb_cache_stats st;
     tdb_cache_hold(c, e[0]);
@@ -178,17 +189,17 @@ static void test_drop_and_hold(void)
     tdb_cache_stats(c, &st);
     CHECK_EQ_INT(st.entries, 2);
     struct tdb_cache_key k0 = {1, 0, 0};
-    CHECK_EQ_INT(tdb_cache_get(c, &k0, load_tile, &l, &e[0], &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k0, load_tile, &l, &e[0], &t, NULL), 0);
     CHECK_EQ_INT(t->data[0], 0);
     tdb_cache_release(c, e[0]);
     CHECK_EQ_INT(l.calls, 4);
     /* TDB_CACHE_DROP_NOW: freed however empty the cache is */
     struct tdb_cache_key k5 = {1, 0, 5};
-    CHECK_EQ_INT(tdb_cache_get(c, &k5, load_tile, &l, &e[1], &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k5, load_tile, &l, &e[1], &t, NULL), 0);
     tdb_cache_release_flags(c, e[1], TDB_CACHE_DROP_NOW); /* no DROP: stays */
     tdb_cache_stats(c, &st);
     CHECK_EQ_INT(st.entries, 3);
-    CHECK_EQ_INT(tdb_cache_get(c, &k5, load_tile, &l, &e[1], &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k5, load_tile, &l, &e[1], &t, NULL), 0);
     tdb_cache_release_flags(c, e[1], TDB_CACHE_DROP | TDB_CACHE_DROP_NOW);
     tdb_cache_stats(c, &st);
     CHECK_EQ_INT(st.entries, 2);
@@ -209,7 +220,7 @@ static void test_peak(void)
     const struct tdb_tile *t;
     for (uint64_t i = 0; i < 4; i++) {
         struct tdb_cache_key k = {0, 0, i};
-        CHECK_EQ_INT(tdb_cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
+        CHECK_EQ_INT(cache_get(c, &k, load_tile, &l, &e[i], &t, NULL), 0);
     }
     struct tdb_cache_stats st;
     tdb_cache_stats(c, &st);
@@ -344,7 +355,7 @@ static void test_keep_yields_to_waiting_load(void)
     rq.key.tile = 1;
     CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e, &t, NULL), 1); /* no room */
     struct tdb_cache_key k1 = {2, 0, 1};
-    CHECK_EQ_INT(tdb_cache_get(c, &k1, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k1, load_tile, &l, &e, &t, NULL), 0);
     tdb_cache_release(c, e); /* evicted: over the budget, not kept */
     struct tdb_cache_stats st;
     tdb_cache_stats(c, &st);
@@ -360,7 +371,7 @@ static void test_keep_yields_to_waiting_load(void)
     tdb_cache_unkeep(c, kept, 0);
     int calls = l.calls;
     struct tdb_cache_key k0 = {2, 0, 0};
-    CHECK_EQ_INT(tdb_cache_get(c, &k0, load_tile, &l, &e, &t, NULL), 0);
+    CHECK_EQ_INT(cache_get(c, &k0, load_tile, &l, &e, &t, NULL), 0);
     CHECK_EQ_INT(t->data[999], 0);
     CHECK_EQ_INT(l.calls, calls + 1);
     tdb_cache_release(c, e);
@@ -488,8 +499,8 @@ static void test_pool_freed_first(void)
     struct tdb_cache_key k1 = {5, 0, 1};
     struct tdb_cache_entry *e1;
     const struct tdb_tile *t1;
-    CHECK_EQ_INT(tdb_cache_get_flags(c, &k1, load_pooled, &l, TDB_CACHE_PEEK,
-                                     &e1, &t1, NULL), 0);
+    struct tdb_cache_req rq = {k1, load_pooled, &l, TDB_CACHE_PEEK, 0, 0};
+    CHECK_EQ_INT(tdb_cache_fetch(c, &rq, &e1, &t1, NULL), 0);
     CHECK_EQ_INT(t1->data[0], 1);
     tdb_cache_release(c, e1);
     tdb_cache_release(c, e[2]);

@@ -23,6 +23,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* tdbm_read copied into buf (a sink that only copies). */
+static int mount_read(struct tdbm_mount *m, struct tdbm_handle *h,
+                      uint64_t off, void *buf, size_t size, size_t *got)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int rc = tdbm_read(m, h, off, size, &s);
+    *got = s.got;
+    tdb_sink_release(&s);
+    return rc;
+}
+
 static char logbuf[8192];
 static int invals;
 
@@ -182,7 +193,7 @@ static size_t slurp(struct tdbm_mount *m, uint64_t ino, void *buf, size_t cap)
     size_t got = 0;
     if (tdbm_open(m, ino, O_RDONLY, &h, &oi) != 0)
         return (size_t)-1;
-    if (tdbm_read(m, h, 0, buf, cap, &got) != 0)
+    if (mount_read(m, h, 0, buf, cap, &got) != 0)
         got = (size_t)-1;
     tdbm_release(m, h);
     return got;
@@ -617,7 +628,7 @@ static void test_commit_dense(void)
     CHECK_EQ_INT(ia >> TDBM_GEN_SHIFT, 1);
     CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &h, &oi), 0);
     CHECK(oi.keep_cache && oi.noflush && !oi.direct_io);
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
 
     stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
@@ -632,7 +643,7 @@ static void test_commit_dense(void)
     CHECK_EQ_INT(look(f.m, stg, "s"), 0); /* the staged folder is gone */
 
     /* the old handle reads the old bytes; the path, the new ones */
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, old, sizeof old, &got), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, old, sizeof old, &got), 0);
     CHECK_EQ_INT(got, sizeof old);
     CHECK_MEM(old, before, sizeof old);
     CHECK(memcmp(before, a, sizeof a) != 0);
@@ -1206,7 +1217,7 @@ static void test_slices_dropped(void)
     CHECK(n > 24 && n < sizeof want);
     CHECK_EQ_INT(tdbm_lookup(f.m, dir, "b[::7].npy", &e2), 0);
     CHECK_EQ_INT(tdbm_open(f.m, e2.ino, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, held, sizeof held, &nh), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, held, sizeof held, &nh), 0);
     for (int i = 0; i < 200; i++) {
         struct tdbm_entry x;
         snprintf(name, sizeof name, "a[0:%d:%d].npy", 1 + i % 50, 1 + i / 50);
@@ -1226,7 +1237,7 @@ static void test_slices_dropped(void)
     CHECK(slurp(f.m, e.ino, got, sizeof got) == n && !memcmp(got, want, n));
     tdbm_forget(f.m, e.ino, 1);
     /* the one open reads on */
-    CHECK_EQ_INT(tdbm_read(f.m, h, 0, got, sizeof got, &g), 0);
+    CHECK_EQ_INT(mount_read(f.m, h, 0, got, sizeof got, &g), 0);
     CHECK(g == nh && !memcmp(got, held, nh));
     tdbm_release(f.m, h);
     tdbm_forget(f.m, e2.ino, 1);
@@ -1295,7 +1306,7 @@ static void test_error_take(void)
 
     CHECK_EQ_INT(tdbm_resolve(m, "a", &ino, &st), 0);
     CHECK_EQ_INT(tdbm_open(m, ino, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(m, h, 0, buf, sizeof buf, &got), -EIO);
+    CHECK_EQ_INT(mount_read(m, h, 0, buf, sizeof buf, &got), -EIO);
     CHECK_EQ_INT(pthread_create(&th, NULL, take_elsewhere, m), 0);
     CHECK_EQ_INT(pthread_join(th, &other), 0);
     CHECK(other == NULL);
@@ -1409,7 +1420,7 @@ static void test_refresh(void)
     CHECK_EQ_INT(tdbm_refresh(l.m), 0);
     ia = look(l.m, TDBM_ROOT_INO, "a");
     CHECK_EQ_INT(tdbm_open(l.m, ia, O_RDONLY, &h, &oi), 0);
-    CHECK_EQ_INT(tdbm_read(l.m, h, 0, before, sizeof before, &got), 0);
+    CHECK_EQ_INT(mount_read(l.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
     CHECK_EQ_INT((uint32_t)before[0], 0x80000000u); /* the fill value */
 
@@ -1432,7 +1443,7 @@ static void test_refresh(void)
     tdbm_forget(l.m, na, 1);
     /* the handle opened before reads what it read */
     memset(after, 0, sizeof after);
-    CHECK_EQ_INT(tdbm_read(l.m, h, 0, after, sizeof after, &got), 0);
+    CHECK_EQ_INT(mount_read(l.m, h, 0, after, sizeof after, &got), 0);
     CHECK_EQ_INT(got, sizeof after);
     CHECK_MEM(after, before, sizeof before);
     tdbm_release(l.m, h);
@@ -1647,7 +1658,7 @@ static void test_refresh_stale_open(void)
     CHECK_EQ_INT(tdbm_open(l.m, e.ino, O_RDONLY, &h, &oi), -ESTALE);
     if (open_as_kernel(l.m, "a", &e, &h) == 0) {
         CHECK_EQ_INT(e.ino >> TDBM_GEN_SHIFT, 2);
-        CHECK_EQ_INT(tdbm_read(l.m, h, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(mount_read(l.m, h, 0, v, sizeof v, &got), 0);
         CHECK_EQ_INT(got, sizeof v);
         CHECK_MEM(v, want, sizeof want);
         tdbm_release(l.m, h);
@@ -1696,7 +1707,7 @@ static void *race_reader(void *arg)
         }
         for (int k = 0; k < 3; k++) {
             int32_t *v = k ? again : first;
-            if (tdbm_read(r->m, h, 0, v, sizeof first, &got) != 0 ||
+            if (mount_read(r->m, h, 0, v, sizeof first, &got) != 0 ||
                 got != sizeof first || !race_view(v, r->want) ||
                 (k && memcmp(first, again, sizeof first) != 0))
                 atomic_fetch_add(&r->bad, 1);
@@ -1933,7 +1944,7 @@ static void test_fragment_rm(void)
     /* the handles of the old view read its bytes */
     for (int k = 0; k < 2; k++) {
         size_t got = 0;
-        CHECK_EQ_INT(tdbm_read(f.m, k ? hf : ha, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(mount_read(f.m, k ? hf : ha, 0, v, sizeof v, &got), 0);
         CHECK_EQ_INT(got, sizeof v);
         for (int i = 0; i < 50; i++)
             want[i] = 9;
@@ -2012,6 +2023,94 @@ static void test_fragment_rm_fails(void)
     fx_close(&f);
 }
 
+/* The bytes sink s got, whatever its form, into out (pieces of files read
+ * back with pread).  @return how many. */
+static size_t sink_bytes(const struct tdb_sink *s, uint8_t *out)
+{
+    size_t at = 0;
+    if (s->form == TDB_SINK_COPY) {
+        CHECK(s->npieces == 0 && (s->got == 0 || s->buf != NULL));
+        if (s->got)
+            memcpy(out, s->buf, s->got);
+        return s->got;
+    }
+    for (size_t i = 0; i < s->npieces; i++) {
+        const struct tdb_piece *pc = &s->pieces[i];
+        if (s->form == TDB_SINK_FILE)
+            CHECK_EQ_INT(pread(pc->fd, out + at, pc->len, (off_t)pc->off),
+                         (ssize_t)pc->len);
+        else
+            memcpy(out + at, pc->base, pc->len);
+        at += pc->len;
+    }
+    CHECK_EQ_INT(at, s->got);
+    return at;
+}
+
+/* A read into a sink taking every form, with no buffer of its own, gives
+ * a generation's file's bytes as a copy into the caller's buffer does,
+ * read whole or in pieces; a staged file's through a buffer the read
+ * allocates; a folder's none. */
+static void test_read_sink(void)
+{
+    static const size_t chunks[] = {7, 4096, TDBM_IO_MAX};
+    const unsigned all = TDB_SINK_COPY | TDB_SINK_TILE | TDB_SINK_FILE;
+    struct fixture f;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    static uint8_t want[4096], got[4096 + TDBM_IO_MAX];
+    size_t n;
+
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
+    uint64_t ia = look(f.m, TDBM_ROOT_INO, "a");
+    n = slurp(f.m, ia, want, sizeof want);
+    CHECK(n > 0 && n < sizeof want);
+    CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &h, &oi), 0);
+    for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+        size_t at = 0;
+        for (;;) {
+            struct tdb_sink s = TDB_SINK_INIT(all, NULL);
+            CHECK_EQ_INT(tdbm_read(f.m, h, at, chunks[c], &s), 0);
+            size_t k = sink_bytes(&s, got + at);
+            tdb_sink_release(&s);
+            CHECK(s.lent == NULL && s.buf == NULL);
+            at += k;
+            if (k < chunks[c])
+                break;
+        }
+        CHECK_EQ_INT(at, n);
+        CHECK(memcmp(got, want, n) == 0);
+    }
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, ia, 1);
+
+    uint64_t stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0700, &e), 0);
+    stage(f.m, e.ino, "a", want, n);
+    uint64_t sa = look(f.m, e.ino, "a");
+    CHECK_EQ_INT(tdbm_open(f.m, sa, O_RDONLY, &h, &oi), 0);
+    struct tdb_sink s = TDB_SINK_INIT(all, NULL);
+    CHECK_EQ_INT(tdbm_read(f.m, h, 0, sizeof want, &s), 0);
+    CHECK(s.form == TDB_SINK_COPY && s.got == n);
+    CHECK(s.buf && memcmp(s.buf, want, n) == 0);
+    tdb_sink_release(&s);
+    CHECK(s.buf == NULL);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, sa, 1);
+
+    CHECK_EQ_INT(tdbm_opendir(f.m, e.ino, &h, &oi), 0);
+    s = TDB_SINK_INIT(all, NULL);
+    CHECK_EQ_INT(tdbm_read(f.m, h, 0, 16, &s), -EISDIR);
+    CHECK(s.got == 0);
+    tdb_sink_release(&s);
+    tdbm_release(f.m, h);
+    tdbm_forget(f.m, e.ino, 1);
+    tdbm_forget(f.m, stg, 1);
+    fx_close(&f);
+}
+
 int main(void)
 {
     RUN(test_options);
@@ -2031,6 +2130,7 @@ int main(void)
     else
         UNIT_SKIP(test_write_eacces, "switching to another user needs root");
     RUN_CORPUS(test_commit_dense);
+    RUN_CORPUS(test_read_sink);
     RUN_CORPUS(test_commit_refused);
     RUN_CORPUS(test_commit_sparse);
     RUN_CORPUS(test_fragment_rm);

@@ -1,9 +1,8 @@
-/* test_ranges.c: tdb_reader_read_ranges gives ranges of the data files
- * whose bytes are exactly what tdb_reader_read gives, for unfiltered tiles
+/* test_ranges.c: a sink taking TDB_SINK_FILE gets ranges of the data
+ * files whose bytes are exactly what a copy gives, for unfiltered tiles
  * in long pieces on a local folder; it gives none for filtered tiles,
  * short pieces, storage without descriptors, or a tile whose chunk
  * headers do not add up (which the decoding way reports as corrupt). */
-#define TDB_UNSTABLE_API
 #include "tiledb_format.h"
 #include "tiledb_format_write.h"
 #include "support.h"
@@ -11,6 +10,18 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* A read of rd copied into buf (tdb_reader_read into a sink that only
+ * copies). */
+static int reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = tdb_reader_read(rd, off, len, &s, err);
+    *got = s.got;
+    tdb_sink_release(&s);
+    return r;
+}
 
 #define ROWS 64
 #define COLS 1024
@@ -31,8 +42,7 @@ struct ranged {
 static struct ranged read_ranged(struct tdb_reader *rd, uint64_t off,
                                  size_t len)
 {
-    struct tdb_file_range rg[512];
-    struct tdb_file_ranges out = {.rg = rg, .cap = 512};
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_FILE, NULL);
     struct tdb_error err = {0};
     struct ranged res = {0, false};
     uint8_t *a = malloc(len), *b = malloc(len);
@@ -40,19 +50,22 @@ static struct ranged read_ranged(struct tdb_reader *rd, uint64_t off,
     CHECK(a && b);
     if (!a || !b)
         goto done;
-    CHECK_EQ_INT(tdb_reader_read_ranges(rd, off, len, &out, &got, &err), 0);
-    res.n = out.n;
+    CHECK_EQ_INT(tdb_reader_read(rd, off, len, &s, &err), 0);
+    if (s.form == TDB_SINK_FILE)
+        res.n = s.npieces;
+    got = s.got;
     size_t at = 0;
-    for (size_t i = 0; i < out.n; i++) {
-        CHECK_EQ_INT(pread(rg[i].fd, a + at, rg[i].len, (off_t)rg[i].off),
-                     (ssize_t)rg[i].len);
-        at += rg[i].len;
+    for (size_t i = 0; i < res.n; i++) {
+        const struct tdb_piece *pc = &s.pieces[i];
+        CHECK(pc->base == NULL && pc->fd >= 0);
+        CHECK_EQ_INT(pread(pc->fd, a + at, pc->len, (off_t)pc->off),
+                     (ssize_t)pc->len);
+        at += pc->len;
     }
-    for (size_t i = 0; i < out.nfd; i++)
-        close(out.fds[i]);
-    CHECK_EQ_INT(at, out.n ? got : 0);
-    CHECK_EQ_INT(tdb_reader_read(rd, off, b, len, &want, &err), 0);
-    res.same = !out.n || (got == want && memcmp(a, b, got) == 0);
+    tdb_sink_release(&s);
+    CHECK_EQ_INT(at, res.n ? got : 0);
+    CHECK_EQ_INT(reader_copy(rd, off, b, len, &want, &err), 0);
+    res.same = !res.n || (got == want && memcmp(a, b, got) == 0);
 done:
     free(a);
     free(b);
@@ -182,14 +195,16 @@ static void test_damaged_header_read_the_decoding_way(void)
     struct tdb_fs *fs = open_v(&io, &rd);
     struct ranged r = read_ranged(rd, 0, tile);      /* tile 0: fine */
     CHECK(r.n > 0 && r.same);
-    struct tdb_file_range rg[8];
-    struct tdb_file_ranges out = {.rg = rg, .cap = 8};
+    struct tdb_sink sk = TDB_SINK_INIT(TDB_SINK_FILE, NULL);
     struct tdb_error err = {0};
     size_t got = 0;
     uint8_t *buf = malloc(tile);
-    CHECK_EQ_INT(tdb_reader_read_ranges(rd, tile, tile, &out, &got, &err), 0);
-    CHECK_EQ_INT(out.n, 0);
-    CHECK_EQ_INT(tdb_reader_read(rd, tile, buf, tile, &got, &err),
+    /* refused as ranges, the read goes the decoding way, which finds the
+     * damage */
+    CHECK_EQ_INT(tdb_reader_read(rd, tile, tile, &sk, &err), TDB_E_CORRUPT);
+    CHECK(sk.form == TDB_SINK_COPY && sk.npieces == 0 && sk.got == 0);
+    tdb_sink_release(&sk);
+    CHECK_EQ_INT(reader_copy(rd, tile, buf, tile, &got, &err),
                  TDB_E_CORRUPT);
     free(buf);
     tdb_reader_close(rd);

@@ -15,6 +15,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* A read of rd copied into buf (tdb_reader_read into a sink that only
+ * copies). */
+static int reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
+                       size_t len, size_t *got, struct tdb_error *err)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = tdb_reader_read(rd, off, len, &s, err);
+    *got = s.got;
+    tdb_sink_release(&s);
+    return r;
+}
+
 static struct tdb_fs *open_array(const char *name, struct tdb_io *io,
                                  uint64_t cache, unsigned threads)
 {
@@ -39,7 +51,7 @@ static uint8_t *reader_all(struct tdb_fs *fs, uint64_t ino, uint64_t size,
     uint64_t off = 0;
     for (;;) {
         size_t got = 0;
-        if (tdb_reader_read(rd, off, b + off, chunk, &got, &err)) {
+        if (reader_copy(rd, off, b + off, chunk, &got, &err)) {
             fprintf(stderr, "reader: %s\n", err.msg);
             free(b);
             b = NULL;
@@ -57,15 +69,15 @@ static uint8_t *reader_all(struct tdb_fs *fs, uint64_t ino, uint64_t size,
     return b;
 }
 
-/* The whole file through tdb_reader_read_segs, `chunk` bytes a call, at
- * most `cap` pieces each; *segs counts the reads given uncopied. */
-static uint8_t *reader_segs_all(struct tdb_fs *fs, uint64_t ino,
-                                uint64_t size, size_t chunk, size_t cap,
-                                unsigned *segs)
+/* The whole file through sinks taking `forms`, `chunk` bytes a call, into
+ * a buffer of the test's (own_buf) or the read's own; *lent counts the
+ * reads given as pieces uncopied. */
+static uint8_t *reader_sink_all(struct tdb_fs *fs, uint64_t ino,
+                                uint64_t size, size_t chunk, unsigned forms,
+                                bool own_buf, unsigned *lent)
 {
     struct tdb_reader *rd = NULL;
     struct tdb_error err = {0};
-    struct tdb_seg sg[64];
     uint8_t *b = malloc(size + chunk), *tmp = malloc(chunk);
     if (!b || !tmp || tdb_reader_open(&rd, fs, ino, &err)) {
         free(b);
@@ -74,24 +86,32 @@ static uint8_t *reader_segs_all(struct tdb_fs *fs, uint64_t ino,
     }
     uint64_t off = 0;
     for (;;) {
-        size_t got = 0, n = 0, at = 0;
-        struct tdb_read_hold *h = NULL;
-        if (tdb_reader_read_segs(rd, off, chunk, tmp, sg, cap, &n, &got, &h,
-                                 &err)) {
+        struct tdb_sink s = TDB_SINK_INIT(forms, own_buf ? tmp : NULL);
+        if (tdb_reader_read(rd, off, chunk, &s, &err)) {
             fprintf(stderr, "reader: %s\n", err.msg);
+            tdb_sink_release(&s);
             free(b);
             b = NULL;
             break;
         }
-        CHECK(n <= cap);
-        CHECK(h != NULL || n == 0 || (n == 1 && sg[0].base == tmp));
-        for (size_t i = 0; i < n; i++) {
-            memcpy(b + off + at, sg[i].base, sg[i].len);
-            at += sg[i].len;
+        size_t got = s.got, at = 0;
+        CHECK(s.form == TDB_SINK_COPY || (s.form & forms));
+        if (s.form == TDB_SINK_COPY) {
+            CHECK(!own_buf || s.buf == tmp);
+            CHECK(s.npieces == 0);
+            if (got)
+                memcpy(b + off, s.buf, got);
+            at = got;
+        }
+        for (size_t i = 0; s.form == TDB_SINK_TILE && i < s.npieces; i++) {
+            CHECK(s.pieces[i].fd == -1 && s.pieces[i].len > 0);
+            memcpy(b + off + at, s.pieces[i].base, s.pieces[i].len);
+            at += s.pieces[i].len;
         }
         CHECK_EQ_INT(at, got);
-        *segs += h != NULL;
-        tdb_reader_done(h);
+        *lent += s.form == TDB_SINK_TILE;
+        tdb_sink_release(&s);
+        CHECK(s.lent == NULL && (own_buf || s.buf == NULL));
         off += got;
         if (got < chunk)
             break;
@@ -155,20 +175,23 @@ static void same_bytes(const char *name, uint64_t cache, unsigned threads)
             }
             free(got);
         }
-        /* without copying, with room for many pieces and for few */
-        static const size_t caps[] = {64, 2, 64}, lens[] = {64, 64, 4096};
-        for (size_t c = 0; c < 3; c++) {
-            unsigned nsegs = 0;
-            uint8_t *got = reader_segs_all(fs, child, size, lens[c], caps[c],
-                                           &nsegs);
+        /* without copying where the pieces are long, into a buffer of
+         * the caller's or of the read's */
+        static const size_t lens[] = {64, 4096, 1 << 20, 4096};
+        static const bool own[] = {true, true, false, false};
+        for (size_t c = 0; c < 4; c++) {
+            unsigned nlent = 0;
+            uint8_t *got = reader_sink_all(fs, child, size, lens[c],
+                                           TDB_SINK_COPY | TDB_SINK_TILE,
+                                           own[c], &nlent);
             CHECK(got != NULL);
             if (got && memcmp(got, want, size) != 0) {
-                fprintf(stderr, "%s/%s: segments (%zu bytes, cap %zu) "
-                        "differ\n", name, name_i, lens[c], caps[c]);
+                fprintf(stderr, "%s/%s: lent pieces (%zu bytes) differ\n",
+                        name, name_i, lens[c]);
                 CHECK(0);
             }
             free(got);
-            segs_used += nsegs;
+            segs_used += nlent;
         }
         /* random ranges through one reader */
         struct tdb_reader *rd = NULL;
@@ -178,7 +201,7 @@ static void same_bytes(const char *name, uint64_t cache, unsigned threads)
         for (int k = 0; rd && k < 200 && size; k++) {
             uint64_t off = (uint64_t)rand() % size;
             size_t len = (size_t)(rand() % (int)sizeof buf), got = 0;
-            CHECK_EQ_INT(tdb_reader_read(rd, off, buf, len, &got, &err), 0);
+            CHECK_EQ_INT(reader_copy(rd, off, buf, len, &got, &err), 0);
             size_t expect = off + len > size ? (size_t)(size - off) : len;
             CHECK_EQ_INT(got, expect);
             if (memcmp(buf, want + off, got) != 0) {
@@ -235,7 +258,7 @@ static uint64_t decodes_of(const char *name, const char *file, uint64_t cache,
         uint8_t buf[64];
         for (uint64_t off = 0; off < size; off += sizeof buf) {
             size_t got;
-            int r = reader ? tdb_reader_read(rd, off, buf, sizeof buf, &got, &err)
+            int r = reader ? reader_copy(rd, off, buf, sizeof buf, &got, &err)
                            : tdb_fs_read(fs, ino, off, buf, sizeof buf, &got, &err);
             if (r)
                 break;
@@ -330,7 +353,7 @@ static void rows_read(const struct tdb_io *arr, uint64_t budget, size_t chunk,
         uint64_t off = 0;
         size_t want = first ? first : chunk, got = want;
         while (got == want &&
-               tdb_reader_read(rd, off, buf, want, &got, &err) == 0) {
+               reader_copy(rd, off, buf, want, &got, &err) == 0) {
             /* after the first read, the decoding threads go on with
              * tiles it did not touch: decoded ahead (waited for 2 s at
              * most, however loaded the machine is) */
@@ -476,7 +499,7 @@ static void *many_read(void *arg)
         uint64_t off = (uint64_t)rand_r(&m->seed) % size & ~(uint64_t)3;
         size_t len = 4 + (size_t)rand_r(&m->seed) % (2 * RT_ROW - 4) / 4 * 4;
         size_t got = 0;
-        if (tdb_reader_read(rd, off, buf, len, &got, &err) ||
+        if (reader_copy(rd, off, buf, len, &got, &err) ||
             got != (off + len <= size ? len : size - off)) {
             fprintf(stderr, "  reader: %s\n", err.msg);
             m->bad = 1;
