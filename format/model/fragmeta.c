@@ -2,6 +2,7 @@
 #include "model/fragmeta.h"
 #include "model/generic_tile.h"
 #include "core/names.h"
+#include "core/value.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1135,14 +1136,7 @@ int tdb_fragmeta_delete_ts_field(const struct tdb_fragmeta *fm)
  * bytes, as two's-complement 64 bits. */
 static uint64_t fragmeta_coord(unsigned dt, const uint8_t *p)
 {
-    unsigned size = tdb_dt_size(dt);
-    uint64_t v = 0;
-    for (unsigned i = 0; i < size && i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    if (tdb_dt_is_signed_int(dt) && size < 8 && size > 0 &&
-        (v >> (8 * size - 1)) & 1)
-        v |= ~UINT64_C(0) << (8 * size);
-    return v;
+    return tdb_value_load(dt, p).u;
 }
 
 static uint64_t fragmeta_sat_mul(uint64_t a, uint64_t b)
