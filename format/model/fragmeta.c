@@ -1022,12 +1022,14 @@ static int fragmeta_read_own_footer(struct tdb_fragmeta *fm,
     return rc;
 }
 
-int tdb_fragmeta_load(const struct tdb_io *io, const char *path,
-                      const char *name, const struct tdb_schema_set *schemas,
-                      const uint8_t *key, const uint8_t *footer,
-                      size_t footer_size, struct tdb_fragmeta **out,
-                      struct tdb_error *err)
+int tdb_fragmeta_load(const struct tdb_fragmeta_src *src,
+                      struct tdb_fragmeta **out, struct tdb_error *err)
 {
+    const struct tdb_io *io = src->io;
+    const char *path = src->path, *name = src->name;
+    const struct tdb_schema_set *schemas = src->schemas;
+    const uint8_t *key = src->key, *footer = src->footer;
+    size_t footer_size = src->footer_size;
     *out = NULL;
     if (!io || !path)
         return tdb_err(err, TDB_E_INVAL, "fragment metadata: no path");
