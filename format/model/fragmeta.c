@@ -11,18 +11,15 @@
 
 /* ------------------------------------------------------------------- load */
 
-/* Reads the fragment's own footer: the footer length at the end when the
- * version or a var-sized dimension says it is there, else a size computed
- * from the schema. */
-static int fragmeta_read_own_footer(struct tdb_fragmeta *fm,
-                                    const struct tdb_schema_set *schemas,
-                                    struct tdb_error *err)
+/* Where the fragment's own footer lies in its file of fsize bytes: the
+ * footer length at the end when the version or a var-sized dimension
+ * says it is there (*has_len), else a size computed from the schema. */
+static int fragmeta_own_footer_at(struct tdb_fragmeta *fm,
+                                  const struct tdb_schema_set *schemas,
+                                  uint64_t fsize, uint64_t *size,
+                                  bool *has_len, struct tdb_error *err)
 {
-    uint64_t fsize, size;
-    bool has_len = true;
-    int rc = tdb_io_size(fm->io, fm->meta_path, &fsize, err);
-    if (rc)
-        return rc;
+    *has_len = true;
     if (fm->name_version < 10) {
         fm->schema = tdb_fragmeta_legacy_schema(schemas);
         if (!fm->schema)
@@ -32,32 +29,46 @@ static int fragmeta_read_own_footer(struct tdb_fragmeta *fm,
         if (fm->schema->ndims == 0)
             return tdb_err(err, TDB_E_CORRUPT, "%s: schema has no dimensions",
                            fm->meta_path);
-        has_len = !tdb_fragmeta_all_fixed(fm->schema);
+        *has_len = !tdb_fragmeta_all_fixed(fm->schema);
     }
-    if (has_len) {
-        uint8_t le[8];
-        if (fsize < 8)
-            return tdb_err(err, TDB_E_CORRUPT, "%s: file of %llu bytes is too "
-                           "short for a footer", fm->meta_path,
-                           (unsigned long long)fsize);
-        rc = tdb_io_read(fm->io, fm->meta_path, fsize - 8, le, 8, err);
-        if (rc)
-            return rc;
-        size = tdb_le64(le);
-        if (size > fsize - 8 || size > FRAGMETA_MAX_FOOTER)
-            return tdb_err(err, TDB_E_CORRUPT, "%s: footer length %llu does "
-                           "not fit the file of %llu bytes", fm->meta_path,
-                           (unsigned long long)size, (unsigned long long)fsize);
-        fm->footer_offset = fsize - 8 - size;
-    } else {
-        size = tdb_fragmeta_footer_size_fixed(fm->schema, fm->name_version);
-        if (size > fsize)
+    if (!*has_len) {
+        *size = tdb_fragmeta_footer_size_fixed(fm->schema, fm->name_version);
+        if (*size > fsize)
             return tdb_err(err, TDB_E_CORRUPT, "%s: file of %llu bytes is "
                            "shorter than its %llu-byte footer", fm->meta_path,
                            (unsigned long long)fsize,
-                           (unsigned long long)size);
-        fm->footer_offset = fsize - size;
+                           (unsigned long long)*size);
+        fm->footer_offset = fsize - *size;
+        return 0;
     }
+    uint8_t le[8];
+    if (fsize < 8)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: file of %llu bytes is too "
+                       "short for a footer", fm->meta_path,
+                       (unsigned long long)fsize);
+    int rc = tdb_io_read(fm->io, fm->meta_path, fsize - 8, le, 8, err);
+    if (rc)
+        return rc;
+    *size = tdb_le64(le);
+    if (*size > fsize - 8 || *size > FRAGMETA_MAX_FOOTER)
+        return tdb_err(err, TDB_E_CORRUPT, "%s: footer length %llu does "
+                       "not fit the file of %llu bytes", fm->meta_path,
+                       (unsigned long long)*size, (unsigned long long)fsize);
+    fm->footer_offset = fsize - 8 - *size;
+    return 0;
+}
+
+/* Reads and parses the fragment's own footer. */
+static int fragmeta_read_own_footer(struct tdb_fragmeta *fm,
+                                    const struct tdb_schema_set *schemas,
+                                    struct tdb_error *err)
+{
+    uint64_t fsize, size = 0;
+    bool has_len = true;
+    int rc = tdb_io_size(fm->io, fm->meta_path, &fsize, err);
+    if (rc || (rc = fragmeta_own_footer_at(fm, schemas, fsize, &size,
+                                           &has_len, err)))
+        return rc;
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf)
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", fm->meta_path);
@@ -80,24 +91,11 @@ static int fragmeta_read_own_footer(struct tdb_fragmeta *fm,
     return rc;
 }
 
-int tdb_fragmeta_load(const struct tdb_fragmeta_src *src,
-                      struct tdb_fragmeta **out, struct tdb_error *err)
+/* The fragment's name (`name`, or the last component of `path`), its
+ * paths, and what the name tells: timestamps and format version. */
+static int fragmeta_names(struct tdb_fragmeta *fm, const char *path,
+                          const char *name, struct tdb_error *err)
 {
-    const struct tdb_io *io = src->io;
-    const char *path = src->path, *name = src->name;
-    const struct tdb_schema_set *schemas = src->schemas;
-    const uint8_t *key = src->key, *footer = src->footer;
-    size_t footer_size = src->footer_size;
-    *out = NULL;
-    if (!io || !path)
-        return tdb_err(err, TDB_E_INVAL, "fragment metadata: no path");
-    struct tdb_fragmeta *fm = calloc(1, sizeof *fm);
-    if (!fm)
-        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
-    pthread_mutex_init(&fm->lock, NULL);
-    fm->io = io;
-    fm->key = key;
-    int rc;
     if (!name) {
         size_t n;
         const char *b = tdb_last_component(path, &n);
@@ -107,44 +105,52 @@ int tdb_fragmeta_load(const struct tdb_fragmeta_src *src,
     }
     fm->path = strdup(path);
     fm->meta_path = tdb_path_join(path, FRAGMETA_FILE);
-    if (!fm->name || !fm->path || !fm->meta_path) {
-        rc = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
-        goto fail;
-    }
+    if (!fm->name || !fm->path || !fm->meta_path)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
     struct tdb_tsname tn;
-    if (tdb_tsname_parse(fm->name, &tn)) {
-        rc = tdb_err(err, TDB_E_CORRUPT, "%s: \"%s\" is not a fragment name",
-                     path, fm->name);
-        goto fail;
-    }
+    if (tdb_tsname_parse(fm->name, &tn))
+        return tdb_err(err, TDB_E_CORRUPT, "%s: \"%s\" is not a fragment "
+                       "name", path, fm->name);
     /* names without a version: __t1_t2_uuid is format 4, __uuid_t 2 */
     fm->t1 = tn.t1;
     fm->t2 = tn.t2;
     fm->name_version = tn.era == 3 ? tn.version : tn.era == 2 ? 4 : 2;
-    if (fm->name_version > FRAGMETA_MAX_VERSION) {
-        rc = tdb_err(err, TDB_E_UNSUPPORTED, "%s: fragment format version %u "
-                     "is not supported (at most %u)", path, fm->name_version,
-                     FRAGMETA_MAX_VERSION);
-        goto fail;
-    }
+    if (fm->name_version > FRAGMETA_MAX_VERSION)
+        return tdb_err(err, TDB_E_UNSUPPORTED, "%s: fragment format version "
+                       "%u is not supported (at most %u)", path,
+                       fm->name_version, FRAGMETA_MAX_VERSION);
+    return 0;
+}
 
-    if (fm->name_version <= 2) {
-        rc = tdb_fragmeta_load_legacy(fm, schemas, err);
-    } else if (footer) {
+int tdb_fragmeta_load(const struct tdb_fragmeta_src *src,
+                      struct tdb_fragmeta **out, struct tdb_error *err)
+{
+    *out = NULL;
+    if (!src->io || !src->path)
+        return tdb_err(err, TDB_E_INVAL, "fragment metadata: no path");
+    struct tdb_fragmeta *fm = calloc(1, sizeof *fm);
+    if (!fm)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", src->path);
+    pthread_mutex_init(&fm->lock, NULL);
+    fm->io = src->io;
+    fm->key = src->key;
+    int rc = fragmeta_names(fm, src->path, src->name, err);
+    if (!rc && fm->name_version <= 2) {
+        rc = tdb_fragmeta_load_legacy(fm, src->schemas, err);
+    } else if (!rc && src->footer) {
         fm->footer_offset = 0;
-        rc = tdb_fragmeta_parse_footer(fm, schemas, footer, footer_size, false,
-                                       err);
+        rc = tdb_fragmeta_parse_footer(fm, src->schemas, src->footer,
+                                       src->footer_size, false, err);
         fm->footer_size = 0;
-    } else {
-        rc = fragmeta_read_own_footer(fm, schemas, err);
+    } else if (!rc) {
+        rc = fragmeta_read_own_footer(fm, src->schemas, err);
     }
-    if (rc)
-        goto fail;
+    if (rc) {
+        tdb_fragmeta_free(fm);
+        return rc;
+    }
     *out = fm;
     return 0;
-fail:
-    tdb_fragmeta_free(fm);
-    return rc;
 }
 
 /* --------------------------------------------------------------- queries */
