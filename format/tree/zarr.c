@@ -766,10 +766,13 @@ static void zarr_ahead(struct tdb_zarr *z, const struct zarr_arr *x,
 }
 
 int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
-                        uint64_t off, void *buf, size_t len, size_t *got,
-                        struct tdb_pool *pool, struct tdb_error *err)
+                        struct tdb_zarr_read *rd, struct tdb_pool *pool,
+                        struct tdb_error *err)
 {
     const struct zarr_arr *x = &z->v[k];
+    uint64_t off = rd->off;
+    void *buf = rd->buf;
+    size_t len = rd->len, *got = &rd->got;
     *got = 0;
     if (x->enc != ZARR_FIXED) {
         size_t n;

@@ -17,11 +17,11 @@ int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
                            struct tdb_buf *out, struct tdb_error *err);
 
 /* Writes schema s (checked first) as __schema/__t_t_<uuid>, t being
- * timestamp_ms, its name into name[cap] (cap >= 96), after the files of
- * its enumerations marked unwritten (the others exist).  create.c. */
+ * timestamp_ms, its name in *name (caller frees), after the files of its
+ * enumerations marked unwritten (the others exist).  create.c. */
 int tdb_schema_publish(const struct tdb_io *io, const struct tdb_schema *s,
-                       const uint8_t *key, uint64_t timestamp_ms, char *name,
-                       size_t cap, struct tdb_error *err);
+                       const uint8_t *key, uint64_t timestamp_ms, char **name,
+                       struct tdb_error *err);
 
 /* Applies an evolution (docs/SCHEMA.md "Evolution": add_enumerations,
  * extend_enumerations, drop_attributes, add_attributes,
