@@ -135,6 +135,9 @@ static void test_value_load(void)
     const uint8_t c[] = {0x80};
     CHECK_EQ_INT(tdb_num_load(TDB_VC_SIGNED, 1, c).i, -128);
     CHECK_EQ_INT(tdb_value_load(TDB_CHAR, c).u, 0x80);
+    /* no datatype, no size: nothing read */
+    CHECK_EQ_INT(tdb_value_load(TDB_DATATYPE_COUNT, c).u, 0);
+    CHECK(tdb_num_load(TDB_VC_FLOAT, 2, m1).d == 0.0);
 }
 
 /* Reading from untrusted bytes: too few of them, or no datatype. */
