@@ -159,7 +159,7 @@ int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
  *
  * Every staged file's size is checked against the others and the schema
  * before any content is read.  The tile work runs on one thread per
- * online CPU (tdb_fragment_write_threads).  Memory: a dense commit streams,
+ * online CPU (rq->threads: below).  Memory: a dense commit streams,
  * one space tile of one field per job (plus staged reads of at most
  * 4 MiB), at most 2 jobs per thread at once; a sparse commit holds every
  * dimension file in memory (to sort the cells into global order) plus 8
@@ -171,25 +171,31 @@ int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
  * the commit again on the same folder after a crash at any point writes
  * the fragment exactly once (see tdb_fragment_clean, tdb_staged_remove).
  * Staged files that others could plant should be read through
- * tdb_io_posix_nofollow. */
-int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
-                       const char *staged_dir, const uint8_t *key,
-                       uint64_t timestamp_ms, char **name,
+ * tdb_io_posix_nofollow.
+ *
+ * Threads: the tile work (staged reads, tile metadata, filters) runs on
+ * rq->threads threads (0: one per online CPU; 1: none, all in the calling
+ * thread) while the calling thread appends the filtered tiles to the
+ * fragment's files in order.  Whatever the count, the fragment's files
+ * are byte for byte the same and the array's storage sees the same calls
+ * in the same order.  Memory: at most 2 * threads jobs (one tile of one
+ * field each: its contents and filtered bytes) at once, plus per thread
+ * the scratch of one tile. */
+struct tdb_write_extras;
+struct tdb_fragment_req {
+    const struct tdb_io *io;        /* the array's root */
+    const struct tdb_io *staged;    /* where the cells are staged */
+    const char *staged_dir;         /* the staged folder in it */
+    const uint8_t *key;             /* the array's key (NULL: none) */
+    uint64_t timestamp_ms;          /* 0: now */
+    unsigned threads;               /* 0: one per online CPU */
+    /* What a consolidation stores beside the cells (the engine's own:
+     * write/writer.h); NULL from every other caller.  A dense array
+     * refuses them (TDB_E_INVAL). */
+    const struct tdb_write_extras *extras;
+};
+int tdb_fragment_write(const struct tdb_fragment_req *rq, char **name,
                        struct tdb_error *err);
-
-/* tdb_fragment_write with the tile work (staged reads, tile metadata,
- * filters) on `threads` threads (0, as tdb_fragment_write does: one per
- * online CPU; 1: none, all in the calling thread) while the calling thread
- * appends the filtered tiles to the fragment's files in order.  Whatever
- * the count, the fragment's files are byte for byte the same and the
- * array's storage sees the same calls in the same order.  Memory: at most
- * 2 * threads jobs (one tile of one field each: its contents and filtered
- * bytes) at once, plus per thread the scratch of one tile. */
-int tdb_fragment_write_threads(const struct tdb_io *io,
-                               const struct tdb_io *staged,
-                               const char *staged_dir, const uint8_t *key,
-                               uint64_t timestamp_ms, unsigned threads,
-                               char **name, struct tdb_error *err);
 
 /* Removes the uncommitted fragment folder (its files, then itself) named
  * by the marker that tdb_fragment_write leaves in staged folder

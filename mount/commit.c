@@ -40,10 +40,12 @@ int tdbm_commit(struct tdbm_mount *m, const char *name)
     }
     tdb_error_clear(&err);
     rc = tdb_staged_gesture(m->io, &sio, name, m->open->key, &frag, &err);
-    if (rc == 1)
-        rc = tdb_fragment_write_threads(m->io, &sio, name, m->open->key,
-                                        tdbm_next_ts(m), m->open->threads,
-                                        &frag, &err);
+    if (rc == 1) {
+        struct tdb_fragment_req rq = {m->io, &sio, name, m->open->key,
+                                      tdbm_next_ts(m), m->open->threads,
+                                      NULL};
+        rc = tdb_fragment_write(&rq, &frag, &err);
+    }
     if (rc < 0) {
         const char *why = tdb_error_text(rc, &err);
         int e = tdbm_staging_set_error(m->staging, name, why);

@@ -42,8 +42,10 @@ static int fm_footers_read(const struct tdb_io *io,
     for (size_t i = 0; i < a->dir->nfrags; i++) {
         const struct tdb_dir_entry *e = &a->dir->frags[i];
         struct tdb_fragmeta *fm;
-        int r = tdb_fragmeta_load(io, e->path, e->name, &a->schemas, a->key,
-                                  NULL, 0, &fm, err);
+        struct tdb_fragmeta_src src = {.io = io, .path = e->path,
+                                       .name = e->name,
+                                       .schemas = &a->schemas, .key = a->key};
+        int r = tdb_fragmeta_load(&src, &fm, err);
         if (r)
             return r;
         uint64_t off = fm->footer_offset, size = fm->footer_size;

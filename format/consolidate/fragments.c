@@ -3,7 +3,7 @@
  * its default configuration (one step over every live fragment:
  * fragment_consolidator.cc's compute_next_to_consolidate with min and max
  * fragments unbounded).  The reader feeds the writer: the merged cells
- * are the staged files of one tdb_fragment_write_req, read through the
+ * are the staged files of one tdb_fragment_write, read through the
  * tile cache as the writer asks for them, so that nothing but the cache
  * and the writer's tiles is held whatever the array's size.  The new
  * fragment is named for the span of the merged fragments' timestamps;
@@ -636,10 +636,10 @@ static int cf_write(const struct tdb_io *io, const struct tdb_cons_options *o,
     x->named = cf_named;
     x->named_arg = &nmd;
     struct tdb_io staged = {&cf_ops, st};
-    struct tdb_write_req rq = {io, &staged, CF_DIR, o->key, t2, o->threads,
-                               x};
+    struct tdb_fragment_req rq = {io, &staged, CF_DIR, o->key, t2,
+                                  o->threads, x};
     char *name = NULL;
-    r = tdb_fragment_write_req(&rq, &name, err);
+    r = tdb_fragment_write(&rq, &name, err);
     if (r && st->rc) {
         /* the reason a read failed, rather than the writer's word for it */
         *err = st->err;

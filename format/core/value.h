@@ -30,8 +30,9 @@ struct tdb_num {
     double d;
 };
 
-/* An integer of `size` bytes (1, 2, 4 or 8; others read as 8) at p,
- * sign-extended when is_signed, as 64 bits.  p must hold size bytes. */
+/* An integer of `size` bytes (1, 2, 4 or 8; any other size reads
+ * nothing and is 0) at p, sign-extended when is_signed, as 64 bits.  p
+ * must hold size bytes. */
 static inline uint64_t tdb_int_load(const uint8_t *p, unsigned size,
                                     bool is_signed)
 {
@@ -41,7 +42,8 @@ static inline uint64_t tdb_int_load(const uint8_t *p, unsigned size,
                              : tdb_le16(p);
     case 4: return is_signed ? (uint64_t)(int64_t)(int32_t)tdb_le32(p)
                              : tdb_le32(p);
-    default: return tdb_le64(p);
+    case 8: return tdb_le64(p);
+    default: return 0;
     }
 }
 
@@ -62,14 +64,15 @@ static inline double tdb_f64_load(const uint8_t *p)
 }
 
 /* One value of class cls and `size` bytes at p (which must hold them):
- * FLOAT of 4 or 8 bytes; SIGNED sign-extended; every other class read as
- * an unsigned integer of at most 8 bytes. */
+ * FLOAT of 4 or 8 bytes (others: 0); SIGNED sign-extended; every other
+ * class read as an unsigned integer (tdb_int_load's sizes). */
 static inline struct tdb_num tdb_num_load(enum tdb_vclass cls, unsigned size,
                                           const uint8_t *p)
 {
     struct tdb_num n = {cls, 0, 0, 0.0};
     if (cls == TDB_VC_FLOAT) {
-        n.d = size == 4 ? (double)tdb_f32_load(p) : tdb_f64_load(p);
+        n.d = size == 4 ? (double)tdb_f32_load(p)
+              : size == 8 ? tdb_f64_load(p) : 0.0;
         return n;
     }
     n.u = tdb_int_load(p, size, cls == TDB_VC_SIGNED);
@@ -119,7 +122,9 @@ int64_t tdb_value_int_min(unsigned dt);
 uint64_t tdb_value_int_max(unsigned dt);
 
 /* Whether the integer of sign `neg` and magnitude `mag` is a value of
- * integer datatype dt (false for other datatypes). */
+ * integer datatype dt (false for other datatypes).  A sign never fits an
+ * unsigned datatype, not even on 0: what the parsers of schemas and
+ * conditions refuse. */
 bool tdb_value_int_fits(unsigned dt, bool neg, uint64_t mag);
 
 #endif

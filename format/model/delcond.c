@@ -2,6 +2,7 @@
  * serialised query condition tree and its evaluation on one cell. */
 #include "model/delcond.h"
 #include "model/generic_tile.h"
+#include "core/value.h"
 
 #include <stdlib.h>
 
@@ -265,92 +266,19 @@ size_t tdb_cond_fields(const struct tdb_cond *c, const char ***names)
 
 /* ------------------------------------------------------------ evaluation */
 
-/* How a field's values compare (query_condition.cc picks by datatype). */
-enum delcond_kind {
-    DELCOND_K_STRING, DELCOND_K_I8, DELCOND_K_U8, DELCOND_K_I16,
-    DELCOND_K_U16, DELCOND_K_I32, DELCOND_K_U32, DELCOND_K_I64,
-    DELCOND_K_U64, DELCOND_K_F32, DELCOND_K_F64, DELCOND_K_NONE
-};
-
-static enum delcond_kind delcond_kind_of(unsigned type, bool var)
+/* How a field's values compare (query_condition.cc picks by datatype): as
+ * strings (TDB_VC_STRING), as numbers of the datatype's class (a fixed
+ * CHAR as the signed char it is there), or not at all (TDB_VC_NONE). */
+static enum tdb_vclass delcond_class_of(unsigned type, bool var)
 {
-    switch (type) {
-    case TDB_STRING_ASCII:
-    case TDB_STRING_UTF8:
-        return DELCOND_K_STRING;
-    case TDB_CHAR:
-        return var ? DELCOND_K_STRING : DELCOND_K_I8;
-    case TDB_INT8: return DELCOND_K_I8;
-    case TDB_UINT8:
-    case TDB_BOOL: return DELCOND_K_U8;
-    case TDB_INT16: return DELCOND_K_I16;
-    case TDB_UINT16: return DELCOND_K_U16;
-    case TDB_INT32: return DELCOND_K_I32;
-    case TDB_UINT32: return DELCOND_K_U32;
-    case TDB_INT64: return DELCOND_K_I64;
-    case TDB_UINT64: return DELCOND_K_U64;
-    case TDB_FLOAT32: return DELCOND_K_F32;
-    case TDB_FLOAT64: return DELCOND_K_F64;
-    default:
-        if (tdb_dt_is_datetime(type))
-            return DELCOND_K_I64;
-        return DELCOND_K_NONE;
-    }
-}
-
-static const unsigned delcond_kind_size[] = {
-    [DELCOND_K_STRING] = 0, [DELCOND_K_I8] = 1, [DELCOND_K_U8] = 1,
-    [DELCOND_K_I16] = 2, [DELCOND_K_U16] = 2, [DELCOND_K_I32] = 4,
-    [DELCOND_K_U32] = 4, [DELCOND_K_I64] = 8, [DELCOND_K_U64] = 8,
-    [DELCOND_K_F32] = 4, [DELCOND_K_F64] = 8, [DELCOND_K_NONE] = 0,
-};
-
-/* Three-way comparison of the first value of a and b (both long enough);
- * *unordered is set for a NaN. */
-static int delcond_cmp_num(enum delcond_kind k, const uint8_t *a,
-                           const uint8_t *b, bool *unordered)
-{
-#define DELCOND_CMP(T)                                                     \
-    do {                                                                   \
-        T x, y;                                                            \
-        memcpy(&x, a, sizeof x);                                           \
-        memcpy(&y, b, sizeof y);                                           \
-        if (x < y)                                                         \
-            return -1;                                                     \
-        if (x > y)                                                         \
-            return 1;                                                      \
-        if (x == y)                                                        \
-            return 0;                                                      \
-        *unordered = true;                                                 \
-        return 0;                                                          \
-    } while (0)
-    *unordered = false;
-    switch (k) {
-    case DELCOND_K_I8: DELCOND_CMP(int8_t);
-    case DELCOND_K_U8: DELCOND_CMP(uint8_t);
-    case DELCOND_K_I16: DELCOND_CMP(int16_t);
-    case DELCOND_K_U16: DELCOND_CMP(uint16_t);
-    case DELCOND_K_I32: DELCOND_CMP(int32_t);
-    case DELCOND_K_U32: DELCOND_CMP(uint32_t);
-    case DELCOND_K_I64: DELCOND_CMP(int64_t);
-    case DELCOND_K_U64: DELCOND_CMP(uint64_t);
-    case DELCOND_K_F32: DELCOND_CMP(float);
-    case DELCOND_K_F64: DELCOND_CMP(double);
-    default:
-        return 0;
-    }
-#undef DELCOND_CMP
-}
-
-/* Bytewise comparison, shorter first on a common prefix. */
-static int delcond_cmp_bytes(const uint8_t *a, uint64_t an, const uint8_t *b,
-                             uint64_t bn)
-{
-    uint64_t m = an < bn ? an : bn;
-    int c = m ? memcmp(a, b, (size_t)m) : 0;
-    if (c)
-        return c < 0 ? -1 : 1;
-    return an < bn ? -1 : an > bn;
+    if (type == TDB_STRING_ASCII || type == TDB_STRING_UTF8 ||
+        (type == TDB_CHAR && var))
+        return TDB_VC_STRING;
+    if (type == TDB_CHAR)
+        return TDB_VC_SIGNED;
+    enum tdb_vclass c = tdb_value_class(type);
+    return c == TDB_VC_SIGNED || c == TDB_VC_UNSIGNED || c == TDB_VC_FLOAT
+               ? c : TDB_VC_NONE;
 }
 
 static bool delcond_in_set(const struct delcond_node *n, const uint8_t *v,
@@ -371,7 +299,7 @@ struct delcond_lhs {
     const uint8_t *v;
     uint64_t size;
     unsigned type;
-    enum delcond_kind k;
+    enum tdb_vclass cls;
 };
 
 static int delcond_unsupported(const struct delcond_node *n, unsigned type,
@@ -409,10 +337,10 @@ static int delcond_compare(const struct delcond_node *n,
     }
     int c;
     bool unordered = false;
-    if (l->k == DELCOND_K_STRING) {
-        c = delcond_cmp_bytes(lhs, l->size, rhs, n->size);
+    if (l->cls == TDB_VC_STRING) {
+        c = tdb_bytes_cmp(lhs, l->size, rhs, n->size);
     } else {
-        unsigned need = delcond_kind_size[l->k];
+        unsigned need = tdb_dt_size(l->type);
         if (n->size < need)
             return tdb_err(err, TDB_E_CORRUPT,
                            "delete condition on '%s': value of %llu bytes "
@@ -422,7 +350,9 @@ static int delcond_compare(const struct delcond_node *n,
             return tdb_err(err, TDB_E_INVAL,
                            "delete condition: field '%s' has a %llu-byte "
                            "value", n->field, (unsigned long long)l->size);
-        c = delcond_cmp_num(l->k, lhs, rhs, &unordered);
+        struct tdb_num x = tdb_num_load(l->cls, need, lhs);
+        struct tdb_num y = tdb_num_load(l->cls, need, rhs);
+        c = tdb_num_cmp(&x, &y, &unordered);
     }
     switch (n->op) {
     case DELCOND_LT: *res = !unordered && c < 0; break;
@@ -461,12 +391,12 @@ static int delcond_eval_value(const struct delcond_node *n,
                        "delete condition: field '%s' has no value",
                        n->field);
     bool var = cell->is_var ? cell->is_var(cell->arg, n->field) : true;
-    l.k = delcond_kind_of(l.type, var);
+    l.cls = delcond_class_of(l.type, var);
     l.v = is_null ? NULL : (val ? val : (const uint8_t *)"");
 
     /* Sets: the whole cell's bytes against each member. */
     if (n->op == DELCOND_IN || n->op == DELCOND_NOT_IN) {
-        if (l.k == DELCOND_K_NONE)
+        if (l.cls == TDB_VC_NONE)
             return delcond_unsupported(n, l.type, err);
         if (!l.v)
             return 0;
@@ -478,13 +408,13 @@ static int delcond_eval_value(const struct delcond_node *n,
     /* A value-less node: strings compare with "" (as TileDB reads it back);
      * other types take it as a null test. */
     const uint8_t *rhs = n->data;
-    if (n->size == 0 && l.k != DELCOND_K_STRING) {
+    if (n->size == 0 && l.cls != TDB_VC_STRING) {
         if (n->op != DELCOND_EQ && n->op != DELCOND_NE)
             return tdb_err(err, TDB_E_CORRUPT,
                            "delete condition on '%s': empty value with an "
                            "ordering operator", n->field);
         rhs = NULL;
-    } else if (l.k == DELCOND_K_NONE) {
+    } else if (l.cls == TDB_VC_NONE) {
         return delcond_unsupported(n, l.type, err);
     }
     return delcond_compare(n, &l, rhs, res, err);

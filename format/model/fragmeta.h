@@ -96,16 +96,28 @@ struct tdb_schema_set {
 const struct tdb_schema *tdb_schema_set_find(const struct tdb_schema_set *s,
                                              const char *name);
 
-/* Loads the footer (and for versions < 3 everything) of the fragment in
- * folder `path` named `name` (its timestamped name), choosing its schema
- * from `schemas`.  `footer` may point at the footer bytes taken from a
- * consolidated fragment metadata file (NULL: read the fragment's own
- * __fragment_metadata.tdb). */
-int tdb_fragmeta_load(const struct tdb_io *io, const char *path,
-                      const char *name, const struct tdb_schema_set *schemas,
-                      const uint8_t *key, const uint8_t *footer,
-                      size_t footer_size, struct tdb_fragmeta **out,
-                      struct tdb_error *err);
+/* A fragment whose metadata to load, and where from. */
+struct tdb_fragmeta_src {
+    const struct tdb_io *io;
+    const char *path;           /* the fragment's folder */
+    const char *name;           /* its timestamped name (NULL: path's last
+                                 * component) */
+    const struct tdb_schema_set *schemas;   /* to choose its schema from */
+    const uint8_t *key;         /* the array's key (NULL: none) */
+    const uint8_t *footer;      /* the footer bytes taken from a
+                                 * consolidated fragment metadata file
+                                 * (NULL: read the fragment's own
+                                 * __fragment_metadata.tdb) */
+    size_t footer_size;
+};
+
+/* Loads the footer (and for versions < 3 everything) of the fragment src
+ * names into a new *out (free with tdb_fragmeta_free).  The io, schemas
+ * and key must outlive *out.  @return 0, or TDB_E_CORRUPT, TDB_E_NOENT
+ * (no schema), TDB_E_UNSUPPORTED (a newer format), TDB_E_NOMEM, TDB_E_IO,
+ * with err naming the file. */
+int tdb_fragmeta_load(const struct tdb_fragmeta_src *src,
+                      struct tdb_fragmeta **out, struct tdb_error *err);
 
 /* Makes sure field f's tile offsets, var offsets and sizes, validity
  * offsets (and null counts where stored) are loaded.  Thread-safe. */

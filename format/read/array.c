@@ -827,8 +827,11 @@ static int arr_load_frags(struct tdb_array *a, const char *path,
         int r = arr_frag_id(a, path, fe->path, &f->uid, err);
         if (r)
             return r;
-        r = tdb_fragmeta_load(&a->io, fe->path, fe->name, &a->schemas, key,
-                              footer, footer_size, &f->fm, err);
+        struct tdb_fragmeta_src src = {
+            .io = &a->io, .path = fe->path, .name = fe->name,
+            .schemas = &a->schemas, .key = key, .footer = footer,
+            .footer_size = footer_size};
+        r = tdb_fragmeta_load(&src, &f->fm, err);
         if (r)
             return r;
         a->nfrags++;

@@ -2,6 +2,7 @@
  * __fragment.json, __group.json), built as jansson trees and printed by
  * tdb_json_dump. */
 #include "tree/json.h"
+#include "core/value.h"
 #include "filters/filter.h"
 #include "filters/options.h"
 
@@ -92,26 +93,15 @@ json_t *tdb_json_double(double d)
 
 json_t *tdb_json_value(unsigned type, const uint8_t *v, uint64_t n)
 {
-    if (tdb_dt_is_string(type) || n != tdb_dt_size(type))
+    enum tdb_vclass cls = tdb_value_class(type);
+    if (cls == TDB_VC_STRING || cls == TDB_VC_NONE || n != tdb_dt_size(type))
         return tdb_json_bytes(v, (size_t)n);
-    if (type == TDB_FLOAT32) {
-        float f;
-        memcpy(&f, v, 4);
-        return tdb_json_double(f);
-    }
-    if (type == TDB_FLOAT64) {
-        double d;
-        memcpy(&d, v, 8);
-        return tdb_json_double(d);
-    }
-    uint8_t t[8] = {0};
-    memcpy(t, v, (size_t)n);
-    uint64_t u = tdb_le64(t);
-    if (tdb_dt_is_signed_int(type)) {
-        unsigned sh = (unsigned)(64 - 8 * n);
-        return json_integer((json_int_t)((int64_t)(u << sh) >> sh));
-    }
-    return tdb_json_u64(u);
+    struct tdb_num x = tdb_value_load(type, v);
+    if (cls == TDB_VC_FLOAT)
+        return tdb_json_double(x.d);
+    if (cls == TDB_VC_SIGNED)
+        return json_integer((json_int_t)x.i);
+    return tdb_json_u64(x.u);  /* unsigned, and bytes of one value */
 }
 
 /* ---------------------------------------------------------------- printing */

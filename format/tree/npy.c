@@ -3,6 +3,7 @@
  * longest, and __slice/ and __domain/ names read as numpy reads an
  * index. */
 #include "tree/npy.h"
+#include "core/value.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -473,14 +474,11 @@ static int64_t npy_clamp(int64_t v, int64_t lo, int64_t hi)
 static int64_t npy_coord(const struct tdb_dim *dim, uint64_t vlo, uint64_t len,
                          struct npy_num x)
 {
-    unsigned vs = tdb_dt_size(dim->type);
-    uint8_t b[8] = {0}, h[8] = {0};
-    memcpy(b, dim->lo, vs);
-    memcpy(h, dim->hi, vs);
-    uint64_t lo = tdb_le64(b), hi = tdb_le64(h), off;
-    if (tdb_dt_is_signed_int(dim->type)) {
-        unsigned sh = 64 - 8 * vs;
-        int64_t slo = (int64_t)(lo << sh) >> sh, shi = (int64_t)(hi << sh) >> sh;
+    struct tdb_num dlo = tdb_value_load(dim->type, dim->lo);
+    struct tdb_num dhi = tdb_value_load(dim->type, dim->hi);
+    uint64_t lo = dlo.u, hi = dhi.u, off;
+    if (dlo.cls == TDB_VC_SIGNED) {
+        int64_t slo = dlo.i, shi = dhi.i;
         int64_t v = npy_i64(x);
         if ((x.neg && x.mag > (uint64_t)INT64_MAX + 1) || v < slo)
             return -1;

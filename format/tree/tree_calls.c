@@ -204,9 +204,12 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
     uint64_t c;
     const struct tree_zarr *z = tree_chunk(fs, ino, &c);
     *got = 0;
-    if (z)
-        return tdb_zarr_chunk_read(z->z, z->k, c, off, buf, len, got,
-                                   tdb_fs_pool(fs), err);
+    if (z) {
+        struct tdb_zarr_read rd = {off, buf, len, 0};
+        int r = tdb_zarr_chunk_read(z->z, z->k, c, &rd, tdb_fs_pool(fs), err);
+        *got = rd.got;
+        return r;
+    }
     struct tree_node *n = tree_get(fs, ino);
     if (!n)
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);

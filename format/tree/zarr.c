@@ -6,9 +6,9 @@
  * numcodecs' vlen form and kept while read.  The documents are
  * zarr_doc.c's. */
 #include "tree/zarr_priv.h"
+#include "core/value.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -406,14 +406,8 @@ static int zarr_cells_read(const struct tdb_zarr *z, const struct zarr_arr *x,
 /* A code of an integer type at p, as an index (UINT64_MAX: negative). */
 static uint64_t zarr_code(unsigned t, const uint8_t *p)
 {
-    unsigned vs = tdb_dt_size(t);
-    uint64_t u = 0;
-    for (unsigned i = 0; i < vs; i++)
-        u |= (uint64_t)p[i] << (8 * i);
-    if (tdb_dt_is_signed_int(t) && vs < 8 && (u >> (8 * vs - 1)) & 1)
-        return UINT64_MAX;
-    return tdb_dt_is_signed_int(t) && vs == 8 && (int64_t)u < 0 ? UINT64_MAX
-                                                                 : u;
+    struct tdb_num n = tdb_value_load(t, p);
+    return n.cls == TDB_VC_SIGNED && n.i < 0 ? UINT64_MAX : n.u;
 }
 
 /* The codes of chunk c's cells of enumerated attribute x->idx: ncells
@@ -451,11 +445,8 @@ static int zarr_labels_fixed(const struct tdb_zarr *z, const struct zarr_arr *x,
     int r = zarr_codes(z, x, cells, &codes, err);
     if (r)
         return r;
-    if (tdb_dt_is_float(e->type)) {
-        double nan = NAN;
-        float nanf = NAN;
-        memcpy(none, vs == 4 ? (const void *)&nanf : (const void *)&nan, vs);
-    }
+    if (tdb_dt_is_float(e->type))
+        tdb_dt_default_fill(e->type, none);     /* NaN */
     uint64_t count = zarr_enum_count(e);
     for (uint64_t i = off / vs; i * vs < off + len; i++) {
         uint64_t code = zarr_code(ct, codes + i * cs);
@@ -775,10 +766,13 @@ static void zarr_ahead(struct tdb_zarr *z, const struct zarr_arr *x,
 }
 
 int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
-                        uint64_t off, void *buf, size_t len, size_t *got,
-                        struct tdb_pool *pool, struct tdb_error *err)
+                        struct tdb_zarr_read *rd, struct tdb_pool *pool,
+                        struct tdb_error *err)
 {
     const struct zarr_arr *x = &z->v[k];
+    uint64_t off = rd->off;
+    void *buf = rd->buf;
+    size_t len = rd->len, *got = &rd->got;
     *got = 0;
     if (x->enc != ZARR_FIXED) {
         size_t n;

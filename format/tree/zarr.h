@@ -68,15 +68,24 @@ bool tdb_zarr_chunk_parse(const struct tdb_zarr *z, uint32_t k,
  * more than TDB_ZARR_LIST_MAX chunks or memory is short. */
 const char *tdb_zarr_chunk_key(struct tdb_zarr *z, uint32_t k, uint64_t c);
 
-/* Bytes [off, off + len) of chunk c of array k (*got: fewer only at its
+/* A read of bytes [off, off + len) of a chunk into buf; got is set to
+ * the bytes the chunk has there. */
+struct tdb_zarr_read {
+    uint64_t off;
+    void *buf;
+    size_t len;
+    size_t got;
+};
+
+/* Reads rd's bytes of chunk c of array k (rd->got: fewer only at its
  * end): the chunk's cells in the array's order, decoded through the tile
  * cache (var-sized chunks: encoded whole, kept while read).  A read from
  * a fixed-size chunk's start queues the tiles of the next
  * ZARR_AHEAD_CHUNKS chunks on pool (may be NULL: none) to be decoded
  * ahead, while the cache has room to spare.  Thread-safe. */
 int tdb_zarr_chunk_read(struct tdb_zarr *z, uint32_t k, uint64_t c,
-                        uint64_t off, void *buf, size_t len, size_t *got,
-                        struct tdb_pool *pool, struct tdb_error *err);
+                        struct tdb_zarr_read *rd, struct tdb_pool *pool,
+                        struct tdb_error *err);
 
 /* ---------------------------------------------------------------- groups */
 

@@ -346,8 +346,10 @@ static int copy_refs_fragment(struct copy_pass *p, const struct tdb_io *io,
             tdb_names_free(&n);
     }
     if (!r && !nokey) {
-        r = tdb_fragmeta_load(io, fe->path, fe->name, set, p->key, NULL, 0,
-                              &fm, p->err);
+        struct tdb_fragmeta_src src = {.io = io, .path = fe->path,
+                                       .name = fe->name, .schemas = set,
+                                       .key = p->key};
+        r = tdb_fragmeta_load(&src, &fm, p->err);
         if (!r && asprintf(&fwhy, "the metadata of fragment %s", fdir) < 0) {
             fwhy = NULL;
             r = tdb_err(p->err, TDB_E_NOMEM, "out of memory");

@@ -201,21 +201,23 @@ int tdb_array_create(const struct tdb_io *io, const struct tdb_schema *s,
 }
 
 int tdb_schema_publish(const struct tdb_io *io, const struct tdb_schema *s,
-                       const uint8_t *key, uint64_t timestamp_ms, char *name,
-                       size_t cap, struct tdb_error *err)
+                       const uint8_t *key, uint64_t timestamp_ms, char **name,
+                       struct tdb_error *err)
 {
     struct tdb_buf payload = {0}, file = {0};
     uint8_t rnd[16];
+    char nm[CREATE_NAME_MAX];
     int rc;
-    if (cap < CREATE_NAME_MAX)
-        return tdb_err(err, TDB_E_INVAL, "schema name: no room");
+    *name = NULL;
     if (!(rc = tdb_schema_check(s, err)) &&
         !(rc = tdb_schema_serialize(s, &payload, err)) &&
         !(rc = tdb_write_generic_tile(&payload, key, &file, err)) &&
         !(rc = tdb_random(rnd, 16, err))) {
-        tdb_tsname_make(name, cap, timestamp_ms, timestamp_ms, rnd, 0);
-        rc = create_files(io, s, key, name, &file, false, err);
+        tdb_tsname_make(nm, sizeof nm, timestamp_ms, timestamp_ms, rnd, 0);
+        rc = create_files(io, s, key, nm, &file, false, err);
     }
+    if (!rc && !(*name = strdup(nm)))
+        rc = tdb_err(err, TDB_E_NOMEM, "out of memory");
     tdb_buf_free(&payload);
     tdb_buf_free(&file);
     return rc;

@@ -17,7 +17,6 @@ int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
     struct tdb_arraydir *dir = NULL;
     struct tdb_schema_set set = {0};
     const struct tdb_schema *latest = NULL;
-    char nm[128];
     *name = NULL;
     if (!io->ops->write_at || !io->ops->rename)
         return tdb_err(err, TDB_E_ROFS, "the array's storage is read-only");
@@ -45,9 +44,7 @@ int tdb_schema_evolve(const struct tdb_io *io, const char *json, size_t len,
     if (!r && s->encryption != TDB_AES_256_GCM)
         key = NULL;
     if (!r)
-        r = tdb_schema_publish(io, s, key, timestamp_ms, nm, sizeof nm, err);
-    if (!r && !(*name = strdup(nm)))
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
+        r = tdb_schema_publish(io, s, key, timestamp_ms, name, err);
     for (size_t i = 0; i < set.n; i++)
         tdb_schema_free(set.v[i]);
     free(set.v);

@@ -31,7 +31,8 @@ struct fmw_field {
     uint32_t cvn;               /* cell_val_num (1 for __coords) */
     bool var, nullable, is_dim, is_coords;
     bool stores_tiles;          /* attributes; sparse dimensions */
-    bool has_md;                /* TileDB keeps tile metadata (not dense dims) */
+    bool has_md;                /* TileDB keeps tile metadata (not dense
+                                 * dimensions) */
     bool has_mm, has_sum;
     enum fmw_kind kind;
     unsigned vsize;             /* bytes of one value */

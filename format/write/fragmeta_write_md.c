@@ -429,8 +429,8 @@ void tdb_fmw_slab_fixed(struct fmw_gen *g, uint64_t start, uint64_t end)
         for (uint64_t c = start; c < end; c++) {
             if (f->nullable && g->validity[c] == 0)
                 continue;
-            if (!tdb_fmw_sum_add(cls, g->sum, fmw_load(f->type,
-                                                   g->data + c * f->cell_size)))
+            const uint8_t *v = g->data + c * f->cell_size;
+            if (!tdb_fmw_sum_add(cls, g->sum, fmw_load(f->type, v)))
                 break;
         }
     }

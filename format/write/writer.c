@@ -113,86 +113,81 @@ static int wr_prepare(struct wr *w, char **name)
     return r;
 }
 
-int tdb_fragment_write(const struct tdb_io *io, const struct tdb_io *staged,
-                       const char *staged_dir, const uint8_t *key,
-                       uint64_t timestamp_ms, char **name,
-                       struct tdb_error *err)
+/* The threads of the tile work: rq's, else one per online CPU; at most
+ * WR_THREADS_MAX. */
+static unsigned wr_threads(unsigned threads)
 {
-    return tdb_fragment_write_threads(io, staged, staged_dir, key,
-                                      timestamp_ms, 0, name, err);
-}
-
-int tdb_fragment_write_threads(const struct tdb_io *io,
-                               const struct tdb_io *staged,
-                               const char *staged_dir, const uint8_t *key,
-                               uint64_t timestamp_ms, unsigned threads,
-                               char **name, struct tdb_error *err)
-{
-    struct tdb_write_req rq = {io, staged, staged_dir, key, timestamp_ms,
-                               threads, NULL};
-    return tdb_fragment_write_req(&rq, name, err);
-}
-
-int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
-                           struct tdb_error *err)
-{
-    const struct tdb_io *io = rq->io, *staged = rq->staged;
-    const char *staged_dir = rq->staged_dir;
-    const uint8_t *key = rq->key;
-    unsigned threads = rq->threads;
-    *name = NULL;
-    const struct tdb_io_ops *ops = io->ops;
-    if (!ops->write_at || !ops->mkdir || !ops->rename)
-        return tdb_err(err, TDB_E_ROFS, "the array's storage is read-only");
-    struct wr w;
-    memset(&w, 0, sizeof w);
-    w.io = io;
-    w.staged = staged;
-    w.sdir = staged_dir;
-    w.x = rq->extras;
-    w.err = err;
     if (!threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n < 1 ? 1 : n > WR_THREADS_MAX ? WR_THREADS_MAX : (unsigned)n;
     }
-    w.threads = threads > WR_THREADS_MAX ? WR_THREADS_MAX : threads;
-    int r = tdb_arraydir_load(io, 0, UINT64_MAX, &w.dir, err);
+    return threads > WR_THREADS_MAX ? WR_THREADS_MAX : threads;
+}
+
+/* Loads the array's folder and schemas into w and checks what the write
+ * asks of them (special fields in sparse arrays only, a key for an
+ * encrypted array). */
+static int wr_open(struct wr *w, const uint8_t *key)
+{
+    struct tdb_error *err = w->err;
+    int r = tdb_arraydir_load(w->io, 0, UINT64_MAX, &w->dir, err);
     if (r)
-        goto done;
-    r = tdb_array_schemas_load(io, w.dir, key, &w.schemas, &w.s, err);
-    tdb_io_settle(io);
+        return r;
+    r = tdb_array_schemas_load(w->io, w->dir, key, &w->schemas, &w->s, err);
+    tdb_io_settle(w->io);
     if (r)
-        goto done;
-    w.dense = w.s->array_type == TDB_DENSE;
-    if (w.dense && w.x && (w.x->timestamps || w.x->delete_meta)) {
-        r = tdb_err(err, TDB_E_INVAL, "timestamps and delete metadata are "
-                    "stored in sparse fragments only");
-        goto done;
+        return r;
+    w->dense = w->s->array_type == TDB_DENSE;
+    if (w->dense && w->x && (w->x->timestamps || w->x->delete_meta))
+        return tdb_err(err, TDB_E_INVAL, "timestamps and delete metadata are "
+                       "stored in sparse fragments only");
+    bool encrypted = w->s->encryption == TDB_AES_256_GCM;
+    if (encrypted && !key)
+        return tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is "
+                       "needed");
+    w->key = encrypted ? key : NULL;
+    return 0;
+}
+
+/* Frees what the write holds (not the fragment it wrote). */
+static void wr_free(struct wr *w)
+{
+    tdb_fmw_free(w->fmw);
+    tdb_wr_fields_free(w);
+    free(w->perm);
+    free(w->hil);
+    free(w->fragdir);
+    free(w->meta_path);
+    free(w->tmp_commit);
+    for (size_t i = 0; i < w->schemas.n; i++)
+        tdb_schema_free(w->schemas.v[i]);
+    free(w->schemas.v);
+    tdb_arraydir_free(w->dir);
+}
+
+int tdb_fragment_write(const struct tdb_fragment_req *rq, char **name,
+                       struct tdb_error *err)
+{
+    *name = NULL;
+    const struct tdb_io_ops *ops = rq->io->ops;
+    if (!ops->write_at || !ops->mkdir || !ops->rename)
+        return tdb_err(err, TDB_E_ROFS, "the array's storage is read-only");
+    struct wr w;
+    memset(&w, 0, sizeof w);
+    w.io = rq->io;
+    w.staged = rq->staged;
+    w.sdir = rq->staged_dir;
+    w.x = rq->extras;
+    w.err = err;
+    w.threads = wr_threads(rq->threads);
+    int r = wr_open(&w, rq->key);
+    if (!r && !(r = wr_prepare(&w, name)) && !*name) {
+        r = wr_write(&w, rq->timestamp_ms);
+        if (r)
+            tdb_wr_cleanup(&w);
+        else if (!(*name = strdup(w.name)))
+            r = tdb_err(err, TDB_E_NOMEM, "out of memory");
     }
-    bool encrypted = w.s->encryption == TDB_AES_256_GCM;
-    if (encrypted && !key) {
-        r = tdb_err(err, TDB_E_NOKEY, "the array is encrypted: a key is needed");
-        goto done;
-    }
-    w.key = encrypted ? key : NULL;
-    if ((r = wr_prepare(&w, name)) || *name)
-        goto done;
-    r = wr_write(&w, rq->timestamp_ms);
-    if (r)
-        tdb_wr_cleanup(&w);
-    else if (!(*name = strdup(w.name)))
-        r = tdb_err(err, TDB_E_NOMEM, "out of memory");
-done:
-    tdb_fmw_free(w.fmw);
-    tdb_wr_fields_free(&w);
-    free(w.perm);
-    free(w.hil);
-    free(w.fragdir);
-    free(w.meta_path);
-    free(w.tmp_commit);
-    for (size_t i = 0; i < w.schemas.n; i++)
-        tdb_schema_free(w.schemas.v[i]);
-    free(w.schemas.v);
-    tdb_arraydir_free(w.dir);
+    wr_free(&w);
     return r;
 }

@@ -17,11 +17,11 @@ int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
                            struct tdb_buf *out, struct tdb_error *err);
 
 /* Writes schema s (checked first) as __schema/__t_t_<uuid>, t being
- * timestamp_ms, its name into name[cap] (cap >= 96), after the files of
- * its enumerations marked unwritten (the others exist).  create.c. */
+ * timestamp_ms, its name in *name (caller frees), after the files of its
+ * enumerations marked unwritten (the others exist).  create.c. */
 int tdb_schema_publish(const struct tdb_io *io, const struct tdb_schema *s,
-                       const uint8_t *key, uint64_t timestamp_ms, char *name,
-                       size_t cap, struct tdb_error *err);
+                       const uint8_t *key, uint64_t timestamp_ms, char **name,
+                       struct tdb_error *err);
 
 /* Applies an evolution (docs/SCHEMA.md "Evolution": add_enumerations,
  * extend_enumerations, drop_attributes, add_attributes,
@@ -50,7 +50,8 @@ int tdb_delete_condition(const struct tdb_schema *s, const char *text,
  * __delete_condition_index (which of `processed` that was; UINT64_MAX:
  * none).  With timestamps, cells of equal coordinates may repeat (every
  * version is kept) in their staged order.  Nothing the mount stages
- * reaches this: it is how the tests build what a consolidation writes. */
+ * reaches this: it is how the tests build what a consolidation writes
+ * (tdb_fragment_write with rq->extras). */
 struct tdb_write_extras {
     uint64_t t1;                /* the name's first timestamp (0: the last) */
     bool timestamps;
@@ -69,21 +70,6 @@ struct tdb_write_extras {
     int (*named)(void *arg, const char *name, struct tdb_error *err);
     void *named_arg;
 };
-
-/* tdb_fragment_write_threads's arguments, with extras (NULL: none). */
-struct tdb_write_req {
-    const struct tdb_io *io, *staged;
-    const char *staged_dir;
-    const uint8_t *key;
-    uint64_t timestamp_ms;
-    unsigned threads;
-    const struct tdb_write_extras *extras;
-};
-
-/* tdb_fragment_write_threads with rq's extras; a dense array refuses
- * special fields (TDB_E_INVAL). */
-int tdb_fragment_write_req(const struct tdb_write_req *rq, char **name,
-                           struct tdb_error *err);
 
 /* ------------------------------------------- fragment metadata (v22) */
 

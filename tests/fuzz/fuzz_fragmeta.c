@@ -18,8 +18,9 @@ static void fuzz_frag(const struct tdb_io *io,
 {
     struct tdb_fragmeta *fm = NULL;
     struct tdb_error err = {0};
-    if (tdb_fragmeta_load(io, "__fragments/" FUZZ_FRAG, FUZZ_FRAG, set,
-                          fuzz_key, footer, footer_size, &fm, &err))
+    struct tdb_fragmeta_src src = {io, "__fragments/" FUZZ_FRAG, FUZZ_FRAG,
+                                   set, fuzz_key, footer, footer_size};
+    if (tdb_fragmeta_load(&src, &fm, &err))
         return;
     for (uint32_t f = 0; f < 4096; f++)
         if (tdb_fragmeta_load_field(fm, f, &err) == TDB_E_INVAL)

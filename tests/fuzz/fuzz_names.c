@@ -59,9 +59,9 @@ static int fz_write(const struct tdb_io *arr, int y0, int y1, int x0, int x1,
         r = stg.ops->write_at(stg.ctx, "w/n.validity", 0, ok, cells);
     char *name = NULL;
     struct tdb_error err = {0};
+    struct tdb_fragment_req rq = {arr, &stg, "w", NULL, ts, 1, NULL};
     if (!r)
-        r = tdb_fragment_write_threads(arr, &stg, "w", NULL, ts, 1, &name,
-                                       &err);
+        r = tdb_fragment_write(&rq, &name, &err);
     free(name);
     free(v);
     free(d);

@@ -45,9 +45,10 @@ static int fz_write(const struct tdb_io *arr, int f, size_t n, char **name)
         r = stg.ops->write_at(stg.ctx, "w/x", 0, x, n * 8);
     if (!r)
         r = stg.ops->write_at(stg.ctx, "w/v", 0, v, n * 8);
+    struct tdb_fragment_req rq = {arr, &stg, "w", NULL, 10 + (uint64_t)f,
+                                  1, NULL};
     if (!r)
-        r = tdb_fragment_write_threads(arr, &stg, "w", NULL, 10 + (uint64_t)f,
-                                       1, name, &err);
+        r = tdb_fragment_write(&rq, name, &err);
     tdb_io_free(&stg);
     return r;
 }

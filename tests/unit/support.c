@@ -274,7 +274,7 @@ int unit_dense_f32(struct tdb_io *arr, const char *dir, int rows, int cols,
     if (!(r = tdb_schema_from_json(text, strlen(text), &s, &err)) &&
         !(r = tdb_array_create(arr, s, NULL, 1, &err)) &&
         !(r = stg.ops->write_at(stg.ctx, "s/v", 0, v, n * sizeof *v)))
-        r = tdb_fragment_write(arr, &stg, "s", NULL, 2, &name, &err);
+        r = unit_write(arr, &stg, "s", NULL, 2, 0, &name, &err);
     if (r)
         fprintf(stderr, "  dense array: %s\n", err.msg);
     free(name);

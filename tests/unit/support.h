@@ -74,6 +74,18 @@ static inline void unit_put(const struct tdb_io *io, const char *path,
     CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, p, n), 0);
 }
 
+/* tdb_fragment_write of the cells staged in folder `dir` of `staged` into
+ * the array at io, on `threads` threads (0: one per online CPU). */
+static inline int unit_write(const struct tdb_io *io,
+                             const struct tdb_io *staged, const char *dir,
+                             const uint8_t *key, uint64_t ts,
+                             unsigned threads, char **name,
+                             struct tdb_error *err)
+{
+    struct tdb_fragment_req rq = {io, staged, dir, key, ts, threads, NULL};
+    return tdb_fragment_write(&rq, name, err);
+}
+
 /* Copies folder sp of src, with everything under it, to dp of dst.
  * @return 0 or the first error. */
 int unit_copy_tree(const struct tdb_io *src, const char *sp,

@@ -74,7 +74,7 @@ static int faulty_commit(const struct tdb_io *arr, const struct tdb_io *stg,
     CHECK_EQ_INT(tdb_io_faulty(&fa, arr, &f), 0);
     CHECK_EQ_INT(tdb_io_faulty(&fs, stg, &f), 0);
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(&fa, &fs, "s", NULL, 11, name, &err);
+    int r = unit_write(&fa, &fs, "s", NULL, 11, 0, name, &err);
     *calls = f.count;
     tdb_io_free(&fa);
     tdb_io_free(&fs);
@@ -139,7 +139,7 @@ static void commit_cut_at_every_call(bool crash)
         /* again, the same staged folder, nothing failing */
         char *second = NULL;
         struct tdb_error err = {0};
-        r = tdb_fragment_write(&arr, &stg, "s", NULL, 12, &second, &err);
+        r = unit_write(&arr, &stg, "s", NULL, 12, 0, &second, &err);
         if (r)
             fprintf(stderr, "  re-commit after call %llu: %s\n",
                     (unsigned long long)n, err.msg);
@@ -257,7 +257,7 @@ static void staged_removal_cut(bool crash)
         unit_put(&stg, "s/__error", "an earlier failure\n", 19);
         char *first = NULL;
         struct tdb_error err = {0};
-        CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 3, &first, &err),
+        CHECK_EQ_INT(unit_write(&arr, &stg, "s", NULL, 3, 0, &first, &err),
                      0);
         size_t staged = count(&stg, "s");
         struct tdb_io_fault f = {n, crash, 0, 0};
@@ -290,7 +290,7 @@ static void staged_removal_cut(bool crash)
             CHECK(tdb_io_exists(&stg, "s/__fragment"));
             /* the retry: the same fragment, nothing written; removed */
             char *second = NULL;
-            r = tdb_fragment_write(&arr, &stg, "s", NULL, 4, &second, &err);
+            r = unit_write(&arr, &stg, "s", NULL, 4, 0, &second, &err);
             CHECK_EQ_INT(r, 0);
             CHECK(second && !strcmp(first, second));
             free(second);
@@ -464,7 +464,7 @@ static void test_nofollow(void)
     CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
     char *nm = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    int r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(!strncmp(err.msg, "a: not a regular file", 21));
     CHECK(nm == NULL);
@@ -478,7 +478,7 @@ static void test_nofollow(void)
     CHECK_EQ_INT(unlink(q), 0);
     CHECK_EQ_INT(mkfifo(q, 0600), 0);
     memset(&err, 0, sizeof err);
-    r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(!strncmp(err.msg, "a: not a regular file", 21));
     /* a hard link to a file outside in its place: refused by the backend
@@ -489,7 +489,7 @@ static void test_nofollow(void)
     CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
     CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
     memset(&err, 0, sizeof err);
-    r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(!strncmp(err.msg, "a: hard link: ", 14));
     CHECK_EQ_INT(count(&arr, "__commits"), 0);
@@ -508,7 +508,7 @@ static void test_nofollow(void)
     CHECK_EQ_INT(unlink(q), 0);
     CHECK_EQ_INT(mkdir(q, 0700), 0);
     memset(&err, 0, sizeof err);
-    r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(!strncmp(err.msg, "a: a folder", 11));
     /* a regular file: the commit goes through, with the staged bytes */
@@ -518,7 +518,7 @@ static void test_nofollow(void)
         fwrite(secret, 4, 50, fp);
         fclose(fp);
     }
-    r = tdb_fragment_write(&arr, &stg, "s", NULL, 5, &nm, &err);
+    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
     if (r)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(r, 0);

@@ -25,7 +25,7 @@ static void put_array(struct tdb_io *io, const char *dir, const uint8_t *key)
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     CHECK_EQ_INT(tdb_array_create(&sub, s, key, 1, &err), 0);
     unit_put(&stg, "s/v", v, sizeof v);
-    CHECK_EQ_INT(tdb_fragment_write(&sub, &stg, "s", key, 2, &name, &err), 0);
+    CHECK_EQ_INT(unit_write(&sub, &stg, "s", key, 2, 0, &name, &err), 0);
     free(name);
     tdb_io_free(&stg);
     tdb_io_free(&sub);

@@ -135,6 +135,9 @@ static void test_value_load(void)
     const uint8_t c[] = {0x80};
     CHECK_EQ_INT(tdb_num_load(TDB_VC_SIGNED, 1, c).i, -128);
     CHECK_EQ_INT(tdb_value_load(TDB_CHAR, c).u, 0x80);
+    /* no datatype, no size: nothing read */
+    CHECK_EQ_INT(tdb_value_load(TDB_DATATYPE_COUNT, c).u, 0);
+    CHECK(tdb_num_load(TDB_VC_FLOAT, 2, m1).d == 0.0);
 }
 
 /* Reading from untrusted bytes: too few of them, or no datatype. */
@@ -241,7 +244,7 @@ static void test_value_limits(void)
         CHECK(tdb_value_int_fits(dt, false, h.u));
         CHECK(h.u == UINT64_MAX || !tdb_value_int_fits(dt, false, h.u + 1));
         uint64_t mag = (uint64_t)0 - (uint64_t)l.i;  /* |min| */
-        CHECK(tdb_value_int_fits(dt, true, mag));
+        CHECK_EQ_INT(tdb_value_int_fits(dt, true, mag), c == TDB_VC_SIGNED);
         CHECK(!tdb_value_int_fits(dt, true, mag + 1));
     }
     CHECK(tdb_value_limits(TDB_FLOAT32, lo, hi));
@@ -259,7 +262,8 @@ static void test_value_limits(void)
     CHECK(!tdb_value_int_fits(TDB_INT64, false, UINT64_C(1) << 63));
     CHECK(tdb_value_int_fits(TDB_UINT64, false, UINT64_MAX));
     CHECK(!tdb_value_int_fits(TDB_UINT64, true, 1));
-    CHECK(tdb_value_int_fits(TDB_UINT64, true, 0));   /* -0 */
+    CHECK(!tdb_value_int_fits(TDB_UINT64, true, 0));  /* "-0" */
+    CHECK(tdb_value_int_fits(TDB_INT8, true, 0));
     CHECK(!tdb_value_int_fits(TDB_FLOAT64, false, 1));
 }
 

@@ -602,7 +602,7 @@ static void test_delete_through_tree(void)
     put_file(&stg, "w/s", text, tlen);
     put_file(&stg, "w/s.offsets", off, sizeof off);
     char *name = NULL;
-    int r = tdb_fragment_write(&arr, &stg, "w", NULL, 2, &name, &err);
+    int r = unit_write(&arr, &stg, "w", NULL, 2, 0, &name, &err);
     if (r)
         fprintf(stderr, "  write: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);

@@ -1,6 +1,7 @@
 /* test_filters_compress.c: unit tests of the compression, checksum and
  * encryption filters (tile.md), calling each filter's ops directly. */
 #include "unit.h"
+#include "support.h"
 
 #include "filters/compress_common.h"
 #include "capped.h"
@@ -1408,7 +1409,7 @@ static void test_webp_array(void)
     stg.ops->mkdir(stg.ctx, "w");
     CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "w/rgba", 0, cells, n), 0);
     char *frag = NULL;
-    rc = tdb_fragment_write(&arr, &stg, "w", NULL, 2000, &frag, &err);
+    rc = unit_write(&arr, &stg, "w", NULL, 2000, 0, &frag, &err);
     if (rc)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(rc, 0);

@@ -22,6 +22,16 @@ static void fmt(char *dst, size_t cap, const char *f, ...)
     va_end(ap);
 }
 
+/* tdb_fragmeta_load of the fragment in folder `path` named `name`. */
+static int fm_load(const struct tdb_io *io, const char *path,
+                   const char *name, const struct tdb_schema_set *set,
+                   const uint8_t *key, const uint8_t *footer, size_t size,
+                   struct tdb_fragmeta **fm, struct tdb_error *err)
+{
+    struct tdb_fragmeta_src src = {io, path, name, set, key, footer, size};
+    return tdb_fragmeta_load(&src, fm, err);
+}
+
 /* ------------------------------------------------------------ a schema */
 
 /* A schema built by hand: dims d0 (INT32 [0,99] extent 10) and optionally
@@ -196,7 +206,7 @@ static void test_footer_versions(void)
             CHECK(io.ops->write_at(io.ctx, path, 23456, gt.data, gt.len) == 0);
             free(zeros);
             fmt(path, sizeof path, "f%u", v);
-            int rc = tdb_fragmeta_load(&io, path, name, &set, NULL, b.data,
+            int rc = fm_load(&io, path, name, &set, NULL, b.data,
                                        b.len, &fm, &err);
             CHECK_EQ_INT(rc, 0);
             if (rc) {
@@ -279,7 +289,7 @@ static void test_footer_versions(void)
                 uint8_t *cut = malloc(n ? n : 1);
                 memcpy(cut, b.data, n);
                 fm = NULL;
-                rc = tdb_fragmeta_load(&io, path, name, &set, NULL, cut, n,
+                rc = fm_load(&io, path, name, &set, NULL, cut, n,
                                        &fm, &err);
                 if (rc == 0) {
                     fprintf(stderr, "  v%u var=%d: truncation to %zu "
@@ -294,7 +304,7 @@ static void test_footer_versions(void)
                 uint8_t save = b.data[i];
                 b.data[i] ^= 0xA5;
                 fm = NULL;
-                if (tdb_fragmeta_load(&io, path, name, &set, NULL, b.data,
+                if (fm_load(&io, path, name, &set, NULL, b.data,
                                       b.len, &fm, &err) == 0)
                     tdb_fragmeta_free(fm);
                 b.data[i] = save;
@@ -360,7 +370,7 @@ static void test_v8_names(void)
         fmt(name, sizeof name, "__1_1_%032d_%u", 1, v);
         struct tdb_fragmeta *fm = NULL;
         struct tdb_error err = {0};
-        CHECK(tdb_fragmeta_load(&io, "f", name, &set, NULL, b.data, b.len,
+        CHECK(fm_load(&io, "f", name, &set, NULL, b.data, b.len,
                                 &fm, &err) == 0);
         if (fm) {
             CHECK(strcmp(fm->file_names[0],
@@ -482,7 +492,7 @@ static void test_own_file_v9_and_tiles(void)
         else
             fmt(name, sizeof name, "__3_4_%032d", 7);
         struct tdb_fragmeta *fm = NULL;
-        int rc = tdb_fragmeta_load(&io, "fr", name, &set, NULL, NULL, 0, &fm,
+        int rc = fm_load(&io, "fr", name, &set, NULL, NULL, 0, &fm,
                                    &err);
         CHECK_EQ_INT(rc, 0);
         if (rc) {
@@ -530,7 +540,7 @@ static void test_own_file_v9_and_tiles(void)
             tdb_io_mem(&io2);
             io2.ops->write_at(io2.ctx, mp, 0, all, (size_t)n);
             fm = NULL;
-            rc = tdb_fragmeta_load(&io2, "fr", name, &set, NULL, NULL, 0, &fm,
+            rc = fm_load(&io2, "fr", name, &set, NULL, NULL, 0, &fm,
                                    &err);
             if (rc == 0) {
                 /* a cut before the footer only shows when tiles are read */
@@ -568,7 +578,7 @@ static void test_dense_cell_num_and_names(void)
     build_footer(&b, &fs, 2, 1, 0);
     struct tdb_fragmeta *fm = NULL;
     struct tdb_error err = {0};
-    CHECK(tdb_fragmeta_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_12",
+    CHECK(fm_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_12",
                             &set, NULL, b.data, b.len, &fm, &err) == 0);
     if (fm) {
         /* [7,23] with extent 10 from 0 touches tiles 0..2 */
@@ -591,20 +601,20 @@ static void test_dense_cell_num_and_names(void)
     /* an unknown schema name, bad names, an unknown version */
     fm = NULL;
     struct tdb_schema_set empty = {0};
-    CHECK(tdb_fragmeta_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_12",
+    CHECK(fm_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_12",
                             &empty, NULL, b.data, b.len, &fm, &err) ==
           TDB_E_NOENT);
     CHECK(strstr(err.msg, "__1_1_abc") != NULL);
-    CHECK(tdb_fragmeta_load(&io, "x", "junk", &set, NULL, b.data, b.len, &fm,
+    CHECK(fm_load(&io, "x", "junk", &set, NULL, b.data, b.len, &fm,
                             &err) == TDB_E_CORRUPT);
-    CHECK(tdb_fragmeta_load(&io, "x", "__2_1_0123456789abcdef0123456789abcdef_12",
+    CHECK(fm_load(&io, "x", "__2_1_0123456789abcdef0123456789abcdef_12",
                             &set, NULL, b.data, b.len, &fm, &err) ==
           TDB_E_CORRUPT);
     b.data[0] = 24;
-    CHECK(tdb_fragmeta_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_12",
+    CHECK(fm_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_12",
                             &set, NULL, b.data, b.len, &fm, &err) ==
           TDB_E_UNSUPPORTED);
-    CHECK(tdb_fragmeta_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_4294967295",
+    CHECK(fm_load(&io, "x", "__1_2_0123456789abcdef0123456789abcdef_4294967295",
                             &set, NULL, b.data, b.len, &fm, &err) ==
           TDB_E_UNSUPPORTED);
     tdb_fragmeta_free(NULL);
@@ -799,7 +809,7 @@ static void check_fragment(const struct tdb_io *io, const char *root,
              name);
     fmt(absdir, sizeof absdir, "%s/%s%s%s", root, rel, *rel ? "/" : "",
              fragdir);
-    int rc = tdb_fragmeta_load(io, fpath, name, set, key, NULL, 0, &fm, &err);
+    int rc = fm_load(io, fpath, name, set, key, NULL, 0, &fm, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
         fprintf(stderr, "  %s/%s: %s\n", absdir, name, err.msg);
@@ -926,13 +936,13 @@ static void check_cons(const struct tdb_io *io, const char *arr,
             char fp[4096];
             fmt(fp, sizeof fp, "__fragments/%s", cm->names[i]);
             struct tdb_fragmeta *a = NULL, *b = NULL;
-            rc = tdb_fragmeta_load(io, fp, cm->names[i], set, key,
+            rc = fm_load(io, fp, cm->names[i], set, key,
                                    cm->data + cm->offsets[i],
                                    (size_t)cm->sizes[i], &a, &err);
             CHECK_EQ_INT(rc, 0);
             if (rc)
                 fprintf(stderr, "  %s[%zu]: %s\n", p, i, err.msg);
-            rc = tdb_fragmeta_load(io, fp, cm->names[i], set, key, NULL, 0, &b,
+            rc = fm_load(io, fp, cm->names[i], set, key, NULL, 0, &b,
                                    &err);
             CHECK_EQ_INT(rc, 0);
             if (a && b) {
@@ -959,7 +969,7 @@ static void check_cons(const struct tdb_io *io, const char *arr,
             char fp[4096];
             fmt(fp, sizeof fp, "__fragments/%s", cm->names[0]);
             struct tdb_fragmeta *a = NULL;
-            rc = tdb_fragmeta_load(io, fp, cm->names[0], set, key,
+            rc = fm_load(io, fp, cm->names[0], set, key,
                                    cm->data + cm->offsets[0], n, &a, &err);
             CHECK(rc < 0);
             tdb_fragmeta_free(a);
@@ -1191,7 +1201,7 @@ static void test_corpus_truncated(void)
             char fr[600];
             fmt(fr, sizeof fr, "fr/%s", fname);
             struct tdb_fragmeta *fm = NULL;
-            int rc = tdb_fragmeta_load(&mem, fr, fname, &set, NULL, NULL, 0,
+            int rc = fm_load(&mem, fr, fname, &set, NULL, NULL, 0,
                                        &fm, &err);
             if (rc == 0) {
                 int bad = 0;

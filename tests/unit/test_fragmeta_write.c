@@ -91,7 +91,9 @@ static int rebuild_fragment(const char *arr, const char *frag, unsigned layout)
     uint8_t *orig = NULL;
     uint64_t orig_size = 0;
     int result = -1;
-    if (tdb_fragmeta_load(&io, fpath, frag, &set, NULL, NULL, 0, &fm, &err) ||
+    struct tdb_fragmeta_src src = {.io = &io, .path = fpath, .name = frag,
+                                   .schemas = &set};
+    if (tdb_fragmeta_load(&src, &fm, &err) ||
         tdb_fragmeta_load_rtree(fm, &err)) {
         fprintf(stderr, "  load %s: %s\n", fpath, err.msg);
         goto done;
@@ -337,8 +339,10 @@ static int rt_load(struct tdb_io *io, const struct tdb_buf *b,
     (void)wkey;
     if (rc)
         return rc;
-    rc = tdb_fragmeta_load(io, "__fragments/" RT_NAME, RT_NAME, &set, rkey,
-                           NULL, 0, fm, err);
+    struct tdb_fragmeta_src src = {.io = io, .path = "__fragments/" RT_NAME,
+                                   .name = RT_NAME, .schemas = &set,
+                                   .key = rkey};
+    rc = tdb_fragmeta_load(&src, fm, err);
     /* and its first encrypted generic tile, as an open of an array with
      * delete commits reads it */
     if (!rc && (rc = tdb_fragmeta_load_processed(*fm, err))) {

@@ -139,7 +139,7 @@ static void write_frag(struct tdb_io *arr, const struct tdb_schema *s,
         unit_put(&stg, "w/s.validity", sn, n);
     }
     struct tdb_error err = {0};
-    int r = tdb_fragment_write_threads(arr, &stg, "w", NULL, ts, 1, name, &err);
+    int r = unit_write(arr, &stg, "w", NULL, ts, 1, name, &err);
     if (r)
         fprintf(stderr, "  write at %llu: %s\n", (unsigned long long)ts, err.msg);
     CHECK_EQ_INT(r, 0);

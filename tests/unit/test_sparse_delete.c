@@ -206,7 +206,7 @@ static size_t expect(const struct scen *sc, uint64_t t0, uint64_t t1,
  * special fields sp[]: __timestamps, __delete_timestamps,
  * __delete_condition_index, NULL when not staged) into *name. */
 static void write_cells(struct tdb_io *arr, const struct xc *c, size_t n,
-                        struct tdb_write_req *rq, uint64_t *const sp[3],
+                        struct tdb_fragment_req *rq, uint64_t *const sp[3],
                         char **name)
 {
     int64_t *x = malloc(n * 8), *y = malloc(n * 8);
@@ -241,7 +241,7 @@ static void write_cells(struct tdb_io *arr, const struct xc *c, size_t n,
     rq->staged = &stg;
     rq->staged_dir = "w";
     rq->threads = 1;
-    int r = tdb_fragment_write_req(rq, name, &err);
+    int r = tdb_fragment_write(rq, name, &err);
     if (r)
         fprintf(stderr, "  write at %llu: %s\n",
                 (unsigned long long)rq->timestamp_ms, err.msg);
@@ -306,7 +306,7 @@ static void write_consolidated(struct scen *sc, struct tdb_io *arr)
     struct tdb_write_extras x = {.t1 = sc->f[0].t1, .timestamps = true,
                                  .delete_meta = true, .processed = proc,
                                  .nprocessed = np};
-    struct tdb_write_req rq = {.timestamp_ms = sc->f[sc->ncons - 1].t2,
+    struct tdb_fragment_req rq = {.timestamp_ms = sc->f[sc->ncons - 1].t2,
                                .extras = &x};
     uint64_t *const sp[3] = {ts, dt, dci};
     write_cells(arr, c, n, &rq, sp, &sc->cname);
@@ -325,7 +325,7 @@ static void write_frags(struct scen *sc, struct tdb_io *arr)
         first = sc->ncons;
     }
     for (size_t f = first; f < sc->nf; f++) {
-        struct tdb_write_req rq = {.timestamp_ms = sc->f[f].t2};
+        struct tdb_fragment_req rq = {.timestamp_ms = sc->f[f].t2};
         uint64_t *const none[3] = {NULL, NULL, NULL};
         write_cells(arr, sc->f[f].c, sc->f[f].n, &rq, none, &sc->f[f].name);
     }

@@ -393,7 +393,7 @@ static void par_commit(const struct tdb_io *arr, const struct tdb_io *stg,
 {
     char *name = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(arr, stg, dir, NULL, ts, &name, &err);
+    int r = unit_write(arr, stg, dir, NULL, ts, 0, &name, &err);
     if (r)
         fprintf(stderr, "FAIL %s: writing %s: %s\n", unit_cur, dir, err.msg);
     CHECK_EQ_INT(r, 0);

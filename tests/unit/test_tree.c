@@ -805,7 +805,7 @@ static void mem_commit(const struct tdb_io *arr, struct tdb_io *stg,
 {
     char *name = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(arr, stg, "w", NULL, ts, &name, &err);
+    int r = unit_write(arr, stg, "w", NULL, ts, 0, &name, &err);
     if (r)
         fprintf(stderr, "  write: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);

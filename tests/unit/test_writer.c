@@ -331,7 +331,7 @@ static void roundtrip(const char *name, bool same_files)
         snprintf(dir, sizeof dir, "s%zu", i);
         stage_case_frag(c, name, i, &stg, dir);
         struct tdb_error err = {0};
-        int r = tdb_fragment_write(&arr, &stg, dir, key, ts, &names[i], &err);
+        int r = unit_write(&arr, &stg, dir, key, ts, 0, &names[i], &err);
         if (r)
             fprintf(stderr, "  %s fragment %zu: %s\n", name, i, err.msg);
         CHECK_EQ_INT(r, 0);
@@ -537,7 +537,7 @@ static void test_dense_partial_region(void)
     }
     char *fragname = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(&arr, &stg, "w", NULL, 7, &fragname, &err);
+    int r = unit_write(&arr, &stg, "w", NULL, 7, 0, &fragname, &err);
     if (r)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
@@ -653,8 +653,8 @@ static void test_timestamp_after_newest(void)
     stage_dense_1d(&stg, "two", 200);
     char *n1 = NULL, *n2 = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "one", NULL, 5, &n1, &err), 0);
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "two", NULL, 5, &n2, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "one", NULL, 5, 0, &n1, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "two", NULL, 5, 0, &n2, &err), 0);
     struct tdb_tsname t1, t2;
     CHECK(n1 && n2 && !tdb_tsname_parse(n1, &t1) && !tdb_tsname_parse(n2, &t2));
     CHECK(n1 && n2 && t1.t1 == 5 && t2.t1 == 6 && t2.t2 == 6);
@@ -666,7 +666,7 @@ static void test_timestamp_after_newest(void)
     /* no timestamp: now, and still after the newest */
     char *n3 = NULL;
     stage_dense_1d(&stg, "three", 300);
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "three", NULL, 0, &n3, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "three", NULL, 0, 0, &n3, &err), 0);
     struct tdb_tsname t3;
     CHECK(n3 && !tdb_tsname_parse(n3, &t3) && t3.t1 > 1600000000000ull);
     tdb_fs_close(fs);
@@ -688,17 +688,17 @@ static void test_commit_twice(void)
     stage_dense_1d(&stg, "s", 7);
     char *n1 = NULL, *n2 = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n1, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "s", NULL, 0, 0, &n1, &err), 0);
     struct tdb_names before, after;
     CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &before, &err), 0);
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n2, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "s", NULL, 0, 0, &n2, &err), 0);
     CHECK(n1 && n2 && !strcmp(n1, n2));
     CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &after, &err), 0);
     CHECK_EQ_INT(after.n, before.n);
     /* a marker naming a fragment that was never committed: a new write */
     put(&stg, "s/__fragment", "__1_1_00000000000000000000000000000000_22", 41);
     char *n3 = NULL;
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "s", NULL, 0, &n3, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "s", NULL, 0, 0, &n3, &err), 0);
     CHECK(n3 && strcmp(n3, n1));
     tdb_names_free(&after);
     CHECK_EQ_INT(tdb_io_names(&arr, "__commits", &after, &err), 0);
@@ -728,7 +728,7 @@ static void test_posix_commit(void)
     stage_dense_1d(&stg, "w", 7);
     char *nm = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "w", NULL, 3, &nm, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "w", NULL, 3, 0, &nm, &err), 0);
     char p[600];
     uint64_t sz = 1;
     snprintf(p, sizeof p, "__commits/%s.wrt", nm ? nm : "");
@@ -771,7 +771,7 @@ static void expect_inval(const struct tdb_io *arr, const struct tdb_io *stg,
     snapshot(arr, "", &before);
     char *nm = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(arr, stg, "w", NULL, 9, &nm, &err);
+    int r = unit_write(arr, stg, "w", NULL, 9, 0, &nm, &err);
     snapshot(arr, "", &after);
     if (r != TDB_E_INVAL || !strstr(err.msg, file) || (why && !strstr(err.msg, why)))
         fprintf(stderr, "  expected an error about %s (%s), got %d: %s\n", file,
@@ -827,7 +827,7 @@ static void test_bad_dense(void)
     stage_small_dense(&stg);
     char *nm = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(&arr, &stg, "w", NULL, 1, &nm, &err);
+    int r = unit_write(&arr, &stg, "w", NULL, 1, 0, &nm, &err);
     if (r)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
@@ -911,7 +911,7 @@ static void test_bad_dense(void)
     stage_small_dense(&stg);        /* __error is allowed */
     put(&stg, "w/__error", "old", 3);
     nm = NULL;
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "w", NULL, 2, &nm, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "w", NULL, 2, 0, &nm, &err), 0);
     free(nm);
     tdb_io_free(&stg);
     tdb_io_free(&arr);
@@ -946,7 +946,7 @@ static void test_bad_sparse(void)
     stage_small_sparse(&stg, x, y, 4);
     char *nm = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(&arr, &stg, "w", NULL, 1, &nm, &err);
+    int r = unit_write(&arr, &stg, "w", NULL, 1, 0, &nm, &err);
     if (r)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
@@ -1025,7 +1025,7 @@ static void test_sizes_checked_first(void)
     getrusage(RUSAGE_SELF, &ru0);
     char *nm = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write(&arr, &stg, "w", NULL, 1, &nm, &err);
+    int r = unit_write(&arr, &stg, "w", NULL, 1, 0, &nm, &err);
     getrusage(RUSAGE_SELF, &ru1);
     CHECK_EQ_INT(r, TDB_E_INVAL);
     CHECK(nm == NULL);
@@ -1079,7 +1079,7 @@ static void test_sparse_dups_kept(void)
     put(&stg, "w/s.offsets", off, sizeof off);
     char *nm = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_fragment_write(&arr, &stg, "w", NULL, 1, &nm, &err), 0);
+    CHECK_EQ_INT(unit_write(&arr, &stg, "w", NULL, 1, 0, &nm, &err), 0);
     struct tdb_fs *fs = fs_open(&arr, NULL);
     uint64_t gn = 0;
     uint8_t *got = fs ? fs_file(fs, "a", &gn) : NULL;
@@ -1157,12 +1157,12 @@ static void commit_both(struct tdb_io *a, struct tdb_io *b, struct tdb_io *stg,
 {
     char *na = NULL, *nb = NULL;
     struct tdb_error err = {0};
-    int r = tdb_fragment_write_threads(a, stg, dir, key, ts, 1, &na, &err);
+    int r = unit_write(a, stg, dir, key, ts, 1, &na, &err);
     if (r)
         fprintf(stderr, "  %s, 1 thread: %s\n", what, err.msg);
     CHECK_EQ_INT(r, 0);
     /* the staged folder's marker names the first commit: not in b */
-    r = tdb_fragment_write_threads(b, stg, dir, key, ts, threads, &nb, &err);
+    r = unit_write(b, stg, dir, key, ts, threads, &nb, &err);
     if (r)
         fprintf(stderr, "  %s, %u threads: %s\n", what, threads, err.msg);
     CHECK_EQ_INT(r, 0);
@@ -1398,8 +1398,8 @@ static void test_threads_same_calls(void)
         struct tdb_io io = {&rec_ops, &r};
         char *nm = NULL;
         struct tdb_error err = {0};
-        int rc = tdb_fragment_write_threads(&io, &stg, "w", NULL, 9, threads[i],
-                                            &nm, &err);
+        int rc = unit_write(&io, &stg, "w", NULL, 9, threads[i],
+                            &nm, &err);
         if (rc)
             fprintf(stderr, "  %u threads: %s\n", threads[i], err.msg);
         CHECK_EQ_INT(rc, 0);
@@ -1432,8 +1432,8 @@ static void test_threads_same_calls(void)
         CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
         char *nm = NULL;
         struct tdb_error err = {0};
-        int rc = tdb_fragment_write_threads(&fa, &stg, "w", NULL, 9, th, &nm,
-                                            &err);
+        int rc = unit_write(&fa, &stg, "w", NULL, 9, th, &nm,
+                            &err);
         CHECK_EQ_INT(f.failed, 1);
         /* as many calls (the cleanup's included) as with 1 thread */
         if (th == 1)
