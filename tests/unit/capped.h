@@ -1,5 +1,5 @@
 /* capped.h: decoding damaged tiles under a capped address space, for the
- * filter tests (test_filters_numeric.c, test_filters_compress.c). */
+ * filter tests (filters/test_numeric.c, filters/test_compress.c). */
 #ifndef TDB_TEST_CAPPED_H
 #define TDB_TEST_CAPPED_H
 

@@ -19,6 +19,17 @@ const char *unit_corpus(void)
     return c && *c ? c : "tests/corpus";
 }
 
+const char *unit_program(void)
+{
+    const char *name = program_invocation_name, *last = NULL, *prev = NULL;
+    for (const char *c = name; *c; c++)
+        if (*c == '/') {
+            prev = last;
+            last = c;
+        }
+    return prev ? prev + 1 : name;
+}
+
 bool unit_corpus_found(void)
 {
     static int found = -1;
@@ -36,7 +47,7 @@ bool unit_corpus_found(void)
         snprintf(line, sizeof line,
                  "SKIP corpus: %s: no reference corpus at %s%s%s (%s): its "
                  "corpus tests did not run; set TILEDBFS_CORPUS=DIR\n",
-                 program_invocation_short_name, root[0] == '/' ? "" : cwd,
+                 unit_program(), root[0] == '/' ? "" : cwd,
                  root[0] == '/' ? "" : "/", root,
                  env && *env ? "from TILEDBFS_CORPUS"
                              : "the default; TILEDBFS_CORPUS is not set");

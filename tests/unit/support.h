@@ -22,9 +22,14 @@
  * else tests/corpus from the working directory (the repository's root). */
 const char *unit_corpus(void);
 
+/* The running binary's folder and name, as "core/test_io" (its name alone
+ * when it was run without a folder): programs of two folders may share a
+ * name (s3/test_config, azure/test_config). */
+const char *unit_program(void);
+
 /* True when the corpus is there (its dense_1d_basic/case.json can be
  * read).  The first time it is not, prints one line starting "SKIP
- * corpus:" with the binary, the folder looked at (absolute) and where that
+ * corpus:" with the binary (unit_program), the folder looked at (absolute) and where that
  * name came from; to stdout, and also to file descriptor
  * $TILEDBFS_TEST_CONSOLE when that is set (make check: the console). */
 bool unit_corpus_found(void);
