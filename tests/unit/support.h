@@ -29,9 +29,10 @@ const char *unit_program(void);
 
 /* True when the corpus is there (its dense_1d_basic/case.json can be
  * read).  The first time it is not, prints one line starting "SKIP
- * corpus:" with the binary (unit_program), the folder looked at (absolute) and where that
- * name came from; to stdout, and also to file descriptor
- * $TILEDBFS_TEST_CONSOLE when that is set (make check: the console). */
+ * corpus:" with the binary (unit_program), the folder looked at
+ * (absolute) and where that name came from; to stdout, and also to file
+ * descriptor $TILEDBFS_TEST_CONSOLE when that is set (make check: the
+ * console). */
 bool unit_corpus_found(void);
 
 /* RUN(fn) when the corpus is there; otherwise fn is counted as skipped,
