@@ -1,11 +1,13 @@
 /* fixture.h: what the tests of the on-disk structures (tests/unit/model/)
- * share: a generic tile written to an io, and a small reader of the
- * corpus's case.json files.  In the tests' library (fixture.c); put_tile
+ * share: a generic tile written to an io, a small reader of the corpus's
+ * case.json files, schemas compared and round-tripped, and paths
+ * formatted.  In the tests' library (fixture.c); put_tile
  * fails the running test with CHECK. */
 #ifndef TDB_UNIT_MODEL_FIXTURE_H
 #define TDB_UNIT_MODEL_FIXTURE_H
 
 #include "../support.h"
+#include "model/schema.h"
 
 /* Writes `size` bytes as one generic tile at `path` of an in-memory io. */
 void put_tile(struct tdb_io *io, const char *path, const void *p,
@@ -28,5 +30,17 @@ const char *js_string(const char *p, char *out, size_t cap);
 
 /* In object `obj` (pointing at '{'), finds member `key`'s value. */
 const char *js_get(const char *obj, const char *key);
+
+/* Checks that schemas a and b hold the same values, field by field. */
+void check_same_schema(const struct tdb_schema *a,
+                       const struct tdb_schema *b);
+
+/* serialize -> parse -> compare -> serialize again: same bytes. */
+void schema_roundtrip(const struct tdb_schema *s);
+
+/* snprintf through a wrapper: paths here are short and a cut one only
+ * fails a look-up. */
+void fmt(char *dst, size_t cap, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif
