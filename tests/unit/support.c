@@ -335,3 +335,20 @@ int unit_expected_diff(const char *root, struct tdb_fs *fs, const char *skip)
     nftw(root, unit_exp_one, 16, FTW_PHYS);
     return unit_exp.bad;
 }
+
+/* ------------------------------------------------------------ S3's setting */
+
+void unit_aws_env_clear(void)
+{
+    static const char *const vars[] = {
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+        "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_CONFIG_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        unsetenv(vars[i]);
+    /* the end of the credential chain: never the real 169.254.169.254 */
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+}

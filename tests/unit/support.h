@@ -24,7 +24,7 @@ const char *unit_corpus(void);
 
 /* The running binary's folder and name, as "core/test_io" (its name alone
  * when it was run without a folder): programs of two folders may share a
- * name (s3/test_config, azure/test_config). */
+ * name (model/test_meta, mount/test_meta). */
 const char *unit_program(void);
 
 /* True when the corpus is there (its dense_1d_basic/case.json can be
@@ -157,5 +157,13 @@ uint8_t *unit_fs_file(struct tdb_fs *fs, const char *path, uint64_t *size);
  * show byte for byte at the same relative path, those whose path starts
  * with `skip` (NULL: none) left out: how many (each said on stderr). */
 int unit_expected_diff(const char *root, struct tdb_fs *fs, const char *skip);
+
+/* ------------------------------------------------------------ S3's setting */
+
+/* Unsets every AWS_* variable the S3 backend reads, and sets
+ * AWS_EC2_METADATA_DISABLED=true: a test's S3 configuration is then what
+ * it sets itself, and the credential chain never asks the real instance
+ * metadata service. */
+void unit_aws_env_clear(void);
 
 #endif
