@@ -1,7 +1,7 @@
 #!/bin/sh
 # check_cpu_skip.sh: a vector path this CPU lacks is a loud skip of that
 # path, never a failure, in make check and in check_no_corpus.sh.  Runs
-# test_filters_simd as on a CPU with neither SSE2 nor AVX2
+# filters/test_shuffle_simd as on a CPU with neither SSE2 nor AVX2
 # (TILEDBFS_TEST_NO_SIMD): it must run the scalar path, name each skipped
 # path on a SKIP line and exit 77; check_no_corpus.sh must take that as a
 # skip of another reason than the corpus.  Exit 1 on any breach.
@@ -19,22 +19,22 @@ fail() {
 
 st=0
 env -u TILEDBFS_TEST_CONSOLE TILEDBFS_TEST_NO_SIMD=sse2,avx2 \
-    "$builddir/tests/unit/test_filters_simd" >"$out" 2>&1 || st=$?
-[ "$st" -eq 77 ] || fail "test_filters_simd without SSE2 and AVX2 exited $st, not 77"
+    "$builddir/tests/unit/filters/test_shuffle_simd" >"$out" 2>&1 || st=$?
+[ "$st" -eq 77 ] || fail "filters/test_shuffle_simd without SSE2 and AVX2 exited $st, not 77"
 for line in '^ok test_path_scalar$' \
             '^SKIP test_path_sse2: this CPU (or build) has no such vector path$' \
             '^SKIP test_path_avx2: this CPU (or build) has no such vector path$' \
             '^[0-9]* passed, 0 failed, 2 skipped$'; do
-    grep -q "$line" "$out" || fail "test_filters_simd printed no line $line"
+    grep -q "$line" "$out" || fail "filters/test_shuffle_simd printed no line $line"
 done
-[ "$bad" -eq 0 ] && echo "ok test_filters_simd without SSE2 and AVX2: the scalar path runs, the others are named as skipped"
+[ "$bad" -eq 0 ] && echo "ok filters/test_shuffle_simd without SSE2 and AVX2: the scalar path runs, the others are named as skipped"
 
 st=0
-TILEDBFS_TEST_NO_SIMD=avx2 sh "$srcdir/tests/check_no_corpus.sh" test_filters_simd \
+TILEDBFS_TEST_NO_SIMD=avx2 sh "$srcdir/tests/check_no_corpus.sh" filters/test_shuffle_simd \
     >"$out" 2>&1 || st=$?
 if [ "$st" -ne 0 ]; then
     fail "check_no_corpus.sh took a CPU path's skip for a failure (exit $st)"
-elif ! grep -q '^ok test_filters_simd: needs no corpus; skips for another reason' "$out" ||
+elif ! grep -q '^ok filters/test_shuffle_simd: needs no corpus; skips for another reason' "$out" ||
      ! grep -q '^    | SKIP test_path_avx2: ' "$out"; then
     fail "check_no_corpus.sh did not show the CPU path's skip"
 else

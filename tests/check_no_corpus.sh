@@ -1,14 +1,14 @@
 #!/bin/sh
 # check_no_corpus.sh: a missing reference corpus is a loud SKIP, never a
-# crash.  Runs every C unit test (tests/unit/test_*.c) with TILEDBFS_CORPUS
-# naming a folder that does not exist: each must exit 0 (it needs no
-# corpus) or 77 (automake's SKIP) with its "SKIP corpus:" line, never fail
-# or die of a signal; test_mount, whose fixtures are corpus arrays, must
-# skip.  The tests' own lines are shown indented, so that their "SKIP
+# crash.  Runs every C unit test (tests/unit/DIR/test_*.c) with
+# TILEDBFS_CORPUS naming a folder that does not exist: each must exit 0 (it
+# needs no corpus) or 77 (automake's SKIP) with its "SKIP corpus:" line,
+# never fail or die of a signal; one with corpus tests (RUN_CORPUS in its
+# source) must skip.  The tests' own lines are shown indented, so that their "SKIP
 # corpus:" lines do not look like this check's.  A program may also exit 77
 # for a reason that is not the corpus (a vector path this CPU lacks): then
 # each skip is a "SKIP NAME: why" line of its own, shown here, and no
-# corpus test may be among them.  With program names (test_x ...) as
+# corpus test may be among them.  With program names (DIR/test_x ...) as
 # arguments, only those are run.  Exit 1 on any breach.
 set -u
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -21,10 +21,13 @@ nowhere=$out/no-corpus-here
 bad=0
 n=0
 if [ $# -eq 0 ]; then
-    set -- "$srcdir"/tests/unit/test_*.c
+    set -- "$srcdir"/tests/unit/*/test_*.c
 fi
-for src in "$@"; do
-    t=$(basename "$src" .c)
+for arg in "$@"; do
+    # DIR/test_x, from a source's path or as given
+    t=${arg%.c}
+    t=${t#"$srcdir"/tests/unit/}
+    src=$srcdir/tests/unit/$t.c
     prog=$builddir/tests/unit/$t
     n=$((n + 1))
     if [ ! -x "$prog" ]; then
@@ -55,8 +58,8 @@ for src in "$@"; do
            why="exited $st"
        fi ;;
     esac
-    if [ -z "$why" ] && [ "$t" = test_mount ] && [ "$st" -ne 77 ]; then
-        why="exited $st: its corpus fixtures must make it skip"
+    if [ -z "$why" ] && [ "$st" -ne 77 ] && grep -q 'RUN_CORPUS(' "$src"; then
+        why="exited $st: its corpus tests must make it skip"
     fi
     if [ -n "$why" ]; then
         echo "FAIL: $t without a corpus: $why; its output:"
@@ -73,7 +76,7 @@ for src in "$@"; do
     fi
 done
 if [ "$n" -eq 0 ]; then
-    echo "FAIL: no tests/unit/test_*.c under $srcdir"
+    echo "FAIL: no tests/unit/*/test_*.c under $srcdir"
     exit 1
 fi
 echo "$n unit test programs run with TILEDBFS_CORPUS=$nowhere"

@@ -1,5 +1,5 @@
 /* capped.h: decoding damaged tiles under a capped address space, for the
- * filter tests (test_filters_numeric.c, test_filters_compress.c). */
+ * filter tests (tests/unit/filters/). */
 #ifndef TDB_TEST_CAPPED_H
 #define TDB_TEST_CAPPED_H
 
@@ -43,8 +43,9 @@ static inline int filter_run(int (*fn)(const struct tdb_filter_call *,
 #endif
 
 /* A tile of one chunk declaring `orig` bytes: metadata md, data data. */
-static void capped_tile(struct tdb_buf *t, uint32_t orig, const uint8_t *md,
-                        uint32_t mlen, const uint8_t *data, uint32_t dlen)
+static inline void capped_tile(struct tdb_buf *t, uint32_t orig,
+                               const uint8_t *md, uint32_t mlen,
+                               const uint8_t *data, uint32_t dlen)
 {
     tdb_buf_reset(t);
     tdb_buf_put_u64(t, 1);
@@ -61,8 +62,9 @@ static void capped_tile(struct tdb_buf *t, uint32_t orig, const uint8_t *md,
  * claims fails with TDB_E_NOMEM (or dies) instead of TDB_E_CORRUPT.
  * @return the decode's result, or 1000 + the signal that killed it; the
  * message goes to msg. */
-static int capped_decode(const struct tdb_filter *f, unsigned dt, bool var,
-                         const struct tdb_buf *tile, char *msg, size_t cap)
+static inline int capped_decode(const struct tdb_filter *f, unsigned dt,
+                                bool var, const struct tdb_buf *tile,
+                                char *msg, size_t cap)
 {
     int fd[2];
     msg[0] = 0;

@@ -19,6 +19,17 @@ const char *unit_corpus(void)
     return c && *c ? c : "tests/corpus";
 }
 
+const char *unit_program(void)
+{
+    const char *name = program_invocation_name, *last = NULL, *prev = NULL;
+    for (const char *c = name; *c; c++)
+        if (*c == '/') {
+            prev = last;
+            last = c;
+        }
+    return prev ? prev + 1 : name;
+}
+
 bool unit_corpus_found(void)
 {
     static int found = -1;
@@ -36,7 +47,7 @@ bool unit_corpus_found(void)
         snprintf(line, sizeof line,
                  "SKIP corpus: %s: no reference corpus at %s%s%s (%s): its "
                  "corpus tests did not run; set TILEDBFS_CORPUS=DIR\n",
-                 program_invocation_short_name, root[0] == '/' ? "" : cwd,
+                 unit_program(), root[0] == '/' ? "" : cwd,
                  root[0] == '/' ? "" : "/", root,
                  env && *env ? "from TILEDBFS_CORPUS"
                              : "the default; TILEDBFS_CORPUS is not set");
@@ -323,4 +334,21 @@ int unit_expected_diff(const char *root, struct tdb_fs *fs, const char *skip)
     unit_exp.bad = 0;
     nftw(root, unit_exp_one, 16, FTW_PHYS);
     return unit_exp.bad;
+}
+
+/* ------------------------------------------------------------ S3's setting */
+
+void unit_aws_env_clear(void)
+{
+    static const char *const vars[] = {
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+        "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_CONFIG_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        unsetenv(vars[i]);
+    /* the end of the credential chain: never the real 169.254.169.254 */
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 }

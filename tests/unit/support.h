@@ -22,11 +22,17 @@
  * else tests/corpus from the working directory (the repository's root). */
 const char *unit_corpus(void);
 
+/* The running binary's folder and name, as "core/test_io" (its name alone
+ * when it was run without a folder): programs of two folders may share a
+ * name (model/test_meta, mount/test_meta). */
+const char *unit_program(void);
+
 /* True when the corpus is there (its dense_1d_basic/case.json can be
  * read).  The first time it is not, prints one line starting "SKIP
- * corpus:" with the binary, the folder looked at (absolute) and where that
- * name came from; to stdout, and also to file descriptor
- * $TILEDBFS_TEST_CONSOLE when that is set (make check: the console). */
+ * corpus:" with the binary (unit_program), the folder looked at
+ * (absolute) and where that name came from; to stdout, and also to file
+ * descriptor $TILEDBFS_TEST_CONSOLE when that is set (make check: the
+ * console). */
 bool unit_corpus_found(void);
 
 /* RUN(fn) when the corpus is there; otherwise fn is counted as skipped,
@@ -163,5 +169,13 @@ uint8_t *unit_fs_file(struct tdb_fs *fs, const char *path, uint64_t *size);
  * show byte for byte at the same relative path, those whose path starts
  * with `skip` (NULL: none) left out: how many (each said on stderr). */
 int unit_expected_diff(const char *root, struct tdb_fs *fs, const char *skip);
+
+/* ------------------------------------------------------------ S3's setting */
+
+/* Unsets every AWS_* variable the S3 backend reads, and sets
+ * AWS_EC2_METADATA_DISABLED=true: a test's S3 configuration is then what
+ * it sets itself, and the credential chain never asks the real instance
+ * metadata service. */
+void unit_aws_env_clear(void);
 
 #endif

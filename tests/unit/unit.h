@@ -3,7 +3,9 @@
  * and ends with unit_done(), which prints "N passed, N failed" (and "N
  * skipped") and returns the exit status: 1 on a failure, 77 (automake's
  * SKIP) when a test was skipped, else 0: a binary that could not run all
- * its tests does not count as passed. */
+ * its tests does not count as passed.  The counts live in unit.c, in the
+ * tests' library (tests/unit/libunit.a), so that the fixtures there can
+ * fail the running test with CHECK as the test's own code does. */
 #ifndef TDB_UNIT_H
 #define TDB_UNIT_H
 
@@ -11,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int unit_passed, unit_failed, unit_skipped, unit_cur_failed;
-static const char *unit_cur;
+/* The tests of this binary that passed, failed, were skipped; whether the
+ * running test failed (CHECK sets it), and its name. */
+extern int unit_passed, unit_failed, unit_skipped, unit_cur_failed;
+extern const char *unit_cur;
 
 #define CHECK(cond)                                                        \
     do {                                                                   \
@@ -55,16 +59,9 @@ static const char *unit_cur;
         printf("SKIP %s: %s\n", #fn, why);                                 \
     } while (0)
 
-static inline int unit_done(void)
-{
-    if (unit_skipped)
-        printf("%d passed, %d failed, %d skipped\n", unit_passed,
-               unit_failed, unit_skipped);
-    else
-        printf("%d passed, %d failed\n", unit_passed, unit_failed);
-    if (unit_failed)
-        return 1;
-    return unit_skipped > 0 ? 77 : 0;
-}
+/* Prints the counts ("N passed, N failed", and ", N skipped" when a test
+ * was) and returns the binary's exit status: 1 when a test failed, else
+ * 77 when one was skipped, else 0. */
+int unit_done(void);
 
 #endif

@@ -1,0 +1,891 @@
+/* test_create.c: creating arrays and writing metadata (format/write/schema_json.c, format/write/create.c): every corpus schema through JSON and back byte for byte, created arrays read back, metadata files, and refused schemas. */
+#include "../support.h"
+
+#include "filters/options.h"
+#include "model/arraydir.h"
+#include "model/generic_tile.h"
+#include "tree/json.h"
+#include "model/meta.h"
+#include "write/writer.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+/* The 32-byte key of a corpus case (case.json key_hex), if any. */
+static bool case_key(const char *case_dir, uint8_t key[32])
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/case.json", case_dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    const char *hex = json_string_value(json_object_get(j, "key_hex"));
+    bool ok = hex && strlen(hex) == 64;
+    for (int i = 0; ok && i < 32; i++) {
+        unsigned v;
+        ok = sscanf(hex + 2 * i, "%2x", &v) == 1;
+        key[i] = (uint8_t)v;
+    }
+    json_decref(j);
+    return ok;
+}
+
+/* The schema file in force in an array: the newest of __schema (by t1, then
+ * name), else the legacy __array_schema.tdb.  NULL: not an array. */
+static char *newest_schema(const struct tdb_io *io)
+{
+    struct tdb_names n = {0};
+    char *best = NULL;
+    uint64_t best_t = 0;
+    if (tdb_io_names(io, "__schema", &n, NULL) == 0) {
+        for (size_t i = 0; i < n.n; i++) {
+            struct tdb_tsname ts;
+            if (n.is_dir[i] || tdb_tsname_parse(n.v[i], &ts))
+                continue;
+            if (!best || ts.t1 > best_t ||
+                (ts.t1 == best_t && strcmp(n.v[i], best) > 0)) {
+                free(best);
+                best = strdup(n.v[i]);
+                best_t = ts.t1;
+            }
+        }
+    }
+    tdb_names_free(&n);
+    if (best) {
+        char *p = tdb_path_join("__schema", best);
+        free(best);
+        return p;
+    }
+    return tdb_io_exists(io, "__array_schema.tdb")
+               ? strdup("__array_schema.tdb")
+               : NULL;
+}
+
+static char *schema_json_text(const struct tdb_schema *s, size_t *len)
+{
+    struct tdb_buf b = {0};
+    json_t *j = tdb_json_schema(s);
+    int rc = j ? tdb_json_dump(j, &b) : TDB_E_NOMEM;
+    json_decref(j);
+    if (!rc) {
+        b.len--;                        /* the text without its "\n" */
+        rc = tdb_buf_put_u8(&b, 0);
+    }
+    if (rc) {
+        tdb_buf_free(&b);
+        return NULL;
+    }
+    *len = b.len - 1;
+    return (char *)b.data;
+}
+
+/* A JSON schema object without its "version" (the created array is v22
+ * whatever the original's version). */
+static json_t *schema_sans_version(json_t *j)
+{
+    json_t *s = json_object_get(j, "schema");
+    s = json_deep_copy(s ? s : j);
+    json_object_del(s, "version");
+    return s;
+}
+
+/* ------------------------------------------------- the corpus, round trip */
+
+static void set_chunk(json_t *o, const char *key, const struct tdb_pipeline *p)
+{
+    char k[64];
+    snprintf(k, sizeof k, "%s_max_chunk_size", key);
+    if (p->max_chunk_size != 65536 && !json_object_get(o, k))
+        json_object_set_new(o, k, json_integer(p->max_chunk_size));
+}
+
+/* __array.json does not show a pipeline's max chunk size; where one differs
+ * from TileDB's default, add it as tdb_schema_from_json reads it (a sibling
+ * key "<pipeline>_max_chunk_size"). */
+static char *add_chunk_sizes(const char *text, const struct tdb_schema *s,
+                             size_t *len)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    if (!j)
+        return NULL;
+    set_chunk(j, "coords_filters", &s->coords_filters);
+    set_chunk(j, "offsets_filters", &s->offsets_filters);
+    set_chunk(j, "validity_filters", &s->validity_filters);
+    for (uint32_t i = 0; i < s->ndims; i++)
+        set_chunk(json_array_get(json_object_get(j, "dims"), i), "filters",
+                  &s->dims[i].filters);
+    for (uint32_t i = 0; i < s->nattrs; i++)
+        set_chunk(json_array_get(json_object_get(j, "attrs"), i), "filters",
+                  &s->attrs[i].filters);
+    char *out = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (out)
+        *len = strlen(out);
+    return out;
+}
+
+static int round_trip_case(const char *cdir, const char *name, char *tmp)
+{
+    char apath[1100], dst[1200];
+    struct tdb_io io = {0}, out = {0};
+    struct tdb_schema *orig = NULL, *back = NULL;
+    struct tdb_buf b1 = {0}, b2 = {0};
+    struct tdb_error err = {0};
+    struct tdb_fs *fs = NULL;
+    uint8_t keyb[32];
+    const uint8_t *key = case_key(cdir, keyb) ? keyb : NULL;
+    char *spath = NULL, *text = NULL, *aj = NULL;
+    size_t len = 0;
+    uint64_t aj_len = 0;
+    int tested = 0;
+
+    snprintf(apath, sizeof apath, "%s/array", cdir);
+    tdb_io_posix(&io, apath);
+    if (!(spath = newest_schema(&io))) {
+        printf("  skip %s: not an array (no schema)\n", name);
+        goto out;
+    }
+    int rc = tdb_schema_load(&io, spath, key, &orig, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        goto out;
+    }
+    for (uint32_t i = 0; i < orig->nenums; i++)
+        CHECK_EQ_INT(tdb_enumeration_load(&io, &orig->enums[i], key, &err), 0);
+    text = schema_json_text(orig, &len);
+    CHECK(text != NULL);
+    if (!text)
+        goto out;
+    char *full = add_chunk_sizes(text, orig, &len);
+    CHECK(full != NULL);
+    rc = full ? tdb_schema_from_json(full, len, &back, &err) : TDB_E_NOMEM;
+    free(full);
+    if (orig->nenums) {
+        /* The JSON carries each enumeration's values; its file gets a new
+         * name, so compare the enumerations rather than the bytes. */
+        CHECK_EQ_INT(rc, 0);
+        CHECK(back && back->nenums == orig->nenums);
+        for (uint32_t i = 0; back && i < orig->nenums && i < back->nenums; i++) {
+            const struct tdb_enumeration *a = &orig->enums[i], *b = &back->enums[i];
+            CHECK(!strcmp(a->name, b->name) && a->type == b->type &&
+                  a->cell_val_num == b->cell_val_num && a->ordered == b->ordered);
+            CHECK(a->data_size == b->data_size &&
+                  (!a->data_size || !memcmp(a->data, b->data, a->data_size)));
+            CHECK(a->offsets_size == b->offsets_size &&
+                  (!a->offsets_size ||
+                   !memcmp(a->offsets, b->offsets, a->offsets_size)));
+        }
+        printf("  %s: enumerations round trip\n", name);
+        tested = 1;
+        goto out;
+    }
+    if (orig->nlabels) {
+        printf("  skip %s: dimension labels are not in the JSON\n", name);
+        goto out;
+    }
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        goto out;
+    }
+    CHECK_EQ_INT(tdb_schema_serialize(orig, &b1, &err), 0);
+    CHECK_EQ_INT(tdb_schema_serialize(back, &b2, &err), 0);
+    CHECK_EQ_INT(b2.len, b1.len);
+    if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len)) {
+        fprintf(stderr, "  %s: JSON round trip changed the schema bytes\n",
+                name);
+        unit_cur_failed = 1;
+        goto out;
+    }
+
+    /* Create it and read it back through the tree. */
+    snprintf(dst, sizeof dst, "%s/%s", tmp, name);
+    tdb_io_posix(&out, dst);
+    rc = tdb_array_create(&out, back, key, 5, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        goto out;
+    }
+    static const char *const dirs[] = {"__schema", "__schema/__enumerations",
+                                       "__commits", "__fragments", "__meta",
+                                       "__fragment_meta", "__labels"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        char p[1400];
+        snprintf(p, sizeof p, "%s/%s", dst, dirs[i]);
+        CHECK(unit_is_dir(p));
+    }
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    o.key = key;
+    rc = tdb_fs_open(&fs, &out, &o, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: open: %s\n", name, err.msg);
+        goto out;
+    }
+    aj = (char *)unit_fs_file(fs, "__array.json", &aj_len);
+    CHECK(aj != NULL);
+    if (aj) {
+        /* __array.json's "timestamp" holds UINT64_MAX, beyond jansson's
+         * integers: numbers are compared as reals (the schema bytes were
+         * compared exactly above). */
+        json_t *got = json_loads(aj, JSON_DECODE_INT_AS_REAL, NULL);
+        json_t *want = json_loads(text, JSON_DECODE_INT_AS_REAL, NULL);
+        json_t *g = schema_sans_version(got), *w = schema_sans_version(want);
+        CHECK(got && want && json_equal(g, w));
+        CHECK(json_number_value(json_object_get(
+                  json_object_get(got, "schema"), "version")) == 22);
+        json_decref(g);
+        json_decref(w);
+        json_decref(got);
+        json_decref(want);
+    }
+    /* The created schema file: the generic tile header TileDB writes (GZIP
+     * level 1, max chunk size 65536, AES-256-GCM when keyed), as in the
+     * corpus's schema files. */
+    {
+        char *created = newest_schema(&out);
+        uint8_t *f = NULL;
+        uint64_t fsz = 0;
+        CHECK(created && tdb_io_read_file(&out, created, &f, &fsz, &err) == 0);
+        static const uint8_t plain[] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                        18, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0,
+                                        1, 5, 0, 0, 0, 1, 1, 0, 0, 0};
+        static const uint8_t enc[] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 1,
+                                      23, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0,
+                                      1, 5, 0, 0, 0, 1, 1, 0, 0, 0,
+                                      11, 0, 0, 0, 0};
+        if (f && fsz > 64) {
+            CHECK_EQ_INT(tdb_le32(f), 22);
+            CHECK_EQ_INT(tdb_le64(f + 12), b2.len);
+            if (key)
+                CHECK_MEM(f + 20, enc, sizeof enc);
+            else
+                CHECK_MEM(f + 20, plain, sizeof plain);
+        }
+        free(f);
+        free(created);
+    }
+    tested = 1;
+out:
+    tdb_fs_close(fs);
+    tdb_schema_free(orig);
+    tdb_schema_free(back);
+    tdb_buf_free(&b1);
+    tdb_buf_free(&b2);
+    free(spath);
+    free(text);
+    free(aj);
+    tdb_io_free(&io);
+    tdb_io_free(&out);
+    return tested;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_corpus_round_trip(void)
+{
+    const char *corpus = unit_corpus();
+    DIR *d = opendir(corpus);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    char *names[512];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 512) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s/array", corpus, e->d_name);
+        if (e->d_name[0] != '.' && unit_is_dir(p))
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, name_cmp);
+    char *tmp = unit_temp_dir("create");
+    CHECK(tmp != NULL);
+    int tested = 0;
+    for (size_t i = 0; i < n && tmp; i++) {
+        char cdir[1024];
+        snprintf(cdir, sizeof cdir, "%s/%s", corpus, names[i]);
+        tested += round_trip_case(cdir, names[i], tmp);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    printf("  %d corpus schemas through JSON and back\n", tested);
+    CHECK(tested > 0);
+    if (tmp)
+        unit_rm_rf(tmp);
+    free(tmp);
+}
+
+/* ----------------------------------------------------------- JSON inputs */
+
+static const char *const sparse_head =
+    "{\"array_type\": \"sparse\", \"dims\": [";
+
+/* Parses `text`; expects code and, in the message, `needle`. */
+static void expect_bad(const char *text, int code, const char *needle)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    int rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    CHECK_EQ_INT(rc, code);
+    CHECK(s == NULL);
+    if (!strstr(err.msg, needle)) {
+        fprintf(stderr, "FAIL %s: message '%s' lacks '%s'\n", unit_cur,
+                err.msg, needle);
+        unit_cur_failed = 1;
+    }
+}
+
+static void test_json_refused(void)
+{
+    expect_bad("{\"array_type\": ", TDB_E_INVAL, "line 1");
+    expect_bad("[1, 2]", TDB_E_INVAL, "expected an object");
+    expect_bad("{\"array_type\": \"dense\", \"dims\": []}", TDB_E_INVAL,
+               "dims: expected an array of at least one dimension");
+    expect_bad("{\"array_type\": \"tiled\", \"dims\": []}", TDB_E_INVAL,
+               "array_type: \"tiled\" is not dense or sparse");
+    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"FLOAT64\", \"domain\": [0, 9], "
+               "\"tile_extent\": 2}], \"attrs\": [{\"name\": \"a\", "
+               "\"datatype\": \"INT32\"}]}",
+               TDB_E_INVAL, "dense arrays cannot have floating point");
+    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9], "
+               "\"tile_extent\": 11}], \"attrs\": [{\"name\": \"a\", "
+               "\"datatype\": \"INT32\"}]}",
+               TDB_E_INVAL, "tile extent 11 is larger than the domain");
+    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
+               "\"attrs\": []}",
+               TDB_E_INVAL, "at least one attribute");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [9, 0]}]}",
+               TDB_E_INVAL, "upper bound is below");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT8\", \"domain\": [0, 128]}]}",
+               TDB_E_INVAL, "dims[0].domain[1]: 128 does not fit INT8");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+               "[{\"name\": \"x\", \"datatype\": \"INT32\"}]}",
+               TDB_E_INVAL, "'x' names both a dimension and an attribute");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+               "[{\"name\": \"a\", \"datatype\": \"INT32\"}, {\"name\": "
+               "\"a\", \"datatype\": \"INT8\"}]}",
+               TDB_E_INVAL, "two attributes are named 'a'");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+               "[{\"name\": \"__a\", \"datatype\": \"INT32\"}]}",
+               TDB_E_INVAL, "reserved");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
+               "[{\"type\": \"ZIP\"}]}]}",
+               TDB_E_INVAL, "dims[0].filters[0].type: unknown filter \"ZIP\"");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
+               "[{\"type\": \"ZSTD\", \"lvl\": 3}]}]}",
+               TDB_E_INVAL, "dims[0].filters[0]: unknown key \"lvl\"");
+    expect_bad("{\"array_type\": \"sparse\", \"capacity\": 0, \"dims\": "
+               "[{\"name\": \"x\", \"datatype\": \"INT32\", "
+               "\"domain\": [0, 9]}]}",
+               TDB_E_INVAL, "capacity cannot be 0");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+               "[{\"name\": \"a\", \"datatype\": \"INT32\", \"fill_hex\": "
+               "\"0102\"}]}",
+               TDB_E_INVAL, "attrs[0].fill_hex: holds 2 bytes");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+               "[{\"name\": \"a\", \"datatype\": \"UINT8\", \"enumeration\": "
+               "\"e\"}]}",
+               TDB_E_INVAL, "attrs[0].enumeration");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
+               "\"current_domain\": [[0, 10]]}",
+               TDB_E_INVAL, "outside the dimension's domain");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"UINT8\", \"domain\": [0, 255]}]}",
+               TDB_E_INVAL, "whole UINT8 range");
+    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"dims\": []}",
+               TDB_E_INVAL, "duplicate");
+}
+
+/* The datatype a sparse schema with attribute a of datatype `name` gets
+ * (reinterpret: as a DELTA filter's reinterpret_datatype of a), or -1
+ * when refused; the message into msg[cap]. */
+static int numpy_type(const char *name, bool reinterpret, char *msg,
+                      size_t cap)
+{
+    char text[512];
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    int t = -1;
+
+    snprintf(text, sizeof text, "{\"array_type\": \"sparse\", \"dims\": "
+             "[{\"name\": \"x\", \"datatype\": \"int64\", \"domain\": "
+             "[0, 9]}], \"attrs\": [{\"name\": \"a\", \"datatype\": \"%s\", "
+             "\"filters\": [{\"type\": \"DELTA\", "
+             "\"reinterpret_datatype\": \"%s\"}]}]}",
+             reinterpret ? "INT64" : name, reinterpret ? name : "ANY");
+    if (tdb_schema_from_json(text, strlen(text), &s, &err) == 0) {
+        CHECK_EQ_INT(s->dims[0].type, TDB_INT64);
+        t = reinterpret ? tdb_filter_get_int(&s->attrs[0].filters.f[0],
+                                             "reinterpret_datatype")
+                        : (int)s->attrs[0].type;
+    }
+    snprintf(msg, cap, "%s", err.msg);
+    tdb_schema_free(s);
+    return t;
+}
+
+/* numpy's dtype names and type strings are datatypes of the schema JSON
+ * too, as user.tiledb.dtype shows them; big-endian ones and numpy's
+ * strings are refused, saying why. */
+static void test_json_numpy_names(void)
+{
+    static const struct {
+        const char *name;
+        int type;
+    } ok[] = {
+        {"float64", TDB_FLOAT64}, {"<f8", TDB_FLOAT64}, {"f8", TDB_FLOAT64},
+        {"=f8", TDB_FLOAT64},     {"float32", TDB_FLOAT32},
+        {"<i4", TDB_INT32},       {"int32", TDB_INT32}, {"i2", TDB_INT16},
+        {"int8", TDB_INT8},       {"|i1", TDB_INT8},    {"|u1", TDB_UINT8},
+        {"uint8", TDB_UINT8},     {"<u2", TDB_UINT16},  {"uint32", TDB_UINT32},
+        {"<u8", TDB_UINT64},      {"int64", TDB_INT64}, {"bool", TDB_BOOL},
+        {"|b1", TDB_BOOL},        {"?", TDB_BOOL},
+        {"datetime64[ns]", 27}, {"<M8[D]", 21},  /* DATETIME_NS, _DAY */
+        {"timedelta64[s]", 33}, {"m8[ms]", 34},    /* TIME_SEC, TIME_MS */
+        {"FLOAT64", TDB_FLOAT64}, {"STRING_UTF8", TDB_STRING_UTF8},
+    };
+    char msg[TDB_ERROR_MSG_MAX];
+
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        int t = numpy_type(ok[i].name, false, msg, sizeof msg);
+        if (t != ok[i].type) {
+            fprintf(stderr, "FAIL %s: \"%s\" gave %d (%s), not %d\n",
+                    unit_cur, ok[i].name, t, msg, ok[i].type);
+            unit_cur_failed = 1;
+        }
+    }
+    CHECK_EQ_INT(numpy_type("int32", true, msg, sizeof msg), TDB_INT32);
+    CHECK_EQ_INT(numpy_type("ANY", true, msg, sizeof msg), TDB_ANY);
+    CHECK_EQ_INT(numpy_type(">i4", false, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "attrs[0].datatype: \">i4\": big-endian; TileDB "
+                 "stores little-endian values (\"<i4\")") != NULL);
+    CHECK_EQ_INT(numpy_type("S1", false, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "write CHAR, STRING_ASCII or STRING_UTF8") != NULL);
+    CHECK_EQ_INT(numpy_type("<U4", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("complex128", false, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "unknown datatype \"complex128\" (TileDB's name, "
+                 "such as FLOAT64, or numpy's, such as float64 or <f8)"));
+    CHECK_EQ_INT(numpy_type("m8[D]", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("ANY", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("float", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("i16", false, msg, sizeof msg), -1);
+    CHECK_EQ_INT(numpy_type("nope", true, msg, sizeof msg), -1);
+    CHECK(strstr(msg, "reinterpret_datatype: unknown datatype") != NULL);
+}
+
+static void test_json_values(void)
+{
+    /* uint64 above INT64_MAX, as a plain number and as a string; a whole
+     * __array.json is accepted; a dense dimension without extent gets its
+     * range; defaults for what is left out. */
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"type\": \"array\", \"schema\": {\"array_type\": \"dense\", "
+             "\"dims\": [{\"name\": \"u\", \"datatype\": \"UINT64\", "
+             "\"domain\": [18446744073709551000, 18446744073709551614], "
+             "\"tile_extent\": \"5\"}], \"attrs\": [{\"name\": \"\", "
+             "\"datatype\": \"FLOAT32\", \"cell_val_num\": 2}]}}");
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    int rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    CHECK_EQ_INT(s->array_type, TDB_DENSE);
+    CHECK(tdb_le64(s->dims[0].lo) == UINT64_C(18446744073709551000));
+    CHECK(tdb_le64(s->dims[0].hi) == UINT64_C(18446744073709551614));
+    CHECK_EQ_INT(tdb_le64(s->dims[0].extent), 5);
+    CHECK_EQ_INT(s->capacity, 10000);
+    CHECK_EQ_INT(s->attrs[0].cell_val_num, 2);
+    CHECK_EQ_INT(s->attrs[0].fill_size, 8);
+    static const uint8_t nan2[8] = {0, 0, 0xc0, 0x7f, 0, 0, 0xc0, 0x7f};
+    CHECK_MEM(s->attrs[0].fill, nan2, 8);
+    CHECK_EQ_INT(s->coords_filters.n, 1);
+    CHECK_EQ_INT(s->coords_filters.f[0].type, TDB_FILTER_ZSTD);
+    CHECK_EQ_INT(tdb_filter_get_int(&s->coords_filters.f[0], "level"), -1);
+    CHECK_EQ_INT(s->validity_filters.f[0].type, TDB_FILTER_RLE);
+    CHECK_EQ_INT(s->offsets_filters.max_chunk_size, 65536);
+    tdb_schema_free(s);
+
+    snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
+             "\"INT16\", \"domain\": [-5, 100]}], \"attrs\": [{\"name\": "
+             "\"a\", \"datatype\": \"INT32\", \"filters\": [{\"type\": "
+             "\"SCALE_FLOAT\", \"scale\": 0.5, \"offset\": \"NaN\", "
+             "\"byte_width\": 4}]}]}", sparse_head);
+    expect_bad(text, TDB_E_INVAL, "SCALE_FLOAT filters only FLOAT32");
+
+    /* Long fractions are numbers, not big integers; a too-large integer is
+     * named. */
+    snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
+             "\"FLOAT64\", \"domain\": [-0.12345678901234567890123, "
+             "1.5e+300]}], \"attrs\": [{\"name\": \"a\", \"datatype\": "
+             "\"FLOAT32\", \"filters\": [{\"type\": \"SCALE_FLOAT\", "
+             "\"scale\": 0.25000000000000000000001, \"offset\": \"NaN\", "
+             "\"byte_width\": 2}]}]}", sparse_head);
+    rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (!rc) {
+        double lo, hi;
+        memcpy(&lo, s->dims[0].lo, 8);
+        memcpy(&hi, s->dims[0].hi, 8);
+        CHECK(lo == -0.12345678901234567890123 && hi == 1.5e300);
+        CHECK(tdb_filter_get_real(&s->attrs[0].filters.f[0], "scale") == 0.25);
+        CHECK(isnan(tdb_filter_get_real(&s->attrs[0].filters.f[0], "offset")));
+        CHECK_EQ_INT(tdb_filter_get_int(&s->attrs[0].filters.f[0],
+                                        "byte_width"), 2);
+        tdb_schema_free(s);
+    }
+    snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
+             "\"INT64\", \"domain\": [-9223372036854775809, 0]}]}",
+             sparse_head);
+    expect_bad(text, TDB_E_INVAL, "dims[0].domain[0]: "
+               "-9223372036854775809 does not fit INT64");
+    snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
+             "\"UINT64\", \"domain\": [0, 18446744073709551616]}]}",
+             sparse_head);
+    expect_bad(text, TDB_E_INVAL, "dims[0].domain[1]: "
+               "18446744073709551616 is too large");
+
+    snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
+             "\"INT16\", \"domain\": [-5, 100], \"tile_extent\": null}], "
+             "\"cell_order\": \"hilbert\", \"allows_duplicates\": true, "
+             "\"current_domain\": [[-1, 7]], "
+             "\"attrs\": [{\"name\": \"f\", \"datatype\": \"FLOAT64\", "
+             "\"nullable\": true, \"fill_validity\": 1, \"fill_hex\": "
+             "\"000000000000f03f\", \"filters\": [{\"type\": "
+             "\"DELTA\", \"reinterpret_datatype\": \"INT32\"}, {\"type\": "
+             "\"bit_width_reduction\", \"max_window\": 128}, {\"type\": "
+             "\"ZSTD\", \"level\": 5}]}]}", sparse_head);
+    rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    CHECK_EQ_INT(s->cell_order, TDB_HILBERT);
+    CHECK(s->allows_dups);
+    CHECK(!s->dims[0].has_extent);
+    CHECK(s->has_current_domain);
+    CHECK_EQ_INT((int16_t)tdb_le16(s->current_domain[0].lo), -1);
+    CHECK_EQ_INT((int16_t)tdb_le16(s->dims[0].lo), -5);
+    const struct tdb_attr *a = &s->attrs[0];
+    CHECK(a->nullable);
+    CHECK_EQ_INT(a->fill_validity, 1);
+    CHECK_EQ_INT(a->filters.n, 3);
+    CHECK_EQ_INT(a->filters.f[0].type, TDB_FILTER_DELTA);
+    CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[0], "reinterpret_datatype"),
+                 TDB_INT32);
+    CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[1], "max_window"), 128);
+    CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[2], "level"), 5);
+    /* The filters serialise as TileDB writes them (filter_pipeline.md). */
+    struct tdb_buf b = {0};
+    CHECK_EQ_INT(tdb_pipeline_write(&a->filters, &b), 0);
+    static const uint8_t want[] = {
+        0, 0, 1, 0, 3, 0, 0, 0,
+        19, 6, 0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0,
+        7, 4, 0, 0, 0, 128, 0, 0, 0,
+        2, 5, 0, 0, 0, 2, 5, 0, 0, 0};
+    CHECK_EQ_INT(b.len, sizeof want);
+    if (b.len == sizeof want)
+        CHECK_MEM(b.data, want, sizeof want);
+    tdb_buf_free(&b);
+    tdb_schema_free(s);
+}
+
+/* ---------------------------------------------------------------- creating */
+
+static const char *const small_schema =
+    "{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"d\", "
+    "\"datatype\": \"INT64\", \"domain\": [0, 99], \"tile_extent\": 10}], "
+    "\"attrs\": [{\"name\": \"a\", \"datatype\": \"INT32\"}]}";
+
+static void test_create_refuses(void)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
+                                      &err), 0);
+    char *tmp = unit_temp_dir("create");
+    if (!s || !tmp) {
+        tdb_schema_free(s);
+        free(tmp);
+        return;
+    }
+    char p[512];
+    snprintf(p, sizeof p, "%s/x", tmp);
+    FILE *f = fopen(p, "w");
+    if (f)
+        fclose(f);
+    struct tdb_io io;
+    tdb_io_posix(&io, tmp);
+    int rc = tdb_array_create(&io, s, NULL, 1, &err);
+    CHECK_EQ_INT(rc, TDB_E_INVAL);
+    CHECK(strstr(err.msg, "not empty") != NULL);
+    snprintf(p, sizeof p, "%s/__schema", tmp);
+    CHECK(!unit_is_dir(p));             /* nothing was made */
+    tdb_io_free(&io);
+
+    /* A missing folder is made; an existing empty one is used. */
+    snprintf(p, sizeof p, "%s/new", tmp);
+    tdb_io_posix(&io, p);
+    CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), 0);
+    struct tdb_names n = {0};
+    CHECK_EQ_INT(tdb_io_names(&io, "", &n, &err), 0);
+    CHECK_EQ_INT(n.n, 6);               /* no temporary file left */
+    tdb_names_free(&n);
+    CHECK_EQ_INT(tdb_io_names(&io, "__schema", &n, &err), 0);
+    CHECK_EQ_INT(n.n, 2);
+    struct tdb_tsname ts;
+    if (n.n == 2) {
+        CHECK_EQ_INT(tdb_tsname_parse(n.v[0], &ts), 0);
+        CHECK_EQ_INT(ts.t1, 1);
+        CHECK_EQ_INT(ts.t2, 1);
+        CHECK_EQ_INT(ts.era, 2);        /* no version suffix */
+        CHECK_EQ_INT(strlen(n.v[0]), strlen("__1_1_") + 32);
+        CHECK(!strcmp(n.v[1], "__enumerations"));
+    }
+    tdb_names_free(&n);
+    rc = tdb_array_create(&io, s, NULL, 1, &err);
+    CHECK_EQ_INT(rc, TDB_E_INVAL);
+    tdb_io_free(&io);
+
+    /* An enumeration without a name or file is refused before anything is
+     * made. */
+    s->nenums = 1;
+    struct tdb_enumeration e = {0};
+    s->enums = &e;
+    snprintf(p, sizeof p, "%s/enum", tmp);
+    tdb_io_posix(&io, p);
+    CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), TDB_E_INVAL);
+    CHECK(!unit_is_dir(p));
+    s->nenums = 0;
+    s->enums = NULL;
+    tdb_io_free(&io);
+    tdb_schema_free(s);
+    unit_rm_rf(tmp);
+    free(tmp);
+}
+
+static void test_tsname(void)
+{
+    uint8_t r[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = (uint8_t)(0xa0 + i);
+    char s[128];
+    tdb_tsname_make(s, sizeof s, 12, 34, r, TDB_WRITE_VERSION);
+    CHECK(!strcmp(s, "__12_34_a0a1a2a3a4a5a6a7a8a9aaabacadaeaf_22"));
+    tdb_tsname_make(s, sizeof s, 7, 7, r, 0);
+    CHECK(!strcmp(s, "__7_7_a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"));
+}
+
+/* ---------------------------------------------------------------- metadata */
+
+static void test_meta_write(void)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    char *tmp = unit_temp_dir("create");
+    uint8_t key[32];
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)(i * 7 + 1);
+    CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
+                                      &err), 0);
+    if (!s || !tmp) {
+        tdb_schema_free(s);
+        free(tmp);
+        return;
+    }
+    for (int enc = 0; enc < 2; enc++) {
+        const uint8_t *k = enc ? key : NULL;
+        char p[512];
+        snprintf(p, sizeof p, "%s/m%d", tmp, enc);
+        struct tdb_io io;
+        tdb_io_posix(&io, p);
+        CHECK_EQ_INT(tdb_array_create(&io, s, k, 1, &err), 0);
+        int32_t v1[2] = {1, -2};
+        uint8_t v3 = 7;
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k1", TDB_INT32,
+                                    2, v1, false},
+                                    &(struct tdb_commit_options){k, 10},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k2", TDB_CHAR, 5,
+                                    "hello", false},
+                                    &(struct tdb_commit_options){k, 11},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k1", TDB_UINT8,
+                                    1, &v3, false},
+                                    &(struct tdb_commit_options){k, 12},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k2", 0, 0, NULL,
+                                    true}, &(struct tdb_commit_options){k, 13},
+                                    &err), 0);
+        /* Same millisecond: applied in the order written. */
+        for (int i = 0; i < 5; i++) {
+            uint8_t x = (uint8_t)i;
+            CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                        &(struct tdb_meta_entry){"k3",
+                                        TDB_UINT8, 1, &x, false},
+                                        &(struct tdb_commit_options){k, 20},
+                                        &err), 0);
+        }
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k4", TDB_UINT8,
+                                    1, &v3, false},
+                                    &(struct tdb_commit_options){k, 20},
+                                    &err), 0);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"k4", 0, 0, NULL,
+                                    true}, &(struct tdb_commit_options){k, 20},
+                                    &err), 0);
+
+        struct tdb_meta *m = NULL;
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
+                     0);
+        if (m) {
+            CHECK_EQ_INT(m->n, 2);
+            const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
+            CHECK(it && it->type == TDB_UINT8 && it->count == 1 &&
+                  it->value[0] == 7);
+            CHECK(tdb_meta_find(m, "k2") == NULL);
+            it = tdb_meta_find(m, "k3");
+            CHECK(it && it->count == 1 && it->value[0] == 4);
+            CHECK(tdb_meta_find(m, "k4") == NULL);
+        }
+        tdb_meta_free(m);
+        m = NULL;
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, 11, k, &m, &err), 0);
+        if (m) {
+            CHECK_EQ_INT(m->n, 2);
+            const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
+            CHECK(it && it->type == TDB_INT32 && it->count == 2 &&
+                  it->size == 8 && !memcmp(it->value, v1, 8));
+            it = tdb_meta_find(m, "k2");
+            CHECK(it && it->type == TDB_CHAR && it->size == 5 &&
+                  !memcmp(it->value, "hello", 5));
+        }
+        tdb_meta_free(m);
+        m = NULL;
+        if (enc)
+            CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, NULL, &m,
+                                       &err), TDB_E_NOKEY);
+        tdb_meta_free(m);
+
+        /* One file per write, named __t_t_uuid, holding one generic tile
+         * whose payload is exactly the serialised put. */
+        struct tdb_names n = {0};
+        CHECK_EQ_INT(tdb_io_names(&io, "__meta", &n, &err), 0);
+        CHECK_EQ_INT(n.n, 11);
+        for (size_t i = 0; i < n.n; i++) {
+            struct tdb_tsname ts;
+            CHECK_EQ_INT(tdb_tsname_parse(n.v[i], &ts), 0);
+            CHECK_EQ_INT(ts.era, 2);
+            if (ts.t1 == 10) {
+                char *path = tdb_path_join("__meta", n.v[i]);
+                struct tdb_buf got = {0}, want = {0};
+                uint64_t next;
+                CHECK_EQ_INT(tdb_generic_tile_read(&io, path, 0, k, &got,
+                                                   &next, &err), 0);
+                tdb_meta_serialize_put(&want, "k1", TDB_INT32, 2, v1);
+                CHECK(got.len == want.len &&
+                      !memcmp(got.data, want.data, want.len));
+                uint8_t head[30];
+                CHECK_EQ_INT(tdb_io_read(&io, path, 0, head, 30, &err), 0);
+                CHECK_EQ_INT(tdb_le32(head), 22);
+                CHECK_EQ_INT(tdb_le64(head + 12), want.len);
+                CHECK_EQ_INT(head[20], TDB_CHAR);
+                CHECK_EQ_INT(head[29], enc ? TDB_AES_256_GCM
+                                           : TDB_NO_ENCRYPTION);
+                tdb_buf_free(&got);
+                tdb_buf_free(&want);
+                free(path);
+            }
+        }
+        tdb_names_free(&n);
+        CHECK_EQ_INT(tdb_io_names(&io, "", &n, &err), 0);
+        CHECK_EQ_INT(n.n, 6);           /* no temporary file left */
+        tdb_names_free(&n);
+
+        /* The empty key is a key (TileDB puts any key). */
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", &(struct tdb_meta_entry){"",
+                                    TDB_UINT8, 1, &v3, false},
+                                    &(struct tdb_commit_options){k, 30},
+                                    &err), 0);
+        /* Refused writes. */
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"z", TDB_ANY, 1,
+                                    &v3, false},
+                                    &(struct tdb_commit_options){k, 30},
+                                    &err), TDB_E_INVAL);
+        CHECK(strstr(err.msg, "'z'") != NULL);
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"z", TDB_UINT8, 2,
+                                    NULL, false},
+                                    &(struct tdb_commit_options){k, 30},
+                                    &err), TDB_E_INVAL);
+        /* An empty value is a value (TileDB allows value_num 0). */
+        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
+                                    &(struct tdb_meta_entry){"empty",
+                                    TDB_INT64, 0, NULL, false},
+                                    &(struct tdb_commit_options){k, 31},
+                                    &err), 0);
+        m = NULL;
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
+                     0);
+        const struct tdb_meta_item *em = m ? tdb_meta_find(m, "empty") : NULL;
+        CHECK(em && em->type == TDB_INT64 && em->count == 0 && em->size == 0);
+        em = m ? tdb_meta_find(m, "") : NULL;
+        CHECK(em && em->type == TDB_UINT8 && em->count == 1 &&
+              ((const uint8_t *)em->value)[0] == v3);
+        tdb_meta_free(m);
+        tdb_io_free(&io);
+    }
+    tdb_schema_free(s);
+    unit_rm_rf(tmp);
+    free(tmp);
+}
+
+int main(void)
+{
+    RUN(test_tsname);
+    RUN(test_json_refused);
+    RUN(test_json_numpy_names);
+    RUN(test_json_values);
+    RUN(test_create_refuses);
+    RUN(test_meta_write);
+    RUN_CORPUS(test_corpus_round_trip);
+    return unit_done();
+}
