@@ -75,13 +75,12 @@ static void *schema_calloc(struct schema_ctx *x, size_t n, size_t size)
 
 /* ------------------------------------------------------------- dimensions */
 
-static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
-                           unsigned domain_type,
-                           const struct tdb_pipeline *coords)
+/* A dimension's datatype and cell_val_num (of the domain before version
+ * 5), its filters, checked. */
+static int schema_dim_type(struct schema_ctx *x, struct tdb_dim *d,
+                           unsigned domain_type)
 {
-    int rc = schema_str32(x, &d->name, "dimension name");
-    if (rc)
-        return rc;
+    int rc;
     if (x->version >= 5) {
         uint8_t t;
         if ((rc = schema_u8(x, &t, "dimension datatype")) ||
@@ -104,21 +103,21 @@ static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
         return tdb_err(x->err, TDB_E_CORRUPT,
                        "%s: dimension '%s' has an invalid cell_val_num %u",
                        x->what, d->name, d->cell_val_num);
-    /* TileDB gives a dimension without filters of its own the coordinate
-     * filters; so do we, so that readers need look in one place. */
-    if (d->filters.n == 0 && coords->n > 0) {
-        tdb_pipeline_free(&d->filters);
-        if (tdb_pipeline_copy(&d->filters, coords))
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-    }
+    return 0;
+}
 
+/* A dimension's domain (none for strings) and its tile extent, when it
+ * has one. */
+static int schema_dim_domain(struct schema_ctx *x, struct tdb_dim *d)
+{
+    unsigned sz = tdb_dt_size(d->type);
     uint64_t dom_size = 2 * (uint64_t)sz;
+    int rc;
     if (x->version >= 5 &&
         (rc = schema_u64(x, &dom_size, "dimension domain size")))
         return rc;
     const uint8_t *p;
-    if (var) {
+    if (d->cell_val_num == TDB_VAR_NUM) {
         /* String dimensions have no domain (size 0 since version 5). */
         if (dom_size > tdb_cur_left(&x->c) ||
             tdb_cur_bytes(&x->c, (size_t)dom_size, &p))
@@ -144,6 +143,24 @@ static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
         d->has_extent = true;
     }
     return 0;
+}
+
+static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
+                           unsigned domain_type,
+                           const struct tdb_pipeline *coords)
+{
+    int rc = schema_str32(x, &d->name, "dimension name");
+    if (rc || (rc = schema_dim_type(x, d, domain_type)))
+        return rc;
+    /* TileDB gives a dimension without filters of its own the coordinate
+     * filters; so do we, so that readers need look in one place. */
+    if (d->filters.n == 0 && coords->n > 0) {
+        tdb_pipeline_free(&d->filters);
+        if (tdb_pipeline_copy(&d->filters, coords))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+    }
+    return schema_dim_domain(x, d);
 }
 
 static int schema_read_domain(struct schema_ctx *x, struct tdb_schema *s)
@@ -177,6 +194,74 @@ static int schema_read_domain(struct schema_ctx *x, struct tdb_schema *s)
 
 /* ------------------------------------------------------------- attributes */
 
+/* An attribute's fill value: stored since version 6 (cell bytes of a
+ * fixed cell, var: any), else the type's default (at most
+ * SCHEMA_MAX_FILLS in one schema). */
+static int schema_attr_fill(struct schema_ctx *x, struct tdb_attr *a,
+                            uint64_t cell)
+{
+    bool var = a->cell_val_num == TDB_VAR_NUM;
+    if (x->version >= 6) {
+        uint64_t n;
+        const uint8_t *p;
+        int rc = schema_u64(x, &n, "attribute fill value size");
+        if (rc)
+            return rc;
+        if (n == 0 || (!var && n != cell))
+            return tdb_err(x->err, TDB_E_CORRUPT,
+                           "%s: attribute '%s' has a fill value of %llu "
+                           "bytes", x->what, a->name, (unsigned long long)n);
+        if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
+            return schema_trunc(x, "attribute fill value");
+        if (!(a->fill = malloc((size_t)n)))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+        memcpy(a->fill, p, (size_t)n);
+        a->fill_size = n;
+        return 0;
+    }
+    uint64_t n = var ? 1 : a->cell_val_num;
+    if (n * tdb_dt_size(a->type) > SCHEMA_MAX_FILLS - x->fills)
+        return tdb_err(x->err, TDB_E_CORRUPT, "%s: attribute '%s': "
+                       "default fill values of more than %llu MiB in "
+                       "one schema", x->what, a->name,
+                       (unsigned long long)(SCHEMA_MAX_FILLS >> 20));
+    if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
+                            &a->fill_size))
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    x->fills += a->fill_size;
+    return 0;
+}
+
+/* What later versions add to an attribute: nullability and the fill's
+ * validity (7), its order (17), its enumeration's name (20). */
+static int schema_attr_tail(struct schema_ctx *x, struct tdb_attr *a)
+{
+    int rc;
+    if (x->version >= 7) {
+        if ((rc = schema_bool(x, &a->nullable, "attribute nullable flag")) ||
+            (rc = schema_u8(x, &a->fill_validity,
+                            "attribute fill value validity")))
+            return rc;
+    }
+    if (x->version >= 17) {
+        if ((rc = schema_u8(x, &a->order, "attribute order")))
+            return rc;
+        if (a->order > 2)
+            return schema_corrupt(x, "attribute order", a->order);
+    }
+    if (x->version >= 20) {
+        uint32_t len;
+        if ((rc = schema_u32(x, &len, "attribute enumeration name length")))
+            return rc;
+        if (len > 0 && (rc = schema_str(x, len, TDB_MAX_NAME,
+                                        &a->enumeration,
+                                        "attribute enumeration name")))
+            return rc;
+    }
+    return 0;
+}
+
 static int schema_read_attr(struct schema_ctx *x, struct tdb_attr *a)
 {
     int rc;
@@ -204,57 +289,9 @@ static int schema_read_attr(struct schema_ctx *x, struct tdb_attr *a)
         return tdb_err(x->err, TDB_E_NOMEM,
                        "%s: attribute '%s' cells are too large (%u values)",
                        x->what, a->name, a->cell_val_num);
-    if (x->version >= 6) {
-        uint64_t n;
-        const uint8_t *p;
-        if ((rc = schema_u64(x, &n, "attribute fill value size")))
-            return rc;
-        if (n == 0 || (!var && n != cell))
-            return tdb_err(x->err, TDB_E_CORRUPT,
-                           "%s: attribute '%s' has a fill value of %llu "
-                           "bytes", x->what, a->name, (unsigned long long)n);
-        if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
-            return schema_trunc(x, "attribute fill value");
-        if (!(a->fill = malloc((size_t)n)))
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-        memcpy(a->fill, p, (size_t)n);
-        a->fill_size = n;
-    } else {
-        uint64_t n = a->cell_val_num == TDB_VAR_NUM ? 1 : a->cell_val_num;
-        if (n * tdb_dt_size(a->type) > SCHEMA_MAX_FILLS - x->fills)
-            return tdb_err(x->err, TDB_E_CORRUPT, "%s: attribute '%s': "
-                           "default fill values of more than %llu MiB in "
-                           "one schema", x->what, a->name,
-                           (unsigned long long)(SCHEMA_MAX_FILLS >> 20));
-        if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
-                                &a->fill_size))
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-        x->fills += a->fill_size;
-    }
-    if (x->version >= 7) {
-        if ((rc = schema_bool(x, &a->nullable, "attribute nullable flag")) ||
-            (rc = schema_u8(x, &a->fill_validity,
-                            "attribute fill value validity")))
-            return rc;
-    }
-    if (x->version >= 17) {
-        if ((rc = schema_u8(x, &a->order, "attribute order")))
-            return rc;
-        if (a->order > 2)
-            return schema_corrupt(x, "attribute order", a->order);
-    }
-    if (x->version >= 20) {
-        uint32_t len;
-        if ((rc = schema_u32(x, &len, "attribute enumeration name length")))
-            return rc;
-        if (len > 0 && (rc = schema_str(x, len, TDB_MAX_NAME,
-                                        &a->enumeration,
-                                        "attribute enumeration name")))
-            return rc;
-    }
-    return 0;
+    if ((rc = schema_attr_fill(x, a, cell)))
+        return rc;
+    return schema_attr_tail(x, a);
 }
 
 /* ------------------------------------------------------- dimension labels */
@@ -314,6 +351,42 @@ static int schema_read_enum(struct schema_ctx *x, struct tdb_enumeration *e)
 
 /* --------------------------------------------------------- current domain */
 
+/* One dimension's range of the current domain: two values of a fixed
+ * size, or a var range's sizes and bytes. */
+static int schema_cd_range(struct schema_ctx *x, const struct tdb_dim *d,
+                           struct tdb_range *r)
+{
+    const uint8_t *p;
+    if (d->cell_val_num != TDB_VAR_NUM) {
+        unsigned sz = tdb_dt_size(d->type);
+        if (tdb_cur_bytes(&x->c, 2 * sz, &p))
+            return schema_trunc(x, "current domain range");
+        memcpy(r->lo, p, sz);
+        memcpy(r->hi, p + sz, sz);
+        return 0;
+    }
+    uint64_t size, start;
+    int rc;
+    if ((rc = schema_u64(x, &size, "current domain range size")) ||
+        (rc = schema_u64(x, &start, "current domain range start size")))
+        return rc;
+    if (start > size)
+        return schema_corrupt(x, "current domain range start size", start);
+    if (size > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)size, &p))
+        return schema_trunc(x, "current domain range");
+    r->vlo_size = start;
+    r->vhi_size = size - start;
+    r->vlo = malloc(start ? (size_t)start : 1);
+    r->vhi = malloc(size - start ? (size_t)(size - start) : 1);
+    if (!r->vlo || !r->vhi)
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    if (start)
+        memcpy(r->vlo, p, (size_t)start);
+    if (size - start)
+        memcpy(r->vhi, p + start, (size_t)(size - start));
+    return 0;
+}
+
 static int schema_read_current_domain(struct schema_ctx *x,
                                       struct tdb_schema *s)
 {
@@ -340,40 +413,9 @@ static int schema_read_current_domain(struct schema_ctx *x,
     if (!(s->current_domain =
               schema_calloc(x, s->ndims, sizeof *s->current_domain)))
         return TDB_E_NOMEM;
-    for (uint32_t i = 0; i < s->ndims; i++) {
-        const struct tdb_dim *d = &s->dims[i];
-        struct tdb_range *r = &s->current_domain[i];
-        const uint8_t *p;
-        if (d->cell_val_num != TDB_VAR_NUM) {
-            unsigned sz = tdb_dt_size(d->type);
-            if (tdb_cur_bytes(&x->c, 2 * sz, &p))
-                return schema_trunc(x, "current domain range");
-            memcpy(r->lo, p, sz);
-            memcpy(r->hi, p + sz, sz);
-            continue;
-        }
-        uint64_t size, start;
-        if ((rc = schema_u64(x, &size, "current domain range size")) ||
-            (rc = schema_u64(x, &start, "current domain range start size")))
+    for (uint32_t i = 0; i < s->ndims; i++)
+        if ((rc = schema_cd_range(x, &s->dims[i], &s->current_domain[i])))
             return rc;
-        if (start > size)
-            return schema_corrupt(x, "current domain range start size",
-                                  start);
-        if (size > tdb_cur_left(&x->c) ||
-            tdb_cur_bytes(&x->c, (size_t)size, &p))
-            return schema_trunc(x, "current domain range");
-        r->vlo_size = start;
-        r->vhi_size = size - start;
-        r->vlo = malloc(start ? (size_t)start : 1);
-        r->vhi = malloc(size - start ? (size_t)(size - start) : 1);
-        if (!r->vlo || !r->vhi)
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-        if (start)
-            memcpy(r->vlo, p, (size_t)start);
-        if (size - start)
-            memcpy(r->vhi, p + start, (size_t)(size - start));
-    }
     s->has_current_domain = true;
     return 0;
 }

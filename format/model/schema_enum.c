@@ -3,12 +3,14 @@
 #include "model/schema_internal.h"
 #include "model/generic_tile.h"
 
-static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
+/* The version, and the enumeration's name and file name the file repeats
+ * (the table in enumeration.md omits them): the name must be e's, when
+ * e has one. */
+static int schema_enum_head(struct schema_ctx *x,
+                            const struct tdb_enumeration *e)
 {
     uint32_t ver, name_len, path_len;
-    uint8_t t;
-    const uint8_t *name, *p;
-    uint64_t n;
+    const uint8_t *name;
     int rc;
     if ((rc = schema_u32(x, &ver, "enumeration version")))
         return rc;
@@ -16,8 +18,6 @@ static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
         return tdb_err(x->err, TDB_E_UNSUPPORTED,
                        "%s: enumeration version %u is newer than %d",
                        x->what, ver, SCHEMA_ENUMERATION_VERSION);
-    /* The file repeats the enumeration's name and file name (the table in
-     * enumeration.md omits them). */
     if ((rc = schema_u32(x, &name_len, "enumeration name length")))
         return rc;
     if (tdb_cur_bytes(&x->c, name_len, &name))
@@ -32,33 +32,16 @@ static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
         return rc;
     if (tdb_cur_skip(&x->c, path_len))
         return schema_trunc(x, "enumeration path");
-    if ((rc = schema_u8(x, &t, "enumeration datatype")) ||
-        (rc = schema_u32(x, &e->cell_val_num, "enumeration cell_val_num")) ||
-        (rc = schema_bool(x, &e->ordered, "enumeration ordered flag")))
-        return rc;
-    e->type = t;
-    if (tdb_dt_size(t) == 0)
-        return schema_corrupt(x, "enumeration datatype", t);
-    if (e->cell_val_num == 0)
-        return schema_corrupt(x, "enumeration cell_val_num", 0);
-    if ((rc = schema_u64(x, &n, "enumeration data size")))
-        return rc;
-    if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
-        return schema_trunc(x, "enumeration data");
-    if (n && !(e->data = malloc((size_t)n)))
-        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
-    if (n)
-        memcpy(e->data, p, (size_t)n);
-    e->data_size = n;
-    if (e->cell_val_num != TDB_VAR_NUM) {
-        uint64_t cell;
-        if (!tdb_mul_ok(e->cell_val_num, tdb_dt_size(t), &cell) ||
-            n % cell)
-            return tdb_err(x->err, TDB_E_CORRUPT,
-                           "%s: enumeration data of %llu bytes is not whole "
-                           "cells", x->what, (unsigned long long)n);
-        return 0;
-    }
+    return 0;
+}
+
+/* A var enumeration's offsets: 8 bytes each, rising, within its data. */
+static int schema_enum_offsets(struct schema_ctx *x,
+                               struct tdb_enumeration *e)
+{
+    uint64_t n;
+    const uint8_t *p;
+    int rc;
     if ((rc = schema_u64(x, &n, "enumeration offsets size")))
         return rc;
     if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
@@ -76,6 +59,41 @@ static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
     if (n)
         memcpy(e->offsets, p, (size_t)n);
     e->offsets_size = n;
+    return 0;
+}
+
+static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
+{
+    uint8_t t;
+    const uint8_t *p;
+    uint64_t n;
+    int rc;
+    if ((rc = schema_enum_head(x, e)) ||
+        (rc = schema_u8(x, &t, "enumeration datatype")) ||
+        (rc = schema_u32(x, &e->cell_val_num, "enumeration cell_val_num")) ||
+        (rc = schema_bool(x, &e->ordered, "enumeration ordered flag")))
+        return rc;
+    e->type = t;
+    if (tdb_dt_size(t) == 0)
+        return schema_corrupt(x, "enumeration datatype", t);
+    if (e->cell_val_num == 0)
+        return schema_corrupt(x, "enumeration cell_val_num", 0);
+    if ((rc = schema_u64(x, &n, "enumeration data size")))
+        return rc;
+    if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
+        return schema_trunc(x, "enumeration data");
+    if (n && !(e->data = malloc((size_t)n)))
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    if (n)
+        memcpy(e->data, p, (size_t)n);
+    e->data_size = n;
+    if (e->cell_val_num == TDB_VAR_NUM)
+        return schema_enum_offsets(x, e);
+    uint64_t cell;
+    if (!tdb_mul_ok(e->cell_val_num, tdb_dt_size(t), &cell) || n % cell)
+        return tdb_err(x->err, TDB_E_CORRUPT,
+                       "%s: enumeration data of %llu bytes is not whole "
+                       "cells", x->what, (unsigned long long)n);
     return 0;
 }
 
