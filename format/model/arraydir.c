@@ -405,63 +405,77 @@ static bool arraydir_is_known_dir(const char *nm)
  * sibling NAME.ok (or an .ok entry of a .con; before format 5 by their
  * __fragment_metadata.tdb), vacuum files and consolidated fragment
  * metadata files. */
-static int arraydir_load_root(struct arraydir_load *L)
+/* A file of the root: a vacuum file, done or pending, or consolidated
+ * fragment metadata (.meta).  @return 0, a TDB_E_* code, or 1 when it is
+ * none of these. */
+static int arraydir_root_file(struct arraydir_load *L, const char *nm,
+                              size_t nl)
 {
     struct tdb_arraydir *d = L->d;
     char tmp[TDB_MAX_NAME + 8];
-    int r;
+    struct tdb_tsname ts;
+    size_t pl = sizeof TDB_VAC_PENDING - 1;
+    if (nm[0] == '.' && nl > pl + 1 &&
+        arraydir_ends_with(nm, nl, TDB_VAC_PENDING)) {
+        memcpy(tmp, nm + 1, nl - 1 - pl);
+        tmp[nl - 1 - pl] = 0;
+        if (tdb_tsname_parse(tmp, &ts))
+            return 0;
+        return arraydir_load_vac_as(L, NULL, nm, nm + 1, nl - 1 - pl, &ts,
+                                    true);
+    }
+    if (arraydir_ends_with(nm, nl, ".vac"))
+        return tdb_tsname_parse(nm, &ts) ? 0
+                                         : arraydir_load_vac(L, NULL, nm, &ts);
+    if (!arraydir_ends_with(nm, nl, ".meta"))
+        return 1;
+    if (tdb_tsname_parse(nm, &ts))
+        memset(&ts, 0, sizeof ts);
+    struct arraydir_new nw = {nm, nl - 5, NULL, nm, &ts, 0};
+    return arraydir_push(L, &d->fragmeta, &d->nfragmeta, &L->cap_fragmeta,
+                         &nw);
+}
+
+/* A fragment of the root (formats before 12), a candidate when it was
+ * committed: its .ok beside it or in a .con, or (before format 5) its
+ * fragment metadata inside it. */
+static int arraydir_root_fragment(struct arraydir_load *L, const char *nm,
+                                  size_t nl)
+{
+    struct tdb_arraydir *d = L->d;
+    char tmp[TDB_MAX_NAME + 8];
+    struct tdb_tsname ts;
+    if (strchr(nm, '.') || arraydir_is_known_dir(nm) ||
+        tdb_tsname_parse(nm, &ts))
+        return 0;
+    memcpy(tmp, nm, nl);
+    memcpy(tmp + nl, ".ok", 4);
+    bool committed = arraydir_names_has(&L->root, tmp) ||
+                     arraydir_strs_has(&L->con, tmp);
+    if (!committed && ts.version < 5) {
+        char *mp = tdb_path_join(nm, ARRAYDIR_FRAG_META);
+        if (!mp)
+            return tdb_err(L->err, TDB_E_NOMEM,
+                           "array folder: out of memory");
+        committed = tdb_io_exists(L->io, mp) && !tdb_io_isdir(L->io, mp);
+        free(mp);
+    }
+    if (!committed)
+        return 0;
+    struct arraydir_new nw = {nm, nl, NULL, nm, &ts, 0};
+    return arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
+}
+
+static int arraydir_load_root(struct arraydir_load *L)
+{
     for (size_t i = 0; i < L->root.n; i++) {
         const char *nm = L->root.v[i];
         size_t nl = strlen(nm);
-        struct tdb_tsname ts;
         if (nl > TDB_MAX_NAME)
             continue;
-        size_t pl = sizeof TDB_VAC_PENDING - 1;
-        if (!L->root.is_dir[i] && nm[0] == '.' && nl > pl + 1 &&
-            arraydir_ends_with(nm, nl, TDB_VAC_PENDING)) {
-            memcpy(tmp, nm + 1, nl - 1 - pl);
-            tmp[nl - 1 - pl] = 0;
-            if (!tdb_tsname_parse(tmp, &ts) &&
-                (r = arraydir_load_vac_as(L, NULL, nm, nm + 1, nl - 1 - pl,
-                                          &ts, true)))
-                return r;
-            continue;
-        }
-        if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".vac")) {
-            if (!tdb_tsname_parse(nm, &ts) &&
-                (r = arraydir_load_vac(L, NULL, nm, &ts)))
-                return r;
-            continue;
-        }
-        if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".meta")) {
-            if (tdb_tsname_parse(nm, &ts))
-                memset(&ts, 0, sizeof ts);
-            struct arraydir_new nw = {nm, nl - 5, NULL, nm, &ts, 0};
-            r = arraydir_push(L, &d->fragmeta, &d->nfragmeta,
-                              &L->cap_fragmeta, &nw);
-            if (r)
-                return r;
-            continue;
-        }
-        if (strchr(nm, '.') || arraydir_is_known_dir(nm) ||
-            tdb_tsname_parse(nm, &ts))
-            continue;
-        memcpy(tmp, nm, nl);
-        memcpy(tmp + nl, ".ok", 4);
-        bool committed = arraydir_names_has(&L->root, tmp) ||
-                         arraydir_strs_has(&L->con, tmp);
-        if (!committed && ts.version < 5) {
-            char *mp = tdb_path_join(nm, ARRAYDIR_FRAG_META);
-            if (!mp)
-                return tdb_err(L->err, TDB_E_NOMEM,
-                               "array folder: out of memory");
-            committed = tdb_io_exists(L->io, mp) && !tdb_io_isdir(L->io, mp);
-            free(mp);
-        }
-        if (!committed)
-            continue;
-        struct arraydir_new nw = {nm, nl, NULL, nm, &ts, 0};
-        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
+        int r = L->root.is_dir[i] ? 1 : arraydir_root_file(L, nm, nl);
+        if (r == 1)
+            r = arraydir_root_fragment(L, nm, nl);
         if (r)
             return r;
     }
@@ -664,29 +678,20 @@ const struct tdb_dir_entry *tdb_arraydir_cand(const struct tdb_arraydir *d,
     return NULL;
 }
 
-int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
-                        struct tdb_error *err)
+/* Marks 2 in keep[] the candidates kept so far (1) that a live vacuum
+ * file in range lists (they were merged into the fragment that bears
+ * its name).  @return 0 or TDB_E_NOMEM. */
+static int arraydir_drop_vacuumed(const struct tdb_arraydir *d, bool sparse,
+                                  uint8_t *keep)
 {
-    arraydir_entries_free(d->frags, d->nfrags);
-    d->frags = NULL;
-    d->nfrags = 0;
-    if (!d->ncands)
-        return 0;
-    uint8_t *keep = malloc(d->ncands);
     struct arraydir_bypath *by = malloc(d->ncands * sizeof *by);
-    if (!keep || !by) {
-        free(keep);
-        free(by);
-        return tdb_err(err, TDB_E_NOMEM, "array folder: out of memory");
-    }
+    if (!by)
+        return TDB_E_NOMEM;
     for (size_t i = 0; i < d->ncands; i++) {
-        keep[i] = arraydir_counts(d, &d->cands[i].ts, sparse);
         by[i].path = d->cands[i].path;
         by[i].index = i;
     }
     qsort(by, d->ncands, sizeof *by, arraydir_bypath_cmp);
-    /* A live vacuum file drops the fragments it lists that are in range
-     * (they were merged into the fragment that bears its name). */
     for (size_t v = 0; v < d->nvacs; v++) {
         const struct tdb_arraydir_vac *vac = &d->vacs[v];
         if (!arraydir_counts(d, &vac->e.ts, sparse))
@@ -707,24 +712,48 @@ int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
         }
     }
     free(by);
+    return 0;
+}
+
+/* d->frags: copies of the candidates keep[] marks 1, sorted by t1.
+ * @return 0 or TDB_E_NOMEM. */
+static int arraydir_keep_frags(struct tdb_arraydir *d, const uint8_t *keep)
+{
     size_t n = 0;
     for (size_t i = 0; i < d->ncands; i++)
         n += keep[i] == 1;
+    if (!n)
+        return 0;
+    d->frags = calloc(n, sizeof *d->frags);
+    if (!d->frags)
+        return TDB_E_NOMEM;
     int r = 0;
-    if (n) {
-        d->frags = calloc(n, sizeof *d->frags);
-        if (!d->frags)
-            r = TDB_E_NOMEM;
-        for (size_t i = 0; !r && i < d->ncands; i++) {
-            if (keep[i] != 1)
-                continue;
-            r = arraydir_entry_copy(&d->frags[d->nfrags], &d->cands[i]);
-            if (!r)
-                d->nfrags++;
-        }
+    for (size_t i = 0; !r && i < d->ncands; i++) {
+        if (keep[i] != 1)
+            continue;
+        r = arraydir_entry_copy(&d->frags[d->nfrags], &d->cands[i]);
         if (!r)
-            r = arraydir_sort_t1(d->frags, d->nfrags);
+            d->nfrags++;
     }
+    return r ? r : arraydir_sort_t1(d->frags, d->nfrags);
+}
+
+int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
+                        struct tdb_error *err)
+{
+    arraydir_entries_free(d->frags, d->nfrags);
+    d->frags = NULL;
+    d->nfrags = 0;
+    if (!d->ncands)
+        return 0;
+    uint8_t *keep = malloc(d->ncands);
+    int r = keep ? 0 : TDB_E_NOMEM;
+    for (size_t i = 0; !r && i < d->ncands; i++)
+        keep[i] = arraydir_counts(d, &d->cands[i].ts, sparse);
+    if (!r)
+        r = arraydir_drop_vacuumed(d, sparse, keep);
+    if (!r)
+        r = arraydir_keep_frags(d, keep);
     free(keep);
     if (r) {
         arraydir_entries_free(d->frags, d->nfrags);
