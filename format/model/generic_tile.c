@@ -39,72 +39,89 @@ int tdb_generic_tile_encryption(const uint8_t *src, size_t size,
     return 0;
 }
 
+/* A generic tile opened: its header, the bytes of its pipeline and of
+ * its data, and the cursor past them. */
+struct gt_tile {
+    struct tdb_cursor c;
+    struct gt_header h;
+    const uint8_t *pbytes, *data;
+};
+
+/* Opens the tile at `off` of src[size], its header checked.  @return 0
+ * or TDB_E_CORRUPT naming `what`. */
+static int gt_open(struct gt_tile *t, const uint8_t *src, size_t size,
+                   uint64_t off, const char *what, struct tdb_error *err)
+{
+    if (off > size)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: generic tile at offset %llu is past the end (%zu bytes)",
+                       what, (unsigned long long)off, size);
+    tdb_cur_init(&t->c, src + off, size - (size_t)off);
+    if (gt_header(&t->c, &t->h))
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: generic tile at offset %llu: header truncated", what,
+                       (unsigned long long)off);
+    if (tdb_cur_bytes(&t->c, t->h.pipeline_size, &t->pbytes) ||
+        t->h.persisted > tdb_cur_left(&t->c) ||
+        tdb_cur_bytes(&t->c, (size_t)t->h.persisted, &t->data))
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: generic tile at offset %llu truncated (%llu bytes of "
+                       "tile data claimed)",
+                       what, (unsigned long long)off,
+                       (unsigned long long)t->h.persisted);
+    if (t->h.tile_size > TDB_MAX_TILE_BYTES)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: generic tile at offset %llu claims %llu bytes", what,
+                       (unsigned long long)off,
+                       (unsigned long long)t->h.tile_size);
+    if (t->h.encryption > TDB_AES_256_GCM)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: generic tile at offset %llu: unknown encryption %u",
+                       what, (unsigned long long)off, t->h.encryption);
+    return 0;
+}
+
 int tdb_generic_tile_decode(const uint8_t *src, size_t size, uint64_t off,
                             const uint8_t *key, const char *what,
                             struct tdb_buf *out, uint64_t *next,
                             struct tdb_error *err)
 {
-    struct tdb_cursor c;
-    struct gt_header h;
-    if (off > size)
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: generic tile at offset %llu is past the end (%zu bytes)",
-                       what, (unsigned long long)off, size);
-    tdb_cur_init(&c, src + off, size - (size_t)off);
-    if (gt_header(&c, &h))
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: generic tile at offset %llu: header truncated", what,
-                       (unsigned long long)off);
-    const uint8_t *pbytes, *data;
-    if (tdb_cur_bytes(&c, h.pipeline_size, &pbytes) ||
-        h.persisted > tdb_cur_left(&c) ||
-        tdb_cur_bytes(&c, (size_t)h.persisted, &data))
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: generic tile at offset %llu truncated (%llu bytes of "
-                       "tile data claimed)",
-                       what, (unsigned long long)off,
-                       (unsigned long long)h.persisted);
-    if (h.tile_size > TDB_MAX_TILE_BYTES)
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: generic tile at offset %llu claims %llu bytes", what,
-                       (unsigned long long)off, (unsigned long long)h.tile_size);
-    if (h.encryption > TDB_AES_256_GCM)
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: generic tile at offset %llu: unknown encryption %u",
-                       what, (unsigned long long)off, h.encryption);
-    if (h.encryption == TDB_AES_256_GCM && !key)
+    struct gt_tile t;
+    int r = gt_open(&t, src, size, off, what, err);
+    if (r)
+        return r;
+    if (t.h.encryption == TDB_AES_256_GCM && !key)
         return tdb_err(err, TDB_E_NOKEY,
                        "%s: encrypted with AES-256-GCM: a key is needed (key_file=)",
                        what);
     struct tdb_pipeline p;
     struct tdb_cursor pc;
-    tdb_cur_init(&pc, pbytes, h.pipeline_size);
-    int r = tdb_pipeline_read(&p, &pc, h.version, err);
-    if (r)
+    tdb_cur_init(&pc, t.pbytes, t.h.pipeline_size);
+    if ((r = tdb_pipeline_read(&p, &pc, t.h.version, err)))
         return tdb_err_ctx(err, r, "%s: generic tile at offset %llu", what,
                            (unsigned long long)off);
     char where[512];
     snprintf(where, sizeof where, "%s: generic tile at offset %llu", what,
              (unsigned long long)off);
     struct tdb_tile_desc d = {
-        .datatype = h.datatype,
-        .cell_size = h.cell_size,
-        .version = h.version,
+        .datatype = t.h.datatype,
+        .cell_size = t.h.cell_size,
+        .version = t.h.version,
         .is_var = false,
-        .key = h.encryption == TDB_AES_256_GCM ? key : NULL,
+        .key = t.h.encryption == TDB_AES_256_GCM ? key : NULL,
         .what = where,
     };
     size_t before = out->len;
-    r = tdb_pipeline_decode(&p, &d, data, (size_t)h.persisted, out, err);
+    r = tdb_pipeline_decode(&p, &d, t.data, (size_t)t.h.persisted, out, err);
     tdb_pipeline_free(&p);
     if (r)
         return r;
-    if (out->len - before != h.tile_size)
+    if (out->len - before != t.h.tile_size)
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: decodes to %zu bytes, header says %llu", where,
-                       out->len - before, (unsigned long long)h.tile_size);
+                       out->len - before, (unsigned long long)t.h.tile_size);
     if (next)
-        *next = off + (uint64_t)c.pos;
+        *next = off + (uint64_t)t.c.pos;
     return 0;
 }
 
