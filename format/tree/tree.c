@@ -1004,9 +1004,9 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
     const uint8_t *key = fs->opts.key ? fs->key : NULL;
     int r = tdb_group_load(fs->io, path, fs->opts.ts_start, fs->opts.ts_end, &g,
                            err);
+    struct tdb_ts_window when = {fs->opts.ts_start, fs->opts.ts_end};
     if (!r)
-        r = tdb_meta_load(fs->io, metadir, fs->opts.ts_start, fs->opts.ts_end,
-                          key, &m, err);
+        r = tdb_meta_load(fs->io, metadir, when, key, &m, err);
     free(metadir);
     uint64_t jino = 0;
     size_t n = g ? g->n : 0;

@@ -415,7 +415,7 @@ static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
         }
         tdb_names_free(&n);
     }
-    if (!r && (r = tdb_group_load_key(io, "", 0, UINT64_MAX, p->key, &g,
+    if (!r && (r = tdb_group_load_key(io, "", TDB_TS_ALL, p->key, &g,
                                       p->err)) == TDB_E_NOKEY) {
         /* each folder of the group's that is an array or a group */
         struct tdb_names n;

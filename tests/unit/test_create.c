@@ -750,7 +750,7 @@ static void test_meta_write(void)
                                     20, &err), 0);
 
         struct tdb_meta *m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, k, &m, &err),
                      0);
         if (m) {
             CHECK_EQ_INT(m->n, 2);
@@ -764,7 +764,8 @@ static void test_meta_write(void)
         }
         tdb_meta_free(m);
         m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, 11, k, &m, &err), 0);
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, 11},
+                                   k, &m, &err), 0);
         if (m) {
             CHECK_EQ_INT(m->n, 2);
             const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
@@ -777,7 +778,7 @@ static void test_meta_write(void)
         tdb_meta_free(m);
         m = NULL;
         if (enc)
-            CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, NULL, &m,
+            CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, NULL, &m,
                                        &err), TDB_E_NOKEY);
         tdb_meta_free(m);
 
@@ -829,7 +830,7 @@ static void test_meta_write(void)
         CHECK_EQ_INT(tdb_meta_write(&io, "__meta", "empty", TDB_INT64, 0,
                                     NULL, false, k, 31, &err), 0);
         m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, k, &m, &err),
                      0);
         const struct tdb_meta_item *em = m ? tdb_meta_find(m, "empty") : NULL;
         CHECK(em && em->type == TDB_INT64 && em->count == 0 && em->size == 0);
