@@ -252,7 +252,8 @@ int tdb_cond_load_at(const struct tdb_io *io, const char *path, uint64_t off,
     struct tdb_buf buf = {0};
     uint64_t next;
     *out = NULL;
-    int r = tdb_generic_tile_read(io, path, off, key, &buf, &next, err);
+    int r = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, off}, key,
+                                  &buf, &next, err);
     if (r == 0)
         r = tdb_cond_parse(buf.data, buf.len, path, out, err);
     tdb_buf_free(&buf);

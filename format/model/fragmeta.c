@@ -537,8 +537,8 @@ static int fragmeta_read_u64s(const struct tdb_fragmeta *fm, uint64_t off,
 {
     struct tdb_buf b = {0};
     uint64_t next;
-    int rc = tdb_generic_tile_read(fm->io, fm->meta_path, off, fm->key, &b,
-                                   &next, err);
+    int rc = tdb_generic_tile_read(&(struct tdb_gt_file){fm->io, fm->meta_path, off},
+                                   fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         return tdb_err_ctx(err, rc, "%s of %s", what, fm->name);
@@ -735,8 +735,8 @@ int tdb_fragmeta_load_rtree(struct tdb_fragmeta *fm, struct tdb_error *err)
         goto out;
     struct tdb_buf b = {0};
     uint64_t next;
-    rc = tdb_generic_tile_read(fm->io, fm->meta_path, fm->rtree_off, fm->key,
-                               &b, &next, err);
+    rc = tdb_generic_tile_read(&(struct tdb_gt_file){fm->io, fm->meta_path, fm->rtree_off},
+                               fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         rc = tdb_err_ctx(err, rc, "R-tree of %s", fm->name);
@@ -772,9 +772,9 @@ int tdb_fragmeta_load_processed(struct tdb_fragmeta *fm,
         return 0;
     struct tdb_buf b = {0};
     uint64_t next, cnt;
-    int rc = tdb_generic_tile_read(fm->io, fm->meta_path,
-                                   fm->gt_processed_conditions, fm->key, &b,
-                                   &next, err);
+    struct tdb_gt_file at = {fm->io, fm->meta_path,
+                             fm->gt_processed_conditions};
+    int rc = tdb_generic_tile_read(&at, fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         return tdb_err_ctx(err, rc, "processed conditions of %s", fm->name);
@@ -923,8 +923,8 @@ static int fragmeta_load_legacy(struct tdb_fragmeta *fm,
 {
     struct tdb_buf b = {0};
     uint64_t next;
-    int rc = tdb_generic_tile_read(fm->io, fm->meta_path, 0, fm->key, &b,
-                                   &next, err);
+    int rc = tdb_generic_tile_read(&(struct tdb_gt_file){fm->io, fm->meta_path, 0},
+                                   fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         return rc;
@@ -1274,7 +1274,8 @@ int tdb_cons_fragmeta_load(const struct tdb_io *io, const char *path,
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
     struct tdb_buf b = {0};
     uint64_t next;
-    int rc = tdb_generic_tile_read(io, path, 0, key, &b, &next, err);
+    int rc = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key, &b,
+                                   &next, err);
     if (rc) {
         tdb_buf_free(&b);
         free(cm);

@@ -81,13 +81,13 @@ static int gt_open(struct gt_tile *t, const uint8_t *src, size_t size,
     return 0;
 }
 
-int tdb_generic_tile_decode(const uint8_t *src, size_t size, uint64_t off,
-                            const uint8_t *key, const char *what,
-                            struct tdb_buf *out, uint64_t *next,
-                            struct tdb_error *err)
+int tdb_generic_tile_decode(const struct tdb_gt_bytes *at, const uint8_t *key,
+                            const char *what, struct tdb_buf *out,
+                            uint64_t *next, struct tdb_error *err)
 {
     struct gt_tile t;
-    int r = gt_open(&t, src, size, off, what, err);
+    uint64_t off = at->off;
+    int r = gt_open(&t, at->src, at->size, off, what, err);
     if (r)
         return r;
     if (t.h.encryption == TDB_AES_256_GCM && !key)
@@ -125,11 +125,13 @@ int tdb_generic_tile_decode(const uint8_t *src, size_t size, uint64_t off,
     return 0;
 }
 
-int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
-                          uint64_t off, const uint8_t *key,
+int tdb_generic_tile_read(const struct tdb_gt_file *at, const uint8_t *key,
                           struct tdb_buf *out, uint64_t *next,
                           struct tdb_error *err)
 {
+    const struct tdb_io *io = at->io;
+    const char *path = at->path;
+    uint64_t off = at->off;
     uint64_t fsize;
     int r = tdb_io_size(io, path, &fsize, err);
     if (r)
@@ -157,8 +159,9 @@ int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
     r = tdb_io_read(io, path, off, buf, (size_t)total, err);
     if (!r)
-        r = tdb_generic_tile_decode(buf, (size_t)total, 0, key, path, out, NULL,
-                                    err);
+        r = tdb_generic_tile_decode(&(struct tdb_gt_bytes){buf, (size_t)total,
+                                                           0},
+                                    key, path, out, NULL, err);
     free(buf);
     if (!r && next)
         *next = off + total;
@@ -166,13 +169,13 @@ int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
 }
 
 int tdb_generic_tile_encode(const uint8_t *src, size_t size,
-                            const struct tdb_pipeline *p, unsigned datatype,
-                            uint64_t cell_size, const uint8_t *key,
-                            struct tdb_buf *out, struct tdb_error *err)
+                            const struct tdb_gt_filtering *f,
+                            const uint8_t *key, struct tdb_buf *out,
+                            struct tdb_error *err)
 {
     struct tdb_buf pipe = {0}, tile = {0};
     struct tdb_pipeline none = {0}, with_aes = {0};
-    const struct tdb_pipeline *pp = p ? p : &none;
+    const struct tdb_pipeline *pp = f->p ? f->p : &none;
     /* TileDB lists the AES-256-GCM filter in an encrypted generic tile's
      * own pipeline (and refuses a tile without it) */
     struct tdb_filter fs[65];
@@ -191,8 +194,8 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
         pp = &with_aes;
     }
     struct tdb_tile_desc d = {
-        .datatype = datatype,
-        .cell_size = cell_size ? cell_size : 1,
+        .datatype = f->datatype,
+        .cell_size = f->cell_size ? f->cell_size : 1,
         .version = GT_FORMAT_VERSION,
         .key = key,
         .what = "generic tile",
@@ -207,7 +210,7 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
         if (!r)
             r = tdb_buf_put_u64(out, size);
         if (!r)
-            r = tdb_buf_put_u8(out, (uint8_t)datatype);
+            r = tdb_buf_put_u8(out, (uint8_t)f->datatype);
         if (!r)
             r = tdb_buf_put_u64(out, d.cell_size);
         if (!r)

@@ -268,7 +268,8 @@ int tdb_group_load_key(const struct tdb_io *io, const char *dir,
         }
         uint64_t next;
         tdb_buf_reset(&buf);
-        r = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+        r = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key,
+                                  &buf, &next, err);
         if (r == 0)
             r = group_apply_raw(g, buf.data, buf.len, require, path, err);
         free(path);

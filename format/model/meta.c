@@ -359,7 +359,8 @@ int tdb_meta_load(const struct tdb_io *io, const char *dir,
         }
         uint64_t next;
         tdb_buf_reset(&buf);
-        r = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+        r = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key,
+                                  &buf, &next, err);
         if (r == 0)
             r = tdb_meta_apply(m, buf.data, buf.len, path, err);
         if (r == 0 && files[i].t2 > m->newest_ts)

@@ -627,7 +627,8 @@ int tdb_schema_load(const struct tdb_io *io, const char *path,
     *out = NULL;
     int rc = schema_encryption(io, path, &enc, err);
     if (!rc)
-        rc = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+        rc = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key,
+                                   &buf, &next, err);
     if (!rc)
         rc = tdb_schema_parse(buf.data, buf.len, path, &s, err);
     tdb_buf_free(&buf);

@@ -105,7 +105,8 @@ int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,
     struct tdb_buf buf = {0};
     uint64_t next;
     schema_enum_clear_data(e);
-    int rc = tdb_generic_tile_read(io, e->path, 0, key, &buf, &next, err);
+    int rc = tdb_generic_tile_read(&(struct tdb_gt_file){io, e->path, 0}, key,
+                                   &buf, &next, err);
     if (rc) {
         tdb_buf_free(&buf);
         return rc;

@@ -44,8 +44,9 @@ int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
     struct tdb_filter f[2];
     struct tdb_pipeline p;
     create_gt_pipeline(&p, f, key);
-    return tdb_generic_tile_encode(payload->data, payload->len, &p, TDB_CHAR,
-                                   1, key, out, err);
+    return tdb_generic_tile_encode(payload->data, payload->len,
+                                   &(struct tdb_gt_filtering){&p, TDB_CHAR, 1},
+                                   key, out, err);
 }
 
 /* "DIR/NAME" (or "NAME" when dir is empty) into a new string. */

@@ -795,8 +795,8 @@ static void test_meta_write(void)
                 char *path = tdb_path_join("__meta", n.v[i]);
                 struct tdb_buf got = {0}, want = {0};
                 uint64_t next;
-                CHECK_EQ_INT(tdb_generic_tile_read(&io, path, 0, k, &got,
-                                                   &next, &err), 0);
+                CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, path, 0},
+                                                   k, &got, &next, &err), 0);
                 tdb_meta_serialize_put(&want, "k1", TDB_INT32, 2, v1);
                 CHECK(got.len == want.len &&
                       !memcmp(got.data, want.data, want.len));
