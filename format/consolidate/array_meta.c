@@ -48,11 +48,11 @@ int tdb_consolidate_array_meta(const struct tdb_io *io, const uint8_t *key,
     char tmp[256], vname[300];
     int r = tdb_cons_array_load(io, key, &a, err);
     if (!r)
-        r = tdb_ts_files_list(io, "__meta", 0, UINT64_MAX, &files, &n, err);
+        r = tdb_ts_files_list(io, "__meta", TDB_TS_ALL, &files, &n, err);
     /* as TileDB: nothing to do for one file or none */
     if (r || n <= 1)
         goto done;
-    r = tdb_meta_load(io, "__meta", 0, UINT64_MAX, a.key, &m, err);
+    r = tdb_meta_load(io, "__meta", TDB_TS_ALL, a.key, &m, err);
     if (!r)
         r = am_payload(m, &payload, err);
     if (!r)

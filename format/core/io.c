@@ -148,11 +148,11 @@ int tdb_io_errno(int e)
 /* Reads exactly len bytes of file `p` at off through the cache (reading
  * past the end is TDB_E_IO). */
 int tdb_io_fd_read(struct tdb_io_fdcache *c, const char *p,
-                   tdb_io_open_fn open_fn, void *ctx, uint64_t off, void *buf,
+                   const struct tdb_io_opener *open, uint64_t off, void *buf,
                    size_t len)
 {
     struct tdb_io_fd *slot;
-    int fd = io_fd_get(c, p, open_fn, ctx, &slot);
+    int fd = io_fd_get(c, p, open->fn, open->ctx, &slot);
     if (fd < 0)
         return fd;
     size_t done = 0;

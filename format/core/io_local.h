@@ -41,10 +41,16 @@ void tdb_io_fdcache_destroy(struct tdb_io_fdcache *c);
  * written may be a new one at the path of an older one. */
 void tdb_io_fd_forget(struct tdb_io_fdcache *c, const char *p);
 
+/* How a backend opens a file the cache does not hold: fn(ctx, path). */
+struct tdb_io_opener {
+    tdb_io_open_fn fn;
+    void *ctx;
+};
+
 /* Reads exactly len bytes of file `p` at off through the cache (reading
- * past the end is TDB_E_IO); open_fn(ctx, p) opens it when not cached. */
+ * past the end is TDB_E_IO); `open` opens it when not cached. */
 int tdb_io_fd_read(struct tdb_io_fdcache *c, const char *p,
-                   tdb_io_open_fn open_fn, void *ctx, uint64_t off, void *buf,
+                   const struct tdb_io_opener *open, uint64_t off, void *buf,
                    size_t len);
 
 /* A new descriptor (the caller's to close) of file `p` through the cache.

@@ -136,7 +136,9 @@ static int io_nf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
                          size_t len)
 {
     struct io_nf *nf = ctx;
-    return tdb_io_fd_read(&nf->fdc, path, io_nf_open_read, nf, off, buf, len);
+    return tdb_io_fd_read(&nf->fdc, path,
+                          &(struct tdb_io_opener){io_nf_open_read, nf}, off,
+                          buf, len);
 }
 
 static int io_nf_dup_fd(void *ctx, const char *path)

@@ -107,7 +107,9 @@ static int io_posix_read_at(void *ctx, const char *path, uint64_t off,
     char *p = io_posix_path(ctx, path);
     if (!p)
         return TDB_E_NOMEM;
-    int r = tdb_io_fd_read(&px->fdc, p, io_posix_open_read, px, off, buf, len);
+    int r = tdb_io_fd_read(&px->fdc, p,
+                           &(struct tdb_io_opener){io_posix_open_read, px},
+                           off, buf, len);
     free(p);
     return r;
 }

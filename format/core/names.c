@@ -53,45 +53,46 @@ const char *tdb_last_component(const char *path, size_t *len)
     return path + s;
 }
 
-int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!name)
-        return TDB_E_CORRUPT;
-    size_t len;
-    const char *s = tdb_last_component(name, &len);
-    /* Without the extension (from the last '.'). */
-    for (size_t i = len; i > 0; i--) {
-        if (s[i - 1] == '.') {
-            len = i - 1;
-            break;
-        }
-    }
-    if (len < 2 || s[0] != '_' || s[1] != '_')
-        return TDB_E_CORRUPT;
-
-    /* Split what follows "__" into '_'-separated fields. */
+/* The '_'-separated fields of a name after its "__" (at most 4). */
+struct names_fields {
     const char *f[4];
-    size_t fl[4], nf = 0, under = 2;
-    size_t i = 2, b = 2;
-    for (; i <= len; i++) {
+    size_t fl[4], n;
+    size_t under;       /* the underscores, the leading two included */
+};
+
+/* Splits s[2..len) into x.  @return false when there are more than 4
+ * fields or one is empty. */
+static bool names_split(const char *s, size_t len, struct names_fields *x)
+{
+    x->n = 0;
+    x->under = 2;
+    for (size_t i = 2, b = 2; i <= len; i++) {
         if (i == len || s[i] == '_') {
             if (i < len)
-                under++;
-            if (nf == 4)
-                return TDB_E_CORRUPT;
-            f[nf] = s + b;
-            fl[nf] = i - b;
-            nf++;
+                x->under++;
+            if (x->n == 4)
+                return false;
+            x->f[x->n] = s + b;
+            x->fl[x->n] = i - b;
+            x->n++;
             b = i + 1;
         }
     }
-    for (size_t k = 0; k < nf; k++)
-        if (!fl[k])
-            return TDB_E_CORRUPT;
+    for (size_t k = 0; k < x->n; k++)
+        if (!x->fl[k])
+            return false;
+    return true;
+}
 
+/* The era, times, uuid and version the fields x say, into out.
+ * @return whether they are well-formed. */
+static bool names_read_fields(const struct names_fields *x,
+                              struct tdb_tsname *out)
+{
+    const char *const *f = x->f;
+    const size_t *fl = x->fl, nf = x->n;
     bool ok;
-    if (under == 5) {
+    if (x->under == 5) {
         /* __t1_t2_uuid_v (format 5 and later) */
         uint64_t v = 0;
         out->era = 3;
@@ -118,7 +119,29 @@ int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
         }
         out->t2 = out->t1;
     }
-    if (!ok || out->t1 > out->t2) {
+    return ok;
+}
+
+int tdb_tsname_parse(const char *name, struct tdb_tsname *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!name)
+        return TDB_E_CORRUPT;
+    size_t len;
+    const char *s = tdb_last_component(name, &len);
+    /* Without the extension (from the last '.'). */
+    for (size_t i = len; i > 0; i--) {
+        if (s[i - 1] == '.') {
+            len = i - 1;
+            break;
+        }
+    }
+    if (len < 2 || s[0] != '_' || s[1] != '_')
+        return TDB_E_CORRUPT;
+    struct names_fields x;
+    if (!names_split(s, len, &x))
+        return TDB_E_CORRUPT;
+    if (!names_read_fields(&x, out) || out->t1 > out->t2) {
         memset(out, 0, sizeof *out);
         return TDB_E_CORRUPT;
     }

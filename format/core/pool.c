@@ -163,8 +163,7 @@ static void pool_each_run(struct tdb_pool_job *j)
     pthread_mutex_unlock(&e->m);
 }
 
-int tdb_pool_each(unsigned nthreads, size_t n,
-                  int (*fn)(void *arg, size_t i, struct tdb_error *err),
+int tdb_pool_each(unsigned nthreads, size_t n, tdb_pool_each_fn fn,
                   void *arg, struct tdb_error *err)
 {
     struct pool_each e = {.left = n, .err = err, .fn = fn, .arg = arg};

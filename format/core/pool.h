@@ -38,14 +38,17 @@ struct tdb_pool_job *tdb_pool_take(struct tdb_pool *p,
 
 struct tdb_error;
 
+/* One call of tdb_pool_each: the i-th of its n, with an error of its
+ * own.  @return 0 or a TDB_E_* code. */
+typedef int (*tdb_pool_each_fn)(void *arg, size_t i, struct tdb_error *err);
+
 /* Runs fn(arg, i, err) for each i in [0, n) on up to `nthreads` threads
  * of a pool of their own (made and freed here), and returns once every
  * call ended: all of them, whatever fails (the same calls however they
  * interleave; fn may look for an earlier failure and stop early).  Each
  * call has an error of its own; that of the failure of the lowest i is
  * copied to `err`.  @return 0, that failure's code, or TDB_E_NOMEM. */
-int tdb_pool_each(unsigned nthreads, size_t n,
-                  int (*fn)(void *arg, size_t i, struct tdb_error *err),
+int tdb_pool_each(unsigned nthreads, size_t n, tdb_pool_each_fn fn,
                   void *arg, struct tdb_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* arraydir.c: the array folder and time travel (array_file_hierarchy.md). */
-#include "model/arraydir.h"
+#include "model/arraydir_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,43 +12,6 @@
 
 /* ------------------------------------------------------------ string sets */
 
-struct arraydir_strs {
-    char **v;
-    size_t n, cap;
-};
-
-static void *arraydir_grow(void *v, size_t n, size_t *cap, size_t size)
-{
-    if (n < *cap)
-        return v;
-    size_t nc = *cap ? *cap * 2 : 8;
-    if (nc < n + 1 || nc > SIZE_MAX / size)
-        return NULL;
-    void *p = realloc(v, nc * size);
-    if (p)
-        *cap = nc;
-    return p;
-}
-
-static int arraydir_strs_add(struct arraydir_strs *s, const char *p, size_t n)
-{
-    char **v = arraydir_grow(s->v, s->n, &s->cap, sizeof *s->v);
-    if (!v)
-        return TDB_E_NOMEM;
-    s->v = v;
-    char *c = malloc(n + 1);
-    if (!c)
-        return TDB_E_NOMEM;
-    memcpy(c, p, n);
-    c[n] = 0;
-    s->v[s->n++] = c;
-    return 0;
-}
-
-static int arraydir_strcmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static void arraydir_strs_sort(struct arraydir_strs *s)
 {
@@ -62,30 +25,6 @@ static void arraydir_strs_sort(struct arraydir_strs *s)
             s->v[k++] = s->v[i];
     }
     s->n = k;
-}
-
-/* s must be sorted. */
-static bool arraydir_strs_has(const struct arraydir_strs *s, const char *str)
-{
-    if (!s->n)
-        return false;
-    return bsearch(&str, s->v, s->n, sizeof *s->v, arraydir_strcmp) != NULL;
-}
-
-static void arraydir_strs_free(struct arraydir_strs *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
-/* tdb_names is sorted bytewise by tdb_io_names. */
-static bool arraydir_names_has(const struct tdb_names *n, const char *str)
-{
-    if (!n->n)
-        return false;
-    return bsearch(&str, n->v, n->n, sizeof *n->v, arraydir_strcmp) != NULL;
 }
 
 /* ------------------------------------------------------------------ lines */
@@ -103,12 +42,6 @@ static bool arraydir_next_line(const uint8_t *buf, size_t len, size_t *pos,
     *llen = nl ? (size_t)(nl - p) : len - *pos;
     *pos = nl ? (size_t)(nl - buf) + 1 : len;
     return true;
-}
-
-static bool arraydir_ends_with(const char *s, size_t n, const char *suffix)
-{
-    size_t l = strlen(suffix);
-    return n >= l && !memcmp(s + n - l, suffix, l);
 }
 
 static bool arraydir_line_ok(const char *s, size_t n)
@@ -197,15 +130,6 @@ static int arraydir_entry_copy(struct tdb_dir_entry *dst,
 
 /* ------------------------------------------------------------ the loading */
 
-struct arraydir_load {
-    const struct tdb_io *io;
-    struct tdb_error *err;
-    struct tdb_arraydir *d;
-    size_t cap_schemas, cap_cands, cap_vacs, cap_deletes, cap_fragmeta;
-    struct tdb_names root, schema, commits, fmeta;
-    struct arraydir_strs ignore;    /* lines of every .ign */
-    struct arraydir_strs con;       /* live entries of every .con */
-};
 
 /* Adds an entry to one of d's lists; `n` and `v` are the list's fields. */
 static int arraydir_push(struct arraydir_load *L, struct tdb_dir_entry **v,
@@ -272,9 +196,7 @@ static int arraydir_load_schemas(struct arraydir_load *L)
     return 0;
 }
 
-/* Every .ign of __commits: the relative commit paths to leave out of the
- * .con files. */
-static int arraydir_load_ignores(struct arraydir_load *L)
+int tdb_arraydir_load_ignores(struct arraydir_load *L)
 {
     for (size_t i = 0; i < L->commits.n; i++) {
         const char *nm = L->commits.v[i];
@@ -303,21 +225,10 @@ static int arraydir_load_ignores(struct arraydir_load *L)
     return 0;
 }
 
-/* One entry of a .con file, as arraydir_con_walk hands it over. */
-struct arraydir_con_line {
-    const char *con;            /* the .con file */
-    const char *marker;         /* the line, NUL-terminated */
-    size_t len;
-    bool has_tile;              /* .del or .upd: a condition tile follows */
-    uint64_t tile_off, tile_size;
-};
 
-/* Calls fn for each entry of .con file `path`: lines naming commits (.wrt,
- * .ok), and deletes (.del) and updates (.upd) each followed by a uint64
- * size and a condition tile.  Stops at fn's first error. */
-static int arraydir_con_walk(const struct tdb_io *io, const char *path,
-                             int (*fn)(void *, const struct arraydir_con_line *),
-                             void *arg, struct tdb_error *err)
+int tdb_arraydir_con_walk(const struct tdb_io *io, const char *path,
+                          int (*fn)(void *, const struct arraydir_con_line *),
+                          void *arg, struct tdb_error *err)
 {
     uint8_t *buf;
     size_t len, pos = 0;
@@ -385,7 +296,7 @@ static int arraydir_con_entry(void *arg, const struct arraydir_con_line *l)
 
 static int arraydir_load_con(struct arraydir_load *L, const char *path)
 {
-    return arraydir_con_walk(L->io, path, arraydir_con_entry, L, L->err);
+    return tdb_arraydir_con_walk(L->io, path, arraydir_con_entry, L, L->err);
 }
 
 static int arraydir_load_cons(struct arraydir_load *L)
@@ -494,63 +405,77 @@ static bool arraydir_is_known_dir(const char *nm)
  * sibling NAME.ok (or an .ok entry of a .con; before format 5 by their
  * __fragment_metadata.tdb), vacuum files and consolidated fragment
  * metadata files. */
-static int arraydir_load_root(struct arraydir_load *L)
+/* A file of the root: a vacuum file, done or pending, or consolidated
+ * fragment metadata (.meta).  @return 0, a TDB_E_* code, or 1 when it is
+ * none of these. */
+static int arraydir_root_file(struct arraydir_load *L, const char *nm,
+                              size_t nl)
 {
     struct tdb_arraydir *d = L->d;
     char tmp[TDB_MAX_NAME + 8];
-    int r;
+    struct tdb_tsname ts;
+    size_t pl = sizeof TDB_VAC_PENDING - 1;
+    if (nm[0] == '.' && nl > pl + 1 &&
+        arraydir_ends_with(nm, nl, TDB_VAC_PENDING)) {
+        memcpy(tmp, nm + 1, nl - 1 - pl);
+        tmp[nl - 1 - pl] = 0;
+        if (tdb_tsname_parse(tmp, &ts))
+            return 0;
+        return arraydir_load_vac_as(L, NULL, nm, nm + 1, nl - 1 - pl, &ts,
+                                    true);
+    }
+    if (arraydir_ends_with(nm, nl, ".vac"))
+        return tdb_tsname_parse(nm, &ts) ? 0
+                                         : arraydir_load_vac(L, NULL, nm, &ts);
+    if (!arraydir_ends_with(nm, nl, ".meta"))
+        return 1;
+    if (tdb_tsname_parse(nm, &ts))
+        memset(&ts, 0, sizeof ts);
+    struct arraydir_new nw = {nm, nl - 5, NULL, nm, &ts, 0};
+    return arraydir_push(L, &d->fragmeta, &d->nfragmeta, &L->cap_fragmeta,
+                         &nw);
+}
+
+/* A fragment of the root (formats before 12), a candidate when it was
+ * committed: its .ok beside it or in a .con, or (before format 5) its
+ * fragment metadata inside it. */
+static int arraydir_root_fragment(struct arraydir_load *L, const char *nm,
+                                  size_t nl)
+{
+    struct tdb_arraydir *d = L->d;
+    char tmp[TDB_MAX_NAME + 8];
+    struct tdb_tsname ts;
+    if (strchr(nm, '.') || arraydir_is_known_dir(nm) ||
+        tdb_tsname_parse(nm, &ts))
+        return 0;
+    memcpy(tmp, nm, nl);
+    memcpy(tmp + nl, ".ok", 4);
+    bool committed = arraydir_names_has(&L->root, tmp) ||
+                     arraydir_strs_has(&L->con, tmp);
+    if (!committed && ts.version < 5) {
+        char *mp = tdb_path_join(nm, ARRAYDIR_FRAG_META);
+        if (!mp)
+            return tdb_err(L->err, TDB_E_NOMEM,
+                           "array folder: out of memory");
+        committed = tdb_io_exists(L->io, mp) && !tdb_io_isdir(L->io, mp);
+        free(mp);
+    }
+    if (!committed)
+        return 0;
+    struct arraydir_new nw = {nm, nl, NULL, nm, &ts, 0};
+    return arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
+}
+
+static int arraydir_load_root(struct arraydir_load *L)
+{
     for (size_t i = 0; i < L->root.n; i++) {
         const char *nm = L->root.v[i];
         size_t nl = strlen(nm);
-        struct tdb_tsname ts;
         if (nl > TDB_MAX_NAME)
             continue;
-        size_t pl = sizeof TDB_VAC_PENDING - 1;
-        if (!L->root.is_dir[i] && nm[0] == '.' && nl > pl + 1 &&
-            arraydir_ends_with(nm, nl, TDB_VAC_PENDING)) {
-            memcpy(tmp, nm + 1, nl - 1 - pl);
-            tmp[nl - 1 - pl] = 0;
-            if (!tdb_tsname_parse(tmp, &ts) &&
-                (r = arraydir_load_vac_as(L, NULL, nm, nm + 1, nl - 1 - pl,
-                                          &ts, true)))
-                return r;
-            continue;
-        }
-        if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".vac")) {
-            if (!tdb_tsname_parse(nm, &ts) &&
-                (r = arraydir_load_vac(L, NULL, nm, &ts)))
-                return r;
-            continue;
-        }
-        if (!L->root.is_dir[i] && arraydir_ends_with(nm, nl, ".meta")) {
-            if (tdb_tsname_parse(nm, &ts))
-                memset(&ts, 0, sizeof ts);
-            struct arraydir_new nw = {nm, nl - 5, NULL, nm, &ts, 0};
-            r = arraydir_push(L, &d->fragmeta, &d->nfragmeta,
-                              &L->cap_fragmeta, &nw);
-            if (r)
-                return r;
-            continue;
-        }
-        if (strchr(nm, '.') || arraydir_is_known_dir(nm) ||
-            tdb_tsname_parse(nm, &ts))
-            continue;
-        memcpy(tmp, nm, nl);
-        memcpy(tmp + nl, ".ok", 4);
-        bool committed = arraydir_names_has(&L->root, tmp) ||
-                         arraydir_strs_has(&L->con, tmp);
-        if (!committed && ts.version < 5) {
-            char *mp = tdb_path_join(nm, ARRAYDIR_FRAG_META);
-            if (!mp)
-                return tdb_err(L->err, TDB_E_NOMEM,
-                               "array folder: out of memory");
-            committed = tdb_io_exists(L->io, mp) && !tdb_io_isdir(L->io, mp);
-            free(mp);
-        }
-        if (!committed)
-            continue;
-        struct arraydir_new nw = {nm, nl, NULL, nm, &ts, 0};
-        r = arraydir_push(L, &d->cands, &d->ncands, &L->cap_cands, &nw);
+        int r = L->root.is_dir[i] ? 1 : arraydir_root_file(L, nm, nl);
+        if (r == 1)
+            r = arraydir_root_fragment(L, nm, nl);
         if (r)
             return r;
     }
@@ -693,7 +618,7 @@ int tdb_arraydir_load(const struct tdb_io *io, uint64_t ts_start,
     if (!r)
         r = arraydir_load_schemas(&L);
     if (!r)
-        r = arraydir_load_ignores(&L);
+        r = tdb_arraydir_load_ignores(&L);
     if (!r)
         r = arraydir_load_cons(&L);
     if (!r)
@@ -753,29 +678,20 @@ const struct tdb_dir_entry *tdb_arraydir_cand(const struct tdb_arraydir *d,
     return NULL;
 }
 
-int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
-                        struct tdb_error *err)
+/* Marks 2 in keep[] the candidates kept so far (1) that a live vacuum
+ * file in range lists (they were merged into the fragment that bears
+ * its name).  @return 0 or TDB_E_NOMEM. */
+static int arraydir_drop_vacuumed(const struct tdb_arraydir *d, bool sparse,
+                                  uint8_t *keep)
 {
-    arraydir_entries_free(d->frags, d->nfrags);
-    d->frags = NULL;
-    d->nfrags = 0;
-    if (!d->ncands)
-        return 0;
-    uint8_t *keep = malloc(d->ncands);
     struct arraydir_bypath *by = malloc(d->ncands * sizeof *by);
-    if (!keep || !by) {
-        free(keep);
-        free(by);
-        return tdb_err(err, TDB_E_NOMEM, "array folder: out of memory");
-    }
+    if (!by)
+        return TDB_E_NOMEM;
     for (size_t i = 0; i < d->ncands; i++) {
-        keep[i] = arraydir_counts(d, &d->cands[i].ts, sparse);
         by[i].path = d->cands[i].path;
         by[i].index = i;
     }
     qsort(by, d->ncands, sizeof *by, arraydir_bypath_cmp);
-    /* A live vacuum file drops the fragments it lists that are in range
-     * (they were merged into the fragment that bears its name). */
     for (size_t v = 0; v < d->nvacs; v++) {
         const struct tdb_arraydir_vac *vac = &d->vacs[v];
         if (!arraydir_counts(d, &vac->e.ts, sparse))
@@ -796,24 +712,48 @@ int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
         }
     }
     free(by);
+    return 0;
+}
+
+/* d->frags: copies of the candidates keep[] marks 1, sorted by t1.
+ * @return 0 or TDB_E_NOMEM. */
+static int arraydir_keep_frags(struct tdb_arraydir *d, const uint8_t *keep)
+{
     size_t n = 0;
     for (size_t i = 0; i < d->ncands; i++)
         n += keep[i] == 1;
+    if (!n)
+        return 0;
+    d->frags = calloc(n, sizeof *d->frags);
+    if (!d->frags)
+        return TDB_E_NOMEM;
     int r = 0;
-    if (n) {
-        d->frags = calloc(n, sizeof *d->frags);
-        if (!d->frags)
-            r = TDB_E_NOMEM;
-        for (size_t i = 0; !r && i < d->ncands; i++) {
-            if (keep[i] != 1)
-                continue;
-            r = arraydir_entry_copy(&d->frags[d->nfrags], &d->cands[i]);
-            if (!r)
-                d->nfrags++;
-        }
+    for (size_t i = 0; !r && i < d->ncands; i++) {
+        if (keep[i] != 1)
+            continue;
+        r = arraydir_entry_copy(&d->frags[d->nfrags], &d->cands[i]);
         if (!r)
-            r = arraydir_sort_t1(d->frags, d->nfrags);
+            d->nfrags++;
     }
+    return r ? r : arraydir_sort_t1(d->frags, d->nfrags);
+}
+
+int tdb_arraydir_select(struct tdb_arraydir *d, bool sparse,
+                        struct tdb_error *err)
+{
+    arraydir_entries_free(d->frags, d->nfrags);
+    d->frags = NULL;
+    d->nfrags = 0;
+    if (!d->ncands)
+        return 0;
+    uint8_t *keep = malloc(d->ncands);
+    int r = keep ? 0 : TDB_E_NOMEM;
+    for (size_t i = 0; !r && i < d->ncands; i++)
+        keep[i] = arraydir_counts(d, &d->cands[i].ts, sparse);
+    if (!r)
+        r = arraydir_drop_vacuumed(d, sparse, keep);
+    if (!r)
+        r = arraydir_keep_frags(d, keep);
     free(keep);
     if (r) {
         arraydir_entries_free(d->frags, d->nfrags);
@@ -842,238 +782,6 @@ void tdb_arraydir_free(struct tdb_arraydir *d)
     }
     free(d->vacs);
     free(d);
-}
-
-/* ------------------------------------------------------------ the commits */
-
-struct arraydir_commits_load {
-    struct arraydir_load *L;
-    struct tdb_commits *c;
-    size_t cap;
-    struct arraydir_strs *lines;    /* of the .con being read */
-};
-
-static int arraydir_commit_add(struct tdb_commits *c, size_t *cap,
-                               const char *marker, const char *cond,
-                               uint64_t off, uint64_t size, bool in_con)
-{
-    struct tdb_commit *v = arraydir_grow(c->v, c->n, cap, sizeof *c->v);
-    if (!v)
-        return TDB_E_NOMEM;
-    c->v = v;
-    struct tdb_commit *e = &v[c->n];
-    memset(e, 0, sizeof *e);
-    e->marker = strdup(marker);
-    e->cond_path = cond ? strdup(cond) : NULL;
-    if (!e->marker || (cond && !e->cond_path)) {
-        free(e->marker);
-        free(e->cond_path);
-        return TDB_E_NOMEM;
-    }
-    e->cond_off = off;
-    e->cond_size = size;
-    e->in_con = in_con;
-    c->n++;
-    return 0;
-}
-
-/* An entry of a .con: remembered as one of that file's lines, and as a
- * consolidated commit unless an .ign names it. */
-static int arraydir_commits_entry(void *arg, const struct arraydir_con_line *l)
-{
-    struct arraydir_commits_load *C = arg;
-    if (arraydir_strs_add(C->lines, l->marker, l->len) ||
-        (!arraydir_strs_has(&C->L->ignore, l->marker) &&
-         arraydir_commit_add(C->c, &C->cap, l->marker,
-                             l->has_tile ? l->con : NULL, l->tile_off,
-                             l->tile_size, true)))
-        return tdb_err(C->L->err, TDB_E_NOMEM, "%s: out of memory", l->con);
-    return 0;
-}
-
-static int arraydir_commit_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct tdb_commit *)a)->marker,
-                  ((const struct tdb_commit *)b)->marker);
-}
-
-/* Sorts the consolidated commits by marker and keeps the first of each. */
-static void arraydir_commits_unique(struct tdb_commits *c)
-{
-    if (c->n > 1)
-        qsort(c->v, c->n, sizeof *c->v, arraydir_commit_cmp);
-    size_t k = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        if (k && !strcmp(c->v[k - 1].marker, c->v[i].marker)) {
-            free(c->v[i].marker);
-            free(c->v[i].cond_path);
-        } else {
-            c->v[k++] = c->v[i];
-        }
-    }
-    c->n = k;
-}
-
-/* The .con and .ign files, the lines of each .con (*lines, one set per
- * .con), and the consolidated commits. */
-static int arraydir_commits_cons(struct arraydir_commits_load *C,
-                                 struct arraydir_strs **lines)
-{
-    struct arraydir_load *L = C->L;
-    struct tdb_commits *c = C->c;
-    size_t cap = 0;
-    for (size_t i = 0; i < L->commits.n; i++) {
-        const char *nm = L->commits.v[i];
-        bool con = arraydir_ends_with(nm, strlen(nm), ".con");
-        if (L->commits.is_dir[i] ||
-            (!con && !arraydir_ends_with(nm, strlen(nm), ".ign")))
-            continue;
-        if (con) {
-            struct arraydir_strs *nl =
-                arraydir_grow(*lines, c->ncons, &cap, sizeof **lines);
-            if (!nl)
-                return tdb_err(L->err, TDB_E_NOMEM,
-                               "array folder: out of memory");
-            *lines = nl;
-            memset(&nl[c->ncons], 0, sizeof *nl);
-        }
-        char *path = tdb_path_join("__commits", nm);
-        char ***v = con ? &c->cons : &c->ignores;
-        size_t *n = con ? &c->ncons : &c->nignores;
-        char **nv = path ? realloc(*v, (*n + 1) * sizeof **v) : NULL;
-        if (!nv) {
-            free(path);
-            return tdb_err(L->err, TDB_E_NOMEM, "array folder: out of memory");
-        }
-        *v = nv;
-        nv[(*n)++] = path;
-        if (!con)
-            continue;
-        C->lines = &(*lines)[c->ncons - 1];
-        int r = arraydir_con_walk(L->io, path, arraydir_commits_entry, C,
-                                  L->err);
-        if (r)
-            return r;
-    }
-    return 0;
-}
-
-/* The .con (if any) whose lines are every consolidated commit. */
-static long arraydir_commits_whole(const struct tdb_commits *c,
-                                   size_t nfrom_con,
-                                   const struct arraydir_strs *lines)
-{
-    for (size_t i = 0; i < c->ncons; i++) {
-        size_t hits = 0;
-        for (size_t k = 0; k < lines[i].n; k++) {
-            struct tdb_commit key = {.marker = lines[i].v[k]};
-            if (!nfrom_con || !bsearch(&key, c->v, nfrom_con, sizeof *c->v,
-                         arraydir_commit_cmp))
-                break;
-            hits++;
-        }
-        if (hits == lines[i].n && hits == nfrom_con)
-            return (long)i;
-    }
-    return -1;
-}
-
-/* The commits of the root (legacy .ok files) and of __commits (.wrt and
- * .del) that no .con names, in listing order. */
-static int arraydir_commits_files(struct arraydir_commits_load *C,
-                                  size_t nfrom_con)
-{
-    struct arraydir_load *L = C->L;
-    struct tdb_commits *c = C->c;
-    char rel[TDB_MAX_NAME + 16];
-    for (int pass = 0; pass < 2; pass++) {
-        const struct tdb_names *names = pass ? &L->commits : &L->root;
-        for (size_t i = 0; i < names->n; i++) {
-            const char *nm = names->v[i];
-            size_t nl = strlen(nm);
-            bool del = pass && arraydir_ends_with(nm, nl, ".del");
-            if (names->is_dir[i] || nl > TDB_MAX_NAME ||
-                !(pass ? del || arraydir_ends_with(nm, nl, ".wrt")
-                       : arraydir_ends_with(nm, nl, ".ok")))
-                continue;
-            snprintf(rel, sizeof rel, "%s%s", pass ? "__commits/" : "", nm);
-            struct tdb_commit key = {.marker = rel};
-            if (nfrom_con && bsearch(&key, c->v, nfrom_con, sizeof *c->v,
-                        arraydir_commit_cmp))
-                continue;
-            uint64_t size = 0;
-            int r = del ? tdb_io_size(L->io, rel, &size, L->err) : 0;
-            if (r)
-                return r;
-            if (arraydir_commit_add(c, &C->cap, rel, del ? rel : NULL, 0,
-                                    size, false))
-                return tdb_err(L->err, TDB_E_NOMEM,
-                               "array folder: out of memory");
-            c->v[c->n - 1].on_disk = true;
-        }
-    }
-    return 0;
-}
-
-/* Whether the file of commit `marker` is in the folder's listing. */
-static bool arraydir_commit_on_disk(const struct arraydir_load *L,
-                                    const char *marker)
-{
-    if (!strncmp(marker, "__commits/", 10))
-        return arraydir_names_has(&L->commits, marker + 10);
-    return !strchr(marker, '/') && arraydir_names_has(&L->root, marker);
-}
-
-int tdb_arraydir_commits(const struct tdb_io *io, struct tdb_commits *out,
-                         struct tdb_error *err)
-{
-    memset(out, 0, sizeof *out);
-    out->whole = -1;
-    struct arraydir_load L = {.io = io, .err = err};
-    struct arraydir_commits_load C = {&L, out, 0, NULL};
-    struct arraydir_strs *lines = NULL;
-    int r = tdb_io_names(io, "", &L.root, err);
-    if (!r)
-        r = tdb_io_names(io, "__commits", &L.commits, err);
-    if (!r)
-        r = arraydir_load_ignores(&L);
-    if (!r)
-        r = arraydir_commits_cons(&C, &lines);
-    size_t nfrom_con = 0;
-    if (!r) {
-        arraydir_commits_unique(out);
-        nfrom_con = out->n;
-        for (size_t i = 0; i < out->n; i++)
-            out->v[i].on_disk = arraydir_commit_on_disk(&L, out->v[i].marker);
-        out->whole = arraydir_commits_whole(out, nfrom_con, lines);
-        r = arraydir_commits_files(&C, nfrom_con);
-    }
-    for (size_t i = 0; lines && i < out->ncons; i++)
-        arraydir_strs_free(&lines[i]);
-    free(lines);
-    tdb_names_free(&L.root);
-    tdb_names_free(&L.commits);
-    arraydir_strs_free(&L.ignore);
-    if (r)
-        tdb_commits_free(out);
-    return r;
-}
-
-void tdb_commits_free(struct tdb_commits *c)
-{
-    for (size_t i = 0; i < c->n; i++) {
-        free(c->v[i].marker);
-        free(c->v[i].cond_path);
-    }
-    free(c->v);
-    for (size_t i = 0; i < c->ncons; i++)
-        free(c->cons[i]);
-    free(c->cons);
-    for (size_t i = 0; i < c->nignores; i++)
-        free(c->ignores[i]);
-    free(c->ignores);
-    memset(c, 0, sizeof *c);
-    c->whole = -1;
 }
 
 /* ----------------------------------------------------------- object kinds */

@@ -59,6 +59,38 @@ static int delcond_trunc(struct tdb_error *err, const char *what, size_t at)
                    what, at);
 }
 
+/* The members of an IN or NOT_IN set (n's data read): uint64 start
+ * offsets into the data, rising. */
+static int delcond_read_set(struct tdb_cursor *c, struct delcond_node *n,
+                            const char *what, size_t at,
+                            struct tdb_error *err)
+{
+    uint64_t osize, dsize = n->size;
+    const uint8_t *op_bytes;
+    if (tdb_cur_u64(c, &osize) || osize > tdb_cur_left(c) ||
+        tdb_cur_bytes(c, (size_t)osize, &op_bytes))
+        return delcond_trunc(err, what, at);
+    if (osize % 8 != 0 || dsize == 0 || osize == 0)
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition set at byte %zu has %llu bytes "
+                       "of values and %llu bytes of offsets", what, at,
+                       (unsigned long long)dsize,
+                       (unsigned long long)osize);
+    n->nmembers = osize / 8;
+    n->starts = malloc((size_t)osize);
+    if (!n->starts)
+        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
+    for (uint64_t i = 0; i < n->nmembers; i++) {
+        n->starts[i] = tdb_le64(op_bytes + 8 * i);
+        if ((i && n->starts[i] < n->starts[i - 1]) || n->starts[i] > dsize)
+            return tdb_err(err, TDB_E_CORRUPT,
+                           "%s: delete condition set at byte %zu has bad "
+                           "offset %llu", what, at,
+                           (unsigned long long)n->starts[i]);
+    }
+    return 0;
+}
+
 static int delcond_read_value(struct tdb_cursor *c, struct delcond_node *n,
                               const char *what, size_t at,
                               struct tdb_error *err)
@@ -96,30 +128,44 @@ static int delcond_read_value(struct tdb_cursor *c, struct delcond_node *n,
     n->size = dsize;
     if (op != DELCOND_IN && op != DELCOND_NOT_IN)
         return 0;
+    return delcond_read_set(c, n, what, at, err);
+}
 
-    /* Set members: uint64 start offsets into the data. */
-    uint64_t osize;
-    const uint8_t *op_bytes;
-    if (tdb_cur_u64(c, &osize) || osize > tdb_cur_left(c) ||
-        tdb_cur_bytes(c, (size_t)osize, &op_bytes))
+static int delcond_read_node(struct tdb_cursor *c, unsigned depth,
+                             struct delcond_node **out, const char *what,
+                             struct tdb_error *err);
+
+/* An expression node's combination (AND, OR, NOT) and its children, at
+ * depth, into n (which frees what was read on failure). */
+static int delcond_read_expr(struct tdb_cursor *c, unsigned depth,
+                             struct delcond_node *n, const char *what,
+                             size_t at, struct tdb_error *err)
+{
+    uint8_t op;
+    uint64_t count;
+    n->is_expr = true;
+    if (tdb_cur_u8(c, &op) || tdb_cur_u64(c, &count))
         return delcond_trunc(err, what, at);
-    if (osize % 8 != 0 || dsize == 0 || osize == 0)
+    n->op = op;
+    if (op != DELCOND_AND && op != DELCOND_OR && op != DELCOND_NOT)
         return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: delete condition set at byte %zu has %llu bytes "
-                       "of values and %llu bytes of offsets", what, at,
-                       (unsigned long long)dsize,
-                       (unsigned long long)osize);
-    n->nmembers = osize / 8;
-    n->starts = malloc((size_t)osize);
-    if (!n->starts)
+                       "%s: delete condition node at byte %zu has unknown "
+                       "combination %u", what, at, op);
+    /* NOT negates its one child; AND and OR take two or more (as TileDB
+     * checks a tree); each child takes at least one byte. */
+    if ((op == DELCOND_NOT ? count != 1 : count < 2) ||
+        count > tdb_cur_left(c))
+        return tdb_err(err, TDB_E_CORRUPT,
+                       "%s: delete condition node at byte %zu has %llu "
+                       "children", what, at, (unsigned long long)count);
+    n->child = calloc((size_t)count, sizeof *n->child);
+    if (!n->child)
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
-    for (uint64_t i = 0; i < n->nmembers; i++) {
-        n->starts[i] = tdb_le64(op_bytes + 8 * i);
-        if ((i && n->starts[i] < n->starts[i - 1]) || n->starts[i] > dsize)
-            return tdb_err(err, TDB_E_CORRUPT,
-                           "%s: delete condition set at byte %zu has bad "
-                           "offset %llu", what, at,
-                           (unsigned long long)n->starts[i]);
+    for (uint64_t i = 0; i < count; i++) {
+        int r = delcond_read_node(c, depth + 1, &n->child[i], what, err);
+        if (r)
+            return r;
+        n->nchild++;
     }
     return 0;
 }
@@ -146,49 +192,12 @@ static int delcond_read_node(struct tdb_cursor *c, unsigned depth,
     struct delcond_node *n = calloc(1, sizeof *n);
     if (!n)
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
-    if (type == DELCOND_VALUE) {
-        if ((r = delcond_read_value(c, n, what, at, err))) {
-            delcond_node_free(n);
-            return r;
-        }
-        *out = n;
-        return 0;
-    }
-
-    n->is_expr = true;
-    uint8_t op;
-    uint64_t count;
-    if (tdb_cur_u8(c, &op) || tdb_cur_u64(c, &count)) {
+    r = type == DELCOND_VALUE
+            ? delcond_read_value(c, n, what, at, err)
+            : delcond_read_expr(c, depth, n, what, at, err);
+    if (r) {
         delcond_node_free(n);
-        return delcond_trunc(err, what, at);
-    }
-    n->op = op;
-    if (op != DELCOND_AND && op != DELCOND_OR && op != DELCOND_NOT) {
-        delcond_node_free(n);
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: delete condition node at byte %zu has unknown "
-                       "combination %u", what, at, op);
-    }
-    /* NOT negates its one child; AND and OR take two or more (as TileDB
-     * checks a tree); each child takes at least one byte. */
-    if ((op == DELCOND_NOT ? count != 1 : count < 2) ||
-        count > tdb_cur_left(c)) {
-        delcond_node_free(n);
-        return tdb_err(err, TDB_E_CORRUPT,
-                       "%s: delete condition node at byte %zu has %llu "
-                       "children", what, at, (unsigned long long)count);
-    }
-    n->child = calloc((size_t)count, sizeof *n->child);
-    if (!n->child) {
-        delcond_node_free(n);
-        return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", what);
-    }
-    for (uint64_t i = 0; i < count; i++) {
-        if ((r = delcond_read_node(c, depth + 1, &n->child[i], what, err))) {
-            delcond_node_free(n);
-            return r;
-        }
-        n->nchild++;
+        return r;
     }
     *out = n;
     return 0;
@@ -244,7 +253,8 @@ int tdb_cond_load_at(const struct tdb_io *io, const char *path, uint64_t off,
     struct tdb_buf buf = {0};
     uint64_t next;
     *out = NULL;
-    int r = tdb_generic_tile_read(io, path, off, key, &buf, &next, err);
+    int r = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, off}, key,
+                                  &buf, &next, err);
     if (r == 0)
         r = tdb_cond_parse(buf.data, buf.len, path, out, err);
     tdb_buf_free(&buf);

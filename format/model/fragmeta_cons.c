@@ -62,7 +62,8 @@ int tdb_cons_fragmeta_load(const struct tdb_io *io, const char *path,
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
     struct tdb_buf b = {0};
     uint64_t next;
-    int rc = tdb_generic_tile_read(io, path, 0, key, &b, &next, err);
+    int rc = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key, &b,
+                                   &next, err);
     if (rc) {
         tdb_buf_free(&b);
         free(cm);

@@ -643,8 +643,9 @@ int tdb_fragmeta_load_legacy(struct tdb_fragmeta *fm,
 {
     struct tdb_buf b = {0};
     uint64_t next;
-    int rc = tdb_generic_tile_read(fm->io, fm->meta_path, 0, fm->key, &b,
-                                   &next, err);
+    int rc =
+        tdb_generic_tile_read(&(struct tdb_gt_file){fm->io, fm->meta_path, 0},
+                              fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         return rc;

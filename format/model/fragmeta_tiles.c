@@ -16,8 +16,9 @@ static int fragmeta_read_u64s(const struct tdb_fragmeta *fm, uint64_t off,
 {
     struct tdb_buf b = {0};
     uint64_t next;
-    int rc = tdb_generic_tile_read(fm->io, fm->meta_path, off, fm->key, &b,
-                                   &next, err);
+    int rc =
+        tdb_generic_tile_read(&(struct tdb_gt_file){fm->io, fm->meta_path, off},
+                              fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         return tdb_err_ctx(err, rc, "%s of %s", what, fm->name);
@@ -202,8 +203,9 @@ int tdb_fragmeta_load_rtree(struct tdb_fragmeta *fm, struct tdb_error *err)
         goto out;
     struct tdb_buf b = {0};
     uint64_t next;
-    rc = tdb_generic_tile_read(fm->io, fm->meta_path, fm->rtree_off, fm->key,
-                               &b, &next, err);
+    rc = tdb_generic_tile_read(
+        &(struct tdb_gt_file){fm->io, fm->meta_path, fm->rtree_off}, fm->key,
+        &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         rc = tdb_err_ctx(err, rc, "R-tree of %s", fm->name);
@@ -239,9 +241,9 @@ int tdb_fragmeta_load_processed(struct tdb_fragmeta *fm,
         return 0;
     struct tdb_buf b = {0};
     uint64_t next, cnt;
-    int rc = tdb_generic_tile_read(fm->io, fm->meta_path,
-                                   fm->gt_processed_conditions, fm->key, &b,
-                                   &next, err);
+    struct tdb_gt_file at = {fm->io, fm->meta_path,
+                             fm->gt_processed_conditions};
+    int rc = tdb_generic_tile_read(&at, fm->key, &b, &next, err);
     if (rc) {
         tdb_buf_free(&b);
         return tdb_err_ctx(err, rc, "processed conditions of %s", fm->name);

@@ -39,80 +39,99 @@ int tdb_generic_tile_encryption(const uint8_t *src, size_t size,
     return 0;
 }
 
-int tdb_generic_tile_decode(const uint8_t *src, size_t size, uint64_t off,
-                            const uint8_t *key, const char *what,
-                            struct tdb_buf *out, uint64_t *next,
-                            struct tdb_error *err)
-{
+/* A generic tile opened: its header, the bytes of its pipeline and of
+ * its data, and the cursor past them. */
+struct gt_tile {
     struct tdb_cursor c;
     struct gt_header h;
+    const uint8_t *pbytes, *data;
+};
+
+/* Opens the tile at `off` of src[size], its header checked.  @return 0
+ * or TDB_E_CORRUPT naming `what`. */
+static int gt_open(struct gt_tile *t, const uint8_t *src, size_t size,
+                   uint64_t off, const char *what, struct tdb_error *err)
+{
     if (off > size)
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: generic tile at offset %llu is past the end (%zu bytes)",
                        what, (unsigned long long)off, size);
-    tdb_cur_init(&c, src + off, size - (size_t)off);
-    if (gt_header(&c, &h))
+    tdb_cur_init(&t->c, src + off, size - (size_t)off);
+    if (gt_header(&t->c, &t->h))
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: generic tile at offset %llu: header truncated", what,
                        (unsigned long long)off);
-    const uint8_t *pbytes, *data;
-    if (tdb_cur_bytes(&c, h.pipeline_size, &pbytes) ||
-        h.persisted > tdb_cur_left(&c) ||
-        tdb_cur_bytes(&c, (size_t)h.persisted, &data))
+    if (tdb_cur_bytes(&t->c, t->h.pipeline_size, &t->pbytes) ||
+        t->h.persisted > tdb_cur_left(&t->c) ||
+        tdb_cur_bytes(&t->c, (size_t)t->h.persisted, &t->data))
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: generic tile at offset %llu truncated (%llu bytes of "
                        "tile data claimed)",
                        what, (unsigned long long)off,
-                       (unsigned long long)h.persisted);
-    if (h.tile_size > TDB_MAX_TILE_BYTES)
+                       (unsigned long long)t->h.persisted);
+    if (t->h.tile_size > TDB_MAX_TILE_BYTES)
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: generic tile at offset %llu claims %llu bytes", what,
-                       (unsigned long long)off, (unsigned long long)h.tile_size);
-    if (h.encryption > TDB_AES_256_GCM)
+                       (unsigned long long)off,
+                       (unsigned long long)t->h.tile_size);
+    if (t->h.encryption > TDB_AES_256_GCM)
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: generic tile at offset %llu: unknown encryption %u",
-                       what, (unsigned long long)off, h.encryption);
-    if (h.encryption == TDB_AES_256_GCM && !key)
+                       what, (unsigned long long)off, t->h.encryption);
+    return 0;
+}
+
+int tdb_generic_tile_decode(const struct tdb_gt_bytes *at, const uint8_t *key,
+                            const char *what, struct tdb_buf *out,
+                            uint64_t *next, struct tdb_error *err)
+{
+    struct gt_tile t;
+    uint64_t off = at->off;
+    int r = gt_open(&t, at->src, at->size, off, what, err);
+    if (r)
+        return r;
+    if (t.h.encryption == TDB_AES_256_GCM && !key)
         return tdb_err(err, TDB_E_NOKEY,
                        "%s: encrypted with AES-256-GCM: a key is needed (key_file=)",
                        what);
     struct tdb_pipeline p;
     struct tdb_cursor pc;
-    tdb_cur_init(&pc, pbytes, h.pipeline_size);
-    int r = tdb_pipeline_read(&p, &pc, h.version, err);
-    if (r)
+    tdb_cur_init(&pc, t.pbytes, t.h.pipeline_size);
+    if ((r = tdb_pipeline_read(&p, &pc, t.h.version, err)))
         return tdb_err_ctx(err, r, "%s: generic tile at offset %llu", what,
                            (unsigned long long)off);
     char where[512];
     snprintf(where, sizeof where, "%s: generic tile at offset %llu", what,
              (unsigned long long)off);
     struct tdb_tile_desc d = {
-        .datatype = h.datatype,
-        .cell_size = h.cell_size,
-        .version = h.version,
+        .datatype = t.h.datatype,
+        .cell_size = t.h.cell_size,
+        .version = t.h.version,
         .is_var = false,
-        .key = h.encryption == TDB_AES_256_GCM ? key : NULL,
+        .key = t.h.encryption == TDB_AES_256_GCM ? key : NULL,
         .what = where,
     };
     size_t before = out->len;
-    r = tdb_pipeline_decode(&p, &d, data, (size_t)h.persisted, out, err);
+    r = tdb_pipeline_decode(&p, &d, t.data, (size_t)t.h.persisted, out, err);
     tdb_pipeline_free(&p);
     if (r)
         return r;
-    if (out->len - before != h.tile_size)
+    if (out->len - before != t.h.tile_size)
         return tdb_err(err, TDB_E_CORRUPT,
                        "%s: decodes to %zu bytes, header says %llu", where,
-                       out->len - before, (unsigned long long)h.tile_size);
+                       out->len - before, (unsigned long long)t.h.tile_size);
     if (next)
-        *next = off + (uint64_t)c.pos;
+        *next = off + (uint64_t)t.c.pos;
     return 0;
 }
 
-int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
-                          uint64_t off, const uint8_t *key,
+int tdb_generic_tile_read(const struct tdb_gt_file *at, const uint8_t *key,
                           struct tdb_buf *out, uint64_t *next,
                           struct tdb_error *err)
 {
+    const struct tdb_io *io = at->io;
+    const char *path = at->path;
+    uint64_t off = at->off;
     uint64_t fsize;
     int r = tdb_io_size(io, path, &fsize, err);
     if (r)
@@ -140,8 +159,9 @@ int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", path);
     r = tdb_io_read(io, path, off, buf, (size_t)total, err);
     if (!r)
-        r = tdb_generic_tile_decode(buf, (size_t)total, 0, key, path, out, NULL,
-                                    err);
+        r = tdb_generic_tile_decode(&(struct tdb_gt_bytes){buf, (size_t)total,
+                                                           0},
+                                    key, path, out, NULL, err);
     free(buf);
     if (!r && next)
         *next = off + total;
@@ -149,13 +169,13 @@ int tdb_generic_tile_read(const struct tdb_io *io, const char *path,
 }
 
 int tdb_generic_tile_encode(const uint8_t *src, size_t size,
-                            const struct tdb_pipeline *p, unsigned datatype,
-                            uint64_t cell_size, const uint8_t *key,
-                            struct tdb_buf *out, struct tdb_error *err)
+                            const struct tdb_gt_filtering *f,
+                            const uint8_t *key, struct tdb_buf *out,
+                            struct tdb_error *err)
 {
     struct tdb_buf pipe = {0}, tile = {0};
     struct tdb_pipeline none = {0}, with_aes = {0};
-    const struct tdb_pipeline *pp = p ? p : &none;
+    const struct tdb_pipeline *pp = f->p ? f->p : &none;
     /* TileDB lists the AES-256-GCM filter in an encrypted generic tile's
      * own pipeline (and refuses a tile without it) */
     struct tdb_filter fs[65];
@@ -173,8 +193,8 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
         pp = &with_aes;
     }
     struct tdb_tile_desc d = {
-        .datatype = datatype,
-        .cell_size = cell_size ? cell_size : 1,
+        .datatype = f->datatype,
+        .cell_size = f->cell_size ? f->cell_size : 1,
         .version = GT_FORMAT_VERSION,
         .key = key,
         .what = "generic tile",
@@ -189,7 +209,7 @@ int tdb_generic_tile_encode(const uint8_t *src, size_t size,
         if (!r)
             r = tdb_buf_put_u64(out, size);
         if (!r)
-            r = tdb_buf_put_u8(out, (uint8_t)datatype);
+            r = tdb_buf_put_u8(out, (uint8_t)f->datatype);
         if (!r)
             r = tdb_buf_put_u64(out, d.cell_size);
         if (!r)

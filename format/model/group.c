@@ -230,9 +230,8 @@ static void group_want_members(const struct tdb_io *io,
 }
 
 int tdb_group_load_key(const struct tdb_io *io, const char *dir,
-                       uint64_t ts_start, uint64_t ts_end,
-                       const uint8_t *key, struct tdb_group **out,
-                       struct tdb_error *err)
+                       struct tdb_ts_window when, const uint8_t *key,
+                       struct tdb_group **out, struct tdb_error *err)
 {
     struct tdb_ts_file *files = NULL;
     size_t n = 0, first = 0;
@@ -254,7 +253,7 @@ int tdb_group_load_key(const struct tdb_io *io, const char *dir,
         tdb_io_prefetch(io, w, 2);
         free(mdir);
     }
-    if ((r = tdb_ts_files_list(io, gdir, ts_start, ts_end, &files, &n, err)))
+    if ((r = tdb_ts_files_list(io, gdir, when, &files, &n, err)))
         goto out;
     uint32_t require = 2;
     if (n && group_is_v1_name(files[n - 1].name)) {
@@ -269,7 +268,8 @@ int tdb_group_load_key(const struct tdb_io *io, const char *dir,
         }
         uint64_t next;
         tdb_buf_reset(&buf);
-        r = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+        r = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key,
+                                  &buf, &next, err);
         if (r == 0)
             r = group_apply_raw(g, buf.data, buf.len, require, path, err);
         free(path);
@@ -295,7 +295,8 @@ int tdb_group_load(const struct tdb_io *io, const char *dir,
                    uint64_t ts_start, uint64_t ts_end, struct tdb_group **out,
                    struct tdb_error *err)
 {
-    return tdb_group_load_key(io, dir, ts_start, ts_end, NULL, out, err);
+    struct tdb_ts_window when = {ts_start, ts_end};
+    return tdb_group_load_key(io, dir, when, NULL, out, err);
 }
 
 char *tdb_group_member_path(const struct tdb_group_member *m,

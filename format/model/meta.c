@@ -148,9 +148,8 @@ static int meta_ts_vacuum(const struct tdb_io *io, struct meta_ts_list *l,
 }
 
 int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
-                      uint64_t ts_start, uint64_t ts_end,
-                      struct tdb_ts_file **out, size_t *nout,
-                      struct tdb_error *err)
+                      struct tdb_ts_window when, struct tdb_ts_file **out,
+                      size_t *nout, struct tdb_error *err)
 {
     struct tdb_names names;
     struct meta_ts_list l = {.dir = dir};
@@ -167,7 +166,7 @@ int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
         r = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
     for (size_t i = 0; i < names.n && !r; i++)
         if (!names.is_dir[i])
-            r = meta_ts_take(&l, names.v[i], ts_start, ts_end, err);
+            r = meta_ts_take(&l, names.v[i], when.start, when.end, err);
     if (!r && l.nvac)
         r = meta_ts_vacuum(io, &l, err);
     if (!r) {
@@ -336,7 +335,7 @@ const struct tdb_meta_item *tdb_meta_find(const struct tdb_meta *m,
 }
 
 int tdb_meta_load(const struct tdb_io *io, const char *dir,
-                  uint64_t ts_start, uint64_t ts_end, const uint8_t *key,
+                  struct tdb_ts_window when, const uint8_t *key,
                   struct tdb_meta **out, struct tdb_error *err)
 {
     struct tdb_ts_file *files;
@@ -348,7 +347,7 @@ int tdb_meta_load(const struct tdb_io *io, const char *dir,
     struct tdb_meta *m = calloc(1, sizeof *m);
     if (!m)
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
-    if ((r = tdb_ts_files_list(io, dir, ts_start, ts_end, &files, &n, err))) {
+    if ((r = tdb_ts_files_list(io, dir, when, &files, &n, err))) {
         free(m);
         return r;
     }
@@ -360,7 +359,8 @@ int tdb_meta_load(const struct tdb_io *io, const char *dir,
         }
         uint64_t next;
         tdb_buf_reset(&buf);
-        r = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+        r = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key,
+                                  &buf, &next, err);
         if (r == 0)
             r = tdb_meta_apply(m, buf.data, buf.len, path, err);
         if (r == 0 && files[i].t2 > m->newest_ts)

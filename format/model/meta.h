@@ -5,6 +5,14 @@
 
 #include "core/core.h"
 
+/* A time-travel window: what was written in [start, end] (ms since the
+ * epoch, both included). */
+struct tdb_ts_window {
+    uint64_t start, end;
+};
+/* The whole history. */
+#define TDB_TS_ALL ((struct tdb_ts_window){0, UINT64_MAX})
+
 struct tdb_meta_item {
     char *key;                  /* NUL-terminated (a key may hold NULs) */
     size_t key_len;             /* bytes of key, without the NUL */
@@ -21,12 +29,12 @@ struct tdb_meta {
     uint64_t newest_ts;
 };
 
-/* Loads folder `dir` (an array's or a group's __meta) as of
- * [ts_start, ts_end]: files are applied oldest first, a later write
+/* Loads folder `dir` (an array's or a group's __meta) as of the window
+ * `when`: files are applied oldest first, a later write
  * replaces a key, a deletion removes it; vacuum files drop consolidated
  * inputs.  A missing folder is no metadata. */
 int tdb_meta_load(const struct tdb_io *io, const char *dir,
-                  uint64_t ts_start, uint64_t ts_end, const uint8_t *key,
+                  struct tdb_ts_window when, const uint8_t *key,
                   struct tdb_meta **out, struct tdb_error *err);
 void tdb_meta_free(struct tdb_meta *m);
 const struct tdb_meta_item *tdb_meta_find(const struct tdb_meta *m,
@@ -44,17 +52,16 @@ struct tdb_ts_file {
     uint64_t t1, t2;
 };
 
-/* Lists the timestamped files of folder `dir` that are live for
- * [ts_start, ts_end] as TileDB selects metadata and group details: a file
- * counts only when t1 >= ts_start and t2 <= ts_end; ".tmp" files and
+/* Lists the timestamped files of folder `dir` that are live in the
+ * window `when` as TileDB selects metadata and group details: a file
+ * counts only when t1 >= when.start and t2 <= when.end; ".tmp" files and
  * folders are skipped; a vacuum file (NAME.vac) inside the range drops the
  * files it lists (matched by last path component).  The result is sorted
  * oldest first (by t1, then by name).  A missing folder gives none.
  * Free with tdb_ts_files_free. */
 int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
-                      uint64_t ts_start, uint64_t ts_end,
-                      struct tdb_ts_file **out, size_t *n,
-                      struct tdb_error *err);
+                      struct tdb_ts_window when, struct tdb_ts_file **out,
+                      size_t *n, struct tdb_error *err);
 void tdb_ts_files_free(struct tdb_ts_file *f, size_t n);
 
 /* Appends a metadata file's payload (one put or delete per item) for
@@ -80,7 +87,8 @@ struct tdb_group {
     struct tdb_group_member *v; /* sorted by name */
 };
 
-/* Loads the members of the group at `dir` as of the range (from the
+/* Loads the members of the group at `dir` as of [ts_start, ts_end]
+ * (tdb_group_load_key: of the window `when`; from the
  * files of dir/__group; version-1 groups use only the latest file, later
  * versions apply every live file oldest first, deletions removing members
  * by name, or by uri when unnamed).  A member without a name is named by
@@ -90,9 +98,8 @@ int tdb_group_load(const struct tdb_io *io, const char *dir,
                    uint64_t ts_start, uint64_t ts_end, struct tdb_group **out,
                    struct tdb_error *err);
 int tdb_group_load_key(const struct tdb_io *io, const char *dir,
-                       uint64_t ts_start, uint64_t ts_end,
-                       const uint8_t *key, struct tdb_group **out,
-                       struct tdb_error *err);
+                       struct tdb_ts_window when, const uint8_t *key,
+                       struct tdb_group **out, struct tdb_error *err);
 /* Parses one group details file's decoded payload into g (adds, replaces
  * and removes members); `what` names the file. */
 int tdb_group_apply(struct tdb_group *g, const uint8_t *p, size_t size,

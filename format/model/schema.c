@@ -1,7 +1,8 @@
-/* schema.c: array schemas, format versions 1-23 (format_spec/array_schema.md,
- * enumeration.md, current_domain.md), their enumeration files, and the
- * version-22 serialisation. */
-#include "model/schema.h"
+/* schema.c: array schemas, format versions 1-23, read
+ * (format_spec/array_schema.md, enumeration.md, current_domain.md); their
+ * enumeration files are in schema_enum.c, the version-22 serialisation in
+ * schema_write.c. */
+#include "model/schema_internal.h"
 #include "model/generic_tile.h"
 #include "core/names.h"
 #include "model/arraydir.h"
@@ -9,87 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Minimum serialised sizes, used to cap counts read from the file before
- * allocating (a count larger than the bytes left can only be corrupt). */
-#define SCHEMA_MIN_DIM 5        /* name length + null-extent flag */
-#define SCHEMA_MIN_ATTR 17      /* name length, type, cvn, empty pipeline */
-#define SCHEMA_MIN_LABEL 27
-#define SCHEMA_MIN_ENUM 8
-/* Largest cell (fill value) we accept. */
-#define SCHEMA_MAX_CELL (UINT64_C(1) << 28)
-/* Default fill values (schemas before format 6 store none) of one schema,
- * at most: a few bytes of input must not make the daemon fill 256 MiB an
- * attribute. */
-#define SCHEMA_MAX_FILLS (UINT64_C(1) << 26)
-
-#define SCHEMA_CURRENT_DOMAIN_VERSION 0
-#define SCHEMA_ENUMERATION_VERSION 0
-#define SCHEMA_NDRECTANGLE 0
-#define SCHEMA_MAX_VERSION 23
-#define SCHEMA_WRITE_VERSION 22
-
-/* Parsing state: the cursor over the payload and what to name in errors. */
-struct schema_ctx {
-    struct tdb_cursor c;
-    const char *what;
-    uint32_t version;
-    struct tdb_error *err;
-    char part[80];              /* "dimension 2 ", ... or "" */
-    uint64_t fills;             /* bytes of default fill values made */
-};
-
-static int schema_trunc(struct schema_ctx *x, const char *field)
-{
-    if (x->version == 0)
-        return tdb_err(x->err, TDB_E_CORRUPT,
-                       "%s: array schema truncated reading %s", x->what,
-                       field);
-    return tdb_err(x->err, TDB_E_CORRUPT,
-                   "%s: array schema (version %u) truncated reading %s%s",
-                   x->what, x->version, x->part, field);
-}
-
-static int schema_corrupt(struct schema_ctx *x, const char *field,
-                          unsigned long long value)
-{
-    return tdb_err(x->err, TDB_E_CORRUPT,
-                   "%s: array schema (version %u) has an invalid %s%s (%llu)",
-                   x->what, x->version, x->part, field, value);
-}
-
 static void schema_part(struct schema_ctx *x, const char *kind, uint32_t i)
 {
     if (kind)
         snprintf(x->part, sizeof x->part, "%s %u: ", kind, i);
     else
         x->part[0] = '\0';
-}
-
-static int schema_u8(struct schema_ctx *x, uint8_t *v, const char *field)
-{
-    return tdb_cur_u8(&x->c, v) ? schema_trunc(x, field) : 0;
-}
-
-static int schema_u32(struct schema_ctx *x, uint32_t *v, const char *field)
-{
-    return tdb_cur_u32(&x->c, v) ? schema_trunc(x, field) : 0;
-}
-
-static int schema_u64(struct schema_ctx *x, uint64_t *v, const char *field)
-{
-    return tdb_cur_u64(&x->c, v) ? schema_trunc(x, field) : 0;
-}
-
-static int schema_bool(struct schema_ctx *x, bool *v, const char *field)
-{
-    uint8_t b;
-    int rc = schema_u8(x, &b, field);
-    if (rc)
-        return rc;
-    if (b > 1)
-        return schema_corrupt(x, field, b);
-    *v = b != 0;
-    return 0;
 }
 
 /* Reads `len` bytes into a new NUL-terminated string (capped). */
@@ -149,13 +75,12 @@ static void *schema_calloc(struct schema_ctx *x, size_t n, size_t size)
 
 /* ------------------------------------------------------------- dimensions */
 
-static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
-                           unsigned domain_type,
-                           const struct tdb_pipeline *coords)
+/* A dimension's datatype and cell_val_num (of the domain before version
+ * 5), its filters, checked. */
+static int schema_dim_type(struct schema_ctx *x, struct tdb_dim *d,
+                           unsigned domain_type)
 {
-    int rc = schema_str32(x, &d->name, "dimension name");
-    if (rc)
-        return rc;
+    int rc;
     if (x->version >= 5) {
         uint8_t t;
         if ((rc = schema_u8(x, &t, "dimension datatype")) ||
@@ -178,21 +103,21 @@ static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
         return tdb_err(x->err, TDB_E_CORRUPT,
                        "%s: dimension '%s' has an invalid cell_val_num %u",
                        x->what, d->name, d->cell_val_num);
-    /* TileDB gives a dimension without filters of its own the coordinate
-     * filters; so do we, so that readers need look in one place. */
-    if (d->filters.n == 0 && coords->n > 0) {
-        tdb_pipeline_free(&d->filters);
-        if (tdb_pipeline_copy(&d->filters, coords))
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-    }
+    return 0;
+}
 
+/* A dimension's domain (none for strings) and its tile extent, when it
+ * has one. */
+static int schema_dim_domain(struct schema_ctx *x, struct tdb_dim *d)
+{
+    unsigned sz = tdb_dt_size(d->type);
     uint64_t dom_size = 2 * (uint64_t)sz;
+    int rc;
     if (x->version >= 5 &&
         (rc = schema_u64(x, &dom_size, "dimension domain size")))
         return rc;
     const uint8_t *p;
-    if (var) {
+    if (d->cell_val_num == TDB_VAR_NUM) {
         /* String dimensions have no domain (size 0 since version 5). */
         if (dom_size > tdb_cur_left(&x->c) ||
             tdb_cur_bytes(&x->c, (size_t)dom_size, &p))
@@ -218,6 +143,24 @@ static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
         d->has_extent = true;
     }
     return 0;
+}
+
+static int schema_read_dim(struct schema_ctx *x, struct tdb_dim *d,
+                           unsigned domain_type,
+                           const struct tdb_pipeline *coords)
+{
+    int rc = schema_str32(x, &d->name, "dimension name");
+    if (rc || (rc = schema_dim_type(x, d, domain_type)))
+        return rc;
+    /* TileDB gives a dimension without filters of its own the coordinate
+     * filters; so do we, so that readers need look in one place. */
+    if (d->filters.n == 0 && coords->n > 0) {
+        tdb_pipeline_free(&d->filters);
+        if (tdb_pipeline_copy(&d->filters, coords))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+    }
+    return schema_dim_domain(x, d);
 }
 
 static int schema_read_domain(struct schema_ctx *x, struct tdb_schema *s)
@@ -251,22 +194,71 @@ static int schema_read_domain(struct schema_ctx *x, struct tdb_schema *s)
 
 /* ------------------------------------------------------------- attributes */
 
-/* The fill TileDB gives an attribute whose schema has none: the type's
- * default value, once per value of a fixed cell, once for a var cell. */
-static int schema_default_fill(unsigned type, uint32_t cell_val_num,
-                               uint8_t **fill, uint64_t *size)
+/* An attribute's fill value: stored since version 6 (cell bytes of a
+ * fixed cell, var: any), else the type's default (at most
+ * SCHEMA_MAX_FILLS in one schema). */
+static int schema_attr_fill(struct schema_ctx *x, struct tdb_attr *a,
+                            uint64_t cell)
 {
-    unsigned sz = tdb_dt_size(type);
-    uint64_t n = cell_val_num == TDB_VAR_NUM ? 1 : cell_val_num, total;
-    if (sz == 0 || !tdb_mul_ok(n, sz, &total) || total > SCHEMA_MAX_CELL)
-        return TDB_E_NOMEM;
-    uint8_t *f = malloc((size_t)total);
-    if (!f)
-        return TDB_E_NOMEM;
-    for (uint64_t i = 0; i < n; i++)
-        tdb_dt_default_fill(type, f + i * sz);
-    *fill = f;
-    *size = total;
+    bool var = a->cell_val_num == TDB_VAR_NUM;
+    if (x->version >= 6) {
+        uint64_t n;
+        const uint8_t *p;
+        int rc = schema_u64(x, &n, "attribute fill value size");
+        if (rc)
+            return rc;
+        if (n == 0 || (!var && n != cell))
+            return tdb_err(x->err, TDB_E_CORRUPT,
+                           "%s: attribute '%s' has a fill value of %llu "
+                           "bytes", x->what, a->name, (unsigned long long)n);
+        if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
+            return schema_trunc(x, "attribute fill value");
+        if (!(a->fill = malloc((size_t)n)))
+            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
+                           x->what);
+        memcpy(a->fill, p, (size_t)n);
+        a->fill_size = n;
+        return 0;
+    }
+    uint64_t n = var ? 1 : a->cell_val_num;
+    if (n * tdb_dt_size(a->type) > SCHEMA_MAX_FILLS - x->fills)
+        return tdb_err(x->err, TDB_E_CORRUPT, "%s: attribute '%s': "
+                       "default fill values of more than %llu MiB in "
+                       "one schema", x->what, a->name,
+                       (unsigned long long)(SCHEMA_MAX_FILLS >> 20));
+    if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
+                            &a->fill_size))
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    x->fills += a->fill_size;
+    return 0;
+}
+
+/* What later versions add to an attribute: nullability and the fill's
+ * validity (7), its order (17), its enumeration's name (20). */
+static int schema_attr_tail(struct schema_ctx *x, struct tdb_attr *a)
+{
+    int rc;
+    if (x->version >= 7) {
+        if ((rc = schema_bool(x, &a->nullable, "attribute nullable flag")) ||
+            (rc = schema_u8(x, &a->fill_validity,
+                            "attribute fill value validity")))
+            return rc;
+    }
+    if (x->version >= 17) {
+        if ((rc = schema_u8(x, &a->order, "attribute order")))
+            return rc;
+        if (a->order > 2)
+            return schema_corrupt(x, "attribute order", a->order);
+    }
+    if (x->version >= 20) {
+        uint32_t len;
+        if ((rc = schema_u32(x, &len, "attribute enumeration name length")))
+            return rc;
+        if (len > 0 && (rc = schema_str(x, len, TDB_MAX_NAME,
+                                        &a->enumeration,
+                                        "attribute enumeration name")))
+            return rc;
+    }
     return 0;
 }
 
@@ -297,57 +289,9 @@ static int schema_read_attr(struct schema_ctx *x, struct tdb_attr *a)
         return tdb_err(x->err, TDB_E_NOMEM,
                        "%s: attribute '%s' cells are too large (%u values)",
                        x->what, a->name, a->cell_val_num);
-    if (x->version >= 6) {
-        uint64_t n;
-        const uint8_t *p;
-        if ((rc = schema_u64(x, &n, "attribute fill value size")))
-            return rc;
-        if (n == 0 || (!var && n != cell))
-            return tdb_err(x->err, TDB_E_CORRUPT,
-                           "%s: attribute '%s' has a fill value of %llu "
-                           "bytes", x->what, a->name, (unsigned long long)n);
-        if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
-            return schema_trunc(x, "attribute fill value");
-        if (!(a->fill = malloc((size_t)n)))
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-        memcpy(a->fill, p, (size_t)n);
-        a->fill_size = n;
-    } else {
-        uint64_t n = a->cell_val_num == TDB_VAR_NUM ? 1 : a->cell_val_num;
-        if (n * tdb_dt_size(a->type) > SCHEMA_MAX_FILLS - x->fills)
-            return tdb_err(x->err, TDB_E_CORRUPT, "%s: attribute '%s': "
-                           "default fill values of more than %llu MiB in "
-                           "one schema", x->what, a->name,
-                           (unsigned long long)(SCHEMA_MAX_FILLS >> 20));
-        if (schema_default_fill(a->type, a->cell_val_num, &a->fill,
-                                &a->fill_size))
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-        x->fills += a->fill_size;
-    }
-    if (x->version >= 7) {
-        if ((rc = schema_bool(x, &a->nullable, "attribute nullable flag")) ||
-            (rc = schema_u8(x, &a->fill_validity,
-                            "attribute fill value validity")))
-            return rc;
-    }
-    if (x->version >= 17) {
-        if ((rc = schema_u8(x, &a->order, "attribute order")))
-            return rc;
-        if (a->order > 2)
-            return schema_corrupt(x, "attribute order", a->order);
-    }
-    if (x->version >= 20) {
-        uint32_t len;
-        if ((rc = schema_u32(x, &len, "attribute enumeration name length")))
-            return rc;
-        if (len > 0 && (rc = schema_str(x, len, TDB_MAX_NAME,
-                                        &a->enumeration,
-                                        "attribute enumeration name")))
-            return rc;
-    }
-    return 0;
+    if ((rc = schema_attr_fill(x, a, cell)))
+        return rc;
+    return schema_attr_tail(x, a);
 }
 
 /* ------------------------------------------------------- dimension labels */
@@ -384,12 +328,6 @@ static int schema_read_label(struct schema_ctx *x, struct tdb_label *l,
 
 /* ----------------------------------------------------------- enumerations */
 
-static bool schema_safe_filename(const char *s)
-{
-    return s[0] && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') &&
-           !strchr(s, '\\');
-}
-
 static int schema_read_enum(struct schema_ctx *x, struct tdb_enumeration *e)
 {
     char *file = NULL;
@@ -413,11 +351,47 @@ static int schema_read_enum(struct schema_ctx *x, struct tdb_enumeration *e)
 
 /* --------------------------------------------------------- current domain */
 
+/* One dimension's range of the current domain: two values of a fixed
+ * size, or a var range's sizes and bytes. */
+static int schema_cd_range(struct schema_ctx *x, const struct tdb_dim *d,
+                           struct tdb_range *r)
+{
+    const uint8_t *p;
+    if (d->cell_val_num != TDB_VAR_NUM) {
+        unsigned sz = tdb_dt_size(d->type);
+        if (tdb_cur_bytes(&x->c, 2 * sz, &p))
+            return schema_trunc(x, "current domain range");
+        memcpy(r->lo, p, sz);
+        memcpy(r->hi, p + sz, sz);
+        return 0;
+    }
+    uint64_t size, start;
+    int rc;
+    if ((rc = schema_u64(x, &size, "current domain range size")) ||
+        (rc = schema_u64(x, &start, "current domain range start size")))
+        return rc;
+    if (start > size)
+        return schema_corrupt(x, "current domain range start size", start);
+    if (size > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)size, &p))
+        return schema_trunc(x, "current domain range");
+    r->vlo_size = start;
+    r->vhi_size = size - start;
+    r->vlo = malloc(start ? (size_t)start : 1);
+    r->vhi = malloc(size - start ? (size_t)(size - start) : 1);
+    if (!r->vlo || !r->vhi)
+        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
+    if (start)
+        memcpy(r->vlo, p, (size_t)start);
+    if (size - start)
+        memcpy(r->vhi, p + start, (size_t)(size - start));
+    return 0;
+}
+
 static int schema_read_current_domain(struct schema_ctx *x,
                                       struct tdb_schema *s)
 {
     uint32_t cd_version;
-    bool empty;
+    bool empty = false;
     uint8_t type;
     int rc;
     if ((rc = schema_u32(x, &cd_version, "current domain version")))
@@ -439,40 +413,9 @@ static int schema_read_current_domain(struct schema_ctx *x,
     if (!(s->current_domain =
               schema_calloc(x, s->ndims, sizeof *s->current_domain)))
         return TDB_E_NOMEM;
-    for (uint32_t i = 0; i < s->ndims; i++) {
-        const struct tdb_dim *d = &s->dims[i];
-        struct tdb_range *r = &s->current_domain[i];
-        const uint8_t *p;
-        if (d->cell_val_num != TDB_VAR_NUM) {
-            unsigned sz = tdb_dt_size(d->type);
-            if (tdb_cur_bytes(&x->c, 2 * sz, &p))
-                return schema_trunc(x, "current domain range");
-            memcpy(r->lo, p, sz);
-            memcpy(r->hi, p + sz, sz);
-            continue;
-        }
-        uint64_t size, start;
-        if ((rc = schema_u64(x, &size, "current domain range size")) ||
-            (rc = schema_u64(x, &start, "current domain range start size")))
+    for (uint32_t i = 0; i < s->ndims; i++)
+        if ((rc = schema_cd_range(x, &s->dims[i], &s->current_domain[i])))
             return rc;
-        if (start > size)
-            return schema_corrupt(x, "current domain range start size",
-                                  start);
-        if (size > tdb_cur_left(&x->c) ||
-            tdb_cur_bytes(&x->c, (size_t)size, &p))
-            return schema_trunc(x, "current domain range");
-        r->vlo_size = start;
-        r->vhi_size = size - start;
-        r->vlo = malloc(start ? (size_t)start : 1);
-        r->vhi = malloc(size - start ? (size_t)(size - start) : 1);
-        if (!r->vlo || !r->vhi)
-            return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory",
-                           x->what);
-        if (start)
-            memcpy(r->vlo, p, (size_t)start);
-        if (size - start)
-            memcpy(r->vhi, p + start, (size_t)(size - start));
-    }
     s->has_current_domain = true;
     return 0;
 }
@@ -684,7 +627,8 @@ int tdb_schema_load(const struct tdb_io *io, const char *path,
     *out = NULL;
     int rc = schema_encryption(io, path, &enc, err);
     if (!rc)
-        rc = tdb_generic_tile_read(io, path, 0, key, &buf, &next, err);
+        rc = tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0}, key,
+                                   &buf, &next, err);
     if (!rc)
         rc = tdb_schema_parse(buf.data, buf.len, path, &s, err);
     tdb_buf_free(&buf);
@@ -733,14 +677,6 @@ int tdb_array_encryption(const struct tdb_io *io, const uint8_t *key,
     return rc;
 }
 
-static void schema_enum_clear_data(struct tdb_enumeration *e)
-{
-    free(e->data);
-    free(e->offsets);
-    e->data = e->offsets = NULL;
-    e->data_size = e->offsets_size = 0;
-}
-
 void tdb_attr_clear(struct tdb_attr *a)
 {
     free(a->name);
@@ -786,141 +722,6 @@ void tdb_schema_free(struct tdb_schema *s)
     free(s);
 }
 
-/* ------------------------------------------------------ enumeration files */
-
-static int schema_parse_enum(struct schema_ctx *x, struct tdb_enumeration *e)
-{
-    uint32_t ver, name_len, path_len;
-    uint8_t t;
-    const uint8_t *name, *p;
-    uint64_t n;
-    int rc;
-    if ((rc = schema_u32(x, &ver, "enumeration version")))
-        return rc;
-    if (ver > SCHEMA_ENUMERATION_VERSION)
-        return tdb_err(x->err, TDB_E_UNSUPPORTED,
-                       "%s: enumeration version %u is newer than %d",
-                       x->what, ver, SCHEMA_ENUMERATION_VERSION);
-    /* The file repeats the enumeration's name and file name (the table in
-     * enumeration.md omits them). */
-    if ((rc = schema_u32(x, &name_len, "enumeration name length")))
-        return rc;
-    if (tdb_cur_bytes(&x->c, name_len, &name))
-        return schema_trunc(x, "enumeration name");
-    if (e->name && (strlen(e->name) != name_len ||
-                    memcmp(e->name, name, name_len)))
-        return tdb_err(x->err, TDB_E_CORRUPT,
-                       "%s: holds enumeration '%.*s', the schema expects "
-                       "'%s'", x->what, (int)(name_len > 256 ? 256 : name_len),
-                       (const char *)name, e->name);
-    if ((rc = schema_u32(x, &path_len, "enumeration path length")))
-        return rc;
-    if (tdb_cur_skip(&x->c, path_len))
-        return schema_trunc(x, "enumeration path");
-    if ((rc = schema_u8(x, &t, "enumeration datatype")) ||
-        (rc = schema_u32(x, &e->cell_val_num, "enumeration cell_val_num")) ||
-        (rc = schema_bool(x, &e->ordered, "enumeration ordered flag")))
-        return rc;
-    e->type = t;
-    if (tdb_dt_size(t) == 0)
-        return schema_corrupt(x, "enumeration datatype", t);
-    if (e->cell_val_num == 0)
-        return schema_corrupt(x, "enumeration cell_val_num", 0);
-    if ((rc = schema_u64(x, &n, "enumeration data size")))
-        return rc;
-    if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
-        return schema_trunc(x, "enumeration data");
-    if (n && !(e->data = malloc((size_t)n)))
-        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
-    if (n)
-        memcpy(e->data, p, (size_t)n);
-    e->data_size = n;
-    if (e->cell_val_num != TDB_VAR_NUM) {
-        uint64_t cell;
-        if (!tdb_mul_ok(e->cell_val_num, tdb_dt_size(t), &cell) ||
-            n % cell)
-            return tdb_err(x->err, TDB_E_CORRUPT,
-                           "%s: enumeration data of %llu bytes is not whole "
-                           "cells", x->what, (unsigned long long)n);
-        return 0;
-    }
-    if ((rc = schema_u64(x, &n, "enumeration offsets size")))
-        return rc;
-    if (n > tdb_cur_left(&x->c) || tdb_cur_bytes(&x->c, (size_t)n, &p))
-        return schema_trunc(x, "enumeration offsets");
-    if (n % 8)
-        return schema_corrupt(x, "enumeration offsets size", n);
-    for (uint64_t i = 0; i < n / 8; i++) {
-        uint64_t o = tdb_le64(p + i * 8);
-        if (o > e->data_size ||
-            (i > 0 && o < tdb_le64(p + (i - 1) * 8)))
-            return schema_corrupt(x, "enumeration offset", o);
-    }
-    if (n && !(e->offsets = malloc((size_t)n)))
-        return tdb_err(x->err, TDB_E_NOMEM, "%s: out of memory", x->what);
-    if (n)
-        memcpy(e->offsets, p, (size_t)n);
-    e->offsets_size = n;
-    return 0;
-}
-
-int tdb_enumeration_load(const struct tdb_io *io, struct tdb_enumeration *e,
-                         const uint8_t *key, struct tdb_error *err)
-{
-    if (!e || !e->path)
-        return tdb_err(err, TDB_E_INVAL, "enumeration without a file");
-    struct tdb_buf buf = {0};
-    uint64_t next;
-    schema_enum_clear_data(e);
-    int rc = tdb_generic_tile_read(io, e->path, 0, key, &buf, &next, err);
-    if (rc) {
-        tdb_buf_free(&buf);
-        return rc;
-    }
-    struct schema_ctx x = {.what = e->path, .version = 0, .err = err};
-    tdb_cur_init(&x.c, buf.data, buf.len);
-    rc = schema_parse_enum(&x, e);
-    tdb_buf_free(&buf);
-    if (rc)
-        schema_enum_clear_data(e);
-    return rc;
-}
-
-static int schema_put_str32(struct tdb_buf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n > UINT32_MAX)
-        return TDB_E_INVAL;
-    int rc = tdb_buf_put_u32(b, (uint32_t)n);
-    return rc ? rc : tdb_buf_append(b, s, n);
-}
-
-int tdb_enumeration_serialize(const struct tdb_enumeration *e,
-                              struct tdb_buf *out)
-{
-    const char *file = e->path ? strrchr(e->path, '/') : NULL;
-    file = file ? file + 1 : e->path;
-    bool var = e->cell_val_num == TDB_VAR_NUM;
-    int rc;
-    if (!e->name || !file || !schema_safe_filename(file) ||
-        (e->data_size && !e->data) || (var && e->offsets_size % 8))
-        return TDB_E_INVAL;
-    if ((rc = tdb_buf_put_u32(out, SCHEMA_ENUMERATION_VERSION)) ||
-        (rc = schema_put_str32(out, e->name)) ||
-        (rc = schema_put_str32(out, file)) ||
-        (rc = tdb_buf_put_u8(out, (uint8_t)e->type)) ||
-        (rc = tdb_buf_put_u32(out, e->cell_val_num)) ||
-        (rc = tdb_buf_put_u8(out, e->ordered ? 1 : 0)) ||
-        (rc = tdb_buf_put_u64(out, e->data_size)) ||
-        (rc = tdb_buf_append(out, e->data, (size_t)e->data_size)))
-        return rc;
-    if (!var)
-        return 0;
-    if ((rc = tdb_buf_put_u64(out, e->offsets_size)))
-        return rc;
-    return tdb_buf_append(out, e->offsets, (size_t)e->offsets_size);
-}
-
 /* ---------------------------------------------------------------- lookups */
 
 int tdb_schema_attr_index(const struct tdb_schema *s, const char *name)
@@ -937,175 +738,4 @@ int tdb_schema_dim_index(const struct tdb_schema *s, const char *name)
         if (s->dims[i].name && !strcmp(s->dims[i].name, name))
             return (int)i;
     return -1;
-}
-
-/* ---------------------------------------------------------- serialisation */
-
-
-static int schema_write_dim(const struct tdb_dim *d, struct tdb_buf *b)
-{
-    unsigned sz = tdb_dt_size(d->type);
-    bool var = d->cell_val_num == TDB_VAR_NUM;
-    int rc;
-    if (sz == 0 || sz > 8)
-        return TDB_E_INVAL;
-    if ((rc = schema_put_str32(b, d->name)) ||
-        (rc = tdb_buf_put_u8(b, (uint8_t)d->type)) ||
-        (rc = tdb_buf_put_u32(b, d->cell_val_num)) ||
-        (rc = tdb_pipeline_write(&d->filters, b)) ||
-        (rc = tdb_buf_put_u64(b, var ? 0 : 2 * (uint64_t)sz)))
-        return rc;
-    if (!var && ((rc = tdb_buf_append(b, d->lo, sz)) ||
-                 (rc = tdb_buf_append(b, d->hi, sz))))
-        return rc;
-    if ((rc = tdb_buf_put_u8(b, d->has_extent ? 0 : 1)))
-        return rc;
-    return d->has_extent ? tdb_buf_append(b, d->extent, sz) : 0;
-}
-
-static int schema_write_attr(const struct tdb_attr *a, struct tdb_buf *b)
-{
-    uint8_t *def = NULL;
-    uint64_t def_size = 0;
-    const uint8_t *fill = a->fill;
-    uint64_t fill_size = a->fill_size;
-    int rc;
-    if (!fill || fill_size == 0) {
-        if (schema_default_fill(a->type, a->cell_val_num, &def, &def_size))
-            return TDB_E_NOMEM;
-        fill = def;
-        fill_size = def_size;
-    }
-    if (!(rc = schema_put_str32(b, a->name)) &&
-        !(rc = tdb_buf_put_u8(b, (uint8_t)a->type)) &&
-        !(rc = tdb_buf_put_u32(b, a->cell_val_num)) &&
-        !(rc = tdb_pipeline_write(&a->filters, b)) &&
-        !(rc = tdb_buf_put_u64(b, fill_size)) &&
-        !(rc = tdb_buf_append(b, fill, (size_t)fill_size)) &&
-        !(rc = tdb_buf_put_u8(b, a->nullable ? 1 : 0)) &&
-        !(rc = tdb_buf_put_u8(b, a->fill_validity)) &&
-        !(rc = tdb_buf_put_u8(b, a->order)))
-        rc = schema_put_str32(b, a->enumeration);
-    free(def);
-    return rc;
-}
-
-static int schema_write_label(const struct tdb_label *l, struct tdb_buf *b)
-{
-    size_t ulen = l->uri ? strlen(l->uri) : 0;
-    int rc;
-    if ((rc = tdb_buf_put_u32(b, l->dim)) ||
-        (rc = schema_put_str32(b, l->name)) ||
-        (rc = tdb_buf_put_u8(b, l->relative ? 1 : 0)) ||
-        (rc = tdb_buf_put_u64(b, ulen)) ||
-        (rc = tdb_buf_append(b, l->uri, ulen)) ||
-        (rc = schema_put_str32(b, l->attr_name)) ||
-        (rc = tdb_buf_put_u8(b, l->order)) ||
-        (rc = tdb_buf_put_u8(b, (uint8_t)l->type)) ||
-        (rc = tdb_buf_put_u32(b, l->cell_val_num)))
-        return rc;
-    return tdb_buf_put_u8(b, l->external ? 1 : 0);
-}
-
-static int schema_write_current_domain(const struct tdb_schema *s,
-                                       struct tdb_buf *b)
-{
-    bool empty = !s->has_current_domain || !s->current_domain;
-    int rc;
-    if ((rc = tdb_buf_put_u32(b, SCHEMA_CURRENT_DOMAIN_VERSION)) ||
-        (rc = tdb_buf_put_u8(b, empty ? 1 : 0)))
-        return rc;
-    if (empty)
-        return 0;
-    if ((rc = tdb_buf_put_u8(b, SCHEMA_NDRECTANGLE)))
-        return rc;
-    for (uint32_t i = 0; i < s->ndims; i++) {
-        const struct tdb_range *r = &s->current_domain[i];
-        if (s->dims[i].cell_val_num != TDB_VAR_NUM) {
-            unsigned sz = tdb_dt_size(s->dims[i].type);
-            if ((rc = tdb_buf_append(b, r->lo, sz)) ||
-                (rc = tdb_buf_append(b, r->hi, sz)))
-                return rc;
-            continue;
-        }
-        uint64_t total;
-        if (!tdb_add_ok(r->vlo_size, r->vhi_size, &total) ||
-            total > SIZE_MAX)
-            return TDB_E_INVAL;
-        if ((rc = tdb_buf_put_u64(b, total)) ||
-            (rc = tdb_buf_put_u64(b, r->vlo_size)) ||
-            (rc = tdb_buf_append(b, r->vlo, (size_t)r->vlo_size)) ||
-            (rc = tdb_buf_append(b, r->vhi, (size_t)r->vhi_size)))
-            return rc;
-    }
-    return 0;
-}
-
-static int schema_serialize_body(const struct tdb_schema *s,
-                                 struct tdb_buf *b, const char **part)
-{
-    int rc;
-    *part = "header";
-    if ((rc = tdb_buf_put_u32(b, SCHEMA_WRITE_VERSION)) ||
-        (rc = tdb_buf_put_u8(b, s->allows_dups ? 1 : 0)) ||
-        (rc = tdb_buf_put_u8(b, (uint8_t)s->array_type)) ||
-        (rc = tdb_buf_put_u8(b, (uint8_t)s->tile_order)) ||
-        (rc = tdb_buf_put_u8(b, (uint8_t)s->cell_order)) ||
-        (rc = tdb_buf_put_u64(b, s->capacity)) ||
-        (rc = tdb_pipeline_write(&s->coords_filters, b)) ||
-        (rc = tdb_pipeline_write(&s->offsets_filters, b)) ||
-        (rc = tdb_pipeline_write(&s->validity_filters, b)))
-        return rc;
-    *part = "a dimension";
-    if ((rc = tdb_buf_put_u32(b, s->ndims)))
-        return rc;
-    for (uint32_t i = 0; i < s->ndims; i++)
-        if ((rc = schema_write_dim(&s->dims[i], b)))
-            return rc;
-    *part = "an attribute";
-    if ((rc = tdb_buf_put_u32(b, s->nattrs)))
-        return rc;
-    for (uint32_t i = 0; i < s->nattrs; i++)
-        if ((rc = schema_write_attr(&s->attrs[i], b)))
-            return rc;
-    *part = "a dimension label";
-    if ((rc = tdb_buf_put_u32(b, s->nlabels)))
-        return rc;
-    for (uint32_t i = 0; i < s->nlabels; i++)
-        if ((rc = schema_write_label(&s->labels[i], b)))
-            return rc;
-    *part = "an enumeration";
-    if ((rc = tdb_buf_put_u32(b, s->nenums)))
-        return rc;
-    for (uint32_t i = 0; i < s->nenums; i++) {
-        const struct tdb_enumeration *e = &s->enums[i];
-        const char *file = e->path ? strrchr(e->path, '/') : NULL;
-        file = file ? file + 1 : e->path;
-        if (!e->name || !file || !schema_safe_filename(file))
-            return TDB_E_INVAL;
-        if ((rc = schema_put_str32(b, e->name)) ||
-            (rc = schema_put_str32(b, file)))
-            return rc;
-    }
-    *part = "the current domain";
-    return schema_write_current_domain(s, b);
-}
-
-int tdb_schema_serialize(const struct tdb_schema *s, struct tdb_buf *out,
-                         struct tdb_error *err)
-{
-    if (!s || !out || s->ndims == 0 || !s->dims ||
-        (s->nattrs && !s->attrs) || (s->nlabels && !s->labels) ||
-        (s->nenums && !s->enums))
-        return tdb_err(err, TDB_E_INVAL, "cannot serialise an array schema "
-                       "without dimensions");
-    size_t start = out->len;
-    const char *part = "header";
-    int rc = schema_serialize_body(s, out, &part);
-    if (rc) {
-        out->len = start;
-        return tdb_err(err, rc, "cannot serialise %s of array schema '%s'",
-                       part, s->name ? s->name : "(unnamed)");
-    }
-    return 0;
 }

@@ -847,8 +847,8 @@ static int arr_load_frags(struct tdb_array *a, const char *path,
 static int arr_load_meta_conds(struct tdb_array *a, struct tdb_error *err)
 {
     const uint8_t *key = a->has_key ? a->key : NULL;
-    int r = tdb_meta_load(&a->io, "__meta", a->ts_start, a->ts_end, key,
-                          &a->meta, err);
+    struct tdb_ts_window when = {a->ts_start, a->ts_end};
+    int r = tdb_meta_load(&a->io, "__meta", when, key, &a->meta, err);
     if (r)
         return r;
     if (a->meta && a->meta->newest_ts > a->newest_ts)

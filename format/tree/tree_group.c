@@ -150,8 +150,10 @@ static int tree_group_load(struct tdb_fs *fs, const char *path,
     int r = tdb_group_load(fs->io, path, fs->opts.ts_start, fs->opts.ts_end, g,
                            err);
     if (!r)
-        r = tdb_meta_load(fs->io, metadir, fs->opts.ts_start, fs->opts.ts_end,
-                          key, m, err);
+        r = tdb_meta_load(
+            fs->io, metadir,
+            (struct tdb_ts_window){fs->opts.ts_start, fs->opts.ts_end}, key, m,
+            err);
     free(metadir);
     return r;
 }
@@ -267,7 +269,8 @@ int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
         int r = tdb_array_open(&a, fs->io, path, &o, fs->cache, err);
         if (r)
             return r;
-        struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
+        struct tdb_array **v =
+            realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
         if (!v) {
             tdb_array_close(a);
             return tdb_err(err, TDB_E_NOMEM, "out of memory");

@@ -1,4 +1,7 @@
-/* copy.c: an array or group copied whole from one storage to another, file by file, commit files last, then checked against the array's own references (array_file_hierarchy.md, group_file_hierarchy.md, fragment.md). */
+/* copy.c: an array or group copied whole from one storage to another, file
+ * by file, commit files last, then checked against the array's own
+ * references (array_file_hierarchy.md, group_file_hierarchy.md,
+ * fragment.md). */
 #include "core/core.h"
 #include "core/pool.h"
 #include "model/arraydir.h"
@@ -494,8 +497,9 @@ static int copy_refs_group(struct copy_pass *p, const struct tdb_io *io,
     if (asprintf(&why, "the group %s", base[0] ? base : "at the root") < 0)
         return tdb_err(p->err, TDB_E_NOMEM, "out of memory");
     r = copy_refs_group_files(p, io, base, why);
-    if (!r && (r = tdb_group_load_key(io, "", 0, UINT64_MAX, p->key, &g,
-                                      p->err)) == TDB_E_NOKEY) {
+    if (!r &&
+        (r = tdb_group_load_key(io, "", (struct tdb_ts_window){0, UINT64_MAX},
+                                p->key, &g, p->err)) == TDB_E_NOKEY) {
         tdb_error_clear(p->err);
         r = copy_refs_folders(p, io, base);
     }

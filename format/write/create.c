@@ -1,4 +1,6 @@
-/* create.c: a new array folder (format_spec/array_file_hierarchy.md, timestamped_name.md) with its schema file, and array metadata files (metadata.md), as TileDB 2.29 writes them. */
+/* create.c: a new array folder (format_spec/array_file_hierarchy.md,
+ * timestamped_name.md) with its schema file, and array metadata files
+ * (metadata.md), as TileDB 2.29 writes them. */
 #include "write/writer.h"
 #include "model/arraydir.h"
 #include "model/generic_tile.h"
@@ -45,8 +47,9 @@ int tdb_write_generic_tile(const struct tdb_buf *payload, const uint8_t *key,
     struct tdb_pipeline p;
     if (create_gt_pipeline(&p, f, key))
         return tdb_err(err, TDB_E_UNSUPPORTED, "generic tile: no GZIP filter");
-    return tdb_generic_tile_encode(payload->data, payload->len, &p, TDB_CHAR,
-                                   1, key, out, err);
+    return tdb_generic_tile_encode(payload->data, payload->len,
+                                   &(struct tdb_gt_filtering){&p, TDB_CHAR, 1},
+                                   key, out, err);
 }
 
 /* "DIR/NAME" (or "NAME" when dir is empty) into a new string. */

@@ -371,9 +371,9 @@ static int fmw_gt(const struct tdb_pipeline *p, const uint8_t *key,
 {
     *off = out->len;
     static const uint8_t none[1] = {0};
-    return tdb_generic_tile_encode(payload->len ? payload->data : none,
-                                   payload->len, p, TDB_CHAR, 1, key, out,
-                                   err);
+    return tdb_generic_tile_encode(
+        payload->len ? payload->data : none, payload->len,
+        &(struct tdb_gt_filtering){p, TDB_CHAR, 1}, key, out, err);
 }
 
 /* The fragment's tiles (and, dense, cells per tile), checking that every

@@ -20,7 +20,8 @@ static void fuzz_load(const struct tdb_io *io, uint64_t t0, uint64_t t1)
     }
     struct tdb_ts_file *f = NULL;
     size_t n = 0;
-    if (tdb_ts_files_list(io, "__meta", t0, t1, &f, &n, &err) == 0)
+    if (tdb_ts_files_list(io, "__meta", (struct tdb_ts_window){t0, t1},
+                          &f, &n, &err) == 0)
         tdb_ts_files_free(f, n);
 }
 

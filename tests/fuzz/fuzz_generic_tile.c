@@ -12,8 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t next = 0;
         uint8_t enc;
         tdb_generic_tile_encryption(data + off, size - off, &enc);
-        int r = tdb_generic_tile_decode(data, size, off, fuzz_key, "fuzz",
-                                        &out, &next, &err);
+        int r = tdb_generic_tile_decode(&(struct tdb_gt_bytes){data, size, off},
+                                        fuzz_key, "fuzz", &out, &next, &err);
         tdb_buf_free(&out);
         if (r || next <= off)
             break;

@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tdb_buf out = {0};
     struct tdb_error err = {0};
     uint64_t next;
-    if (tdb_generic_tile_decode(data, size, 0, fuzz_key, "fuzz", &out, &next,
-                                &err) == 0)
+    if (tdb_generic_tile_decode(&(struct tdb_gt_bytes){data, size, 0},
+                                fuzz_key, "fuzz", &out, &next, &err) == 0)
         fuzz_one(out.data, out.len);
     tdb_buf_free(&out);
     fuzz_one(data, size);

@@ -88,8 +88,9 @@ static inline void cond_commit(const struct tdb_io *io, uint64_t ts,
     struct tdb_buf tile = {0};
     struct tdb_error err = {0};
     char path[128];
-    CHECK_EQ_INT(tdb_generic_tile_encode(cond->data, cond->len, NULL,
-                                         TDB_CHAR, 1, NULL, &tile, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_encode(cond->data, cond->len,
+                                         &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
+                                         NULL, &tile, &err), 0);
     cond_commit_path(path, sizeof path, ts, seq);
     CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, tile.data, tile.len), 0);
     tdb_buf_free(&tile);

@@ -145,15 +145,15 @@ static void test_fragment_meta_as_tiledb(void)
     meta = only_file(&io, "__fragment_meta", ".meta");
     CHECK(meta != NULL);
     if (meta) {
-        CHECK_EQ_INT(tdb_generic_tile_read(&io, meta, 0, NULL, &theirs, &next,
-                                           &err), 0);
+        CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, meta, 0},
+                                           NULL, &theirs, &next, &err), 0);
         CHECK_EQ_INT(io.ops->remove(io.ctx, meta), 0);
     }
     CHECK_EQ_INT(tdb_consolidate_fragment_meta(&io, NULL, &r, &err), 0);
     CHECK_EQ_INT(r.merged, 3);
     CHECK(!strncmp(r.name, "__fragment_meta/__1_3_", 22));
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, r.name, 0, NULL, &ours, &next,
-                                       &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, r.name, 0},
+                                       NULL, &ours, &next, &err), 0);
     CHECK(theirs.len > 100 && unit_same_bytes("the .meta's contents",
                                               ours.data, ours.len,
                                               theirs.data, theirs.len));
@@ -188,8 +188,8 @@ static void test_array_meta_as_tiledb(void)
         return;
     }
     snprintf(tpath, sizeof tpath, "%.*s", (int)(strlen(vac) - 4), vac);
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, tpath, 0, NULL, &theirs, &next,
-                                       &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, tpath, 0},
+                                       NULL, &theirs, &next, &err), 0);
     CHECK_EQ_INT(io.ops->remove(io.ctx, tpath), 0);
     CHECK_EQ_INT(io.ops->remove(io.ctx, vac), 0);
     char *later = only_file(&io, "__meta", "");
@@ -202,8 +202,8 @@ static void test_array_meta_as_tiledb(void)
     CHECK_EQ_INT(r.merged, 3);
     CHECK(!strncmp(r.name, "__meta/__1_3_", 13) &&
           strlen(r.name) == strlen(tpath));
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, r.name, 0, NULL, &ours, &next,
-                                       &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, r.name, 0},
+                                       NULL, &ours, &next, &err), 0);
     CHECK(theirs.len > 20 && unit_same_bytes("the merged metadata", ours.data,
                                              ours.len, theirs.data,
                                              theirs.len));

@@ -14,8 +14,7 @@ void put_tile(struct tdb_io *io, const char *path, const void *p,
 {
     struct tdb_buf b = {0};
     struct tdb_error err = {0};
-    int r = tdb_generic_tile_encode(p, size, NULL, TDB_CHAR, 1, NULL, &b,
-                                    &err);
+    int r = tdb_generic_tile_encode(p, size, &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1}, NULL, &b, &err);
     CHECK_EQ_INT(r, 0);
     if (r == 0)
         CHECK_EQ_INT(io->ops->write_at(io->ctx, path, 0, b.data, b.len), 0);

@@ -175,7 +175,8 @@ static void test_footer_versions(void)
             tdb_buf_put_u64(&pc, 1);
             tdb_buf_put_u64(&pc, 5);
             tdb_buf_append(&pc, "x.del", 5);
-            CHECK(tdb_generic_tile_encode(pc.data, pc.len, NULL, TDB_UINT8, 1,
+            CHECK(tdb_generic_tile_encode(pc.data, pc.len,
+                                          &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1},
                                           NULL, &gt, &err) == 0);
             char path[128];
             fmt(path, sizeof path, "f%u/__fragment_metadata.tdb", v);
@@ -310,7 +311,8 @@ static uint64_t put_u64_tile(struct tdb_io *io, const char *path,
     tdb_buf_put_u64(&raw, n);
     for (uint64_t i = 0; i < n; i++)
         tdb_buf_put_u64(&raw, v[i]);
-    CHECK(tdb_generic_tile_encode(raw.data, raw.len, NULL, TDB_UINT64, 8,
+    CHECK(tdb_generic_tile_encode(raw.data, raw.len,
+                                  &(struct tdb_gt_filtering){NULL, TDB_UINT64, 8},
                                   NULL, &gt, &err) == 0);
     CHECK(io->ops->write_at(io->ctx, path, off, gt.data, gt.len) == 0);
     tdb_buf_free(&raw);
@@ -398,7 +400,8 @@ static void test_own_file_v9_and_tiles(void)
             tdb_buf_put_i32(&rt, i * 20);
             tdb_buf_put_i32(&rt, i * 20 + 5);
         }
-        CHECK(tdb_generic_tile_encode(rt.data, rt.len, NULL, TDB_UINT8, 1,
+        CHECK(tdb_generic_tile_encode(rt.data, rt.len,
+                                      &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1},
                                       NULL, &gt, &err) == 0);
         CHECK(io.ops->write_at(io.ctx, mp, 0, gt.data, gt.len) == 0);
         uint64_t offs[3] = {0, 30, 77}, vs[3] = {8, 9, 10};
@@ -622,8 +625,9 @@ static void test_cons_built(void)
         tdb_buf_put_u64(&raw, off + 10 * (uint64_t)i);
     }
     tdb_buf_append(&raw, "0123456789abcdefghijklmn", 24);
-    CHECK(tdb_generic_tile_encode(raw.data, raw.len, NULL, TDB_UINT8, 1, NULL,
-                                  &gt, &err) == 0);
+    CHECK(tdb_generic_tile_encode(raw.data, raw.len,
+                                  &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1},
+                                  NULL, &gt, &err) == 0);
     io.ops->write_at(io.ctx, "m.meta", 0, gt.data, gt.len);
     struct tdb_cons_fragmeta *cm = NULL;
     CHECK(tdb_cons_fragmeta_load(&io, "m.meta", NULL, &cm, &err) == 0);
@@ -641,8 +645,9 @@ static void test_cons_built(void)
         struct tdb_buf g2 = {0};
         struct tdb_io io2;
         tdb_io_mem(&io2);
-        tdb_generic_tile_encode(raw.data, n, NULL, TDB_UINT8, 1, NULL, &g2,
-                                &err);
+        tdb_generic_tile_encode(raw.data, n,
+                                &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1},
+                                NULL, &g2, &err);
         io2.ops->write_at(io2.ctx, "m.meta", 0, g2.data, g2.len);
         cm = NULL;
         int rc = tdb_cons_fragmeta_load(&io2, "m.meta", NULL, &cm, &err);

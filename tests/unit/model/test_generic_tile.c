@@ -11,10 +11,9 @@ static void test_generic_tile_roundtrip(void)
     const char *text = "generic tile payload";
     struct tdb_buf gt = {0}, out = {0};
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_generic_tile_encode((const uint8_t *)text, strlen(text), NULL,
-                                         TDB_UINT8, 1, NULL, &gt, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_encode((const uint8_t *)text, strlen(text), &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1}, NULL, &gt, &err), 0);
     uint64_t next = 0;
-    CHECK_EQ_INT(tdb_generic_tile_decode(gt.data, gt.len, 0, NULL, "f", &out, &next, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_decode(&(struct tdb_gt_bytes){gt.data, gt.len, 0}, NULL, "f", &out, &next, &err), 0);
     CHECK_EQ_INT(next, gt.len);
     CHECK(out.len == strlen(text) && !memcmp(out.data, text, out.len));
     uint8_t enc;
@@ -22,7 +21,7 @@ static void test_generic_tile_roundtrip(void)
     CHECK_EQ_INT(enc, TDB_NO_ENCRYPTION);
     for (size_t n = 0; n < gt.len; n++) {
         tdb_buf_reset(&out);
-        CHECK(tdb_generic_tile_decode(gt.data, n, 0, NULL, "f", &out, NULL, &err) != 0);
+        CHECK(tdb_generic_tile_decode(&(struct tdb_gt_bytes){gt.data, n, 0}, NULL, "f", &out, NULL, &err) != 0);
     }
     tdb_buf_free(&gt);
     tdb_buf_free(&out);
@@ -38,16 +37,15 @@ static void test_generic_tile_encrypted(void)
     const char *text = "secret metadata";
     struct tdb_buf gt = {0}, out = {0};
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_generic_tile_encode((const uint8_t *)text, strlen(text), NULL,
-                                         TDB_UINT8, 1, key, &gt, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_encode((const uint8_t *)text, strlen(text), &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1}, key, &gt, &err), 0);
     CHECK(!memmem(gt.data, gt.len, text, strlen(text)));
-    CHECK_EQ_INT(tdb_generic_tile_decode(gt.data, gt.len, 0, key, "m", &out, NULL, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_decode(&(struct tdb_gt_bytes){gt.data, gt.len, 0}, key, "m", &out, NULL, &err), 0);
     CHECK(out.len == strlen(text) && !memcmp(out.data, text, out.len));
     tdb_buf_reset(&out);
-    CHECK_EQ_INT(tdb_generic_tile_decode(gt.data, gt.len, 0, wrong, "m", &out, NULL, &err),
+    CHECK_EQ_INT(tdb_generic_tile_decode(&(struct tdb_gt_bytes){gt.data, gt.len, 0}, wrong, "m", &out, NULL, &err),
                  TDB_E_AUTH);
     tdb_buf_reset(&out);
-    CHECK_EQ_INT(tdb_generic_tile_decode(gt.data, gt.len, 0, NULL, "m", &out, NULL, &err),
+    CHECK_EQ_INT(tdb_generic_tile_decode(&(struct tdb_gt_bytes){gt.data, gt.len, 0}, NULL, "m", &out, NULL, &err),
                  TDB_E_NOKEY);
     tdb_buf_free(&gt);
     tdb_buf_free(&out);

@@ -72,7 +72,7 @@ static void check_meta(const struct tdb_io *io, const char *dir,
     struct tdb_meta *m = NULL;
     struct tdb_error err = {0};
     char *mdir = tdb_path_join(dir, "__meta");
-    int r = tdb_meta_load(io, mdir, t0, t1, key, &m, &err);
+    int r = tdb_meta_load(io, mdir, (struct tdb_ts_window){t0, t1}, key, &m, &err);
     free(mdir);
     if (r) {
         fprintf(stderr, "  %s: %s\n", what, err.msg);
@@ -290,7 +290,7 @@ static void test_meta_overrides(void)
              "junk", 4);
 
     struct tdb_meta *m = NULL;
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, NULL, &m, &err),
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, UINT64_MAX}, NULL, &m, &err),
                  0);
     if (m) {
         CHECK_EQ_INT(m->n, 3);
@@ -310,17 +310,16 @@ static void test_meta_overrides(void)
 
     /* Time travel: [0,1] sees the first file only; [2,2] the second only
      * (a range starting at 2 drops what was written at 1). */
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, 1, NULL, &m, &err), 0);
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, 1}, NULL, &m, &err), 0);
     CHECK(m && m->n == 4 && tdb_meta_find(m, "gone") != NULL);
     tdb_meta_free(m);
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 2, 2, NULL, &m, &err), 0);
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){2, 2}, NULL, &m, &err), 0);
     CHECK(m && m->n == 1 && tdb_meta_find(m, "b") != NULL &&
           tdb_meta_find(m, "a") == NULL);
     tdb_meta_free(m);
 
     /* A missing folder is no metadata. */
-    CHECK_EQ_INT(tdb_meta_load(&io, "nothing/__meta", 0, UINT64_MAX, NULL,
-                               &m, &err), 0);
+    CHECK_EQ_INT(tdb_meta_load(&io, "nothing/__meta", (struct tdb_ts_window){0, UINT64_MAX}, NULL, &m, &err), 0);
     CHECK(m && m->n == 0);
     tdb_meta_free(m);
     tdb_buf_free(&b);
@@ -351,25 +350,24 @@ static void test_meta_vacuum(void)
              "/__meta/__1_1_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nfile:///abs/arr/__meta/__2_2_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n");
 
     struct tdb_meta *m = NULL;
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, NULL, &m, &err),
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, UINT64_MAX}, NULL, &m, &err),
                  0);
     CHECK(m && m->n == 3 && tdb_meta_find(m, "cons"));
     tdb_meta_free(m);
 
     struct tdb_ts_file *f;
     size_t n;
-    CHECK_EQ_INT(tdb_ts_files_list(&io, "__meta", 0, UINT64_MAX, &f, &n,
-                                   &err), 0);
+    CHECK_EQ_INT(tdb_ts_files_list(&io, "__meta", (struct tdb_ts_window){0, UINT64_MAX}, &f, &n, &err), 0);
     CHECK(n == 1 && strcmp(f[0].name, "__1_2_cccccccccccccccccccccccccccccccc") == 0);
     tdb_ts_files_free(f, n);
 
     /* Opened at [2, 9] the consolidated file and its vacuum file fall out
      * of range: only file 2 is read. */
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 2, 9, NULL, &m, &err), 0);
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){2, 9}, NULL, &m, &err), 0);
     CHECK(m && m->n == 1 && !tdb_meta_find(m, "cons"));
     tdb_meta_free(m);
     /* Opened at [0, 1]: only file 1. */
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, 1, NULL, &m, &err), 0);
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, 1}, NULL, &m, &err), 0);
     CHECK(m && m->n == 2 && !tdb_meta_find(m, "cons"));
     tdb_meta_free(m);
     tdb_buf_free(&b);
@@ -424,7 +422,7 @@ static void test_meta_truncated(void)
     CHECK_EQ_INT(tdb_io_mem(&io), 0);
     put_tile(&io, "__meta/__1_1_dddddddddddddddddddddddddddddddd", bad, 7);
     struct tdb_meta *mm = NULL;
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, NULL, &mm, &err),
+    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, UINT64_MAX}, NULL, &mm, &err),
                  TDB_E_CORRUPT);
     CHECK(mm == NULL && strstr(err.msg, "__meta/__1_1_dddddddddddddddddddddddddddddddd") != NULL);
     tdb_io_free(&io);

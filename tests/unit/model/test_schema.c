@@ -618,8 +618,9 @@ static int mem_put(struct tdb_io *io, const char *path,
 {
     struct tdb_buf tile = {0};
     struct tdb_error err = {0};
-    int rc = tdb_generic_tile_encode(payload->data, payload->len, NULL,
-                                     TDB_CHAR, 1, key, &tile, &err);
+    int rc = tdb_generic_tile_encode(payload->data, payload->len,
+                                     &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
+                                     key, &tile, &err);
     if (!rc)
         rc = io->ops->write_at(io->ctx, path, 0, tile.data, tile.len);
     tdb_buf_free(&tile);
@@ -726,8 +727,9 @@ static void test_load_and_enumeration(void)
 
     /* a file cut short at every length: an error, never a crash */
     struct tdb_buf whole = {0};
-    tdb_generic_tile_encode(b.data, b.len, NULL, TDB_CHAR, 1, NULL, &whole,
-                            &err);
+    tdb_generic_tile_encode(b.data, b.len,
+                            &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
+                            NULL, &whole, &err);
     for (size_t n = 0; n < whole.len; n += 7) {
         io.ops->remove(io.ctx, "cut");
         io.ops->write_at(io.ctx, "cut", 0, whole.data, n);

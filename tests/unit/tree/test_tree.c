@@ -240,8 +240,7 @@ static void put_group(struct tdb_io *io, const char *dir,
     tdb_buf_put_u64(&b, n);
     for (size_t i = 0; i < n; i++)
         group_member(&b, 2, 2, m[i][2] != NULL, m[i][0], m[i][1], false);
-    CHECK_EQ_INT(tdb_generic_tile_encode(b.data, b.len, NULL, TDB_CHAR, 1,
-                                         NULL, &tile, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_encode(b.data, b.len, &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1}, NULL, &tile, &err), 0);
     snprintf(path, sizeof path, "%s/__group/__1_1_%032d_2", dir, 0);
     unit_put(io, path, tile.data, tile.len);
     snprintf(path, sizeof path, "%s/__tiledb_group.tdb", dir);

@@ -42,7 +42,8 @@ static void put_group(struct tdb_io *io, const char *member,
     tdb_buf_put_u32(&b, 2);
     tdb_buf_put_u64(&b, 1);
     group_member(&b, 2, 2, true, member, member, false);
-    CHECK_EQ_INT(tdb_generic_tile_encode(b.data, b.len, NULL, TDB_CHAR, 1,
+    CHECK_EQ_INT(tdb_generic_tile_encode(b.data, b.len,
+                                         &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
                                          key, &tile, &err), 0);
     unit_put(io, "__group/__1_1_00000000000000000000000000000000_2",
              tile.data, tile.len);

@@ -773,7 +773,7 @@ static void test_meta_write(void)
                                     &err), 0);
 
         struct tdb_meta *m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, k, &m, &err),
                      0);
         if (m) {
             CHECK_EQ_INT(m->n, 2);
@@ -787,7 +787,8 @@ static void test_meta_write(void)
         }
         tdb_meta_free(m);
         m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, 11, k, &m, &err), 0);
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, 11},
+                                   k, &m, &err), 0);
         if (m) {
             CHECK_EQ_INT(m->n, 2);
             const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
@@ -800,7 +801,7 @@ static void test_meta_write(void)
         tdb_meta_free(m);
         m = NULL;
         if (enc)
-            CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, NULL, &m,
+            CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, NULL, &m,
                                        &err), TDB_E_NOKEY);
         tdb_meta_free(m);
 
@@ -817,8 +818,8 @@ static void test_meta_write(void)
                 char *path = tdb_path_join("__meta", n.v[i]);
                 struct tdb_buf got = {0}, want = {0};
                 uint64_t next;
-                CHECK_EQ_INT(tdb_generic_tile_read(&io, path, 0, k, &got,
-                                                   &next, &err), 0);
+                CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, path, 0},
+                                                   k, &got, &next, &err), 0);
                 tdb_meta_serialize_put(&want, "k1", TDB_INT32, 2, v1);
                 CHECK(got.len == want.len &&
                       !memcmp(got.data, want.data, want.len));
@@ -863,7 +864,7 @@ static void test_meta_write(void)
                                     &(struct tdb_commit_options){k, 31},
                                     &err), 0);
         m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", 0, UINT64_MAX, k, &m, &err),
+        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, k, &m, &err),
                      0);
         const struct tdb_meta_item *em = m ? tdb_meta_find(m, "empty") : NULL;
         CHECK(em && em->type == TDB_INT64 && em->count == 0 && em->size == 0);

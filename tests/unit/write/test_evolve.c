@@ -67,8 +67,8 @@ static void check_as_tiledb(const char *name, const char *evolution)
     if (!unit_copy_case(name, &dir, &io))
         return;
     CHECK_EQ_INT(schema_files(&io, files), 2);
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, files[1], 0, NULL, &theirs,
-                                       &next, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, files[1], 0},
+                                       NULL, &theirs, &next, &err), 0);
     CHECK_EQ_INT(io.ops->remove(io.ctx, files[1]), 0);
     int rc = tdb_schema_evolve(&io, evolution, strlen(evolution),
                                &(struct tdb_commit_options){NULL, 2}, &made,
@@ -78,8 +78,8 @@ static void check_as_tiledb(const char *name, const char *evolution)
     CHECK_EQ_INT(rc, 0);
     CHECK(made && !strncmp(made, "__2_2_", 6) && strlen(made) == 38);
     snprintf(path, sizeof path, "__schema/%s", made ? made : "");
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, path, 0, NULL, &ours, &next,
-                                       &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, path, 0},
+                                       NULL, &ours, &next, &err), 0);
     CHECK(theirs.len > 50 && unit_same_bytes(name, ours.data, ours.len,
                                              theirs.data, theirs.len));
     free(made);

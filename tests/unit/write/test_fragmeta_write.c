@@ -461,7 +461,7 @@ static void test_roundtrip_dense(void)
     /* the FLOAT64 tile mins and sums, and the fragment's */
     struct tdb_buf g = {0};
     uint64_t next;
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, fm->meta_path, fm->gt_mins[0],
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_mins[0]},
                                        NULL, &g, &next, &err), 0);
     CHECK_EQ_INT(g.len, 16 + 24);
     if (g.len == 40) {
@@ -470,7 +470,7 @@ static void test_roundtrip_dense(void)
         CHECK(rd(g.data + 32) == 30.0);
     }
     tdb_buf_reset(&g);
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, fm->meta_path, fm->gt_sums[0],
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_sums[0]},
                                        NULL, &g, &next, &err), 0);
     CHECK_EQ_INT(g.len, 8 + 24);
     if (g.len == 32) {
@@ -480,9 +480,8 @@ static void test_roundtrip_dense(void)
     }
     tdb_buf_reset(&g);
     CHECK(fm->has_frag_mins_maxs);
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, fm->meta_path,
-                                       fm->gt_frag_mins_maxs, NULL, &g,
-                                       &next, &err), 0);
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_frag_mins_maxs},
+                                       NULL, &g, &next, &err), 0);
     /* f: 8 min 8 max sum nulls; s: min "" (tile 0 counts as not all
      * null, 5 of 10 cells, so its empty min counts), max "xxxx";
      * __coords: 4+4 bytes; d0: nothing */
@@ -593,7 +592,7 @@ static void test_roundtrip_sparse(void)
     /* the R-tree: fanout 10, two levels, root [3,51] */
     struct tdb_buf g = {0};
     uint64_t next;
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, fm->meta_path, fm->rtree_off,
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->rtree_off},
                                        NULL, &g, &next, &err), 0);
     static const uint8_t rt[] = {
         10, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
@@ -605,7 +604,7 @@ static void test_roundtrip_sparse(void)
         CHECK_MEM(g.data, rt, sizeof rt);
     tdb_buf_free(&g);
     /* the dimension's tile sums (sparse dims have sums, no min/max) */
-    CHECK_EQ_INT(tdb_generic_tile_read(&io, fm->meta_path, fm->gt_sums[2],
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_sums[2]},
                                        NULL, &g, &next, &err), 0);
     CHECK_EQ_INT(g.len, 24);
     if (g.len == 24) {

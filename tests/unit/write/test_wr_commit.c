@@ -205,7 +205,7 @@ static void meta_cut_at_every_call(bool crash)
             CHECK(total >= 4); /* mkdir, write, sync, rename (, sync) */
         }
         struct tdb_meta *m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&arr, "__meta", 0, UINT64_MAX, NULL, &m,
+        CHECK_EQ_INT(tdb_meta_load(&arr, "__meta", TDB_TS_ALL, NULL, &m,
                                    &err), 0);
         const struct tdb_meta_item *it = m ? tdb_meta_find(m, "k") : NULL;
         int32_t v = 0;
