@@ -18,6 +18,8 @@
 #  4. With mount/ and fuse/ built, no two files of either folder call each
 #     other, directly or through others (their order, bottom up, is written
 #     at the top of mount/priv.h and fuse/tiledbfs.h).
+#  5. One place per job: filter types, datatypes' values, the plan of a
+#     sparse merge and FUSE's replies each in one module (section 5).
 # Prints each offending line; exit 1 if any.
 set -u
 srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -207,4 +209,30 @@ END {
 }
 '"$circles_awk" || status=1
 done
+# 5. One place per job (issue 32): each job below is done in one module,
+#    and a word of it found anywhere else is a second place.
+#    - filter types are told apart only in format/filters/ (each filter's
+#      options in its own file, walked by filters/options.c);
+#    - datatypes' values are loaded and compared by class only in
+#      format/core/ (core/value.c): no switch elsewhere names a float or
+#      time datatype;
+#    - the plan of a sparse merge is encoded only in format/read/plan.[ch];
+#    - FUSE's replies are made only in fuse/ll.c, from the read's sink.
+one_place() { # WHAT PATTERN ALLOWED-REGEX FILES...
+    what=$1 pat=$2 allowed=$3
+    shift 3
+    hits=$(grep -n -E "$pat" "$@" /dev/null | grep -v -E "^($allowed):" || true)
+    if [ -n "$hits" ]; then
+        echo "$what outside its module:"
+        echo "$hits"
+        status=1
+    fi
+}
+engine=$(ls format/*/*.[ch] format/*.h)
+one_place "filter types told apart" 'case TDB_FILTER_' 'format/filters/[^:]*' $engine
+one_place "datatypes switched on" 'case TDB_(FLOAT|DATETIME|TIME)_?[A-Z0-9]*:' \
+    'format/core/[^:]*' $engine mount/*.[ch] tools/*.c
+one_place "the plan encoding" 'TDB_PLAN_[A-Z]' 'format/read/plan\.[ch]' $engine
+one_place "FUSE replies" 'fuse_reply_' 'fuse/ll\.c' fuse/*.[ch] mount/*.[ch] tools/*.c
+echo "one place per job: filter types, datatypes, the plan encoding, FUSE replies"
 exit $status
