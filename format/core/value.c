@@ -147,7 +147,8 @@ bool tdb_value_int_fits(unsigned dt, bool neg, uint64_t mag)
     enum tdb_vclass cls = tdb_value_class(dt);
     if (cls != TDB_VC_SIGNED && cls != TDB_VC_UNSIGNED)
         return false;
-    if (!neg || !mag)
+    if (!neg)
         return mag <= tdb_value_int_max(dt);
-    return mag <= (uint64_t)0 - (uint64_t)tdb_value_int_min(dt);
+    return cls == TDB_VC_SIGNED &&
+           mag <= (uint64_t)0 - (uint64_t)tdb_value_int_min(dt);
 }

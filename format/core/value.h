@@ -119,7 +119,9 @@ int64_t tdb_value_int_min(unsigned dt);
 uint64_t tdb_value_int_max(unsigned dt);
 
 /* Whether the integer of sign `neg` and magnitude `mag` is a value of
- * integer datatype dt (false for other datatypes). */
+ * integer datatype dt (false for other datatypes).  A sign never fits an
+ * unsigned datatype, not even on 0: what the parsers of schemas and
+ * conditions refuse. */
 bool tdb_value_int_fits(unsigned dt, bool neg, uint64_t mag);
 
 #endif

@@ -1,5 +1,6 @@
 /* schema_json.c: an array schema (format_spec/array_schema.md, v22) from the "schema" object of __array.json, checked as TileDB checks a new schema. */
 #include "write/writer.h"
+#include "core/value.h"
 #include "model/order.h"
 #include "filters/options.h"
 
@@ -277,20 +278,10 @@ static int sj_value(json_t *v, unsigned type, const struct sj_where *w,
     int rc = sj_int(v, w, &neg, &mag, err);
     if (rc)
         return rc;
-    uint64_t u;
-    if (tdb_dt_is_signed_int(type)) {
-        uint64_t lim = UINT64_C(1) << (8 * sz - 1);   /* |min| */
-        if ((neg && mag > lim) || (!neg && mag > lim - 1))
-            return sj_bad(err, TDB_E_INVAL, w, "%s%" PRIu64 " does not fit "
-                          "%s", neg ? "-" : "", mag, tdb_dt_name(type));
-        u = neg ? (uint64_t)0 - mag : mag;
-    } else {
-        uint64_t max = sz == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * sz)) - 1;
-        if (neg || mag > max)
-            return sj_bad(err, TDB_E_INVAL, w, "%s%" PRIu64 " does not fit "
-                          "%s", neg ? "-" : "", mag, tdb_dt_name(type));
-        u = mag;
-    }
+    if (!tdb_value_int_fits(type, neg, mag))
+        return sj_bad(err, TDB_E_INVAL, w, "%s%" PRIu64 " does not fit "
+                      "%s", neg ? "-" : "", mag, tdb_dt_name(type));
+    uint64_t u = neg ? (uint64_t)0 - mag : mag;
     for (unsigned i = 0; i < sz; i++)
         out[i] = (uint8_t)(u >> (8 * i));
     return 0;
@@ -1177,69 +1168,27 @@ static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
 
 /* ----------------------------------------------------------------- checks */
 
-/* A fixed-size dimension value widened for comparison. */
-struct sj_num {
-    bool is_float, is_signed;
-    double d;
-    int64_t i;
-    uint64_t u;
-};
-
-static struct sj_num sj_load(unsigned type, const uint8_t *p)
+/* A fixed-size dimension value (of an integer or float datatype). */
+static struct tdb_num sj_load(unsigned type, const uint8_t *p)
 {
-    struct sj_num n = {0};
-    unsigned sz = tdb_dt_size(type);
-    if (type == TDB_FLOAT32) {
-        float f;
-        memcpy(&f, p, 4);
-        n.is_float = true;
-        n.d = f;
-    } else if (type == TDB_FLOAT64) {
-        n.is_float = true;
-        memcpy(&n.d, p, 8);
-    } else {
-        uint8_t t[8] = {0};
-        memcpy(t, p, sz);
-        n.u = tdb_le64(t);
-        if (tdb_dt_is_signed_int(type)) {
-            unsigned sh = 64 - 8 * sz;
-            n.is_signed = true;
-            n.i = (int64_t)(n.u << sh) >> sh;
-        }
-    }
-    return n;
+    return tdb_value_load(type, p);
 }
 
-static bool sj_lt(struct sj_num a, struct sj_num b)
+static bool sj_lt(struct tdb_num a, struct tdb_num b)
 {
-    return a.is_float ? a.d < b.d : a.is_signed ? a.i < b.i : a.u < b.u;
+    return tdb_num_cmp(&a, &b, NULL) < 0;
 }
 
-static __int128 sj_wide(struct sj_num n)
+/* An integer value widened past both int64 and uint64 (floats: 0). */
+static __int128 sj_wide(struct tdb_num n)
 {
-    return n.is_signed ? (__int128)n.i : (__int128)n.u;
+    return n.cls == TDB_VC_SIGNED ? (__int128)n.i : (__int128)n.u;
 }
 
 /* The largest value of integer type t. */
 static __int128 sj_type_max(unsigned t)
 {
-    unsigned bits = 8 * tdb_dt_size(t);
-    return tdb_dt_is_signed_int(t) ? ((__int128)1 << (bits - 1)) - 1
-                                   : ((__int128)1 << bits) - 1;
-}
-
-static __int128 sj_type_min(unsigned t)
-{
-    unsigned bits = 8 * tdb_dt_size(t);
-    return tdb_dt_is_signed_int(t) ? -((__int128)1 << (bits - 1)) : 0;
-}
-
-static int sj_cmp_bytes(const uint8_t *a, uint64_t na, const uint8_t *b,
-                        uint64_t nb)
-{
-    uint64_t n = na < nb ? na : nb;
-    int c = n ? memcmp(a, b, (size_t)n) : 0;
-    return c ? c : (na < nb ? -1 : na > nb);
+    return (__int128)tdb_value_int_max(t);
 }
 
 /* Dense arrays: a dimension without a tile extent gets its whole domain
@@ -1251,7 +1200,7 @@ static int sj_fill_extents(struct tdb_schema *s, struct tdb_error *err)
         if (d->has_extent || d->cell_val_num == TDB_VAR_NUM ||
             !tdb_dt_is_integer(d->type))
             continue;
-        struct sj_num lo = sj_load(d->type, d->lo), hi = sj_load(d->type,
+        struct tdb_num lo = sj_load(d->type, d->lo), hi = sj_load(d->type,
                                                                 d->hi);
         __int128 ext = sj_wide(hi) - sj_wide(lo) + 1;
         if (ext <= 0 || ext > sj_type_max(d->type))
@@ -1291,8 +1240,8 @@ static int sj_check_dim(const struct tdb_schema *s, uint32_t i,
                        "values %u) cannot be a dimension's", n,
                        tdb_dt_name(d->type) ? tdb_dt_name(d->type) : "?",
                        d->cell_val_num);
-    struct sj_num lo = sj_load(d->type, d->lo), hi = sj_load(d->type, d->hi);
-    if (lo.is_float) {
+    struct tdb_num lo = sj_load(d->type, d->lo), hi = sj_load(d->type, d->hi);
+    if (lo.cls == TDB_VC_FLOAT) {
         if (!isfinite(lo.d) || !isfinite(hi.d))
             return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain "
                            "holds NaN or an infinity", n);
@@ -1303,7 +1252,7 @@ static int sj_check_dim(const struct tdb_schema *s, uint32_t i,
     if (sj_lt(hi, lo))
         return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain's upper "
                        "bound is below its lower bound", n);
-    if (!lo.is_float && sj_wide(lo) == sj_type_min(d->type) &&
+    if (lo.cls != TDB_VC_FLOAT && sj_wide(lo) == tdb_value_int_min(d->type) &&
         sj_wide(hi) == sj_type_max(d->type))
         return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain may not "
                        "span the whole %s range", n, tdb_dt_name(d->type));
@@ -1313,8 +1262,8 @@ static int sj_check_dim(const struct tdb_schema *s, uint32_t i,
                            "array's dimensions need a tile extent", n);
         return 0;
     }
-    struct sj_num ext = sj_load(d->type, d->extent);
-    if (ext.is_float) {
+    struct tdb_num ext = sj_load(d->type, d->extent);
+    if (ext.cls == TDB_VC_FLOAT) {
         if (!(ext.d > 0) || !isfinite(ext.d))
             return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
                            "extent must be greater than 0", n);
@@ -1585,16 +1534,16 @@ static int sj_check_current(const struct tdb_schema *s, struct tdb_error *err)
         const struct tdb_range *r = &s->current_domain[i];
         if (d->cell_val_num == TDB_VAR_NUM) {
             if (!r->vlo || !r->vhi ||
-                sj_cmp_bytes(r->vlo, r->vlo_size, r->vhi, r->vhi_size) > 0)
+                tdb_bytes_cmp(r->vlo, r->vlo_size, r->vhi, r->vhi_size) > 0)
                 return tdb_err(err, TDB_E_INVAL, "current domain of '%s': "
                                "the lower bound is above the upper", d->name);
             continue;
         }
-        struct sj_num lo = sj_load(d->type, r->lo), hi = sj_load(d->type,
+        struct tdb_num lo = sj_load(d->type, r->lo), hi = sj_load(d->type,
                                                                 r->hi);
-        struct sj_num dlo = sj_load(d->type, d->lo), dhi = sj_load(d->type,
+        struct tdb_num dlo = sj_load(d->type, d->lo), dhi = sj_load(d->type,
                                                                   d->hi);
-        if ((lo.is_float && (isnan(lo.d) || isnan(hi.d))) || sj_lt(hi, lo))
+        if ((lo.cls == TDB_VC_FLOAT && (isnan(lo.d) || isnan(hi.d))) || sj_lt(hi, lo))
             return tdb_err(err, TDB_E_INVAL, "current domain of '%s': the "
                            "lower bound is above the upper", d->name);
         if (sj_lt(lo, dlo) || sj_lt(dhi, hi))

@@ -241,7 +241,7 @@ static void test_value_limits(void)
         CHECK(tdb_value_int_fits(dt, false, h.u));
         CHECK(h.u == UINT64_MAX || !tdb_value_int_fits(dt, false, h.u + 1));
         uint64_t mag = (uint64_t)0 - (uint64_t)l.i;  /* |min| */
-        CHECK(tdb_value_int_fits(dt, true, mag));
+        CHECK_EQ_INT(tdb_value_int_fits(dt, true, mag), c == TDB_VC_SIGNED);
         CHECK(!tdb_value_int_fits(dt, true, mag + 1));
     }
     CHECK(tdb_value_limits(TDB_FLOAT32, lo, hi));
@@ -259,7 +259,8 @@ static void test_value_limits(void)
     CHECK(!tdb_value_int_fits(TDB_INT64, false, UINT64_C(1) << 63));
     CHECK(tdb_value_int_fits(TDB_UINT64, false, UINT64_MAX));
     CHECK(!tdb_value_int_fits(TDB_UINT64, true, 1));
-    CHECK(tdb_value_int_fits(TDB_UINT64, true, 0));   /* -0 */
+    CHECK(!tdb_value_int_fits(TDB_UINT64, true, 0));  /* "-0" */
+    CHECK(tdb_value_int_fits(TDB_INT8, true, 0));
     CHECK(!tdb_value_int_fits(TDB_FLOAT64, false, 1));
 }
 
