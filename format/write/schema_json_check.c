@@ -58,6 +58,41 @@ int sj_fill_extents(struct tdb_schema *s, struct tdb_error *err)
     return 0;
 }
 
+/* The tile extent of fixed-size dimension d of domain [lo, hi]: above 0,
+ * within the domain, and the domain in whole tiles within the datatype. */
+static int sj_check_extent(const struct tdb_dim *d, struct tdb_num lo,
+                           struct tdb_num hi, struct tdb_error *err)
+{
+    const char *n = d->name;
+    struct tdb_num ext = sj_load(d->type, d->extent);
+    if (ext.cls == TDB_VC_FLOAT) {
+        if (!(ext.d > 0) || !isfinite(ext.d))
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
+                           "extent must be greater than 0", n);
+        if (ext.d > hi.d - lo.d + 1)
+            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
+                           "extent %.17g is larger than the domain "
+                           "[%.17g, %.17g]", n, ext.d, lo.d, hi.d);
+        return 0;
+    }
+    __int128 range = sj_wide(hi) - sj_wide(lo) + 1;
+    __int128 e = sj_wide(ext);
+    if (e <= 0)
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile extent "
+                       "must be greater than 0", n);
+    if (e > range)
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile extent "
+                       "%llu is larger than the domain's %llu values", n,
+                       (unsigned long long)e, (unsigned long long)range);
+    __int128 ntiles = (range + e - 1) / e;
+    if (sj_wide(lo) + ntiles * e - 1 > sj_type_max(d->type))
+        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain "
+                       "expanded to whole tiles exceeds the largest %s; "
+                       "lower the upper bound by one tile extent", n,
+                       tdb_dt_name(d->type));
+    return 0;
+}
+
 static int sj_check_dim(const struct tdb_schema *s, uint32_t i,
                         struct tdb_error *err)
 {
@@ -104,33 +139,7 @@ static int sj_check_dim(const struct tdb_schema *s, uint32_t i,
                            "array's dimensions need a tile extent", n);
         return 0;
     }
-    struct tdb_num ext = sj_load(d->type, d->extent);
-    if (ext.cls == TDB_VC_FLOAT) {
-        if (!(ext.d > 0) || !isfinite(ext.d))
-            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
-                           "extent must be greater than 0", n);
-        if (ext.d > hi.d - lo.d + 1)
-            return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile "
-                           "extent %.17g is larger than the domain "
-                           "[%.17g, %.17g]", n, ext.d, lo.d, hi.d);
-        return 0;
-    }
-    __int128 range = sj_wide(hi) - sj_wide(lo) + 1;
-    __int128 e = sj_wide(ext);
-    if (e <= 0)
-        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile extent "
-                       "must be greater than 0", n);
-    if (e > range)
-        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the tile extent "
-                       "%llu is larger than the domain's %llu values", n,
-                       (unsigned long long)e, (unsigned long long)range);
-    __int128 ntiles = (range + e - 1) / e;
-    if (sj_wide(lo) + ntiles * e - 1 > sj_type_max(d->type))
-        return tdb_err(err, TDB_E_INVAL, "dimension '%s': the domain "
-                       "expanded to whole tiles exceeds the largest %s; "
-                       "lower the upper bound by one tile extent", n,
-                       tdb_dt_name(d->type));
-    return 0;
+    return sj_check_extent(d, lo, hi, err);
 }
 
 static int sj_check_attr(const struct tdb_attr *a, struct tdb_error *err)

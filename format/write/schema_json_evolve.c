@@ -178,6 +178,42 @@ static int sj_enum_dup(const struct tdb_enumeration *e, uint64_t *dup,
     return found;
 }
 
+/* e's values followed by add's (its offsets moved past e's data); add's
+ * buffers are freed either way. */
+static int sj_enum_append(struct tdb_enumeration *e,
+                          struct tdb_enumeration *add, struct tdb_error *err)
+{
+    uint64_t nd = e->data_size + add->data_size;
+    uint64_t no = e->offsets_size + add->offsets_size;
+    uint8_t *d = malloc(nd ? (size_t)nd : 1);
+    uint8_t *off = no ? malloc((size_t)no) : NULL;
+    if (!d || (no && !off)) {
+        free(d);
+        free(off);
+        free(add->data);
+        free(add->offsets);
+        return sj_nomem(err);
+    }
+    if (e->data_size)
+        memcpy(d, e->data, (size_t)e->data_size);
+    if (add->data_size)
+        memcpy(d + e->data_size, add->data, (size_t)add->data_size);
+    if (e->offsets_size)
+        memcpy(off, e->offsets, (size_t)e->offsets_size);
+    for (uint64_t j = 0; j < add->offsets_size / 8; j++)
+        tdb_st64(off + e->offsets_size + 8 * j,
+                 tdb_le64(add->offsets + 8 * j) + e->data_size);
+    free(add->data);
+    free(add->offsets);
+    free(e->data);
+    free(e->offsets);
+    e->data = d;
+    e->data_size = nd;
+    e->offsets = off;
+    e->offsets_size = no;
+    return 0;
+}
+
 /* extend_enumerations: [{"name", "data_hex", "offsets_hex"}]: values
  * appended to an enumeration the array has, as TileDB's
  * Enumeration::extend makes the new one: the same name under a new file
@@ -223,34 +259,8 @@ static int sj_evolve_extend_enums(json_t *ext, const struct sj_where *top,
             free(add.offsets);
             return rc;
         }
-        uint64_t nd = e->data_size + add.data_size;
-        uint64_t no = e->offsets_size + add.offsets_size;
-        uint8_t *d = malloc(nd ? (size_t)nd : 1);
-        uint8_t *off = no ? malloc((size_t)no) : NULL;
-        if (!d || (no && !off)) {
-            free(d);
-            free(off);
-            free(add.data);
-            free(add.offsets);
-            return sj_nomem(err);
-        }
-        if (e->data_size)
-            memcpy(d, e->data, (size_t)e->data_size);
-        if (add.data_size)
-            memcpy(d + e->data_size, add.data, (size_t)add.data_size);
-        if (e->offsets_size)
-            memcpy(off, e->offsets, (size_t)e->offsets_size);
-        for (uint64_t j = 0; j < add.offsets_size / 8; j++)
-            tdb_st64(off + e->offsets_size + 8 * j,
-                         tdb_le64(add.offsets + 8 * j) + e->data_size);
-        free(add.data);
-        free(add.offsets);
-        free(e->data);
-        free(e->offsets);
-        e->data = d;
-        e->data_size = nd;
-        e->offsets = off;
-        e->offsets_size = no;
+        if ((rc = sj_enum_append(e, &add, err)))
+            return rc;
         uint64_t dup = 0;
         if ((rc = sj_enum_dup(e, &dup, err)) < 0)
             return rc;

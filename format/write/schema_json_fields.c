@@ -8,64 +8,81 @@
 
 /* ------------------------------------------------------------- dimensions */
 
+/* A var-sized dimension ("var": true): STRING_ASCII, without domain or
+ * tile extent. */
+static int sj_dim_var(json_t *o, const struct sj_where *w, struct tdb_dim *d,
+                      struct tdb_error *err)
+{
+    struct sj_where k;
+    sj_at(&k, w, "datatype");
+    if (d->type != TDB_STRING_ASCII)
+        return sj_bad(err, TDB_E_INVAL, &k, "a var-sized dimension must "
+                      "be STRING_ASCII, not %s", tdb_dt_name(d->type));
+    d->cell_val_num = TDB_VAR_NUM;
+    json_t *v = json_object_get(o, "domain");
+    sj_at(&k, w, "domain");
+    if (v && !json_is_null(v))
+        return sj_bad(err, TDB_E_INVAL, &k, "a string dimension has no "
+                      "domain");
+    v = json_object_get(o, "tile_extent");
+    sj_at(&k, w, "tile_extent");
+    if (v && !json_is_null(v))
+        return sj_bad(err, TDB_E_INVAL, &k, "a string dimension has no "
+                      "tile extent");
+    return 0;
+}
+
+/* A fixed-size dimension: its datatype, "domain" and "tile_extent". */
+static int sj_dim_fixed(json_t *o, const struct sj_where *w,
+                        struct tdb_dim *d, struct tdb_error *err)
+{
+    struct sj_where k;
+    int rc;
+    unsigned sz = tdb_dt_size(d->type);
+    sj_at(&k, w, "datatype");
+    if (!(tdb_dt_is_integer(d->type) || tdb_dt_is_float(d->type)) ||
+        sz > 8)
+        return sj_bad(err, TDB_E_INVAL, &k, "%s is not a dimension "
+                      "datatype (integers, floats, DATETIME_*, TIME_*, "
+                      "or STRING_ASCII with \"var\": true)",
+                      tdb_dt_name(d->type));
+    d->cell_val_num = 1;
+    json_t *dom = json_object_get(o, "domain");
+    sj_at(&k, w, "domain");
+    if (!dom || json_is_null(dom))
+        return sj_bad(err, TDB_E_INVAL, &k, "missing");
+    if (!json_is_array(dom) || json_array_size(dom) != 2)
+        return sj_bad(err, TDB_E_INVAL, &k, "expected [lo, hi]");
+    struct sj_where e;
+    sj_at(&e, &k, "[0]");
+    if ((rc = sj_value(json_array_get(dom, 0), d->type, &e, d->lo, err)))
+        return rc;
+    sj_at(&e, &k, "[1]");
+    if ((rc = sj_value(json_array_get(dom, 1), d->type, &e, d->hi, err)))
+        return rc;
+    json_t *ext = json_object_get(o, "tile_extent");
+    sj_at(&k, w, "tile_extent");
+    if (ext && !json_is_null(ext)) {
+        if ((rc = sj_value(ext, d->type, &k, d->extent, err)))
+            return rc;
+        d->has_extent = true;
+    }
+    return 0;
+}
+
 int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
            const struct tdb_pipeline *coords, struct tdb_error *err)
 {
     static const char *const known[] = {"name", "datatype", "domain",
                                         "tile_extent", "var", "filters",
                                         "filters_max_chunk_size", NULL};
-    struct sj_where k;
     bool var;
     int rc;
     if ((rc = sj_named(o, w, known, &d->name, &d->type, err)) ||
         (rc = sj_bool(o, "var", false, w, &var, err)))
         return rc;
-    unsigned sz = tdb_dt_size(d->type);
-    sj_at(&k, w, "datatype");
-    if (var) {
-        if (d->type != TDB_STRING_ASCII)
-            return sj_bad(err, TDB_E_INVAL, &k, "a var-sized dimension must "
-                          "be STRING_ASCII, not %s", tdb_dt_name(d->type));
-        d->cell_val_num = TDB_VAR_NUM;
-        json_t *v = json_object_get(o, "domain");
-        sj_at(&k, w, "domain");
-        if (v && !json_is_null(v))
-            return sj_bad(err, TDB_E_INVAL, &k, "a string dimension has no "
-                          "domain");
-        v = json_object_get(o, "tile_extent");
-        sj_at(&k, w, "tile_extent");
-        if (v && !json_is_null(v))
-            return sj_bad(err, TDB_E_INVAL, &k, "a string dimension has no "
-                          "tile extent");
-    } else {
-        if (!(tdb_dt_is_integer(d->type) || tdb_dt_is_float(d->type)) ||
-            sz > 8)
-            return sj_bad(err, TDB_E_INVAL, &k, "%s is not a dimension "
-                          "datatype (integers, floats, DATETIME_*, TIME_*, "
-                          "or STRING_ASCII with \"var\": true)",
-                          tdb_dt_name(d->type));
-        d->cell_val_num = 1;
-        json_t *dom = json_object_get(o, "domain");
-        sj_at(&k, w, "domain");
-        if (!dom || json_is_null(dom))
-            return sj_bad(err, TDB_E_INVAL, &k, "missing");
-        if (!json_is_array(dom) || json_array_size(dom) != 2)
-            return sj_bad(err, TDB_E_INVAL, &k, "expected [lo, hi]");
-        struct sj_where e;
-        sj_at(&e, &k, "[0]");
-        if ((rc = sj_value(json_array_get(dom, 0), d->type, &e, d->lo, err)))
-            return rc;
-        sj_at(&e, &k, "[1]");
-        if ((rc = sj_value(json_array_get(dom, 1), d->type, &e, d->hi, err)))
-            return rc;
-        json_t *ext = json_object_get(o, "tile_extent");
-        sj_at(&k, w, "tile_extent");
-        if (ext && !json_is_null(ext)) {
-            if ((rc = sj_value(ext, d->type, &k, d->extent, err)))
-                return rc;
-            d->has_extent = true;
-        }
-    }
+    if ((rc = var ? sj_dim_var(o, w, d, err) : sj_dim_fixed(o, w, d, err)))
+        return rc;
     /* A dimension without filters of its own takes the coordinate filters
      * (as the schema reader gives them), so a JSON written from a schema
      * comes back the same. */

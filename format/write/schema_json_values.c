@@ -73,6 +73,25 @@ int sj_known_keys(json_t *obj, const char *const *known,
 
 /* ------------------------------------------------------------ big numbers */
 
+/* Whether number token t[n] (its first character a digit or '-') is an
+ * integer literal outside int64. */
+static bool sj_big_integer(const char *t, size_t n)
+{
+    for (size_t x = 1; x < n; x++)
+        if (!isdigit((unsigned char)t[x]))
+            return false;
+    if (n < 19)
+        return false;
+    char num[32];
+    if (n >= sizeof num)
+        return true;
+    memcpy(num, t, n);
+    num[n] = '\0';
+    errno = 0;
+    (void)strtoll(num, NULL, 10);
+    return errno == ERANGE;
+}
+
 /* jansson refuses integers outside int64; uint64 values above INT64_MAX
  * (a UINT64 domain) are legal here.  This lexical pass (strings skipped,
  * nothing else interpreted) puts such integer literals in quotes; the
@@ -102,24 +121,7 @@ int sj_quote_big(const char *text, size_t len, char **out,
             while (j < len && text[j] && (isdigit((unsigned char)text[j]) ||
                                           strchr("+-.eE", text[j])))
                 j++;
-            bool integer = true;
-            for (size_t x = i + 1; x < j; x++)
-                if (!isdigit((unsigned char)text[x]))
-                    integer = false;
-            bool big = false;
-            if (integer && j - i >= 19) {
-                char num[32];
-                if (j - i < sizeof num) {
-                    memcpy(num, text + i, j - i);
-                    num[j - i] = '\0';
-                    errno = 0;
-                    (void)strtoll(num, NULL, 10);
-                    big = errno == ERANGE;
-                } else {
-                    big = true;
-                }
-            }
-            if (big) {
+            if (sj_big_integer(text + i, j - i)) {
                 if (!(rc = tdb_buf_append(&b, "\"", 1)) &&
                     !(rc = tdb_buf_append(&b, text + i, j - i)))
                     rc = tdb_buf_append(&b, "\"", 1);
