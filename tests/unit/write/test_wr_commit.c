@@ -391,6 +391,150 @@ static void test_clean_orphan(void)
 
 /* ---------------------------------------------------- no-follow backend */
 
+/* The 50 values of the file outside the staging folder. */
+static void nofollow_secret(int32_t v[50])
+{
+    for (int i = 0; i < 50; i++)
+        v[i] = 0x5ec7e7;
+}
+
+/* Writes n bytes as the file at `path`; false when it cannot be opened. */
+static bool nofollow_put(const char *path, const void *data, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return false;
+    fwrite(data, 1, n, fp);
+    fclose(fp);
+    return true;
+}
+
+/* In the folder tmpl: the file `secret` (its path into p), and the staged
+ * fragment s with a file b and a link a to the secret. */
+static void nofollow_fixture(const char *tmpl, char *p, size_t cap)
+{
+    char q[1200];
+    int32_t secret[50];
+    double b[50] = {0};
+    nofollow_secret(secret);
+    snprintf(p, cap, "%s/secret", tmpl);
+    CHECK(nofollow_put(p, secret, sizeof secret));
+    snprintf(q, sizeof q, "%s/s", tmpl);
+    CHECK_EQ_INT(mkdir(q, 0700), 0);
+    snprintf(q, sizeof q, "%s/s/b", tmpl);
+    nofollow_put(q, b, sizeof b);
+    snprintf(q, sizeof q, "%s/s/a", tmpl);
+    CHECK_EQ_INT(symlink(p, q), 0);
+}
+
+/* The plain backend follows the link; the no-follow one does not, nor a
+ * ".." nor a link as a folder of the path. */
+static void nofollow_check_links(const struct tdb_io *stg,
+                                 const struct tdb_io *plain, const char *tmpl)
+{
+    uint64_t sz = 0;
+    int32_t buf[50];
+    char q[1200];
+    CHECK_EQ_INT(plain->ops->size(plain->ctx, "s/a", &sz), 0);
+    CHECK_EQ_INT(stg->ops->size(stg->ctx, "s/a", &sz), TDB_E_INVAL);
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "s/a", 0, buf, 4), TDB_E_INVAL);
+    CHECK_EQ_INT(stg->ops->write_at(stg->ctx, "s/a", 0, buf, 4), TDB_E_INVAL);
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "s/../secret", 0, buf, 4),
+                 TDB_E_INVAL);
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "secret", 0, buf, 4), 0);
+    CHECK_EQ_INT(stg->ops->size(stg->ctx, "s/b", &sz), 0);
+    CHECK_EQ_INT(sz, 400);
+    /* a link as a folder of the path */
+    snprintf(q, sizeof q, "%s/t", tmpl);
+    CHECK_EQ_INT(symlink("s", q), 0);
+    CHECK(stg->ops->size(stg->ctx, "t/b", &sz) != 0);
+    bool d = true;
+    CHECK_EQ_INT(stg->ops->is_dir(stg->ctx, "t", &d), 0);
+    CHECK(!d);
+}
+
+/* Read descriptors are kept: a file read once is read again without
+ * reopening it (a link put in its place meanwhile is not seen), until the
+ * backend itself changes something; reopened, the link is refused. */
+static void nofollow_check_kept(const struct tdb_io *stg, const char *tmpl,
+                                const char *p)
+{
+    char q[1200];
+    int32_t secret[50], buf[50];
+    nofollow_secret(secret);
+    snprintf(q, sizeof q, "%s/c", tmpl);
+    CHECK(nofollow_put(q, secret, sizeof secret));
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "c", 0, buf, 4), 0);
+    CHECK_EQ_INT(unlink(q), 0);
+    CHECK_EQ_INT(symlink(p, q), 0);
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "c", 4, buf, 8), 0);
+    CHECK_EQ_INT(stg->ops->mkdir(stg->ctx, "m"), 0);
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "c", 0, buf, 4), TDB_E_INVAL);
+}
+
+/* Commits staged fragment s of stg to arr; expects code `code` and, when
+ * refused, a message starting with `msg`. */
+static void nofollow_commit(const struct tdb_io *arr, const struct tdb_io *stg,
+                            int code, const char *msg)
+{
+    char *nm = NULL;
+    struct tdb_error err = {0};
+    int r = unit_write(arr, stg, "s", NULL, 5, 0, &nm, &err);
+    if (!code && r)
+        fprintf(stderr, "  %s\n", err.msg);
+    CHECK_EQ_INT(r, code);
+    if (code)
+        CHECK(!strncmp(err.msg, msg, strlen(msg)));
+    free(nm);
+}
+
+/* The commit refuses the link and names it, then a FIFO in its place
+ * without blocking; nothing is committed. */
+static void nofollow_check_link_fifo(const struct tdb_io *arr,
+                                     const struct tdb_io *stg, const char *q)
+{
+    char *nm = NULL;
+    struct tdb_error err = {0};
+    int r = unit_write(arr, stg, "s", NULL, 5, 0, &nm, &err);
+    CHECK_EQ_INT(r, TDB_E_INVAL);
+    CHECK(!strncmp(err.msg, "a: not a regular file", 21));
+    CHECK(nm == NULL);
+    CHECK_EQ_INT(count(arr, "__commits"), 0);
+    CHECK(!tdb_io_exists(arr, "__fragments"));
+    if (r != TDB_E_INVAL)
+        fprintf(stderr, "  %d %s\n", r, err.msg);
+    CHECK_EQ_INT(unlink(q), 0);
+    CHECK_EQ_INT(mkfifo(q, 0600), 0);
+    nofollow_commit(arr, stg, TDB_E_INVAL, "a: not a regular file");
+}
+
+/* A hard link to the file outside (p) in place of staged file q: refused
+ * by the backend (reading or writing through it) and by the commit, and
+ * left as it was. */
+static void nofollow_check_hard_link(const struct tdb_io *arr,
+                                     const struct tdb_io *stg, const char *p,
+                                     const char *q)
+{
+    uint64_t sz = 0;
+    int32_t buf[50], secret[50], back[50];
+    nofollow_secret(secret);
+    CHECK_EQ_INT(unlink(q), 0);
+    CHECK_EQ_INT(link(p, q), 0);
+    CHECK_EQ_INT(stg->ops->size(stg->ctx, "s/a", &sz), TDB_E_MLINK);
+    CHECK_EQ_INT(stg->ops->read_at(stg->ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
+    CHECK_EQ_INT(stg->ops->write_at(stg->ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
+    nofollow_commit(arr, stg, TDB_E_INVAL, "a: hard link: ");
+    CHECK_EQ_INT(count(arr, "__commits"), 0);
+    struct stat sb;
+    CHECK_EQ_INT(lstat(q, &sb), 0);
+    CHECK_EQ_INT(sb.st_nlink, 2);
+    FILE *fp = fopen(p, "rb");
+    CHECK(fp && fread(back, 4, 50, fp) == 50 &&
+          !memcmp(back, secret, sizeof back));
+    if (fp)
+        fclose(fp);
+}
+
 /* Links, FIFOs and folders in place of staged files are refused, by the
  * backend and by the commit, with a message naming the file; a link to a
  * file outside is never read. */
@@ -399,134 +543,31 @@ static void test_nofollow(void)
     char tmpl[] = "/tmp/tdbnofollowXXXXXX";
     CHECK(mkdtemp(tmpl) != NULL);
     char p[1200], q[1200];
-    snprintf(p, sizeof p, "%s/secret", tmpl);
-    FILE *fp = fopen(p, "wb");
-    CHECK(fp != NULL);
     int32_t secret[50];
-    for (int i = 0; i < 50; i++)
-        secret[i] = 0x5ec7e7;
-    if (fp) {
-        fwrite(secret, 4, 50, fp);
-        fclose(fp);
-    }
-    snprintf(q, sizeof q, "%s/s", tmpl);
-    CHECK_EQ_INT(mkdir(q, 0700), 0);
-    snprintf(q, sizeof q, "%s/s/b", tmpl);
-    fp = fopen(q, "wb");
-    double b[50] = {0};
-    if (fp) {
-        fwrite(b, 8, 50, fp);
-        fclose(fp);
-    }
-    snprintf(q, sizeof q, "%s/s/a", tmpl);
-    CHECK_EQ_INT(symlink(p, q), 0);
+    nofollow_secret(secret);
+    nofollow_fixture(tmpl, p, sizeof p);
     int dfd = open(tmpl, O_RDONLY | O_DIRECTORY);
     struct tdb_io stg, plain, arr;
     CHECK_EQ_INT(tdb_io_posix_nofollow(&stg, dfd), 0);
     CHECK_EQ_INT(tdb_io_posix(&plain, tmpl), 0);
-    uint64_t sz = 0;
-    int32_t buf[50];
-    /* the plain backend follows the link; this one does not */
-    CHECK_EQ_INT(plain.ops->size(plain.ctx, "s/a", &sz), 0);
-    CHECK_EQ_INT(stg.ops->size(stg.ctx, "s/a", &sz), TDB_E_INVAL);
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_INVAL);
-    CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_INVAL);
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "s/../secret", 0, buf, 4),
-                 TDB_E_INVAL);
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "secret", 0, buf, 4), 0);
-    CHECK_EQ_INT(stg.ops->size(stg.ctx, "s/b", &sz), 0);
-    CHECK_EQ_INT(sz, 400);
-    /* a link as a folder of the path */
-    snprintf(q, sizeof q, "%s/t", tmpl);
-    CHECK_EQ_INT(symlink("s", q), 0);
-    CHECK(stg.ops->size(stg.ctx, "t/b", &sz) != 0);
-    bool d = true;
-    CHECK_EQ_INT(stg.ops->is_dir(stg.ctx, "t", &d), 0);
-    CHECK(!d);
-    /* read descriptors are kept: a file read once is read again without
-     * reopening it (a link put in its place meanwhile is not seen), until
-     * the backend itself changes something; reopened, the link is refused */
-    snprintf(q, sizeof q, "%s/c", tmpl);
-    fp = fopen(q, "wb");
-    CHECK(fp != NULL);
-    if (fp) {
-        fwrite(secret, 4, 50, fp);
-        fclose(fp);
-    }
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "c", 0, buf, 4), 0);
-    CHECK_EQ_INT(unlink(q), 0);
-    CHECK_EQ_INT(symlink(p, q), 0);
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "c", 4, buf, 8), 0);
-    CHECK_EQ_INT(stg.ops->mkdir(stg.ctx, "m"), 0);
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "c", 0, buf, 4), TDB_E_INVAL);
-
-    /* the commit refuses the link, and names it */
+    nofollow_check_links(&stg, &plain, tmpl);
+    nofollow_check_kept(&stg, tmpl, p);
     CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
-    char *nm = NULL;
-    struct tdb_error err = {0};
-    int r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
-    CHECK_EQ_INT(r, TDB_E_INVAL);
-    CHECK(!strncmp(err.msg, "a: not a regular file", 21));
-    CHECK(nm == NULL);
-    CHECK_EQ_INT(count(&arr, "__commits"), 0);
-    CHECK(!tdb_io_exists(&arr, "__fragments"));
-    if (r != TDB_E_INVAL)
-        fprintf(stderr, "  %d %s\n", r, err.msg);
-
-    /* a FIFO in its place: refused without blocking */
     snprintf(q, sizeof q, "%s/s/a", tmpl);
-    CHECK_EQ_INT(unlink(q), 0);
-    CHECK_EQ_INT(mkfifo(q, 0600), 0);
-    memset(&err, 0, sizeof err);
-    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
-    CHECK_EQ_INT(r, TDB_E_INVAL);
-    CHECK(!strncmp(err.msg, "a: not a regular file", 21));
-    /* a hard link to a file outside in its place: refused by the backend
-     * (reading or writing through it) and by the commit, left as it was */
-    CHECK_EQ_INT(unlink(q), 0);
-    CHECK_EQ_INT(link(p, q), 0);
-    CHECK_EQ_INT(stg.ops->size(stg.ctx, "s/a", &sz), TDB_E_MLINK);
-    CHECK_EQ_INT(stg.ops->read_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
-    CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "s/a", 0, buf, 4), TDB_E_MLINK);
-    memset(&err, 0, sizeof err);
-    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
-    CHECK_EQ_INT(r, TDB_E_INVAL);
-    CHECK(!strncmp(err.msg, "a: hard link: ", 14));
-    CHECK_EQ_INT(count(&arr, "__commits"), 0);
-    {
-        struct stat sb;
-        CHECK_EQ_INT(lstat(q, &sb), 0);
-        CHECK_EQ_INT(sb.st_nlink, 2);
-        int32_t back[50];
-        fp = fopen(p, "rb");
-        CHECK(fp && fread(back, 4, 50, fp) == 50 &&
-              !memcmp(back, secret, sizeof back));
-        if (fp)
-            fclose(fp);
-    }
+    nofollow_check_link_fifo(&arr, &stg, q);
+    nofollow_check_hard_link(&arr, &stg, p, q);
     /* a folder in its place */
     CHECK_EQ_INT(unlink(q), 0);
     CHECK_EQ_INT(mkdir(q, 0700), 0);
-    memset(&err, 0, sizeof err);
-    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
-    CHECK_EQ_INT(r, TDB_E_INVAL);
-    CHECK(!strncmp(err.msg, "a: a folder", 11));
+    nofollow_commit(&arr, &stg, TDB_E_INVAL, "a: a folder");
     /* a regular file: the commit goes through, with the staged bytes */
     CHECK_EQ_INT(rmdir(q), 0);
-    fp = fopen(q, "wb");
-    if (fp) {
-        fwrite(secret, 4, 50, fp);
-        fclose(fp);
-    }
-    r = unit_write(&arr, &stg, "s", NULL, 5, 0, &nm, &err);
-    if (r)
-        fprintf(stderr, "  %s\n", err.msg);
-    CHECK_EQ_INT(r, 0);
-    free(nm);
+    nofollow_put(q, secret, sizeof secret);
+    nofollow_commit(&arr, &stg, 0, "");
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_staged_remove(&stg, "s", &err), 0);
     snprintf(q, sizeof q, "%s/s", tmpl);
     CHECK(access(q, F_OK) != 0);
-
     tdb_io_free(&arr);
     tdb_io_free(&stg);
     tdb_io_free(&plain);
