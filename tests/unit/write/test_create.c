@@ -407,79 +407,89 @@ static void expect_bad(const char *text, int code, const char *needle)
     }
 }
 
+/* Schemas refused with TDB_E_INVAL, each with a piece of its message. */
+static const struct {
+    const char *text, *needle;
+} json_refused[] = {
+    {"{\"array_type\": ",
+     "line 1"},
+    {"[1, 2]",
+     "expected an object"},
+    {"{\"array_type\": \"dense\", \"dims\": []}",
+     "dims: expected an array of at least one dimension"},
+    {"{\"array_type\": \"tiled\", \"dims\": []}",
+     "array_type: \"tiled\" is not dense or sparse"},
+    {"{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"FLOAT64\", \"domain\": [0, 9], "
+     "\"tile_extent\": 2}], \"attrs\": [{\"name\": \"a\", "
+     "\"datatype\": \"INT32\"}]}",
+     "dense arrays cannot have floating point"},
+    {"{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9], "
+     "\"tile_extent\": 11}], \"attrs\": [{\"name\": \"a\", "
+     "\"datatype\": \"INT32\"}]}",
+     "tile extent 11 is larger than the domain"},
+    {"{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
+     "\"attrs\": []}",
+     "at least one attribute"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [9, 0]}]}",
+     "upper bound is below"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT8\", \"domain\": [0, 128]}]}",
+     "dims[0].domain[1]: 128 does not fit INT8"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"x\", \"datatype\": \"INT32\"}]}",
+     "'x' names both a dimension and an attribute"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"a\", \"datatype\": \"INT32\"}, {\"name\": "
+     "\"a\", \"datatype\": \"INT8\"}]}",
+     "two attributes are named 'a'"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"__a\", \"datatype\": \"INT32\"}]}",
+     "reserved"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
+     "[{\"type\": \"ZIP\"}]}]}",
+     "dims[0].filters[0].type: unknown filter \"ZIP\""},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
+     "[{\"type\": \"ZSTD\", \"lvl\": 3}]}]}",
+     "dims[0].filters[0]: unknown key \"lvl\""},
+    {"{\"array_type\": \"sparse\", \"capacity\": 0, \"dims\": "
+     "[{\"name\": \"x\", \"datatype\": \"INT32\", "
+     "\"domain\": [0, 9]}]}",
+     "capacity cannot be 0"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"a\", \"datatype\": \"INT32\", \"fill_hex\": "
+     "\"0102\"}]}",
+     "attrs[0].fill_hex: holds 2 bytes"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"a\", \"datatype\": \"UINT8\", \"enumeration\": "
+     "\"e\"}]}",
+     "attrs[0].enumeration"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
+     "\"current_domain\": [[0, 10]]}",
+     "outside the dimension's domain"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"UINT8\", \"domain\": [0, 255]}]}",
+     "whole UINT8 range"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"dims\": []}",
+     "duplicate"},
+};
+
 static void test_json_refused(void)
 {
-    expect_bad("{\"array_type\": ", TDB_E_INVAL, "line 1");
-    expect_bad("[1, 2]", TDB_E_INVAL, "expected an object");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": []}", TDB_E_INVAL,
-               "dims: expected an array of at least one dimension");
-    expect_bad("{\"array_type\": \"tiled\", \"dims\": []}", TDB_E_INVAL,
-               "array_type: \"tiled\" is not dense or sparse");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"FLOAT64\", \"domain\": [0, 9], "
-               "\"tile_extent\": 2}], \"attrs\": [{\"name\": \"a\", "
-               "\"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "dense arrays cannot have floating point");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9], "
-               "\"tile_extent\": 11}], \"attrs\": [{\"name\": \"a\", "
-               "\"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "tile extent 11 is larger than the domain");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
-               "\"attrs\": []}",
-               TDB_E_INVAL, "at least one attribute");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [9, 0]}]}",
-               TDB_E_INVAL, "upper bound is below");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT8\", \"domain\": [0, 128]}]}",
-               TDB_E_INVAL, "dims[0].domain[1]: 128 does not fit INT8");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"x\", \"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "'x' names both a dimension and an attribute");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"a\", \"datatype\": \"INT32\"}, {\"name\": "
-               "\"a\", \"datatype\": \"INT8\"}]}",
-               TDB_E_INVAL, "two attributes are named 'a'");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"__a\", \"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "reserved");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
-               "[{\"type\": \"ZIP\"}]}]}",
-               TDB_E_INVAL, "dims[0].filters[0].type: unknown filter \"ZIP\"");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
-               "[{\"type\": \"ZSTD\", \"lvl\": 3}]}]}",
-               TDB_E_INVAL, "dims[0].filters[0]: unknown key \"lvl\"");
-    expect_bad("{\"array_type\": \"sparse\", \"capacity\": 0, \"dims\": "
-               "[{\"name\": \"x\", \"datatype\": \"INT32\", "
-               "\"domain\": [0, 9]}]}",
-               TDB_E_INVAL, "capacity cannot be 0");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"a\", \"datatype\": \"INT32\", \"fill_hex\": "
-               "\"0102\"}]}",
-               TDB_E_INVAL, "attrs[0].fill_hex: holds 2 bytes");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"a\", \"datatype\": \"UINT8\", \"enumeration\": "
-               "\"e\"}]}",
-               TDB_E_INVAL, "attrs[0].enumeration");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
-               "\"current_domain\": [[0, 10]]}",
-               TDB_E_INVAL, "outside the dimension's domain");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"UINT8\", \"domain\": [0, 255]}]}",
-               TDB_E_INVAL, "whole UINT8 range");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"dims\": []}",
-               TDB_E_INVAL, "duplicate");
+    for (size_t i = 0; i < sizeof json_refused / sizeof *json_refused; i++)
+        expect_bad(json_refused[i].text, TDB_E_INVAL, json_refused[i].needle);
 }
 
 /* The datatype a sparse schema with attribute a of datatype `name` gets
@@ -560,11 +570,10 @@ static void test_json_numpy_names(void)
     CHECK(strstr(msg, "reinterpret_datatype: unknown datatype") != NULL);
 }
 
-static void test_json_values(void)
+/* uint64 above INT64_MAX, as a plain number and as a string; a whole
+ * __array.json is accepted; defaults for what is left out. */
+static void json_values_defaults(void)
 {
-    /* uint64 above INT64_MAX, as a plain number and as a string; a whole
-     * __array.json is accepted; a dense dimension without extent gets its
-     * range; defaults for what is left out. */
     char text[2048];
     snprintf(text, sizeof text,
              "{\"type\": \"array\", \"schema\": {\"array_type\": \"dense\", "
@@ -595,7 +604,15 @@ static void test_json_values(void)
     CHECK_EQ_INT(s->validity_filters.f[0].type, TDB_FILTER_RLE);
     CHECK_EQ_INT(s->offsets_filters.max_chunk_size, 65536);
     tdb_schema_free(s);
+}
 
+/* Numbers: SCALE_FLOAT only on floats; long fractions are numbers, not big
+ * integers; a too-large integer is named. */
+static void json_values_numbers(void)
+{
+    char text[2048];
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
              "\"INT16\", \"domain\": [-5, 100]}], \"attrs\": [{\"name\": "
              "\"a\", \"datatype\": \"INT32\", \"filters\": [{\"type\": "
@@ -603,15 +620,13 @@ static void test_json_values(void)
              "\"byte_width\": 4}]}]}", sparse_head);
     expect_bad(text, TDB_E_INVAL, "SCALE_FLOAT filters only FLOAT32");
 
-    /* Long fractions are numbers, not big integers; a too-large integer is
-     * named. */
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
              "\"FLOAT64\", \"domain\": [-0.12345678901234567890123, "
              "1.5e+300]}], \"attrs\": [{\"name\": \"a\", \"datatype\": "
              "\"FLOAT32\", \"filters\": [{\"type\": \"SCALE_FLOAT\", "
              "\"scale\": 0.25000000000000000000001, \"offset\": \"NaN\", "
              "\"byte_width\": 2}]}]}", sparse_head);
-    rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    int rc = tdb_schema_from_json(text, strlen(text), &s, &err);
     CHECK_EQ_INT(rc, 0);
     if (!rc) {
         double lo, hi;
@@ -634,7 +649,16 @@ static void test_json_values(void)
              sparse_head);
     expect_bad(text, TDB_E_INVAL, "dims[0].domain[1]: "
                "18446744073709551616 is too large");
+}
 
+/* A dimension without extent, hilbert order, duplicates, a current domain,
+ * a nullable attribute with its fill and three filters, serialised as
+ * TileDB writes them (filter_pipeline.md). */
+static void json_values_filters(void)
+{
+    char text[2048];
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
              "\"INT16\", \"domain\": [-5, 100], \"tile_extent\": null}], "
              "\"cell_order\": \"hilbert\", \"allows_duplicates\": true, "
@@ -645,7 +669,7 @@ static void test_json_values(void)
              "\"DELTA\", \"reinterpret_datatype\": \"INT32\"}, {\"type\": "
              "\"bit_width_reduction\", \"max_window\": 128}, {\"type\": "
              "\"ZSTD\", \"level\": 5}]}]}", sparse_head);
-    rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    int rc = tdb_schema_from_json(text, strlen(text), &s, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
         fprintf(stderr, "  %s\n", err.msg);
@@ -666,7 +690,6 @@ static void test_json_values(void)
                  TDB_INT32);
     CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[1], "max_window"), 128);
     CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[2], "level"), 5);
-    /* The filters serialise as TileDB writes them (filter_pipeline.md). */
     struct tdb_buf b = {0};
     CHECK_EQ_INT(tdb_pipeline_write(&a->filters, &b), 0);
     static const uint8_t want[] = {
@@ -681,6 +704,13 @@ static void test_json_values(void)
     tdb_schema_free(s);
 }
 
+static void test_json_values(void)
+{
+    json_values_defaults();
+    json_values_numbers();
+    json_values_filters();
+}
+
 /* ---------------------------------------------------------------- creating */
 
 static const char *const small_schema =
@@ -688,18 +718,11 @@ static const char *const small_schema =
     "\"datatype\": \"INT64\", \"domain\": [0, 99], \"tile_extent\": 10}], "
     "\"attrs\": [{\"name\": \"a\", \"datatype\": \"INT32\"}]}";
 
-static void test_create_refuses(void)
+/* A folder that is not empty is refused, and nothing is made in it. */
+static void create_refuses_not_empty(const char *tmp,
+                                     const struct tdb_schema *s)
 {
-    struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
-                                      &err), 0);
-    char *tmp = unit_temp_dir("create");
-    if (!s || !tmp) {
-        tdb_schema_free(s);
-        free(tmp);
-        return;
-    }
     char p[512];
     snprintf(p, sizeof p, "%s/x", tmp);
     FILE *f = fopen(p, "w");
@@ -713,8 +736,15 @@ static void test_create_refuses(void)
     snprintf(p, sizeof p, "%s/__schema", tmp);
     CHECK(!unit_is_dir(p));             /* nothing was made */
     tdb_io_free(&io);
+}
 
-    /* A missing folder is made; an existing empty one is used. */
+/* A missing folder is made, with one schema named __1_1_uuid and no
+ * temporary file left; created again, it is refused. */
+static void create_new_folder(const char *tmp, const struct tdb_schema *s)
+{
+    struct tdb_error err = {0};
+    char p[512];
+    struct tdb_io io;
     snprintf(p, sizeof p, "%s/new", tmp);
     tdb_io_posix(&io, p);
     CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), 0);
@@ -734,14 +764,19 @@ static void test_create_refuses(void)
         CHECK(!strcmp(n.v[1], "__enumerations"));
     }
     tdb_names_free(&n);
-    rc = tdb_array_create(&io, s, NULL, 1, &err);
-    CHECK_EQ_INT(rc, TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), TDB_E_INVAL);
     tdb_io_free(&io);
+}
 
-    /* An enumeration without a name or file is refused before anything is
-     * made. */
-    s->nenums = 1;
+/* An enumeration without a name or file is refused before anything is
+ * made. */
+static void create_refuses_enum(const char *tmp, struct tdb_schema *s)
+{
+    struct tdb_error err = {0};
+    char p[512];
+    struct tdb_io io;
     struct tdb_enumeration e = {0};
+    s->nenums = 1;
     s->enums = &e;
     snprintf(p, sizeof p, "%s/enum", tmp);
     tdb_io_posix(&io, p);
@@ -750,8 +785,22 @@ static void test_create_refuses(void)
     s->nenums = 0;
     s->enums = NULL;
     tdb_io_free(&io);
+}
+
+static void test_create_refuses(void)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
+                                      &err), 0);
+    char *tmp = unit_temp_dir("create");
+    if (s && tmp) {
+        create_refuses_not_empty(tmp, s);
+        create_new_folder(tmp, s);
+        create_refuses_enum(tmp, s);
+        unit_rm_rf(tmp);
+    }
     tdb_schema_free(s);
-    unit_rm_rf(tmp);
     free(tmp);
 }
 
