@@ -83,6 +83,56 @@ static int faulty_commit(const struct tdb_io *arr, const struct tdb_io *stg,
 
 /* ------------------------------------------------------------ the commit */
 
+/* The array after a commit stopped short (result r, name first): the
+ * old data (old_n bytes) and no committed fragment, or the whole new one
+ * (the staged a). */
+static void cut_check_after(const struct tdb_io *arr, int r, const char *first,
+                            size_t commits, const int32_t a[50],
+                            const uint8_t *old, uint64_t old_n)
+{
+    uint64_t gn = 0;
+    uint8_t *got = view_file(arr, "a", &gn);
+    if (r == 0) {
+        /* only the calls after the commit file (the folder's sync) may
+         * fail without undoing it */
+        CHECK(first != NULL);
+        CHECK_EQ_INT(commits, 1);
+        CHECK(got && gn == 200 && !memcmp(got, a, 200));
+    } else if (commits == 1) {
+        CHECK(got && gn == 200 && !memcmp(got, a, 200));
+    } else {
+        /* not committed: readers see the old data */
+        CHECK_EQ_INT(commits, 0);
+        CHECK(got && gn == old_n && !memcmp(got, old, old_n));
+    }
+    free(got);
+}
+
+/* The same staged folder committed again after a commit stopped at call
+ * n, nothing failing: exactly one fragment (the first one, first, if
+ * that committed), reading the staged bytes a. */
+static void cut_recommit(const struct tdb_io *arr, const struct tdb_io *stg,
+                         uint64_t n, size_t commits, const char *first,
+                         const int32_t a[50])
+{
+    char *second = NULL;
+    struct tdb_error err = {0};
+    int r = unit_write(arr, stg, "s", NULL, 12, 0, &second, &err);
+    if (r)
+        fprintf(stderr, "  re-commit after call %llu: %s\n",
+                (unsigned long long)n, err.msg);
+    CHECK_EQ_INT(r, 0);
+    CHECK_EQ_INT(count(arr, "__commits"), 1);
+    CHECK_EQ_INT(count(arr, "__fragments"), 1);
+    if (commits == 1)
+        CHECK(first && second && !strcmp(first, second));
+    uint64_t gn = 0;
+    uint8_t *got = view_file(arr, "a", &gn);
+    CHECK(got && gn == 200 && !memcmp(got, a, 200));
+    free(got);
+    free(second);
+}
+
 /* The array after a commit stopped at call n: the old data and no
  * committed fragment, or the whole new one; then the same staged folder
  * committed again: exactly one fragment, reading the staged bytes, and no
@@ -104,62 +154,27 @@ static void commit_cut_at_every_call(bool crash)
     tdb_io_free(&stg);
     CHECK(total >= 8); /* marker, folders, data, metadata, syncs, commit */
 
-    for (uint64_t n = 1; n <= total; n++) {
+    for (uint64_t n = 1; n <= total && !unit_cur_failed; n++) {
         CHECK_EQ_INT(unit_array_from_case("dense_1d_basic", &arr), 0);
         stage_dense(&stg, a);
         uint64_t calls = 0;
         char *first = NULL;
         int r = faulty_commit(&arr, &stg, n, crash, &calls, &first);
         size_t commits = count(&arr, "__commits");
-        uint64_t gn = 0;
-        uint8_t *got = view_file(&arr, "a", &gn);
-        if (r == 0) {
-            /* only the calls after the commit file (the folder's sync) may
-             * fail without undoing it */
-            CHECK(first != NULL);
-            CHECK_EQ_INT(commits, 1);
-            CHECK(got && gn == 200 && !memcmp(got, a, 200));
-        } else if (commits == 1) {
-            CHECK(got && gn == 200 && !memcmp(got, a, 200));
-        } else {
-            /* not committed: readers see the old data */
-            CHECK_EQ_INT(commits, 0);
-            CHECK(got && gn == old_n && !memcmp(got, old, old_n));
-        }
+        cut_check_after(&arr, r, first, commits, a, old, old_n);
         if (unit_cur_failed) {
             fprintf(stderr, "  stopped at call %llu of %llu (crash %d): %d\n",
                     (unsigned long long)n, (unsigned long long)total, crash, r);
-            free(got);
-            free(first);
-            tdb_io_free(&arr);
-            tdb_io_free(&stg);
-            break;
+        } else {
+            cut_recommit(&arr, &stg, n, commits, first, a);
+            if (unit_cur_failed)
+                fprintf(stderr, "  stopped at call %llu of %llu (crash %d)\n",
+                        (unsigned long long)n, (unsigned long long)total,
+                        crash);
         }
-        free(got);
-        /* again, the same staged folder, nothing failing */
-        char *second = NULL;
-        struct tdb_error err = {0};
-        r = unit_write(&arr, &stg, "s", NULL, 12, 0, &second, &err);
-        if (r)
-            fprintf(stderr, "  re-commit after call %llu: %s\n",
-                    (unsigned long long)n, err.msg);
-        CHECK_EQ_INT(r, 0);
-        CHECK_EQ_INT(count(&arr, "__commits"), 1);
-        CHECK_EQ_INT(count(&arr, "__fragments"), 1);
-        if (commits == 1)
-            CHECK(first && second && !strcmp(first, second));
-        got = view_file(&arr, "a", &gn);
-        CHECK(got && gn == 200 && !memcmp(got, a, 200));
-        free(got);
         free(first);
-        free(second);
         tdb_io_free(&arr);
         tdb_io_free(&stg);
-        if (unit_cur_failed) {
-            fprintf(stderr, "  stopped at call %llu of %llu (crash %d)\n",
-                    (unsigned long long)n, (unsigned long long)total, crash);
-            break;
-        }
     }
     free(old);
 }
@@ -241,6 +256,45 @@ static void test_meta_one_failure(void)
 
 /* ------------------------------------------------ removal of staged files */
 
+/* The mutating calls of a whole removal of staged folder s of stg, made
+ * on a copy: after it nothing is left to sweep. */
+static uint64_t removal_calls(const struct tdb_io *stg)
+{
+    struct tdb_io_fault g = {0, false, 0, 0};
+    struct tdb_io cp, fc;
+    struct tdb_error err = {0};
+    size_t swept = 1;
+    CHECK_EQ_INT(tdb_io_mem(&cp), 0);
+    CHECK_EQ_INT(unit_copy_tree(stg, "s", &cp, "s"), 0);
+    CHECK_EQ_INT(tdb_io_faulty(&fc, &cp, &g), 0);
+    CHECK_EQ_INT(tdb_staged_remove(&fc, "s", &err), 0);
+    CHECK_EQ_INT(count(&cp, ""), 0);
+    CHECK_EQ_INT(tdb_staged_sweep(&cp, "", &swept, &err), 0);
+    CHECK_EQ_INT(swept, 0);
+    /* the rename; __error, a, b; the marker; the folder */
+    CHECK_EQ_INT(g.count, 6);
+    tdb_io_free(&fc);
+    tdb_io_free(&cp);
+    return g.count;
+}
+
+/* Staged folder s, left whole by a removal cut short: untouched (its
+ * `staged` entries, the marker among them); the retry commits the same
+ * fragment (first), writing nothing, and removes it. */
+static void removal_retry(const struct tdb_io *arr, const struct tdb_io *stg,
+                          const char *first, size_t staged)
+{
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(count(stg, "s"), staged);
+    CHECK(tdb_io_exists(stg, "s/__fragment"));
+    char *second = NULL;
+    int r = unit_write(arr, stg, "s", NULL, 4, 0, &second, &err);
+    CHECK_EQ_INT(r, 0);
+    CHECK(second && !strcmp(first, second));
+    free(second);
+    CHECK_EQ_INT(tdb_staged_remove(stg, "s", &err), 0);
+}
+
 /* A committed staged folder removed with the removal cut short at each
  * call (killed: no call after it happens; or that one call failing): the
  * folder is whole, with its marker, or gone (renamed away first).  The
@@ -262,40 +316,14 @@ static void staged_removal_cut(bool crash)
         size_t staged = count(&stg, "s");
         struct tdb_io_fault f = {n, crash, 0, 0};
         CHECK_EQ_INT(tdb_io_faulty(&fs, &stg, &f), 0);
-        if (n == 1) {
-            /* count the calls of a whole removal on a copy */
-            struct tdb_io_fault g = {0, false, 0, 0};
-            struct tdb_io cp, fc;
-            size_t swept = 1;
-            CHECK_EQ_INT(tdb_io_mem(&cp), 0);
-            CHECK_EQ_INT(unit_copy_tree(&stg, "s", &cp, "s"), 0);
-            CHECK_EQ_INT(tdb_io_faulty(&fc, &cp, &g), 0);
-            CHECK_EQ_INT(tdb_staged_remove(&fc, "s", &err), 0);
-            CHECK_EQ_INT(count(&cp, ""), 0);
-            CHECK_EQ_INT(tdb_staged_sweep(&cp, "", &swept, &err), 0);
-            CHECK_EQ_INT(swept, 0);
-            total = g.count;
-            /* the rename; __error, a, b; the marker; the folder */
-            CHECK_EQ_INT(total, 6);
-            tdb_io_free(&fc);
-            tdb_io_free(&cp);
-        }
+        if (n == 1)
+            total = removal_calls(&stg);
         int r = tdb_staged_remove(&fs, "s", &err);
         CHECK(r != 0);
         tdb_io_free(&fs);
         bool there = tdb_io_isdir(&stg, "s");
-        if (there) {
-            /* untouched: every file, the marker among them */
-            CHECK_EQ_INT(count(&stg, "s"), staged);
-            CHECK(tdb_io_exists(&stg, "s/__fragment"));
-            /* the retry: the same fragment, nothing written; removed */
-            char *second = NULL;
-            r = unit_write(&arr, &stg, "s", NULL, 4, 0, &second, &err);
-            CHECK_EQ_INT(r, 0);
-            CHECK(second && !strcmp(first, second));
-            free(second);
-            CHECK_EQ_INT(tdb_staged_remove(&stg, "s", &err), 0);
-        }
+        if (there)
+            removal_retry(&arr, &stg, first, staged);
         size_t swept = 0;
         CHECK_EQ_INT(tdb_staged_sweep(&stg, "", &swept, &err), 0);
         CHECK_EQ_INT(swept, there ? 0 : 1);
