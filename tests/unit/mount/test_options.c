@@ -188,10 +188,14 @@ static void options_numbers(void)
         bool size;
         uint64_t max, want;     /* want UINT64_MAX: refused */
     } num[] = {
-        {"3M", true, UINT64_MAX, 3u << 20}, {"3M", false, UINT64_MAX, UINT64_MAX},
-        {"256", false, 256, 256},           {"257", false, 256, UINT64_MAX},
-        {"2k", true, 2047, UINT64_MAX},     {"", false, 10, UINT64_MAX},
-        {"-0", false, 10, UINT64_MAX},      {" 1", false, 10, UINT64_MAX},
+        {"3M", true, UINT64_MAX, 3u << 20},
+        {"3M", false, UINT64_MAX, UINT64_MAX},
+        {"256", false, 256, 256},
+        {"257", false, 256, UINT64_MAX},
+        {"2k", true, 2047, UINT64_MAX},
+        {"", false, 10, UINT64_MAX},
+        {"-0", false, 10, UINT64_MAX},
+        {" 1", false, 10, UINT64_MAX},
         {"99999999999999999999", false, UINT64_MAX, UINT64_MAX},
     };
     for (size_t i = 0; i < sizeof num / sizeof *num; i++) {
