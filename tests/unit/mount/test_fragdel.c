@@ -70,76 +70,59 @@ static void unlink_all(struct tdbm_mount *m, uint64_t ino)
         CHECK_EQ_INT(tdbm_unlink(m, ino, t), 0);
 }
 
-/* rm -r __fragments/NAME on a rw mount: each unlink hides a file of the
- * folder (lookups and listings of this mount no longer find it), rmdir
- * of the emptied folder deletes the fragment (ENOTEMPTY before, ENOENT
- * for a name not there); a new view is current at once while a file
- * opened before still reads the deleted fragment's bytes; its folder goes
- * with the last handle of the old view.  Elsewhere EROFS; on a read-only
- * mount EROFS. */
-static void test_fragment_rm(void)
+/* The newest fragment of the two `frag` lists, into newest[cap]: the
+ * greater of two names of as many digits.  False when not two. */
+static bool newest_of_two(struct tdbm_mount *m, uint64_t frag, char *newest,
+                          size_t cap)
 {
-    struct fixture f, ro;
-    int32_t v[50], want[50];
-    struct tdbm_open_info oi;
-    struct tdbm_handle *ha, *hf;
-    char names[512], newest[512], path[1200], why[512] = "";
-    struct stat st;
-    uint64_t frag, fd, ia, ifa;
+    char names[512];
+    listing(m, frag, names, sizeof names);
+    char *sp = strchr(names, ' ');
+    CHECK(sp != NULL);
+    if (!sp)
+        return false;
+    *sp = '\0';
+    snprintf(newest, cap, "%s", strcmp(names, sp + 1) > 0 ? names : sp + 1);
+    return true;
+}
 
-    if (!fx_setup(&f, "dense_1d_basic"))
-        return;
-    commit_all(f.m, 7);
-    commit_all(f.m, 9);
-    frag = look(f.m, TDBM_ROOT_INO, "__fragments");
-    listing(f.m, frag, names, sizeof names);
-    /* the newest: the greater of two names of as many digits */
-    {
-        char *sp = strchr(names, ' ');
-        CHECK(sp != NULL);
-        if (!sp) {
-            fx_close(&f);
-            return;
-        }
-        *sp = '\0';
-        snprintf(newest, sizeof newest, "%s",
-                 strcmp(names, sp + 1) > 0 ? names : sp + 1);
-    }
-    fd = look(f.m, frag, newest);
-    CHECK(fd != 0);
-    /* handles opened before the delete, nothing read yet */
-    ia = look(f.m, TDBM_ROOT_INO, "a");
-    ifa = look(f.m, fd, "a");
-    CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &ha, &oi), 0);
-    CHECK_EQ_INT(tdbm_open(f.m, ifa, O_RDONLY, &hf, &oi), 0);
-
-    CHECK_EQ_INT(tdbm_rmdir(f.m, frag, newest), -ENOTEMPTY);
-    CHECK_EQ_INT(tdbm_rmdir(f.m, frag, "__1_1_0123_22"), -ENOENT);
-    CHECK_EQ_INT(tdbm_unlink(f.m, fd, "nothing"), -ENOENT);
-    listing(f.m, fd, names, sizeof names);
+/* Unlinking the files of fragment folder fd (of `newest` in frag): each
+ * is hidden at once, rmdir refused until the folder is empty; outside a
+ * fragment's folder EROFS. */
+static void rm_unlink_files(struct tdbm_mount *m, uint64_t frag, uint64_t fd,
+                            const char *newest)
+{
+    char names[512], after[512];
+    CHECK_EQ_INT(tdbm_rmdir(m, frag, newest), -ENOTEMPTY);
+    CHECK_EQ_INT(tdbm_rmdir(m, frag, "__1_1_0123_22"), -ENOENT);
+    CHECK_EQ_INT(tdbm_unlink(m, fd, "nothing"), -ENOENT);
+    listing(m, fd, names, sizeof names);
     CHECK(strncmp(names, "__fragment.json a ", 18) == 0);
-    CHECK_EQ_INT(tdbm_unlink(f.m, fd, "a"), 0);
-    CHECK_EQ_INT(tdbm_unlink(f.m, fd, "a"), -ENOENT);
-    CHECK_EQ_INT(look(f.m, fd, "a"), 0);
-    {
-        char after[512];
-        listing(f.m, fd, after, sizeof after);
-        CHECK(strncmp(after, "__fragment.json b", 17) == 0);
-        CHECK_EQ_INT(strlen(after), strlen(names) - 2);
-    }
-    CHECK_EQ_INT(tdbm_rmdir(f.m, frag, newest), -ENOTEMPTY);
-    unlink_all(f.m, fd);
-    listing(f.m, fd, names, sizeof names);
+    CHECK_EQ_INT(tdbm_unlink(m, fd, "a"), 0);
+    CHECK_EQ_INT(tdbm_unlink(m, fd, "a"), -ENOENT);
+    CHECK_EQ_INT(look(m, fd, "a"), 0);
+    listing(m, fd, after, sizeof after);
+    CHECK(strncmp(after, "__fragment.json b", 17) == 0);
+    CHECK_EQ_INT(strlen(after), strlen(names) - 2);
+    CHECK_EQ_INT(tdbm_rmdir(m, frag, newest), -ENOTEMPTY);
+    unlink_all(m, fd);
+    listing(m, fd, names, sizeof names);
     CHECK(strcmp(names, "") == 0);
     /* not a fragment's folder: the usual answers */
-    CHECK_EQ_INT(tdbm_unlink(f.m, frag, newest), -EROFS);
-    CHECK_EQ_INT(tdbm_rmdir(f.m, TDBM_ROOT_INO, "__fragments"), -EROFS);
-    CHECK_EQ_INT(tdbm_rmdir(f.m, fd, "a"), -EROFS);
-    CHECK_EQ_INT(tdbm_unlink(f.m, TDBM_ROOT_INO, "a"), -EROFS);
+    CHECK_EQ_INT(tdbm_unlink(m, frag, newest), -EROFS);
+    CHECK_EQ_INT(tdbm_rmdir(m, TDBM_ROOT_INO, "__fragments"), -EROFS);
+    CHECK_EQ_INT(tdbm_rmdir(m, fd, "a"), -EROFS);
+    CHECK_EQ_INT(tdbm_unlink(m, TDBM_ROOT_INO, "a"), -EROFS);
+}
 
-    /* a read-only mount of the same array */
+/* On a read-only mount of array `arr`, unlink and rmdir in fragment
+ * `newest` are EROFS. */
+static void rm_read_only(const char *arr, const char *newest)
+{
+    struct fixture ro;
+    char why[512] = "";
     memset(&ro, 0, sizeof ro);
-    snprintf(ro.arr, sizeof ro.arr, "%s", f.arr);
+    snprintf(ro.arr, sizeof ro.arr, "%s", arr);
     if (fx_mount(&ro, "", false, why, sizeof why) == NULL) {
         uint64_t rf = look(ro.m, TDBM_ROOT_INO, "__fragments");
         uint64_t rd = look(ro.m, rf, newest);
@@ -152,7 +135,90 @@ static void test_fragment_rm(void)
         CHECK(!"a read-only mount");
     }
     fx_close(&ro);
+}
 
+/* Fills the 50 values of want with x. */
+static void fill50(int32_t want[50], int32_t x)
+{
+    for (int i = 0; i < 50; i++)
+        want[i] = x;
+}
+
+/* After the delete of `newest` the new view is current: its __fragments
+ * no longer has it, and a reads the older write (7s). */
+static void rm_check_new_view(struct tdbm_mount *m, const char *newest)
+{
+    int32_t v[50], want[50];
+    uint64_t nf = look(m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(nf >> TDBM_GEN_SHIFT, 4);
+    CHECK_EQ_INT(look(m, nf, newest), 0);
+    CHECK_EQ_INT(tdbm_rmdir(m, nf, newest), -ENOENT);
+    tdbm_forget(m, nf, 1);
+    uint64_t na = look(m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(slurp(m, na, v, sizeof v), sizeof v);
+    fill50(want, 7);
+    CHECK_MEM(v, want, sizeof v);
+    tdbm_forget(m, na, 1);
+}
+
+/* The handles ha and hf of the old view read its bytes (9s); the deleted
+ * fragment's folder (path) goes with the last of them, and the log says
+ * so. */
+static void rm_check_old_handles(struct tdbm_mount *m, struct tdbm_handle *ha,
+                                 struct tdbm_handle *hf, const char *path,
+                                 const char *newest)
+{
+    int32_t v[50], want[50];
+    struct stat st;
+    char said[700];
+    for (int k = 0; k < 2; k++) {
+        size_t got = 0;
+        CHECK_EQ_INT(mount_read(m, k ? hf : ha, 0, v, sizeof v, &got), 0);
+        CHECK_EQ_INT(got, sizeof v);
+        fill50(want, 9);
+        CHECK_MEM(v, want, sizeof v);
+    }
+    tdbm_release(m, ha);
+    CHECK(stat(path, &st) == 0);
+    tdbm_release(m, hf);
+    CHECK(stat(path, &st) != 0); /* gone with the last handle */
+    snprintf(said, sizeof said, "removed the folder of deleted fragment "
+             "__fragments/%s", newest);
+    CHECK(strstr(logbuf, said) != NULL);
+}
+
+/* rm -r __fragments/NAME on a rw mount: each unlink hides a file of the
+ * folder (lookups and listings of this mount no longer find it), rmdir
+ * of the emptied folder deletes the fragment (ENOTEMPTY before, ENOENT
+ * for a name not there); a new view is current at once while a file
+ * opened before still reads the deleted fragment's bytes; its folder goes
+ * with the last handle of the old view.  Elsewhere EROFS; on a read-only
+ * mount EROFS. */
+static void test_fragment_rm(void)
+{
+    struct fixture f;
+    struct tdbm_open_info oi;
+    struct tdbm_handle *ha, *hf;
+    char newest[512], path[1200];
+    struct stat st;
+
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
+    commit_all(f.m, 7);
+    commit_all(f.m, 9);
+    uint64_t frag = look(f.m, TDBM_ROOT_INO, "__fragments");
+    if (!newest_of_two(f.m, frag, newest, sizeof newest)) {
+        fx_close(&f);
+        return;
+    }
+    uint64_t fd = look(f.m, frag, newest);
+    CHECK(fd != 0);
+    /* handles opened before the delete, nothing read yet */
+    uint64_t ia = look(f.m, TDBM_ROOT_INO, "a"), ifa = look(f.m, fd, "a");
+    CHECK_EQ_INT(tdbm_open(f.m, ia, O_RDONLY, &ha, &oi), 0);
+    CHECK_EQ_INT(tdbm_open(f.m, ifa, O_RDONLY, &hf, &oi), 0);
+    rm_unlink_files(f.m, frag, fd, newest);
+    rm_read_only(f.arr, newest);
     logbuf[0] = '\0';
     invals = 0;
     CHECK_EQ_INT(tdbm_rmdir(f.m, frag, newest), 0);
@@ -160,39 +226,12 @@ static void test_fragment_rm(void)
     snprintf(path, sizeof path, "deleted fragment __fragments/%s", newest);
     CHECK(strstr(logbuf, path) != NULL);
     CHECK_EQ_INT(tdbm_rmdir(f.m, frag, newest), -ESTALE); /* old view */
-    {
-        uint64_t nf = look(f.m, TDBM_ROOT_INO, "__fragments");
-        CHECK_EQ_INT(nf >> TDBM_GEN_SHIFT, 4);
-        CHECK_EQ_INT(look(f.m, nf, newest), 0);
-        CHECK_EQ_INT(tdbm_rmdir(f.m, nf, newest), -ENOENT);
-        tdbm_forget(f.m, nf, 1);
-        uint64_t na = look(f.m, TDBM_ROOT_INO, "a");
-        CHECK_EQ_INT(slurp(f.m, na, v, sizeof v), sizeof v);
-        for (int i = 0; i < 50; i++)
-            want[i] = 7;
-        CHECK_MEM(v, want, sizeof v);
-        tdbm_forget(f.m, na, 1);
-    }
+    rm_check_new_view(f.m, newest);
     snprintf(path, sizeof path, "%s/__commits/%s.wrt", f.arr, newest);
     CHECK(stat(path, &st) != 0);
     snprintf(path, sizeof path, "%s/__fragments/%s", f.arr, newest);
     CHECK(stat(path, &st) == 0); /* the old view is open */
-    /* the handles of the old view read its bytes */
-    for (int k = 0; k < 2; k++) {
-        size_t got = 0;
-        CHECK_EQ_INT(mount_read(f.m, k ? hf : ha, 0, v, sizeof v, &got), 0);
-        CHECK_EQ_INT(got, sizeof v);
-        for (int i = 0; i < 50; i++)
-            want[i] = 9;
-        CHECK_MEM(v, want, sizeof v);
-    }
-    tdbm_release(f.m, ha);
-    CHECK(stat(path, &st) == 0);
-    tdbm_release(f.m, hf);
-    CHECK(stat(path, &st) != 0); /* gone with the last handle */
-    snprintf(path, sizeof path, "removed the folder of deleted fragment "
-             "__fragments/%s", newest);
-    CHECK(strstr(logbuf, path) != NULL);
+    rm_check_old_handles(f.m, ha, hf, path, newest);
     tdbm_forget(f.m, ia, 1);
     tdbm_forget(f.m, ifa, 1);
     tdbm_forget(f.m, fd, 1);

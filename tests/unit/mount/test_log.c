@@ -24,28 +24,13 @@ static void *take_elsewhere(void *arg)
     return tdbm_error_take(arg, &err) ? arg : NULL;
 }
 
-static void test_error_take(void)
+/* The fixture: in dir, a copy (arr) of a corpus array with a truncated
+ * tile, opened as src.  False after saying why. */
+static bool truncated_copy(const char *dir, struct tdbm_source *src,
+                           struct tdbm_options *opts)
 {
-    char dir[] = "/tmp/test_mount.XXXXXX", cmd[1200], path[1100];
-    char why[1200], buf[4096], line[TDB_ERROR_MSG_MAX + 128];
-    struct tdbm_options opts;
-    struct tdbm_source src;
-    struct tdbm_config cfg;
-    struct tdbm_mount *m = NULL;
-    struct tdbm_open_info oi;
-    struct tdbm_handle *h = NULL;
-    struct tdb_error err;
-    struct stat st;
-    pthread_t th;
-    void *other = &th;
-    uint64_t ino;
-    size_t got;
+    char cmd[1200], path[1100], why[1200];
     glob_t g;
-
-    /* the fixture: a copy of a corpus array with a truncated tile */
-    tdbm_options_init(&opts);
-    memset(&src, 0, sizeof src);
-    CHECK(mkdtemp(dir) != NULL);
     snprintf(cmd, sizeof cmd, "cp -r '%s/dense_1d_basic/array' '%s/arr'",
              unit_corpus(), dir);
     CHECK_EQ_INT(system(cmd), 0);
@@ -57,25 +42,29 @@ static void test_error_take(void)
     globfree(&g);
     snprintf(path, sizeof path, "%s/arr", dir);
     if (unit_cur_failed ||
-        tdbm_source_open(&src, path, &opts, why, sizeof why)) {
+        tdbm_source_open(src, path, opts, why, sizeof why)) {
         fprintf(stderr, "FAIL %s: the fixture could not be set up%s%s\n",
                 unit_cur, unit_cur_failed ? "" : ": ",
                 unit_cur_failed ? "" : why);
         unit_cur_failed = 1;
-        goto out;
+        return false;
     }
-    memset(&cfg, 0, sizeof cfg);
-    cfg.log = on_log;
-    logbuf[0] = '\0';
-    CHECK_EQ_INT(tdbm_mount_new(&m, &src, &opts, &cfg), 0);
-    if (!m)
-        goto out;
-    CHECK(!tdbm_error_take(m, &err));
+    return true;
+}
 
-    /* the caller's failure: no message */
-    CHECK_EQ_INT(tdbm_resolve(m, "nope", &ino, &st), -ENOENT);
-    CHECK(!tdbm_error_take(m, &err));
-
+/* A read of the truncated a fails: the message is kept for this thread
+ * alone, said by the log line too, and taken once. */
+static void check_read_failure(struct tdbm_mount *m)
+{
+    char buf[4096], line[TDB_ERROR_MSG_MAX + 128];
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h = NULL;
+    struct tdb_error err;
+    struct stat st;
+    pthread_t th;
+    void *other = &th;
+    uint64_t ino;
+    size_t got;
     CHECK_EQ_INT(tdbm_resolve(m, "a", &ino, &st), 0);
     CHECK_EQ_INT(tdbm_open(m, ino, O_RDONLY, &h, &oi), 0);
     CHECK_EQ_INT(mount_read(m, h, 0, buf, sizeof buf, &got), -EIO);
@@ -89,10 +78,37 @@ static void test_error_take(void)
              (unsigned long long)ino, sizeof buf, err.msg);
     CHECK(strcmp(logbuf, line) == 0);
     CHECK(!tdbm_error_take(m, &err)); /* taken */
-
     tdbm_release(m, h);
     tdbm_forget(m, ino, 1);
-out:
+}
+
+static void test_error_take(void)
+{
+    char dir[] = "/tmp/test_mount.XXXXXX", cmd[1200];
+    struct tdbm_options opts;
+    struct tdbm_source src;
+    struct tdbm_config cfg;
+    struct tdbm_mount *m = NULL;
+    struct tdb_error err;
+    struct stat st;
+    uint64_t ino;
+
+    tdbm_options_init(&opts);
+    memset(&src, 0, sizeof src);
+    CHECK(mkdtemp(dir) != NULL);
+    if (truncated_copy(dir, &src, &opts)) {
+        memset(&cfg, 0, sizeof cfg);
+        cfg.log = on_log;
+        logbuf[0] = '\0';
+        CHECK_EQ_INT(tdbm_mount_new(&m, &src, &opts, &cfg), 0);
+    }
+    if (m) {
+        CHECK(!tdbm_error_take(m, &err));
+        /* the caller's failure: no message */
+        CHECK_EQ_INT(tdbm_resolve(m, "nope", &ino, &st), -ENOENT);
+        CHECK(!tdbm_error_take(m, &err));
+        check_read_failure(m);
+    }
     tdbm_mount_free(m);
     tdbm_source_close(&src);
     tdbm_options_free(&opts);

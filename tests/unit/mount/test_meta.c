@@ -20,62 +20,69 @@
 
 /* ------------------------------------------------------------------ tests */
 
-static void test_meta(void)
+/* A typed value with a key holding '/', then a string without type, put
+ * and read back with their datatype; the __meta folder of the tree after
+ * them. */
+static uint64_t meta_check_typed(struct tdbm_mount *m)
 {
-    struct fixture f;
     int32_t v[2] = {7, -9}, got[4];
     char *val;
     size_t len;
-    uint64_t meta, k;
-
-    if (!fx_setup(&f, "dense_1d_basic"))
-        return;
-    /* a typed value, a key with '/' */
-    CHECK_EQ_INT(meta_put(f.m, "k%2Fv", "INT32", v, sizeof v), 0);
+    CHECK_EQ_INT(meta_put(m, "k%2Fv", "INT32", v, sizeof v), 0);
     CHECK_EQ_INT(invals, 1);
-    meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    uint64_t meta = look(m, TDBM_ROOT_INO, "__meta");
     CHECK_EQ_INT(meta >> TDBM_GEN_SHIFT, 2); /* the tree of the write */
-    k = look(f.m, meta, "k%2Fv");
+    uint64_t k = look(m, meta, "k%2Fv");
     CHECK(k != 0);
-    CHECK_EQ_INT(slurp(f.m, k, got, sizeof got), sizeof v);
+    CHECK_EQ_INT(slurp(m, k, got, sizeof got), sizeof v);
     CHECK_MEM(got, v, sizeof v);
-    CHECK_EQ_INT(tdbm_getxattr(f.m, k, TDBM_DATATYPE_XATTR, &val, &len), 0);
+    CHECK_EQ_INT(tdbm_getxattr(m, k, TDBM_DATATYPE_XATTR, &val, &len), 0);
     CHECK(len == 5 && memcmp(val, "INT32", 5) == 0);
     free(val);
-    tdbm_forget(f.m, k, 1);
+    tdbm_forget(m, k, 1);
     /* no type: a string */
-    CHECK_EQ_INT(meta_put(f.m, "s", NULL, "hello", 5), 0);
-    tdbm_forget(f.m, meta, 1);
-    meta = look(f.m, TDBM_ROOT_INO, "__meta");
-    k = look(f.m, meta, "s");
-    CHECK_EQ_INT(tdbm_getxattr(f.m, k, TDBM_DATATYPE_XATTR, &val, &len), 0);
+    CHECK_EQ_INT(meta_put(m, "s", NULL, "hello", 5), 0);
+    tdbm_forget(m, meta, 1);
+    meta = look(m, TDBM_ROOT_INO, "__meta");
+    k = look(m, meta, "s");
+    CHECK_EQ_INT(tdbm_getxattr(m, k, TDBM_DATATYPE_XATTR, &val, &len), 0);
     CHECK(len == 11 && memcmp(val, "STRING_UTF8", 11) == 0);
     free(val);
-    tdbm_forget(f.m, k, 1);
-    /* 3 bytes are no whole INT32: refused, logged, nothing stored */
+    tdbm_forget(m, k, 1);
+    return meta;
+}
+
+/* In folder meta: 3 bytes are no whole INT32 (refused, logged, nothing
+ * stored); an unknown type and a bad name are refused. */
+static void meta_check_refused(struct tdbm_mount *m, uint64_t meta)
+{
+    struct tdbm_created c;
     invals = 0;
-    CHECK_EQ_INT(meta_put(f.m, "bad", "INT32", "abc", 3), -EINVAL);
+    CHECK_EQ_INT(meta_put(m, "bad", "INT32", "abc", 3), -EINVAL);
     CHECK(strstr(logbuf, "__meta/bad: 3 bytes are not a whole number of "
                          "INT32 values") != NULL);
     CHECK_EQ_INT(invals, 0);
-    CHECK_EQ_INT(look(f.m, meta, "bad"), 0);
-    /* an unknown type and a bad name */
-    {
-        struct tdbm_created c;
-        struct tdbm_handle *h;
-        struct tdbm_entry e;
-        CHECK_EQ_INT(tdbm_create(f.m, meta, "t", O_WRONLY | O_CREAT, 0644,
-                                 &c), 0);
-        e = c.e;
-        h = c.h;
-        CHECK(e.ino & TDBM_META_BIT);
-        CHECK_EQ_INT(tdbm_setxattr(f.m, e.ino, TDBM_DATATYPE_XATTR, "NOPE",
-                                   4, false), -EINVAL);
-        CHECK_EQ_INT(tdbm_flush(f.m, h), 0); /* nothing written: no value */
-        tdbm_release(f.m, h);
-        CHECK_EQ_INT(tdbm_create(f.m, meta, "a%zz", O_WRONLY | O_CREAT, 0644,
-                                 &c), -EINVAL);
-    }
+    CHECK_EQ_INT(look(m, meta, "bad"), 0);
+    CHECK_EQ_INT(tdbm_create(m, meta, "t", O_WRONLY | O_CREAT, 0644, &c), 0);
+    struct tdbm_entry e = c.e;
+    struct tdbm_handle *h = c.h;
+    CHECK(e.ino & TDBM_META_BIT);
+    CHECK_EQ_INT(tdbm_setxattr(m, e.ino, TDBM_DATATYPE_XATTR, "NOPE", 4,
+                               false), -EINVAL);
+    CHECK_EQ_INT(tdbm_flush(m, h), 0); /* nothing written: no value */
+    tdbm_release(m, h);
+    CHECK_EQ_INT(tdbm_create(m, meta, "a%zz", O_WRONLY | O_CREAT, 0644, &c),
+                 -EINVAL);
+}
+
+static void test_meta(void)
+{
+    struct fixture f;
+
+    if (!fx_setup(&f, "dense_1d_basic"))
+        return;
+    uint64_t meta = meta_check_typed(f.m);
+    meta_check_refused(f.m, meta);
     /* rm __meta/KEY deletes the key */
     invals = 0;
     CHECK_EQ_INT(tdbm_unlink(f.m, meta, "k%2Fv"), 0);

@@ -101,85 +101,111 @@ static void test_owner_read_only(void)
     fx_close(&f);
 }
 
-/* A writable mount with uid=, gid=, umask=: the tree, the metadata files
- * and the staged entries show that owner, whoever owns them on disk; a
- * chown to it is accepted (and changes nothing), any other refused. */
-static void test_owner_writable(void)
+/* The tree and a new metadata file show the mount's owner; a chown of
+ * the file to it is accepted, to another group refused. */
+static void owner_tree_and_meta(struct fixture *f)
 {
-    struct fixture f;
     struct tdbm_created c;
-    struct tdbm_handle *h;
-    struct tdbm_entry e, fe;
-    struct stat st, out, disk;
-    char path[256];
-    uint64_t stg, meta;
-
-    if (!fx_setup_with(&f, "dense_1d_basic", ",uid=4242,gid=4343,umask=002"))
-        return;
-    st = look_stat(f.m, TDBM_ROOT_INO, "a");
+    struct stat st, out;
+    st = look_stat(f->m, TDBM_ROOT_INO, "a");
     CHECK_EQ_INT(st.st_mode, S_IFREG | 0444);
     /* umask=002 lets the group write nothing: only the owner writes */
-    st = look_stat(f.m, TDBM_ROOT_INO, "__fragments");
+    st = look_stat(f->m, TDBM_ROOT_INO, "__fragments");
     CHECK_EQ_INT(st.st_mode, S_IFDIR | 0755);
-    meta = look(f.m, TDBM_ROOT_INO, "__meta");
-    CHECK_EQ_INT(tdbm_create(f.m, meta, "k", O_WRONLY | O_CREAT, 0644, &c), 0);
-    e = c.e;
-    h = c.h;
+    uint64_t meta = look(f->m, TDBM_ROOT_INO, "__meta");
+    CHECK_EQ_INT(tdbm_create(f->m, meta, "k", O_WRONLY | O_CREAT, 0644, &c),
+                 0);
+    struct tdbm_entry e = c.e;
+    struct tdbm_handle *h = c.h;
     CHECK_EQ_INT(e.attr.st_mode, S_IFREG | 0644);
     CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
     st.st_uid = 4242;
     st.st_gid = 4343;
-    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, h, &st, TDBM_SET_UID | TDBM_SET_GID,
+    CHECK_EQ_INT(tdbm_setattr(f->m, e.ino, h, &st, TDBM_SET_UID | TDBM_SET_GID,
                               &out), 0);
     st.st_gid = 0;
-    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, h, &st, TDBM_SET_GID, &out),
+    CHECK_EQ_INT(tdbm_setattr(f->m, e.ino, h, &st, TDBM_SET_GID, &out),
                  -EPERM);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, e.ino, 1);
-    tdbm_forget(f.m, meta, 1);
+    tdbm_release(f->m, h);
+    tdbm_forget(f->m, e.ino, 1);
+    tdbm_forget(f->m, meta, 1);
+}
 
-    stg = look(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
-    st = look_stat(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
-    CHECK_EQ_INT(st.st_mode, S_IFDIR | 0700);
-    CHECK(st.st_uid == 4242 && st.st_gid == 4343);
-    CHECK_EQ_INT(tdbm_mkdir(f.m, stg, "s", 0777, &e), 0);
-    CHECK_EQ_INT(e.attr.st_mode, S_IFDIR | 0700);
-    CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
-    CHECK_EQ_INT(tdbm_create(f.m, e.ino, "a", O_WRONLY | O_CREAT, 0666,
-                             &c), 0);
-    fe = c.e;
-    h = c.h;
-    CHECK_EQ_INT(fe.attr.st_mode, S_IFREG | 0600);
-    CHECK(fe.attr.st_uid == 4242 && fe.attr.st_gid == 4343);
-    /* on disk, the daemon's */
-    snprintf(path, sizeof path, "%s/stg/s/a", f.dir);
-    CHECK_EQ_INT(stat(path, &disk), 0);
-    CHECK(disk.st_uid == geteuid());
-    /* chown to the owner it has: accepted, with times (cp -a, tar x) */
+/* A chown of staged file fe (handle h, on disk at path) and of its folder
+ * e to the owner they have: accepted, with times (cp -a, tar x), the
+ * file on disk still the daemon's; to another owner or group: refused,
+ * nothing changed. */
+static void owner_chown_staged(struct fixture *f, const struct tdbm_entry *e,
+                               const struct tdbm_entry *fe,
+                               struct tdbm_handle *h, const char *path)
+{
+    struct stat st = look_stat(f->m, TDBM_ROOT_INO, TDBM_STAGING_NAME), out,
+                disk;
     st.st_uid = 4242;
     st.st_gid = 4343;
     st.st_mtim.tv_sec = 981173106;  /* 2001-02-03T04:05:06Z */
     st.st_mtim.tv_nsec = 0;
-    CHECK_EQ_INT(tdbm_setattr(f.m, fe.ino, h, &st, TDBM_SET_UID |
+    CHECK_EQ_INT(tdbm_setattr(f->m, fe->ino, h, &st, TDBM_SET_UID |
                               TDBM_SET_GID | TDBM_SET_MTIME, &out), 0);
     CHECK(out.st_uid == 4242 && out.st_gid == 4343);
     CHECK_EQ_INT(out.st_mtim.tv_sec, 981173106);
     CHECK_EQ_INT(stat(path, &disk), 0);
     CHECK_EQ_INT(disk.st_mtim.tv_sec, 981173106);
     CHECK(disk.st_uid == geteuid());
-    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, NULL, &st, TDBM_SET_UID, &out), 0);
+    CHECK_EQ_INT(tdbm_setattr(f->m, e->ino, NULL, &st, TDBM_SET_UID, &out), 0);
     CHECK_EQ_INT(out.st_mode, S_IFDIR | 0700);
-    /* to another owner or group: refused, nothing changed */
     st.st_uid = 4243;
-    CHECK_EQ_INT(tdbm_setattr(f.m, fe.ino, h, &st, TDBM_SET_UID |
+    CHECK_EQ_INT(tdbm_setattr(f->m, fe->ino, h, &st, TDBM_SET_UID |
                               TDBM_SET_MTIME, &out), -EPERM);
     st.st_uid = 4242;
     st.st_gid = 4344;
-    CHECK_EQ_INT(tdbm_setattr(f.m, e.ino, NULL, &st, TDBM_SET_GID, &out),
+    CHECK_EQ_INT(tdbm_setattr(f->m, e->ino, NULL, &st, TDBM_SET_GID, &out),
                  -EPERM);
-    tdbm_release(f.m, h);
-    tdbm_forget(f.m, fe.ino, 1);
-    tdbm_forget(f.m, e.ino, 1);
+}
+
+/* The staging folder, a staged folder and file show the mount's owner
+ * (on disk the file is the daemon's), and take chowns as
+ * owner_chown_staged. */
+static void owner_staged(struct fixture *f)
+{
+    struct tdbm_created c;
+    struct tdbm_entry e;
+    struct stat st, disk;
+    char path[256];
+    uint64_t stg = look(f->m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    st = look_stat(f->m, TDBM_ROOT_INO, TDBM_STAGING_NAME);
+    CHECK_EQ_INT(st.st_mode, S_IFDIR | 0700);
+    CHECK(st.st_uid == 4242 && st.st_gid == 4343);
+    CHECK_EQ_INT(tdbm_mkdir(f->m, stg, "s", 0777, &e), 0);
+    CHECK_EQ_INT(e.attr.st_mode, S_IFDIR | 0700);
+    CHECK(e.attr.st_uid == 4242 && e.attr.st_gid == 4343);
+    CHECK_EQ_INT(tdbm_create(f->m, e.ino, "a", O_WRONLY | O_CREAT, 0666,
+                             &c), 0);
+    struct tdbm_entry fe = c.e;
+    struct tdbm_handle *h = c.h;
+    CHECK_EQ_INT(fe.attr.st_mode, S_IFREG | 0600);
+    CHECK(fe.attr.st_uid == 4242 && fe.attr.st_gid == 4343);
+    /* on disk, the daemon's */
+    snprintf(path, sizeof path, "%s/stg/s/a", f->dir);
+    CHECK_EQ_INT(stat(path, &disk), 0);
+    CHECK(disk.st_uid == geteuid());
+    owner_chown_staged(f, &e, &fe, h, path);
+    tdbm_release(f->m, h);
+    tdbm_forget(f->m, fe.ino, 1);
+    tdbm_forget(f->m, e.ino, 1);
+}
+
+/* A writable mount with uid=, gid=, umask=: the tree, the metadata files
+ * and the staged entries show that owner, whoever owns them on disk; a
+ * chown to it is accepted (and changes nothing), any other refused. */
+static void test_owner_writable(void)
+{
+    struct fixture f;
+
+    if (!fx_setup_with(&f, "dense_1d_basic", ",uid=4242,gid=4343,umask=002"))
+        return;
+    owner_tree_and_meta(&f);
+    owner_staged(&f);
     fx_close(&f);
 }
 

@@ -70,133 +70,164 @@ static void key_file_hints(const char *path)
           !strstr(why, "newline"));
 }
 
-static void test_options(void)
+/* A list of options parsed, the check refusing -o rw with timestamp=, and
+ * accepted values of single options. */
+static void options_accepted(struct tdbm_options *o, char *why, size_t cap)
 {
-    struct tdbm_options o;
-    char why[1400], path[64], opt[128];
-    uint8_t key[33];
-    int fd;
-
-    tdbm_options_init(&o);
-    CHECK_EQ_INT(tdbm_option_list(&o, "timestamp=5,cache_size=2M,threads=4,rw",
-                                  why, sizeof why), 0);
-    CHECK(o.open.ts_start == 0 && o.open.ts_end == 5 && o.timestamp_set);
-    CHECK(o.open.cache_bytes == 2u << 20 && o.open.threads == 4 && o.rw);
-    CHECK_EQ_INT(tdbm_options_check(&o, why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option_list(o, "timestamp=5,cache_size=2M,threads=4,rw",
+                                  why, cap), 0);
+    CHECK(o->open.ts_start == 0 && o->open.ts_end == 5 && o->timestamp_set);
+    CHECK(o->open.cache_bytes == 2u << 20 && o->open.threads == 4 && o->rw);
+    CHECK_EQ_INT(tdbm_options_check(o, why, cap), -1);
     CHECK(strcmp(why, "-o rw and timestamp= do not go together (a write is "
                  "made now, outside the opened range)") == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "timestamp", "3:9", why, sizeof why), 0);
-    CHECK(o.open.ts_start == 3 && o.open.ts_end == 9);
-    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "7k", why, sizeof why), 0);
-    CHECK(o.open.cache_bytes == 7 << 10);
-    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "1G", why, sizeof why), 0);
-    CHECK(o.open.cache_bytes == 1u << 30);
-    CHECK_EQ_INT(tdbm_option(&o, "nope", "1", why, sizeof why), 1);
+    CHECK_EQ_INT(tdbm_option(o, "timestamp", "3:9", why, cap), 0);
+    CHECK(o->open.ts_start == 3 && o->open.ts_end == 9);
+    CHECK_EQ_INT(tdbm_option(o, "cache_size", "7k", why, cap), 0);
+    CHECK(o->open.cache_bytes == 7 << 10);
+    CHECK_EQ_INT(tdbm_option(o, "cache_size", "1G", why, cap), 0);
+    CHECK(o->open.cache_bytes == 1u << 30);
+    CHECK_EQ_INT(tdbm_option(o, "nope", "1", why, cap), 1);
+}
 
-    CHECK_EQ_INT(tdbm_option(&o, "timestamp", "9:3", why, sizeof why), -1);
-    CHECK(strcmp(why, "timestamp=9:3: want T or T1:T2 with "
-                 "T1 <= T2") == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "timestamp", "x", why, sizeof why), -1);
-    CHECK(strcmp(why, "timestamp=x: not a number") == 0);
-    CHECK(o.open.ts_start == 3 && o.open.ts_end == 9); /* unchanged */
-    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "5T", why, sizeof why), -1);
-    CHECK(strcmp(why, "cache_size=5T: not a size") == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "18446744073709551615G", why,
-                             sizeof why), -1);
-    /* 0 is no size: the engine would take it for its default */
-    CHECK_EQ_INT(tdbm_option(&o, "cache_size", "0", why, sizeof why), -1);
-    CHECK(strcmp(why, "cache_size=0: not a size above 0 (leave the option "
-                 "out for its default)") == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "disk_cache_size", "0M", why, sizeof why),
-                 -1);
-    CHECK(o.open.cache_bytes == 1u << 30 && o.s3.disk_cache_bytes == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "threads", "257", why, sizeof why), -1);
-    CHECK(strcmp(why, "threads=257: not a number of threads "
-                 "(0 to 256)") == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "rw", "1", why, sizeof why), -1);
-    CHECK(strcmp(why, "option rw takes no value") == 0);
-    CHECK_EQ_INT(tdbm_option(&o, "timestamp", NULL, why, sizeof why), -1);
-    CHECK(strcmp(why, "option timestamp needs a value (timestamp=...)") == 0);
-    CHECK_EQ_INT(tdbm_option_list(&o, "rw,bogus=1", why, sizeof why), -1);
-    /* the message names every option of the table */
+/* Refused values, each with its reason (NULL: not looked at); the
+ * options keep the values they had. */
+static void options_refused(struct tdbm_options *o, char *why, size_t cap)
+{
+    static const struct {
+        const char *name, *value, *why;
+    } bad[] = {
+        {"timestamp", "9:3", "timestamp=9:3: want T or T1:T2 with T1 <= T2"},
+        {"timestamp", "x", "timestamp=x: not a number"},
+        {"cache_size", "5T", "cache_size=5T: not a size"},
+        {"cache_size", "18446744073709551615G", NULL},
+        /* 0 is no size: the engine would take it for its default */
+        {"cache_size", "0", "cache_size=0: not a size above 0 (leave the "
+                            "option out for its default)"},
+        {"disk_cache_size", "0M", NULL},
+        {"threads", "257", "threads=257: not a number of threads (0 to 256)"},
+        {"rw", "1", "option rw takes no value"},
+        {"timestamp", NULL, "option timestamp needs a value (timestamp=...)"},
+        {"group_members", "all", "group_members=all: not inside or any"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK_EQ_INT(tdbm_option(o, bad[i].name, bad[i].value, why, cap), -1);
+        if (bad[i].why && strcmp(why, bad[i].why) != 0) {
+            fprintf(stderr, "FAIL %s: %s=%s said '%s', not '%s'\n", unit_cur,
+                    bad[i].name, bad[i].value ? bad[i].value : "(none)", why,
+                    bad[i].why);
+            unit_cur_failed = 1;
+        }
+    }
+    CHECK(o->open.ts_start == 3 && o->open.ts_end == 9); /* unchanged */
+    CHECK(o->open.cache_bytes == 1u << 30 && o->s3.disk_cache_bytes == 0);
+}
+
+/* An unknown option's message names every option of the table;
+ * group_members= takes any and inside. */
+static void options_unknown_and_members(struct tdbm_options *o, char *why,
+                                        size_t cap)
+{
+    CHECK_EQ_INT(tdbm_option_list(o, "rw,bogus=1", why, cap), -1);
     CHECK(strncmp(why, "unknown option bogus (known: timestamp, ", 40) == 0);
     for (const struct tdbm_option *t = tdbm_option_table; t->name; t++) {
         char name[64];
         snprintf(name, sizeof name, " %s%s", t->name, t[1].name ? "," : ")");
         CHECK(strstr(why, name) != NULL);
     }
-    CHECK_EQ_INT(tdbm_option(&o, "group_members", "any", why, sizeof why), 0);
-    CHECK_EQ_INT(o.open.members, TDB_MEMBERS_ANY);
-    CHECK_EQ_INT(tdbm_option(&o, "group_members", "inside", why, sizeof why),
-                 0);
-    CHECK_EQ_INT(o.open.members, TDB_MEMBERS_INSIDE);
-    CHECK_EQ_INT(tdbm_option(&o, "group_members", "all", why, sizeof why), -1);
-    CHECK(strcmp(why, "group_members=all: not inside or any") == 0);
-
+    CHECK_EQ_INT(tdbm_option(o, "group_members", "any", why, cap), 0);
+    CHECK_EQ_INT(o->open.members, TDB_MEMBERS_ANY);
+    CHECK_EQ_INT(tdbm_option(o, "group_members", "inside", why, cap), 0);
+    CHECK_EQ_INT(o->open.members, TDB_MEMBERS_INSIDE);
     /* staging_dir is made absolute */
-    CHECK_EQ_INT(tdbm_option(&o, "staging_dir", "rel/dir", why, sizeof why),
-                 0);
-    {
-        char *cwd = getcwd(NULL, 0), want[4200];
-        snprintf(want, sizeof want, "%s/rel/dir", cwd);
-        CHECK(o.staging_dir && strcmp(o.staging_dir, want) == 0);
-        free(cwd);
-    }
-    /* key_file: exactly 32 bytes */
+    CHECK_EQ_INT(tdbm_option(o, "staging_dir", "rel/dir", why, cap), 0);
+    char *cwd = getcwd(NULL, 0), want[4200];
+    snprintf(want, sizeof want, "%s/rel/dir", cwd);
+    CHECK(o->staging_dir && strcmp(o->staging_dir, want) == 0);
+    free(cwd);
+}
+
+/* key_file: exactly 32 bytes; shorter, longer and missing files refused
+ * with their reason. */
+static void options_key_file(struct tdbm_options *o, char *why, size_t cap)
+{
+    char path[64], opt[128], want[200];
+    uint8_t key[33];
     strcpy(path, "/tmp/test_mount_key.XXXXXX");
-    fd = mkstemp(path);
+    int fd = mkstemp(path);
     CHECK(fd >= 0);
     for (int i = 0; i < 33; i++)
         key[i] = (uint8_t)(i * 5 + 1);
     CHECK_EQ_INT(write(fd, key, 31), 31);
     snprintf(opt, sizeof opt, "key_file=%s", path);
-    CHECK_EQ_INT(tdbm_option_list(&o, opt, why, sizeof why), -1);
-    {
-        char want[200];
-        snprintf(want, sizeof want, "key_file: %s: holds 31 bytes; an "
-                 "AES-256-GCM key is exactly 32", path);
-        CHECK(strcmp(why, want) == 0);
-    }
-    CHECK(o.open.key == NULL);
+    CHECK_EQ_INT(tdbm_option_list(o, opt, why, cap), -1);
+    snprintf(want, sizeof want, "key_file: %s: holds 31 bytes; an "
+             "AES-256-GCM key is exactly 32", path);
+    CHECK(strcmp(why, want) == 0);
+    CHECK(o->open.key == NULL);
     CHECK_EQ_INT(write(fd, key + 31, 1), 1);
-    CHECK_EQ_INT(tdbm_option_list(&o, opt, why, sizeof why), 0);
-    CHECK(o.open.key == o.key);
-    CHECK_MEM(o.key, key, 32);
+    CHECK_EQ_INT(tdbm_option_list(o, opt, why, cap), 0);
+    CHECK(o->open.key == o->key);
+    CHECK_MEM(o->key, key, 32);
     CHECK_EQ_INT(write(fd, key + 32, 1), 1);
-    CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option(o, "key_file", path, why, cap), -1);
     CHECK(strstr(why, "holds 33 bytes; an AES-256-GCM key is exactly 32") &&
           !strstr(why, "newline"));
     close(fd);
     key_file_hints(path);
     unlink(path);
-    CHECK_EQ_INT(tdbm_option(&o, "key_file", path, why, sizeof why), -1);
+    CHECK_EQ_INT(tdbm_option(o, "key_file", path, why, cap), -1);
     CHECK(strstr(why, "No such file or directory") != NULL);
+}
+
+/* The one number parser: sizes, counts, the daemon's readahead=. */
+static void options_numbers(void)
+{
+    static const struct {
+        const char *text;
+        bool size;
+        uint64_t max, want;     /* want UINT64_MAX: refused */
+    } num[] = {
+        {"3M", true, UINT64_MAX, 3u << 20},
+        {"3M", false, UINT64_MAX, UINT64_MAX},
+        {"256", false, 256, 256},
+        {"257", false, 256, UINT64_MAX},
+        {"2k", true, 2047, UINT64_MAX},
+        {"", false, 10, UINT64_MAX},
+        {"-0", false, 10, UINT64_MAX},
+        {" 1", false, 10, UINT64_MAX},
+        {"99999999999999999999", false, UINT64_MAX, UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof num / sizeof *num; i++) {
+        uint64_t v = 9;
+        int rc = tdbm_parse_number(num[i].text, num[i].size, num[i].max, &v);
+        if (num[i].want == UINT64_MAX)
+            CHECK_EQ_INT(rc, -1);
+        else
+            CHECK(rc == 0 && v == num[i].want);
+    }
+    unsigned long kib = 9;
+    CHECK(tdbm_parse_kib("1048576", 1ul << 20, &kib) == 0 && kib == 1ul << 20);
+    CHECK_EQ_INT(tdbm_parse_kib("1048577", 1ul << 20, &kib), -1);
+    CHECK_EQ_INT(tdbm_parse_kib("1K", 1ul << 20, &kib), -1);
+}
+
+static void test_options(void)
+{
+    struct tdbm_options o;
+    char why[1400];
+
+    tdbm_options_init(&o);
+    options_accepted(&o, why, sizeof why);
+    options_refused(&o, why, sizeof why);
+    options_unknown_and_members(&o, why, sizeof why);
+    options_key_file(&o, why, sizeof why);
     /* every option of the table is parsed by tdbm_option */
     for (const struct tdbm_option *t = tdbm_option_table; t->name; t++)
         CHECK(tdbm_option(&o, t->name, "", why, sizeof why) == -1);
     tdbm_options_free(&o);
     CHECK(o.open.key == NULL && o.staging_dir == NULL);
-
-    /* the one number parser: sizes, counts, the daemon's readahead= */
-    {
-        uint64_t v = 9;
-        unsigned long kib = 9;
-        CHECK(tdbm_parse_number("3M", true, UINT64_MAX, &v) == 0 &&
-              v == 3u << 20);
-        CHECK_EQ_INT(tdbm_parse_number("3M", false, UINT64_MAX, &v), -1);
-        CHECK(tdbm_parse_number("256", false, 256, &v) == 0 && v == 256);
-        CHECK_EQ_INT(tdbm_parse_number("257", false, 256, &v), -1);
-        CHECK_EQ_INT(tdbm_parse_number("2k", true, 2047, &v), -1);
-        CHECK_EQ_INT(tdbm_parse_number("", false, 10, &v), -1);
-        CHECK_EQ_INT(tdbm_parse_number("-0", false, 10, &v), -1);
-        CHECK_EQ_INT(tdbm_parse_number(" 1", false, 10, &v), -1);
-        CHECK_EQ_INT(tdbm_parse_number("99999999999999999999", false,
-                                       UINT64_MAX, &v), -1);
-        CHECK(tdbm_parse_kib("1048576", 1ul << 20, &kib) == 0 &&
-              kib == 1ul << 20);
-        CHECK_EQ_INT(tdbm_parse_kib("1048577", 1ul << 20, &kib), -1);
-        CHECK_EQ_INT(tdbm_parse_kib("1K", 1ul << 20, &kib), -1);
-    }
+    options_numbers();
 }
 
 /* uid=, gid= and umask=: parsed, checked, and their defaults. */

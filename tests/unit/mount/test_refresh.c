@@ -90,21 +90,71 @@ static size_t expected(const char *name, const char *file, void *buf,
     return len;
 }
 
+/* The new view's a reads the corpus's expected bytes. */
+static void refresh_check_new_view(struct tdbm_mount *m)
+{
+    int32_t after[50], want[50];
+    CHECK_EQ_INT(expected("dense_1d_basic", "a", want, sizeof want),
+                 sizeof want);
+    uint64_t na = look(m, TDBM_ROOT_INO, "a");
+    CHECK_EQ_INT(na >> TDBM_GEN_SHIFT, 2);
+    CHECK_EQ_INT(slurp(m, na, after, sizeof after), sizeof after);
+    CHECK_MEM(after, want, sizeof want);
+    tdbm_forget(m, na, 1);
+}
+
+/* The root may change: no negative entry, attribute or readdir page of
+ * it is kept by the kernel; below it, as before. */
+static void refresh_check_root_uncached(struct tdbm_mount *m)
+{
+    struct tdbm_open_info oi;
+    struct tdbm_handle *h;
+    struct tdbm_entry e;
+    struct stat st;
+    double timeout;
+    CHECK_EQ_INT(tdbm_lookup(m, TDBM_ROOT_INO, "nope", &e), -ENOENT);
+    CHECK_EQ_INT(tdbm_getattr(m, TDBM_ROOT_INO, &st, &timeout), 0);
+    CHECK(timeout == 0.0);
+    CHECK_EQ_INT(tdbm_opendir(m, TDBM_ROOT_INO, &h, &oi), 0);
+    CHECK(!oi.cache_readdir && !oi.keep_cache);
+    tdbm_release(m, h);
+    uint64_t na = look(m, TDBM_ROOT_INO, "__fragments");
+    CHECK_EQ_INT(tdbm_lookup(m, na, "nope", &e), 0);
+    CHECK(e.ino == 0 && e.entry_timeout == TDBM_TIMEOUT);
+    CHECK_EQ_INT(tdbm_opendir(m, na, &h, &oi), 0);
+    CHECK(oi.cache_readdir && oi.keep_cache);
+    tdbm_release(m, h);
+    tdbm_forget(m, na, 1);
+}
+
+/* A fragment folder without its commit is not part of the array: a check
+ * then finds nothing new; with its commit, one change, once. */
+static void refresh_check_commits(struct fixture *l)
+{
+    CHECK_EQ_INT(live_put(l, ".", false), 0);
+    CHECK_EQ_INT(tdbm_refresh(l->m), 0);
+    CHECK_EQ_INT(invals, 0);
+    CHECK_EQ_INT(live_put(l, ".", true), 0);
+    CHECK_EQ_INT(tdbm_refresh(l->m), 1);
+    CHECK_EQ_INT(invals, 1);
+    CHECK_EQ_INT(tdbm_refresh(l->m), 0);
+    CHECK_EQ_INT(invals, 1);
+}
+
 /* A commit another writer made becomes the view of new lookups at the
  * next check; an open file keeps the bytes it opened; a check that finds
  * nothing new (a fragment folder without its commit file) reopens
  * nothing. */
 static void test_refresh(void)
 {
-    int32_t before[50], after[50], want[50];
+    int32_t before[50], after[50];
     struct tdbm_open_info oi;
     struct tdbm_handle *h;
-    struct tdbm_entry e;
     struct stat st;
     struct fixture l;
     double timeout;
     size_t got;
-    uint64_t ia, na;
+    uint64_t ia;
 
     if (!live_setup(&l, "dense_1d_basic", ".", "refresh=7", false))
         return;
@@ -115,24 +165,8 @@ static void test_refresh(void)
     CHECK_EQ_INT(mount_read(l.m, h, 0, before, sizeof before, &got), 0);
     CHECK_EQ_INT(got, sizeof before);
     CHECK_EQ_INT((uint32_t)before[0], 0x80000000u); /* the fill value */
-
-    /* a fragment folder without its commit is not part of the array */
-    CHECK_EQ_INT(live_put(&l, ".", false), 0);
-    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
-    CHECK_EQ_INT(invals, 0);
-    CHECK_EQ_INT(live_put(&l, ".", true), 0);
-    CHECK_EQ_INT(tdbm_refresh(l.m), 1);
-    CHECK_EQ_INT(invals, 1);
-    CHECK_EQ_INT(tdbm_refresh(l.m), 0);
-    CHECK_EQ_INT(invals, 1);
-
-    CHECK_EQ_INT(expected("dense_1d_basic", "a", want, sizeof want),
-                 sizeof want);
-    na = look(l.m, TDBM_ROOT_INO, "a");
-    CHECK_EQ_INT(na >> TDBM_GEN_SHIFT, 2);
-    CHECK_EQ_INT(slurp(l.m, na, after, sizeof after), sizeof after);
-    CHECK_MEM(after, want, sizeof want);
-    tdbm_forget(l.m, na, 1);
+    refresh_check_commits(&l);
+    refresh_check_new_view(l.m);
     /* the handle opened before reads what it read */
     memset(after, 0, sizeof after);
     CHECK_EQ_INT(mount_read(l.m, h, 0, after, sizeof after, &got), 0);
@@ -141,22 +175,7 @@ static void test_refresh(void)
     tdbm_release(l.m, h);
     CHECK_EQ_INT(tdbm_getattr(l.m, ia, &st, &timeout), -ESTALE);
     tdbm_forget(l.m, ia, 1);
-
-    /* the root may change: no negative entry, attribute or readdir page
-     * of it is kept by the kernel; below it, as before */
-    CHECK_EQ_INT(tdbm_lookup(l.m, TDBM_ROOT_INO, "nope", &e), -ENOENT);
-    CHECK_EQ_INT(tdbm_getattr(l.m, TDBM_ROOT_INO, &st, &timeout), 0);
-    CHECK(timeout == 0.0);
-    CHECK_EQ_INT(tdbm_opendir(l.m, TDBM_ROOT_INO, &h, &oi), 0);
-    CHECK(!oi.cache_readdir && !oi.keep_cache);
-    tdbm_release(l.m, h);
-    na = look(l.m, TDBM_ROOT_INO, "__fragments");
-    CHECK_EQ_INT(tdbm_lookup(l.m, na, "nope", &e), 0);
-    CHECK(e.ino == 0 && e.entry_timeout == TDBM_TIMEOUT);
-    CHECK_EQ_INT(tdbm_opendir(l.m, na, &h, &oi), 0);
-    CHECK(oi.cache_readdir && oi.keep_cache);
-    tdbm_release(l.m, h);
-    tdbm_forget(l.m, na, 1);
+    refresh_check_root_uncached(l.m);
     CHECK_EQ_INT(logbuf[0], '\0');
     fx_close(&l);
 }

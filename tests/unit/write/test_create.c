@@ -129,90 +129,77 @@ static char *add_chunk_sizes(const char *text, const struct tdb_schema *s,
     return out;
 }
 
-static int round_trip_case(const char *cdir, const char *name, char *tmp)
+/* The schema in force in the array of io with its enumerations (NULL
+ * after saying why: not an array, or not loaded). */
+static struct tdb_schema *rt_load(const struct tdb_io *io, const char *name,
+                                  const uint8_t *key)
 {
-    char apath[1100], dst[1200];
-    struct tdb_io io = {0}, out = {0};
-    struct tdb_schema *orig = NULL, *back = NULL;
+    struct tdb_error err = {0};
+    struct tdb_schema *s = NULL;
+    char *spath = newest_schema(io);
+    if (!spath) {
+        printf("  skip %s: not an array (no schema)\n", name);
+        return NULL;
+    }
+    int rc = tdb_schema_load(io, spath, key, &s, &err);
+    free(spath);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        tdb_schema_free(s);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < s->nenums; i++)
+        CHECK_EQ_INT(tdb_enumeration_load(io, &s->enums[i], key, &err), 0);
+    return s;
+}
+
+/* The JSON carries each enumeration's values; its file gets a new name,
+ * so the enumerations of orig and back (parsed with code rc) are
+ * compared rather than the bytes. */
+static void rt_check_enums(const struct tdb_schema *orig,
+                           const struct tdb_schema *back, int rc)
+{
+    CHECK_EQ_INT(rc, 0);
+    CHECK(back && back->nenums == orig->nenums);
+    for (uint32_t i = 0; back && i < orig->nenums && i < back->nenums; i++) {
+        const struct tdb_enumeration *a = &orig->enums[i], *b = &back->enums[i];
+        CHECK(!strcmp(a->name, b->name) && a->type == b->type &&
+              a->cell_val_num == b->cell_val_num && a->ordered == b->ordered);
+        CHECK(a->data_size == b->data_size &&
+              (!a->data_size || !memcmp(a->data, b->data, a->data_size)));
+        CHECK(a->offsets_size == b->offsets_size &&
+              (!a->offsets_size ||
+               !memcmp(a->offsets, b->offsets, a->offsets_size)));
+    }
+}
+
+/* True when orig and back serialise to the same bytes (their size into
+ * *len); otherwise fails the test saying so. */
+static bool rt_same_bytes(const struct tdb_schema *orig,
+                          const struct tdb_schema *back, const char *name,
+                          uint64_t *len)
+{
     struct tdb_buf b1 = {0}, b2 = {0};
     struct tdb_error err = {0};
-    struct tdb_fs *fs = NULL;
-    uint8_t keyb[32];
-    const uint8_t *key = case_key(cdir, keyb) ? keyb : NULL;
-    char *spath = NULL, *text = NULL, *aj = NULL;
-    size_t len = 0;
-    uint64_t aj_len = 0;
-    int tested = 0;
-
-    snprintf(apath, sizeof apath, "%s/array", cdir);
-    tdb_io_posix(&io, apath);
-    if (!(spath = newest_schema(&io))) {
-        printf("  skip %s: not an array (no schema)\n", name);
-        goto out;
-    }
-    int rc = tdb_schema_load(&io, spath, key, &orig, &err);
-    CHECK_EQ_INT(rc, 0);
-    if (rc) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        goto out;
-    }
-    for (uint32_t i = 0; i < orig->nenums; i++)
-        CHECK_EQ_INT(tdb_enumeration_load(&io, &orig->enums[i], key, &err), 0);
-    text = schema_json_text(orig, &len);
-    CHECK(text != NULL);
-    if (!text)
-        goto out;
-    char *full = add_chunk_sizes(text, orig, &len);
-    CHECK(full != NULL);
-    rc = full ? tdb_schema_from_json(full, len, &back, &err) : TDB_E_NOMEM;
-    free(full);
-    if (orig->nenums) {
-        /* The JSON carries each enumeration's values; its file gets a new
-         * name, so compare the enumerations rather than the bytes. */
-        CHECK_EQ_INT(rc, 0);
-        CHECK(back && back->nenums == orig->nenums);
-        for (uint32_t i = 0; back && i < orig->nenums && i < back->nenums; i++) {
-            const struct tdb_enumeration *a = &orig->enums[i], *b = &back->enums[i];
-            CHECK(!strcmp(a->name, b->name) && a->type == b->type &&
-                  a->cell_val_num == b->cell_val_num && a->ordered == b->ordered);
-            CHECK(a->data_size == b->data_size &&
-                  (!a->data_size || !memcmp(a->data, b->data, a->data_size)));
-            CHECK(a->offsets_size == b->offsets_size &&
-                  (!a->offsets_size ||
-                   !memcmp(a->offsets, b->offsets, a->offsets_size)));
-        }
-        printf("  %s: enumerations round trip\n", name);
-        tested = 1;
-        goto out;
-    }
-    if (orig->nlabels) {
-        printf("  skip %s: dimension labels are not in the JSON\n", name);
-        goto out;
-    }
-    CHECK_EQ_INT(rc, 0);
-    if (rc) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        goto out;
-    }
     CHECK_EQ_INT(tdb_schema_serialize(orig, &b1, &err), 0);
     CHECK_EQ_INT(tdb_schema_serialize(back, &b2, &err), 0);
     CHECK_EQ_INT(b2.len, b1.len);
-    if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len)) {
+    bool same = b1.len == b2.len && !memcmp(b1.data, b2.data, b1.len);
+    if (!same) {
         fprintf(stderr, "  %s: JSON round trip changed the schema bytes\n",
                 name);
         unit_cur_failed = 1;
-        goto out;
     }
+    *len = b2.len;
+    tdb_buf_free(&b1);
+    tdb_buf_free(&b2);
+    return same;
+}
 
-    /* Create it and read it back through the tree. */
-    snprintf(dst, sizeof dst, "%s/%s", tmp, name);
-    tdb_io_posix(&out, dst);
-    rc = tdb_array_create(&out, back, key, 5, &err);
-    CHECK_EQ_INT(rc, 0);
-    if (rc) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        goto out;
-    }
+/* The folders of a created array at dst. */
+static void rt_check_dirs(const char *dst)
+{
     static const char *const dirs[] = {"__schema", "__schema/__enumerations",
                                        "__commits", "__fragments", "__meta",
                                        "__fragment_meta", "__labels"};
@@ -221,21 +208,18 @@ static int round_trip_case(const char *cdir, const char *name, char *tmp)
         snprintf(p, sizeof p, "%s/%s", dst, dirs[i]);
         CHECK(unit_is_dir(p));
     }
-    struct tdb_open_options o;
-    tdb_open_options_init(&o);
-    o.key = key;
-    rc = tdb_fs_open(&fs, &out, &o, &err);
-    CHECK_EQ_INT(rc, 0);
-    if (rc) {
-        fprintf(stderr, "  %s: open: %s\n", name, err.msg);
-        goto out;
-    }
-    aj = (char *)unit_fs_file(fs, "__array.json", &aj_len);
+}
+
+/* The mount's __array.json shows the schema JSON `text`, as version 22. */
+static void rt_check_array_json(struct tdb_fs *fs, const char *text)
+{
+    uint64_t aj_len = 0;
+    char *aj = (char *)unit_fs_file(fs, "__array.json", &aj_len);
     CHECK(aj != NULL);
     if (aj) {
         /* __array.json's "timestamp" holds UINT64_MAX, beyond jansson's
          * integers: numbers are compared as reals (the schema bytes were
-         * compared exactly above). */
+         * compared exactly before). */
         json_t *got = json_loads(aj, JSON_DECODE_INT_AS_REAL, NULL);
         json_t *want = json_loads(text, JSON_DECODE_INT_AS_REAL, NULL);
         json_t *g = schema_sans_version(got), *w = schema_sans_version(want);
@@ -247,44 +231,119 @@ static int round_trip_case(const char *cdir, const char *name, char *tmp)
         json_decref(got);
         json_decref(want);
     }
-    /* The created schema file: the generic tile header TileDB writes (GZIP
-     * level 1, max chunk size 65536, AES-256-GCM when keyed), as in the
-     * corpus's schema files. */
-    {
-        char *created = newest_schema(&out);
-        uint8_t *f = NULL;
-        uint64_t fsz = 0;
-        CHECK(created && tdb_io_read_file(&out, created, &f, &fsz, &err) == 0);
-        static const uint8_t plain[] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-                                        18, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0,
-                                        1, 5, 0, 0, 0, 1, 1, 0, 0, 0};
-        static const uint8_t enc[] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 1,
-                                      23, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0,
-                                      1, 5, 0, 0, 0, 1, 1, 0, 0, 0,
-                                      11, 0, 0, 0, 0};
-        if (f && fsz > 64) {
-            CHECK_EQ_INT(tdb_le32(f), 22);
-            CHECK_EQ_INT(tdb_le64(f + 12), b2.len);
-            if (key)
-                CHECK_MEM(f + 20, enc, sizeof enc);
-            else
-                CHECK_MEM(f + 20, plain, sizeof plain);
-        }
-        free(f);
-        free(created);
+    free(aj);
+}
+
+/* The created schema file (of `len` schema bytes): the generic tile header
+ * TileDB writes (GZIP level 1, max chunk size 65536, AES-256-GCM when
+ * keyed), as in the corpus's schema files. */
+static void rt_check_schema_file(const struct tdb_io *out, const uint8_t *key,
+                                 uint64_t len)
+{
+    static const uint8_t plain[] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                    18, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0,
+                                    1, 5, 0, 0, 0, 1, 1, 0, 0, 0};
+    static const uint8_t enc[] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 1,
+                                  23, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0,
+                                  1, 5, 0, 0, 0, 1, 1, 0, 0, 0,
+                                  11, 0, 0, 0, 0};
+    struct tdb_error err = {0};
+    char *created = newest_schema(out);
+    uint8_t *f = NULL;
+    uint64_t fsz = 0;
+    CHECK(created && tdb_io_read_file(out, created, &f, &fsz, &err) == 0);
+    if (f && fsz > 64) {
+        CHECK_EQ_INT(tdb_le32(f), 22);
+        CHECK_EQ_INT(tdb_le64(f + 12), len);
+        if (key)
+            CHECK_MEM(f + 20, enc, sizeof enc);
+        else
+            CHECK_MEM(f + 20, plain, sizeof plain);
     }
-    tested = 1;
-out:
+    free(f);
+    free(created);
+}
+
+/* Creates schema s (JSON `text`, `len` bytes serialised) as tmp/name and
+ * reads it back through the tree; 1 when it could be. */
+static int rt_create(const char *tmp, const char *name,
+                     const struct tdb_schema *s, const uint8_t *key,
+                     const char *text, uint64_t len)
+{
+    char dst[1200];
+    struct tdb_io out = {0};
+    struct tdb_error err = {0};
+    struct tdb_fs *fs = NULL;
+    snprintf(dst, sizeof dst, "%s/%s", tmp, name);
+    tdb_io_posix(&out, dst);
+    int rc = tdb_array_create(&out, s, key, 5, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+    if (!rc) {
+        rt_check_dirs(dst);
+        struct tdb_open_options o;
+        tdb_open_options_init(&o);
+        o.key = key;
+        rc = tdb_fs_open(&fs, &out, &o, &err);
+        CHECK_EQ_INT(rc, 0);
+        if (rc)
+            fprintf(stderr, "  %s: open: %s\n", name, err.msg);
+    }
+    if (!rc) {
+        rt_check_array_json(fs, text);
+        rt_check_schema_file(&out, key, len);
+    }
     tdb_fs_close(fs);
+    tdb_io_free(&out);
+    return !rc;
+}
+
+/* Corpus case cdir's schema through JSON and back, byte for byte, then
+ * created under tmp and read back; 1 when it was tested. */
+static int round_trip_case(const char *cdir, const char *name, char *tmp)
+{
+    char apath[1100];
+    struct tdb_io io = {0};
+    struct tdb_schema *orig, *back = NULL;
+    struct tdb_error err = {0};
+    uint8_t keyb[32];
+    const uint8_t *key = case_key(cdir, keyb) ? keyb : NULL;
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t slen = 0;
+    int tested = 0;
+
+    snprintf(apath, sizeof apath, "%s/array", cdir);
+    tdb_io_posix(&io, apath);
+    if (!(orig = rt_load(&io, name, key)))
+        goto out;
+    text = schema_json_text(orig, &len);
+    CHECK(text != NULL);
+    if (!text)
+        goto out;
+    char *full = add_chunk_sizes(text, orig, &len);
+    CHECK(full != NULL);
+    int rc = full ? tdb_schema_from_json(full, len, &back, &err) : TDB_E_NOMEM;
+    free(full);
+    if (orig->nenums) {
+        rt_check_enums(orig, back, rc);
+        printf("  %s: enumerations round trip\n", name);
+        tested = 1;
+    } else if (orig->nlabels) {
+        printf("  skip %s: dimension labels are not in the JSON\n", name);
+    } else {
+        CHECK_EQ_INT(rc, 0);
+        if (rc)
+            fprintf(stderr, "  %s: %s\n", name, err.msg);
+        else if (rt_same_bytes(orig, back, name, &slen))
+            tested = rt_create(tmp, name, back, key, text, slen);
+    }
+out:
     tdb_schema_free(orig);
     tdb_schema_free(back);
-    tdb_buf_free(&b1);
-    tdb_buf_free(&b2);
-    free(spath);
     free(text);
-    free(aj);
     tdb_io_free(&io);
-    tdb_io_free(&out);
     return tested;
 }
 
@@ -348,79 +407,89 @@ static void expect_bad(const char *text, int code, const char *needle)
     }
 }
 
+/* Schemas refused with TDB_E_INVAL, each with a piece of its message. */
+static const struct {
+    const char *text, *needle;
+} json_refused[] = {
+    {"{\"array_type\": ",
+     "line 1"},
+    {"[1, 2]",
+     "expected an object"},
+    {"{\"array_type\": \"dense\", \"dims\": []}",
+     "dims: expected an array of at least one dimension"},
+    {"{\"array_type\": \"tiled\", \"dims\": []}",
+     "array_type: \"tiled\" is not dense or sparse"},
+    {"{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"FLOAT64\", \"domain\": [0, 9], "
+     "\"tile_extent\": 2}], \"attrs\": [{\"name\": \"a\", "
+     "\"datatype\": \"INT32\"}]}",
+     "dense arrays cannot have floating point"},
+    {"{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9], "
+     "\"tile_extent\": 11}], \"attrs\": [{\"name\": \"a\", "
+     "\"datatype\": \"INT32\"}]}",
+     "tile extent 11 is larger than the domain"},
+    {"{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
+     "\"attrs\": []}",
+     "at least one attribute"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [9, 0]}]}",
+     "upper bound is below"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT8\", \"domain\": [0, 128]}]}",
+     "dims[0].domain[1]: 128 does not fit INT8"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"x\", \"datatype\": \"INT32\"}]}",
+     "'x' names both a dimension and an attribute"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"a\", \"datatype\": \"INT32\"}, {\"name\": "
+     "\"a\", \"datatype\": \"INT8\"}]}",
+     "two attributes are named 'a'"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"__a\", \"datatype\": \"INT32\"}]}",
+     "reserved"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
+     "[{\"type\": \"ZIP\"}]}]}",
+     "dims[0].filters[0].type: unknown filter \"ZIP\""},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
+     "[{\"type\": \"ZSTD\", \"lvl\": 3}]}]}",
+     "dims[0].filters[0]: unknown key \"lvl\""},
+    {"{\"array_type\": \"sparse\", \"capacity\": 0, \"dims\": "
+     "[{\"name\": \"x\", \"datatype\": \"INT32\", "
+     "\"domain\": [0, 9]}]}",
+     "capacity cannot be 0"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"a\", \"datatype\": \"INT32\", \"fill_hex\": "
+     "\"0102\"}]}",
+     "attrs[0].fill_hex: holds 2 bytes"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
+     "[{\"name\": \"a\", \"datatype\": \"UINT8\", \"enumeration\": "
+     "\"e\"}]}",
+     "attrs[0].enumeration"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
+     "\"current_domain\": [[0, 10]]}",
+     "outside the dimension's domain"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"UINT8\", \"domain\": [0, 255]}]}",
+     "whole UINT8 range"},
+    {"{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
+     "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"dims\": []}",
+     "duplicate"},
+};
+
 static void test_json_refused(void)
 {
-    expect_bad("{\"array_type\": ", TDB_E_INVAL, "line 1");
-    expect_bad("[1, 2]", TDB_E_INVAL, "expected an object");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": []}", TDB_E_INVAL,
-               "dims: expected an array of at least one dimension");
-    expect_bad("{\"array_type\": \"tiled\", \"dims\": []}", TDB_E_INVAL,
-               "array_type: \"tiled\" is not dense or sparse");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"FLOAT64\", \"domain\": [0, 9], "
-               "\"tile_extent\": 2}], \"attrs\": [{\"name\": \"a\", "
-               "\"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "dense arrays cannot have floating point");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9], "
-               "\"tile_extent\": 11}], \"attrs\": [{\"name\": \"a\", "
-               "\"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "tile extent 11 is larger than the domain");
-    expect_bad("{\"array_type\": \"dense\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
-               "\"attrs\": []}",
-               TDB_E_INVAL, "at least one attribute");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [9, 0]}]}",
-               TDB_E_INVAL, "upper bound is below");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT8\", \"domain\": [0, 128]}]}",
-               TDB_E_INVAL, "dims[0].domain[1]: 128 does not fit INT8");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"x\", \"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "'x' names both a dimension and an attribute");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"a\", \"datatype\": \"INT32\"}, {\"name\": "
-               "\"a\", \"datatype\": \"INT8\"}]}",
-               TDB_E_INVAL, "two attributes are named 'a'");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"__a\", \"datatype\": \"INT32\"}]}",
-               TDB_E_INVAL, "reserved");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
-               "[{\"type\": \"ZIP\"}]}]}",
-               TDB_E_INVAL, "dims[0].filters[0].type: unknown filter \"ZIP\"");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9], \"filters\": "
-               "[{\"type\": \"ZSTD\", \"lvl\": 3}]}]}",
-               TDB_E_INVAL, "dims[0].filters[0]: unknown key \"lvl\"");
-    expect_bad("{\"array_type\": \"sparse\", \"capacity\": 0, \"dims\": "
-               "[{\"name\": \"x\", \"datatype\": \"INT32\", "
-               "\"domain\": [0, 9]}]}",
-               TDB_E_INVAL, "capacity cannot be 0");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"a\", \"datatype\": \"INT32\", \"fill_hex\": "
-               "\"0102\"}]}",
-               TDB_E_INVAL, "attrs[0].fill_hex: holds 2 bytes");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"attrs\": "
-               "[{\"name\": \"a\", \"datatype\": \"UINT8\", \"enumeration\": "
-               "\"e\"}]}",
-               TDB_E_INVAL, "attrs[0].enumeration");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], "
-               "\"current_domain\": [[0, 10]]}",
-               TDB_E_INVAL, "outside the dimension's domain");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"UINT8\", \"domain\": [0, 255]}]}",
-               TDB_E_INVAL, "whole UINT8 range");
-    expect_bad("{\"array_type\": \"sparse\", \"dims\": [{\"name\": \"x\", "
-               "\"datatype\": \"INT32\", \"domain\": [0, 9]}], \"dims\": []}",
-               TDB_E_INVAL, "duplicate");
+    for (size_t i = 0; i < sizeof json_refused / sizeof *json_refused; i++)
+        expect_bad(json_refused[i].text, TDB_E_INVAL, json_refused[i].needle);
 }
 
 /* The datatype a sparse schema with attribute a of datatype `name` gets
@@ -501,11 +570,10 @@ static void test_json_numpy_names(void)
     CHECK(strstr(msg, "reinterpret_datatype: unknown datatype") != NULL);
 }
 
-static void test_json_values(void)
+/* uint64 above INT64_MAX, as a plain number and as a string; a whole
+ * __array.json is accepted; defaults for what is left out. */
+static void json_values_defaults(void)
 {
-    /* uint64 above INT64_MAX, as a plain number and as a string; a whole
-     * __array.json is accepted; a dense dimension without extent gets its
-     * range; defaults for what is left out. */
     char text[2048];
     snprintf(text, sizeof text,
              "{\"type\": \"array\", \"schema\": {\"array_type\": \"dense\", "
@@ -536,7 +604,15 @@ static void test_json_values(void)
     CHECK_EQ_INT(s->validity_filters.f[0].type, TDB_FILTER_RLE);
     CHECK_EQ_INT(s->offsets_filters.max_chunk_size, 65536);
     tdb_schema_free(s);
+}
 
+/* Numbers: SCALE_FLOAT only on floats; long fractions are numbers, not big
+ * integers; a too-large integer is named. */
+static void json_values_numbers(void)
+{
+    char text[2048];
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
              "\"INT16\", \"domain\": [-5, 100]}], \"attrs\": [{\"name\": "
              "\"a\", \"datatype\": \"INT32\", \"filters\": [{\"type\": "
@@ -544,15 +620,13 @@ static void test_json_values(void)
              "\"byte_width\": 4}]}]}", sparse_head);
     expect_bad(text, TDB_E_INVAL, "SCALE_FLOAT filters only FLOAT32");
 
-    /* Long fractions are numbers, not big integers; a too-large integer is
-     * named. */
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
              "\"FLOAT64\", \"domain\": [-0.12345678901234567890123, "
              "1.5e+300]}], \"attrs\": [{\"name\": \"a\", \"datatype\": "
              "\"FLOAT32\", \"filters\": [{\"type\": \"SCALE_FLOAT\", "
              "\"scale\": 0.25000000000000000000001, \"offset\": \"NaN\", "
              "\"byte_width\": 2}]}]}", sparse_head);
-    rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    int rc = tdb_schema_from_json(text, strlen(text), &s, &err);
     CHECK_EQ_INT(rc, 0);
     if (!rc) {
         double lo, hi;
@@ -575,7 +649,16 @@ static void test_json_values(void)
              sparse_head);
     expect_bad(text, TDB_E_INVAL, "dims[0].domain[1]: "
                "18446744073709551616 is too large");
+}
 
+/* A dimension without extent, hilbert order, duplicates, a current domain,
+ * a nullable attribute with its fill and three filters, serialised as
+ * TileDB writes them (filter_pipeline.md). */
+static void json_values_filters(void)
+{
+    char text[2048];
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
     snprintf(text, sizeof text, "%s{\"name\": \"d\", \"datatype\": "
              "\"INT16\", \"domain\": [-5, 100], \"tile_extent\": null}], "
              "\"cell_order\": \"hilbert\", \"allows_duplicates\": true, "
@@ -586,7 +669,7 @@ static void test_json_values(void)
              "\"DELTA\", \"reinterpret_datatype\": \"INT32\"}, {\"type\": "
              "\"bit_width_reduction\", \"max_window\": 128}, {\"type\": "
              "\"ZSTD\", \"level\": 5}]}]}", sparse_head);
-    rc = tdb_schema_from_json(text, strlen(text), &s, &err);
+    int rc = tdb_schema_from_json(text, strlen(text), &s, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
         fprintf(stderr, "  %s\n", err.msg);
@@ -607,7 +690,6 @@ static void test_json_values(void)
                  TDB_INT32);
     CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[1], "max_window"), 128);
     CHECK_EQ_INT(tdb_filter_get_int(&a->filters.f[2], "level"), 5);
-    /* The filters serialise as TileDB writes them (filter_pipeline.md). */
     struct tdb_buf b = {0};
     CHECK_EQ_INT(tdb_pipeline_write(&a->filters, &b), 0);
     static const uint8_t want[] = {
@@ -622,6 +704,13 @@ static void test_json_values(void)
     tdb_schema_free(s);
 }
 
+static void test_json_values(void)
+{
+    json_values_defaults();
+    json_values_numbers();
+    json_values_filters();
+}
+
 /* ---------------------------------------------------------------- creating */
 
 static const char *const small_schema =
@@ -629,18 +718,11 @@ static const char *const small_schema =
     "\"datatype\": \"INT64\", \"domain\": [0, 99], \"tile_extent\": 10}], "
     "\"attrs\": [{\"name\": \"a\", \"datatype\": \"INT32\"}]}";
 
-static void test_create_refuses(void)
+/* A folder that is not empty is refused, and nothing is made in it. */
+static void create_refuses_not_empty(const char *tmp,
+                                     const struct tdb_schema *s)
 {
-    struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
-                                      &err), 0);
-    char *tmp = unit_temp_dir("create");
-    if (!s || !tmp) {
-        tdb_schema_free(s);
-        free(tmp);
-        return;
-    }
     char p[512];
     snprintf(p, sizeof p, "%s/x", tmp);
     FILE *f = fopen(p, "w");
@@ -654,8 +736,15 @@ static void test_create_refuses(void)
     snprintf(p, sizeof p, "%s/__schema", tmp);
     CHECK(!unit_is_dir(p));             /* nothing was made */
     tdb_io_free(&io);
+}
 
-    /* A missing folder is made; an existing empty one is used. */
+/* A missing folder is made, with one schema named __1_1_uuid and no
+ * temporary file left; created again, it is refused. */
+static void create_new_folder(const char *tmp, const struct tdb_schema *s)
+{
+    struct tdb_error err = {0};
+    char p[512];
+    struct tdb_io io;
     snprintf(p, sizeof p, "%s/new", tmp);
     tdb_io_posix(&io, p);
     CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), 0);
@@ -675,14 +764,19 @@ static void test_create_refuses(void)
         CHECK(!strcmp(n.v[1], "__enumerations"));
     }
     tdb_names_free(&n);
-    rc = tdb_array_create(&io, s, NULL, 1, &err);
-    CHECK_EQ_INT(rc, TDB_E_INVAL);
+    CHECK_EQ_INT(tdb_array_create(&io, s, NULL, 1, &err), TDB_E_INVAL);
     tdb_io_free(&io);
+}
 
-    /* An enumeration without a name or file is refused before anything is
-     * made. */
-    s->nenums = 1;
+/* An enumeration without a name or file is refused before anything is
+ * made. */
+static void create_refuses_enum(const char *tmp, struct tdb_schema *s)
+{
+    struct tdb_error err = {0};
+    char p[512];
+    struct tdb_io io;
     struct tdb_enumeration e = {0};
+    s->nenums = 1;
     s->enums = &e;
     snprintf(p, sizeof p, "%s/enum", tmp);
     tdb_io_posix(&io, p);
@@ -691,8 +785,22 @@ static void test_create_refuses(void)
     s->nenums = 0;
     s->enums = NULL;
     tdb_io_free(&io);
+}
+
+static void test_create_refuses(void)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(small_schema, strlen(small_schema), &s,
+                                      &err), 0);
+    char *tmp = unit_temp_dir("create");
+    if (s && tmp) {
+        create_refuses_not_empty(tmp, s);
+        create_new_folder(tmp, s);
+        create_refuses_enum(tmp, s);
+        unit_rm_rf(tmp);
+    }
     tdb_schema_free(s);
-    unit_rm_rf(tmp);
     free(tmp);
 }
 
@@ -709,6 +817,153 @@ static void test_tsname(void)
 }
 
 /* ---------------------------------------------------------------- metadata */
+
+/* One metadata write of the entry {name, type, count, value, del} at
+ * timestamp t with key k (NULL: none); its return code. */
+static int meta_put(const struct tdb_io *io, const uint8_t *k,
+                    struct tdb_meta_entry e, uint64_t t, struct tdb_error *err)
+{
+    return tdb_meta_write(io, "__meta", &e, &(struct tdb_commit_options){k, t},
+                          err);
+}
+
+static const int32_t meta_v1[2] = {1, -2};
+static const uint8_t meta_v3 = 7;
+
+/* The writes of test_meta_write: k1 written twice then k2 removed; k3
+ * written five times and k4 written and removed in the same millisecond. */
+static void meta_write_all(const struct tdb_io *io, const uint8_t *k)
+{
+    static const uint8_t x[5] = {0, 1, 2, 3, 4};
+    const struct {
+        struct tdb_meta_entry e;
+        uint64_t t;
+    } w[] = {
+        {{"k1", TDB_INT32, 2, meta_v1, false}, 10},
+        {{"k2", TDB_CHAR, 5, "hello", false}, 11},
+        {{"k1", TDB_UINT8, 1, &meta_v3, false}, 12},
+        {{"k2", 0, 0, NULL, true}, 13},
+        /* Same millisecond: applied in the order written. */
+        {{"k3", TDB_UINT8, 1, &x[0], false}, 20},
+        {{"k3", TDB_UINT8, 1, &x[1], false}, 20},
+        {{"k3", TDB_UINT8, 1, &x[2], false}, 20},
+        {{"k3", TDB_UINT8, 1, &x[3], false}, 20},
+        {{"k3", TDB_UINT8, 1, &x[4], false}, 20},
+        {{"k4", TDB_UINT8, 1, &meta_v3, false}, 20},
+        {{"k4", 0, 0, NULL, true}, 20},
+    };
+    struct tdb_error err = {0};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        CHECK_EQ_INT(meta_put(io, k, w[i].e, w[i].t, &err), 0);
+}
+
+/* The metadata as read at all times and up to timestamp 11; without the
+ * key an encrypted array's is refused. */
+static void meta_check_loaded(const struct tdb_io *io, const uint8_t *k)
+{
+    struct tdb_error err = {0};
+    struct tdb_meta *m = NULL;
+    CHECK_EQ_INT(tdb_meta_load(io, "__meta", TDB_TS_ALL, k, &m, &err), 0);
+    if (m) {
+        CHECK_EQ_INT(m->n, 2);
+        const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
+        CHECK(it && it->type == TDB_UINT8 && it->count == 1 &&
+              it->value[0] == 7);
+        CHECK(tdb_meta_find(m, "k2") == NULL);
+        it = tdb_meta_find(m, "k3");
+        CHECK(it && it->count == 1 && it->value[0] == 4);
+        CHECK(tdb_meta_find(m, "k4") == NULL);
+    }
+    tdb_meta_free(m);
+    m = NULL;
+    CHECK_EQ_INT(tdb_meta_load(io, "__meta", (struct tdb_ts_window){0, 11},
+                               k, &m, &err), 0);
+    if (m) {
+        CHECK_EQ_INT(m->n, 2);
+        const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
+        CHECK(it && it->type == TDB_INT32 && it->count == 2 &&
+              it->size == 8 && !memcmp(it->value, meta_v1, 8));
+        it = tdb_meta_find(m, "k2");
+        CHECK(it && it->type == TDB_CHAR && it->size == 5 &&
+              !memcmp(it->value, "hello", 5));
+    }
+    tdb_meta_free(m);
+    m = NULL;
+    if (k)
+        CHECK_EQ_INT(tdb_meta_load(io, "__meta", TDB_TS_ALL, NULL, &m, &err),
+                     TDB_E_NOKEY);
+    tdb_meta_free(m);
+}
+
+/* The file of the first write (__meta/name): one generic tile whose
+ * payload is exactly the serialised put, with the header TileDB writes. */
+static void meta_check_first_file(const struct tdb_io *io, const uint8_t *k,
+                                  const char *name)
+{
+    struct tdb_error err = {0};
+    char *path = tdb_path_join("__meta", name);
+    struct tdb_buf got = {0}, want = {0};
+    uint64_t next;
+    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){io, path, 0},
+                                       k, &got, &next, &err), 0);
+    tdb_meta_serialize_put(&want, "k1", TDB_INT32, 2, meta_v1);
+    CHECK(got.len == want.len && !memcmp(got.data, want.data, want.len));
+    uint8_t head[30];
+    CHECK_EQ_INT(tdb_io_read(io, path, 0, head, 30, &err), 0);
+    CHECK_EQ_INT(tdb_le32(head), 22);
+    CHECK_EQ_INT(tdb_le64(head + 12), want.len);
+    CHECK_EQ_INT(head[20], TDB_CHAR);
+    CHECK_EQ_INT(head[29], k ? TDB_AES_256_GCM : TDB_NO_ENCRYPTION);
+    tdb_buf_free(&got);
+    tdb_buf_free(&want);
+    free(path);
+}
+
+/* One file per write, named __t_t_uuid; no temporary file left. */
+static void meta_check_files(const struct tdb_io *io, const uint8_t *k)
+{
+    struct tdb_error err = {0};
+    struct tdb_names n = {0};
+    CHECK_EQ_INT(tdb_io_names(io, "__meta", &n, &err), 0);
+    CHECK_EQ_INT(n.n, 11);
+    for (size_t i = 0; i < n.n; i++) {
+        struct tdb_tsname ts;
+        CHECK_EQ_INT(tdb_tsname_parse(n.v[i], &ts), 0);
+        CHECK_EQ_INT(ts.era, 2);
+        if (ts.t1 == 10)
+            meta_check_first_file(io, k, n.v[i]);
+    }
+    tdb_names_free(&n);
+    CHECK_EQ_INT(tdb_io_names(io, "", &n, &err), 0);
+    CHECK_EQ_INT(n.n, 6);
+    tdb_names_free(&n);
+}
+
+/* The empty key and the empty value are accepted; an ANY value and a
+ * missing one refused. */
+static void meta_check_edges(const struct tdb_io *io, const uint8_t *k)
+{
+    struct tdb_error err = {0};
+    /* The empty key is a key (TileDB puts any key). */
+    CHECK_EQ_INT(meta_put(io, k, (struct tdb_meta_entry){"", TDB_UINT8, 1,
+                          &meta_v3, false}, 30, &err), 0);
+    CHECK_EQ_INT(meta_put(io, k, (struct tdb_meta_entry){"z", TDB_ANY, 1,
+                          &meta_v3, false}, 30, &err), TDB_E_INVAL);
+    CHECK(strstr(err.msg, "'z'") != NULL);
+    CHECK_EQ_INT(meta_put(io, k, (struct tdb_meta_entry){"z", TDB_UINT8, 2,
+                          NULL, false}, 30, &err), TDB_E_INVAL);
+    /* An empty value is a value (TileDB allows value_num 0). */
+    CHECK_EQ_INT(meta_put(io, k, (struct tdb_meta_entry){"empty", TDB_INT64,
+                          0, NULL, false}, 31, &err), 0);
+    struct tdb_meta *m = NULL;
+    CHECK_EQ_INT(tdb_meta_load(io, "__meta", TDB_TS_ALL, k, &m, &err), 0);
+    const struct tdb_meta_item *em = m ? tdb_meta_find(m, "empty") : NULL;
+    CHECK(em && em->type == TDB_INT64 && em->count == 0 && em->size == 0);
+    em = m ? tdb_meta_find(m, "") : NULL;
+    CHECK(em && em->type == TDB_UINT8 && em->count == 1 &&
+          ((const uint8_t *)em->value)[0] == meta_v3);
+    tdb_meta_free(m);
+}
 
 static void test_meta_write(void)
 {
@@ -732,146 +987,10 @@ static void test_meta_write(void)
         struct tdb_io io;
         tdb_io_posix(&io, p);
         CHECK_EQ_INT(tdb_array_create(&io, s, k, 1, &err), 0);
-        int32_t v1[2] = {1, -2};
-        uint8_t v3 = 7;
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"k1", TDB_INT32,
-                                    2, v1, false},
-                                    &(struct tdb_commit_options){k, 10},
-                                    &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"k2", TDB_CHAR, 5,
-                                    "hello", false},
-                                    &(struct tdb_commit_options){k, 11},
-                                    &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"k1", TDB_UINT8,
-                                    1, &v3, false},
-                                    &(struct tdb_commit_options){k, 12},
-                                    &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"k2", 0, 0, NULL,
-                                    true}, &(struct tdb_commit_options){k, 13},
-                                    &err), 0);
-        /* Same millisecond: applied in the order written. */
-        for (int i = 0; i < 5; i++) {
-            uint8_t x = (uint8_t)i;
-            CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                        &(struct tdb_meta_entry){"k3",
-                                        TDB_UINT8, 1, &x, false},
-                                        &(struct tdb_commit_options){k, 20},
-                                        &err), 0);
-        }
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"k4", TDB_UINT8,
-                                    1, &v3, false},
-                                    &(struct tdb_commit_options){k, 20},
-                                    &err), 0);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"k4", 0, 0, NULL,
-                                    true}, &(struct tdb_commit_options){k, 20},
-                                    &err), 0);
-
-        struct tdb_meta *m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, k, &m, &err),
-                     0);
-        if (m) {
-            CHECK_EQ_INT(m->n, 2);
-            const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
-            CHECK(it && it->type == TDB_UINT8 && it->count == 1 &&
-                  it->value[0] == 7);
-            CHECK(tdb_meta_find(m, "k2") == NULL);
-            it = tdb_meta_find(m, "k3");
-            CHECK(it && it->count == 1 && it->value[0] == 4);
-            CHECK(tdb_meta_find(m, "k4") == NULL);
-        }
-        tdb_meta_free(m);
-        m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, 11},
-                                   k, &m, &err), 0);
-        if (m) {
-            CHECK_EQ_INT(m->n, 2);
-            const struct tdb_meta_item *it = tdb_meta_find(m, "k1");
-            CHECK(it && it->type == TDB_INT32 && it->count == 2 &&
-                  it->size == 8 && !memcmp(it->value, v1, 8));
-            it = tdb_meta_find(m, "k2");
-            CHECK(it && it->type == TDB_CHAR && it->size == 5 &&
-                  !memcmp(it->value, "hello", 5));
-        }
-        tdb_meta_free(m);
-        m = NULL;
-        if (enc)
-            CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, NULL, &m,
-                                       &err), TDB_E_NOKEY);
-        tdb_meta_free(m);
-
-        /* One file per write, named __t_t_uuid, holding one generic tile
-         * whose payload is exactly the serialised put. */
-        struct tdb_names n = {0};
-        CHECK_EQ_INT(tdb_io_names(&io, "__meta", &n, &err), 0);
-        CHECK_EQ_INT(n.n, 11);
-        for (size_t i = 0; i < n.n; i++) {
-            struct tdb_tsname ts;
-            CHECK_EQ_INT(tdb_tsname_parse(n.v[i], &ts), 0);
-            CHECK_EQ_INT(ts.era, 2);
-            if (ts.t1 == 10) {
-                char *path = tdb_path_join("__meta", n.v[i]);
-                struct tdb_buf got = {0}, want = {0};
-                uint64_t next;
-                CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, path, 0},
-                                                   k, &got, &next, &err), 0);
-                tdb_meta_serialize_put(&want, "k1", TDB_INT32, 2, v1);
-                CHECK(got.len == want.len &&
-                      !memcmp(got.data, want.data, want.len));
-                uint8_t head[30];
-                CHECK_EQ_INT(tdb_io_read(&io, path, 0, head, 30, &err), 0);
-                CHECK_EQ_INT(tdb_le32(head), 22);
-                CHECK_EQ_INT(tdb_le64(head + 12), want.len);
-                CHECK_EQ_INT(head[20], TDB_CHAR);
-                CHECK_EQ_INT(head[29], enc ? TDB_AES_256_GCM
-                                           : TDB_NO_ENCRYPTION);
-                tdb_buf_free(&got);
-                tdb_buf_free(&want);
-                free(path);
-            }
-        }
-        tdb_names_free(&n);
-        CHECK_EQ_INT(tdb_io_names(&io, "", &n, &err), 0);
-        CHECK_EQ_INT(n.n, 6);           /* no temporary file left */
-        tdb_names_free(&n);
-
-        /* The empty key is a key (TileDB puts any key). */
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta", &(struct tdb_meta_entry){"",
-                                    TDB_UINT8, 1, &v3, false},
-                                    &(struct tdb_commit_options){k, 30},
-                                    &err), 0);
-        /* Refused writes. */
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"z", TDB_ANY, 1,
-                                    &v3, false},
-                                    &(struct tdb_commit_options){k, 30},
-                                    &err), TDB_E_INVAL);
-        CHECK(strstr(err.msg, "'z'") != NULL);
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"z", TDB_UINT8, 2,
-                                    NULL, false},
-                                    &(struct tdb_commit_options){k, 30},
-                                    &err), TDB_E_INVAL);
-        /* An empty value is a value (TileDB allows value_num 0). */
-        CHECK_EQ_INT(tdb_meta_write(&io, "__meta",
-                                    &(struct tdb_meta_entry){"empty",
-                                    TDB_INT64, 0, NULL, false},
-                                    &(struct tdb_commit_options){k, 31},
-                                    &err), 0);
-        m = NULL;
-        CHECK_EQ_INT(tdb_meta_load(&io, "__meta", TDB_TS_ALL, k, &m, &err),
-                     0);
-        const struct tdb_meta_item *em = m ? tdb_meta_find(m, "empty") : NULL;
-        CHECK(em && em->type == TDB_INT64 && em->count == 0 && em->size == 0);
-        em = m ? tdb_meta_find(m, "") : NULL;
-        CHECK(em && em->type == TDB_UINT8 && em->count == 1 &&
-              ((const uint8_t *)em->value)[0] == v3);
-        tdb_meta_free(m);
+        meta_write_all(&io, k);
+        meta_check_loaded(&io, k);
+        meta_check_files(&io, k);
+        meta_check_edges(&io, k);
         tdb_io_free(&io);
     }
     tdb_schema_free(s);

@@ -308,13 +308,65 @@ static uint64_t view_digest(const struct tdb_io *io)
     return h;
 }
 
+static const char kill_cond[] = "a < 0 or s == 'x3'";
+
+/* After a delete commit killed (result rc), the array of io shows the
+ * cells before or after it (view digests); one that shows them before is
+ * committed again; a consolidation and vacuum then leave no temporary
+ * file and the cells after. */
+static void kill_check_after(const struct tdb_io *io, int rc, uint64_t before,
+                             uint64_t after)
+{
+    struct tdb_error err = {0};
+    char *name = NULL;
+    uint64_t v = view_digest(io);
+    CHECK(v == before || v == after);
+    CHECK(rc != 0 || v == after);
+    if (v == before) {
+        CHECK_EQ_INT(tdb_delete_commit(io, kill_cond, sizeof kill_cond - 1,
+                                       &(struct tdb_commit_options){NULL, 0},
+                                       &name, &err), 0);
+        free(name);
+    }
+    CHECK_EQ_INT(view_digest(io), after);
+    struct tdb_cons_result r;
+    CHECK_EQ_INT(tdb_consolidate_commits(io, NULL, &r, &err), 0);
+    CHECK_EQ_INT(tdb_vacuum_commits(io, &r, &err), 0);
+    struct tdb_names n = {0};
+    CHECK_EQ_INT(tdb_io_names(io, "", &n, &err), 0);
+    for (size_t i = 0; i < n.n; i++)
+        CHECK(!strstr(n.v[i], ".tmp"));
+    tdb_names_free(&n);
+    CHECK_EQ_INT(view_digest(io), after);
+}
+
+/* A delete commit on a copy of sparse_delete killed at call k, checked
+ * as kill_check_after.  False when the copy could not be made. */
+static bool kill_at(uint64_t k, uint64_t before, uint64_t after)
+{
+    struct tdb_io io, faulty;
+    struct tdb_io_fault f = {.fail_at = k, .crash = true};
+    struct tdb_error err = {0};
+    char *dir, *name = NULL;
+    if (!unit_copy_case("sparse_delete", &dir, &io))
+        return false;
+    CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
+    int rc = tdb_delete_commit(&faulty, kill_cond, sizeof kill_cond - 1,
+                               &(struct tdb_commit_options){NULL, 0},
+                               &name, &err);
+    free(name);
+    tdb_io_free(&faulty);
+    kill_check_after(&io, rc, before, after);
+    unit_drop_case(dir, &io);
+    return true;
+}
+
 /* A kill at every mutating call of a delete commit: the array shows the
  * cells as before or as after, never anything else, and a commit after
  * it works; what a kill left is swept by the next consolidation and
  * vacuum. */
 static void test_kills(void)
 {
-    static const char cond[] = "a < 0 or s == 'x3'";
     struct tdb_io io;
     char *dir;
     uint64_t before = 0, after = 0, total = 0;
@@ -326,7 +378,7 @@ static void test_kills(void)
     char *name = NULL;
     before = view_digest(&io);
     CHECK_EQ_INT(tdb_io_faulty(&counting, &io, &all), 0);
-    CHECK_EQ_INT(tdb_delete_commit(&counting, cond, sizeof cond - 1,
+    CHECK_EQ_INT(tdb_delete_commit(&counting, kill_cond, sizeof kill_cond - 1,
                                    &(struct tdb_commit_options){NULL, 0},
                                    &name, &err), 0);
     free(name);
@@ -335,42 +387,9 @@ static void test_kills(void)
     after = view_digest(&io);
     CHECK(before && after && before != after && total >= 3);
     unit_drop_case(dir, &io);
-    for (uint64_t k = 1; k <= total; k++) {
-        struct tdb_io faulty;
-        struct tdb_io_fault f = {.fail_at = k, .crash = true};
-        if (!unit_copy_case("sparse_delete", &dir, &io))
+    for (uint64_t k = 1; k <= total; k++)
+        if (!kill_at(k, before, after) || unit_cur_failed)
             return;
-        CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
-        name = NULL;
-        int rc = tdb_delete_commit(&faulty, cond, sizeof cond - 1,
-                                   &(struct tdb_commit_options){NULL, 0},
-                                   &name, &err);
-        free(name);
-        tdb_io_free(&faulty);
-        uint64_t v = view_digest(&io);
-        CHECK(v == before || v == after);
-        CHECK(rc != 0 || v == after);
-        if (v == before) {
-            name = NULL;
-            CHECK_EQ_INT(tdb_delete_commit(&io, cond, sizeof cond - 1,
-                                           &(struct tdb_commit_options){NULL,
-                                           0}, &name, &err), 0);
-            free(name);
-        }
-        CHECK_EQ_INT(view_digest(&io), after);
-        struct tdb_cons_result r;
-        CHECK_EQ_INT(tdb_consolidate_commits(&io, NULL, &r, &err), 0);
-        CHECK_EQ_INT(tdb_vacuum_commits(&io, &r, &err), 0);
-        struct tdb_names n = {0};
-        CHECK_EQ_INT(tdb_io_names(&io, "", &n, &err), 0);
-        for (size_t i = 0; i < n.n; i++)
-            CHECK(!strstr(n.v[i], ".tmp"));
-        tdb_names_free(&n);
-        CHECK_EQ_INT(view_digest(&io), after);
-        unit_drop_case(dir, &io);
-        if (unit_cur_failed)
-            return;
-    }
     printf("   killed at each of %llu calls: the cells before or after, "
            "then committed again\n", (unsigned long long)total);
 }

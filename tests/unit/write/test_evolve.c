@@ -160,6 +160,76 @@ static json_t *find_named(json_t *arr, const char *name)
     return NULL;
 }
 
+/* Every name of before is still in after. */
+static void check_kept(const struct tdb_names *before,
+                       const struct tdb_names *after)
+{
+    for (size_t i = 0; i < before->n; i++) {
+        bool kept = false;
+        for (size_t j = 0; j < after->n; j++)
+            kept |= !strcmp(before->v[i], after->v[j]);
+        CHECK(kept);
+    }
+}
+
+/* The evolved schema of io shows the old values of "colors" and "sizes"
+ * then the new, and the attribute "level" of the new "levels". */
+static void check_enums_evolved(const struct tdb_io *io)
+{
+    json_t *schema = io_schema(io);
+    json_t *enums = json_object_get(schema, "enumerations");
+    json_t *colors = find_named(enums, "colors");
+    json_t *sizes = find_named(enums, "sizes");
+    json_t *levels = find_named(enums, "levels");
+    CHECK(colors && sizes && levels);
+    const char *cd = json_string_value(json_object_get(colors, "data_hex"));
+    CHECK(cd && !strcmp(cd, "726564677265656e626c75656379616e6d6167656e7461"
+                            "79656c6c6f777768697465626c61636b"));
+    const char *co = json_string_value(json_object_get(colors,
+                                                       "offsets_hex"));
+    CHECK(co && strlen(co) == 16 * 8 &&
+          !strcmp(co + 16 * 6, "1d00000000000000"
+                               "2200000000000000"));
+    const char *sd = json_string_value(json_object_get(sizes, "data_hex"));
+    CHECK(sd && strlen(sd) == 16 * 5 &&
+          !strcmp(sd + 16 * 4, "0000000000005940"));
+    json_t *level = find_named(json_object_get(schema, "attrs"), "level");
+    CHECK(level && !strcmp(json_string_value(json_object_get(
+                               level, "enumeration")), "levels"));
+    json_decref(schema);
+}
+
+/* A value already there, or an unknown enumeration, is refused, saying
+ * why. */
+static void check_enums_refused(const struct tdb_io *io)
+{
+    static const struct {
+        const char *json, *says;
+    } bad[] = {
+        {"{\"extend_enumerations\": [{\"name\": \"sizes\", "
+         "\"data_hex\": \"0000000000005940\"}]}", "a value twice"},
+        {"{\"extend_enumerations\": [{\"name\": \"nope\", "
+         "\"data_hex\": \"00\"}]}", "no enumeration 'nope'"},
+        {"{\"add_attributes\": [{\"name\": \"q\", \"datatype\": \"UINT8\","
+         " \"enumeration\": \"nope\"}]}", "no enumeration 'nope'"},
+        {"{\"add_enumerations\": [{\"name\": \"sizes\", \"datatype\": "
+         "\"INT8\", \"data_hex\": \"01\"}]}", "has an enumeration 'sizes'"},
+    };
+    struct tdb_error err = {0};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *made = NULL;
+        int rc = tdb_schema_evolve(io, bad[i].json, strlen(bad[i].json),
+                                   &(struct tdb_commit_options){NULL, 6 + i},
+                                   &made, &err);
+        CHECK(rc != 0 && made == NULL);
+        if (!strstr(err.msg, bad[i].says)) {
+            fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n",
+                    bad[i].json, err.msg, bad[i].says);
+            CHECK(false);
+        }
+    }
+}
+
 /* Enumerations: "colors" extended by two strings and "sizes" by a value,
  * and a new attribute with a new enumeration: the evolved schema shows
  * the old values then the new; the files of the schema before stay, one
@@ -195,60 +265,11 @@ static void test_enumerations(void)
     CHECK_EQ_INT(tdb_io_names(&io, "__schema/__enumerations", &after, &err),
                  0);
     CHECK_EQ_INT(after.n, before.n + 3);
-    for (size_t i = 0; i < before.n; i++) {
-        bool kept = false;
-        for (size_t j = 0; j < after.n; j++)
-            kept |= !strcmp(before.v[i], after.v[j]);
-        CHECK(kept);
-    }
+    check_kept(&before, &after);
     tdb_names_free(&before);
     tdb_names_free(&after);
-    json_t *schema = io_schema(&io);
-    json_t *enums = json_object_get(schema, "enumerations");
-    json_t *colors = find_named(enums, "colors");
-    json_t *sizes = find_named(enums, "sizes");
-    json_t *levels = find_named(enums, "levels");
-    CHECK(colors && sizes && levels);
-    const char *cd = json_string_value(json_object_get(colors, "data_hex"));
-    CHECK(cd && !strcmp(cd, "726564677265656e626c75656379616e6d6167656e7461"
-                            "79656c6c6f777768697465626c61636b"));
-    const char *co = json_string_value(json_object_get(colors,
-                                                       "offsets_hex"));
-    CHECK(co && strlen(co) == 16 * 8 &&
-          !strcmp(co + 16 * 6, "1d00000000000000"
-                               "2200000000000000"));
-    const char *sd = json_string_value(json_object_get(sizes, "data_hex"));
-    CHECK(sd && strlen(sd) == 16 * 5 &&
-          !strcmp(sd + 16 * 4, "0000000000005940"));
-    json_t *level = find_named(json_object_get(schema, "attrs"), "level");
-    CHECK(level && !strcmp(json_string_value(json_object_get(
-                               level, "enumeration")), "levels"));
-    json_decref(schema);
-
-    static const struct {
-        const char *json, *says;
-    } bad[] = {
-        {"{\"extend_enumerations\": [{\"name\": \"sizes\", "
-         "\"data_hex\": \"0000000000005940\"}]}", "a value twice"},
-        {"{\"extend_enumerations\": [{\"name\": \"nope\", "
-         "\"data_hex\": \"00\"}]}", "no enumeration 'nope'"},
-        {"{\"add_attributes\": [{\"name\": \"q\", \"datatype\": \"UINT8\","
-         " \"enumeration\": \"nope\"}]}", "no enumeration 'nope'"},
-        {"{\"add_enumerations\": [{\"name\": \"sizes\", \"datatype\": "
-         "\"INT8\", \"data_hex\": \"01\"}]}", "has an enumeration 'sizes'"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        made = NULL;
-        rc = tdb_schema_evolve(&io, bad[i].json, strlen(bad[i].json),
-                               &(struct tdb_commit_options){NULL, 6 + i},
-                               &made, &err);
-        CHECK(rc != 0 && made == NULL);
-        if (!strstr(err.msg, bad[i].says)) {
-            fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n",
-                    bad[i].json, err.msg, bad[i].says);
-            CHECK(false);
-        }
-    }
+    check_enums_evolved(&io);
+    check_enums_refused(&io);
     unit_drop_case(dir, &io);
 }
 

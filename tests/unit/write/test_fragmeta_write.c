@@ -60,6 +60,197 @@ static int decode_tile(const struct tdb_io *io, const char *path,
     return rc;
 }
 
+/* Loads every schema of the array of io into set (at most 16). */
+static void load_schemas(const struct tdb_io *io, struct tdb_schema_set *set)
+{
+    struct tdb_error err = {0};
+    struct tdb_names names = {0};
+    tdb_io_names(io, "__schema", &names, &err);
+    for (size_t i = 0; i < names.n && set->n < 16; i++) {
+        char sp[512];
+        if (names.is_dir[i])
+            continue;
+        fmt(sp, sizeof sp, "__schema/%s", names.v[i]);
+        if (tdb_schema_load(io, sp, NULL, &set->v[set->n], &err) == 0)
+            set->n++;
+    }
+    tdb_names_free(&names);
+}
+
+/* One field of a fragment being rebuilt: where its files are, its
+ * pipeline, datatype and values per cell, and the buffers a tile of it
+ * decodes into. */
+struct rb_field {
+    const struct tdb_io *io;
+    const struct tdb_fragmeta *fm;
+    uint32_t f;
+    const struct tdb_pipeline *p;
+    unsigned type;
+    uint32_t cvn;
+    char path[700], vpath[700], valpath[700];
+    struct tdb_buf data, offb, val, kept;
+};
+
+/* Fills r for field f of fm (fragment folder fpath): a dimension without
+ * filters of its own uses the coordinates' pipeline. */
+static void rb_field_init(struct rb_field *r, const struct tdb_fragmeta *fm,
+                          uint32_t f, const char *fpath)
+{
+    const struct tdb_schema *s = fm->schema;
+    r->fm = fm;
+    r->f = f;
+    if (fm->kinds[f] == TDB_FIELD_DIM) {
+        const struct tdb_dim *d = &s->dims[fm->index[f]];
+        r->p = d->filters.n ? &d->filters : &s->coords_filters;
+        r->type = d->type;
+        r->cvn = d->cell_val_num;
+    } else {
+        const struct tdb_attr *a = &s->attrs[fm->index[f]];
+        r->p = &a->filters;
+        r->type = a->type;
+        r->cvn = a->cell_val_num;
+    }
+    fmt(r->path, sizeof r->path, "%s/%s", fpath, fm->file_names[f]);
+    if (r->cvn == TDB_VAR_NUM)
+        fmt(r->vpath, sizeof r->vpath, "%s/%s", fpath, fm->file_var_names[f]);
+    if (fm->is_nullable[f])
+        fmt(r->valpath, sizeof r->valpath, "%s/%s", fpath,
+            fm->file_validity_names[f]);
+}
+
+/* Decodes the values and offsets of tile i of a var field into r (the
+ * offsets r->p keeps, or the offsets file's); its cells into *ncells. */
+static int rb_decode_var(struct rb_field *r, uint64_t i, const uint64_t **offs,
+                         uint64_t *ncells)
+{
+    const struct tdb_fragmeta *fm = r->fm;
+    const struct tdb_field_tiles *t = &fm->tiles[r->f];
+    unsigned vs = tdb_dt_size(r->type);
+    if (decode_tile(r->io, r->vpath, t->var_offsets, t->ntiles,
+                    fm->file_var_sizes[r->f], i, r->p, r->type, vs, true,
+                    &r->data, &r->kept))
+        return -1;
+    if (tdb_pipeline_skips_offsets(r->p, r->type, 22)) {
+        *offs = (const uint64_t *)r->kept.data;
+        *ncells = r->kept.len / 8;
+        return 0;
+    }
+    if (decode_tile(r->io, r->path, t->offsets, t->ntiles,
+                    fm->file_sizes[r->f], i, &fm->schema->offsets_filters,
+                    TDB_UINT64, 8, false, &r->offb, NULL))
+        return -1;
+    *offs = (const uint64_t *)r->offb.data;
+    *ncells = r->offb.len / 8;
+    return 0;
+}
+
+/* Decodes tile i of field r and adds it to w.  @return 0, 1 when it could
+ * not be decoded (said), -1 when w refused it (err). */
+static int rb_tile(struct rb_field *r, uint64_t i, struct tdb_fmw *w,
+                   struct tdb_error *err)
+{
+    const struct tdb_fragmeta *fm = r->fm;
+    const struct tdb_field_tiles *t = &fm->tiles[r->f];
+    bool var = r->cvn == TDB_VAR_NUM, nullable = fm->is_nullable[r->f];
+    uint64_t cell = (uint64_t)r->cvn * tdb_dt_size(r->type), ncells = 0;
+    const uint64_t *offs = NULL;
+    tdb_buf_reset(&r->data);
+    tdb_buf_reset(&r->offb);
+    tdb_buf_reset(&r->val);
+    tdb_buf_reset(&r->kept);
+    if (var ? rb_decode_var(r, i, &offs, &ncells)
+            : decode_tile(r->io, r->path, t->offsets, t->ntiles,
+                          fm->file_sizes[r->f], i, r->p, r->type, cell, false,
+                          &r->data, NULL))
+        return 1;
+    if (!var)
+        ncells = r->data.len / cell;
+    if (nullable &&
+        decode_tile(r->io, r->valpath, t->validity_offsets, t->ntiles,
+                    fm->file_validity_sizes[r->f], i,
+                    &fm->schema->validity_filters, TDB_UINT8, 1, false,
+                    &r->val, NULL))
+        return 1;
+    if (add_tile(w, r->f, t->offsets[i], var ? t->var_offsets[i] : 0,
+                 var ? t->var_sizes[i] : 0,
+                 nullable ? t->validity_offsets[i] : 0, r->data.data,
+                 r->data.len, offs, ncells, nullable ? r->val.data : NULL,
+                 err))
+        return -1;
+    return 0;
+}
+
+/* Feeds field f of fm (folder fpath of io) to w: its file sizes, and for
+ * all but a dense fragment's dimensions every tile.  As rb_tile. */
+static int rb_field(const struct tdb_io *io, struct tdb_fragmeta *fm,
+                    uint32_t f, const char *fpath, struct tdb_fmw *w,
+                    struct tdb_error *err)
+{
+    struct rb_field r = {.io = io};
+    tdb_fmw_set_file_sizes(w, f, fm->file_sizes[f], fm->file_var_sizes[f],
+                           fm->file_validity_sizes[f]);
+    if (fm->kinds[f] == TDB_FIELD_DIM && fm->dense)
+        return 0;
+    rb_field_init(&r, fm, f, fpath);
+    if (tdb_fragmeta_load_field(fm, f, err))
+        return -1;
+    int rc = 0;
+    for (uint64_t i = 0; !rc && i < fm->tiles[f].ntiles; i++)
+        rc = rb_tile(&r, i, w, err);
+    tdb_buf_free(&r.data);
+    tdb_buf_free(&r.offb);
+    tdb_buf_free(&r.val);
+    tdb_buf_free(&r.kept);
+    return rc;
+}
+
+/* A builder fed with the facts of fm (dense tiles in `layout`) but its
+ * tiles, into *w.  @return 0 or an error (err). */
+static int rb_start(const struct tdb_fragmeta *fm, unsigned layout,
+                    struct tdb_fmw **w, struct tdb_error *err)
+{
+    const struct tdb_schema *s = fm->schema;
+    if (tdb_fmw_create(w, s, fm->schema_name, fm->dense, err) ||
+        tdb_fmw_set_ned(*w, fm->ned, err))
+        return -1;
+    if (fm->dense)
+        tdb_fmw_set_dense_layout(*w, layout);
+    for (uint64_t m = 0; m < fm->nmbrs; m++)
+        if (tdb_fmw_add_mbr(*w, fm->mbrs + m * s->ndims, err))
+            return -1;
+    if (!fm->dense)
+        tdb_fmw_set_sparse_tiles(*w, fm->sparse_tile_num,
+                                 fm->last_tile_cell_num);
+    return 0;
+}
+
+/* Rebuilds fragment fpath's metadata from fm and compares it with the
+ * file mpath.  As rebuild_fragment; says why when it could not run. */
+static int rb_compare(const struct tdb_io *io, struct tdb_fragmeta *fm,
+                      const char *fpath, const char *mpath, const char *frag,
+                      unsigned layout)
+{
+    struct tdb_error err = {0};
+    struct tdb_fmw *w = NULL;
+    struct tdb_buf out = {0};
+    uint8_t *orig = NULL;
+    uint64_t orig_size = 0;
+    int rc = rb_start(fm, layout, &w, &err);
+    for (uint32_t f = 0; !rc && f < fm->nfields; f++)
+        rc = rb_field(io, fm, f, fpath, w, &err);
+    if (!rc && (tdb_fmw_serialize(w, NULL, &out, &err) ||
+                tdb_io_read_file(io, mpath, &orig, &orig_size, &err)))
+        rc = -1;
+    if (rc < 0)
+        fprintf(stderr, "  %s: %s\n", frag, err.msg);
+    int result = rc ? -1 : orig_size == out.len &&
+                               memcmp(orig, out.data, out.len) == 0;
+    free(orig);
+    tdb_buf_free(&out);
+    tdb_fmw_free(w);
+    return result;
+}
+
 /* Feeds the facts of one corpus fragment to the builder and compares the
  * result with TileDB's own file.  @return 1 identical, 0 different, -1
  * could not run. */
@@ -71,146 +262,21 @@ static int rebuild_fragment(const char *arr, const char *frag, unsigned layout)
         return -1;
     struct tdb_schema *sv[16];
     struct tdb_schema_set set = {sv, 0};
-    struct tdb_names names = {0};
-    tdb_io_names(&io, "__schema", &names, &err);
-    for (size_t i = 0; i < names.n && set.n < 16; i++) {
-        char sp[512];
-        if (names.is_dir[i])
-            continue;
-        fmt(sp, sizeof sp, "__schema/%s", names.v[i]);
-        if (tdb_schema_load(&io, sp, NULL, &sv[set.n], &err) == 0)
-            set.n++;
-    }
-    tdb_names_free(&names);
+    load_schemas(&io, &set);
     char fpath[512], mpath[600];
     fmt(fpath, sizeof fpath, "__fragments/%s", frag);
     fmt(mpath, sizeof mpath, "%s/__fragment_metadata.tdb", fpath);
     struct tdb_fragmeta *fm = NULL;
-    struct tdb_fmw *w = NULL;
-    struct tdb_buf out = {0}, data = {0}, offb = {0}, val = {0}, kept = {0};
-    uint8_t *orig = NULL;
-    uint64_t orig_size = 0;
     int result = -1;
     struct tdb_fragmeta_src src = {.io = &io, .path = fpath, .name = frag,
                                    .schemas = &set};
     if (tdb_fragmeta_load(&src, &fm, &err) ||
-        tdb_fragmeta_load_rtree(fm, &err)) {
+        tdb_fragmeta_load_rtree(fm, &err))
         fprintf(stderr, "  load %s: %s\n", fpath, err.msg);
-        goto done;
-    }
-    const struct tdb_schema *s = fm->schema;
-    if (fm->version != 22 || fm->has_timestamps || fm->has_delete_meta) {
+    else if (fm->version != 22 || fm->has_timestamps || fm->has_delete_meta)
         fprintf(stderr, "  %s: not a plain v22 fragment, skipped\n", frag);
-        goto done;
-    }
-    if (tdb_fmw_create(&w, s, fm->schema_name, fm->dense, &err) ||
-        tdb_fmw_set_ned(w, fm->ned, &err))
-        goto fail;
-    if (fm->dense)
-        tdb_fmw_set_dense_layout(w, layout);
-    for (uint64_t m = 0; m < fm->nmbrs; m++)
-        if (tdb_fmw_add_mbr(w, fm->mbrs + m * s->ndims, &err))
-            goto fail;
-    if (!fm->dense)
-        tdb_fmw_set_sparse_tiles(w, fm->sparse_tile_num,
-                                 fm->last_tile_cell_num);
-    for (uint32_t f = 0; f < fm->nfields; f++) {
-        bool is_dim = fm->kinds[f] == TDB_FIELD_DIM;
-        const struct tdb_pipeline *p;
-        unsigned type;
-        uint32_t cvn;
-        if (is_dim) {
-            const struct tdb_dim *d = &s->dims[fm->index[f]];
-            p = &d->filters;
-            type = d->type;
-            cvn = d->cell_val_num;
-            if (p->n == 0)
-                p = &s->coords_filters;
-        } else {
-            const struct tdb_attr *a = &s->attrs[fm->index[f]];
-            p = &a->filters;
-            type = a->type;
-            cvn = a->cell_val_num;
-        }
-        tdb_fmw_set_file_sizes(w, f, fm->file_sizes[f], fm->file_var_sizes[f],
-                               fm->file_validity_sizes[f]);
-        if (is_dim && fm->dense)
-            continue;
-        if (tdb_fragmeta_load_field(fm, f, &err))
-            goto fail;
-        const struct tdb_field_tiles *t = &fm->tiles[f];
-        bool var = cvn == TDB_VAR_NUM;
-        unsigned vs = tdb_dt_size(type);
-        char path[700], vpath[700], valpath[700];
-        fmt(path, sizeof path, "%s/%s", fpath, fm->file_names[f]);
-        if (var)
-            fmt(vpath, sizeof vpath, "%s/%s", fpath, fm->file_var_names[f]);
-        if (fm->is_nullable[f])
-            fmt(valpath, sizeof valpath, "%s/%s", fpath,
-                fm->file_validity_names[f]);
-        bool skips = var && tdb_pipeline_skips_offsets(p, type, 22);
-        for (uint64_t i = 0; i < t->ntiles; i++) {
-            tdb_buf_reset(&data);
-            tdb_buf_reset(&offb);
-            tdb_buf_reset(&val);
-            tdb_buf_reset(&kept);
-            uint64_t ncells;
-            const uint64_t *offs = NULL;
-            if (var) {
-                if (decode_tile(&io, vpath, t->var_offsets, t->ntiles,
-                                fm->file_var_sizes[f], i, p, type, vs, true,
-                                &data, &kept))
-                    goto done;
-                if (skips) {
-                    offs = (const uint64_t *)kept.data;
-                    ncells = kept.len / 8;
-                } else {
-                    if (decode_tile(&io, path, t->offsets, t->ntiles,
-                                    fm->file_sizes[f], i, &s->offsets_filters,
-                                    TDB_UINT64, 8, false, &offb, NULL))
-                        goto done;
-                    offs = (const uint64_t *)offb.data;
-                    ncells = offb.len / 8;
-                }
-            } else {
-                if (decode_tile(&io, path, t->offsets, t->ntiles,
-                                fm->file_sizes[f], i, p, type,
-                                (uint64_t)cvn * vs, false, &data, NULL))
-                    goto done;
-                ncells = data.len / ((uint64_t)cvn * vs);
-            }
-            if (fm->is_nullable[f] &&
-                decode_tile(&io, valpath, t->validity_offsets, t->ntiles,
-                            fm->file_validity_sizes[f], i,
-                            &s->validity_filters, TDB_UINT8, 1, false, &val,
-                            NULL))
-                goto done;
-            if (add_tile(w, f, t->offsets[i],
-                                 var ? t->var_offsets[i] : 0,
-                                 var ? t->var_sizes[i] : 0,
-                                 fm->is_nullable[f] ? t->validity_offsets[i]
-                                                    : 0,
-                                 data.data, data.len, offs, ncells,
-                                 fm->is_nullable[f] ? val.data : NULL, &err))
-                goto fail;
-        }
-    }
-    if (tdb_fmw_serialize(w, NULL, &out, &err))
-        goto fail;
-    if (tdb_io_read_file(&io, mpath, &orig, &orig_size, &err))
-        goto fail;
-    result = orig_size == out.len && memcmp(orig, out.data, out.len) == 0;
-    goto done;
-fail:
-    fprintf(stderr, "  %s: %s\n", frag, err.msg);
-done:
-    free(orig);
-    tdb_buf_free(&out);
-    tdb_buf_free(&data);
-    tdb_buf_free(&offb);
-    tdb_buf_free(&val);
-    tdb_buf_free(&kept);
-    tdb_fmw_free(w);
+    else
+        result = rb_compare(&io, fm, fpath, mpath, frag, layout);
     tdb_fragmeta_free(fm);
     for (size_t i = 0; i < set.n; i++)
         tdb_schema_free(sv[i]);
@@ -409,20 +475,21 @@ static int rt_dense(const uint8_t *key, struct tdb_schema *s,
     return rc;
 }
 
-static void test_roundtrip_dense(void)
+/* The generic tile at offset off of fm's metadata file in io, into g
+ * (emptied first); its return code. */
+static int read_gt(struct tdb_io *io, const struct tdb_fragmeta *fm,
+                   uint64_t off, struct tdb_buf *g)
 {
-    struct tdb_schema *s = rt_schema(TDB_DENSE);
-    struct tdb_buf b = {0};
     struct tdb_error err = {0};
-    struct tdb_io io;
-    struct tdb_fragmeta *fm = NULL;
-    CHECK_EQ_INT(rt_dense(NULL, s, &b, &err), 0);
-    CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    CHECK_EQ_INT(rt_load(&io, &b, s, NULL, NULL, &fm, &err), 0);
-    if (!fm) {
-        fprintf(stderr, "  %s\n", err.msg);
-        goto out;
-    }
+    uint64_t next;
+    tdb_buf_reset(g);
+    return tdb_generic_tile_read(&(struct tdb_gt_file){io, fm->meta_path, off},
+                                 NULL, g, &next, &err);
+}
+
+/* The dense fragment's facts: its domain, tiles, cells and file sizes. */
+static void dense_check_facts(const struct tdb_fragmeta *fm)
+{
     CHECK_EQ_INT(fm->version, 22);
     CHECK(fm->dense);
     CHECK(!fm->ned_null);
@@ -436,6 +503,12 @@ static void test_roundtrip_dense(void)
     CHECK_EQ_INT(fm->file_sizes[1], 270);
     CHECK_EQ_INT(fm->file_validity_sizes[1], 90);
     CHECK_EQ_INT(fm->file_sizes[2], 0);
+}
+
+/* The dense fragment's tile offsets, var sizes and null counts. */
+static void dense_check_tiles(struct tdb_fragmeta *fm)
+{
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_fragmeta_load_field(fm, 0, &err), 0);
     CHECK_EQ_INT(tdb_fragmeta_load_field(fm, 1, &err), 0);
     const struct tdb_field_tiles *f = &fm->tiles[0], *t = &fm->tiles[1];
@@ -458,30 +531,29 @@ static void test_roundtrip_dense(void)
         CHECK_EQ_INT(t->null_counts[1], 3);
         CHECK_EQ_INT(t->null_counts[2], 2);
     }
-    /* the FLOAT64 tile mins and sums, and the fragment's */
+}
+
+/* The FLOAT64 tile mins and sums of the dense fragment, and the
+ * fragment's. */
+static void dense_check_stats(struct tdb_io *io, const struct tdb_fragmeta *fm)
+{
     struct tdb_buf g = {0};
-    uint64_t next;
-    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_mins[0]},
-                                       NULL, &g, &next, &err), 0);
+    CHECK_EQ_INT(read_gt(io, fm, fm->gt_mins[0], &g), 0);
     CHECK_EQ_INT(g.len, 16 + 24);
     if (g.len == 40) {
         CHECK(rd(g.data + 16) == 7.5);
         CHECK(rd(g.data + 24) == 15.0);
         CHECK(rd(g.data + 32) == 30.0);
     }
-    tdb_buf_reset(&g);
-    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_sums[0]},
-                                       NULL, &g, &next, &err), 0);
+    CHECK_EQ_INT(read_gt(io, fm, fm->gt_sums[0], &g), 0);
     CHECK_EQ_INT(g.len, 8 + 24);
     if (g.len == 32) {
         CHECK(rd(g.data + 8) == 52.5);
         CHECK(rd(g.data + 16) == 217.5);
         CHECK(rd(g.data + 24) == 165.0);
     }
-    tdb_buf_reset(&g);
     CHECK(fm->has_frag_mins_maxs);
-    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_frag_mins_maxs},
-                                       NULL, &g, &next, &err), 0);
+    CHECK_EQ_INT(read_gt(io, fm, fm->gt_frag_mins_maxs, &g), 0);
     /* f: 8 min 8 max sum nulls; s: min "" (tile 0 counts as not all
      * null, 5 of 10 cells, so its empty min counts), max "xxxx";
      * __coords: 4+4 bytes; d0: nothing */
@@ -498,27 +570,38 @@ static void test_roundtrip_dense(void)
         CHECK_MEM(g.data + 48, s_part, sizeof s_part);
     }
     tdb_buf_free(&g);
-    CHECK_EQ_INT(tdb_fragmeta_load_rtree(fm, &err), 0);
-    CHECK_EQ_INT(fm->nmbrs, 0);
-out:
+}
+
+static void test_roundtrip_dense(void)
+{
+    struct tdb_schema *s = rt_schema(TDB_DENSE);
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    struct tdb_io io;
+    struct tdb_fragmeta *fm = NULL;
+    CHECK_EQ_INT(rt_dense(NULL, s, &b, &err), 0);
+    CHECK_EQ_INT(tdb_io_mem(&io), 0);
+    CHECK_EQ_INT(rt_load(&io, &b, s, NULL, NULL, &fm, &err), 0);
+    if (!fm) {
+        fprintf(stderr, "  %s\n", err.msg);
+    } else {
+        dense_check_facts(fm);
+        dense_check_tiles(fm);
+        dense_check_stats(&io, fm);
+        CHECK_EQ_INT(tdb_fragmeta_load_rtree(fm, &err), 0);
+        CHECK_EQ_INT(fm->nmbrs, 0);
+    }
     tdb_fragmeta_free(fm);
     tdb_io_free(&io);
     tdb_buf_free(&b);
     rt_free_schema(s);
 }
 
-/* Sparse: cells 3 7 8 20 | 50 51; s = "a" "bb" null "ccc" | "d" null. */
-static void test_roundtrip_sparse(void)
+/* Sparse: cells 3 7 8 20 | 50 51; s = "a" "bb" null "ccc" | "d" null.
+ * The fragment's metadata built into b. */
+static void sparse_build(struct tdb_fmw *w, struct tdb_buf *b)
 {
-    struct tdb_schema *s = rt_schema(TDB_SPARSE);
-    struct tdb_buf b = {0};
     struct tdb_error err = {0};
-    struct tdb_io io;
-    struct tdb_fragmeta *fm = NULL;
-    struct tdb_fmw *w = NULL;
-    CHECK_EQ_INT(tdb_fmw_create(&w, s, s->name, false, &err), 0);
-    if (!w)
-        goto out;
     static const int32_t coords[6] = {3, 7, 8, 20, 50, 51};
     static const char *const str[6] = {"a", "bb", "", "ccc", "d", ""};
     static const uint8_t valid[6] = {1, 1, 0, 1, 1, 0};
@@ -537,15 +620,14 @@ static void test_roundtrip_sparse(void)
             vsize += strlen(str[c0 + c]);
         }
         CHECK_EQ_INT(add_tile(w, 0, 100 * (uint64_t)t, 0, 0, 0, fv,
-                                      8 * (uint64_t)n, NULL, (uint64_t)n,
-                                      NULL, &err), 0);
-        CHECK_EQ_INT(add_tile(w, 1, 50 * (uint64_t)t,
-                                      20 * (uint64_t)t, vsize,
-                                      30 * (uint64_t)t, sv, vsize, offs,
-                                      (uint64_t)n, valid + c0, &err), 0);
+                              8 * (uint64_t)n, NULL, (uint64_t)n, NULL,
+                              &err), 0);
+        CHECK_EQ_INT(add_tile(w, 1, 50 * (uint64_t)t, 20 * (uint64_t)t,
+                              vsize, 30 * (uint64_t)t, sv, vsize, offs,
+                              (uint64_t)n, valid + c0, &err), 0);
         CHECK_EQ_INT(add_tile(w, 2, 40 * (uint64_t)t, 0, 0, 0, dv,
-                                      4 * (uint64_t)n, NULL, (uint64_t)n,
-                                      NULL, &err), 0);
+                              4 * (uint64_t)n, NULL, (uint64_t)n, NULL,
+                              &err), 0);
         struct tdb_range mbr = rng(coords[c0], coords[c0 + n - 1]);
         CHECK_EQ_INT(tdb_fmw_add_mbr(w, &mbr, &err), 0);
     }
@@ -553,13 +635,13 @@ static void test_roundtrip_sparse(void)
     struct tdb_range ned = rng(3, 51);
     CHECK_EQ_INT(tdb_fmw_set_ned(w, &ned, &err), 0);
     CHECK_EQ_INT(tdb_fmw_set_file_sizes(w, 2, 80, 0, 0), 0);
-    CHECK_EQ_INT(tdb_fmw_serialize(w, NULL, &b, &err), 0);
-    CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    CHECK_EQ_INT(rt_load(&io, &b, s, NULL, NULL, &fm, &err), 0);
-    if (!fm) {
-        fprintf(stderr, "  %s\n", err.msg);
-        goto out2;
-    }
+    CHECK_EQ_INT(tdb_fmw_serialize(w, NULL, b, &err), 0);
+}
+
+/* The sparse fragment's facts, its tiles and MBRs. */
+static void sparse_check_fields(struct tdb_fragmeta *fm)
+{
+    struct tdb_error err = {0};
     CHECK(!fm->dense);
     CHECK_EQ_INT(fm->sparse_tile_num, 2);
     CHECK_EQ_INT(fm->last_tile_cell_num, 2);
@@ -589,11 +671,15 @@ static void test_roundtrip_sparse(void)
         CHECK_EQ_INT((int32_t)tdb_le32(fm->mbrs[1].lo), 50);
         CHECK_EQ_INT((int32_t)tdb_le32(fm->mbrs[1].hi), 51);
     }
-    /* the R-tree: fanout 10, two levels, root [3,51] */
+}
+
+/* The sparse fragment's R-tree (fanout 10, two levels, root [3,51]) and
+ * its dimension's tile sums (sparse dims have sums, no min/max). */
+static void sparse_check_rtree_sums(struct tdb_io *io,
+                                    const struct tdb_fragmeta *fm)
+{
     struct tdb_buf g = {0};
-    uint64_t next;
-    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->rtree_off},
-                                       NULL, &g, &next, &err), 0);
+    CHECK_EQ_INT(read_gt(io, fm, fm->rtree_off, &g), 0);
     static const uint8_t rt[] = {
         10, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
         51, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 20, 0, 0, 0,
@@ -602,10 +688,7 @@ static void test_roundtrip_sparse(void)
     CHECK_EQ_INT(g.len, sizeof rt);
     if (g.len == sizeof rt)
         CHECK_MEM(g.data, rt, sizeof rt);
-    tdb_buf_free(&g);
-    /* the dimension's tile sums (sparse dims have sums, no min/max) */
-    CHECK_EQ_INT(tdb_generic_tile_read(&(struct tdb_gt_file){&io, fm->meta_path, fm->gt_sums[2]},
-                                       NULL, &g, &next, &err), 0);
+    CHECK_EQ_INT(read_gt(io, fm, fm->gt_sums[2], &g), 0);
     CHECK_EQ_INT(g.len, 24);
     if (g.len == 24) {
         CHECK_EQ_INT(tdb_le64(g.data), 2);
@@ -613,10 +696,30 @@ static void test_roundtrip_sparse(void)
         CHECK_EQ_INT(tdb_le64(g.data + 16), 101);
     }
     tdb_buf_free(&g);
-out2:
-    tdb_fragmeta_free(fm);
-    tdb_io_free(&io);
-out:
+}
+
+static void test_roundtrip_sparse(void)
+{
+    struct tdb_schema *s = rt_schema(TDB_SPARSE);
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    struct tdb_io io;
+    struct tdb_fragmeta *fm = NULL;
+    struct tdb_fmw *w = NULL;
+    CHECK_EQ_INT(tdb_fmw_create(&w, s, s->name, false, &err), 0);
+    if (w) {
+        sparse_build(w, &b);
+        CHECK_EQ_INT(tdb_io_mem(&io), 0);
+        CHECK_EQ_INT(rt_load(&io, &b, s, NULL, NULL, &fm, &err), 0);
+        if (!fm) {
+            fprintf(stderr, "  %s\n", err.msg);
+        } else {
+            sparse_check_fields(fm);
+            sparse_check_rtree_sums(&io, fm);
+        }
+        tdb_fragmeta_free(fm);
+        tdb_io_free(&io);
+    }
     tdb_fmw_free(w);
     tdb_buf_free(&b);
     rt_free_schema(s);

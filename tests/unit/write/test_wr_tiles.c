@@ -294,6 +294,62 @@ static char *rec_text(const struct rec *r, const char *name)
     return out;
 }
 
+/* The log of the storage calls of a write of stg's folder w with
+ * `threads` threads (the fragment's name shown as "F"). */
+static char *threads_log(const struct tdb_io *stg, unsigned threads)
+{
+    struct tdb_io arr;
+    CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
+    struct rec r = {&arr, {0}, PTHREAD_MUTEX_INITIALIZER};
+    struct tdb_io io = {&rec_ops, &r};
+    char *nm = NULL;
+    struct tdb_error err = {0};
+    int rc = unit_write(&io, stg, "w", NULL, 9, threads, &nm, &err);
+    if (rc)
+        fprintf(stderr, "  %u threads: %s\n", threads, err.msg);
+    CHECK_EQ_INT(rc, 0);
+    char *log = rec_text(&r, nm ? nm : "?");
+    tdb_buf_free(&r.log);
+    free(nm);
+    tdb_io_free(&arr);
+    return log;
+}
+
+/* A write of stg's folder w with th threads whose call `at` fails: it
+ * fails (once), makes count calls (into *count1 with one thread, else
+ * compared with it), and leaves either nothing or one committed fragment
+ * (then 1, else 0). */
+static size_t threads_fail_at(const struct tdb_io *stg, unsigned th,
+                              uint64_t at, uint64_t *count1)
+{
+    struct tdb_io arr, fa;
+    CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
+    struct tdb_io_fault f = {at, false, 0, 0};
+    CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
+    char *nm = NULL;
+    struct tdb_error err = {0};
+    int rc = unit_write(&fa, stg, "w", NULL, 9, th, &nm, &err);
+    CHECK_EQ_INT(f.failed, 1);
+    /* as many calls (the cleanup's included) as with 1 thread */
+    if (th == 1)
+        *count1 = f.count;
+    else
+        CHECK_EQ_INT(f.count, *count1);
+    struct tdb_names fr = {0}, cm = {0};
+    tdb_io_names(&arr, "__fragments", &fr, NULL);
+    tdb_io_names(&arr, "__commits", &cm, NULL);
+    if (rc)
+        CHECK(nm == NULL);
+    CHECK_EQ_INT(fr.n, rc ? 0 : 1);
+    CHECK_EQ_INT(cm.n, rc ? 0 : 1);
+    tdb_names_free(&fr);
+    tdb_names_free(&cm);
+    free(nm);
+    tdb_io_free(&fa);
+    tdb_io_free(&arr);
+    return !rc;
+}
+
 /* With threads=4 the array's storage sees the very calls of threads=1, in
  * the same order (but the fragment's syncs, at once in any order), with
  * the same bytes; and a commit whose n-th call fails,
@@ -309,25 +365,9 @@ static void test_threads_same_calls(void)
         return;
     struct tdb_io stg;
     stage_var_nullable_domain(c, &stg);
-    char *logs[2] = {NULL, NULL};
-    static const unsigned threads[2] = {1, 4};
-    for (int i = 0; i < 2; i++) {
-        struct tdb_io arr;
-        CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
-        struct rec r = {&arr, {0}, PTHREAD_MUTEX_INITIALIZER};
-        struct tdb_io io = {&rec_ops, &r};
-        char *nm = NULL;
-        struct tdb_error err = {0};
-        int rc = unit_write(&io, &stg, "w", NULL, 9, threads[i],
-                            &nm, &err);
-        if (rc)
-            fprintf(stderr, "  %u threads: %s\n", threads[i], err.msg);
-        CHECK_EQ_INT(rc, 0);
-        logs[i] = rec_text(&r, nm ? nm : "?");
-        tdb_buf_free(&r.log);
-        free(nm);
-        tdb_io_free(&arr);
-    }
+    char *logs[2];
+    logs[0] = threads_log(&stg, 1);
+    logs[1] = threads_log(&stg, 4);
     size_t writes = 0;
     for (const char *p = logs[0]; (p = strstr(p, "write ")); p++)
         writes++;
@@ -342,42 +382,10 @@ static void test_threads_same_calls(void)
     free(logs[1]);
     size_t committed = 0;
     uint64_t count1 = 0;
-    for (uint64_t n = 1; n <= 2 * calls; n++) {
-        /* odd runs: 1 thread, even: 4 threads, the same call failing */
-        unsigned th = n % 2 ? 1 : 4;
-        uint64_t at = (n + 1) / 2;
-        struct tdb_io arr, fa;
-        CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
-        struct tdb_io_fault f = {at, false, 0, 0};
-        CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
-        char *nm = NULL;
-        struct tdb_error err = {0};
-        int rc = unit_write(&fa, &stg, "w", NULL, 9, th, &nm,
-                            &err);
-        CHECK_EQ_INT(f.failed, 1);
-        /* as many calls (the cleanup's included) as with 1 thread */
-        if (th == 1)
-            count1 = f.count;
-        else
-            CHECK_EQ_INT(f.count, count1);
-        struct tdb_names fr = {0}, cm = {0};
-        tdb_io_names(&arr, "__fragments", &fr, NULL);
-        tdb_io_names(&arr, "__commits", &cm, NULL);
-        if (rc) {
-            CHECK(nm == NULL);
-            CHECK_EQ_INT(fr.n, 0);
-            CHECK_EQ_INT(cm.n, 0);
-        } else {
-            committed++;
-            CHECK_EQ_INT(fr.n, 1);
-            CHECK_EQ_INT(cm.n, 1);
-        }
-        tdb_names_free(&fr);
-        tdb_names_free(&cm);
-        free(nm);
-        tdb_io_free(&fa);
-        tdb_io_free(&arr);
-    }
+    /* odd runs: 1 thread, even: 4 threads, the same call failing */
+    for (uint64_t n = 1; n <= 2 * calls; n++)
+        committed += threads_fail_at(&stg, n % 2 ? 1 : 4, (n + 1) / 2,
+                                     &count1);
     /* only a failure after the rename into __commits still commits */
     CHECK(committed <= 2);
     tdb_io_free(&stg);

@@ -76,6 +76,100 @@ static bool compare_expected(struct tdb_fs *fs, const char *name,
     return ok;
 }
 
+/* Re-writes every fragment of corpus case `name` (case.json c, key key)
+ * into arr, staged in stg; the new fragments' names into names[]. */
+static void rewrite_frags(json_t *c, const char *name, const uint8_t *key,
+                          struct tdb_io *arr, struct tdb_io *stg, char **names)
+{
+    json_t *frags = json_object_get(c, "fragments");
+    json_t *info = json_object_get(c, "fragment_info");
+    for (size_t i = 0; i < json_array_size(frags); i++) {
+        const char *fr = json_string_value(json_array_get(frags, i));
+        json_t *fi = json_object_get(info, fr);
+        uint64_t ts = (uint64_t)json_integer_value(
+            json_array_get(json_object_get(fi, "timestamps"), 1));
+        char dir[32];
+        snprintf(dir, sizeof dir, "s%zu", i);
+        stage_case_frag(c, name, i, stg, dir);
+        struct tdb_error err = {0};
+        int r = unit_write(arr, stg, dir, key, ts, 0, &names[i], &err);
+        if (r)
+            fprintf(stderr, "  %s fragment %zu: %s\n", name, i, err.msg);
+        CHECK_EQ_INT(r, 0);
+    }
+}
+
+/* The mount fs shows what TileDB read from corpus case `name`: the view
+ * (every top-level expected file), and each fragment alone (the corpus's
+ * fragments frags, re-written as names[]). */
+static void check_expected(struct tdb_fs *fs, const char *name, json_t *frags,
+                           char **names)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/expected", corpus, name);
+    struct tdb_io exp;
+    tdb_io_posix(&exp, path);
+    struct tdb_names top = {0};
+    tdb_io_names(&exp, "", &top, NULL);
+    for (size_t i = 0; i < top.n; i++)
+        if (!top.is_dir[i])
+            CHECK(compare_expected(fs, name, top.v[i], top.v[i]));
+    tdb_names_free(&top);
+    for (size_t i = 0; i < json_array_size(frags); i++) {
+        const char *fr = json_string_value(json_array_get(frags, i));
+        char sub[600];
+        snprintf(sub, sizeof sub, "__fragments/%s", fr);
+        struct tdb_names fn = {0};
+        tdb_io_names(&exp, sub, &fn, NULL);
+        for (size_t k = 0; names[i] && k < fn.n; k++) {
+            if (!strcmp(fn.v[k], "__fragment.json"))
+                continue;
+            char rel[1200], e[1200];
+            snprintf(rel, sizeof rel, "__fragments/%s/%s", names[i], fn.v[k]);
+            snprintf(e, sizeof e, "%s/%s", sub, fn.v[k]);
+            CHECK(compare_expected(fs, name, rel, e));
+        }
+        tdb_names_free(&fn);
+    }
+    tdb_io_free(&exp);
+}
+
+/* The files of new fragment `mine` in arr equal those of corpus case
+ * `name`'s fragment fr byte for byte (the fragment metadata may differ:
+ * only noted). */
+static void check_same_files(const struct tdb_io *arr, const char *name,
+                             const char *fr, const char *mine_name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/array/__fragments/%s", corpus, name,
+             fr);
+    struct tdb_io orig;
+    tdb_io_posix(&orig, path);
+    struct tdb_names fn = {0};
+    tdb_io_names(&orig, "", &fn, NULL);
+    for (size_t k = 0; k < fn.n; k++) {
+        uint8_t *a = NULL, *b = NULL;
+        uint64_t na = 0, nb = 0;
+        char mine[1200], what[1400];
+        snprintf(mine, sizeof mine, "__fragments/%s/%s", mine_name, fn.v[k]);
+        snprintf(what, sizeof what, "%s: %s", name, mine);
+        tdb_io_read_file(&orig, fn.v[k], &b, &nb, NULL);
+        if (tdb_io_read_file(arr, mine, &a, &na, NULL)) {
+            fprintf(stderr, "  %s: missing\n", what);
+            CHECK(0);
+        } else if (!strcmp(fn.v[k], "__fragment_metadata.tdb")) {
+            if (!same_bytes(what, a, na, b, nb))
+                fprintf(stderr, "  (note: fragment metadata differs)\n");
+        } else {
+            CHECK(same_bytes(what, a, na, b, nb));
+        }
+        free(a);
+        free(b);
+    }
+    tdb_names_free(&fn);
+    tdb_io_free(&orig);
+}
+
 /* Re-writes every fragment of corpus case `name` from the files the mount
  * shows for it (sparse cells shuffled unless duplicates are allowed), then
  * checks that the mount shows what TileDB read from the original: the
@@ -93,85 +187,17 @@ static void roundtrip(const char *name, bool same_files)
     CHECK_EQ_INT(array_from_case(name, &arr), 0);
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     json_t *frags = json_object_get(c, "fragments");
-    json_t *info = json_object_get(c, "fragment_info");
     size_t nfr = json_array_size(frags);
     char **names = calloc(nfr + 1, sizeof *names);
-    for (size_t i = 0; i < nfr; i++) {
-        const char *fr = json_string_value(json_array_get(frags, i));
-        json_t *fi = json_object_get(info, fr);
-        uint64_t ts = (uint64_t)json_integer_value(
-            json_array_get(json_object_get(fi, "timestamps"), 1));
-        char dir[32];
-        snprintf(dir, sizeof dir, "s%zu", i);
-        stage_case_frag(c, name, i, &stg, dir);
-        struct tdb_error err = {0};
-        int r = unit_write(&arr, &stg, dir, key, ts, 0, &names[i], &err);
-        if (r)
-            fprintf(stderr, "  %s fragment %zu: %s\n", name, i, err.msg);
-        CHECK_EQ_INT(r, 0);
-    }
+    rewrite_frags(c, name, key, &arr, &stg, names);
     struct tdb_fs *fs = fs_open(&arr, key);
     CHECK(fs != NULL);
-    /* the view: every top-level expected file */
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/expected", corpus, name);
-    struct tdb_io exp;
-    tdb_io_posix(&exp, path);
-    struct tdb_names top = {0};
-    tdb_io_names(&exp, "", &top, NULL);
-    for (size_t i = 0; fs && i < top.n; i++)
-        if (!top.is_dir[i])
-            CHECK(compare_expected(fs, name, top.v[i], top.v[i]));
-    tdb_names_free(&top);
-    /* each fragment alone */
-    for (size_t i = 0; fs && i < nfr; i++) {
-        const char *fr = json_string_value(json_array_get(frags, i));
-        char sub[600];
-        snprintf(sub, sizeof sub, "__fragments/%s", fr);
-        struct tdb_names fn = {0};
-        tdb_io_names(&exp, sub, &fn, NULL);
-        for (size_t k = 0; names[i] && k < fn.n; k++) {
-            if (!strcmp(fn.v[k], "__fragment.json"))
-                continue;
-            char rel[1200], e[1200];
-            snprintf(rel, sizeof rel, "__fragments/%s/%s", names[i], fn.v[k]);
-            snprintf(e, sizeof e, "%s/%s", sub, fn.v[k]);
-            CHECK(compare_expected(fs, name, rel, e));
-        }
-        tdb_names_free(&fn);
-    }
-    tdb_io_free(&exp);
-    /* the data files themselves, against TileDB's */
-    for (size_t i = 0; same_files && i < nfr && names[i]; i++) {
-        const char *fr = json_string_value(json_array_get(frags, i));
-        snprintf(path, sizeof path, "%s/%s/array/__fragments/%s", corpus, name,
-                 fr);
-        struct tdb_io orig;
-        tdb_io_posix(&orig, path);
-        struct tdb_names fn = {0};
-        tdb_io_names(&orig, "", &fn, NULL);
-        for (size_t k = 0; k < fn.n; k++) {
-            uint8_t *a = NULL, *b = NULL;
-            uint64_t na = 0, nb = 0;
-            char mine[1200], what[1400];
-            snprintf(mine, sizeof mine, "__fragments/%s/%s", names[i], fn.v[k]);
-            snprintf(what, sizeof what, "%s: %s", name, mine);
-            tdb_io_read_file(&orig, fn.v[k], &b, &nb, NULL);
-            if (tdb_io_read_file(&arr, mine, &a, &na, NULL)) {
-                fprintf(stderr, "  %s: missing\n", what);
-                CHECK(0);
-            } else if (!strcmp(fn.v[k], "__fragment_metadata.tdb")) {
-                if (!same_bytes(what, a, na, b, nb))
-                    fprintf(stderr, "  (note: fragment metadata differs)\n");
-            } else {
-                CHECK(same_bytes(what, a, na, b, nb));
-            }
-            free(a);
-            free(b);
-        }
-        tdb_names_free(&fn);
-        tdb_io_free(&orig);
-    }
+    if (fs)
+        check_expected(fs, name, frags, names);
+    for (size_t i = 0; same_files && i < nfr && names[i]; i++)
+        check_same_files(&arr, name,
+                         json_string_value(json_array_get(frags, i)),
+                         names[i]);
     tdb_fs_close(fs);
     for (size_t i = 0; i < nfr; i++)
         free(names[i]);
@@ -420,6 +446,62 @@ static void stage_small_dense(struct tdb_io *stg)
     put(stg, "w/__subarray.json", "[[0,1],[0,2]]", 13);
 }
 
+/* A staged dense write spoilt one way: a file removed and/or one put
+ * (bytes, or offsets written little-endian), and the refusal expected:
+ * the file named and a piece of the message (NULL: any). */
+struct bad_dense {
+    const char *remove, *put;
+    const void *data;
+    const uint64_t *offs;
+    size_t size;
+    const char *name, *needle;
+};
+
+static const uint64_t bad_unsorted[6] = {0, 2, 4, 1, 8, 10};
+static const uint64_t bad_past_end[6] = {0, 3, 6, 9, 12, 15};
+static const uint64_t bad_first[6] = {1, 2, 3, 4, 5, 6};
+static const uint8_t bad_two[6] = {1, 2, 1, 1, 1, 1};
+
+static const struct bad_dense bad_dense[] = {
+    {"w/n_u8.validity", NULL, NULL, NULL, 0, "n_u8.validity", "missing"},
+    {"w/s_utf8.offsets", NULL, NULL, NULL, 0, "s_utf8.offsets", "missing"},
+    {"w/n_i32", "w/n_i32", "abcdefgh", NULL, 8, "n_i32", "expected 24"},
+    {NULL, "w/c_char.offsets", NULL, bad_unsorted, 48, "c_char.offsets",
+     "not ascending"},
+    {NULL, "w/n_str.offsets", NULL, bad_past_end, 48, "n_str.offsets",
+     "past the end"},
+    {NULL, "w/s_ascii.offsets", NULL, bad_first, 48, "s_ascii.offsets",
+     "must be 0"},
+    /* offsets file of the wrong size */
+    {"w/s_ascii.offsets", "w/s_ascii.offsets", NULL, bad_first, 40,
+     "s_ascii.offsets", "expected 48"},
+    {NULL, "w/n_i32.validity", bad_two, NULL, 6, "n_i32.validity",
+     "must be 0"},
+    {"w/__subarray.json", "w/__subarray.json", "[[11,12],[0,2]]", NULL, 15,
+     "__subarray.json", "outside the domain"},
+    {"w/__subarray.json", "w/__subarray.json", "[[1,0],[0,2]]", NULL, 13,
+     "__subarray.json", "lo > hi"},
+    {"w/__subarray.json", "w/__subarray.json", "[[0,1],", NULL, 7,
+     "__subarray.json", NULL},
+    {NULL, "w/colour", "x", NULL, 1, "colour", "not a field"},
+};
+
+/* Stages the small dense write spoilt as b says, and expects the refusal. */
+static void bad_dense_case(struct tdb_io *arr, const struct bad_dense *b)
+{
+    struct tdb_io stg;
+    uint8_t off[48];
+    stage_small_dense(&stg);
+    if (b->remove)
+        stg.ops->remove(stg.ctx, b->remove);
+    for (int i = 0; b->offs && i < 6; i++)
+        tdb_st64(off + 8 * i, b->offs[i]);
+    if (b->put)
+        put(&stg, b->put, b->offs ? off : b->data, b->size);
+    expect_inval(arr, &stg, b->name, b->needle);
+    tdb_io_free(&stg);
+}
+
 static void test_bad_dense(void)
 {
     struct tdb_io arr, stg;
@@ -434,81 +516,8 @@ static void test_bad_dense(void)
     CHECK_EQ_INT(r, 0);
     free(nm);
     tdb_io_free(&stg);
-
-    uint64_t off[6];
-    uint8_t two[6] = {1, 2, 1, 1, 1, 1};
-
-    stage_small_dense(&stg);        /* missing field */
-    stg.ops->remove(stg.ctx, "w/n_u8.validity");
-    expect_inval(&arr, &stg, "n_u8.validity", "missing");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* missing offsets */
-    stg.ops->remove(stg.ctx, "w/s_utf8.offsets");
-    expect_inval(&arr, &stg, "s_utf8.offsets", "missing");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* wrong size */
-    stg.ops->remove(stg.ctx, "w/n_i32");
-    put(&stg, "w/n_i32", "abcdefgh", 8);
-    expect_inval(&arr, &stg, "n_i32", "expected 24");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* offsets not ascending */
-    for (int i = 0; i < 6; i++)
-        tdb_st64((uint8_t *)&off[i], (uint64_t)(i == 3 ? 1 : i * 2));
-    put(&stg, "w/c_char.offsets", off, sizeof off);
-    expect_inval(&arr, &stg, "c_char.offsets", "not ascending");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* offsets past the end */
-    for (int i = 0; i < 6; i++)
-        tdb_st64((uint8_t *)&off[i], (uint64_t)(i * 3));
-    put(&stg, "w/n_str.offsets", off, sizeof off);
-    expect_inval(&arr, &stg, "n_str.offsets", "past the end");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* first offset not 0 */
-    for (int i = 0; i < 6; i++)
-        tdb_st64((uint8_t *)&off[i], (uint64_t)(i + 1));
-    put(&stg, "w/s_ascii.offsets", off, sizeof off);
-    expect_inval(&arr, &stg, "s_ascii.offsets", "must be 0");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* offsets file of the wrong size */
-    stg.ops->remove(stg.ctx, "w/s_ascii.offsets");
-    put(&stg, "w/s_ascii.offsets", off, 40);
-    expect_inval(&arr, &stg, "s_ascii.offsets", "expected 48");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* validity not 0/1 */
-    put(&stg, "w/n_i32.validity", two, 6);
-    expect_inval(&arr, &stg, "n_i32.validity", "must be 0");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* region outside the domain */
-    stg.ops->remove(stg.ctx, "w/__subarray.json");
-    put(&stg, "w/__subarray.json", "[[11,12],[0,2]]", 15);
-    expect_inval(&arr, &stg, "__subarray.json", "outside the domain");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* region lo > hi */
-    stg.ops->remove(stg.ctx, "w/__subarray.json");
-    put(&stg, "w/__subarray.json", "[[1,0],[0,2]]", 13);
-    expect_inval(&arr, &stg, "__subarray.json", "lo > hi");
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* not JSON */
-    stg.ops->remove(stg.ctx, "w/__subarray.json");
-    put(&stg, "w/__subarray.json", "[[0,1],", 7);
-    expect_inval(&arr, &stg, "__subarray.json", NULL);
-    tdb_io_free(&stg);
-
-    stage_small_dense(&stg);        /* unknown file */
-    put(&stg, "w/colour", "x", 1);
-    expect_inval(&arr, &stg, "colour", "not a field");
-    tdb_io_free(&stg);
-
+    for (size_t i = 0; i < sizeof bad_dense / sizeof *bad_dense; i++)
+        bad_dense_case(&arr, &bad_dense[i]);
     stage_small_dense(&stg);        /* __error is allowed */
     put(&stg, "w/__error", "old", 3);
     nm = NULL;
