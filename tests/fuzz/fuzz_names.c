@@ -105,14 +105,14 @@ static void fz_lookup(struct tdb_fs *fs, const char *dir, const char *name)
         return;
     uint8_t *buf = malloc(st.size + 13);
     struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
-    if (buf && tdb_fs_read(fs, ino, 0, st.size + 13, &s, &err) == 0) {
-        if (s.got != st.size)
-            abort();
-        for (uint64_t off = 0; off < st.size && off < 13 * 64; off += 13)
-            if (tdb_fs_read(fs, ino, off, 13, &s, &err))
-                break;
-    }
+    int r = buf ? tdb_fs_read(fs, ino, 0, st.size + 13, &s, &err) : -1;
+    if (!r && s.got != st.size)
+        abort();
     tdb_sink_release(&s);
+    for (uint64_t off = 0; !r && off < st.size && off < 13 * 64; off += 13) {
+        r = tdb_fs_read(fs, ino, off, 13, &s, &err);
+        tdb_sink_release(&s);
+    }
     free(buf);
 }
 
