@@ -631,11 +631,18 @@ int tdb_fs_readdir(struct tdb_fs *fs, uint64_t ino, uint64_t index,
                    const char **name, uint64_t *child,
                    struct tdb_error *err);
 
-/* Reads up to `len` bytes of file `ino` at `off` into `buf`; `*got` is less
- * than `len` only at the end of the file.  Decodes only the tiles the range
- * touches.  Thread-safe. */
-int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
-                size_t len, size_t *got, struct tdb_error *err);
+/* Reads up to `len` bytes of file `ino` at `off` into sink s, always as
+ * a copy (TDB_SINK_COPY, whatever s->forms says; see "reading a file"
+ * below): into s->buf, or a buffer the read allocates when s->buf is
+ * NULL.  s->got is less than `len` only at the end of the file.  Decodes
+ * only the tiles the range touches, with no read-ahead: for one-off
+ * reads (a reader, tdb_reader_open, is faster for a file read from start
+ * to end).  Thread-safe.  @return 0, TDB_E_NOENT, TDB_E_ISDIR, TDB_E_NOMEM
+ * or a decoding error (then s->got is 0; tdb_sink_release(s) all the
+ * same). */
+struct tdb_sink;
+int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, size_t len,
+                struct tdb_sink *s, struct tdb_error *err);
 
 /* lseek's SEEK_DATA (data true) and SEEK_HOLE: the first offset at or
  * after `off` of written data / of a hole.  Holes are the cells of a dense

@@ -214,9 +214,14 @@ static int tdbm_meta_bytes(const struct tdbm_node *at, int flags,
         return 0;
     if (ts.size > TDBM_META_MAX)
         return -EFBIG;
-    *buf = malloc((size_t)ts.size);
-    if (!*buf || tdb_fs_read(at->gen->fs, at->tino, 0, *buf, (size_t)ts.size,
-                             len, NULL) != 0) {
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, malloc((size_t)ts.size));
+    int r = s.buf ? tdb_fs_read(at->gen->fs, at->tino, 0, (size_t)ts.size, &s,
+                                NULL)
+                  : TDB_E_NOMEM;
+    *buf = s.buf;
+    *len = s.got;
+    tdb_sink_release(&s);   /* the buffer is ours: it stays */
+    if (r) {
         free(*buf);
         *buf = NULL;
         *len = 0;
@@ -356,6 +361,35 @@ static bool tdbm_meta_due(struct tdbm_metarec *r, enum tdbm_store_at at)
     }
 }
 
+/* Puts value val (len bytes of `type`) of metadata key `key`, said in
+ * the log when it fails.  @return tdb_meta_write's code, or -errno. */
+static int tdbm_meta_put(struct tdbm_mount *m, const char *key, unsigned type,
+                         const uint8_t *val, size_t len)
+{
+    unsigned tsize = tdb_dt_size(type);
+    struct tdb_error err;
+    int rc;
+
+    if (!tsize || len % tsize != 0 || len / tsize > UINT32_MAX) {
+        tdbm_log(m, "__meta/%s: %zu bytes are not a whole number of %s "
+                 "values", key, len, tdb_dt_name(type));
+        return -EINVAL;
+    }
+    tdb_error_clear(&err);
+    rc = tdb_meta_write(m->io, TDBM_META_DIR,
+                        &(struct tdb_meta_entry){key, type,
+                                                 (uint32_t)(len / tsize),
+                                                 val, false},
+                        &(struct tdb_commit_options){m->open->key,
+                                                     tdbm_next_ts(m)},
+                        &err);
+    if (rc < 0) {
+        tdbm_log(m, "__meta/%s: %s", key, tdb_error_text(rc, &err));
+        rc = -tdb_errno(rc);
+    }
+    return rc;
+}
+
 /* Writes a record as one metadata put, when due (tdbm_meta_due); on a
  * failure the record stays unstored, so that the next flush, fsync or
  * close tries again (and fails again until it can store).  m->commit not
@@ -363,10 +397,9 @@ static bool tdbm_meta_due(struct tdbm_metarec *r, enum tdbm_store_at at)
 int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
                     enum tdbm_store_at at)
 {
-    struct tdb_error err;
     char **names = NULL;
     size_t n = 0;
-    unsigned type, tsize;
+    unsigned type;
     uint8_t *val = NULL;
     size_t len;
     int rc;
@@ -379,7 +412,6 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
         return 0;
     }
     type = r->type < 0 ? TDB_STRING_UTF8 : (unsigned)r->type;
-    tsize = tdb_dt_size(type);
     len = r->len;
     val = malloc(len ? len : 1);
     if (val && len)
@@ -387,28 +419,9 @@ int tdbm_meta_store(struct tdbm_mount *m, struct tdbm_metarec *r,
     /* writes made while this one is stored mark it dirty again */
     r->dirty = r->wrote = false;
     pthread_mutex_unlock(&m->lock);
-    if (!val) {
-        rc = -ENOMEM;
-    } else if (!tsize || len % tsize != 0 || len / tsize > UINT32_MAX) {
-        tdbm_log(m, "__meta/%s: %zu bytes are not a whole number of %s "
-                 "values", r->key, len, tdb_dt_name(type));
-        rc = -EINVAL;
-    } else {
-        tdb_error_clear(&err);
-        rc = tdb_meta_write(m->io, TDBM_META_DIR,
-                            &(struct tdb_meta_entry){r->key, type,
-                                                     (uint32_t)(len / tsize),
-                                                     val, false},
-                            &(struct tdb_commit_options){m->open->key,
-                                                         tdbm_next_ts(m)},
-                            &err);
-        if (rc < 0) {
-            tdbm_log(m, "__meta/%s: %s", r->key, tdb_error_text(rc, &err));
-            rc = -tdb_errno(rc);
-        } else {
-            tdbm_reload(m, &names, &n);
-        }
-    }
+    rc = val ? tdbm_meta_put(m, r->key, type, val, len) : -ENOMEM;
+    if (rc >= 0)
+        tdbm_reload(m, &names, &n);
     if (rc < 0) {
         pthread_mutex_lock(&m->lock);
         r->dirty = r->wrote = true;

@@ -128,10 +128,9 @@ static void *dbench_run(void *arg)
 
             tdb_error_clear(&w->err);
             st = rd ? tdb_reader_read(rd, off, (size_t)want, &s, &w->err)
-                    : tdb_fs_read(b->fs, b->ino, off, buf, (size_t)want,
-                                  &got, &w->err);
-            if (rd)
-                got = s.got;
+                    : tdb_fs_read(b->fs, b->ino, off, (size_t)want, &s,
+                                  &w->err);
+            got = s.got;
             tdb_sink_release(&s);
             if (st < 0) {
                 w->code = st;

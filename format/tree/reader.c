@@ -133,6 +133,19 @@ static int rd_copy(struct tdb_reader *rd, uint64_t poff, void *buf,
     return r;
 }
 
+/* The file's bytes [off, off + len) into buf as the tree reads them
+ * (tdb_fs_read): a file that is no fixed-size field's, or an .npy
+ * header. */
+static int rd_plain(struct tdb_reader *rd, uint64_t off, void *buf,
+                    size_t len, size_t *got, struct tdb_error *err)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = tdb_fs_read(rd->fs, rd->ino, off, len, &s, err);
+    *got = s.got;
+    tdb_sink_release(&s);
+    return r;
+}
+
 /* The file's bytes [off, off + len): a header's (.npy) first, then the
  * field's from poff on. */
 static int rd_read_copy(struct tdb_reader *rd, uint64_t poff, uint64_t off,
@@ -142,7 +155,7 @@ static int rd_read_copy(struct tdb_reader *rd, uint64_t poff, uint64_t off,
     size_t h = off < rd->head ? (size_t)(rd->head - off) : 0, more = 0;
     if (h > len)
         h = len;
-    int r = h ? tdb_fs_read(rd->fs, rd->ino, off, buf, h, got, err) : 0;
+    int r = h ? rd_plain(rd, off, buf, h, got, err) : 0;
     if (!r && h < len)
         r = rd_copy(rd, poff, (uint8_t *)buf + h, len - h, &more, err);
     *got = r ? 0 : h + more;
@@ -191,12 +204,12 @@ static int rd_read_into(struct tdb_reader *rd, uint64_t off, size_t len,
         return r;
     }
     if (!rd->ff)
-        return tdb_fs_read(rd->fs, rd->ino, off, buf, len, &s->got, err);
+        return rd_plain(rd, off, buf, len, &s->got, err);
     if (rd->head) {
         /* plan in the field's own offsets; the tree adds the header */
         uint64_t skip = off < rd->head ? rd->head - off : 0;
         if (skip >= len)
-            return tdb_fs_read(rd->fs, rd->ino, off, buf, len, &s->got, err);
+            return rd_plain(rd, off, buf, len, &s->got, err);
         return rd_read_planned(rd, off + skip - rd->head, len - skip, off,
                                buf, len, &s->got, err);
     }

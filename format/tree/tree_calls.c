@@ -198,12 +198,12 @@ static int tree_read(const struct tree_node *n, uint64_t off, void *buf,
     return 0;
 }
 
-int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
-                size_t len, size_t *got, struct tdb_error *err)
+/* The bytes of ino at off into buf (*got of len). */
+static int tree_copy(struct tdb_fs *fs, uint64_t ino, uint64_t off,
+                     void *buf, size_t len, size_t *got, struct tdb_error *err)
 {
     uint64_t c;
     const struct tree_zarr *z = tree_chunk(fs, ino, &c);
-    *got = 0;
     if (z) {
         struct tdb_zarr_read rd = {off, buf, len, 0};
         int r = tdb_zarr_chunk_read(z->z, z->k, c, &rd, tdb_fs_pool(fs), err);
@@ -215,6 +215,21 @@ int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
         return tdb_err(err, TDB_E_NOENT, "no inode %" PRIu64, ino);
     int r = tree_read(n, off, buf, len, got, err);
     tree_put(fs, ino, n);
+    return r;
+}
+
+int tdb_fs_read(struct tdb_fs *fs, uint64_t ino, uint64_t off, size_t len,
+                struct tdb_sink *s, struct tdb_error *err)
+{
+    s->form = TDB_SINK_COPY;
+    s->got = 0;
+    s->pieces = NULL;
+    s->npieces = 0;
+    if (tdb_sink_buffer(s, len))
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    size_t got = 0;
+    int r = tree_copy(fs, ino, off, s->buf, len, &got, err);
+    s->got = r ? 0 : got;
     return r;
 }
 

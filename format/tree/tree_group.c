@@ -224,7 +224,8 @@ int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
     if (!r)
         r = tree_group_members(fs, root, g, shown, why, &here);
     if (!r)
-        r = tree_group_zarr(fs, root, n, shown, why, m, err);
+        r = tree_group_zarr(fs, root, &(struct tree_shown){n, shown, why}, m,
+                            err);
     if (!r)
         r = tree_group_json_fill(fs, jino, g, m, why);
     for (size_t i = 0; i < n; i++) {

@@ -169,11 +169,19 @@ int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
 int tree_zarr(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
               struct tdb_cells *view, struct tdb_error *err);
 
+/* A group's n members as the tree names them: shown[i], and why[i] the
+ * reason member i is not shown (NULL: it is). */
+struct tree_shown {
+    size_t n;
+    char *const *shown;
+    char *const *why;
+};
+
 /* __zarr/ of the group at root (tree_zarr.c): the stores of its members
- * shown[i] (those with no why[i]), m the group's metadata. */
-int tree_group_zarr(struct tdb_fs *fs, uint64_t root, size_t n,
-                    char *const *shown, char *const *why,
-                    const struct tdb_meta *m, struct tdb_error *err);
+ * sh shows, m the group's metadata. */
+int tree_group_zarr(struct tdb_fs *fs, uint64_t root,
+                    const struct tree_shown *sh, const struct tdb_meta *m,
+                    struct tdb_error *err);
 
 /* A group's folder (tree_group.c): root holds the group at path's. */
 int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,

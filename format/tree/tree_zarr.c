@@ -194,10 +194,12 @@ static struct tree_store *tree_store_in(struct tdb_fs *fs, uint64_t dir)
 /* __zarr/ of the group at root (docs/LAYOUT.md "__zarr of a group"): the
  * stores of its members shown[i] (those with no why[i]) that have one,
  * each again under its folder name; none when no member has one. */
-int tree_group_zarr(struct tdb_fs *fs, uint64_t root, size_t n,
-                    char *const *shown, char *const *why,
-                    const struct tdb_meta *m, struct tdb_error *err)
+int tree_group_zarr(struct tdb_fs *fs, uint64_t root,
+                    const struct tree_shown *sh, const struct tdb_meta *m,
+                    struct tdb_error *err)
 {
+    size_t n = sh->n;
+    char *const *shown = sh->shown, *const *why = sh->why;
     struct tdb_zarr **stores = calloc(n + 1, sizeof *stores);
     const char **names = calloc(n + 1, sizeof *names);
     int r = stores && names ? 0 : TDB_E_NOMEM;

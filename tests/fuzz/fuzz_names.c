@@ -104,13 +104,14 @@ static void fz_lookup(struct tdb_fs *fs, const char *dir, const char *name)
     if (tdb_fs_stat(fs, ino, &st, &err) || st.is_dir || st.size > (1u << 20))
         return;
     uint8_t *buf = malloc(st.size + 13);
-    size_t got;
-    if (buf && tdb_fs_read(fs, ino, 0, buf, st.size + 13, &got, &err) == 0) {
-        if (got != st.size)
-            abort();
-        for (uint64_t off = 0; off < st.size && off < 13 * 64; off += 13)
-            if (tdb_fs_read(fs, ino, off, buf, 13, &got, &err))
-                break;
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = buf ? tdb_fs_read(fs, ino, 0, st.size + 13, &s, &err) : -1;
+    if (!r && s.got != st.size)
+        abort();
+    tdb_sink_release(&s);
+    for (uint64_t off = 0; !r && off < st.size && off < 13 * 64; off += 13) {
+        r = tdb_fs_read(fs, ino, off, 13, &s, &err);
+        tdb_sink_release(&s);
     }
     free(buf);
 }

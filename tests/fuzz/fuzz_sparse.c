@@ -82,11 +82,13 @@ static void fz_read(struct tdb_fs *fs, const char *path)
         tdb_fs_stat(fs, ino, &st, &err) || st.size > (1u << 20))
         return;
     uint8_t *buf = malloc(st.size + 1);
-    size_t got;
-    if (buf && tdb_fs_read(fs, ino, 0, buf, st.size, &got, &err) == 0)
-        for (uint64_t off = 0; off < st.size; off += 7)
-            if (tdb_fs_read(fs, ino, off, buf, 7, &got, &err))
-                break;
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = buf ? tdb_fs_read(fs, ino, 0, st.size, &s, &err) : -1;
+    tdb_sink_release(&s);
+    for (uint64_t off = 0; !r && off < st.size; off += 7) {
+        r = tdb_fs_read(fs, ino, off, 7, &s, &err);
+        tdb_sink_release(&s);
+    }
     free(buf);
 }
 

@@ -195,6 +195,26 @@ struct tdb_fs *unit_open_case(const char *name,
     return fs;
 }
 
+int unit_fs_copy(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
+                 size_t *len, struct tdb_error *err)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = tdb_fs_read(fs, ino, off, *len, &s, err);
+    *len = s.got;
+    tdb_sink_release(&s);
+    return r;
+}
+
+int unit_reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
+                     size_t len, size_t *got, struct tdb_error *err)
+{
+    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
+    int r = tdb_reader_read(rd, off, len, &s, err);
+    *got = s.got;
+    tdb_sink_release(&s);
+    return r;
+}
+
 uint8_t *unit_fs_read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
 {
     struct tdb_stat st;
@@ -202,8 +222,8 @@ uint8_t *unit_fs_read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size)
     if (tdb_fs_stat(fs, ino, &st, &err))
         return NULL;
     uint8_t *b = malloc(st.size + 1);
-    size_t got = 0;
-    if (!b || tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, &err) ||
+    size_t got = (size_t)st.size;
+    if (!b || unit_fs_copy(fs, ino, 0, b, &got, &err) ||
         got != st.size) {
         free(b);
         return NULL;

@@ -157,6 +157,18 @@ struct tdb_fs *unit_open_case(const char *name,
                               const struct tdb_open_options *o,
                               struct tdb_io *io);
 
+/* Reads up to *len bytes of file `ino` at `off` into buf with tdb_fs_read
+ * (a copy sink); *len gets the bytes read (0 on error).  @return its
+ * code. */
+int unit_fs_copy(struct tdb_fs *fs, uint64_t ino, uint64_t off, void *buf,
+                 size_t *len, struct tdb_error *err);
+
+/* Reads up to `len` bytes of reader rd's file at `off` into buf through a
+ * copy sink (tdb_reader_read); *got gets the bytes read.  @return its
+ * code. */
+int unit_reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
+                     size_t len, size_t *got, struct tdb_error *err);
+
 /* The whole of file `ino` in one tdb_fs_read, NUL-terminated; *size gets
  * its size.  NULL on any error.  Caller frees. */
 uint8_t *unit_fs_read_all(struct tdb_fs *fs, uint64_t ino, uint64_t *size);

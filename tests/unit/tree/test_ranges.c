@@ -11,18 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* A read of rd copied into buf (tdb_reader_read into a sink that only
- * copies). */
-static int reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
-                       size_t len, size_t *got, struct tdb_error *err)
-{
-    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
-    int r = tdb_reader_read(rd, off, len, &s, err);
-    *got = s.got;
-    tdb_sink_release(&s);
-    return r;
-}
-
 #define ROWS 64
 #define COLS 1024
 
@@ -64,7 +52,7 @@ static struct ranged read_ranged(struct tdb_reader *rd, uint64_t off,
     }
     tdb_sink_release(&s);
     CHECK_EQ_INT(at, res.n ? got : 0);
-    CHECK_EQ_INT(reader_copy(rd, off, b, len, &want, &err), 0);
+    CHECK_EQ_INT(unit_reader_copy(rd, off, b, len, &want, &err), 0);
     res.same = !res.n || (got == want && memcmp(a, b, got) == 0);
 done:
     free(a);
@@ -204,7 +192,7 @@ static void test_damaged_header_read_the_decoding_way(void)
     CHECK_EQ_INT(tdb_reader_read(rd, tile, tile, &sk, &err), TDB_E_CORRUPT);
     CHECK(sk.form == TDB_SINK_COPY && sk.npieces == 0 && sk.got == 0);
     tdb_sink_release(&sk);
-    CHECK_EQ_INT(reader_copy(rd, tile, buf, tile, &got, &err),
+    CHECK_EQ_INT(unit_reader_copy(rd, tile, buf, tile, &got, &err),
                  TDB_E_CORRUPT);
     free(buf);
     tdb_reader_close(rd);

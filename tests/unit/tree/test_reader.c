@@ -15,18 +15,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* A read of rd copied into buf (tdb_reader_read into a sink that only
- * copies). */
-static int reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
-                       size_t len, size_t *got, struct tdb_error *err)
-{
-    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
-    int r = tdb_reader_read(rd, off, len, &s, err);
-    *got = s.got;
-    tdb_sink_release(&s);
-    return r;
-}
-
 static struct tdb_fs *open_array(const char *name, struct tdb_io *io,
                                  uint64_t cache, unsigned threads)
 {
@@ -51,7 +39,7 @@ static uint8_t *reader_all(struct tdb_fs *fs, uint64_t ino, uint64_t size,
     uint64_t off = 0;
     for (;;) {
         size_t got = 0;
-        if (reader_copy(rd, off, b + off, chunk, &got, &err)) {
+        if (unit_reader_copy(rd, off, b + off, chunk, &got, &err)) {
             fprintf(stderr, "reader: %s\n", err.msg);
             free(b);
             b = NULL;
@@ -201,7 +189,7 @@ static void same_bytes(const char *name, uint64_t cache, unsigned threads)
         for (int k = 0; rd && k < 200 && size; k++) {
             uint64_t off = (uint64_t)rand() % size;
             size_t len = (size_t)(rand() % (int)sizeof buf), got = 0;
-            CHECK_EQ_INT(reader_copy(rd, off, buf, len, &got, &err), 0);
+            CHECK_EQ_INT(unit_reader_copy(rd, off, buf, len, &got, &err), 0);
             size_t expect = off + len > size ? (size_t)(size - off) : len;
             CHECK_EQ_INT(got, expect);
             if (memcmp(buf, want + off, got) != 0) {
@@ -257,9 +245,9 @@ static uint64_t decodes_of(const char *name, const char *file, uint64_t cache,
             tdb_reader_open(&rd, fs, ino, &err);
         uint8_t buf[64];
         for (uint64_t off = 0; off < size; off += sizeof buf) {
-            size_t got;
-            int r = reader ? reader_copy(rd, off, buf, sizeof buf, &got, &err)
-                           : tdb_fs_read(fs, ino, off, buf, sizeof buf, &got, &err);
+            size_t got = sizeof buf;
+            int r = reader ? unit_reader_copy(rd, off, buf, sizeof buf, &got, &err)
+                           : unit_fs_copy(fs, ino, off, buf, &got, &err);
             if (r)
                 break;
         }
@@ -353,7 +341,7 @@ static void rows_read(const struct tdb_io *arr, uint64_t budget, size_t chunk,
         uint64_t off = 0;
         size_t want = first ? first : chunk, got = want;
         while (got == want &&
-               reader_copy(rd, off, buf, want, &got, &err) == 0) {
+               unit_reader_copy(rd, off, buf, want, &got, &err) == 0) {
             /* after the first read, the decoding threads go on with
              * tiles it did not touch: decoded ahead (waited for 2 s at
              * most, however loaded the machine is) */
@@ -499,7 +487,7 @@ static void *many_read(void *arg)
         uint64_t off = (uint64_t)rand_r(&m->seed) % size & ~(uint64_t)3;
         size_t len = 4 + (size_t)rand_r(&m->seed) % (2 * RT_ROW - 4) / 4 * 4;
         size_t got = 0;
-        if (reader_copy(rd, off, buf, len, &got, &err) ||
+        if (unit_reader_copy(rd, off, buf, len, &got, &err) ||
             got != (off + len <= size ? len : size - off)) {
             fprintf(stderr, "  reader: %s\n", err.msg);
             m->bad = 1;

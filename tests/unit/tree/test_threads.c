@@ -25,18 +25,6 @@
 #define PAR_READS 24
 #define PAR_MAX_FILES 1024
 
-/* A read of rd copied into buf (tdb_reader_read into a sink that only
- * copies). */
-static int reader_copy(struct tdb_reader *rd, uint64_t off, void *buf,
-                       size_t len, size_t *got, struct tdb_error *err)
-{
-    struct tdb_sink s = TDB_SINK_INIT(TDB_SINK_COPY, buf);
-    int r = tdb_reader_read(rd, off, len, &s, err);
-    *got = s.got;
-    tdb_sink_release(&s);
-    return r;
-}
-
 static const char *corpus;
 
 /* ------------------------------------------------------------ the files */
@@ -74,8 +62,8 @@ static uint8_t *par_read_whole(struct tdb_fs *fs, uint64_t ino, uint64_t *size,
     if (tdb_fs_stat(fs, ino, &st, err))
         return NULL;
     uint8_t *b = malloc(st.size ? (size_t)st.size : 1);
-    size_t got = 0;
-    if (!b || tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, err) ||
+    size_t got = (size_t)st.size;
+    if (!b || unit_fs_copy(fs, ino, 0, b, &got, err) ||
         got != st.size) {
         free(b);
         return NULL;
@@ -182,10 +170,9 @@ static void par_reads(struct par_thread *t, const struct par_file *f,
             off = 0;
             len = f->size ? f->size : 1;
         }
-        size_t got = 0;
+        size_t got = (size_t)len;
         struct tdb_error err = {0};
-        int r = tdb_fs_read(t->run->fs, f->ino, off, buf, (size_t)len, &got,
-                            &err);
+        int r = unit_fs_copy(t->run->fs, f->ino, off, buf, &got, &err);
         uint64_t want = len < f->size - off ? len : f->size - off;
         if (r) {
             par_fail(t, "thread %u: read %s [%llu, +%llu): %s", t->id, f->path,
@@ -222,9 +209,8 @@ static void *par_main(void *arg)
         const struct par_file *f = &fl->v[i];
         if (t->run->expect_error) {
             struct tdb_stat st;
-            size_t got;
-            if (!tdb_fs_read(t->run->fs, f->ino, 0, buf, (size_t)f->size, &got,
-                             NULL))
+            size_t got = (size_t)f->size;
+            if (!unit_fs_copy(t->run->fs, f->ino, 0, buf, &got, NULL))
                 par_fail(t, "thread %u: read %s succeeded", t->id, f->path);
             if (!tdb_fs_stat(t->run->fs, f->ino, &st, NULL) &&
                 st.size != f->size)
@@ -556,9 +542,9 @@ static void par_failed_merge(const char *label, const struct tdb_io *arr)
         goto out;
     uint64_t ino;
     uint8_t buf[64];
-    size_t got = 0;
+    size_t got = sizeof buf;
     CHECK_EQ_INT(tdb_fs_resolve(fs, "s", &ino, &err), 0);
-    int r = tdb_fs_read(fs, ino, 0, buf, sizeof buf, &got, &err);
+    int r = unit_fs_copy(fs, ino, 0, buf, &got, &err);
     CHECK(r != 0);
     CHECK_EQ_INT(got, 0);
     char what[128];
@@ -650,11 +636,11 @@ static void *rd_worker(void *arg)
     for (int k = 0; k < 60 && j->size; k++) {
         s = s * 1103515245u + 12345u;
         uint64_t off = (s >> 4) % j->size;
-        size_t len = (s >> 8) % sizeof buf, got = 0;
+        size_t len = (s >> 8) % sizeof buf, got = len;
         if (k == 0) /* the sequential start of a reader */
             off = 0;
-        int r = rd ? reader_copy(rd, off, buf, len, &got, &err)
-                   : tdb_fs_read(j->fs, ino, off, buf, len, &got, &err);
+        int r = rd ? unit_reader_copy(rd, off, buf, len, &got, &err)
+                   : unit_fs_copy(j->fs, ino, off, buf, &got, &err);
         size_t expect = off + len > j->size ? (size_t)(j->size - off) : len;
         if (r || got != expect || memcmp(buf, j->want + off, got) != 0) {
             j->bad = 1;
@@ -682,8 +668,8 @@ static uint8_t *rd_reference(const char *dir, const char *path, uint64_t *size)
     if (!tdb_fs_open(&fs, &io, &o, &err) &&
         !tdb_fs_resolve(fs, path, &ino, &err) &&
         !tdb_fs_stat(fs, ino, &st, &err) && (b = malloc(st.size + 1))) {
-        size_t got;
-        if (tdb_fs_read(fs, ino, 0, b, st.size, &got, &err) || got != st.size) {
+        size_t got = st.size;
+        if (unit_fs_copy(fs, ino, 0, b, &got, &err) || got != st.size) {
             free(b);
             b = NULL;
         }

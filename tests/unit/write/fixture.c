@@ -41,8 +41,8 @@ uint8_t *fs_file(struct tdb_fs *fs, const char *path, uint64_t *size)
         return NULL;
     }
     uint8_t *b = malloc(st.size + 1);
-    size_t got = 0;
-    if (tdb_fs_read(fs, ino, 0, b, (size_t)st.size, &got, &err) ||
+    size_t got = (size_t)st.size;
+    if (unit_fs_copy(fs, ino, 0, b, &got, &err) ||
         got != st.size) {
         fprintf(stderr, "  %s: %s\n", path, err.msg);
         free(b);
