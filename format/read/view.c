@@ -9,9 +9,12 @@
 #include <stdlib.h>
 
 int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
-                       struct tdb_array *a, const struct tdb_schema *s,
-                       bool is_dim, uint32_t idx, enum tdb_field_part part)
+                       struct tdb_array *a, const struct tdb_field_ref *fd,
+                       enum tdb_field_part part)
 {
+    const struct tdb_schema *s = fd->schema;
+    bool is_dim = fd->is_dim;
+    uint32_t idx = fd->idx;
     memset(ff, 0, sizeof *ff);
     ff->cells = cells;
     ff->arr = a;
