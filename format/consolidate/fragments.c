@@ -124,8 +124,8 @@ static int cf_timestamps(struct cf_stage *st, uint64_t first, uint64_t n,
                 uint64_t tfirst, t = tdb_frag_tile_of(f, c + k, &tfirst);
                 struct tdb_cache_entry *e;
                 const struct tdb_tile *tile;
-                if ((r = tdb_frag_tile(f, field, TDB_PART_VALUES, t, &e, &tile,
-                                       err)))
+                const struct tdb_tile_ref ref = {f, field, TDB_PART_VALUES, t};
+                if ((r = tdb_frag_tile(&ref, &e, &tile, err)))
                     return r;
                 uint64_t in = c + k - tfirst, tn = tile->size / 8;
                 if (in >= tn) {
@@ -332,7 +332,8 @@ static int cf_add_field(struct cf_stage *st, bool is_dim, uint32_t idx,
         free(nm);
         if (!f)
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        int r = tdb_fieldfile_init(&f->ff, st->cells, st->arr, s, is_dim, idx,
+        int r = tdb_fieldfile_init(&f->ff, st->cells, st->arr,
+                                   &(struct tdb_field_ref){s, is_dim, idx},
                                    part[p]);
         if (r) {
             cf_drop_last(st);

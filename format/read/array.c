@@ -470,12 +470,10 @@ static int arr_tile_load(void *arg, const struct tdb_cache_key *key,
     return 0;
 }
 
-int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
-                  struct tdb_cache_entry **e, const struct tdb_tile **tile,
-                  struct tdb_error *err)
+int tdb_frag_tile(const struct tdb_tile_ref *k, struct tdb_cache_entry **e,
+                  const struct tdb_tile **tile, struct tdb_error *err)
 {
-    const struct tdb_tile_ref k = {f, field, part, t};
-    return tdb_frag_tile_flags(&k, 0, e, tile, err);
+    return tdb_frag_tile_flags(k, 0, e, tile, err);
 }
 
 /* The filtered bytes of tile t in a file whose tiles start at offs[] (0

@@ -98,10 +98,10 @@ static inline bool tdb_tile_ref_same(const struct tdb_tile_ref *a,
            a->part == b->part;
 }
 
-/* Pins the decoded tile of fragment field `field`, part `part`. */
-int tdb_frag_tile(struct tdb_frag *f, int field, unsigned part, uint64_t t,
-                  struct tdb_cache_entry **e, const struct tdb_tile **tile,
-                  struct tdb_error *err);
+/* Pins decoded tile k (*e: its cache entry, give it back with
+ * tdb_cache_release).  @return 0 or the load's error. */
+int tdb_frag_tile(const struct tdb_tile_ref *k, struct tdb_cache_entry **e,
+                  const struct tdb_tile **tile, struct tdb_error *err);
 /* Tile k the same way, with TDB_CACHE_* flags (cache.h; for TRY and WAIT the load's
  * need is the tile's size and filtered bytes, from the fragment
  * metadata): 1 when nothing was pinned. */

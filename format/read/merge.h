@@ -89,13 +89,14 @@ static inline int sp_pin_coords(struct tdb_frag *f, uint64_t t,
 {
     const struct tdb_schema *s = f->fs;
     for (uint32_t d = 0; d < s->ndims; d++) {
-        int r = f->legacy_coords
-                    ? tdb_frag_tile(f, f->dim_field[0] >= 0 ? f->dim_field[0]
-                                                             : (int)s->nattrs,
-                                    TDB_PART_LEGACY_DIM + d, t, &e[d], &tl[d],
-                                    err)
-                    : tdb_frag_tile(f, f->dim_field[d], TDB_PART_VALUES, t,
-                                    &e[d], &tl[d], err);
+        const struct tdb_tile_ref k =
+            f->legacy_coords
+                ? (struct tdb_tile_ref){f, f->dim_field[0] >= 0
+                                               ? f->dim_field[0]
+                                               : (int)s->nattrs,
+                                        TDB_PART_LEGACY_DIM + d, t}
+                : (struct tdb_tile_ref){f, f->dim_field[d], TDB_PART_VALUES, t};
+        int r = tdb_frag_tile(&k, &e[d], &tl[d], err);
         if (r)
             return r;
     }

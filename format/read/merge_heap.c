@@ -39,11 +39,13 @@ static int sp_load_tile(struct sp_cur *k, struct tdb_error *err)
     if (r)
         return r;
     if (k->ts_field >= 0 &&
-        (r = tdb_frag_tile(f, k->ts_field, TDB_PART_VALUES, t,
+        (r = tdb_frag_tile(&(struct tdb_tile_ref){f, k->ts_field,
+                                                  TDB_PART_VALUES, t},
                            &k->e[SP_TS(s)], &k->t[SP_TS(s)], err)))
         return r;
     if (k->dts_field >= 0 &&
-        (r = tdb_frag_tile(f, k->dts_field, TDB_PART_VALUES, t,
+        (r = tdb_frag_tile(&(struct tdb_tile_ref){f, k->dts_field,
+                                                  TDB_PART_VALUES, t},
                            &k->e[SP_DTS(s)], &k->t[SP_DTS(s)], err)))
         return r;
     return 0;

@@ -37,7 +37,8 @@ static int sp_cell_get(void *arg, const char *name, const uint8_t **val,
     const struct tdb_attr *at = &s->attrs[a];
     uint64_t i = k->cell - k->first;
     const struct tdb_tile *tl;
-    int r = tdb_frag_tile(k->f, a, TDB_PART_VALUES, k->tile,
+    int r = tdb_frag_tile(&(struct tdb_tile_ref){k->f, a, TDB_PART_VALUES,
+                                                 k->tile},
                           &cv->held[cv->nheld], &tl, cv->err);
     if (r)
         return r;
@@ -54,7 +55,8 @@ static int sp_cell_get(void *arg, const char *name, const uint8_t **val,
     }
     if (at->nullable) {
         const struct tdb_tile *vt;
-        r = tdb_frag_tile(k->f, a, TDB_PART_VALIDITY, k->tile,
+        r = tdb_frag_tile(&(struct tdb_tile_ref){k->f, a, TDB_PART_VALIDITY,
+                                                 k->tile},
                           &cv->held[cv->nheld], &vt, cv->err);
         if (r)
             return r;
@@ -161,7 +163,8 @@ static int sp_own_delete(const struct tdb_array *a, struct sp_cur *k,
     int r = 0;
     *ci = UINT64_MAX;
     if (k->dts != UINT64_MAX)
-        r = tdb_frag_tile(k->f, k->dts_field + 1, TDB_PART_VALUES, k->tile,
+        r = tdb_frag_tile(&(struct tdb_tile_ref){k->f, k->dts_field + 1,
+                                                 TDB_PART_VALUES, k->tile},
                           &e, &t, err);
     if (!r && t)
         r = sp_cell_u64(t, k->cell - k->first, &dci,

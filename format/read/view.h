@@ -167,9 +167,18 @@ struct tdb_fieldfile {
 
 #define TDB_CKPT 4096
 
+/* A field of a schema: dimension (is_dim) or attribute idx. */
+struct tdb_field_ref {
+    const struct tdb_schema *schema;
+    bool is_dim;
+    uint32_t idx;
+};
+
+/* Makes ff file `part` of field fd (fd->schema: the one idx refers to,
+ * kept) over view `cells` (not owned) of array a; free it with
+ * tdb_fieldfile_destroy.  @return 0. */
 int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
-                       struct tdb_array *a, const struct tdb_schema *s,
-                       bool is_dim, uint32_t idx,
+                       struct tdb_array *a, const struct tdb_field_ref *fd,
                        enum tdb_field_part part);
 void tdb_fieldfile_destroy(struct tdb_fieldfile *ff);
 

@@ -631,11 +631,10 @@ int tdb_npy_slice(struct tdb_npy **out, struct tdb_npy *base,
         tdb_cells_free(cells);
         return r;
     }
-    tdb_fieldfile_init(nff, cells, ff->arr, ff->schema, ff->is_dim, ff->idx,
-                       ff->part);
+    const struct tdb_field_ref fd = {ff->schema, ff->is_dim, ff->idx};
+    tdb_fieldfile_init(nff, cells, ff->arr, &fd, ff->part);
     if (noffs)
-        tdb_fieldfile_init(noffs, cells, ff->arr, ff->schema, ff->is_dim,
-                           ff->idx, TDB_FILE_OFFSETS);
+        tdb_fieldfile_init(noffs, cells, ff->arr, &fd, TDB_FILE_OFFSETS);
     struct tdb_npy_src src = {nff, noffs, ix.ond, ix.odims, true, base};
     r = tdb_npy_new(out, &src, err);
     if (r) {

@@ -51,7 +51,8 @@ static int tree_field(struct tdb_fs *fs, const struct tree_view *v,
         n->ff = calloc(1, sizeof *n->ff);
         if (!n->ff)
             return TDB_E_NOMEM;
-        tdb_fieldfile_init(n->ff, v->cells, v->a, s, is_dim, idx, parts[p]);
+        tdb_fieldfile_init(n->ff, v->cells, v->a,
+                           &(struct tdb_field_ref){s, is_dim, idx}, parts[p]);
         n->has_xattrs = true;
         n->mtime_ms = v->mtime;
         if (p == 0) {

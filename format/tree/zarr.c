@@ -387,7 +387,8 @@ static void zarr_ff_init(struct tdb_fieldfile *ff, const struct tdb_zarr *z,
 {
     uint32_t ai;
     struct tdb_array *arr = zarr_src(z, x, &ai);
-    tdb_fieldfile_init(ff, cells, arr, arr->schema, false, ai, part);
+    tdb_fieldfile_init(ff, cells, arr,
+                       &(struct tdb_field_ref){arr->schema, false, ai}, part);
 }
 
 /* Bytes [off, off + len) of `part` of what x shows over cells. */
