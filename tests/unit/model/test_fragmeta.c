@@ -143,159 +143,194 @@ static void set_of(struct tdb_schema_set *set, struct tdb_schema **v,
     set->n = n;
 }
 
+/* Writes f<v>/__fragment_metadata.tdb with one processed condition
+ * ("x.del") at offset 23456, where a footer of version >= 16 points. */
+static void write_processed_file(struct tdb_io *io, uint32_t v)
+{
+    struct tdb_buf pc = {0}, gt = {0};
+    struct tdb_error err = {0};
+    tdb_buf_put_u64(&pc, 1);
+    tdb_buf_put_u64(&pc, 5);
+    tdb_buf_append(&pc, "x.del", 5);
+    CHECK(tdb_generic_tile_encode(pc.data, pc.len,
+                                  &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1},
+                                  NULL, &gt, &err) == 0);
+    char path[128];
+    fmt(path, sizeof path, "f%u/__fragment_metadata.tdb", v);
+    io->ops->remove(io->ctx, path);
+    uint8_t *zeros = calloc(1, 23456);
+    CHECK(io->ops->write_at(io->ctx, path, 0, zeros, 23456) == 0);
+    CHECK(io->ops->write_at(io->ctx, path, 23456, gt.data, gt.len) == 0);
+    free(zeros);
+    tdb_buf_free(&pc);
+    tdb_buf_free(&gt);
+}
+
+/* The footer's domain, tile counts and field numbering. */
+static void check_footer_head(const struct tdb_fragmeta *fm,
+                              const struct tdb_schema *s, uint32_t v,
+                              int var)
+{
+    CHECK_EQ_INT(fm->version, v);
+    CHECK_EQ_INT(fm->t1, 5);
+    CHECK_EQ_INT(fm->t2, 6);
+    CHECK(fm->schema == s);
+    CHECK(!fm->dense && !fm->ned_null);
+    CHECK_EQ_INT((int32_t)tdb_le32(fm->ned[0].lo), -3);
+    CHECK_EQ_INT((int32_t)tdb_le32(fm->ned[0].hi), 42);
+    if (var) {
+        CHECK_EQ_INT(fm->ned[1].vlo_size, 2);
+        CHECK_EQ_INT(fm->ned[1].vhi_size, 3);
+        CHECK_MEM(fm->ned[1].vlo, "ab", 2);
+        CHECK_MEM(fm->ned[1].vhi, "xyz", 3);
+    }
+    CHECK_EQ_INT(fm->sparse_tile_num, 5);
+    CHECK_EQ_INT(fm->last_tile_cell_num, 3);
+    CHECK_EQ_INT(tdb_fragmeta_cell_num(fm), 4 * 7 + 3);
+    uint32_t nf = 2 + (v >= 5 ? s->ndims : 1) + (v >= 14) + 2 * (v >= 15);
+    CHECK_EQ_INT(fm->nfields, nf);
+}
+
+/* The per-field sizes and file names: attribute a is disk field 0, s is
+ * field 1, dims come after the coords slot (v5+). */
+static void check_footer_files(const struct tdb_fragmeta *fm, uint32_t v)
+{
+    CHECK_EQ_INT(fm->file_sizes[0], 1000);
+    CHECK_EQ_INT(fm->file_sizes[1], 1001);
+    CHECK_EQ_INT(fm->file_sizes[2], v >= 5 ? 1003 : 1002);
+    CHECK_EQ_INT(fm->file_var_sizes[1], 2001);
+    CHECK_EQ_INT(fm->gt_tile_offsets[1], 4100);
+    CHECK_EQ_INT(fm->gt_var_sizes[1], 6001);
+    CHECK_EQ_INT(fm->file_validity_sizes[1], v >= 7 ? 3001 : 0);
+    CHECK_EQ_INT(tdb_fragmeta_dim_field(fm, 0), 2);
+    CHECK_EQ_INT(fm->kinds[2], v >= 5 ? TDB_FIELD_DIM : TDB_FIELD_COORDS);
+    CHECK(strcmp(fm->file_names[0], v >= 9 ? "a0.tdb" : "a.tdb") == 0);
+    CHECK(strcmp(fm->file_names[2], v >= 9   ? "d0.tdb"
+                                    : v >= 5 ? "d0.tdb"
+                                             : "__coords.tdb")
+          == 0);
+    CHECK(fm->file_var_names[1] != NULL);
+    CHECK((fm->file_validity_names[1] != NULL) == (v >= 7));
+    CHECK(fm->file_var_names[0] == NULL);
+}
+
+/* What later versions add: timestamps (14), delete fields (15),
+ * statistics (11, 12), processed conditions (16), the schema name (10). */
+static void check_footer_extras(struct tdb_fragmeta *fm,
+                                const struct tdb_schema *s, uint32_t v)
+{
+    struct tdb_error err = {0};
+    if (v >= 14) {
+        int t = tdb_fragmeta_ts_field(fm);
+        CHECK_EQ_INT(t, 2 + s->ndims);
+        CHECK(strcmp(fm->file_names[t], "t.tdb") == 0);
+        CHECK_EQ_INT(fm->file_sizes[t], 1000 + 3 + s->ndims);
+    } else {
+        CHECK_EQ_INT(tdb_fragmeta_ts_field(fm), -1);
+    }
+    if (v >= 15) {
+        CHECK(strcmp(fm->file_names[fm->nfields - 1], "dci.tdb") == 0);
+        CHECK_EQ_INT(fm->kinds[fm->nfields - 2], TDB_FIELD_DELETE_TS);
+    }
+    if (v >= 11) {
+        CHECK_EQ_INT(fm->gt_null_counts[0], 11000);
+        CHECK_EQ_INT(fm->gt_sums[1], 10001);
+        CHECK(fm->gt_mins != NULL);
+    } else {
+        CHECK(fm->gt_mins == NULL);
+    }
+    CHECK_EQ_INT(fm->has_frag_mins_maxs, v >= 12);
+    if (v >= 16) {
+        /* read when asked for (an array with deletes) */
+        CHECK_EQ_INT(fm->nprocessed, 0);
+        CHECK_EQ_INT(tdb_fragmeta_load_processed(fm, &err), 0);
+        CHECK_EQ_INT(fm->nprocessed, 1);
+        CHECK(fm->nprocessed == 1 && strcmp(fm->processed[0], "x.del") == 0);
+    }
+    if (v >= 10)
+        CHECK(strcmp(fm->schema_name, "__1_1_abc") == 0);
+}
+
+/* Every truncation of footer `b` is an error, never a crash; corrupt
+ * bytes do not crash either. */
+static void check_footer_cuts(const struct tdb_io *io, const char *path,
+                              const char *name,
+                              const struct tdb_schema_set *set,
+                              struct tdb_buf *b, uint32_t v, int var)
+{
+    struct tdb_fragmeta *fm = NULL;
+    struct tdb_error err = {0};
+    for (size_t n = 0; n < b->len; n++) {
+        uint8_t *cut = malloc(n ? n : 1);
+        memcpy(cut, b->data, n);
+        fm = NULL;
+        int rc = fm_load(io, path, name, set, NULL, cut, n, &fm, &err);
+        if (rc == 0) {
+            fprintf(stderr, "  v%u var=%d: truncation to %zu accepted\n",
+                    v, var, n);
+            tdb_fragmeta_free(fm);
+        }
+        CHECK(rc < 0);
+        free(cut);
+    }
+    for (size_t i = 0; i < b->len; i++) {
+        uint8_t save = b->data[i];
+        b->data[i] ^= 0xA5;
+        fm = NULL;
+        if (fm_load(io, path, name, set, NULL, b->data, b->len, &fm,
+                    &err) == 0)
+            tdb_fragmeta_free(fm);
+        b->data[i] = save;
+    }
+}
+
+/* One footer of version `v`, with or without a var-sized dim. */
+static void check_footer_version(struct tdb_io *io, uint32_t v, int var)
+{
+    struct tdb_schema *s = mk_schema(
+        v >= 10 ? "__1_1_abc" : "__array_schema.tdb", var, TDB_SPARSE);
+    struct tdb_schema *sv[1] = {s};
+    struct tdb_schema_set set;
+    set_of(&set, sv, 1);
+    struct footer_spec fs = {
+        .version = v, .schema_name = "__1_1_abc", .var_dim = var,
+        .lo = -3, .hi = 42, .slo = "ab", .shi = "xyz", .stn = 5,
+        .ltcn = 3, .ts = v >= 14, .del = v >= 15, .nsections = 2};
+    struct tdb_buf b = {0};
+    build_footer(&b, &fs, 2, s->ndims, 4000);
+    char name[64], path[128];
+    fmt(name, sizeof name, "__5_6_%032d_%u", 0, v);
+    /* versions >= 16 read processed conditions from the file: give the
+     * file one */
+    write_processed_file(io, v);
+    fmt(path, sizeof path, "f%u", v);
+    struct tdb_fragmeta *fm = NULL;
+    struct tdb_error err = {0};
+    int rc = fm_load(io, path, name, &set, NULL, b.data, b.len, &fm, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  v%u: %s\n", v, err.msg);
+    } else {
+        check_footer_head(fm, s, v, var);
+        check_footer_files(fm, v);
+        check_footer_extras(fm, s, v);
+        tdb_fragmeta_free(fm);
+    }
+    check_footer_cuts(io, path, name, &set, &b, v, var);
+    tdb_buf_free(&b);
+    free_schema(s);
+}
+
 /* A footer of every version 3..23 parses from a buffer, maps the footer's
  * per-field lists to our field numbers, and every truncation fails. */
 static void test_footer_versions(void)
 {
     struct tdb_io io;
     CHECK(tdb_io_mem(&io) == 0);
-    for (uint32_t v = 3; v <= 23; v++) {
-        for (int var = 0; var < 2; var++) {
-            if (var && v < 5)
-                continue;
-            struct tdb_schema *s = mk_schema(
-                v >= 10 ? "__1_1_abc" : "__array_schema.tdb", var,
-                TDB_SPARSE);
-            struct tdb_schema *sv[1] = {s};
-            struct tdb_schema_set set;
-            set_of(&set, sv, 1);
-            struct footer_spec fs = {
-                .version = v, .schema_name = "__1_1_abc", .var_dim = var,
-                .lo = -3, .hi = 42, .slo = "ab", .shi = "xyz", .stn = 5,
-                .ltcn = 3, .ts = v >= 14, .del = v >= 15, .nsections = 2};
-            struct tdb_buf b = {0};
-            build_footer(&b, &fs, 2, s->ndims, 4000);
-            char name[64];
-            fmt(name, sizeof name, "__5_6_%032d_%u", 0, v);
-            struct tdb_fragmeta *fm = NULL;
-            struct tdb_error err = {0};
-            /* versions >= 16 read processed conditions from the file: give
-             * the file one */
-            struct tdb_buf pc = {0}, gt = {0};
-            tdb_buf_put_u64(&pc, 1);
-            tdb_buf_put_u64(&pc, 5);
-            tdb_buf_append(&pc, "x.del", 5);
-            CHECK(tdb_generic_tile_encode(pc.data, pc.len,
-                                          &(struct tdb_gt_filtering){NULL, TDB_UINT8, 1},
-                                          NULL, &gt, &err) == 0);
-            char path[128];
-            fmt(path, sizeof path, "f%u/__fragment_metadata.tdb", v);
-            io.ops->remove(io.ctx, path);
-            /* processed conditions at offset 23456 */
-            uint8_t *zeros = calloc(1, 23456);
-            CHECK(io.ops->write_at(io.ctx, path, 0, zeros, 23456) == 0);
-            CHECK(io.ops->write_at(io.ctx, path, 23456, gt.data, gt.len) == 0);
-            free(zeros);
-            fmt(path, sizeof path, "f%u", v);
-            int rc = fm_load(&io, path, name, &set, NULL, b.data,
-                                       b.len, &fm, &err);
-            CHECK_EQ_INT(rc, 0);
-            if (rc) {
-                fprintf(stderr, "  v%u: %s\n", v, err.msg);
-            } else {
-                CHECK_EQ_INT(fm->version, v);
-                CHECK_EQ_INT(fm->t1, 5);
-                CHECK_EQ_INT(fm->t2, 6);
-                CHECK(fm->schema == s);
-                CHECK(!fm->dense && !fm->ned_null);
-                CHECK_EQ_INT((int32_t)tdb_le32(fm->ned[0].lo), -3);
-                CHECK_EQ_INT((int32_t)tdb_le32(fm->ned[0].hi), 42);
-                if (var) {
-                    CHECK_EQ_INT(fm->ned[1].vlo_size, 2);
-                    CHECK_EQ_INT(fm->ned[1].vhi_size, 3);
-                    CHECK_MEM(fm->ned[1].vlo, "ab", 2);
-                    CHECK_MEM(fm->ned[1].vhi, "xyz", 3);
-                }
-                CHECK_EQ_INT(fm->sparse_tile_num, 5);
-                CHECK_EQ_INT(fm->last_tile_cell_num, 3);
-                CHECK_EQ_INT(tdb_fragmeta_cell_num(fm), 4 * 7 + 3);
-                uint32_t nf = 2 + (v >= 5 ? s->ndims : 1) + (v >= 14) +
-                              2 * (v >= 15);
-                CHECK_EQ_INT(fm->nfields, nf);
-                /* attribute a: disk 0; s: disk 1; dims after the coords
-                 * slot (v5+) */
-                CHECK_EQ_INT(fm->file_sizes[0], 1000);
-                CHECK_EQ_INT(fm->file_sizes[1], 1001);
-                CHECK_EQ_INT(fm->file_sizes[2], v >= 5 ? 1003 : 1002);
-                CHECK_EQ_INT(fm->file_var_sizes[1], 2001);
-                CHECK_EQ_INT(fm->gt_tile_offsets[1], 4100);
-                CHECK_EQ_INT(fm->gt_var_sizes[1], 6001);
-                CHECK_EQ_INT(fm->file_validity_sizes[1], v >= 7 ? 3001 : 0);
-                CHECK_EQ_INT(tdb_fragmeta_dim_field(fm, 0), 2);
-                CHECK_EQ_INT(fm->kinds[2],
-                             v >= 5 ? TDB_FIELD_DIM : TDB_FIELD_COORDS);
-                CHECK(strcmp(fm->file_names[0], v >= 9 ? "a0.tdb" : "a.tdb")
-                      == 0);
-                CHECK(strcmp(fm->file_names[2], v >= 9   ? "d0.tdb"
-                                                : v >= 5 ? "d0.tdb"
-                                                         : "__coords.tdb")
-                      == 0);
-                CHECK(fm->file_var_names[1] != NULL);
-                CHECK((fm->file_validity_names[1] != NULL) == (v >= 7));
-                CHECK(fm->file_var_names[0] == NULL);
-                if (v >= 14) {
-                    int t = tdb_fragmeta_ts_field(fm);
-                    CHECK_EQ_INT(t, 2 + s->ndims);
-                    CHECK(strcmp(fm->file_names[t], "t.tdb") == 0);
-                    CHECK_EQ_INT(fm->file_sizes[t], 1000 + 3 + s->ndims);
-                } else {
-                    CHECK_EQ_INT(tdb_fragmeta_ts_field(fm), -1);
-                }
-                if (v >= 15) {
-                    CHECK(strcmp(fm->file_names[nf - 1], "dci.tdb") == 0);
-                    CHECK_EQ_INT(fm->kinds[nf - 2], TDB_FIELD_DELETE_TS);
-                }
-                if (v >= 11) {
-                    CHECK_EQ_INT(fm->gt_null_counts[0], 11000);
-                    CHECK_EQ_INT(fm->gt_sums[1], 10001);
-                    CHECK(fm->gt_mins != NULL);
-                } else {
-                    CHECK(fm->gt_mins == NULL);
-                }
-                CHECK_EQ_INT(fm->has_frag_mins_maxs, v >= 12);
-                if (v >= 16) {
-                    /* read when asked for (an array with deletes) */
-                    CHECK_EQ_INT(fm->nprocessed, 0);
-                    CHECK_EQ_INT(tdb_fragmeta_load_processed(fm, &err), 0);
-                    CHECK_EQ_INT(fm->nprocessed, 1);
-                    CHECK(fm->nprocessed == 1 &&
-                          strcmp(fm->processed[0], "x.del") == 0);
-                }
-                if (v >= 10)
-                    CHECK(strcmp(fm->schema_name, "__1_1_abc") == 0);
-                tdb_fragmeta_free(fm);
-            }
-            /* every truncation is an error, never a crash */
-            for (size_t n = 0; n < b.len; n++) {
-                uint8_t *cut = malloc(n ? n : 1);
-                memcpy(cut, b.data, n);
-                fm = NULL;
-                rc = fm_load(&io, path, name, &set, NULL, cut, n,
-                                       &fm, &err);
-                if (rc == 0) {
-                    fprintf(stderr, "  v%u var=%d: truncation to %zu "
-                            "accepted\n", v, var, n);
-                    tdb_fragmeta_free(fm);
-                }
-                CHECK(rc < 0);
-                free(cut);
-            }
-            /* corrupt bytes: no crash */
-            for (size_t i = 0; i < b.len; i++) {
-                uint8_t save = b.data[i];
-                b.data[i] ^= 0xA5;
-                fm = NULL;
-                if (fm_load(&io, path, name, &set, NULL, b.data,
-                                      b.len, &fm, &err) == 0)
-                    tdb_fragmeta_free(fm);
-                b.data[i] = save;
-            }
-            tdb_buf_free(&b);
-            tdb_buf_free(&pc);
-            tdb_buf_free(&gt);
-            free_schema(s);
-        }
-    }
+    for (uint32_t v = 3; v <= 23; v++)
+        for (int var = 0; var < 2; var++)
+            if (!var || v >= 5)
+                check_footer_version(&io, v, var);
     tdb_io_free(&io);
 }
 
