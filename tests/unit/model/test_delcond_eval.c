@@ -273,152 +273,172 @@ static int eval_on(const struct tdb_buf *b, struct tcell *c)
     return r;
 }
 
-static void test_cond_eval(void)
+/* Stored conditions are the cells to keep: "i >= 5" deletes i < 5; a null
+ * cell fails every ordering test; each comparison operator on int32. */
+static void check_eval_int(struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct tcell c = {.i = 5, .f = 1.5, .s = "bob", .c = 'x'};
     int32_t k = 5;
-
-    /* Stored conditions are the cells to keep: "i >= 5" deletes i < 5. */
-    cond_value(&b, 3, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    tdb_buf_reset(b);
+    cond_value(b, 3, "i", &k, 4);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.i = 4;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i = -7;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    /* A null cell fails every ordering test: deleted. */
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i_null = true;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i_null = false;
-
-    /* Each comparison operator on int32. */
     static const int want[6][3] = {/* i = 4, 5, 6 vs 5; 1 = kept */
                                    {1, 0, 0}, {1, 1, 0}, {0, 0, 1},
                                    {0, 1, 1}, {0, 1, 0}, {1, 0, 1}};
     for (uint8_t op = 0; op < 6; op++) {
         for (int j = 0; j < 3; j++) {
-            tdb_buf_reset(&b);
-            cond_value(&b, op, "i", &k, 4);
+            tdb_buf_reset(b);
+            cond_value(b, op, "i", &k, 4);
             c.i = 4 + j;
-            CHECK_EQ_INT(eval_on(&b, &c), !want[op][j]);
+            CHECK_EQ_INT(eval_on(b, &c), !want[op][j]);
         }
     }
+}
 
-    /* Null tests (value-less): keep "i != NULL" deletes null cells. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 5, "i", "", 0);
+/* Null tests (value-less): keep "i != NULL" deletes null cells.  Floats:
+ * NaN is unordered. */
+static void check_eval_null_float(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 6, .f = 1.5, .s = "bob", .c = 'x'};
+    tdb_buf_reset(b);
+    cond_value(b, 5, "i", "", 0);
     c.i_null = true;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i_null = false;
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "i", "", 0);
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 0, "i", "", 0);
-    CHECK(eval_on(&b, &c) < 0);
-
-    /* Floats: NaN is unordered. */
+    CHECK_EQ_INT(eval_on(b, &c), 0);
+    tdb_buf_reset(b);
+    cond_value(b, 4, "i", "", 0);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 0, "i", "", 0);
+    CHECK(eval_on(b, &c) < 0);
     double lim = 1.0;
-    tdb_buf_reset(&b);
-    cond_value(&b, 2, "f", &lim, 8);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    tdb_buf_reset(b);
+    cond_value(b, 2, "f", &lim, 8);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.f = NAN;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 5, "f", &lim, 8);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 5, "f", &lim, 8);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
+}
 
-    /* Strings compare bytewise, a prefix first. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 0, "s", "bobby", 5);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+/* Strings compare bytewise, a prefix first; sets; fixed CHAR compares one
+ * signed char: 0x80 < 'a'. */
+static void check_eval_strings(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 6, .f = NAN, .s = "bob", .c = 'x'};
+    tdb_buf_reset(b);
+    cond_value(b, 0, "s", "bobby", 5);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "c";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = "\xc3\xa9";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = NULL;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 5, "s", "", 0);      /* as TileDB reads "s != NULL" */
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 5, "s", "", 0);      /* as TileDB reads "s != NULL" */
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = "x";
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
-
-    /* Sets. */
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     static const char *const set[] = {"ann", "bob", "carol"};
-    tdb_buf_reset(&b);
-    cond_set(&b, 6, "s", set, 3, 0);
+    tdb_buf_reset(b);
+    cond_set(b, 6, "s", set, 3, 0);
     c.s = "bob";
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "bo";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_set(&b, 7, "s", set, 3, 0);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_set(b, 7, "s", set, 3, 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "carol";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = NULL;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-
-    /* Fixed CHAR compares one signed char: 0x80 < 'a'. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 2, "c", "a", 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 2, "c", "a", 1);
     c.c = 'z';
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.c = (char)0x80;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+}
 
-    /* AND / OR trees: keep (i >= 5 AND (s == "bob" OR f < 1)). */
-    c = (struct tcell){.i = 6, .f = 5, .s = "bob", .c = 'x'};
-    tdb_buf_reset(&b);
-    cond_expr(&b, 0, 2);
-    cond_value(&b, 3, "i", &k, 4);
-    cond_expr(&b, 1, 2);
-    cond_value(&b, 4, "s", "bob", 3);
-    cond_value(&b, 0, "f", &lim, 8);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+/* AND / OR trees: keep (i >= 5 AND (s == "bob" OR f < 1)). */
+static void check_eval_tree(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 6, .f = 5, .s = "bob", .c = 'x'};
+    int32_t k = 5;
+    double lim = 1.0;
+    tdb_buf_reset(b);
+    cond_expr(b, 0, 2);
+    cond_value(b, 3, "i", &k, 4);
+    cond_expr(b, 1, 2);
+    cond_value(b, 4, "s", "bob", 3);
+    cond_value(b, 0, "f", &lim, 8);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "eve";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.f = 0.5;
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.i = 1;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     struct tdb_cond *cond = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &cond, &err), 0);
+    CHECK_EQ_INT(tdb_cond_parse(b->data, b->len, "t", &cond, &err), 0);
     const char **names;
     CHECK_EQ_INT(tdb_cond_fields(cond, &names), 3);
     tdb_cond_free(cond);
+}
 
-    /* A field missing from the cell's fragment makes its test false; an
-     * unknown field is an error; ALWAYS_TRUE keeps everything. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "evolved", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "nosuch", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_NOENT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 253, "i", "", 0);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
-    /* A value shorter than the type is an error, not an overread. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "f", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
-    /* NOT takes exactly one child; unknown ops and types are refused. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, 2, 2);
-    cond_value(&b, 4, "i", &k, 4);
-    cond_value(&b, 4, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 9, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, 0, 1);
-    cond_value(&b, 4, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
+/* A field missing from the cell's fragment makes its test false; an
+ * unknown field is an error; ALWAYS_TRUE keeps everything.  A value
+ * shorter than the type is an error, not an overread.  NOT takes exactly
+ * one child; unknown ops and types are refused. */
+static void check_eval_errors(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 1, .f = 0.5, .s = "eve", .c = 'x'};
+    int32_t k = 5;
+    /* expr_op 255: no expression node, only `nvalues` value nodes */
+    static const struct {
+        uint8_t expr_op, expr_n, op, nvalues, size;
+        const char *field;
+        int want;
+    } cases[] = {
+        {255, 0, 4, 1, 4, "evolved", 1},
+        {255, 0, 4, 1, 4, "nosuch", TDB_E_NOENT},
+        {255, 0, 253, 1, 0, "i", 0},
+        {255, 0, 4, 1, 4, "f", TDB_E_CORRUPT},
+        {2, 2, 4, 2, 4, "i", TDB_E_CORRUPT},
+        {255, 0, 9, 1, 4, "i", TDB_E_CORRUPT},
+        {0, 1, 4, 1, 4, "i", TDB_E_CORRUPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tdb_buf_reset(b);
+        if (cases[i].expr_op != 255)
+            cond_expr(b, cases[i].expr_op, cases[i].expr_n);
+        for (uint8_t n = 0; n < cases[i].nvalues; n++)
+            cond_value(b, cases[i].op, cases[i].field,
+                       cases[i].size ? (const void *)&k : "", cases[i].size);
+        CHECK_EQ_INT(eval_on(b, &c), cases[i].want);
+    }
+}
+
+static void test_cond_eval(void)
+{
+    struct tdb_buf b = {0};
+    check_eval_int(&b);
+    check_eval_null_float(&b);
+    check_eval_strings(&b);
+    check_eval_tree(&b);
+    check_eval_errors(&b);
     tdb_buf_free(&b);
 }
 
