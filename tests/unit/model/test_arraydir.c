@@ -213,17 +213,16 @@ static size_t build_con(const struct names *n, uint8_t *buf, size_t cap,
     return len;
 }
 
-static void build_array(struct tdb_io *io, const struct names *n,
-                        size_t *del_off)
+/* Schemas (legacy file, two timestamped ones, enumerations), the legacy
+ * root fragments and root clutter. */
+static void build_array_root(struct tdb_io *io, const struct names *n)
 {
     char p[512];
-    /* schemas: legacy file, two timestamped ones, enumerations */
     puts_(io, "__array_schema.tdb", "legacy schema");
     put2(io, "__schema/", n->s5, "schema 5");
     put2(io, "__schema/", n->s7, "schema 7");
     puts_(io, "__schema/__enumerations/__1_1_e_22", "enum");
 
-    /* legacy root fragments */
     put2(io, n->A, "/__fragment_metadata.tdb", "fm");
     put2(io, n->B, "/a.tdb", "data");
     put2(io, n->C, "/__fragment_metadata.tdb", "fm");
@@ -235,14 +234,17 @@ static void build_array(struct tdb_io *io, const struct names *n,
     put2(io, n->E, "/__fragment_metadata.tdb", "fm");
     put2(io, n->F, "/__fragment_metadata.tdb", "fm");
     put2(io, n->G, "/__fragment_metadata.tdb", "fm");
-    /* root clutter */
     puts_(io, "__lock.tdb", "");
     puts_(io, "notes.txt", "hello");
     puts_(io, "my_dir/x", "x");
     puts_(io, "__meta/__1_1_00000000000000000000000000000000", "m");
     puts_(io, "__labels/l/__schema/__1_1_x", "l");
+}
 
-    /* new hierarchy */
+/* The new hierarchy: fragments, their .wrt, a .vac and a malformed one. */
+static void build_array_fragments(struct tdb_io *io, const struct names *n)
+{
+    char p[512];
     const char *newf[] = {n->H, n->I, n->J, n->K, n->L, n->M, n->N};
     for (size_t i = 0; i < 7; i++)
         put2(io, "__fragments/", newf[i], "/__fragment_metadata.tdb");
@@ -257,6 +259,14 @@ static void build_array(struct tdb_io *io, const struct names *n,
     puts_(io, vp, p);
     snprintf(vp, sizeof vp, "__commits/%s_.vac", n->N); /* malformed */
     puts_(io, vp, p);
+}
+
+static void build_array(struct tdb_io *io, const struct names *n,
+                        size_t *del_off)
+{
+    char p[512];
+    build_array_root(io, n);
+    build_array_fragments(io, n);
     /* the .con and the .ign */
     uint8_t con[2048];
     size_t clen = build_con(n, con, sizeof con, del_off);
@@ -281,6 +291,143 @@ static void build_array(struct tdb_io *io, const struct names *n,
           "meta");
 }
 
+/* Whole range: schemas (legacy first, __enumerations skipped) and the
+ * fragments, dense then sparse: legacy G(2) A(3) D(4) F(7); H(8) J(10)
+ * N(12). */
+static void check_whole_frags(struct tdb_arraydir *d, const struct names *n)
+{
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(d->nschemas, 3);
+    if (d->nschemas == 3) {
+        CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
+        CHECK(!strcmp(d->schemas[1].name, n->s5));
+        CHECK(!strcmp(d->schemas[2].path + 9, n->s7));
+        CHECK(!strncmp(d->schemas[2].path, "__schema/", 9));
+    }
+    CHECK_EQ_INT(d->schema_latest, 2);
+    const char *want[] = {n->G, n->A, n->D, n->F, n->H, n->J, n->N, NULL};
+    check_frags(d, want);
+    if (d->nfrags == 7) {
+        CHECK(!strcmp(d->frags[0].path, n->G));
+        CHECK(!strncmp(d->frags[4].path, "__fragments/", 12));
+        CHECK(!strcmp(d->frags[4].path + 12, n->H));
+        CHECK_EQ_INT(d->frags[6].ts.t2, 14);
+    }
+    CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
+    check_frags(d, want);
+}
+
+/* Whole range: delete commits by time (the .del file, then those in the
+ * .con) and consolidated fragment metadata, root first. */
+static void check_whole_deletes(const struct tdb_io *io,
+                                const struct tdb_arraydir *d,
+                                const struct names *n, size_t del_off)
+{
+    CHECK_EQ_INT(d->ndeletes, 3);
+    if (d->ndeletes == 3) {
+        CHECK(!strcmp(d->deletes[0].name, n->del15));
+        CHECK(!strncmp(d->deletes[0].path, "__commits/", 10));
+        CHECK(!strncmp(d->deletes[0].path + 10, n->del15, strlen(n->del15)));
+        CHECK(strstr(d->deletes[0].path, ".del") != NULL);
+        CHECK_EQ_INT(d->deletes[0].offset, 0);
+        CHECK(!strcmp(d->deletes[1].name, n->del16));
+        CHECK(strstr(d->deletes[1].path, ".con") != NULL);
+        CHECK_EQ_INT(d->deletes[1].offset, del_off);
+        char tile[5];
+        CHECK_EQ_INT(io->ops->read_at(io->ctx, d->deletes[1].path,
+                                      d->deletes[1].offset, tile, 5), 0);
+        CHECK_MEM(tile, "HELLO", 5);
+        CHECK(!strcmp(d->deletes[2].name, n->del99));
+        CHECK_EQ_INT(d->deletes[2].offset,
+                     d->deletes[1].offset + 5 + 10 + strlen(n->K) + 5 +
+                         strlen(n->F) + 4 + 10 + strlen(n->del99) + 5 + 8);
+    }
+    CHECK_EQ_INT(d->nfragmeta, 2);
+    if (d->nfragmeta == 2) {
+        CHECK(!strcmp(d->fragmeta[0].path,
+                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10.meta"));
+        CHECK(!strcmp(d->fragmeta[0].name,
+                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10"));
+        CHECK(!strcmp(d->fragmeta[1].path,
+                      "__fragment_meta/"
+                      "__2_4_nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn_22.meta"));
+    }
+    CHECK_EQ_INT(d->nmeta, 0);
+}
+
+/* Loads [lo, hi]; checks the dense fragments `dense`, then the sparse ones
+ * `sparse`.  [0, 12]: N is not wholly inside, so its .vac is dead for
+ * dense; for sparse N overlaps, its .vac is live and drops L. */
+static struct tdb_arraydir *check_window(const struct tdb_io *io,
+                                         uint64_t lo, uint64_t hi,
+                                         const char **dense,
+                                         const char **sparse)
+{
+    struct tdb_arraydir *d = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_arraydir_load(io, lo, hi, &d, &err), 0);
+    if (d) {
+        check_frags(d, dense);
+        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
+        check_frags(d, sparse);
+    }
+    return d;
+}
+
+static void check_windows_frags(const struct tdb_io *io,
+                                const struct names *n)
+{
+    const char *d12[] = {n->G, n->A, n->D, n->F, n->H, n->J, n->L, NULL};
+    const char *s12[] = {n->G, n->A, n->D, n->F, n->H, n->J, n->N, NULL};
+    struct tdb_arraydir *d = check_window(io, 0, 12, d12, s12);
+    if (d) {
+        CHECK_EQ_INT(d->ndeletes, 0);
+        CHECK_EQ_INT(d->schema_latest, 2);
+        tdb_arraydir_free(d);
+    }
+    const char *d13[] = {n->M, NULL}, *s13[] = {n->N, NULL};
+    tdb_arraydir_free(check_window(io, 13, 13, d13, s13));
+    /* [4, 4]: D's .vac [4,5] is not inside, so C is back (legacy: never
+     * overlap rule, even for sparse); the schema in force is the legacy
+     * one (before the first timestamped schema). */
+    const char *w4[] = {n->C, NULL};
+    d = check_window(io, 4, 4, w4, w4);
+    if (d) {
+        CHECK_EQ_INT(d->schema_latest, 0);
+        tdb_arraydir_free(d);
+    }
+}
+
+/* The schema in force at 6 and 7; [16, 16] has only the .con delete; an
+ * empty range (start > end) selects nothing.  -1: not checked. */
+static void check_windows_counts(const struct tdb_io *io)
+{
+    static const struct {
+        uint64_t lo, hi;
+        int latest, nfrags, ndeletes;
+    } cases[] = {
+        {0, 6, 1, -1, -1},
+        {0, 7, 2, -1, -1},
+        {16, 16, -1, 0, 1},
+        {9, 8, -1, 0, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tdb_arraydir *d = NULL;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(tdb_arraydir_load(io, cases[i].lo, cases[i].hi, &d,
+                                       &err), 0);
+        if (!d)
+            continue;
+        if (cases[i].latest >= 0)
+            CHECK_EQ_INT(d->schema_latest, cases[i].latest);
+        if (cases[i].nfrags >= 0)
+            CHECK_EQ_INT(d->nfrags, cases[i].nfrags);
+        if (cases[i].ndeletes >= 0)
+            CHECK_EQ_INT(d->ndeletes, cases[i].ndeletes);
+        tdb_arraydir_free(d);
+    }
+}
+
 static void test_hand_built(void)
 {
     struct names n;
@@ -301,128 +448,11 @@ static void test_hand_built(void)
         tdb_io_free(&io);
         return;
     }
-
-    /* schemas: legacy first, __enumerations skipped */
-    CHECK_EQ_INT(d->nschemas, 3);
-    if (d->nschemas == 3) {
-        CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
-        CHECK(!strcmp(d->schemas[1].name, n.s5));
-        CHECK(!strcmp(d->schemas[2].path + 9, n.s7));
-        CHECK(!strncmp(d->schemas[2].path, "__schema/", 9));
-    }
-    CHECK_EQ_INT(d->schema_latest, 2);
-
-    /* dense, whole range: legacy G(2) A(3) D(4) F(7); H(8) J(10) N(12) */
-    {
-        const char *want[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.N, NULL};
-        check_frags(d, want);
-        if (d->nfrags == 7) {
-            CHECK(!strcmp(d->frags[0].path, n.G));
-            CHECK(!strncmp(d->frags[4].path, "__fragments/", 12));
-            CHECK(!strcmp(d->frags[4].path + 12, n.H));
-            CHECK_EQ_INT(d->frags[6].ts.t2, 14);
-        }
-    }
-    /* sparse, whole range: the same */
-    CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-    {
-        const char *want[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.N, NULL};
-        check_frags(d, want);
-    }
-
-    /* delete commits, by time: the .del file, then those in the .con */
-    CHECK_EQ_INT(d->ndeletes, 3);
-    if (d->ndeletes == 3) {
-        CHECK(!strcmp(d->deletes[0].name, n.del15));
-        CHECK(!strncmp(d->deletes[0].path, "__commits/", 10));
-        CHECK(!strncmp(d->deletes[0].path + 10, n.del15, strlen(n.del15)));
-        CHECK(strstr(d->deletes[0].path, ".del") != NULL);
-        CHECK_EQ_INT(d->deletes[0].offset, 0);
-        CHECK(!strcmp(d->deletes[1].name, n.del16));
-        CHECK(strstr(d->deletes[1].path, ".con") != NULL);
-        CHECK_EQ_INT(d->deletes[1].offset, del_off);
-        char tile[5];
-        CHECK_EQ_INT(io.ops->read_at(io.ctx, d->deletes[1].path,
-                                     d->deletes[1].offset, tile, 5), 0);
-        CHECK_MEM(tile, "HELLO", 5);
-        CHECK(!strcmp(d->deletes[2].name, n.del99));
-        CHECK_EQ_INT(d->deletes[2].offset,
-                     d->deletes[1].offset + 5 + 10 + strlen(n.K) + 5 +
-                         strlen(n.F) + 4 + 10 + strlen(n.del99) + 5 + 8);
-    }
-    /* consolidated fragment metadata: root first */
-    CHECK_EQ_INT(d->nfragmeta, 2);
-    if (d->nfragmeta == 2) {
-        CHECK(!strcmp(d->fragmeta[0].path,
-                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10.meta"));
-        CHECK(!strcmp(d->fragmeta[0].name,
-                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10"));
-        CHECK(!strcmp(d->fragmeta[1].path,
-                      "__fragment_meta/"
-                      "__2_4_nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn_22.meta"));
-    }
-    CHECK_EQ_INT(d->nmeta, 0);
+    check_whole_frags(d, &n);
+    check_whole_deletes(&io, d, &n, del_off);
     tdb_arraydir_free(d);
-
-    /* [0, 12]: N is not wholly inside, so its .vac is dead for dense */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 12, &d, &err), 0);
-    if (d) {
-        const char *want[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.L, NULL};
-        check_frags(d, want);
-        /* sparse: N overlaps, its .vac is live and drops L */
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        const char *want2[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.N, NULL};
-        check_frags(d, want2);
-        CHECK_EQ_INT(d->ndeletes, 0);
-        CHECK_EQ_INT(d->schema_latest, 2);
-        tdb_arraydir_free(d);
-    }
-    /* [13, 13] */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 13, 13, &d, &err), 0);
-    if (d) {
-        const char *want[] = {n.M, NULL};
-        check_frags(d, want);
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        const char *want2[] = {n.N, NULL};
-        check_frags(d, want2);
-        tdb_arraydir_free(d);
-    }
-    /* [4, 4]: D's .vac [4,5] is not inside, so C is back (legacy: never
-     * overlap rule, even for sparse); the schema in force is the legacy
-     * one (before the first timestamped schema). */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 4, 4, &d, &err), 0);
-    if (d) {
-        const char *want[] = {n.C, NULL};
-        check_frags(d, want);
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        check_frags(d, want);
-        CHECK_EQ_INT(d->schema_latest, 0);
-        tdb_arraydir_free(d);
-    }
-    /* schema in force at 6 and 7 */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 6, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->schema_latest, 1);
-        tdb_arraydir_free(d);
-    }
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 7, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->schema_latest, 2);
-        tdb_arraydir_free(d);
-    }
-    /* [16, 16]: only the .con delete */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 16, 16, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->nfrags, 0);
-        CHECK_EQ_INT(d->ndeletes, 1);
-        tdb_arraydir_free(d);
-    }
-    /* an empty range (start > end) selects nothing */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 9, 8, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->nfrags, 0);
-        tdb_arraydir_free(d);
-    }
+    check_windows_frags(&io, &n);
+    check_windows_counts(&io);
     tdb_io_free(&io);
 }
 
