@@ -442,21 +442,14 @@ static void test_cond_eval(void)
     tdb_buf_free(&b);
 }
 
-static void test_cond_truncated(void)
+/* The tree `b` cut anywhere is an error; every byte flipped gives an
+ * error or a tree, never a crash. */
+static void check_cond_cuts(const struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct tdb_error err = {0};
-    static const char *const set[] = {"a", "bc"};
-    int32_t k = 1;
-    cond_expr(&b, 1, 3);
-    cond_value(&b, 0, "i", &k, 4);
-    cond_set(&b, 6, "s", set, 2, 0);
-    cond_expr(&b, 0, 2);
-    cond_value(&b, 5, "s", "", 0);
-    cond_value(&b, 3, "f", "12345678", 8);
-    for (size_t len = 0; len < b.len; len++) {
+    for (size_t len = 0; len < b->len; len++) {
         uint8_t *copy = malloc(len ? len : 1);
-        memcpy(copy, b.data, len);
+        memcpy(copy, b->data, len);
         struct tdb_cond *c = NULL;
         int r = tdb_cond_parse(copy, len, "t.del", &c, &err);
         CHECK_EQ_INT(r, TDB_E_CORRUPT);
@@ -464,16 +457,15 @@ static void test_cond_truncated(void)
         free(copy);
     }
     struct tdb_cond *c = NULL;
-    CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t.del", &c, &err), 0);
+    CHECK_EQ_INT(tdb_cond_parse(b->data, b->len, "t.del", &c, &err), 0);
     tdb_cond_free(c);
-    /* Every byte flipped: an error or a tree, never a crash. */
-    for (size_t i = 0; i < b.len; i++) {
+    for (size_t i = 0; i < b->len; i++) {
         for (int v = 0; v < 256; v += 51) {
-            uint8_t *copy = malloc(b.len);
-            memcpy(copy, b.data, b.len);
+            uint8_t *copy = malloc(b->len);
+            memcpy(copy, b->data, b->len);
             copy[i] ^= (uint8_t)(v | 1);
             c = NULL;
-            int r = tdb_cond_parse(copy, b.len, "t.del", &c, &err);
+            int r = tdb_cond_parse(copy, b->len, "t.del", &c, &err);
             if (r == 0) {
                 struct tcell cell = {.i = 1, .f = 2, .s = "bc"};
                 struct tdb_cell_view view = {.get = tcell_get, .arg = &cell};
@@ -484,8 +476,14 @@ static void test_cond_truncated(void)
             free(copy);
         }
     }
-    /* Bad set offsets. */
-    tdb_buf_reset(&b);
+}
+
+/* Bad set offsets; deep nesting is refused, not recursed without bound. */
+static void check_cond_refused(void)
+{
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    struct tdb_cond *c = NULL;
     tdb_buf_put_u8(&b, 1);
     tdb_buf_put_u8(&b, 6);
     tdb_buf_put_u32(&b, 1);
@@ -497,18 +495,23 @@ static void test_cond_truncated(void)
     tdb_buf_put_u64(&b, 1);             /* decreasing */
     CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &c, &err),
                  TDB_E_CORRUPT);
-    /* Deep nesting is refused, not recursed without bound. */
     tdb_buf_reset(&b);
     for (int i = 0; i < 1000; i++)
         cond_expr(&b, 0, 2);
     CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &c, &err),
                  TDB_E_CORRUPT);
     tdb_buf_free(&b);
+}
 
-    /* Through a generic tile in a file. */
+/* A tree through a generic tile in a file; a missing file fails. */
+static void check_cond_file(void)
+{
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    struct tdb_cond *c = NULL;
+    int32_t k = 1;
     struct tdb_io io;
     CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    tdb_buf_reset(&b);
     cond_value(&b, 3, "i", &k, 4);
     put_tile(&io, "__commits/__3_3_ffffffffffffffffffffffffffffffff_22.del", b.data, b.len);
     CHECK_EQ_INT(tdb_cond_load(&io, "__commits/__3_3_ffffffffffffffffffffffffffffffff_22.del", NULL, &c,
@@ -517,6 +520,23 @@ static void test_cond_truncated(void)
     CHECK(tdb_cond_load(&io, "__commits/none.del", NULL, &c, &err) < 0);
     tdb_buf_free(&b);
     tdb_io_free(&io);
+}
+
+static void test_cond_truncated(void)
+{
+    struct tdb_buf b = {0};
+    static const char *const set[] = {"a", "bc"};
+    int32_t k = 1;
+    cond_expr(&b, 1, 3);
+    cond_value(&b, 0, "i", &k, 4);
+    cond_set(&b, 6, "s", set, 2, 0);
+    cond_expr(&b, 0, 2);
+    cond_value(&b, 5, "s", "", 0);
+    cond_value(&b, 3, "f", "12345678", 8);
+    check_cond_cuts(&b);
+    tdb_buf_free(&b);
+    check_cond_refused();
+    check_cond_file();
 }
 
 int main(void)
