@@ -102,26 +102,14 @@ static bool cell_same(const struct frag_cells *f, size_t i,
            memcmp(f->s + fb, g->s + gb, fe - fb) == 0;
 }
 
-static void test_corpus_delete(void)
+/* The array's delete commit under `root`: its condition (on field a
+ * only) and its timestamps `dts`. */
+static struct tdb_cond *load_delete(const struct tdb_io *io,
+                                    struct tdb_tsname *dts)
 {
-    char root[4096];
-    snprintf(root, sizeof root, "%s/sparse_delete", unit_corpus());
-    if (!unit_corpus_case("sparse_delete"))
-        return;
-    char p[8192];
-    snprintf(p, sizeof p, "%s/case.json", root);
-    char *json = unit_slurp(p, NULL);
-    CHECK(json != NULL);
-    if (!json)
-        return;
-
-    /* The delete commit. */
-    snprintf(p, sizeof p, "%s/array", root);
-    struct tdb_io io;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_io_posix(&io, p), 0);
     struct tdb_names names;
-    CHECK_EQ_INT(tdb_io_names(&io, "__commits", &names, &err), 0);
+    CHECK_EQ_INT(tdb_io_names(io, "__commits", &names, &err), 0);
     char delname[512] = "";
     for (size_t i = 0; i < names.n; i++) {
         size_t l = strlen(names.v[i]);
@@ -130,12 +118,11 @@ static void test_corpus_delete(void)
     }
     tdb_names_free(&names);
     CHECK(delname[0] != 0);
-    struct tdb_tsname dts;
-    CHECK_EQ_INT(tdb_tsname_parse(delname, &dts), 0);
+    CHECK_EQ_INT(tdb_tsname_parse(delname, dts), 0);
     char delpath[600];
     snprintf(delpath, sizeof delpath, "__commits/%s", delname);
     struct tdb_cond *cond = NULL;
-    int r = tdb_cond_load(&io, delpath, NULL, &cond, &err);
+    int r = tdb_cond_load(io, delpath, NULL, &cond, &err);
     CHECK_EQ_INT(r, 0);
     if (r)
         fprintf(stderr, "  %s\n", err.msg);
@@ -143,9 +130,15 @@ static void test_corpus_delete(void)
     CHECK_EQ_INT(tdb_cond_fields(cond, &fields), 1);
     if (cond && tdb_cond_fields(cond, &fields) == 1)
         CHECK(strcmp(fields[0], "a") == 0);
+    return cond;
+}
 
-    /* The fragments, oldest first, and the merged view. */
-    struct frag_cells frags[8] = {{0}}, merged = {0};
+/* The fragments case.json lists, oldest first, into frags[8];
+ * @return how many. */
+static size_t load_case_frags(const char *json, const char *root,
+                              struct frag_cells *frags)
+{
+    char p[8192];
     size_t nf = 0;
     const char *fl = js_ws(js_get(json, "fragments"));
     if (fl && *fl == '[') {
@@ -161,40 +154,73 @@ static void test_corpus_delete(void)
             nf++;
         }
     }
+    return nf;
+}
+
+/* Cell i of frags[k] is visible iff no newer fragment rewrote its
+ * coordinates and, for cells no newer than the delete at `t_del`, the
+ * condition spares it.  @return whether the condition deleted it; sets
+ * *want to whether it should be visible. */
+static int check_cell(const struct tdb_cond *cond, uint64_t t_del,
+                      const struct frag_cells *frags, size_t nf, size_t k,
+                      size_t i, const struct frag_cells *merged, bool *want)
+{
+    struct tdb_error err = {0};
+    struct cell_ref ref = {&frags[k], i};
+    struct tdb_cell_view view = {.get = cell_get, .arg = &ref};
+    int del = 0;
+    if (frags[k].t <= t_del) {
+        del = tdb_cond_eval(cond, &view, &err);
+        CHECK(del == 0 || del == 1);
+        /* The user's condition was a < 0. */
+        CHECK_EQ_INT(del, frags[k].a[i] < 0);
+    }
+    bool overwritten = false;
+    for (size_t l = k + 1; l < nf && !overwritten; l++)
+        for (size_t j = 0; j < frags[l].n && !overwritten; j++)
+            overwritten = cell_same(&frags[k], i, &frags[l], j, false);
+    bool in_view = false;
+    for (size_t j = 0; j < merged->n && !in_view; j++)
+        in_view = cell_same(&frags[k], i, merged, j, true);
+    *want = del == 0 && !overwritten;
+    if (in_view != *want)
+        fprintf(stderr, "  cell (%d,%d) a=%d of t=%llu: in view %d, "
+                "expected %d\n", frags[k].x[i], frags[k].y[i],
+                frags[k].a[i], (unsigned long long)frags[k].t,
+                in_view, *want);
+    CHECK(in_view == *want);
+    return del;
+}
+
+static void test_corpus_delete(void)
+{
+    char root[4096];
+    snprintf(root, sizeof root, "%s/sparse_delete", unit_corpus());
+    if (!unit_corpus_case("sparse_delete"))
+        return;
+    char p[8192];
+    snprintf(p, sizeof p, "%s/case.json", root);
+    char *json = unit_slurp(p, NULL);
+    CHECK(json != NULL);
+    if (!json)
+        return;
+    snprintf(p, sizeof p, "%s/array", root);
+    struct tdb_io io;
+    CHECK_EQ_INT(tdb_io_posix(&io, p), 0);
+    struct tdb_tsname dts;
+    struct tdb_cond *cond = load_delete(&io, &dts);
+    /* The fragments, oldest first, and the merged view. */
+    struct frag_cells frags[8] = {{0}}, merged = {0};
+    size_t nf = load_case_frags(json, root, frags);
     CHECK_EQ_INT(nf, 3);
     snprintf(p, sizeof p, "%s/expected", root);
     CHECK(load_frag(p, &merged));
-
-    /* A cell is visible iff no newer fragment rewrote its coordinates and,
-     * for cells no newer than the delete, the condition spares it. */
     size_t deleted = 0, visible = 0;
     for (size_t k = 0; cond && k < nf; k++) {
         for (size_t i = 0; i < frags[k].n; i++) {
-            struct cell_ref ref = {&frags[k], i};
-            struct tdb_cell_view view = {.get = cell_get, .arg = &ref};
-            int del = 0;
-            if (frags[k].t <= dts.t1) {
-                del = tdb_cond_eval(cond, &view, &err);
-                CHECK(del == 0 || del == 1);
-                /* The user's condition was a < 0. */
-                CHECK_EQ_INT(del, frags[k].a[i] < 0);
-            }
-            bool overwritten = false;
-            for (size_t l = k + 1; l < nf && !overwritten; l++)
-                for (size_t j = 0; j < frags[l].n && !overwritten; j++)
-                    overwritten = cell_same(&frags[k], i, &frags[l], j,
-                                            false);
-            bool in_view = false;
-            for (size_t j = 0; j < merged.n && !in_view; j++)
-                in_view = cell_same(&frags[k], i, &merged, j, true);
-            bool want = del == 0 && !overwritten;
-            if (in_view != want)
-                fprintf(stderr, "  cell (%d,%d) a=%d of t=%llu: in view %d, "
-                        "expected %d\n", frags[k].x[i], frags[k].y[i],
-                        frags[k].a[i], (unsigned long long)frags[k].t,
-                        in_view, want);
-            CHECK(in_view == want);
-            deleted += del == 1;
+            bool want;
+            deleted += check_cell(cond, dts.t1, frags, nf, k, i, &merged,
+                                  &want) == 1;
             visible += want;
         }
     }
