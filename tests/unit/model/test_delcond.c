@@ -96,80 +96,79 @@ static int deleted(const struct tdb_buf *b, struct cell *c)
 
 /* ------------------------------------------------------------- operators */
 
-static void test_compare_ops(void)
+/* For a = 4, 5, 6 against 5: does the stored op keep the cell?  A null
+ * cell fails every comparison with a value, NE included. */
+static void check_ops_int32(struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct cell c = base_cell();
-    /* For a = 4, 5, 6 against 5: does the stored op keep the cell? */
     static const int keep[6][3] = {{1, 0, 0}, {1, 1, 0}, {0, 0, 1},
                                    {0, 1, 1}, {0, 1, 0}, {1, 0, 1}};
     int32_t five = 5;
     for (uint8_t op = LT; op <= NE; op++) {
         for (int j = 0; j < 3; j++) {
-            tdb_buf_reset(&b);
-            cond_value(&b, op, "a", &five, 4);
+            tdb_buf_reset(b);
+            cond_value(b, op, "a", &five, 4);
             c.a = 4 + j;
-            CHECK_EQ_INT(deleted(&b, &c), !keep[op][j]);
+            CHECK_EQ_INT(deleted(b, &c), !keep[op][j]);
         }
     }
-    /* A null cell fails every comparison with a value, NE included. */
     c.a_null = true;
     for (uint8_t op = LT; op <= NE; op++) {
-        tdb_buf_reset(&b);
-        cond_value(&b, op, "a", &five, 4);
-        CHECK_EQ_INT(deleted(&b, &c), 1);
+        tdb_buf_reset(b);
+        cond_value(b, op, "a", &five, 4);
+        CHECK_EQ_INT(deleted(b, &c), 1);
     }
-    c.a_null = false;
+}
 
-    /* Unsigned compares as unsigned: 200 > 100. */
-    uint8_t hundred = 100;
-    tdb_buf_reset(&b);
-    cond_value(&b, GT, "u", &hundred, 1);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-
-    /* A dimension, int64. */
-    int64_t fifty = 50;
-    tdb_buf_reset(&b);
-    cond_value(&b, LT, "x", &fifty, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    c.x = 49;
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    c.x = -1;
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-
-    /* Floats: NaN compares false except NE. */
-    double one = 1.0;
-    tdb_buf_reset(&b);
-    cond_value(&b, GT, "f", &one, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    c.f = NAN;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, NE, "f", &one, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "f", &one, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-
-    /* ALWAYS_TRUE keeps, ALWAYS_FALSE deletes, whatever the field holds. */
-    tdb_buf_reset(&b);
-    cond_value(&b, ALWAYS_TRUE, "a", NULL, 0);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    tdb_buf_reset(&b);
-    cond_value(&b, ALWAYS_FALSE, "a", NULL, 0);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-
-    /* A field the cell's fragment lacks: every test on it is false. */
-    tdb_buf_reset(&b);
-    cond_value(&b, NE, "evolved", &five, 4);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    /* An unknown field and a short value are errors. */
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "nosuch", &five, 4);
-    CHECK_EQ_INT(deleted(&b, &c), TDB_E_NOENT);
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "f", &five, 4);
-    CHECK_EQ_INT(deleted(&b, &c), TDB_E_CORRUPT);
+static void test_compare_ops(void)
+{
+    struct tdb_buf b = {0};
+    check_ops_int32(&b);
+    static const uint8_t hundred = 100;
+    static const int64_t fifty = 50;
+    static const double one = 1.0;
+    static const int32_t five = 5;
+    /* one stored test on a cell with x and f as given, a = 6 */
+    static const struct {
+        uint8_t op;
+        const char *field;
+        const void *val;
+        uint64_t size;
+        int64_t x;
+        double f;
+        int del;
+    } cases[] = {
+        /* unsigned compares as unsigned: 200 > 100 */
+        {GT, "u", &hundred, 1, 60, 1.5, 0},
+        /* a dimension, int64 */
+        {LT, "x", &fifty, 8, 60, 1.5, 1},
+        {LT, "x", &fifty, 8, 49, 1.5, 0},
+        {LT, "x", &fifty, 8, -1, 1.5, 0},
+        /* floats: NaN compares false except NE */
+        {GT, "f", &one, 8, -1, 1.5, 0},
+        {GT, "f", &one, 8, -1, NAN, 1},
+        {NE, "f", &one, 8, -1, NAN, 0},
+        {EQ, "f", &one, 8, -1, NAN, 1},
+        /* ALWAYS_TRUE keeps, ALWAYS_FALSE deletes, whatever the field
+         * holds */
+        {ALWAYS_TRUE, "a", NULL, 0, -1, NAN, 0},
+        {ALWAYS_FALSE, "a", NULL, 0, -1, NAN, 1},
+        /* a field the cell's fragment lacks: every test on it is false */
+        {NE, "evolved", &five, 4, -1, NAN, 1},
+        /* an unknown field and a short value are errors */
+        {EQ, "nosuch", &five, 4, -1, NAN, TDB_E_NOENT},
+        {EQ, "f", &five, 4, -1, NAN, TDB_E_CORRUPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct cell c = base_cell();
+        c.a = 6;
+        c.x = cases[i].x;
+        c.f = cases[i].f;
+        tdb_buf_reset(&b);
+        cond_value(&b, cases[i].op, cases[i].field, cases[i].val,
+                   cases[i].size);
+        CHECK_EQ_INT(deleted(&b, &c), cases[i].del);
+    }
     tdb_buf_free(&b);
 }
 
