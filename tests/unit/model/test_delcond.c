@@ -314,11 +314,12 @@ static void put_a_lt0_and_x_ge50(struct tdb_buf *b)
     cond_value(b, LT, "x", &fifty, 8);
 }
 
-static void test_combinations(void)
+/* The user's "a < 0 AND x >= 50" on a table of cells. */
+static void check_and_of_two(struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct cell c = base_cell();
-    put_a_lt0_and_x_ge50(&b);
+    tdb_buf_reset(b);
+    put_a_lt0_and_x_ge50(b);
     static const struct {
         int32_t a;
         bool a_null;
@@ -333,64 +334,74 @@ static void test_combinations(void)
         c.a = cases[i].a;
         c.a_null = cases[i].a_null;
         c.x = cases[i].x;
-        CHECK_EQ_INT(deleted(&b, &c), cases[i].del);
+        CHECK_EQ_INT(deleted(b, &c), cases[i].del);
     }
+}
 
-    /* Nested, more than two children, mixed fields:
-     * keep (a >= 0 AND s IN {ann, bob} AND f < 2) OR NOT (x >= 10). */
+/* Nested, more than two children, mixed fields:
+ * keep (a >= 0 AND s IN {ann, bob} AND f < 2) OR NOT (x >= 10). */
+static void check_nested(struct tdb_buf *b)
+{
     int32_t zero = 0;
     int64_t ten = 10;
     double two = 2;
     static const char *const set[] = {"ann", "bob"};
-    tdb_buf_reset(&b);
-    cond_expr(&b, OR, 2);
-    cond_expr(&b, AND, 3);
-    cond_value(&b, GE, "a", &zero, 4);
-    cond_set(&b, IN, "s", set, 2, 0);
-    cond_value(&b, LT, "f", &two, 8);
-    cond_expr(&b, NOT, 1);
-    cond_value(&b, GE, "x", &ten, 8);
-    c = base_cell();                        /* a -3, x 60 */
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    tdb_buf_reset(b);
+    cond_expr(b, OR, 2);
+    cond_expr(b, AND, 3);
+    cond_value(b, GE, "a", &zero, 4);
+    cond_set(b, IN, "s", set, 2, 0);
+    cond_value(b, LT, "f", &two, 8);
+    cond_expr(b, NOT, 1);
+    cond_value(b, GE, "x", &ten, 8);
+    struct cell c = base_cell();            /* a -3, x 60 */
+    CHECK_EQ_INT(deleted(b, &c), 1);
     c.x = 9;                                /* NOT (x >= 10) */
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.x = 60;
     c.a = 1;                                /* all three hold */
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.f = 2;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    CHECK_EQ_INT(deleted(b, &c), 1);
     c.f = 0;
     c.s = "eve";
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    CHECK_EQ_INT(deleted(b, &c), 1);
+}
 
-    /* NOT of a null test, NOT of NOT. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 1);
-    cond_value(&b, EQ, "a", NULL, 0);        /* keep NOT (a = null) */
-    c = base_cell();
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+/* NOT of a null test, NOT of NOT. */
+static void check_not(struct tdb_buf *b)
+{
+    tdb_buf_reset(b);
+    cond_expr(b, NOT, 1);
+    cond_value(b, EQ, "a", NULL, 0);        /* keep NOT (a = null) */
+    struct cell c = base_cell();
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.a_null = true;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 1);
-    cond_expr(&b, NOT, 1);
-    cond_value(&b, EQ, "a", NULL, 0);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    CHECK_EQ_INT(deleted(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_expr(b, NOT, 1);
+    cond_expr(b, NOT, 1);
+    cond_value(b, EQ, "a", NULL, 0);
+    CHECK_EQ_INT(deleted(b, &c), 0);
+}
 
-    /* AND and OR with many children; the field list names each once. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, AND, 4);
+/* AND and OR with many children; the field list names each once. */
+static void check_many_children(struct tdb_buf *b)
+{
+    int32_t zero = 0;
     int64_t zero64 = 0;
+    tdb_buf_reset(b);
+    cond_expr(b, AND, 4);
     for (int i = 0; i < 4; i++)
-        cond_value(&b, NE, i % 2 ? "a" : "x",
+        cond_value(b, NE, i % 2 ? "a" : "x",
                   i % 2 ? (const void *)&zero : &zero64, i % 2 ? 4 : 8);
-    c = base_cell();
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    struct cell c = base_cell();
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.a = 0;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    CHECK_EQ_INT(deleted(b, &c), 1);
     struct tdb_cond *cond = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &cond, &err), 0);
+    CHECK_EQ_INT(tdb_cond_parse(b->data, b->len, "t", &cond, &err), 0);
     const char **names = NULL;
     CHECK_EQ_INT(tdb_cond_fields(cond, &names), 2);
     if (names && cond) {
@@ -398,6 +409,15 @@ static void test_combinations(void)
         CHECK(!strcmp(names[1], "a"));
     }
     tdb_cond_free(cond);
+}
+
+static void test_combinations(void)
+{
+    struct tdb_buf b = {0};
+    check_and_of_two(&b);
+    check_nested(&b);
+    check_not(&b);
+    check_many_children(&b);
     tdb_buf_free(&b);
 }
 
