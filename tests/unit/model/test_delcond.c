@@ -477,85 +477,94 @@ static void test_truncated(void)
     tdb_buf_free(&b);
 }
 
+/* Unknown operator and combination; AND / OR need two children or more,
+ * NOT exactly one; a child count far beyond the bytes left; an empty
+ * field name.  Each an optional expression node, then value nodes. */
+static void check_bad_nodes(struct tdb_buf *b)
+{
+    int32_t k = 1;
+    static const struct {
+        int expr_op;                    /* -1: no expression node */
+        uint64_t nchildren;
+        int nvalues;
+        uint8_t op;
+        const char *field;
+    } cases[] = {
+        {-1, 0, 1, 8, "a"},
+        {-1, 0, 1, 252, "a"},
+        {3, 2, 2, EQ, "a"},
+        {AND, 1, 1, EQ, "a"},
+        {OR, 0, 0, EQ, "a"},
+        {NOT, 2, 2, EQ, "a"},
+        {NOT, 0, 0, EQ, "a"},
+        {AND, UINT64_MAX, 2, EQ, "a"},
+        {-1, 0, 1, EQ, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tdb_buf_reset(b);
+        if (cases[i].expr_op >= 0)
+            cond_expr(b, (uint8_t)cases[i].expr_op, cases[i].nchildren);
+        for (int v = 0; v < cases[i].nvalues; v++)
+            cond_value(b, cases[i].op, cases[i].field, &k, 4);
+        CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    }
+}
+
+/* Unknown node type; a field name with a NUL; a value length beyond the
+ * bytes left. */
+static void check_bad_bytes(struct tdb_buf *b)
+{
+    int32_t k = 1;
+    tdb_buf_reset(b);
+    tdb_buf_put_u8(b, 2);
+    CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    tdb_buf_reset(b);
+    tdb_buf_put_u8(b, 1);
+    tdb_buf_put_u8(b, EQ);
+    tdb_buf_put_u32(b, 3);
+    tdb_buf_append(b, "a\0b", 3);
+    tdb_buf_put_u64(b, 4);
+    tdb_buf_append(b, &k, 4);
+    CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    tdb_buf_reset(b);
+    cond_value(b, EQ, "a", &k, 4);
+    b->data[10] = 0xff;                     /* top byte of the length */
+    CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+}
+
+/* Sets: offsets not a multiple of 8, decreasing, past the values, none at
+ * all. */
+static void check_bad_sets(struct tdb_buf *b)
+{
+    static const uint64_t bad_offsets[][3] = {
+        {12, 0, 0}, {16, 2, 1}, {16, 0, 4}, {0, 0, 0}};
+    for (size_t i = 0; i < 4; i++) {
+        tdb_buf_reset(b);
+        tdb_buf_put_u8(b, 1);
+        tdb_buf_put_u8(b, IN);
+        tdb_buf_put_u32(b, 1);
+        tdb_buf_append(b, "s", 1);
+        tdb_buf_put_u64(b, 3);
+        tdb_buf_append(b, "abc", 3);
+        tdb_buf_put_u64(b, bad_offsets[i][0]);
+        if (bad_offsets[i][0] == 12) {
+            tdb_buf_put_u64(b, 0);
+            tdb_buf_put_u32(b, 1);
+        } else if (bad_offsets[i][0]) {
+            tdb_buf_put_u64(b, bad_offsets[i][1]);
+            tdb_buf_put_u64(b, bad_offsets[i][2]);
+        }
+        CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    }
+}
+
 static void test_malformed(void)
 {
     struct tdb_buf b = {0};
     int32_t k = 1;
-    /* Unknown node type, operator, combination. */
-    tdb_buf_put_u8(&b, 2);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 8, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 252, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, 3, 2);
-    cond_value(&b, EQ, "a", &k, 4);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* AND / OR need two children or more, NOT exactly one. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, AND, 1);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, OR, 0);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 2);
-    cond_value(&b, EQ, "a", &k, 4);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 0);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* A child count far beyond the bytes left. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, AND, UINT64_MAX);
-    cond_value(&b, EQ, "a", &k, 4);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* Field names: empty, with a NUL. */
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    tdb_buf_put_u8(&b, 1);
-    tdb_buf_put_u8(&b, EQ);
-    tdb_buf_put_u32(&b, 3);
-    tdb_buf_append(&b, "a\0b", 3);
-    tdb_buf_put_u64(&b, 4);
-    tdb_buf_append(&b, &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* A value length beyond the bytes left. */
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "a", &k, 4);
-    b.data[10] = 0xff;                      /* top byte of the length */
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* Sets: offsets not a multiple of 8, decreasing, past the values,
-     * none at all. */
-    static const uint64_t bad_offsets[][3] = {
-        {12, 0, 0}, {16, 2, 1}, {16, 0, 4}, {0, 0, 0}};
-    for (size_t i = 0; i < 4; i++) {
-        tdb_buf_reset(&b);
-        tdb_buf_put_u8(&b, 1);
-        tdb_buf_put_u8(&b, IN);
-        tdb_buf_put_u32(&b, 1);
-        tdb_buf_append(&b, "s", 1);
-        tdb_buf_put_u64(&b, 3);
-        tdb_buf_append(&b, "abc", 3);
-        tdb_buf_put_u64(&b, bad_offsets[i][0]);
-        if (bad_offsets[i][0] == 12) {
-            tdb_buf_put_u64(&b, 0);
-            tdb_buf_put_u32(&b, 1);
-        } else if (bad_offsets[i][0]) {
-            tdb_buf_put_u64(&b, bad_offsets[i][1]);
-            tdb_buf_put_u64(&b, bad_offsets[i][2]);
-        }
-        CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    }
+    check_bad_bytes(&b);
+    check_bad_nodes(&b);
+    check_bad_sets(&b);
     /* Nesting is bounded, not recursed without limit. */
     tdb_buf_reset(&b);
     for (int i = 0; i < 100000; i++)
