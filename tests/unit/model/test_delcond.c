@@ -592,21 +592,11 @@ static void put_file(const struct tdb_io *io, const char *path,
 
 #define NCELLS 40
 
-static void test_delete_through_tree(void)
+/* Writes cells x = 0, 2, .., 78 (shuffled) to `arr` at time 2; a
+ * alternates sign and every fifth is null; s is "v<x>".  @return the
+ * fragment's name (to free). */
+static char *write_cells(struct tdb_io *arr)
 {
-    struct tdb_schema *s = NULL;
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_from_json(sparse_schema, strlen(sparse_schema),
-                                      &s, &err), 0);
-    if (!s)
-        return;
-    struct tdb_io arr, stg;
-    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
-    CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
-    tdb_schema_free(s);
-
-    /* Cells x = 0, 2, .., 78 (written shuffled); a alternates sign and
-     * every fifth is null; s is "v<x>". */
     int64_t x[NCELLS];
     int32_t a[NCELLS];
     uint8_t valid[NCELLS];
@@ -622,6 +612,8 @@ static void test_delete_through_tree(void)
         tlen += (size_t)snprintf(text + tlen, sizeof text - tlen, "v%d",
                                  (int)x[i]);
     }
+    struct tdb_io stg;
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stg.ops->mkdir(stg.ctx, "w");
     put_file(&stg, "w/x", x, sizeof x);
@@ -630,20 +622,23 @@ static void test_delete_through_tree(void)
     put_file(&stg, "w/s", text, tlen);
     put_file(&stg, "w/s.offsets", off, sizeof off);
     char *name = NULL;
-    int r = unit_write(&arr, &stg, "w", NULL, 2, 0, &name, &err);
+    int r = unit_write(arr, &stg, "w", NULL, 2, 0, &name, &err);
     if (r)
         fprintf(stderr, "  write: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
     tdb_io_free(&stg);
+    return name;
+}
 
-    /* The delete commit at 3: "a < 0 AND x >= 50", stored negated. */
+/* The delete commit at 3: "a < 0 AND x >= 50", stored negated.  A second
+ * one at 4 that deletes nothing but reads a (nullable: values and
+ * validity) in twelve tests of each cell: "x = 1000 OR a = 1000 OR
+ * a = 1001 ..." stored as "x != 1000 AND a != 1000 AND a != 1001 ...". */
+static void put_delete_commits(struct tdb_io *arr)
+{
     struct tdb_buf cond = {0};
     put_a_lt0_and_x_ge50(&cond);
-    cond_commit(&arr, 3, 1, &cond);
-    /* A second one at 4 that deletes nothing but reads a (nullable:
-     * values and validity) in twelve tests of each cell:
-     * "x = 1000 OR a = 1000 OR a = 1001 ..." stored as
-     * "x != 1000 AND a != 1000 AND a != 1001 ...". */
+    cond_commit(arr, 3, 1, &cond);
     tdb_buf_reset(&cond);
     cond_expr(&cond, OR, 2);
     cond_value(&cond, EQ, "a", NULL, 0);     /* null cells are no a != v */
@@ -652,13 +647,14 @@ static void test_delete_through_tree(void)
     cond_value(&cond, NE, "x", &big, 8);
     for (int32_t v = 1000; v < 1012; v++)
         cond_value(&cond, NE, "a", &v, 4);
-    cond_commit(&arr, 4, 2, &cond);
+    cond_commit(arr, 4, 2, &cond);
     tdb_buf_free(&cond);
+}
 
-    /* Expected: x ascending, without x >= 50 where a < 0 or a is null. */
-    int64_t wx[NCELLS];
-    int32_t wa[NCELLS];
-    uint8_t wv[NCELLS];
+/* Expected: x ascending, without x >= 50 where a < 0 or a is null.
+ * @return the number of cells. */
+static int surviving_cells(int64_t *wx, int32_t *wa, uint8_t *wv)
+{
     int n = 0;
     for (int k = 0; k < NCELLS; k++) {
         int32_t av = k % 2 ? -k : k;
@@ -670,31 +666,54 @@ static void test_delete_through_tree(void)
         wv[n] = v;
         n++;
     }
+    return n;
+}
+
+/* File `path` of `fs` is `want` (`size` bytes) or, with want NULL, only
+ * `size` bytes long. */
+static void check_fs_file(struct tdb_fs *fs, const char *path,
+                          const void *want, uint64_t size)
+{
+    uint64_t gn = 0;
+    uint8_t *got = fs ? unit_fs_file(fs, path, &gn) : NULL;
+    CHECK(got && gn == size && (!want || !memcmp(got, want, gn)));
+    free(got);
+}
+
+static void test_delete_through_tree(void)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(sparse_schema, strlen(sparse_schema),
+                                      &s, &err), 0);
+    if (!s)
+        return;
+    struct tdb_io arr;
+    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
+    tdb_schema_free(s);
+    char *name = write_cells(&arr);
+    put_delete_commits(&arr);
+    int64_t wx[NCELLS];
+    int32_t wa[NCELLS];
+    uint8_t wv[NCELLS];
+    int n = surviving_cells(wx, wa, wv);
     CHECK(n > 20 && n < NCELLS);
 
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     struct tdb_fs *fs = NULL;
-    r = tdb_fs_open(&fs, &arr, &o, &err);
+    int r = tdb_fs_open(&fs, &arr, &o, &err);
     if (r)
         fprintf(stderr, "  open: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
-    uint64_t gn = 0;
-    uint8_t *got = fs ? unit_fs_file(fs, "x", &gn) : NULL;
-    CHECK(got && gn == (uint64_t)n * 8 && !memcmp(got, wx, gn));
-    free(got);
-    got = fs ? unit_fs_file(fs, "a", &gn) : NULL;
-    CHECK(got && gn == (uint64_t)n * 4 && !memcmp(got, wa, gn));
-    free(got);
-    got = fs ? unit_fs_file(fs, "a.validity", &gn) : NULL;
-    CHECK(got && gn == (uint64_t)n && !memcmp(got, wv, gn));
-    free(got);
+    check_fs_file(fs, "x", wx, (uint64_t)n * 8);
+    check_fs_file(fs, "a", wa, (uint64_t)n * 4);
+    check_fs_file(fs, "a.validity", wv, (uint64_t)n);
     /* The fragment alone (its range ends before the delete) keeps all. */
     char path[256];
     snprintf(path, sizeof path, "__fragments/%s/x", name ? name : "?");
-    got = fs ? unit_fs_file(fs, path, &gn) : NULL;
-    CHECK(got && gn == NCELLS * 8);
-    free(got);
+    check_fs_file(fs, path, NULL, NCELLS * 8);
     free(name);
     tdb_fs_close(fs);
     tdb_io_free(&arr);
