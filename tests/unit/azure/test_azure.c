@@ -354,23 +354,17 @@ static void put_file(const char *path, const char *text)
 
 /* The options, then a credentials file or AZURE_STORAGE_CONNECTION_STRING,
  * then AZURE_STORAGE_ACCOUNT and its key or SAS. */
-static void test_config_load(void)
+/* Environment variables: an account alone is anonymous; a SAS token;
+ * a key, which signs. */
+static void check_env_account(void)
 {
     struct tdb_az_config c;
     struct tdb_error err = {0};
-    clear_env();
-
-    CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), TDB_E_INVAL);
-    CHECK(eq(err.msg, "azure://: no storage account (AZURE_STORAGE_ACCOUNT, "
-                      "AZURE_STORAGE_CONNECTION_STRING or -o account=)"));
-
-    /* an account alone: anonymous */
     setenv("AZURE_STORAGE_ACCOUNT", "envacct", 1);
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), 0);
     CHECK(eq(c.account, "envacct") && c.key == NULL && c.sas == NULL);
     CHECK(eq(c.endpoint, "https://envacct.blob.core.windows.net"));
     tdb_az_config_free(&c);
-
     setenv("AZURE_STORAGE_SAS_TOKEN", "?sv=2021-08-06&sig=s", 1);
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), 0);
     CHECK(eq(c.sas, "sv=2021-08-06&sig=s") && c.key == NULL);
@@ -380,8 +374,14 @@ static void test_config_load(void)
     CHECK(c.keylen == 10 && !memcmp(c.key, "accountkey", 10));
     CHECK(c.sas == NULL);   /* the key signs */
     tdb_az_config_free(&c);
+}
 
-    /* the account option: another account's key is not used */
+/* The account option: another account's key is not used; a key that is
+ * not base64. */
+static void check_account_option(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, "optacct", NULL, &err), 0);
     CHECK(eq(c.account, "optacct") && c.key == NULL && c.sas == NULL);
     CHECK(eq(c.endpoint, "https://optacct.blob.core.windows.net"));
@@ -397,8 +397,15 @@ static void test_config_load(void)
     CHECK(c.account == NULL && c.key == NULL);
     setenv("AZURE_STORAGE_KEY", "YWNjb3VudGtleQ==", 1);
     setenv("AZURE_STORAGE_ACCOUNT", "envacct", 1);
+}
 
-    /* a connection string wins over the account's variables */
+/* A connection string wins over the account's variables; the endpoint
+ * option replaces its BlobEndpoint; one naming no account takes the
+ * option's. */
+static void check_connstr_env(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
     setenv("AZURE_STORAGE_CONNECTION_STRING", "AccountName=csacct;"
            "AccountKey=YWJj;BlobEndpoint=https://csacct.example.org/", 1);
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), 0);
@@ -430,8 +437,13 @@ static void test_config_load(void)
     CHECK(eq(c.account, "sasacct") && eq(c.sas, "sv=1&sig=z") && !c.key);
     CHECK(eq(c.endpoint, "http://127.0.0.1:10123/sasacct"));
     tdb_az_config_free(&c);
+}
 
-    /* a credentials file wins over the environment */
+/* A credentials file wins over the environment. */
+static void check_creds_file(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
     char dir[] = "/tmp/tiledbfs-test-azure.XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char file[300], missing[300];
@@ -458,6 +470,21 @@ static void test_config_load(void)
     CHECK(strstr(err.msg, dir) && strstr(err.msg, "a folder"));
     unlink(file);
     rmdir(dir);
+}
+
+static void test_config_load(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
+    clear_env();
+
+    CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), TDB_E_INVAL);
+    CHECK(eq(err.msg, "azure://: no storage account (AZURE_STORAGE_ACCOUNT, "
+                      "AZURE_STORAGE_CONNECTION_STRING or -o account=)"));
+    check_env_account();
+    check_account_option();
+    check_connstr_env();
+    check_creds_file();
     clear_env();
 }
 
