@@ -643,6 +643,89 @@ static void build_enum_payload(struct tdb_buf *b)
     put64(b, 8);
 }
 
+/* Enumeration en of a loaded schema: its values; loading twice replaces
+ * them. */
+static void check_enum_values(const struct tdb_io *io,
+                              struct tdb_enumeration *en)
+{
+    struct tdb_error err = {0};
+    CHECK(!strcmp(en->path, "grp/arr/__schema/__enumerations/__0011_0"));
+    int rc = tdb_enumeration_load(io, en, NULL, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (!rc) {
+        CHECK_EQ_INT(en->type, TDB_STRING_ASCII);
+        CHECK_EQ_INT(en->cell_val_num, TDB_VAR_NUM);
+        CHECK(en->ordered);
+        CHECK_EQ_INT(en->data_size, 9);
+        CHECK_MEM(en->data, "redgreen!", 9);
+        CHECK_EQ_INT(en->offsets_size, 24);
+        CHECK_EQ_INT(tdb_le64(en->offsets + 16), 8);
+    }
+    CHECK_EQ_INT(tdb_enumeration_load(io, en, NULL, &err), 0);
+    CHECK_EQ_INT(en->data_size, 9);
+}
+
+/* Every truncation of the enumeration payload `e` is an error; so are
+ * offsets that run backwards or past the data and a file holding another
+ * enumeration. */
+static void check_enum_damaged(struct tdb_io *io, struct tdb_enumeration *en,
+                               struct tdb_buf *e)
+{
+    struct tdb_error err = {0};
+    for (size_t n = 0; n < e->len; n++) {
+        struct tdb_buf t = {0};
+        tdb_buf_append(&t, e->data, n);
+        io->ops->remove(io->ctx, "grp/arr/__schema/__enumerations/__0011_0");
+        CHECK_EQ_INT(mem_put(io, en->path, &t, NULL), 0);
+        int rc = tdb_enumeration_load(io, en, NULL, &err);
+        CHECK(rc < 0);
+        CHECK(en->data == NULL && en->data_size == 0);
+        tdb_buf_free(&t);
+    }
+    tdb_st64(e->data + e->len - 8, 10);
+    io->ops->remove(io->ctx, en->path);
+    mem_put(io, en->path, e, NULL);
+    CHECK_EQ_INT(tdb_enumeration_load(io, en, NULL, &err), TDB_E_CORRUPT);
+    tdb_st64(e->data + e->len - 8, 8);
+    e->data[8] = 'q';
+    io->ops->remove(io->ctx, en->path);
+    mem_put(io, en->path, e, NULL);
+    CHECK_EQ_INT(tdb_enumeration_load(io, en, NULL, &err), TDB_E_CORRUPT);
+    CHECK(strstr(err.msg, "'q'") != NULL);
+}
+
+/* The legacy name has no timestamps; a missing file is an error; a file
+ * of schema `b` cut short at every length is an error, never a crash. */
+static void check_load_names_and_cuts(struct tdb_io *io,
+                                      const struct tdb_buf *b)
+{
+    struct tdb_error err = {0};
+    struct tdb_schema *s = NULL;
+    CHECK_EQ_INT(mem_put(io, "old/__array_schema.tdb", b, NULL), 0);
+    CHECK_EQ_INT(tdb_schema_load(io, "old/__array_schema.tdb", NULL, &s,
+                                 &err), 0);
+    if (s) {
+        CHECK(!strcmp(s->name, "__array_schema.tdb"));
+        CHECK(s->t1 == 0 && s->t2 == 0);
+        tdb_schema_free(s);
+    }
+    s = NULL;
+    CHECK(tdb_schema_load(io, "nope/__schema/__1_1_x", NULL, &s, &err) < 0);
+    CHECK(s == NULL);
+    struct tdb_buf whole = {0};
+    tdb_generic_tile_encode(b->data, b->len,
+                            &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
+                            NULL, &whole, &err);
+    for (size_t n = 0; n < whole.len; n += 7) {
+        io->ops->remove(io->ctx, "cut");
+        io->ops->write_at(io->ctx, "cut", 0, whole.data, n);
+        s = NULL;
+        CHECK(tdb_schema_load(io, "cut", NULL, &s, &err) < 0);
+        tdb_schema_free(s);
+    }
+    tdb_buf_free(&whole);
+}
+
 static void test_load_and_enumeration(void)
 {
     struct tdb_io io;
@@ -666,78 +749,11 @@ static void test_load_and_enumeration(void)
         CHECK_EQ_INT(s->t1, 17);
         CHECK_EQ_INT(s->t2, 42);
         CHECK_EQ_INT(s->encryption, TDB_NO_ENCRYPTION);
-        struct tdb_enumeration *en = &s->enums[0];
-        CHECK(!strcmp(en->path, "grp/arr/__schema/__enumerations/__0011_0"));
-        rc = tdb_enumeration_load(&io, en, NULL, &err);
-        CHECK_EQ_INT(rc, 0);
-        if (!rc) {
-            CHECK_EQ_INT(en->type, TDB_STRING_ASCII);
-            CHECK_EQ_INT(en->cell_val_num, TDB_VAR_NUM);
-            CHECK(en->ordered);
-            CHECK_EQ_INT(en->data_size, 9);
-            CHECK_MEM(en->data, "redgreen!", 9);
-            CHECK_EQ_INT(en->offsets_size, 24);
-            CHECK_EQ_INT(tdb_le64(en->offsets + 16), 8);
-        }
-        /* loading twice replaces the data */
-        CHECK_EQ_INT(tdb_enumeration_load(&io, en, NULL, &err), 0);
-        CHECK_EQ_INT(en->data_size, 9);
-
-        /* every truncation of the enumeration payload is an error */
-        for (size_t n = 0; n < e.len; n++) {
-            struct tdb_buf t = {0};
-            tdb_buf_append(&t, e.data, n);
-            io.ops->remove(io.ctx, "grp/arr/__schema/__enumerations/__0011_0");
-            CHECK_EQ_INT(mem_put(&io, en->path, &t, NULL), 0);
-            rc = tdb_enumeration_load(&io, en, NULL, &err);
-            CHECK(rc < 0);
-            CHECK(en->data == NULL && en->data_size == 0);
-            tdb_buf_free(&t);
-        }
-        /* offsets that run backwards or past the data */
-        tdb_st64(e.data + e.len - 8, 10);
-        io.ops->remove(io.ctx, en->path);
-        mem_put(&io, en->path, &e, NULL);
-        CHECK_EQ_INT(tdb_enumeration_load(&io, en, NULL, &err),
-                     TDB_E_CORRUPT);
-        /* the file holds another enumeration */
-        tdb_st64(e.data + e.len - 8, 8);
-        e.data[8] = 'q';
-        io.ops->remove(io.ctx, en->path);
-        mem_put(&io, en->path, &e, NULL);
-        CHECK_EQ_INT(tdb_enumeration_load(&io, en, NULL, &err),
-                     TDB_E_CORRUPT);
-        CHECK(strstr(err.msg, "'q'") != NULL);
+        check_enum_values(&io, &s->enums[0]);
+        check_enum_damaged(&io, &s->enums[0], &e);
         tdb_schema_free(s);
     }
-
-    /* the legacy name has no timestamps; a missing file is an error */
-    s = NULL;
-    CHECK_EQ_INT(mem_put(&io, "old/__array_schema.tdb", &b, NULL), 0);
-    CHECK_EQ_INT(tdb_schema_load(&io, "old/__array_schema.tdb", NULL, &s,
-                                 &err), 0);
-    if (s) {
-        CHECK(!strcmp(s->name, "__array_schema.tdb"));
-        CHECK(s->t1 == 0 && s->t2 == 0);
-        tdb_schema_free(s);
-    }
-    s = NULL;
-    CHECK(tdb_schema_load(&io, "nope/__schema/__1_1_x", NULL, &s, &err) < 0);
-    CHECK(s == NULL);
-
-    /* a file cut short at every length: an error, never a crash */
-    struct tdb_buf whole = {0};
-    tdb_generic_tile_encode(b.data, b.len,
-                            &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
-                            NULL, &whole, &err);
-    for (size_t n = 0; n < whole.len; n += 7) {
-        io.ops->remove(io.ctx, "cut");
-        io.ops->write_at(io.ctx, "cut", 0, whole.data, n);
-        s = NULL;
-        CHECK(tdb_schema_load(&io, "cut", NULL, &s, &err) < 0);
-        tdb_schema_free(s);
-    }
-    tdb_buf_free(&whole);
+    check_load_names_and_cuts(&io, &b);
     tdb_buf_free(&b);
     tdb_buf_free(&e);
     tdb_io_free(&io);
