@@ -39,26 +39,9 @@ static int parse(const struct tdb_buf *b, struct tdb_schema **s,
     return tdb_schema_parse(b->data, b->len, "test schema", s, err);
 }
 
-/* Writes, following array_schema.md, a schema of format `version`: sparse,
- * dims "x" INT32 [1,100] extent 10 and "y" INT32 [-5,5] no extent; attrs
- * "a" INT16 fixed (cell_val_num 3, fill 1,2,3 where the version has fills)
- * and "s" var STRING_UTF8 (fill "zz"); from v18 one dimension label, from
- * v20 one enumeration "e" that "a" uses, from v22 a current domain. */
-static void build_versioned(struct tdb_buf *b, uint32_t version)
+/* Dims "x" and "y" of build_versioned. */
+static void put_versioned_dims(struct tdb_buf *b, uint32_t version)
 {
-    put32(b, version);
-    if (version >= 5)
-        put8(b, 1);                 /* allows dups */
-    put8(b, TDB_SPARSE);
-    put8(b, TDB_COL_MAJOR);
-    put8(b, TDB_HILBERT);
-    put64(b, 1234);
-    putpipe(b);                     /* coords */
-    putpipe(b);                     /* offsets */
-    if (version >= 7)
-        putpipe(b);                 /* validity */
-    if (version < 5)
-        put8(b, TDB_INT32);         /* domain datatype */
     put32(b, 2);
     const char *names[2] = {"x", "y"};
     int32_t dom[2][2] = {{1, 100}, {-5, 5}};
@@ -79,6 +62,11 @@ static void build_versioned(struct tdb_buf *b, uint32_t version)
             put8(b, 1);
         }
     }
+}
+
+/* Attrs "a" and "s" of build_versioned. */
+static void put_versioned_attrs(struct tdb_buf *b, uint32_t version)
+{
     put32(b, 2);
     putstr32(b, "a");
     put8(b, TDB_INT16);
@@ -112,6 +100,12 @@ static void build_versioned(struct tdb_buf *b, uint32_t version)
         put8(b, 0);
     if (version >= 20)
         put32(b, 0);
+}
+
+/* The dimension label (v18), the enumeration (v20) and the current
+ * domain (v22) of build_versioned. */
+static void put_versioned_tail(struct tdb_buf *b, uint32_t version)
+{
     if (version >= 18) {
         put32(b, 1);
         put32(b, 1);                /* dimension index */
@@ -139,6 +133,31 @@ static void build_versioned(struct tdb_buf *b, uint32_t version)
         put32(b, (uint32_t)-1);
         put32(b, 1);
     }
+}
+
+/* Writes, following array_schema.md, a schema of format `version`: sparse,
+ * dims "x" INT32 [1,100] extent 10 and "y" INT32 [-5,5] no extent; attrs
+ * "a" INT16 fixed (cell_val_num 3, fill 1,2,3 where the version has fills)
+ * and "s" var STRING_UTF8 (fill "zz"); from v18 one dimension label, from
+ * v20 one enumeration "e" that "a" uses, from v22 a current domain. */
+static void build_versioned(struct tdb_buf *b, uint32_t version)
+{
+    put32(b, version);
+    if (version >= 5)
+        put8(b, 1);                 /* allows dups */
+    put8(b, TDB_SPARSE);
+    put8(b, TDB_COL_MAJOR);
+    put8(b, TDB_HILBERT);
+    put64(b, 1234);
+    putpipe(b);                     /* coords */
+    putpipe(b);                     /* offsets */
+    if (version >= 7)
+        putpipe(b);                 /* validity */
+    if (version < 5)
+        put8(b, TDB_INT32);         /* domain datatype */
+    put_versioned_dims(b, version);
+    put_versioned_attrs(b, version);
+    put_versioned_tail(b, version);
 }
 
 static int32_t le32s(const uint8_t *p) { return (int32_t)tdb_le32(p); }
