@@ -164,6 +164,100 @@ static int32_t le32s(const uint8_t *p) { return (int32_t)tdb_le32(p); }
 
 /* ------------------------------------------------------------ the versions */
 
+/* The header and dims build_versioned wrote in version v. */
+static void check_version_dims(const struct tdb_schema *s, uint32_t v)
+{
+    CHECK_EQ_INT(s->version, v);
+    CHECK_EQ_INT(s->allows_dups, v >= 5);
+    CHECK_EQ_INT(s->array_type, TDB_SPARSE);
+    CHECK_EQ_INT(s->tile_order, TDB_COL_MAJOR);
+    CHECK_EQ_INT(s->cell_order, TDB_HILBERT);
+    CHECK_EQ_INT(s->capacity, 1234);
+    CHECK_EQ_INT(s->ndims, 2);
+    CHECK(!strcmp(s->dims[0].name, "x") && !strcmp(s->dims[1].name, "y"));
+    CHECK_EQ_INT(s->dims[0].type, TDB_INT32);
+    CHECK_EQ_INT(s->dims[1].cell_val_num, 1);
+    CHECK_EQ_INT(le32s(s->dims[0].lo), 1);
+    CHECK_EQ_INT(le32s(s->dims[0].hi), 100);
+    CHECK_EQ_INT(le32s(s->dims[1].lo), -5);
+    CHECK_EQ_INT(le32s(s->dims[1].hi), 5);
+    CHECK(s->dims[0].has_extent && !s->dims[1].has_extent);
+    CHECK_EQ_INT(le32s(s->dims[0].extent), 10);
+}
+
+/* The attrs build_versioned wrote in version v, their fills. */
+static void check_version_attrs(const struct tdb_schema *s, uint32_t v)
+{
+    CHECK_EQ_INT(s->nattrs, 2);
+    const struct tdb_attr *a = &s->attrs[0], *t = &s->attrs[1];
+    CHECK(!strcmp(a->name, "a") && !strcmp(t->name, "s"));
+    CHECK_EQ_INT(a->type, TDB_INT16);
+    CHECK_EQ_INT(a->cell_val_num, 3);
+    CHECK_EQ_INT(a->fill_size, 6);
+    CHECK_EQ_INT(t->cell_val_num, TDB_VAR_NUM);
+    if (v >= 6) {
+        CHECK_MEM(a->fill, "\1\0\2\0\3\0", 6);
+        CHECK_EQ_INT(t->fill_size, 2);
+        CHECK_MEM(t->fill, "zz", 2);
+    } else {
+        /* no fill in the schema: INT16 minimum three times; a var
+         * STRING_UTF8 cell gets one zero byte */
+        CHECK_MEM(a->fill, "\0\x80\0\x80\0\x80", 6);
+        CHECK_EQ_INT(t->fill_size, 1);
+        CHECK_EQ_INT(t->fill[0], 0);
+    }
+    CHECK_EQ_INT(a->nullable, v >= 7);
+    CHECK_EQ_INT(a->fill_validity, v >= 7);
+    CHECK_EQ_INT(a->order, v >= 17 ? 1 : 0);
+}
+
+/* Labels (v18), enumerations (v20) and the current domain (v22). */
+static void check_version_extras(const struct tdb_schema *s, uint32_t v)
+{
+    const struct tdb_attr *a = &s->attrs[0], *t = &s->attrs[1];
+    CHECK_EQ_INT(s->nlabels, v >= 18 ? 1 : 0);
+    if (v >= 18) {
+        const struct tdb_label *l = &s->labels[0];
+        CHECK_EQ_INT(l->dim, 1);
+        CHECK(!strcmp(l->name, "lbl") && !strcmp(l->uri, "__labels/") &&
+              !strcmp(l->attr_name, "label"));
+        CHECK(l->relative && !l->external);
+        CHECK_EQ_INT(l->order, 2);
+        CHECK_EQ_INT(l->type, TDB_FLOAT64);
+    }
+    CHECK_EQ_INT(s->nenums, v >= 20 ? 1 : 0);
+    if (v >= 20) {
+        CHECK(a->enumeration && !strcmp(a->enumeration, "e"));
+        CHECK(t->enumeration == NULL);
+        CHECK(!strcmp(s->enums[0].name, "e"));
+        CHECK(!strcmp(s->enums[0].path, "__schema/__enumerations/__0011_0"));
+    } else {
+        CHECK(a->enumeration == NULL);
+    }
+    CHECK_EQ_INT(s->has_current_domain, v >= 22);
+    if (v >= 22) {
+        CHECK_EQ_INT(le32s(s->current_domain[0].lo), 2);
+        CHECK_EQ_INT(le32s(s->current_domain[0].hi), 50);
+        CHECK_EQ_INT(le32s(s->current_domain[1].lo), -1);
+        CHECK_EQ_INT(le32s(s->current_domain[1].hi), 1);
+    }
+}
+
+/* Every shorter prefix of `b` is an error, never a crash. */
+static void check_prefixes(const struct tdb_buf *b)
+{
+    for (size_t n = 0; n < b->len; n++) {
+        struct tdb_schema *p = (struct tdb_schema *)1;
+        struct tdb_error e2 = {0};
+        int rc = tdb_schema_parse(b->data, n, "prefix", &p, &e2);
+        CHECK(rc < 0);
+        CHECK(p == NULL);
+        CHECK(e2.msg[0] != '\0');
+        if (rc == 0)
+            tdb_schema_free(p);
+    }
+}
+
 static void test_every_version(void)
 {
     for (uint32_t v = 1; v <= 23; v++) {
@@ -178,83 +272,11 @@ static void test_every_version(void)
             tdb_buf_free(&b);
             continue;
         }
-        CHECK_EQ_INT(s->version, v);
-        CHECK_EQ_INT(s->allows_dups, v >= 5);
-        CHECK_EQ_INT(s->array_type, TDB_SPARSE);
-        CHECK_EQ_INT(s->tile_order, TDB_COL_MAJOR);
-        CHECK_EQ_INT(s->cell_order, TDB_HILBERT);
-        CHECK_EQ_INT(s->capacity, 1234);
-        CHECK_EQ_INT(s->ndims, 2);
-        CHECK(!strcmp(s->dims[0].name, "x") && !strcmp(s->dims[1].name, "y"));
-        CHECK_EQ_INT(s->dims[0].type, TDB_INT32);
-        CHECK_EQ_INT(s->dims[1].cell_val_num, 1);
-        CHECK_EQ_INT(le32s(s->dims[0].lo), 1);
-        CHECK_EQ_INT(le32s(s->dims[0].hi), 100);
-        CHECK_EQ_INT(le32s(s->dims[1].lo), -5);
-        CHECK_EQ_INT(le32s(s->dims[1].hi), 5);
-        CHECK(s->dims[0].has_extent && !s->dims[1].has_extent);
-        CHECK_EQ_INT(le32s(s->dims[0].extent), 10);
-        CHECK_EQ_INT(s->nattrs, 2);
-        const struct tdb_attr *a = &s->attrs[0], *t = &s->attrs[1];
-        CHECK(!strcmp(a->name, "a") && !strcmp(t->name, "s"));
-        CHECK_EQ_INT(a->type, TDB_INT16);
-        CHECK_EQ_INT(a->cell_val_num, 3);
-        CHECK_EQ_INT(a->fill_size, 6);
-        CHECK_EQ_INT(t->cell_val_num, TDB_VAR_NUM);
-        if (v >= 6) {
-            CHECK_MEM(a->fill, "\1\0\2\0\3\0", 6);
-            CHECK_EQ_INT(t->fill_size, 2);
-            CHECK_MEM(t->fill, "zz", 2);
-        } else {
-            /* no fill in the schema: INT16 minimum three times; a var
-             * STRING_UTF8 cell gets one zero byte */
-            CHECK_MEM(a->fill, "\0\x80\0\x80\0\x80", 6);
-            CHECK_EQ_INT(t->fill_size, 1);
-            CHECK_EQ_INT(t->fill[0], 0);
-        }
-        CHECK_EQ_INT(a->nullable, v >= 7);
-        CHECK_EQ_INT(a->fill_validity, v >= 7);
-        CHECK_EQ_INT(a->order, v >= 17 ? 1 : 0);
-        CHECK_EQ_INT(s->nlabels, v >= 18 ? 1 : 0);
-        if (v >= 18) {
-            const struct tdb_label *l = &s->labels[0];
-            CHECK_EQ_INT(l->dim, 1);
-            CHECK(!strcmp(l->name, "lbl") && !strcmp(l->uri, "__labels/") &&
-                  !strcmp(l->attr_name, "label"));
-            CHECK(l->relative && !l->external);
-            CHECK_EQ_INT(l->order, 2);
-            CHECK_EQ_INT(l->type, TDB_FLOAT64);
-        }
-        CHECK_EQ_INT(s->nenums, v >= 20 ? 1 : 0);
-        if (v >= 20) {
-            CHECK(a->enumeration && !strcmp(a->enumeration, "e"));
-            CHECK(t->enumeration == NULL);
-            CHECK(!strcmp(s->enums[0].name, "e"));
-            CHECK(!strcmp(s->enums[0].path,
-                          "__schema/__enumerations/__0011_0"));
-        } else {
-            CHECK(a->enumeration == NULL);
-        }
-        CHECK_EQ_INT(s->has_current_domain, v >= 22);
-        if (v >= 22) {
-            CHECK_EQ_INT(le32s(s->current_domain[0].lo), 2);
-            CHECK_EQ_INT(le32s(s->current_domain[0].hi), 50);
-            CHECK_EQ_INT(le32s(s->current_domain[1].lo), -1);
-            CHECK_EQ_INT(le32s(s->current_domain[1].hi), 1);
-        }
+        check_version_dims(s, v);
+        check_version_attrs(s, v);
+        check_version_extras(s, v);
         tdb_schema_free(s);
-
-        /* Every shorter prefix is an error, never a crash. */
-        for (size_t n = 0; n < b.len; n++) {
-            struct tdb_schema *p = (struct tdb_schema *)1;
-            struct tdb_error e2 = {0};
-            rc = tdb_schema_parse(b.data, n, "prefix", &p, &e2);
-            CHECK(rc < 0);
-            CHECK(p == NULL);
-            CHECK(e2.msg[0] != '\0');
-            if (rc == 0)
-                tdb_schema_free(p);
-        }
+        check_prefixes(&b);
         tdb_buf_free(&b);
     }
 }
