@@ -281,6 +281,42 @@ static void test_every_version(void)
     }
 }
 
+/* A version-4 dense schema: dim "i" UINT64, ZSTD coords filters, attrs
+ * "p" FLOAT64 x2, "q" var CHAR, "r" DATETIME_MS, none with a fill. */
+static void put_v4_schema(struct tdb_buf *b)
+{
+    put32(b, 4);
+    put8(b, TDB_DENSE);
+    put8(b, TDB_ROW_MAJOR);
+    put8(b, TDB_ROW_MAJOR);
+    put64(b, 10000);
+    /* coords filters: ZSTD level -1, as TileDB 1.x wrote them */
+    put32(b, 65536);
+    put32(b, 1);
+    put8(b, TDB_FILTER_ZSTD);
+    put32(b, 5);
+    put8(b, TDB_FILTER_ZSTD);
+    put32(b, UINT32_MAX);
+    putpipe(b);
+    put8(b, TDB_UINT64);
+    put32(b, 1);
+    putstr32(b, "i");
+    put64(b, 0);
+    put64(b, UINT64_MAX - 1);
+    put8(b, 0);
+    put64(b, 1000);
+    put32(b, 3);
+    const unsigned types[3] = {TDB_FLOAT64, TDB_CHAR, DATETIME_MS};
+    const uint32_t cvns[3] = {2, TDB_VAR_NUM, 1};
+    for (int i = 0; i < 3; i++) {
+        char name[2] = {(char)('p' + i), 0};
+        putstr32(b, name);
+        put8(b, (uint8_t)types[i]);
+        put32(b, cvns[i]);
+        putpipe(b);
+    }
+}
+
 /* Version 4: the domain datatype, coordinate filters copied to the
  * dimensions, and default fills (several values, one for var cells). */
 static void test_v4_defaults(void)
@@ -288,36 +324,7 @@ static void test_v4_defaults(void)
     struct tdb_buf b = {0};
     struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    put32(&b, 4);
-    put8(&b, TDB_DENSE);
-    put8(&b, TDB_ROW_MAJOR);
-    put8(&b, TDB_ROW_MAJOR);
-    put64(&b, 10000);
-    /* coords filters: ZSTD level -1, as TileDB 1.x wrote them */
-    put32(&b, 65536);
-    put32(&b, 1);
-    put8(&b, TDB_FILTER_ZSTD);
-    put32(&b, 5);
-    put8(&b, TDB_FILTER_ZSTD);
-    put32(&b, UINT32_MAX);
-    putpipe(&b);
-    put8(&b, TDB_UINT64);
-    put32(&b, 1);
-    putstr32(&b, "i");
-    put64(&b, 0);
-    put64(&b, UINT64_MAX - 1);
-    put8(&b, 0);
-    put64(&b, 1000);
-    put32(&b, 3);
-    const unsigned types[3] = {TDB_FLOAT64, TDB_CHAR, DATETIME_MS};
-    const uint32_t cvns[3] = {2, TDB_VAR_NUM, 1};
-    for (int i = 0; i < 3; i++) {
-        char name[2] = {(char)('p' + i), 0};
-        putstr32(&b, name);
-        put8(&b, (uint8_t)types[i]);
-        put32(&b, cvns[i]);
-        putpipe(&b);
-    }
+    put_v4_schema(&b);
     int rc = parse(&b, &s, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
@@ -348,6 +355,45 @@ static void test_v4_defaults(void)
 
 /* ------------------------------------------------- serialisation, by byte */
 
+/* The bytes test_serialize_bytes's schema serializes to. */
+static void put_serialized(struct tdb_buf *want)
+{
+    put32(want, 22);
+    put8(want, 0);
+    put8(want, 1);
+    put8(want, 0);
+    put8(want, 1);
+    put64(want, 77);
+    putpipe(want);
+    putpipe(want);
+    putpipe(want);
+    put32(want, 1);
+    putstr32(want, "d");
+    put8(want, TDB_INT32);
+    put32(want, 1);
+    putpipe(want);
+    put64(want, 8);
+    put32(want, 1);
+    put32(want, 10);
+    put8(want, 0);
+    put32(want, 5);
+    put32(want, 1);
+    putstr32(want, "a");
+    put8(want, TDB_UINT8);
+    put32(want, 1);
+    putpipe(want);
+    put64(want, 1);
+    put8(want, 0xff);
+    put8(want, 0);                 /* nullable */
+    put8(want, 0);                 /* fill validity */
+    put8(want, 0);                 /* order */
+    put32(want, 0);                /* no enumeration */
+    put32(want, 0);                /* no labels */
+    put32(want, 0);                /* no enumerations */
+    put32(want, 0);                /* current domain version */
+    put8(want, 1);                 /* empty */
+}
+
 static void test_serialize_bytes(void)
 {
     struct tdb_dim dim = {.name = "d", .type = TDB_INT32, .cell_val_num = 1,
@@ -373,40 +419,7 @@ static void test_serialize_bytes(void)
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_schema_serialize(&s, &got, &err), 0);
 
-    put32(&want, 22);
-    put8(&want, 0);
-    put8(&want, 1);
-    put8(&want, 0);
-    put8(&want, 1);
-    put64(&want, 77);
-    putpipe(&want);
-    putpipe(&want);
-    putpipe(&want);
-    put32(&want, 1);
-    putstr32(&want, "d");
-    put8(&want, TDB_INT32);
-    put32(&want, 1);
-    putpipe(&want);
-    put64(&want, 8);
-    put32(&want, 1);
-    put32(&want, 10);
-    put8(&want, 0);
-    put32(&want, 5);
-    put32(&want, 1);
-    putstr32(&want, "a");
-    put8(&want, TDB_UINT8);
-    put32(&want, 1);
-    putpipe(&want);
-    put64(&want, 1);
-    put8(&want, 0xff);
-    put8(&want, 0);                 /* nullable */
-    put8(&want, 0);                 /* fill validity */
-    put8(&want, 0);                 /* order */
-    put32(&want, 0);                /* no enumeration */
-    put32(&want, 0);                /* no labels */
-    put32(&want, 0);                /* no enumerations */
-    put32(&want, 0);                /* current domain version */
-    put8(&want, 1);                 /* empty */
+    put_serialized(&want);
     CHECK_EQ_INT(got.len, want.len);
     if (got.len == want.len)
         CHECK_MEM(got.data, want.data, want.len);
@@ -427,6 +440,41 @@ static void test_serialize_bytes(void)
     CHECK_EQ_INT(got.len, 0);
     tdb_buf_free(&got);
     tdb_buf_free(&want);
+}
+
+/* Schema `s` serialized, then truncated at every length, and each byte
+ * corrupted: errors or a valid schema, never a crash (run under
+ * ASan/UBSan). */
+static void check_cuts_and_pokes(const struct tdb_schema *s)
+{
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_serialize(s, &b, &err), 0);
+    for (size_t n = 0; n < b.len; n++) {
+        struct tdb_schema *p = NULL;
+        int rc = tdb_schema_parse(b.data, n, "prefix", &p, &err);
+        CHECK(rc < 0 && p == NULL);
+        if (rc == 0)
+            tdb_schema_free(p);
+    }
+    const uint8_t pokes[4] = {0x00, 0xff, 0x80, 0x7f};
+    for (size_t i = 0; i < b.len; i++) {
+        uint8_t keep = b.data[i];
+        for (int k = 0; k < 4; k++) {
+            struct tdb_schema *p = NULL;
+            b.data[i] = pokes[k];
+            int rc = tdb_schema_parse(b.data, b.len, "poked", &p, &err);
+            CHECK((rc == 0) == (p != NULL));
+            if (rc == 0) {
+                struct tdb_buf again = {0};
+                tdb_schema_serialize(p, &again, &err);
+                tdb_buf_free(&again);
+            }
+            tdb_schema_free(p);
+        }
+        b.data[i] = keep;
+    }
+    tdb_buf_free(&b);
 }
 
 static void test_roundtrip_built(void)
@@ -488,36 +536,7 @@ static void test_roundtrip_built(void)
     }
     schema_roundtrip(&s);
 
-    /* Truncated at every length, and each byte corrupted: errors or a
-     * valid schema, never a crash (run under ASan/UBSan). */
-    struct tdb_buf b = {0};
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_serialize(&s, &b, &err), 0);
-    for (size_t n = 0; n < b.len; n++) {
-        struct tdb_schema *p = NULL;
-        int rc = tdb_schema_parse(b.data, n, "prefix", &p, &err);
-        CHECK(rc < 0 && p == NULL);
-        if (rc == 0)
-            tdb_schema_free(p);
-    }
-    const uint8_t pokes[4] = {0x00, 0xff, 0x80, 0x7f};
-    for (size_t i = 0; i < b.len; i++) {
-        uint8_t keep = b.data[i];
-        for (int k = 0; k < 4; k++) {
-            struct tdb_schema *p = NULL;
-            b.data[i] = pokes[k];
-            int rc = tdb_schema_parse(b.data, b.len, "poked", &p, &err);
-            CHECK((rc == 0) == (p != NULL));
-            if (rc == 0) {
-                struct tdb_buf again = {0};
-                tdb_schema_serialize(p, &again, &err);
-                tdb_buf_free(&again);
-            }
-            tdb_schema_free(p);
-        }
-        b.data[i] = keep;
-    }
-    tdb_buf_free(&b);
+    check_cuts_and_pokes(&s);
 }
 
 /* ------------------------------------------------------------- bad input */
