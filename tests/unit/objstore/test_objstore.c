@@ -423,6 +423,63 @@ static void http_stop(struct http_srv *s)
         pthread_join(s->conn[i], NULL);
 }
 
+/* Reads from fd into buf (holding *have bytes) until a request's head is
+ * complete.  @return the head's end, or NULL when the peer is gone or the
+ * head does not fit. */
+static char *http_read_head(int fd, char *buf, size_t cap, size_t *have)
+{
+    char *end;
+    while (!(end = memmem(buf, *have, "\r\n\r\n", 4))) {
+        ssize_t n = *have < cap ? read(fd, buf + *have, cap - *have) : -1;
+        if (n <= 0)
+            return NULL;
+        *have += (size_t)n;
+    }
+    return end;
+}
+
+/* Answers the request for `path` whose head is buf..end: a "data" path
+ * with a range gets those bytes of an object of DATA_SIZE bytes
+ * (data_byte(i)), any other its path as the body.  @return whether the
+ * answer was written whole. */
+static bool http_answer(struct http_conn *c, const char *buf,
+                        const char *end, const char *path)
+{
+    struct http_srv *s = c->srv;
+    char head[256];
+    static const char rh[] = "\r\nrange: bytes=";
+    const char *range = memmem(buf, (size_t)(end - buf), rh, sizeof rh - 1);
+    unsigned long long lo = 0, hi = 0;
+    int hl;
+    uint8_t *body = NULL;
+    size_t blen = strlen(path);
+    if (strstr(path, "data") && range &&
+        sscanf(range + sizeof rh - 1, "%llu-%llu", &lo, &hi) == 2 &&
+        lo < DATA_SIZE) {
+        if (hi >= DATA_SIZE)
+            hi = DATA_SIZE - 1;
+        blen = (size_t)(hi - lo + 1);
+        body = malloc(blen);
+        for (size_t i = 0; body && i < blen; i++)
+            body[i] = data_byte(lo + i);
+        hl = snprintf(head, sizeof head, "HTTP/1.1 206 Partial Content\r\n"
+                      "Content-Length: %zu\r\nContent-Range: bytes "
+                      "%llu-%llu/%d\r\n\r\n", blen, lo, hi, DATA_SIZE);
+    } else {
+        hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
+                      "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n", blen);
+    }
+    pthread_mutex_lock(&s->lock);
+    s->now--;
+    s->served++;
+    pthread_mutex_unlock(&s->lock);
+    bool ok = write(c->fd, head, (size_t)hl) == hl &&
+              write(c->fd, body ? (char *)body : path, blen) ==
+                  (ssize_t)blen;
+    free(body);
+    return ok;
+}
+
 static void *http_conn_main(void *arg)
 {
     struct http_conn *c = arg;
@@ -430,14 +487,9 @@ static void *http_conn_main(void *arg)
     char buf[8192];
     size_t have = 0;
     for (;;) {
-        char *end;
-        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-            ssize_t n = have < sizeof buf ? read(c->fd, buf + have,
-                                                 sizeof buf - have) : -1;
-            if (n <= 0)
-                goto out;
-            have += (size_t)n;
-        }
+        char *end = http_read_head(c->fd, buf, sizeof buf, &have);
+        if (!end)
+            break;
         char path[1024] = "";
         sscanf(buf, "%*s %1023s", path);
         pthread_mutex_lock(&s->lock);
@@ -447,50 +499,15 @@ static void *http_conn_main(void *arg)
         if (strstr(path, "stall")) {
             while (!http_stopped(s))
                 usleep(10000);
-            goto out;
+            break;
         }
         usleep((useconds_t)s->delay_ms * 1000);
-        char head[256];
-        static const char rh[] = "\r\nrange: bytes=";
-        const char *range = memmem(buf, (size_t)(end - buf), rh,
-                                   sizeof rh - 1);
-        unsigned long long lo = 0, hi = 0;
-        int hl;
-        uint8_t *body = NULL;
-        size_t blen = strlen(path);
-        if (strstr(path, "data") && range &&
-            sscanf(range + sizeof rh - 1, "%llu-%llu", &lo, &hi) == 2 &&
-            lo < DATA_SIZE) {
-            /* an object of DATA_SIZE bytes: data_byte(i) */
-            if (hi >= DATA_SIZE)
-                hi = DATA_SIZE - 1;
-            blen = (size_t)(hi - lo + 1);
-            body = malloc(blen);
-            for (size_t i = 0; body && i < blen; i++)
-                body[i] = data_byte(lo + i);
-            hl = snprintf(head, sizeof head, "HTTP/1.1 206 Partial Content\r\n"
-                          "Content-Length: %zu\r\nContent-Range: bytes "
-                          "%llu-%llu/%d\r\n\r\n", blen, lo, hi, DATA_SIZE);
-        } else {
-            hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
-                          "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n",
-                          blen);
-        }
-        pthread_mutex_lock(&s->lock);
-        s->now--;
-        s->served++;
-        pthread_mutex_unlock(&s->lock);
-        bool ok = write(c->fd, head, (size_t)hl) == hl &&
-                  write(c->fd, body ? (char *)body : path, blen) ==
-                      (ssize_t)blen;
-        free(body);
-        if (!ok)
-            goto out;
+        if (!http_answer(c, buf, end, path))
+            break;
         size_t used = (size_t)(end + 4 - buf);
         memmove(buf, buf + used, have - used);
         have -= used;
     }
-out:
     close(c->fd);
     free(c);
     return NULL;
