@@ -690,14 +690,14 @@ static int corpus_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void test_corpus(void)
+/* The corpus's case names under `root`, sorted, into cases[512] (to
+ * free), their number in *n; @return false when `root` cannot be read. */
+static bool list_cases(const char *root, char **cases, size_t *n)
 {
-    const char *root = unit_corpus();
     DIR *dir = opendir(root);
     CHECK(dir != NULL);
     if (!dir)
-        return;
-    char *cases[512];
+        return false;
     size_t ncases = 0;
     struct dirent *de;
     while ((de = readdir(dir)) && ncases < 512)
@@ -705,27 +705,56 @@ static void test_corpus(void)
             cases[ncases++] = strdup(de->d_name);
     closedir(dir);
     qsort(cases, ncases, sizeof *cases, corpus_cmp);
-    size_t checked = 0;
-    for (size_t c = 0; c < ncases; c++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s/case.json", root, cases[c]);
-        char *json = unit_slurp(path, NULL);
-        if (!json)
-            continue;
-        char kind[32] = "", type[32] = "", opts[256] = "";
-        json_str(json, "kind", kind, sizeof kind);
-        json_str(json, "array_type", type, sizeof type);
-        json_str(json, "mount_options", opts, sizeof opts);
-        snprintf(path, sizeof path, "%s/%s/array", root, cases[c]);
-        struct tdb_io io;
-        CHECK_EQ_INT(tdb_io_posix(&io, path), 0);
-        if (!strcmp(kind, "group")) {
-            CHECK(tdb_is_group(&io, ""));
-            CHECK(!tdb_is_array(&io, ""));
-            tdb_io_free(&io);
-            free(json);
-            continue;
-        }
+    *n = ncases;
+    return true;
+}
+
+/* The fragments selected in d are want[0..nwant) and their folders exist;
+ * the schema in force is one of d's. */
+static void check_selected(const struct tdb_io *io,
+                           const struct tdb_arraydir *d,
+                           char (*want)[128], size_t nwant, const char *name)
+{
+    bool same = d->nfrags == nwant;
+    for (size_t i = 0; same && i < nwant; i++)
+        same = !strcmp(d->frags[i].name, want[i]);
+    if (!same) {
+        fprintf(stderr, "  %s: got", name);
+        for (size_t i = 0; i < d->nfrags; i++)
+            fprintf(stderr, " %s", d->frags[i].name);
+        fprintf(stderr, "\n");
+    }
+    CHECK(same);
+    CHECK(d->nschemas >= 1);
+    CHECK(d->schema_latest < d->nschemas);
+    for (size_t i = 0; i < d->nfrags; i++) {
+        bool exists = tdb_io_exists(io, d->frags[i].path);
+        CHECK(exists);
+    }
+}
+
+/* Corpus case `name`: a group is a group; an array's fragments in the
+ * case's time range are those case.json lists.  @return whether an
+ * array's fragments were checked. */
+static bool check_corpus_case(const char *root, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/case.json", root, name);
+    char *json = unit_slurp(path, NULL);
+    if (!json)
+        return false;
+    char kind[32] = "", type[32] = "", opts[256] = "";
+    json_str(json, "kind", kind, sizeof kind);
+    json_str(json, "array_type", type, sizeof type);
+    json_str(json, "mount_options", opts, sizeof opts);
+    snprintf(path, sizeof path, "%s/%s/array", root, name);
+    struct tdb_io io;
+    CHECK_EQ_INT(tdb_io_posix(&io, path), 0);
+    bool checked = false;
+    if (!strcmp(kind, "group")) {
+        CHECK(tdb_is_group(&io, ""));
+        CHECK(!tdb_is_array(&io, ""));
+    } else {
         CHECK(tdb_is_array(&io, ""));
         CHECK(!tdb_is_group(&io, ""));
         static char want[256][128];
@@ -737,34 +766,31 @@ static void test_corpus(void)
         struct tdb_error err = {0};
         int r = tdb_arraydir_load(&io, s, e, &d, &err);
         if (r) {
-            fprintf(stderr, "  %s: %s\n", cases[c], err.msg);
+            fprintf(stderr, "  %s: %s\n", name, err.msg);
             CHECK_EQ_INT(r, 0);
         } else {
             CHECK_EQ_INT(tdb_arraydir_select(d, !strcmp(type, "sparse"),
                                              &err), 0);
-            bool same = d->nfrags == nwant;
-            for (size_t i = 0; same && i < nwant; i++)
-                same = !strcmp(d->frags[i].name, want[i]);
-            if (!same) {
-                fprintf(stderr, "  %s: got", cases[c]);
-                for (size_t i = 0; i < d->nfrags; i++)
-                    fprintf(stderr, " %s", d->frags[i].name);
-                fprintf(stderr, "\n");
-            }
-            CHECK(same);
-            CHECK(d->nschemas >= 1);
-            CHECK(d->schema_latest < d->nschemas);
-            /* each selected fragment's folder exists */
-            for (size_t i = 0; i < d->nfrags; i++) {
-                bool exists = tdb_io_exists(&io, d->frags[i].path);
-                CHECK(exists);
-            }
-            checked++;
+            check_selected(&io, d, want, nwant, name);
+            checked = true;
         }
         tdb_arraydir_free(d);
-        tdb_io_free(&io);
-        free(json);
     }
+    tdb_io_free(&io);
+    free(json);
+    return checked;
+}
+
+static void test_corpus(void)
+{
+    const char *root = unit_corpus();
+    char *cases[512];
+    size_t ncases = 0;
+    if (!list_cases(root, cases, &ncases))
+        return;
+    size_t checked = 0;
+    for (size_t c = 0; c < ncases; c++)
+        checked += check_corpus_case(root, cases[c]);
     for (size_t c = 0; c < ncases; c++)
         free(cases[c]);
     printf("  corpus: %zu arrays checked\n", checked);
