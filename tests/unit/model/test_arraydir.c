@@ -816,80 +816,105 @@ static struct tdb_arraydir *corpus_load(struct tdb_io *io, const char *root,
     return d;
 }
 
+/* sparse_delete: one delete commit, a generic tile at offset 0 of its
+ * .del. */
+static void check_details_delete(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->ndeletes, 1);
+    if (d->ndeletes == 1) {
+        CHECK_EQ_INT(d->deletes[0].ts.t1, 3);
+        CHECK_EQ_INT(d->deletes[0].offset, 0);
+        CHECK(!strncmp(d->deletes[0].path, "__commits/__3_3_", 16));
+        CHECK(strstr(d->deletes[0].path, ".del") != NULL);
+    }
+}
+
+/* consolidated_fragment_meta: consolidated fragment metadata. */
+static void check_details_fragmeta(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nfragmeta, 1);
+    if (d->nfragmeta == 1)
+        CHECK(!strncmp(d->fragmeta[0].path, "__fragment_meta/__1_3_", 22));
+}
+
+/* consolidated_dense: the .vac lists three fragments. */
+static void check_details_vac(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nvacs, 1);
+    if (d->nvacs == 1) {
+        CHECK_EQ_INT(d->vacs[0].nitems, 3);
+        for (size_t i = 0; i < d->vacs[0].nitems; i++)
+            CHECK(!strncmp(d->vacs[0].items[i], "__fragments/__", 14));
+    }
+    CHECK_EQ_INT(d->ncands, 5);
+}
+
+/* consolidated_dense, time travel into it while its sources still exist:
+ * dense takes the sources inside [0,2]; sparse takes the consolidated
+ * fragment, which overlaps, and its .vac drops the sources. */
+static void check_details_travel(struct tdb_io *io, struct tdb_arraydir *d0)
+{
+    (void)d0;
+    struct tdb_arraydir *d = NULL;
+    struct tdb_error err;
+    CHECK_EQ_INT(tdb_arraydir_load(io, 0, 2, &d, &err), 0);
+    CHECK_EQ_INT(d->nfrags, 2);
+    if (d->nfrags == 2) {
+        CHECK(!strncmp(d->frags[0].name, "__1_1_", 6));
+        CHECK(!strncmp(d->frags[1].name, "__2_2_", 6));
+    }
+    CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
+    CHECK_EQ_INT(d->nfrags, 1);
+    if (d->nfrags == 1)
+        CHECK(!strncmp(d->frags[0].name, "__1_3_", 6));
+    tdb_arraydir_free(d);
+}
+
+/* legacy: the schema file, no __schema folder. */
+static void check_details_legacy(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nschemas, 1);
+    if (d->nschemas)
+        CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
+    CHECK_EQ_INT(d->schema_latest, 0);
+    if (d->nfrags == 1)
+        CHECK_EQ_INT(d->frags[0].ts.era, 1);
+}
+
+/* schema evolution: the newer schema is in force. */
+static void check_details_evolved(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nschemas, 2);
+    CHECK_EQ_INT(d->schema_latest, 1);
+}
+
 static void test_corpus_details(void)
 {
     const char *root = unit_corpus();
     if (!unit_corpus_case("sparse_delete"))
         return;
-    struct tdb_io io;
-    struct tdb_arraydir *d;
-
-    /* one delete commit, a generic tile at offset 0 of its .del */
-    if ((d = corpus_load(&io, root, "sparse_delete"))) {
-        CHECK_EQ_INT(d->ndeletes, 1);
-        if (d->ndeletes == 1) {
-            CHECK_EQ_INT(d->deletes[0].ts.t1, 3);
-            CHECK_EQ_INT(d->deletes[0].offset, 0);
-            CHECK(!strncmp(d->deletes[0].path, "__commits/__3_3_", 16));
-            CHECK(strstr(d->deletes[0].path, ".del") != NULL);
-        }
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* consolidated fragment metadata */
-    if ((d = corpus_load(&io, root, "consolidated_fragment_meta"))) {
-        CHECK_EQ_INT(d->nfragmeta, 1);
-        if (d->nfragmeta == 1)
-            CHECK(!strncmp(d->fragmeta[0].path, "__fragment_meta/__1_3_", 22));
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* the .vac of a consolidated dense array lists three fragments */
-    if ((d = corpus_load(&io, root, "consolidated_dense"))) {
-        CHECK_EQ_INT(d->nvacs, 1);
-        if (d->nvacs == 1) {
-            CHECK_EQ_INT(d->vacs[0].nitems, 3);
-            for (size_t i = 0; i < d->vacs[0].nitems; i++)
-                CHECK(!strncmp(d->vacs[0].items[i], "__fragments/__", 14));
-        }
-        CHECK_EQ_INT(d->ncands, 5);
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* time travel into a consolidated array whose sources still exist:
-     * dense takes the sources inside [0,2]; sparse takes the consolidated
-     * fragment, which overlaps, and its .vac drops the sources */
-    if ((d = corpus_load(&io, root, "consolidated_dense"))) {
-        tdb_arraydir_free(d);
-        struct tdb_error err;
-        CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 2, &d, &err), 0);
-        CHECK_EQ_INT(d->nfrags, 2);
-        if (d->nfrags == 2) {
-            CHECK(!strncmp(d->frags[0].name, "__1_1_", 6));
-            CHECK(!strncmp(d->frags[1].name, "__2_2_", 6));
-        }
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        CHECK_EQ_INT(d->nfrags, 1);
-        if (d->nfrags == 1)
-            CHECK(!strncmp(d->frags[0].name, "__1_3_", 6));
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* legacy: the schema file, no __schema folder */
-    if ((d = corpus_load(&io, root, "legacy_non_split_coords_v1_4_0"))) {
-        CHECK_EQ_INT(d->nschemas, 1);
-        if (d->nschemas)
-            CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
-        CHECK_EQ_INT(d->schema_latest, 0);
-        if (d->nfrags == 1)
-            CHECK_EQ_INT(d->frags[0].ts.era, 1);
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* schema evolution: the newer schema is in force */
-    if ((d = corpus_load(&io, root, "schema_evolution_add_attr"))) {
-        CHECK_EQ_INT(d->nschemas, 2);
-        CHECK_EQ_INT(d->schema_latest, 1);
+    static const struct {
+        const char *name;
+        void (*check)(struct tdb_io *io, struct tdb_arraydir *d);
+    } cases[] = {
+        {"sparse_delete", check_details_delete},
+        {"consolidated_fragment_meta", check_details_fragmeta},
+        {"consolidated_dense", check_details_vac},
+        {"consolidated_dense", check_details_travel},
+        {"legacy_non_split_coords_v1_4_0", check_details_legacy},
+        {"schema_evolution_add_attr", check_details_evolved},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct tdb_io io;
+        struct tdb_arraydir *d = corpus_load(&io, root, cases[i].name);
+        if (!d)
+            continue;
+        cases[i].check(&io, d);
         tdb_arraydir_free(d);
         tdb_io_free(&io);
     }
