@@ -46,11 +46,13 @@ static void check_frags(const struct tdb_arraydir *d, const char *const *want)
 
 /* ------------------------------------------------------ timestamped names */
 
-static void test_tsname_eras(void)
+/* Version 5+ names, __t1_t2_uuid_v, bare, with a path and an extension,
+ * or a folder URI's trailing slash; five underscores make era 3
+ * whatever the field lengths. */
+static void check_tsname_era3(void)
 {
     struct tdb_tsname t;
     char b[256];
-
     /* version 5+: __t1_t2_uuid_v */
     CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__1_2_", 'a', "_22"), &t), 0);
     CHECK_EQ_INT(t.era, 3);
@@ -59,7 +61,6 @@ static void test_tsname_eras(void)
     CHECK_EQ_INT(t.version, 22);
     CHECK_EQ_INT(strlen(t.uuid), 32);
     CHECK_EQ_INT(t.uuid[0], 'a');
-
     /* with an extension and a path, as in __commits/NAME.wrt */
     CHECK_EQ_INT(tdb_tsname_parse(
                      "a/__commits/__1693562063524_1693562063525_"
@@ -70,20 +71,32 @@ static void test_tsname_eras(void)
     CHECK(t.t2 == UINT64_C(1693562063525));
     CHECK_EQ_INT(t.version, 10);
     CHECK(!strcmp(t.uuid, "0fcdefaa40d34ff2a4b09153472fbdc2"));
-
     /* trailing slash of a folder URI */
     CHECK_EQ_INT(tdb_tsname_parse("file:///x/__fragments/__3_4_abc_22/", &t),
                  0);
     CHECK_EQ_INT(t.t1, 3);
     CHECK(!strcmp(t.uuid, "abc"));
+    /* five underscores make era 3 whatever the field lengths */
+    CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__1_1_", 'f', "_5"), &t), 0);
+    CHECK_EQ_INT(t.era, 3);
+    CHECK_EQ_INT(t.version, 5);
+    CHECK_EQ_INT(
+        tdb_tsname_parse("__0_18446744073709551615_u_4294967295", &t), 0);
+    CHECK(t.t2 == UINT64_MAX);
+    CHECK(t.version == UINT32_MAX);
+}
 
+/* Versions 3-4 and 1-2, and __uuid_t1_t2. */
+static void check_tsname_older(void)
+{
+    struct tdb_tsname t;
+    char b[256];
     /* versions 3-4 (and schema / metadata names): __t1_t2_uuid */
     CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__7_9_", '0', ""), &t), 0);
     CHECK_EQ_INT(t.era, 2);
     CHECK_EQ_INT(t.t1, 7);
     CHECK_EQ_INT(t.t2, 9);
     CHECK_EQ_INT(t.version, 0);
-
     /* versions 1-2: __uuid_t */
     CHECK_EQ_INT(tdb_tsname_parse(
                      "__5dc2cc9cce204a189f825fd4919d0c55_1541540586869", &t),
@@ -93,22 +106,18 @@ static void test_tsname_eras(void)
     CHECK(t.t2 == t.t1);
     CHECK_EQ_INT(t.version, 0);
     CHECK(!strcmp(t.uuid, "5dc2cc9cce204a189f825fd4919d0c55"));
-
     /* __uuid_t1_t2: TileDB takes the last field for both ends */
     CHECK_EQ_INT(tdb_tsname_parse("__abcd_5_9", &t), 0);
     CHECK_EQ_INT(t.era, 1);
     CHECK_EQ_INT(t.t1, 9);
     CHECK_EQ_INT(t.t2, 9);
     CHECK(!strcmp(t.uuid, "abcd"));
+}
 
-    /* five underscores make era 3 whatever the field lengths */
-    CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__1_1_", 'f', "_5"), &t), 0);
-    CHECK_EQ_INT(t.era, 3);
-    CHECK_EQ_INT(t.version, 5);
-    CHECK_EQ_INT(
-        tdb_tsname_parse("__0_18446744073709551615_u_4294967295", &t), 0);
-    CHECK(t.t2 == UINT64_MAX);
-    CHECK(t.version == UINT32_MAX);
+static void test_tsname_eras(void)
+{
+    check_tsname_era3();
+    check_tsname_older();
 }
 
 static void test_tsname_malformed(void)
