@@ -248,13 +248,12 @@ static void test_date(void)
 
 /* ---------------------------------------------------- connection strings */
 
-static void test_connstr(void)
+/* An account's string; lines, blanks, keys in any case, values holding
+ * '='; a SAS; a key and a SAS. */
+static void check_connstr_forms(void)
 {
     struct tdb_az_config c;
     struct tdb_error err = {0};
-    size_t kl;
-    unsigned char *dk = dev_key(&kl);
-
     CHECK_EQ_INT(tdb_az_connstr(&c, "DefaultEndpointsProtocol=https;"
                  "AccountName=myacct;AccountKey=YWNjb3VudGtleQ==;"
                  "EndpointSuffix=core.windows.net", &err), 0);
@@ -264,7 +263,35 @@ static void test_connstr(void)
     CHECK(c.sas == NULL);
     tdb_az_config_free(&c);
     CHECK(c.account == NULL && c.key == NULL && c.endpoint == NULL);
+    /* lines, blanks, keys in any case, values holding '=' */
+    CHECK_EQ_INT(tdb_az_connstr(&c, "\n  accountname = abc \r\n"
+                 "ACCOUNTKEY=YWJjZA==\n\n;endpointsuffix=core.chinacloudapi.cn"
+                 "\ndefaultendpointsprotocol=HTTP\n", &err), 0);
+    CHECK(eq(c.account, "abc") && c.keylen == 4);
+    CHECK(eq(c.endpoint, "http://abc.blob.core.chinacloudapi.cn"));
+    tdb_az_config_free(&c);
+    /* a SAS, its '?' dropped; the account named by the endpoint's host */
+    CHECK_EQ_INT(tdb_az_connstr(&c, "BlobEndpoint=https://acct2.blob.core."
+                 "windows.net;SharedAccessSignature=?sv=2021-08-06&ss=b&srt="
+                 "co&sp=rl&sig=ab%2Bc%3D", &err), 0);
+    CHECK(eq(c.account, "acct2") && c.key == NULL);
+    CHECK(eq(c.sas, "sv=2021-08-06&ss=b&srt=co&sp=rl&sig=ab%2Bc%3D"));
+    CHECK(eq(c.endpoint, "https://acct2.blob.core.windows.net"));
+    tdb_az_config_free(&c);
+    /* a key and a SAS: the key signs */
+    CHECK_EQ_INT(tdb_az_connstr(&c, "AccountName=abc;AccountKey=YWJj;"
+                 "SharedAccessSignature=sv=1&sig=x", &err), 0);
+    CHECK(c.key != NULL && c.sas == NULL);
+    tdb_az_config_free(&c);
+}
 
+/* Azurite's strings: its documented one and UseDevelopmentStorage. */
+static void check_connstr_dev(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
+    size_t kl;
+    unsigned char *dk = dev_key(&kl);
     /* Azurite's string, as its documentation gives it: BlobEndpoint's
      * trailing '/' dropped, the other services' endpoints ignored */
     CHECK_EQ_INT(tdb_az_connstr(&c, "DefaultEndpointsProtocol=http;"
@@ -277,36 +304,20 @@ static void test_connstr(void)
     CHECK(c.keylen == kl && !memcmp(c.key, dk, kl));
     CHECK(eq(c.endpoint, "http://127.0.0.1:10123/devstoreaccount1"));
     tdb_az_config_free(&c);
-
     CHECK_EQ_INT(tdb_az_connstr(&c, "UseDevelopmentStorage=true", &err), 0);
     CHECK(eq(c.account, TDB_AZ_DEV_ACCOUNT));
     CHECK(c.keylen == kl && !memcmp(c.key, dk, kl));
     CHECK(eq(c.endpoint, "http://127.0.0.1:10000/devstoreaccount1"));
     tdb_az_config_free(&c);
+    free(dk);
+}
 
-    /* lines, blanks, keys in any case, values holding '=' */
-    CHECK_EQ_INT(tdb_az_connstr(&c, "\n  accountname = abc \r\n"
-                 "ACCOUNTKEY=YWJjZA==\n\n;endpointsuffix=core.chinacloudapi.cn"
-                 "\ndefaultendpointsprotocol=HTTP\n", &err), 0);
-    CHECK(eq(c.account, "abc") && c.keylen == 4);
-    CHECK(eq(c.endpoint, "http://abc.blob.core.chinacloudapi.cn"));
-    tdb_az_config_free(&c);
-
-    /* a SAS, its '?' dropped; the account named by the endpoint's host */
-    CHECK_EQ_INT(tdb_az_connstr(&c, "BlobEndpoint=https://acct2.blob.core."
-                 "windows.net;SharedAccessSignature=?sv=2021-08-06&ss=b&srt="
-                 "co&sp=rl&sig=ab%2Bc%3D", &err), 0);
-    CHECK(eq(c.account, "acct2") && c.key == NULL);
-    CHECK(eq(c.sas, "sv=2021-08-06&ss=b&srt=co&sp=rl&sig=ab%2Bc%3D"));
-    CHECK(eq(c.endpoint, "https://acct2.blob.core.windows.net"));
-    tdb_az_config_free(&c);
-
-    /* a key and a SAS: the key signs */
-    CHECK_EQ_INT(tdb_az_connstr(&c, "AccountName=abc;AccountKey=YWJj;"
-                 "SharedAccessSignature=sv=1&sig=x", &err), 0);
-    CHECK(c.key != NULL && c.sas == NULL);
-    tdb_az_config_free(&c);
-
+static void test_connstr(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
+    check_connstr_forms();
+    check_connstr_dev();
     struct {
         const char *text, *msg;
     } bad[] = {
@@ -331,7 +342,6 @@ static void test_connstr(void)
         CHECK(strstr(err.msg, "c2VjcmV0") == NULL);   /* no secret said */
         CHECK(c.account == NULL && c.key == NULL && c.endpoint == NULL);
     }
-    free(dk);
 }
 
 static void clear_env(void)
@@ -352,25 +362,17 @@ static void put_file(const char *path, const char *text)
     }
 }
 
-/* The options, then a credentials file or AZURE_STORAGE_CONNECTION_STRING,
- * then AZURE_STORAGE_ACCOUNT and its key or SAS. */
-static void test_config_load(void)
+/* Environment variables: an account alone is anonymous; a SAS token;
+ * a key, which signs. */
+static void check_env_account(void)
 {
     struct tdb_az_config c;
     struct tdb_error err = {0};
-    clear_env();
-
-    CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), TDB_E_INVAL);
-    CHECK(eq(err.msg, "azure://: no storage account (AZURE_STORAGE_ACCOUNT, "
-                      "AZURE_STORAGE_CONNECTION_STRING or -o account=)"));
-
-    /* an account alone: anonymous */
     setenv("AZURE_STORAGE_ACCOUNT", "envacct", 1);
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), 0);
     CHECK(eq(c.account, "envacct") && c.key == NULL && c.sas == NULL);
     CHECK(eq(c.endpoint, "https://envacct.blob.core.windows.net"));
     tdb_az_config_free(&c);
-
     setenv("AZURE_STORAGE_SAS_TOKEN", "?sv=2021-08-06&sig=s", 1);
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), 0);
     CHECK(eq(c.sas, "sv=2021-08-06&sig=s") && c.key == NULL);
@@ -380,8 +382,14 @@ static void test_config_load(void)
     CHECK(c.keylen == 10 && !memcmp(c.key, "accountkey", 10));
     CHECK(c.sas == NULL);   /* the key signs */
     tdb_az_config_free(&c);
+}
 
-    /* the account option: another account's key is not used */
+/* The account option: another account's key is not used; a key that is
+ * not base64. */
+static void check_account_option(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, "optacct", NULL, &err), 0);
     CHECK(eq(c.account, "optacct") && c.key == NULL && c.sas == NULL);
     CHECK(eq(c.endpoint, "https://optacct.blob.core.windows.net"));
@@ -397,8 +405,15 @@ static void test_config_load(void)
     CHECK(c.account == NULL && c.key == NULL);
     setenv("AZURE_STORAGE_KEY", "YWNjb3VudGtleQ==", 1);
     setenv("AZURE_STORAGE_ACCOUNT", "envacct", 1);
+}
 
-    /* a connection string wins over the account's variables */
+/* A connection string wins over the account's variables; the endpoint
+ * option replaces its BlobEndpoint; one naming no account takes the
+ * option's. */
+static void check_connstr_env(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
     setenv("AZURE_STORAGE_CONNECTION_STRING", "AccountName=csacct;"
            "AccountKey=YWJj;BlobEndpoint=https://csacct.example.org/", 1);
     CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), 0);
@@ -430,8 +445,13 @@ static void test_config_load(void)
     CHECK(eq(c.account, "sasacct") && eq(c.sas, "sv=1&sig=z") && !c.key);
     CHECK(eq(c.endpoint, "http://127.0.0.1:10123/sasacct"));
     tdb_az_config_free(&c);
+}
 
-    /* a credentials file wins over the environment */
+/* A credentials file wins over the environment. */
+static void check_creds_file(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
     char dir[] = "/tmp/tiledbfs-test-azure.XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char file[300], missing[300];
@@ -458,6 +478,23 @@ static void test_config_load(void)
     CHECK(strstr(err.msg, dir) && strstr(err.msg, "a folder"));
     unlink(file);
     rmdir(dir);
+}
+
+/* The options, then a credentials file or AZURE_STORAGE_CONNECTION_STRING,
+ * then AZURE_STORAGE_ACCOUNT and its key or SAS. */
+static void test_config_load(void)
+{
+    struct tdb_az_config c;
+    struct tdb_error err = {0};
+    clear_env();
+
+    CHECK_EQ_INT(tdb_az_config_load(&c, NULL, NULL, NULL, &err), TDB_E_INVAL);
+    CHECK(eq(err.msg, "azure://: no storage account (AZURE_STORAGE_ACCOUNT, "
+                      "AZURE_STORAGE_CONNECTION_STRING or -o account=)"));
+    check_env_account();
+    check_account_option();
+    check_connstr_env();
+    check_creds_file();
     clear_env();
 }
 

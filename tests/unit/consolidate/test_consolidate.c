@@ -470,6 +470,54 @@ static void frag_views(const char *name, const struct tdb_io *io,
  * TileDB 2.29's own left of each case (tiledb_array_consolidate and
  * tiledb_array_vacuum, sm.consolidation.mode=fragments), the view as it
  * was, and for sparse arrays every fragment's view at its own time. */
+/* Consolidates and vacuums corpus case `name`: `left` fragments remain
+ * (as TileDB leaves), the merged name is marked as `mark` says, the
+ * views are the same; earlier views of sparse fragments are counted in
+ * *checked. */
+static void consolidate_case(const char *name, size_t left, int mark,
+                             size_t *checked)
+{
+    struct tdb_io io;
+    struct tdb_error err = {0};
+    struct tdb_cons_result r;
+    char *dir;
+    bool enc = !strcmp(name, "encrypted_aes256gcm");
+    const uint8_t *key = enc ? case_key : NULL;
+    struct tdb_cons_options o = {.key = key};
+    if (!unit_copy_case(name, &dir, &io))
+        return;
+    size_t before = count_dirs(&io, "__fragments");
+    int rc = tdb_consolidate_fragments(&io, &o, &r, &err);
+    if (rc)
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(left == 1 ? r.merged >= 2 && r.merged <= before : r.merged == 0);
+    struct tdb_tsname ts;
+    if (mark >= 0 && !rc) {
+        CHECK_EQ_INT(tdb_tsname_parse(r.name, &ts), 0);
+        if (tdb_tsname_marked(&ts) != (mark == 1))
+            fprintf(stderr, "  %s: %s: marked %d\n", name,
+                    r.name, !mark);
+        CHECK_EQ_INT(tdb_tsname_marked(&ts), mark == 1);
+    }
+    CHECK_EQ_INT(tdb_vacuum_fragments(&io, key, &r, &err), 0);
+    CHECK_EQ_INT(count_dirs(&io, "__fragments"), left);
+    CHECK_EQ_INT(count_files(&io, "__commits", ".vac"), 0);
+    CHECK_EQ_INT(count_files(&io, "", ".tmp"), 0);
+    if (!views_exact(name, &io, key)) {
+        fprintf(stderr, "  %s: views differ after consolidation\n",
+                name);
+        CHECK(false);
+    }
+    /* (schema_evolution_drop_attr: the merged fragment, as TileDB's,
+     * has the newest schema's attributes only, not the dropped one
+     * that its first fragment's view showed) */
+    if (case_is_sparse(name) &&
+        strcmp(name, "schema_evolution_drop_attr"))
+        frag_views(name, &io, key, checked);
+    unit_drop_case(dir, &io);
+}
+
 static void test_fragments_as_tiledb(void)
 {
     /* mark: the merged fragment's name says its cells are distinct
@@ -496,48 +544,9 @@ static void test_fragments_as_tiledb(void)
     };
     size_t checked = 0;
     exp_skip_frags = true;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        struct tdb_io io;
-        struct tdb_error err = {0};
-        struct tdb_cons_result r;
-        char *dir;
-        bool enc = !strcmp(cases[i].name, "encrypted_aes256gcm");
-        const uint8_t *key = enc ? case_key : NULL;
-        struct tdb_cons_options o = {.key = key};
-        if (!unit_copy_case(cases[i].name, &dir, &io))
-            continue;
-        size_t before = count_dirs(&io, "__fragments");
-        int rc = tdb_consolidate_fragments(&io, &o, &r, &err);
-        if (rc)
-            fprintf(stderr, "  %s: %s\n", cases[i].name, err.msg);
-        CHECK_EQ_INT(rc, 0);
-        CHECK(cases[i].left == 1 ? r.merged >= 2 && r.merged <= before
-                                 : r.merged == 0);
-        struct tdb_tsname ts;
-        if (cases[i].mark >= 0 && !rc) {
-            CHECK_EQ_INT(tdb_tsname_parse(r.name, &ts), 0);
-            if (tdb_tsname_marked(&ts) != (cases[i].mark == 1))
-                fprintf(stderr, "  %s: %s: marked %d\n", cases[i].name,
-                        r.name, !cases[i].mark);
-            CHECK_EQ_INT(tdb_tsname_marked(&ts), cases[i].mark == 1);
-        }
-        CHECK_EQ_INT(tdb_vacuum_fragments(&io, key, &r, &err), 0);
-        CHECK_EQ_INT(count_dirs(&io, "__fragments"), cases[i].left);
-        CHECK_EQ_INT(count_files(&io, "__commits", ".vac"), 0);
-        CHECK_EQ_INT(count_files(&io, "", ".tmp"), 0);
-        if (!views_exact(cases[i].name, &io, key)) {
-            fprintf(stderr, "  %s: views differ after consolidation\n",
-                    cases[i].name);
-            CHECK(false);
-        }
-        /* (schema_evolution_drop_attr: the merged fragment, as TileDB's,
-         * has the newest schema's attributes only, not the dropped one
-         * that its first fragment's view showed) */
-        if (case_is_sparse(cases[i].name) &&
-            strcmp(cases[i].name, "schema_evolution_drop_attr"))
-            frag_views(cases[i].name, &io, key, &checked);
-        unit_drop_case(dir, &io);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        consolidate_case(cases[i].name, cases[i].left, cases[i].mark,
+                         &checked);
     CHECK(checked >= 20);
     printf("   %zu cases, %zu earlier views of sparse fragments\n",
            sizeof cases / sizeof *cases, checked);

@@ -325,6 +325,58 @@ static void test_legacy(void)
  * folder): the array shows all three fragments or the two others, never
  * a broken one; a second call then succeeds and leaves the two, and no
  * temporary file. */
+/* The number of io calls a whole delete of F3 makes on a fresh copy of
+ * time_travel_t3 whose commits are consolidated. */
+static uint64_t count_delete_calls(void)
+{
+    struct tdb_io_fault all = {0};
+    struct tdb_io io2, counting;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    char *dir2;
+    uint64_t total = 0;
+    if (unit_copy_case("time_travel_t3", &dir2, &io2)) {
+        CHECK_EQ_INT(tdb_consolidate_commits(&io2, NULL, &r, &err), 0);
+        CHECK_EQ_INT(tdb_io_faulty(&counting, &io2, &all), 0);
+        CHECK_EQ_INT(tdb_fragment_delete(&counting, F3, NULL, &r, &err), 0);
+        total = all.count;
+        tdb_io_free(&counting);
+        unit_drop_case(dir2, &io2);
+    }
+    CHECK(total >= 6);
+    return total;
+}
+
+/* After a delete killed at call k of `total`: the array shows all three
+ * fragments (counted in *with) or two (*without), never a broken state;
+ * the delete run again completes and leaves no temporary file. */
+static void check_after_kill(struct tdb_io *io, uint64_t k, uint64_t total,
+                             uint64_t *with, uint64_t *without)
+{
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    int shown = shown_frags(io);
+    bool all3 = shown == 3 && views_as("time_travel_t3", io, NULL);
+    bool two = shown == 2 && views_as("time_travel_t2", io, NULL);
+    if (!all3 && !two) {
+        fprintf(stderr, "  killed at call %llu: a broken array\n",
+                (unsigned long long)k);
+        CHECK(false);
+    }
+    *with += all3;
+    *without += two;
+    int rc = tdb_fragment_delete(io, F3, NULL, &r, &err);
+    if (rc && k <= total)
+        fprintf(stderr, "  killed at call %llu, then: %s\n",
+                (unsigned long long)k, err.msg);
+    CHECK_EQ_INT(rc, k > total ? TDB_E_NOENT : 0);
+    CHECK(views_as("time_travel_t2", io, NULL));
+    CHECK(!tdb_io_exists(io, "__fragments/" F3));
+    CHECK_EQ_INT(count_files(io, "", ".tmp") +
+                     count_files(io, "__commits", ".tmp"),
+                 0);
+}
+
 static void test_kills(void)
 {
     uint64_t total = 0, with = 0, without = 0;
@@ -340,44 +392,10 @@ static void test_kills(void)
         CHECK_EQ_INT(tdb_io_faulty(&faulty, &io, &f), 0);
         int rc = tdb_fragment_delete(&faulty, F3, NULL, &r, &err);
         tdb_io_free(&faulty);
-        if (k == 1) {
-            /* count the calls of a whole delete first */
-            struct tdb_io_fault all = {0};
-            struct tdb_io io2, counting;
-            char *dir2;
-            if (unit_copy_case("time_travel_t3", &dir2, &io2)) {
-                CHECK_EQ_INT(tdb_consolidate_commits(&io2, NULL, &r, &err),
-                             0);
-                CHECK_EQ_INT(tdb_io_faulty(&counting, &io2, &all), 0);
-                CHECK_EQ_INT(tdb_fragment_delete(&counting, F3, NULL, &r,
-                                                 &err), 0);
-                total = all.count;
-                tdb_io_free(&counting);
-                unit_drop_case(dir2, &io2);
-            }
-            CHECK(total >= 6);
-        }
+        if (k == 1)
+            total = count_delete_calls(); /* of a whole delete, first */
         CHECK(k > total ? rc == 0 : rc != 0);
-        int shown = shown_frags(&io);
-        bool all3 = shown == 3 && views_as("time_travel_t3", &io, NULL);
-        bool two = shown == 2 && views_as("time_travel_t2", &io, NULL);
-        if (!all3 && !two) {
-            fprintf(stderr, "  killed at call %llu: a broken array\n",
-                    (unsigned long long)k);
-            CHECK(false);
-        }
-        with += all3;
-        without += two;
-        rc = tdb_fragment_delete(&io, F3, NULL, &r, &err);
-        if (rc && k <= total)
-            fprintf(stderr, "  killed at call %llu, then: %s\n",
-                    (unsigned long long)k, err.msg);
-        CHECK_EQ_INT(rc, k > total ? TDB_E_NOENT : 0);
-        CHECK(views_as("time_travel_t2", &io, NULL));
-        CHECK(!tdb_io_exists(&io, "__fragments/" F3));
-        CHECK_EQ_INT(count_files(&io, "", ".tmp") +
-                         count_files(&io, "__commits", ".tmp"),
-                     0);
+        check_after_kill(&io, k, total, &with, &without);
         unit_drop_case(dir, &io);
         if (unit_cur_failed)
             return;

@@ -245,15 +245,36 @@ static const struct tdb_io_ops ro_ops = {
     .is_dir = ro_is_dir,
 };
 
-static void test_wrappers(void)
+/* Fault injection over `sub` (a view of folder d of `mem`): the third
+ * mutating call fails, the rest pass; reads are not counted; then a
+ * crash fails every call after it. */
+static void check_faults(struct tdb_io *mem, struct tdb_io *sub)
 {
-    struct tdb_io mem, sub, fa, ro = {&ro_ops, NULL}, rsub, rfa;
+    struct tdb_io fa;
     struct tdb_io_fault f = {3, false, 0, 0};
+    CHECK_EQ_INT(tdb_io_faulty(&fa, sub, &f), 0);
+    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 0, "ab", 2), 0);
+    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 2, "cd", 2), 0);
+    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 4, "ef", 2), TDB_E_IO);
+    CHECK_EQ_INT(fa.ops->sync(fa.ctx, "z"), 0);
+    CHECK(f.count == 4 && f.failed == 1);
+    check_file(&fa, "z", (const uint8_t *)"abcd", 4); /* reads: not counted */
+    check_file(mem, "d/z", (const uint8_t *)"abcd", 4);
+    CHECK_EQ_INT(f.count, 4);
+    f.crash = true;
+    f.fail_at = 5;
+    CHECK_EQ_INT(fa.ops->mkdir(fa.ctx, "m"), TDB_E_IO);
+    CHECK_EQ_INT(fa.ops->remove(fa.ctx, "z"), TDB_E_IO); /* crashed */
+    CHECK(f.count == 6 && f.failed == 3);
+    tdb_io_free(&fa);
+}
+
+/* A sub-folder view writes, renames and removes under its folder. */
+static void check_sub_view(void)
+{
+    struct tdb_io mem, sub;
     uint64_t size = 0;
     bool isdir = false;
-    char buf[8];
-
-    /* a sub-folder view writes, renames and removes under its folder */
     CHECK_EQ_INT(tdb_io_mem(&mem), 0);
     CHECK_EQ_INT(tdb_io_sub(&sub, &mem, "d"), 0);
     CHECK_EQ_INT(sub.ops->mkdir(sub.ctx, "e"), 0);
@@ -266,30 +287,21 @@ static void test_wrappers(void)
     CHECK(isdir);
     CHECK_EQ_INT(sub.ops->remove(sub.ctx, "e/y"), 0);
     CHECK(mem.ops->size(mem.ctx, "d/e/y", &size) != 0);
-
-    /* fault injection: the third mutating call fails, the rest pass */
-    CHECK_EQ_INT(tdb_io_faulty(&fa, &sub, &f), 0);
-    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 0, "ab", 2), 0);
-    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 2, "cd", 2), 0);
-    CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 4, "ef", 2), TDB_E_IO);
-    CHECK_EQ_INT(fa.ops->sync(fa.ctx, "z"), 0);
-    CHECK(f.count == 4 && f.failed == 1);
-    check_file(&fa, "z", (const uint8_t *)"abcd", 4); /* reads: not counted */
-    check_file(&mem, "d/z", (const uint8_t *)"abcd", 4);
-    CHECK_EQ_INT(f.count, 4);
-    f.crash = true;
-    f.fail_at = 5;
-    CHECK_EQ_INT(fa.ops->mkdir(fa.ctx, "m"), TDB_E_IO);
-    CHECK_EQ_INT(fa.ops->remove(fa.ctx, "z"), TDB_E_IO); /* crashed */
-    CHECK(f.count == 6 && f.failed == 3);
-    tdb_io_free(&fa);
+    check_faults(&mem, &sub);
     tdb_io_free(&sub);
     tdb_io_free(&mem);
+}
 
-    /* over a read-only backend: paths mapped, file:// URIs unchanged,
-     * writes refused (by the faulty wrapper uncounted), sync counted
-     * (nothing to sync: 0) */
-    f = (struct tdb_io_fault){0, false, 0, 0};
+/* Over a read-only backend: paths mapped, file:// URIs unchanged, writes
+ * refused (by the faulty wrapper uncounted), sync counted (nothing to
+ * sync: 0). */
+static void check_readonly_wrappers(void)
+{
+    struct tdb_io ro = {&ro_ops, NULL}, rsub, rfa;
+    struct tdb_io_fault f = {0, false, 0, 0};
+    uint64_t size = 0;
+    bool isdir = false;
+    char buf[8];
     CHECK_EQ_INT(tdb_io_sub(&rsub, &ro, "top/d"), 0);
     CHECK_EQ_INT(tdb_io_faulty(&rfa, &ro, &f), 0);
     CHECK_EQ_INT(rsub.ops->read_at(rsub.ctx, "a", 0, buf, 3), 0);
@@ -314,6 +326,12 @@ static void test_wrappers(void)
     CHECK_EQ_INT(rsub.ops->sync(rsub.ctx, "a"), 0);
     tdb_io_free(&rfa);
     tdb_io_free(&rsub);
+}
+
+static void test_wrappers(void)
+{
+    check_sub_view();
+    check_readonly_wrappers();
 }
 
 int main(void)

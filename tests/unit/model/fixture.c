@@ -109,21 +109,10 @@ const char *js_get(const char *obj, const char *key)
     }
 }
 
-void check_same_schema(const struct tdb_schema *a,
-                       const struct tdb_schema *b)
+/* check_same_schema: the dims. */
+static void check_same_dims(const struct tdb_schema *a,
+                            const struct tdb_schema *b)
 {
-    CHECK_EQ_INT(a->allows_dups, b->allows_dups);
-    CHECK_EQ_INT(a->array_type, b->array_type);
-    CHECK_EQ_INT(a->tile_order, b->tile_order);
-    CHECK_EQ_INT(a->cell_order, b->cell_order);
-    CHECK_EQ_INT(a->capacity, b->capacity);
-    CHECK_EQ_INT(a->ndims, b->ndims);
-    CHECK_EQ_INT(a->nattrs, b->nattrs);
-    CHECK_EQ_INT(a->nlabels, b->nlabels);
-    CHECK_EQ_INT(a->nenums, b->nenums);
-    CHECK_EQ_INT(a->coords_filters.n, b->coords_filters.n);
-    CHECK_EQ_INT(a->offsets_filters.max_chunk_size,
-                 b->offsets_filters.max_chunk_size);
     for (uint32_t i = 0; i < a->ndims && i < b->ndims; i++) {
         const struct tdb_dim *x = &a->dims[i], *y = &b->dims[i];
         CHECK(!strcmp(x->name, y->name));
@@ -138,6 +127,12 @@ void check_same_schema(const struct tdb_schema *a,
                 CHECK_MEM(x->extent, y->extent, sz);
         }
     }
+}
+
+/* check_same_schema: the attrs. */
+static void check_same_attrs(const struct tdb_schema *a,
+                             const struct tdb_schema *b)
+{
     for (uint32_t i = 0; i < a->nattrs && i < b->nattrs; i++) {
         const struct tdb_attr *x = &a->attrs[i], *y = &b->attrs[i];
         CHECK(!strcmp(x->name, y->name));
@@ -154,6 +149,12 @@ void check_same_schema(const struct tdb_schema *a,
               (x->enumeration && y->enumeration &&
                !strcmp(x->enumeration, y->enumeration)));
     }
+}
+
+/* check_same_schema: labels and enumerations (by file name). */
+static void check_same_labels_enums(const struct tdb_schema *a,
+                                    const struct tdb_schema *b)
+{
     for (uint32_t i = 0; i < a->nlabels && i < b->nlabels; i++) {
         const struct tdb_label *x = &a->labels[i], *y = &b->labels[i];
         CHECK(!strcmp(x->name, y->name) && !strcmp(x->uri, y->uri) &&
@@ -168,6 +169,12 @@ void check_same_schema(const struct tdb_schema *a,
         const char *fb = strrchr(b->enums[i].path, '/');
         CHECK(fa && fb && !strcmp(fa, fb));
     }
+}
+
+/* check_same_schema: the current domain. */
+static void check_same_current_domain(const struct tdb_schema *a,
+                                      const struct tdb_schema *b)
+{
     CHECK_EQ_INT(a->has_current_domain, b->has_current_domain);
     if (a->has_current_domain && b->has_current_domain) {
         for (uint32_t i = 0; i < a->ndims && i < b->ndims; i++) {
@@ -187,6 +194,27 @@ void check_same_schema(const struct tdb_schema *a,
             }
         }
     }
+}
+
+void check_same_schema(const struct tdb_schema *a,
+                       const struct tdb_schema *b)
+{
+    CHECK_EQ_INT(a->allows_dups, b->allows_dups);
+    CHECK_EQ_INT(a->array_type, b->array_type);
+    CHECK_EQ_INT(a->tile_order, b->tile_order);
+    CHECK_EQ_INT(a->cell_order, b->cell_order);
+    CHECK_EQ_INT(a->capacity, b->capacity);
+    CHECK_EQ_INT(a->ndims, b->ndims);
+    CHECK_EQ_INT(a->nattrs, b->nattrs);
+    CHECK_EQ_INT(a->nlabels, b->nlabels);
+    CHECK_EQ_INT(a->nenums, b->nenums);
+    CHECK_EQ_INT(a->coords_filters.n, b->coords_filters.n);
+    CHECK_EQ_INT(a->offsets_filters.max_chunk_size,
+                 b->offsets_filters.max_chunk_size);
+    check_same_dims(a, b);
+    check_same_attrs(a, b);
+    check_same_labels_enums(a, b);
+    check_same_current_domain(a, b);
 }
 
 /* serialize -> parse -> compare -> serialize again: same bytes. */

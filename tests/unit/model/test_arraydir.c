@@ -46,11 +46,13 @@ static void check_frags(const struct tdb_arraydir *d, const char *const *want)
 
 /* ------------------------------------------------------ timestamped names */
 
-static void test_tsname_eras(void)
+/* Version 5+ names, __t1_t2_uuid_v, bare, with a path and an extension,
+ * or a folder URI's trailing slash; five underscores make era 3
+ * whatever the field lengths. */
+static void check_tsname_era3(void)
 {
     struct tdb_tsname t;
     char b[256];
-
     /* version 5+: __t1_t2_uuid_v */
     CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__1_2_", 'a', "_22"), &t), 0);
     CHECK_EQ_INT(t.era, 3);
@@ -59,7 +61,6 @@ static void test_tsname_eras(void)
     CHECK_EQ_INT(t.version, 22);
     CHECK_EQ_INT(strlen(t.uuid), 32);
     CHECK_EQ_INT(t.uuid[0], 'a');
-
     /* with an extension and a path, as in __commits/NAME.wrt */
     CHECK_EQ_INT(tdb_tsname_parse(
                      "a/__commits/__1693562063524_1693562063525_"
@@ -70,20 +71,32 @@ static void test_tsname_eras(void)
     CHECK(t.t2 == UINT64_C(1693562063525));
     CHECK_EQ_INT(t.version, 10);
     CHECK(!strcmp(t.uuid, "0fcdefaa40d34ff2a4b09153472fbdc2"));
-
     /* trailing slash of a folder URI */
     CHECK_EQ_INT(tdb_tsname_parse("file:///x/__fragments/__3_4_abc_22/", &t),
                  0);
     CHECK_EQ_INT(t.t1, 3);
     CHECK(!strcmp(t.uuid, "abc"));
+    /* five underscores make era 3 whatever the field lengths */
+    CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__1_1_", 'f', "_5"), &t), 0);
+    CHECK_EQ_INT(t.era, 3);
+    CHECK_EQ_INT(t.version, 5);
+    CHECK_EQ_INT(
+        tdb_tsname_parse("__0_18446744073709551615_u_4294967295", &t), 0);
+    CHECK(t.t2 == UINT64_MAX);
+    CHECK(t.version == UINT32_MAX);
+}
 
+/* Versions 3-4 and 1-2, and __uuid_t1_t2. */
+static void check_tsname_older(void)
+{
+    struct tdb_tsname t;
+    char b[256];
     /* versions 3-4 (and schema / metadata names): __t1_t2_uuid */
     CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__7_9_", '0', ""), &t), 0);
     CHECK_EQ_INT(t.era, 2);
     CHECK_EQ_INT(t.t1, 7);
     CHECK_EQ_INT(t.t2, 9);
     CHECK_EQ_INT(t.version, 0);
-
     /* versions 1-2: __uuid_t */
     CHECK_EQ_INT(tdb_tsname_parse(
                      "__5dc2cc9cce204a189f825fd4919d0c55_1541540586869", &t),
@@ -93,22 +106,18 @@ static void test_tsname_eras(void)
     CHECK(t.t2 == t.t1);
     CHECK_EQ_INT(t.version, 0);
     CHECK(!strcmp(t.uuid, "5dc2cc9cce204a189f825fd4919d0c55"));
-
     /* __uuid_t1_t2: TileDB takes the last field for both ends */
     CHECK_EQ_INT(tdb_tsname_parse("__abcd_5_9", &t), 0);
     CHECK_EQ_INT(t.era, 1);
     CHECK_EQ_INT(t.t1, 9);
     CHECK_EQ_INT(t.t2, 9);
     CHECK(!strcmp(t.uuid, "abcd"));
+}
 
-    /* five underscores make era 3 whatever the field lengths */
-    CHECK_EQ_INT(tdb_tsname_parse(uu(b, "__1_1_", 'f', "_5"), &t), 0);
-    CHECK_EQ_INT(t.era, 3);
-    CHECK_EQ_INT(t.version, 5);
-    CHECK_EQ_INT(
-        tdb_tsname_parse("__0_18446744073709551615_u_4294967295", &t), 0);
-    CHECK(t.t2 == UINT64_MAX);
-    CHECK(t.version == UINT32_MAX);
+static void test_tsname_eras(void)
+{
+    check_tsname_era3();
+    check_tsname_older();
 }
 
 static void test_tsname_malformed(void)
@@ -213,17 +222,16 @@ static size_t build_con(const struct names *n, uint8_t *buf, size_t cap,
     return len;
 }
 
-static void build_array(struct tdb_io *io, const struct names *n,
-                        size_t *del_off)
+/* Schemas (legacy file, two timestamped ones, enumerations), the legacy
+ * root fragments and root clutter. */
+static void build_array_root(struct tdb_io *io, const struct names *n)
 {
     char p[512];
-    /* schemas: legacy file, two timestamped ones, enumerations */
     puts_(io, "__array_schema.tdb", "legacy schema");
     put2(io, "__schema/", n->s5, "schema 5");
     put2(io, "__schema/", n->s7, "schema 7");
     puts_(io, "__schema/__enumerations/__1_1_e_22", "enum");
 
-    /* legacy root fragments */
     put2(io, n->A, "/__fragment_metadata.tdb", "fm");
     put2(io, n->B, "/a.tdb", "data");
     put2(io, n->C, "/__fragment_metadata.tdb", "fm");
@@ -235,14 +243,17 @@ static void build_array(struct tdb_io *io, const struct names *n,
     put2(io, n->E, "/__fragment_metadata.tdb", "fm");
     put2(io, n->F, "/__fragment_metadata.tdb", "fm");
     put2(io, n->G, "/__fragment_metadata.tdb", "fm");
-    /* root clutter */
     puts_(io, "__lock.tdb", "");
     puts_(io, "notes.txt", "hello");
     puts_(io, "my_dir/x", "x");
     puts_(io, "__meta/__1_1_00000000000000000000000000000000", "m");
     puts_(io, "__labels/l/__schema/__1_1_x", "l");
+}
 
-    /* new hierarchy */
+/* The new hierarchy: fragments, their .wrt, a .vac and a malformed one. */
+static void build_array_fragments(struct tdb_io *io, const struct names *n)
+{
+    char p[512];
     const char *newf[] = {n->H, n->I, n->J, n->K, n->L, n->M, n->N};
     for (size_t i = 0; i < 7; i++)
         put2(io, "__fragments/", newf[i], "/__fragment_metadata.tdb");
@@ -257,6 +268,14 @@ static void build_array(struct tdb_io *io, const struct names *n,
     puts_(io, vp, p);
     snprintf(vp, sizeof vp, "__commits/%s_.vac", n->N); /* malformed */
     puts_(io, vp, p);
+}
+
+static void build_array(struct tdb_io *io, const struct names *n,
+                        size_t *del_off)
+{
+    char p[512];
+    build_array_root(io, n);
+    build_array_fragments(io, n);
     /* the .con and the .ign */
     uint8_t con[2048];
     size_t clen = build_con(n, con, sizeof con, del_off);
@@ -281,6 +300,143 @@ static void build_array(struct tdb_io *io, const struct names *n,
           "meta");
 }
 
+/* Whole range: schemas (legacy first, __enumerations skipped) and the
+ * fragments, dense then sparse: legacy G(2) A(3) D(4) F(7); H(8) J(10)
+ * N(12). */
+static void check_whole_frags(struct tdb_arraydir *d, const struct names *n)
+{
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(d->nschemas, 3);
+    if (d->nschemas == 3) {
+        CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
+        CHECK(!strcmp(d->schemas[1].name, n->s5));
+        CHECK(!strcmp(d->schemas[2].path + 9, n->s7));
+        CHECK(!strncmp(d->schemas[2].path, "__schema/", 9));
+    }
+    CHECK_EQ_INT(d->schema_latest, 2);
+    const char *want[] = {n->G, n->A, n->D, n->F, n->H, n->J, n->N, NULL};
+    check_frags(d, want);
+    if (d->nfrags == 7) {
+        CHECK(!strcmp(d->frags[0].path, n->G));
+        CHECK(!strncmp(d->frags[4].path, "__fragments/", 12));
+        CHECK(!strcmp(d->frags[4].path + 12, n->H));
+        CHECK_EQ_INT(d->frags[6].ts.t2, 14);
+    }
+    CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
+    check_frags(d, want);
+}
+
+/* Whole range: delete commits by time (the .del file, then those in the
+ * .con) and consolidated fragment metadata, root first. */
+static void check_whole_deletes(const struct tdb_io *io,
+                                const struct tdb_arraydir *d,
+                                const struct names *n, size_t del_off)
+{
+    CHECK_EQ_INT(d->ndeletes, 3);
+    if (d->ndeletes == 3) {
+        CHECK(!strcmp(d->deletes[0].name, n->del15));
+        CHECK(!strncmp(d->deletes[0].path, "__commits/", 10));
+        CHECK(!strncmp(d->deletes[0].path + 10, n->del15, strlen(n->del15)));
+        CHECK(strstr(d->deletes[0].path, ".del") != NULL);
+        CHECK_EQ_INT(d->deletes[0].offset, 0);
+        CHECK(!strcmp(d->deletes[1].name, n->del16));
+        CHECK(strstr(d->deletes[1].path, ".con") != NULL);
+        CHECK_EQ_INT(d->deletes[1].offset, del_off);
+        char tile[5];
+        CHECK_EQ_INT(io->ops->read_at(io->ctx, d->deletes[1].path,
+                                      d->deletes[1].offset, tile, 5), 0);
+        CHECK_MEM(tile, "HELLO", 5);
+        CHECK(!strcmp(d->deletes[2].name, n->del99));
+        CHECK_EQ_INT(d->deletes[2].offset,
+                     d->deletes[1].offset + 5 + 10 + strlen(n->K) + 5 +
+                         strlen(n->F) + 4 + 10 + strlen(n->del99) + 5 + 8);
+    }
+    CHECK_EQ_INT(d->nfragmeta, 2);
+    if (d->nfragmeta == 2) {
+        CHECK(!strcmp(d->fragmeta[0].path,
+                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10.meta"));
+        CHECK(!strcmp(d->fragmeta[0].name,
+                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10"));
+        CHECK(!strcmp(d->fragmeta[1].path,
+                      "__fragment_meta/"
+                      "__2_4_nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn_22.meta"));
+    }
+    CHECK_EQ_INT(d->nmeta, 0);
+}
+
+/* Loads [lo, hi]; checks the dense fragments `dense`, then the sparse ones
+ * `sparse`.  [0, 12]: N is not wholly inside, so its .vac is dead for
+ * dense; for sparse N overlaps, its .vac is live and drops L. */
+static struct tdb_arraydir *check_window(const struct tdb_io *io,
+                                         uint64_t lo, uint64_t hi,
+                                         const char **dense,
+                                         const char **sparse)
+{
+    struct tdb_arraydir *d = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_arraydir_load(io, lo, hi, &d, &err), 0);
+    if (d) {
+        check_frags(d, dense);
+        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
+        check_frags(d, sparse);
+    }
+    return d;
+}
+
+static void check_windows_frags(const struct tdb_io *io,
+                                const struct names *n)
+{
+    const char *d12[] = {n->G, n->A, n->D, n->F, n->H, n->J, n->L, NULL};
+    const char *s12[] = {n->G, n->A, n->D, n->F, n->H, n->J, n->N, NULL};
+    struct tdb_arraydir *d = check_window(io, 0, 12, d12, s12);
+    if (d) {
+        CHECK_EQ_INT(d->ndeletes, 0);
+        CHECK_EQ_INT(d->schema_latest, 2);
+        tdb_arraydir_free(d);
+    }
+    const char *d13[] = {n->M, NULL}, *s13[] = {n->N, NULL};
+    tdb_arraydir_free(check_window(io, 13, 13, d13, s13));
+    /* [4, 4]: D's .vac [4,5] is not inside, so C is back (legacy: never
+     * overlap rule, even for sparse); the schema in force is the legacy
+     * one (before the first timestamped schema). */
+    const char *w4[] = {n->C, NULL};
+    d = check_window(io, 4, 4, w4, w4);
+    if (d) {
+        CHECK_EQ_INT(d->schema_latest, 0);
+        tdb_arraydir_free(d);
+    }
+}
+
+/* The schema in force at 6 and 7; [16, 16] has only the .con delete; an
+ * empty range (start > end) selects nothing.  -1: not checked. */
+static void check_windows_counts(const struct tdb_io *io)
+{
+    static const struct {
+        uint64_t lo, hi;
+        int latest, nfrags, ndeletes;
+    } cases[] = {
+        {0, 6, 1, -1, -1},
+        {0, 7, 2, -1, -1},
+        {16, 16, -1, 0, 1},
+        {9, 8, -1, 0, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tdb_arraydir *d = NULL;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(tdb_arraydir_load(io, cases[i].lo, cases[i].hi, &d,
+                                       &err), 0);
+        if (!d)
+            continue;
+        if (cases[i].latest >= 0)
+            CHECK_EQ_INT(d->schema_latest, cases[i].latest);
+        if (cases[i].nfrags >= 0)
+            CHECK_EQ_INT(d->nfrags, cases[i].nfrags);
+        if (cases[i].ndeletes >= 0)
+            CHECK_EQ_INT(d->ndeletes, cases[i].ndeletes);
+        tdb_arraydir_free(d);
+    }
+}
+
 static void test_hand_built(void)
 {
     struct names n;
@@ -301,128 +457,11 @@ static void test_hand_built(void)
         tdb_io_free(&io);
         return;
     }
-
-    /* schemas: legacy first, __enumerations skipped */
-    CHECK_EQ_INT(d->nschemas, 3);
-    if (d->nschemas == 3) {
-        CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
-        CHECK(!strcmp(d->schemas[1].name, n.s5));
-        CHECK(!strcmp(d->schemas[2].path + 9, n.s7));
-        CHECK(!strncmp(d->schemas[2].path, "__schema/", 9));
-    }
-    CHECK_EQ_INT(d->schema_latest, 2);
-
-    /* dense, whole range: legacy G(2) A(3) D(4) F(7); H(8) J(10) N(12) */
-    {
-        const char *want[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.N, NULL};
-        check_frags(d, want);
-        if (d->nfrags == 7) {
-            CHECK(!strcmp(d->frags[0].path, n.G));
-            CHECK(!strncmp(d->frags[4].path, "__fragments/", 12));
-            CHECK(!strcmp(d->frags[4].path + 12, n.H));
-            CHECK_EQ_INT(d->frags[6].ts.t2, 14);
-        }
-    }
-    /* sparse, whole range: the same */
-    CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-    {
-        const char *want[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.N, NULL};
-        check_frags(d, want);
-    }
-
-    /* delete commits, by time: the .del file, then those in the .con */
-    CHECK_EQ_INT(d->ndeletes, 3);
-    if (d->ndeletes == 3) {
-        CHECK(!strcmp(d->deletes[0].name, n.del15));
-        CHECK(!strncmp(d->deletes[0].path, "__commits/", 10));
-        CHECK(!strncmp(d->deletes[0].path + 10, n.del15, strlen(n.del15)));
-        CHECK(strstr(d->deletes[0].path, ".del") != NULL);
-        CHECK_EQ_INT(d->deletes[0].offset, 0);
-        CHECK(!strcmp(d->deletes[1].name, n.del16));
-        CHECK(strstr(d->deletes[1].path, ".con") != NULL);
-        CHECK_EQ_INT(d->deletes[1].offset, del_off);
-        char tile[5];
-        CHECK_EQ_INT(io.ops->read_at(io.ctx, d->deletes[1].path,
-                                     d->deletes[1].offset, tile, 5), 0);
-        CHECK_MEM(tile, "HELLO", 5);
-        CHECK(!strcmp(d->deletes[2].name, n.del99));
-        CHECK_EQ_INT(d->deletes[2].offset,
-                     d->deletes[1].offset + 5 + 10 + strlen(n.K) + 5 +
-                         strlen(n.F) + 4 + 10 + strlen(n.del99) + 5 + 8);
-    }
-    /* consolidated fragment metadata: root first */
-    CHECK_EQ_INT(d->nfragmeta, 2);
-    if (d->nfragmeta == 2) {
-        CHECK(!strcmp(d->fragmeta[0].path,
-                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10.meta"));
-        CHECK(!strcmp(d->fragmeta[0].name,
-                      "__1_3_mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm_10"));
-        CHECK(!strcmp(d->fragmeta[1].path,
-                      "__fragment_meta/"
-                      "__2_4_nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn_22.meta"));
-    }
-    CHECK_EQ_INT(d->nmeta, 0);
+    check_whole_frags(d, &n);
+    check_whole_deletes(&io, d, &n, del_off);
     tdb_arraydir_free(d);
-
-    /* [0, 12]: N is not wholly inside, so its .vac is dead for dense */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 12, &d, &err), 0);
-    if (d) {
-        const char *want[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.L, NULL};
-        check_frags(d, want);
-        /* sparse: N overlaps, its .vac is live and drops L */
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        const char *want2[] = {n.G, n.A, n.D, n.F, n.H, n.J, n.N, NULL};
-        check_frags(d, want2);
-        CHECK_EQ_INT(d->ndeletes, 0);
-        CHECK_EQ_INT(d->schema_latest, 2);
-        tdb_arraydir_free(d);
-    }
-    /* [13, 13] */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 13, 13, &d, &err), 0);
-    if (d) {
-        const char *want[] = {n.M, NULL};
-        check_frags(d, want);
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        const char *want2[] = {n.N, NULL};
-        check_frags(d, want2);
-        tdb_arraydir_free(d);
-    }
-    /* [4, 4]: D's .vac [4,5] is not inside, so C is back (legacy: never
-     * overlap rule, even for sparse); the schema in force is the legacy
-     * one (before the first timestamped schema). */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 4, 4, &d, &err), 0);
-    if (d) {
-        const char *want[] = {n.C, NULL};
-        check_frags(d, want);
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        check_frags(d, want);
-        CHECK_EQ_INT(d->schema_latest, 0);
-        tdb_arraydir_free(d);
-    }
-    /* schema in force at 6 and 7 */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 6, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->schema_latest, 1);
-        tdb_arraydir_free(d);
-    }
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 7, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->schema_latest, 2);
-        tdb_arraydir_free(d);
-    }
-    /* [16, 16]: only the .con delete */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 16, 16, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->nfrags, 0);
-        CHECK_EQ_INT(d->ndeletes, 1);
-        tdb_arraydir_free(d);
-    }
-    /* an empty range (start > end) selects nothing */
-    CHECK_EQ_INT(tdb_arraydir_load(&io, 9, 8, &d, &err), 0);
-    if (d) {
-        CHECK_EQ_INT(d->nfrags, 0);
-        tdb_arraydir_free(d);
-    }
+    check_windows_frags(&io, &n);
+    check_windows_counts(&io);
     tdb_io_free(&io);
 }
 
@@ -660,14 +699,14 @@ static int corpus_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void test_corpus(void)
+/* The corpus's case names under `root`, sorted, into cases[512] (to
+ * free), their number in *n; @return false when `root` cannot be read. */
+static bool list_cases(const char *root, char **cases, size_t *n)
 {
-    const char *root = unit_corpus();
     DIR *dir = opendir(root);
     CHECK(dir != NULL);
     if (!dir)
-        return;
-    char *cases[512];
+        return false;
     size_t ncases = 0;
     struct dirent *de;
     while ((de = readdir(dir)) && ncases < 512)
@@ -675,27 +714,56 @@ static void test_corpus(void)
             cases[ncases++] = strdup(de->d_name);
     closedir(dir);
     qsort(cases, ncases, sizeof *cases, corpus_cmp);
-    size_t checked = 0;
-    for (size_t c = 0; c < ncases; c++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s/case.json", root, cases[c]);
-        char *json = unit_slurp(path, NULL);
-        if (!json)
-            continue;
-        char kind[32] = "", type[32] = "", opts[256] = "";
-        json_str(json, "kind", kind, sizeof kind);
-        json_str(json, "array_type", type, sizeof type);
-        json_str(json, "mount_options", opts, sizeof opts);
-        snprintf(path, sizeof path, "%s/%s/array", root, cases[c]);
-        struct tdb_io io;
-        CHECK_EQ_INT(tdb_io_posix(&io, path), 0);
-        if (!strcmp(kind, "group")) {
-            CHECK(tdb_is_group(&io, ""));
-            CHECK(!tdb_is_array(&io, ""));
-            tdb_io_free(&io);
-            free(json);
-            continue;
-        }
+    *n = ncases;
+    return true;
+}
+
+/* The fragments selected in d are want[0..nwant) and their folders exist;
+ * the schema in force is one of d's. */
+static void check_selected(const struct tdb_io *io,
+                           const struct tdb_arraydir *d,
+                           char (*want)[128], size_t nwant, const char *name)
+{
+    bool same = d->nfrags == nwant;
+    for (size_t i = 0; same && i < nwant; i++)
+        same = !strcmp(d->frags[i].name, want[i]);
+    if (!same) {
+        fprintf(stderr, "  %s: got", name);
+        for (size_t i = 0; i < d->nfrags; i++)
+            fprintf(stderr, " %s", d->frags[i].name);
+        fprintf(stderr, "\n");
+    }
+    CHECK(same);
+    CHECK(d->nschemas >= 1);
+    CHECK(d->schema_latest < d->nschemas);
+    for (size_t i = 0; i < d->nfrags; i++) {
+        bool exists = tdb_io_exists(io, d->frags[i].path);
+        CHECK(exists);
+    }
+}
+
+/* Corpus case `name`: a group is a group; an array's fragments in the
+ * case's time range are those case.json lists.  @return whether an
+ * array's fragments were checked. */
+static bool check_corpus_case(const char *root, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/case.json", root, name);
+    char *json = unit_slurp(path, NULL);
+    if (!json)
+        return false;
+    char kind[32] = "", type[32] = "", opts[256] = "";
+    json_str(json, "kind", kind, sizeof kind);
+    json_str(json, "array_type", type, sizeof type);
+    json_str(json, "mount_options", opts, sizeof opts);
+    snprintf(path, sizeof path, "%s/%s/array", root, name);
+    struct tdb_io io;
+    CHECK_EQ_INT(tdb_io_posix(&io, path), 0);
+    bool checked = false;
+    if (!strcmp(kind, "group")) {
+        CHECK(tdb_is_group(&io, ""));
+        CHECK(!tdb_is_array(&io, ""));
+    } else {
         CHECK(tdb_is_array(&io, ""));
         CHECK(!tdb_is_group(&io, ""));
         static char want[256][128];
@@ -707,34 +775,31 @@ static void test_corpus(void)
         struct tdb_error err = {0};
         int r = tdb_arraydir_load(&io, s, e, &d, &err);
         if (r) {
-            fprintf(stderr, "  %s: %s\n", cases[c], err.msg);
+            fprintf(stderr, "  %s: %s\n", name, err.msg);
             CHECK_EQ_INT(r, 0);
         } else {
             CHECK_EQ_INT(tdb_arraydir_select(d, !strcmp(type, "sparse"),
                                              &err), 0);
-            bool same = d->nfrags == nwant;
-            for (size_t i = 0; same && i < nwant; i++)
-                same = !strcmp(d->frags[i].name, want[i]);
-            if (!same) {
-                fprintf(stderr, "  %s: got", cases[c]);
-                for (size_t i = 0; i < d->nfrags; i++)
-                    fprintf(stderr, " %s", d->frags[i].name);
-                fprintf(stderr, "\n");
-            }
-            CHECK(same);
-            CHECK(d->nschemas >= 1);
-            CHECK(d->schema_latest < d->nschemas);
-            /* each selected fragment's folder exists */
-            for (size_t i = 0; i < d->nfrags; i++) {
-                bool exists = tdb_io_exists(&io, d->frags[i].path);
-                CHECK(exists);
-            }
-            checked++;
+            check_selected(&io, d, want, nwant, name);
+            checked = true;
         }
         tdb_arraydir_free(d);
-        tdb_io_free(&io);
-        free(json);
     }
+    tdb_io_free(&io);
+    free(json);
+    return checked;
+}
+
+static void test_corpus(void)
+{
+    const char *root = unit_corpus();
+    char *cases[512];
+    size_t ncases = 0;
+    if (!list_cases(root, cases, &ncases))
+        return;
+    size_t checked = 0;
+    for (size_t c = 0; c < ncases; c++)
+        checked += check_corpus_case(root, cases[c]);
     for (size_t c = 0; c < ncases; c++)
         free(cases[c]);
     printf("  corpus: %zu arrays checked\n", checked);
@@ -760,80 +825,105 @@ static struct tdb_arraydir *corpus_load(struct tdb_io *io, const char *root,
     return d;
 }
 
+/* sparse_delete: one delete commit, a generic tile at offset 0 of its
+ * .del. */
+static void check_details_delete(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->ndeletes, 1);
+    if (d->ndeletes == 1) {
+        CHECK_EQ_INT(d->deletes[0].ts.t1, 3);
+        CHECK_EQ_INT(d->deletes[0].offset, 0);
+        CHECK(!strncmp(d->deletes[0].path, "__commits/__3_3_", 16));
+        CHECK(strstr(d->deletes[0].path, ".del") != NULL);
+    }
+}
+
+/* consolidated_fragment_meta: consolidated fragment metadata. */
+static void check_details_fragmeta(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nfragmeta, 1);
+    if (d->nfragmeta == 1)
+        CHECK(!strncmp(d->fragmeta[0].path, "__fragment_meta/__1_3_", 22));
+}
+
+/* consolidated_dense: the .vac lists three fragments. */
+static void check_details_vac(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nvacs, 1);
+    if (d->nvacs == 1) {
+        CHECK_EQ_INT(d->vacs[0].nitems, 3);
+        for (size_t i = 0; i < d->vacs[0].nitems; i++)
+            CHECK(!strncmp(d->vacs[0].items[i], "__fragments/__", 14));
+    }
+    CHECK_EQ_INT(d->ncands, 5);
+}
+
+/* consolidated_dense, time travel into it while its sources still exist:
+ * dense takes the sources inside [0,2]; sparse takes the consolidated
+ * fragment, which overlaps, and its .vac drops the sources. */
+static void check_details_travel(struct tdb_io *io, struct tdb_arraydir *d0)
+{
+    (void)d0;
+    struct tdb_arraydir *d = NULL;
+    struct tdb_error err;
+    CHECK_EQ_INT(tdb_arraydir_load(io, 0, 2, &d, &err), 0);
+    CHECK_EQ_INT(d->nfrags, 2);
+    if (d->nfrags == 2) {
+        CHECK(!strncmp(d->frags[0].name, "__1_1_", 6));
+        CHECK(!strncmp(d->frags[1].name, "__2_2_", 6));
+    }
+    CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
+    CHECK_EQ_INT(d->nfrags, 1);
+    if (d->nfrags == 1)
+        CHECK(!strncmp(d->frags[0].name, "__1_3_", 6));
+    tdb_arraydir_free(d);
+}
+
+/* legacy: the schema file, no __schema folder. */
+static void check_details_legacy(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nschemas, 1);
+    if (d->nschemas)
+        CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
+    CHECK_EQ_INT(d->schema_latest, 0);
+    if (d->nfrags == 1)
+        CHECK_EQ_INT(d->frags[0].ts.era, 1);
+}
+
+/* schema evolution: the newer schema is in force. */
+static void check_details_evolved(struct tdb_io *io, struct tdb_arraydir *d)
+{
+    (void)io;
+    CHECK_EQ_INT(d->nschemas, 2);
+    CHECK_EQ_INT(d->schema_latest, 1);
+}
+
 static void test_corpus_details(void)
 {
     const char *root = unit_corpus();
     if (!unit_corpus_case("sparse_delete"))
         return;
-    struct tdb_io io;
-    struct tdb_arraydir *d;
-
-    /* one delete commit, a generic tile at offset 0 of its .del */
-    if ((d = corpus_load(&io, root, "sparse_delete"))) {
-        CHECK_EQ_INT(d->ndeletes, 1);
-        if (d->ndeletes == 1) {
-            CHECK_EQ_INT(d->deletes[0].ts.t1, 3);
-            CHECK_EQ_INT(d->deletes[0].offset, 0);
-            CHECK(!strncmp(d->deletes[0].path, "__commits/__3_3_", 16));
-            CHECK(strstr(d->deletes[0].path, ".del") != NULL);
-        }
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* consolidated fragment metadata */
-    if ((d = corpus_load(&io, root, "consolidated_fragment_meta"))) {
-        CHECK_EQ_INT(d->nfragmeta, 1);
-        if (d->nfragmeta == 1)
-            CHECK(!strncmp(d->fragmeta[0].path, "__fragment_meta/__1_3_", 22));
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* the .vac of a consolidated dense array lists three fragments */
-    if ((d = corpus_load(&io, root, "consolidated_dense"))) {
-        CHECK_EQ_INT(d->nvacs, 1);
-        if (d->nvacs == 1) {
-            CHECK_EQ_INT(d->vacs[0].nitems, 3);
-            for (size_t i = 0; i < d->vacs[0].nitems; i++)
-                CHECK(!strncmp(d->vacs[0].items[i], "__fragments/__", 14));
-        }
-        CHECK_EQ_INT(d->ncands, 5);
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* time travel into a consolidated array whose sources still exist:
-     * dense takes the sources inside [0,2]; sparse takes the consolidated
-     * fragment, which overlaps, and its .vac drops the sources */
-    if ((d = corpus_load(&io, root, "consolidated_dense"))) {
-        tdb_arraydir_free(d);
-        struct tdb_error err;
-        CHECK_EQ_INT(tdb_arraydir_load(&io, 0, 2, &d, &err), 0);
-        CHECK_EQ_INT(d->nfrags, 2);
-        if (d->nfrags == 2) {
-            CHECK(!strncmp(d->frags[0].name, "__1_1_", 6));
-            CHECK(!strncmp(d->frags[1].name, "__2_2_", 6));
-        }
-        CHECK_EQ_INT(tdb_arraydir_select(d, true, &err), 0);
-        CHECK_EQ_INT(d->nfrags, 1);
-        if (d->nfrags == 1)
-            CHECK(!strncmp(d->frags[0].name, "__1_3_", 6));
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* legacy: the schema file, no __schema folder */
-    if ((d = corpus_load(&io, root, "legacy_non_split_coords_v1_4_0"))) {
-        CHECK_EQ_INT(d->nschemas, 1);
-        if (d->nschemas)
-            CHECK(!strcmp(d->schemas[0].path, "__array_schema.tdb"));
-        CHECK_EQ_INT(d->schema_latest, 0);
-        if (d->nfrags == 1)
-            CHECK_EQ_INT(d->frags[0].ts.era, 1);
-        tdb_arraydir_free(d);
-        tdb_io_free(&io);
-    }
-    /* schema evolution: the newer schema is in force */
-    if ((d = corpus_load(&io, root, "schema_evolution_add_attr"))) {
-        CHECK_EQ_INT(d->nschemas, 2);
-        CHECK_EQ_INT(d->schema_latest, 1);
+    static const struct {
+        const char *name;
+        void (*check)(struct tdb_io *io, struct tdb_arraydir *d);
+    } cases[] = {
+        {"sparse_delete", check_details_delete},
+        {"consolidated_fragment_meta", check_details_fragmeta},
+        {"consolidated_dense", check_details_vac},
+        {"consolidated_dense", check_details_travel},
+        {"legacy_non_split_coords_v1_4_0", check_details_legacy},
+        {"schema_evolution_add_attr", check_details_evolved},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct tdb_io io;
+        struct tdb_arraydir *d = corpus_load(&io, root, cases[i].name);
+        if (!d)
+            continue;
+        cases[i].check(&io, d);
         tdb_arraydir_free(d);
         tdb_io_free(&io);
     }

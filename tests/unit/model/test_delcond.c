@@ -96,80 +96,79 @@ static int deleted(const struct tdb_buf *b, struct cell *c)
 
 /* ------------------------------------------------------------- operators */
 
-static void test_compare_ops(void)
+/* For a = 4, 5, 6 against 5: does the stored op keep the cell?  A null
+ * cell fails every comparison with a value, NE included. */
+static void check_ops_int32(struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct cell c = base_cell();
-    /* For a = 4, 5, 6 against 5: does the stored op keep the cell? */
     static const int keep[6][3] = {{1, 0, 0}, {1, 1, 0}, {0, 0, 1},
                                    {0, 1, 1}, {0, 1, 0}, {1, 0, 1}};
     int32_t five = 5;
     for (uint8_t op = LT; op <= NE; op++) {
         for (int j = 0; j < 3; j++) {
-            tdb_buf_reset(&b);
-            cond_value(&b, op, "a", &five, 4);
+            tdb_buf_reset(b);
+            cond_value(b, op, "a", &five, 4);
             c.a = 4 + j;
-            CHECK_EQ_INT(deleted(&b, &c), !keep[op][j]);
+            CHECK_EQ_INT(deleted(b, &c), !keep[op][j]);
         }
     }
-    /* A null cell fails every comparison with a value, NE included. */
     c.a_null = true;
     for (uint8_t op = LT; op <= NE; op++) {
-        tdb_buf_reset(&b);
-        cond_value(&b, op, "a", &five, 4);
-        CHECK_EQ_INT(deleted(&b, &c), 1);
+        tdb_buf_reset(b);
+        cond_value(b, op, "a", &five, 4);
+        CHECK_EQ_INT(deleted(b, &c), 1);
     }
-    c.a_null = false;
+}
 
-    /* Unsigned compares as unsigned: 200 > 100. */
-    uint8_t hundred = 100;
-    tdb_buf_reset(&b);
-    cond_value(&b, GT, "u", &hundred, 1);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-
-    /* A dimension, int64. */
-    int64_t fifty = 50;
-    tdb_buf_reset(&b);
-    cond_value(&b, LT, "x", &fifty, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    c.x = 49;
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    c.x = -1;
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-
-    /* Floats: NaN compares false except NE. */
-    double one = 1.0;
-    tdb_buf_reset(&b);
-    cond_value(&b, GT, "f", &one, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    c.f = NAN;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, NE, "f", &one, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "f", &one, 8);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-
-    /* ALWAYS_TRUE keeps, ALWAYS_FALSE deletes, whatever the field holds. */
-    tdb_buf_reset(&b);
-    cond_value(&b, ALWAYS_TRUE, "a", NULL, 0);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
-    tdb_buf_reset(&b);
-    cond_value(&b, ALWAYS_FALSE, "a", NULL, 0);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-
-    /* A field the cell's fragment lacks: every test on it is false. */
-    tdb_buf_reset(&b);
-    cond_value(&b, NE, "evolved", &five, 4);
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    /* An unknown field and a short value are errors. */
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "nosuch", &five, 4);
-    CHECK_EQ_INT(deleted(&b, &c), TDB_E_NOENT);
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "f", &five, 4);
-    CHECK_EQ_INT(deleted(&b, &c), TDB_E_CORRUPT);
+static void test_compare_ops(void)
+{
+    struct tdb_buf b = {0};
+    check_ops_int32(&b);
+    static const uint8_t hundred = 100;
+    static const int64_t fifty = 50;
+    static const double one = 1.0;
+    static const int32_t five = 5;
+    /* one stored test on a cell with x and f as given, a = 6 */
+    static const struct {
+        uint8_t op;
+        const char *field;
+        const void *val;
+        uint64_t size;
+        int64_t x;
+        double f;
+        int del;
+    } cases[] = {
+        /* unsigned compares as unsigned: 200 > 100 */
+        {GT, "u", &hundred, 1, 60, 1.5, 0},
+        /* a dimension, int64 */
+        {LT, "x", &fifty, 8, 60, 1.5, 1},
+        {LT, "x", &fifty, 8, 49, 1.5, 0},
+        {LT, "x", &fifty, 8, -1, 1.5, 0},
+        /* floats: NaN compares false except NE */
+        {GT, "f", &one, 8, -1, 1.5, 0},
+        {GT, "f", &one, 8, -1, NAN, 1},
+        {NE, "f", &one, 8, -1, NAN, 0},
+        {EQ, "f", &one, 8, -1, NAN, 1},
+        /* ALWAYS_TRUE keeps, ALWAYS_FALSE deletes, whatever the field
+         * holds */
+        {ALWAYS_TRUE, "a", NULL, 0, -1, NAN, 0},
+        {ALWAYS_FALSE, "a", NULL, 0, -1, NAN, 1},
+        /* a field the cell's fragment lacks: every test on it is false */
+        {NE, "evolved", &five, 4, -1, NAN, 1},
+        /* an unknown field and a short value are errors */
+        {EQ, "nosuch", &five, 4, -1, NAN, TDB_E_NOENT},
+        {EQ, "f", &five, 4, -1, NAN, TDB_E_CORRUPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct cell c = base_cell();
+        c.a = 6;
+        c.x = cases[i].x;
+        c.f = cases[i].f;
+        tdb_buf_reset(&b);
+        cond_value(&b, cases[i].op, cases[i].field, cases[i].val,
+                   cases[i].size);
+        CHECK_EQ_INT(deleted(&b, &c), cases[i].del);
+    }
     tdb_buf_free(&b);
 }
 
@@ -315,11 +314,12 @@ static void put_a_lt0_and_x_ge50(struct tdb_buf *b)
     cond_value(b, LT, "x", &fifty, 8);
 }
 
-static void test_combinations(void)
+/* The user's "a < 0 AND x >= 50" on a table of cells. */
+static void check_and_of_two(struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct cell c = base_cell();
-    put_a_lt0_and_x_ge50(&b);
+    tdb_buf_reset(b);
+    put_a_lt0_and_x_ge50(b);
     static const struct {
         int32_t a;
         bool a_null;
@@ -334,64 +334,74 @@ static void test_combinations(void)
         c.a = cases[i].a;
         c.a_null = cases[i].a_null;
         c.x = cases[i].x;
-        CHECK_EQ_INT(deleted(&b, &c), cases[i].del);
+        CHECK_EQ_INT(deleted(b, &c), cases[i].del);
     }
+}
 
-    /* Nested, more than two children, mixed fields:
-     * keep (a >= 0 AND s IN {ann, bob} AND f < 2) OR NOT (x >= 10). */
+/* Nested, more than two children, mixed fields:
+ * keep (a >= 0 AND s IN {ann, bob} AND f < 2) OR NOT (x >= 10). */
+static void check_nested(struct tdb_buf *b)
+{
     int32_t zero = 0;
     int64_t ten = 10;
     double two = 2;
     static const char *const set[] = {"ann", "bob"};
-    tdb_buf_reset(&b);
-    cond_expr(&b, OR, 2);
-    cond_expr(&b, AND, 3);
-    cond_value(&b, GE, "a", &zero, 4);
-    cond_set(&b, IN, "s", set, 2, 0);
-    cond_value(&b, LT, "f", &two, 8);
-    cond_expr(&b, NOT, 1);
-    cond_value(&b, GE, "x", &ten, 8);
-    c = base_cell();                        /* a -3, x 60 */
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    tdb_buf_reset(b);
+    cond_expr(b, OR, 2);
+    cond_expr(b, AND, 3);
+    cond_value(b, GE, "a", &zero, 4);
+    cond_set(b, IN, "s", set, 2, 0);
+    cond_value(b, LT, "f", &two, 8);
+    cond_expr(b, NOT, 1);
+    cond_value(b, GE, "x", &ten, 8);
+    struct cell c = base_cell();            /* a -3, x 60 */
+    CHECK_EQ_INT(deleted(b, &c), 1);
     c.x = 9;                                /* NOT (x >= 10) */
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.x = 60;
     c.a = 1;                                /* all three hold */
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.f = 2;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    CHECK_EQ_INT(deleted(b, &c), 1);
     c.f = 0;
     c.s = "eve";
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    CHECK_EQ_INT(deleted(b, &c), 1);
+}
 
-    /* NOT of a null test, NOT of NOT. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 1);
-    cond_value(&b, EQ, "a", NULL, 0);        /* keep NOT (a = null) */
-    c = base_cell();
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+/* NOT of a null test, NOT of NOT. */
+static void check_not(struct tdb_buf *b)
+{
+    tdb_buf_reset(b);
+    cond_expr(b, NOT, 1);
+    cond_value(b, EQ, "a", NULL, 0);        /* keep NOT (a = null) */
+    struct cell c = base_cell();
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.a_null = true;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 1);
-    cond_expr(&b, NOT, 1);
-    cond_value(&b, EQ, "a", NULL, 0);
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    CHECK_EQ_INT(deleted(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_expr(b, NOT, 1);
+    cond_expr(b, NOT, 1);
+    cond_value(b, EQ, "a", NULL, 0);
+    CHECK_EQ_INT(deleted(b, &c), 0);
+}
 
-    /* AND and OR with many children; the field list names each once. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, AND, 4);
+/* AND and OR with many children; the field list names each once. */
+static void check_many_children(struct tdb_buf *b)
+{
+    int32_t zero = 0;
     int64_t zero64 = 0;
+    tdb_buf_reset(b);
+    cond_expr(b, AND, 4);
     for (int i = 0; i < 4; i++)
-        cond_value(&b, NE, i % 2 ? "a" : "x",
+        cond_value(b, NE, i % 2 ? "a" : "x",
                   i % 2 ? (const void *)&zero : &zero64, i % 2 ? 4 : 8);
-    c = base_cell();
-    CHECK_EQ_INT(deleted(&b, &c), 0);
+    struct cell c = base_cell();
+    CHECK_EQ_INT(deleted(b, &c), 0);
     c.a = 0;
-    CHECK_EQ_INT(deleted(&b, &c), 1);
+    CHECK_EQ_INT(deleted(b, &c), 1);
     struct tdb_cond *cond = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &cond, &err), 0);
+    CHECK_EQ_INT(tdb_cond_parse(b->data, b->len, "t", &cond, &err), 0);
     const char **names = NULL;
     CHECK_EQ_INT(tdb_cond_fields(cond, &names), 2);
     if (names && cond) {
@@ -399,6 +409,15 @@ static void test_combinations(void)
         CHECK(!strcmp(names[1], "a"));
     }
     tdb_cond_free(cond);
+}
+
+static void test_combinations(void)
+{
+    struct tdb_buf b = {0};
+    check_and_of_two(&b);
+    check_nested(&b);
+    check_not(&b);
+    check_many_children(&b);
     tdb_buf_free(&b);
 }
 
@@ -458,85 +477,94 @@ static void test_truncated(void)
     tdb_buf_free(&b);
 }
 
+/* Unknown operator and combination; AND / OR need two children or more,
+ * NOT exactly one; a child count far beyond the bytes left; an empty
+ * field name.  Each an optional expression node, then value nodes. */
+static void check_bad_nodes(struct tdb_buf *b)
+{
+    int32_t k = 1;
+    static const struct {
+        int expr_op;                    /* -1: no expression node */
+        uint64_t nchildren;
+        int nvalues;
+        uint8_t op;
+        const char *field;
+    } cases[] = {
+        {-1, 0, 1, 8, "a"},
+        {-1, 0, 1, 252, "a"},
+        {3, 2, 2, EQ, "a"},
+        {AND, 1, 1, EQ, "a"},
+        {OR, 0, 0, EQ, "a"},
+        {NOT, 2, 2, EQ, "a"},
+        {NOT, 0, 0, EQ, "a"},
+        {AND, UINT64_MAX, 2, EQ, "a"},
+        {-1, 0, 1, EQ, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tdb_buf_reset(b);
+        if (cases[i].expr_op >= 0)
+            cond_expr(b, (uint8_t)cases[i].expr_op, cases[i].nchildren);
+        for (int v = 0; v < cases[i].nvalues; v++)
+            cond_value(b, cases[i].op, cases[i].field, &k, 4);
+        CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    }
+}
+
+/* Unknown node type; a field name with a NUL; a value length beyond the
+ * bytes left. */
+static void check_bad_bytes(struct tdb_buf *b)
+{
+    int32_t k = 1;
+    tdb_buf_reset(b);
+    tdb_buf_put_u8(b, 2);
+    CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    tdb_buf_reset(b);
+    tdb_buf_put_u8(b, 1);
+    tdb_buf_put_u8(b, EQ);
+    tdb_buf_put_u32(b, 3);
+    tdb_buf_append(b, "a\0b", 3);
+    tdb_buf_put_u64(b, 4);
+    tdb_buf_append(b, &k, 4);
+    CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    tdb_buf_reset(b);
+    cond_value(b, EQ, "a", &k, 4);
+    b->data[10] = 0xff;                     /* top byte of the length */
+    CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+}
+
+/* Sets: offsets not a multiple of 8, decreasing, past the values, none at
+ * all. */
+static void check_bad_sets(struct tdb_buf *b)
+{
+    static const uint64_t bad_offsets[][3] = {
+        {12, 0, 0}, {16, 2, 1}, {16, 0, 4}, {0, 0, 0}};
+    for (size_t i = 0; i < 4; i++) {
+        tdb_buf_reset(b);
+        tdb_buf_put_u8(b, 1);
+        tdb_buf_put_u8(b, IN);
+        tdb_buf_put_u32(b, 1);
+        tdb_buf_append(b, "s", 1);
+        tdb_buf_put_u64(b, 3);
+        tdb_buf_append(b, "abc", 3);
+        tdb_buf_put_u64(b, bad_offsets[i][0]);
+        if (bad_offsets[i][0] == 12) {
+            tdb_buf_put_u64(b, 0);
+            tdb_buf_put_u32(b, 1);
+        } else if (bad_offsets[i][0]) {
+            tdb_buf_put_u64(b, bad_offsets[i][1]);
+            tdb_buf_put_u64(b, bad_offsets[i][2]);
+        }
+        CHECK_EQ_INT(parse(b->data, b->len), TDB_E_CORRUPT);
+    }
+}
+
 static void test_malformed(void)
 {
     struct tdb_buf b = {0};
     int32_t k = 1;
-    /* Unknown node type, operator, combination. */
-    tdb_buf_put_u8(&b, 2);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 8, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 252, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, 3, 2);
-    cond_value(&b, EQ, "a", &k, 4);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* AND / OR need two children or more, NOT exactly one. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, AND, 1);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, OR, 0);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 2);
-    cond_value(&b, EQ, "a", &k, 4);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, NOT, 0);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* A child count far beyond the bytes left. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, AND, UINT64_MAX);
-    cond_value(&b, EQ, "a", &k, 4);
-    cond_value(&b, EQ, "a", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* Field names: empty, with a NUL. */
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "", &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    tdb_buf_put_u8(&b, 1);
-    tdb_buf_put_u8(&b, EQ);
-    tdb_buf_put_u32(&b, 3);
-    tdb_buf_append(&b, "a\0b", 3);
-    tdb_buf_put_u64(&b, 4);
-    tdb_buf_append(&b, &k, 4);
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* A value length beyond the bytes left. */
-    tdb_buf_reset(&b);
-    cond_value(&b, EQ, "a", &k, 4);
-    b.data[10] = 0xff;                      /* top byte of the length */
-    CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    /* Sets: offsets not a multiple of 8, decreasing, past the values,
-     * none at all. */
-    static const uint64_t bad_offsets[][3] = {
-        {12, 0, 0}, {16, 2, 1}, {16, 0, 4}, {0, 0, 0}};
-    for (size_t i = 0; i < 4; i++) {
-        tdb_buf_reset(&b);
-        tdb_buf_put_u8(&b, 1);
-        tdb_buf_put_u8(&b, IN);
-        tdb_buf_put_u32(&b, 1);
-        tdb_buf_append(&b, "s", 1);
-        tdb_buf_put_u64(&b, 3);
-        tdb_buf_append(&b, "abc", 3);
-        tdb_buf_put_u64(&b, bad_offsets[i][0]);
-        if (bad_offsets[i][0] == 12) {
-            tdb_buf_put_u64(&b, 0);
-            tdb_buf_put_u32(&b, 1);
-        } else if (bad_offsets[i][0]) {
-            tdb_buf_put_u64(&b, bad_offsets[i][1]);
-            tdb_buf_put_u64(&b, bad_offsets[i][2]);
-        }
-        CHECK_EQ_INT(parse(b.data, b.len), TDB_E_CORRUPT);
-    }
+    check_bad_bytes(&b);
+    check_bad_nodes(&b);
+    check_bad_sets(&b);
     /* Nesting is bounded, not recursed without limit. */
     tdb_buf_reset(&b);
     for (int i = 0; i < 100000; i++)
@@ -564,21 +592,11 @@ static void put_file(const struct tdb_io *io, const char *path,
 
 #define NCELLS 40
 
-static void test_delete_through_tree(void)
+/* Writes cells x = 0, 2, .., 78 (shuffled) to `arr` at time 2; a
+ * alternates sign and every fifth is null; s is "v<x>".  @return the
+ * fragment's name (to free). */
+static char *write_cells(struct tdb_io *arr)
 {
-    struct tdb_schema *s = NULL;
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_from_json(sparse_schema, strlen(sparse_schema),
-                                      &s, &err), 0);
-    if (!s)
-        return;
-    struct tdb_io arr, stg;
-    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
-    CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
-    tdb_schema_free(s);
-
-    /* Cells x = 0, 2, .., 78 (written shuffled); a alternates sign and
-     * every fifth is null; s is "v<x>". */
     int64_t x[NCELLS];
     int32_t a[NCELLS];
     uint8_t valid[NCELLS];
@@ -594,6 +612,8 @@ static void test_delete_through_tree(void)
         tlen += (size_t)snprintf(text + tlen, sizeof text - tlen, "v%d",
                                  (int)x[i]);
     }
+    struct tdb_io stg;
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
     stg.ops->mkdir(stg.ctx, "w");
     put_file(&stg, "w/x", x, sizeof x);
@@ -602,20 +622,23 @@ static void test_delete_through_tree(void)
     put_file(&stg, "w/s", text, tlen);
     put_file(&stg, "w/s.offsets", off, sizeof off);
     char *name = NULL;
-    int r = unit_write(&arr, &stg, "w", NULL, 2, 0, &name, &err);
+    int r = unit_write(arr, &stg, "w", NULL, 2, 0, &name, &err);
     if (r)
         fprintf(stderr, "  write: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
     tdb_io_free(&stg);
+    return name;
+}
 
-    /* The delete commit at 3: "a < 0 AND x >= 50", stored negated. */
+/* The delete commit at 3: "a < 0 AND x >= 50", stored negated.  A second
+ * one at 4 that deletes nothing but reads a (nullable: values and
+ * validity) in twelve tests of each cell: "x = 1000 OR a = 1000 OR
+ * a = 1001 ..." stored as "x != 1000 AND a != 1000 AND a != 1001 ...". */
+static void put_delete_commits(struct tdb_io *arr)
+{
     struct tdb_buf cond = {0};
     put_a_lt0_and_x_ge50(&cond);
-    cond_commit(&arr, 3, 1, &cond);
-    /* A second one at 4 that deletes nothing but reads a (nullable:
-     * values and validity) in twelve tests of each cell:
-     * "x = 1000 OR a = 1000 OR a = 1001 ..." stored as
-     * "x != 1000 AND a != 1000 AND a != 1001 ...". */
+    cond_commit(arr, 3, 1, &cond);
     tdb_buf_reset(&cond);
     cond_expr(&cond, OR, 2);
     cond_value(&cond, EQ, "a", NULL, 0);     /* null cells are no a != v */
@@ -624,13 +647,14 @@ static void test_delete_through_tree(void)
     cond_value(&cond, NE, "x", &big, 8);
     for (int32_t v = 1000; v < 1012; v++)
         cond_value(&cond, NE, "a", &v, 4);
-    cond_commit(&arr, 4, 2, &cond);
+    cond_commit(arr, 4, 2, &cond);
     tdb_buf_free(&cond);
+}
 
-    /* Expected: x ascending, without x >= 50 where a < 0 or a is null. */
-    int64_t wx[NCELLS];
-    int32_t wa[NCELLS];
-    uint8_t wv[NCELLS];
+/* Expected: x ascending, without x >= 50 where a < 0 or a is null.
+ * @return the number of cells. */
+static int surviving_cells(int64_t *wx, int32_t *wa, uint8_t *wv)
+{
     int n = 0;
     for (int k = 0; k < NCELLS; k++) {
         int32_t av = k % 2 ? -k : k;
@@ -642,31 +666,54 @@ static void test_delete_through_tree(void)
         wv[n] = v;
         n++;
     }
+    return n;
+}
+
+/* File `path` of `fs` is `want` (`size` bytes) or, with want NULL, only
+ * `size` bytes long. */
+static void check_fs_file(struct tdb_fs *fs, const char *path,
+                          const void *want, uint64_t size)
+{
+    uint64_t gn = 0;
+    uint8_t *got = fs ? unit_fs_file(fs, path, &gn) : NULL;
+    CHECK(got && gn == size && (!want || !memcmp(got, want, gn)));
+    free(got);
+}
+
+static void test_delete_through_tree(void)
+{
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(sparse_schema, strlen(sparse_schema),
+                                      &s, &err), 0);
+    if (!s)
+        return;
+    struct tdb_io arr;
+    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
+    tdb_schema_free(s);
+    char *name = write_cells(&arr);
+    put_delete_commits(&arr);
+    int64_t wx[NCELLS];
+    int32_t wa[NCELLS];
+    uint8_t wv[NCELLS];
+    int n = surviving_cells(wx, wa, wv);
     CHECK(n > 20 && n < NCELLS);
 
     struct tdb_open_options o;
     tdb_open_options_init(&o);
     struct tdb_fs *fs = NULL;
-    r = tdb_fs_open(&fs, &arr, &o, &err);
+    int r = tdb_fs_open(&fs, &arr, &o, &err);
     if (r)
         fprintf(stderr, "  open: %s\n", err.msg);
     CHECK_EQ_INT(r, 0);
-    uint64_t gn = 0;
-    uint8_t *got = fs ? unit_fs_file(fs, "x", &gn) : NULL;
-    CHECK(got && gn == (uint64_t)n * 8 && !memcmp(got, wx, gn));
-    free(got);
-    got = fs ? unit_fs_file(fs, "a", &gn) : NULL;
-    CHECK(got && gn == (uint64_t)n * 4 && !memcmp(got, wa, gn));
-    free(got);
-    got = fs ? unit_fs_file(fs, "a.validity", &gn) : NULL;
-    CHECK(got && gn == (uint64_t)n && !memcmp(got, wv, gn));
-    free(got);
+    check_fs_file(fs, "x", wx, (uint64_t)n * 8);
+    check_fs_file(fs, "a", wa, (uint64_t)n * 4);
+    check_fs_file(fs, "a.validity", wv, (uint64_t)n);
     /* The fragment alone (its range ends before the delete) keeps all. */
     char path[256];
     snprintf(path, sizeof path, "__fragments/%s/x", name ? name : "?");
-    got = fs ? unit_fs_file(fs, path, &gn) : NULL;
-    CHECK(got && gn == NCELLS * 8);
-    free(got);
+    check_fs_file(fs, path, NULL, NCELLS * 8);
     free(name);
     tdb_fs_close(fs);
     tdb_io_free(&arr);

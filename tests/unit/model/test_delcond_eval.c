@@ -102,26 +102,14 @@ static bool cell_same(const struct frag_cells *f, size_t i,
            memcmp(f->s + fb, g->s + gb, fe - fb) == 0;
 }
 
-static void test_corpus_delete(void)
+/* The array's delete commit under `root`: its condition (on field a
+ * only) and its timestamps `dts`. */
+static struct tdb_cond *load_delete(const struct tdb_io *io,
+                                    struct tdb_tsname *dts)
 {
-    char root[4096];
-    snprintf(root, sizeof root, "%s/sparse_delete", unit_corpus());
-    if (!unit_corpus_case("sparse_delete"))
-        return;
-    char p[8192];
-    snprintf(p, sizeof p, "%s/case.json", root);
-    char *json = unit_slurp(p, NULL);
-    CHECK(json != NULL);
-    if (!json)
-        return;
-
-    /* The delete commit. */
-    snprintf(p, sizeof p, "%s/array", root);
-    struct tdb_io io;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_io_posix(&io, p), 0);
     struct tdb_names names;
-    CHECK_EQ_INT(tdb_io_names(&io, "__commits", &names, &err), 0);
+    CHECK_EQ_INT(tdb_io_names(io, "__commits", &names, &err), 0);
     char delname[512] = "";
     for (size_t i = 0; i < names.n; i++) {
         size_t l = strlen(names.v[i]);
@@ -130,12 +118,11 @@ static void test_corpus_delete(void)
     }
     tdb_names_free(&names);
     CHECK(delname[0] != 0);
-    struct tdb_tsname dts;
-    CHECK_EQ_INT(tdb_tsname_parse(delname, &dts), 0);
+    CHECK_EQ_INT(tdb_tsname_parse(delname, dts), 0);
     char delpath[600];
     snprintf(delpath, sizeof delpath, "__commits/%s", delname);
     struct tdb_cond *cond = NULL;
-    int r = tdb_cond_load(&io, delpath, NULL, &cond, &err);
+    int r = tdb_cond_load(io, delpath, NULL, &cond, &err);
     CHECK_EQ_INT(r, 0);
     if (r)
         fprintf(stderr, "  %s\n", err.msg);
@@ -143,9 +130,15 @@ static void test_corpus_delete(void)
     CHECK_EQ_INT(tdb_cond_fields(cond, &fields), 1);
     if (cond && tdb_cond_fields(cond, &fields) == 1)
         CHECK(strcmp(fields[0], "a") == 0);
+    return cond;
+}
 
-    /* The fragments, oldest first, and the merged view. */
-    struct frag_cells frags[8] = {{0}}, merged = {0};
+/* The fragments case.json lists, oldest first, into frags[8];
+ * @return how many. */
+static size_t load_case_frags(const char *json, const char *root,
+                              struct frag_cells *frags)
+{
+    char p[8192];
     size_t nf = 0;
     const char *fl = js_ws(js_get(json, "fragments"));
     if (fl && *fl == '[') {
@@ -161,40 +154,73 @@ static void test_corpus_delete(void)
             nf++;
         }
     }
+    return nf;
+}
+
+/* Cell i of frags[k] is visible iff no newer fragment rewrote its
+ * coordinates and, for cells no newer than the delete at `t_del`, the
+ * condition spares it.  @return whether the condition deleted it; sets
+ * *want to whether it should be visible. */
+static int check_cell(const struct tdb_cond *cond, uint64_t t_del,
+                      const struct frag_cells *frags, size_t nf, size_t k,
+                      size_t i, const struct frag_cells *merged, bool *want)
+{
+    struct tdb_error err = {0};
+    struct cell_ref ref = {&frags[k], i};
+    struct tdb_cell_view view = {.get = cell_get, .arg = &ref};
+    int del = 0;
+    if (frags[k].t <= t_del) {
+        del = tdb_cond_eval(cond, &view, &err);
+        CHECK(del == 0 || del == 1);
+        /* The user's condition was a < 0. */
+        CHECK_EQ_INT(del, frags[k].a[i] < 0);
+    }
+    bool overwritten = false;
+    for (size_t l = k + 1; l < nf && !overwritten; l++)
+        for (size_t j = 0; j < frags[l].n && !overwritten; j++)
+            overwritten = cell_same(&frags[k], i, &frags[l], j, false);
+    bool in_view = false;
+    for (size_t j = 0; j < merged->n && !in_view; j++)
+        in_view = cell_same(&frags[k], i, merged, j, true);
+    *want = del == 0 && !overwritten;
+    if (in_view != *want)
+        fprintf(stderr, "  cell (%d,%d) a=%d of t=%llu: in view %d, "
+                "expected %d\n", frags[k].x[i], frags[k].y[i],
+                frags[k].a[i], (unsigned long long)frags[k].t,
+                in_view, *want);
+    CHECK(in_view == *want);
+    return del;
+}
+
+static void test_corpus_delete(void)
+{
+    char root[4096];
+    snprintf(root, sizeof root, "%s/sparse_delete", unit_corpus());
+    if (!unit_corpus_case("sparse_delete"))
+        return;
+    char p[8192];
+    snprintf(p, sizeof p, "%s/case.json", root);
+    char *json = unit_slurp(p, NULL);
+    CHECK(json != NULL);
+    if (!json)
+        return;
+    snprintf(p, sizeof p, "%s/array", root);
+    struct tdb_io io;
+    CHECK_EQ_INT(tdb_io_posix(&io, p), 0);
+    struct tdb_tsname dts;
+    struct tdb_cond *cond = load_delete(&io, &dts);
+    /* The fragments, oldest first, and the merged view. */
+    struct frag_cells frags[8] = {{0}}, merged = {0};
+    size_t nf = load_case_frags(json, root, frags);
     CHECK_EQ_INT(nf, 3);
     snprintf(p, sizeof p, "%s/expected", root);
     CHECK(load_frag(p, &merged));
-
-    /* A cell is visible iff no newer fragment rewrote its coordinates and,
-     * for cells no newer than the delete, the condition spares it. */
     size_t deleted = 0, visible = 0;
     for (size_t k = 0; cond && k < nf; k++) {
         for (size_t i = 0; i < frags[k].n; i++) {
-            struct cell_ref ref = {&frags[k], i};
-            struct tdb_cell_view view = {.get = cell_get, .arg = &ref};
-            int del = 0;
-            if (frags[k].t <= dts.t1) {
-                del = tdb_cond_eval(cond, &view, &err);
-                CHECK(del == 0 || del == 1);
-                /* The user's condition was a < 0. */
-                CHECK_EQ_INT(del, frags[k].a[i] < 0);
-            }
-            bool overwritten = false;
-            for (size_t l = k + 1; l < nf && !overwritten; l++)
-                for (size_t j = 0; j < frags[l].n && !overwritten; j++)
-                    overwritten = cell_same(&frags[k], i, &frags[l], j,
-                                            false);
-            bool in_view = false;
-            for (size_t j = 0; j < merged.n && !in_view; j++)
-                in_view = cell_same(&frags[k], i, &merged, j, true);
-            bool want = del == 0 && !overwritten;
-            if (in_view != want)
-                fprintf(stderr, "  cell (%d,%d) a=%d of t=%llu: in view %d, "
-                        "expected %d\n", frags[k].x[i], frags[k].y[i],
-                        frags[k].a[i], (unsigned long long)frags[k].t,
-                        in_view, want);
-            CHECK(in_view == want);
-            deleted += del == 1;
+            bool want;
+            deleted += check_cell(cond, dts.t1, frags, nf, k, i, &merged,
+                                  &want) == 1;
             visible += want;
         }
     }
@@ -273,170 +299,183 @@ static int eval_on(const struct tdb_buf *b, struct tcell *c)
     return r;
 }
 
-static void test_cond_eval(void)
+/* Stored conditions are the cells to keep: "i >= 5" deletes i < 5; a null
+ * cell fails every ordering test; each comparison operator on int32. */
+static void check_eval_int(struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct tcell c = {.i = 5, .f = 1.5, .s = "bob", .c = 'x'};
     int32_t k = 5;
-
-    /* Stored conditions are the cells to keep: "i >= 5" deletes i < 5. */
-    cond_value(&b, 3, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    tdb_buf_reset(b);
+    cond_value(b, 3, "i", &k, 4);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.i = 4;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i = -7;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    /* A null cell fails every ordering test: deleted. */
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i_null = true;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i_null = false;
-
-    /* Each comparison operator on int32. */
     static const int want[6][3] = {/* i = 4, 5, 6 vs 5; 1 = kept */
                                    {1, 0, 0}, {1, 1, 0}, {0, 0, 1},
                                    {0, 1, 1}, {0, 1, 0}, {1, 0, 1}};
     for (uint8_t op = 0; op < 6; op++) {
         for (int j = 0; j < 3; j++) {
-            tdb_buf_reset(&b);
-            cond_value(&b, op, "i", &k, 4);
+            tdb_buf_reset(b);
+            cond_value(b, op, "i", &k, 4);
             c.i = 4 + j;
-            CHECK_EQ_INT(eval_on(&b, &c), !want[op][j]);
+            CHECK_EQ_INT(eval_on(b, &c), !want[op][j]);
         }
     }
+}
 
-    /* Null tests (value-less): keep "i != NULL" deletes null cells. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 5, "i", "", 0);
+/* Null tests (value-less): keep "i != NULL" deletes null cells.  Floats:
+ * NaN is unordered. */
+static void check_eval_null_float(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 6, .f = 1.5, .s = "bob", .c = 'x'};
+    tdb_buf_reset(b);
+    cond_value(b, 5, "i", "", 0);
     c.i_null = true;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.i_null = false;
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "i", "", 0);
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 0, "i", "", 0);
-    CHECK(eval_on(&b, &c) < 0);
-
-    /* Floats: NaN is unordered. */
+    CHECK_EQ_INT(eval_on(b, &c), 0);
+    tdb_buf_reset(b);
+    cond_value(b, 4, "i", "", 0);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 0, "i", "", 0);
+    CHECK(eval_on(b, &c) < 0);
     double lim = 1.0;
-    tdb_buf_reset(&b);
-    cond_value(&b, 2, "f", &lim, 8);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    tdb_buf_reset(b);
+    cond_value(b, 2, "f", &lim, 8);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.f = NAN;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 5, "f", &lim, 8);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 5, "f", &lim, 8);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
+}
 
-    /* Strings compare bytewise, a prefix first. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 0, "s", "bobby", 5);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+/* Strings compare bytewise, a prefix first; sets; fixed CHAR compares one
+ * signed char: 0x80 < 'a'. */
+static void check_eval_strings(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 6, .f = NAN, .s = "bob", .c = 'x'};
+    tdb_buf_reset(b);
+    cond_value(b, 0, "s", "bobby", 5);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "c";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = "\xc3\xa9";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = NULL;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 5, "s", "", 0);      /* as TileDB reads "s != NULL" */
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 5, "s", "", 0);      /* as TileDB reads "s != NULL" */
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = "x";
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
-
-    /* Sets. */
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     static const char *const set[] = {"ann", "bob", "carol"};
-    tdb_buf_reset(&b);
-    cond_set(&b, 6, "s", set, 3, 0);
+    tdb_buf_reset(b);
+    cond_set(b, 6, "s", set, 3, 0);
     c.s = "bob";
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "bo";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_set(&b, 7, "s", set, 3, 0);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_set(b, 7, "s", set, 3, 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "carol";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.s = NULL;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-
-    /* Fixed CHAR compares one signed char: 0x80 < 'a'. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 2, "c", "a", 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+    tdb_buf_reset(b);
+    cond_value(b, 2, "c", "a", 1);
     c.c = 'z';
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.c = (char)0x80;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
+}
 
-    /* AND / OR trees: keep (i >= 5 AND (s == "bob" OR f < 1)). */
-    c = (struct tcell){.i = 6, .f = 5, .s = "bob", .c = 'x'};
-    tdb_buf_reset(&b);
-    cond_expr(&b, 0, 2);
-    cond_value(&b, 3, "i", &k, 4);
-    cond_expr(&b, 1, 2);
-    cond_value(&b, 4, "s", "bob", 3);
-    cond_value(&b, 0, "f", &lim, 8);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+/* AND / OR trees: keep (i >= 5 AND (s == "bob" OR f < 1)). */
+static void check_eval_tree(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 6, .f = 5, .s = "bob", .c = 'x'};
+    int32_t k = 5;
+    double lim = 1.0;
+    tdb_buf_reset(b);
+    cond_expr(b, 0, 2);
+    cond_value(b, 3, "i", &k, 4);
+    cond_expr(b, 1, 2);
+    cond_value(b, 4, "s", "bob", 3);
+    cond_value(b, 0, "f", &lim, 8);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.s = "eve";
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     c.f = 0.5;
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
+    CHECK_EQ_INT(eval_on(b, &c), 0);
     c.i = 1;
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
+    CHECK_EQ_INT(eval_on(b, &c), 1);
     struct tdb_cond *cond = NULL;
     struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &cond, &err), 0);
+    CHECK_EQ_INT(tdb_cond_parse(b->data, b->len, "t", &cond, &err), 0);
     const char **names;
     CHECK_EQ_INT(tdb_cond_fields(cond, &names), 3);
     tdb_cond_free(cond);
+}
 
-    /* A field missing from the cell's fragment makes its test false; an
-     * unknown field is an error; ALWAYS_TRUE keeps everything. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "evolved", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), 1);
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "nosuch", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_NOENT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 253, "i", "", 0);
-    CHECK_EQ_INT(eval_on(&b, &c), 0);
-    /* A value shorter than the type is an error, not an overread. */
-    tdb_buf_reset(&b);
-    cond_value(&b, 4, "f", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
-    /* NOT takes exactly one child; unknown ops and types are refused. */
-    tdb_buf_reset(&b);
-    cond_expr(&b, 2, 2);
-    cond_value(&b, 4, "i", &k, 4);
-    cond_value(&b, 4, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_value(&b, 9, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
-    tdb_buf_reset(&b);
-    cond_expr(&b, 0, 1);
-    cond_value(&b, 4, "i", &k, 4);
-    CHECK_EQ_INT(eval_on(&b, &c), TDB_E_CORRUPT);
+/* A field missing from the cell's fragment makes its test false; an
+ * unknown field is an error; ALWAYS_TRUE keeps everything.  A value
+ * shorter than the type is an error, not an overread.  NOT takes exactly
+ * one child; unknown ops and types are refused. */
+static void check_eval_errors(struct tdb_buf *b)
+{
+    struct tcell c = {.i = 1, .f = 0.5, .s = "eve", .c = 'x'};
+    int32_t k = 5;
+    /* expr_op 255: no expression node, only `nvalues` value nodes */
+    static const struct {
+        uint8_t expr_op, expr_n, op, nvalues, size;
+        const char *field;
+        int want;
+    } cases[] = {
+        {255, 0, 4, 1, 4, "evolved", 1},
+        {255, 0, 4, 1, 4, "nosuch", TDB_E_NOENT},
+        {255, 0, 253, 1, 0, "i", 0},
+        {255, 0, 4, 1, 4, "f", TDB_E_CORRUPT},
+        {2, 2, 4, 2, 4, "i", TDB_E_CORRUPT},
+        {255, 0, 9, 1, 4, "i", TDB_E_CORRUPT},
+        {0, 1, 4, 1, 4, "i", TDB_E_CORRUPT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tdb_buf_reset(b);
+        if (cases[i].expr_op != 255)
+            cond_expr(b, cases[i].expr_op, cases[i].expr_n);
+        for (uint8_t n = 0; n < cases[i].nvalues; n++)
+            cond_value(b, cases[i].op, cases[i].field,
+                       cases[i].size ? (const void *)&k : "", cases[i].size);
+        CHECK_EQ_INT(eval_on(b, &c), cases[i].want);
+    }
+}
+
+static void test_cond_eval(void)
+{
+    struct tdb_buf b = {0};
+    check_eval_int(&b);
+    check_eval_null_float(&b);
+    check_eval_strings(&b);
+    check_eval_tree(&b);
+    check_eval_errors(&b);
     tdb_buf_free(&b);
 }
 
-static void test_cond_truncated(void)
+/* The tree `b` cut anywhere is an error; every byte flipped gives an
+ * error or a tree, never a crash. */
+static void check_cond_cuts(const struct tdb_buf *b)
 {
-    struct tdb_buf b = {0};
     struct tdb_error err = {0};
-    static const char *const set[] = {"a", "bc"};
-    int32_t k = 1;
-    cond_expr(&b, 1, 3);
-    cond_value(&b, 0, "i", &k, 4);
-    cond_set(&b, 6, "s", set, 2, 0);
-    cond_expr(&b, 0, 2);
-    cond_value(&b, 5, "s", "", 0);
-    cond_value(&b, 3, "f", "12345678", 8);
-    for (size_t len = 0; len < b.len; len++) {
+    for (size_t len = 0; len < b->len; len++) {
         uint8_t *copy = malloc(len ? len : 1);
-        memcpy(copy, b.data, len);
+        memcpy(copy, b->data, len);
         struct tdb_cond *c = NULL;
         int r = tdb_cond_parse(copy, len, "t.del", &c, &err);
         CHECK_EQ_INT(r, TDB_E_CORRUPT);
@@ -444,16 +483,15 @@ static void test_cond_truncated(void)
         free(copy);
     }
     struct tdb_cond *c = NULL;
-    CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t.del", &c, &err), 0);
+    CHECK_EQ_INT(tdb_cond_parse(b->data, b->len, "t.del", &c, &err), 0);
     tdb_cond_free(c);
-    /* Every byte flipped: an error or a tree, never a crash. */
-    for (size_t i = 0; i < b.len; i++) {
+    for (size_t i = 0; i < b->len; i++) {
         for (int v = 0; v < 256; v += 51) {
-            uint8_t *copy = malloc(b.len);
-            memcpy(copy, b.data, b.len);
+            uint8_t *copy = malloc(b->len);
+            memcpy(copy, b->data, b->len);
             copy[i] ^= (uint8_t)(v | 1);
             c = NULL;
-            int r = tdb_cond_parse(copy, b.len, "t.del", &c, &err);
+            int r = tdb_cond_parse(copy, b->len, "t.del", &c, &err);
             if (r == 0) {
                 struct tcell cell = {.i = 1, .f = 2, .s = "bc"};
                 struct tdb_cell_view view = {.get = tcell_get, .arg = &cell};
@@ -464,8 +502,14 @@ static void test_cond_truncated(void)
             free(copy);
         }
     }
-    /* Bad set offsets. */
-    tdb_buf_reset(&b);
+}
+
+/* Bad set offsets; deep nesting is refused, not recursed without bound. */
+static void check_cond_refused(void)
+{
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    struct tdb_cond *c = NULL;
     tdb_buf_put_u8(&b, 1);
     tdb_buf_put_u8(&b, 6);
     tdb_buf_put_u32(&b, 1);
@@ -477,18 +521,23 @@ static void test_cond_truncated(void)
     tdb_buf_put_u64(&b, 1);             /* decreasing */
     CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &c, &err),
                  TDB_E_CORRUPT);
-    /* Deep nesting is refused, not recursed without bound. */
     tdb_buf_reset(&b);
     for (int i = 0; i < 1000; i++)
         cond_expr(&b, 0, 2);
     CHECK_EQ_INT(tdb_cond_parse(b.data, b.len, "t", &c, &err),
                  TDB_E_CORRUPT);
     tdb_buf_free(&b);
+}
 
-    /* Through a generic tile in a file. */
+/* A tree through a generic tile in a file; a missing file fails. */
+static void check_cond_file(void)
+{
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    struct tdb_cond *c = NULL;
+    int32_t k = 1;
     struct tdb_io io;
     CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    tdb_buf_reset(&b);
     cond_value(&b, 3, "i", &k, 4);
     put_tile(&io, "__commits/__3_3_ffffffffffffffffffffffffffffffff_22.del", b.data, b.len);
     CHECK_EQ_INT(tdb_cond_load(&io, "__commits/__3_3_ffffffffffffffffffffffffffffffff_22.del", NULL, &c,
@@ -497,6 +546,23 @@ static void test_cond_truncated(void)
     CHECK(tdb_cond_load(&io, "__commits/none.del", NULL, &c, &err) < 0);
     tdb_buf_free(&b);
     tdb_io_free(&io);
+}
+
+static void test_cond_truncated(void)
+{
+    struct tdb_buf b = {0};
+    static const char *const set[] = {"a", "bc"};
+    int32_t k = 1;
+    cond_expr(&b, 1, 3);
+    cond_value(&b, 0, "i", &k, 4);
+    cond_set(&b, 6, "s", set, 2, 0);
+    cond_expr(&b, 0, 2);
+    cond_value(&b, 5, "s", "", 0);
+    cond_value(&b, 3, "f", "12345678", 8);
+    check_cond_cuts(&b);
+    tdb_buf_free(&b);
+    check_cond_refused();
+    check_cond_file();
 }
 
 int main(void)

@@ -62,23 +62,11 @@ static void pct_encode(const char *key, size_t len, char *out, size_t cap)
 
 static int files_checked;
 
-/* Compares the metadata of `dir` (inside io) with expected/PREFIX/__meta and
- * with the case.json object `meta_obj`. */
-static void check_meta(const struct tdb_io *io, const char *dir,
-                       uint64_t t0, uint64_t t1, const uint8_t *key,
-                       const char *expected_meta, const char *meta_obj,
-                       const char *what)
+/* check_meta: m has the keys of case.json's `meta_obj`, with their
+ * datatypes and counts. */
+static void check_meta_keys(const struct tdb_meta *m, const char *meta_obj,
+                            const char *what)
 {
-    struct tdb_meta *m = NULL;
-    struct tdb_error err = {0};
-    char *mdir = tdb_path_join(dir, "__meta");
-    int r = tdb_meta_load(io, mdir, (struct tdb_ts_window){t0, t1}, key, &m, &err);
-    free(mdir);
-    if (r) {
-        fprintf(stderr, "  %s: %s\n", what, err.msg);
-        CHECK_EQ_INT(r, 0);
-        return;
-    }
     char keys[64][256];
     size_t nk = js_keys(meta_obj, keys, 64);
     if (m->n != nk)
@@ -101,7 +89,13 @@ static void check_meta(const struct tdb_io *io, const char *dir,
         const char *cnt = js_get(o, "count");
         CHECK(cnt && strtoul(cnt, NULL, 10) == it->count);
     }
-    /* Every expected file is a key with these exact bytes. */
+}
+
+/* check_meta: every file of `expected_meta` is a key of m with these
+ * exact bytes, the keys sorted. */
+static void check_meta_files(const struct tdb_meta *m,
+                             const char *expected_meta, const char *what)
+{
     DIR *dd = opendir(expected_meta);
     size_t nfiles = 0;
     for (struct dirent *e; dd && (e = readdir(dd));) {
@@ -131,6 +125,27 @@ static void check_meta(const struct tdb_io *io, const char *dir,
         if (i)
             CHECK(strcmp(m->v[i - 1].key, m->v[i].key) < 0);
     }
+}
+
+/* Compares the metadata of `dir` (inside io) with expected/PREFIX/__meta and
+ * with the case.json object `meta_obj`. */
+static void check_meta(const struct tdb_io *io, const char *dir,
+                       uint64_t t0, uint64_t t1, const uint8_t *key,
+                       const char *expected_meta, const char *meta_obj,
+                       const char *what)
+{
+    struct tdb_meta *m = NULL;
+    struct tdb_error err = {0};
+    char *mdir = tdb_path_join(dir, "__meta");
+    int r = tdb_meta_load(io, mdir, (struct tdb_ts_window){t0, t1}, key, &m, &err);
+    free(mdir);
+    if (r) {
+        fprintf(stderr, "  %s: %s\n", what, err.msg);
+        CHECK_EQ_INT(r, 0);
+        return;
+    }
+    check_meta_keys(m, meta_obj, what);
+    check_meta_files(m, expected_meta, what);
     tdb_meta_free(m);
 }
 
@@ -258,39 +273,45 @@ static void test_corpus_metadata(void)
 
 /* ------------------------------------------------ hand-built metadata */
 
-static void test_meta_overrides(void)
+/* Two metadata files at 1 and 2: b, a, gone, e put; then b again, gone
+ * and never deleted (checking the exact encoding of a put and a
+ * delete); and an unfinished write. */
+static void put_meta_files(struct tdb_io *io, struct tdb_buf *b)
 {
-    struct tdb_io io;
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    struct tdb_buf b = {0};
     int32_t one = 1, two[2] = {2, 3};
     double pi = 3.25;
 
-    CHECK_EQ_INT(tdb_meta_serialize_put(&b, "b", TDB_INT32, 1, &one), 0);
-    CHECK_EQ_INT(tdb_meta_serialize_put(&b, "a", TDB_FLOAT64, 1, &pi), 0);
-    CHECK_EQ_INT(tdb_meta_serialize_put(&b, "gone", TDB_INT32, 1, &one), 0);
-    CHECK_EQ_INT(tdb_meta_serialize_put(&b, "e", TDB_STRING_UTF8, 0, ""), 0);
+    CHECK_EQ_INT(tdb_meta_serialize_put(b, "b", TDB_INT32, 1, &one), 0);
+    CHECK_EQ_INT(tdb_meta_serialize_put(b, "a", TDB_FLOAT64, 1, &pi), 0);
+    CHECK_EQ_INT(tdb_meta_serialize_put(b, "gone", TDB_INT32, 1, &one), 0);
+    CHECK_EQ_INT(tdb_meta_serialize_put(b, "e", TDB_STRING_UTF8, 0, ""), 0);
     /* The exact encoding of one put. */
     static const uint8_t first[] = {1, 0, 0, 0, 'b', 0, 0, 1, 0, 0, 0,
                                     1, 0, 0, 0};
-    CHECK_MEM(b.data, first, sizeof first);
-    put_tile(&io, "__meta/__1_1_0123456789abcdef0123456789abcdef", b.data,
-             b.len);
-    tdb_buf_reset(&b);
-    CHECK_EQ_INT(tdb_meta_serialize_put(&b, "b", TDB_INT32, 2, two), 0);
-    CHECK_EQ_INT(tdb_meta_serialize_del(&b, "gone"), 0);
-    CHECK_EQ_INT(tdb_meta_serialize_del(&b, "never"), 0);
+    CHECK_MEM(b->data, first, sizeof first);
+    put_tile(io, "__meta/__1_1_0123456789abcdef0123456789abcdef", b->data,
+             b->len);
+    tdb_buf_reset(b);
+    CHECK_EQ_INT(tdb_meta_serialize_put(b, "b", TDB_INT32, 2, two), 0);
+    CHECK_EQ_INT(tdb_meta_serialize_del(b, "gone"), 0);
+    CHECK_EQ_INT(tdb_meta_serialize_del(b, "never"), 0);
     static const uint8_t del[] = {4, 0, 0, 0, 'g', 'o', 'n', 'e', 1};
-    CHECK_MEM(b.data + 19, del, sizeof del);
-    put_tile(&io, "__meta/__2_2_1123456789abcdef0123456789abcdef", b.data,
-             b.len);
+    CHECK_MEM(b->data + 19, del, sizeof del);
+    put_tile(io, "__meta/__2_2_1123456789abcdef0123456789abcdef", b->data,
+             b->len);
     /* An unfinished write is ignored. */
-    put_tile(&io, "__meta/__3_3_2123456789abcdef0123456789abcdef.tmp",
+    put_tile(io, "__meta/__3_3_2123456789abcdef0123456789abcdef.tmp",
              "junk", 4);
+}
 
+/* All of put_meta_files merged: the later put wins, deleted keys go,
+ * keys sorted. */
+static void check_meta_merged(const struct tdb_io *io)
+{
+    struct tdb_error err = {0};
+    int32_t two[2] = {2, 3};
     struct tdb_meta *m = NULL;
-    CHECK_EQ_INT(tdb_meta_load(&io, "__meta", (struct tdb_ts_window){0, UINT64_MAX}, NULL, &m, &err),
+    CHECK_EQ_INT(tdb_meta_load(io, "__meta", (struct tdb_ts_window){0, UINT64_MAX}, NULL, &m, &err),
                  0);
     if (m) {
         CHECK_EQ_INT(m->n, 3);
@@ -307,6 +328,17 @@ static void test_meta_overrides(void)
         CHECK_EQ_INT(m->newest_ts, 2);
     }
     tdb_meta_free(m);
+}
+
+static void test_meta_overrides(void)
+{
+    struct tdb_io io;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_mem(&io), 0);
+    struct tdb_buf b = {0};
+    put_meta_files(&io, &b);
+    check_meta_merged(&io);
+    struct tdb_meta *m = NULL;
 
     /* Time travel: [0,1] sees the first file only; [2,2] the second only
      * (a range starting at 2 drops what was written at 1). */

@@ -39,26 +39,9 @@ static int parse(const struct tdb_buf *b, struct tdb_schema **s,
     return tdb_schema_parse(b->data, b->len, "test schema", s, err);
 }
 
-/* Writes, following array_schema.md, a schema of format `version`: sparse,
- * dims "x" INT32 [1,100] extent 10 and "y" INT32 [-5,5] no extent; attrs
- * "a" INT16 fixed (cell_val_num 3, fill 1,2,3 where the version has fills)
- * and "s" var STRING_UTF8 (fill "zz"); from v18 one dimension label, from
- * v20 one enumeration "e" that "a" uses, from v22 a current domain. */
-static void build_versioned(struct tdb_buf *b, uint32_t version)
+/* Dims "x" and "y" of build_versioned. */
+static void put_versioned_dims(struct tdb_buf *b, uint32_t version)
 {
-    put32(b, version);
-    if (version >= 5)
-        put8(b, 1);                 /* allows dups */
-    put8(b, TDB_SPARSE);
-    put8(b, TDB_COL_MAJOR);
-    put8(b, TDB_HILBERT);
-    put64(b, 1234);
-    putpipe(b);                     /* coords */
-    putpipe(b);                     /* offsets */
-    if (version >= 7)
-        putpipe(b);                 /* validity */
-    if (version < 5)
-        put8(b, TDB_INT32);         /* domain datatype */
     put32(b, 2);
     const char *names[2] = {"x", "y"};
     int32_t dom[2][2] = {{1, 100}, {-5, 5}};
@@ -79,6 +62,11 @@ static void build_versioned(struct tdb_buf *b, uint32_t version)
             put8(b, 1);
         }
     }
+}
+
+/* Attrs "a" and "s" of build_versioned. */
+static void put_versioned_attrs(struct tdb_buf *b, uint32_t version)
+{
     put32(b, 2);
     putstr32(b, "a");
     put8(b, TDB_INT16);
@@ -112,6 +100,12 @@ static void build_versioned(struct tdb_buf *b, uint32_t version)
         put8(b, 0);
     if (version >= 20)
         put32(b, 0);
+}
+
+/* The dimension label (v18), the enumeration (v20) and the current
+ * domain (v22) of build_versioned. */
+static void put_versioned_tail(struct tdb_buf *b, uint32_t version)
+{
     if (version >= 18) {
         put32(b, 1);
         put32(b, 1);                /* dimension index */
@@ -141,9 +135,128 @@ static void build_versioned(struct tdb_buf *b, uint32_t version)
     }
 }
 
+/* Writes, following array_schema.md, a schema of format `version`: sparse,
+ * dims "x" INT32 [1,100] extent 10 and "y" INT32 [-5,5] no extent; attrs
+ * "a" INT16 fixed (cell_val_num 3, fill 1,2,3 where the version has fills)
+ * and "s" var STRING_UTF8 (fill "zz"); from v18 one dimension label, from
+ * v20 one enumeration "e" that "a" uses, from v22 a current domain. */
+static void build_versioned(struct tdb_buf *b, uint32_t version)
+{
+    put32(b, version);
+    if (version >= 5)
+        put8(b, 1);                 /* allows dups */
+    put8(b, TDB_SPARSE);
+    put8(b, TDB_COL_MAJOR);
+    put8(b, TDB_HILBERT);
+    put64(b, 1234);
+    putpipe(b);                     /* coords */
+    putpipe(b);                     /* offsets */
+    if (version >= 7)
+        putpipe(b);                 /* validity */
+    if (version < 5)
+        put8(b, TDB_INT32);         /* domain datatype */
+    put_versioned_dims(b, version);
+    put_versioned_attrs(b, version);
+    put_versioned_tail(b, version);
+}
+
 static int32_t le32s(const uint8_t *p) { return (int32_t)tdb_le32(p); }
 
 /* ------------------------------------------------------------ the versions */
+
+/* The header and dims build_versioned wrote in version v. */
+static void check_version_dims(const struct tdb_schema *s, uint32_t v)
+{
+    CHECK_EQ_INT(s->version, v);
+    CHECK_EQ_INT(s->allows_dups, v >= 5);
+    CHECK_EQ_INT(s->array_type, TDB_SPARSE);
+    CHECK_EQ_INT(s->tile_order, TDB_COL_MAJOR);
+    CHECK_EQ_INT(s->cell_order, TDB_HILBERT);
+    CHECK_EQ_INT(s->capacity, 1234);
+    CHECK_EQ_INT(s->ndims, 2);
+    CHECK(!strcmp(s->dims[0].name, "x") && !strcmp(s->dims[1].name, "y"));
+    CHECK_EQ_INT(s->dims[0].type, TDB_INT32);
+    CHECK_EQ_INT(s->dims[1].cell_val_num, 1);
+    CHECK_EQ_INT(le32s(s->dims[0].lo), 1);
+    CHECK_EQ_INT(le32s(s->dims[0].hi), 100);
+    CHECK_EQ_INT(le32s(s->dims[1].lo), -5);
+    CHECK_EQ_INT(le32s(s->dims[1].hi), 5);
+    CHECK(s->dims[0].has_extent && !s->dims[1].has_extent);
+    CHECK_EQ_INT(le32s(s->dims[0].extent), 10);
+}
+
+/* The attrs build_versioned wrote in version v, their fills. */
+static void check_version_attrs(const struct tdb_schema *s, uint32_t v)
+{
+    CHECK_EQ_INT(s->nattrs, 2);
+    const struct tdb_attr *a = &s->attrs[0], *t = &s->attrs[1];
+    CHECK(!strcmp(a->name, "a") && !strcmp(t->name, "s"));
+    CHECK_EQ_INT(a->type, TDB_INT16);
+    CHECK_EQ_INT(a->cell_val_num, 3);
+    CHECK_EQ_INT(a->fill_size, 6);
+    CHECK_EQ_INT(t->cell_val_num, TDB_VAR_NUM);
+    if (v >= 6) {
+        CHECK_MEM(a->fill, "\1\0\2\0\3\0", 6);
+        CHECK_EQ_INT(t->fill_size, 2);
+        CHECK_MEM(t->fill, "zz", 2);
+    } else {
+        /* no fill in the schema: INT16 minimum three times; a var
+         * STRING_UTF8 cell gets one zero byte */
+        CHECK_MEM(a->fill, "\0\x80\0\x80\0\x80", 6);
+        CHECK_EQ_INT(t->fill_size, 1);
+        CHECK_EQ_INT(t->fill[0], 0);
+    }
+    CHECK_EQ_INT(a->nullable, v >= 7);
+    CHECK_EQ_INT(a->fill_validity, v >= 7);
+    CHECK_EQ_INT(a->order, v >= 17 ? 1 : 0);
+}
+
+/* Labels (v18), enumerations (v20) and the current domain (v22). */
+static void check_version_extras(const struct tdb_schema *s, uint32_t v)
+{
+    const struct tdb_attr *a = &s->attrs[0], *t = &s->attrs[1];
+    CHECK_EQ_INT(s->nlabels, v >= 18 ? 1 : 0);
+    if (v >= 18) {
+        const struct tdb_label *l = &s->labels[0];
+        CHECK_EQ_INT(l->dim, 1);
+        CHECK(!strcmp(l->name, "lbl") && !strcmp(l->uri, "__labels/") &&
+              !strcmp(l->attr_name, "label"));
+        CHECK(l->relative && !l->external);
+        CHECK_EQ_INT(l->order, 2);
+        CHECK_EQ_INT(l->type, TDB_FLOAT64);
+    }
+    CHECK_EQ_INT(s->nenums, v >= 20 ? 1 : 0);
+    if (v >= 20) {
+        CHECK(a->enumeration && !strcmp(a->enumeration, "e"));
+        CHECK(t->enumeration == NULL);
+        CHECK(!strcmp(s->enums[0].name, "e"));
+        CHECK(!strcmp(s->enums[0].path, "__schema/__enumerations/__0011_0"));
+    } else {
+        CHECK(a->enumeration == NULL);
+    }
+    CHECK_EQ_INT(s->has_current_domain, v >= 22);
+    if (v >= 22) {
+        CHECK_EQ_INT(le32s(s->current_domain[0].lo), 2);
+        CHECK_EQ_INT(le32s(s->current_domain[0].hi), 50);
+        CHECK_EQ_INT(le32s(s->current_domain[1].lo), -1);
+        CHECK_EQ_INT(le32s(s->current_domain[1].hi), 1);
+    }
+}
+
+/* Every shorter prefix of `b` is an error, never a crash. */
+static void check_prefixes(const struct tdb_buf *b)
+{
+    for (size_t n = 0; n < b->len; n++) {
+        struct tdb_schema *p = (struct tdb_schema *)1;
+        struct tdb_error e2 = {0};
+        int rc = tdb_schema_parse(b->data, n, "prefix", &p, &e2);
+        CHECK(rc < 0);
+        CHECK(p == NULL);
+        CHECK(e2.msg[0] != '\0');
+        if (rc == 0)
+            tdb_schema_free(p);
+    }
+}
 
 static void test_every_version(void)
 {
@@ -159,84 +272,48 @@ static void test_every_version(void)
             tdb_buf_free(&b);
             continue;
         }
-        CHECK_EQ_INT(s->version, v);
-        CHECK_EQ_INT(s->allows_dups, v >= 5);
-        CHECK_EQ_INT(s->array_type, TDB_SPARSE);
-        CHECK_EQ_INT(s->tile_order, TDB_COL_MAJOR);
-        CHECK_EQ_INT(s->cell_order, TDB_HILBERT);
-        CHECK_EQ_INT(s->capacity, 1234);
-        CHECK_EQ_INT(s->ndims, 2);
-        CHECK(!strcmp(s->dims[0].name, "x") && !strcmp(s->dims[1].name, "y"));
-        CHECK_EQ_INT(s->dims[0].type, TDB_INT32);
-        CHECK_EQ_INT(s->dims[1].cell_val_num, 1);
-        CHECK_EQ_INT(le32s(s->dims[0].lo), 1);
-        CHECK_EQ_INT(le32s(s->dims[0].hi), 100);
-        CHECK_EQ_INT(le32s(s->dims[1].lo), -5);
-        CHECK_EQ_INT(le32s(s->dims[1].hi), 5);
-        CHECK(s->dims[0].has_extent && !s->dims[1].has_extent);
-        CHECK_EQ_INT(le32s(s->dims[0].extent), 10);
-        CHECK_EQ_INT(s->nattrs, 2);
-        const struct tdb_attr *a = &s->attrs[0], *t = &s->attrs[1];
-        CHECK(!strcmp(a->name, "a") && !strcmp(t->name, "s"));
-        CHECK_EQ_INT(a->type, TDB_INT16);
-        CHECK_EQ_INT(a->cell_val_num, 3);
-        CHECK_EQ_INT(a->fill_size, 6);
-        CHECK_EQ_INT(t->cell_val_num, TDB_VAR_NUM);
-        if (v >= 6) {
-            CHECK_MEM(a->fill, "\1\0\2\0\3\0", 6);
-            CHECK_EQ_INT(t->fill_size, 2);
-            CHECK_MEM(t->fill, "zz", 2);
-        } else {
-            /* no fill in the schema: INT16 minimum three times; a var
-             * STRING_UTF8 cell gets one zero byte */
-            CHECK_MEM(a->fill, "\0\x80\0\x80\0\x80", 6);
-            CHECK_EQ_INT(t->fill_size, 1);
-            CHECK_EQ_INT(t->fill[0], 0);
-        }
-        CHECK_EQ_INT(a->nullable, v >= 7);
-        CHECK_EQ_INT(a->fill_validity, v >= 7);
-        CHECK_EQ_INT(a->order, v >= 17 ? 1 : 0);
-        CHECK_EQ_INT(s->nlabels, v >= 18 ? 1 : 0);
-        if (v >= 18) {
-            const struct tdb_label *l = &s->labels[0];
-            CHECK_EQ_INT(l->dim, 1);
-            CHECK(!strcmp(l->name, "lbl") && !strcmp(l->uri, "__labels/") &&
-                  !strcmp(l->attr_name, "label"));
-            CHECK(l->relative && !l->external);
-            CHECK_EQ_INT(l->order, 2);
-            CHECK_EQ_INT(l->type, TDB_FLOAT64);
-        }
-        CHECK_EQ_INT(s->nenums, v >= 20 ? 1 : 0);
-        if (v >= 20) {
-            CHECK(a->enumeration && !strcmp(a->enumeration, "e"));
-            CHECK(t->enumeration == NULL);
-            CHECK(!strcmp(s->enums[0].name, "e"));
-            CHECK(!strcmp(s->enums[0].path,
-                          "__schema/__enumerations/__0011_0"));
-        } else {
-            CHECK(a->enumeration == NULL);
-        }
-        CHECK_EQ_INT(s->has_current_domain, v >= 22);
-        if (v >= 22) {
-            CHECK_EQ_INT(le32s(s->current_domain[0].lo), 2);
-            CHECK_EQ_INT(le32s(s->current_domain[0].hi), 50);
-            CHECK_EQ_INT(le32s(s->current_domain[1].lo), -1);
-            CHECK_EQ_INT(le32s(s->current_domain[1].hi), 1);
-        }
+        check_version_dims(s, v);
+        check_version_attrs(s, v);
+        check_version_extras(s, v);
         tdb_schema_free(s);
-
-        /* Every shorter prefix is an error, never a crash. */
-        for (size_t n = 0; n < b.len; n++) {
-            struct tdb_schema *p = (struct tdb_schema *)1;
-            struct tdb_error e2 = {0};
-            rc = tdb_schema_parse(b.data, n, "prefix", &p, &e2);
-            CHECK(rc < 0);
-            CHECK(p == NULL);
-            CHECK(e2.msg[0] != '\0');
-            if (rc == 0)
-                tdb_schema_free(p);
-        }
+        check_prefixes(&b);
         tdb_buf_free(&b);
+    }
+}
+
+/* A version-4 dense schema: dim "i" UINT64, ZSTD coords filters, attrs
+ * "p" FLOAT64 x2, "q" var CHAR, "r" DATETIME_MS, none with a fill. */
+static void put_v4_schema(struct tdb_buf *b)
+{
+    put32(b, 4);
+    put8(b, TDB_DENSE);
+    put8(b, TDB_ROW_MAJOR);
+    put8(b, TDB_ROW_MAJOR);
+    put64(b, 10000);
+    /* coords filters: ZSTD level -1, as TileDB 1.x wrote them */
+    put32(b, 65536);
+    put32(b, 1);
+    put8(b, TDB_FILTER_ZSTD);
+    put32(b, 5);
+    put8(b, TDB_FILTER_ZSTD);
+    put32(b, UINT32_MAX);
+    putpipe(b);
+    put8(b, TDB_UINT64);
+    put32(b, 1);
+    putstr32(b, "i");
+    put64(b, 0);
+    put64(b, UINT64_MAX - 1);
+    put8(b, 0);
+    put64(b, 1000);
+    put32(b, 3);
+    const unsigned types[3] = {TDB_FLOAT64, TDB_CHAR, DATETIME_MS};
+    const uint32_t cvns[3] = {2, TDB_VAR_NUM, 1};
+    for (int i = 0; i < 3; i++) {
+        char name[2] = {(char)('p' + i), 0};
+        putstr32(b, name);
+        put8(b, (uint8_t)types[i]);
+        put32(b, cvns[i]);
+        putpipe(b);
     }
 }
 
@@ -247,36 +324,7 @@ static void test_v4_defaults(void)
     struct tdb_buf b = {0};
     struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    put32(&b, 4);
-    put8(&b, TDB_DENSE);
-    put8(&b, TDB_ROW_MAJOR);
-    put8(&b, TDB_ROW_MAJOR);
-    put64(&b, 10000);
-    /* coords filters: ZSTD level -1, as TileDB 1.x wrote them */
-    put32(&b, 65536);
-    put32(&b, 1);
-    put8(&b, TDB_FILTER_ZSTD);
-    put32(&b, 5);
-    put8(&b, TDB_FILTER_ZSTD);
-    put32(&b, UINT32_MAX);
-    putpipe(&b);
-    put8(&b, TDB_UINT64);
-    put32(&b, 1);
-    putstr32(&b, "i");
-    put64(&b, 0);
-    put64(&b, UINT64_MAX - 1);
-    put8(&b, 0);
-    put64(&b, 1000);
-    put32(&b, 3);
-    const unsigned types[3] = {TDB_FLOAT64, TDB_CHAR, DATETIME_MS};
-    const uint32_t cvns[3] = {2, TDB_VAR_NUM, 1};
-    for (int i = 0; i < 3; i++) {
-        char name[2] = {(char)('p' + i), 0};
-        putstr32(&b, name);
-        put8(&b, (uint8_t)types[i]);
-        put32(&b, cvns[i]);
-        putpipe(&b);
-    }
+    put_v4_schema(&b);
     int rc = parse(&b, &s, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
@@ -307,6 +355,45 @@ static void test_v4_defaults(void)
 
 /* ------------------------------------------------- serialisation, by byte */
 
+/* The bytes test_serialize_bytes's schema serializes to. */
+static void put_serialized(struct tdb_buf *want)
+{
+    put32(want, 22);
+    put8(want, 0);
+    put8(want, 1);
+    put8(want, 0);
+    put8(want, 1);
+    put64(want, 77);
+    putpipe(want);
+    putpipe(want);
+    putpipe(want);
+    put32(want, 1);
+    putstr32(want, "d");
+    put8(want, TDB_INT32);
+    put32(want, 1);
+    putpipe(want);
+    put64(want, 8);
+    put32(want, 1);
+    put32(want, 10);
+    put8(want, 0);
+    put32(want, 5);
+    put32(want, 1);
+    putstr32(want, "a");
+    put8(want, TDB_UINT8);
+    put32(want, 1);
+    putpipe(want);
+    put64(want, 1);
+    put8(want, 0xff);
+    put8(want, 0);                 /* nullable */
+    put8(want, 0);                 /* fill validity */
+    put8(want, 0);                 /* order */
+    put32(want, 0);                /* no enumeration */
+    put32(want, 0);                /* no labels */
+    put32(want, 0);                /* no enumerations */
+    put32(want, 0);                /* current domain version */
+    put8(want, 1);                 /* empty */
+}
+
 static void test_serialize_bytes(void)
 {
     struct tdb_dim dim = {.name = "d", .type = TDB_INT32, .cell_val_num = 1,
@@ -332,40 +419,7 @@ static void test_serialize_bytes(void)
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_schema_serialize(&s, &got, &err), 0);
 
-    put32(&want, 22);
-    put8(&want, 0);
-    put8(&want, 1);
-    put8(&want, 0);
-    put8(&want, 1);
-    put64(&want, 77);
-    putpipe(&want);
-    putpipe(&want);
-    putpipe(&want);
-    put32(&want, 1);
-    putstr32(&want, "d");
-    put8(&want, TDB_INT32);
-    put32(&want, 1);
-    putpipe(&want);
-    put64(&want, 8);
-    put32(&want, 1);
-    put32(&want, 10);
-    put8(&want, 0);
-    put32(&want, 5);
-    put32(&want, 1);
-    putstr32(&want, "a");
-    put8(&want, TDB_UINT8);
-    put32(&want, 1);
-    putpipe(&want);
-    put64(&want, 1);
-    put8(&want, 0xff);
-    put8(&want, 0);                 /* nullable */
-    put8(&want, 0);                 /* fill validity */
-    put8(&want, 0);                 /* order */
-    put32(&want, 0);                /* no enumeration */
-    put32(&want, 0);                /* no labels */
-    put32(&want, 0);                /* no enumerations */
-    put32(&want, 0);                /* current domain version */
-    put8(&want, 1);                 /* empty */
+    put_serialized(&want);
     CHECK_EQ_INT(got.len, want.len);
     if (got.len == want.len)
         CHECK_MEM(got.data, want.data, want.len);
@@ -386,6 +440,41 @@ static void test_serialize_bytes(void)
     CHECK_EQ_INT(got.len, 0);
     tdb_buf_free(&got);
     tdb_buf_free(&want);
+}
+
+/* Schema `s` serialized, then truncated at every length, and each byte
+ * corrupted: errors or a valid schema, never a crash (run under
+ * ASan/UBSan). */
+static void check_cuts_and_pokes(const struct tdb_schema *s)
+{
+    struct tdb_buf b = {0};
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_serialize(s, &b, &err), 0);
+    for (size_t n = 0; n < b.len; n++) {
+        struct tdb_schema *p = NULL;
+        int rc = tdb_schema_parse(b.data, n, "prefix", &p, &err);
+        CHECK(rc < 0 && p == NULL);
+        if (rc == 0)
+            tdb_schema_free(p);
+    }
+    const uint8_t pokes[4] = {0x00, 0xff, 0x80, 0x7f};
+    for (size_t i = 0; i < b.len; i++) {
+        uint8_t keep = b.data[i];
+        for (int k = 0; k < 4; k++) {
+            struct tdb_schema *p = NULL;
+            b.data[i] = pokes[k];
+            int rc = tdb_schema_parse(b.data, b.len, "poked", &p, &err);
+            CHECK((rc == 0) == (p != NULL));
+            if (rc == 0) {
+                struct tdb_buf again = {0};
+                tdb_schema_serialize(p, &again, &err);
+                tdb_buf_free(&again);
+            }
+            tdb_schema_free(p);
+        }
+        b.data[i] = keep;
+    }
+    tdb_buf_free(&b);
 }
 
 static void test_roundtrip_built(void)
@@ -447,36 +536,7 @@ static void test_roundtrip_built(void)
     }
     schema_roundtrip(&s);
 
-    /* Truncated at every length, and each byte corrupted: errors or a
-     * valid schema, never a crash (run under ASan/UBSan). */
-    struct tdb_buf b = {0};
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_serialize(&s, &b, &err), 0);
-    for (size_t n = 0; n < b.len; n++) {
-        struct tdb_schema *p = NULL;
-        int rc = tdb_schema_parse(b.data, n, "prefix", &p, &err);
-        CHECK(rc < 0 && p == NULL);
-        if (rc == 0)
-            tdb_schema_free(p);
-    }
-    const uint8_t pokes[4] = {0x00, 0xff, 0x80, 0x7f};
-    for (size_t i = 0; i < b.len; i++) {
-        uint8_t keep = b.data[i];
-        for (int k = 0; k < 4; k++) {
-            struct tdb_schema *p = NULL;
-            b.data[i] = pokes[k];
-            int rc = tdb_schema_parse(b.data, b.len, "poked", &p, &err);
-            CHECK((rc == 0) == (p != NULL));
-            if (rc == 0) {
-                struct tdb_buf again = {0};
-                tdb_schema_serialize(p, &again, &err);
-                tdb_buf_free(&again);
-            }
-            tdb_schema_free(p);
-        }
-        b.data[i] = keep;
-    }
-    tdb_buf_free(&b);
+    check_cuts_and_pokes(&s);
 }
 
 /* ------------------------------------------------------------- bad input */
@@ -643,6 +703,89 @@ static void build_enum_payload(struct tdb_buf *b)
     put64(b, 8);
 }
 
+/* Enumeration en of a loaded schema: its values; loading twice replaces
+ * them. */
+static void check_enum_values(const struct tdb_io *io,
+                              struct tdb_enumeration *en)
+{
+    struct tdb_error err = {0};
+    CHECK(!strcmp(en->path, "grp/arr/__schema/__enumerations/__0011_0"));
+    int rc = tdb_enumeration_load(io, en, NULL, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (!rc) {
+        CHECK_EQ_INT(en->type, TDB_STRING_ASCII);
+        CHECK_EQ_INT(en->cell_val_num, TDB_VAR_NUM);
+        CHECK(en->ordered);
+        CHECK_EQ_INT(en->data_size, 9);
+        CHECK_MEM(en->data, "redgreen!", 9);
+        CHECK_EQ_INT(en->offsets_size, 24);
+        CHECK_EQ_INT(tdb_le64(en->offsets + 16), 8);
+    }
+    CHECK_EQ_INT(tdb_enumeration_load(io, en, NULL, &err), 0);
+    CHECK_EQ_INT(en->data_size, 9);
+}
+
+/* Every truncation of the enumeration payload `e` is an error; so are
+ * offsets that run backwards or past the data and a file holding another
+ * enumeration. */
+static void check_enum_damaged(struct tdb_io *io, struct tdb_enumeration *en,
+                               struct tdb_buf *e)
+{
+    struct tdb_error err = {0};
+    for (size_t n = 0; n < e->len; n++) {
+        struct tdb_buf t = {0};
+        tdb_buf_append(&t, e->data, n);
+        io->ops->remove(io->ctx, "grp/arr/__schema/__enumerations/__0011_0");
+        CHECK_EQ_INT(mem_put(io, en->path, &t, NULL), 0);
+        int rc = tdb_enumeration_load(io, en, NULL, &err);
+        CHECK(rc < 0);
+        CHECK(en->data == NULL && en->data_size == 0);
+        tdb_buf_free(&t);
+    }
+    tdb_st64(e->data + e->len - 8, 10);
+    io->ops->remove(io->ctx, en->path);
+    mem_put(io, en->path, e, NULL);
+    CHECK_EQ_INT(tdb_enumeration_load(io, en, NULL, &err), TDB_E_CORRUPT);
+    tdb_st64(e->data + e->len - 8, 8);
+    e->data[8] = 'q';
+    io->ops->remove(io->ctx, en->path);
+    mem_put(io, en->path, e, NULL);
+    CHECK_EQ_INT(tdb_enumeration_load(io, en, NULL, &err), TDB_E_CORRUPT);
+    CHECK(strstr(err.msg, "'q'") != NULL);
+}
+
+/* The legacy name has no timestamps; a missing file is an error; a file
+ * of schema `b` cut short at every length is an error, never a crash. */
+static void check_load_names_and_cuts(struct tdb_io *io,
+                                      const struct tdb_buf *b)
+{
+    struct tdb_error err = {0};
+    struct tdb_schema *s = NULL;
+    CHECK_EQ_INT(mem_put(io, "old/__array_schema.tdb", b, NULL), 0);
+    CHECK_EQ_INT(tdb_schema_load(io, "old/__array_schema.tdb", NULL, &s,
+                                 &err), 0);
+    if (s) {
+        CHECK(!strcmp(s->name, "__array_schema.tdb"));
+        CHECK(s->t1 == 0 && s->t2 == 0);
+        tdb_schema_free(s);
+    }
+    s = NULL;
+    CHECK(tdb_schema_load(io, "nope/__schema/__1_1_x", NULL, &s, &err) < 0);
+    CHECK(s == NULL);
+    struct tdb_buf whole = {0};
+    tdb_generic_tile_encode(b->data, b->len,
+                            &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
+                            NULL, &whole, &err);
+    for (size_t n = 0; n < whole.len; n += 7) {
+        io->ops->remove(io->ctx, "cut");
+        io->ops->write_at(io->ctx, "cut", 0, whole.data, n);
+        s = NULL;
+        CHECK(tdb_schema_load(io, "cut", NULL, &s, &err) < 0);
+        tdb_schema_free(s);
+    }
+    tdb_buf_free(&whole);
+}
+
 static void test_load_and_enumeration(void)
 {
     struct tdb_io io;
@@ -666,78 +809,11 @@ static void test_load_and_enumeration(void)
         CHECK_EQ_INT(s->t1, 17);
         CHECK_EQ_INT(s->t2, 42);
         CHECK_EQ_INT(s->encryption, TDB_NO_ENCRYPTION);
-        struct tdb_enumeration *en = &s->enums[0];
-        CHECK(!strcmp(en->path, "grp/arr/__schema/__enumerations/__0011_0"));
-        rc = tdb_enumeration_load(&io, en, NULL, &err);
-        CHECK_EQ_INT(rc, 0);
-        if (!rc) {
-            CHECK_EQ_INT(en->type, TDB_STRING_ASCII);
-            CHECK_EQ_INT(en->cell_val_num, TDB_VAR_NUM);
-            CHECK(en->ordered);
-            CHECK_EQ_INT(en->data_size, 9);
-            CHECK_MEM(en->data, "redgreen!", 9);
-            CHECK_EQ_INT(en->offsets_size, 24);
-            CHECK_EQ_INT(tdb_le64(en->offsets + 16), 8);
-        }
-        /* loading twice replaces the data */
-        CHECK_EQ_INT(tdb_enumeration_load(&io, en, NULL, &err), 0);
-        CHECK_EQ_INT(en->data_size, 9);
-
-        /* every truncation of the enumeration payload is an error */
-        for (size_t n = 0; n < e.len; n++) {
-            struct tdb_buf t = {0};
-            tdb_buf_append(&t, e.data, n);
-            io.ops->remove(io.ctx, "grp/arr/__schema/__enumerations/__0011_0");
-            CHECK_EQ_INT(mem_put(&io, en->path, &t, NULL), 0);
-            rc = tdb_enumeration_load(&io, en, NULL, &err);
-            CHECK(rc < 0);
-            CHECK(en->data == NULL && en->data_size == 0);
-            tdb_buf_free(&t);
-        }
-        /* offsets that run backwards or past the data */
-        tdb_st64(e.data + e.len - 8, 10);
-        io.ops->remove(io.ctx, en->path);
-        mem_put(&io, en->path, &e, NULL);
-        CHECK_EQ_INT(tdb_enumeration_load(&io, en, NULL, &err),
-                     TDB_E_CORRUPT);
-        /* the file holds another enumeration */
-        tdb_st64(e.data + e.len - 8, 8);
-        e.data[8] = 'q';
-        io.ops->remove(io.ctx, en->path);
-        mem_put(&io, en->path, &e, NULL);
-        CHECK_EQ_INT(tdb_enumeration_load(&io, en, NULL, &err),
-                     TDB_E_CORRUPT);
-        CHECK(strstr(err.msg, "'q'") != NULL);
+        check_enum_values(&io, &s->enums[0]);
+        check_enum_damaged(&io, &s->enums[0], &e);
         tdb_schema_free(s);
     }
-
-    /* the legacy name has no timestamps; a missing file is an error */
-    s = NULL;
-    CHECK_EQ_INT(mem_put(&io, "old/__array_schema.tdb", &b, NULL), 0);
-    CHECK_EQ_INT(tdb_schema_load(&io, "old/__array_schema.tdb", NULL, &s,
-                                 &err), 0);
-    if (s) {
-        CHECK(!strcmp(s->name, "__array_schema.tdb"));
-        CHECK(s->t1 == 0 && s->t2 == 0);
-        tdb_schema_free(s);
-    }
-    s = NULL;
-    CHECK(tdb_schema_load(&io, "nope/__schema/__1_1_x", NULL, &s, &err) < 0);
-    CHECK(s == NULL);
-
-    /* a file cut short at every length: an error, never a crash */
-    struct tdb_buf whole = {0};
-    tdb_generic_tile_encode(b.data, b.len,
-                            &(struct tdb_gt_filtering){NULL, TDB_CHAR, 1},
-                            NULL, &whole, &err);
-    for (size_t n = 0; n < whole.len; n += 7) {
-        io.ops->remove(io.ctx, "cut");
-        io.ops->write_at(io.ctx, "cut", 0, whole.data, n);
-        s = NULL;
-        CHECK(tdb_schema_load(&io, "cut", NULL, &s, &err) < 0);
-        tdb_schema_free(s);
-    }
-    tdb_buf_free(&whole);
+    check_load_names_and_cuts(&io, &b);
     tdb_buf_free(&b);
     tdb_buf_free(&e);
     tdb_io_free(&io);

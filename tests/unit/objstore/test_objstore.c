@@ -259,23 +259,16 @@ static bool exists(const char *path)
  * another name or other bytes, nor a FIFO named as a piece (not opened:
  * the scan does not block), nor pieces in a subfolder that is not ours or
  * that others can write (neither read nor removed). */
-static void test_disk_own_files(void)
+/* Beside pieces a and b of folder `sub`: temporary files (ours stale,
+ * ours fresh, other names, other bytes), a FIFO and a damaged piece.
+ * Opening removes only our stale temporary; past the bound every piece
+ * goes, the damaged one too, and what is not the cache's stays. */
+static void check_stray_files(const char *dir, const char *sub,
+                              const char *a, const char *b)
 {
-    char *dir = disk_tmpdir();
     struct os_disk *d = NULL;
     struct tdb_error err = {0};
-    static uint8_t data[1000];
-    CHECK(dir != NULL);
-    const char *id = "h/b/k\n\"e\"\n100000";
-    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
-    tdb_os_disk_put(d, id, 0, 1000, data);
-    tdb_os_disk_put(d, id, 1000, 1000, data);
-    tdb_os_disk_close(d);
-    char *a = piece_path(dir, id, 0, 1000), *b = piece_path(dir, id, 1000,
-                                                             1000);
-    CHECK(a && b && exists(a) && exists(b));
-    char sub[128], p1[256], p2[256], p3[256], p4[256], fifo[256];
-    snprintf(sub, sizeof sub, "%.*s", (int)(strrchr(a, '/') - a), a);
+    char p1[256], p2[256], p3[256], p4[256], fifo[256];
     snprintf(p1, sizeof p1, "%s/tmp.99.1", sub);
     snprintf(p2, sizeof p2, "%s/tmp.99.2", sub);
     snprintf(p3, sizeof p3, "%s/tmp.99.x", sub);
@@ -291,14 +284,47 @@ static void test_disk_own_files(void)
     CHECK(!exists(p1) && exists(p2) && exists(p3) && exists(p4));
     CHECK(exists(fifo) && exists(a) && exists(b));
     tdb_os_disk_close(d);
-    /* past the bound: every piece goes, the damaged one too; the FIFO
-     * and the files that are not the cache's stay */
     CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
     CHECK(!exists(a) && !exists(b));
     CHECK(exists(fifo) && exists(p2) && exists(p3) && exists(p4));
     tdb_os_disk_close(d);
-    /* a subfolder others can write, one not ours: its pieces are not read
-     * and not removed */
+}
+
+/* As root: subfolder `sub` owned by another user is not read, and a piece
+ * that belongs there is not written. */
+static void check_foreign_owner(const char *dir, const char *sub,
+                                const char *id, const char *a)
+{
+    static uint8_t data[10];
+    struct os_disk *d = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(chown(sub, 65534, 65534), 0);
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
+    CHECK(exists(a) && !tdb_os_disk_has(d, id, 0, 1000));
+    char *c = NULL;
+    uint64_t off = 2000;
+    for (; off < 100000; off++) {
+        free(c);
+        c = piece_path(dir, id, off, 10);
+        if (!c || !strncmp(c, sub, strlen(sub)))
+            break;
+    }
+    CHECK(c != NULL && off < 100000);
+    tdb_os_disk_put(d, id, off, 10, data);
+    CHECK(c && !exists(c) && !tdb_os_disk_has(d, id, off, 10));
+    free(c);
+    tdb_os_disk_close(d);
+    CHECK_EQ_INT(chown(sub, 0, 0), 0);
+}
+
+/* A subfolder others can write, or one not ours: its pieces are not read
+ * and not removed; ours again, it is read, then evicted. */
+static void check_foreign_subfolder(const char *dir, const char *sub,
+                                    const char *id, const char *a)
+{
+    static uint8_t data[1000];
+    struct os_disk *d = NULL;
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
     tdb_os_disk_put(d, id, 0, 1000, data);
     CHECK(tdb_os_disk_has(d, id, 0, 1000));
@@ -309,33 +335,35 @@ static void test_disk_own_files(void)
     CHECK(exists(a));
     tdb_os_disk_close(d);
     CHECK_EQ_INT(chmod(sub, 0700), 0);
-    if (geteuid() == 0) {
-        CHECK_EQ_INT(chown(sub, 65534, 65534), 0);
-        CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
-        CHECK(exists(a) && !tdb_os_disk_has(d, id, 0, 1000));
-        /* nor written there: a piece of that subfolder is not kept */
-        char *c = NULL;
-        uint64_t off = 2000;
-        for (; off < 100000; off++) {
-            free(c);
-            c = piece_path(dir, id, off, 10);
-            if (!c || !strncmp(c, sub, strlen(sub)))
-                break;
-        }
-        CHECK(c != NULL && off < 100000);
-        tdb_os_disk_put(d, id, off, 10, data);
-        CHECK(c && !exists(c) && !tdb_os_disk_has(d, id, off, 10));
-        free(c);
-        tdb_os_disk_close(d);
-        CHECK_EQ_INT(chown(sub, 0, 0), 0);
-    }
-    /* ours again: it is read, then evicted */
+    if (geteuid() == 0)
+        check_foreign_owner(dir, sub, id, a);
     CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
     CHECK(tdb_os_disk_has(d, id, 0, 1000));
     tdb_os_disk_close(d);
     CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 100, &err), 0);
     CHECK(!exists(a));
     tdb_os_disk_close(d);
+}
+
+static void test_disk_own_files(void)
+{
+    char *dir = disk_tmpdir();
+    struct os_disk *d = NULL;
+    struct tdb_error err = {0};
+    static uint8_t data[1000];
+    CHECK(dir != NULL);
+    const char *id = "h/b/k\n\"e\"\n100000";
+    CHECK_EQ_INT(tdb_os_disk_open(&d, dir, 1 << 20, &err), 0);
+    tdb_os_disk_put(d, id, 0, 1000, data);
+    tdb_os_disk_put(d, id, 1000, 1000, data);
+    tdb_os_disk_close(d);
+    char *a = piece_path(dir, id, 0, 1000), *b = piece_path(dir, id, 1000,
+                                                             1000);
+    CHECK(a && b && exists(a) && exists(b));
+    char sub[128];
+    snprintf(sub, sizeof sub, "%.*s", (int)(strrchr(a, '/') - a), a);
+    check_stray_files(dir, sub, a, b);
+    check_foreign_subfolder(dir, sub, id, a);
     free(a);
     free(b);
     rm_rf(dir);
@@ -395,6 +423,63 @@ static void http_stop(struct http_srv *s)
         pthread_join(s->conn[i], NULL);
 }
 
+/* Reads from fd into buf (holding *have bytes) until a request's head is
+ * complete.  @return the head's end, or NULL when the peer is gone or the
+ * head does not fit. */
+static char *http_read_head(int fd, char *buf, size_t cap, size_t *have)
+{
+    char *end;
+    while (!(end = memmem(buf, *have, "\r\n\r\n", 4))) {
+        ssize_t n = *have < cap ? read(fd, buf + *have, cap - *have) : -1;
+        if (n <= 0)
+            return NULL;
+        *have += (size_t)n;
+    }
+    return end;
+}
+
+/* Answers the request for `path` whose head is buf..end: a "data" path
+ * with a range gets those bytes of an object of DATA_SIZE bytes
+ * (data_byte(i)), any other its path as the body.  @return whether the
+ * answer was written whole. */
+static bool http_answer(struct http_conn *c, const char *buf,
+                        const char *end, const char *path)
+{
+    struct http_srv *s = c->srv;
+    char head[256];
+    static const char rh[] = "\r\nrange: bytes=";
+    const char *range = memmem(buf, (size_t)(end - buf), rh, sizeof rh - 1);
+    unsigned long long lo = 0, hi = 0;
+    int hl;
+    uint8_t *body = NULL;
+    size_t blen = strlen(path);
+    if (strstr(path, "data") && range &&
+        sscanf(range + sizeof rh - 1, "%llu-%llu", &lo, &hi) == 2 &&
+        lo < DATA_SIZE) {
+        if (hi >= DATA_SIZE)
+            hi = DATA_SIZE - 1;
+        blen = (size_t)(hi - lo + 1);
+        body = malloc(blen);
+        for (size_t i = 0; body && i < blen; i++)
+            body[i] = data_byte(lo + i);
+        hl = snprintf(head, sizeof head, "HTTP/1.1 206 Partial Content\r\n"
+                      "Content-Length: %zu\r\nContent-Range: bytes "
+                      "%llu-%llu/%d\r\n\r\n", blen, lo, hi, DATA_SIZE);
+    } else {
+        hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
+                      "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n", blen);
+    }
+    pthread_mutex_lock(&s->lock);
+    s->now--;
+    s->served++;
+    pthread_mutex_unlock(&s->lock);
+    bool ok = write(c->fd, head, (size_t)hl) == hl &&
+              write(c->fd, body ? (char *)body : path, blen) ==
+                  (ssize_t)blen;
+    free(body);
+    return ok;
+}
+
 static void *http_conn_main(void *arg)
 {
     struct http_conn *c = arg;
@@ -402,14 +487,9 @@ static void *http_conn_main(void *arg)
     char buf[8192];
     size_t have = 0;
     for (;;) {
-        char *end;
-        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
-            ssize_t n = have < sizeof buf ? read(c->fd, buf + have,
-                                                 sizeof buf - have) : -1;
-            if (n <= 0)
-                goto out;
-            have += (size_t)n;
-        }
+        char *end = http_read_head(c->fd, buf, sizeof buf, &have);
+        if (!end)
+            break;
         char path[1024] = "";
         sscanf(buf, "%*s %1023s", path);
         pthread_mutex_lock(&s->lock);
@@ -419,50 +499,15 @@ static void *http_conn_main(void *arg)
         if (strstr(path, "stall")) {
             while (!http_stopped(s))
                 usleep(10000);
-            goto out;
+            break;
         }
         usleep((useconds_t)s->delay_ms * 1000);
-        char head[256];
-        static const char rh[] = "\r\nrange: bytes=";
-        const char *range = memmem(buf, (size_t)(end - buf), rh,
-                                   sizeof rh - 1);
-        unsigned long long lo = 0, hi = 0;
-        int hl;
-        uint8_t *body = NULL;
-        size_t blen = strlen(path);
-        if (strstr(path, "data") && range &&
-            sscanf(range + sizeof rh - 1, "%llu-%llu", &lo, &hi) == 2 &&
-            lo < DATA_SIZE) {
-            /* an object of DATA_SIZE bytes: data_byte(i) */
-            if (hi >= DATA_SIZE)
-                hi = DATA_SIZE - 1;
-            blen = (size_t)(hi - lo + 1);
-            body = malloc(blen);
-            for (size_t i = 0; body && i < blen; i++)
-                body[i] = data_byte(lo + i);
-            hl = snprintf(head, sizeof head, "HTTP/1.1 206 Partial Content\r\n"
-                          "Content-Length: %zu\r\nContent-Range: bytes "
-                          "%llu-%llu/%d\r\n\r\n", blen, lo, hi, DATA_SIZE);
-        } else {
-            hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
-                          "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n",
-                          blen);
-        }
-        pthread_mutex_lock(&s->lock);
-        s->now--;
-        s->served++;
-        pthread_mutex_unlock(&s->lock);
-        bool ok = write(c->fd, head, (size_t)hl) == hl &&
-                  write(c->fd, body ? (char *)body : path, blen) ==
-                      (ssize_t)blen;
-        free(body);
-        if (!ok)
-            goto out;
+        if (!http_answer(c, buf, end, path))
+            break;
         size_t used = (size_t)(end + 4 - buf);
         memmove(buf, buf + used, have - used);
         have -= used;
     }
-out:
     close(c->fd);
     free(c);
     return NULL;

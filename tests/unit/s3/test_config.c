@@ -89,6 +89,61 @@ static bool eq(const char *a, const char *b)
 
 /* Credentials from the environment first, else the profile's files;
  * region and endpoint from the environment, else ~/.aws/config. */
+/* From ~/.aws: the default profile, then AWS_PROFILE=dev. */
+static void check_config_files(void)
+{
+    struct tdb_s3_config c;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
+    CHECK(eq(c.access_key, "K1") && eq(c.secret_key, "S1"));
+    CHECK(c.session_token == NULL && c.endpoint == NULL);
+    CHECK(eq(c.region, "eu-north-1"));
+    tdb_s3_config_free(&c);
+    setenv("AWS_PROFILE", "dev", 1);
+    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
+    CHECK(eq(c.access_key, "K2") && eq(c.secret_key, "S2") &&
+          eq(c.session_token, "T2"));
+    CHECK(eq(c.region, "eu-west-3"));
+    CHECK(eq(c.endpoint, "http://127.0.0.1:4568"));
+    tdb_s3_config_free(&c);
+}
+
+/* The environment wins over the files; AWS_REGION over
+ * AWS_DEFAULT_REGION. */
+static void check_config_env(void)
+{
+    struct tdb_s3_config c;
+    struct tdb_error err = {0};
+    setenv("AWS_ACCESS_KEY_ID", "K3", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "S3", 1);
+    setenv("AWS_DEFAULT_REGION", "us-west-1", 1);
+    setenv("AWS_ENDPOINT_URL", "http://a.invalid", 1);
+    setenv("AWS_ENDPOINT_URL_S3", "http://b.invalid", 1);
+    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
+    CHECK(eq(c.access_key, "K3") && eq(c.secret_key, "S3"));
+    CHECK(c.session_token == NULL);   /* not the profile's token */
+    CHECK(eq(c.region, "us-west-1"));
+    CHECK(eq(c.endpoint, "http://b.invalid"));
+    tdb_s3_config_free(&c);
+    setenv("AWS_REGION", "us-west-2", 1);
+    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
+    CHECK(eq(c.region, "us-west-2"));
+    tdb_s3_config_free(&c);
+}
+
+/* No files, no variables: anonymous, default region. */
+static void check_config_none(void)
+{
+    struct tdb_s3_config c;
+    struct tdb_error err = {0};
+    unit_aws_env_clear();
+    setenv("HOME", "/nonexistent-tiledbfs", 1);
+    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
+    CHECK(c.access_key == NULL && c.secret_key == NULL && c.region == NULL);
+    CHECK(c.creds == NULL);
+    tdb_s3_config_free(&c);
+}
+
 static void test_config(void)
 {
     char home[] = "/tmp/tiledbfs-test-s3.XXXXXX";
@@ -107,48 +162,9 @@ static void test_config(void)
                    "endpoint_url = http://127.0.0.1:4568\n");
     unit_aws_env_clear();
     setenv("HOME", home, 1);
-    struct tdb_s3_config c;
-    struct tdb_error err = {0};
-
-    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
-    CHECK(eq(c.access_key, "K1") && eq(c.secret_key, "S1"));
-    CHECK(c.session_token == NULL && c.endpoint == NULL);
-    CHECK(eq(c.region, "eu-north-1"));
-    tdb_s3_config_free(&c);
-
-    setenv("AWS_PROFILE", "dev", 1);
-    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
-    CHECK(eq(c.access_key, "K2") && eq(c.secret_key, "S2") &&
-          eq(c.session_token, "T2"));
-    CHECK(eq(c.region, "eu-west-3"));
-    CHECK(eq(c.endpoint, "http://127.0.0.1:4568"));
-    tdb_s3_config_free(&c);
-
-    /* the environment wins over the files */
-    setenv("AWS_ACCESS_KEY_ID", "K3", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "S3", 1);
-    setenv("AWS_DEFAULT_REGION", "us-west-1", 1);
-    setenv("AWS_ENDPOINT_URL", "http://a.invalid", 1);
-    setenv("AWS_ENDPOINT_URL_S3", "http://b.invalid", 1);
-    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
-    CHECK(eq(c.access_key, "K3") && eq(c.secret_key, "S3"));
-    CHECK(c.session_token == NULL);   /* not the profile's token */
-    CHECK(eq(c.region, "us-west-1"));
-    CHECK(eq(c.endpoint, "http://b.invalid"));
-    tdb_s3_config_free(&c);
-    setenv("AWS_REGION", "us-west-2", 1);
-    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
-    CHECK(eq(c.region, "us-west-2"));
-    tdb_s3_config_free(&c);
-
-    /* no files, no variables: anonymous, default region */
-    unit_aws_env_clear();
-    setenv("HOME", "/nonexistent-tiledbfs", 1);
-    CHECK_EQ_INT(tdb_s3_config_load(&c, &err), 0);
-    CHECK(c.access_key == NULL && c.secret_key == NULL && c.region == NULL);
-    CHECK(c.creds == NULL);
-    tdb_s3_config_free(&c);
-
+    check_config_files();
+    check_config_env();
+    check_config_none();
     unlink(cred);
     unlink(conf);
     rmdir(aws);
