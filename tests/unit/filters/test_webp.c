@@ -47,6 +47,40 @@ static uint8_t *webp_noise(size_t n, unsigned bpp, uint32_t seed)
     return p;
 }
 
+/* Options TileDB never writes are refused: sizes other than its 12
+ * bytes, and values out of range (each a patch of opts). */
+static void webp_options_refused(const uint8_t *opts, size_t len)
+{
+    static const struct {
+        size_t at, n;
+        uint8_t b[2];
+    } patch[] = {
+        {4, 1, {5, 0}},                 /* format */
+        {5, 1, {2, 0}},                 /* lossless */
+        {2, 1, {0xca, 0}},              /* quality 6553600 */
+        {2, 2, {0xc0, 0x7f}},           /* NaN */
+    };
+    struct tdb_filter f = {.type = TDB_FILTER_WEBP, .ops = &tdb_filter_webp};
+    struct tdb_error err = {0};
+    struct tdb_cursor c;
+    size_t sizes[] = {0, 10, 11, 13};
+    for (size_t i = 0; i < 4; i++) {
+        uint8_t big[13] = {0};
+        memcpy(big, opts, len);
+        tdb_cur_init(&c, big, sizes[i]);
+        CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
+                     TDB_E_CORRUPT);
+    }
+    for (size_t i = 0; i < sizeof patch / sizeof *patch; i++) {
+        uint8_t bad[12];
+        memcpy(bad, opts, sizeof bad);
+        memcpy(bad + patch[i].at, patch[i].b, patch[i].n);
+        tdb_cur_init(&c, bad, sizeof bad);
+        CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
+                     TDB_E_CORRUPT);
+    }
+}
+
 static void test_webp_options(void)
 {
     /* quality 100.0f, format RGB (1), lossless 1, extents 16 and 48. */
@@ -56,7 +90,6 @@ static void test_webp_options(void)
     struct tdb_error err = {0};
     struct tdb_cursor c;
     struct tdb_buf out = {0};
-    uint8_t bad[sizeof opts];
 
     tdb_cur_init(&c, opts, sizeof opts);
     CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err), 0);
@@ -80,35 +113,7 @@ static void test_webp_options(void)
     CHECK_EQ_INT(tdb_filter_get_int(&f, "y_extent"), 258);
     CHECK_EQ_INT(tdb_filter_get_int(&f, "x_extent"), 1024);
     CHECK_EQ_INT(tdb_filter_webp.output_type(&f, TDB_UINT8), TDB_BLOB);
-    /* sizes other than TileDB's 12 bytes, and values it never writes */
-    size_t sizes[] = {0, 10, 11, 13};
-    for (size_t i = 0; i < 4; i++) {
-        uint8_t big[13] = {0};
-        memcpy(big, opts, sizeof opts);
-        tdb_cur_init(&c, big, sizes[i]);
-        CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
-                     TDB_E_CORRUPT);
-    }
-    memcpy(bad, opts, sizeof bad);
-    bad[4] = 5;                                   /* format */
-    tdb_cur_init(&c, bad, sizeof bad);
-    CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
-                 TDB_E_CORRUPT);
-    memcpy(bad, opts, sizeof bad);
-    bad[5] = 2;                                   /* lossless */
-    tdb_cur_init(&c, bad, sizeof bad);
-    CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
-                 TDB_E_CORRUPT);
-    memcpy(bad, opts, sizeof bad);
-    bad[2] = 0xca;                                /* quality 6553600 */
-    tdb_cur_init(&c, bad, sizeof bad);
-    CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
-                 TDB_E_CORRUPT);
-    memcpy(bad, opts, sizeof bad);
-    bad[2] = 0xc0; bad[3] = 0x7f;                 /* NaN */
-    tdb_cur_init(&c, bad, sizeof bad);
-    CHECK_EQ_INT(tdb_filter_webp.read_options(&f, &c, 22, &err),
-                 TDB_E_CORRUPT);
+    webp_options_refused(opts, sizeof opts);
 }
 
 /* Lossless: every format and a few shapes come back byte for byte, the
@@ -335,6 +340,103 @@ static void test_webp_tiledb_tile(void)
 
 /* Damaged WEBP tiles are refused as corrupt, before any allocation the
  * damage would ask for. */
+/* A lossless RGBA WEBP filter over tiles of 4 rows of 16 bytes. */
+static void webp_rgba_filter(struct tdb_filter *f)
+{
+    CHECK_EQ_INT(tdb_filter_init(f, TDB_FILTER_WEBP), 0);
+    tdb_filter_set_int(f, "format", TDB_WEBP_RGBA);
+    tdb_filter_set_int(f, "lossless", 1);
+    tdb_filter_set_real(f, "quality", 100.0);
+    tdb_filter_set_int(f, "y_extent", 4);
+    tdb_filter_set_int(f, "x_extent", 16);
+}
+
+/* The intact tile of webp[0..n) decodes to img (64 bytes). */
+static void webp_intact(struct tdb_filter *f, const uint8_t *webp, size_t n,
+                        const uint8_t *img)
+{
+    struct tdb_buf t = {0};
+    webp_tile(&t, 64, webp, n);
+    struct tdb_pipeline p = {.max_chunk_size = 65536, .n = 1, .f = f};
+    struct tdb_tile_desc d = {.datatype = TDB_UINT8, .cell_size = 1,
+                              .version = 22, .what = "ok"};
+    struct tdb_buf out = {0};
+    CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out, NULL), 0);
+    CHECK(out.len == 64 && !memcmp(out.data, img, 64));
+    tdb_buf_free(&out);
+    tdb_buf_free(&t);
+}
+
+/* Damaged image headers and data of webp[0..n). */
+static void webp_damaged_image(struct tdb_filter *f, const uint8_t *webp,
+                               size_t n, const uint8_t *img, size_t nimg)
+{
+    struct tdb_buf t = {0};
+    uint8_t md[8];
+    /* the image claims 16383 x 16383 pixels (1 GiB of RGBA) */
+    uint8_t *big = malloc(n);
+    memcpy(big, webp, n);
+    uint32_t hdr = 16382u | (16382u << 14) | (tdb_le32(webp + 21) &
+                                              0xf0000000u);
+    tdb_st32(big + 21, hdr);
+    webp_tile(&t, 64, big, n);
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "16383x16383 image");
+    /* 4 x 16383 pixels in a chunk that declares as much: allowed, and
+     * the pixels are missing */
+    tdb_st32(big + 21, 3u | (16382u << 14) | (tdb_le32(webp + 21) &
+                                             0xf0000000u));
+    webp_tile(&t, 4 * 16383 * 4, big, n);
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "damaged WebP image (4x16383");
+    /* truncated data: the part's size overruns it */
+    webp_tile(&t, 64, webp, n);
+    tdb_st32(t.data + 12, (uint32_t)n - 5);  /* the chunk's data size */
+    t.len -= 5;
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "overruns");
+    /* a truncated WebP file whose size says so */
+    tdb_st32(md, 1);
+    tdb_st32(md + 4, (uint32_t)n - 5);
+    capped_tile(&t, 64, md, 8, webp, (uint32_t)n - 5);
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "damaged WebP image");
+    /* not a WebP file (the image's pixels, repeated) */
+    uint8_t *notwebp = malloc(n);
+    for (size_t i = 0; notwebp && i < n; i++)
+        notwebp[i] = img[i % nimg];
+    CHECK(notwebp != NULL);
+    if (notwebp) {
+        capped_tile(&t, 64, md, 8, notwebp, (uint32_t)n - 5);
+        CHECK_CAPPED(f, TDB_UINT8, false, &t, "not a WebP image");
+    }
+    free(notwebp);
+    free(big);
+    tdb_buf_free(&t);
+}
+
+/* Damaged part counts and sizes around webp[0..n). */
+static void webp_damaged_parts(struct tdb_filter *f, const uint8_t *webp,
+                               size_t n)
+{
+    struct tdb_buf t = {0};
+    uint8_t md[12];
+    /* four billion parts in 12 bytes of metadata */
+    tdb_st32(md, 0xffffffffu);
+    tdb_st32(md + 4, (uint32_t)n);
+    tdb_st32(md + 8, 0);
+    capped_tile(&t, 64, md, 12, webp, (uint32_t)n);
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "part sizes");
+    /* bytes after the parts */
+    uint8_t *more = calloc(1, n + 3);
+    memcpy(more, webp, n);
+    tdb_st32(md, 1);
+    tdb_st32(md + 4, (uint32_t)n);
+    capped_tile(&t, 64, md, 8, more, (uint32_t)n + 3);
+    free(more);
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "after the 1 parts");
+    /* no metadata at all */
+    capped_tile(&t, 64, md, 0, webp, (uint32_t)n);
+    CHECK_CAPPED(f, TDB_UINT8, false, &t, "no part count");
+    tdb_buf_free(&t);
+}
+
 static void test_webp_damaged(void)
 {
     uint8_t img[4 * 4 * 4];
@@ -348,81 +450,10 @@ static void test_webp_damaged(void)
         return;
     }
     struct tdb_filter f;
-    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_WEBP), 0);
-    tdb_filter_set_int(&f, "format", TDB_WEBP_RGBA);
-    tdb_filter_set_int(&f, "lossless", 1);
-    tdb_filter_set_real(&f, "quality", 100.0);
-    tdb_filter_set_int(&f, "y_extent", 4);
-    tdb_filter_set_int(&f, "x_extent", 16);
-    struct tdb_buf t = {0};
-    uint8_t md[12];
-
-    /* the intact tile decodes */
-    webp_tile(&t, 64, webp, n);
-    {
-        struct tdb_pipeline p = {.max_chunk_size = 65536, .n = 1, .f = &f};
-        struct tdb_tile_desc d = {.datatype = TDB_UINT8, .cell_size = 1,
-                                  .version = 22, .what = "ok"};
-        struct tdb_buf out = {0};
-        CHECK_EQ_INT(tdb_pipeline_decode(&p, &d, t.data, t.len, &out,
-                                         NULL),
-                     0);
-        CHECK(out.len == 64 && !memcmp(out.data, img, 64));
-        tdb_buf_free(&out);
-    }
-    /* the image claims 16383 x 16383 pixels (1 GiB of RGBA) */
-    uint8_t *big = malloc(n);
-    memcpy(big, webp, n);
-    uint32_t hdr = 16382u | (16382u << 14) | (tdb_le32(webp + 21) &
-                                              0xf0000000u);
-    tdb_st32(big + 21, hdr);
-    webp_tile(&t, 64, big, n);
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "16383x16383 image");
-    /* 4 x 16383 pixels in a chunk that declares as much: allowed, and
-     * the pixels are missing */
-    tdb_st32(big + 21, 3u | (16382u << 14) | (tdb_le32(webp + 21) &
-                                             0xf0000000u));
-    webp_tile(&t, 4 * 16383 * 4, big, n);
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "damaged WebP image (4x16383");
-    /* truncated data: the part's size overruns it */
-    webp_tile(&t, 64, webp, n);
-    tdb_st32(t.data + 12, (uint32_t)n - 5);  /* the chunk's data size */
-    t.len -= 5;
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "overruns");
-    /* a truncated WebP file whose size says so */
-    tdb_st32(md, 1);
-    tdb_st32(md + 4, (uint32_t)n - 5);
-    capped_tile(&t, 64, md, 8, webp, (uint32_t)n - 5);
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "damaged WebP image");
-    /* not a WebP file (the image's pixels, repeated) */
-    uint8_t *notwebp = malloc(n);
-    for (size_t i = 0; notwebp && i < n; i++)
-        notwebp[i] = img[i % sizeof img];
-    CHECK(notwebp != NULL);
-    if (notwebp) {
-        capped_tile(&t, 64, md, 8, notwebp, (uint32_t)n - 5);
-        CHECK_CAPPED(&f, TDB_UINT8, false, &t, "not a WebP image");
-    }
-    free(notwebp);
-    /* four billion parts in 12 bytes of metadata */
-    tdb_st32(md, 0xffffffffu);
-    tdb_st32(md + 4, (uint32_t)n);
-    tdb_st32(md + 8, 0);
-    capped_tile(&t, 64, md, 12, webp, (uint32_t)n);
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "part sizes");
-    /* bytes after the parts */
-    uint8_t *more = calloc(1, n + 3);
-    memcpy(more, webp, n);
-    tdb_st32(md, 1);
-    tdb_st32(md + 4, (uint32_t)n);
-    capped_tile(&t, 64, md, 8, more, (uint32_t)n + 3);
-    free(more);
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "after the 1 parts");
-    /* no metadata at all */
-    capped_tile(&t, 64, md, 0, webp, (uint32_t)n);
-    CHECK_CAPPED(&f, TDB_UINT8, false, &t, "no part count");
-    free(big);
-    tdb_buf_free(&t);
+    webp_rgba_filter(&f);
+    webp_intact(&f, webp, n, img);
+    webp_damaged_image(&f, webp, n, img, sizeof img);
+    webp_damaged_parts(&f, webp, n);
     WebPFree(webp);
 }
 
