@@ -457,36 +457,22 @@ static void test_webp_damaged(void)
     WebPFree(webp);
 }
 
-/* Schema JSON with a WEBP filter, the array created, a fragment written by
- * our writer and read back; the schema's JSON form round-trips. */
-static void test_webp_array(void)
+/* The WEBP filter f has the options of test_webp_array's JSON. */
+static void webp_array_filter(const struct tdb_filter *f)
 {
-    static const char json[] =
-        "{\"array_type\": \"dense\", \"dims\": ["
-        "{\"name\": \"y\", \"datatype\": \"UINT32\", \"domain\": [1, 8], "
-        "\"tile_extent\": 4}, "
-        "{\"name\": \"x\", \"datatype\": \"UINT32\", \"domain\": [1, 48], "
-        "\"tile_extent\": 24}], "
-        "\"attrs\": [{\"name\": \"rgba\", \"datatype\": \"UINT8\", "
-        "\"filters\": [{\"type\": \"WEBP\", \"format\": \"RGBA\", "
-        "\"lossless\": true}]}]}";
-    struct tdb_schema *s = NULL, *back = NULL;
-    struct tdb_error err = {0};
-    int rc = tdb_schema_from_json(json, strlen(json), &s, &err);
-    if (rc)
-        fprintf(stderr, "  %s\n", err.msg);
-    CHECK_EQ_INT(rc, 0);
-    if (rc)
-        return;
-    const struct tdb_filter *f = &s->attrs[0].filters.f[0];
     CHECK_EQ_INT(f->type, TDB_FILTER_WEBP);
     CHECK(tdb_filter_get_real(f, "quality") == 100.0);
     CHECK_EQ_INT(tdb_filter_get_int(f, "format"), TDB_WEBP_RGBA);
     CHECK_EQ_INT(tdb_filter_get_int(f, "lossless"), 1);
     CHECK_EQ_INT(tdb_filter_get_int(f, "y_extent"), 4);
     CHECK_EQ_INT(tdb_filter_get_int(f, "x_extent"), 24);
+}
 
-    /* the JSON form prints the options and reads back the same */
+/* The JSON form of s prints the options and reads back the same. */
+static void webp_array_json(const struct tdb_schema *s)
+{
+    struct tdb_schema *back = NULL;
+    struct tdb_error err = {0};
     json_t *j = tdb_json_schema(s);
     struct tdb_buf text = {0};
     CHECK(j && tdb_json_dump(j, &text) == 0);
@@ -507,38 +493,49 @@ static void test_webp_array(void)
         tdb_schema_free(back);
     }
     tdb_buf_free(&text);
+}
 
-    /* create, stage the whole domain, commit, read back */
-    struct tdb_io arr, stg;
-    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+/* Creates array s in arr and writes cells[0..n) over the whole domain;
+ * the attribute's tiles are WebP files. */
+static void webp_array_write(struct tdb_io *arr, const struct tdb_schema *s,
+                             const uint8_t *cells, size_t n)
+{
+    struct tdb_io stg;
+    struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_io_mem(&stg), 0);
-    rc = tdb_array_create(&arr, s, NULL, 1000, &err);
+    int rc = tdb_array_create(arr, s, NULL, 1000, &err);
     if (rc)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(rc, 0);
-    const size_t n = 8 * 48;
-    uint8_t *cells = webp_noise(n, 4, 77);
     stg.ops->mkdir(stg.ctx, "w");
     CHECK_EQ_INT(stg.ops->write_at(stg.ctx, "w/rgba", 0, cells, n), 0);
     char *frag = NULL;
-    rc = unit_write(&arr, &stg, "w", NULL, 2000, 0, &frag, &err);
+    rc = unit_write(arr, &stg, "w", NULL, 2000, 0, &frag, &err);
     if (rc)
         fprintf(stderr, "  %s\n", err.msg);
     CHECK_EQ_INT(rc, 0);
     if (frag) {
-        /* the attribute's tiles are WebP files */
         char path[512];
         uint8_t *raw = NULL;
         uint64_t rn = 0;
         snprintf(path, sizeof path, "__fragments/%s/a0.tdb", frag);
-        CHECK_EQ_INT(tdb_io_read_file(&arr, path, &raw, &rn, NULL), 0);
+        CHECK_EQ_INT(tdb_io_read_file(arr, path, &raw, &rn, NULL), 0);
         CHECK(raw && memmem(raw, (size_t)rn, "WEBPVP8L", 8) != NULL);
         free(raw);
     }
+    free(frag);
+    tdb_io_free(&stg);
+}
+
+/* The mount of arr reads back cells[0..n) in rgba, and its __array.json
+ * shows the filter as the JSON gave it. */
+static void webp_array_read(struct tdb_io *arr, const uint8_t *cells, size_t n)
+{
+    struct tdb_error err = {0};
     struct tdb_open_options o;
     struct tdb_fs *fs = NULL;
     tdb_open_options_init(&o);
-    CHECK_EQ_INT(tdb_fs_open(&fs, &arr, &o, &err), 0);
+    CHECK_EQ_INT(tdb_fs_open(&fs, arr, &o, &err), 0);
     uint64_t ino = 0;
     struct tdb_stat st;
     if (fs && !tdb_fs_resolve(fs, "rgba", &ino, &err) &&
@@ -554,7 +551,6 @@ static void test_webp_array(void)
     } else {
         CHECK(!"rgba readable");
     }
-    /* the mount's __array.json shows the filter as the JSON gave it */
     if (fs && !tdb_fs_resolve(fs, "__array.json", &ino, &err) &&
         !tdb_fs_stat(fs, ino, &st, &err)) {
         char *got = calloc(1, st.size + 1);
@@ -568,11 +564,57 @@ static void test_webp_array(void)
         CHECK(!"__array.json readable");
     }
     tdb_fs_close(fs);
-    free(frag);
+}
+
+/* Schema JSON with a WEBP filter, the array created, a fragment written by
+ * our writer and read back; the schema's JSON form round-trips. */
+static void test_webp_array(void)
+{
+    static const char json[] =
+        "{\"array_type\": \"dense\", \"dims\": ["
+        "{\"name\": \"y\", \"datatype\": \"UINT32\", \"domain\": [1, 8], "
+        "\"tile_extent\": 4}, "
+        "{\"name\": \"x\", \"datatype\": \"UINT32\", \"domain\": [1, 48], "
+        "\"tile_extent\": 24}], "
+        "\"attrs\": [{\"name\": \"rgba\", \"datatype\": \"UINT8\", "
+        "\"filters\": [{\"type\": \"WEBP\", \"format\": \"RGBA\", "
+        "\"lossless\": true}]}]}";
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    int rc = tdb_schema_from_json(json, strlen(json), &s, &err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err.msg);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        return;
+    webp_array_filter(&s->attrs[0].filters.f[0]);
+    webp_array_json(s);
+    struct tdb_io arr;
+    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    const size_t n = 8 * 48;
+    uint8_t *cells = webp_noise(n, 4, 77);
+    webp_array_write(&arr, s, cells, n);
+    webp_array_read(&arr, cells, n);
     free(cells);
-    tdb_io_free(&stg);
     tdb_io_free(&arr);
     tdb_schema_free(s);
+}
+
+/* A WEBP filter off the attributes is refused. */
+static void webp_refused_off_attrs(void)
+{
+    static const char coords[] =
+        "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"y\", "
+        "\"datatype\": \"UINT32\", \"domain\": [1, 8], \"tile_extent\": 4, "
+        "\"filters\": [{\"type\": \"WEBP\", \"format\": \"RGB\"}]}, "
+        "{\"name\": \"x\", \"datatype\": \"UINT32\", \"domain\": [1, 30], "
+        "\"tile_extent\": 30}], \"attrs\": [{\"name\": \"a\", "
+        "\"datatype\": \"UINT8\"}]}";
+    struct tdb_schema *s = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_schema_from_json(coords, strlen(coords), &s, &err),
+                 TDB_E_INVAL);
+    CHECK(strstr(err.msg, "attribute values only") != NULL);
 }
 
 /* What TileDB refuses of a schema with a WEBP filter, and bad options. */
@@ -626,19 +668,7 @@ static void test_webp_schema_refused(void)
             CHECK(!"message");
         }
     }
-    /* a WEBP filter off the attributes */
-    static const char coords[] =
-        "{\"array_type\": \"dense\", \"dims\": [{\"name\": \"y\", "
-        "\"datatype\": \"UINT32\", \"domain\": [1, 8], \"tile_extent\": 4, "
-        "\"filters\": [{\"type\": \"WEBP\", \"format\": \"RGB\"}]}, "
-        "{\"name\": \"x\", \"datatype\": \"UINT32\", \"domain\": [1, 30], "
-        "\"tile_extent\": 30}], \"attrs\": [{\"name\": \"a\", "
-        "\"datatype\": \"UINT8\"}]}";
-    struct tdb_schema *s = NULL;
-    struct tdb_error err = {0};
-    CHECK_EQ_INT(tdb_schema_from_json(coords, strlen(coords), &s, &err),
-                 TDB_E_INVAL);
-    CHECK(strstr(err.msg, "attribute values only") != NULL);
+    webp_refused_off_attrs();
 }
 
 int main(void)
