@@ -18,7 +18,6 @@
 #include <zstd.h>
 #include "fixture.h"
 
-/* Round trips of strings; widths grow with long strings and long runs. */
 /* Fills off[0..cells) and s with string variant `variant` of
  * test_rle_dict_strings_roundtrip; returns the bytes in s. */
 static size_t strings_fill(uint64_t *off, uint8_t *s, size_t cells,
@@ -89,6 +88,7 @@ static void strings_unordered(struct fx *x)
     tdb_buf_free(&edata);
 }
 
+/* Round trips of strings; widths grow with long strings and long runs. */
 static void test_rle_dict_strings_roundtrip(void)
 {
     const struct tdb_filter_ops *ops[] = {&tdb_filter_rle,

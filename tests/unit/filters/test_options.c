@@ -28,8 +28,6 @@ static int filters_schema(const char *filters, struct tdb_schema **s,
     return tdb_schema_from_json(json, strlen(json), s, err);
 }
 
-/* Each filter's options: its defaults, its table, and a compressor read
- * as "no compression" that runs as NONE but keeps its options. */
 /* Every known type's defaults fit, and each table names its fields;
  * the defaults of a few (f is left a SCALE_FLOAT filter). */
 static void options_defaults(struct tdb_filter *f)
@@ -53,6 +51,8 @@ static void options_defaults(struct tdb_filter *f)
     CHECK_EQ_INT(tdb_filter_get_int(f, "byte_width"), 8);
 }
 
+/* Each filter's options: its defaults, its table, and a compressor read
+ * as "no compression" that runs as NONE but keeps its options. */
 static void test_filter_options(void)
 {
     struct tdb_filter f, g;
@@ -100,8 +100,6 @@ static void test_filter_options(void)
     tdb_pipeline_free(&p);
 }
 
-/* The options of the filters in schema JSON, as each filter's table takes
- * them: what is refused and why, what is accepted and how it prints. */
 /* Filter options in a schema's JSON that are refused, with the message
  * naming why. */
 static void json_options_refused(void)
@@ -143,6 +141,8 @@ static void json_options_refused(void)
     }
 }
 
+/* The options of the filters in schema JSON, as each filter's table takes
+ * them: what is refused and why, what is accepted and how it prints. */
 static void test_filter_json_options(void)
 {
     json_options_refused();

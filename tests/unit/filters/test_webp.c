@@ -338,8 +338,6 @@ static void test_webp_tiledb_tile(void)
     WebPFree(webp);
 }
 
-/* Damaged WEBP tiles are refused as corrupt, before any allocation the
- * damage would ask for. */
 /* A lossless RGBA WEBP filter over tiles of 4 rows of 16 bytes. */
 static void webp_rgba_filter(struct tdb_filter *f)
 {
@@ -437,6 +435,8 @@ static void webp_damaged_parts(struct tdb_filter *f, const uint8_t *webp,
     tdb_buf_free(&t);
 }
 
+/* Damaged WEBP tiles are refused as corrupt, before any allocation the
+ * damage would ask for. */
 static void test_webp_damaged(void)
 {
     uint8_t img[4 * 4 * 4];
