@@ -13,13 +13,11 @@
 
 /* ---------------------------------------------------- BIT_WIDTH_REDUCTION */
 
-static void test_bwr_vector(void)
+/* int32 100, 101, 300, 100: min 100, range 200, 201 does not fit int8:
+ * 16 bits, stored as int16 0, 1, 200, 0. */
+static void bwr_vector_int32(struct tdb_filter *f)
 {
-    struct tdb_filter f = mkfilter(TDB_FILTER_BIT_WIDTH_REDUCTION);
-    tdb_filter_set_int(&f, "max_window", 256);
-    struct tdb_filter_call c = mkcall(&f, TDB_INT32, 22);
-    /* int32 100, 101, 300, 100: min 100, range 200, 201 does not fit int8:
-     * 16 bits, stored as int16 0, 1, 200, 0. */
+    struct tdb_filter_call c = mkcall(f, TDB_INT32, 22);
     static const uint8_t md[] = {16, 0, 0, 0, 1, 0, 0, 0,   /* 16 bytes, 1 */
                                  100, 0, 0, 0, 16, 16, 0, 0, 0, 0x77};
     static const uint8_t data[] = {0, 0, 1, 0, 200, 0, 0, 0};
@@ -32,12 +30,15 @@ static void test_bwr_vector(void)
               sizeof md - 1, data, sizeof data);
     check_truncated(&tdb_filter_bit_width_reduction, &c, md, sizeof md - 1,
                     data, sizeof data, true);
+}
 
-    /* uint16 with a window of 4 bytes: [1000, 1005] -> 8 bits {0, 5};
-     * [7, 60000] -> range + 1 needs 16 bits: kept; 1 trailing byte: its
-     * own window, kept. */
-    tdb_filter_set_int(&f, "max_window", 4);
-    c = mkcall(&f, TDB_UINT16, 22);
+/* uint16 with a window of 4 bytes: [1000, 1005] -> 8 bits {0, 5};
+ * [7, 60000] -> range + 1 needs 16 bits: kept; 1 trailing byte: its
+ * own window, kept. */
+static void bwr_vector_windows(struct tdb_filter *f)
+{
+    tdb_filter_set_int(f, "max_window", 4);
+    struct tdb_filter_call c = mkcall(f, TDB_UINT16, 22);
     static const uint8_t md2[] = {9, 0, 0, 0, 3, 0, 0, 0,
                                   0xE8, 0x03, 8, 4, 0, 0, 0,
                                   7, 0, 16, 4, 0, 0, 0,
@@ -51,10 +52,13 @@ static void test_bwr_vector(void)
               sizeof md2, d2, sizeof d2);
     check_truncated(&tdb_filter_bit_width_reduction, &c, md2, sizeof md2, d2,
                     sizeof d2, true);
+}
 
-    /* Signed types read reduced values sign-extended: int32 window with
-     * offset 10, 8 bits, stored 0xFF -> 9. */
-    c = mkcall(&f, TDB_INT32, 22);
+/* Signed types read reduced values sign-extended: int32 window with
+ * offset 10, 8 bits, stored 0xFF -> 9; damaged headers are corrupt. */
+static void bwr_vector_signed(struct tdb_filter *f)
+{
+    struct tdb_filter_call c = mkcall(f, TDB_INT32, 22);
     static const uint8_t md3[] = {4, 0, 0, 0, 1, 0, 0, 0,
                                   10, 0, 0, 0, 8, 4, 0, 0, 0};
     static const uint8_t d3[] = {0xFF};
@@ -73,27 +77,35 @@ static void test_bwr_vector(void)
     md4[0] = 8;
     CHECK_EQ_INT(dec(&tdb_filter_bit_width_reduction, &c, md4, sizeof md4, d3,
                      1, &mo, &d), TDB_E_CORRUPT);
+    tdb_buf_free(&mo);
+    tdb_buf_free(&d);
+}
 
-    /* int8 and floats pass through (no metadata of its own); so do
-     * DATETIME types before format 20. */
+static const uint8_t bwr_bytes[] = {9, 8, 7, 6, 5, 4, 3, 2};
+
+/* int8 and floats pass through (no metadata of its own); so do
+ * DATETIME types before format 20. */
+static void bwr_vector_pass(struct tdb_filter *f)
+{
     static const uint8_t anymd[] = {1, 2, 3};
-    static const uint8_t bytes[] = {9, 8, 7, 6, 5, 4, 3, 2};
+    const uint8_t *bytes = bwr_bytes;
     unsigned pass[] = {TDB_INT8, TDB_UINT8, TDB_FLOAT64, TDB_CHAR,
                        TDB_STRING_ASCII};
+    struct tdb_filter_call c;
     for (int i = 0; i < 5; i++) {
-        c = mkcall(&f, pass[i], 22);
+        c = mkcall(f, pass[i], 22);
         check_dec(&tdb_filter_bit_width_reduction, &c, anymd, 3, bytes, 8,
                   bytes, 8, anymd, 3);
         check_enc(&tdb_filter_bit_width_reduction, &c, bytes, 8, NULL, 0,
                   bytes, 8);
     }
-    c = mkcall(&f, T_DATETIME_MS, 19);
+    c = mkcall(f, T_DATETIME_MS, 19);
     check_dec(&tdb_filter_bit_width_reduction, &c, anymd, 3, bytes, 8, bytes,
               8, anymd, 3);
     /* From format 20, DATETIME is an int64: one 8-byte window kept as is
      * with 64 bits... a single value has range 0: 8 bits. */
-    c = mkcall(&f, T_DATETIME_MS, 20);
-    tdb_filter_set_int(&f, "max_window", 256);
+    c = mkcall(f, T_DATETIME_MS, 20);
+    tdb_filter_set_int(f, "max_window", 256);
     static const uint8_t mdt[] = {8, 0, 0, 0, 1, 0, 0, 0,
                                   9, 8, 7, 6, 5, 4, 3, 2, 8, 8, 0, 0, 0};
     static const uint8_t ddt[] = {0};
@@ -101,8 +113,11 @@ static void test_bwr_vector(void)
               ddt, 1);
     check_dec(&tdb_filter_bit_width_reduction, &c, mdt, sizeof mdt, ddt, 1,
               bytes, 8, NULL, 0);
+}
 
-    /* Options: u32 max window. */
+/* Options: u32 max window. */
+static void bwr_vector_options(void)
+{
     struct tdb_filter g = mkfilter(TDB_FILTER_BIT_WIDTH_REDUCTION);
     static const uint8_t opts[] = {0x00, 0x01, 0, 0};
     struct tdb_cursor cur;
@@ -120,11 +135,23 @@ static void test_bwr_vector(void)
                  TDB_E_CORRUPT);
     /* A window smaller than one value cannot encode. */
     tdb_filter_set_int(&g, "max_window", 2);
-    c = mkcall(&g, TDB_INT32, 22);
-    CHECK_EQ_INT(enc(&tdb_filter_bit_width_reduction, &c, NULL, 0, bytes, 8,
-                     &mo, &d), TDB_E_INVAL);
+    struct tdb_filter_call c = mkcall(&g, TDB_INT32, 22);
+    struct tdb_buf mo = {0}, d = {0};
+    CHECK_EQ_INT(enc(&tdb_filter_bit_width_reduction, &c, NULL, 0, bwr_bytes,
+                     8, &mo, &d), TDB_E_INVAL);
     tdb_buf_free(&mo);
     tdb_buf_free(&d);
+}
+
+static void test_bwr_vector(void)
+{
+    struct tdb_filter f = mkfilter(TDB_FILTER_BIT_WIDTH_REDUCTION);
+    tdb_filter_set_int(&f, "max_window", 256);
+    bwr_vector_int32(&f);
+    bwr_vector_windows(&f);
+    bwr_vector_signed(&f);
+    bwr_vector_pass(&f);
+    bwr_vector_options();
 }
 
 static void test_bwr_roundtrip(void)

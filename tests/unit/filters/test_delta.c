@@ -12,6 +12,51 @@
 
 /* ------------------------------------------------------------------ DELTA */
 
+/* Options: u8 compressor 8, i32 level, u8 reinterpret from v19. */
+static void delta_vector_options(void)
+{
+    struct tdb_filter g = mkfilter(TDB_FILTER_DELTA);
+    static const uint8_t o19[] = {8, 0xFF, 0xFF, 0xFF, 0xFF, 0};
+    struct tdb_cursor cur;
+    tdb_cur_init(&cur, o19, sizeof o19);
+    CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 19, &test_err), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_INT32);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "level"), -1);
+    tdb_cur_init(&cur, o19, 5);
+    CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 18, &test_err), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_ANY);
+    tdb_cur_init(&cur, o19, 5);
+    CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 19, &test_err),
+                 TDB_E_CORRUPT);
+    tdb_filter_set_int(&g, "reinterpret_datatype", TDB_INT32);
+    struct tdb_buf o = {0};
+    CHECK_EQ_INT(tdb_filter_delta.write_options(&g, &o), 0);
+    CHECK(o.len == sizeof o19 && memcmp(o.data, o19, sizeof o19) == 0);
+    tdb_buf_free(&o);
+}
+
+/* A metadata part: the previous metadata (int16 0x0201) is compressed
+ * too and comes back as md_out. */
+static void delta_vector_md_part(struct tdb_filter *f)
+{
+    struct tdb_filter_call c = mkcall(f, TDB_INT16, 22);
+    static const uint8_t md2[] = {1, 0, 0, 0, 1, 0, 0, 0,
+                                  2, 0, 0, 0, 10, 0, 0, 0,
+                                  2, 0, 0, 0, 10, 0, 0, 0};
+    static const uint8_t d2[] = {1, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x02,
+                                 1, 0, 0, 0, 0, 0, 0, 0, 0x05, 0x00};
+    static const uint8_t pm[] = {0x01, 0x02};
+    static const uint8_t pd[] = {0x05, 0x00};
+    check_dec(&tdb_filter_delta, &c, md2, sizeof md2, d2, sizeof d2, pd, 2,
+              pm, 2);
+    struct tdb_buf mo = {0}, d = {0};
+    CHECK_EQ_INT(enc(&tdb_filter_delta, &c, pm, 2, pd, 2, &mo, &d), 0);
+    CHECK(mo.len == sizeof md2 && memcmp(mo.data, md2, sizeof md2) == 0);
+    CHECK(d.len == sizeof d2 && memcmp(d.data, d2, sizeof d2) == 0);
+    tdb_buf_free(&mo);
+    tdb_buf_free(&d);
+}
+
 static void test_delta_vector(void)
 {
     struct tdb_filter f = mkfilter(TDB_FILTER_DELTA);
@@ -46,23 +91,10 @@ static void test_delta_vector(void)
     check_dec(&tdb_filter_delta, &c, md1, sizeof md1, d1, sizeof d1, p1, 3,
               NULL, 0);
 
-    /* A metadata part: the previous metadata (int16 0x0201) is compressed
-     * too and comes back as md_out. */
-    c = mkcall(&f, TDB_INT16, 22);
-    static const uint8_t md2[] = {1, 0, 0, 0, 1, 0, 0, 0,
-                                  2, 0, 0, 0, 10, 0, 0, 0,
-                                  2, 0, 0, 0, 10, 0, 0, 0};
-    static const uint8_t d2[] = {1, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x02,
-                                 1, 0, 0, 0, 0, 0, 0, 0, 0x05, 0x00};
-    static const uint8_t pm[] = {0x01, 0x02};
-    static const uint8_t pd[] = {0x05, 0x00};
-    check_dec(&tdb_filter_delta, &c, md2, sizeof md2, d2, sizeof d2, pd, 2,
-              pm, 2);
-    struct tdb_buf mo = {0}, d = {0};
-    CHECK_EQ_INT(enc(&tdb_filter_delta, &c, pm, 2, pd, 2, &mo, &d), 0);
-    CHECK(mo.len == sizeof md2 && memcmp(mo.data, md2, sizeof md2) == 0);
-    CHECK(d.len == sizeof d2 && memcmp(d.data, d2, sizeof d2) == 0);
+    delta_vector_md_part(&f);
 
+    c = mkcall(&f, TDB_INT16, 22);
+    struct tdb_buf mo = {0}, d = {0};
     /* A count that disagrees with the part length is corrupt. */
     uint8_t bad[sizeof data];
     memcpy(bad, data, sizeof data);
@@ -76,25 +108,7 @@ static void test_delta_vector(void)
     tdb_buf_free(&mo);
     tdb_buf_free(&d);
 
-    /* Options: u8 compressor 8, i32 level, u8 reinterpret from v19. */
-    struct tdb_filter g = mkfilter(TDB_FILTER_DELTA);
-    static const uint8_t o19[] = {8, 0xFF, 0xFF, 0xFF, 0xFF, 0};
-    struct tdb_cursor cur;
-    tdb_cur_init(&cur, o19, sizeof o19);
-    CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 19, &test_err), 0);
-    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_INT32);
-    CHECK_EQ_INT(tdb_filter_get_int(&g, "level"), -1);
-    tdb_cur_init(&cur, o19, 5);
-    CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 18, &test_err), 0);
-    CHECK_EQ_INT(tdb_filter_get_int(&g, "reinterpret_datatype"), TDB_ANY);
-    tdb_cur_init(&cur, o19, 5);
-    CHECK_EQ_INT(tdb_filter_delta.read_options(&g, &cur, 19, &test_err),
-                 TDB_E_CORRUPT);
-    tdb_filter_set_int(&g, "reinterpret_datatype", TDB_INT32);
-    struct tdb_buf o = {0};
-    CHECK_EQ_INT(tdb_filter_delta.write_options(&g, &o), 0);
-    CHECK(o.len == sizeof o19 && memcmp(o.data, o19, sizeof o19) == 0);
-    tdb_buf_free(&o);
+    delta_vector_options();
 }
 
 static void test_delta_roundtrip(void)

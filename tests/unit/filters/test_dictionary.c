@@ -18,6 +18,76 @@
 #include <zstd.h>
 #include "fixture.h"
 
+/* Fills off[0..cells) and s with string variant `variant` of
+ * test_rle_dict_strings_roundtrip; returns the bytes in s. */
+static size_t strings_fill(uint64_t *off, uint8_t *s, size_t cells,
+                           int variant)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < cells; i++) {
+        size_t l;
+        off[i] = len;
+        if (variant == 3)      /* one long string: 2-byte lengths */
+            l = i == 500 ? 300 : 3;
+        else if (variant == 4) /* a run of 600: 2-byte run length */
+            l = i < 600 ? 0 : 1 + i % 5;
+        else
+            l = (i / 7) % 6;
+        for (size_t j = 0; j < l; j++)
+            s[len + j] = (uint8_t)('a' + (i / 7 + j) % 26);
+        len += l;
+    }
+    return len;
+}
+
+/* The strings s[0..len) at off[0..cells) of variant `variant` round
+ * trip through filter k (0: RLE, 1: dictionary) of x, with the widths
+ * the variant calls for. */
+static void strings_roundtrip(struct fx *x, size_t k, int variant,
+                              const uint64_t *off, size_t cells,
+                              const uint8_t *s, size_t len)
+{
+    struct tdb_buf emd = {0}, edata = {0};
+    x->call.in_offsets = off;
+    x->call.n_offsets = cells;
+    int rc = filter_encode(x->f.ops, &x->call, NULL, 0, s, len, &emd, &edata);
+    CHECK_EQ_INT(rc, 0);
+    rc = fx_decode(x, emd.data, emd.len, edata.data, edata.len);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(x->data_out.len, len);
+    if (len && x->data_out.len == len)
+        CHECK_MEM(x->data_out.data, s, len);
+    CHECK_EQ_INT(x->offsets.len, cells * 8);
+    for (size_t i = 0; i < cells && x->offsets.len == cells * 8; i++)
+        CHECK_EQ_INT(tdb_le64(x->offsets.data + 8 * i), off[i]);
+    if (variant == 3 && k == 0)
+        CHECK_EQ_INT(emd.data[21], 2); /* string length width */
+    if (variant == 4 && k == 0)
+        CHECK_EQ_INT(emd.data[20], 2); /* run length width */
+    if (variant == 2 && k == 1) {
+        CHECK_EQ_INT(emd.data[20], 2); /* 1000 ids */
+        CHECK_EQ_INT(emd.data[21], 1);
+    }
+    if (variant == 2)
+        fx_abuse(x, emd.data, emd.len, edata.data, edata.len, false);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+}
+
+/* Offsets out of order cannot be encoded. */
+static void strings_unordered(struct fx *x)
+{
+    uint64_t bad[] = {0, 3, 2};
+    struct tdb_buf emd = {0}, edata = {0};
+    x->call.in_offsets = bad;
+    x->call.n_offsets = 3;
+    CHECK_EQ_INT(filter_encode(x->f.ops, &x->call, NULL, 0,
+                               (const uint8_t *)"abcd", 4, &emd, &edata),
+                 TDB_E_INVAL);
+    tdb_buf_free(&emd);
+    tdb_buf_free(&edata);
+}
+
 /* Round trips of strings; widths grow with long strings and long runs. */
 static void test_rle_dict_strings_roundtrip(void)
 {
@@ -36,64 +106,10 @@ static void test_rle_dict_strings_roundtrip(void)
         x.call.strings_with_offsets = true;
         for (int variant = 0; variant < 5; variant++) {
             size_t cells = variant == 0 ? 0 : variant == 1 ? 1 : ncell;
-            size_t len = 0;
-            for (size_t i = 0; i < cells; i++) {
-                size_t l;
-                off[i] = len;
-                if (variant == 3)      /* one long string: 2-byte lengths */
-                    l = i == 500 ? 300 : 3;
-                else if (variant == 4) /* a run of 600: 2-byte run length */
-                    l = i < 600 ? 0 : 1 + i % 5;
-                else
-                    l = (i / 7) % 6;
-                for (size_t j = 0; j < l; j++)
-                    s[len + j] = (uint8_t)('a' + (i / 7 + j) % 26);
-                len += l;
-            }
-            x.call.in_offsets = off;
-            x.call.n_offsets = cells;
-            {
-                struct tdb_buf emd = {0}, edata = {0};
-                int rc = filter_encode(ops[k], &x.call, NULL, 0, s, len, &emd,
-                                       &edata);
-                CHECK_EQ_INT(rc, 0);
-                rc = fx_decode(&x, emd.data, emd.len, edata.data, edata.len);
-                CHECK_EQ_INT(rc, 0);
-                CHECK_EQ_INT(x.data_out.len, len);
-                if (len && x.data_out.len == len)
-                    CHECK_MEM(x.data_out.data, s, len);
-                CHECK_EQ_INT(x.offsets.len, cells * 8);
-                for (size_t i = 0; i < cells && x.offsets.len == cells * 8;
-                     i++)
-                    CHECK_EQ_INT(tdb_le64(x.offsets.data + 8 * i), off[i]);
-                if (variant == 3 && k == 0)
-                    CHECK_EQ_INT(emd.data[21], 2); /* string length width */
-                if (variant == 4 && k == 0)
-                    CHECK_EQ_INT(emd.data[20], 2); /* run length width */
-                if (variant == 2 && k == 1) {
-                    CHECK_EQ_INT(emd.data[20], 2); /* 1000 ids */
-                    CHECK_EQ_INT(emd.data[21], 1);
-                }
-                if (variant == 2)
-                    fx_abuse(&x, emd.data, emd.len, edata.data, edata.len,
-                             false);
-                tdb_buf_free(&emd);
-                tdb_buf_free(&edata);
-            }
+            size_t len = strings_fill(off, s, cells, variant);
+            strings_roundtrip(&x, k, variant, off, cells, s, len);
         }
-        /* Offsets out of order cannot be encoded. */
-        {
-            uint64_t bad[] = {0, 3, 2};
-            struct tdb_buf emd = {0}, edata = {0};
-            x.call.in_offsets = bad;
-            x.call.n_offsets = 3;
-            CHECK_EQ_INT(filter_encode(ops[k], &x.call, NULL, 0,
-                                       (const uint8_t *)"abcd", 4, &emd,
-                                       &edata),
-                         TDB_E_INVAL);
-            tdb_buf_free(&emd);
-            tdb_buf_free(&edata);
-        }
+        strings_unordered(&x);
         fx_free(&x);
     }
     free(off);

@@ -13,30 +13,34 @@
 
 /* ----------------------------------------------------------- DOUBLE_DELTA */
 
-static void test_dd_vector(void)
-{
-    struct tdb_filter f = mkfilter(TDB_FILTER_DOUBLE_DELTA);
-    struct tdb_filter_call c = mkcall(&f, TDB_INT32, 22);
-    /* int32 10, 20, 31, 41: deltas 10, 11, 10; double deltas +1, -1; the
-     * largest of |10|, 1, 1 needs 4 bits.  Records 0 0001 and 1 0001 fill
-     * bits 63..54 of one word: 0x0C40000000000000, stored little-endian. */
-    static const uint8_t md[] = {0, 0, 0, 0, 1, 0, 0, 0,
-                                 16, 0, 0, 0, 25, 0, 0, 0};
-    static const uint8_t data[] = {4, 4, 0, 0, 0, 0, 0, 0, 0,
-                                   10, 0, 0, 0, 20, 0, 0, 0,
-                                   0, 0, 0, 0, 0, 0, 0x40, 0x0C};
-    static const uint8_t plain[] = {10, 0, 0, 0, 20, 0, 0, 0,
-                                    31, 0, 0, 0, 41, 0, 0, 0};
-    check_dec(&tdb_filter_double_delta, &c, md, sizeof md, data, sizeof data,
-              plain, sizeof plain, NULL, 0);
-    check_enc(&tdb_filter_double_delta, &c, plain, sizeof plain, md,
-              sizeof md, data, sizeof data);
-    check_truncated(&tdb_filter_double_delta, &c, md, sizeof md, data,
-                    sizeof data, false);
+/* int32 10, 20, 31, 41: deltas 10, 11, 10; double deltas +1, -1; the
+ * largest of |10|, 1, 1 needs 4 bits.  Records 0 0001 and 1 0001 fill
+ * bits 63..54 of one word: 0x0C40000000000000, stored little-endian. */
+static const uint8_t dd_md[] = {0, 0, 0, 0, 1, 0, 0, 0,
+                                16, 0, 0, 0, 25, 0, 0, 0};
+static const uint8_t dd_data[] = {4, 4, 0, 0, 0, 0, 0, 0, 0,
+                                  10, 0, 0, 0, 20, 0, 0, 0,
+                                  0, 0, 0, 0, 0, 0, 0x40, 0x0C};
+static const uint8_t dd_plain[] = {10, 0, 0, 0, 20, 0, 0, 0,
+                                   31, 0, 0, 0, 41, 0, 0, 0};
 
-    /* int8 0, 100, -100: the double delta -300 needs 9 bits >= 7: the
-     * values are stored as they are after the header. */
-    c = mkcall(&f, TDB_INT8, 22);
+static void dd_vector_packed(struct tdb_filter *f)
+{
+    struct tdb_filter_call c = mkcall(f, TDB_INT32, 22);
+    check_dec(&tdb_filter_double_delta, &c, dd_md, sizeof dd_md, dd_data,
+              sizeof dd_data, dd_plain, sizeof dd_plain, NULL, 0);
+    check_enc(&tdb_filter_double_delta, &c, dd_plain, sizeof dd_plain, dd_md,
+              sizeof dd_md, dd_data, sizeof dd_data);
+    check_truncated(&tdb_filter_double_delta, &c, dd_md, sizeof dd_md, dd_data,
+                    sizeof dd_data, false);
+}
+
+/* int8 0, 100, -100: the double delta -300 needs 9 bits >= 7: the
+ * values are stored as they are after the header.  Two values: bitsize
+ * 0, both values stored. */
+static void dd_vector_raw(struct tdb_filter *f)
+{
+    struct tdb_filter_call c = mkcall(f, TDB_INT8, 22);
     static const uint8_t mdr[] = {0, 0, 0, 0, 1, 0, 0, 0,
                                   3, 0, 0, 0, 12, 0, 0, 0};
     static const uint8_t dr[] = {9, 3, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0x9C};
@@ -46,8 +50,7 @@ static void test_dd_vector(void)
     check_enc(&tdb_filter_double_delta, &c, pr, 3, mdr, sizeof mdr, dr,
               sizeof dr);
 
-    /* Two values: bitsize 0, both values stored. */
-    c = mkcall(&f, TDB_UINT16, 22);
+    c = mkcall(f, TDB_UINT16, 22);
     static const uint8_t md2[] = {0, 0, 0, 0, 1, 0, 0, 0,
                                   4, 0, 0, 0, 13, 0, 0, 0};
     static const uint8_t d2[] = {0, 2, 0, 0, 0, 0, 0, 0, 0,
@@ -57,11 +60,14 @@ static void test_dd_vector(void)
               sizeof d2);
     check_dec(&tdb_filter_double_delta, &c, md2, sizeof md2, d2, sizeof d2,
               p2, 4, NULL, 0);
+}
 
-    /* Records crossing a word: int64 with double deltas of 31 bits.
-     * 0, 0, 2^30 - 1 (dd +2^30-1), 0 (dd -(2^31 - 2) ... ) round trip and
-     * the word count is ceil(records * 32 / 64). */
-    c = mkcall(&f, TDB_INT64, 22);
+/* Records crossing a word: int64 with double deltas of 31 bits.
+ * 0, 0, 2^30 - 1 (dd +2^30-1), 0 (dd -(2^31 - 2) ... ) round trip and
+ * the word count is ceil(records * 32 / 64). */
+static void dd_vector_crossing(struct tdb_filter *f)
+{
+    struct tdb_filter_call c = mkcall(f, TDB_INT64, 22);
     uint8_t p5[5 * 8] = {0};
     int64_t v5[] = {0, 0, (1 << 30) - 1, 0, 5};
     for (int i = 0; i < 5; i++)
@@ -80,39 +86,48 @@ static void test_dd_vector(void)
                          (UINT64_C(1) << 31) | ((1u << 31) - 2));
     }
     roundtrip(&tdb_filter_double_delta, &c, p5, 40);
+    tdb_buf_free(&mo);
+    tdb_buf_free(&d);
+}
 
+static void dd_vector_corrupt(struct tdb_filter *f)
+{
+    struct tdb_buf mo = {0}, d = {0};
     /* Corrupt: the count disagrees with the part length. */
-    c = mkcall(&f, TDB_INT32, 22);
-    uint8_t bad[sizeof data];
-    memcpy(bad, data, sizeof data);
+    struct tdb_filter_call c = mkcall(f, TDB_INT32, 22);
+    uint8_t bad[sizeof dd_data];
+    memcpy(bad, dd_data, sizeof dd_data);
     bad[1] = 5;
-    CHECK_EQ_INT(dec(&tdb_filter_double_delta, &c, md, sizeof md, bad,
+    CHECK_EQ_INT(dec(&tdb_filter_double_delta, &c, dd_md, sizeof dd_md, bad,
                      sizeof bad, &mo, &d), TDB_E_CORRUPT);
     /* A bit size of 31 or more means stored as is: here 16 bytes, so
      * the 16-byte part comes back raw, but a 20-byte one is corrupt. */
-    memcpy(bad, data, sizeof data);
+    memcpy(bad, dd_data, sizeof dd_data);
     bad[0] = 40;
-    CHECK_EQ_INT(dec(&tdb_filter_double_delta, &c, md, sizeof md, bad,
+    CHECK_EQ_INT(dec(&tdb_filter_double_delta, &c, dd_md, sizeof dd_md, bad,
                      sizeof bad, &mo, &d), 0);
     CHECK(d.len == 16 && memcmp(d.data, bad + 9, 16) == 0);
-    uint8_t md20[sizeof md];
-    memcpy(md20, md, sizeof md);
+    uint8_t md20[sizeof dd_md];
+    memcpy(md20, dd_md, sizeof dd_md);
     md20[8] = 20;
     CHECK_EQ_INT(dec(&tdb_filter_double_delta, &c, md20, sizeof md20, bad,
                      sizeof bad, &mo, &d), TDB_E_CORRUPT);
     /* Floats are refused unless reinterpreted. */
-    c = mkcall(&f, TDB_FLOAT32, 22);
-    CHECK(dec(&tdb_filter_double_delta, &c, md, sizeof md, data, sizeof data,
-              &mo, &d) < 0);
-    tdb_filter_set_int(&f, "reinterpret_datatype", TDB_INT32);
-    check_dec(&tdb_filter_double_delta, &c, md, sizeof md, data, sizeof data,
-              plain, sizeof plain, NULL, 0);
-    CHECK_EQ_INT(tdb_filter_double_delta.output_type(&f, TDB_FLOAT32),
+    c = mkcall(f, TDB_FLOAT32, 22);
+    CHECK(dec(&tdb_filter_double_delta, &c, dd_md, sizeof dd_md, dd_data,
+              sizeof dd_data, &mo, &d) < 0);
+    tdb_filter_set_int(f, "reinterpret_datatype", TDB_INT32);
+    check_dec(&tdb_filter_double_delta, &c, dd_md, sizeof dd_md, dd_data,
+              sizeof dd_data, dd_plain, sizeof dd_plain, NULL, 0);
+    CHECK_EQ_INT(tdb_filter_double_delta.output_type(f, TDB_FLOAT32),
                  TDB_INT32);
     tdb_buf_free(&mo);
     tdb_buf_free(&d);
+}
 
-    /* Options: the reinterpret byte only from format 20. */
+/* Options: the reinterpret byte only from format 20. */
+static void dd_vector_options(void)
+{
     struct tdb_filter g = mkfilter(TDB_FILTER_DOUBLE_DELTA);
     static const uint8_t o20[] = {6, 0xFF, 0xFF, 0xFF, 0xFF, 9};
     struct tdb_cursor cur;
@@ -133,6 +148,16 @@ static void test_dd_vector(void)
     CHECK_EQ_INT(tdb_filter_double_delta.read_options(&g, &cur, 22,
                                                       &test_err),
                  TDB_E_CORRUPT);
+}
+
+static void test_dd_vector(void)
+{
+    struct tdb_filter f = mkfilter(TDB_FILTER_DOUBLE_DELTA);
+    dd_vector_packed(&f);
+    dd_vector_raw(&f);
+    dd_vector_crossing(&f);
+    dd_vector_corrupt(&f);
+    dd_vector_options();
 }
 
 static void test_dd_roundtrip(void)

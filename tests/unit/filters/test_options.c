@@ -28,30 +28,36 @@ static int filters_schema(const char *filters, struct tdb_schema **s,
     return tdb_schema_from_json(json, strlen(json), s, err);
 }
 
+/* Every known type's defaults fit, and each table names its fields;
+ * the defaults of a few (f is left a SCALE_FLOAT filter). */
+static void options_defaults(struct tdb_filter *f)
+{
+    for (unsigned t = 0; t < TDB_FILTER_TYPE_COUNT; t++) {
+        const struct tdb_filter_ops *ops = tdb_filter_lookup(t);
+        CHECK_EQ_INT(tdb_filter_init(f, t), ops ? 0 : TDB_E_INVAL);
+        CHECK(!ops || ops->options_size <= TDB_FILTER_OPTIONS_MAX);
+        for (unsigned i = 0; ops && i < ops->n_options; i++)
+            CHECK(tdb_filter_opt_find(ops, ops->options[i].name) ==
+                  &ops->options[i]);
+    }
+    CHECK_EQ_INT(tdb_filter_init(f, TDB_FILTER_DELTA), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "compressor"), 8);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "level"), -1);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "reinterpret_datatype"), TDB_ANY);
+    CHECK_EQ_INT(tdb_filter_init(f, TDB_FILTER_BIT_WIDTH_REDUCTION), 0);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "max_window"), 256);
+    CHECK_EQ_INT(tdb_filter_init(f, TDB_FILTER_SCALE_FLOAT), 0);
+    CHECK(tdb_filter_get_real(f, "scale") == 1.0);
+    CHECK_EQ_INT(tdb_filter_get_int(f, "byte_width"), 8);
+}
+
 /* Each filter's options: its defaults, its table, and a compressor read
  * as "no compression" that runs as NONE but keeps its options. */
 static void test_filter_options(void)
 {
     struct tdb_filter f, g;
     char why[64];
-    /* every known type's defaults fit, and each table names its fields */
-    for (unsigned t = 0; t < TDB_FILTER_TYPE_COUNT; t++) {
-        const struct tdb_filter_ops *ops = tdb_filter_lookup(t);
-        CHECK_EQ_INT(tdb_filter_init(&f, t), ops ? 0 : TDB_E_INVAL);
-        CHECK(!ops || ops->options_size <= TDB_FILTER_OPTIONS_MAX);
-        for (unsigned i = 0; ops && i < ops->n_options; i++)
-            CHECK(tdb_filter_opt_find(ops, ops->options[i].name) ==
-                  &ops->options[i]);
-    }
-    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_DELTA), 0);
-    CHECK_EQ_INT(tdb_filter_get_int(&f, "compressor"), 8);
-    CHECK_EQ_INT(tdb_filter_get_int(&f, "level"), -1);
-    CHECK_EQ_INT(tdb_filter_get_int(&f, "reinterpret_datatype"), TDB_ANY);
-    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_BIT_WIDTH_REDUCTION), 0);
-    CHECK_EQ_INT(tdb_filter_get_int(&f, "max_window"), 256);
-    CHECK_EQ_INT(tdb_filter_init(&f, TDB_FILTER_SCALE_FLOAT), 0);
-    CHECK(tdb_filter_get_real(&f, "scale") == 1.0);
-    CHECK_EQ_INT(tdb_filter_get_int(&f, "byte_width"), 8);
+    options_defaults(&f);
     /* a filter copies by assignment */
     CHECK_EQ_INT(tdb_filter_set_real(&f, "offset", -2.5), 0);
     g = f;
@@ -94,9 +100,9 @@ static void test_filter_options(void)
     tdb_pipeline_free(&p);
 }
 
-/* The options of the filters in schema JSON, as each filter's table takes
- * them: what is refused and why, what is accepted and how it prints. */
-static void test_filter_json_options(void)
+/* Filter options in a schema's JSON that are refused, with the message
+ * naming why. */
+static void json_options_refused(void)
 {
     static const struct {
         const char *filter, *needle;
@@ -133,6 +139,13 @@ static void test_filter_json_options(void)
             CHECK(!"message");
         }
     }
+}
+
+/* The options of the filters in schema JSON, as each filter's table takes
+ * them: what is refused and why, what is accepted and how it prints. */
+static void test_filter_json_options(void)
+{
+    json_options_refused();
     /* null leaves the default; a level may be a decimal string; ANY is
      * no reinterpretation and is not printed */
     struct tdb_schema *s = NULL;

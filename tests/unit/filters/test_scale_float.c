@@ -28,6 +28,43 @@ static double get_f64(const uint8_t *p)
     return v;
 }
 
+/* Options: f64 scale, f64 offset, u64 byte width; output type. */
+static void sf_vector_options(void)
+{
+    struct tdb_filter g = mkfilter(TDB_FILTER_SCALE_FLOAT);
+    tdb_filter_set_real(&g, "scale", 0.25);
+    tdb_filter_set_real(&g, "offset", 10.0);
+    tdb_filter_set_int(&g, "byte_width", 2);
+    struct tdb_buf o = {0};
+    CHECK_EQ_INT(tdb_filter_scale_float.write_options(&g, &o), 0);
+    static const uint8_t want_opts[] = {0, 0, 0, 0, 0, 0, 0xD0, 0x3F,
+                                        0, 0, 0, 0, 0, 0, 0x24, 0x40,
+                                        2, 0, 0, 0, 0, 0, 0, 0};
+    CHECK_EQ_INT(o.len, sizeof want_opts);
+    if (o.len == sizeof want_opts)
+        CHECK_MEM(o.data, want_opts, sizeof want_opts);
+    struct tdb_filter h = mkfilter(TDB_FILTER_SCALE_FLOAT);
+    struct tdb_cursor cur;
+    tdb_cur_init(&cur, want_opts, sizeof want_opts);
+    CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
+                 0);
+    CHECK(tdb_filter_get_real(&h, "scale") == 0.25 &&
+          tdb_filter_get_real(&h, "offset") == 10.0 &&
+          tdb_filter_get_int(&h, "byte_width") == 2);
+    CHECK_EQ_INT(tdb_filter_scale_float.output_type(&h, TDB_FLOAT64),
+                 TDB_INT16);
+    tdb_cur_init(&cur, want_opts, sizeof want_opts - 1);
+    CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
+                 TDB_E_CORRUPT);
+    uint8_t bad_opts[24];
+    memcpy(bad_opts, want_opts, 24);
+    bad_opts[16] = 3;
+    tdb_cur_init(&cur, bad_opts, sizeof bad_opts);
+    CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
+                 TDB_E_CORRUPT);
+    tdb_buf_free(&o);
+}
+
 static void test_scale_float_vector(void)
 {
     /* The spec's example: scale 0.25, offset 10, byte width 2. */
@@ -82,39 +119,7 @@ static void test_scale_float_vector(void)
     tdb_buf_free(&mo);
     tdb_buf_free(&d);
 
-    /* Options: f64 scale, f64 offset, u64 byte width; output type. */
-    struct tdb_filter g = mkfilter(TDB_FILTER_SCALE_FLOAT);
-    tdb_filter_set_real(&g, "scale", 0.25);
-    tdb_filter_set_real(&g, "offset", 10.0);
-    tdb_filter_set_int(&g, "byte_width", 2);
-    struct tdb_buf o = {0};
-    CHECK_EQ_INT(tdb_filter_scale_float.write_options(&g, &o), 0);
-    static const uint8_t want_opts[] = {0, 0, 0, 0, 0, 0, 0xD0, 0x3F,
-                                        0, 0, 0, 0, 0, 0, 0x24, 0x40,
-                                        2, 0, 0, 0, 0, 0, 0, 0};
-    CHECK_EQ_INT(o.len, sizeof want_opts);
-    if (o.len == sizeof want_opts)
-        CHECK_MEM(o.data, want_opts, sizeof want_opts);
-    struct tdb_filter h = mkfilter(TDB_FILTER_SCALE_FLOAT);
-    struct tdb_cursor cur;
-    tdb_cur_init(&cur, want_opts, sizeof want_opts);
-    CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
-                 0);
-    CHECK(tdb_filter_get_real(&h, "scale") == 0.25 &&
-          tdb_filter_get_real(&h, "offset") == 10.0 &&
-          tdb_filter_get_int(&h, "byte_width") == 2);
-    CHECK_EQ_INT(tdb_filter_scale_float.output_type(&h, TDB_FLOAT64),
-                 TDB_INT16);
-    tdb_cur_init(&cur, want_opts, sizeof want_opts - 1);
-    CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
-                 TDB_E_CORRUPT);
-    uint8_t bad_opts[24];
-    memcpy(bad_opts, want_opts, 24);
-    bad_opts[16] = 3;
-    tdb_cur_init(&cur, bad_opts, sizeof bad_opts);
-    CHECK_EQ_INT(tdb_filter_scale_float.read_options(&h, &cur, 22, &test_err),
-                 TDB_E_CORRUPT);
-    tdb_buf_free(&o);
+    sf_vector_options();
 }
 
 static void test_scale_float_roundtrip(void)

@@ -385,9 +385,9 @@ static void check_view(struct tdb_fs *fs, const char *pre, const struct ref *r,
     tdb_buf_free(&so);
 }
 
-/* Writes scenario sc and checks its views over each of the `nr` ranges
- * r[] and each fragment's folder (over its own range). */
-static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
+/* Creates the array of scenario sc in arr (memory): its fragments, then
+ * its delete commits (those processed left out when sc says so). */
+static void scen_array(struct scen *sc, struct tdb_io *arr)
 {
     static const char *const schema =
         "{\"array_type\": \"sparse\", \"capacity\": 4, \"allows_duplicates\": "
@@ -400,23 +400,55 @@ static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
     snprintf(json, sizeof json, schema, sc->dups ? "true" : "false");
     struct tdb_schema *s = NULL;
     struct tdb_error err = {0};
-    struct tdb_io arr;
     CHECK_EQ_INT(tdb_schema_from_json(json, strlen(json), &s, &err), 0);
-    CHECK_EQ_INT(tdb_io_mem(&arr), 0);
+    CHECK_EQ_INT(tdb_io_mem(arr), 0);
     if (s)
-        CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
+        CHECK_EQ_INT(tdb_array_create(arr, s, NULL, 1, &err), 0);
     tdb_schema_free(s);
-    write_frags(sc, &arr);
+    write_frags(sc, arr);
     for (size_t f = 0; f < sc->nf; f++)
-        rename_frag(&arr, sc, f);
+        rename_frag(arr, sc, f);
     for (size_t i = 0; i < sc->nd; i++) {
         if (sc->drop_processed && processed(sc, i))
             continue;
         struct tdb_buf b = {0};
         cn_put_negated(&b, sc->d[i].c);
-        cond_commit(&arr, sc->d[i].ts, (unsigned)i + 1, &b);
+        cond_commit(arr, sc->d[i].ts, (unsigned)i + 1, &b);
         tdb_buf_free(&b);
     }
+}
+
+/* Checks each fragment's folder of fs alone, over its own range: a
+ * consolidated one as its writes and the deletes in that range (want:
+ * room for the cells). */
+static void check_frags_alone(struct scen *sc, struct tdb_fs *fs,
+                              struct ref *want)
+{
+    size_t first = sc->ncons > 1 ? sc->ncons : 0;
+    if (sc->ncons > 1) {
+        char pre[600];
+        snprintf(pre, sizeof pre, "__fragments/%s/",
+                 sc->cname ? sc->cname : "?");
+        size_t n = expect(sc, sc->f[0].t1, sc->f[sc->ncons - 1].t2, 0,
+                          sc->ncons, want);
+        check_view(fs, pre, want, n, "consolidated fragment alone");
+    }
+    for (size_t f = first; f < sc->nf; f++) {
+        char pre[600];
+        snprintf(pre, sizeof pre, "__fragments/%s/",
+                 sc->f[f].name ? sc->f[f].name : "?");
+        size_t n = expect(sc, sc->f[f].t1, sc->f[f].t2, f, f + 1, want);
+        check_view(fs, pre, want, n, "fragment alone");
+    }
+}
+
+/* Writes scenario sc and checks its views over each of the `nr` ranges
+ * r[] and each fragment's folder (over its own range). */
+static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
+{
+    struct tdb_error err = {0};
+    struct tdb_io arr;
+    scen_array(sc, &arr);
     struct ref *want = malloc(MAXF * MAXC * sizeof *want);
     for (size_t i = 0; i <= nr; i++) {
         uint64_t t0 = i < nr ? rg[i][0] : 0, t1 = i < nr ? rg[i][1] : UINT64_MAX;
@@ -436,24 +468,8 @@ static void run(struct scen *sc, size_t nr, const uint64_t (*rg)[2])
         snprintf(what, sizeof what, "open at %llu:%llu",
                  (unsigned long long)t0, (unsigned long long)t1);
         check_view(fs, "", want, expect(sc, t0, t1, 0, sc->nf, want), what);
-        /* each fragment alone, over its own range (the whole range only):
-         * a consolidated one as its writes and the deletes in that range */
-        size_t first = sc->ncons > 1 ? sc->ncons : 0;
-        if (sc->ncons > 1 && i == nr) {
-            char pre[600];
-            snprintf(pre, sizeof pre, "__fragments/%s/",
-                     sc->cname ? sc->cname : "?");
-            size_t n = expect(sc, sc->f[0].t1, sc->f[sc->ncons - 1].t2, 0,
-                              sc->ncons, want);
-            check_view(fs, pre, want, n, "consolidated fragment alone");
-        }
-        for (size_t f = first; f < sc->nf && i == nr; f++) {
-            char pre[600];
-            snprintf(pre, sizeof pre, "__fragments/%s/",
-                     sc->f[f].name ? sc->f[f].name : "?");
-            size_t n = expect(sc, sc->f[f].t1, sc->f[f].t2, f, f + 1, want);
-            check_view(fs, pre, want, n, "fragment alone");
-        }
+        if (i == nr)    /* the whole range only */
+            check_frags_alone(sc, fs, want);
         tdb_fs_close(fs);
     }
     free(want);
@@ -689,6 +705,47 @@ static void test_consolidated_later_deletes(void)
 
 /* ------------------------------------------- per-cell timestamps (corpus) */
 
+/* The corpus's expected view at folder `pre` without the cells for which
+ * c holds (when `applies`): the cells in a new array (caller frees), *k
+ * of them, *gone the cells left out; NULL when a file is missing. */
+static struct ref *expected_view(const char *pre, bool applies,
+                                 const struct cn *c, size_t *k, size_t *gone)
+{
+    static const char *const names[] = {"x", "y", "a", "s", "s.offsets"};
+    char path[4096];
+    uint8_t *f[5];
+    size_t len[5];
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/consolidated_sparse_vacuumed/"
+                 "expected/%s%s", unit_corpus(), pre, names[i]);
+        f[i] = (uint8_t *)unit_slurp(path, &len[i]);
+        CHECK(f[i] != NULL);
+    }
+    struct ref *want = NULL;
+    size_t n = f[2] ? len[2] / 4 : 0;
+    *k = *gone = 0;
+    if (f[0] && f[1] && f[2] && f[3] && f[4])
+        want = calloc(n ? n : 1, sizeof *want);
+    for (size_t i = 0; want && i < n; i++) {
+        struct xc x = {.x = (int64_t)tdb_le64(f[0] + 8 * i),
+                       .y = (int64_t)tdb_le64(f[1] + 8 * i),
+                       .a = (int32_t)tdb_le32(f[2] + 4 * i)};
+        uint64_t s0 = tdb_le64(f[4] + 8 * i);
+        uint64_t s1 = i + 1 < n ? tdb_le64(f[4] + 8 * i + 8) : len[3];
+        if (s1 - s0 >= sizeof x.s)
+            break;
+        memcpy(x.s, f[3] + s0, (size_t)(s1 - s0));
+        if (applies && cn_eval(c, &x)) {
+            (*gone)++;
+            continue;
+        }
+        want[(*k)++].c = x;
+    }
+    for (int i = 0; i < 5; i++)
+        free(f[i]);
+    return want;
+}
+
 /* consolidated_sparse_vacuumed: fragment [1,3] holds writes 1, 2 and 3
  * with per-cell timestamps (a = write * 100000 + i), fragment 4 a fourth
  * write.  A delete commit at `ts` of "lo <= a < hi" (the values of one
@@ -699,10 +756,9 @@ static void cell_ts_case(uint64_t ts, int32_t lo, int32_t hi, bool in_frag)
     if (!unit_corpus_case("consolidated_sparse_vacuumed"))
         return;
     char path[4096];
-    snprintf(path, sizeof path, "%s/consolidated_sparse_vacuumed",
+    snprintf(path, sizeof path, "%s/consolidated_sparse_vacuumed/array",
              unit_corpus());
     struct tdb_io src, arr;
-    snprintf(path + strlen(path), sizeof path - strlen(path), "/array");
     CHECK_EQ_INT(tdb_io_posix(&src, path), 0);
     CHECK_EQ_INT(tdb_io_mem(&arr), 0);
     CHECK_EQ_INT(unit_copy_tree(&src, "", &arr, ""), 0);
@@ -724,40 +780,13 @@ static void cell_ts_case(uint64_t ts, int32_t lo, int32_t hi, bool in_frag)
         /* the expected view without the cells of lo <= a < hi (the
          * fragment alone sees the commit only inside its range) */
         bool applies = p == 0 || in_frag;
-        uint8_t *f[5];
-        size_t len[5];
-        static const char *const names[] = {"x", "y", "a", "s", "s.offsets"};
-        for (int i = 0; i < 5; i++) {
-            snprintf(path, sizeof path, "%s/consolidated_sparse_vacuumed/"
-                     "expected/%s%s", unit_corpus(), pres[p], names[i]);
-            f[i] = (uint8_t *)unit_slurp(path, &len[i]);
-            CHECK(f[i] != NULL);
-        }
-        if (!f[0] || !f[1] || !f[2] || !f[3] || !f[4])
-            goto next;
-        size_t n = len[2] / 4, k = 0, gone = 0;
-        struct ref *want = calloc(n ? n : 1, sizeof *want);
-        for (size_t i = 0; i < n; i++) {
-            struct xc x = {.x = (int64_t)tdb_le64(f[0] + 8 * i),
-                           .y = (int64_t)tdb_le64(f[1] + 8 * i),
-                           .a = (int32_t)tdb_le32(f[2] + 4 * i)};
-            uint64_t s0 = tdb_le64(f[4] + 8 * i);
-            uint64_t s1 = i + 1 < n ? tdb_le64(f[4] + 8 * i + 8) : len[3];
-            if (s1 - s0 >= sizeof x.s)
-                break;
-            memcpy(x.s, f[3] + s0, (size_t)(s1 - s0));
-            if (applies && cn_eval(c, &x)) {
-                gone++;
-                continue;
-            }
-            want[k++].c = x;
-        }
+        size_t k, gone;
+        struct ref *want = expected_view(pres[p], applies, c, &k, &gone);
+        if (!want)
+            continue;
         CHECK(!applies || gone > 10);
         check_view(fs, pres[p], want, k, "consolidated");
         free(want);
-    next:
-        for (int i = 0; i < 5; i++)
-            free(f[i]);
     }
     tdb_fs_close(fs);
     tdb_io_free(&arr);

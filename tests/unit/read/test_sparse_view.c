@@ -349,6 +349,151 @@ static void put_coord(uint8_t *b, unsigned type, int64_t v, bool fl)
     }
 }
 
+/* Sets cell c to the coordinates (ylo + yi, xlo + xi * xstep) of spec sp
+ * and the value v. */
+static void set_cell(struct cell *c, const struct spec *sp,
+                     const struct tdb_schema *s, int64_t yi, int64_t xi,
+                     int64_t v)
+{
+    put_coord(c->y, s->dims[0].type, sp->ylo + yi, false);
+    put_coord(c->x, s->dims[1].type, sp->xlo + xi * sp->xstep, sp->xfloat);
+    c->v = v;
+}
+
+/* Fragment f as a block of consecutive coordinates (long runs) in c[];
+ * returns how many cells. */
+static size_t block_cells(const struct spec *sp, const struct tdb_schema *s,
+                          size_t f, struct cell *c)
+{
+    size_t n = 0;
+    for (int64_t y = 0; y < sp->yn / 4; y++)
+        for (int64_t x = 0; x < sp->xn; x++) {
+            set_cell(&c[n], sp, s, y, x, (int64_t)(f * 1000000 + n));
+            n++;
+        }
+    return n;
+}
+
+/* Fragment f as random cells in c[] (`used`, one byte per coordinates of
+ * the spec's space, marks those taken); returns how many cells. */
+static size_t random_cells(const struct spec *sp, const struct tdb_schema *s,
+                           size_t f, struct cell *c, uint8_t *used)
+{
+    bool dups = s->allows_dups;
+    uint64_t space = (uint64_t)(sp->yn * sp->xn);
+    size_t n = 0, want = 1 + rnd_below(sp->per * 2);
+    memset(used, 0, space);
+    for (size_t i = 0; i < want; i++) {
+        uint64_t k = rnd_below(space);
+        if (!dups && used[k])
+            continue;       /* the writer refuses duplicates */
+        used[k] = 1;
+        set_cell(&c[n], sp, s, (int64_t)(k / (uint64_t)sp->xn),
+                 (int64_t)(k % (uint64_t)sp->xn), (int64_t)(f * 1000000 + n));
+        n++;
+        if (dups && rnd_below(8) == 0 && i + 1 < want) {
+            c[n] = c[n - 1];    /* a duplicate inside the fragment */
+            c[n].v = (int64_t)(f * 1000000 + n);
+            n++;
+            i++;
+        }
+    }
+    return n;
+}
+
+/* The reference merge of fs at time t: the stored cells of fragments
+ * names[0..nf) (written at ts[]) up to t, newest first, sorted; without
+ * duplicates the newest version of each coordinates.  *k gets how many
+ * (caller frees). */
+static struct cell *ref_merge(struct tdb_fs *fs, char **names,
+                              const uint64_t *ts, size_t nf, uint64_t t,
+                              size_t *k)
+{
+    struct cell *all = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t f = nf; f-- > 0;)       /* newest first */
+        if (names[f] && ts[f] <= t)
+            stored_cells(fs, names[f], &all, &n, &cap);
+    qsort(all, n, sizeof *all, ref_cmp);
+    *k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ref_schema->allows_dups && *k &&
+            !memcmp(all[*k - 1].y, all[i].y, 8) &&
+            !memcmp(all[*k - 1].x, all[i].x, 8))
+            continue;
+        all[(*k)++] = all[i];
+    }
+    return all;
+}
+
+/* Checks every field file of fs against the cells all[0..k). */
+static void check_merged(struct tdb_fs *fs, const struct cell *all, size_t k)
+{
+    const struct tdb_schema *s = ref_schema;
+    unsigned ny = tdb_dt_size(s->dims[0].type), nx = tdb_dt_size(s->dims[1].type);
+    uint8_t *wy = malloc(k * 8 + 1), *wx = malloc(k * 8 + 1),
+            *wv = malloc(k * 8 + 1);
+    for (size_t i = 0; i < k; i++) {
+        memcpy(wy + i * ny, all[i].y, ny);
+        memcpy(wx + i * nx, all[i].x, nx);
+        memcpy(wv + i * 8, &all[i].v, 8);
+    }
+    check_file(fs, "v", wv, k * 8);
+    check_file(fs, "y", wy, k * ny);
+    check_file(fs, "x", wx, k * nx);
+    if (s->nattrs > 1) {
+        uint8_t *sv, *so, *sn;
+        uint64_t nsv;
+        s_files((const int64_t *)(void *)wv, k, &sv, &nsv, &so, &sn);
+        check_file(fs, "s", sv, nsv);
+        check_file(fs, "s.offsets", so, k * 8);
+        check_file(fs, "s.validity", sn, k);
+        free(sv);
+        free(so);
+        free(sn);
+    }
+    free(wy);
+    free(wx);
+    free(wv);
+}
+
+/* Random reads first, on a fresh tree (no resume point yet): file v read
+ * in 4 KiB pieces in a shuffled order equals v read whole. */
+static void check_shuffled(struct tdb_io *arr)
+{
+    struct tdb_fs *fs = open_fs(arr, UINT64_MAX);
+    if (!fs)
+        return;
+    uint64_t ino, size = 0;
+    struct tdb_stat st;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_fs_resolve(fs, "v", &ino, &err), 0);
+    CHECK_EQ_INT(tdb_fs_stat(fs, ino, &st, &err), 0);
+    size = st.size;
+    uint8_t *parts = malloc(size + 1);
+    uint64_t np = (size + 4095) / 4096;
+    uint64_t *order = malloc((np + 1) * sizeof *order);
+    for (uint64_t i = 0; i < np; i++)
+        order[i] = i;
+    for (uint64_t i = np; i > 1; i--) {
+        uint64_t j = rnd_below(i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (uint64_t i = 0; i < np; i++) {
+        size_t got = 4096;
+        uint64_t off = order[i] * 4096;
+        CHECK_EQ_INT(unit_fs_copy(fs, ino, off, parts + off, &got, &err), 0);
+    }
+    uint64_t ws = 0;
+    uint8_t *whole = unit_fs_file(fs, "v", &ws);
+    CHECK(whole && unit_same_bytes("v in shuffled pieces", parts, size, whole, ws));
+    free(whole);
+    free(order);
+    free(parts);
+    tdb_fs_close(fs);
+}
+
 static void run_spec_once(const struct spec *sp)
 {
     rng_state = sp->seed;
@@ -360,48 +505,14 @@ static void run_spec_once(const struct spec *sp)
     CHECK_EQ_INT(tdb_io_mem(&arr), 0);
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
-    bool dups = s->allows_dups;
     size_t nf = sp->nfrag + (sp->block ? 1 : 0);
     char **names = calloc(nf, sizeof *names);
     uint64_t *ts = calloc(nf, sizeof *ts);
-    uint64_t space = (uint64_t)(sp->yn * sp->xn);
-    uint8_t *used = calloc(space, 1);
+    uint8_t *used = calloc((uint64_t)(sp->yn * sp->xn), 1);
     struct cell *c = calloc(sp->per * 2 + 70000, sizeof *c);
     for (size_t f = 0; f < nf; f++) {
-        size_t n = 0;
-        memset(used, 0, space);
-        if (sp->block && f == nf / 2) {
-            /* a block of consecutive coordinates: long runs */
-            for (int64_t y = 0; y < sp->yn / 4; y++)
-                for (int64_t x = 0; x < sp->xn; x++) {
-                    put_coord(c[n].y, s->dims[0].type, sp->ylo + y, false);
-                    put_coord(c[n].x, s->dims[1].type, sp->xlo + x * sp->xstep,
-                              sp->xfloat);
-                    c[n].v = (int64_t)(f * 1000000 + n);
-                    n++;
-                }
-        } else {
-            size_t want = 1 + rnd_below(sp->per * 2);
-            for (size_t i = 0; i < want; i++) {
-                uint64_t k = rnd_below(space);
-                if (!dups && used[k])
-                    continue;       /* the writer refuses duplicates */
-                used[k] = 1;
-                put_coord(c[n].y, s->dims[0].type,
-                          sp->ylo + (int64_t)(k / (uint64_t)sp->xn), false);
-                put_coord(c[n].x, s->dims[1].type,
-                          sp->xlo + (int64_t)(k % (uint64_t)sp->xn) * sp->xstep,
-                          sp->xfloat);
-                c[n].v = (int64_t)(f * 1000000 + n);
-                n++;
-                if (dups && rnd_below(8) == 0 && i + 1 < want) {
-                    c[n] = c[n - 1];    /* a duplicate inside the fragment */
-                    c[n].v = (int64_t)(f * 1000000 + n);
-                    n++;
-                    i++;
-                }
-            }
-        }
+        size_t n = sp->block && f == nf / 2 ? block_cells(sp, s, f, c)
+                                            : random_cells(sp, s, f, c, used);
         ts[f] = 10 + f;
         write_frag(&arr, s, c, n, ts[f], &names[f]);
     }
@@ -411,80 +522,13 @@ static void run_spec_once(const struct spec *sp)
         struct tdb_fs *fs = open_fs(&arr, times[ti]);
         if (!fs)
             break;
-        struct cell *all = NULL;
-        size_t n = 0, cap = 0;
-        for (size_t f = nf; f-- > 0;)       /* newest first */
-            if (names[f] && ts[f] <= times[ti])
-                stored_cells(fs, names[f], &all, &n, &cap);
-        qsort(all, n, sizeof *all, ref_cmp);
-        /* without duplicates the newest version of each coordinates */
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!dups && k && !memcmp(all[k - 1].y, all[i].y, 8) &&
-                !memcmp(all[k - 1].x, all[i].x, 8))
-                continue;
-            all[k++] = all[i];
-        }
-        unsigned ny = tdb_dt_size(s->dims[0].type), nx = tdb_dt_size(s->dims[1].type);
-        uint8_t *wy = malloc(k * 8 + 1), *wx = malloc(k * 8 + 1),
-                *wv = malloc(k * 8 + 1);
-        for (size_t i = 0; i < k; i++) {
-            memcpy(wy + i * ny, all[i].y, ny);
-            memcpy(wx + i * nx, all[i].x, nx);
-            memcpy(wv + i * 8, &all[i].v, 8);
-        }
-        check_file(fs, "v", wv, k * 8);
-        check_file(fs, "y", wy, k * ny);
-        check_file(fs, "x", wx, k * nx);
-        if (s->nattrs > 1) {
-            uint8_t *sv, *so, *sn;
-            uint64_t nsv;
-            s_files((const int64_t *)(void *)wv, k, &sv, &nsv, &so, &sn);
-            check_file(fs, "s", sv, nsv);
-            check_file(fs, "s.offsets", so, k * 8);
-            check_file(fs, "s.validity", sn, k);
-            free(sv);
-            free(so);
-            free(sn);
-        }
-        free(wy);
-        free(wx);
-        free(wv);
+        size_t k;
+        struct cell *all = ref_merge(fs, names, ts, nf, times[ti], &k);
+        check_merged(fs, all, k);
         free(all);
         tdb_fs_close(fs);
     }
-    /* random reads first, on a fresh tree (no resume point yet) */
-    struct tdb_fs *fs = open_fs(&arr, UINT64_MAX);
-    if (fs) {
-        uint64_t ino, size = 0;
-        struct tdb_stat st;
-        CHECK_EQ_INT(tdb_fs_resolve(fs, "v", &ino, &err), 0);
-        CHECK_EQ_INT(tdb_fs_stat(fs, ino, &st, &err), 0);
-        size = st.size;
-        uint8_t *parts = malloc(size + 1);
-        /* the file in 4 KiB pieces, in a shuffled order */
-        uint64_t np = (size + 4095) / 4096;
-        uint64_t *order = malloc((np + 1) * sizeof *order);
-        for (uint64_t i = 0; i < np; i++)
-            order[i] = i;
-        for (uint64_t i = np; i > 1; i--) {
-            uint64_t j = rnd_below(i), t = order[i - 1];
-            order[i - 1] = order[j];
-            order[j] = t;
-        }
-        for (uint64_t i = 0; i < np; i++) {
-            size_t got = 4096;
-            uint64_t off = order[i] * 4096;
-            CHECK_EQ_INT(unit_fs_copy(fs, ino, off, parts + off, &got, &err), 0);
-        }
-        uint64_t ws = 0;
-        uint8_t *whole = unit_fs_file(fs, "v", &ws);
-        CHECK(whole && unit_same_bytes("v in shuffled pieces", parts, size, whole, ws));
-        free(whole);
-        free(order);
-        free(parts);
-        tdb_fs_close(fs);
-    }
+    check_shuffled(&arr);
     check_threads(&arr);
     for (size_t f = 0; f < nf; f++)
         free(names[f]);
@@ -626,6 +670,115 @@ static size_t cells_same(const struct cell *a, const struct cell *b, size_t n)
     return k;
 }
 
+enum { DF_NF = 3, DF_PER = 300, DF_A = 10, DF_B = 250 };
+
+/* Writes DF_NF fragments of DF_PER cells of distinct coordinates over all
+ * fragments, each spread over the whole 100 x 100 domain; names[] get
+ * their names. */
+static void write_spread(struct tdb_io *arr, const struct tdb_schema *s,
+                         char **names)
+{
+    static struct cell c[DF_NF * DF_PER];
+    uint32_t perm[10000];
+    for (uint32_t i = 0; i < 10000; i++)
+        perm[i] = i;
+    for (uint32_t i = 10000; i > 1; i--) {
+        uint32_t j = (uint32_t)rnd_below(i), t = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = t;
+    }
+    for (size_t f = 0; f < DF_NF; f++) {
+        for (size_t i = 0; i < DF_PER; i++) {
+            struct cell *k = &c[f * DF_PER + i];
+            memset(k, 0, sizeof *k);
+            put_coord(k->y, s->dims[0].type, perm[f * DF_PER + i] / 100, false);
+            put_coord(k->x, s->dims[1].type, perm[f * DF_PER + i] % 100, false);
+            k->v = (int64_t)(f * 1000000 + i);
+        }
+        write_frag(arr, s, c + f * DF_PER, DF_PER, 10 + f, &names[f]);
+    }
+}
+
+/* Damages fragment `name` as damaged_fragment says.  Its one tile is
+ * stored raw at the end of its coordinate files. */
+static void damage(struct tdb_io *arr, const char *name, bool twice)
+{
+    uint64_t to = twice ? DF_B + 1 : DF_A;
+    for (int d = 0; d < 2 && name; d++) {
+        char path[600];
+        uint64_t size = 0;
+        uint8_t a[8], b[8];
+        snprintf(path, sizeof path, "__fragments/%s/d%d.tdb", name, d);
+        CHECK_EQ_INT(arr->ops->size(arr->ctx, path, &size), 0);
+        uint64_t at = size - 8 * (uint64_t)DF_PER;
+        CHECK_EQ_INT(arr->ops->read_at(arr->ctx, path, at + 8 * to, a, 8), 0);
+        CHECK_EQ_INT(arr->ops->read_at(arr->ctx, path, at + 8 * DF_B, b, 8), 0);
+        CHECK_EQ_INT(arr->ops->write_at(arr->ctx, path, at + 8 * to, b, 8), 0);
+        if (!twice)
+            CHECK_EQ_INT(arr->ops->write_at(arr->ctx, path, at + 8 * DF_B, a, 8), 0);
+    }
+}
+
+/* The cells a merge of the damaged array must give, in want[] sorted by
+ * value (from the cells as stored now, checking the damage took);
+ * returns how many. */
+static size_t damaged_want(struct tdb_io *arr, char **names, bool twice,
+                           struct cell *want)
+{
+    struct cell *st = NULL;
+    size_t nst = 0, cap = 0;
+    struct tdb_fs *fs = open_fs(arr, UINT64_MAX);
+    for (size_t f = 0; f < DF_NF && fs; f++)
+        stored_cells(fs, names[f], &st, &nst, &cap);
+    tdb_fs_close(fs);
+    CHECK_EQ_INT(nst, DF_NF * DF_PER);
+    size_t nwant = twice ? DF_NF * DF_PER - 1 : DF_NF * DF_PER;
+    if (nst == DF_NF * DF_PER) {
+        struct tdb_coords ka, kb;   /* the damage took */
+        size_t i = twice ? DF_PER + DF_B : DF_PER + DF_A;
+        cell_coords(&st[i], &ka);
+        cell_coords(&st[i + 1], &kb);
+        CHECK_EQ_INT(tdb_order_cmp(ref_schema, &ka, 0, &kb, 0), twice ? 0 : 1);
+        size_t k = 0;
+        for (i = 0; i < nst; i++)
+            if (!twice || i != DF_PER + DF_B)
+                want[k++] = st[i];
+        qsort(want, nwant, sizeof *want, cell_cmp_values);
+    }
+    free(st);
+    return nwant;
+}
+
+/* Merges arr on one thread (run 0) or in ranges (run 1): the cells in
+ * *got (caller frees), *ngot of them, checked to be want[0..nwant) once
+ * each. */
+static void damaged_merge(struct tdb_io *arr, int run, bool twice,
+                          const struct cell *want, size_t nwant,
+                          struct cell **got, size_t *ngot)
+{
+    open_threads = run ? 3 : 1;
+    open_range_cells = run ? 37 : 0;
+    size_t gcap = 0, n;
+    struct tdb_fs *fs = open_fs(arr, UINT64_MAX);
+    if (fs)
+        stored_cells(fs, NULL, got, ngot, &gcap);
+    tdb_fs_close(fs);
+    n = *ngot;
+    CHECK_EQ_INT(n, nwant);
+    /* every cell once: the same multiset as the stored cells */
+    struct cell *sorted = malloc((n + 1) * sizeof *sorted);
+    if (n)
+        memcpy(sorted, *got, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cell_cmp_values);
+    size_t same = cells_same(sorted, want, n < nwant ? n : nwant);
+    CHECK_EQ_INT(same, nwant);
+    if (same != nwant)
+        fprintf(stderr, "  %s, %s: cell %zu differs\n",
+                twice ? "same coordinates twice" : "out of order",
+                run ? "in ranges" : "one merge", same);
+    free(sorted);
+}
+
 /* An array of 3 fragments whose fragment 1 is damaged: with `twice`
  * its cell B's coordinates are copied onto cell B + 1 (one fragment
  * holding the same coordinates twice, in an array without duplicates:
@@ -644,7 +797,6 @@ static void damaged_fragment(bool twice)
         "{\"name\": \"y\", \"datatype\": \"INT64\", \"domain\": [0, 99], \"tile_extent\": 10},"
         "{\"name\": \"x\", \"datatype\": \"INT64\", \"domain\": [0, 99], \"tile_extent\": 10}], "
         ATTR_V "}";
-    enum { NF = 3, PER = 300, A = 10, B = 250 };
     rng_state = 99;
     struct tdb_schema *s = schema_of(json);
     if (!s)
@@ -654,90 +806,15 @@ static void damaged_fragment(bool twice)
     struct tdb_error err = {0};
     CHECK_EQ_INT(tdb_io_mem(&arr), 0);
     CHECK_EQ_INT(tdb_array_create(&arr, s, NULL, 1, &err), 0);
-    /* distinct coordinates over all fragments, each spread over the
-     * whole domain */
-    uint32_t perm[10000];
-    for (uint32_t i = 0; i < 10000; i++)
-        perm[i] = i;
-    for (uint32_t i = 10000; i > 1; i--) {
-        uint32_t j = (uint32_t)rnd_below(i), t = perm[i - 1];
-        perm[i - 1] = perm[j];
-        perm[j] = t;
-    }
-    static struct cell c[NF * PER], want[NF * PER];
-    char *names[NF] = {NULL};
-    for (size_t f = 0; f < NF; f++) {
-        for (size_t i = 0; i < PER; i++) {
-            struct cell *k = &c[f * PER + i];
-            memset(k, 0, sizeof *k);
-            put_coord(k->y, s->dims[0].type, perm[f * PER + i] / 100, false);
-            put_coord(k->x, s->dims[1].type, perm[f * PER + i] % 100, false);
-            k->v = (int64_t)(f * 1000000 + i);
-        }
-        write_frag(&arr, s, c + f * PER, PER, 10 + f, &names[f]);
-    }
-    /* fragment 1's one tile is stored raw at the end of its coordinate
-     * files */
-    uint64_t to = twice ? B + 1 : A;
-    for (int d = 0; d < 2 && names[1]; d++) {
-        char path[600];
-        uint64_t size = 0;
-        uint8_t a[8], b[8];
-        snprintf(path, sizeof path, "__fragments/%s/d%d.tdb", names[1], d);
-        CHECK_EQ_INT(arr.ops->size(arr.ctx, path, &size), 0);
-        uint64_t at = size - 8 * (uint64_t)PER;
-        CHECK_EQ_INT(arr.ops->read_at(arr.ctx, path, at + 8 * to, a, 8), 0);
-        CHECK_EQ_INT(arr.ops->read_at(arr.ctx, path, at + 8 * B, b, 8), 0);
-        CHECK_EQ_INT(arr.ops->write_at(arr.ctx, path, at + 8 * to, b, 8), 0);
-        if (!twice)
-            CHECK_EQ_INT(arr.ops->write_at(arr.ctx, path, at + 8 * B, a, 8), 0);
-    }
-    /* the cells as stored now */
-    struct cell *st = NULL;
-    size_t nst = 0, cap = 0;
-    struct tdb_fs *fs = open_fs(&arr, UINT64_MAX);
-    for (size_t f = 0; f < NF && fs; f++)
-        stored_cells(fs, names[f], &st, &nst, &cap);
-    tdb_fs_close(fs);
-    CHECK_EQ_INT(nst, NF * PER);
-    size_t nwant = twice ? NF * PER - 1 : NF * PER;
-    if (nst == NF * PER) {
-        struct tdb_coords ka, kb;   /* the damage took */
-        size_t i = twice ? PER + B : PER + A;
-        cell_coords(&st[i], &ka);
-        cell_coords(&st[i + 1], &kb);
-        CHECK_EQ_INT(tdb_order_cmp(s, &ka, 0, &kb, 0), twice ? 0 : 1);
-        size_t k = 0;
-        for (i = 0; i < nst; i++)
-            if (!twice || i != PER + B)
-                want[k++] = st[i];
-        qsort(want, nwant, sizeof *want, cell_cmp_values);
-    }
+    static struct cell want[DF_NF * DF_PER];
+    char *names[DF_NF] = {NULL};
+    write_spread(&arr, s, names);
+    damage(&arr, names[1], twice);
+    size_t nwant = damaged_want(&arr, names, twice, want);
     struct cell *got[2] = {NULL, NULL};
     size_t ngot[2] = {0, 0};
-    for (int run = 0; run < 2; run++) {
-        open_threads = run ? 3 : 1;
-        open_range_cells = run ? 37 : 0;
-        size_t gcap = 0, n;
-        fs = open_fs(&arr, UINT64_MAX);
-        if (fs)
-            stored_cells(fs, NULL, &got[run], &ngot[run], &gcap);
-        tdb_fs_close(fs);
-        n = ngot[run];
-        CHECK_EQ_INT(n, nwant);
-        /* every cell once: the same multiset as the stored cells */
-        struct cell *sorted = malloc((n + 1) * sizeof *sorted);
-        if (n)
-            memcpy(sorted, got[run], n * sizeof *sorted);
-        qsort(sorted, n, sizeof *sorted, cell_cmp_values);
-        size_t same = cells_same(sorted, want, n < nwant ? n : nwant);
-        CHECK_EQ_INT(same, nwant);
-        if (same != nwant)
-            fprintf(stderr, "  %s, %s: cell %zu differs\n",
-                    twice ? "same coordinates twice" : "out of order",
-                    run ? "in ranges" : "one merge", same);
-        free(sorted);
-    }
+    for (int run = 0; run < 2; run++)
+        damaged_merge(&arr, run, twice, want, nwant, &got[run], &ngot[run]);
     /* merged on 1 thread or in ranges: the same cells in the same order */
     CHECK_EQ_INT(ngot[1], ngot[0]);
     CHECK_EQ_INT(cells_same(got[0], got[1], ngot[0] < ngot[1] ? ngot[0] : ngot[1]),
@@ -746,9 +823,8 @@ static void damaged_fragment(bool twice)
     open_range_cells = 0;
     for (int i = 0; i < 2; i++)
         free(got[i]);
-    for (size_t f = 0; f < NF; f++)
+    for (size_t f = 0; f < DF_NF; f++)
         free(names[f]);
-    free(st);
     tdb_io_free(&arr);
     tdb_schema_free(s);
 }

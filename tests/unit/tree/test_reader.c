@@ -125,6 +125,76 @@ static unsigned segs_total; /* reads given uncopied */
 #define ONE_BYTE_READS_MAX 20000
 #endif
 
+/* File `fname` (ino) of array `name` read by readers in chunks of a few
+ * sizes equals want[0..size). */
+static void same_in_chunks(struct tdb_fs *fs, uint64_t ino, const uint8_t *want,
+                           uint64_t size, const char *name, const char *fname)
+{
+    static const size_t chunks[] = {1, 7, 4096, 131072, 1 << 20};
+    for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+        if (chunks[c] == 1 && size > ONE_BYTE_READS_MAX)
+            continue;
+        uint8_t *got = reader_all(fs, ino, size, chunks[c]);
+        CHECK(got != NULL);
+        if (got && memcmp(got, want, size) != 0) {
+            fprintf(stderr, "%s/%s: reader (chunk %zu) differs\n", name,
+                    fname, chunks[c]);
+            CHECK(0);
+        }
+        free(got);
+    }
+}
+
+/* The same without copying where the pieces are long, into a buffer of
+ * the caller's or of the read's; returns how many pieces were lent. */
+static unsigned same_lent(struct tdb_fs *fs, uint64_t ino, const uint8_t *want,
+                          uint64_t size, const char *name, const char *fname)
+{
+    static const size_t lens[] = {64, 4096, 1 << 20, 4096};
+    static const bool own[] = {true, true, false, false};
+    unsigned segs = 0;
+    for (size_t c = 0; c < 4; c++) {
+        unsigned nlent = 0;
+        uint8_t *got = reader_sink_all(fs, ino, size, lens[c],
+                                       TDB_SINK_COPY | TDB_SINK_TILE,
+                                       own[c], &nlent);
+        CHECK(got != NULL);
+        if (got && memcmp(got, want, size) != 0) {
+            fprintf(stderr, "%s/%s: lent pieces (%zu bytes) differ\n",
+                    name, fname, lens[c]);
+            CHECK(0);
+        }
+        free(got);
+        segs += nlent;
+    }
+    return segs;
+}
+
+/* The same in random ranges through one reader. */
+static void same_random(struct tdb_fs *fs, uint64_t ino, const uint8_t *want,
+                        uint64_t size, const char *name, const char *fname)
+{
+    struct tdb_error err = {0};
+    struct tdb_reader *rd = NULL;
+    CHECK_EQ_INT(tdb_reader_open(&rd, fs, ino, &err), 0);
+    uint8_t buf[5000];
+    srand(7);
+    for (int k = 0; rd && k < 200 && size; k++) {
+        uint64_t off = (uint64_t)rand() % size;
+        size_t len = (size_t)(rand() % (int)sizeof buf), got = 0;
+        CHECK_EQ_INT(unit_reader_copy(rd, off, buf, len, &got, &err), 0);
+        size_t expect = off + len > size ? (size_t)(size - off) : len;
+        CHECK_EQ_INT(got, expect);
+        if (memcmp(buf, want + off, got) != 0) {
+            fprintf(stderr, "%s/%s: reader differs at %llu+%zu\n", name,
+                    fname, (unsigned long long)off, len);
+            CHECK(0);
+            break;
+        }
+    }
+    tdb_reader_close(rd);
+}
+
 /* Every data file of `name` (below the root and its __fragments folders),
  * read by readers of several chunk sizes and at random offsets, compared
  * with plain reads. */
@@ -150,56 +220,9 @@ static void same_bytes(const char *name, uint64_t cache, unsigned threads)
         if (!want)
             continue;
         files++;
-        static const size_t chunks[] = {1, 7, 4096, 131072, 1 << 20};
-        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
-            if (chunks[c] == 1 && size > ONE_BYTE_READS_MAX)
-                continue;
-            uint8_t *got = reader_all(fs, child, size, chunks[c]);
-            CHECK(got != NULL);
-            if (got && memcmp(got, want, size) != 0) {
-                fprintf(stderr, "%s/%s: reader (chunk %zu) differs\n", name,
-                        name_i, chunks[c]);
-                CHECK(0);
-            }
-            free(got);
-        }
-        /* without copying where the pieces are long, into a buffer of
-         * the caller's or of the read's */
-        static const size_t lens[] = {64, 4096, 1 << 20, 4096};
-        static const bool own[] = {true, true, false, false};
-        for (size_t c = 0; c < 4; c++) {
-            unsigned nlent = 0;
-            uint8_t *got = reader_sink_all(fs, child, size, lens[c],
-                                           TDB_SINK_COPY | TDB_SINK_TILE,
-                                           own[c], &nlent);
-            CHECK(got != NULL);
-            if (got && memcmp(got, want, size) != 0) {
-                fprintf(stderr, "%s/%s: lent pieces (%zu bytes) differ\n",
-                        name, name_i, lens[c]);
-                CHECK(0);
-            }
-            free(got);
-            segs_used += nlent;
-        }
-        /* random ranges through one reader */
-        struct tdb_reader *rd = NULL;
-        CHECK_EQ_INT(tdb_reader_open(&rd, fs, child, &err), 0);
-        uint8_t buf[5000];
-        srand(7);
-        for (int k = 0; rd && k < 200 && size; k++) {
-            uint64_t off = (uint64_t)rand() % size;
-            size_t len = (size_t)(rand() % (int)sizeof buf), got = 0;
-            CHECK_EQ_INT(unit_reader_copy(rd, off, buf, len, &got, &err), 0);
-            size_t expect = off + len > size ? (size_t)(size - off) : len;
-            CHECK_EQ_INT(got, expect);
-            if (memcmp(buf, want + off, got) != 0) {
-                fprintf(stderr, "%s/%s: reader differs at %llu+%zu\n", name,
-                        name_i, (unsigned long long)off, len);
-                CHECK(0);
-                break;
-            }
-        }
-        tdb_reader_close(rd);
+        same_in_chunks(fs, child, want, size, name, name_i);
+        segs_used += same_lent(fs, child, want, size, name, name_i);
+        same_random(fs, child, want, size, name, name_i);
         free(want);
     }
     CHECK(files > 0);
@@ -394,10 +417,57 @@ static uint64_t tiles_per_read(size_t chunk, size_t first)
     return sum;
 }
 
-static void test_small_cache_holds_one_row(void)
+/* Reads of `chunk` bytes from `first` on through a 1-byte cache: one
+ * tile at a time (its values and the bytes it is decoded from, and the
+ * cache entry around them), each tile once per read. */
+static void one_byte_cache_reads(struct tdb_io *arr, const char *filter,
+                                 size_t chunk, size_t first)
 {
     /* a tile's bytes in the cache: its values and the entry around them */
     const uint64_t entry = 512;
+    uint64_t decodes, peak;
+    bool ahead;
+    rows_read(arr, 1, chunk, first, &decodes, &peak, &ahead);
+    printf("filters [%s], %zu-byte reads (the first %zu), 1-byte "
+           "cache: %llu decodes, peak %llu bytes (a tile: %llu)\n",
+           filter, chunk, first ? first : chunk,
+           (unsigned long long)decodes, (unsigned long long)peak,
+           (unsigned long long)RT_TILE);
+    CHECK_EQ_INT(decodes, tiles_per_read(chunk, first));
+    if (chunk % RT_ROW == 0 && !first)
+        CHECK_EQ_INT(decodes, RT_TILES);
+    CHECK(peak >= RT_TILE);
+    CHECK(peak <= 2 * RT_TILE + entry);
+}
+
+/* The same reads through a cache of 3 rows of tiles: decoding ahead
+ * within the budget, each tile still decoded once. */
+static void budget_cache_reads(struct tdb_io *arr, size_t chunk, size_t first)
+{
+    uint64_t decodes, peak;
+    bool ahead;
+    uint64_t rows = chunk > RT_ROW ? chunk / RT_ROW : 1;
+    uint64_t budget = 3 * RT_ROW;
+    rows_read(arr, budget, chunk, first, &decodes, &peak, &ahead);
+    printf("  a %llu-byte cache: %llu decodes, peak %llu bytes\n",
+           (unsigned long long)budget, (unsigned long long)decodes,
+           (unsigned long long)peak);
+    /* a tile decoded ahead is given back when a read needs its
+     * room first, which timing decides (seen once in many runs
+     * under ThreadSanitizer on a loaded machine: 257 of 256):
+     * at most one tile in 64 decoded twice */
+    CHECK(decodes >= RT_TILES);
+    CHECK(decodes <= RT_TILES + RT_TILES / 64);
+    CHECK(peak <= budget);
+    /* tiles decoded ahead of the reads where the budget leaves
+     * room (not judged by the peak: the tiles behind a read are
+     * let go at once, the file being larger than the cache) */
+    if (budget >= RT_ROW * rows + RT_TILE)
+        CHECK(ahead);
+}
+
+static void test_small_cache_holds_one_row(void)
+{
     static const char *const filters[] = {"", "{\"type\": \"ZSTD\", "
                                           "\"level\": 1}"};
     for (int f = 0; f < 2; f++) {
@@ -416,44 +486,9 @@ static void test_small_cache_holds_one_row(void)
         } reads[] = {{RT_COLS * 4, 0}, {RT_COLS, 0}, {RT_ROW, 0},
                      {3 * RT_ROW, 0}, {RT_ROW, RT_ROW / 4}};
         for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
-            uint64_t decodes, peak;
-            size_t chunk = reads[i].chunk;
-            /* a 1-byte cache: one tile at a time (its values and the
-             * bytes it is decoded from), each tile once per read */
-            bool ahead;
-            rows_read(&arr, 1, chunk, reads[i].first, &decodes, &peak,
-                      &ahead);
-            uint64_t rows = chunk > RT_ROW ? chunk / RT_ROW : 1;
-            printf("filters [%s], %zu-byte reads (the first %zu), 1-byte "
-                   "cache: %llu decodes, peak %llu bytes (a tile: %llu)\n",
-                   filters[f], chunk, reads[i].first ? reads[i].first : chunk,
-                   (unsigned long long)decodes, (unsigned long long)peak,
-                   (unsigned long long)RT_TILE);
-            CHECK_EQ_INT(decodes, tiles_per_read(chunk, reads[i].first));
-            if (chunk % RT_ROW == 0 && !reads[i].first)
-                CHECK_EQ_INT(decodes, RT_TILES);
-            CHECK(peak >= RT_TILE);
-            CHECK(peak <= 2 * RT_TILE + entry);
-            /* a cache of 3 rows of tiles: decoding ahead within the
-             * budget, each tile still decoded once */
-            uint64_t budget = 3 * RT_ROW;
-            rows_read(&arr, budget, chunk, reads[i].first, &decodes, &peak,
-                      &ahead);
-            printf("  a %llu-byte cache: %llu decodes, peak %llu bytes\n",
-                   (unsigned long long)budget, (unsigned long long)decodes,
-                   (unsigned long long)peak);
-            /* a tile decoded ahead is given back when a read needs its
-             * room first, which timing decides (seen once in many runs
-             * under ThreadSanitizer on a loaded machine: 257 of 256):
-             * at most one tile in 64 decoded twice */
-            CHECK(decodes >= RT_TILES);
-            CHECK(decodes <= RT_TILES + RT_TILES / 64);
-            CHECK(peak <= budget);
-            /* tiles decoded ahead of the reads where the budget leaves
-             * room (not judged by the peak: the tiles behind a read are
-             * let go at once, the file being larger than the cache) */
-            if (budget >= RT_ROW * rows + RT_TILE)
-                CHECK(ahead);
+            one_byte_cache_reads(&arr, filters[f], reads[i].chunk,
+                                 reads[i].first);
+            budget_cache_reads(&arr, reads[i].chunk, reads[i].first);
         }
         tdb_io_free(&arr);
     }

@@ -494,6 +494,38 @@ static void test_written_dense(void)
     tdb_io_free(&arr);
 }
 
+/* The merged view's files of all (not those of one fragment) in top,
+ * not read: all must fail. */
+static void par_top_files(const struct par_files *all, struct par_files *top)
+{
+    for (size_t i = 0; i < all->n; i++) {
+        if (!strchr(all->v[i].path, '/')) {
+            top->v[top->n] = all->v[i];
+            top->v[top->n++].want = NULL;
+        }
+    }
+}
+
+/* The dimension file of arr's second write: its path in dpath (of
+ * `cap` bytes), its bytes returned (caller frees), *dsize of them. */
+static uint8_t *par_second_dim(const struct tdb_io *arr, char *dpath,
+                               size_t cap, uint64_t *dsize)
+{
+    struct tdb_names frags = {0};
+    struct tdb_error err = {0};
+    dpath[0] = 0;
+    CHECK_EQ_INT(tdb_io_names(arr, "__fragments", &frags, &err), 0);
+    for (size_t i = 0; i < frags.n; i++)
+        if (!strncmp(frags.v[i], "__20_20_", 8))
+            snprintf(dpath, cap, "__fragments/%s/d0.tdb", frags.v[i]);
+    tdb_names_free(&frags);
+    *dsize = 0;
+    CHECK(dpath[0] && !arr->ops->size(arr->ctx, dpath, dsize) && *dsize > 1000);
+    uint8_t *dbytes = malloc(*dsize ? (size_t)*dsize : 1);
+    CHECK(dbytes && !arr->ops->read_at(arr->ctx, dpath, 0, dbytes, (size_t)*dsize));
+    return dbytes;
+}
+
 /* A merge that fails half-way (a tile of the second write cut short) is
  * not remembered: while the file is short every thread's read fails and a
  * stat either fails or gives the whole size (never the cells merged before
@@ -511,26 +543,13 @@ static void par_failed_merge(const char *label, const struct tdb_io *arr)
     bool ok = all && top && ref && par_collect(ref, TDB_ROOT_INO, "", all);
     CHECK(ok);
     tdb_fs_close(ref);
-    /* the merged view's files (not those of one fragment) */
-    for (size_t i = 0; ok && i < all->n; i++) {
-        if (!strchr(all->v[i].path, '/')) {
-            top->v[top->n] = all->v[i];
-            top->v[top->n++].want = NULL;   /* not read: all must fail */
-        }
-    }
+    if (ok)
+        par_top_files(all, top);
     CHECK(top && top->n >= 4);
     /* the dimension file of the second write, cut to half its size */
-    struct tdb_names frags = {0};
-    char dpath[512] = "";
-    CHECK_EQ_INT(tdb_io_names(arr, "__fragments", &frags, &err), 0);
-    for (size_t i = 0; i < frags.n; i++)
-        if (!strncmp(frags.v[i], "__20_20_", 8))
-            snprintf(dpath, sizeof dpath, "__fragments/%s/d0.tdb", frags.v[i]);
-    tdb_names_free(&frags);
-    uint64_t dsize = 0;
-    CHECK(dpath[0] && !arr->ops->size(arr->ctx, dpath, &dsize) && dsize > 1000);
-    uint8_t *dbytes = malloc(dsize ? (size_t)dsize : 1);
-    CHECK(dbytes && !arr->ops->read_at(arr->ctx, dpath, 0, dbytes, (size_t)dsize));
+    char dpath[512];
+    uint64_t dsize;
+    uint8_t *dbytes = par_second_dim(arr, dpath, sizeof dpath, &dsize);
     if (!ok || !top->n || !dbytes || !dsize || unit_cur_failed)
         goto out;
     CHECK_EQ_INT(arr->ops->remove(arr->ctx, dpath), 0);

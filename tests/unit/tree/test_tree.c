@@ -299,18 +299,18 @@ static size_t count(const char *hay, const char *needle)
     return c;
 }
 
-/* A group with good, odd-named, missing, outside and cyclic members. */
-static void test_group_members(void)
+/* The arrays and groups of test_group_members in mem; g gets the group
+ * "g" as a source of its own. */
+static void members_fixture(struct tdb_io *mem, struct tdb_io *g)
 {
-    struct tdb_io mem, g;
-    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
-    put_array(&mem, "g/arr");
-    put_array(&mem, "out");
-    put_array(&mem, "g/sub/deep");
+    CHECK_EQ_INT(tdb_io_mem(mem), 0);
+    put_array(mem, "g/arr");
+    put_array(mem, "out");
+    put_array(mem, "g/sub/deep");
     static const char *const sub[][3] = {{"deep", "deep", "r"},
                                          {"..", "parent", "r"},
                                          {"../sub", "self", "r"}};
-    put_group(&mem, "g/sub", sub, 3);
+    put_group(mem, "g/sub", sub, 3);
     static const char *const members[][3] = {
         {"arr", "arr", "r"},          {"arr", ".", "r"},
         {"arr", "..", "r"},           {"arr", "__group.json", "r"},
@@ -318,9 +318,57 @@ static void test_group_members(void)
         {"missing", "missing", "r"},  {"../out", "climb", "r"},
         {"file:///out", "abs", NULL}, {"s3://b/out", "s3", NULL},
         {"sub", "sub", "r"},          {"other/arr", NULL, "r"}};
-    put_group(&mem, "g", members, sizeof members / sizeof *members);
-    CHECK_EQ_INT(tdb_io_sub(&g, &mem, "g"), 0);
+    put_group(mem, "g", members, sizeof members / sizeof *members);
+    CHECK_EQ_INT(tdb_io_sub(g, mem, "g"), 0);
+}
 
+/* The members listed in the group's folders (`any`: members anywhere). */
+static void members_listing(struct tdb_fs *fs, int any)
+{
+    char got[1024];
+    listing(fs, "", got, sizeof got);
+    /* any: the absolute "/out" is followed (the in-memory backend
+     * reads it as "out"; it resolves no "..", so climb is missing) */
+    CHECK(!strcmp(got, any ? "%2E|%2E.|%5F_group.json|%5F_meta|__group.json|"
+                             "__meta|abs|arr|dotted|sub"
+                           : "%2E|%2E.|%5F_group.json|%5F_meta|"
+                             "__group.json|__meta|arr|dotted|sub"));
+    listing(fs, "%2E", got, sizeof got);
+    CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|a.npy|x|x.npy"));
+    listing(fs, "sub", got, sizeof got);
+    CHECK(!strcmp(got, "__group.json|__meta|deep"));
+}
+
+/* The members left out: warned of, and named in the __group.json files. */
+static void members_left_out(struct tdb_fs *fs, int any)
+{
+    const char *const *w;
+    size_t nw = tdb_fs_warnings(fs, &w);
+    /* missing, "other/arr" (named "arr" too), s3 (another storage),
+     * climb (outside, or missing), sub's parent and self; inside: abs */
+    CHECK_EQ_INT(nw, any ? 6 : 7);
+    for (size_t i = 0; i < nw; i++)
+        CHECK(strstr(w[i], "group ") == w[i] && strstr(w[i], " left out: "));
+    uint64_t n = 0;
+    uint8_t *json = unit_fs_file(fs, "__group.json", &n);
+    CHECK(json != NULL);
+    if (json) {
+        CHECK_EQ_INT(count((char *)json, "\"error\""), any ? 4 : 5);
+        CHECK(strstr((char *)json, "missing: no such file or folder"));
+        CHECK(strstr((char *)json, "name of another member"));
+        CHECK_EQ_INT(count((char *)json, "outside the source"), any ? 0 : 3);
+    }
+    free(json);
+    json = unit_fs_file(fs, "sub/__group.json", &n);
+    CHECK(json && count((char *)json, "itself") == 2);
+    free(json);
+}
+
+/* A group with good, odd-named, missing, outside and cyclic members. */
+static void test_group_members(void)
+{
+    struct tdb_io mem, g;
+    members_fixture(&mem, &g);
     for (int any = 0; any < 2; any++) {
         struct tdb_open_options o;
         tdb_open_options_init(&o);
@@ -333,38 +381,8 @@ static void test_group_members(void)
         CHECK_EQ_INT(r, 0);
         if (!fs)
             continue;
-        char got[1024];
-        listing(fs, "", got, sizeof got);
-        /* any: the absolute "/out" is followed (the in-memory backend
-         * reads it as "out"; it resolves no "..", so climb is missing) */
-        CHECK(!strcmp(got, any ? "%2E|%2E.|%5F_group.json|%5F_meta|__group.json|"
-                                 "__meta|abs|arr|dotted|sub"
-                               : "%2E|%2E.|%5F_group.json|%5F_meta|"
-                                 "__group.json|__meta|arr|dotted|sub"));
-        listing(fs, "%2E", got, sizeof got);
-        CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|a.npy|x|x.npy"));
-        listing(fs, "sub", got, sizeof got);
-        CHECK(!strcmp(got, "__group.json|__meta|deep"));
-        const char *const *w;
-        size_t nw = tdb_fs_warnings(fs, &w);
-        /* missing, "other/arr" (named "arr" too), s3 (another storage),
-         * climb (outside, or missing), sub's parent and self; inside: abs */
-        CHECK_EQ_INT(nw, any ? 6 : 7);
-        for (size_t i = 0; i < nw; i++)
-            CHECK(strstr(w[i], "group ") == w[i] && strstr(w[i], " left out: "));
-        uint64_t n = 0;
-        uint8_t *json = unit_fs_file(fs, "__group.json", &n);
-        CHECK(json != NULL);
-        if (json) {
-            CHECK_EQ_INT(count((char *)json, "\"error\""), any ? 4 : 5);
-            CHECK(strstr((char *)json, "missing: no such file or folder"));
-            CHECK(strstr((char *)json, "name of another member"));
-            CHECK_EQ_INT(count((char *)json, "outside the source"), any ? 0 : 3);
-        }
-        free(json);
-        json = unit_fs_file(fs, "sub/__group.json", &n);
-        CHECK(json && count((char *)json, "itself") == 2);
-        free(json);
+        members_listing(fs, any);
+        members_left_out(fs, any);
         tdb_fs_close(fs);
     }
     tdb_io_free(&g);
