@@ -361,33 +361,39 @@ static bool tdbm_meta_due(struct tdbm_metarec *r, enum tdbm_store_at at)
     }
 }
 
+/* Writes metadata entry e as one metadata file of the mount's source, said
+ * in the log when it fails.  @return tdb_meta_write's code, or -errno. */
+static int tdbm_meta_commit(struct tdbm_mount *m,
+                            const struct tdb_meta_entry *e)
+{
+    struct tdb_error err;
+    tdb_error_clear(&err);
+    int rc = tdb_meta_write(m->io, TDBM_META_DIR, e,
+                            &(struct tdb_commit_options){m->open->key,
+                                                         tdbm_next_ts(m)},
+                            &err);
+    if (rc < 0) {
+        tdbm_log(m, "__meta/%s: %s", e->name, tdb_error_text(rc, &err));
+        rc = -tdb_errno(rc);
+    }
+    return rc;
+}
+
 /* Puts value val (len bytes of `type`) of metadata key `key`, said in
  * the log when it fails.  @return tdb_meta_write's code, or -errno. */
 static int tdbm_meta_put(struct tdbm_mount *m, const char *key, unsigned type,
                          const uint8_t *val, size_t len)
 {
     unsigned tsize = tdb_dt_size(type);
-    struct tdb_error err;
-    int rc;
 
     if (!tsize || len % tsize != 0 || len / tsize > UINT32_MAX) {
         tdbm_log(m, "__meta/%s: %zu bytes are not a whole number of %s "
                  "values", key, len, tdb_dt_name(type));
         return -EINVAL;
     }
-    tdb_error_clear(&err);
-    rc = tdb_meta_write(m->io, TDBM_META_DIR,
-                        &(struct tdb_meta_entry){key, type,
-                                                 (uint32_t)(len / tsize),
-                                                 val, false},
-                        &(struct tdb_commit_options){m->open->key,
-                                                     tdbm_next_ts(m)},
-                        &err);
-    if (rc < 0) {
-        tdbm_log(m, "__meta/%s: %s", key, tdb_error_text(rc, &err));
-        rc = -tdb_errno(rc);
-    }
-    return rc;
+    uint32_t count = (uint32_t)(len / tsize);
+    return tdbm_meta_commit(m, &(struct tdb_meta_entry){key, type, count,
+                                                        val, false});
 }
 
 /* Writes a record as one metadata put, when due (tdbm_meta_due); on a
@@ -454,23 +460,14 @@ void tdbm_meta_release(struct tdbm_mount *m, struct tdbm_metarec *r)
 /* Deletes metadata key `key` (decoded).  @return 0 or -errno. */
 int tdbm_meta_delete(struct tdbm_mount *m, const char *key)
 {
-    struct tdb_error err;
     char **names = NULL;
     size_t n = 0;
     int rc;
 
     pthread_mutex_lock(&m->commit);
-    tdb_error_clear(&err);
-    rc = tdb_meta_write(m->io, TDBM_META_DIR,
-                        &(struct tdb_meta_entry){key, TDB_STRING_UTF8, 0,
-                                                 NULL, true},
-                        &(struct tdb_commit_options){m->open->key,
-                                                     tdbm_next_ts(m)},
-                        &err);
-    if (rc < 0) {
-        tdbm_log(m, "__meta/%s: %s", key, tdb_error_text(rc, &err));
-        rc = -tdb_errno(rc);
-    } else {
+    rc = tdbm_meta_commit(m, &(struct tdb_meta_entry){key, TDB_STRING_UTF8,
+                                                      0, NULL, true});
+    if (rc >= 0) {
         rc = 0;
         tdbm_reload(m, &names, &n);
     }

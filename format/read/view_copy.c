@@ -59,6 +59,19 @@ static int view_fixed(struct tdb_fieldfile *ff, uint64_t c0, uint64_t c1,
     return view_walk(ff, c0, c1, &x.v, err);
 }
 
+/* The cells of a fixed-size file (or a validity file) that hold the
+ * window's bytes [w->off, w->end), walked into the window. */
+static int view_fixed_bytes(struct tdb_fieldfile *ff, struct view_win *w,
+                            const struct view_how *how, struct tdb_error *err)
+{
+    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
+    uint64_t c0 = w->off / cs, c1 = (w->end + cs - 1) / cs;
+    if (c1 > ff->cells->ncells)
+        c1 = ff->cells->ncells;
+    w->pos = c0 * cs;
+    return view_fixed(ff, c0, c1, w, how, err);
+}
+
 int tdb_fieldfile_read_how(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
                            struct tdb_error *err)
 {
@@ -81,12 +94,7 @@ int tdb_fieldfile_read_how(struct tdb_fieldfile *ff, struct tdb_fieldread *rq,
     struct view_win w = {rq->buf, 0, off, off + len, NULL, NULL, NULL};
     struct view_how how = {rq->take, rq->missed, rq->arg};
     if (fixed) {
-        uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
-        uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
-        if (c1 > ff->cells->ncells)
-            c1 = ff->cells->ncells;
-        w.pos = c0 * cs;
-        r = view_fixed(ff, c0, c1, &w, &how, err);
+        r = view_fixed_bytes(ff, &w, &how, err);
     } else {
         r = view_var_read(ff, off, len, &w, &how, err);
     }
@@ -119,12 +127,7 @@ int tdb_fieldfile_segs(struct tdb_fieldfile *ff, uint64_t off, size_t len,
     struct view_win w = {NULL, 0, off, off + len, s, ff->arr->cache, NULL};
     struct view_how how = {s->cached ? TDB_TAKE_CACHED : TDB_TAKE_LOAD, NULL,
                            NULL};
-    uint64_t cs = ff->part == TDB_FILE_VALIDITY ? 1 : ff->cell_size;
-    uint64_t c0 = off / cs, c1 = (off + len + cs - 1) / cs;
-    if (c1 > ff->cells->ncells)
-        c1 = ff->cells->ncells;
-    w.pos = c0 * cs;
-    r = view_fixed(ff, c0, c1, &w, &how, err);
+    r = view_fixed_bytes(ff, &w, &how, err);
     if (!r)
         *got = len;
     return r;

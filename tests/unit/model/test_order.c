@@ -5,25 +5,11 @@
 #include "model/order.h"
 #include "model/schema.h"
 #include "../support.h"
+#include "../rng.h"
 
 #include <stdlib.h>
 
 /* ------------------------------------------------------------ helpers */
-
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static uint64_t rnd_below(uint64_t n)
-{
-    return n ? rnd() % n : 0;
-}
 
 static struct tdb_schema *schema_of(const char *json)
 {

@@ -7,26 +7,12 @@
 #include "write/writer.h"
 #include "read/view.h"
 #include "../support.h"
+#include "../rng.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------ helpers */
-
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static uint64_t rnd_below(uint64_t n)
-{
-    return n ? rnd() % n : 0;
-}
 
 /* One cell: two fixed-size 8-byte coordinates (y, x) and the value v. */
 struct cell {

@@ -52,23 +52,6 @@ uint8_t *fs_file(struct tdb_fs *fs, const char *path, uint64_t *size)
     return b;
 }
 
-bool same_bytes(const char *what, const uint8_t *a, uint64_t na,
-                const uint8_t *b, uint64_t nb)
-{
-    if (na != nb) {
-        fprintf(stderr, "  %s: %llu bytes, expected %llu\n", what,
-                (unsigned long long)na, (unsigned long long)nb);
-        return false;
-    }
-    for (uint64_t i = 0; i < na; i++)
-        if (a[i] != b[i]) {
-            fprintf(stderr, "  %s: byte %llu is %02x, expected %02x\n", what,
-                    (unsigned long long)i, a[i], b[i]);
-            return false;
-        }
-    return true;
-}
-
 json_t *load_case(const char *name)
 {
     char path[1024];

@@ -27,11 +27,6 @@ struct tdb_fs *fs_open(const struct tdb_io *io, const uint8_t *key);
 /* The bytes of file `path` of the mount (NULL when absent). */
 uint8_t *fs_file(struct tdb_fs *fs, const char *path, uint64_t *size);
 
-/* True when a[0..na) and b[0..nb) are the same bytes; otherwise prints
- * the sizes or the first byte that differs, naming `what`. */
-bool same_bytes(const char *what, const uint8_t *a, uint64_t na,
-                const uint8_t *b, uint64_t nb);
-
 /* Corpus case `name`'s case.json (NULL after saying why); the caller
  * drops it. */
 json_t *load_case(const char *name);

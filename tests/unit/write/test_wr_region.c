@@ -90,7 +90,7 @@ static void region_same(struct tdb_fs *fs, const char *path,
 {
     uint64_t gn = 0;
     uint8_t *got = fs_file(fs, path, &gn);
-    CHECK(got && same_bytes(path, got, gn, b->data, b->len));
+    CHECK(got && unit_same_bytes(path, got, gn, b->data, b->len));
     free(got);
 }
 
@@ -138,7 +138,7 @@ static void region_check_fragment(struct tdb_fs *fs, const char *fragname,
         snprintf(rel, sizeof rel, "__fragments/%s/%s", fragname,
                  s->v[k].name);
         uint8_t *got = fs_file(fs, rel, &got_n);
-        CHECK(got && same_bytes(rel, got, got_n, s->v[k].data, s->v[k].size));
+        CHECK(got && unit_same_bytes(rel, got, got_n, s->v[k].data, s->v[k].size));
         free(got);
     }
 }

@@ -56,7 +56,7 @@ static bool same_fragment(const struct tdb_io *a, const char *fa,
         snprintf(w, sizeof w, "%s: %s", what, na.v[i]);
         ok = !tdb_io_read_file(a, x, &da, &sa, NULL) &&
              !tdb_io_read_file(b, y, &db, &sb, NULL) &&
-             same_bytes(w, db, sb, da, sa);
+             unit_same_bytes(w, db, sb, da, sa);
         if (!ok)
             fprintf(stderr, "  %s differs or is missing\n", w);
         free(da);

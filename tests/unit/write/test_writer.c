@@ -70,7 +70,7 @@ static bool compare_expected(struct tdb_fs *fs, const char *name,
     char what[1200];
     snprintf(what, sizeof what, "%s: %s", name, rel);
     if (ok)
-        ok = same_bytes(what, got, ng, want, nw);
+        ok = unit_same_bytes(what, got, ng, want, nw);
     free(want);
     free(got);
     return ok;
@@ -158,10 +158,10 @@ static void check_same_files(const struct tdb_io *arr, const char *name,
             fprintf(stderr, "  %s: missing\n", what);
             CHECK(0);
         } else if (!strcmp(fn.v[k], "__fragment_metadata.tdb")) {
-            if (!same_bytes(what, a, na, b, nb))
+            if (!unit_same_bytes(what, a, na, b, nb))
                 fprintf(stderr, "  (note: fragment metadata differs)\n");
         } else {
-            CHECK(same_bytes(what, a, na, b, nb));
+            CHECK(unit_same_bytes(what, a, na, b, nb));
         }
         free(a);
         free(b);
@@ -694,10 +694,10 @@ static void test_sparse_dups_kept(void)
     uint64_t gn = 0;
     uint8_t *got = fs ? fs_file(fs, "a", &gn) : NULL;
     int32_t want[5] = {1, 3, 0, 2, 4};   /* (3,7) twice, then (50,2) thrice */
-    CHECK(got && same_bytes("a", got, gn, (const uint8_t *)want, sizeof want));
+    CHECK(got && unit_same_bytes("a", got, gn, (const uint8_t *)want, sizeof want));
     free(got);
     got = fs ? fs_file(fs, "s", &gn) : NULL;
-    CHECK(got && same_bytes("s", got, gn, (const uint8_t *)"wyvxz", 5));
+    CHECK(got && unit_same_bytes("s", got, gn, (const uint8_t *)"wyvxz", 5));
     free(got);
     tdb_fs_close(fs);
     free(nm);
