@@ -21,7 +21,6 @@ struct sparse_cells {
     uint64_t emitted;
     struct tdb_order_key okey;
     unsigned threads;           /* for the merge (0: one per CPU) */
-    struct tdb_pool *pool;      /* the engine's, for the merge (or NULL) */
     struct tdb_plan plan;
 };
 

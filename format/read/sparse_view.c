@@ -223,11 +223,6 @@ int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
     return sp_create(out, a, frags, n, 0, UINT64_MAX, true, err);
 }
 
-void tdb_cells_sparse_pool(struct tdb_cells *c, struct tdb_pool *pool)
-{
-    ((struct sparse_cells *)c)->pool = pool;
-}
-
 size_t tdb_cells_sparse_deletes(const struct tdb_cells *c,
                                 const struct tdb_cell_delete **dels)
 {

@@ -75,13 +75,6 @@ int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
                               struct tdb_frag **frags, size_t n,
                               struct tdb_error *err);
 
-/* The threads sparse view c's merge runs on beside the calling one: those
- * of `pool`, the engine's (tree/tree.c's, that also decodes tiles ahead
- * of reads; the merge waits for none of its other jobs).  Without one the
- * merge makes a pool of its own for its run.  c: a sparse view not
- * prepared yet. */
-struct tdb_pool;
-void tdb_cells_sparse_pool(struct tdb_cells *c, struct tdb_pool *pool);
 
 /* A versions view's cells that a delete removed, once prepared: view cell
  * `cell` was removed at time `when` by delete commit a->cond_ents[cond]

@@ -4,11 +4,12 @@ import os
 import random
 import subprocess
 import tempfile
+import time
 
 import numpy
 import pytest
 
-from conftest import case_options, get_case
+from conftest import MOUNT_TIMEOUT, case_options, fuse_missing, get_case
 
 PREAD_COUNT = 40         # random ranges per case
 PREAD_MAX = 70000        # longest range (crosses tiles and FUSE's 128 KiB reads)
@@ -161,3 +162,55 @@ def test_non_tiledb_folder_fails(fs_prog, tmp_path):
     rc, err, mounted = start_error(fs_prog, str(source))
     check_one_line_error(rc, err, mounted, str(source))
     assert 'plain' in err
+
+
+def _daemon_pid(fs_prog, mnt):
+    """The pid of the tiledbfs process serving mnt (None when none is)."""
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if os.fsencode(os.path.basename(fs_prog)) in os.path.basename(argv[0]) and \
+                os.fsencode(mnt) in argv:
+            return int(pid)
+    return None
+
+
+def test_background_daemon_exits_when_unmounted(fs_prog, tmp_path):
+    """A daemon started as an ordinary mount (it forks to the background)
+    that has read every file of a group, sparse arrays of many fragments
+    among them, exits when its mount is unmounted.  Its threads are made
+    after the fork: a pool made before it would have none, and the exit
+    would wait for them for ever."""
+    why = fuse_missing()
+    if why:
+        pytest.skip(f'no FUSE here: {why}')
+    case = get_case('group_basic')
+    mnt = str(tmp_path / 'mnt')
+    os.mkdir(mnt)
+    subprocess.run([fs_prog, case.array, mnt], check=True, capture_output=True,
+                   timeout=MOUNT_TIMEOUT)
+    try:
+        pid = _daemon_pid(fs_prog, mnt)
+        assert pid, 'no daemon serves ' + mnt
+        read = 0
+        for root, dirs, files in os.walk(mnt):
+            for name in files:
+                with open(os.path.join(root, name), 'rb') as f:
+                    read += len(f.read())
+        assert read > 0
+    finally:
+        subprocess.run(['fusermount3', '-u', mnt], timeout=MOUNT_TIMEOUT)
+    deadline = time.monotonic() + MOUNT_TIMEOUT
+    while os.path.exists(f'/proc/{pid}') and time.monotonic() < deadline:
+        with open(f'/proc/{pid}/stat') as f:
+            if f.read().split(') ')[-1].startswith('Z'):
+                break           # exited, not reaped yet
+        time.sleep(0.05)
+    assert not os.path.exists(f'/proc/{pid}') or \
+        open(f'/proc/{pid}/stat').read().split(') ')[-1].startswith('Z'), \
+        f'the daemon {pid} still runs after its mount went'
