@@ -606,13 +606,13 @@ static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
     size_t nr = fx->nr, nth = nr < nthreads ? nr : nthreads;
     atomic_init(&fx->next, 0);
     sp_fast_order(fx, nth);
-    struct tdb_pool *pool = NULL, *own = NULL;
-    if (nth > 1 && !tdb_pool_create(&own, (unsigned)(nth - 1)))
-        pool = own;
+    struct tdb_pool *pool = NULL;
+    if (nth > 1 && tdb_pool_create(&pool, (unsigned)(nth - 1)))
+        pool = NULL;            /* this thread alone merges */
     struct sp_range_job jobs[SP_RANGES_MAX];
     pthread_mutex_init(&fx->lock, NULL);
     pthread_cond_init(&fx->ended, NULL);
-    size_t njobs = pool && nth > 1 ? nth - 1 : 0;
+    size_t njobs = pool ? nth - 1 : 0;
     fx->running = njobs;        /* (jobs count it down as they end) */
     for (size_t i = 0; i < njobs; i++) {
         jobs[i] = (struct sp_range_job){.j.run = sp_range_job_run, .fx = fx};
@@ -631,7 +631,7 @@ static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
     pthread_mutex_unlock(&fx->lock);
     pthread_cond_destroy(&fx->ended);
     pthread_mutex_destroy(&fx->lock);
-    tdb_pool_free(own);
+    tdb_pool_free(pool);
 }
 
 /* The ranges' outcome: the first error, 1 when two ranges do not meet
