@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 /* The Zarr array whose chunk *c inode ino is, or NULL. */
-const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
-                                   uint64_t ino, uint64_t *c)
+static const struct tree_zarr *tree_chunk(const struct tdb_fs *fs,
+                                          uint64_t ino, uint64_t *c)
 {
     if (ino < TREE_CHUNK_INO || ino >= TREE_SLICE_INO)
         return NULL;

@@ -200,8 +200,8 @@ static int tree_group_json_fill(struct tdb_fs *fs, uint64_t jino,
     return r;
 }
 
-int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
-               const struct tree_up *up, struct tdb_error *err)
+static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
+                      const struct tree_up *up, struct tdb_error *err)
 {
     struct tdb_group *g = NULL;
     struct tdb_meta *m = NULL;

@@ -183,10 +183,6 @@ int tree_group_zarr(struct tdb_fs *fs, uint64_t root,
                     const struct tree_shown *sh, const struct tdb_meta *m,
                     struct tdb_error *err);
 
-/* A group's folder (tree_group.c): root holds the group at path's. */
-int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
-               const struct tree_up *up, struct tdb_error *err);
-
 /* ------------------------------------------------------- inodes, slices */
 
 /* The node of inode ino when it is no slice, or NULL. */
@@ -198,9 +194,6 @@ struct tree_node *tree_get(struct tdb_fs *fs, uint64_t ino);
 /* Gives back what tree_get(fs, ino) returned (n may be NULL). */
 void tree_put(struct tdb_fs *fs, uint64_t ino, struct tree_node *n);
 
-/* The Zarr array whose chunk *c inode ino is, or NULL. */
-const struct tree_zarr *tree_chunk(const struct tdb_fs *fs, uint64_t ino,
-                                   uint64_t *c);
 
 /* Finds or makes file `name` of folder dir (__slice/ or __domain/). */
 int tree_slice(struct tdb_fs *fs, uint64_t dir, const char *name,

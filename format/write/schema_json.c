@@ -105,7 +105,7 @@ static int sj_schema_pipelines(json_t *o, const struct sj_where *top,
                        &s->validity_filters, err);
 }
 
-int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
+static int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err)
 {
     static const char *const known[] = {
         "array_type", "tile_order", "cell_order", "capacity",

@@ -95,7 +95,7 @@ int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
 
 /* ------------------------------------------------------------- attributes */
 
-int sj_hex(const char *s, uint8_t **out, uint64_t *size)
+static int sj_hex(const char *s, uint8_t **out, uint64_t *size)
 {
     size_t n = strlen(s);
     if (n % 2)
@@ -127,9 +127,9 @@ int sj_hex(const char *s, uint8_t **out, uint64_t *size)
 /* o's "cell_val_num" into *out: 1 when absent or null, TDB_VAR_NUM for
  * "var", else a count from 1 to SJ_MAX_CELL_VALS (0 is an error with the
  * message zero_msg). */
-int sj_cell_val_num(json_t *o, const struct sj_where *w,
-                    const char *zero_msg, uint32_t *out,
-                    struct tdb_error *err)
+static int sj_cell_val_num(json_t *o, const struct sj_where *w,
+                           const char *zero_msg, uint32_t *out,
+                           struct tdb_error *err)
 {
     json_t *v = json_object_get(o, "cell_val_num");
     struct sj_where k;

@@ -71,10 +71,6 @@ int sj_named(json_t *o, const struct sj_where *w, const char *const *known,
 
 int sj_dim(json_t *o, const struct sj_where *w, struct tdb_dim *d,
            const struct tdb_pipeline *coords, struct tdb_error *err);
-int sj_hex(const char *s, uint8_t **out, uint64_t *size);
-int sj_cell_val_num(json_t *o, const struct sj_where *w,
-                    const char *zero_msg, uint32_t *out,
-                    struct tdb_error *err);
 int sj_attr(json_t *o, const struct sj_where *w, struct tdb_attr *a,
             struct tdb_error *err);
 int sj_current_domain(json_t *cd, const struct sj_where *w,
@@ -87,9 +83,6 @@ int sj_enumeration(json_t *e, const struct sj_where *ew,
 int sj_enumerations(json_t *o, const struct sj_where *w,
                     struct tdb_schema *s, struct tdb_error *err);
 
-/* ----------------------------------------------------- schema_json.c */
-
-int sj_schema(json_t *o, struct tdb_schema *s, struct tdb_error *err);
 
 /* ----------------------------------------------- schema_json_check.c */
 
