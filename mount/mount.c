@@ -171,16 +171,19 @@ static void tdbm_staging_entry(const struct tdbm_mount *m,
  * (the tree drops idle ones).  Such a number is stale (-ESTALE: the
  * kernel then looks the name up again, which makes the file anew); a file
  * still there failed for a missing file of the array.  A readdir tells
- * them apart: a file there is no folder (TDB_E_NOTDIR), and a folder
- * never fails with TDB_E_NOENT.  The missing file of the array is EIO,
+ * them apart: a file there is no folder (TDB_E_NOTDIR); a folder fails
+ * with TDB_E_NOENT only when empty, and then its stat, which needs no
+ * file of the array, succeeds.  The missing file of the array is EIO,
  * logged: the file is listed, so ENOENT would mislead. */
 bool tdbm_gone(const struct tdbm_gen *g, uint64_t tino)
 {
     const char *name;
     uint64_t child;
+    struct tdb_stat st;
 
     return tdb_fs_readdir(g->fs, tino, 0, &name, &child, NULL) ==
-           TDB_E_NOENT;
+               TDB_E_NOENT &&
+           tdb_fs_stat(g->fs, tino, &st, NULL) == TDB_E_NOENT;
 }
 
 /* tdbm_lookup of `name` in folder `at` of a generation, pinned by the

@@ -44,6 +44,13 @@ static void test_inodes(void)
     CHECK_EQ_INT(tdbm_lookup(f.m, TDBM_ROOT_INO, "nope", &e), -ENOENT);
     CHECK_EQ_INT(tdbm_lookup(f.m, e.ino | TDBM_META_BIT, "x", &e), -ENOTDIR);
     meta = look(f.m, TDBM_ROOT_INO, "__meta");
+    /* an empty folder is no stale number: an attribute it lacks is
+     * ENODATA (ls -l asks every entry for its ACL) */
+    char *xv = NULL;
+    size_t xl;
+    CHECK_EQ_INT(tdbm_getxattr(f.m, meta, "system.posix_acl_access", &xv,
+                               &xl), -ENODATA);
+    CHECK(xv == NULL);
     CHECK_EQ_INT(tdbm_lookup(f.m, TDBM_STAGING_ROOT, "none", &e), -ENOENT);
     CHECK_EQ_INT(tdbm_mkdir(f.m, TDBM_ROOT_INO, TDBM_STAGING_NAME, 0700, &e),
                  -EEXIST);
