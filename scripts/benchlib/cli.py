@@ -63,6 +63,7 @@ def options(ap):
     if a.filter_mib < 16 or a.filter_mib % 16:
         ap.error('--filter-mib must be a multiple of 16')
     a.repeats = 2 if a.quick else 3
+    a.passes = a.repeats     # of a figure measured once per bench run
     a.small_cache_mib = 32 if a.quick else 64  # whole rows of tiles (8 or 16 MiB)
     a.small_cache_seconds = 5 if a.quick else 15
     return a
@@ -119,12 +120,33 @@ def bench(ctx):
     t = time.perf_counter()
     ctx.arrays, ctx.generation = make_arrays(todo[0], a, folder)
     ctx.gen_seconds = time.perf_counter() - t
-    for b in todo:
-        log(f'measuring {b.top}')
-        run = Run(ctx, b)
+    if len(todo) == 1:
+        log(f'measuring {todo[0].top}')
+        run = Run(ctx, todo[0])
         measure(run)
         ctx.runs.append(run)
+    else:
+        measure_rounds(ctx, todo)
     print_report(ctx)
+
+
+def measure_rounds(ctx, todo):
+    """--compare: a.repeats rounds of one run of every row, the builds in
+    turn (A B, then B A, ...), so that a machine whose speed drifts
+    weighs on both alike; a build's figures are those of its rounds."""
+    a = ctx.a
+    runs = [Run(ctx, b) for b in todo]
+    rounds, a.repeats = a.repeats, 1
+    try:
+        for i in range(rounds):
+            for run in (runs if i % 2 == 0 else runs[::-1]):
+                log(f'round {i + 1} of {rounds}: measuring {run.build.top}')
+                part = Run(ctx, run.build)
+                measure(part)
+                run.res.extend(part.res)
+    finally:
+        a.repeats = rounds
+    ctx.runs.extend(runs)
 
 
 def main(description):

@@ -27,11 +27,26 @@ class Results:
         self.rows = {}   # key -> {label, unit, values, note}
         self.order = []
 
-    def add(self, key, label, unit, values, note=''):
+    def add(self, key, label, unit, values, note='', once=False):
+        """Row key's figures; once: measured once per bench run and shown
+        for each build (extend keeps them as they are)."""
         if key not in self.rows:
             self.order.append(key)
         self.rows[key] = {'label': label, 'unit': unit,
-                          'values': [float(v) for v in values], 'note': note}
+                          'values': [float(v) for v in values], 'note': note,
+                          'once': once}
+
+    def extend(self, other):
+        """Adds the values of Results `other` (another round of the same
+        rows) to this one's."""
+        for key in other.order:
+            if key in self.rows and not self.rows[key]['once']:
+                self.rows[key]['values'] += other.rows[key]['values']
+            elif key in self.rows:
+                self.rows[key] = dict(other.rows[key])
+            else:
+                self.order.append(key)
+                self.rows[key] = dict(other.rows[key])
 
     def values(self, key):
         """The values of row key, or None when there is no such row."""

@@ -64,7 +64,7 @@ def library_speed(run, src, row, key_file):
                            stdout=subprocess.DEVNULL)
         path = library_input(run.build, src, row, key_file, run.work)
         try:
-            r = subprocess.run([prog, '-n', str(run.a.repeats), '-l', str(lib[1]), lib[0],
+            r = subprocess.run([prog, '-n', str(run.a.passes), '-l', str(lib[1]), lib[0],
                                 path], capture_output=True, text=True, check=True)
         finally:
             os.unlink(path)
@@ -140,7 +140,7 @@ def library_rows(run, row, name, lim, rlim):
     key_file = run.arrays['filter.key_file']
     lib_mbps = library_speed(run, src, row, key_file)
     res.add(f'filter.{key}.library', f'{name}: {lib[0]} alone, 1 core', 'MB/s', lib_mbps,
-            f'{lib[2]}, 64 KiB chunks, CPU time')
+            f'{lib[2]}, 64 KiB chunks, CPU time', once=True)
     res.add(f'filter.{key}.limit_vs_library',
             f'{name}: decode limit / ({lib[0]} x {ncpu})', 'x',
             [statistics.median(lim) / (statistics.median(lib_mbps) * ncpu)],
@@ -154,7 +154,7 @@ def library_rows(run, row, name, lim, rlim):
         zrow = ('gzip_zlib', row[1], kind, None, ('zlib', 6, 'values'), 1, False)
         z = library_speed(run, src, zrow, key_file)
         res.add('filter.gzip.zlib', f'{name}: zlib inflate alone, 1 core', 'MB/s', z,
-                'for comparison with libdeflate')
+                'for comparison with libdeflate', once=True)
 
 
 def measure_filters(run):

@@ -144,7 +144,7 @@ def s3_rclone_rows(run, srv, server, proxy, urls, rtt):
     size = run.ctx.rclone_bytes.get(srv, 0)
     res.add(f'{key}.rclone', f'{tag}: rclone copy of the whole array ({size / 1e6:.0f} MB)',
             's', secs, '--fast-list; the array as stored (every attribute, compressed); '
-            'measured once, shown for each build')
+            'measured once, shown for each build', once=True)
     cat = res.values(f'{key}.cat')
     mnt = res.values(f'{key}.mount16')
     if secs and cat and mnt:

@@ -270,7 +270,7 @@ def s3_rclone_write_rows(run, srv, server, proxy, src, tag):
     env = rclone_env(server, proxy.endpoint)
     for what, path, label in rows:
         runs = run.ctx.rclone_write.setdefault((srv, what), [])
-        for _ in range(0 if runs else run.a.repeats):
+        for _ in range(0 if runs else run.a.passes):
             r = rclone_upload(run, server, proxy, rclone, env, what, path)
             if r is None:
                 break
@@ -278,9 +278,10 @@ def s3_rclone_write_rows(run, srv, server, proxy, src, tag):
         res.add(f'{key}.rclone_{what}', f'{tag}: {label}', 's', [r[0] for r in runs],
                 "rclone's defaults; measured once, shown for each build"
                 + (f'; links busy {statistics.median(r[2][0] for r in runs):.2f}, most '
-                   f'connections sending at once {max(r[2][1] for r in runs)}' if runs else ''))
+                   f'connections sending at once {max(r[2][1] for r in runs)}' if runs else ''),
+                once=True)
         res.add(f'{key}.rclone_{what}_rss', f'{tag}: {label}, peak RSS', 'MiB',
-                [r[1] for r in runs])
+                [r[1] for r in runs], once=True)
     for ours, theirs, what in (('commit', 'copyto', 'commit / rclone copyto'),
                                ('copy', 'copy', 'tiledbfs-copy / rclone copy')):
         o = res.values(f'{key}.{ours}')
