@@ -15,7 +15,7 @@ out=$(mktemp "${TMPDIR:-/tmp}/tiledbfs-pytest.XXXXXX") || exit 1
 trap 'rm -f "$out"' EXIT
 
 TILEDBFS_BUILD=$builddir PYTHONDONTWRITEBYTECODE=1 \
-    "$python" -m pytest -q -rs -p no:cacheprovider tests/py >"$out" 2>&1
+    "$python" -m pytest -q -rs --durations=25 -p no:cacheprovider tests/py >"$out" 2>&1
 rc=$?
 cat "$out"
 summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error|errors|deselected)|no tests ran' "$out" | tail -n 1)
