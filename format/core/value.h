@@ -88,6 +88,25 @@ static inline struct tdb_num tdb_value_load(unsigned dt, const uint8_t *p)
     return tdb_num_load(tdb_value_class(dt), tdb_dt_size(dt), p);
 }
 
+/* An integer of datatype dt at p, which must hold tdb_dt_size(dt) bytes:
+ * as a signed value (sign-extended) and as an unsigned one. */
+static inline int64_t tdb_value_i64(unsigned dt, const uint8_t *p)
+{
+    return (int64_t)tdb_int_load(p, tdb_dt_size(dt), true);
+}
+
+static inline uint64_t tdb_value_u64(unsigned dt, const uint8_t *p)
+{
+    return tdb_int_load(p, tdb_dt_size(dt), false);
+}
+
+/* Whether the value of datatype dt at p is a NaN (false but for floats). */
+static inline bool tdb_value_isnan(unsigned dt, const uint8_t *p)
+{
+    struct tdb_num n = tdb_value_load(dt, p);
+    return n.cls == TDB_VC_FLOAT && n.d != n.d;
+}
+
 /* Reads one value of datatype dt from untrusted bytes p[0..n).
  * @return 0, or -1 when n is shorter than the datatype's size or dt is
  * not a datatype (*v then untouched). */

@@ -1,42 +1,24 @@
 /* dim.c: the values of an integer dimension as offsets from its domain's
  * low bound, and its tiles (array_schema.md: domain, tile extent). */
 #include "model/schema.h"
+#include "core/value.h"
 
 #include <string.h>
-
-static int64_t dim_i64(const struct tdb_dim *d, const uint8_t *v)
-{
-    switch (tdb_dt_size(d->type)) {
-    case 1: return (int8_t)v[0];
-    case 2: return (int16_t)tdb_le16(v);
-    case 4: return (int32_t)tdb_le32(v);
-    default: return (int64_t)tdb_le64(v);
-    }
-}
-
-static uint64_t dim_u64(const struct tdb_dim *d, const uint8_t *v)
-{
-    switch (tdb_dt_size(d->type)) {
-    case 1: return v[0];
-    case 2: return tdb_le16(v);
-    case 4: return tdb_le32(v);
-    default: return tdb_le64(v);
-    }
-}
 
 uint64_t tdb_dim_offset(const struct tdb_dim *d, const uint8_t *v)
 {
     if (tdb_dt_is_signed_int(d->type))
-        return (uint64_t)dim_i64(d, v) - (uint64_t)dim_i64(d, d->lo);
-    return dim_u64(d, v) - dim_u64(d, d->lo);
+        return (uint64_t)tdb_value_i64(d->type, v) -
+               (uint64_t)tdb_value_i64(d->type, d->lo);
+    return tdb_value_u64(d->type, v) - tdb_value_u64(d->type, d->lo);
 }
 
 void tdb_dim_value(const struct tdb_dim *d, uint64_t off, uint8_t *v)
 {
     unsigned n = tdb_dt_size(d->type);
     uint64_t x = tdb_dt_is_signed_int(d->type)
-                     ? (uint64_t)dim_i64(d, d->lo) + off
-                     : dim_u64(d, d->lo) + off;
+                     ? (uint64_t)tdb_value_i64(d->type, d->lo) + off
+                     : tdb_value_u64(d->type, d->lo) + off;
     uint8_t t[8];
     tdb_st64(t, x);
     memcpy(v, t, n);
@@ -46,8 +28,9 @@ uint64_t tdb_dim_extent(const struct tdb_dim *d)
 {
     if (!d->has_extent || !tdb_dt_is_integer(d->type))
         return 0;
-    return tdb_dt_is_signed_int(d->type) ? (uint64_t)dim_i64(d, d->extent)
-                                         : dim_u64(d, d->extent);
+    return tdb_dt_is_signed_int(d->type)
+               ? (uint64_t)tdb_value_i64(d->type, d->extent)
+               : tdb_value_u64(d->type, d->extent);
 }
 
 uint64_t tdb_dim_span(const struct tdb_dim *d)

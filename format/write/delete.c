@@ -4,6 +4,7 @@
  * schema, negated (the cells to keep) and serialized as a generic tile,
  * __commits/__t_t_<uuid>_22.del. */
 #include "write/writer.h"
+#include "core/value.h"
 #include "model/arraydir.h"
 #include "model/delcond.h"
 #include "model/schemas.h"
@@ -305,18 +306,15 @@ static int dc_number(struct dc_parse *ps, const struct dc_field *f,
                        "%s is not one", f->name, num);
     } else if (tdb_dt_is_signed_int(t)) {
         long long x = strtoll(num, &e, 0);
-        int64_t lo = vs == 8 ? INT64_MIN : -(INT64_C(1) << (8 * vs - 1));
-        int64_t hi = vs == 8 ? INT64_MAX : (INT64_C(1) << (8 * vs - 1)) - 1;
-        if (*e || errno || x < lo || x > hi)
+        if (*e || errno || x < tdb_value_int_min(t) ||
+            x > (int64_t)tdb_value_int_max(t))
             return tdb_err(ps->err, TDB_E_INVAL, "__delete: %s does not fit "
                            "'%s' (%s)", num, f->name, tdb_dt_name(t));
         for (size_t i = 0; i < vs; i++)
             b[i] = (uint8_t)((uint64_t)x >> (8 * i));
     } else if (tdb_dt_is_unsigned_int(t) || t == TDB_BOOL) {
         unsigned long long x = strtoull(num, &e, 0);
-        uint64_t hi = vs == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * vs)) - 1;
-        if (t == TDB_BOOL)
-            hi = 1;
+        uint64_t hi = t == TDB_BOOL ? 1 : tdb_value_int_max(t);
         if (*e || errno || num[0] == '-' || x > hi)
             return tdb_err(ps->err, TDB_E_INVAL, "__delete: %s does not fit "
                            "'%s' (%s)", num, f->name, tdb_dt_name(t));

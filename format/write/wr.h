@@ -135,11 +135,6 @@ int tdb_wr_check_sizes(struct wr *w, const struct wr_field *f, uint64_t n);
  * special fields of w->x), and their release. */
 int tdb_wr_fields_init(struct wr *w);
 void tdb_wr_fields_free(struct wr *w);
-/* A fixed-size value of `type` as a signed or unsigned integer, and
- * whether a floating-point one is NaN. */
-int64_t tdb_wr_i64(unsigned type, const uint8_t *v);
-uint64_t tdb_wr_u64(unsigned type, const uint8_t *v);
-bool tdb_wr_isnan(unsigned type, const uint8_t *v);
 /* Whether `name` is a file of a staged folder that the mount or the
  * writer writes there itself (__error, the marker), not staged data. */
 bool tdb_wr_own_file(const char *name);

@@ -1,5 +1,6 @@
 /* wr_order.c: a sparse fragment write's cells: the staged coordinates loaded and checked, sorted into global order (Hilbert too), duplicates refused. */
 #include "write/wr.h"
+#include "core/value.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -92,7 +93,7 @@ static int wr_check_coord(struct wr *w, uint32_t j, uint64_t c,
         return 0;
     }
     unsigned n = (unsigned)f->vsize;
-    bool out = tdb_wr_isnan(d->type, v) ||
+    bool out = tdb_value_isnan(d->type, v) ||
                tdb_value_cmp(d->type, v, n, d->lo, n) < 0 ||
                tdb_value_cmp(d->type, v, n, d->hi, n) > 0;
     bool out_cd = !out && cd &&
@@ -101,10 +102,11 @@ static int wr_check_coord(struct wr *w, uint32_t j, uint64_t c,
     if (out || out_cd) {
         char val[64] = "";
         if (tdb_dt_is_signed_int(d->type))
-            snprintf(val, sizeof val, " (%lld)", (long long)tdb_wr_i64(d->type, v));
+            snprintf(val, sizeof val, " (%lld)",
+                     (long long)tdb_value_i64(d->type, v));
         else if (tdb_dt_is_integer(d->type))
             snprintf(val, sizeof val, " (%llu)",
-                     (unsigned long long)tdb_wr_u64(d->type, v));
+                     (unsigned long long)tdb_value_u64(d->type, v));
         return tdb_err(w->err, TDB_E_INVAL, "%s: the coordinate of cell %llu%s "
                        "is outside the %sdomain", f->sname[WR_VALUES],
                        (unsigned long long)c, val, out_cd ? "current " : "");

@@ -1,5 +1,6 @@
 /* wr_region.c: a dense fragment write's region: __subarray.json, or the view region. */
 #include "write/wr.h"
+#include "core/value.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -22,21 +23,21 @@ static int wr_region_bound(struct wr *w, uint32_t d, json_t *v, uint64_t *off)
         chi = w->s->current_domain[d].hi;
     }
     bool in;
-    if (tdb_dt_is_signed_int(dim->type)) {
+    unsigned t = dim->type;
+    if (tdb_dt_is_signed_int(t)) {
         int64_t v64 = (int64_t)x;
-        in = v64 >= tdb_wr_i64(dim->type, lo) && v64 <= tdb_wr_i64(dim->type, hi);
+        in = v64 >= tdb_value_i64(t, lo) && v64 <= tdb_value_i64(t, hi);
         if (in && clo)
-            in = v64 >= tdb_wr_i64(dim->type, clo) && v64 <= tdb_wr_i64(dim->type, chi);
+            in = v64 >= tdb_value_i64(t, clo) && v64 <= tdb_value_i64(t, chi);
         if (in)
-            *off = (uint64_t)v64 - (uint64_t)tdb_wr_i64(dim->type, lo);
+            *off = (uint64_t)v64 - (uint64_t)tdb_value_i64(t, lo);
     } else {
-        in = x >= 0 && (uint64_t)x >= tdb_wr_u64(dim->type, lo) &&
-             (uint64_t)x <= tdb_wr_u64(dim->type, hi);
+        uint64_t u = (uint64_t)x;
+        in = x >= 0 && u >= tdb_value_u64(t, lo) && u <= tdb_value_u64(t, hi);
         if (in && clo)
-            in = (uint64_t)x >= tdb_wr_u64(dim->type, clo) &&
-                 (uint64_t)x <= tdb_wr_u64(dim->type, chi);
+            in = u >= tdb_value_u64(t, clo) && u <= tdb_value_u64(t, chi);
         if (in)
-            *off = (uint64_t)x - tdb_wr_u64(dim->type, lo);
+            *off = u - tdb_value_u64(t, lo);
     }
     if (!in)
         return tdb_err(w->err, TDB_E_INVAL, "%s: dimension '%s': %lld is "

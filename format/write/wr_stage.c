@@ -7,44 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------- helpers */
-
-
-int64_t tdb_wr_i64(unsigned type, const uint8_t *v)
-{
-    switch (tdb_dt_size(type)) {
-    case 1: return (int8_t)v[0];
-    case 2: return (int16_t)tdb_le16(v);
-    case 4: return (int32_t)tdb_le32(v);
-    default: return (int64_t)tdb_le64(v);
-    }
-}
-
-uint64_t tdb_wr_u64(unsigned type, const uint8_t *v)
-{
-    switch (tdb_dt_size(type)) {
-    case 1: return v[0];
-    case 2: return tdb_le16(v);
-    case 4: return tdb_le32(v);
-    default: return tdb_le64(v);
-    }
-}
-
-bool tdb_wr_isnan(unsigned type, const uint8_t *v)
-{
-    if (type == TDB_FLOAT32) {
-        float x;
-        memcpy(&x, v, 4);
-        return x != x;
-    }
-    if (type == TDB_FLOAT64) {
-        double x;
-        memcpy(&x, v, 8);
-        return x != x;
-    }
-    return false;
-}
-
 /* The refusal (TDB_E_INVAL, with the reason in err) of staged file `nm`,
  * which the staged backend would not open with code r: not a regular file
  * (a symbolic link, FIFO, socket or device under tdb_io_posix_nofollow),

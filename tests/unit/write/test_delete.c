@@ -203,6 +203,8 @@ static void test_refused(void)
         {"s == 5", "holds strings"},
         {"a == 1.5", "holds integers"},
         {"a == 99999999999", "does not fit"},
+        {"a == 2147483648", "does not fit"},
+        {"a == -2147483649", "does not fit"},
         {"a is None", "not nullable"},
         {"(a < 0", "want )"},
         {"a < 0 b", "unexpected text"},
@@ -242,6 +244,22 @@ static void test_refused(void)
                  TDB_E_INVAL);
     CHECK(strstr(err.msg, "sparse arrays only") != NULL);
     CHECK_EQ_INT(count_dels(&io), 0);
+    unit_drop_case(dir, &io);
+    /* the bounds of UINT16 u and INT8 i */
+    static const char *const out[] = {"u == 65536", "u == -1", "i == 128",
+                                      "i == -129"};
+    if (!unit_copy_case("sparse_float64_dims", &dir, &io))
+        return;
+    before = count_dels(&io);
+    for (size_t i = 0; i < sizeof out / sizeof *out; i++) {
+        err = (struct tdb_error){0};
+        CHECK_EQ_INT(tdb_delete_commit(&io, out[i], strlen(out[i]),
+                                       &(struct tdb_commit_options){NULL, 0},
+                                       &name, &err),
+                     TDB_E_INVAL);
+        CHECK(strstr(err.msg, "does not fit") != NULL);
+    }
+    CHECK_EQ_INT(count_dels(&io), before);
     unit_drop_case(dir, &io);
 }
 

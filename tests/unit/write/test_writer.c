@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -548,6 +549,26 @@ static void stage_small_sparse(struct tdb_io *stg, const int64_t *x,
     put(stg, "w/n.validity", "\1\1\1\1\1\1\1\1", (size_t)n);
 }
 
+/* A coordinate of a float dimension that is NaN is in no domain:
+ * sparse_float64_dims' x in [0, 1]. */
+static void test_nan_coordinate(void)
+{
+    struct tdb_io arr, stg;
+    CHECK_EQ_INT(array_from_case("sparse_float64_dims", &arr), 0);
+    double x[2] = {0.5, NAN}, y[2] = {1.0, 2.0};
+    uint16_t u[2] = {1, 2};
+    int8_t i8[2] = {3, 4};
+    tdb_io_mem(&stg);
+    stg.ops->mkdir(stg.ctx, "w");
+    put(&stg, "w/x", x, sizeof x);
+    put(&stg, "w/y", y, sizeof y);
+    put(&stg, "w/u", u, sizeof u);
+    put(&stg, "w/i", i8, sizeof i8);
+    expect_inval(&arr, &stg, "x", "cell 1 is outside the domain");
+    tdb_io_free(&stg);
+    tdb_io_free(&arr);
+}
+
 static void test_bad_sparse(void)
 {
     struct tdb_io arr, stg;
@@ -717,6 +738,7 @@ int main(void)
     RUN(test_commit_twice);
     RUN(test_bad_dense);
     RUN(test_bad_sparse);
+    RUN(test_nan_coordinate);
     RUN(test_sparse_dups_kept);
     RUN(test_roundtrip_dense);
     RUN(test_roundtrip_sparse);
