@@ -1,8 +1,9 @@
 /* pool.h: a pool of threads that run queued jobs in order (pool.c), the
  * engine's one: the tiles a reader decodes ahead of its reads
  * (read/readahead.c, on the pool of the opened tree), the key ranges of a
- * sparse merge (read/merge_tournament.c) and the tile jobs of a fragment
- * write (write/wr_tiles.c) run on pools of it. */
+ * sparse merge (read/merge_tournament.c, on the same pool, asked for
+ * when the merge runs) and the tile jobs of a fragment write
+ * (write/wr_tiles.c) run on pools of it. */
 #ifndef TDB_CORE_POOL_H
 #define TDB_CORE_POOL_H
 

@@ -21,6 +21,8 @@ struct sparse_cells {
     uint64_t emitted;
     struct tdb_order_key okey;
     unsigned threads;           /* for the merge (0: one per CPU) */
+    tdb_pool_fn pool;           /* the engine's pool, for the merge */
+    void *pool_arg;
     struct tdb_plan plan;
 };
 

@@ -595,10 +595,10 @@ static void sp_fast_order(struct sp_fast *fx, size_t nth)
                 fx->order[no++] = b * per + i;
 }
 
-/* Merges fx->nr ranges on nthreads threads: this one and those of a pool
- * made for the merge (the tree's pool cannot serve: a mount's tree is
- * built before the daemon forks, its pool on the first read, after).
- * This thread takes ranges until none is left, takes back the jobs no
+/* Merges fx->nr ranges on nthreads threads: this one and those of the
+ * engine's pool (tdb_cells_sparse_pool), else of one made for the merge.
+ * The engine's pool runs other jobs too (tiles decoded ahead of reads):
+ * this thread takes ranges until none is left, takes back the jobs no
  * thread has started and waits only for those running, which need
  * nothing of it. */
 static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
@@ -606,9 +606,11 @@ static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
     size_t nr = fx->nr, nth = nr < nthreads ? nr : nthreads;
     atomic_init(&fx->next, 0);
     sp_fast_order(fx, nth);
-    struct tdb_pool *pool = NULL;
-    if (nth > 1 && tdb_pool_create(&pool, (unsigned)(nth - 1)))
-        pool = NULL;            /* this thread alone merges */
+    struct tdb_pool *pool = NULL, *own = NULL;
+    if (nth > 1 && fx->sc->pool)
+        pool = fx->sc->pool(fx->sc->pool_arg);
+    if (!pool && nth > 1 && !tdb_pool_create(&own, (unsigned)(nth - 1)))
+        pool = own;             /* else this thread alone merges */
     struct sp_range_job jobs[SP_RANGES_MAX];
     pthread_mutex_init(&fx->lock, NULL);
     pthread_cond_init(&fx->ended, NULL);
@@ -631,7 +633,7 @@ static void sp_fast_run(struct sp_fast *fx, size_t nthreads)
     pthread_mutex_unlock(&fx->lock);
     pthread_cond_destroy(&fx->ended);
     pthread_mutex_destroy(&fx->lock);
-    tdb_pool_free(pool);
+    tdb_pool_free(own);
 }
 
 /* The ranges' outcome: the first error, 1 when two ranges do not meet

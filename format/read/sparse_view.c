@@ -223,6 +223,13 @@ int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
     return sp_create(out, a, frags, n, 0, UINT64_MAX, true, err);
 }
 
+void tdb_cells_sparse_pool(struct tdb_cells *c, tdb_pool_fn pool, void *arg)
+{
+    struct sparse_cells *sc = (struct sparse_cells *)c;
+    sc->pool = pool;
+    sc->pool_arg = arg;
+}
+
 size_t tdb_cells_sparse_deletes(const struct tdb_cells *c,
                                 const struct tdb_cell_delete **dels)
 {

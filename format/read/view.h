@@ -75,6 +75,15 @@ int tdb_cells_sparse_versions(struct tdb_cells **out, struct tdb_array *a,
                               struct tdb_frag **frags, size_t n,
                               struct tdb_error *err);
 
+/* Where sparse view c's merge finds threads beside the calling one:
+ * pool(arg), asked when the merge runs (tree/'s tdb_fs_pool: the
+ * engine's pool, made on first use, which also decodes tiles ahead of
+ * reads; the merge waits for none of its other jobs).  Without it, or
+ * when it gives NULL, the merge makes a pool of its own for its run.
+ * c: a sparse view not prepared yet. */
+struct tdb_pool;
+typedef struct tdb_pool *(*tdb_pool_fn)(void *arg);
+void tdb_cells_sparse_pool(struct tdb_cells *c, tdb_pool_fn pool, void *arg);
 
 /* A versions view's cells that a delete removed, once prepared: view cell
  * `cell` was removed at time `when` by delete commit a->cond_ents[cond]

@@ -2,6 +2,7 @@
  * __array.json, __fragments/ with a folder per fragment, the data files
  * of the merged view, their NAME.npy, __slice/ and __domain/. */
 #include "tree/tree_priv.h"
+#include "tree/reader.h"
 #include "tree/json.h"
 #include "tree/npy.h"
 
@@ -317,6 +318,12 @@ static int tree_array_json(struct tdb_fs *fs, uint64_t root,
     return r;
 }
 
+/* The tree's pool for a sparse merge (tdb_cells_sparse_pool). */
+static struct tdb_pool *tree_merge_pool(void *fs)
+{
+    return tdb_fs_pool(fs);
+}
+
 /* The merged view of every fragment: dense, of the region tree_region
  * gives (none when it is empty). */
 static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
@@ -338,11 +345,13 @@ static int tree_array_view(struct tdb_fs *fs, struct tdb_array *a,
             r = tdb_cells_dense(view, a, rg->lo, rg->hi,
                                 &(struct tdb_frag_list){all, a->nfrags}, err);
     } else {
-        /* no pool given: the tree's is made on the first read, after the
-         * daemon forks (a pool made before would lose its threads), so
-         * the merge makes threads of its own */
         r = tdb_cells_sparse(view, a, &(struct tdb_frag_list){all, a->nfrags},
                              a->ts_start, a->ts_end, err);
+        /* asked for when the merge runs, not now: a mount's tree is built
+         * before the daemon forks, and a pool made then would lose its
+         * threads */
+        if (!r && a->nfrags > 1)
+            tdb_cells_sparse_pool(*view, tree_merge_pool, fs);
     }
     if (!r && *view && (r = tree_keep_cells(fs, *view)))
         tdb_cells_free(*view);
