@@ -222,6 +222,20 @@ def test_s3_concurrent_writers(store_corpus, create_prog, cat_prog, mount, tmp_p
 
 # ------------------------------------------- signatures and listing pages
 
+def cat_all(cat_prog, url, case, paths, opts):
+    """tiledbfs-cat of each of paths of case at url, CAT_JOBS at a time
+    (each mostly waits for the proxy and the server): every one succeeds
+    with the expected bytes."""
+    def check(path):
+        r = run_cat(cat_prog, url, path, opts)
+        if r.returncode != 0 or r.stdout != case.expected(path):
+            return f'{path}: exit {r.returncode}: {r.stderr.decode(errors="replace")}'
+        return None
+    with concurrent.futures.ThreadPoolExecutor(CAT_JOBS) as pool:
+        fails = [f for f in pool.map(check, paths) if f]
+    assert not fails, '\n'.join(fails)
+
+
 @pytest.mark.parametrize('name', ['sparse_string_dim', 'group_basic', 'consolidated_commits',
                                   'dense_fragments_overlap'])
 def test_s3_signed_requests(name, cat_prog, verified, tmp_path):
@@ -231,11 +245,8 @@ def test_s3_signed_requests(name, cat_prog, verified, tmp_path):
     the case still reads byte for byte."""
     s3 = verified.s3
     case = get_case(name)
-    opts = case_options(case, tmp_path)
-    for path in case.expected_paths:
-        r = run_cat(cat_prog, corpus_url(s3, name), path, opts)
-        assert r.returncode == 0 and r.stdout == case.expected(path), \
-            f'{path}: {r.stderr.decode(errors="replace")}'
+    cat_all(cat_prog, corpus_url(s3, name), case, case.expected_paths,
+            case_options(case, tmp_path))
     assert verified.checked > len(case.expected_paths)
     assert verified.pages > len(case.expected_paths)
 
@@ -266,11 +277,8 @@ def test_s3_retries(cat_prog, verified, tmp_path):
     s3 = verified.s3
     verified.fail_first = True
     case = get_case('filter_chains')
-    opts = case_options(case, tmp_path)
-    for path in case.expected_paths[:6]:
-        r = run_cat(cat_prog, corpus_url(s3, case.name), path, opts)
-        assert r.returncode == 0 and r.stdout == case.expected(path), \
-            f'{path}: {r.stderr.decode(errors="replace")}'
+    cat_all(cat_prog, corpus_url(s3, case.name), case, case.expected_paths[:6],
+            case_options(case, tmp_path))
     assert verified.failed >= 6
 
 

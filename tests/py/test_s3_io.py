@@ -230,7 +230,9 @@ def test_stalled_request_does_not_hold_others(store_server, proxy, mount, tmp_pa
         pytest.skip('corpus not found')
     url = upload_many(store_server, 'dense_1d_basic', 1, tmp_path)
     case = get_case('dense_1d_basic')
-    mnt = mount(url, ['s3_timeout=20'])
+    # a deadline long enough for the other read (milliseconds) and no
+    # longer: the stalled read waits it out
+    mnt = mount(url, ['s3_timeout=6'])
     proxy.stall(lambda method, target: method == 'GET' and target.endswith('/a0.tdb'))
     outcome = {}
 
