@@ -130,6 +130,85 @@ static void check_offsets(const char *what, const uint64_t *o, uint64_t n,
     }
 }
 
+/* Field f of fragment `name` (its files in absdir): its tiles and their
+ * offsets against the sizes of its files. */
+static void check_field(struct tdb_fragmeta *fm, uint32_t f,
+                        const char *absdir, const char *name,
+                        struct corpus_stats *st)
+{
+    struct tdb_error err = {0};
+    int rc = tdb_fragmeta_load_field(fm, f, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        return;
+    }
+    st->fields++;
+    const struct tdb_field_tiles *t = &fm->tiles[f];
+    uint64_t size = 0;
+    bool have = file_size_of(absdir, name, fm->file_names[f], &size);
+    if (fm->file_sizes[f] > 0 || have) {
+        CHECK(have);
+        check_offsets(fm->file_names[f], t->offsets, t->ntiles, size,
+                      fm->file_sizes[f]);
+    }
+    if (fm->is_var[f]) {
+        have = file_size_of(absdir, name, fm->file_var_names[f], &size);
+        CHECK(have || fm->file_var_sizes[f] == 0);
+        if (have)
+            check_offsets(fm->file_var_names[f], t->var_offsets,
+                          t->ntiles, size, fm->file_var_sizes[f]);
+    }
+    if (fm->is_nullable[f]) {
+        have = file_size_of(absdir, name, fm->file_validity_names[f],
+                            &size);
+        CHECK(have);
+        if (have)
+            check_offsets(fm->file_validity_names[f],
+                          t->validity_offsets, t->ntiles, size,
+                          fm->file_validity_sizes[f]);
+    }
+    /* one tile per space tile (dense) or per sparse tile; the legacy
+     * dense coords field holds none */
+    if (!(fm->kinds[f] == TDB_FIELD_COORDS && fm->dense))
+        CHECK_EQ_INT(t->ntiles, tdb_fragmeta_tile_num(fm));
+}
+
+/* Fragment `name` against its entry obj of case.json's fragment_info. */
+static void check_info(const struct tdb_fragmeta *fm, const char *obj,
+                       const char *name)
+{
+    const char *p;
+    if ((p = json_field(obj, "timestamps"))) {
+        unsigned long long a = 0, b = 0;
+        sscanf(p, "[%llu, %llu]", &a, &b);
+        CHECK_EQ_INT(fm->t1, a);
+        CHECK_EQ_INT(fm->t2, b);
+    }
+    if ((p = json_field(obj, "dense")))
+        CHECK_EQ_INT(fm->dense, strncmp(p, "true", 4) == 0);
+    if ((p = json_field(obj, "format_version")))
+        CHECK_EQ_INT(fm->version, strtoul(p, NULL, 10));
+    if ((p = json_field(obj, "fragment_info_cell_num")))
+        CHECK_EQ_INT(tdb_fragmeta_cell_num(fm), strtoull(p, NULL, 10));
+    if (!(p = json_field(obj, "non_empty_domain")))
+        return;
+    if (strncmp(p, "null", 4) == 0) {
+        CHECK(fm->ned_null);
+        return;
+    }
+    CHECK(!fm->ned_null);
+    p++; /* outer [ */
+    for (uint32_t d = 0; d < fm->schema->ndims && !fm->ned_null; d++) {
+        bool lo = ned_value_eq(&fm->schema->dims[d], &fm->ned[d], false, &p);
+        bool hi = ned_value_eq(&fm->schema->dims[d], &fm->ned[d], true, &p);
+        if (!lo || !hi)
+            fprintf(stderr, "  %s: dim %u domain differs\n", name, d);
+        CHECK(lo && hi);
+        p = strchr(p, ']') + 1;
+    }
+}
+
 static void check_fragment(const struct tdb_io *io, const char *root,
                            const char *rel, const char *fragdir,
                            const char *name, const struct tdb_schema_set *set,
@@ -150,87 +229,19 @@ static void check_fragment(const struct tdb_io *io, const char *root,
         return;
     }
     st->frags++;
-    for (uint32_t f = 0; f < fm->nfields; f++) {
-        rc = tdb_fragmeta_load_field(fm, f, &err);
-        CHECK_EQ_INT(rc, 0);
-        if (rc) {
-            fprintf(stderr, "  %s: %s\n", name, err.msg);
-            continue;
-        }
-        st->fields++;
-        const struct tdb_field_tiles *t = &fm->tiles[f];
-        uint64_t size = 0;
-        bool have = file_size_of(absdir, name, fm->file_names[f], &size);
-        if (fm->file_sizes[f] > 0 || have) {
-            CHECK(have);
-            check_offsets(fm->file_names[f], t->offsets, t->ntiles, size,
-                          fm->file_sizes[f]);
-        }
-        if (fm->is_var[f]) {
-            have = file_size_of(absdir, name, fm->file_var_names[f], &size);
-            CHECK(have || fm->file_var_sizes[f] == 0);
-            if (have)
-                check_offsets(fm->file_var_names[f], t->var_offsets,
-                              t->ntiles, size, fm->file_var_sizes[f]);
-        }
-        if (fm->is_nullable[f]) {
-            have = file_size_of(absdir, name, fm->file_validity_names[f],
-                                &size);
-            CHECK(have);
-            if (have)
-                check_offsets(fm->file_validity_names[f],
-                              t->validity_offsets, t->ntiles, size,
-                              fm->file_validity_sizes[f]);
-        }
-        /* one tile per space tile (dense) or per sparse tile; the legacy
-         * dense coords field holds none */
-        if (!(fm->kinds[f] == TDB_FIELD_COORDS && fm->dense))
-            CHECK_EQ_INT(t->ntiles, tdb_fragmeta_tile_num(fm));
-    }
+    for (uint32_t f = 0; f < fm->nfields; f++)
+        check_field(fm, f, absdir, name, st);
     rc = tdb_fragmeta_load_rtree(fm, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc)
         fprintf(stderr, "  %s: %s\n", name, err.msg);
     else if (!fm->dense)
         CHECK_EQ_INT(fm->nmbrs, fm->sparse_tile_num);
-
     /* against case.json's fragment_info */
     const char *obj = json ? json_obj(json, name) : NULL;
     if (obj) {
         st->matched++;
-        const char *p;
-        if ((p = json_field(obj, "timestamps"))) {
-            unsigned long long a = 0, b = 0;
-            sscanf(p, "[%llu, %llu]", &a, &b);
-            CHECK_EQ_INT(fm->t1, a);
-            CHECK_EQ_INT(fm->t2, b);
-        }
-        if ((p = json_field(obj, "dense")))
-            CHECK_EQ_INT(fm->dense, strncmp(p, "true", 4) == 0);
-        if ((p = json_field(obj, "format_version")))
-            CHECK_EQ_INT(fm->version, strtoul(p, NULL, 10));
-        if ((p = json_field(obj, "fragment_info_cell_num")))
-            CHECK_EQ_INT(tdb_fragmeta_cell_num(fm), strtoull(p, NULL, 10));
-        if ((p = json_field(obj, "non_empty_domain"))) {
-            if (strncmp(p, "null", 4) == 0) {
-                CHECK(fm->ned_null);
-            } else {
-                CHECK(!fm->ned_null);
-                p++; /* outer [ */
-                for (uint32_t d = 0; d < fm->schema->ndims && !fm->ned_null;
-                     d++) {
-                    bool lo = ned_value_eq(&fm->schema->dims[d], &fm->ned[d],
-                                           false, &p);
-                    bool hi = ned_value_eq(&fm->schema->dims[d], &fm->ned[d],
-                                           true, &p);
-                    if (!lo || !hi)
-                        fprintf(stderr, "  %s: dim %u domain differs\n",
-                                name, d);
-                    CHECK(lo && hi);
-                    p = strchr(p, ']') + 1;
-                }
-            }
-        }
+        check_info(fm, obj, name);
     }
     tdb_fragmeta_free(fm);
 }
@@ -242,6 +253,44 @@ static int cmp_str(const void *a, const void *b)
 
 /* Checks the consolidated fragment metadata files of the array: each
  * footer inside loads the same as the fragment's own. */
+/* Footer i of consolidated fragment metadata cm (file p) loads as the
+ * fragment's own file does. */
+static void check_cons_footer(const struct tdb_io *io, const char *p,
+                              const struct tdb_cons_fragmeta *cm, size_t i,
+                              const struct tdb_schema_set *set,
+                              const uint8_t *key, struct corpus_stats *st)
+{
+    struct tdb_error err = {0};
+    char fp[4096];
+    fmt(fp, sizeof fp, "__fragments/%s", cm->names[i]);
+    struct tdb_fragmeta *a = NULL, *b = NULL;
+    int rc = fm_load(io, fp, cm->names[i], set, key, cm->data + cm->offsets[i],
+                     (size_t)cm->sizes[i], &a, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        fprintf(stderr, "  %s[%zu]: %s\n", p, i, err.msg);
+    rc = fm_load(io, fp, cm->names[i], set, key, NULL, 0, &b, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (a && b) {
+        st->cons++;
+        CHECK_EQ_INT(a->version, b->version);
+        CHECK_EQ_INT(a->nfields, b->nfields);
+        CHECK_EQ_INT(a->sparse_tile_num, b->sparse_tile_num);
+        CHECK_EQ_INT(a->rtree_off, b->rtree_off);
+        CHECK(a->schema == b->schema);
+        /* the footer inside is the file's footer minus its length */
+        CHECK_EQ_INT(cm->sizes[i], b->footer_size);
+        for (uint32_t f = 0; f < a->nfields && f < b->nfields; f++) {
+            CHECK_EQ_INT(a->file_sizes[f], b->file_sizes[f]);
+            CHECK_EQ_INT(a->gt_tile_offsets[f], b->gt_tile_offsets[f]);
+        }
+        CHECK_MEM(a->ned[0].lo, b->ned[0].lo, 8);
+        CHECK(tdb_fragmeta_load_field(a, 0, &err) == 0);
+    }
+    tdb_fragmeta_free(a);
+    tdb_fragmeta_free(b);
+}
+
 static void check_cons(const struct tdb_io *io, const char *arr,
                        const struct tdb_schema_set *set, const uint8_t *key,
                        struct corpus_stats *st)
@@ -266,38 +315,8 @@ static void check_cons(const struct tdb_io *io, const char *arr,
             continue;
         }
         CHECK(cm->n >= 2);
-        for (size_t i = 0; i < cm->n; i++) {
-            char fp[4096];
-            fmt(fp, sizeof fp, "__fragments/%s", cm->names[i]);
-            struct tdb_fragmeta *a = NULL, *b = NULL;
-            rc = fm_load(io, fp, cm->names[i], set, key,
-                                   cm->data + cm->offsets[i],
-                                   (size_t)cm->sizes[i], &a, &err);
-            CHECK_EQ_INT(rc, 0);
-            if (rc)
-                fprintf(stderr, "  %s[%zu]: %s\n", p, i, err.msg);
-            rc = fm_load(io, fp, cm->names[i], set, key, NULL, 0, &b,
-                                   &err);
-            CHECK_EQ_INT(rc, 0);
-            if (a && b) {
-                st->cons++;
-                CHECK_EQ_INT(a->version, b->version);
-                CHECK_EQ_INT(a->nfields, b->nfields);
-                CHECK_EQ_INT(a->sparse_tile_num, b->sparse_tile_num);
-                CHECK_EQ_INT(a->rtree_off, b->rtree_off);
-                CHECK(a->schema == b->schema);
-                /* the footer inside is the file's footer minus its length */
-                CHECK_EQ_INT(cm->sizes[i], b->footer_size);
-                for (uint32_t f = 0; f < a->nfields && f < b->nfields; f++) {
-                    CHECK_EQ_INT(a->file_sizes[f], b->file_sizes[f]);
-                    CHECK_EQ_INT(a->gt_tile_offsets[f], b->gt_tile_offsets[f]);
-                }
-                CHECK_MEM(a->ned[0].lo, b->ned[0].lo, 8);
-                CHECK(tdb_fragmeta_load_field(a, 0, &err) == 0);
-            }
-            tdb_fragmeta_free(a);
-            tdb_fragmeta_free(b);
-        }
+        for (size_t i = 0; i < cm->n; i++)
+            check_cons_footer(io, p, cm, i, set, key, st);
         /* truncated consolidated footers fail */
         for (size_t n = 0; n < cm->sizes[0]; n++) {
             char fp[4096];
@@ -314,18 +333,13 @@ static void check_cons(const struct tdb_io *io, const char *arr,
 }
 
 /* A folder of the case holding an array: schemas, then every fragment. */
-static void check_array(const char *arr, const char *json,
-                        const uint8_t *key, struct corpus_stats *st)
+/* The schemas of array arr (io), oldest first, into set (v: room for
+ * 64).  @return false when one is of a kind not supported (said on
+ * stdout: the array is then not checked). */
+static bool array_schemas(const char *arr, const struct tdb_io *io,
+                          const uint8_t *key, struct tdb_schema_set *set)
 {
-    struct tdb_io io;
-    if (tdb_io_posix(&io, arr) != 0) {
-        CHECK(0);
-        return;
-    }
-    st->arrays++;
-    struct tdb_schema_set set = {0};
-    bool skip = false;
-    struct tdb_schema *v[64];
+    bool ok = true;
     char *names[64];
     size_t nn = 0;
     char sd[4096];
@@ -344,37 +358,51 @@ static void check_array(const char *arr, const char *json,
     fmt(lp, sizeof lp, "%s/__array_schema.tdb", arr);
     struct stat sst;
     if (stat(lp, &sst) == 0) {
-        if (tdb_schema_load(&io, "__array_schema.tdb", key, &v[set.n], &err)
-            == 0)
-            set.n++;
+        if (tdb_schema_load(io, "__array_schema.tdb", key, &set->v[set->n],
+                            &err) == 0)
+            set->n++;
         else
             fprintf(stderr, "  %s: %s\n", lp, err.msg);
     }
     for (size_t i = 0; i < nn; i++) {
         char p[4096];
         fmt(p, sizeof p, "__schema/%s", names[i]);
-        int rc = tdb_schema_load(&io, p, key, &v[set.n], &err);
+        int rc = tdb_schema_load(io, p, key, &set->v[set->n], &err);
         if (rc == TDB_E_UNSUPPORTED) {
             /* e.g. a filter not built yet: nothing here to check */
             printf("skip %s: %s\n", arr, err.msg);
-            skip = true;
+            ok = false;
         } else {
             CHECK_EQ_INT(rc, 0);
         }
         if (rc == 0)
-            set.n++;
+            set->n++;
         else if (rc != TDB_E_UNSUPPORTED)
             fprintf(stderr, "  %s/%s: %s\n", arr, p, err.msg);
         free(names[i]);
     }
-    set.v = v;
+    return ok;
+}
 
+static void check_array(const char *arr, const char *json,
+                        const uint8_t *key, struct corpus_stats *st)
+{
+    struct tdb_io io;
+    if (tdb_io_posix(&io, arr) != 0) {
+        CHECK(0);
+        return;
+    }
+    st->arrays++;
+    struct tdb_schema *v[64];
+    struct tdb_schema_set set = {v, 0};
+    bool skip = !array_schemas(arr, &io, key, &set);
     /* fragments under __fragments/ and legacy ones at the root */
     const char *where[2] = {"__fragments", ""};
     for (int w = 0; w < 2 && !skip; w++) {
         char fd[4096];
         fmt(fd, sizeof fd, "%s/%s", arr, where[w]);
-        dir = opendir(fd);
+        DIR *dir = opendir(fd);
+        struct dirent *de;
         while (dir && (de = readdir(dir))) {
             if (strncmp(de->d_name, "__", 2) != 0 || strchr(de->d_name, '.'))
                 continue;
@@ -467,6 +495,83 @@ static void test_corpus(void)
 
 /* The real version-1 and version-10 fragments, files cut at every length:
  * an error, never a crash. */
+/* The fragment of array arr (io) to cut: `name` at the top (legacy), or
+ * the last in __fragments; its name into fname, its folder into fdir. */
+static void truncated_frag(const char *arr, const char *name, char *fname,
+                           size_t nname, char *fdir, size_t ndir)
+{
+    if (name) {
+        fmt(fname, nname, "%s", name);
+        fmt(fdir, ndir, "%s", fname);
+        return;
+    }
+    char p[4096];
+    fmt(p, sizeof p, "%s/__fragments", arr);
+    DIR *fd = opendir(p);
+    struct dirent *de;
+    fname[0] = 0;
+    while (fd && (de = readdir(fd)))
+        if (de->d_name[0] == '_')
+            fmt(fname, nname, "%s", de->d_name);
+    if (fd)
+        closedir(fd);
+    fmt(fdir, ndir, "__fragments/%s", fname);
+}
+
+/* The schemas of array arr (io), up to 4, into set->v. */
+static void truncated_schemas(const char *arr, const struct tdb_io *io,
+                              struct tdb_schema_set *set)
+{
+    struct tdb_error err = {0};
+    if (tdb_schema_load(io, "__array_schema.tdb", NULL, &set->v[set->n],
+                        &err) == 0)
+        set->n++;
+    char p[4096];
+    fmt(p, sizeof p, "%s/__schema", arr);
+    DIR *sd = opendir(p);
+    struct dirent *de;
+    while (sd && (de = readdir(sd))) {
+        if (de->d_name[0] != '_' || set->n == 4 ||
+            strcmp(de->d_name, "__enumerations") == 0)
+            continue;
+        char sp[600];
+        fmt(sp, sizeof sp, "__schema/%s", de->d_name);
+        if (tdb_schema_load(io, sp, NULL, &set->v[set->n], &err) == 0)
+            set->n++;
+    }
+    if (sd)
+        closedir(sd);
+}
+
+/* Every prefix of fragment fname's metadata all[0..size) fails to load,
+ * or one of its fields or its R-tree does. */
+static void truncated_prefixes(const char *fname, const uint8_t *all,
+                               uint64_t size,
+                               const struct tdb_schema_set *set)
+{
+    struct tdb_error err = {0};
+    for (uint64_t n = 0; n < size; n++) {
+        struct tdb_io mem;
+        tdb_io_mem(&mem);
+        char mp2[800];
+        fmt(mp2, sizeof mp2, "fr/%s/__fragment_metadata.tdb", fname);
+        mem.ops->write_at(mem.ctx, mp2, 0, all, (size_t)n);
+        char fr[600];
+        fmt(fr, sizeof fr, "fr/%s", fname);
+        struct tdb_fragmeta *fm = NULL;
+        int rc = fm_load(&mem, fr, fname, set, NULL, NULL, 0, &fm, &err);
+        if (rc == 0) {
+            int bad = 0;
+            for (uint32_t f = 0; f < fm->nfields; f++)
+                bad |= tdb_fragmeta_load_field(fm, f, &err) < 0;
+            bad |= tdb_fragmeta_load_rtree(fm, &err) < 0;
+            CHECK(bad);
+            tdb_fragmeta_free(fm);
+        }
+        tdb_io_free(&mem);
+    }
+}
+
 static void test_corpus_truncated(void)
 {
     const char *corpus = unit_corpus();
@@ -479,74 +584,25 @@ static void test_corpus_truncated(void)
     };
     int done = 0;
     for (int c = 0; c < 3; c++) {
-        char arr[4096], p[4096];
+        char arr[4096];
         fmt(arr, sizeof arr, "%s/%s/array", corpus, cases[c][0]);
         struct tdb_io io;
         if (!unit_corpus_case(cases[c][0]))
             continue;
         tdb_io_posix(&io, arr);
         char fname[512], fdir[600];
-        if (cases[c][1]) {
-            fmt(fname, sizeof fname, "%s", cases[c][1]);
-            fmt(fdir, sizeof fdir, "%s", fname);
-        } else {
-            fmt(p, sizeof p, "%s/__fragments", arr);
-            DIR *fd = opendir(p);
-            struct dirent *de;
-            fname[0] = 0;
-            while (fd && (de = readdir(fd)))
-                if (de->d_name[0] == '_')
-                    fmt(fname, sizeof fname, "%s", de->d_name);
-            if (fd)
-                closedir(fd);
-            fmt(fdir, sizeof fdir, "__fragments/%s", fname);
-        }
+        truncated_frag(arr, cases[c][1], fname, sizeof fname, fdir,
+                       sizeof fdir);
         struct tdb_schema *sv[4];
         struct tdb_schema_set set = {sv, 0};
-        struct tdb_error err = {0};
-        if (tdb_schema_load(&io, "__array_schema.tdb", NULL, &sv[set.n],
-                            &err) == 0)
-            set.n++;
-        fmt(p, sizeof p, "%s/__schema", arr);
-        DIR *sd = opendir(p);
-        struct dirent *de;
-        while (sd && (de = readdir(sd))) {
-            if (de->d_name[0] != '_' || set.n == 4 ||
-                strcmp(de->d_name, "__enumerations") == 0)
-                continue;
-            char sp[600];
-            fmt(sp, sizeof sp, "__schema/%s", de->d_name);
-            if (tdb_schema_load(&io, sp, NULL, &sv[set.n], &err) == 0)
-                set.n++;
-        }
-        if (sd)
-            closedir(sd);
+        truncated_schemas(arr, &io, &set);
         char mp[700];
         fmt(mp, sizeof mp, "%s/__fragment_metadata.tdb", fdir);
         uint8_t *all = NULL;
         uint64_t size = 0;
+        struct tdb_error err = {0};
         CHECK(tdb_io_read_file(&io, mp, &all, &size, &err) == 0);
-        for (uint64_t n = 0; n < size; n++) {
-            struct tdb_io mem;
-            tdb_io_mem(&mem);
-            char mp2[800];
-            fmt(mp2, sizeof mp2, "fr/%s/__fragment_metadata.tdb", fname);
-            mem.ops->write_at(mem.ctx, mp2, 0, all, (size_t)n);
-            char fr[600];
-            fmt(fr, sizeof fr, "fr/%s", fname);
-            struct tdb_fragmeta *fm = NULL;
-            int rc = fm_load(&mem, fr, fname, &set, NULL, NULL, 0,
-                                       &fm, &err);
-            if (rc == 0) {
-                int bad = 0;
-                for (uint32_t f = 0; f < fm->nfields; f++)
-                    bad |= tdb_fragmeta_load_field(fm, f, &err) < 0;
-                bad |= tdb_fragmeta_load_rtree(fm, &err) < 0;
-                CHECK(bad);
-                tdb_fragmeta_free(fm);
-            }
-            tdb_io_free(&mem);
-        }
+        truncated_prefixes(fname, all, size, &set);
         free(all);
         done++;
         for (size_t i = 0; i < set.n; i++)

@@ -120,6 +120,81 @@ static void unhex_str(const char *s, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/* A DIM line's fields after its tag: name type (lo hi extent | var). */
+static void exp_dim(struct exp_array *a, char **save)
+{
+    struct exp_dim *d = &a->dims[a->ndims++];
+    unhex_str(strtok_r(NULL, " ", save), d->name, sizeof d->name);
+    snprintf(d->type, sizeof d->type, "%s", strtok_r(NULL, " ", save));
+    char *lo = strtok_r(NULL, " ", save);
+    if (!strcmp(lo, "var")) {
+        d->var = true;
+        return;
+    }
+    unhex(lo, d->lo, 8);
+    unhex(strtok_r(NULL, " ", save), d->hi, 8);
+    d->has_extent = unhex(strtok_r(NULL, " ", save), d->extent, 8) > 0;
+}
+
+/* An ATTR line's: name type cvn nullable fill fill_valid. */
+static void exp_attr(struct exp_array *a, char **save)
+{
+    struct exp_attr *t = &a->attrs[a->nattrs++];
+    unhex_str(strtok_r(NULL, " ", save), t->name, sizeof t->name);
+    snprintf(t->type, sizeof t->type, "%s", strtok_r(NULL, " ", save));
+    t->cvn = (uint32_t)strtoul(strtok_r(NULL, " ", save), NULL, 10);
+    t->nullable = atoi(strtok_r(NULL, " ", save));
+    t->fill_size = unhex(strtok_r(NULL, " ", save), t->fill, sizeof t->fill);
+    t->fill_valid = atoi(strtok_r(NULL, " ", save));
+}
+
+/* A CD line's (the current domain: lo hi of each dimension) and an ENUM
+ * line's (name S|N values...). */
+static void exp_cd(struct exp_array *a, char **save)
+{
+    a->has_cd = true;
+    for (size_t i = 0; i < a->ndims; i++)
+        for (int k = 0; k < 2; k++) {
+            char *h = strtok_r(NULL, " ", save);
+            if (h)
+                unhex(h, a->cd[i][k], 8);
+        }
+}
+
+static void exp_enum(struct exp_array *a, char **save)
+{
+    struct exp_enum *e = &a->enums[a->nenums++];
+    unhex_str(strtok_r(NULL, " ", save), e->name, sizeof e->name);
+    e->strings = !strcmp(strtok_r(NULL, " ", save), "S");
+    char *v;
+    while (e->n < MAXV && (v = strtok_r(NULL, " ", save)))
+        e->vals[e->n++] = strdup(v);
+}
+
+/* One line of array a after its ARRAY line, its tag tok. */
+static void exp_line(struct exp_array *a, const char *tok, char **save)
+{
+    if (!strcmp(tok, "TYPE")) {
+        snprintf(a->array_type, 16, "%s", strtok_r(NULL, " ", save));
+        snprintf(a->tile_order, 16, "%s", strtok_r(NULL, " ", save));
+        snprintf(a->cell_order, 16, "%s", strtok_r(NULL, " ", save));
+    } else if (!strcmp(tok, "CAP")) {
+        a->capacity = atoll(strtok_r(NULL, " ", save));
+    } else if (!strcmp(tok, "DUPS")) {
+        a->dups = atoll(strtok_r(NULL, " ", save));
+    } else if (!strcmp(tok, "KEY")) {
+        a->has_key = unhex(strtok_r(NULL, " ", save), a->key, 32) == 32;
+    } else if (!strcmp(tok, "DIM") && a->ndims < MAXV) {
+        exp_dim(a, save);
+    } else if (!strcmp(tok, "ATTR") && a->nattrs < MAXV) {
+        exp_attr(a, save);
+    } else if (!strcmp(tok, "CD")) {
+        exp_cd(a, save);
+    } else if (!strcmp(tok, "ENUM") && a->nenums < MAXV) {
+        exp_enum(a, save);
+    }
+}
+
 static int read_expectations(const char *case_json, struct exp_array *ex,
                              size_t max)
 {
@@ -149,57 +224,8 @@ static int read_expectations(const char *case_json, struct exp_array *ex,
             memset(a, 0, sizeof *a);
             a->capacity = a->dups = -1;
             snprintf(a->uri, sizeof a->uri, "%s", strtok_r(NULL, " ", &save));
-        } else if (!a) {
-            continue;
-        } else if (!strcmp(tok, "TYPE")) {
-            snprintf(a->array_type, 16, "%s", strtok_r(NULL, " ", &save));
-            snprintf(a->tile_order, 16, "%s", strtok_r(NULL, " ", &save));
-            snprintf(a->cell_order, 16, "%s", strtok_r(NULL, " ", &save));
-        } else if (!strcmp(tok, "CAP")) {
-            a->capacity = atoll(strtok_r(NULL, " ", &save));
-        } else if (!strcmp(tok, "DUPS")) {
-            a->dups = atoll(strtok_r(NULL, " ", &save));
-        } else if (!strcmp(tok, "KEY")) {
-            a->has_key = unhex(strtok_r(NULL, " ", &save), a->key, 32) == 32;
-        } else if (!strcmp(tok, "DIM") && a->ndims < MAXV) {
-            struct exp_dim *d = &a->dims[a->ndims++];
-            unhex_str(strtok_r(NULL, " ", &save), d->name, sizeof d->name);
-            snprintf(d->type, sizeof d->type, "%s",
-                     strtok_r(NULL, " ", &save));
-            char *lo = strtok_r(NULL, " ", &save);
-            if (!strcmp(lo, "var")) {
-                d->var = true;
-                continue;
-            }
-            unhex(lo, d->lo, 8);
-            unhex(strtok_r(NULL, " ", &save), d->hi, 8);
-            d->has_extent =
-                unhex(strtok_r(NULL, " ", &save), d->extent, 8) > 0;
-        } else if (!strcmp(tok, "ATTR") && a->nattrs < MAXV) {
-            struct exp_attr *t = &a->attrs[a->nattrs++];
-            unhex_str(strtok_r(NULL, " ", &save), t->name, sizeof t->name);
-            snprintf(t->type, sizeof t->type, "%s",
-                     strtok_r(NULL, " ", &save));
-            t->cvn = (uint32_t)strtoul(strtok_r(NULL, " ", &save), NULL, 10);
-            t->nullable = atoi(strtok_r(NULL, " ", &save));
-            t->fill_size = unhex(strtok_r(NULL, " ", &save), t->fill,
-                                 sizeof t->fill);
-            t->fill_valid = atoi(strtok_r(NULL, " ", &save));
-        } else if (!strcmp(tok, "CD")) {
-            a->has_cd = true;
-            for (size_t i = 0; i < a->ndims; i++)
-                for (int k = 0; k < 2; k++) {
-                    char *h = strtok_r(NULL, " ", &save);
-                    if (h)
-                        unhex(h, a->cd[i][k], 8);
-                }
-        } else if (!strcmp(tok, "ENUM") && a->nenums < MAXV) {
-            struct exp_enum *e = &a->enums[a->nenums++];
-            unhex_str(strtok_r(NULL, " ", &save), e->name, sizeof e->name);
-            e->strings = !strcmp(strtok_r(NULL, " ", &save), "S");
-            char *v;
-            while (e->n < MAXV && (v = strtok_r(NULL, " ", &save)))
-                e->vals[e->n++] = strdup(v);
+        } else if (a) {
+            exp_line(a, tok, &save);
         }
     }
     free(line);
@@ -276,42 +302,30 @@ static void corpus_check_enum(const struct tdb_io *io, struct tdb_schema *s,
     }
 }
 
-static void corpus_check_schema(struct tdb_schema *s,
-                                const struct exp_array *x, bool newest,
-                                const char *where)
+/* Dimension d of a schema against the case's e. */
+static void corpus_check_dim(const struct tdb_dim *d, const struct exp_dim *e)
 {
-    int before = unit_cur_failed;
-    unit_cur_failed = 0;
-    CHECK_EQ_INT(s->array_type,
-                 !strcmp(x->array_type, "dense") ? TDB_DENSE : TDB_SPARSE);
-    CHECK_EQ_INT(s->tile_order, order_of(x->tile_order));
-    CHECK_EQ_INT(s->cell_order, order_of(x->cell_order));
-    if (x->capacity >= 0)
-        CHECK_EQ_INT(s->capacity, x->capacity);
-    if (x->dups >= 0)
-        CHECK_EQ_INT(s->allows_dups, x->dups);
-    CHECK_EQ_INT(s->encryption,
-                 x->has_key ? TDB_AES_256_GCM : TDB_NO_ENCRYPTION);
-    CHECK_EQ_INT(s->ndims, x->ndims);
-    for (size_t i = 0; i < x->ndims && i < s->ndims; i++) {
-        const struct tdb_dim *d = &s->dims[i];
-        const struct exp_dim *e = &x->dims[i];
-        unsigned sz = tdb_dt_size(d->type);
-        CHECK(!strcmp(d->name, e->name));
-        CHECK(tdb_dt_name(d->type) && !strcmp(tdb_dt_name(d->type), e->type));
-        CHECK_EQ_INT(d->cell_val_num == TDB_VAR_NUM, e->var);
-        if (e->var) {
-            CHECK(!d->has_extent);
-            continue;
-        }
-        CHECK_MEM(d->lo, e->lo, sz);
-        CHECK_MEM(d->hi, e->hi, sz);
-        CHECK_EQ_INT(d->has_extent, e->has_extent);
-        if (d->has_extent && e->has_extent)
-            CHECK_MEM(d->extent, e->extent, sz);
+    unsigned sz = tdb_dt_size(d->type);
+    CHECK(!strcmp(d->name, e->name));
+    CHECK(tdb_dt_name(d->type) && !strcmp(tdb_dt_name(d->type), e->type));
+    CHECK_EQ_INT(d->cell_val_num == TDB_VAR_NUM, e->var);
+    if (e->var) {
+        CHECK(!d->has_extent);
+        return;
     }
-    /* The newest schema has exactly the case's attributes, in order; an
-     * older one may miss some (added later) or have others (dropped). */
+    CHECK_MEM(d->lo, e->lo, sz);
+    CHECK_MEM(d->hi, e->hi, sz);
+    CHECK_EQ_INT(d->has_extent, e->has_extent);
+    if (d->has_extent && e->has_extent)
+        CHECK_MEM(d->extent, e->extent, sz);
+}
+
+/* The attributes of schema s against the case's x: the newest schema has
+ * exactly the case's attributes, in order; an older one may miss some
+ * (added later) or have others (dropped). */
+static void corpus_check_attrs(const struct tdb_schema *s,
+                               const struct exp_array *x, bool newest)
+{
     if (newest)
         CHECK_EQ_INT(s->nattrs, x->nattrs);
     size_t matched = 0;
@@ -336,6 +350,28 @@ static void corpus_check_schema(struct tdb_schema *s,
             CHECK_EQ_INT(a->fill_validity, e->fill_valid);
     }
     CHECK(matched > 0 || x->nattrs == 0);
+}
+
+static void corpus_check_schema(struct tdb_schema *s,
+                                const struct exp_array *x, bool newest,
+                                const char *where)
+{
+    int before = unit_cur_failed;
+    unit_cur_failed = 0;
+    CHECK_EQ_INT(s->array_type,
+                 !strcmp(x->array_type, "dense") ? TDB_DENSE : TDB_SPARSE);
+    CHECK_EQ_INT(s->tile_order, order_of(x->tile_order));
+    CHECK_EQ_INT(s->cell_order, order_of(x->cell_order));
+    if (x->capacity >= 0)
+        CHECK_EQ_INT(s->capacity, x->capacity);
+    if (x->dups >= 0)
+        CHECK_EQ_INT(s->allows_dups, x->dups);
+    CHECK_EQ_INT(s->encryption,
+                 x->has_key ? TDB_AES_256_GCM : TDB_NO_ENCRYPTION);
+    CHECK_EQ_INT(s->ndims, x->ndims);
+    for (size_t i = 0; i < x->ndims && i < s->ndims; i++)
+        corpus_check_dim(&s->dims[i], &x->dims[i]);
+    corpus_check_attrs(s, x, newest);
     if (newest && x->has_cd) {
         CHECK(s->has_current_domain);
         for (size_t i = 0; s->has_current_domain && i < s->ndims; i++) {
@@ -354,15 +390,15 @@ struct corpus_count {
 };
 
 /* Checks every schema of the array in folder `dir` (relative to io). */
-static void corpus_array(const struct tdb_io *io, const char *dir,
-                         const struct exp_array *x, const char *casename,
-                         struct corpus_count *cnt)
+/* The schema files of the array in dir (the legacy one first), up to
+ * 64, into paths.  @return how many. */
+static size_t corpus_schema_paths(const struct tdb_io *io, const char *dir,
+                                  char **paths)
 {
     struct tdb_names names = {0};
     struct tdb_error err = {0};
     char *sdir = tdb_path_join(dir, "__schema");
     char *legacy = tdb_path_join(dir, "__array_schema.tdb");
-    char *paths[64];
     size_t np = 0;
     if (tdb_io_exists(io, legacy))
         paths[np++] = strdup(legacy);
@@ -371,6 +407,18 @@ static void corpus_array(const struct tdb_io *io, const char *dir,
             if (!names.is_dir[i])
                 paths[np++] = tdb_path_join(sdir, names.v[i]);
     tdb_names_free(&names);
+    free(sdir);
+    free(legacy);
+    return np;
+}
+
+static void corpus_array(const struct tdb_io *io, const char *dir,
+                         const struct exp_array *x, const char *casename,
+                         struct corpus_count *cnt)
+{
+    struct tdb_error err = {0};
+    char *paths[64];
+    size_t np = corpus_schema_paths(io, dir, paths);
     CHECK(np > 0);
     cnt->arrays++;
 
@@ -413,8 +461,6 @@ static void corpus_array(const struct tdb_io *io, const char *dir,
         tdb_schema_free(sch[i]);
         free(paths[i]);
     }
-    free(sdir);
-    free(legacy);
 }
 
 /* Finds array folders under `dir` (depth-first, a few levels deep). */
