@@ -40,6 +40,23 @@ def test_mount_matches_expected(case, mount, tmp_path):
                        + '\n  '.join(fails))
 
 
+def test_ls_l_of_the_made_folders(mount):
+    """ls -l asks each entry for its ACL: the folders the mount makes
+    (__meta, __slice, __domain, empty here) answer that they have none,
+    and ls says nothing on stderr (it printed "Stale file handle" for
+    each: an empty folder was taken for a dropped number)."""
+    case = get_case('dense_1d_basic')
+    mnt = mount(case.array)
+    r = subprocess.run(['ls', '-l', mnt, os.path.join(mnt, '__meta'),
+                        os.path.join(mnt, '__slice')], capture_output=True,
+                       timeout=MOUNT_TIMEOUT)
+    assert r.returncode == 0 and r.stderr == b'', r.stderr
+    for name in ('__meta', '__slice', '__domain'):
+        with pytest.raises(OSError) as e:
+            os.getxattr(os.path.join(mnt, name), 'system.posix_acl_access')
+        assert e.value.errno == errno.ENODATA, (name, e.value)
+
+
 def fixed_attrs(case):
     """Top-level files of a dense case's fixed-size attributes."""
     out = []
