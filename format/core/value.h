@@ -100,11 +100,19 @@ static inline uint64_t tdb_value_u64(unsigned dt, const uint8_t *p)
     return tdb_int_load(p, tdb_dt_size(dt), false);
 }
 
-/* Whether the value of datatype dt at p is a NaN (false but for floats). */
+/* Whether the value of datatype dt at p is a NaN (false but for floats).
+ * On the writer's path for every coordinate: no class lookup. */
 static inline bool tdb_value_isnan(unsigned dt, const uint8_t *p)
 {
-    struct tdb_num n = tdb_value_load(dt, p);
-    return n.cls == TDB_VC_FLOAT && n.d != n.d;
+    if (dt == TDB_FLOAT32) {
+        float f = tdb_f32_load(p);
+        return f != f;
+    }
+    if (dt == TDB_FLOAT64) {
+        double d = tdb_f64_load(p);
+        return d != d;
+    }
+    return false;
 }
 
 /* Reads one value of datatype dt from untrusted bytes p[0..n).
