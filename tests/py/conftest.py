@@ -228,6 +228,23 @@ def one_line_error(r, *needles):
     return err
 
 
+def daemons_on(mnt):
+    """Pids of the tiledbfs processes started for mountpoint `mnt` (by
+    their command lines in /proc)."""
+    pids = []
+    for d in os.listdir('/proc'):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f'/proc/{d}/cmdline', 'rb') as f:
+                args = f.read().split(b'\0')
+        except OSError:
+            continue
+        if args and os.path.basename(args[0]) == b'tiledbfs' and os.fsencode(mnt) in args:
+            pids.append(int(d))
+    return pids
+
+
 def fuse_missing():
     """Why FUSE mounts cannot work here, or None."""
     if not os.path.exists('/dev/fuse'):

@@ -9,7 +9,7 @@ import time
 import numpy
 import pytest
 
-from conftest import MOUNT_TIMEOUT, case_options, fuse_missing, get_case
+from conftest import MOUNT_TIMEOUT, case_options, daemons_on, fuse_missing, get_case
 
 PREAD_COUNT = 40         # random ranges per case
 PREAD_MAX = 70000        # longest range (crosses tiles and FUSE's 128 KiB reads)
@@ -181,22 +181,6 @@ def test_non_tiledb_folder_fails(fs_prog, tmp_path):
     assert 'plain' in err
 
 
-def _daemon_pid(fs_prog, mnt):
-    """The pid of the tiledbfs process serving mnt (None when none is)."""
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f'/proc/{pid}/cmdline', 'rb') as f:
-                argv = f.read().split(b'\0')
-        except OSError:
-            continue
-        if os.fsencode(os.path.basename(fs_prog)) in os.path.basename(argv[0]) and \
-                os.fsencode(mnt) in argv:
-            return int(pid)
-    return None
-
-
 def test_background_daemon_exits_when_unmounted(fs_prog, tmp_path):
     """A daemon started as an ordinary mount (it forks to the background)
     that has read every file of a group, sparse arrays of many fragments
@@ -212,8 +196,9 @@ def test_background_daemon_exits_when_unmounted(fs_prog, tmp_path):
     subprocess.run([fs_prog, case.array, mnt], check=True, capture_output=True,
                    timeout=MOUNT_TIMEOUT)
     try:
-        pid = _daemon_pid(fs_prog, mnt)
-        assert pid, 'no daemon serves ' + mnt
+        pids = daemons_on(mnt)
+        assert pids, 'no daemon serves ' + mnt
+        pid = pids[0]
         read = 0
         for root, dirs, files in os.walk(mnt):
             for name in files:

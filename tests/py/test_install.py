@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, MOUNT_TIMEOUT, REPO, fuse_missing, get_case, private_mount_ns_missing
+from conftest import (BUILD, MOUNT_TIMEOUT, REPO, daemons_on, fuse_missing, get_case,
+                      private_mount_ns_missing)
 
 PROGRAMS = ('tiledbfs', 'tiledbfs-cat', 'tiledbfs-create', 'tiledbfs-copy',
             'tiledbfs-consolidate')
@@ -155,22 +156,6 @@ def need_root_mounts():
     why = private_mount_ns_missing()
     if why:
         pytest.skip(why)
-
-
-def daemons_on(mnt):
-    """Pids of the tiledbfs processes started for mountpoint `mnt`."""
-    pids = []
-    for d in os.listdir('/proc'):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f'/proc/{d}/cmdline', 'rb') as f:
-                args = f.read().split(b'\0')
-        except OSError:
-            continue
-        if args and os.path.basename(args[0]) == b'tiledbfs' and os.fsencode(mnt) in args:
-            pids.append(int(d))
-    return pids
 
 
 def wait_daemons_gone(mnts):
