@@ -4,6 +4,7 @@
 #include "tree/json.h"
 #include "model/mount_names.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -77,44 +78,6 @@ static int tree_member_path(struct tdb_fs *fs, const char *dir,
     return 0;
 }
 
-/* Member m of the group up->path, shown as folder `shown` of node `root`
- * unless it is left out: @return 0 with *why NULL, or with *why (malloc'ed)
- * the reason it is left out; or TDB_E_NOMEM. */
-static int tree_member(struct tdb_fs *fs, uint64_t root, const char *shown,
-                       const struct tdb_group_member *m,
-                       const struct tree_up *up, char **why)
-{
-    char msg[TDB_ERROR_MSG_MAX + 64] = "", *mp = NULL;
-    struct tdb_error err = {0};
-    int r = tree_member_path(fs, up->path, m, &mp, msg, sizeof msg);
-    for (const struct tree_up *u = up; !r && mp && u; u = u->up)
-        if (!strcmp(u->path, mp)) {
-            snprintf(msg, sizeof msg, "%s: the group %s itself, not followed",
-                     m->uri, u->path[0] ? u->path : ".");
-            free(mp);
-            mp = NULL;
-        }
-    if (!r && mp && ++fs->nmembers > TREE_MAX_MEMBERS)
-        snprintf(msg, sizeof msg, "%s: more than %u members in the tree",
-                 m->uri, TREE_MAX_MEMBERS);
-    else if (!r && mp) {
-        uint64_t dir;
-        r = tree_add(fs, root, shown, TREE_DIR, &dir);
-        if (!r && (r = tree_source(fs, dir, mp, up, &err)) &&
-            r != TDB_E_NOMEM) {
-            fs->nodes[root - 1].nkids--;    /* dir, the last one added */
-            snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg
-                                                       : tdb_strerror(r));
-            r = 0;
-        }
-    }
-    free(mp);
-    *why = NULL;
-    if (!r && msg[0] && !(*why = strdup(msg)))
-        r = TDB_E_NOMEM;
-    return r;
-}
-
 /* The folder names of g's members (shown[i]), and why[i] for a name that
  * cannot be a folder or that an earlier member has. */
 static int tree_member_names(const struct tdb_group *g, char **shown,
@@ -158,29 +121,6 @@ static int tree_group_load(struct tdb_fs *fs, const char *path,
     return r;
 }
 
-/* Follows each member of g (here: the group, and those above it) that
- * has a name (no why[i]) as folder shown[i] of root; why[i] the reason
- * for each left out, told in tdb_fs_warnings. */
-static int tree_group_members(struct tdb_fs *fs, uint64_t root,
-                              const struct tdb_group *g, char *const *shown,
-                              char **why, const struct tree_up *here)
-{
-    const char *path = here->path[0] ? here->path : ".";
-    int r = 0;
-    for (size_t i = 0; !r && i < g->n; i++) {
-        if (!why[i] && here->depth >= TREE_MAX_DEPTH) {
-            why[i] = strdup("groups nested too deep, not followed");
-            r = why[i] ? 0 : TDB_E_NOMEM;
-        } else if (!why[i]) {
-            r = tree_member(fs, root, shown[i], &g->v[i], here, &why[i]);
-        }
-        if (!r && why[i])
-            r = tree_warn(fs, "group %s: member %s left out: %s", path,
-                          g->v[i].name, why[i]);
-    }
-    return r;
-}
-
 /* Fills file jino, __group.json, with its text (tree_group_json). */
 static int tree_group_json_fill(struct tdb_fs *fs, uint64_t jino,
                                 const struct tdb_group *g,
@@ -200,20 +140,193 @@ static int tree_group_json_fill(struct tdb_fs *fs, uint64_t jino,
     return r;
 }
 
-static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
-                      const struct tree_up *up, struct tdb_error *err)
+
+/* ------------------------------------------------------------ opening */
+
+/* What is at `path`, opened (tree_open): an array, or a group and its
+ * metadata.  A group's members are all opened before any is shown, side
+ * by side (tree_open_all), so that an object store's round trips for
+ * them overlap: a group's open then takes as many of them one after
+ * another whatever its number of members. */
+struct tree_opened {
+    char *path;                 /* NULL: nothing to open */
+    bool source;                /* an array's or a group's folder */
+    int r;                      /* the open's result, told in err */
+    struct tdb_error err;
+    struct tdb_array *a;        /* an array, */
+    struct tdb_group *g;        /* or a group */
+    struct tdb_meta *m;         /* and its metadata (NULL: none) */
+};
+
+#define TREE_OPENERS 16         /* members opened at once */
+
+/* Opens what is at o->path.  Reads fs and touches nothing of it but its
+ * storage and cache (which take calls from any thread). */
+static void tree_open(struct tdb_fs *fs, struct tree_opened *o)
 {
-    struct tdb_group *g = NULL;
-    struct tdb_meta *m = NULL;
-    char **shown = NULL, **why = NULL;
-    int r = tree_group_load(fs, path, &g, &m, err);
-    uint64_t jino = 0;
-    size_t n = g ? g->n : 0;
-    if (!r && (!(shown = calloc(n + 1, sizeof *shown)) ||
-               !(why = calloc(n + 1, sizeof *why))))
+    const char *path = o->path, *shown = path[0] ? path : ".";
+    bool array = tdb_is_array(fs->io, path);
+    bool group = !array && tdb_is_group(fs->io, path);
+    struct tdb_error *err = &o->err;
+    o->source = array || group;
+    if (array) {
+        struct tdb_open_options opts = fs->opts;
+        if (opts.key)
+            opts.key = fs->key;
+        o->r = tdb_array_open(&o->a, fs->io, path, &opts, fs->cache, err);
+    } else if (group) {
+        o->r = tree_group_load(fs, path, &o->g, &o->m, err);
+    } else if (!tdb_io_exists(fs->io, path)) {
+        o->r = tdb_err(err, TDB_E_NOENT, "%s: no such file or folder", shown);
+    } else {
+        o->r = tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array or group",
+                       shown);
+    }
+    if (o->r && !err->code)
+        tdb_err(err, o->r, "%s: %s", shown, tdb_strerror(o->r));
+}
+
+static void tree_opened_free(struct tree_opened *o)
+{
+    tdb_array_close(o->a);
+    tdb_group_free(o->g);
+    tdb_meta_free(o->m);
+    free(o->path);
+}
+
+/* The members of one group being opened (tree_open_all). */
+struct tree_openers {
+    struct tdb_fs *fs;
+    struct tree_opened *o;
+    size_t n;
+    atomic_size_t next;         /* the next one to take */
+};
+
+static void *tree_opener(void *arg)
+{
+    struct tree_openers *w = arg;
+    for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->n;)
+        if (w->o[i].path)
+            tree_open(w->fs, &w->o[i]);
+    return NULL;
+}
+
+/* Opens each of o[0..n) that has a path: in this thread and, for more
+ * than one, in up to TREE_OPENERS - 1 more (all joined on return: a
+ * daemon forks once the tree is built). */
+static void tree_open_all(struct tdb_fs *fs, struct tree_opened *o, size_t n)
+{
+    struct tree_openers w = {.fs = fs, .o = o, .n = n};
+    atomic_init(&w.next, 0);
+    size_t k = 0, nt = 0;
+    for (size_t i = 0; i < n; i++)
+        k += o[i].path != NULL;
+    pthread_t t[TREE_OPENERS - 1];
+    while (nt + 1 < k && nt < TREE_OPENERS - 1 &&
+           !pthread_create(&t[nt], NULL, tree_opener, &w))
+        nt++;
+    tree_opener(&w);
+    while (nt)
+        pthread_join(t[--nt], NULL);
+}
+
+/* ------------------------------------------------------------ showing */
+
+static int tree_show(struct tdb_fs *fs, uint64_t node, struct tree_opened *o,
+                     const struct tree_up *up, struct tdb_error *err);
+
+/* Where member m of the group `here` is read (*path, malloc'ed), or *why
+ * (malloc'ed) the reason it is not followed.  @return 0 or TDB_E_NOMEM. */
+static int tree_member_place(struct tdb_fs *fs,
+                             const struct tdb_group_member *m,
+                             const struct tree_up *here, char **path,
+                             char **why)
+{
+    char msg[TDB_ERROR_MSG_MAX + 64] = "", *mp = NULL;
+    int r = 0;
+    *path = NULL;
+    if (here->depth >= TREE_MAX_DEPTH)
+        snprintf(msg, sizeof msg, "groups nested too deep, not followed");
+    else
+        r = tree_member_path(fs, here->path, m, &mp, msg, sizeof msg);
+    for (const struct tree_up *u = here; !r && mp && u; u = u->up)
+        if (!strcmp(u->path, mp)) {
+            snprintf(msg, sizeof msg, "%s: the group %s itself, not followed",
+                     m->uri, u->path[0] ? u->path : ".");
+            free(mp);
+            mp = NULL;
+        }
+    if (!r && mp && ++fs->nmembers > TREE_MAX_MEMBERS) {
+        snprintf(msg, sizeof msg, "%s: more than %u members in the tree",
+                 m->uri, TREE_MAX_MEMBERS);
+        free(mp);
+        mp = NULL;
+    }
+    *path = mp;
+    if (!r && msg[0] && !(*why = strdup(msg)))
         r = TDB_E_NOMEM;
+    return r;
+}
+
+/* Member o (opened) of the group up->path as folder `shown` of node
+ * `root`, unless it is left out: @return 0 with *why NULL, or with *why
+ * (malloc'ed) the reason it is left out; or TDB_E_NOMEM. */
+static int tree_member(struct tdb_fs *fs, uint64_t root, const char *shown,
+                       struct tree_opened *o, const struct tree_up *up,
+                       char **why)
+{
+    struct tdb_error err = {0};
+    uint64_t dir;
+    int r = tree_add(fs, root, shown, TREE_DIR, &dir);
+    if (!r && (r = tree_show(fs, dir, o, up, &err)) && r != TDB_E_NOMEM) {
+        fs->nodes[root - 1].nkids--;    /* dir, the last one added */
+        *why = strdup(err.msg[0] ? err.msg : tdb_strerror(r));
+        r = *why ? 0 : TDB_E_NOMEM;
+    }
+    return r;
+}
+
+/* Follows each member of g (here: the group, and those above it) that
+ * has a name (no why[i]) as folder shown[i] of root, all opened first;
+ * why[i] the reason for each left out, told in tdb_fs_warnings. */
+static int tree_group_members(struct tdb_fs *fs, uint64_t root,
+                              const struct tdb_group *g, char *const *shown,
+                              char **why, const struct tree_up *here)
+{
+    const char *path = here->path[0] ? here->path : ".";
+    struct tree_opened *o = calloc(g->n + 1, sizeof *o);
+    int r = o ? 0 : TDB_E_NOMEM;
+    for (size_t i = 0; !r && i < g->n; i++)
+        if (!why[i])
+            r = tree_member_place(fs, &g->v[i], here, &o[i].path, &why[i]);
     if (!r)
-        r = tree_member_names(g, shown, why);
+        tree_open_all(fs, o, g->n);
+    for (size_t i = 0; !r && i < g->n; i++) {
+        if (o[i].path)
+            r = tree_member(fs, root, shown[i], &o[i], here, &why[i]);
+        if (!r && why[i])
+            r = tree_warn(fs, "group %s: member %s left out: %s", path,
+                          g->v[i].name, why[i]);
+    }
+    for (size_t i = 0; o && i < g->n; i++)
+        tree_opened_free(&o[i]);
+    free(o);
+    return r;
+}
+
+/* The folder of group o (opened) at node root. */
+static int tree_group(struct tdb_fs *fs, uint64_t root,
+                      const struct tree_opened *o, const struct tree_up *up,
+                      struct tdb_error *err)
+{
+    const struct tdb_group *g = o->g;
+    const struct tdb_meta *m = o->m;
+    const char *path = o->path;
+    size_t n = g->n;
+    char **shown = calloc(n + 1, sizeof *shown);
+    char **why = calloc(n + 1, sizeof *why);
+    uint64_t jino = 0;
+    int r = shown && why ? tree_member_names(g, shown, why) : TDB_E_NOMEM;
     /* __group.json first (its text once the members are known) */
     if (!r && !(r = tree_add_bytes(fs, root, "__group.json", "", 0, &jino)) &&
         m)
@@ -234,8 +347,6 @@ static int tree_group(struct tdb_fs *fs, uint64_t root, const char *path,
     }
     free(shown);
     free(why);
-    tdb_group_free(g);
-    tdb_meta_free(m);
     if (r && err && !err->code)
         tdb_err(err, r, "%s: %s", path[0] ? path : ".", tdb_strerror(r));
     return r;
@@ -255,36 +366,38 @@ static int tree_note_source(struct tdb_fs *fs, const char *path,
     return 0;
 }
 
+/* Shows o (opened; an array it opened becomes the tree's) in folder
+ * node. */
+static int tree_show(struct tdb_fs *fs, uint64_t node, struct tree_opened *o,
+                     const struct tree_up *up, struct tdb_error *err)
+{
+    if (o->source && tree_note_source(fs, o->path, err))
+        return TDB_E_NOMEM;
+    if (o->r) {
+        if (err)
+            *err = o->err;
+        return o->r;
+    }
+    if (o->g)
+        return tree_group(fs, node, o, up, err);
+    struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
+    if (!v)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    fs->arrays = v;
+    fs->arrays[fs->narrays++] = o->a;
+    struct tdb_array *a = o->a;
+    o->a = NULL;
+    return tree_array(fs, node, a, err);
+}
+
 int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
                 const struct tree_up *up, struct tdb_error *err)
 {
-    bool array = tdb_is_array(fs->io, path);
-    bool group = !array && tdb_is_group(fs->io, path);
-    if ((array || group) && tree_note_source(fs, path, err))
-        return TDB_E_NOMEM;
-    if (array) {
-        struct tdb_array *a;
-        struct tdb_open_options o = fs->opts;
-        if (o.key)
-            o.key = fs->key;
-        int r = tdb_array_open(&a, fs->io, path, &o, fs->cache, err);
-        if (r)
-            return r;
-        struct tdb_array **v =
-            realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
-        if (!v) {
-            tdb_array_close(a);
-            return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        }
-        fs->arrays = v;
-        fs->arrays[fs->narrays++] = a;
-        return tree_array(fs, node, a, err);
-    }
-    if (group)
-        return tree_group(fs, node, path, up, err);
-    if (!tdb_io_exists(fs->io, path))
-        return tdb_err(err, TDB_E_NOENT, "%s: no such file or folder",
-                       path[0] ? path : ".");
-    return tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array or group",
-                   path[0] ? path : ".");
+    struct tree_opened o = {.path = strdup(path)};
+    if (!o.path)
+        return tdb_err(err, TDB_E_NOMEM, "out of memory");
+    tree_open(fs, &o);
+    int r = tree_show(fs, node, &o, up, err);
+    tree_opened_free(&o);
+    return r;
 }

@@ -12,6 +12,7 @@ import pytest
 from conftest import CORPUS, case_names, case_options, get_case, read_tree, run_cat
 from latency_proxy import LatencyProxy
 from s3fixture import corpus_url, through
+from test_groups import copy_array, make_group
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'scripts'))
@@ -76,6 +77,40 @@ def test_open_waves_do_not_grow_with_fragments(cat_prog, store_server, proxy, tm
     assert requests[40] >= requests[2] + 38         # each fragment's metadata
     assert waves[40] == waves[2], (waves, requests)
     assert waves[40] <= 4, (waves, requests)
+
+
+def upload_group_of(server, n, tmp_path):
+    """A group of n copies of dense_1d_basic (m0 to m{n-1}) and a subgroup
+    `sub` holding one more, in the bucket: @return its URL."""
+    folder = str(tmp_path / f'group-{n}')
+    members = [(f'm{i}', f'm{i}', True, 'array') for i in range(n)]
+    make_group(folder, members + [('sub', 'sub', True, 'group')])
+    make_group(os.path.join(folder, 'sub'), [('x', 'x', True, 'array')])
+    for i in range(n):
+        copy_array('dense_1d_basic', os.path.join(folder, f'm{i}'))
+    copy_array('dense_1d_basic', os.path.join(folder, 'sub', 'x'))
+    prefix = f'{tmp_path.name}/group-{n}'
+    server.upload(folder, prefix)
+    return server.url(prefix)
+
+
+def test_group_open_waves_do_not_grow_with_members(cat_prog, store_server, proxy, tmp_path):
+    """Opening a group of 8 arrays and a subgroup takes as many sequential
+    round trips as one of 2 (the members are opened side by side,
+    format/tree/tree_group.c), and its last member and the subgroup's
+    read back: one round trip more per member before (10 and 16)."""
+    case = get_case('dense_1d_basic')
+    waves, requests = {}, {}
+    for n in (2, 8):
+        url = upload_group_of(store_server, n, tmp_path)
+        proxy.reset()
+        r = run_cat(cat_prog, url, f'm{n - 1}/a')
+        assert r.returncode == 0 and r.stdout == case.expected('a'), r.stderr
+        waves[n], requests[n] = proxy.waves(), proxy.count()
+        r = run_cat(cat_prog, url, 'sub/x/a')
+        assert r.returncode == 0 and r.stdout == case.expected('a'), r.stderr
+    assert requests[8] >= requests[2] + 6 * 3       # listings, schema, footer
+    assert waves[8] == waves[2], (waves, requests)
 
 
 def test_listing_past_1000_keys(cat_prog, s3_server, tmp_path):

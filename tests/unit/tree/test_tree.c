@@ -389,6 +389,47 @@ static void test_group_members(void)
     tdb_io_free(&mem);
 }
 
+/* A chain of groups each the only member of the one above: the 33rd
+ * (TREE_MAX_DEPTH below the top) shows its own files but does not follow
+ * its member, and says so once. */
+static void test_group_depth(void)
+{
+    static const char *const next[][3] = {{"n", "n", "r"}};
+    enum { CHAIN = 34, SHOWN = 33 };
+    struct tdb_io mem;
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    char path[3 * CHAIN + 8] = "c";
+    for (int i = 0; i < CHAIN; i++) {
+        put_group(&mem, path, next, 1);
+        strcat(path, "/n");
+    }
+    put_array(&mem, path);
+    struct tdb_io top;
+    CHECK_EQ_INT(tdb_io_sub(&top, &mem, "c"), 0);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_fs_open(&fs, &top, &o, &err), 0);
+    if (fs) {
+        const char *const *w;
+        size_t nw = tdb_fs_warnings(fs, &w);
+        CHECK_EQ_INT(nw, 1);
+        CHECK(nw == 1 && strstr(w[0], "groups nested too deep"));
+        char deepest[3 * CHAIN] = "", got[256];
+        for (int i = 1; i < SHOWN; i++)
+            strcat(deepest, i > 1 ? "/n" : "n");
+        listing(fs, deepest, got, sizeof got);
+        CHECK(!strcmp(got, "__group.json|__meta"));
+        deepest[strlen(deepest) - 2] = 0;
+        listing(fs, deepest, got, sizeof got);
+        CHECK(!strcmp(got, "__group.json|__meta|n"));
+        tdb_fs_close(fs);
+    }
+    tdb_io_free(&top);
+    tdb_io_free(&mem);
+}
+
 /* Metadata keys a folder cannot hold as they are (".", "..", ""), and the
  * key "__attr" that "" is shown as: each listed once under __meta/ by a
  * name of its own (docs/LAYOUT.md), and each readable by that name. */
@@ -486,6 +527,7 @@ int main(void)
     corpus = unit_corpus();
     RUN(test_path_normal);
     RUN(test_group_members);
+    RUN(test_group_depth);
     RUN(test_group_locate);
     RUN(test_meta_key_names);
     RUN_CORPUS(test_stat_without_decoding);
