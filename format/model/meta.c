@@ -334,25 +334,20 @@ const struct tdb_meta_item *tdb_meta_find(const struct tdb_meta *m,
     return &m->v[pos];
 }
 
-int tdb_meta_load(const struct tdb_io *io, const char *dir,
-                  struct tdb_ts_window when, const uint8_t *key,
-                  struct tdb_meta **out, struct tdb_error *err)
+int tdb_meta_load_files(const struct tdb_io *io, const struct tdb_ts_files *f,
+                        const uint8_t *key, struct tdb_meta **out,
+                        struct tdb_error *err)
 {
-    struct tdb_ts_file *files;
-    size_t n;
+    const char *dir = f->dir;
     struct tdb_buf buf = {0};
-    int r;
+    int r = 0;
 
     *out = NULL;
     struct tdb_meta *m = calloc(1, sizeof *m);
     if (!m)
         return tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
-    if ((r = tdb_ts_files_list(io, dir, when, &files, &n, err))) {
-        free(m);
-        return r;
-    }
-    for (size_t i = 0; i < n && r == 0; i++) {
-        char *path = tdb_path_join(dir, files[i].name);
+    for (size_t i = 0; i < f->n && r == 0; i++) {
+        char *path = tdb_path_join(dir, f->v[i].name);
         if (!path) {
             r = tdb_err(err, TDB_E_NOMEM, "%s: out of memory", dir);
             break;
@@ -363,18 +358,30 @@ int tdb_meta_load(const struct tdb_io *io, const char *dir,
                                   &buf, &next, err);
         if (r == 0)
             r = tdb_meta_apply(m, buf.data, buf.len, path, err);
-        if (r == 0 && files[i].t2 > m->newest_ts)
-            m->newest_ts = files[i].t2;
+        if (r == 0 && f->v[i].t2 > m->newest_ts)
+            m->newest_ts = f->v[i].t2;
         free(path);
     }
     tdb_buf_free(&buf);
-    tdb_ts_files_free(files, n);
     if (r) {
         tdb_meta_free(m);
         return r;
     }
     *out = m;
     return 0;
+}
+
+int tdb_meta_load(const struct tdb_io *io, const char *dir,
+                  struct tdb_ts_window when, const uint8_t *key,
+                  struct tdb_meta **out, struct tdb_error *err)
+{
+    struct tdb_ts_files f = {dir, NULL, 0};
+    *out = NULL;
+    int r = tdb_ts_files_list(io, dir, when, &f.v, &f.n, err);
+    if (!r)
+        r = tdb_meta_load_files(io, &f, key, out, err);
+    tdb_ts_files_free(f.v, f.n);
+    return r;
 }
 
 /* ------------------------------------------------------------- writing */

@@ -64,6 +64,21 @@ int tdb_ts_files_list(const struct tdb_io *io, const char *dir,
                       size_t *n, struct tdb_error *err);
 void tdb_ts_files_free(struct tdb_ts_file *f, size_t n);
 
+/* The timestamped files v[0..n) of folder `dir`, as tdb_ts_files_list
+ * lists them. */
+struct tdb_ts_files {
+    const char *dir;
+    struct tdb_ts_file *v;
+    size_t n;
+};
+
+/* tdb_meta_load's second half: loads the metadata files of f->dir that
+ * f lists (an open lists them early, so that they are fetched with the
+ * files it reads next). */
+int tdb_meta_load_files(const struct tdb_io *io, const struct tdb_ts_files *f,
+                        const uint8_t *key, struct tdb_meta **out,
+                        struct tdb_error *err);
+
 /* Appends a metadata file's payload (one put or delete per item) for
  * writing a new __meta file. */
 int tdb_meta_serialize_put(struct tdb_buf *out, const char *key,

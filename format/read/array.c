@@ -841,12 +841,14 @@ static int arr_load_frags(struct tdb_array *a, const char *path,
     return 0;
 }
 
-/* The array's metadata and its delete conditions. */
-static int arr_load_meta_conds(struct tdb_array *a, struct tdb_error *err)
+/* The array's metadata (from its files listed) and its delete
+ * conditions. */
+static int arr_load_meta_conds(struct tdb_array *a,
+                               const struct tdb_ts_files *meta,
+                               struct tdb_error *err)
 {
     const uint8_t *key = a->has_key ? a->key : NULL;
-    struct tdb_ts_window when = {a->ts_start, a->ts_end};
-    int r = tdb_meta_load(&a->io, "__meta", when, key, &a->meta, err);
+    int r = tdb_meta_load_files(&a->io, meta, key, &a->meta, err);
     if (r)
         return r;
     if (a->meta && a->meta->newest_ts > a->newest_ts)
@@ -887,7 +889,9 @@ static int arr_load(struct tdb_array *a, const char *path,
                     struct tdb_error *err)
 {
     struct tdb_cons_fragmeta **cons = NULL;
+    struct tdb_ts_files meta = {"__meta", NULL, 0};
     size_t ncons = 0;
+    struct tdb_ts_window when = {a->ts_start, a->ts_end};
     arr_want_folders(&a->io);
     int r = tdb_arraydir_load(&a->io, a->ts_start, a->ts_end, &a->dir, err);
     if (r)
@@ -896,17 +900,20 @@ static int arr_load(struct tdb_array *a, const char *path,
      * dense one load applied), unless consolidated metadata may hold it */
     if (!a->dir->nfragmeta)
         arr_want_frags(&a->io, a->dir, true, NULL, 0);
-    if (!(r = arr_load_schemas(a, err)))
+    /* the metadata files listed now are fetched with the above */
+    r = tdb_ts_files_list(&a->io, meta.dir, when, &meta.v, &meta.n, err);
+    if (!r && !(r = arr_load_schemas(a, err)))
         r = arr_load_cons(a, &cons, &ncons, err);
     if (!r && a->dir->nfragmeta)
         arr_want_frags(&a->io, a->dir, false, cons, ncons);
     if (!r)
         r = arr_load_frags(a, path, cons, ncons, err);
     if (!r)
-        r = arr_load_meta_conds(a, err);
+        r = arr_load_meta_conds(a, &meta, err);
     for (size_t c = 0; c < ncons; c++)
         tdb_cons_fragmeta_free(cons[c]);
     free(cons);
+    tdb_ts_files_free(meta.v, meta.n);
     return r;
 }
 

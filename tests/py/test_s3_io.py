@@ -79,6 +79,24 @@ def test_open_waves_do_not_grow_with_fragments(cat_prog, store_server, proxy, tm
     assert waves[40] <= 4, (waves, requests)
 
 
+@pytest.mark.parametrize('name', ['metadata_types', 'consolidated_array_meta'])
+def test_open_with_metadata_waves(name, cat_prog, store_corpus, proxy):
+    """An array with metadata (consolidated, with its .vac file, in
+    consolidated_array_meta) opens in 2 round trips, its listings then
+    every file at once, metadata files with the schemas and the fragments'
+    metadata (3 before), and every key reads back."""
+    case = get_case(name)
+    proxy.reset()
+    r = run_cat(cat_prog, corpus_url(store_corpus, name), '__meta')
+    assert r.returncode == 0, r.stderr
+    keys = sorted(os.listdir(os.path.join(case.dir, 'expected', '__meta')))
+    assert sorted(r.stdout.decode().split()) == keys
+    assert proxy.waves() == 2, proxy.requests
+    for key in keys:
+        r = run_cat(cat_prog, corpus_url(store_corpus, name), '__meta/' + key)
+        assert r.returncode == 0 and r.stdout == case.expected('__meta/' + key), key
+
+
 def upload_group_of(server, n, tmp_path):
     """A group of n copies of dense_1d_basic (m0 to m{n-1}) and a subgroup
     `sub` holding one more, in the bucket: @return its URL."""
