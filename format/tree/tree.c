@@ -60,7 +60,7 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
     (void)tdb_random(&fs->slices.seed, sizeof fs->slices.seed, NULL);
     r = tree_add(fs, 0, "", TREE_DIR, &root);
     if (!r)
-        r = tree_source(fs, root, "", NULL, err);
+        r = tree_source(fs, root, "", err);
     if (r) {
         tdb_fs_close(fs);
         return r;

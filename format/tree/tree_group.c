@@ -3,8 +3,8 @@
 #include "tree/tree_priv.h"
 #include "tree/json.h"
 #include "model/mount_names.h"
+#include "core/pool.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -143,113 +143,102 @@ static int tree_group_json_fill(struct tdb_fs *fs, uint64_t jino,
 
 /* ------------------------------------------------------------ opening */
 
-/* What is at `path`, opened (tree_open): an array, or a group and its
- * metadata.  A group's members are all opened before any is shown, side
- * by side (tree_open_all), so that an object store's round trips for
- * them overlap: a group's open then takes as many of them one after
- * another whatever its number of members. */
+/* What is at `path`, opened (tree_open): an array, or a group, its
+ * metadata and its members.  The source and the members of its groups
+ * are opened before any is shown, level by level, each level's side by
+ * side (tree_open_all), so that an object store's round trips for them
+ * overlap: the open then takes as many of them one after another however
+ * many members and sibling groups there are, a few per level. */
 struct tree_opened {
-    char *path;                 /* NULL: nothing to open */
+    char *path;                 /* NULL: not followed (why says why) */
+    const struct tree_opened *parent;   /* its group (NULL: the source) */
+    int depth;                  /* groups above it */
     bool source;                /* an array's or a group's folder */
-    int r;                      /* the open's result, told in err */
-    struct tdb_error err;
+    int r;                      /* the open's result, */
+    char *msg;                  /* and its error (r != 0) */
     struct tdb_array *a;        /* an array, */
-    struct tdb_group *g;        /* or a group */
-    struct tdb_meta *m;         /* and its metadata (NULL: none) */
+    struct tdb_group *g;        /* or a group and */
+    struct tdb_meta *m;         /* its metadata (NULL: none), */
+    struct tree_opened *kids;   /* its members (those of g->v), */
+    char **shown, **why;        /* their folders' names, why each left out
+                                 * is (NULL: shown) */
 };
 
-#define TREE_OPENERS 16         /* members opened at once */
+#define TREE_OPENERS 16         /* opened at once */
 
-/* Opens what is at o->path.  Reads fs and touches nothing of it but its
+/* One level of the tree being opened (tree_open_all). */
+struct tree_level {
+    struct tdb_fs *fs;
+    struct tree_opened **o;
+};
+
+/* Opens what is at the i-th path of level arg (a tdb_pool_each_fn; it
+ * fails only in that open).  Reads fs and touches nothing of it but its
  * storage and cache (which take calls from any thread). */
-static void tree_open(struct tdb_fs *fs, struct tree_opened *o)
+static int tree_open(void *arg, size_t i, struct tdb_error *unused)
 {
+    struct tdb_fs *fs = ((struct tree_level *)arg)->fs;
+    struct tree_opened *o = ((struct tree_level *)arg)->o[i];
     const char *path = o->path, *shown = path[0] ? path : ".";
+    struct tdb_error err = {0};
     bool array = tdb_is_array(fs->io, path);
     bool group = !array && tdb_is_group(fs->io, path);
-    struct tdb_error *err = &o->err;
+    (void)unused;
     o->source = array || group;
     if (array) {
         struct tdb_open_options opts = fs->opts;
         if (opts.key)
             opts.key = fs->key;
-        o->r = tdb_array_open(&o->a, fs->io, path, &opts, fs->cache, err);
+        o->r = tdb_array_open(&o->a, fs->io, path, &opts, fs->cache, &err);
     } else if (group) {
-        o->r = tree_group_load(fs, path, &o->g, &o->m, err);
+        o->r = tree_group_load(fs, path, &o->g, &o->m, &err);
     } else if (!tdb_io_exists(fs->io, path)) {
-        o->r = tdb_err(err, TDB_E_NOENT, "%s: no such file or folder", shown);
+        o->r = tdb_err(&err, TDB_E_NOENT, "%s: no such file or folder", shown);
     } else {
-        o->r = tdb_err(err, TDB_E_INVAL, "%s: not a TileDB array or group",
+        o->r = tdb_err(&err, TDB_E_INVAL, "%s: not a TileDB array or group",
                        shown);
     }
-    if (o->r && !err->code)
-        tdb_err(err, o->r, "%s: %s", shown, tdb_strerror(o->r));
+    if (o->r && !err.code)
+        tdb_err(&err, o->r, "%s: %s", shown, tdb_strerror(o->r));
+    if (o->r && !(o->msg = strdup(err.msg)))
+        o->r = TDB_E_NOMEM;
+    return 0;
 }
 
 static void tree_opened_free(struct tree_opened *o)
 {
+    size_t n = o->g ? o->g->n : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (o->kids)
+            tree_opened_free(&o->kids[i]);
+        free(o->shown ? o->shown[i] : NULL);
+        free(o->why ? o->why[i] : NULL);
+    }
+    free(o->kids);
+    free(o->shown);
+    free(o->why);
     tdb_array_close(o->a);
     tdb_group_free(o->g);
     tdb_meta_free(o->m);
     free(o->path);
+    free(o->msg);
 }
 
-/* The members of one group being opened (tree_open_all). */
-struct tree_openers {
-    struct tdb_fs *fs;
-    struct tree_opened *o;
-    size_t n;
-    atomic_size_t next;         /* the next one to take */
-};
-
-static void *tree_opener(void *arg)
-{
-    struct tree_openers *w = arg;
-    for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->n;)
-        if (w->o[i].path)
-            tree_open(w->fs, &w->o[i]);
-    return NULL;
-}
-
-/* Opens each of o[0..n) that has a path: in this thread and, for more
- * than one, in up to TREE_OPENERS - 1 more (all joined on return: a
- * daemon forks once the tree is built). */
-static void tree_open_all(struct tdb_fs *fs, struct tree_opened *o, size_t n)
-{
-    struct tree_openers w = {.fs = fs, .o = o, .n = n};
-    atomic_init(&w.next, 0);
-    size_t k = 0, nt = 0;
-    for (size_t i = 0; i < n; i++)
-        k += o[i].path != NULL;
-    pthread_t t[TREE_OPENERS - 1];
-    while (nt + 1 < k && nt < TREE_OPENERS - 1 &&
-           !pthread_create(&t[nt], NULL, tree_opener, &w))
-        nt++;
-    tree_opener(&w);
-    while (nt)
-        pthread_join(t[--nt], NULL);
-}
-
-/* ------------------------------------------------------------ showing */
-
-static int tree_show(struct tdb_fs *fs, uint64_t node, struct tree_opened *o,
-                     const struct tree_up *up, struct tdb_error *err);
-
-/* Where member m of the group `here` is read (*path, malloc'ed), or *why
+/* Where member m of group up is read (*path, malloc'ed), or *why
  * (malloc'ed) the reason it is not followed.  @return 0 or TDB_E_NOMEM. */
 static int tree_member_place(struct tdb_fs *fs,
                              const struct tdb_group_member *m,
-                             const struct tree_up *here, char **path,
+                             const struct tree_opened *up, char **path,
                              char **why)
 {
     char msg[TDB_ERROR_MSG_MAX + 64] = "", *mp = NULL;
     int r = 0;
     *path = NULL;
-    if (here->depth >= TREE_MAX_DEPTH)
+    if (up->depth >= TREE_MAX_DEPTH)
         snprintf(msg, sizeof msg, "groups nested too deep, not followed");
     else
-        r = tree_member_path(fs, here->path, m, &mp, msg, sizeof msg);
-    for (const struct tree_up *u = here; !r && mp && u; u = u->up)
+        r = tree_member_path(fs, up->path, m, &mp, msg, sizeof msg);
+    for (const struct tree_opened *u = up; !r && mp && u; u = u->parent)
         if (!strcmp(u->path, mp)) {
             snprintf(msg, sizeof msg, "%s: the group %s itself, not followed",
                      m->uri, u->path[0] ? u->path : ".");
@@ -268,17 +257,95 @@ static int tree_member_place(struct tdb_fs *fs,
     return r;
 }
 
-/* Member o (opened) of the group up->path as folder `shown` of node
- * `root`, unless it is left out: @return 0 with *why NULL, or with *why
- * (malloc'ed) the reason it is left out; or TDB_E_NOMEM. */
+/* The members of group o (opened), placed: their folders' names, where
+ * each is read or why it is not followed. */
+static int tree_group_place(struct tdb_fs *fs, struct tree_opened *o)
+{
+    size_t n = o->g->n;
+    o->kids = calloc(n + 1, sizeof *o->kids);
+    o->shown = calloc(n + 1, sizeof *o->shown);
+    o->why = calloc(n + 1, sizeof *o->why);
+    if (!o->kids || !o->shown || !o->why)
+        return TDB_E_NOMEM;
+    int r = tree_member_names(o->g, o->shown, o->why);
+    for (size_t i = 0; !r && i < n; i++) {
+        o->kids[i].parent = o;
+        o->kids[i].depth = o->depth + 1;
+        if (!o->why[i])
+            r = tree_member_place(fs, &o->g->v[i], o, &o->kids[i].path,
+                                  &o->why[i]);
+    }
+    return r;
+}
+
+/* Opens level[0..n), side by side (on threads joined before it returns:
+ * a daemon forks once the tree is built) when more than one. */
+static int tree_open_all(struct tdb_fs *fs, struct tree_opened **level,
+                         size_t n, struct tdb_error *err)
+{
+    struct tree_level lv = {fs, level};
+    if (n == 1)
+        return tree_open(&lv, 0, NULL);
+    unsigned threads = n < TREE_OPENERS ? (unsigned)n : TREE_OPENERS;
+    return tdb_pool_each(threads, n, tree_open, &lv, err);
+}
+
+/* Opens top, then level by level the members of the groups opened.
+ * @return 0 (each open's failure is its own) or TDB_E_NOMEM. */
+static int tree_open_tree(struct tdb_fs *fs, struct tree_opened *top,
+                          struct tdb_error *err)
+{
+    struct tree_opened **level = malloc(sizeof *level), **next = NULL;
+    size_t n = 1;
+    int r = level ? 0 : TDB_E_NOMEM;
+    if (level)
+        level[0] = top;
+    while (!r && n) {
+        size_t k = 0, cap = 0;
+        r = tree_open_all(fs, level, n, err);
+        for (size_t i = 0; !r && i < n; i++) {
+            struct tree_opened *o = level[i];
+            if (o->r || !o->g || (r = tree_group_place(fs, o)))
+                continue;
+            for (size_t j = 0; !r && j < o->g->n; j++) {
+                if (!o->kids[j].path)
+                    continue;
+                if (k == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    void *v = realloc(next, cap * sizeof *next);
+                    if (!v) {
+                        r = TDB_E_NOMEM;
+                        break;
+                    }
+                    next = v;
+                }
+                next[k++] = &o->kids[j];
+            }
+        }
+        free(level);
+        level = next;
+        next = NULL;
+        n = k;
+    }
+    free(level);
+    return r;
+}
+
+/* ------------------------------------------------------------ showing */
+
+static int tree_show(struct tdb_fs *fs, uint64_t node, struct tree_opened *o,
+                     struct tdb_error *err);
+
+/* Member o (opened) as folder `shown` of node `root`, unless it is left
+ * out: @return 0 with *why NULL, or with *why (malloc'ed) the reason it
+ * is left out; or TDB_E_NOMEM. */
 static int tree_member(struct tdb_fs *fs, uint64_t root, const char *shown,
-                       struct tree_opened *o, const struct tree_up *up,
-                       char **why)
+                       struct tree_opened *o, char **why)
 {
     struct tdb_error err = {0};
     uint64_t dir;
     int r = tree_add(fs, root, shown, TREE_DIR, &dir);
-    if (!r && (r = tree_show(fs, dir, o, up, &err)) && r != TDB_E_NOMEM) {
+    if (!r && (r = tree_show(fs, dir, o, &err)) && r != TDB_E_NOMEM) {
         fs->nodes[root - 1].nkids--;    /* dir, the last one added */
         *why = strdup(err.msg[0] ? err.msg : tdb_strerror(r));
         r = *why ? 0 : TDB_E_NOMEM;
@@ -286,69 +353,47 @@ static int tree_member(struct tdb_fs *fs, uint64_t root, const char *shown,
     return r;
 }
 
-/* Follows each member of g (here: the group, and those above it) that
- * has a name (no why[i]) as folder shown[i] of root, all opened first;
- * why[i] the reason for each left out, told in tdb_fs_warnings. */
+/* Shows each member of group o that is followed as folder shown[i] of
+ * root; why[i] the reason for each left out, told in tdb_fs_warnings. */
 static int tree_group_members(struct tdb_fs *fs, uint64_t root,
-                              const struct tdb_group *g, char *const *shown,
-                              char **why, const struct tree_up *here)
+                              struct tree_opened *o)
 {
-    const char *path = here->path[0] ? here->path : ".";
-    struct tree_opened *o = calloc(g->n + 1, sizeof *o);
-    int r = o ? 0 : TDB_E_NOMEM;
-    for (size_t i = 0; !r && i < g->n; i++)
-        if (!why[i])
-            r = tree_member_place(fs, &g->v[i], here, &o[i].path, &why[i]);
-    if (!r)
-        tree_open_all(fs, o, g->n);
-    for (size_t i = 0; !r && i < g->n; i++) {
-        if (o[i].path)
-            r = tree_member(fs, root, shown[i], &o[i], here, &why[i]);
-        if (!r && why[i])
+    const char *path = o->path[0] ? o->path : ".";
+    int r = 0;
+    for (size_t i = 0; !r && i < o->g->n; i++) {
+        if (o->kids[i].path)
+            r = tree_member(fs, root, o->shown[i], &o->kids[i], &o->why[i]);
+        if (!r && o->why[i])
             r = tree_warn(fs, "group %s: member %s left out: %s", path,
-                          g->v[i].name, why[i]);
+                          o->g->v[i].name, o->why[i]);
     }
-    for (size_t i = 0; o && i < g->n; i++)
-        tree_opened_free(&o[i]);
-    free(o);
     return r;
 }
 
-/* The folder of group o (opened) at node root. */
-static int tree_group(struct tdb_fs *fs, uint64_t root,
-                      const struct tree_opened *o, const struct tree_up *up,
+/* The folder of group o (opened, its members placed) at node root. */
+static int tree_group(struct tdb_fs *fs, uint64_t root, struct tree_opened *o,
                       struct tdb_error *err)
 {
     const struct tdb_group *g = o->g;
     const struct tdb_meta *m = o->m;
-    const char *path = o->path;
-    size_t n = g->n;
-    char **shown = calloc(n + 1, sizeof *shown);
-    char **why = calloc(n + 1, sizeof *why);
     uint64_t jino = 0;
-    int r = shown && why ? tree_member_names(g, shown, why) : TDB_E_NOMEM;
     /* __group.json first (its text once the members are known) */
-    if (!r && !(r = tree_add_bytes(fs, root, "__group.json", "", 0, &jino)) &&
-        m)
+    int r = tree_add_bytes(fs, root, "__group.json", "", 0, &jino);
+    if (!r && m)
         fs->nodes[jino - 1].mtime_ms = m->newest_ts;
     if (!r)
         r = tree_meta(fs, root, m, m ? m->newest_ts : 0);
-    struct tree_up here = {path, up, up ? up->depth + 1 : 0};
     if (!r)
-        r = tree_group_members(fs, root, g, shown, why, &here);
+        r = tree_group_members(fs, root, o);
     if (!r)
-        r = tree_group_zarr(fs, root, &(struct tree_shown){n, shown, why}, m,
+        r = tree_group_zarr(fs, root,
+                            &(struct tree_shown){g->n, o->shown, o->why}, m,
                             err);
     if (!r)
-        r = tree_group_json_fill(fs, jino, g, m, why);
-    for (size_t i = 0; i < n; i++) {
-        free(shown ? shown[i] : NULL);
-        free(why ? why[i] : NULL);
-    }
-    free(shown);
-    free(why);
+        r = tree_group_json_fill(fs, jino, g, m, o->why);
     if (r && err && !err->code)
-        tdb_err(err, r, "%s: %s", path[0] ? path : ".", tdb_strerror(r));
+        tdb_err(err, r, "%s: %s", o->path[0] ? o->path : ".",
+                tdb_strerror(r));
     return r;
 }
 
@@ -369,17 +414,14 @@ static int tree_note_source(struct tdb_fs *fs, const char *path,
 /* Shows o (opened; an array it opened becomes the tree's) in folder
  * node. */
 static int tree_show(struct tdb_fs *fs, uint64_t node, struct tree_opened *o,
-                     const struct tree_up *up, struct tdb_error *err)
+                     struct tdb_error *err)
 {
     if (o->source && tree_note_source(fs, o->path, err))
         return TDB_E_NOMEM;
-    if (o->r) {
-        if (err)
-            *err = o->err;
-        return o->r;
-    }
+    if (o->r)
+        return tdb_err(err, o->r, "%s", o->msg ? o->msg : "out of memory");
     if (o->g)
-        return tree_group(fs, node, o, up, err);
+        return tree_group(fs, node, o, err);
     struct tdb_array **v = realloc(fs->arrays, (fs->narrays + 1) * sizeof *v);
     if (!v)
         return tdb_err(err, TDB_E_NOMEM, "out of memory");
@@ -391,13 +433,14 @@ static int tree_show(struct tdb_fs *fs, uint64_t node, struct tree_opened *o,
 }
 
 int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
-                const struct tree_up *up, struct tdb_error *err)
+                struct tdb_error *err)
 {
-    struct tree_opened o = {.path = strdup(path)};
-    if (!o.path)
-        return tdb_err(err, TDB_E_NOMEM, "out of memory");
-    tree_open(fs, &o);
-    int r = tree_show(fs, node, &o, up, err);
-    tree_opened_free(&o);
+    struct tree_opened top = {.path = strdup(path)};
+    int r = top.path ? tree_open_tree(fs, &top, err) : TDB_E_NOMEM;
+    if (!r)
+        r = tree_show(fs, node, &top, err);
+    else if (err && !err->code)
+        tdb_err(err, r, "out of memory");
+    tree_opened_free(&top);
     return r;
 }

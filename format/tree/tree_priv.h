@@ -126,14 +126,6 @@ struct tree_zarr {
 #define TREE_SLICES_MIN 64
 #define TREE_SLICES_MAX 4096
 
-/* The folders of the groups above a member, to refuse one that is its own
- * group or an ancestor (a cycle would nest without end). */
-struct tree_up {
-    const char *path;
-    const struct tree_up *up;
-    int depth;
-};
-
 /* ------------------------------------------------------ building the tree */
 
 /* Adds node `name` of `kind` to folder parent (0: the root itself);
@@ -156,10 +148,10 @@ int tree_meta(struct tdb_fs *fs, uint64_t parent, const struct tdb_meta *m,
 /* Records one sentence for tdb_fs_warnings.  @return 0 or TDB_E_NOMEM. */
 int tree_warn(struct tdb_fs *fs, const char *fmt, ...);
 
-/* Shows the array or group at `path` in folder node (up: the groups
- * above it, NULL at the root). */
+/* Shows the array or group at `path` in folder node (tree_group.c: a
+ * group's members opened first, level by level). */
 int tree_source(struct tdb_fs *fs, uint64_t node, const char *path,
-                const struct tree_up *up, struct tdb_error *err);
+                struct tdb_error *err);
 
 /* An array's folder (tree_array.c): root holds a's files. */
 int tree_array(struct tdb_fs *fs, uint64_t root, struct tdb_array *a,
