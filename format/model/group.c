@@ -192,18 +192,20 @@ static bool group_is_v1_name(const char *name)
     return u == 4 || (u == 5 && n >= 2 && strcmp(name + n - 2, "_1") == 0);
 }
 
-/* The listings opening each member reads first (an array's or a group's
- * folders), asked for at once for every member inside the source (the
- * others are left to the tree's rules). */
+/* The listings opening each member reads first (an array's folders, or
+ * a group's, as its type says: a wrong type costs only those listings),
+ * asked for at once for every member inside the source (the others are
+ * left to the tree's rules). */
 static void group_want_members(const struct tdb_io *io,
                                const struct tdb_group *g, const char *dir)
 {
-    static const char *const sub[] = {"", "__schema", "__commits",
-                                      "__fragment_meta", "__meta", "__group",
-                                      "__fragments"};
-    const size_t ns = sizeof sub / sizeof *sub;
-    struct tdb_io_want *w = calloc(g->n * ns + 1, sizeof *w);
-    char **paths = calloc(g->n * ns + 1, sizeof *paths);
+    static const char *const array[] = {"", "__schema", "__commits",
+                                        "__fragment_meta", "__meta",
+                                        "__fragments", NULL};
+    static const char *const group[] = {"", "__group", "__meta", NULL};
+    const size_t most = sizeof array / sizeof *array - 1;
+    struct tdb_io_want *w = calloc(g->n * most + 1, sizeof *w);
+    char **paths = calloc(g->n * most + 1, sizeof *paths);
     size_t k = 0;
     for (size_t i = 0; w && paths && i < g->n; i++) {
         bool above;
@@ -212,11 +214,12 @@ static void group_want_members(const struct tdb_io *io,
             free(mp);
             continue;
         }
-        for (size_t j = 0; mp && j < ns; j++) {
+        const char *const *sub = g->v[i].type == 1 ? group : array;
+        for (size_t j = 0; mp && sub[j]; j++) {
             if (!(paths[k] = tdb_path_join(mp, sub[j])))
                 continue;
-            w[k] = (struct tdb_io_want){j + 1 < ns ? TDB_WANT_LIST
-                                                   : TDB_WANT_TREE,
+            bool tree = !strcmp(sub[j], "__fragments");
+            w[k] = (struct tdb_io_want){tree ? TDB_WANT_TREE : TDB_WANT_LIST,
                                         paths[k], 0, 0};
             k++;
         }
