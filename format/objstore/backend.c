@@ -425,10 +425,11 @@ int tdb_io_open_url_with(struct tdb_io *io, const char *source,
         tdb_io_free(io);
         return r;
     }
-    /* the listings an array's open reads first, asked for now in case
-     * the source is one (a group's open never lists them) */
+    /* the listings an array's or a group's open reads first, asked for
+     * now in case the source is one (the others come back empty) */
     static const char *const dirs[] = {"__schema", "__commits",
-                                       "__fragment_meta", "__meta"};
+                                       "__fragment_meta", "__meta",
+                                       "__group"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
         tdb_os_want_list(s, dirs[i], false);
     tdb_os_want_list(s, "__fragments", true);
