@@ -140,7 +140,6 @@ static int tree_group_json_fill(struct tdb_fs *fs, uint64_t jino,
     return r;
 }
 
-
 /* ------------------------------------------------------------ opening */
 
 /* What is at `path`, opened (tree_open): an array, or a group, its
@@ -258,8 +257,9 @@ static int tree_member_place(struct tdb_fs *fs,
 }
 
 /* The members of group o (opened), placed: their folders' names, where
- * each is read or why it is not followed. */
-static int tree_group_place(struct tdb_fs *fs, struct tree_opened *o)
+ * each is read or why it is not followed; *followed counts those read. */
+static int tree_group_place(struct tdb_fs *fs, struct tree_opened *o,
+                            size_t *followed)
 {
     size_t n = o->g->n;
     o->kids = calloc(n + 1, sizeof *o->kids);
@@ -274,6 +274,7 @@ static int tree_group_place(struct tdb_fs *fs, struct tree_opened *o)
         if (!o->why[i])
             r = tree_member_place(fs, &o->g->v[i], o, &o->kids[i].path,
                                   &o->why[i]);
+        *followed += o->kids[i].path != NULL;
     }
     return r;
 }
@@ -301,36 +302,28 @@ static int tree_open_all(struct tdb_fs *fs, struct tree_opened **level,
 static int tree_open_tree(struct tdb_fs *fs, struct tree_opened *top,
                           struct tdb_error *err)
 {
-    struct tree_opened **level = malloc(sizeof *level), **next = NULL;
+    struct tree_opened **level = malloc(sizeof *level);
     size_t n = 1;
     int r = level ? 0 : TDB_E_NOMEM;
     if (level)
         level[0] = top;
     while (!r && n) {
-        size_t k = 0, cap = 0;
+        size_t k = 0;
         r = tree_open_all(fs, level, n, err);
-        for (size_t i = 0; !r && i < n; i++) {
-            struct tree_opened *o = level[i];
-            if (o->r || !o->g || (r = tree_group_place(fs, o)))
-                continue;
-            for (size_t j = 0; !r && j < o->g->n; j++) {
-                if (!o->kids[j].path)
-                    continue;
-                if (k == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    void *v = realloc(next, cap * sizeof *next);
-                    if (!v) {
-                        r = TDB_E_NOMEM;
-                        break;
-                    }
-                    next = v;
-                }
-                next[k++] = &o->kids[j];
-            }
-        }
+        for (size_t i = 0; !r && i < n; i++)
+            if (!level[i]->r && level[i]->g)
+                r = tree_group_place(fs, level[i], &k);
+        /* the next level: the members followed, in order */
+        struct tree_opened **next = !r && k ? malloc(k * sizeof *next) : NULL;
+        if (!r && k && !next)
+            r = TDB_E_NOMEM;
+        k = 0;
+        for (size_t i = 0; next && i < n; i++)
+            for (size_t j = 0; level[i]->kids && j < level[i]->g->n; j++)
+                if (level[i]->kids[j].path)
+                    next[k++] = &level[i]->kids[j];
         free(level);
         level = next;
-        next = NULL;
         n = k;
     }
     free(level);
