@@ -533,6 +533,10 @@ struct tdb_open_options {
     unsigned members;           /* the group members followed:
                                  * TDB_MEMBERS_INSIDE (0) or TDB_MEMBERS_ANY
                                  * (see tdb_fs_open) */
+    size_t max_members;         /* members a tree follows in all, beyond
+                                 * which the others are left out with a
+                                 * warning (0: 1 Mi, against lattices of
+                                 * groups); for tests */
     /* Where a group member's place lies (see tdb_fs_open), for front ends
      * that know the source's storage; NULL: only relative places are
      * inside.  @return 0 with *path (malloc'ed) its path from the root

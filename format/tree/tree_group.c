@@ -9,8 +9,9 @@
 #include <stdlib.h>
 
 #define TREE_MAX_DEPTH 32
-#define TREE_MAX_MEMBERS (1u << 20)  /* members opened in one tree: a
-                                      * lattice of groups stays bounded */
+#define TREE_MAX_MEMBERS (1u << 20)  /* members opened in one tree
+                                      * (opts.max_members 0): a lattice of
+                                      * groups stays bounded */
 
 /* The text of __group.json; why[i] (or NULL) is member i's "error". */
 static int tree_group_json(const struct tdb_group *g, const struct tdb_meta *m,
@@ -244,9 +245,11 @@ static int tree_member_place(struct tdb_fs *fs,
             free(mp);
             mp = NULL;
         }
-    if (!r && mp && ++fs->nmembers > TREE_MAX_MEMBERS) {
-        snprintf(msg, sizeof msg, "%s: more than %u members in the tree",
-                 m->uri, TREE_MAX_MEMBERS);
+    size_t most = fs->opts.max_members ? fs->opts.max_members
+                                       : TREE_MAX_MEMBERS;
+    if (!r && mp && ++fs->nmembers > most) {
+        snprintf(msg, sizeof msg, "%s: more than %zu members in the tree",
+                 m->uri, most);
         free(mp);
         mp = NULL;
     }

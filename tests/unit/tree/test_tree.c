@@ -430,6 +430,59 @@ static void test_group_depth(void)
     tdb_io_free(&mem);
 }
 
+/* A lattice of groups, two a level, each listing both of the level below
+ * (the last both the one array): 2 + 4 + 8 members.  With max_members 10
+ * the tree follows the first 10 level by level, and leaves out (and warns
+ * of) the last four, the members of b/a and b/b. */
+static void test_group_lattice(void)
+{
+    static const char *const top[][3] = {{"g1a", "a", "r"}, {"g1b", "b", "r"}};
+    static const char *const mid[][3] = {{"../g2a", "a", "r"},
+                                         {"../g2b", "b", "r"}};
+    static const char *const low[][3] = {{"../arr", "a", "r"},
+                                         {"../arr", "b", "r"}};
+    struct tdb_io mem, l;
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    put_group(&mem, "l", top, 2);
+    put_group(&mem, "l/g1a", mid, 2);
+    put_group(&mem, "l/g1b", mid, 2);
+    put_group(&mem, "l/g2a", low, 2);
+    put_group(&mem, "l/g2b", low, 2);
+    put_array(&mem, "l/arr");
+    CHECK_EQ_INT(tdb_io_sub(&l, &mem, "l"), 0);
+    for (size_t most = 0; most <= 10; most += 10) {
+        struct tdb_open_options o;
+        tdb_open_options_init(&o);
+        o.max_members = most;
+        struct tdb_fs *fs = NULL;
+        struct tdb_error err = {0};
+        CHECK_EQ_INT(tdb_fs_open(&fs, &l, &o, &err), 0);
+        if (!fs)
+            continue;
+        const char *const *w;
+        size_t nw = tdb_fs_warnings(fs, &w);
+        CHECK_EQ_INT(nw, most ? 4 : 0);
+        for (size_t i = 0; i < nw; i++)
+            CHECK(strstr(w[i], "more than 10 members in the tree"));
+        char got[256];
+        listing(fs, "a/b", got, sizeof got);
+        CHECK(!strcmp(got, "__group.json|__meta|a|b"));
+        listing(fs, "a/b/b", got, sizeof got);
+        CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|a.npy|x|x.npy"));
+        listing(fs, "b/a", got, sizeof got);
+        CHECK(!strcmp(got, most ? "__group.json|__meta"
+                                : "__group.json|__meta|a|b"));
+        uint64_t n = 0;
+        uint8_t *json = unit_fs_file(fs, "b/b/__group.json", &n);
+        CHECK(json && count((char *)json, "members in the tree") ==
+                          (most ? 2 : 0));
+        free(json);
+        tdb_fs_close(fs);
+    }
+    tdb_io_free(&l);
+    tdb_io_free(&mem);
+}
+
 /* Metadata keys a folder cannot hold as they are (".", "..", ""), and the
  * key "__attr" that "" is shown as: each listed once under __meta/ by a
  * name of its own (docs/LAYOUT.md), and each readable by that name. */
@@ -528,6 +581,7 @@ int main(void)
     RUN(test_path_normal);
     RUN(test_group_members);
     RUN(test_group_depth);
+    RUN(test_group_lattice);
     RUN(test_group_locate);
     RUN(test_meta_key_names);
     RUN_CORPUS(test_stat_without_decoding);
