@@ -575,7 +575,9 @@ struct tdb_fs;
 /* Opens the array or group at the root of `io`.  The tree (folders, file
  * names, fixed sizes) is built here; tiles are decoded only on read.
  * `io` must outlive the handle.  @return 0 or a TDB_E_* code; a folder that
- * is neither a TileDB array nor a group gives TDB_E_INVAL.
+ * is neither a TileDB array nor a group gives TDB_E_INVAL.  It returns with
+ * nothing it asked `io` for ahead still on its way (tdb_io_settle), so that
+ * a daemon may fork next.
  *
  * Group members (docs/LAYOUT.md "A group").  A member's place is its uri
  * joined to its group's folder when relative, else the uri ("file://"

@@ -939,8 +939,6 @@ int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
         a->has_key = true;
     }
     r = arr_load(a, path, err);
-    /* nothing asked for ahead is left on its way (a daemon forks next) */
-    tdb_io_settle(&a->io);
     if (r) {
         tdb_array_close(a);
         return r;

@@ -62,7 +62,9 @@ struct tdb_array {
 
 /* Opens the array at folder `path` of `parent` (""), using `cache` for
  * tiles: a fragment's tiles are keyed by its folder's path from the root of
- * `parent`, so arrays opened again over the same source share them. */
+ * `parent`, so arrays opened again over the same source share them.  What
+ * it asked `parent` for ahead and did not read may still be on its way when
+ * it returns: the tree settles the storage once every member is open. */
 int tdb_array_open(struct tdb_array **out, const struct tdb_io *parent,
                    const char *path, const struct tdb_open_options *o,
                    struct tdb_cache *cache, struct tdb_error *err);

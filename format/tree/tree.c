@@ -61,6 +61,10 @@ int tdb_fs_open(struct tdb_fs **out, const struct tdb_io *io,
     r = tree_add(fs, 0, "", TREE_DIR, &root);
     if (!r)
         r = tree_source(fs, root, "", err);
+    /* nothing asked for ahead is left on its way (a daemon forks next):
+     * once for the whole tree, where each array's open would wait for the
+     * other members' requests too */
+    tdb_io_settle(io);
     if (r) {
         tdb_fs_close(fs);
         return r;

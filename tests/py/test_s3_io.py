@@ -146,6 +146,27 @@ def test_group_open_waves_do_not_grow_with_members(cat_prog, store_server, proxy
     assert waves[4] <= waves[1] + 1, (waves, requests)
 
 
+def test_group_levels_past_16_members(cat_prog, store_server, proxy, tmp_path):
+    """A group of 32 arrays and 32 subgroups (of 2 arrays each): levels
+    of 64 members, opened 16 at a time, each of the 16 going on to its
+    next member as soon as its last is open.  That is 4 members of about
+    2 round trips each per level, 3 x 2 x 2 more than one member a level,
+    and a few more where the 16 ask for more listings at once than
+    s3_requests (64) lets go: 21 or 22 in all with the read.  With each
+    array's open waiting for every other member's requests
+    (tdb_array_open's settle) it took 30 to 39."""
+    case = get_case('dense_1d_basic')
+    waves = {}
+    for n in (1, 32):
+        url = upload_group_of(store_server, n, tmp_path)
+        proxy.reset()
+        r = run_cat(cat_prog, url, f's{n - 1}/x1/a')
+        assert r.returncode == 0 and r.stdout == case.expected('a'), r.stderr
+        waves[n] = proxy.waves()
+    # (4 more allowed: queued requests, and threads that send late)
+    assert waves[32] <= waves[1] + 3 * 2 * 2 + 4, waves
+
+
 def test_listing_past_1000_keys(cat_prog, s3_server, tmp_path):
     """An array of 1,005 fragments: its __commits folder and the listing of
     everything under __fragments (2,010 keys) take several pages, followed

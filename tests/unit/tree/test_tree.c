@@ -483,6 +483,61 @@ static void test_group_lattice(void)
     tdb_io_free(&mem);
 }
 
+/* A backend that drops every hint (as any may) and counts its settles. */
+static unsigned settles;
+
+static void drop_hints(void *ctx, const struct tdb_io_want *want, size_t n)
+{
+    (void)ctx;
+    (void)want;
+    (void)n;
+}
+
+static void count_settle(void *ctx)
+{
+    (void)ctx;
+    settles++;
+}
+
+/* A group of 3 arrays and a subgroup of 2, on storage that fetches ahead
+ * (its members are opened on threads): the tree settles the storage once,
+ * when every member is open, not once per array (each such settle waited
+ * for the other members' requests too). */
+static void test_group_settles_once(void)
+{
+    static const char *const top[][3] = {
+        {"a0", "a0", "r"}, {"a1", "a1", "r"}, {"a2", "a2", "r"},
+        {"sub", "sub", "r"}};
+    static const char *const sub[][3] = {{"b0", "b0", "r"}, {"b1", "b1", "r"}};
+    struct tdb_io mem, ahead, g;
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    put_group(&mem, "g", top, 4);
+    put_group(&mem, "g/sub", sub, 2);
+    const char *arrays[] = {"g/a0", "g/a1", "g/a2", "g/sub/b0", "g/sub/b1"};
+    for (size_t i = 0; i < 5; i++)
+        put_array(&mem, arrays[i]);
+    struct tdb_io_ops ops = *mem.ops;
+    ops.prefetch = drop_hints;
+    ops.settle = count_settle;
+    ahead = (struct tdb_io){&ops, mem.ctx};
+    CHECK_EQ_INT(tdb_io_sub(&g, &ahead, "g"), 0);
+    struct tdb_open_options o;
+    tdb_open_options_init(&o);
+    struct tdb_fs *fs = NULL;
+    struct tdb_error err = {0};
+    settles = 0;
+    CHECK_EQ_INT(tdb_fs_open(&fs, &g, &o, &err), 0);
+    CHECK_EQ_INT(settles, 1);
+    char got[256];
+    listing(fs, "", got, sizeof got);
+    CHECK(!strcmp(got, "__group.json|__meta|a0|a1|a2|sub"));
+    listing(fs, "sub/b1", got, sizeof got);
+    CHECK(!strcmp(got, "__array.json|__fragments|__meta|a|a.npy|x|x.npy"));
+    tdb_fs_close(fs);
+    tdb_io_free(&g);
+    tdb_io_free(&mem);
+}
+
 /* Metadata keys a folder cannot hold as they are (".", "..", ""), and the
  * key "__attr" that "" is shown as: each listed once under __meta/ by a
  * name of its own (docs/LAYOUT.md), and each readable by that name. */
@@ -582,6 +637,7 @@ int main(void)
     RUN(test_group_members);
     RUN(test_group_depth);
     RUN(test_group_lattice);
+    RUN(test_group_settles_once);
     RUN(test_group_locate);
     RUN(test_meta_key_names);
     RUN_CORPUS(test_stat_without_decoding);
