@@ -245,6 +245,22 @@ def daemons_on(mnt):
     return pids
 
 
+def exited(pid, timeout=MOUNT_TIMEOUT):
+    """Waits up to `timeout` s for process pid to exit: True once it has
+    (gone, or a zombie not reaped yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                if f.read().split(') ')[-1].startswith('Z'):
+                    return True
+        except OSError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def fuse_missing():
     """Why FUSE mounts cannot work here, or None."""
     if not os.path.exists('/dev/fuse'):

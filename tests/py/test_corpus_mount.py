@@ -9,7 +9,7 @@ import time
 import numpy
 import pytest
 
-from conftest import MOUNT_TIMEOUT, case_options, daemons_on, fuse_missing, get_case
+from conftest import MOUNT_TIMEOUT, case_options, daemons_on, exited, fuse_missing, get_case
 
 PREAD_COUNT = 40         # random ranges per case
 PREAD_MAX = 70000        # longest range (crosses tiles and FUSE's 128 KiB reads)
@@ -207,12 +207,4 @@ def test_background_daemon_exits_when_unmounted(fs_prog, tmp_path):
         assert read > 0
     finally:
         subprocess.run(['fusermount3', '-u', mnt], timeout=MOUNT_TIMEOUT)
-    deadline = time.monotonic() + MOUNT_TIMEOUT
-    while os.path.exists(f'/proc/{pid}') and time.monotonic() < deadline:
-        with open(f'/proc/{pid}/stat') as f:
-            if f.read().split(') ')[-1].startswith('Z'):
-                break           # exited, not reaped yet
-        time.sleep(0.05)
-    assert not os.path.exists(f'/proc/{pid}') or \
-        open(f'/proc/{pid}/stat').read().split(') ')[-1].startswith('Z'), \
-        f'the daemon {pid} still runs after its mount went'
+    assert exited(pid), f'the daemon {pid} still runs after its mount went'
