@@ -130,16 +130,6 @@ void tdbm_mount_free(struct tdbm_mount *m)
     free(m);
 }
 
-bool tdbm_is_array(const struct tdbm_mount *m)
-{
-    return m->is_array;
-}
-
-const char *tdbm_staging_path(const struct tdbm_mount *m)
-{
-    return m->staging ? tdbm_staging_dir(m->staging) : NULL;
-}
-
 /* -------------------------------------------------------------- lookups */
 
 /* A staged entry as the mount shows it: the owner's, like every entry,

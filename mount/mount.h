@@ -255,18 +255,12 @@ void tdbm_mount_free(struct tdbm_mount *m);
  * when there is none. */
 bool tdbm_error_take(struct tdbm_mount *m, struct tdb_error *out);
 
-/* Whether the source is an array (has __array.json). */
-bool tdbm_is_array(const struct tdbm_mount *m);
-
 /* With rw on an array: checks that the array's folders a write changes
  * are writable (a local SOURCE), opens the staging folder (staging_dir=,
  * else SOURCE/../.NAME.tiledbfs-staging; see mount/staging.h) and removes
  * what killed commits left (logged).  Nothing to do otherwise.  @return 0
  * or -1 with a sentence in why[cap]. */
 int tdbm_mount_staging(struct tdbm_mount *m, char *why, size_t cap);
-
-/* The path of the staging folder, or NULL. */
-const char *tdbm_staging_path(const struct tdbm_mount *m);
 
 void tdbm_names_free(char **names, size_t n);
 

@@ -282,30 +282,6 @@ bool tdb_cells_dense_region(const struct tdb_cells *c, uint32_t *nd,
     return true;
 }
 
-int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
-                        const uint64_t *from, const uint64_t *to,
-                        struct tdb_error *err)
-{
-    uint32_t nd;
-    uint64_t shape[TDB_MAX_DIMS];
-    if (!tdb_cells_dense_shape(c, &nd, shape))
-        return tdb_err(err, TDB_E_INVAL, "not a dense view");
-    const struct dense_cells *dc = (const struct dense_cells *)c;
-    uint64_t lo[TDB_MAX_DIMS], hi[TDB_MAX_DIMS];
-    for (uint32_t d = 0; d < dc->nd; d++) {
-        if (from[d] >= to[d] || to[d] > dc->shape[d])
-            return tdb_err(err, TDB_E_INVAL, "dimension %u: [%llu, %llu) is "
-                           "not inside [0, %llu)", d,
-                           (unsigned long long)from[d],
-                           (unsigned long long)to[d],
-                           (unsigned long long)dc->shape[d]);
-        lo[d] = dc->lo[d] + from[d];
-        hi[d] = dc->lo[d] + to[d] - 1;
-    }
-    struct tdb_frag_list fl = {dc->frags, dc->nfrags};
-    return tdb_cells_dense(out, c->arr, lo, hi, &fl, err);
-}
-
 int tdb_cells_dense_pick(struct tdb_cells **out, const struct tdb_cells *c,
                          const struct tdb_dense_pick *p,
                          struct tdb_error *err)

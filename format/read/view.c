@@ -50,14 +50,6 @@ void tdb_fieldfile_destroy(struct tdb_fieldfile *ff)
     pthread_mutex_destroy(&ff->lock);
 }
 
-bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff)
-{
-    struct tdb_fieldfile *f = (struct tdb_fieldfile *)ff; /* atomics */
-    return atomic_load_explicit(&f->cells->counted, memory_order_acquire) &&
-           (!ff->var || ff->part != TDB_FILE_VALUES ||
-            atomic_load_explicit(&f->sized, memory_order_acquire));
-}
-
 int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
                        struct tdb_error *err)
 {

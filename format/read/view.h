@@ -105,11 +105,6 @@ struct tdb_plan *tdb_cells_plan(struct tdb_cells *c);
  * not row-major with step 1: callers count on row-major order). */
 bool tdb_cells_dense_shape(const struct tdb_cells *c, uint32_t *nd,
                            uint64_t *shape);
-/* The cells of box [from[d], to[d]) (offsets in view c, half-open) of a
- * dense view, as a dense view of their own. */
-int tdb_cells_dense_sub(struct tdb_cells **out, const struct tdb_cells *c,
-                        const uint64_t *from, const uint64_t *to,
-                        struct tdb_error *err);
 /* A dense view's region: its first cell's offsets from the domain's low
  * bound, and its shape (false for other views). */
 bool tdb_cells_dense_region(const struct tdb_cells *c, uint32_t *nd,
@@ -187,8 +182,6 @@ void tdb_fieldfile_destroy(struct tdb_fieldfile *ff);
 /* Exact size in bytes; var-sized values need one pass over the offsets. */
 int tdb_fieldfile_size(struct tdb_fieldfile *ff, uint64_t *size,
                        struct tdb_error *err);
-/* True when the size is known without decoding any tile. */
-bool tdb_fieldfile_size_cheap(const struct tdb_fieldfile *ff);
 
 int tdb_fieldfile_read(struct tdb_fieldfile *ff, uint64_t off, void *buf,
                        size_t len, size_t *got, struct tdb_error *err);
