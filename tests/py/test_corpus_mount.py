@@ -132,6 +132,7 @@ def test_mount_is_read_only(corpus, mount, tmp_path):
         ('unlink a', lambda: os.unlink(attr)),
         ('rename a', lambda: os.rename(attr, os.path.join(mnt, 'b2'))),
         ('setxattr', lambda: os.setxattr(attr, 'user.x', b'1')),
+        ('removexattr', lambda: os.removexattr(attr, 'user.tiledb.datatype')),
     ]
     wrong = []
     for what, fn in attempts:

@@ -326,6 +326,14 @@ def test_staging_area(create_prog, cat_prog, mount, tmp_path):
     write_file(os.path.join(folder, 'junk'), b'12345')
     os.truncate(os.path.join(folder, 'junk'), 2)
     assert read_file(os.path.join(folder, 'junk')) == b'12'
+    # space made ahead of the writes (as cp and dd may): zeros to 1 MiB
+    fd = os.open(os.path.join(folder, 'junk'), os.O_RDWR)
+    try:
+        os.posix_fallocate(fd, 0, 1 << 20)
+        assert os.fstat(fd).st_size == 1 << 20
+    finally:
+        os.close(fd)
+    assert read_file(os.path.join(folder, 'junk')) == b'12' + bytes((1 << 20) - 2)
     os.unlink(os.path.join(folder, 'junk'))
     assert sorted(os.listdir(folder)) == ['a']
     assert os.stat(os.path.join(folder, 'a')).st_size == len(case.expected('a'))
@@ -338,6 +346,8 @@ def test_staging_area(create_prog, cat_prog, mount, tmp_path):
             ('write a', lambda: open(os.path.join(mnt, 'a'), 'r+b').close(), errno.EROFS),
             ('mkdir', lambda: os.mkdir(os.path.join(mnt, 'd')), errno.EROFS),
             ('create', lambda: open(os.path.join(mnt, 'new'), 'wb').close(), errno.EROFS),
+            ('removexattr a', lambda: os.removexattr(os.path.join(mnt, 'a'),
+                                                     'user.tiledb.datatype'), errno.EROFS),
             ('mkdir in __fragments', lambda: os.mkdir(os.path.join(mnt, '__fragments', 'd')),
              errno.EXDEV)]:
         with pytest.raises(OSError) as e:
@@ -441,6 +451,28 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
     assert cat_bytes(cat_prog, twin, '__meta/empty') == b''
     assert os.path.getsize(os.path.join(meta, 'empty')) == 0
 
+    # A type set, then taken back before the close: the file reports none
+    # while open, and the value is stored as a string.
+    path = os.path.join(meta, 'untyped')
+    with open(path, 'wb') as f:
+        os.setxattr(path, 'user.tiledb.datatype', b'INT64')
+        assert os.getxattr(path, 'user.tiledb.datatype') == b'INT64'
+        assert os.listxattr(path) == ['user.tiledb.datatype']
+        os.removexattr(path, 'user.tiledb.datatype')
+        assert os.listxattr(path) == []
+        with pytest.raises(OSError) as e:
+            os.removexattr(path, 'user.tiledb.datatype')
+        assert e.value.errno == errno.ENODATA
+        f.write(b'12345')
+        # space made ahead in a value being written: refused, as it
+        # would store zeros the writer never wrote
+        with pytest.raises(OSError) as e:
+            os.posix_fallocate(f.fileno(), 0, 4096)
+        assert e.value.errno == errno.EROFS
+    assert cat_bytes(cat_prog, twin, '__meta/untyped') == b'12345'
+    assert os.getxattr(path, 'user.tiledb.datatype') == b'STRING_UTF8'
+    os.unlink(path)
+
     # The wrong type: refused when set, or when the size does not fit it.
     bad = os.path.join(meta, 'bad')
     with open(bad, 'wb') as f:
@@ -455,7 +487,7 @@ def test_meta_write(create_prog, cat_prog, mount, tmp_path):
         f.close()
     assert e.value.errno == errno.EINVAL
     assert not os.path.exists(bad)
-    assert len(os.listdir(os.path.join(twin, '__meta'))) == 6
+    assert len(os.listdir(os.path.join(twin, '__meta'))) == 8
     with pytest.raises(OSError) as e:
         os.unlink(os.path.join(meta, 'nosuchkey'))
     assert e.value.errno == errno.ENOENT
