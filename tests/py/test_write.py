@@ -367,6 +367,24 @@ def test_staging_area(create_prog, cat_prog, mount, tmp_path):
     assert os.listdir(default_dir) == []
 
 
+def test_commit_single_threaded(create_prog, cat_prog, mount, tmp_path):
+    """-s (one thread answers the kernel) with rw: a commit works, and the
+    files read before it (fill values) read as the committed cells after
+    it.  The daemon tells the kernel of the new root through its helper
+    thread there (fuse/notify.c), which no other test starts."""
+    case, twin = twin_of('dense_1d_basic', create_prog, cat_prog, tmp_path)
+    info = array_json(cat_prog, case.array)
+    mnt = mount(twin, ['rw'], extra=['-s'])
+    files = dense_files(case)
+    before = {p: read_file(os.path.join(mnt, p)) for p in files}
+    assert before != files
+    stage(mnt, 's', dict(files, **{'__subarray.json': json.dumps(info['view_region']).encode()}))
+    assert commit(mnt, 's') is None
+    for p, data in files.items():
+        assert read_file(os.path.join(mnt, p)) == data, p
+    assert len(os.listdir(os.path.join(mnt, '__fragments'))) == 1
+
+
 def test_group_has_no_staging(cat_prog, mount, tmp_path):
     case = get_case('group_basic')
     mnt = mount(case.array, ['rw'])
