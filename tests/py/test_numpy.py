@@ -198,6 +198,21 @@ def test_seek_data_hole(mount, tmp_path):
         assert e.value.errno == errno.ENXIO
     finally:
         os.close(fd)
+    # the same hole in a slice of every row, after its .npy header (data);
+    # the slice's shape its own
+    path = os.path.join(mnt, '__slice', 'a[0:20].npy')
+    assert os.getxattr(path, 'user.tiledb.shape') == b'20,18'
+    assert os.getxattr(os.path.join(mnt, '__slice', 'a[1:3].npy'),
+                       'user.tiledb.shape') == b'2,18'
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = os.fstat(fd).st_size - size
+        assert numpy.load(path).tobytes() == case.expected('a')
+        assert os.lseek(fd, 0, os.SEEK_DATA) == 0
+        assert os.lseek(fd, 0, os.SEEK_HOLE) == head + hole
+        assert os.lseek(fd, head + hole, os.SEEK_DATA) == head + data
+    finally:
+        os.close(fd)
     case2 = get_case('dense_1d_basic')
     mnt2 = mount(case2.array, case_options(case2, tmp_path))
     fd = os.open(os.path.join(mnt2, 'a'), os.O_RDONLY)
