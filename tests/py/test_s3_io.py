@@ -282,6 +282,22 @@ def test_sequential_read_coalesces(store_server, proxy, mount, fs_prog, create_p
     assert len(gets) <= 16, gets        # 128 tiles, one GET each before
 
 
+def test_read_of_20480_tiles(store_server, cat_prog, fs_prog, create_prog, tmp_path):
+    """An attribute of 20,480 one-cell tiles read from start to end: past
+    12,288 tiles asked for, the fetcher forgets all but the last 4,096 it
+    asked for (format/read/fetch.c) and goes on; the bytes are the local
+    ones."""
+    src = str(tmp_path / 'tiny-tiles')
+    bench_arrays.make_dense(fs_prog, create_prog, src, 'none', 128, 160, 1, 1, 128)
+    prefix = f'{tmp_path.name}/tiny-tiles'
+    store_server.upload(src, prefix)
+    local = run_cat(cat_prog, src, 'v')
+    assert local.returncode == 0 and len(local.stdout) == 128 * 160 * 4, local.stderr
+    r = run_cat(cat_prog, store_server.url(prefix), 'v', timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == local.stdout
+
+
 # ---------------------------------------------------------- disk cache
 
 def meta_file(case, i=0):
