@@ -12,6 +12,8 @@
 
 #include <dirent.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,6 +554,346 @@ static void test_fragments_as_tiledb(void)
            sizeof cases / sizeof *cases, checked);
 }
 
+/* ---------------------------------------------- failed consolidations */
+
+/* A backend over `inner` that refuses (TDB_E_IO) the first `fail` reads
+ * of file `bad` (0: none; then they pass again), and counts what it
+ * refused and the writes into __fragments it passed on. */
+struct rfail {
+    const struct tdb_io *inner;
+    char bad[300];
+    uint64_t fail, refused, writes;
+    pthread_mutex_t lock;
+};
+
+static int rf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
+                      size_t len)
+{
+    struct rfail *f = ctx;
+    bool no = false;
+    pthread_mutex_lock(&f->lock);
+    if (f->fail && !strcmp(path, f->bad)) {
+        f->fail--;
+        f->refused++;
+        no = true;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return no ? TDB_E_IO
+              : f->inner->ops->read_at(f->inner->ctx, path, off, buf, len);
+}
+
+static int rf_size(void *ctx, const char *path, uint64_t *size)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->size(f->inner->ctx, path, size);
+}
+
+static int rf_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->list(f->inner->ctx, path, fn, arg);
+}
+
+static int rf_is_dir(void *ctx, const char *path, bool *is_dir)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->is_dir(f->inner->ctx, path, is_dir);
+}
+
+static int rf_write_at(void *ctx, const char *path, uint64_t off,
+                       const void *buf, size_t len)
+{
+    struct rfail *f = ctx;
+    pthread_mutex_lock(&f->lock);
+    f->writes += !strncmp(path, "__fragments/", 12);
+    pthread_mutex_unlock(&f->lock);
+    return f->inner->ops->write_at(f->inner->ctx, path, off, buf, len);
+}
+
+static int rf_mkdir(void *ctx, const char *path)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->mkdir(f->inner->ctx, path);
+}
+
+static int rf_rename(void *ctx, const char *from, const char *to)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->rename(f->inner->ctx, from, to);
+}
+
+static int rf_remove(void *ctx, const char *path)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->remove(f->inner->ctx, path);
+}
+
+static int rf_sync(void *ctx, const char *path)
+{
+    struct rfail *f = ctx;
+    return f->inner->ops->sync(f->inner->ctx, path);
+}
+
+static const struct tdb_io_ops rf_ops = {
+    .read_at = rf_read_at, .size = rf_size, .list = rf_list,
+    .is_dir = rf_is_dir, .write_at = rf_write_at, .mkdir = rf_mkdir,
+    .rename = rf_rename, .remove = rf_remove, .sync = rf_sync,
+};
+
+/* The lines of tree_snapshot, as nftw finds them. */
+static char **snap_v;
+static size_t snap_n, snap_root;
+static int snap_one(const char *path, const struct stat *st, int kind,
+                    struct FTW *ftw)
+{
+    (void)ftw;
+    char line[4400];
+    const char *rel = path + snap_root;
+    if (kind == FTW_D) {
+        snprintf(line, sizeof line, "%s/", rel);
+    } else {
+        size_t n = 0;
+        char *b = unit_slurp(path, &n);
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; b && i < n; i++)
+            h = (h ^ (uint8_t)b[i]) * 1099511628211ull;
+        free(b);
+        snprintf(line, sizeof line, "%s %lld %016llx", rel,
+                 (long long)st->st_size, (unsigned long long)h);
+    }
+    char **nv = realloc(snap_v, (snap_n + 1) * sizeof *nv);
+    if (!nv)
+        return 1;
+    snap_v = nv;
+    snap_v[snap_n++] = strdup(line);
+    return 0;
+}
+
+static int snap_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every folder and file below the array's folder `root`, sorted, one a
+ * line: "path/" for a folder, "path size hash" for a file (FNV-1a of its
+ * bytes).  Caller frees. */
+static char *tree_snapshot(const char *root)
+{
+    struct tdb_buf b = {0};
+    snap_v = NULL;
+    snap_n = 0;
+    snap_root = strlen(root);
+    CHECK_EQ_INT(nftw(root, snap_one, 16, FTW_PHYS), 0);
+    qsort(snap_v, snap_n, sizeof *snap_v, snap_cmp);
+    for (size_t i = 0; i < snap_n; i++) {
+        CHECK(snap_v[i] != NULL);
+        if (snap_v[i])
+            CHECK_EQ_INT(tdb_buf_append(&b, snap_v[i], strlen(snap_v[i])) ||
+                         tdb_buf_append(&b, "\n", 1), 0);
+        free(snap_v[i]);
+    }
+    free(snap_v);
+    CHECK_EQ_INT(tdb_buf_append(&b, "", 1), 0);
+    return (char *)b.data;
+}
+
+/* Says on stderr the lines of snapshot a that b lacks, each after
+ * `sign`. */
+static void snap_missing(const char *a, const char *b, char sign)
+{
+    for (const char *p = a, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+        size_t l = (size_t)(nl - p) + 1;
+        const char *q = b;
+        while ((q = strstr(q, "\n")) && strncmp(q + 1, p, l))
+            q++;
+        if (!q && strncmp(b, p, l))
+            fprintf(stderr, "  %c %.*s", sign, (int)l, p);
+    }
+}
+
+/* The tree under root is what `before` shows; otherwise the files gone
+ * (-) and come or changed (+) are said. */
+static bool tree_same(const char *root, const char *before)
+{
+    char *now = tree_snapshot(root);
+    bool same = now && before && !strcmp(now, before);
+    if (!same && now && before) {
+        fprintf(stderr, "  the array's files differ:\n");
+        snap_missing(before, now, '-');
+        snap_missing(now, before, '+');
+    }
+    free(now);
+    return same;
+}
+
+/* The path of file `file` of the array's newest fragment (the last of
+ * __fragments, sorted), into out. */
+static bool newest_file(const struct tdb_io *io, const char *file, char *out,
+                        size_t cap)
+{
+    struct tdb_names n = {0};
+    struct tdb_error err = {0};
+    CHECK_EQ_INT(tdb_io_names(io, "__fragments", &n, &err), 0);
+    bool ok = n.n >= 2;
+    CHECK(ok);
+    if (ok)
+        snprintf(out, cap, "__fragments/%s/%s", n.v[n.n - 1], file);
+    tdb_names_free(&n);
+    return ok;
+}
+
+/* After a failed fragment consolidation of case `name` at `dir` (io):
+ * err says `want` (and the code is `rc`, wanted `code`), nothing was
+ * merged, the array's files are `before`'s and it reads as the corpus
+ * says, its fragments still there. */
+static void as_before(const char *name, const char *dir,
+                      const struct tdb_io *io, const char *before, int rc,
+                      int code, const struct tdb_cons_result *r,
+                      const struct tdb_error *err, const char *want)
+{
+    CHECK_EQ_INT(rc, code);
+    if (!strstr(err->msg, want))
+        fprintf(stderr, "  %s: \"%s\" does not say \"%s\"\n", name,
+                err->msg, want);
+    CHECK(strstr(err->msg, want) != NULL);
+    CHECK_EQ_INT(r->name[0], 0);
+    CHECK_EQ_INT(r->merged, 0);
+    CHECK(tree_same(dir, before));
+    exp_skip_frags = false;
+    CHECK(views_exact(name, io, NULL));
+}
+
+/* A consolidation of the `nfrags` fragments of case `name` through io
+ * (the array's own backend: plain) succeeds, and after the vacuum the
+ * array has one fragment and reads as the corpus says. */
+static void retry_works(const char *name, const struct tdb_io *io,
+                        const struct tdb_io *plain, size_t nfrags)
+{
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    struct tdb_cons_options o = {.threads = 2};
+    int rc = tdb_consolidate_fragments(io, &o, &r, &err);
+    if (rc)
+        fprintf(stderr, "  %s: retry: %s\n", name, err.msg);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(r.merged, nfrags);
+    CHECK_EQ_INT(count_dirs(plain, "__fragments"), nfrags + 1);
+    CHECK_EQ_INT(count_files(plain, "__commits", ".vac"), 1);
+    CHECK_EQ_INT(tdb_vacuum_fragments(plain, NULL, &r, &err), 0);
+    CHECK_EQ_INT(count_dirs(plain, "__fragments"), 1);
+    exp_skip_frags = true;
+    CHECK(views_exact(name, plain, NULL));
+}
+
+/* The reads of a merged fragment's tiles fail while the new fragment is
+ * written (the backend refuses every read of the newest fragment's
+ * a3.tdb, the last field): the consolidation says TDB_E_IO and names
+ * that file, its field and tile (not the writer's word for the failed
+ * read), and leaves every file of the array as it was, though the writer
+ * had written some of the new fragment; the array reads as before.  With
+ * the reads passing again, a retry merges the four fragments. */
+static void test_fragments_read_fails(void)
+{
+    const char *name = "dense_fragments_overlap";
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    struct tdb_cons_options o = {.threads = 2};
+    char *dir, want[400];
+    if (!unit_copy_case(name, &dir, &io))
+        return;
+    struct rfail f = {.inner = &io, .fail = UINT64_MAX};
+    struct tdb_io bad = {&rf_ops, &f};
+    pthread_mutex_init(&f.lock, NULL);
+    char *before = tree_snapshot(dir);
+    if (newest_file(&io, "a3.tdb", f.bad, sizeof f.bad)) {
+        int rc = tdb_consolidate_fragments(&bad, &o, &r, &err);
+        snprintf(want, sizeof want, "%s: field 'd' tile ", f.bad);
+        as_before(name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
+        CHECK(f.refused > 0);
+        CHECK(f.writes > 0); /* the new fragment's files, removed */
+        printf("   %llu writes of the new fragment before the failure, "
+               "undone\n", (unsigned long long)f.writes);
+        f.fail = 0; /* the cause removed */
+        retry_works(name, &bad, &io, 4);
+    }
+    pthread_mutex_destroy(&f.lock);
+    free(before);
+    unit_drop_case(dir, &io);
+}
+
+/* A backend that fails once (the first read of the newest fragment's
+ * values of sparse_dups' attribute a): the consolidation of the sparse
+ * array fails, naming it, and leaves it as it was; the same call again,
+ * on the same backend, merges its two fragments. */
+static void test_fragments_read_fails_once(void)
+{
+    const char *name = "sparse_dups";
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    struct tdb_cons_options o = {.threads = 2};
+    char *dir, want[400];
+    if (!unit_copy_case(name, &dir, &io))
+        return;
+    struct rfail f = {.inner = &io, .fail = 1};
+    struct tdb_io bad = {&rf_ops, &f};
+    pthread_mutex_init(&f.lock, NULL);
+    char *before = tree_snapshot(dir);
+    if (newest_file(&io, "a0.tdb", f.bad, sizeof f.bad)) {
+        int rc = tdb_consolidate_fragments(&bad, &o, &r, &err);
+        snprintf(want, sizeof want, "%s: field 'a' tile 0", f.bad);
+        as_before(name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
+        CHECK_EQ_INT(f.refused, 1);
+        retry_works(name, &bad, &io, 2);
+        CHECK_EQ_INT(f.refused, 1);
+    }
+    pthread_mutex_destroy(&f.lock);
+    free(before);
+    unit_drop_case(dir, &io);
+}
+
+/* A tile of a merged fragment is corrupt (the chunk count that heads
+ * tile 0 of the oldest fragment's a0.tdb overwritten): the consolidation
+ * says TDB_E_CORRUPT naming that file and tile, and leaves the array's
+ * files as they were.  With the bytes put back, the array reads as
+ * before and a retry merges the four fragments. */
+static void test_fragments_tile_corrupt(void)
+{
+    const char *name = "dense_fragments_overlap";
+    struct tdb_io io;
+    struct tdb_cons_result r;
+    struct tdb_error err = {0};
+    struct tdb_cons_options o = {.threads = 2};
+    struct tdb_names n = {0};
+    char *dir, path[400], want[500];
+    uint8_t orig[8], junk[8];
+    if (!unit_copy_case(name, &dir, &io))
+        return;
+    CHECK_EQ_INT(tdb_io_names(&io, "__fragments", &n, &err), 0);
+    CHECK(n.n == 4);
+    snprintf(path, sizeof path, "__fragments/%s/a0.tdb", n.n ? n.v[0] : "");
+    tdb_names_free(&n);
+    memset(junk, 0xee, sizeof junk);
+    CHECK_EQ_INT(tdb_io_read(&io, path, 0, orig, sizeof orig, &err), 0);
+    CHECK_EQ_INT(io.ops->write_at(io.ctx, path, 0, junk, sizeof junk), 0);
+    char *before = tree_snapshot(dir);
+    int rc = tdb_consolidate_fragments(&io, &o, &r, &err);
+    CHECK(tree_same(dir, before));
+    CHECK_EQ_INT(rc, TDB_E_CORRUPT);
+    snprintf(want, sizeof want, "%s: field 'a' tile 0", path);
+    if (!strstr(err.msg, want))
+        fprintf(stderr, "  \"%s\" does not say \"%s\"\n", err.msg, want);
+    CHECK(strstr(err.msg, want) != NULL);
+    CHECK_EQ_INT(r.name[0], 0);
+    CHECK_EQ_INT(io.ops->write_at(io.ctx, path, 0, orig, sizeof orig), 0);
+    exp_skip_frags = false;
+    CHECK(views_exact(name, &io, NULL));
+    retry_works(name, &io, &io, 4);
+    free(before);
+    unit_drop_case(dir, &io);
+}
+
 /* ------------------------------------------------------------ kills */
 
 /* A kill at every mutating call of consolidation and vacuum (the faulty
@@ -627,5 +969,8 @@ int main(void)
     RUN_CORPUS(test_views_after);
     RUN_CORPUS(test_delete_in_con);
     RUN_CORPUS(test_kills);
+    RUN_CORPUS(test_fragments_read_fails);
+    RUN_CORPUS(test_fragments_read_fails_once);
+    RUN_CORPUS(test_fragments_tile_corrupt);
     return unit_done();
 }
