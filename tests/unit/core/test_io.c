@@ -4,7 +4,9 @@
  * files than slots still write, and nothing stays open after sync or
  * destroy.  And the wrappers over a backend (io.c): tdb_io_sub's paths
  * under its folder, tdb_io_faulty's counted and failed mutating calls,
- * both refusing a write that the wrapped backend cannot make. */
+ * both refusing a write that the wrapped backend cannot make.  And the
+ * no-follow backend's dup_fd (io_nofollow.c): descriptors of a file's
+ * bytes, links, hard links, folders and missing files refused. */
 #include "../support.h"
 
 #include <dirent.h>
@@ -334,6 +336,152 @@ static void test_wrappers(void)
     check_readonly_wrappers();
 }
 
+/* ------------------------------------------------- no-follow dup_fd */
+
+/* Writes n bytes as the whole file `dir`/`name` (plain POSIX). */
+static void put_plain(const char *dir, const char *name, const void *p,
+                      size_t n)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    CHECK_EQ_INT(write(fd, p, n), (long long)n);
+    CHECK_EQ_INT(close(fd), 0);
+}
+
+/* A symbolic link `dir`/`name` to `target`. */
+static void put_link(const char *dir, const char *name, const char *target)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK_EQ_INT(symlink(target, path), 0);
+}
+
+/* fd, open for reading only, holds exactly the n bytes of want. */
+static void check_fd_bytes(int fd, const uint8_t *want, size_t n)
+{
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    CHECK_EQ_INT(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+    struct stat st;
+    CHECK_EQ_INT(fstat(fd, &st), 0);
+    CHECK_EQ_INT(st.st_size, (long long)n);
+    uint8_t *b = malloc(n + 1);
+    CHECK_EQ_INT(pread(fd, b, n + 1, 0), (long long)n);
+    CHECK_MEM(b, want, n);
+    CHECK_EQ_INT(pread(fd, b, 3, (off_t)n - 3), 3);  /* a range, at its end */
+    CHECK_MEM(b, want + n - 3, 3);
+    free(b);
+}
+
+/* Under dir (the folder holding root `r`): r/top, r/sub/f, r/hl1 with a
+ * hard link r/hl2, and links r/lnk (to top), r/abs (top, absolute),
+ * r/out (to ../secret, outside the root), r/lsub (to folder sub). */
+static void nf_tree(const char *dir, const uint8_t *f, size_t n)
+{
+    char r[128], path[256], path2[256];
+    snprintf(r, sizeof r, "%s/r", dir);
+    CHECK_EQ_INT(mkdir(r, 0700), 0);
+    snprintf(path, sizeof path, "%s/sub", r);
+    CHECK_EQ_INT(mkdir(path, 0700), 0);
+    put_plain(r, "sub/f", f, n);
+    put_plain(r, "top", "top bytes", 9);
+    put_plain(r, "hl1", "shared", 6);
+    snprintf(path, sizeof path, "%s/hl1", r);
+    snprintf(path2, sizeof path2, "%s/hl2", r);
+    CHECK_EQ_INT(link(path, path2), 0);
+    put_plain(dir, "secret", "outside!", 8);
+    put_link(r, "lnk", "top");
+    snprintf(path, sizeof path, "%s/top", r);
+    put_link(r, "abs", path);
+    put_link(r, "out", "../secret");
+    put_link(r, "lsub", "sub");
+}
+
+/* What dup_fd refuses, each as read_at does: links (to a file inside or
+ * outside the root) and folders TDB_E_INVAL, hard links TDB_E_MLINK,
+ * missing files TDB_E_NOENT, ".." TDB_E_INVAL.  A link to a folder on the
+ * way is TDB_E_NOENT, as a file there is: Linux's openat(O_DIRECTORY |
+ * O_NOFOLLOW) of a link fails ENOTDIR, not ELOOP. */
+static void check_nf_refused(const struct tdb_io *io)
+{
+    static const struct { const char *path; int want; } cases[] = {
+        {"lnk", TDB_E_INVAL}, {"abs", TDB_E_INVAL}, {"out", TDB_E_INVAL},
+        {"lsub/f", TDB_E_NOENT}, {"top/f", TDB_E_NOENT},
+        {"lsub", TDB_E_INVAL}, {"sub", TDB_E_INVAL},
+        {"hl1", TDB_E_MLINK}, {"hl2", TDB_E_MLINK}, {"none", TDB_E_NOENT},
+        {"sub/none", TDB_E_NOENT}, {"none/f", TDB_E_NOENT},
+        {"../secret", TDB_E_INVAL}, {"sub/../top", TDB_E_INVAL},
+    };
+    char b[8];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fd = tdb_io_dup_fd(io, cases[i].path);
+        CHECK_EQ_INT(fd, cases[i].want);
+        if (fd >= 0)
+            close(fd);
+        CHECK_EQ_INT(io->ops->read_at(io->ctx, cases[i].path, 0, b, 1),
+                     cases[i].want);
+        if (fd != cases[i].want)
+            fprintf(stderr, "  dup_fd(%s)\n", cases[i].path);
+    }
+}
+
+/* The no-follow backend's dup_fd: it has descriptors (the memory backend
+ * none); each is a new one, open for reading the file's bytes, still
+ * good once the backend is gone; a write through the backend is seen by
+ * the next one.  Every descriptor is closed at the end. */
+static void test_nofollow_dup_fd(void)
+{
+    char *dir = tmpdir(), r[128];
+    CHECK(dir != NULL);
+    if (!dir)
+        return;
+    int fds0 = open_fds();
+    uint8_t f[3001];
+    for (size_t i = 0; i < sizeof f; i++)
+        f[i] = (uint8_t)(i * 7 + i / 256);
+    nf_tree(dir, f, sizeof f);
+    snprintf(r, sizeof r, "%s/r", dir);
+    int dfd = open(r, O_RDONLY | O_DIRECTORY);
+    struct tdb_io io, mem;
+    int made = dfd < 0 ? -1 : tdb_io_posix_nofollow(&io, dfd);
+    CHECK_EQ_INT(made, 0);
+    if (dfd >= 0)
+        CHECK_EQ_INT(close(dfd), 0);
+    if (made) {
+        rm_tree(dir);
+        return;
+    }
+    CHECK_EQ_INT(tdb_io_mem(&mem), 0);
+    CHECK_EQ_INT(tdb_io_dup_fd(&io, NULL), 0);
+    CHECK_EQ_INT(tdb_io_dup_fd(&mem, NULL), TDB_E_UNSUPPORTED);
+    tdb_io_free(&mem);
+    uint8_t b[9];
+    CHECK_EQ_INT(io.ops->read_at(io.ctx, "sub/f", 100, b, 9), 0); /* cached */
+    int a = tdb_io_dup_fd(&io, "sub/f"), c = tdb_io_dup_fd(&io, "./sub/f");
+    check_fd_bytes(a, f, sizeof f);
+    check_fd_bytes(c, f, sizeof f);
+    CHECK(a != c);
+    int t = tdb_io_dup_fd(&io, "top");
+    check_fd_bytes(t, (const uint8_t *)"top bytes", 9);
+    CHECK_EQ_INT(io.ops->write_at(io.ctx, "top", 0, "TOP", 3), 0);
+    int t2 = tdb_io_dup_fd(&io, "top");
+    check_fd_bytes(t2, (const uint8_t *)"TOP bytes", 9);
+    check_nf_refused(&io);
+    tdb_io_free(&io);
+    check_fd_bytes(a, f, sizeof f);   /* the caller's, not the backend's */
+    int all[] = {a, c, t, t2};
+    for (size_t i = 0; i < 4; i++)
+        if (all[i] >= 0)
+            CHECK_EQ_INT(close(all[i]), 0);
+    CHECK_EQ_INT(open_fds(), fds0);
+    rm_tree(dir);
+}
+
 int main(void)
 {
     RUN(test_appends);
@@ -341,5 +489,6 @@ int main(void)
     RUN(test_many_files);
     RUN(test_write_forgets_read_fd);
     RUN(test_wrappers);
+    RUN(test_nofollow_dup_fd);
     return unit_done();
 }

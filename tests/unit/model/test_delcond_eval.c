@@ -1,6 +1,7 @@
 /* test_delcond_eval.c: delete conditions (format/model/delcond.c)
  * evaluated on typed cells: hand-built trees (condtree.h) of every
- * operator on fixed, var-sized and nullable fields, truncated trees, and
+ * operator on fixed, var-sized and nullable fields, comparisons and sets
+ * on datatypes conditions cannot compare refused, truncated trees, and
  * the corpus's delete commits applied to the cells of its fragments as
  * its case.json says TileDB applied them.  test_delcond.c has the rest of
  * delcond.c's tests. */
@@ -457,6 +458,92 @@ static void check_eval_errors(struct tdb_buf *b)
     }
 }
 
+/* A cell of one field "blobby": 4 bytes of datatype `type`. */
+struct ucell {
+    unsigned type;
+    uint8_t v[4];
+};
+
+static int ucell_get(void *arg, const char *name, const uint8_t **val,
+                     uint64_t *size, unsigned *type, bool *is_null)
+{
+    const struct ucell *c = arg;
+    if (strcmp(name, "blobby") != 0)
+        return TDB_E_NOENT;
+    *val = c->v;
+    *size = sizeof c->v;
+    *type = c->type;
+    *is_null = false;
+    return 0;
+}
+
+/* Condition bytes b on cell c, the error in *err: 1, 0 or <0. */
+static int ueval(const struct tdb_buf *b, struct ucell *c,
+                 struct tdb_error *err)
+{
+    struct tdb_cond *cond = NULL;
+    int r = tdb_cond_parse(b->data, b->len, "t.del", &cond, err);
+    CHECK_EQ_INT(r, 0);
+    if (r)
+        return r;
+    struct tdb_cell_view v = {.get = ucell_get, .arg = c};
+    r = tdb_cond_eval(cond, &v, err);
+    tdb_cond_free(cond);
+    return r;
+}
+
+/* Condition b on a field of datatype `type` (name `dt`: "unknown" for a
+ * datatype TileDB does not have) is refused: TDB_E_UNSUPPORTED, naming the
+ * field and the datatype. */
+static void check_unsupported_one(const struct tdb_buf *b, unsigned type,
+                                  const char *dt)
+{
+    struct ucell c = {type, {'a', 'b', 'c', 'd'}};
+    struct tdb_error err = {0};
+    char want[64];
+    snprintf(want, sizeof want, "has datatype %s,", dt);
+    CHECK_EQ_INT(ueval(b, &c, &err), TDB_E_UNSUPPORTED);
+    CHECK_EQ_INT(err.code, TDB_E_UNSUPPORTED);
+    CHECK(strstr(err.msg, "field 'blobby'") != NULL);
+    CHECK(strstr(err.msg, want) != NULL);
+    if (!strstr(err.msg, want))
+        fprintf(stderr, "  type %u: \"%s\"\n", type, err.msg);
+}
+
+/* Comparisons and sets on datatypes conditions cannot compare (BLOB, ANY,
+ * GEOM_WKB, STRING_UTF16, an unknown one) are refused; the same
+ * conditions on UINT32 / STRING_ASCII evaluate, and a null test (no
+ * value) on a BLOB is no comparison. */
+static void test_cond_unsupported(void)
+{
+    struct tdb_buf b[4] = {{0}};
+    static const char *const set[] = {"abcd", "wxyz"};
+    static const struct { unsigned type; const char *name; } dts[] = {
+        {TDB_BLOB, "BLOB"}, {TDB_ANY, "ANY"}, {TDB_GEOM_WKB, "GEOM_WKB"},
+        {TDB_STRING_UTF16, "STRING_UTF16"}, {200, "unknown"},
+    };
+    cond_value(&b[0], EQ, "blobby", "abcd", 4);
+    cond_value(&b[1], LT, "blobby", "abcd", 4);
+    cond_set(&b[2], IN, "blobby", set, 2, 0);
+    cond_set(&b[3], NOT_IN, "blobby", set, 2, 0);
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++)
+        for (int k = 0; k < 4; k++)
+            check_unsupported_one(&b[k], dts[t].type, dts[t].name);
+    static const int kept[4] = {1, 0, 1, 0};  /* "abcd" vs each */
+    struct tdb_error err = {0};
+    for (int k = 0; k < 4; k++) {
+        struct ucell u = {TDB_UINT32, {'a', 'b', 'c', 'd'}};
+        CHECK_EQ_INT(ueval(&b[k], &u, &err), !kept[k]);
+        u.type = TDB_STRING_ASCII;
+        CHECK_EQ_INT(ueval(&b[k], &u, &err), !kept[k]);
+        tdb_buf_free(&b[k]);
+    }
+    struct ucell blob = {TDB_BLOB, {1, 2, 3, 4}};
+    cond_value(&b[0], NE, "blobby", "", 0);     /* keep "blobby != NULL" */
+    CHECK_EQ_INT(ueval(&b[0], &blob, &err), 0);
+    tdb_buf_free(&b[0]);
+}
+
 static void test_cond_eval(void)
 {
     struct tdb_buf b = {0};
@@ -568,6 +655,7 @@ static void test_cond_truncated(void)
 int main(void)
 {
     RUN(test_cond_eval);
+    RUN(test_cond_unsupported);
     RUN(test_cond_truncated);
     RUN_CORPUS(test_corpus_delete);
     return unit_done();
