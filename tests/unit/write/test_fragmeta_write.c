@@ -1,36 +1,20 @@
 /* test_fragmeta_write.c: the builder of __fragment_metadata.tdb (format
  * version 22): byte-identical to TileDB 2.29 on corpus fragments, round
- * trips through the reader, encryption. */
+ * trips through the reader, encryption; the tile metadata generator's
+ * typed min/max and sum loops of every numeric type, and the slabs of
+ * dense column-major writes. */
 #include "model/fragmeta.h"
 #include "model/generic_tile.h"
+#include "write/fragmeta_write.h"
 #include "write/writer.h"
+#include "fmw_fixture.h"
 #include "../support.h"
 
 #include <dirent.h>
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <sys/stat.h>
-
-/* tdb_fmw_add_tile with its where and what spelled out. */
-static int add_tile(struct tdb_fmw *w, uint32_t field, uint64_t off,
-                    uint64_t var_off, uint64_t var_size,
-                    uint64_t validity_off, const uint8_t *data, uint64_t size,
-                    const uint64_t *offsets, uint64_t ncells,
-                    const uint8_t *validity, struct tdb_error *err)
-{
-    struct tdb_fmw_where at = {off, var_off, var_size, validity_off};
-    struct tdb_fmw_tile t = {data, size, offsets, ncells, validity};
-    return tdb_fmw_add_tile(w, field, &at, &t, err);
-}
-
-static void fmt(char *dst, size_t cap, const char *f, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fmt(char *dst, size_t cap, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(dst, cap, f, ap);
-    va_end(ap);
-}
 
 /* --------------------------------------------- corpus: byte comparison */
 
@@ -70,7 +54,7 @@ static void load_schemas(const struct tdb_io *io, struct tdb_schema_set *set)
         char sp[512];
         if (names.is_dir[i])
             continue;
-        fmt(sp, sizeof sp, "__schema/%s", names.v[i]);
+        fm_fmt(sp, sizeof sp, "__schema/%s", names.v[i]);
         if (tdb_schema_load(io, sp, NULL, &set->v[set->n], &err) == 0)
             set->n++;
     }
@@ -110,11 +94,11 @@ static void rb_field_init(struct rb_field *r, const struct tdb_fragmeta *fm,
         r->type = a->type;
         r->cvn = a->cell_val_num;
     }
-    fmt(r->path, sizeof r->path, "%s/%s", fpath, fm->file_names[f]);
+    fm_fmt(r->path, sizeof r->path, "%s/%s", fpath, fm->file_names[f]);
     if (r->cvn == TDB_VAR_NUM)
-        fmt(r->vpath, sizeof r->vpath, "%s/%s", fpath, fm->file_var_names[f]);
+        fm_fmt(r->vpath, sizeof r->vpath, "%s/%s", fpath, fm->file_var_names[f]);
     if (fm->is_nullable[f])
-        fmt(r->valpath, sizeof r->valpath, "%s/%s", fpath,
+        fm_fmt(r->valpath, sizeof r->valpath, "%s/%s", fpath,
             fm->file_validity_names[f]);
 }
 
@@ -171,7 +155,7 @@ static int rb_tile(struct rb_field *r, uint64_t i, struct tdb_fmw *w,
                     &fm->schema->validity_filters, TDB_UINT8, 1, false,
                     &r->val, NULL))
         return 1;
-    if (add_tile(w, r->f, t->offsets[i], var ? t->var_offsets[i] : 0,
+    if (fm_add_tile(w, r->f, t->offsets[i], var ? t->var_offsets[i] : 0,
                  var ? t->var_sizes[i] : 0,
                  nullable ? t->validity_offsets[i] : 0, r->data.data,
                  r->data.len, offs, ncells, nullable ? r->val.data : NULL,
@@ -264,8 +248,8 @@ static int rebuild_fragment(const char *arr, const char *frag, unsigned layout)
     struct tdb_schema_set set = {sv, 0};
     load_schemas(&io, &set);
     char fpath[512], mpath[600];
-    fmt(fpath, sizeof fpath, "__fragments/%s", frag);
-    fmt(mpath, sizeof mpath, "%s/__fragment_metadata.tdb", fpath);
+    fm_fmt(fpath, sizeof fpath, "__fragments/%s", frag);
+    fm_fmt(mpath, sizeof mpath, "%s/__fragment_metadata.tdb", fpath);
     struct tdb_fragmeta *fm = NULL;
     int result = -1;
     struct tdb_fragmeta_src src = {.io = &io, .path = fpath, .name = frag,
@@ -289,8 +273,8 @@ static int rebuild_fragment(const char *arr, const char *frag, unsigned layout)
 static int rebuild_case(const char *name, int *same)
 {
     char arr[512], fr[600];
-    fmt(arr, sizeof arr, "%s/%s/array", unit_corpus(), name);
-    fmt(fr, sizeof fr, "%s/__fragments", arr);
+    fm_fmt(arr, sizeof arr, "%s/%s/array", unit_corpus(), name);
+    fm_fmt(fr, sizeof fr, "%s/__fragments", arr);
     DIR *dir = opendir(fr);
     if (!dir)
         return -1;
@@ -340,8 +324,6 @@ static void test_corpus_identical(void)
 
 /* ------------------------------------------------ round trip (in memory) */
 
-#define RT_NAME "__1_1_0123456789abcdef0123456789abcdef_22"
-
 /* d0 INT32 [0,99] extent 10; attrs f FLOAT64, s var STRING_ASCII
  * nullable. */
 static struct tdb_schema *rt_schema(unsigned array_type)
@@ -383,49 +365,6 @@ static void rt_free_schema(struct tdb_schema *s)
     free(s);
 }
 
-static struct tdb_range rng(int32_t lo, int32_t hi)
-{
-    struct tdb_range r;
-    memset(&r, 0, sizeof r);
-    tdb_st32(r.lo, (uint32_t)lo);
-    tdb_st32(r.hi, (uint32_t)hi);
-    return r;
-}
-
-/* Writes the metadata into a new in-memory array and loads it back. */
-static int rt_load(struct tdb_io *io, const struct tdb_buf *b,
-                   struct tdb_schema *s, const uint8_t *wkey,
-                   const uint8_t *rkey, struct tdb_fragmeta **fm,
-                   struct tdb_error *err)
-{
-    struct tdb_schema_set set = {&s, 1};
-    int rc = io->ops->write_at(io->ctx, "__fragments/" RT_NAME
-                               "/__fragment_metadata.tdb", 0, b->data,
-                               b->len);
-    (void)wkey;
-    if (rc)
-        return rc;
-    struct tdb_fragmeta_src src = {.io = io, .path = "__fragments/" RT_NAME,
-                                   .name = RT_NAME, .schemas = &set,
-                                   .key = rkey};
-    rc = tdb_fragmeta_load(&src, fm, err);
-    /* and its first encrypted generic tile, as an open of an array with
-     * delete commits reads it */
-    if (!rc && (rc = tdb_fragmeta_load_processed(*fm, err))) {
-        tdb_fragmeta_free(*fm);
-        *fm = NULL;
-    }
-    return rc;
-}
-
-static double rd(const uint8_t *p)
-{
-    uint64_t u = tdb_le64(p);
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
-}
-
 /* Dense, d0 in [5, 24]: tiles [0,9] [10,19] [20,29]; f = 1.5 * d0; s is
  * "x" repeated (d0 % 4 + 1) times, null where d0 % 3 == 0; cells outside
  * the region hold zeros (validity 0, one zero byte). */
@@ -436,7 +375,7 @@ static int rt_dense(const uint8_t *key, struct tdb_schema *s,
     int rc = tdb_fmw_create(&w, s, s->name, true, err);
     if (rc)
         return rc;
-    struct tdb_range ned = rng(5, 24);
+    struct tdb_range ned = fm_range_i32(5, 24);
     rc = tdb_fmw_set_ned(w, &ned, err);
     uint64_t foff = 0, soff = 0, svoff = 0, vaoff = 0;
     for (int t = 0; t < 3 && rc == 0; t++) {
@@ -455,10 +394,10 @@ static int rt_dense(const uint8_t *key, struct tdb_schema *s,
             for (int k = 0; k < n; k++)
                 sv[vsize++] = in ? 'x' : 0;
         }
-        rc = add_tile(w, 0, foff, 0, 0, 0, fv, 80, NULL, 10, NULL,
+        rc = fm_add_tile(w, 0, foff, 0, 0, 0, fv, 80, NULL, 10, NULL,
                               err);
         if (!rc)
-            rc = add_tile(w, 1, soff, svoff, vsize, vaoff, sv, vsize,
+            rc = fm_add_tile(w, 1, soff, svoff, vsize, vaoff, sv, vsize,
                                   offs, 10, val, err);
         foff += 100;
         soff += 90;
@@ -473,18 +412,6 @@ static int rt_dense(const uint8_t *key, struct tdb_schema *s,
         rc = tdb_fmw_serialize(w, key, out, err);
     tdb_fmw_free(w);
     return rc;
-}
-
-/* The generic tile at offset off of fm's metadata file in io, into g
- * (emptied first); its return code. */
-static int read_gt(struct tdb_io *io, const struct tdb_fragmeta *fm,
-                   uint64_t off, struct tdb_buf *g)
-{
-    struct tdb_error err = {0};
-    uint64_t next;
-    tdb_buf_reset(g);
-    return tdb_generic_tile_read(&(struct tdb_gt_file){io, fm->meta_path, off},
-                                 NULL, g, &next, &err);
 }
 
 /* The dense fragment's facts: its domain, tiles, cells and file sizes. */
@@ -538,22 +465,22 @@ static void dense_check_tiles(struct tdb_fragmeta *fm)
 static void dense_check_stats(struct tdb_io *io, const struct tdb_fragmeta *fm)
 {
     struct tdb_buf g = {0};
-    CHECK_EQ_INT(read_gt(io, fm, fm->gt_mins[0], &g), 0);
+    CHECK_EQ_INT(fm_read_gt(io, fm, fm->gt_mins[0], &g), 0);
     CHECK_EQ_INT(g.len, 16 + 24);
     if (g.len == 40) {
-        CHECK(rd(g.data + 16) == 7.5);
-        CHECK(rd(g.data + 24) == 15.0);
-        CHECK(rd(g.data + 32) == 30.0);
+        CHECK(fm_f64(g.data + 16) == 7.5);
+        CHECK(fm_f64(g.data + 24) == 15.0);
+        CHECK(fm_f64(g.data + 32) == 30.0);
     }
-    CHECK_EQ_INT(read_gt(io, fm, fm->gt_sums[0], &g), 0);
+    CHECK_EQ_INT(fm_read_gt(io, fm, fm->gt_sums[0], &g), 0);
     CHECK_EQ_INT(g.len, 8 + 24);
     if (g.len == 32) {
-        CHECK(rd(g.data + 8) == 52.5);
-        CHECK(rd(g.data + 16) == 217.5);
-        CHECK(rd(g.data + 24) == 165.0);
+        CHECK(fm_f64(g.data + 8) == 52.5);
+        CHECK(fm_f64(g.data + 16) == 217.5);
+        CHECK(fm_f64(g.data + 24) == 165.0);
     }
     CHECK(fm->has_frag_mins_maxs);
-    CHECK_EQ_INT(read_gt(io, fm, fm->gt_frag_mins_maxs, &g), 0);
+    CHECK_EQ_INT(fm_read_gt(io, fm, fm->gt_frag_mins_maxs, &g), 0);
     /* f: 8 min 8 max sum nulls; s: min "" (tile 0 counts as not all
      * null, 5 of 10 cells, so its empty min counts), max "xxxx";
      * __coords: 4+4 bytes; d0: nothing */
@@ -564,9 +491,9 @@ static void dense_check_stats(struct tdb_io *io, const struct tdb_fragmeta *fm)
     CHECK_EQ_INT(g.len, (8 + 8 + 8 + 8 + 16) + sizeof s_part +
                             (8 + 4 + 8 + 4 + 16) + 32);
     if (g.len > 48 + sizeof s_part) {
-        CHECK(rd(g.data + 8) == 7.5);
-        CHECK(rd(g.data + 24) == 36.0);
-        CHECK(rd(g.data + 32) == 435.0);
+        CHECK(fm_f64(g.data + 8) == 7.5);
+        CHECK(fm_f64(g.data + 24) == 36.0);
+        CHECK(fm_f64(g.data + 32) == 435.0);
         CHECK_MEM(g.data + 48, s_part, sizeof s_part);
     }
     tdb_buf_free(&g);
@@ -581,7 +508,7 @@ static void test_roundtrip_dense(void)
     struct tdb_fragmeta *fm = NULL;
     CHECK_EQ_INT(rt_dense(NULL, s, &b, &err), 0);
     CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    CHECK_EQ_INT(rt_load(&io, &b, s, NULL, NULL, &fm, &err), 0);
+    CHECK_EQ_INT(fm_roundtrip(&io, &b, s, NULL, NULL, &fm, &err), 0);
     if (!fm) {
         fprintf(stderr, "  %s\n", err.msg);
     } else {
@@ -619,20 +546,20 @@ static void sparse_build(struct tdb_fmw *w, struct tdb_buf *b)
             memcpy(sv + vsize, str[c0 + c], strlen(str[c0 + c]));
             vsize += strlen(str[c0 + c]);
         }
-        CHECK_EQ_INT(add_tile(w, 0, 100 * (uint64_t)t, 0, 0, 0, fv,
+        CHECK_EQ_INT(fm_add_tile(w, 0, 100 * (uint64_t)t, 0, 0, 0, fv,
                               8 * (uint64_t)n, NULL, (uint64_t)n, NULL,
                               &err), 0);
-        CHECK_EQ_INT(add_tile(w, 1, 50 * (uint64_t)t, 20 * (uint64_t)t,
+        CHECK_EQ_INT(fm_add_tile(w, 1, 50 * (uint64_t)t, 20 * (uint64_t)t,
                               vsize, 30 * (uint64_t)t, sv, vsize, offs,
                               (uint64_t)n, valid + c0, &err), 0);
-        CHECK_EQ_INT(add_tile(w, 2, 40 * (uint64_t)t, 0, 0, 0, dv,
+        CHECK_EQ_INT(fm_add_tile(w, 2, 40 * (uint64_t)t, 0, 0, 0, dv,
                               4 * (uint64_t)n, NULL, (uint64_t)n, NULL,
                               &err), 0);
-        struct tdb_range mbr = rng(coords[c0], coords[c0 + n - 1]);
+        struct tdb_range mbr = fm_range_i32(coords[c0], coords[c0 + n - 1]);
         CHECK_EQ_INT(tdb_fmw_add_mbr(w, &mbr, &err), 0);
     }
     tdb_fmw_set_sparse_tiles(w, 2, 2);
-    struct tdb_range ned = rng(3, 51);
+    struct tdb_range ned = fm_range_i32(3, 51);
     CHECK_EQ_INT(tdb_fmw_set_ned(w, &ned, &err), 0);
     CHECK_EQ_INT(tdb_fmw_set_file_sizes(w, 2, 80, 0, 0), 0);
     CHECK_EQ_INT(tdb_fmw_serialize(w, NULL, b, &err), 0);
@@ -679,7 +606,7 @@ static void sparse_check_rtree_sums(struct tdb_io *io,
                                     const struct tdb_fragmeta *fm)
 {
     struct tdb_buf g = {0};
-    CHECK_EQ_INT(read_gt(io, fm, fm->rtree_off, &g), 0);
+    CHECK_EQ_INT(fm_read_gt(io, fm, fm->rtree_off, &g), 0);
     static const uint8_t rt[] = {
         10, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0,
         51, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 20, 0, 0, 0,
@@ -688,7 +615,7 @@ static void sparse_check_rtree_sums(struct tdb_io *io,
     CHECK_EQ_INT(g.len, sizeof rt);
     if (g.len == sizeof rt)
         CHECK_MEM(g.data, rt, sizeof rt);
-    CHECK_EQ_INT(read_gt(io, fm, fm->gt_sums[2], &g), 0);
+    CHECK_EQ_INT(fm_read_gt(io, fm, fm->gt_sums[2], &g), 0);
     CHECK_EQ_INT(g.len, 24);
     if (g.len == 24) {
         CHECK_EQ_INT(tdb_le64(g.data), 2);
@@ -710,7 +637,7 @@ static void test_roundtrip_sparse(void)
     if (w) {
         sparse_build(w, &b);
         CHECK_EQ_INT(tdb_io_mem(&io), 0);
-        CHECK_EQ_INT(rt_load(&io, &b, s, NULL, NULL, &fm, &err), 0);
+        CHECK_EQ_INT(fm_roundtrip(&io, &b, s, NULL, NULL, &fm, &err), 0);
         if (!fm) {
             fprintf(stderr, "  %s\n", err.msg);
         } else {
@@ -745,7 +672,7 @@ static void test_encrypted(void)
     CHECK_EQ_INT(tdb_generic_tile_encryption(b.data, b.len, &enc), 0);
     CHECK_EQ_INT(enc, TDB_AES_256_GCM);
     CHECK_EQ_INT(tdb_io_mem(&io), 0);
-    CHECK_EQ_INT(rt_load(&io, &b, s, key, key, &fm, &err), 0);
+    CHECK_EQ_INT(fm_roundtrip(&io, &b, s, key, key, &fm, &err), 0);
     if (fm) {
         CHECK_EQ_INT(tdb_fragmeta_load_field(fm, 1, &err), 0);
         CHECK_EQ_INT(fm->tiles[1].ntiles, 3);
@@ -755,9 +682,9 @@ static void test_encrypted(void)
         tdb_fragmeta_free(fm);
         fm = NULL;
     }
-    CHECK_EQ_INT(rt_load(&io, &b, s, key, bad, &fm, &err), TDB_E_AUTH);
+    CHECK_EQ_INT(fm_roundtrip(&io, &b, s, key, bad, &fm, &err), TDB_E_AUTH);
     CHECK(fm == NULL);
-    CHECK_EQ_INT(rt_load(&io, &b, s, key, NULL, &fm, &err), TDB_E_NOKEY);
+    CHECK_EQ_INT(fm_roundtrip(&io, &b, s, key, NULL, &fm, &err), TDB_E_NOKEY);
     tdb_io_free(&io);
     tdb_buf_free(&b);
     rt_free_schema(s);
@@ -774,25 +701,25 @@ static void test_errors(void)
     uint8_t fv[80] = {0};
     CHECK_EQ_INT(tdb_fmw_create(&w, s, s->name, true, &err), 0);
     /* no non-empty domain yet */
-    CHECK_EQ_INT(add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
+    CHECK_EQ_INT(fm_add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
-    struct tdb_range ned = rng(0, 9);
+    struct tdb_range ned = fm_range_i32(0, 9);
     CHECK_EQ_INT(tdb_fmw_set_ned(w, &ned, &err), 0);
     /* a dense dimension has no tiles; a tile too short */
-    CHECK_EQ_INT(add_tile(w, 2, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
+    CHECK_EQ_INT(fm_add_tile(w, 2, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
-    CHECK_EQ_INT(add_tile(w, 0, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
+    CHECK_EQ_INT(fm_add_tile(w, 0, 0, 0, 0, 0, fv, 40, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
-    CHECK_EQ_INT(add_tile(w, 7, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
+    CHECK_EQ_INT(fm_add_tile(w, 7, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
                                   &err), TDB_E_INVAL);
     /* descending offsets */
     uint64_t offs[10] = {0, 2, 1, 3, 4, 5, 6, 7, 8, 9};
     uint8_t val[10] = {0};
-    CHECK_EQ_INT(add_tile(w, 1, 0, 0, 10, 0, fv, 10, offs, 10, val,
+    CHECK_EQ_INT(fm_add_tile(w, 1, 0, 0, 10, 0, fv, 10, offs, 10, val,
                                   &err), TDB_E_INVAL);
     CHECK(strstr(err.msg, "descending") != NULL);
     /* a field short of tiles */
-    CHECK_EQ_INT(add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
+    CHECK_EQ_INT(fm_add_tile(w, 0, 0, 0, 0, 0, fv, 80, NULL, 10, NULL,
                                   &err), 0);
     CHECK_EQ_INT(tdb_fmw_serialize(w, NULL, &b, &err), TDB_E_INVAL);
     CHECK(strstr(err.msg, "field s has 0 tiles") != NULL);
