@@ -166,9 +166,9 @@ void tdb_fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
  * without converting every value through fmw_load.  The min and max keep
  * the bytes of the cell they came from. */
 #define FMW_TYPED(SUF, T, LOAD, ACC, ADD)                                     \
-    /* min/max (mm) and/or the sum: one loop, inlined with constant flags  \
-     * into the three below (both at once: the min/max work hides in the   \
-     * additions' latency) */                                               \
+    /* the sum, with min/max (mm) or not: one loop, inlined with constant  \
+     * flags into the two below (both at once: the min/max work hides in   \
+     * the additions' latency; a number with min/max has a sum too) */     \
     static inline __attribute__((always_inline)) void fmw_run_##SUF(        \
         struct fmw_gen *g, uint64_t start, uint64_t end, bool mm, bool sum) \
     {                                                                         \
@@ -210,11 +210,6 @@ void tdb_fmw_slab_var(struct fmw_gen *g, uint64_t start, uint64_t end)
             memcpy(&u, &acc, 8);                                              \
             tdb_st64(g->sum, u);                                              \
         }                                                                     \
-    }                                                                         \
-    static void fmw_mm_##SUF(struct fmw_gen *g, uint64_t start,               \
-                             uint64_t end)                                    \
-    {                                                                         \
-        fmw_run_##SUF(g, start, end, true, false);                            \
     }                                                                         \
     static void fmw_sum_##SUF(struct fmw_gen *g, uint64_t start,              \
                               uint64_t end)                                   \
@@ -289,18 +284,17 @@ FMW_TYPED(u64, uint64_t, FMW_LD_U64, uint64_t, fmw_add_u)
 
 /* The typed loops for f (NULL: none, use the generic ones). */
 struct fmw_typed {
-    void (*mm)(struct fmw_gen *, uint64_t, uint64_t);
     void (*sum)(struct fmw_gen *, uint64_t, uint64_t);
     void (*mmsum)(struct fmw_gen *, uint64_t, uint64_t);
 };
 
 static struct fmw_typed fmw_typed_of(const struct fmw_field *f)
 {
-    struct fmw_typed t = {NULL, NULL, NULL};
+    struct fmw_typed t = {NULL, NULL};
     if (f->cell_size != f->vsize)
         return t;
 #define FMW_PICK(SUF)                                                         \
-    (t = (struct fmw_typed){fmw_mm_##SUF, fmw_sum_##SUF, fmw_mmsum_##SUF})
+    (t = (struct fmw_typed){fmw_sum_##SUF, fmw_mmsum_##SUF})
     switch (f->kind) {
     case FMW_FLOAT:
         if (f->vsize == 4)
@@ -391,8 +385,6 @@ static bool fmw_slab_num(struct fmw_gen *g, const struct fmw_typed *t,
     }
     if (f->has_sum && fmw_run_typed(t->mmsum, g, start, end))
         return true;
-    if (fmw_run_typed(t->mm, g, start, end))
-        return false;
     unsigned vs = f->vsize;
     for (uint64_t c = start; c < end; c++) {
         const uint8_t *v = g->data + c * f->cell_size;
