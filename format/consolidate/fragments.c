@@ -79,12 +79,6 @@ static struct cf_file *cf_add(struct cf_stage *st, const char *name,
     return f;
 }
 
-/* Takes back the file cf_add added last. */
-static void cf_drop_last(struct cf_stage *st)
-{
-    free(st->f[--st->n].name);
-}
-
 /* Keeps the first failure of a read the writer asked for: the writer
  * only hears its code, the message names the fragment and the tile. */
 static int cf_failed(struct cf_stage *st, int rc, const struct tdb_error *e)
@@ -332,13 +326,8 @@ static int cf_add_field(struct cf_stage *st, bool is_dim, uint32_t idx,
         free(nm);
         if (!f)
             return tdb_err(err, TDB_E_NOMEM, "out of memory");
-        int r = tdb_fieldfile_init(&f->ff, st->cells, st->arr,
-                                   &(struct tdb_field_ref){s, is_dim, idx},
-                                   part[p]);
-        if (r) {
-            cf_drop_last(st);
-            return tdb_err(err, r, "field '%s': cannot read it", name);
-        }
+        tdb_fieldfile_init(&f->ff, st->cells, st->arr,
+                           &(struct tdb_field_ref){s, is_dim, idx}, part[p]);
     }
     return 0;
 }

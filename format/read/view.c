@@ -8,9 +8,9 @@
 
 #include <stdlib.h>
 
-int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
-                       struct tdb_array *a, const struct tdb_field_ref *fd,
-                       enum tdb_field_part part)
+void tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
+                        struct tdb_array *a, const struct tdb_field_ref *fd,
+                        enum tdb_field_part part)
 {
     const struct tdb_schema *s = fd->schema;
     bool is_dim = fd->is_dim;
@@ -39,7 +39,6 @@ int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
     ff->var = ff->cell_val_num == TDB_VAR_NUM;
     ff->cell_size = ff->var ? 0
                             : (uint64_t)tdb_dt_size(ff->type) * ff->cell_val_num;
-    return 0;
 }
 
 void tdb_fieldfile_destroy(struct tdb_fieldfile *ff)

@@ -173,10 +173,10 @@ struct tdb_field_ref {
 
 /* Makes ff file `part` of field fd (fd->schema: the one idx refers to,
  * kept) over view `cells` (not owned) of array a; free it with
- * tdb_fieldfile_destroy.  @return 0. */
-int tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
-                       struct tdb_array *a, const struct tdb_field_ref *fd,
-                       enum tdb_field_part part);
+ * tdb_fieldfile_destroy.  It cannot fail. */
+void tdb_fieldfile_init(struct tdb_fieldfile *ff, struct tdb_cells *cells,
+                        struct tdb_array *a, const struct tdb_field_ref *fd,
+                        enum tdb_field_part part);
 void tdb_fieldfile_destroy(struct tdb_fieldfile *ff);
 
 /* Exact size in bytes; var-sized values need one pass over the offsets. */
