@@ -30,6 +30,18 @@ static int io_nf_errno(int e)
     return e == ELOOP ? TDB_E_INVAL : tdb_io_errno(e);
 }
 
+/* The code of folder `name` of fd that openat(O_DIRECTORY | O_NOFOLLOW)
+ * refused with e: a symbolic link is refused as one (TDB_E_INVAL), though
+ * Linux then says ENOTDIR, not ELOOP. */
+static int io_nf_dir_errno(int fd, const char *name, int e)
+{
+    struct stat st;
+    if (e == ENOTDIR && !fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+        S_ISLNK(st.st_mode))
+        return TDB_E_INVAL;
+    return io_nf_errno(e);
+}
+
 /* Opens the folder holding `path`'s last name; *leaf points into path at
  * that name ("." for the root).  @return a descriptor to close, or a
  * negative TDB_E_* code. */
@@ -73,10 +85,10 @@ static int io_nf_parent(struct io_nf *nf, const char *path, const char **leaf)
         name[n] = 0;
         int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
                                        O_CLOEXEC);
-        int e = errno;
+        int e = sub < 0 ? io_nf_dir_errno(fd, name, errno) : 0;
         close(fd);
         if (sub < 0)
-            return io_nf_errno(e);
+            return e;
         fd = sub;
         p = next;
     }
@@ -189,9 +201,9 @@ static int io_nf_opendir(struct io_nf *nf, const char *path)
     if (pfd < 0)
         return pfd;
     int fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
+    int e = fd < 0 ? io_nf_dir_errno(pfd, leaf, errno) : 0;
     close(pfd);
-    return fd < 0 ? io_nf_errno(e) : fd;
+    return fd < 0 ? e : fd;
 }
 
 static int io_nf_list(void *ctx, const char *path, tdb_io_list_fn fn,

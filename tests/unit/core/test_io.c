@@ -405,13 +405,14 @@ static void nf_tree(const char *dir, const uint8_t *f, size_t n)
 /* What dup_fd refuses, each as read_at does: links (to a file inside or
  * outside the root) and folders TDB_E_INVAL, hard links TDB_E_MLINK,
  * missing files TDB_E_NOENT, ".." TDB_E_INVAL.  A link to a folder on the
- * way is TDB_E_NOENT, as a file there is: Linux's openat(O_DIRECTORY |
- * O_NOFOLLOW) of a link fails ENOTDIR, not ELOOP. */
+ * way is a link too (TDB_E_INVAL), though Linux's openat(O_DIRECTORY |
+ * O_NOFOLLOW) of a link fails ENOTDIR, not ELOOP; a file on the way is
+ * not there (TDB_E_NOENT). */
 static void check_nf_refused(const struct tdb_io *io)
 {
     static const struct { const char *path; int want; } cases[] = {
         {"lnk", TDB_E_INVAL}, {"abs", TDB_E_INVAL}, {"out", TDB_E_INVAL},
-        {"lsub/f", TDB_E_NOENT}, {"top/f", TDB_E_NOENT},
+        {"lsub/f", TDB_E_INVAL}, {"top/f", TDB_E_NOENT},
         {"lsub", TDB_E_INVAL}, {"sub", TDB_E_INVAL},
         {"hl1", TDB_E_MLINK}, {"hl2", TDB_E_MLINK}, {"none", TDB_E_NOENT},
         {"sub/none", TDB_E_NOENT}, {"none/f", TDB_E_NOENT},
