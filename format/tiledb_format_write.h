@@ -299,7 +299,7 @@ struct tdb_cons_options {
  * cell order (12 bytes a cell).  A kill leaves the array as it was (the
  * new fragment uncommitted, or committed before its .vac: the same cells
  * twice over, newest wins), and a run after it works.  TDB_E_UNSUPPORTED
- * below format 19 and, for now, for a sparse array with deletes. */
+ * below format 19. */
 int tdb_consolidate_fragments(const struct tdb_io *io,
                               const struct tdb_cons_options *o,
                               struct tdb_cons_result *r,
