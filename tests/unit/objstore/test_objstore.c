@@ -1,11 +1,13 @@
 /* test_objstore.c: the object-store backend (format/objstore/) over S3:
  * opening it and its errors, the coalescing of ranges into GETs, the
  * parts of an upload, the disk cache's pieces and bound, and the request
- * queue of the I/O thread against a small HTTP server of the test's own
- * (bounded, stalled, reads fetched ahead, the thread's exit), listings
- * out of memory and fetched sizes forgotten.  The S3 requests themselves
+ * queue of the I/O thread against a small HTTP server of the tests' own
+ * (fixture.c: bounded, stalled, reads fetched ahead, a PUT curl sends
+ * again on a fresh connection, the thread's exit), listings out of
+ * memory and fetched sizes forgotten.  The S3 requests themselves
  * are tested against real servers in tests/py/test_s3.py and
  * test_s3_io.py. */
+#include "fixture.h"
 #include "../support.h"
 
 #include <arpa/inet.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -372,206 +375,6 @@ static void test_disk_own_files(void)
 
 /* ------------------------------------------------------- the I/O thread */
 
-/* A small HTTP/1.1 server on 127.0.0.1: each connection on a thread of its
- * own; an answer's body is the request's path, sent after `delay_ms`,
- * except for paths containing "stall", never answered.  It counts the
- * requests it is answering at once (its peak tells how many were in
- * flight). */
-struct http_srv {
-    int fd;
-    int port;
-    int delay_ms;
-    pthread_t acceptor;
-    pthread_mutex_t lock;
-    int now, peak, served;
-    bool stop;
-    pthread_t conn[64];         /* the connections' threads */
-    int nconn;
-};
-
-struct http_conn {
-    struct http_srv *srv;
-    int fd;
-};
-
-#define DATA_SIZE 100000     /* the objects named "...data..." */
-
-static uint8_t data_byte(uint64_t i)
-{
-    return (uint8_t)(i * 7 + i / 256);
-}
-
-static bool http_stopped(struct http_srv *s)
-{
-    pthread_mutex_lock(&s->lock);
-    bool stop = s->stop;
-    pthread_mutex_unlock(&s->lock);
-    return stop;
-}
-
-/* Stops the server: its threads end (the client has closed its
- * connections) and are joined. */
-static void http_stop(struct http_srv *s)
-{
-    pthread_mutex_lock(&s->lock);
-    s->stop = true;
-    pthread_mutex_unlock(&s->lock);
-    shutdown(s->fd, SHUT_RDWR);
-    pthread_join(s->acceptor, NULL);
-    close(s->fd);
-    for (int i = 0; i < s->nconn; i++)
-        pthread_join(s->conn[i], NULL);
-}
-
-/* Reads from fd into buf (holding *have bytes) until a request's head is
- * complete.  @return the head's end, or NULL when the peer is gone or the
- * head does not fit. */
-static char *http_read_head(int fd, char *buf, size_t cap, size_t *have)
-{
-    char *end;
-    while (!(end = memmem(buf, *have, "\r\n\r\n", 4))) {
-        ssize_t n = *have < cap ? read(fd, buf + *have, cap - *have) : -1;
-        if (n <= 0)
-            return NULL;
-        *have += (size_t)n;
-    }
-    return end;
-}
-
-/* Answers the request for `path` whose head is buf..end: a "data" path
- * with a range gets those bytes of an object of DATA_SIZE bytes
- * (data_byte(i)), any other its path as the body.  @return whether the
- * answer was written whole. */
-static bool http_answer(struct http_conn *c, const char *buf,
-                        const char *end, const char *path)
-{
-    struct http_srv *s = c->srv;
-    char head[256];
-    static const char rh[] = "\r\nrange: bytes=";
-    const char *range = memmem(buf, (size_t)(end - buf), rh, sizeof rh - 1);
-    unsigned long long lo = 0, hi = 0;
-    int hl;
-    uint8_t *body = NULL;
-    size_t blen = strlen(path);
-    if (strstr(path, "data") && range &&
-        sscanf(range + sizeof rh - 1, "%llu-%llu", &lo, &hi) == 2 &&
-        lo < DATA_SIZE) {
-        if (hi >= DATA_SIZE)
-            hi = DATA_SIZE - 1;
-        blen = (size_t)(hi - lo + 1);
-        body = malloc(blen);
-        for (size_t i = 0; body && i < blen; i++)
-            body[i] = data_byte(lo + i);
-        hl = snprintf(head, sizeof head, "HTTP/1.1 206 Partial Content\r\n"
-                      "Content-Length: %zu\r\nContent-Range: bytes "
-                      "%llu-%llu/%d\r\n\r\n", blen, lo, hi, DATA_SIZE);
-    } else {
-        hl = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n"
-                      "Content-Length: %zu\r\nETag: \"e\"\r\n\r\n", blen);
-    }
-    pthread_mutex_lock(&s->lock);
-    s->now--;
-    s->served++;
-    pthread_mutex_unlock(&s->lock);
-    bool ok = write(c->fd, head, (size_t)hl) == hl &&
-              write(c->fd, body ? (char *)body : path, blen) ==
-                  (ssize_t)blen;
-    free(body);
-    return ok;
-}
-
-static void *http_conn_main(void *arg)
-{
-    struct http_conn *c = arg;
-    struct http_srv *s = c->srv;
-    char buf[8192];
-    size_t have = 0;
-    for (;;) {
-        char *end = http_read_head(c->fd, buf, sizeof buf, &have);
-        if (!end)
-            break;
-        char path[1024] = "";
-        sscanf(buf, "%*s %1023s", path);
-        pthread_mutex_lock(&s->lock);
-        if (++s->now > s->peak)
-            s->peak = s->now;
-        pthread_mutex_unlock(&s->lock);
-        if (strstr(path, "stall")) {
-            while (!http_stopped(s))
-                usleep(10000);
-            break;
-        }
-        usleep((useconds_t)s->delay_ms * 1000);
-        if (!http_answer(c, buf, end, path))
-            break;
-        size_t used = (size_t)(end + 4 - buf);
-        memmove(buf, buf + used, have - used);
-        have -= used;
-    }
-    close(c->fd);
-    free(c);
-    return NULL;
-}
-
-static void *http_accept_main(void *arg)
-{
-    struct http_srv *s = arg;
-    for (;;) {
-        int fd = accept(s->fd, NULL, NULL);
-        if (fd < 0)
-            return NULL;
-        struct http_conn *c = malloc(sizeof *c);
-        c->srv = s;
-        c->fd = fd;
-        pthread_mutex_lock(&s->lock);
-        if (s->stop || s->nconn == 64 ||
-            pthread_create(&s->conn[s->nconn], NULL, http_conn_main, c)) {
-            close(fd);
-            free(c);
-        } else {
-            s->nconn++;
-        }
-        pthread_mutex_unlock(&s->lock);
-    }
-}
-
-static int http_start(struct http_srv *s, int delay_ms)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t al = sizeof a;
-    memset(s, 0, sizeof *s);
-    pthread_mutex_init(&s->lock, NULL);
-    s->delay_ms = delay_ms;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if ((s->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-        bind(s->fd, (struct sockaddr *)&a, sizeof a) ||
-        listen(s->fd, 64) ||
-        getsockname(s->fd, (struct sockaddr *)&a, &al) ||
-        pthread_create(&s->acceptor, NULL, http_accept_main, s))
-        return -1;
-    s->port = ntohs(a.sin_port);
-    return 0;
-}
-
-/* A backend on the server, tuned: `requests` in flight, reads within
- * timeout_s. */
-static int http_backend(struct tdb_io *io, const struct http_srv *srv,
-                        unsigned requests, unsigned timeout_s)
-{
-    char ep[64];
-    snprintf(ep, sizeof ep, "http://127.0.0.1:%d", srv->port);
-    struct tdb_s3_config c = {.endpoint = ep};
-    struct tdb_error err = {0};
-    int r = tdb_io_s3(io, "s3://b/p", &c, &err);
-    struct objstore *s = io->ctx;
-    if (!r) {
-        s->loop.max_active = requests;
-        s->loop.timeout_ms = timeout_s * 1000u;
-        s->loop.low_speed_s = 1;
-    }
-    return r;
-}
-
 /* Calls queued to the I/O thread, and their count still under way. */
 struct batch {
     pthread_mutex_t m;
@@ -761,6 +564,81 @@ static void test_queue_stall(void)
     http_stop(&srv);
 }
 
+#define PUT_SKIP 4096          /* bytes of the file before the PUT's */
+#define PUT_SIZE (200u << 10)  /* the PUT's body */
+
+static uint8_t put_byte(size_t i)
+{
+    return (uint8_t)(i * 13 + i / 251);
+}
+
+/* A temporary file of PUT_SKIP bytes of 0xee, then PUT_SIZE of
+ * put_byte(i) (unlinked): its descriptor, or -1. */
+static int put_file(void)
+{
+    char tmpl[] = "/tmp/tiledbfs-test-put-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0)
+        return -1;
+    unlink(tmpl);
+    static uint8_t b[PUT_SKIP + PUT_SIZE];
+    memset(b, 0xee, PUT_SKIP);
+    for (size_t i = 0; i < PUT_SIZE; i++)
+        b[PUT_SKIP + i] = put_byte(i);
+    if (write(fd, b, sizeof b) != (ssize_t)sizeof b) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The server closes a kept-alive connection as a PUT came on it, with no
+ * answer: curl sends the PUT again on a fresh connection, within the same
+ * try, its body read again from the start (the seek callback rewinds
+ * it).  The PUT succeeds, and the server got its bytes whole, from the
+ * file's offset, answered once. */
+static void test_put_rewind(void)
+{
+    struct http_srv srv;
+    struct tdb_io io = {0};
+    CHECK_EQ_INT(http_start(&srv, 0), 0);
+    pthread_mutex_lock(&srv.lock);
+    srv.drop_second = true;
+    pthread_mutex_unlock(&srv.lock);
+    CHECK_EQ_INT(http_backend(&io, &srv, 1, 30), 0);
+    struct objstore *s = io.ctx;
+    struct os_call get = {.method = "GET", .key = "first", .up_fd = -1,
+                          .sink = OS_SINK_MEM};
+    CHECK_EQ_INT(tdb_os_perform(s, &get), 0);
+    CHECK_EQ_INT(get.status, 200);
+    tdb_os_call_clear(&get);
+    int fd = put_file();
+    CHECK(fd >= 0);
+    struct os_call put = {.method = "PUT", .key = "obj", .up_fd = fd,
+                          .up_off = PUT_SKIP, .up_len = PUT_SIZE,
+                          .sink = OS_SINK_NONE};
+    CHECK_EQ_INT(tdb_os_perform(s, &put), 0);
+    CHECK_EQ_INT(put.status, 200);
+    CHECK(put.etag && !strcmp(put.etag, "\"e\""));
+    tdb_os_call_clear(&put);
+    /* one try each: the second PUT was curl's own, on the same handle */
+    CHECK_EQ_INT(s->loop.tries, 2);
+    tdb_io_free(&io);
+    pthread_mutex_lock(&srv.lock);
+    CHECK_EQ_INT(srv.puts, 2);          /* dropped, then answered */
+    CHECK_EQ_INT(srv.served, 2);        /* the GET, the PUT once */
+    CHECK_EQ_INT(srv.nconn, 2);
+    CHECK_EQ_INT(srv.put_len, PUT_SIZE);
+    bool same = srv.put_body && srv.put_len == PUT_SIZE;
+    for (size_t i = 0; same && i < PUT_SIZE; i++)
+        same = srv.put_body[i] == put_byte(i);
+    CHECK(same);
+    pthread_mutex_unlock(&srv.lock);
+    if (fd >= 0)
+        close(fd);
+    http_stop(&srv);
+}
+
 /* A thread-local value whose destructor runs as the I/O thread exits,
  * slowly, as OpenSSL's per-thread clean-up runs there (set by a call's
  * done, on the I/O thread). */
@@ -944,6 +822,7 @@ int main(void)
     RUN(test_queue_bound);
     RUN(test_queue_stall);
     RUN(test_prefetch_reads);
+    RUN(test_put_rewind);
     RUN(test_thread_exit);
     RUN(test_dir_lookup_nomem);
     RUN(test_fetched_size_forgotten);
