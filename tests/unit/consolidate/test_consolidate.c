@@ -785,72 +785,64 @@ static void retry_works(const char *name, const struct tdb_io *io,
     CHECK(views_exact(name, plain, NULL));
 }
 
-/* The reads of a merged fragment's tiles fail while the new fragment is
- * written (the backend refuses every read of the newest fragment's
- * a3.tdb, the last field): the consolidation says TDB_E_IO and names
- * that file, its field and tile (not the writer's word for the failed
- * read), and leaves every file of the array as it was, though the writer
- * had written some of the new fragment; the array reads as before.  With
- * the reads passing again, a retry merges the four fragments. */
-static void test_fragments_read_fails(void)
+/* A consolidation of case `name` over a backend that refuses `fails`
+ * reads of the newest fragment's `file` (UINT64_MAX: all): it says
+ * TDB_E_IO and names that file, `field` and its tile (not the writer's
+ * word for the failed read), and leaves every file of the array as it
+ * was (also when the writer had written some of the new fragment: then
+ * `undone` says so); the array reads as before.  With the reads passing
+ * again, a retry merges its `nfrags` fragments. */
+struct refusal {
+    const char *name, *file, *field;
+    uint64_t fails;
+    size_t nfrags;
+    bool undone;
+};
+
+static void refused_reads(const struct refusal *t)
 {
-    const char *name = "dense_fragments_overlap";
     struct tdb_io io;
     struct tdb_cons_result r;
     struct tdb_error err = {0};
     struct tdb_cons_options o = {.threads = 2};
     char *dir, want[400];
-    if (!unit_copy_case(name, &dir, &io))
+    if (!unit_copy_case(t->name, &dir, &io))
         return;
-    struct rfail f = {.inner = &io, .fail = UINT64_MAX};
+    struct rfail f = {.inner = &io, .fail = t->fails};
     struct tdb_io bad = {&rf_ops, &f};
     pthread_mutex_init(&f.lock, NULL);
     char *before = tree_snapshot(dir);
-    if (newest_file(&io, "a3.tdb", f.bad, sizeof f.bad)) {
+    if (newest_file(&io, t->file, f.bad, sizeof f.bad)) {
         int rc = tdb_consolidate_fragments(&bad, &o, &r, &err);
-        snprintf(want, sizeof want, "%s: field 'd' tile ", f.bad);
-        as_before(name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
-        CHECK(f.refused > 0);
-        CHECK(f.writes > 0); /* the new fragment's files, removed */
-        printf("   %llu writes of the new fragment before the failure, "
-               "undone\n", (unsigned long long)f.writes);
-        f.fail = 0; /* the cause removed */
-        retry_works(name, &bad, &io, 4);
+        snprintf(want, sizeof want, "%s: field '%s' tile ", f.bad, t->field);
+        as_before(t->name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
+        uint64_t refused = f.refused;
+        CHECK(t->fails == UINT64_MAX ? refused > 0 : refused == t->fails);
+        if (t->undone) {
+            CHECK(f.writes > 0); /* the new fragment's files, removed */
+            printf("   %llu writes of the new fragment before the failure, "
+                   "undone\n", (unsigned long long)f.writes);
+        }
+        f.fail = 0; /* the cause removed (or the one refusal spent) */
+        retry_works(t->name, &bad, &io, t->nfrags);
+        CHECK_EQ_INT(f.refused, refused);
     }
     pthread_mutex_destroy(&f.lock);
     free(before);
     unit_drop_case(dir, &io);
 }
 
-/* A backend that fails once (the first read of the newest fragment's
- * values of sparse_dups' attribute a): the consolidation of the sparse
- * array fails, naming it, and leaves it as it was; the same call again,
- * on the same backend, merges its two fragments. */
-static void test_fragments_read_fails_once(void)
+/* Every read of dense_fragments_overlap's newest a3.tdb (the last field)
+ * refused, after the writer wrote some of the new fragment; then only
+ * the first read of sparse_dups' newest a0.tdb, the same call on the
+ * same backend merging after it. */
+static void test_fragments_read_fails(void)
 {
-    const char *name = "sparse_dups";
-    struct tdb_io io;
-    struct tdb_cons_result r;
-    struct tdb_error err = {0};
-    struct tdb_cons_options o = {.threads = 2};
-    char *dir, want[400];
-    if (!unit_copy_case(name, &dir, &io))
-        return;
-    struct rfail f = {.inner = &io, .fail = 1};
-    struct tdb_io bad = {&rf_ops, &f};
-    pthread_mutex_init(&f.lock, NULL);
-    char *before = tree_snapshot(dir);
-    if (newest_file(&io, "a0.tdb", f.bad, sizeof f.bad)) {
-        int rc = tdb_consolidate_fragments(&bad, &o, &r, &err);
-        snprintf(want, sizeof want, "%s: field 'a' tile 0", f.bad);
-        as_before(name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
-        CHECK_EQ_INT(f.refused, 1);
-        retry_works(name, &bad, &io, 2);
-        CHECK_EQ_INT(f.refused, 1);
-    }
-    pthread_mutex_destroy(&f.lock);
-    free(before);
-    unit_drop_case(dir, &io);
+    static const struct refusal t[] = {
+        {"dense_fragments_overlap", "a3.tdb", "d", UINT64_MAX, 4, true},
+        {"sparse_dups", "a0.tdb", "a", 1, 2, false}};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        refused_reads(&t[i]);
 }
 
 /* A tile of a merged fragment is corrupt (the chunk count that heads
@@ -970,7 +962,6 @@ int main(void)
     RUN_CORPUS(test_delete_in_con);
     RUN_CORPUS(test_kills);
     RUN_CORPUS(test_fragments_read_fails);
-    RUN_CORPUS(test_fragments_read_fails_once);
     RUN_CORPUS(test_fragments_tile_corrupt);
     return unit_done();
 }
