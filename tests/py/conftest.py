@@ -1,8 +1,10 @@
 """conftest.py: fixtures of the Python suite: the build, the reference corpus, its cases, and FUSE mounts (the mount contract end to end)."""
 import atexit
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -243,6 +245,33 @@ def daemons_on(mnt):
         if args and os.path.basename(args[0]) == b'tiledbfs' and os.fsencode(mnt) in args:
             pids.append(int(d))
     return pids
+
+
+@contextlib.contextmanager
+def background_mount(fs_prog, source, mnt):
+    """Mounts `source` at the folder `mnt` as users do: the daemon forks to
+    the background (its stderr into mnt + '.stderr', not a pipe, which the
+    daemon would keep open).  Yields the daemon's pids; then unmounts (lazily
+    when it must) and fails unless every one exits, killing those that do
+    not."""
+    with open(mnt + '.stderr', 'wb') as err:
+        r = subprocess.run([fs_prog, source, mnt], stdout=subprocess.DEVNULL,
+                           stderr=err, timeout=MOUNT_TIMEOUT)
+    with open(mnt + '.stderr', 'rb') as f:
+        assert r.returncode == 0, f'tiledbfs {source}: {f.read().decode(errors="replace")}'
+    pids = daemons_on(mnt)
+    gone = []
+    try:
+        assert pids, 'no daemon serves ' + mnt
+        yield pids
+    finally:
+        if subprocess.run(['fusermount3', '-u', mnt], timeout=MOUNT_TIMEOUT).returncode:
+            subprocess.run(['fusermount3', '-u', '-z', mnt], timeout=MOUNT_TIMEOUT)
+        for pid in pids:
+            gone.append(exited(pid))
+            if not gone[-1]:
+                os.kill(pid, signal.SIGKILL)
+    assert all(gone), f'the daemons {pids} still ran after their mount went'
 
 
 def exited(pid, timeout=MOUNT_TIMEOUT):

@@ -4,12 +4,11 @@ import os
 import random
 import subprocess
 import tempfile
-import time
 
 import numpy
 import pytest
 
-from conftest import MOUNT_TIMEOUT, case_options, daemons_on, exited, fuse_missing, get_case
+from conftest import MOUNT_TIMEOUT, background_mount, case_options, fuse_missing, get_case
 
 PREAD_COUNT = 40         # random ranges per case
 PREAD_MAX = 70000        # longest range (crosses tiles and FUSE's 128 KiB reads)
@@ -194,18 +193,10 @@ def test_background_daemon_exits_when_unmounted(fs_prog, tmp_path):
     case = get_case('group_basic')
     mnt = str(tmp_path / 'mnt')
     os.mkdir(mnt)
-    subprocess.run([fs_prog, case.array, mnt], check=True, capture_output=True,
-                   timeout=MOUNT_TIMEOUT)
-    try:
-        pids = daemons_on(mnt)
-        assert pids, 'no daemon serves ' + mnt
-        pid = pids[0]
+    with background_mount(fs_prog, case.array, mnt):
         read = 0
         for root, dirs, files in os.walk(mnt):
             for name in files:
                 with open(os.path.join(root, name), 'rb') as f:
                     read += len(f.read())
         assert read > 0
-    finally:
-        subprocess.run(['fusermount3', '-u', mnt], timeout=MOUNT_TIMEOUT)
-    assert exited(pid), f'the daemon {pid} still runs after its mount went'

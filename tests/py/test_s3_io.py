@@ -2,7 +2,6 @@
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -11,8 +10,8 @@ import uuid
 
 import pytest
 
-from conftest import (CORPUS, MOUNT_TIMEOUT, case_names, case_options, daemons_on,
-                      exited, fuse_missing, get_case, read_tree, run_cat)
+from conftest import (CORPUS, MOUNT_TIMEOUT, background_mount, case_names, case_options,
+                      fuse_missing, get_case, read_tree, run_cat)
 from latency_proxy import LatencyProxy
 from s3fixture import corpus_url, through
 from test_groups import copy_array, make_group
@@ -238,28 +237,13 @@ def test_background_daemon_reads_the_store(fs_prog, store_corpus, tmp_path):
              if os.path.isfile(os.path.join(case.dir, 'expected', p))]
     mnt = str(tmp_path / 'mnt')
     os.mkdir(mnt)
-    with open(tmp_path / 'daemon.stderr', 'wb') as err:     # (no pipe: the
-        subprocess.run([fs_prog, corpus_url(store_corpus, case.name), mnt],  # daemon
-                       check=True, stdout=subprocess.DEVNULL, stderr=err,   # keeps it)
-                       timeout=MOUNT_TIMEOUT)
-    pids = daemons_on(mnt)
-    gone = False
-    try:
-        assert pids, 'no daemon serves ' + mnt
+    with background_mount(fs_prog, corpus_url(store_corpus, case.name), mnt):
         # one cat of them all, bounded: a daemon that lost its I/O thread
         # hangs every request
         r = subprocess.run(['cat'] + [os.path.join(mnt, p) for p in paths],
                            capture_output=True, timeout=3 * MOUNT_TIMEOUT)
         assert r.returncode == 0, r.stderr
         assert r.stdout == b''.join(case.expected(p) for p in paths)
-    finally:
-        if subprocess.run(['fusermount3', '-u', mnt]).returncode:
-            subprocess.run(['fusermount3', '-u', '-z', mnt])
-        for pid in pids:
-            gone = exited(pid)
-            if not gone:
-                os.kill(pid, signal.SIGKILL)
-    assert gone, f'the daemon {pids} still runs after its mount went'
 
 
 def test_sequential_read_coalesces(store_server, proxy, mount, fs_prog, create_prog, tmp_path):
