@@ -219,15 +219,24 @@ int tdb_io_sub(struct tdb_io *io, const struct tdb_io *parent,
 
 /* Fault injection, for tests: a view of `inner` (which must outlive it)
  * whose mutating calls (write_at, mkdir, rename, remove, sync) are counted
- * in f->count, 1 for the first.  The call numbered fail_at (0: none)
- * fails with TDB_E_IO without reaching inner; with `crash`, so does every
- * later one, as if the process had been killed there.  f->failed counts
- * the calls refused. */
+ * in f->count, 1 for the first, and the write_at calls it passes on in
+ * f->writes.  The call numbered fail_at (0: none) fails with TDB_E_IO
+ * without reaching inner; with `crash`, so does every later one, as if
+ * the process had been killed there.  f->failed counts the calls
+ * refused.  Reads of file `read_path` (NULL: none) fail with TDB_E_IO
+ * while read_fails is not 0: each refusal takes one from it (UINT64_MAX:
+ * none, every read fails) and adds one to read_failed.  The counts may be
+ * read while calls come from other threads; set read_fails only while
+ * none do. */
 struct tdb_io_fault {
     uint64_t fail_at;
     bool crash;
     uint64_t count;
     uint64_t failed;
+    uint64_t writes;
+    const char *read_path;
+    uint64_t read_fails;
+    uint64_t read_failed;
 };
 int tdb_io_faulty(struct tdb_io *io, const struct tdb_io *inner,
                   struct tdb_io_fault *f);

@@ -10,7 +10,8 @@
 /* A backend over another one, `inner`: a view rooted at one of inner's
  * folders (tdb_io_sub: a group's member array; absolute paths and file://
  * URIs pass through unchanged), or inner itself with its mutating calls
- * counted and failed on schedule (tdb_io_faulty).  One set of functions
+ * counted and failed, and reads of one file failed, on schedule
+ * (tdb_io_faulty).  One set of functions
  * serves both: each call maps its paths, and a mutating call is refused
  * (TDB_E_ROFS) when inner has no such call, else counted, before it
  * reaches inner. */
@@ -83,9 +84,29 @@ static int io_wrap_refuse(void *ctx, bool has)
         return no;                                                          \
     IO_WRAP_CALL(path, call)
 
+/* True when the schedule refuses this read of `path` (taking one from
+ * read_fails). */
+static bool io_wrap_read_hit(struct io_wrap *w, const char *path)
+{
+    struct tdb_io_fault *f = w->f;
+    if (!f || !f->read_path || strcmp(path, f->read_path))
+        return false;
+    uint64_t n = __atomic_load_n(&f->read_fails, __ATOMIC_SEQ_CST);
+    while (n && !__atomic_compare_exchange_n(
+                    &f->read_fails, &n, n == UINT64_MAX ? n : n - 1, false,
+                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+    if (!n)
+        return false;
+    __atomic_add_fetch(&f->read_failed, 1, __ATOMIC_SEQ_CST);
+    return true;
+}
+
 static int io_wrap_read_at(void *ctx, const char *path, uint64_t off,
                            void *buf, size_t len)
 {
+    if (io_wrap_read_hit(ctx, path))
+        return TDB_E_IO;
     IO_WRAP_CALL(path, w->inner->ops->read_at(w->inner->ctx, p, off, buf, len));
 }
 
@@ -118,8 +139,14 @@ static int io_wrap_is_dir(void *ctx, const char *path, bool *is_dir)
 static int io_wrap_write_at(void *ctx, const char *path, uint64_t off,
                             const void *buf, size_t len)
 {
-    IO_WRAP_MUTATE(write_at, path,
-                   w->inner->ops->write_at(w->inner->ctx, p, off, buf, len));
+    int no = io_wrap_refuse(ctx, io_wrap_inner(ctx)->write_at != NULL);
+    if (no)
+        return no;
+    struct io_wrap *v = ctx;
+    if (v->f)
+        __atomic_add_fetch(&v->f->writes, 1, __ATOMIC_SEQ_CST);
+    IO_WRAP_CALL(path,
+                 w->inner->ops->write_at(w->inner->ctx, p, off, buf, len));
 }
 
 static int io_wrap_mkdir(void *ctx, const char *path)

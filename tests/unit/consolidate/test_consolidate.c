@@ -12,7 +12,6 @@
 
 #include <dirent.h>
 #include <ftw.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,90 +555,6 @@ static void test_fragments_as_tiledb(void)
 
 /* ---------------------------------------------- failed consolidations */
 
-/* A backend over `inner` that refuses (TDB_E_IO) the first `fail` reads
- * of file `bad` (0: none; then they pass again), and counts what it
- * refused and the writes into __fragments it passed on. */
-struct rfail {
-    const struct tdb_io *inner;
-    char bad[300];
-    uint64_t fail, refused, writes;
-    pthread_mutex_t lock;
-};
-
-static int rf_read_at(void *ctx, const char *path, uint64_t off, void *buf,
-                      size_t len)
-{
-    struct rfail *f = ctx;
-    bool no = false;
-    pthread_mutex_lock(&f->lock);
-    if (f->fail && !strcmp(path, f->bad)) {
-        f->fail--;
-        f->refused++;
-        no = true;
-    }
-    pthread_mutex_unlock(&f->lock);
-    return no ? TDB_E_IO
-              : f->inner->ops->read_at(f->inner->ctx, path, off, buf, len);
-}
-
-static int rf_size(void *ctx, const char *path, uint64_t *size)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->size(f->inner->ctx, path, size);
-}
-
-static int rf_list(void *ctx, const char *path, tdb_io_list_fn fn, void *arg)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->list(f->inner->ctx, path, fn, arg);
-}
-
-static int rf_is_dir(void *ctx, const char *path, bool *is_dir)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->is_dir(f->inner->ctx, path, is_dir);
-}
-
-static int rf_write_at(void *ctx, const char *path, uint64_t off,
-                       const void *buf, size_t len)
-{
-    struct rfail *f = ctx;
-    pthread_mutex_lock(&f->lock);
-    f->writes += !strncmp(path, "__fragments/", 12);
-    pthread_mutex_unlock(&f->lock);
-    return f->inner->ops->write_at(f->inner->ctx, path, off, buf, len);
-}
-
-static int rf_mkdir(void *ctx, const char *path)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->mkdir(f->inner->ctx, path);
-}
-
-static int rf_rename(void *ctx, const char *from, const char *to)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->rename(f->inner->ctx, from, to);
-}
-
-static int rf_remove(void *ctx, const char *path)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->remove(f->inner->ctx, path);
-}
-
-static int rf_sync(void *ctx, const char *path)
-{
-    struct rfail *f = ctx;
-    return f->inner->ops->sync(f->inner->ctx, path);
-}
-
-static const struct tdb_io_ops rf_ops = {
-    .read_at = rf_read_at, .size = rf_size, .list = rf_list,
-    .is_dir = rf_is_dir, .write_at = rf_write_at, .mkdir = rf_mkdir,
-    .rename = rf_rename, .remove = rf_remove, .sync = rf_sync,
-};
-
 /* The lines of tree_snapshot, as nftw finds them. */
 static char **snap_v;
 static size_t snap_n, snap_root;
@@ -808,26 +723,28 @@ static void refused_reads(const struct refusal *t)
     char *dir, want[400];
     if (!unit_copy_case(t->name, &dir, &io))
         return;
-    struct rfail f = {.inner = &io, .fail = t->fails};
-    struct tdb_io bad = {&rf_ops, &f};
-    pthread_mutex_init(&f.lock, NULL);
+    char bad_file[300];
+    struct tdb_io_fault f = {.read_path = bad_file, .read_fails = t->fails};
+    struct tdb_io bad;
+    CHECK_EQ_INT(tdb_io_faulty(&bad, &io, &f), 0);
     char *before = tree_snapshot(dir);
-    if (newest_file(&io, t->file, f.bad, sizeof f.bad)) {
+    if (newest_file(&io, t->file, bad_file, sizeof bad_file)) {
         int rc = tdb_consolidate_fragments(&bad, &o, &r, &err);
-        snprintf(want, sizeof want, "%s: field '%s' tile ", f.bad, t->field);
+        snprintf(want, sizeof want, "%s: field '%s' tile ", bad_file,
+                 t->field);
         as_before(t->name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
-        uint64_t refused = f.refused;
+        uint64_t refused = f.read_failed;
         CHECK(t->fails == UINT64_MAX ? refused > 0 : refused == t->fails);
         if (t->undone) {
             CHECK(f.writes > 0); /* the new fragment's files, removed */
             printf("   %llu writes of the new fragment before the failure, "
                    "undone\n", (unsigned long long)f.writes);
         }
-        f.fail = 0; /* the cause removed (or the one refusal spent) */
+        f.read_fails = 0; /* the cause removed (or the one refusal spent) */
         retry_works(t->name, &bad, &io, t->nfrags);
-        CHECK_EQ_INT(f.refused, refused);
+        CHECK_EQ_INT(f.read_failed, refused);
     }
-    pthread_mutex_destroy(&f.lock);
+    tdb_io_free(&bad);
     free(before);
     unit_drop_case(dir, &io);
 }

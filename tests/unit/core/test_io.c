@@ -247,19 +247,40 @@ static const struct tdb_io_ops ro_ops = {
     .is_dir = ro_is_dir,
 };
 
+/* fa (faulty over a view holding z, "abcd") refuses the first two reads
+ * of z, then the rest; then every one. */
+static void check_read_faults(struct tdb_io *fa, struct tdb_io_fault *f)
+{
+    char buf[4];
+    f->read_path = "z";
+    f->read_fails = 2;
+    CHECK_EQ_INT(fa->ops->read_at(fa->ctx, "z", 0, buf, 4), TDB_E_IO);
+    CHECK_EQ_INT(fa->ops->read_at(fa->ctx, "zz", 0, buf, 1), TDB_E_NOENT);
+    CHECK_EQ_INT(fa->ops->read_at(fa->ctx, "z", 1, buf, 2), TDB_E_IO);
+    CHECK(f->read_fails == 0 && f->read_failed == 2);
+    check_file(fa, "z", (const uint8_t *)"abcd", 4);
+    f->read_fails = UINT64_MAX;
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(fa->ops->read_at(fa->ctx, "z", 0, buf, 1), TDB_E_IO);
+    CHECK(f->read_fails == UINT64_MAX && f->read_failed == 5);
+    CHECK_EQ_INT(fa->ops->size(fa->ctx, "z", &(uint64_t){0}), 0);
+    f->read_path = NULL;
+}
+
 /* Fault injection over `sub` (a view of folder d of `mem`): the third
- * mutating call fails, the rest pass; reads are not counted; then a
- * crash fails every call after it. */
+ * mutating call fails, the rest pass (the writes passed on counted);
+ * reads are not counted; then a crash fails every call after it; then
+ * two reads of one file fail, of no other, and after them every one. */
 static void check_faults(struct tdb_io *mem, struct tdb_io *sub)
 {
     struct tdb_io fa;
-    struct tdb_io_fault f = {3, false, 0, 0};
+    struct tdb_io_fault f = {.fail_at = 3};
     CHECK_EQ_INT(tdb_io_faulty(&fa, sub, &f), 0);
     CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 0, "ab", 2), 0);
     CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 2, "cd", 2), 0);
     CHECK_EQ_INT(fa.ops->write_at(fa.ctx, "z", 4, "ef", 2), TDB_E_IO);
     CHECK_EQ_INT(fa.ops->sync(fa.ctx, "z"), 0);
-    CHECK(f.count == 4 && f.failed == 1);
+    CHECK(f.count == 4 && f.failed == 1 && f.writes == 2);
     check_file(&fa, "z", (const uint8_t *)"abcd", 4); /* reads: not counted */
     check_file(mem, "d/z", (const uint8_t *)"abcd", 4);
     CHECK_EQ_INT(f.count, 4);
@@ -267,7 +288,8 @@ static void check_faults(struct tdb_io *mem, struct tdb_io *sub)
     f.fail_at = 5;
     CHECK_EQ_INT(fa.ops->mkdir(fa.ctx, "m"), TDB_E_IO);
     CHECK_EQ_INT(fa.ops->remove(fa.ctx, "z"), TDB_E_IO); /* crashed */
-    CHECK(f.count == 6 && f.failed == 3);
+    CHECK(f.count == 6 && f.failed == 3 && f.writes == 2);
+    check_read_faults(&fa, &f);
     tdb_io_free(&fa);
 }
 
@@ -300,7 +322,7 @@ static void check_sub_view(void)
 static void check_readonly_wrappers(void)
 {
     struct tdb_io ro = {&ro_ops, NULL}, rsub, rfa;
-    struct tdb_io_fault f = {0, false, 0, 0};
+    struct tdb_io_fault f = {0};
     uint64_t size = 0;
     bool isdir = false;
     char buf[8];

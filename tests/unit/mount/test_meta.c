@@ -137,7 +137,7 @@ static void test_meta_store_fails(void)
 {
     struct fixture f;
     struct tdb_io inner;
-    struct tdb_io_fault flt = {1, true, 0, 0};
+    struct tdb_io_fault flt = {.fail_at = 1, .crash = true};
     struct tdbm_handle *h;
     uint64_t ino;
     size_t done;

@@ -69,7 +69,7 @@ static int faulty_commit(const struct tdb_io *arr, const struct tdb_io *stg,
                          uint64_t fail_at, bool crash, uint64_t *calls,
                          char **name)
 {
-    struct tdb_io_fault f = {fail_at, crash, 0, 0};
+    struct tdb_io_fault f = {.fail_at = fail_at, .crash = crash};
     struct tdb_io fa, fs;
     CHECK_EQ_INT(tdb_io_faulty(&fa, arr, &f), 0);
     CHECK_EQ_INT(tdb_io_faulty(&fs, stg, &f), 0);
@@ -209,7 +209,7 @@ static void meta_cut_at_every_call(bool crash)
                                     &old, false},
                                     &(struct tdb_commit_options){NULL, 10},
                                     &err), 0);
-        struct tdb_io_fault f = {n, crash, 0, 0};
+        struct tdb_io_fault f = {.fail_at = n, .crash = crash};
         CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
         int r = tdb_meta_write(&fa, "__meta", &(struct tdb_meta_entry){"k",
                                TDB_INT32, 1, &neu, false},
@@ -260,7 +260,7 @@ static void test_meta_one_failure(void)
  * on a copy: after it nothing is left to sweep. */
 static uint64_t removal_calls(const struct tdb_io *stg)
 {
-    struct tdb_io_fault g = {0, false, 0, 0};
+    struct tdb_io_fault g = {0};
     struct tdb_io cp, fc;
     struct tdb_error err = {0};
     size_t swept = 1;
@@ -314,7 +314,7 @@ static void staged_removal_cut(bool crash)
         CHECK_EQ_INT(unit_write(&arr, &stg, "s", NULL, 3, 0, &first, &err),
                      0);
         size_t staged = count(&stg, "s");
-        struct tdb_io_fault f = {n, crash, 0, 0};
+        struct tdb_io_fault f = {.fail_at = n, .crash = crash};
         CHECK_EQ_INT(tdb_io_faulty(&fs, &stg, &f), 0);
         if (n == 1)
             total = removal_calls(&stg);

@@ -324,7 +324,7 @@ static size_t threads_fail_at(const struct tdb_io *stg, unsigned th,
 {
     struct tdb_io arr, fa;
     CHECK_EQ_INT(array_from_case("dense_var_nullable", &arr), 0);
-    struct tdb_io_fault f = {at, false, 0, 0};
+    struct tdb_io_fault f = {.fail_at = at};
     CHECK_EQ_INT(tdb_io_faulty(&fa, &arr, &f), 0);
     char *nm = NULL;
     struct tdb_error err = {0};
