@@ -135,6 +135,38 @@ int unit_copy_tree(const struct tdb_io *src, const char *sp,
     return r;
 }
 
+void unit_snapshot(const struct tdb_io *io, const char *path, bool hash,
+                   struct tdb_buf *out)
+{
+    struct tdb_names n;
+    CHECK_EQ_INT(tdb_io_names(io, path, &n, NULL), 0);
+    for (size_t i = 0; i < n.n; i++) {
+        char *p = tdb_path_join(path, n.v[i]);
+        uint8_t *data = NULL;
+        uint64_t size = 0, h = 1469598103934665603ull;
+        if (!n.is_dir[i] && hash)
+            CHECK_EQ_INT(tdb_io_read_file(io, p, &data, &size, NULL), 0);
+        else if (!n.is_dir[i])
+            CHECK_EQ_INT(io->ops->size(io->ctx, p, &size), 0);
+        for (uint64_t k = 0; k < size && data; k++)
+            h = (h ^ data[k]) * 1099511628211ull;
+        free(data);
+        char line[1200];
+        int k = hash && !n.is_dir[i]
+                    ? snprintf(line, sizeof line, "%s %llu %016llx\n", p,
+                               (unsigned long long)size,
+                               (unsigned long long)h)
+                    : snprintf(line, sizeof line, "%s%s %llu\n", p,
+                               n.is_dir[i] ? "/" : "",
+                               (unsigned long long)size);
+        CHECK_EQ_INT(tdb_buf_append(out, line, (size_t)k), 0);
+        if (n.is_dir[i])
+            unit_snapshot(io, p, hash, out);
+        free(p);
+    }
+    tdb_names_free(&n);
+}
+
 int unit_array_from_case(const char *name, struct tdb_io *mem)
 {
     char path[4096];

@@ -97,6 +97,13 @@ static inline int unit_write(const struct tdb_io *io,
 int unit_copy_tree(const struct tdb_io *src, const char *sp,
                    const struct tdb_io *dst, const char *dp);
 
+/* Appends to out every folder and file under folder `path` of io, in
+ * name order, one a line: "path/ 0" for a folder, "path size" for a
+ * file, and with `hash` after the size the FNV-1a of its bytes in hex; a
+ * failure to list or read fails the running test. */
+void unit_snapshot(const struct tdb_io *io, const char *path, bool hash,
+                   struct tdb_buf *out);
+
 /* A new empty folder /tmp/tdb_test_TAG.XXXXXX (caller frees it, and
  * removes it with unit_rm_rf); NULL when it cannot be made. */
 char *unit_temp_dir(const char *tag);

@@ -555,59 +555,13 @@ static void test_fragments_as_tiledb(void)
 
 /* ---------------------------------------------- failed consolidations */
 
-/* The lines of tree_snapshot, as nftw finds them. */
-static char **snap_v;
-static size_t snap_n, snap_root;
-static int snap_one(const char *path, const struct stat *st, int kind,
-                    struct FTW *ftw)
-{
-    (void)ftw;
-    char line[4400];
-    const char *rel = path + snap_root;
-    if (kind == FTW_D) {
-        snprintf(line, sizeof line, "%s/", rel);
-    } else {
-        size_t n = 0;
-        char *b = unit_slurp(path, &n);
-        uint64_t h = 1469598103934665603ull;
-        for (size_t i = 0; b && i < n; i++)
-            h = (h ^ (uint8_t)b[i]) * 1099511628211ull;
-        free(b);
-        snprintf(line, sizeof line, "%s %lld %016llx", rel,
-                 (long long)st->st_size, (unsigned long long)h);
-    }
-    char **nv = realloc(snap_v, (snap_n + 1) * sizeof *nv);
-    if (!nv)
-        return 1;
-    snap_v = nv;
-    snap_v[snap_n++] = strdup(line);
-    return 0;
-}
-
-static int snap_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every folder and file below the array's folder `root`, sorted, one a
- * line: "path/" for a folder, "path size hash" for a file (FNV-1a of its
- * bytes).  Caller frees. */
-static char *tree_snapshot(const char *root)
+/* Every folder and file of the array at io, one a line, with a hash of
+ * each file's bytes (unit_snapshot), NUL-terminated.  Caller frees. */
+static char *tree_snapshot(const struct tdb_io *io)
 {
     struct tdb_buf b = {0};
-    snap_v = NULL;
-    snap_n = 0;
-    snap_root = strlen(root);
-    CHECK_EQ_INT(nftw(root, snap_one, 16, FTW_PHYS), 0);
-    qsort(snap_v, snap_n, sizeof *snap_v, snap_cmp);
-    for (size_t i = 0; i < snap_n; i++) {
-        CHECK(snap_v[i] != NULL);
-        if (snap_v[i])
-            CHECK_EQ_INT(tdb_buf_append(&b, snap_v[i], strlen(snap_v[i])) ||
-                         tdb_buf_append(&b, "\n", 1), 0);
-        free(snap_v[i]);
-    }
-    free(snap_v);
+    unit_snapshot(io, "", true, &b);
+    CHECK(b.len > 0); /* an array has its __schema at least */
     CHECK_EQ_INT(tdb_buf_append(&b, "", 1), 0);
     return (char *)b.data;
 }
@@ -626,11 +580,11 @@ static void snap_missing(const char *a, const char *b, char sign)
     }
 }
 
-/* The tree under root is what `before` shows; otherwise the files gone
- * (-) and come or changed (+) are said. */
-static bool tree_same(const char *root, const char *before)
+/* The array at io is what `before` shows; otherwise the files gone (-)
+ * and come or changed (+) are said. */
+static bool tree_same(const struct tdb_io *io, const char *before)
 {
-    char *now = tree_snapshot(root);
+    char *now = tree_snapshot(io);
     bool same = now && before && !strcmp(now, before);
     if (!same && now && before) {
         fprintf(stderr, "  the array's files differ:\n");
@@ -657,12 +611,12 @@ static bool newest_file(const struct tdb_io *io, const char *file, char *out,
     return ok;
 }
 
-/* After a failed fragment consolidation of case `name` at `dir` (io):
+/* After a failed fragment consolidation of case `name` (at io):
  * err says `want` (and the code is `rc`, wanted `code`), nothing was
  * merged, the array's files are `before`'s and it reads as the corpus
  * says, its fragments still there. */
-static void as_before(const char *name, const char *dir,
-                      const struct tdb_io *io, const char *before, int rc,
+static void as_before(const char *name, const struct tdb_io *io,
+                      const char *before, int rc,
                       int code, const struct tdb_cons_result *r,
                       const struct tdb_error *err, const char *want)
 {
@@ -673,7 +627,7 @@ static void as_before(const char *name, const char *dir,
     CHECK(strstr(err->msg, want) != NULL);
     CHECK_EQ_INT(r->name[0], 0);
     CHECK_EQ_INT(r->merged, 0);
-    CHECK(tree_same(dir, before));
+    CHECK(tree_same(io, before));
     exp_skip_frags = false;
     CHECK(views_exact(name, io, NULL));
 }
@@ -727,12 +681,12 @@ static void refused_reads(const struct refusal *t)
     struct tdb_io_fault f = {.read_path = bad_file, .read_fails = t->fails};
     struct tdb_io bad;
     CHECK_EQ_INT(tdb_io_faulty(&bad, &io, &f), 0);
-    char *before = tree_snapshot(dir);
+    char *before = tree_snapshot(&io);
     if (newest_file(&io, t->file, bad_file, sizeof bad_file)) {
         int rc = tdb_consolidate_fragments(&bad, &o, &r, &err);
         snprintf(want, sizeof want, "%s: field '%s' tile ", bad_file,
                  t->field);
-        as_before(t->name, dir, &io, before, rc, TDB_E_IO, &r, &err, want);
+        as_before(t->name, &io, before, rc, TDB_E_IO, &r, &err, want);
         uint64_t refused = f.read_failed;
         CHECK(t->fails == UINT64_MAX ? refused > 0 : refused == t->fails);
         if (t->undone) {
@@ -786,9 +740,9 @@ static void test_fragments_tile_corrupt(void)
     memset(junk, 0xee, sizeof junk);
     CHECK_EQ_INT(tdb_io_read(&io, path, 0, orig, sizeof orig, &err), 0);
     CHECK_EQ_INT(io.ops->write_at(io.ctx, path, 0, junk, sizeof junk), 0);
-    char *before = tree_snapshot(dir);
+    char *before = tree_snapshot(&io);
     int rc = tdb_consolidate_fragments(&io, &o, &r, &err);
-    CHECK(tree_same(dir, before));
+    CHECK(tree_same(&io, before));
     CHECK_EQ_INT(rc, TDB_E_CORRUPT);
     snprintf(want, sizeof want, "%s: field 'a' tile 0", path);
     if (!strstr(err.msg, want))

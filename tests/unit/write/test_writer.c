@@ -18,29 +18,6 @@
 #include <unistd.h>
 #include "fixture.h"
 
-/* Every file under path with its size, one per line. */
-static void snapshot(const struct tdb_io *io, const char *path,
-                     struct tdb_buf *out)
-{
-    struct tdb_names n;
-    if (tdb_io_names(io, path, &n, NULL))
-        return;
-    for (size_t i = 0; i < n.n; i++) {
-        char *p = tdb_path_join(path, n.v[i]);
-        char line[1200];
-        uint64_t sz = 0;
-        if (!n.is_dir[i])
-            io->ops->size(io->ctx, p, &sz);
-        int k = snprintf(line, sizeof line, "%s%s %llu\n", p,
-                         n.is_dir[i] ? "/" : "", (unsigned long long)sz);
-        tdb_buf_append(out, line, (size_t)k);
-        if (n.is_dir[i])
-            snapshot(io, p, out);
-        free(p);
-    }
-    tdb_names_free(&n);
-}
-
 static bool case_key(json_t *c, uint8_t key[32])
 {
     const char *hex = json_string_value(json_object_get(c, "key_hex"));
@@ -396,11 +373,11 @@ static void expect_inval(const struct tdb_io *arr, const struct tdb_io *stg,
                          const char *file, const char *why)
 {
     struct tdb_buf before = {0}, after = {0};
-    snapshot(arr, "", &before);
+    unit_snapshot(arr, "", false, &before);
     char *nm = NULL;
     struct tdb_error err = {0};
     int r = unit_write(arr, stg, "w", NULL, 9, 0, &nm, &err);
-    snapshot(arr, "", &after);
+    unit_snapshot(arr, "", false, &after);
     if (r != TDB_E_INVAL || !strstr(err.msg, file) || (why && !strstr(err.msg, why)))
         fprintf(stderr, "  expected an error about %s (%s), got %d: %s\n", file,
                 why ? why : "", r, err.msg);
