@@ -3,8 +3,10 @@
  * staged folders a commit reads from.
  *
  * The engine writes the TileDB format at version 22 (what TileDB 2.29
- * writes), through the same `struct tdb_io` it reads with
- * (tiledb_format.h, whose conventions hold here too: 0 or a negative
+ * writes; into an array of format 16 to 21 it writes fragments and
+ * deletes at the array's version, as TileDB does, and the _22 of the
+ * names below is then the array's), through the same `struct tdb_io`
+ * it reads with (tiledb_format.h, whose conventions hold here too: 0 or a negative
  * TDB_E_* code, a caller-owned `struct tdb_error`, opaque handles whose
  * free functions accept NULL, no printing, no global state).  Every
  * mutating call goes through the I/O interface, so a backend that fails
@@ -23,7 +25,8 @@
 extern "C" {
 #endif
 
-/* The format version the engine writes. */
+/* The format version the engine writes (an older array's fragments and
+ * deletes: see above). */
 #define TDB_WRITE_VERSION 22
 
 /* The engine's clock: now in ms since the epoch.  Front ends use it to

@@ -120,6 +120,13 @@ int tdb_schema_dim_index(const struct tdb_schema *s, const char *name);
 int tdb_schema_serialize(const struct tdb_schema *s, struct tdb_buf *out,
                          struct tdb_error *err);
 
+/* The format version of a fragment (and of a delete commit) written
+ * into an array whose newest schema is s: the schema's own version from
+ * 16 to 22, as TileDB writes into an older array at its own version (the
+ * fragment's files are laid out alike from 16 on; only the version and a
+ * few filters differ), else 22 (the version schemas are written at). */
+uint32_t tdb_schema_fragment_version(const struct tdb_schema *s);
+
 /* ------------------------------------------------------ dimensions (dim.c) */
 
 /* Offset of value v (tdb_dt_size(dim->type) bytes) from the domain's low

@@ -152,6 +152,13 @@ static int schema_serialize_body(const struct tdb_schema *s,
     return schema_write_current_domain(s, b);
 }
 
+uint32_t tdb_schema_fragment_version(const struct tdb_schema *s)
+{
+    return s->version >= 16 && s->version <= SCHEMA_WRITE_VERSION
+               ? s->version
+               : SCHEMA_WRITE_VERSION;
+}
+
 int tdb_schema_serialize(const struct tdb_schema *s, struct tdb_buf *out,
                          struct tdb_error *err)
 {

@@ -727,9 +727,10 @@ static uint64_t dc_time(const struct tdb_arraydir *dir, uint64_t timestamp_ms)
     return t;
 }
 
-/* Publishes file as __commits/__t_t_<uuid>_22.del; *name its name. */
-static int dc_publish(const struct tdb_io *io, uint64_t t,
-                      const struct tdb_buf *file, char **name,
+/* Publishes file as __commits/__t_t_<uuid>_V.del, V the version of a
+ * write into the array of newest schema s; *name its name. */
+static int dc_publish(const struct tdb_io *io, const struct tdb_schema *s,
+                      uint64_t t, const struct tdb_buf *file, char **name,
                       struct tdb_error *err)
 {
     uint8_t rnd[16];
@@ -737,7 +738,7 @@ static int dc_publish(const struct tdb_io *io, uint64_t t,
     int r = tdb_random(rnd, sizeof rnd, err);
     if (r)
         return r;
-    tdb_tsname_make(nm, sizeof nm, t, t, rnd, TDB_WRITE_VERSION);
+    tdb_tsname_make(nm, sizeof nm, t, t, rnd, tdb_schema_fragment_version(s));
     snprintf(path, sizeof path, "__commits/%s.del", nm);
     /* (a name tiledbfs-consolidate's sweep removes after a kill) */
     snprintf(tmp, sizeof tmp, ".%s.del.cons.tmp", nm);
@@ -771,7 +772,8 @@ int tdb_delete_commit(const struct tdb_io *io, const char *text, size_t len,
     if (!r)
         r = tdb_write_generic_tile(&cond, enc ? at->key : NULL, &file, err);
     if (!r)
-        r = dc_publish(io, dc_time(dir, at->timestamp_ms), &file, name, err);
+        r = dc_publish(io, s, dc_time(dir, at->timestamp_ms), &file, name,
+                       err);
     tdb_buf_free(&cond);
     tdb_buf_free(&file);
     for (size_t i = 0; i < schemas.n; i++)

@@ -518,7 +518,7 @@ static int fmw_file_footer(const struct tdb_fmw *w, struct fmw_file *o)
     struct tdb_buf *file = &o->file;
     uint32_t n = w->nfields;
     size_t foot = file->len, nlen = strlen(w->schema_name);
-    int rc = tdb_buf_put_u32(file, TDB_WRITE_VERSION);
+    int rc = tdb_buf_put_u32(file, tdb_schema_fragment_version(s));
     if (!rc)
         rc = tdb_buf_put_u64(file, nlen);
     if (!rc)

@@ -155,7 +155,8 @@ static int wr_field_sizes(struct wr *w, struct wr_field *f, uint32_t cvn)
     if (f->var)
         f->cell_size = f->vsize;
     f->skip_offsets = f->var && tdb_pipeline_skips_offsets(
-                                    f->filters, f->type, TDB_WRITE_VERSION);
+                                    f->filters, f->type,
+                                    tdb_schema_fragment_version(w->s));
     f->want[WR_VALUES] = true;
     f->want[WR_OFFSETS] = f->var;
     f->want[WR_VALIDITY] = f->nullable;

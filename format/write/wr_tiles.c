@@ -246,7 +246,7 @@ static int wr_emit(const struct wr *w, struct wr_scratch *sc,
     struct tdb_tile_desc d = {
         .datatype = tl->type,
         .cell_size = tl->cs,
-        .version = TDB_WRITE_VERSION,
+        .version = tdb_schema_fragment_version(w->s),
         .is_var = tl->is_var,
         .key = w->key,
         .what = what,

@@ -38,7 +38,8 @@ static int wr_write(struct wr *w, uint64_t ts)
     uint64_t t1 = w->x && w->x->t1 && w->x->t1 <= t ? w->x->t1 : t;
     if (w->distinct)
         tdb_tsname_mark(rnd, t1, t);
-    tdb_tsname_make(w->name, sizeof w->name, t1, t, rnd, TDB_WRITE_VERSION);
+    tdb_tsname_make(w->name, sizeof w->name, t1, t, rnd,
+                    tdb_schema_fragment_version(w->s));
     if (w->x && w->x->named && (r = w->x->named(w->x->named_arg, w->name,
                                                 w->err)))
         return r;
