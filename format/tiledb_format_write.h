@@ -6,11 +6,12 @@
  * writes; into an array of format 16 to 21 it writes fragments and
  * deletes at the array's version, as TileDB does, and the _22 of the
  * names below is then the array's), through the same `struct tdb_io`
- * it reads with (tiledb_format.h, whose conventions hold here too: 0 or a negative
- * TDB_E_* code, a caller-owned `struct tdb_error`, opaque handles whose
- * free functions accept NULL, no printing, no global state).  Every
- * mutating call goes through the I/O interface, so a backend that fails
- * on purpose (the tests' fault injection) reaches every one of them.
+ * it reads with (tiledb_format.h, whose conventions hold here too: 0 or
+ * a negative TDB_E_* code, a caller-owned `struct tdb_error`, opaque
+ * handles whose free functions accept NULL, no printing, no global
+ * state).  Every mutating call goes through the I/O interface, so a
+ * backend that fails on purpose (the tests' fault injection) reaches
+ * every one of them.
  *
  * Files appear whole or not at all: each is written under a temporary
  * name, synced and renamed into place; a fragment's commit file is

@@ -11,10 +11,9 @@
  * folders (tdb_io_sub: a group's member array; absolute paths and file://
  * URIs pass through unchanged), or inner itself with its mutating calls
  * counted and failed, and reads of one file failed, on schedule
- * (tdb_io_faulty).  One set of functions
- * serves both: each call maps its paths, and a mutating call is refused
- * (TDB_E_ROFS) when inner has no such call, else counted, before it
- * reaches inner. */
+ * (tdb_io_faulty).  One set of functions serves both: each call maps its
+ * paths, and a mutating call is refused (TDB_E_ROFS) when inner has no
+ * such call, else counted, before it reaches inner. */
 struct io_wrap {
     const struct tdb_io *inner;
     char *prefix;               /* tdb_io_sub's folder; NULL: none */

@@ -92,11 +92,13 @@ static void check_versions(const struct tdb_io *io, const char *name,
     CHECK_EQ_INT(tdb_array_open(&a, io, "", &o, c, &err), 0);
     const char *suffix = strrchr(name, '_');
     CHECK(suffix && strtoul(suffix + 1, NULL, 10) == v);
+    size_t found = 0;
     for (size_t i = 0; a && i < a->nfrags; i++)
-        if (strstr(a->frags[i].fm->path, name)) {
+        if (strstr(a->frags[i].fm->path, name) && ++found)
             CHECK_EQ_INT(a->frags[i].fm->version, v);
-            CHECK_EQ_INT(a->schema->version, v);
-        }
+    CHECK_EQ_INT(found, 1); /* the fragment is live */
+    if (a)
+        CHECK_EQ_INT(a->schema->version, v);
     tdb_array_close(a);
     tdb_cache_free(c);
 }
